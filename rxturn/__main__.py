@@ -1,0 +1,5 @@
+import sys
+
+from rxturn.cli import main
+
+sys.exit(main())

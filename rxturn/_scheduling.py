@@ -1,0 +1,54 @@
+"""Where time comes from: scheduler resolution and a cheap float clock.
+
+Every time-dependent operator takes ``scheduler: abc.SchedulerBase | None``. It is resolved as
+RxPY's ``_timeout.py`` does (the operator's argument, then the subscribe-time scheduler), with
+one asyncio-first twist: when neither is given and an event loop is running, the default is an
+:class:`~reactivex.scheduler.eventloop.AsyncIOScheduler` on that loop, never a thread pool.
+
+:func:`clock` returns a zero-argument function giving the scheduler's time in float seconds.
+Hot paths call it per event, so it avoids ``scheduler.now`` (a ``datetime`` per call): on an
+asyncio scheduler it is ``loop.time`` and on a virtual-time scheduler it reads the virtual clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from reactivex import abc
+from reactivex.scheduler import TimeoutScheduler, VirtualTimeScheduler
+from reactivex.scheduler.eventloop import AsyncIOScheduler
+
+__all__ = ["clock", "resolve_scheduler"]
+
+
+def resolve_scheduler(
+    *candidates: abc.SchedulerBase | None,
+) -> abc.SchedulerBase:
+    """The first non-``None`` candidate, else an asyncio scheduler on the running loop."""
+    for candidate in candidates:
+        if candidate is not None:
+            return candidate
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return TimeoutScheduler.singleton()
+    return AsyncIOScheduler(loop)
+
+
+def clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
+    """A fast ``() -> seconds`` reading of ``scheduler``'s notion of time."""
+    if isinstance(scheduler, AsyncIOScheduler):
+        return scheduler._loop.time  # pyright: ignore[reportPrivateUsage]
+    if isinstance(scheduler, VirtualTimeScheduler):
+        virtual = scheduler
+
+        def read_virtual() -> float:
+            return float(virtual.clock)  # type: ignore[arg-type]
+
+        return read_virtual
+
+    def read_now() -> float:
+        return scheduler.now.timestamp()
+
+    return read_now

@@ -1,0 +1,86 @@
+"""A cancel signal for turns: set once, observed by every wait of the pipeline.
+
+A :class:`CancelToken` is the cooperative stop button of a turn. The engine checks it before
+the provider is ever called, and every wait inside the stream handler (limiter, event wait,
+backoff, rescue) races against it. Callbacks run synchronously in the thread that calls
+:meth:`CancelToken.cancel`; from another thread use ``loop.call_soon_threadsafe(token.cancel)``.
+
+Disposing an Rx subscription is the other way to stop: it tears the pipeline down silently.
+Cancelling instead makes the turn *fail* with :class:`~rxturn.errors.Cancelled`, so the
+caller learns that it stopped and why.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import reactivex
+from reactivex import Observable, abc
+from reactivex.disposable import Disposable
+
+from .errors import Cancelled
+
+__all__ = ["CancelToken"]
+
+
+class CancelToken:
+    """A one-shot cancel signal that can be re-armed between runs."""
+
+    __slots__ = ("_callbacks", "_reason")
+
+    def __init__(self) -> None:
+        self._reason: str | None = None
+        self._callbacks: list[Callable[[], None]] = []
+
+    def __repr__(self) -> str:
+        return f"CancelToken(cancelled={self.cancelled})"
+
+    @property
+    def cancelled(self) -> bool:
+        return self._reason is not None
+
+    def cancel(self, reason: str = "cancelled") -> None:
+        """Fire the signal (idempotent). Registered callbacks run once, in registration order."""
+        if self._reason is not None:
+            return
+        self._reason = reason
+        callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def reset(self) -> None:
+        """Re-arm the signal so the next run can start (the engine does this after a run)."""
+        self._reason = None
+        self._callbacks.clear()
+
+    def raise_if_cancelled(self) -> None:
+        if self._reason is not None:
+            raise Cancelled(self._reason)
+
+    def error(self) -> Cancelled:
+        return Cancelled(self._reason or "cancelled")
+
+    def on_cancel(self, callback: Callable[[], None]) -> abc.DisposableBase:
+        """Run ``callback`` when the signal fires (at once if it already has)."""
+        if self._reason is not None:
+            callback()
+            return Disposable()
+        self._callbacks.append(callback)
+
+        def remove() -> None:
+            try:
+                self._callbacks.remove(callback)
+            except ValueError:
+                pass
+
+        return Disposable(remove)
+
+    def as_observable(self) -> Observable[None]:
+        """An Observable that errors with :class:`Cancelled` when the signal fires."""
+
+        def subscribe(
+            observer: abc.ObserverBase[None], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            return self.on_cancel(lambda: observer.on_error(self.error()))
+
+        return reactivex.create(subscribe)

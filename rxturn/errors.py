@@ -1,0 +1,418 @@
+"""One error tree for everything rxturn raises.
+
+Every failure a caller can see is an instance of :class:`RxturnError`, with a message that says
+what went wrong and where. The tree, drawn the way httpx draws its own::
+
+    RxturnError
+    ├── ConfigError                  caller misuse: invalid policy values, bad arguments
+    ├── Cancelled                    the turn's cancel signal fired (never retried, never rescued)
+    ├── ProviderError                anything that came back from (or failed to reach) a provider
+    │   ├── TransportError           the HTTP exchange itself failed
+    │   │   ├── ConnectError         could not connect
+    │   │   └── ReadError            the connection broke mid-response
+    │   ├── APIStatusError           a non-2xx HTTP status (carries status_code, body, retry_after)
+    │   │   ├── BadRequestError      400 / 422
+    │   │   │   └── ContextOverflowError   the prompt does not fit the model's window
+    │   │   ├── AuthenticationError  401
+    │   │   ├── PermissionDeniedError 403
+    │   │   ├── NotFoundError        404
+    │   │   ├── RequestTimeoutError  408
+    │   │   ├── RateLimitError       429 (also in-stream ``rate_limit_error``)
+    │   │   │   └── OverloadedError  503 / 529 (also in-stream ``overloaded_error``)
+    │   │   └── ServerError          other 5xx
+    │   ├── ProviderStreamError      an in-stream ``error`` event that is not a rate limit
+    │   └── StreamProtocolError      malformed stream bytes: framing, UTF-8, JSON, ordering, size
+    │       ├── TruncatedStreamError the stream ended without its terminal event
+    │       └── InvalidToolInputError a closed tool block whose JSON does not parse
+    ├── StreamTimeoutError           a stream deadline fired (``kind``: first_event, idle, total)
+    ├── RateLimitEscalation          the rate-limit ladder gave up (feeds the model breaker)
+    ├── RescueFailed                 the stream failed and the non-streaming rescue failed too
+    └── FallbackExhausted            every model of the fallback chain has failed
+
+Whether an error is worth another attempt is decided in one place, :func:`is_retryable`.
+
+Secrets: no error here ever stores request headers. Messages carry response bodies (capped),
+status codes and counts, never an API key; :func:`redact` is applied to every body we keep.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import ClassVar
+
+__all__ = [
+    "APIStatusError",
+    "AuthenticationError",
+    "BadRequestError",
+    "Cancelled",
+    "ConfigError",
+    "ConnectError",
+    "ContextOverflowError",
+    "FallbackExhausted",
+    "InvalidToolInputError",
+    "NotFoundError",
+    "OverloadedError",
+    "PermissionDeniedError",
+    "ProviderError",
+    "ProviderStreamError",
+    "RateLimitError",
+    "RateLimitEscalation",
+    "ReadError",
+    "RequestTimeoutError",
+    "RescueFailed",
+    "RxturnError",
+    "ServerError",
+    "StreamProtocolError",
+    "StreamTimeoutError",
+    "TransportError",
+    "TruncatedStreamError",
+    "is_rate_limit",
+    "is_retryable",
+    "redact",
+    "status_error",
+]
+
+# Bodies and messages we keep are capped so a hostile server cannot make an error huge.
+_MAX_BODY_CHARS = 8192
+
+_KEY_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|sk-ant-[A-Za-z0-9_\-]{6,})")
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """Remove API-key-looking tokens (and any given secrets) from ``text``; cap its length."""
+    for secret in secrets:
+        if secret:
+            text = text.replace(secret, "[redacted]")
+    text = _KEY_PATTERN.sub("[redacted]", text)
+    if len(text) > _MAX_BODY_CHARS:
+        text = text[:_MAX_BODY_CHARS] + f"… [{len(text) - _MAX_BODY_CHARS} more chars]"
+    return text
+
+
+class RxturnError(Exception):
+    """Root of every error rxturn raises."""
+
+    #: Default retry verdict for the class; :func:`is_retryable` reads it.
+    retryable: ClassVar[bool] = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r})"
+
+
+class ConfigError(RxturnError, ValueError):
+    """The caller passed an invalid value (a policy field, an argument, a scenario)."""
+
+
+class Cancelled(RxturnError):
+    """The turn's cancel signal fired. A user stop is not a model failure: never retried."""
+
+    def __init__(self, message: str = "cancelled") -> None:
+        super().__init__(message)
+
+
+class ProviderError(RxturnError):
+    """Something went wrong talking to a provider."""
+
+    retryable = True
+
+
+class TransportError(ProviderError):
+    """The HTTP exchange failed below the status line (DNS, TCP, TLS, a dropped connection)."""
+
+
+class ConnectError(TransportError):
+    """Could not open a connection to the provider."""
+
+
+class ReadError(TransportError):
+    """The connection broke while the response was being read."""
+
+
+class APIStatusError(ProviderError):
+    """The provider answered with a non-2xx HTTP status.
+
+    Attributes:
+        status_code: the HTTP status, or ``None`` for an error reported inside a 200 stream.
+        body: the (capped, redacted) response body text.
+        retry_after: seconds the provider asked us to wait, if it said so.
+        request_id: the provider's request id header, if any.
+        error_type: the provider's error ``type`` string, if the body had one.
+        should_retry: the ``x-should-retry`` header verdict, if the provider sent one.
+    """
+
+    retryable = False
+    default_status: ClassVar[int | None] = None
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status_code: int | None = None,
+        body: str = "",
+        retry_after: float | None = None,
+        request_id: str | None = None,
+        error_type: str | None = None,
+        should_retry: bool | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status_code = status_code if status_code is not None else self.default_status
+        self.body = redact(body)
+        self.retry_after = retry_after
+        self.request_id = request_id
+        self.error_type = error_type
+        self.should_retry = should_retry
+
+
+class BadRequestError(APIStatusError):
+    """400 or 422: the request itself is wrong; retrying cannot help."""
+
+    default_status = 400
+
+
+class ContextOverflowError(BadRequestError):
+    """The prompt does not fit the model's context window."""
+
+
+class AuthenticationError(APIStatusError):
+    """401: the API key is missing or invalid."""
+
+    default_status = 401
+
+
+class PermissionDeniedError(APIStatusError):
+    """403: the key may not use this resource."""
+
+    default_status = 403
+
+
+class NotFoundError(APIStatusError):
+    """404: unknown model or endpoint."""
+
+    default_status = 404
+
+
+class RequestTimeoutError(APIStatusError):
+    """408: the provider timed the request out."""
+
+    retryable = True
+    default_status = 408
+
+
+class RateLimitError(APIStatusError):
+    """429, or an in-stream ``rate_limit_error``: slow down (see ``retry_after``)."""
+
+    retryable = True
+    default_status = 429
+    kind: ClassVar[str] = "rate limit"
+
+
+class OverloadedError(RateLimitError):
+    """503 / 529, or an in-stream ``overloaded_error``: the provider is overloaded."""
+
+    default_status = 529
+    kind = "overloaded"
+
+
+class ServerError(APIStatusError):
+    """Any other 5xx."""
+
+    retryable = True
+    default_status = 500
+
+
+class ProviderStreamError(ProviderError):
+    """The provider sent an ``error`` event inside an otherwise healthy stream."""
+
+    def __init__(self, message: str, *, error_type: str | None = None) -> None:
+        super().__init__(message)
+        self.error_type = error_type
+        if error_type in _PERMANENT_STREAM_ERROR_TYPES:
+            self.retryable = False  # type: ignore[misc]
+
+
+_PERMANENT_STREAM_ERROR_TYPES = frozenset(
+    {"invalid_request_error", "authentication_error", "permission_error", "not_found_error"}
+)
+
+
+class StreamProtocolError(ProviderError):
+    """The stream's bytes are malformed: framing, UTF-8, JSON, event order or size limits.
+
+    ``where`` says where (e.g. ``"line 12"``), when the decoder knows.
+    """
+
+    def __init__(self, message: str, *, where: str | None = None) -> None:
+        super().__init__(f"{message} ({where})" if where else message)
+        self.where = where
+
+
+class TruncatedStreamError(StreamProtocolError):
+    """The stream ended without the provider's terminal event: the reply is incomplete."""
+
+    def __init__(self, events: int, where: str | None = None) -> None:
+        super().__init__(
+            f"stream ended without a terminal event after {events} events (truncated?)",
+            where=where,
+        )
+        self.events = events
+
+
+class InvalidToolInputError(StreamProtocolError):
+    """A closed tool-call block's JSON arguments do not parse. ``raw`` holds them verbatim."""
+
+    def __init__(self, detail: str, raw: str, *, where: str | None = None) -> None:
+        super().__init__(f"invalid tool input JSON: {detail} (raw_len={len(raw)})", where=where)
+        self.raw = raw
+
+
+class StreamTimeoutError(RxturnError):
+    """A stream deadline fired.
+
+    Attributes:
+        kind: ``"first_event"``, ``"idle"`` or ``"total"``.
+        events: events received in the attempt (``"total"``: in the whole turn).
+        partial: whether at least one completed part had been received.
+        elapsed: seconds since the attempt (``"total"``: the turn) started.
+    """
+
+    retryable = True
+
+    def __init__(
+        self, kind: str, *, after: float, events: int, partial: bool, elapsed: float,
+        consecutive: int = 1,
+    ) -> None:
+        what = {"first_event": "first-event", "idle": "idle", "total": "total"}.get(kind, kind)
+        extra = f", {consecutive} consecutive" if kind != "total" and consecutive > 1 else ""
+        super().__init__(
+            f"{what} timeout: nothing for {after:g}s{extra} "
+            f"({events} events in {elapsed:.1f}s{', partial data' if partial else ''})"
+            if kind != "total"
+            else f"total timeout after {elapsed:.1f}s, {events} events"
+            f"{' (partial data)' if partial else ''}"
+        )
+        self.kind = kind
+        self.after = after
+        self.events = events
+        self.partial = partial
+        self.elapsed = elapsed
+        self.consecutive = consecutive
+
+
+class RateLimitEscalation(RxturnError):
+    """The rate-limit ladder spent its retries: the model is saturated; let the breaker know."""
+
+    retryable = False
+
+    def __init__(self, attempts: int, retry_after: float | None = None) -> None:
+        hint = f" (retry-after {retry_after:g}s)" if retry_after is not None else ""
+        super().__init__(f"rate-limit escalation after {attempts} retries{hint}")
+        self.attempts = attempts
+        self.retry_after = retry_after
+
+
+class RescueFailed(RxturnError):
+    """The stream failed and the non-streaming rescue failed as well. Both errors are kept."""
+
+    def __init__(self, stream_error: BaseException, rescue_error: BaseException) -> None:
+        super().__init__(f"stream failed ({stream_error}) and fallback also failed: {rescue_error}")
+        self.stream_error = stream_error
+        self.rescue_error = rescue_error
+
+
+class FallbackExhausted(RxturnError):
+    """Every model in the fallback chain has used up its strikes."""
+
+    def __init__(self, primary: str | None, chain: list[str]) -> None:
+        super().__init__(
+            f"all fallback models failed (primary {primary!r}, chain {chain!r})"
+        )
+        self.primary = primary
+        self.chain = chain
+
+
+_STATUS_CLASSES: dict[int, type[APIStatusError]] = {
+    400: BadRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    408: RequestTimeoutError,
+    422: BadRequestError,
+    429: RateLimitError,
+    503: OverloadedError,
+    529: OverloadedError,
+}
+
+_CONTEXT_WORDS = ("context length", "context window", "too many tokens", "prompt is too long",
+                  "maximum context", "context_length_exceeded", "exceeds maximum")
+
+
+def status_error(
+    status: int,
+    body: str,
+    *,
+    retry_after: float | None = None,
+    request_id: str | None = None,
+    error_type: str | None = None,
+    error_message: str | None = None,
+    should_retry: bool | None = None,
+) -> APIStatusError:
+    """Build the typed error for an HTTP status (reference §4.4), message ``"HTTP s: …"``."""
+    cls: type[APIStatusError]
+    if status in _STATUS_CLASSES:
+        cls = _STATUS_CLASSES[status]
+    elif 500 <= status <= 599:
+        cls = ServerError
+    else:
+        cls = APIStatusError
+    detail = error_message or body.strip() or "(empty body)"
+    lowered = detail.lower()
+    if cls is BadRequestError and any(word in lowered for word in _CONTEXT_WORDS):
+        cls = ContextOverflowError
+    message = f"HTTP {status}: {redact(detail)}"
+    if len(message) > 500:
+        message = message[:500] + "…"
+    return cls(
+        message,
+        status_code=status,
+        body=body,
+        retry_after=retry_after,
+        request_id=request_id,
+        error_type=error_type,
+        should_retry=should_retry,
+    )
+
+
+def is_retryable(exc: BaseException) -> bool:
+    """Whether another attempt could succeed (reference §4.3), decided in one place.
+
+    ``x-should-retry`` wins when the provider sent it; cancellation, config errors and
+    4xx statuses other than 408/409/429 are permanent; transport trouble, 5xx, timeouts and
+    malformed streams are transient. Foreign exceptions are judged by their ``__cause__``.
+    """
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, APIStatusError):
+            if current.should_retry is not None:
+                return current.should_retry
+            if current.status_code == 409:
+                return True
+            return current.retryable
+        if isinstance(current, RxturnError):
+            return current.retryable
+        current = current.__cause__
+    return False
+
+
+def is_rate_limit(exc: BaseException) -> bool:
+    """Whether ``exc`` belongs on the rate-limit ladder (429 / 503 / 529 or in-stream)."""
+    return isinstance(exc, RateLimitError)
+

@@ -1,0 +1,136 @@
+"""Provider-neutral stream events: what every decoder emits and every operator consumes.
+
+One reply is always this sequence (reference §1.1)::
+
+    MessageStart → (PartStart → Delta* → PartStop)* → MessageDelta → MessageStop
+
+Lanes are addressed by ``index``; several may be open at once (OpenAI parallel tool calls).
+``MessageStop`` is the only "reply complete" signal: a decoder never synthesizes it on failure,
+so its absence marks a truncated stream. ``Ping`` is a keep-alive that nobody needs to see.
+
+On top of those, the stream handler emits two control items (:data:`HandlerEvent`):
+
+- :class:`AttemptReset` before attempts 2, 3, … — discard everything from the failed attempt;
+- :class:`Fallback` when the non-streaming rescue saved the turn — adopt its message wholesale.
+
+Provider events flow through the handler unwrapped (a ``HandlerEvent`` is a ``StreamEvent`` or
+one of the two control items), so the hot path allocates nothing per event beyond the decoder's
+own Struct.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from .messages import Message, StopReason, Usage
+
+__all__ = [
+    "AttemptReset",
+    "Delta",
+    "DeltaKind",
+    "Fallback",
+    "HandlerEvent",
+    "MessageDelta",
+    "MessageStart",
+    "MessageStop",
+    "PartKind",
+    "PartStart",
+    "PartStop",
+    "Ping",
+    "StreamEvent",
+]
+
+#: What a lane carries. ``thinking`` is stream-only: it never enters the message.
+PartKind = Literal["text", "thinking", "tool_call"]
+#: What a delta carries: text, thinking, or a fragment of a tool call's JSON arguments.
+DeltaKind = Literal["text", "thinking", "tool_json"]
+
+
+class MessageStart(msgspec.Struct, frozen=True, tag="message_start"):
+    """First event of a reply."""
+
+    id: str = ""
+    model: str = ""
+
+
+class PartStart(msgspec.Struct, frozen=True, tag="part_start"):
+    """A lane opens. Tool lanes latch their call ``id`` and ``name`` here."""
+
+    index: int
+    kind: PartKind = "text"
+    id: str = ""
+    name: str = ""
+
+
+class Delta(msgspec.Struct, frozen=True, tag="delta"):
+    """A fragment for lane ``index``: text, thinking, or tool-call JSON (``kind``)."""
+
+    index: int
+    text: str
+    kind: DeltaKind = "text"
+
+
+class PartStop(msgspec.Struct, frozen=True, tag="part_stop"):
+    """A lane closes: the oldest open lane with ``index``, or the oldest open lane if ``None``."""
+
+    index: int | None = None
+
+
+class MessageDelta(msgspec.Struct, frozen=True, tag="message_delta"):
+    """Stop reason and usage near the end of a reply.
+
+    ``stop_reason`` is the canonical spelling when the decoder recognised the provider's value,
+    else the provider's raw string (which the fold ignores, keeping the previous reason).
+    ``usage`` replaces any earlier usage, even when ``None``.
+    """
+
+    stop_reason: str | None = None
+    usage: Usage | None = None
+
+
+class MessageStop(msgspec.Struct, frozen=True, tag="message_stop"):
+    """The reply is complete. The only terminal signal."""
+
+
+class Ping(msgspec.Struct, frozen=True, tag="ping"):
+    """Keep-alive; ignored everywhere."""
+
+
+StreamEvent = MessageStart | PartStart | Delta | PartStop | MessageDelta | MessageStop | Ping
+
+
+class AttemptReset(msgspec.Struct, frozen=True, tag="attempt_reset"):
+    """Attempt ``attempt`` (2, 3, …) starts; everything from the failed one must be discarded.
+
+    Attributes:
+        attempt: the number of the attempt about to start (first attempt is 1).
+        reason: why the previous attempt failed (its error message).
+        error_type: the class name of that error.
+        usage: tokens the failed attempt reported before failing (billed but discarded), if any.
+        events: events the failed attempt delivered.
+    """
+
+    attempt: int
+    reason: str
+    error_type: str = ""
+    usage: Usage | None = None
+    events: int = 0
+
+
+class Fallback(msgspec.Struct, frozen=True, tag="fallback"):
+    """The non-streaming rescue produced a complete reply; always the last item of a turn."""
+
+    message: Message
+
+    @property
+    def stop_reason(self) -> StopReason:
+        return self.message.stop_reason or StopReason.END_TURN
+
+    @property
+    def usage(self) -> Usage | None:
+        return self.message.usage
+
+
+HandlerEvent = StreamEvent | AttemptReset | Fallback

@@ -1,0 +1,208 @@
+"""Conversation data: messages, content parts, usage, stop reasons, requests and options.
+
+These are the provider-neutral types every layer shares. They are frozen msgspec Structs, so a
+message handed to an observer can never change under another subscriber's feet, and their JSON
+form (``msgspec.json.encode``) is exactly the Message JSON of SPEC §3.2::
+
+    {"id": "msg_…", "model": "…", "role": "assistant",
+     "content": [{"type": "text", "text": "…"},
+                 {"type": "tool_call", "id": "…", "name": "…", "input": {…}}],
+     "stop_reason": "end_turn", "usage": {"input_tokens": 0, "output_tokens": 0}}
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, Literal
+
+import msgspec
+
+__all__ = [
+    "ContentPart",
+    "Message",
+    "Request",
+    "RequestOptions",
+    "ResponseFormat",
+    "Role",
+    "StopReason",
+    "TextPart",
+    "ToolCallPart",
+    "ToolResultPart",
+    "ToolSchema",
+    "Usage",
+    "message_from_json",
+    "message_to_json",
+]
+
+Role = Literal["user", "assistant"]
+
+
+class StopReason(enum.StrEnum):
+    """Why the model stopped. Only ``TOOL_CALL`` continues an agent loop."""
+
+    END_TURN = "end_turn"
+    TOOL_CALL = "tool_call"
+    MAX_TOKENS = "max_tokens"
+    STOP_SEQUENCE = "stop_sequence"
+
+    @classmethod
+    def parse(cls, value: str | None) -> StopReason | None:
+        """Map a provider's spelling to a stop reason; ``None`` for anything unrecognised.
+
+        Accepts the canonical names plus ``tool_use`` / ``tool_calls`` (→ TOOL_CALL),
+        ``length`` (→ MAX_TOKENS) and ``stop`` (→ END_TURN).
+        """
+        if value is None:
+            return None
+        return _STOP_ALIASES.get(value)
+
+    @property
+    def continues_loop(self) -> bool:
+        """True only for ``TOOL_CALL``: the agent must run tools and call the model again."""
+        return self is StopReason.TOOL_CALL
+
+
+_STOP_ALIASES: dict[str, StopReason] = {
+    "end_turn": StopReason.END_TURN,
+    "stop": StopReason.END_TURN,
+    "tool_call": StopReason.TOOL_CALL,
+    "tool_use": StopReason.TOOL_CALL,
+    "tool_calls": StopReason.TOOL_CALL,
+    "function_call": StopReason.TOOL_CALL,
+    "max_tokens": StopReason.MAX_TOKENS,
+    "length": StopReason.MAX_TOKENS,
+    "stop_sequence": StopReason.STOP_SEQUENCE,
+}
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """Token usage a provider reported. Optional everywhere: code against ``Usage | None``."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+class TextPart(msgspec.Struct, frozen=True, tag="text"):
+    """A run of assistant (or user) text."""
+
+    text: str
+
+
+class ToolCallPart(msgspec.Struct, frozen=True, tag="tool_call"):
+    """The model asks for a tool to be run with ``input`` (already-parsed JSON)."""
+
+    id: str
+    name: str
+    input: Any = msgspec.field(default_factory=dict)
+
+
+class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
+    """The result of running a tool, sent back to the model in a user message."""
+
+    tool_call_id: str
+    content: str
+    is_error: bool = False
+
+
+ContentPart = TextPart | ToolCallPart | ToolResultPart
+
+
+class Message(msgspec.Struct, frozen=True, kw_only=True):
+    """One conversation message. Assistant replies also carry id, model, stop reason and usage."""
+
+    id: str = ""
+    model: str = ""
+    role: Role = "assistant"
+    content: tuple[ContentPart, ...] = ()
+    stop_reason: StopReason | None = None
+    usage: Usage | None = None
+
+    @classmethod
+    def user(cls, text: str) -> Message:
+        """A user message holding one text part."""
+        return cls(role="user", content=(TextPart(text),))
+
+    @classmethod
+    def assistant(cls, text: str) -> Message:
+        """An assistant message holding one text part (handy for histories and tests)."""
+        return cls(role="assistant", content=(TextPart(text),))
+
+    @property
+    def text(self) -> str:
+        """All text parts joined (tool calls excluded)."""
+        return "".join(part.text for part in self.content if isinstance(part, TextPart))
+
+    @property
+    def tool_calls(self) -> list[ToolCallPart]:
+        """The tool calls of this message, in order."""
+        return [part for part in self.content if isinstance(part, ToolCallPart)]
+
+    @property
+    def tool_results(self) -> list[ToolResultPart]:
+        return [part for part in self.content if isinstance(part, ToolResultPart)]
+
+
+class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
+    """A tool the model may call: a name, a description and a JSON Schema for its input."""
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = msgspec.field(
+        default_factory=lambda: {"type": "object", "properties": {}}
+    )
+
+
+class ResponseFormat(msgspec.Struct, frozen=True, kw_only=True):
+    """Ask for a reply that is JSON matching ``schema`` (OpenAI ``json_schema``)."""
+
+    name: str
+    schema: dict[str, Any]
+    strict: bool = False
+
+
+class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """What rides alongside a request: applies to the streaming and non-streaming paths alike.
+
+    ``model`` is a per-request override: the fallback manager writes the routed model here, and
+    the shared client is never mutated. ``tool_choice`` is ``"auto"``, ``"any"`` (the model must
+    call some tool), ``"none"``, or a tool name; ``strict_tools`` asks for strict schemas where
+    the provider supports them.
+    """
+
+    model: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    tool_choice: str | None = None
+    strict_tools: bool = False
+    response_format: ResponseFormat | None = None
+    stop_sequences: tuple[str, ...] = ()
+    extra_headers: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+class Request(msgspec.Struct, frozen=True, kw_only=True):
+    """What the model is asked: messages (transients first), system prompt, tool schemas.
+
+    ``tools`` is ``None`` when no tools are registered.
+    """
+
+    messages: tuple[Message, ...]
+    system: str | None = None
+    tools: tuple[ToolSchema, ...] | None = None
+
+
+_message_decoder = msgspec.json.Decoder(Message)
+_encoder = msgspec.json.Encoder()
+
+
+def message_to_json(message: Message) -> bytes:
+    """Encode a message as the Message JSON of SPEC §3.2."""
+    return _encoder.encode(message)
+
+
+def message_from_json(data: bytes | str) -> Message:
+    """Decode the Message JSON of SPEC §3.2 (raises ``msgspec.ValidationError`` on bad input)."""
+    return _message_decoder.decode(data)
