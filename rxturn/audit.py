@@ -1,0 +1,166 @@
+"""The audit trail: what every served turn was asked, answered and cost (seed "The turn's paper
+trail", SPEC §2.8).
+
+Every served turn appends one :class:`Turn` to the current :class:`Run` of an
+:class:`AuditTrail` (``session.runs``). The trail holds copies of text and immutable parts only,
+never a reference to the conversation list, so compaction — which rewrites the conversation into
+a summary — cannot touch it: the trail keeps every turn's original input and output. (A turn that
+runs *after* a compaction records the summarised context it actually saw; the trail shows what
+each turn saw, which is internally consistent.)
+
+Beyond the reference ``Turn`` it records what resilience did to the turn: the model that served
+it, how many streaming attempts it took, whether the non-streaming rescue produced it, its stop
+reason, and the usage that failed attempts reported before being discarded (billed, not kept).
+
+Serialisation is JSON lines, one object per turn with its ``run_id`` first::
+
+    {"run_id":0,"turn":0,"input":"hi","output":"Hello","tool_calls":[],"input_tokens":5,...}
+
+Tool calls use the part shape of SPEC §3.2 (``{"type": "tool_call", "id", "name", "input"}``).
+A run with no turns has no line, so it does not survive a round trip.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import msgspec
+
+from .errors import ConfigError
+from .messages import StopReason, ToolCallPart, Usage
+
+__all__ = ["AuditTrail", "Run", "Turn"]
+
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
+class Turn(msgspec.Struct, frozen=True, kw_only=True):
+    """One served turn, as recorded when it completed.
+
+    Attributes:
+        turn: 0-based index of the turn within its run.
+        input: what the model was asked (display text: the run's prompt, or the tool results
+            that continued the loop).
+        output: the reply's text (tool calls excluded).
+        tool_calls: the tool calls the reply asked for, in order.
+        input_tokens: prompt tokens of the serving attempt (0 when the provider reported none).
+        output_tokens: completion tokens of the serving attempt.
+        model: the model that actually served the turn (after fallback routing).
+        attempts: streaming attempts made (1 when the first one served).
+        rescued: the non-streaming rescue produced the reply.
+        stop_reason: why the model stopped, as the engine read it.
+        discarded_usage: usage summed over failed attempts (billed, their text discarded).
+    """
+
+    turn: _Count
+    input: str
+    output: str
+    tool_calls: tuple[ToolCallPart, ...]
+    input_tokens: _Count
+    output_tokens: _Count
+    model: str = ""
+    attempts: _Count = 1
+    rescued: bool = False
+    stop_reason: StopReason | None = None
+    discarded_usage: Usage | None = None
+
+
+class Run(msgspec.Struct, kw_only=True):
+    """One ``engine.run(...)``: its turns, in order."""
+
+    run_id: int
+    turns: list[Turn] = msgspec.field(default_factory=lambda: list[Turn]())
+
+
+class _TurnLine(Turn, frozen=True, kw_only=True):
+    """A JSON line: a :class:`Turn` plus the id of the run it belongs to (decoding only)."""
+
+    run_id: _Count
+
+
+_line_decoder = msgspec.json.Decoder(_TurnLine)
+_encoder = msgspec.json.Encoder()
+_TURN_FIELDS = Turn.__struct_fields__
+
+
+class AuditTrail:
+    """All runs of a session, oldest first.
+
+    Examples:
+        >>> trail = AuditTrail()
+        >>> trail.append(Turn(turn=0, input="hi", output="Hello", tool_calls=(),
+        ...                   input_tokens=5, output_tokens=1))
+        >>> [run.run_id for run in trail.runs], len(trail.all_turns())
+        ([0], 1)
+    """
+
+    __slots__ = ("runs",)
+
+    def __init__(self, runs: list[Run] | None = None) -> None:
+        self.runs: list[Run] = [] if runs is None else runs
+
+    def __repr__(self) -> str:
+        return f"AuditTrail(runs={len(self.runs)}, turns={sum(len(r.turns) for r in self.runs)})"
+
+    def __len__(self) -> int:
+        """The number of runs."""
+        return len(self.runs)
+
+    def start_run(self) -> Run:
+        """Open a new run (ids count up from 0) and make it current."""
+        run = Run(run_id=self.runs[-1].run_id + 1 if self.runs else 0)
+        self.runs.append(run)
+        return run
+
+    @property
+    def current_run(self) -> Run:
+        """The latest run; one is started if there is none yet."""
+        return self.runs[-1] if self.runs else self.start_run()
+
+    def append(self, turn: Turn) -> None:
+        """Record a served turn in the current run."""
+        if not isinstance(turn, Turn):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"audit trail records Turn values, got {type(turn).__name__}")
+        self.current_run.turns.append(turn)
+
+    def all_turns(self) -> list[Turn]:
+        """Every turn of every run, in order."""
+        return [turn for run in self.runs for turn in run.turns]
+
+    def to_jsonl(self) -> str:
+        """One JSON object per turn (``run_id`` first), each line ending in a newline."""
+        lines: list[bytes] = []
+        for run in self.runs:
+            for turn in run.turns:
+                record: dict[str, Any] = {"run_id": run.run_id}
+                record.update(msgspec.structs.asdict(turn))
+                lines.append(_encoder.encode(record))
+        return b"".join(line + b"\n" for line in lines).decode()
+
+    @classmethod
+    def from_jsonl(cls, text: str | bytes) -> AuditTrail:
+        """Rebuild a trail from :meth:`to_jsonl` output (blank lines are skipped).
+
+        Raises:
+            ConfigError: a line is not a valid turn record, or a run's turns are not contiguous
+                and in increasing ``run_id`` order; the message names the line number.
+        """
+        data = text.encode() if isinstance(text, str) else text
+        trail = cls()
+        for number, raw in enumerate(data.splitlines(), start=1):
+            if not raw.strip():
+                continue
+            try:
+                line = _line_decoder.decode(raw)
+            except msgspec.DecodeError as exc:
+                raise ConfigError(f"audit JSON line {number}: {exc}") from None
+            if not trail.runs or line.run_id > trail.runs[-1].run_id:
+                trail.runs.append(Run(run_id=line.run_id))
+            elif line.run_id < trail.runs[-1].run_id:
+                raise ConfigError(
+                    f"audit JSON line {number}: run_id {line.run_id} after run "
+                    f"{trail.runs[-1].run_id} (runs must be contiguous and in increasing order)"
+                )
+            fields = {name: getattr(line, name) for name in _TURN_FIELDS}
+            trail.runs[-1].turns.append(Turn(**fields))
+        return trail

@@ -1,0 +1,636 @@
+"""The model circuit breaker: which model serves the next turn, and when to go back.
+
+Theory of operation
+===================
+
+A turn is served by the *primary* model until it fails ``trip_threshold`` times in a row. Then
+the breaker *trips*: it routes every turn to the first healthy model of a *chain* of backups and
+stops counting. It stays there for ``recovery_timeout`` seconds (the cooldown), measured on the
+injected clock from the moment it tripped. The first turn that begins after the cooldown
+*probes* the primary again: ``recovery_successes`` successes in a row close the breaker (back to
+the primary, every strike forgotten); a rate-limit escalation during the probe sends it straight
+back to the backup with a fresh cooldown; a transient failure merely restarts the streak.
+
+That is three states (reference §5)::
+
+                 failure #trip_threshold
+        PRIMARY ─────────────────────────► FALLBACK ◄──────────────┐
+           ▲                                  │                    │ rate-limit failure
+           │ success #recovery_successes      │ cooldown elapsed   │ (new cooldown)
+           │                                  ▼ (begin_turn)       │
+           └────────────────────────────── RECOVERING ─────────────┘
+                                            │    ▲
+                                            └────┘ transient failure: streak back to 0
+
+Backups are judged separately from the breaker. Each chain entry has ``max_fail_count`` strikes
+(two by default); the engine strikes the active backup when it fails a turn while the breaker is
+in FALLBACK (:meth:`FallbackManager.record_turn_failure` does that bookkeeping in the order of
+reference §6.4). An entry with all its strikes, or one taken out of rotation by hand
+(``set_fallback_available(name, False)``), is *failed*: routing skips it. When every entry of a
+non-empty chain has failed, the chain is *exhausted*: :meth:`FallbackManager.begin_turn` raises
+:class:`~rxturn.errors.FallbackExhausted` before the turn fires any event. An empty chain is never
+exhausted: the breaker still trips (observers learn of it) but keeps serving the primary, and the
+cooldown still leads to a probe.
+
+How the code is laid out
+------------------------
+
+The transitions are data, the way h11 writes ``EVENT_TRIGGERED_TRANSITIONS``: :data:`TRANSITIONS`
+maps ``(state, trigger)`` to ``(next state, effect)``. The public methods only *classify* their
+input into a :class:`Trigger` (that is where the threshold guards live) and hand it to one
+dispatcher that looks the pair up and applies the effect. A pair missing from the table is a
+bug, not a silent no-op. Things that are not transitions — the chain and its strikes — are
+ordinary methods on the entries, which are immutable :class:`FallbackEntry` values replaced on
+every change.
+
+Time comes from ``clock``, a ``() -> float`` in seconds (``time.monotonic`` by default). The
+engine passes :func:`rxturn._scheduling.clock` of its scheduler so that a cooldown runs on
+``reactivex.testing.TestScheduler`` virtual time in tests.
+
+Thread safety: none, by design. rxturn drives a turn on one asyncio loop; the manager is owned
+by one engine (or shared by engines on the same loop) and every method runs to completion
+without awaiting. Guard it with a lock yourself if you share it across threads. (The reference
+engine's lock-poisoning errors therefore have no twin here.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Final, TypeGuard
+
+import msgspec
+
+from .errors import Cancelled, ConfigError, FallbackExhausted, RateLimitEscalation
+
+__all__ = [
+    "TRANSITIONS",
+    "BreakerState",
+    "Effect",
+    "FailureKind",
+    "FailureOutcome",
+    "FallbackEntry",
+    "FallbackManager",
+    "FallbackPolicy",
+    "Trigger",
+    "failure_kind",
+    "for_model",
+]
+
+_log = logging.getLogger("rxturn.fallback")
+
+
+class BreakerState(enum.Enum):
+    """Where the breaker routes turns: the primary, a backup, or a probe of the primary."""
+
+    PRIMARY = "primary"
+    FALLBACK = "fallback"
+    RECOVERING = "recovering"
+
+
+class FailureKind(enum.Enum):
+    """How a failed turn counts. The two differ only while RECOVERING (reference §5.2)."""
+
+    #: Timeouts, 5xx, network trouble, malformed streams: everything but an escalation.
+    TRANSIENT = "transient"
+    #: The stream handler's rate-limit ladder gave up (:class:`~rxturn.errors.RateLimitEscalation`).
+    RATE_LIMIT = "rate_limit"
+
+
+def failure_kind(error: BaseException) -> FailureKind | None:
+    """Classify a turn's error for the breaker; ``None`` for a cancel, which is no model failure.
+
+    >>> failure_kind(RateLimitEscalation(4))
+    <FailureKind.RATE_LIMIT: 'rate_limit'>
+    """
+    if isinstance(error, (Cancelled, asyncio.CancelledError)):
+        return None
+    if isinstance(error, RateLimitEscalation):
+        return FailureKind.RATE_LIMIT
+    return FailureKind.TRANSIENT
+
+
+class Trigger(enum.Enum):
+    """What happened, after the threshold guards have looked at the counters."""
+
+    FAILURE = "failure"  # a transient failure that trips nothing
+    RATE_LIMITED = "rate_limited"  # a rate-limit failure that trips nothing
+    TRIP = "trip"  # a PRIMARY failure that brings the streak to trip_threshold
+    SUCCESS = "success"  # a success that closes nothing
+    CLOSE = "close"  # a RECOVERING success that completes the probe streak
+    COOLDOWN_ELAPSED = "cooldown_elapsed"  # begin_turn found the cooldown over
+    RESET = "reset"  # FallbackManager.reset(): close from anywhere
+
+
+class Effect(enum.Enum):
+    """What a transition does to the counters (entering a state is an effect too)."""
+
+    NOTHING = "nothing"
+    COUNT_FAILURE = "count_failure"  # consecutive_failures += 1
+    CLEAR_FAILURES = "clear_failures"  # consecutive_failures = 0
+    OPEN = "open"  # enter FALLBACK: start the cooldown clock, zero both counters
+    PROBE = "probe"  # enter RECOVERING: the probe streak starts at 0
+    COUNT_PROBE_SUCCESS = "count_probe_success"  # probe_successes += 1
+    RESTART_PROBE = "restart_probe"  # probe_successes = 0
+    CLOSE = "close"  # enter PRIMARY: forget everything, strikes included
+
+
+_P, _F, _R = BreakerState.PRIMARY, BreakerState.FALLBACK, BreakerState.RECOVERING
+
+#: The whole state machine. Keys absent from this table cannot happen (the guards never produce
+#: them); reaching one raises ``AssertionError``.
+TRANSITIONS: Final[Mapping[tuple[BreakerState, Trigger], tuple[BreakerState, Effect]]] = {
+    (_P, Trigger.FAILURE): (_P, Effect.COUNT_FAILURE),
+    (_P, Trigger.RATE_LIMITED): (_P, Effect.COUNT_FAILURE),
+    (_P, Trigger.TRIP): (_F, Effect.OPEN),
+    (_P, Trigger.SUCCESS): (_P, Effect.CLEAR_FAILURES),
+    # A backup failing is the chain's business (strikes), not the breaker's.
+    (_F, Trigger.FAILURE): (_F, Effect.NOTHING),
+    (_F, Trigger.RATE_LIMITED): (_F, Effect.NOTHING),
+    (_F, Trigger.SUCCESS): (_F, Effect.NOTHING),
+    (_F, Trigger.COOLDOWN_ELAPSED): (_R, Effect.PROBE),
+    (_R, Trigger.FAILURE): (_R, Effect.RESTART_PROBE),
+    (_R, Trigger.RATE_LIMITED): (_F, Effect.OPEN),  # no trip event: record_failure says False
+    (_R, Trigger.SUCCESS): (_R, Effect.COUNT_PROBE_SUCCESS),
+    (_R, Trigger.CLOSE): (_P, Effect.CLOSE),
+    (_P, Trigger.RESET): (_P, Effect.CLOSE),
+    (_F, Trigger.RESET): (_P, Effect.CLOSE),
+    (_R, Trigger.RESET): (_P, Effect.CLOSE),
+}
+
+
+def _is_int(value: object) -> TypeGuard[int]:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_count(name: str, value: object) -> None:
+    if not _is_int(value):
+        raise ConfigError(f"FallbackPolicy.{name} must be an int, got {value!r}")
+    if value < 0:
+        raise ConfigError(f"FallbackPolicy.{name} must be >= 0, got {value}")
+
+
+class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """The breaker's numbers (reference §5.1 defaults). Validated on construction.
+
+    Attributes:
+        trip_threshold: consecutive PRIMARY failures that trip the breaker (0 trips on the first).
+        recovery_timeout: seconds in FALLBACK before the next turn probes the primary
+            (``math.inf``: never probe on its own).
+        recovery_successes: probe successes in a row that close the breaker (0: the first does).
+        max_fail_count: strikes each backup may take before routing skips it; values below 1
+            count as 1.
+    """
+
+    trip_threshold: int = 3
+    recovery_timeout: float = 60.0
+    recovery_successes: int = 2
+    max_fail_count: int = 2
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Raise :class:`~rxturn.errors.ConfigError` naming the first bad field."""
+        _check_count("trip_threshold", self.trip_threshold)
+        _check_count("recovery_successes", self.recovery_successes)
+        _check_count("max_fail_count", self.max_fail_count)
+        timeout: object = self.recovery_timeout
+        if not (_is_int(timeout) or isinstance(timeout, float)):
+            raise ConfigError(f"FallbackPolicy.recovery_timeout must be seconds, got {timeout!r}")
+        if math.isnan(timeout) or timeout < 0:
+            raise ConfigError(
+                f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {timeout!r}"
+            )
+
+    @property
+    def strikes(self) -> int:
+        """``max_fail_count`` clamped to at least 1: what each chain entry actually gets."""
+        return max(1, self.max_fail_count)
+
+
+class FallbackEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One backup model in the chain, with its strikes. Immutable: changes return a new entry.
+
+    An entry is *failed* when it was taken out of rotation (``available`` false) or has taken
+    ``max_fail_count`` strikes.
+    """
+
+    name: str
+    available: bool = True
+    strikes: int = 0
+    max_fail_count: int = 2
+
+    @property
+    def failed(self) -> bool:
+        return not self.available or self.strikes >= self.max_fail_count
+
+    def struck(self) -> FallbackEntry:
+        """This entry with one more strike."""
+        return msgspec.structs.replace(self, strikes=self.strikes + 1)
+
+    def cleared(self) -> FallbackEntry:
+        """This entry with no strikes (availability is a separate, manual switch)."""
+        return msgspec.structs.replace(self, strikes=0) if self.strikes else self
+
+    def with_max_fail_count(self, max_fail_count: int) -> FallbackEntry:
+        """Change the strike limit (clamped to >= 1).
+
+        An entry that is failed stays failed: raising the limit pads its strikes up to it
+        (reference §5.1). Lowering it never removes strikes.
+        """
+        limit = max(1, max_fail_count)
+        strikes = max(self.strikes, limit) if self.failed else self.strikes
+        return msgspec.structs.replace(self, strikes=strikes, max_fail_count=limit)
+
+
+class FailureOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What :meth:`FallbackManager.record_turn_failure` did, for the engine to report.
+
+    Attributes:
+        kind: how the failure counted.
+        served: the model that failed (the routed model before the failure was recorded).
+        tripped: this failure tripped the breaker.
+        fallback_to: the backup the trip routes to (``on_fallback(served → fallback_to)``); set
+            only when ``tripped`` and a healthy backup exists.
+        struck: the backup that took a strike (it was active and failed), if any.
+    """
+
+    kind: FailureKind
+    served: str | None
+    tripped: bool = False
+    fallback_to: str | None = None
+    struck: str | None = None
+
+
+def _clean_name(name: object, what: str) -> str:
+    if not isinstance(name, str):
+        raise ConfigError(f"{what} must be a model name (str), got {name!r}")
+    cleaned = name.strip()
+    if not cleaned:
+        raise ConfigError(f"{what} must not be empty or blank, got {name!r}")
+    return cleaned
+
+
+class FallbackManager:
+    """The model circuit breaker of reference §5 (see the module docstring for the story).
+
+    Args:
+        primary: the model turns go to while the breaker is closed (``None``: the client's own
+            model; the engine then falls back to ``client.model``).
+        chain: backup models in priority order.
+        policy: thresholds and timeouts.
+        clock: ``() -> seconds``; the cooldown is measured on it.
+
+    Raises:
+        ConfigError: a blank model name or an invalid policy.
+
+    Examples:
+        >>> now = 0.0
+        >>> fm = FallbackManager("big", ["small"], clock=lambda: now)
+        >>> [fm.record_failure(FailureKind.TRANSIENT) for _ in range(3)]
+        [False, False, True]
+        >>> fm.routed_model()
+        'small'
+    """
+
+    __slots__ = (
+        "_activated",
+        "_clock",
+        "_entries",
+        "_failures",
+        "_policy",
+        "_primary",
+        "_state",
+        "_successes",
+        "_switched_at",
+    )
+
+    def __init__(
+        self,
+        primary: str | None = None,
+        chain: Sequence[str] = (),
+        *,
+        policy: FallbackPolicy = FallbackPolicy(),  # noqa: B008 - frozen, shared safely
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if not isinstance(policy, FallbackPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"policy must be a FallbackPolicy, got {type(policy).__name__}")
+        if isinstance(chain, str):
+            raise ConfigError(f"chain must be a sequence of model names, not the string {chain!r}")
+        policy.validate()
+        self._policy = policy
+        self._clock = clock
+        self._primary = None if primary is None else _clean_name(primary, "primary model")
+        self._entries: list[FallbackEntry] = [self._new_entry(name) for name in chain]
+        self._state = BreakerState.PRIMARY
+        self._failures = 0
+        self._successes = 0
+        self._activated = False
+        self._switched_at: float | None = None
+
+    def __repr__(self) -> str:
+        return (
+            f"FallbackManager(state={self._state.name}, primary={self._primary!r}, "
+            f"chain={self.fallback_models()!r}, failures={self._failures})"
+        )
+
+    # ------------------------------------------------------------------ reads
+
+    @property
+    def state(self) -> BreakerState:
+        return self._state
+
+    @property
+    def policy(self) -> FallbackPolicy:
+        return self._policy
+
+    @property
+    def primary(self) -> str | None:
+        """The primary model name (``None``: unset, the client's model)."""
+        return self._primary
+
+    @property
+    def consecutive_failures(self) -> int:
+        """PRIMARY failures in a row; zeroed by a success, by the trip and by closing."""
+        return self._failures
+
+    @property
+    def probe_successes(self) -> int:
+        """Successes in a row during the current RECOVERING probe."""
+        return self._successes
+
+    @property
+    def switched_at(self) -> float | None:
+        """Clock reading when the breaker last opened (tripped or re-opened); ``None`` if closed."""
+        return self._switched_at
+
+    @property
+    def fallback_activated(self) -> bool:
+        """Set on a trip; cleared when the breaker closes or is reset (reference §5.1)."""
+        return self._activated
+
+    @property
+    def entries(self) -> tuple[FallbackEntry, ...]:
+        """The chain with each entry's strikes, in priority order."""
+        return tuple(self._entries)
+
+    def fallback_models(self) -> list[str]:
+        """The chain's model names, in priority order."""
+        return [entry.name for entry in self._entries]
+
+    def fallback_entry(self, name: str) -> FallbackEntry | None:
+        """The first chain entry called ``name``, if any."""
+        index = self._find(name)
+        return None if index is None else self._entries[index]
+
+    def fallback_model(self) -> str | None:
+        """The first healthy backup, whatever the state (``None``: none left, or no chain)."""
+        for entry in self._entries:
+            if not entry.failed:
+                return entry.name
+        return None
+
+    def active_model(self) -> str | None:
+        """The model the breaker wants now; ``None`` means the chain is exhausted.
+
+        PRIMARY and RECOVERING: the primary. FALLBACK: the first healthy backup, or the primary
+        when the chain is empty (a trip with nowhere to go keeps serving the primary).
+        """
+        if self._state is not BreakerState.FALLBACK or not self._entries:
+            return self._primary
+        return self.fallback_model()
+
+    def routed_model(self) -> str | None:
+        """The model to write into ``RequestOptions.model`` for the next turn (reference §5.3)."""
+        if self._state is BreakerState.PRIMARY:
+            return self._primary
+        return self.active_model()
+
+    def failed_fallbacks(self) -> list[str]:
+        """Names of chain entries routing skips, in chain order."""
+        return [entry.name for entry in self._entries if entry.failed]
+
+    def available_fallbacks(self) -> list[str]:
+        """Names of chain entries routing may use, in chain order."""
+        return [entry.name for entry in self._entries if not entry.failed]
+
+    def should_try_resume_primary(self) -> bool:
+        """Whether the breaker is open and its cooldown has run out."""
+        if self._state is not BreakerState.FALLBACK or self._switched_at is None:
+            return False
+        return self._clock() - self._switched_at >= self._policy.recovery_timeout
+
+    # ------------------------------------------------------------ transitions
+
+    def record_failure(self, kind: FailureKind) -> bool:
+        """Count one failed turn; return ``True`` iff this call tripped the breaker."""
+        if not isinstance(kind, FailureKind):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"record_failure expects a FailureKind, got {kind!r}")
+        primary = self._state is BreakerState.PRIMARY
+        if primary and self._failures + 1 >= self._policy.trip_threshold:
+            trigger = Trigger.TRIP
+        elif kind is FailureKind.RATE_LIMIT:
+            trigger = Trigger.RATE_LIMITED
+        else:
+            trigger = Trigger.FAILURE
+        if self._state is BreakerState.FALLBACK:
+            _log.warning(
+                "backup model %r failed while the breaker is open", self.fallback_model()
+            )
+        self._fire(trigger)
+        return trigger is Trigger.TRIP
+
+    def record_success(self) -> None:
+        """Count one served turn (during a probe, one step towards closing)."""
+        if (
+            self._state is BreakerState.RECOVERING
+            and self._successes + 1 >= self._policy.recovery_successes
+        ):
+            self._fire(Trigger.CLOSE)
+        else:
+            self._fire(Trigger.SUCCESS)
+
+    def begin_turn(self) -> None:
+        """The per-turn housekeeping of reference §5.4; call it before any turn event.
+
+        Moves an open breaker whose cooldown has passed to RECOVERING (this turn probes the
+        primary), then refuses to serve when the breaker is open and every backup has failed.
+
+        Raises:
+            FallbackExhausted: FALLBACK, a non-empty chain, and no healthy entry in it.
+        """
+        if self.should_try_resume_primary():
+            self._fire(Trigger.COOLDOWN_ELAPSED)
+        if self._state is BreakerState.FALLBACK and self._entries and self.active_model() is None:
+            raise FallbackExhausted(self._primary, self.fallback_models())
+
+    def record_turn_failure(
+        self, error: BaseException, *, served: str | None = None
+    ) -> FailureOutcome | None:
+        """Steps 1 to 5 of reference §6.4 for a failed turn, in order; ``None`` for a cancel.
+
+        Classifies ``error`` (:func:`failure_kind`), records it, and strikes the active backup
+        when the breaker was already open. The engine then fires ``on_fallback`` when
+        ``fallback_to`` is set and ``on_stream_failure`` always, and re-raises ``error``.
+
+        Args:
+            error: the turn's error, unchanged.
+            served: the model that actually served (default: :meth:`routed_model`); pass the
+                client's model when routing yields ``None``.
+        """
+        kind = failure_kind(error)
+        if kind is None:
+            return None
+        served = self.routed_model() if served is None else served
+        was_open = self._state is BreakerState.FALLBACK
+        tripped = self.record_failure(kind)
+        backup = self.fallback_model()
+        fallback_to = backup if tripped else None
+        struck = backup if was_open and backup is not None else None
+        if struck is not None:
+            self.mark_fallback_failed(struck)
+        return FailureOutcome(
+            kind=kind, served=served, tripped=tripped, fallback_to=fallback_to, struck=struck
+        )
+
+    def reset(self) -> None:
+        """Close the breaker and forget every counter and strike (availability is kept)."""
+        self._fire(Trigger.RESET)
+
+    def _fire(self, trigger: Trigger) -> None:
+        key = (self._state, trigger)
+        try:
+            next_state, effect = TRANSITIONS[key]
+        except KeyError:  # pragma: no cover - the guards above never produce such a pair
+            raise AssertionError(f"no breaker transition for {key}") from None
+        self._apply(effect)
+        previous, self._state = self._state, next_state
+        if next_state is not previous:
+            _log.info(
+                "model breaker %s -> %s (%s); routing to %r",
+                previous.name, next_state.name, trigger.value, self.routed_model(),
+            )
+
+    def _apply(self, effect: Effect) -> None:
+        match effect:
+            case Effect.NOTHING:
+                pass
+            case Effect.COUNT_FAILURE:
+                self._failures += 1
+            case Effect.CLEAR_FAILURES:
+                self._failures = 0
+            case Effect.OPEN:
+                self._activated = True
+                self._switched_at = self._clock()
+                self._failures = 0
+                self._successes = 0
+            case Effect.PROBE:
+                self._successes = 0
+            case Effect.COUNT_PROBE_SUCCESS:
+                self._successes += 1
+            case Effect.RESTART_PROBE:
+                self._successes = 0
+            case Effect.CLOSE:
+                self._activated = False
+                self._switched_at = None
+                self._failures = 0
+                self._successes = 0
+                self.clear_all_fallback_failed()
+
+    # ------------------------------------------------------------ configuration
+
+    def set_primary(self, name: str) -> None:
+        """Change the primary model (trimmed; blank is a ``ConfigError``). The state is kept:
+        call :meth:`reset` as well for an explicit model switch."""
+        self._primary = _clean_name(name, "primary model")
+
+    def set_policy(self, policy: FallbackPolicy) -> None:
+        """Adopt new numbers. Every entry takes the new strike limit; failed ones stay failed."""
+        policy.validate()
+        self._policy = policy
+        self._entries = [entry.with_max_fail_count(policy.strikes) for entry in self._entries]
+
+    # ------------------------------------------------------------ the chain
+
+    def _new_entry(self, name: str) -> FallbackEntry:
+        return FallbackEntry(
+            name=_clean_name(name, "fallback model"), max_fail_count=self._policy.strikes
+        )
+
+    def _find(self, name: str) -> int | None:
+        if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return None
+        wanted = name.strip()
+        for index, entry in enumerate(self._entries):
+            if entry.name == wanted:
+                return index
+        return None
+
+    def set_fallback_model(self, name: str) -> None:
+        """Make ``name`` the whole chain."""
+        self._entries = [self._new_entry(name)]
+
+    def add_fallback_model(self, name: str) -> None:
+        """Append ``name`` as the last resort."""
+        self._entries.append(self._new_entry(name))
+
+    def insert_fallback_model(self, index: int, name: str) -> None:
+        """Insert ``name`` at ``index`` (0 = first choice; past the end appends)."""
+        if not _is_int(index) or index < 0:
+            raise ConfigError(f"fallback chain index must be an int >= 0, got {index!r}")
+        self._entries.insert(min(index, len(self._entries)), self._new_entry(name))
+
+    def remove_fallback_model(self, name: str) -> bool:
+        """Remove the first entry called ``name``; ``False`` if there is none."""
+        index = self._find(name)
+        if index is None:
+            return False
+        del self._entries[index]
+        return True
+
+    def set_fallback_models(self, names: Iterable[str]) -> None:
+        """Replace the chain (fresh entries, no strikes)."""
+        if isinstance(names, str):
+            raise ConfigError(f"expected a sequence of model names, not the string {names!r}")
+        self._entries = [self._new_entry(name) for name in names]
+
+    def mark_fallback_failed(self, name: str) -> bool:
+        """Give ``name`` one strike; ``False`` if it is not in the chain."""
+        return self._update(name, FallbackEntry.struck)
+
+    def clear_fallback_failed(self, name: str) -> bool:
+        """Forget ``name``'s strikes; ``False`` if it is not in the chain."""
+        return self._update(name, FallbackEntry.cleared)
+
+    def clear_all_fallback_failed(self) -> None:
+        """Forget every entry's strikes."""
+        self._entries = [entry.cleared() for entry in self._entries]
+
+    def set_fallback_available(self, name: str, available: bool) -> bool:
+        """Take ``name`` out of rotation (or put it back); ``False`` if it is not in the chain."""
+        return self._update(
+            name, lambda entry: msgspec.structs.replace(entry, available=bool(available))
+        )
+
+    def _update(self, name: str, change: Callable[[FallbackEntry], FallbackEntry]) -> bool:
+        index = self._find(name)
+        if index is None:
+            return False
+        self._entries[index] = change(self._entries[index])
+        return True
+
+
+def for_model(
+    primary: str,
+    chain: Sequence[str] = (),
+    *,
+    policy: FallbackPolicy = FallbackPolicy(),  # noqa: B008
+    clock: Callable[[], float] = time.monotonic,
+) -> FallbackManager:
+    """A manager for ``primary`` with the reference defaults (``FallbackManager::for_model``)."""
+    return FallbackManager(primary, chain, policy=policy, clock=clock)

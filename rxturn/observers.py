@@ -1,0 +1,388 @@
+"""Observers: callbacks that watch a run without being able to break it.
+
+An observer is any object with some of the methods below; subclass :class:`Observer` to get a
+no-op default for every one you leave out. All arguments are passed by keyword, so an observer
+may name only what it reads and swallow the rest with ``**_``. The engine calls observers
+through an :class:`ObserverSet`: in registration order, each call isolated (an observer that
+raises is logged on the ``rxturn.observers`` logger and the others still run; a turn is never
+failed by its audience).
+
+===================  ============================================================================
+callback             keyword arguments / when it fires
+===================  ============================================================================
+on_run_start         session_id: str
+                     → a run (``engine.run``) begins
+on_run_end           success: bool, error: str | None, total_turns: int, duration_ms: float
+                     → the run ends, however it ends
+on_turn_start        turn: int, query: str
+                     → a served turn begins (never a deferred one)
+on_text_delta        turn: int, delta: str
+                     → every text fragment, failed attempts' too
+on_thinking_delta    turn: int, delta: str
+                     → every reasoning fragment (``""`` = redacted)
+on_attempt_reset     turn: int, reset: AttemptReset
+                     → a retry starts: retract the failed attempt's deltas
+on_response          turn: int, text: str, usage: Usage | None
+                     → the turn's committed reply text
+on_stream_success    turn: int, model: str, input_tokens: int, output_tokens: int
+                     → the turn was served, by ``model`` (the one that actually served)
+on_stream_failure    turn: int, model: str, error: BaseException
+                     → the turn failed on ``model`` (never for a cancel)
+on_fallback          from_model: str, to_model: str
+                     → the breaker tripped and a backup exists
+on_model_switched    from_model: str, to_model: str
+                     → the serving model changed between turns
+on_turn_end          turn: int, success: bool, error: str | None, duration_ms: float,
+                     input_tokens: int, output_tokens: int
+                     → a turn's LLM phase (or tool phase) ended
+on_tool_call         turn: int, call: ToolCallPart
+                     → the model asked for a tool
+on_tool_result       turn: int, result: ToolResultPart
+                     → a tool's result goes back to the model
+on_compaction        before_tokens: int, after_tokens: int
+                     → the conversation was compacted
+===================  ============================================================================
+
+Order for a text-only streaming turn: ``on_turn_start → on_text_delta* → on_stream_success →
+on_response → on_turn_end``.
+
+Deltas are the hot path: :meth:`ObserverSet.text_delta` and :meth:`ObserverSet.thinking_delta`
+walk a list, computed when observers are added or removed, of only the observers that override
+that callback, so a turn nobody watches pays an empty loop per fragment.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, Final
+
+from .errors import ConfigError
+from .events import AttemptReset
+from .messages import ToolCallPart, ToolResultPart, Usage
+
+__all__ = [
+    "CALLBACKS",
+    "LoggingObserver",
+    "Observer",
+    "ObserverSet",
+    "RecordingObserver",
+]
+
+_log = logging.getLogger("rxturn.observers")
+
+#: Every callback name, in the order of the table above.
+CALLBACKS: Final[tuple[str, ...]] = (
+    "on_run_start",
+    "on_run_end",
+    "on_turn_start",
+    "on_text_delta",
+    "on_thinking_delta",
+    "on_attempt_reset",
+    "on_response",
+    "on_stream_success",
+    "on_stream_failure",
+    "on_fallback",
+    "on_model_switched",
+    "on_turn_end",
+    "on_tool_call",
+    "on_tool_result",
+    "on_compaction",
+)
+
+
+class Observer:
+    """Base class: every callback is an optional no-op. Override the ones you care about."""
+
+    def on_run_start(self, *, session_id: str) -> None:
+        """A run begins."""
+
+    def on_run_end(
+        self, *, success: bool, error: str | None, total_turns: int, duration_ms: float
+    ) -> None:
+        """A run ended (successfully or not)."""
+
+    def on_turn_start(self, *, turn: int, query: str) -> None:
+        """A served turn begins; ``query`` is what the model is asked (display text)."""
+
+    def on_text_delta(self, *, turn: int, delta: str) -> None:
+        """A text fragment arrived (from any attempt: reset on ``on_attempt_reset``)."""
+
+    def on_thinking_delta(self, *, turn: int, delta: str) -> None:
+        """A reasoning fragment arrived; it never enters the message."""
+
+    def on_attempt_reset(self, *, turn: int, reset: AttemptReset) -> None:
+        """A retry starts: the failed attempt's fragments are void."""
+
+    def on_response(self, *, turn: int, text: str, usage: Usage | None) -> None:
+        """The turn's committed reply text (tool calls excluded)."""
+
+    def on_stream_success(
+        self, *, turn: int, model: str, input_tokens: int, output_tokens: int
+    ) -> None:
+        """The turn was served by ``model`` (the model that actually served, not the configured)."""
+
+    def on_stream_failure(self, *, turn: int, model: str, error: BaseException) -> None:
+        """The turn failed on ``model``; never called for a cancel."""
+
+    def on_fallback(self, *, from_model: str, to_model: str) -> None:
+        """The model breaker tripped: turns now go to ``to_model``."""
+
+    def on_model_switched(self, *, from_model: str, to_model: str) -> None:
+        """The serving model changed between turns (trip, chain advance, recovery, switch)."""
+
+    def on_turn_end(
+        self,
+        *,
+        turn: int,
+        success: bool,
+        error: str | None,
+        duration_ms: float,
+        input_tokens: int,
+        output_tokens: int,
+    ) -> None:
+        """A turn's LLM phase (or tool phase) ended."""
+
+    def on_tool_call(self, *, turn: int, call: ToolCallPart) -> None:
+        """The model asked for a tool to be run."""
+
+    def on_tool_result(self, *, turn: int, result: ToolResultPart) -> None:
+        """A tool's result is going back to the model."""
+
+    def on_compaction(self, *, before_tokens: int, after_tokens: int) -> None:
+        """The conversation was compacted from ``before_tokens`` to ``after_tokens``."""
+
+
+def _interested(observer: object, name: str) -> Callable[..., object] | None:
+    """``observer``'s bound callback ``name`` if it does something, else ``None``.
+
+    Inherited :class:`Observer` no-ops do nothing; anything else callable counts (duck-typed
+    observers included).
+    """
+    method = getattr(observer, name, None)
+    if method is None or not callable(method):
+        return None
+    if getattr(method, "__func__", None) is getattr(Observer, name):
+        return None
+    return method  # pyright: ignore[reportUnknownVariableType]
+
+
+class ObserverSet:
+    """The registered observers, called in registration order with each call isolated.
+
+    Examples:
+        >>> rec = RecordingObserver()
+        >>> observers = ObserverSet([rec])
+        >>> observers.emit("on_turn_start", turn=0, query="hi")
+        >>> observers.text_delta(0, "Hel")
+        >>> rec.names()
+        ['on_turn_start', 'on_text_delta']
+    """
+
+    __slots__ = ("_by_name", "_observers", "_text", "_thinking")
+
+    def __init__(self, observers: Iterable[Observer] = ()) -> None:
+        self._observers: list[Observer] = []
+        self._by_name: dict[str, tuple[tuple[Observer, Callable[..., object]], ...]] = {}
+        self._text: tuple[tuple[Observer, Callable[..., object]], ...] = ()
+        self._thinking: tuple[tuple[Observer, Callable[..., object]], ...] = ()
+        for observer in observers:
+            self._observers.append(observer)
+        self._recompute()
+
+    def __len__(self) -> int:
+        return len(self._observers)
+
+    def __iter__(self) -> Iterator[Observer]:
+        return iter(tuple(self._observers))
+
+    def __contains__(self, observer: object) -> bool:
+        return any(registered is observer for registered in self._observers)
+
+    def __repr__(self) -> str:
+        return f"ObserverSet({[type(o).__name__ for o in self._observers]})"
+
+    def add(self, observer: Observer) -> None:
+        """Register ``observer`` after the ones already there."""
+        if observer is None:  # pyright: ignore[reportUnnecessaryComparison]
+            raise ConfigError("observer must not be None")
+        self._observers.append(observer)
+        self._recompute()
+
+    def remove(self, observer: Observer) -> bool:
+        """Unregister ``observer`` (its first registration); ``False`` if it was not registered."""
+        for index, registered in enumerate(self._observers):
+            if registered is observer:
+                del self._observers[index]
+                self._recompute()
+                return True
+        return False
+
+    def interested(self, name: str) -> bool:
+        """Whether any observer overrides callback ``name`` (skip building its arguments if not)."""
+        return bool(self._by_name.get(name))
+
+    @property
+    def wants_deltas(self) -> bool:
+        """Whether any observer overrides ``on_text_delta`` or ``on_thinking_delta``."""
+        return bool(self._text or self._thinking)
+
+    def _recompute(self) -> None:
+        self._by_name = {
+            name: tuple(
+                (observer, method)
+                for observer in self._observers
+                if (method := _interested(observer, name)) is not None
+            )
+            for name in CALLBACKS
+        }
+        self._text = self._by_name["on_text_delta"]
+        self._thinking = self._by_name["on_thinking_delta"]
+
+    def emit(self, name: str, **kwargs: Any) -> None:
+        """Call ``name(**kwargs)`` on every interested observer, in registration order.
+
+        Raises:
+            ConfigError: ``name`` is not one of :data:`CALLBACKS` (a typo must not go silent).
+        """
+        targets = self._by_name.get(name)
+        if targets is None:
+            raise ConfigError(
+                f"unknown observer callback {name!r}; expected one of {', '.join(CALLBACKS)}"
+            )
+        for observer, method in targets:
+            try:
+                method(**kwargs)
+            except Exception:
+                _report(observer, name)
+
+    def text_delta(self, turn: int, delta: str) -> None:
+        """``on_text_delta(turn=turn, delta=delta)`` on the observers that override it."""
+        for observer, method in self._text:
+            try:
+                method(turn=turn, delta=delta)
+            except Exception:
+                _report(observer, "on_text_delta")
+
+    def thinking_delta(self, turn: int, delta: str) -> None:
+        """``on_thinking_delta(turn=turn, delta=delta)`` on the observers that override it."""
+        for observer, method in self._thinking:
+            try:
+                method(turn=turn, delta=delta)
+            except Exception:
+                _report(observer, "on_thinking_delta")
+
+
+def _report(observer: object, name: str) -> None:
+    _log.exception("observer %s.%s raised; ignored", type(observer).__name__, name)
+
+
+class RecordingObserver(Observer):
+    """Records every callback as ``(name, kwargs)`` in :attr:`calls` (tests, notebooks).
+
+    Every callback of :data:`CALLBACKS` is overridden, so it also sees every delta.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, Any]]] = []
+
+    def names(self) -> list[str]:
+        """The callback names in the order they were called."""
+        return [name for name, _ in self.calls]
+
+    def calls_of(self, name: str) -> list[dict[str, Any]]:
+        """The keyword arguments of every call to ``name``, in order."""
+        return [kwargs for called, kwargs in self.calls if called == name]
+
+    def clear(self) -> None:
+        self.calls.clear()
+
+
+def _recorder(name: str) -> Callable[..., None]:
+    def record(self: RecordingObserver, **kwargs: Any) -> None:
+        self.calls.append((name, kwargs))
+
+    record.__name__ = record.__qualname__ = name
+    record.__doc__ = f"Record ``{name}``."
+    return record
+
+
+def _install(cls: type[Observer], make: Callable[[str], Callable[..., None]]) -> None:
+    """Give ``cls`` its own method for every callback (so the fast path sees it as interested)."""
+    for name in CALLBACKS:
+        setattr(cls, name, make(name))
+
+
+_install(RecordingObserver, _recorder)
+
+_MAX_LOGGED_CHARS = 200
+_DELTAS: Final = frozenset({"on_text_delta", "on_thinking_delta"})
+
+
+def _fmt(value: object) -> str:
+    """A compact, bounded rendering of one callback argument for a log line."""
+    if isinstance(value, str):
+        if len(value) > _MAX_LOGGED_CHARS:
+            return repr(value[:_MAX_LOGGED_CHARS]) + f"…(+{len(value) - _MAX_LOGGED_CHARS} chars)"
+        return repr(value)
+    if isinstance(value, BaseException):
+        return _fmt(f"{type(value).__name__}: {value}")
+    if isinstance(value, Usage):
+        return f"{value.input_tokens}/{value.output_tokens}"
+    if isinstance(value, ToolCallPart):
+        return f"{value.name}#{value.id}"  # inputs may be large or private: not logged
+    if isinstance(value, ToolResultPart):
+        flag = " error" if value.is_error else ""
+        return f"#{value.tool_call_id}{flag} ({len(value.content)} chars)"
+    if isinstance(value, AttemptReset):
+        return f"attempt {value.attempt} after {value.error_type or 'error'}"
+    if isinstance(value, float):
+        return f"{value:.1f}"
+    return repr(value)
+
+
+class LoggingObserver(Observer):
+    """One structured log line per callback.
+
+    Deltas go out at ``delta_level`` (DEBUG), everything else at ``level`` (INFO). Each record
+    carries ``extra={"rxturn_callback": name, "rxturn_fields": kwargs}`` for structured
+    handlers; the message renders the fields as ``key=value`` with long text cut to 200 chars
+    and tool inputs left out. It logs only what the engine hands it, which never includes keys.
+    """
+
+    def __init__(
+        self,
+        logger: logging.Logger | None = None,
+        *,
+        level: int = logging.INFO,
+        delta_level: int = logging.DEBUG,
+    ) -> None:
+        self.logger = logger if logger is not None else logging.getLogger("rxturn.turn")
+        self.level = level
+        self.delta_level = delta_level
+
+    def log(self, name: str, fields: dict[str, Any]) -> None:
+        """Emit the line for callback ``name`` (skipped cheaply when the level is disabled)."""
+        level = self.delta_level if name in _DELTAS else self.level
+        if not self.logger.isEnabledFor(level):
+            return
+        rendered = " ".join(f"{key}={_fmt(value)}" for key, value in fields.items())
+        self.logger.log(
+            level,
+            "%s %s",
+            name,
+            rendered,
+            extra={"rxturn_callback": name, "rxturn_fields": fields},
+        )
+
+
+def _logger_method(name: str) -> Callable[..., None]:
+    def log(self: LoggingObserver, **kwargs: Any) -> None:
+        self.log(name, kwargs)
+
+    log.__name__ = log.__qualname__ = name
+    log.__doc__ = f"Log ``{name}``."
+    return log
+
+
+_install(LoggingObserver, _logger_method)
