@@ -1,0 +1,111 @@
+"""``rxturn replay FILE [--format anthropic|openai|ollama|auto] [--json]`` (SPEC §3.1).
+
+Decodes and folds a recorded provider stream and prints the reply: by default readable text
+(the text parts, one ``[tool_call NAME] {input}`` line per tool call, then a stop-reason / usage
+line); with ``--json`` exactly one JSON object, the Message JSON of SPEC §3.2.
+
+Any failure — a missing or empty file, garbage, bad UTF-8, bad JSON, a truncated stream, invalid
+tool JSON in a closed block, an in-stream error, an oversized line — exits with code 2 after
+writing exactly one line to stderr, ``rxturn replay: <what> (<where>)``, and nothing to stdout.
+Only the standard library is imported at module level: the dispatcher imports every command
+module to build ``--help``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any, TextIO
+
+__all__ = ["add_parser", "run"]
+
+_FORMATS = ("auto", "anthropic", "openai", "ollama")
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register ``replay`` on the ``rxturn`` command's sub-parsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "replay",
+        help="decode and fold a recorded provider stream",
+        description="Decode and fold a recorded provider stream (SSE or NDJSON) and print the "
+        "reply. Exit code 2 and one line on stderr if the stream is unusable.",
+    )
+    parser.add_argument("file", metavar="FILE", help="the recorded stream (.sse / .ndjson)")
+    parser.add_argument(
+        "--format",
+        choices=_FORMATS,
+        default="auto",
+        help="wire format of FILE (default: auto, sniffed from its first bytes)",
+    )
+    parser.add_argument(
+        "--json", action="store_true", help="print the folded message as one JSON object"
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
+def run(args: argparse.Namespace) -> int:
+    """Replay ``args.file``; returns the exit code (0 ok, 2 unusable stream or file)."""
+    from ..errors import RxturnError
+    from ..messages import message_to_json
+    from ..replay import replay_message
+
+    try:
+        message = replay_message(args.file, args.format)
+    except RxturnError as exc:
+        return _fail(_describe(exc))
+    except Exception as exc:
+        return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({args.file})")
+    if args.json:
+        _write(sys.stdout, message_to_json(message) + b"\n")
+    else:
+        _write(sys.stdout, _render(message).encode("utf-8"))
+    return 0
+
+
+def _describe(exc: BaseException) -> str:
+    """``str(exc)`` plus any place recorded as a note, on one line."""
+    text = str(exc) or type(exc).__name__
+    notes: list[str] = getattr(exc, "__notes__", [])
+    if notes:
+        text = f"{text} ({', '.join(notes)})"
+    return text.replace("\r", "\\r").replace("\n", "\\n")
+
+
+def _fail(text: str) -> int:
+    sys.stderr.write(f"rxturn replay: {text}\n")
+    sys.stderr.flush()
+    return 2
+
+
+def _render(message: Any) -> str:
+    from ..messages import TextPart, ToolCallPart
+
+    lines: list[str] = []
+    for part in message.content:
+        if isinstance(part, TextPart):
+            lines.append(part.text)
+        elif isinstance(part, ToolCallPart):
+            import msgspec
+
+            lines.append(f"[tool_call {part.name}] {msgspec.json.encode(part.input).decode()}")
+    usage = message.usage
+    spent = (
+        "usage: none"
+        if usage is None
+        else f"usage: {usage.input_tokens} in, {usage.output_tokens} out"
+    )
+    reason = message.stop_reason.value if message.stop_reason is not None else "none"
+    lines.append(f"-- stop: {reason}, {spent}")
+    return "\n".join(lines) + "\n"
+
+
+def _write(stream: TextIO, data: bytes) -> None:
+    """Write UTF-8 bytes whatever the locale's encoding (replies are rarely ASCII)."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.write(data.decode("utf-8"))
+        return
+    stream.flush()
+    buffer.write(data)
+    buffer.flush()

@@ -1,0 +1,453 @@
+"""The fold: stream events in, one assistant message out, as a pure ``(state, event) -> state``.
+
+``ops.scan(fold, seed=INITIAL_STATE)`` over a turn's events yields a :class:`TurnState` after every
+event; ``state.message()`` builds the reply. The rules are reference §1.4 plus the project's
+decisions (SPEC §2.5, §3.2):
+
+- ``MessageStart`` comes first and sets ``id`` / ``model`` (a repeated one is ignored, as the
+  official SDK ignores it). A lane event or ``MessageDelta`` before it is a
+  :class:`~rxturn.errors.StreamProtocolError`; ``Ping`` is allowed anywhere and changes nothing.
+- ``PartStart`` opens a lane whose kind never changes; a tool lane latches its call id and name.
+- ``Delta`` goes to the oldest open lane with the same index and the matching kind (text → text,
+  tool_json → tool_call, thinking → thinking); no such lane → dropped silently. Thinking is
+  never stored: it reaches observers, not the message.
+- ``PartStop(i)`` closes the oldest open lane with index ``i``, ``PartStop(None)`` the oldest open
+  lane; with nothing to close it does nothing. Closing a text lane keeps its text if non-empty;
+  closing a tool lane with a name parses its JSON (no JSON → ``{}``; invalid JSON →
+  :class:`~rxturn.errors.InvalidToolInputError`, raised by the ``PartStop`` that closed it).
+- ``MessageDelta`` replaces ``usage`` (even with ``None``) and sets ``stop_reason`` when it is
+  recognised (``StopReason.parse``); an unrecognised or missing reason keeps the previous one.
+- ``MessageStop`` marks the reply complete. A tool lane still open then (a ``max_tokens`` stop)
+  is a truncated call: ``message()`` keeps it with its input parsed as far as it goes, exactly as
+  the anthropic SDK's ``jiter.from_json(buf, partial_mode=True)`` does (see
+  :mod:`rxturn._partial_json`). If even that fails, ``MessageStop`` raises
+  ``InvalidToolInputError`` so the attempt fails where the SDK would have failed too.
+
+Why the state looks the way it does. A scan hands every intermediate state downstream (to
+``replay``, ``share``, observers), so ``fold`` must never change a state someone else holds; and it
+runs once per event, so it must be O(1) amortised without re-copying text. Both hold because all
+growing data lives in *append-only shared logs*: a state holds ``(log, n)`` and sees only
+``log[:n]``. Appending when ``len(log) == n`` extends the list in place (no state holding a shorter
+``n`` can notice); when another continuation has already appended (``len(log) > n``), the prefix is
+copied first. Three logs exist: the text / tool-JSON fragments (plain strings), the *runs* that say
+which lane owns them (one ``(first fragment, lane)`` entry each time the receiving lane changes,
+so once per lane unless lanes interleave), and the finished parts. Open lanes sit in a small
+tuple. Fragments are joined only when a lane closes or ``message()`` runs, so text never grows by
+``+=``. A delta allocates one three-field ``TurnState`` and appends one string; everything else
+sits in a shared ``_Head`` that only the rarer events replace (see benchmarks/bench_replay.py).
+
+States compare by identity (``eq=False``): two states are equivalent when their ``message()``
+and public fields are; the logs may hold data beyond what a state can see.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Iterable
+from typing import Any, Final, TypeVar
+
+import msgspec
+
+from ._partial_json import parse_partial
+from .errors import InvalidToolInputError, StreamProtocolError
+from .events import (
+    AttemptReset,
+    Delta,
+    Fallback,
+    HandlerEvent,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    PartKind,
+    PartStart,
+    PartStop,
+    Ping,
+    StreamEvent,
+)
+from .messages import ContentPart, Message, StopReason, TextPart, ToolCallPart, Usage
+
+__all__ = ["INITIAL_STATE", "TurnState", "fold", "fold_events", "fold_handler"]
+
+_T = TypeVar("_T")
+_replace = msgspec.structs.replace
+_json_decode = msgspec.json.decode
+
+
+class _Lane(msgspec.Struct, frozen=True, gc=False):
+    """An open lane. ``start`` is the fragment-log length when it opened: its fragments follow."""
+
+    serial: int
+    index: int
+    kind: PartKind
+    id: str
+    name: str
+    start: int
+
+
+class _Head(msgspec.Struct, frozen=True, gc=False):
+    """Everything but the fragment log: it changes only on the (few) non-delta events."""
+
+    id: str = ""
+    model: str = ""
+    stop_reason: StopReason = StopReason.END_TURN
+    usage: Usage | None = None
+    started: bool = False
+    completed: bool = False
+    open: tuple[_Lane, ...] = ()
+    lanes: int = 0  # lanes opened so far == the next lane's serial number
+    parts: list[tuple[int, ContentPart]] | None = None  # (lane serial, part); shared, append-only
+    nparts: int = 0
+    runs: list[tuple[int, int]] | None = None  # (first fragment, lane serial); shared, append-only
+    nruns: int = 0
+    owner: int = -1  # the serial of the lane that received the latest fragment
+    rescued: Message | None = None  # set by a Fallback item: the reply, adopted wholesale
+
+
+class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
+    """The fold's state after some prefix of a turn's events. Immutable; build a reply with
+    :meth:`message`.
+
+    A delta — nearly every event of a long reply — only appends to the fragment log, so the state
+    keeps everything else in one shared ``_Head`` and a delta costs one three-field Struct. The
+    public attributes below are read-only properties over it.
+    """
+
+    _head: _Head = _Head()
+    _frags: list[str] | None = None  # text and tool-JSON fragments; shared, append-only
+    _nfrags: int = 0
+
+    @property
+    def id(self) -> str:
+        """The provider's message id (from ``MessageStart``)."""
+        return self._head.id
+
+    @property
+    def model(self) -> str:
+        """The model that is answering (from ``MessageStart``)."""
+        return self._head.model
+
+    @property
+    def stop_reason(self) -> StopReason:
+        """The folded stop reason: ``END_TURN`` until a ``MessageDelta`` says otherwise."""
+        return self._head.stop_reason
+
+    @property
+    def usage(self) -> Usage | None:
+        """The usage of the last ``MessageDelta`` (``None`` before one, or if it had none)."""
+        return self._head.usage
+
+    @property
+    def started(self) -> bool:
+        """A ``MessageStart`` has been folded."""
+        return self._head.started
+
+    @property
+    def completed(self) -> bool:
+        """A ``MessageStop`` has been folded: the reply is complete."""
+        return self._head.completed
+
+    @property
+    def has_partial_data(self) -> bool:
+        """At least one part is complete: a closed non-empty text lane or a closed tool call."""
+        head = self._head
+        if head.rescued is not None:
+            return bool(head.rescued.content)
+        return head.nparts > 0
+
+    @property
+    def open_lanes(self) -> int:
+        """How many lanes are open right now."""
+        return len(self._head.open)
+
+    def message(self) -> Message:
+        """Build the assistant message folded so far.
+
+        Parts come in the order their lanes opened, closed and still-open lanes alike: a
+        still-open text lane keeps its text (as the official SDKs do) and a still-open tool lane
+        keeps its call with the input parsed as far as it goes (SPEC §3.2). ``END_TURN`` with tool
+        calls present becomes ``TOOL_CALL`` (SPEC §2.5).
+
+        Raises:
+            InvalidToolInputError: a still-open tool lane's JSON cannot be parsed even partially.
+        """
+        head = self._head
+        if head.rescued is not None:
+            return head.rescued
+        by_serial: dict[int, ContentPart] = dict(_visible(head.parts, head.nparts))
+        for lane in head.open:
+            part = _open_lane_part(lane, self)
+            if part is not None:
+                by_serial[lane.serial] = part
+        content = tuple(by_serial[serial] for serial in sorted(by_serial))
+        stop_reason = head.stop_reason
+        if stop_reason is StopReason.END_TURN and any(
+            isinstance(part, ToolCallPart) for part in content
+        ):
+            stop_reason = StopReason.TOOL_CALL
+        return Message(
+            id=head.id,
+            model=head.model,
+            role="assistant",
+            content=content,
+            stop_reason=stop_reason,
+            usage=head.usage,
+        )
+
+    def __repr__(self) -> str:
+        head = self._head
+        return (
+            f"TurnState(id={head.id!r}, model={head.model!r}, stop_reason={head.stop_reason.value},"
+            f" usage={head.usage!r}, started={head.started}, completed={head.completed},"
+            f" parts={head.nparts}, open_lanes={len(head.open)},"
+            f" rescued={head.rescued is not None})"
+        )
+
+
+#: The state before any event.
+INITIAL_STATE: Final = TurnState()
+
+
+def fold(state: TurnState, event: StreamEvent) -> TurnState:
+    """Fold one stream event into ``state``; returns a new state (``state`` is never changed).
+
+    Args:
+        state: the state so far (start from :data:`INITIAL_STATE`).
+        event: the next provider event.
+
+    Returns:
+        The state after ``event`` (``state`` itself when the event changes nothing).
+
+    Raises:
+        StreamProtocolError: a lane event or ``MessageDelta`` before ``MessageStart``.
+        InvalidToolInputError: a ``PartStop`` closed a tool lane whose JSON does not parse, or a
+            ``MessageStop`` left a tool lane open whose JSON does not parse even partially.
+
+    Examples:
+        >>> from rxturn.events import MessageStart, PartStart, Delta, PartStop, MessageStop
+        >>> fold_events([MessageStart(id="m", model="x"), PartStart(0), Delta(0, "Hi"),
+        ...              PartStop(0), MessageStop()]).message().text
+        'Hi'
+    """
+    cls = type(event)
+    if cls is Delta:  # the hot path, inlined: nearly every event of a long reply is a delta
+        head = state._head
+        if not head.started:
+            raise StreamProtocolError("delta before message_start")
+        delta: Delta = event  # type: ignore[assignment]  # narrowed by the type check above
+        text = delta.text
+        kind = delta.kind
+        if kind == "text":
+            lane_kind = "text"
+        elif kind == "tool_json":
+            lane_kind = "tool_call"
+        else:
+            return state  # thinking: observers see it, the message never does
+        if not text:
+            return state
+        index = delta.index
+        for lane in head.open:
+            if lane.index == index and lane.kind == lane_kind:
+                frags, n = state._frags, state._nfrags
+                if lane.serial != head.owner:  # another lane's turn: start a new run
+                    runs = _append(head.runs, head.nruns, (n, lane.serial))
+                    head = _replace(head, runs=runs, nruns=head.nruns + 1, owner=lane.serial)
+                if n and len(frags) == n:  # type: ignore[arg-type]
+                    frags.append(text)  # type: ignore[union-attr]
+                else:
+                    frags = _fresh(frags, n, text)
+                return TurnState(head, frags, n + 1)
+        return state  # no matching open lane: dropped (reference §1.4 rule 3)
+    if cls is Ping:
+        return state
+    if cls is PartStart:
+        return _part_start(state, event)  # type: ignore[arg-type]
+    if cls is PartStop:
+        return _part_stop(state, event)  # type: ignore[arg-type]
+    if cls is MessageDelta:
+        return _message_delta(state, event)  # type: ignore[arg-type]
+    if cls is MessageStart:
+        if state._head.started:
+            return state
+        head = _replace(state._head, id=event.id, model=event.model, started=True)  # type: ignore[union-attr]
+        return TurnState(head, state._frags, state._nfrags)
+    if cls is MessageStop:
+        return _message_stop(state)
+    raise TypeError(f"fold: not a stream event: {event!r}")
+
+
+def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
+    """Fold a stream-handler item: ``AttemptReset`` starts over, ``Fallback`` adopts its message.
+
+    Examples:
+        >>> fold_handler(fold_events([MessageStart(id="m")]),
+        ...              AttemptReset(attempt=2, reason="x")) is INITIAL_STATE
+        True
+    """
+    cls = type(event)
+    if cls is AttemptReset:
+        return INITIAL_STATE
+    if cls is Fallback:
+        message: Message = event.message  # type: ignore[union-attr]
+        head = _Head(
+            id=message.id,
+            model=message.model,
+            stop_reason=message.stop_reason or StopReason.END_TURN,
+            usage=message.usage,
+            started=True,
+            completed=True,
+            rescued=message,
+        )
+        return TurnState(head)
+    return fold(state, event)  # type: ignore[arg-type]
+
+
+def fold_events(events: Iterable[StreamEvent], state: TurnState = INITIAL_STATE) -> TurnState:
+    """Fold a whole sequence of events (from ``state``, by default the initial one)."""
+    for event in events:
+        state = fold(state, event)
+    return state
+
+
+# -- the rarer events ----------------------------------------------------------------------------
+
+
+def _started_head(state: TurnState, what: str) -> _Head:
+    head = state._head
+    if not head.started:
+        raise StreamProtocolError(f"{what} before message_start")
+    return head
+
+
+def _part_start(state: TurnState, event: PartStart) -> TurnState:
+    head = _started_head(state, "part_start")
+    if event.kind == "tool_call":
+        lane = _Lane(head.lanes, event.index, "tool_call", event.id, event.name, state._nfrags)
+    else:
+        lane = _Lane(head.lanes, event.index, event.kind, "", "", state._nfrags)
+    head = _replace(head, open=(*head.open, lane), lanes=head.lanes + 1)
+    return TurnState(head, state._frags, state._nfrags)
+
+
+def _part_stop(state: TurnState, event: PartStop) -> TurnState:
+    head = _started_head(state, "part_stop")
+    lanes = head.open
+    if not lanes:
+        return state
+    if event.index is None:
+        position = 0
+    else:
+        for position, lane in enumerate(lanes):  # noqa: B007 - the loop finds `position`
+            if lane.index == event.index:
+                break
+        else:
+            return state
+    lane = lanes[position]
+    rest = lanes[:position] + lanes[position + 1 :]
+    part = _closed_lane_part(lane, state)
+    if part is None:
+        head = _replace(head, open=rest)
+    else:
+        parts = _append(head.parts, head.nparts, (lane.serial, part))
+        head = _replace(head, open=rest, parts=parts, nparts=head.nparts + 1)
+    return TurnState(head, state._frags, state._nfrags)
+
+
+def _message_delta(state: TurnState, event: MessageDelta) -> TurnState:
+    head = _started_head(state, "message_delta")
+    reason = StopReason.parse(event.stop_reason)
+    if reason is None:
+        head = _replace(head, usage=event.usage)
+    else:
+        head = _replace(head, usage=event.usage, stop_reason=reason)
+    return TurnState(head, state._frags, state._nfrags)
+
+
+def _message_stop(state: TurnState) -> TurnState:
+    head = _started_head(state, "message_stop")
+    for lane in head.open:  # fail now, where the SDK fails, not later in message()
+        _open_lane_part(lane, state)
+    return TurnState(_replace(head, completed=True), state._frags, state._nfrags)
+
+
+# -- lanes to parts ------------------------------------------------------------------------------
+
+
+def _lane_text(lane: _Lane, state: TurnState) -> str:
+    """Join the lane's fragments: those of the runs it owns, which all start after it opened."""
+    head, frags, n = state._head, state._frags, state._nfrags
+    runs, nruns = head.runs, head.nruns
+    if not nruns or frags is None:
+        return ""
+    serial = lane.serial
+    first = bisect_left(runs, lane.start, 0, nruns, key=_run_start)  # type: ignore[arg-type]
+    pieces: list[str] = []
+    for k in range(first, nruns):
+        start, owner = runs[k]  # type: ignore[index]
+        if owner == serial:
+            end = runs[k + 1][0] if k + 1 < nruns else n  # type: ignore[index]
+            pieces.extend(frags[start:end])
+    return "".join(pieces)
+
+
+def _run_start(run: tuple[int, int]) -> int:
+    return run[0]
+
+
+def _closed_lane_part(lane: _Lane, state: TurnState) -> ContentPart | None:
+    if lane.kind == "text":
+        text = _lane_text(lane, state)
+        return TextPart(text) if text else None
+    if lane.kind != "tool_call" or not lane.name:
+        return None
+    raw = _lane_text(lane, state)
+    if not raw:
+        return ToolCallPart(lane.id, lane.name, {})
+    try:
+        value: Any = _json_decode(raw)
+    except msgspec.DecodeError as exc:
+        raise InvalidToolInputError(f"{exc} in {_describe(lane)}", raw) from None
+    return ToolCallPart(lane.id, lane.name, value)
+
+
+def _open_lane_part(lane: _Lane, state: TurnState) -> ContentPart | None:
+    if lane.kind != "tool_call" or not lane.name:
+        return _closed_lane_part(lane, state)  # text keeps its text; thinking gives nothing
+    raw = _lane_text(lane, state)
+    if not raw:
+        return ToolCallPart(lane.id, lane.name, {})
+    try:
+        value: Any = parse_partial(raw)
+    except ValueError as exc:
+        raise InvalidToolInputError(f"{exc} in unfinished {_describe(lane)}", raw) from None
+    return ToolCallPart(lane.id, lane.name, value)
+
+
+def _describe(lane: _Lane) -> str:
+    return f"tool call {lane.name!r} (id {lane.id!r}, index {lane.index})"
+
+
+# -- append-only shared logs ---------------------------------------------------------------------
+
+
+def _append(log: list[_T] | None, n: int, item: _T) -> list[_T]:
+    """The log a state seeing ``log[:n]`` gets after appending ``item`` (see module docstring)."""
+    if n and len(log) == n:  # type: ignore[arg-type]
+        log.append(item)  # type: ignore[union-attr]
+        return log  # type: ignore[return-value]
+    return _fresh(log, n, item)
+
+
+def _fresh(log: list[_T] | None, n: int, item: _T) -> list[_T]:
+    """A new list: ``log[:n]`` plus ``item``.
+
+    ``n == 0`` always starts a fresh list, so a log is never shared with :data:`INITIAL_STATE`
+    (which would otherwise keep the first turn's text alive for the life of the process).
+    """
+    fresh = log[:n] if log is not None and n else []
+    fresh.append(item)
+    return fresh
+
+
+def _visible(log: list[_T] | None, n: int) -> list[_T]:
+    return log[:n] if log is not None and n else []
+

@@ -1,0 +1,220 @@
+"""Replay a recorded provider stream: bytes or a file in, canonical events (or a message) out.
+
+A recorded ``.sse`` / ``.ndjson`` body is the cheapest faithful stand-in for a live reply, so
+:func:`replay` turns one into exactly what a client's ``stream()`` would emit: the same decoders
+(:mod:`rxturn.wire`), the same events, the same typed errors. :func:`replay_message` folds it
+(:mod:`rxturn.fold`) into the reply, which is what ``rxturn replay`` prints (SPEC §3.1, §3.2).
+
+Failures, all typed (:mod:`rxturn.errors`), each saying what and where:
+
+- missing or unreadable file → :class:`~rxturn.errors.ConfigError` (caller misuse, not a stream
+  problem) — reported at subscribe time, because the file is read then;
+- empty (or blank) input → :class:`~rxturn.errors.StreamProtocolError` ``empty stream``;
+- framing, UTF-8, JSON, size limits, in-stream error events → whatever the decoder raises (its
+  ``where`` names the line);
+- no terminal event → :class:`~rxturn.errors.TruncatedStreamError` after every event decoded;
+- :func:`replay_message` also says where a fold error (bad tool JSON, events out of order) or an
+  in-stream error event happened: the line of the event that caused it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Final
+
+import reactivex
+from reactivex import Observable, abc
+from reactivex.disposable import CompositeDisposable, Disposable
+from reactivex.scheduler import CurrentThreadScheduler
+
+from .errors import ConfigError, RxturnError, StreamProtocolError, TruncatedStreamError
+from .events import MessageStop, StreamEvent
+from .fold import INITIAL_STATE, fold
+from .messages import Message
+from .wire import FORMATS, StreamDecoder, decoder_for, sniff_format
+
+__all__ = ["Source", "replay", "replay_message"]
+
+#: What can be replayed: the bytes themselves, or a path (``str`` is a path, never content).
+Source = bytes | bytearray | memoryview | str | os.PathLike[str]
+
+_CHUNK: Final = 64 * 1024  # feed size: large enough that per-chunk overhead vanishes
+_SNIFF: Final = 64 * 1024  # how much of the head format sniffing may look at
+_LINE: Final = re.compile(rb"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")  # CR, LF and CRLF, as SSE does
+_LINE_END: Final = re.compile(rb"\r\n|\r|\n")
+
+
+def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
+    """A cold Observable of the events recorded in ``source``.
+
+    Every subscription reads (a path is read at subscribe time) and decodes from scratch,
+    feeding the decoder 64 KiB at a time, and emits each event as it is decoded. It completes
+    after the stream's ``MessageStop``; a stream without one ends in
+    :class:`~rxturn.errors.TruncatedStreamError` once every decoded event was emitted. Emission
+    runs on the subscribe-time scheduler (default: the current-thread trampoline) and stops as
+    soon as the subscription is disposed.
+
+    Args:
+        source: the recorded body as bytes, or the path of a file holding it.
+        format: ``"anthropic"``, ``"openai"``, ``"ollama"``, or ``"auto"`` to sniff it.
+
+    Returns:
+        ``Observable[StreamEvent]``.
+
+    Raises:
+        ConfigError: ``format`` is not one of the above (raised immediately).
+
+    Examples:
+        >>> from reactivex import operators as ops
+        >>> from rxturn.fold import INITIAL_STATE, fold
+        >>> body = (b'data: {"id":"c1","object":"chat.completion.chunk","model":"m",'
+        ...         b'"choices":[{"index":0,"delta":{"content":"Hi"},'
+        ...         b'"finish_reason":"stop"}]}\\n\\ndata: [DONE]\\n\\n')
+        >>> replay(body).pipe(ops.scan(fold, INITIAL_STATE), ops.last()).run().message().text
+        'Hi'
+    """
+    _check_format(format)
+
+    def subscribe(
+        observer: abc.ObserverBase[StreamEvent], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        disposed = False
+
+        def run(_: abc.SchedulerBase, __: Any = None) -> None:
+            on_next = observer.on_next
+            emitted = 0
+            last: StreamEvent | None = None
+            try:
+                data = _load(source)
+                decoder = _open(data, format)
+                for batch in _batches(decoder, data):
+                    for event in batch:
+                        if disposed:
+                            return
+                        on_next(event)
+                    if batch:
+                        emitted += len(batch)
+                        last = batch[-1]
+                if disposed:
+                    return
+                # decoders emit nothing after MessageStop: it is the last event or absent
+                if type(last) is not MessageStop:
+                    raise TruncatedStreamError(emitted, where=f"line {_last_line(data)}")
+            except Exception as exc:
+                if not disposed:
+                    observer.on_error(exc)
+                return
+            observer.on_completed()
+
+        def dispose() -> None:
+            nonlocal disposed
+            disposed = True
+
+        chosen = scheduler or CurrentThreadScheduler.singleton()
+        return CompositeDisposable(chosen.schedule(run), Disposable(dispose))
+
+    return reactivex.create(subscribe)
+
+
+def replay_message(source: Source, format: str = "auto") -> Message:
+    """Decode and fold ``source`` into the assistant message (SPEC §3.2), synchronously.
+
+    The decoder is fed one line at a time here, so that an error raised by the fold (invalid
+    tool JSON, events out of order) can name the line of the event that caused it.
+
+    Raises:
+        ConfigError: unknown ``format``, or the file cannot be read.
+        StreamProtocolError: empty, malformed, truncated (:class:`TruncatedStreamError`) or
+            carrying invalid tool JSON (:class:`InvalidToolInputError`).
+        ProviderError: an in-stream error event (rate limit, overloaded, other).
+    """
+    _check_format(format)
+    data = _load(source)
+    decoder = _open(data, format)
+    state = INITIAL_STATE
+    emitted = 0
+    line = 0  # the line just fed
+    content_line = 1  # the last non-blank line fed: where an SSE event's data sits
+    try:
+        for match in _LINE.finditer(data):
+            piece = match.group()
+            line += 1
+            if piece.strip():
+                content_line = line
+            for event in decoder.feed(piece):
+                state = fold(state, event)
+                emitted += 1
+        for event in decoder.close():
+            state = fold(state, event)
+            emitted += 1
+    except RxturnError as exc:
+        raise _located(exc, f"line {content_line}") from None
+    if not state.completed:
+        raise TruncatedStreamError(emitted, where=f"line {_last_line(data)}")
+    try:
+        return state.message()
+    except RxturnError as exc:  # pragma: no cover - MessageStop already checked the open lanes
+        raise _located(exc, f"line {content_line}") from None
+
+
+# -- helpers -------------------------------------------------------------------------------------
+
+
+def _check_format(fmt: str) -> None:
+    if fmt != "auto" and fmt not in FORMATS:
+        raise ConfigError(
+            f"unknown stream format {fmt!r} (expected auto, {', '.join(FORMATS)})"
+        )
+
+
+def _load(source: Source) -> bytes:
+    if isinstance(source, bytes | bytearray | memoryview):
+        return bytes(source)
+    path = os.fspath(source)
+    try:
+        return Path(path).read_bytes()
+    except FileNotFoundError:
+        raise ConfigError(f"no such file ({path})") from None
+    except IsADirectoryError:
+        raise ConfigError(f"is a directory, not a stream file ({path})") from None
+    except OSError as exc:
+        raise ConfigError(f"cannot read file: {exc.strerror or exc} ({path})") from None
+
+
+def _open(data: bytes, fmt: str) -> StreamDecoder:
+    if not data.strip():
+        raise StreamProtocolError("empty stream", where="line 1")
+    return decoder_for(sniff_format(data[:_SNIFF]) if fmt == "auto" else fmt)
+
+
+def _batches(decoder: StreamDecoder, data: bytes) -> Iterator[list[StreamEvent]]:
+    """The decoder's output, 64 KiB of input at a time, then its flush at end of input."""
+    for offset in range(0, len(data), _CHUNK):
+        yield decoder.feed(data[offset : offset + _CHUNK])
+    yield decoder.close()
+
+
+def _last_line(data: bytes) -> int:
+    """The number of the last line of ``data`` (CR, LF and CRLF all end a line)."""
+    ends = len(_LINE_END.findall(data))
+    return ends if data.endswith((b"\n", b"\r")) else ends + 1
+
+
+def _located(exc: RxturnError, where: str) -> RxturnError:
+    """Say where a stream went wrong when the error does not already say so.
+
+    A fold error (the fold sees events, not lines) gets ``where`` like a decoder error has it;
+    any other error (an in-stream error event) keeps its message and carries the place as a
+    PEP 678 note, which tracebacks show and ``rxturn replay`` prints.
+    """
+    if isinstance(exc, StreamProtocolError):
+        if exc.where is None:
+            exc.where = where
+            exc.message = f"{exc.message} ({where})"
+            exc.args = (exc.message,)
+    else:
+        exc.add_note(where)
+    return exc

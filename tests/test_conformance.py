@@ -1,0 +1,359 @@
+"""Conformance: rxturn folds every recorded stream into what the official SDK folds it into.
+
+Each recorded stream (the fixtures corpus, README in its folder) is served over a loopback
+aiohttp server; the official ``anthropic`` / ``openai`` SDK is pointed at it and asked for its final
+message; rxturn folds the same bytes with :func:`rxturn.replay.replay_message`. The SDK is the
+oracle: every expected value is computed from its result inside the test.
+
+Compared: text parts (Anthropic: non-empty text blocks in order, interleaved with tool calls;
+OpenAI: ``choices[0].message.content``), tool calls (id, name, parsed input), usage (input / output
+tokens) and the stop reason (mapped with ``StopReason.parse``; a reason rxturn does not know, such
+as ``refusal``, leaves rxturn at ``end_turn``, which is asserted explicitly).
+
+Where the SDK rejects a stream, rxturn must raise its own typed error instead. The recorded
+corpus has no such stream, so the second half of this file derives them from the recordings (an
+in-stream error event, a data line that is not JSON, a tool call whose JSON is garbage) and
+checks both sides on each.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import jiter
+import openai
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from rxturn.errors import (
+    InvalidToolInputError,
+    OverloadedError,
+    ProviderStreamError,
+    RateLimitError,
+    RxturnError,
+    StreamProtocolError,
+)
+from rxturn.messages import Message, StopReason, TextPart, ToolCallPart
+from rxturn.replay import replay_message
+
+ServerFactory = Callable[..., Awaitable[TestServer]]
+
+
+def _fixtures_root() -> Path:
+    """The corpus: ``$RXTURN_FIXTURES``, else ``tests/fixtures``, else ``../shared/fixtures``."""
+    here = Path(__file__).resolve().parent
+    candidates = [
+        Path(os.environ["RXTURN_FIXTURES"]) if os.environ.get("RXTURN_FIXTURES") else None,
+        here / "fixtures",
+        here.parent.parent / "shared" / "fixtures",
+    ]
+    for candidate in candidates:
+        if candidate is not None and (candidate / "anthropic").is_dir():
+            return candidate
+    raise RuntimeError(f"recorded stream fixtures not found (looked in {candidates[1:]})")
+
+
+ROOT = _fixtures_root()
+ANTHROPIC = sorted((ROOT / "anthropic").glob("*.sse"))
+OPENAI = sorted((ROOT / "openai").glob("*.sse"))
+
+
+def test_the_corpus_is_all_there() -> None:
+    # every file of both folders is collected below; an empty glob would pass vacuously
+    assert len(ANTHROPIC) >= 10 and len(OPENAI) >= 12
+    on_disk = {p for folder in ("anthropic", "openai") for p in (ROOT / folder).iterdir()}
+    assert on_disk == set(ANTHROPIC) | set(OPENAI)
+
+
+# -- serving bytes to the official SDKs ------------------------------------------------------
+
+
+async def _serve(aiohttp_server: ServerFactory, body: bytes) -> TestServer:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        await request.read()
+        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await response.prepare(request)
+        # a few uneven writes, like a real stream, so the SDK's own decoder is exercised
+        for start in range(0, len(body), 777):
+            await response.write(body[start : start + 777])
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", handler)
+    app.router.add_post("/chat/completions", handler)
+    return await aiohttp_server(app, host="127.0.0.1")
+
+
+async def _anthropic_final(aiohttp_server: ServerFactory, body: bytes) -> Any:
+    server = await _serve(aiohttp_server, body)
+    client = anthropic.AsyncAnthropic(
+        base_url=str(server.make_url("")), api_key="test-key", max_retries=0
+    )
+    try:
+        async with client.messages.stream(
+            model="claude-test", max_tokens=1024, messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
+            return await stream.get_final_message()
+    finally:
+        await client.close()
+
+
+async def _openai_final(aiohttp_server: ServerFactory, body: bytes) -> Any:
+    """The SDK's final completion. ``finish_reason == "length"`` makes ``get_final_completion``
+    raise ``LengthFinishReasonError`` *after* folding; its ``completion`` is that fold."""
+    server = await _serve(aiohttp_server, body)
+    client = openai.AsyncOpenAI(base_url=str(server.make_url("")), api_key="test-key",
+                                max_retries=0)
+    try:
+        async with client.chat.completions.stream(
+            model="gpt-test", messages=[{"role": "user", "content": "hi"}]
+        ) as stream:
+            try:
+                return await stream.get_final_completion()
+            except openai.LengthFinishReasonError as exc:
+                return exc.completion
+    finally:
+        await client.close()
+
+
+# -- comparing -------------------------------------------------------------------------------
+
+
+def _expected_stop(sdk_reason: str | None, has_tool_calls: bool) -> StopReason:
+    parsed = StopReason.parse(sdk_reason)
+    reason = parsed if parsed is not None else StopReason.END_TURN
+    if reason is StopReason.END_TURN and has_tool_calls:
+        return StopReason.TOOL_CALL
+    return reason
+
+
+def _usage(message: Message) -> tuple[int, int] | None:
+    return None if message.usage is None else (
+        message.usage.input_tokens, message.usage.output_tokens
+    )
+
+
+@pytest.mark.parametrize("path", ANTHROPIC, ids=lambda p: p.name)
+async def test_anthropic_fixture_matches_the_sdk(
+    aiohttp_server: ServerFactory, path: Path
+) -> None:
+    body = path.read_bytes()
+    sdk = await _anthropic_final(aiohttp_server, body)
+    ours = replay_message(body, "anthropic")
+    assert replay_message(path) == ours  # auto-detected format, read from the file
+
+    expected_parts: list[Any] = []
+    for block in sdk.content:
+        if block.type == "text" and block.text:
+            expected_parts.append(TextPart(block.text))
+        elif block.type == "tool_use":  # client tools only: server tools are not ours to run
+            expected_parts.append(ToolCallPart(block.id, block.name, block.input))
+    assert list(ours.content) == expected_parts
+
+    assert (ours.id, ours.model) == (sdk.id, sdk.model)
+    assert _usage(ours) == (sdk.usage.input_tokens, sdk.usage.output_tokens)
+    expected_stop = _expected_stop(sdk.stop_reason, bool(ours.tool_calls))
+    assert ours.stop_reason is expected_stop
+    if StopReason.parse(sdk.stop_reason) is None:  # e.g. "refusal": rxturn keeps its default
+        assert sdk.stop_reason is not None
+        assert ours.stop_reason in (StopReason.END_TURN, StopReason.TOOL_CALL)
+
+
+@pytest.mark.parametrize("path", OPENAI, ids=lambda p: p.name)
+async def test_openai_fixture_matches_the_sdk(aiohttp_server: ServerFactory, path: Path) -> None:
+    body = path.read_bytes()
+    sdk = await _openai_final(aiohttp_server, body)
+    ours = replay_message(body, "openai")
+    assert replay_message(path) == ours
+
+    choice = sdk.choices[0]  # rxturn folds choices[0] only (SPEC §3.2)
+    assert ours.text == (choice.message.content or "")
+    assert all(isinstance(p, ToolCallPart) or p.text for p in ours.content)
+
+    expected_calls = []
+    for call in choice.message.tool_calls or []:
+        arguments = call.function.arguments
+        try:
+            parsed = json.loads(arguments) if arguments else {}
+        except json.JSONDecodeError:  # left open by a "length" stop: the SDK's partial parser
+            parsed = jiter.from_json(arguments.encode(), partial_mode=True)
+        expected_calls.append(ToolCallPart(call.id, call.function.name, parsed))
+    assert ours.tool_calls == expected_calls
+
+    assert ours.id == sdk.id
+    assert ours.model == sdk.model
+    expected_usage = None if sdk.usage is None else (
+        sdk.usage.prompt_tokens, sdk.usage.completion_tokens
+    )
+    assert _usage(ours) == expected_usage
+    assert ours.stop_reason is _expected_stop(choice.finish_reason, bool(expected_calls))
+
+
+def test_the_corpus_covers_the_interesting_cases() -> None:
+    """Guard the corpus: the comparisons above must have met these cases at least once."""
+    folded = {p.name: replay_message(p) for p in [*ANTHROPIC, *OPENAI]}
+    reasons = {m.stop_reason for m in folded.values()}
+    assert {StopReason.END_TURN, StopReason.TOOL_CALL, StopReason.MAX_TOKENS} <= reasons
+    assert any(len(m.tool_calls) >= 2 for m in folded.values())  # parallel tool calls
+    assert any(m.content == () for m in folded.values())  # refusals
+    # a tool block left open by max_tokens, kept with its partially parsed input
+    truncated = [m for m in folded.values()
+                 if m.stop_reason is StopReason.MAX_TOKENS and m.tool_calls]
+    assert truncated
+
+
+# -- streams the SDK rejects: rxturn must raise its typed error ------------------------------
+
+_BLOCKS = re.compile(rb"(?:\r\n|\n){2,}")
+
+
+def _events(body: bytes) -> list[bytes]:
+    return [block for block in _BLOCKS.split(body) if block.strip()]
+
+
+def _join(blocks: list[bytes]) -> bytes:
+    return b"\n\n".join(blocks) + b"\n\n"
+
+
+def _anthropic_error(error_type: str) -> bytes:
+    payload = {"type": "error", "error": {"type": error_type, "message": f"{error_type} now"}}
+    return b"event: error\ndata: " + json.dumps(payload).encode()
+
+
+def _inject_after_first(body: bytes, block: bytes) -> bytes:
+    blocks = _events(body)
+    return _join([blocks[0], block, *blocks[1:]])
+
+
+async def _sdk_raises(call: Awaitable[Any]) -> BaseException:
+    try:
+        await call
+    except Exception as exc:
+        return exc
+    raise AssertionError("the official SDK accepted the stream")
+
+
+ERROR_TYPES = [
+    ("overloaded_error", OverloadedError),
+    ("rate_limit_error", RateLimitError),
+    ("api_error", ProviderStreamError),
+]
+
+
+@pytest.mark.parametrize(("error_type", "expected"), ERROR_TYPES, ids=[e for e, _ in ERROR_TYPES])
+@pytest.mark.parametrize("path", ANTHROPIC, ids=lambda p: p.name)
+async def test_anthropic_in_stream_error(
+    aiohttp_server: ServerFactory, path: Path, error_type: str, expected: type[RxturnError]
+) -> None:
+    body = _inject_after_first(path.read_bytes(), _anthropic_error(error_type))
+    sdk_error = await _sdk_raises(_anthropic_final(aiohttp_server, body))
+    assert isinstance(sdk_error, anthropic.APIError)
+    with pytest.raises(expected) as info:
+        replay_message(body)
+    assert type(info.value) is expected
+    assert error_type in str(info.value) or f"{error_type} now" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [({"message": "boom", "type": "server_error"}, ProviderStreamError),
+     ({"message": "slow down", "type": "rate_limit_error", "code": 429}, RateLimitError)],
+    ids=["server_error", "rate_limit"],
+)
+@pytest.mark.parametrize("path", OPENAI, ids=lambda p: p.name)
+async def test_openai_in_stream_error(
+    aiohttp_server: ServerFactory, path: Path, error: dict[str, Any], expected: type[RxturnError]
+) -> None:
+    body = _inject_after_first(path.read_bytes(), b"data: " + json.dumps({"error": error}).encode())
+    sdk_error = await _sdk_raises(_openai_final(aiohttp_server, body))
+    assert isinstance(sdk_error, openai.APIError)
+    with pytest.raises(expected) as info:
+        replay_message(body)
+    assert error["message"] in str(info.value)
+
+
+@pytest.mark.parametrize("path", [*ANTHROPIC, *OPENAI], ids=lambda p: p.name)
+async def test_data_line_that_is_not_json(aiohttp_server: ServerFactory, path: Path) -> None:
+    blocks = _events(path.read_bytes())
+    # cut the JSON of the second event in half
+    lines = blocks[1].splitlines()
+    position = next(i for i, line in enumerate(lines) if line.startswith(b"data:"))
+    lines[position] = lines[position][: len(lines[position]) // 2]
+    body = _join([blocks[0], b"\n".join(lines), *blocks[2:]])
+    provider = path.parent.name
+    final = _anthropic_final if provider == "anthropic" else _openai_final
+    await _sdk_raises(final(aiohttp_server, body))
+    with pytest.raises(StreamProtocolError) as info:
+        replay_message(body, provider)
+    # block 0's lines, one blank line, then the cut line's place in block 1
+    line_number = blocks[0].count(b"\n") + 1 + 1 + position + 1
+    assert body.splitlines()[line_number - 1] == lines[position]
+    assert f"line {line_number}" in str(info.value)
+
+
+def _client_tool_indexes(body: bytes) -> set[int]:
+    indexes = set()
+    for block in _events(body):
+        for line in block.splitlines():
+            if line.startswith(b"data:") and b'"content_block_start"' in line:
+                event = json.loads(line[5:])
+                if event["content_block"]["type"] == "tool_use":
+                    indexes.add(event["index"])
+    return indexes
+
+
+def _garbage_first_tool_fragment(body: bytes, *, client: bool) -> bytes:
+    """Prefix the first input fragment of a client (or server) tool block with ``x``: no JSON
+    document starts that way."""
+    client_indexes = _client_tool_indexes(body)
+    out: list[bytes] = []
+    done = False
+    for block in _events(body):
+        if not done and b'"input_json_delta"' in block:
+            data = next(line for line in block.splitlines() if line.startswith(b"data:"))
+            if (json.loads(data[5:])["index"] in client_indexes) == client:
+                block = block.replace(b'"partial_json":"', b'"partial_json":"x', 1)
+                done = True
+        out.append(block)
+    assert done
+    return _join(out)
+
+
+def _has_tool_input(path: Path, *, client: bool) -> bool:
+    body = path.read_bytes()
+    return b"input_json_delta" in body and (bool(_client_tool_indexes(body)) == client)
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in ANTHROPIC if _has_tool_input(p, client=True)], ids=lambda p: p.name
+)
+async def test_tool_json_the_sdk_cannot_parse(aiohttp_server: ServerFactory, path: Path) -> None:
+    body = _garbage_first_tool_fragment(path.read_bytes(), client=True)
+    sdk_error = await _sdk_raises(_anthropic_final(aiohttp_server, body))
+    assert "Unable to parse tool parameter JSON" in str(sdk_error)
+    with pytest.raises(InvalidToolInputError) as info:
+        replay_message(body)
+    assert info.value.raw.startswith("x")
+    assert "line " in str(info.value)
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in ANTHROPIC if _has_tool_input(p, client=False)], ids=lambda p: p.name
+)
+async def test_server_tool_input_is_not_rxturns_to_parse(
+    aiohttp_server: ServerFactory, path: Path
+) -> None:
+    """The one deliberate divergence: the SDK also parses a *server* tool's input (it runs on
+    the provider, rxturn never sees a call for it), so garbage there fails the SDK, not rxturn."""
+    original = replay_message(path)
+    body = _garbage_first_tool_fragment(path.read_bytes(), client=False)
+    await _sdk_raises(_anthropic_final(aiohttp_server, body))
+    assert replay_message(body) == original

@@ -1,0 +1,309 @@
+"""``replay()`` (cold Observable of decoded events) and ``replay_message()`` (the folded reply)."""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import reactivex
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from reactivex import operators as ops
+from reactivex.testing import TestScheduler
+
+from rxturn.errors import (
+    ConfigError,
+    InvalidToolInputError,
+    OverloadedError,
+    RxturnError,
+    StreamProtocolError,
+    TruncatedStreamError,
+)
+from rxturn.events import MessageStart, MessageStop, StreamEvent
+from rxturn.fold import INITIAL_STATE, fold, fold_events
+from rxturn.messages import Message, StopReason, TextPart, Usage, message_to_json
+from rxturn.replay import replay, replay_message
+from rxturn.wire import decoder_for
+
+FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
+if not FIXTURES.is_dir():  # a copy inside the repository
+    FIXTURES = Path(__file__).resolve().parent / "fixtures"
+ALL = sorted(FIXTURES.glob("*/*.sse"))
+BASIC = FIXTURES / "anthropic" / "basic_response.sse"
+
+
+class Recorder:
+    """Collects one subscription's notifications."""
+
+    def __init__(self) -> None:
+        self.events: list[StreamEvent] = []
+        self.error: Exception | None = None
+        self.completed = False
+
+    def subscribe(self, source: reactivex.Observable[StreamEvent], **kwargs: Any) -> Recorder:
+        source.subscribe(self.events.append, self._on_error, self._on_completed, **kwargs)
+        return self
+
+    def _on_error(self, error: Exception) -> None:
+        self.error = error
+
+    def _on_completed(self) -> None:
+        self.completed = True
+
+
+def decode_whole(body: bytes, fmt: str) -> list[StreamEvent]:
+    """An independent driver: the decoder fed the whole body at once."""
+    decoder = decoder_for(fmt)
+    return [*decoder.feed(body), *decoder.close()]
+
+
+def fold_via_rx(source: reactivex.Observable[StreamEvent]) -> Message:
+    state = source.pipe(ops.scan(fold, INITIAL_STATE), ops.last()).run()
+    return state.message()
+
+
+def synthetic_anthropic(deltas: list[str]) -> bytes:
+    """A well-formed Anthropic stream whose text is ``"".join(deltas)``."""
+
+    def event(name: str, data: dict[str, Any]) -> bytes:
+        return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
+
+    parts = [
+        event("message_start", {"type": "message_start", "message": {
+            "id": "msg_syn", "type": "message", "role": "assistant", "model": "m",
+            "content": [], "usage": {"input_tokens": 7, "output_tokens": 1}}}),
+        event("content_block_start", {"type": "content_block_start", "index": 0,
+                                      "content_block": {"type": "text", "text": ""}}),
+    ]
+    parts += [
+        event("content_block_delta", {"type": "content_block_delta", "index": 0,
+                                      "delta": {"type": "text_delta", "text": text}})
+        for text in deltas
+    ]
+    parts += [
+        event("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
+                                "usage": {"output_tokens": len(deltas)}}),
+        event("message_stop", {"type": "message_stop"}),
+    ]
+    return b"".join(parts)
+
+
+# -- the happy path ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_replay_emits_what_the_decoder_decodes_and_completes(path: Path) -> None:
+    body = path.read_bytes()
+    recorder = Recorder().subscribe(replay(path))
+    assert recorder.error is None and recorder.completed
+    assert recorder.events == decode_whole(body, path.parent.name)
+    assert type(recorder.events[0]) is MessageStart
+    assert type(recorder.events[-1]) is MessageStop
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_scan_fold_over_replay_equals_replay_message(path: Path) -> None:
+    assert fold_via_rx(replay(path.read_bytes())) == replay_message(path)
+
+
+def test_sources_bytes_like_str_and_pathlike_are_equivalent() -> None:
+    body = BASIC.read_bytes()
+    expected = replay_message(body)
+    for source in (bytearray(body), memoryview(body), str(BASIC), BASIC):
+        assert replay_message(source) == expected
+        assert fold_via_rx(replay(source)) == expected
+    assert replay_message(body, "anthropic") == expected
+
+
+def test_replay_is_cold_and_reads_the_file_at_subscribe_time(tmp_path: Path) -> None:
+    file = tmp_path / "stream.sse"
+    source = replay(file)  # the file does not exist yet: nothing is read here
+    file.write_bytes(synthetic_anthropic(["first"]))
+    assert fold_via_rx(source).text == "first"
+    file.write_bytes(synthetic_anthropic(["second", " time"]))
+    assert fold_via_rx(source).text == "second time"
+
+
+def test_streams_larger_than_one_feed_chunk() -> None:
+    deltas = [f"<{i:05d}|{'é' * (i % 7)}>" for i in range(12_000)]
+    body = synthetic_anthropic(deltas)
+    assert len(body) > 10 * 64 * 1024
+    message = fold_via_rx(replay(body))
+    assert message.content == (TextPart("".join(deltas)),)
+    assert message.usage == Usage(input_tokens=7, output_tokens=len(deltas))
+    assert replay_message(body) == message
+
+
+def test_ollama_ndjson_is_sniffed_and_folded() -> None:
+    lines = [
+        {"model": "llama3", "created_at": "2024-01-01T00:00:00Z",
+         "message": {"role": "assistant", "content": "Hel"}, "done": False},
+        {"model": "llama3", "created_at": "2024-01-01T00:00:01Z",
+         "message": {"role": "assistant", "content": "lo"}, "done": False},
+        {"model": "llama3", "created_at": "2024-01-01T00:00:02Z",
+         "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
+         "prompt_eval_count": 5, "eval_count": 2},
+    ]
+    body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
+    message = replay_message(body)
+    assert message.text == "Hello"
+    assert message.model == "llama3"
+    assert message.stop_reason is StopReason.END_TURN
+    assert message.usage == Usage(input_tokens=5, output_tokens=2)
+    assert fold_via_rx(replay(body, "ollama")) == message
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(path=st.sampled_from(ALL), cuts=st.lists(st.integers(0, 60_000), max_size=25))
+def test_folding_does_not_depend_on_how_the_bytes_were_chunked(
+    path: Path, cuts: list[int]
+) -> None:
+    body = path.read_bytes()
+    bounds = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
+    decoder = decoder_for(path.parent.name)
+    events: list[StreamEvent] = []
+    for start, end in itertools.pairwise(bounds):
+        events.extend(decoder.feed(body[start:end]))
+    events.extend(decoder.close())
+    assert message_to_json(fold_events(events).message()) == message_to_json(
+        replay_message(body)
+    )
+
+
+# -- scheduling and disposal ---------------------------------------------------------------------
+
+
+def test_emission_runs_on_the_subscribe_time_scheduler() -> None:
+    scheduler = TestScheduler()
+    recorder = Recorder().subscribe(replay(BASIC.read_bytes()), scheduler=scheduler)
+    assert recorder.events == [] and not recorder.completed  # nothing until the scheduler runs
+    scheduler.start()
+    assert recorder.completed and recorder.events == decode_whole(BASIC.read_bytes(), "anthropic")
+
+
+def test_disposal_stops_decoding() -> None:
+    seen: list[StreamEvent] = []
+    body = synthetic_anthropic(["x"] * 5000)
+    taken = replay(body).pipe(ops.do_action(seen.append), ops.take(3), ops.to_list()).run()
+    assert len(taken) == 3
+    assert len(seen) == 3  # the source stopped as soon as take() disposed it
+
+
+# -- failures ------------------------------------------------------------------------------------
+
+
+def _blocks(body: bytes) -> list[bytes]:
+    return [b for b in re.split(rb"(?:\r\n|\n){2,}", body) if b.strip()]
+
+
+def _before_terminal(path: Path) -> bytes:
+    """The first half of the events that precede the stream's first terminal marker."""
+    blocks = _blocks(path.read_bytes())
+    terminal = re.compile(rb'"message_stop"|"finish_reason":\s*"|\[DONE\]')
+    first = next(i for i, block in enumerate(blocks) if terminal.search(block))
+    return b"\n\n".join(blocks[: max(1, first // 2)]) + b"\n\n"
+
+
+@pytest.mark.parametrize("path", ALL, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_truncated_stream_emits_everything_then_fails(path: Path) -> None:
+    body = _before_terminal(path)
+    recorder = Recorder().subscribe(replay(body))
+    assert recorder.events == decode_whole(body, path.parent.name)
+    assert recorder.events and not recorder.completed
+    assert isinstance(recorder.error, TruncatedStreamError)
+    assert recorder.error.events == len(recorder.events)
+    with pytest.raises(TruncatedStreamError) as info:
+        replay_message(body)
+    last_line = len(body.splitlines())
+    assert f"(line {last_line})" in str(info.value)
+
+
+@pytest.mark.parametrize("body", [b"", b"   \n\r\n\t\n"], ids=["empty", "blank"])
+def test_empty_stream(body: bytes) -> None:
+    recorder = Recorder().subscribe(replay(body))
+    assert isinstance(recorder.error, StreamProtocolError)
+    assert str(recorder.error).startswith("empty stream")
+    with pytest.raises(StreamProtocolError, match="empty stream"):
+        replay_message(body)
+
+
+def test_missing_file_is_a_config_error_at_subscribe_time(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.sse"
+    source = replay(missing)  # no error yet: the file is read when subscribed
+    recorder = Recorder().subscribe(source)
+    assert isinstance(recorder.error, ConfigError)
+    assert str(missing) in str(recorder.error)
+    with pytest.raises(ConfigError, match="no such file"):
+        replay_message(str(missing))
+    with pytest.raises(ConfigError, match="directory"):
+        replay_message(tmp_path)
+
+
+def test_unknown_format_is_rejected_immediately() -> None:
+    with pytest.raises(ConfigError, match="unknown stream format 'gemini'"):
+        replay(b"data: {}\n\n", "gemini")
+    with pytest.raises(ConfigError, match="unknown stream format"):
+        replay_message(b"data: {}\n\n", "sse")
+
+
+def test_in_stream_error_after_events() -> None:
+    blocks = _blocks(BASIC.read_bytes())
+    error = (b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+             b'"message":"Overloaded"}}')
+    body = b"\n\n".join([*blocks[:3], error, *blocks[3:]]) + b"\n\n"
+    recorder = Recorder().subscribe(replay(body))
+    assert recorder.events == decode_whole(b"\n\n".join(blocks[:3]) + b"\n\n", "anthropic")
+    assert isinstance(recorder.error, OverloadedError)
+    with pytest.raises(OverloadedError) as info:
+        replay_message(body)
+    error_line = body.splitlines().index(error.splitlines()[1]) + 1
+    assert info.value.__notes__ == [f"line {error_line}"]
+
+
+def test_fold_errors_name_the_line_of_the_event() -> None:
+    body = (FIXTURES / "anthropic" / "tool_use_response.sse").read_bytes()
+    corrupted = body.replace(b'"partial_json":"{', b'"partial_json":"{{', 1)
+    line = corrupted.splitlines().index(
+        next(ln for ln in corrupted.splitlines() if b'"content_block_stop","index":1' in ln)
+    ) + 1
+    with pytest.raises(InvalidToolInputError) as info:
+        replay_message(corrupted)
+    assert info.value.where == f"line {line}"  # the content_block_stop that closed the lane
+    assert info.value.raw.startswith("{{")
+    # the Observable reports the same error class through the fold
+    with pytest.raises(InvalidToolInputError):
+        fold_via_rx(replay(corrupted))
+
+
+def test_bad_bytes_are_protocol_errors_with_a_line() -> None:
+    body = BASIC.read_bytes()
+    lines = body.split(b"\n")
+    cases = {
+        "bad utf-8": b"\n".join([*lines[:4], b"data: \xff\xfe", *lines[4:]]),
+        "bad json": b"\n".join([*lines[:4], b"data: {nope", *lines[4:]]),
+    }
+    for name, corrupted in cases.items():
+        with pytest.raises(StreamProtocolError, match=r"\(line \d+\)") as info:
+            replay_message(corrupted, "anthropic")
+        assert not isinstance(info.value, TruncatedStreamError), name
+        recorder = Recorder().subscribe(replay(corrupted, "anthropic"))
+        assert type(recorder.error) is type(info.value), name
+
+
+def test_garbage_cannot_be_sniffed() -> None:
+    with pytest.raises(StreamProtocolError, match="cannot tell the stream format"):
+        replay_message(b"hello, this is not a stream\n")
+
+
+def test_every_failure_is_a_typed_error() -> None:
+    """A sweep over prefixes of a real stream: any outcome is a message or an RxturnError."""
+    body = (FIXTURES / "openai" / "multiple_tool_calls.sse").read_bytes()
+    for cut in range(0, len(body), 97):
+        with contextlib.suppress(RxturnError):
+            replay_message(body[:cut])
