@@ -1,0 +1,212 @@
+"""``LiveText``: the streaming text, live, in Jupyter or a terminal, attachable mid-turn.
+
+It follows a :class:`~rxturn.notebook.TurnRecorder` through a listener, so attaching late loses
+nothing: the recorder already holds the current attempt's text and the discarded attempts'
+tails, and the first render shows them. Text deltas render at most once per ``min_interval``
+(a 100k-delta stream must not send 100k display updates to the browser); everything else
+(turn start, reset, rescue, end) renders at once. A throttled delta leaves one flush scheduled
+on the scheduler, never one timer per delta.
+
+IPython is imported only when a Jupyter sink is created or used.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, Protocol, TextIO
+
+from reactivex import abc
+from reactivex.scheduler.eventloop import AsyncIOScheduler
+
+from .._scheduling import clock as scheduler_clock
+from ..errors import ConfigError
+from ._recorder import TurnRecorder
+from ._records import Change, Clock, EngineLike, LiveView, cut
+
+__all__ = ["DisplaySink", "IPythonSink", "LiveText", "PrintSink"]
+
+
+class DisplaySink(Protocol):
+    """Where a :class:`LiveText` puts its renders."""
+
+    def show(self, view: LiveView) -> None:
+        """Display ``view`` (the full current state; called at most once per throttle slot)."""
+        ...
+
+
+class IPythonSink:
+    """Shows views as one HTML output, updated in place (``display_id``) in Jupyter."""
+
+    def __init__(self, *, max_chars: int = 20_000) -> None:
+        self._max_chars = max_chars
+        self._handle: Any = None
+
+    def show(self, view: LiveView) -> None:
+        from IPython.display import HTML, display
+
+        content = HTML(view.to_html(max_chars=self._max_chars))  # type: ignore[no-untyped-call]
+        if self._handle is None:
+            self._handle = display(content, display_id=True)  # type: ignore[no-untyped-call]
+        else:
+            self._handle.update(content)
+
+
+class PrintSink:
+    """Terminal fallback: prints new text incrementally, and a marker line at each retraction."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._stream = stream
+        self._seq = -2
+        self._retracted = 0
+        self._printed = 0
+        self._ended = False
+
+    def show(self, view: LiveView) -> None:
+        out = self._stream or sys.stdout
+        if view.seq < 0:
+            return  # nothing recorded yet
+        if view.seq != self._seq:
+            self._seq, self._retracted, self._printed, self._ended = view.seq, 0, 0, False
+            out.write(f"\n[{view.headline()}]\n")
+        for gone in view.retracted[self._retracted :]:
+            out.write(f"\n[attempt {gone.attempt} discarded: {cut(gone.reason, 80)}]\n")
+            self._printed = 0
+        self._retracted = len(view.retracted)
+        if len(view.text) < self._printed:  # replaced (a rescue): show it whole
+            out.write("\n")
+            self._printed = 0
+        out.write(view.text[self._printed :])
+        self._printed = len(view.text)
+        if view.status == "failed" and not self._ended:
+            self._ended = True
+            out.write(f"\n[failed: {view.error or 'unknown error'}]")
+        out.flush()
+
+
+def _default_sink() -> DisplaySink:
+    try:
+        from IPython import get_ipython  # pyright: ignore[reportUnknownVariableType]
+    except ImportError:
+        return PrintSink()
+    shell = get_ipython()  # pyright: ignore[reportUnknownVariableType]
+    if shell is not None and getattr(shell, "kernel", None) is not None:
+        return IPythonSink()
+    return PrintSink()
+
+
+class LiveText:
+    """A live view of the streaming text that can attach at any time and catch up.
+
+    Args:
+        sink: where renders go (default: in-place HTML in Jupyter, else incremental print).
+        min_interval: seconds between two renders caused by text deltas; resets, rescues and
+            turn ends render at once. A throttled delta leaves one trailing flush scheduled (at
+            most one pending), so the last text always shows.
+        scheduler: the clock of the throttle and where the trailing flush runs (default: the
+            asyncio loop running at the time, if any; without one the flush waits for the next
+            non-text change, e.g. the turn's end).
+
+    Examples:
+        >>> import io
+        >>> out = io.StringIO()
+        >>> rec = TurnRecorder()
+        >>> live = LiveText(sink=PrintSink(out), min_interval=0).attach(rec)
+        >>> rec.on_turn_start(turn=0, query="hi")
+        >>> rec.on_text_delta(turn=0, delta="Hello")
+        >>> out.getvalue()
+        '\\n[turn 0 · streaming]\\nHello'
+    """
+
+    def __init__(
+        self,
+        *,
+        sink: DisplaySink | None = None,
+        min_interval: float = 0.1,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> None:
+        if not min_interval >= 0:
+            raise ConfigError(f"LiveText.min_interval must be >= 0 seconds, got {min_interval}")
+        self.sink: DisplaySink = sink if sink is not None else _default_sink()
+        self.min_interval = min_interval
+        self._scheduler = scheduler
+        self._clock: Clock = scheduler_clock(scheduler) if scheduler is not None else time.monotonic
+        self._recorder: TurnRecorder | None = None
+        self._remove: Callable[[], None] | None = None
+        self._last = float("-inf")
+        self._dirty = False
+        self._timer: abc.DisposableBase | None = None
+        #: how many times the sink was called (for the curious, and for tests)
+        self.renders = 0
+
+    @property
+    def recorder(self) -> TurnRecorder | None:
+        """The recorder being followed."""
+        return self._recorder
+
+    def attach(self, source: TurnRecorder | EngineLike) -> LiveText:
+        """Follow ``source`` and render what it has received so far right away.
+
+        An engine is followed through the :class:`TurnRecorder` among its observers, or a new
+        recorder attached to it (which cannot know the text streamed before this call).
+        """
+        self.detach()
+        if isinstance(source, TurnRecorder):
+            recorder = source
+        else:
+            found = [o for o in getattr(source, "observers", ()) if isinstance(o, TurnRecorder)]
+            recorder = found[0] if found else TurnRecorder().attach(source)
+        self._recorder = recorder
+        self._remove = recorder.add_listener(self._changed)
+        self.render()
+        return self
+
+    def detach(self) -> None:
+        """Stop following (what is shown stays shown)."""
+        if self._remove is not None:
+            self._remove()
+            self._remove = None
+        self._cancel_flush()
+        self._recorder = None
+
+    def render(self) -> None:
+        """Show the current state now (no throttle)."""
+        if self._recorder is None:
+            return
+        self._cancel_flush()
+        self._dirty = False
+        self._last = self._clock()
+        self.renders += 1
+        self.sink.show(self._recorder.view())
+
+    def _changed(self, change: Change) -> None:
+        if change != "text" or self._clock() - self._last >= self.min_interval:
+            self.render()
+            return
+        self._dirty = True
+        if self._timer is None:
+            self._schedule_flush()
+
+    def _cancel_flush(self) -> None:
+        if self._timer is not None:
+            self._timer.dispose()
+            self._timer = None
+
+    def _schedule_flush(self) -> None:
+        scheduler = self._scheduler
+        if scheduler is None:
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                return
+            scheduler = AsyncIOScheduler(loop)
+
+        def flush(_: abc.SchedulerBase, __: Any = None) -> None:
+            self._timer = None
+            if self._dirty:
+                self.render()
+
+        delay = max(self.min_interval - (self._clock() - self._last), 0.0)
+        self._timer = scheduler.schedule_relative(delay, flush)

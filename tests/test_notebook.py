@@ -1,0 +1,818 @@
+"""rxturn.notebook: the recorder, the live display, the timeline and the breaker plot.
+
+Expected values come from the callback sequences the tests script themselves (order, times,
+counts), from the observer contract (``rxturn.observers``), from a ``RecordingObserver`` watching
+the same engine turn (an independent count of every delta and reset), and, for the breaker, from
+the transitions of reference §5 worked out by hand: trip on the 3rd consecutive failure, a 60 s
+cooldown measured from the trip, and 2 probe successes to close.
+"""
+
+from __future__ import annotations
+
+import io
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+import reactivex
+from reactivex import operators as ops
+from reactivex.testing import TestScheduler
+
+from rxturn._scheduling import clock as scheduler_clock
+from rxturn.errors import ConfigError, ReadError
+from rxturn.events import (
+    AttemptReset,
+    Delta,
+    Fallback,
+    HandlerEvent,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    PartStart,
+    PartStop,
+)
+from rxturn.fallback import BreakerState, FallbackManager, FallbackPolicy
+from rxturn.messages import Message, StopReason, Usage
+from rxturn.notebook import (
+    AttemptSpan,
+    BreakerSample,
+    LiveText,
+    LiveView,
+    ManualClock,
+    PrintSink,
+    Record,
+    Retracted,
+    TurnRecorder,
+    attempt_spans,
+    breaker_timeline,
+    sample_breaker,
+    simulate_breaker,
+    summarize_turns,
+    timeline,
+)
+
+matplotlib = pytest.importorskip("matplotlib")
+
+
+class ListSink:
+    """A display sink that keeps every view it is shown (the live display's test double)."""
+
+    def __init__(self) -> None:
+        self.views: list[LiveView] = []
+
+    def show(self, view: LiveView) -> None:
+        self.views.append(view)
+
+
+def reset(attempt: int, reason: str = "connection reset", error_type: str = "ReadError") -> Any:
+    return AttemptReset(attempt=attempt, reason=reason, error_type=error_type)
+
+
+def artists(fig: Any, gid: str) -> list[Any]:
+    ax = fig.axes[0]
+    found = [
+        a
+        for a in (*ax.collections, *ax.lines, *ax.patches, *ax.containers)
+        if getattr(a, "get_gid", lambda: None)() == gid
+    ]
+    return found
+
+
+def scatter_points(fig: Any, gid: str) -> list[tuple[float, float]]:
+    points: list[tuple[float, float]] = []
+    for collection in artists(fig, gid):
+        points.extend((float(x), float(y)) for x, y in collection.get_offsets())
+    return points
+
+
+def render(fig: Any) -> bytes:
+    """Draw the figure for real (missing glyphs, bad artists fail here under -W error)."""
+    out = io.BytesIO()
+    fig.savefig(out, format="png")
+    return out.getvalue()
+
+
+# ------------------------------------------------------------------------------- import
+
+
+def test_import_needs_neither_matplotlib_nor_ipython() -> None:
+    code = (
+        "import sys, rxturn.notebook\n"
+        "bad = [m for m in ('matplotlib', 'IPython', 'aiohttp', 'tiktoken') if m in sys.modules]\n"
+        "assert not bad, bad\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# ------------------------------------------------------------------------------- recorder
+
+
+def drive_turn_with_one_reset(rec: TurnRecorder, clock: ManualClock) -> None:
+    """The observer order of a streamed turn with a retry (rxturn.observers docstring)."""
+    clock.advance_to(1.0)
+    rec.on_turn_start(turn=0, query="hi")
+    clock.advance_to(1.5)
+    rec.on_text_delta(turn=0, delta="Hel")
+    clock.advance_to(2.0)
+    rec.on_attempt_reset(turn=0, reset=reset(2))
+    clock.advance_to(2.5)
+    rec.on_text_delta(turn=0, delta="Hello")
+    rec.on_text_delta(turn=0, delta=" world")
+    clock.advance_to(3.0)
+    rec.on_stream_success(turn=0, model="big", input_tokens=5, output_tokens=2)
+    rec.on_response(turn=0, text="Hello world", usage=Usage(input_tokens=5, output_tokens=2))
+    clock.advance_to(3.5)
+    rec.on_turn_end(
+        turn=0, success=True, error=None, duration_ms=2500.0, input_tokens=5, output_tokens=2
+    )
+
+
+def test_records_follow_callback_order_with_clock_times() -> None:
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock)
+    rec.on_run_start(session_id="s1")
+    drive_turn_with_one_reset(rec, clock)
+    rec.on_run_end(success=True, error=None, total_turns=1, duration_ms=3500.0)
+
+    got = [(r.kind, r.time, r.seq, r.turn, r.attempt) for r in rec.records]
+    assert got == [
+        ("run_start", 0.0, -1, None, 0),
+        ("turn_start", 1.0, 0, 0, 1),
+        ("attempt_reset", 2.0, 0, 0, 2),
+        ("stream_success", 3.0, 0, 0, 2),
+        ("response", 3.0, 0, 0, 2),
+        ("turn_end", 3.5, 0, 0, 2),
+        ("run_end", 3.5, 0, None, 0),
+    ]
+    assert rec.of_kind("turn_end")[0].ok is True
+    assert rec.of_kind("stream_success")[0].model == "big"
+    assert "ReadError: connection reset" in rec.of_kind("attempt_reset")[0].detail
+    assert rec.replies == [(0, "Hello world")]
+
+
+def test_reset_clears_the_current_text_and_keeps_the_discarded_tail() -> None:
+    rec = TurnRecorder(clock=ManualClock(), keep_retracted_chars=4)
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_text_delta(turn=0, delta="abc")
+    rec.on_text_delta(turn=0, delta="defg")
+    assert rec.text == "abcdefg"
+    rec.on_attempt_reset(turn=0, reset=reset(2, "dropped"))
+    assert rec.text == ""
+    assert rec.retracted == [
+        Retracted(attempt=1, text="defg", reason="ReadError: dropped", dropped_chars=3)
+    ]
+    rec.on_text_delta(turn=0, delta="new")
+    assert rec.text == "new"
+    assert rec.view().attempt == 2
+    # the next turn starts clean
+    rec.on_turn_start(turn=1, query="again")
+    assert (rec.text, rec.retracted, rec.view().attempt) == ("", [], 1)
+
+
+def test_thinking_is_counted_but_never_enters_the_text() -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_thinking_delta(turn=0, delta="let me think")
+    rec.on_text_delta(turn=0, delta="answer")
+    assert rec.text == "answer"
+    (density,) = rec.densities
+    assert (density.deltas, density.chars, density.thinking) == (1, 6, 1)
+
+
+def test_deltas_aggregate_into_bounded_bins() -> None:
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock, density_bin=0.01)
+    rec.on_turn_start(turn=0, query="q")
+    for i in range(100_000):
+        clock.now = i * 0.01  # 1000 s of stream, 100k deltas
+        rec.on_text_delta(turn=0, delta="ab")
+    (density,) = rec.densities
+    assert density.deltas == 100_000
+    assert density.chars == 200_000
+    assert len(density.bins) <= density.max_bins
+    assert sum(count for _, count in density.series()) == 100_000
+    assert len(rec.records) == 1  # only turn_start: deltas are not records
+    assert len(rec.text) == 200_000
+
+
+def test_the_log_keeps_only_the_newest_records() -> None:
+    rec = TurnRecorder(clock=ManualClock(), max_records=3)
+    for turn in range(5):
+        rec.on_turn_start(turn=turn, query=str(turn))
+    assert [r.detail for r in rec.records] == ["2", "3", "4"]
+
+
+def test_rescue_replaces_the_streamed_text() -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_text_delta(turn=0, delta="partial")
+    rec.observe(Fallback(Message.assistant("saved by the rescue")))
+    assert rec.text == "saved by the rescue"
+    assert [r.text for r in rec.retracted] == ["partial"]
+    assert rec.view().status == "rescued"
+    assert rec.count("rescue") == 1
+    rec.on_turn_end(
+        turn=0, success=True, error=None, duration_ms=1.0, input_tokens=0, output_tokens=0
+    )
+    assert rec.view().status == "rescued"  # a rescued turn stays marked as such
+
+
+REPLY: list[HandlerEvent] = [
+    MessageStart(id="m1", model="big"),
+    PartStart(0),
+    Delta(0, "Hel"),
+    AttemptReset(attempt=2, reason="dropped", error_type="ReadError"),
+    MessageStart(id="m2", model="big"),
+    PartStart(0),
+    Delta(0, "Hello"),
+    Delta(0, "", kind="thinking"),
+    PartStop(0),
+    MessageDelta(stop_reason="end_turn"),
+    MessageStop(),
+]
+
+
+def test_tap_records_a_bare_handler_stream_as_one_turn() -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    seen: list[HandlerEvent] = []
+    reactivex.from_iterable(REPLY).pipe(rec.tap()).subscribe(on_next=seen.append)
+    assert seen == REPLY  # the tap passes everything through unchanged
+    assert [r.kind for r in rec.records] == [
+        "turn_start",
+        "message_start",
+        "attempt_reset",
+        "message_start",
+        "message_stop",
+        "turn_end",
+    ]
+    assert rec.text == "Hello"
+    assert rec.of_kind("turn_end")[0].ok is True
+    assert [(d.attempt, d.deltas, d.thinking) for d in rec.densities] == [(1, 1, 0), (2, 1, 1)]
+
+
+def test_tap_records_a_failed_stream() -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    errors: list[Exception] = []
+    reactivex.concat(reactivex.from_iterable(REPLY[:3]), reactivex.throw(ReadError("gone"))).pipe(
+        rec.tap()
+    ).subscribe(on_error=errors.append)
+    assert len(errors) == 1
+    assert [r.kind for r in rec.records][-2:] == ["stream_failure", "turn_end"]
+    end = rec.of_kind("turn_end")[0]
+    assert end.ok is False
+    assert "ReadError: gone" in end.detail
+    assert rec.view().status == "failed"
+
+
+def offline_engine() -> Any:
+    """A real engine whose client is never called (no request is made)."""
+    from rxturn.clients import AnthropicClient
+    from rxturn.engine import TurnEngine
+
+    return TurnEngine(AnthropicClient("m", api_key="test-key", base_url="http://127.0.0.1:9"))
+
+
+def test_attach_and_detach_an_engine() -> None:
+    engine = offline_engine()
+    rec = TurnRecorder().attach(engine)
+    assert rec in engine.observers
+    assert engine.events.observers  # subscribed to the live event stream
+    with pytest.raises(ConfigError, match="already attached"):
+        rec.attach(engine)
+    rec.detach()
+    assert rec not in engine.observers
+    assert not engine.events.observers
+    rec.attach(engine)  # re-attaching after a detach is fine
+    assert len(engine.observers) == 1
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"density_bin": 0.0}, {"max_records": 0}, {"keep_retracted_chars": -1}],
+    ids=["bin", "records", "keep"],
+)
+def test_recorder_rejects_bad_settings(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match="TurnRecorder"):
+        TurnRecorder(**kwargs)
+
+
+# -------------------------------------------------------------------- with a real engine
+
+
+async def run_engine(scenario: dict[str, Any], **handler: Any) -> tuple[Any, Any, Any, Any]:
+    """One engine run on the fake provider; returns (result, recorder, oracle, live sink)."""
+    from rxturn.clients import AnthropicClient
+    from rxturn.engine import TurnEngine
+    from rxturn.handler import StreamHandler
+    from rxturn.observers import RecordingObserver
+    from rxturn.policies import RetryPolicy
+    from rxturn.testing import FakeProvider
+
+    async with (
+        FakeProvider(scenario) as fake,
+        AnthropicClient("primary", api_key="test-key", base_url=fake.base_url) as client,
+    ):
+        oracle = RecordingObserver()
+        engine = TurnEngine(
+            client,
+            handler=StreamHandler(retry=RetryPolicy(base_delay=0.001, max_delay=0.002, **handler)),
+            observers=[oracle],
+        )
+        rec = TurnRecorder().attach(engine)
+        sink = ListSink()
+        LiveText(sink=sink, min_interval=0.0).attach(engine)
+        result = await engine.run("hi")
+        return result, rec, oracle, sink
+
+
+async def test_attached_recorder_sees_each_delta_and_reset_once() -> None:
+    result, rec, oracle, sink = await run_engine(
+        {
+            "models": {
+                "*": [
+                    {"text": "Hello there, general", "chunk_chars": 4, "drop_after_events": 4},
+                    {"text": "Hello world", "chunk_chars": 3},
+                ]
+            }
+        }
+    )
+    assert result.text == "Hello world"
+    assert rec.count("attempt_reset") == len(oracle.calls_of("on_attempt_reset")) == 1
+    assert rec.count("message_start") == 2  # one per attempt, from engine.events
+    assert sum(d.deltas for d in rec.densities) == len(oracle.calls_of("on_text_delta"))
+    assert rec.text == "Hello world"
+    assert rec.replies == [(0, "Hello world")]
+    assert rec.of_kind("turn_start")[0].model == "primary"
+    # the live display (min_interval 0) saw the retraction, then the final text
+    retracting = [v for v in sink.views if v.retracted]
+    assert retracting and retracting[0].text == ""
+    assert sink.views[-1].text == "Hello world"
+    assert sink.views[-1].status == "done"
+
+
+async def test_attached_recorder_sees_the_rescue() -> None:
+    result, rec, _, _ = await run_engine(
+        {
+            "models": {
+                "*": [
+                    {"text": "one", "drop_after_events": 2},
+                    {"text": "two", "drop_after_events": 2},
+                    {"text": "rescued reply"},
+                ]
+            }
+        },
+        max_retries=1,
+    )
+    assert result.turns[-1].rescued
+    assert rec.count("rescue") == 1
+    assert rec.text == "rescued reply"
+    spans = attempt_spans(rec.records)
+    assert [(s.attempt, s.outcome) for s in spans] == [(1, "reset"), (2, "rescued")]
+
+
+# ----------------------------------------------------------------------------- live text
+
+
+def test_live_text_catches_up_when_attached_mid_turn_then_follows() -> None:
+    now = ManualClock()
+    rec = TurnRecorder(clock=now)
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_text_delta(turn=0, delta="Hel")
+    rec.on_text_delta(turn=0, delta="lo")
+
+    sink = ListSink()
+    scheduler = TestScheduler()
+    live = LiveText(sink=sink, min_interval=1.0, scheduler=scheduler).attach(rec)
+    assert [v.text for v in sink.views] == ["Hello"]  # caught up at once
+
+    rec.on_text_delta(turn=0, delta=" wor")  # within the throttle window: not shown yet
+    rec.on_text_delta(turn=0, delta="ld")
+    assert len(sink.views) == 1
+    scheduler.advance_to(1.0)  # the one trailing flush
+    assert [v.text for v in sink.views] == ["Hello", "Hello world"]
+
+    rec.on_attempt_reset(turn=0, reset=reset(2))  # retractions render immediately
+    assert sink.views[-1].text == ""
+    assert [r.text for r in sink.views[-1].retracted] == ["Hello world"]
+    rec.on_turn_end(
+        turn=0, success=True, error=None, duration_ms=1.0, input_tokens=0, output_tokens=0
+    )
+    assert sink.views[-1].status == "done"
+    assert live.renders == len(sink.views) == 4
+
+
+def test_live_text_throttles_a_flood_to_one_pending_flush() -> None:
+    scheduler = TestScheduler()
+    rec = TurnRecorder(clock=scheduler_clock(scheduler))
+    sink = ListSink()
+    LiveText(sink=sink, min_interval=0.5, scheduler=scheduler).attach(rec)
+    rec.on_turn_start(turn=0, query="q")  # renders (not a text change)
+    for _ in range(10_000):
+        rec.on_text_delta(turn=0, delta="x")
+    assert len(sink.views) == 2  # attach + turn start; 10k deltas rendered nothing yet
+    scheduler.advance_to(10.0)
+    assert len(sink.views) == 3  # exactly one trailing flush
+    assert sink.views[-1].text == "x" * 10_000
+
+
+def test_live_text_detach_stops_following() -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    sink = ListSink()
+    live = LiveText(sink=sink, min_interval=0.0).attach(rec)
+    live.detach()
+    rec.on_turn_start(turn=0, query="q")
+    assert len(sink.views) == 1
+
+
+def test_live_text_rejects_a_negative_interval() -> None:
+    with pytest.raises(ConfigError, match="min_interval"):
+        LiveText(sink=ListSink(), min_interval=-1.0)
+
+
+def test_live_view_html_escapes_and_strikes_the_discarded_attempt() -> None:
+    view = LiveView(
+        seq=0,
+        turn=0,
+        attempt=2,
+        model="m",
+        text="<b>new</b>",
+        status="streaming",
+        retracted=(Retracted(attempt=1, text="old & gone", reason="ReadError: x"),),
+    )
+    page = view.to_html()
+    assert "&lt;b&gt;new&lt;/b&gt;" in page and "<b>new" not in page
+    assert "<del>old &amp; gone</del>" in page
+    assert "attempt 1 discarded" in page
+    assert view.headline() == "turn 0 · attempt 2 · m · streaming"
+    long = LiveView(seq=0, turn=0, attempt=1, model=None, text="a" * 50)
+    assert "…(40 earlier chars) " + "a" * 10 in long.to_html(max_chars=10)
+
+
+def test_print_sink_prints_new_text_and_marks_retractions() -> None:
+    out = io.StringIO()
+    rec = TurnRecorder(clock=ManualClock())
+    LiveText(sink=PrintSink(out), min_interval=0.0).attach(rec)
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_text_delta(turn=0, delta="Hel")
+    rec.on_attempt_reset(turn=0, reset=reset(2, "dropped"))
+    rec.on_text_delta(turn=0, delta="Hello")
+    assert out.getvalue() == (
+        "\n[turn 0 · streaming]\nHel\n[attempt 1 discarded: ReadError: dropped]\nHello"
+    )
+
+
+def test_live_text_follows_the_engines_recorder() -> None:
+    engine = offline_engine()
+    rec = TurnRecorder().attach(engine)
+    live = LiveText(sink=ListSink()).attach(engine)
+    assert live.recorder is rec
+    rec.detach()
+    fresh = LiveText(sink=ListSink()).attach(engine)  # no recorder there: it attaches its own
+    assert fresh.recorder is not None and fresh.recorder is not rec
+    assert fresh.recorder in engine.observers
+
+
+# ----------------------------------------------------------------------------- timeline
+
+
+def test_attempt_spans_from_a_log() -> None:
+    def r(t: float, kind: str, seq: int = 0, attempt: int = 1, **kw: Any) -> Record:
+        return Record(time=t, kind=kind, seq=seq, turn=seq, attempt=attempt, model="m", **kw)
+
+    spans = attempt_spans(
+        [
+            r(0, "turn_start"),
+            r(1, "attempt_reset", attempt=2, detail="attempt 1 failed"),
+            r(2, "rescue", attempt=2),
+            r(3, "turn_end", attempt=2, ok=True),
+            r(4, "turn_start", seq=1),
+            r(5, "turn_end", seq=1, ok=False, detail="boom"),
+            r(6, "turn_start", seq=2),
+            r(7, "message_start", seq=2),
+        ]
+    )
+    assert spans == [
+        AttemptSpan(
+            seq=0,
+            turn=0,
+            attempt=1,
+            start=0,
+            end=1,
+            model="m",
+            outcome="reset",
+            detail="attempt 1 failed",
+        ),
+        AttemptSpan(seq=0, turn=0, attempt=2, start=1, end=2, model="m", outcome="rescued"),
+        AttemptSpan(
+            seq=1, turn=1, attempt=1, start=4, end=5, model="m", outcome="failed", detail="boom"
+        ),
+        AttemptSpan(seq=2, turn=2, attempt=1, start=6, end=7, model="m", outcome="open"),
+    ]
+
+
+def story() -> TurnRecorder:
+    """Three turns: two resets then success; a reset then a rescue; a breaker trip and a
+    model switch; then a failed turn on the backup."""
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock, density_bin=0.1)
+
+    def at(t: float) -> None:
+        clock.advance_to(t)
+
+    def end(turn: int, ok: bool) -> None:
+        rec.on_turn_end(
+            turn=turn,
+            success=ok,
+            error=None if ok else "boom",
+            duration_ms=1.0,
+            input_tokens=0,
+            output_tokens=0,
+        )
+
+    at(0.0)
+    rec.on_turn_start(turn=0, query="one")
+    at(0.2)
+    rec.on_text_delta(turn=0, delta="a")
+    at(0.5)
+    rec.on_attempt_reset(turn=0, reset=reset(2))
+    at(1.0)
+    rec.on_attempt_reset(turn=0, reset=reset(3))
+    for i in range(5):
+        at(1.1 + i * 0.1)
+        rec.on_text_delta(turn=0, delta="bb")
+    at(1.8)
+    end(0, True)
+    at(2.0)
+    rec.on_turn_start(turn=1, query="two")
+    at(2.5)
+    rec.on_attempt_reset(turn=1, reset=reset(2))
+    at(3.0)
+    rec.observe(Fallback(Message(content=(), stop_reason=StopReason.END_TURN)))
+    end(1, True)
+    at(3.2)
+    rec.on_fallback(from_model="big", to_model="small")
+    rec.on_model_switched(from_model="big", to_model="small")
+    at(3.5)
+    rec.on_turn_start(turn=2, query="three")
+    at(4.0)
+    rec.on_stream_failure(turn=2, model="small", error=ReadError("gone"))
+    end(2, False)
+    return rec
+
+
+def test_timeline_draws_one_marker_per_recorded_event() -> None:
+    rec = story()
+    fig = timeline(rec)
+    resets = scatter_points(fig, "reset")
+    assert len(resets) == rec.count("attempt_reset") == 3
+    # each reset sits at its time, on the lane of the attempt that failed
+    assert sorted(x for x, _ in resets) == pytest.approx([0.5, 1.0, 2.5])
+    assert len(scatter_points(fig, "rescue")) == rec.count("rescue") == 1
+    assert len(scatter_points(fig, "success")) == 2
+    assert len(scatter_points(fig, "failure")) == 1
+    assert len(artists(fig, "fallback")) == rec.count("fallback") == 1
+    assert len(artists(fig, "model_switched")) == 1
+    ax = fig.axes[0]
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert len(labels) == 6  # 3 + 2 + 1 attempts
+    assert labels[0].startswith("turn 0 · attempt 1")
+    bars = artists(fig, "density")  # one rectangle per non-empty bin of every attempt
+    assert len(bars) == sum(len(d.bins) for d in rec.densities) >= 2
+    box = ax.get_legend()
+    assert box is not None
+    legend = [t.get_text() for t in box.get_texts()]
+    assert "attempt reset" in legend and "breaker trip (fallback)" in legend
+    assert render(fig).startswith(b"\x89PNG")
+
+
+def test_timeline_from_plain_records_and_from_nothing() -> None:
+    rec = story()
+    fig = timeline(rec.records)  # no densities without the recorder
+    assert len(scatter_points(fig, "reset")) == 3
+    assert artists(fig, "density") == []
+    render(fig)
+    empty = timeline([])
+    assert [t.get_text() for t in empty.axes[0].texts] == ["no records"]
+    render(empty)
+
+
+# ------------------------------------------------------------------------------ breaker
+
+# Reference §5: trip on the 3rd consecutive failure (t=2), cooldown 60 s from the trip, so the
+# first turn at or after t=62 probes the primary; 2 probe successes close the breaker.
+SCRIPT: list[tuple[float, Any]] = [
+    (0.0, "failure"),
+    (1.0, "failure"),
+    (2.0, "failure"),
+    (10.0, "success"),
+    (30.0, "success"),
+    (62.5, "success"),
+    (63.0, "success"),
+    (70.0, "success"),
+]
+EXPECTED = [
+    (0.0, "start", BreakerState.PRIMARY, "primary"),
+    (0.0, "failure", BreakerState.PRIMARY, "primary"),
+    (1.0, "failure", BreakerState.PRIMARY, "primary"),
+    (2.0, "trip", BreakerState.FALLBACK, "primary"),
+    (10.0, "success", BreakerState.FALLBACK, "backup"),
+    (30.0, "success", BreakerState.FALLBACK, "backup"),
+    (62.5, "probe", BreakerState.RECOVERING, "primary"),
+    (62.5, "success", BreakerState.RECOVERING, "primary"),
+    (63.0, "close", BreakerState.PRIMARY, "primary"),
+    (70.0, "success", BreakerState.PRIMARY, "primary"),
+]
+
+
+def summary(samples: list[BreakerSample]) -> list[tuple[float, str, BreakerState, str | None]]:
+    return [(s.time, s.event, s.state, s.model) for s in samples]
+
+
+def test_simulated_breaker_follows_the_reference_transitions() -> None:
+    samples = simulate_breaker(SCRIPT)
+    assert summary(samples) == EXPECTED
+    assert samples[3].cooldown == (2.0, 62.0)
+    assert samples[7].probe_successes == 1
+
+
+def test_manual_clock_and_virtual_time_agree() -> None:
+    manual = ManualClock()
+    by_hand = sample_breaker(
+        FallbackManager("primary", ["backup"], clock=manual), SCRIPT, clock=manual
+    )
+    scheduler = TestScheduler()
+    virtual = sample_breaker(
+        FallbackManager("primary", ["backup"], clock=scheduler_clock(scheduler)),
+        SCRIPT,
+        clock=scheduler,
+    )
+    assert by_hand == virtual
+    assert summary(by_hand) == EXPECTED
+
+
+def test_probe_interrupted_by_a_rate_limit_and_a_transient_failure() -> None:
+    samples = simulate_breaker(
+        [
+            (0, "failure"),
+            (0, "failure"),
+            (0, "failure"),  # trip at 0, cooldown to 60
+            (61, "rate_limit"),  # probe, then straight back to FALLBACK: cooldown 61 → 121
+            (100, "success"),  # still cooling down: the backup serves
+            (121, "success"),
+            (122, "failure"),  # probe: streak 1, then restarts at 0
+            (123, "success"),
+            (124, "success"),
+        ],  # two in a row close it
+    )
+    events = [(s.time, s.event, s.state.name) for s in samples[4:]]
+    assert events == [
+        (61.0, "probe", "RECOVERING"),
+        (61.0, "reopen", "FALLBACK"),
+        (100.0, "success", "FALLBACK"),
+        (121.0, "probe", "RECOVERING"),
+        (121.0, "success", "RECOVERING"),
+        (122.0, "failure", "RECOVERING"),
+        (123.0, "success", "RECOVERING"),
+        (124.0, "close", "PRIMARY"),
+    ]
+    assert samples[5].cooldown == (61.0, 121.0)
+
+
+def test_an_exhausted_chain_refuses_the_turn() -> None:
+    samples = simulate_breaker(
+        [
+            (0, "failure"),
+            (1, "failure"),
+            (2, "failure"),
+            (3, "failure"),
+            (4, "failure"),
+            (5, "success"),
+        ],
+        chain=("backup",),
+        policy=FallbackPolicy(max_fail_count=2),
+    )
+    # the backup takes two strikes (t=3, t=4); the next turn finds no healthy model
+    assert [s.event for s in samples] == [
+        "start",
+        "failure",
+        "failure",
+        "trip",
+        "failure",
+        "failure",
+        "exhausted",
+    ]
+    assert samples[-1].model is None
+
+
+@pytest.mark.parametrize(
+    "script",
+    [[(0.0, "oops")], [(-1.0, "success")]],
+    ids=["unknown-outcome", "before-the-clock"],
+)
+def test_bad_breaker_scripts_are_config_errors(script: list[tuple[float, Any]]) -> None:
+    with pytest.raises(ConfigError):
+        simulate_breaker(script)
+
+
+def test_manual_clock_never_goes_back() -> None:
+    manual = ManualClock(5.0)
+    with pytest.raises(ConfigError, match="back in time"):
+        sample_breaker(FallbackManager("p", ["b"], clock=manual), [(1.0, "success")], clock=manual)
+
+
+def test_breaker_timeline_steps_match_the_script() -> None:
+    samples = simulate_breaker(SCRIPT)
+    fig = breaker_timeline(samples)
+    (line,) = artists(fig, "breaker-state")
+    levels = {"PRIMARY": 0, "RECOVERING": 1, "FALLBACK": 2}
+    expected_levels = [levels[state.name] for _, _, state, _ in EXPECTED]
+    assert list(line.get_ydata()) == [*expected_levels, expected_levels[-1]]
+    assert list(line.get_xdata())[:-1] == [t for t, _, _, _ in EXPECTED]
+    assert line.get_drawstyle() == "steps-post"
+    assert len(artists(fig, "cooldown")) == 1
+    # one outcome marker per scripted turn, at the level the turn was served in
+    outcome_points = [
+        p
+        for gid in ("outcome-success", "outcome-close", "outcome-failure", "outcome-trip")
+        for p in scatter_points(fig, gid)
+    ]
+    assert len(outcome_points) == len(SCRIPT)
+    assert (2.0, 0.0) in outcome_points  # the tripping failure was served by PRIMARY
+    assert (10.0, 2.0) in outcome_points  # the backup served in FALLBACK
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == list(levels)
+    render(fig)
+
+
+def test_breaker_timeline_of_nothing() -> None:
+    fig = breaker_timeline([])
+    assert [t.get_text() for t in fig.axes[0].texts] == ["no samples"]
+
+
+def test_handler_stream_composes_with_plain_rx_operators() -> None:
+    """The tap is an ordinary operator: a fold downstream still sees every event."""
+    from rxturn.fold import INITIAL_STATE, TurnState, fold_handler
+
+    rec = TurnRecorder(clock=ManualClock())
+    states: list[TurnState] = []
+    tapped: reactivex.Observable[HandlerEvent] = reactivex.from_iterable(REPLY).pipe(rec.tap())
+    folded: reactivex.Observable[TurnState] = tapped.pipe(
+        ops.scan(fold_handler, INITIAL_STATE), ops.last()
+    )
+    folded.subscribe(on_next=states.append)
+    assert states[0].message().text == rec.text == "Hello"
+
+
+def test_summarize_turns_gives_one_row_per_turn() -> None:
+    rows = summarize_turns(story())
+    got = [
+        (r.seq, r.attempts, r.resets, r.rescued, r.ok, r.model, r.start, r.duration) for r in rows
+    ]
+    assert got == [
+        (0, 3, 2, False, True, None, 0.0, 1.8),
+        (1, 2, 1, True, True, None, 2.0, 1.0),
+        (2, 1, 0, False, False, "small", 3.5, 0.5),
+    ]
+    assert rows[2].error == "boom"
+    assert rows[0].error is None
+
+
+def test_timeline_labels_name_the_turns() -> None:
+    fig = timeline(story(), labels={0: "drop", 2: "backup fails"})
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels[0] == "drop · attempt 1"
+    assert labels[3].startswith("turn 1 · attempt 1")
+    assert labels[5] == "backup fails · attempt 1\nsmall"
+
+
+def test_a_failing_listener_never_breaks_the_stream(caplog: pytest.LogCaptureFixture) -> None:
+    class BrokenSink:
+        def show(self, view: LiveView) -> None:
+            raise RuntimeError("display is gone")
+
+    rec = TurnRecorder(clock=ManualClock())
+    rec.add_listener(lambda change: None)
+    seen: list[HandlerEvent] = []
+    done: list[bool] = []
+    live = LiveText(sink=ListSink(), min_interval=0.0).attach(rec)
+    live.sink = BrokenSink()
+    reactivex.from_iterable(REPLY).pipe(rec.tap()).subscribe(
+        on_next=seen.append, on_completed=lambda: done.append(True)
+    )
+    assert seen == REPLY and done == [True]
+    assert rec.text == "Hello"
+    assert "display is gone" in caplog.text
+
+
+def test_print_sink_reports_a_failure_once() -> None:
+    out = io.StringIO()
+    rec = TurnRecorder(clock=ManualClock())
+    live = LiveText(sink=PrintSink(out), min_interval=0.0).attach(rec)
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_text_delta(turn=0, delta="Hel")
+    rec.on_turn_end(
+        turn=0, success=False, error="HTTP 500", duration_ms=1.0, input_tokens=0, output_tokens=0
+    )
+    live.render()  # later renders of the same failed turn add nothing
+    live.render()
+    assert out.getvalue() == "\n[turn 0 · streaming]\nHel\n[failed: HTTP 500]"
