@@ -1,0 +1,87 @@
+"""``rxturn fake-server``: serve the scripted fake provider until interrupted (SPEC §3.1).
+
+The first line on stdout is exactly ``listening on http://HOST:PORT`` (flushed), so a script
+or a test can start the server with ``--port 0`` and read the port it got. SIGINT and SIGTERM
+stop it cleanly (exit 0). A scenario file that does not load is one line on stderr, exit 2.
+
+Module-level imports are stdlib only: the dispatcher imports every command module to build
+``--help``, and ``rxturn.testing`` imports aiohttp.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid port {text!r}: not an integer") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"invalid port {value}: expected 0..65535")
+    return value
+
+
+def add_parser(subparsers: Any) -> None:
+    """Register ``fake-server`` on the ``rxturn`` sub-command parser."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "fake-server",
+        help="serve the scripted fake provider (Anthropic, OpenAI, Ollama wire formats)",
+        description=(
+            "Serve the fake provider on HOST:PORT until interrupted. The first stdout line is "
+            "'listening on http://HOST:PORT'. Without --scenario every model answers "
+            "'Hello from the rxturn fake provider.'"
+        ),
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument("--port", type=_port, default=0, help="port to bind (default 0: any free)")
+    parser.add_argument("--scenario", metavar="FILE", help="scenario JSON file (SPEC §3.3)")
+    parser.set_defaults(run=run)
+
+
+async def _serve(scenario: Any, host: str, port: int) -> int:
+    from rxturn.testing import FakeProvider
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        async with FakeProvider(scenario, host=host, port=port) as fake:
+            print(f"listening on {fake.base_url}", flush=True)
+            await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """Load the scenario, serve until SIGINT/SIGTERM; 0 on a clean stop, 2 on bad input."""
+    from rxturn.errors import ConfigError
+    from rxturn.testing import DEFAULT_SCENARIO, load_scenario
+
+    try:
+        scenario = load_scenario(Path(args.scenario)) if args.scenario else DEFAULT_SCENARIO
+    except ConfigError as exc:
+        print(f"rxturn fake-server: error: {exc}", file=sys.stderr)
+        return 2
+    try:
+        return asyncio.run(_serve(scenario, args.host, args.port))
+    except OSError as exc:  # the address is taken, or the host does not resolve
+        print(
+            f"rxturn fake-server: error: cannot listen on {args.host}:{args.port}: "
+            f"{exc.strerror or exc}",
+            file=sys.stderr,
+        )
+        return 2
+    except KeyboardInterrupt:  # a second Ctrl-C while shutting down
+        return 0

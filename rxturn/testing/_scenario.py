@@ -1,0 +1,241 @@
+"""The fake provider's script: which reply (or fault) each request gets (SPEC §3.3).
+
+A scenario maps a model name to a list of entries. Each request takes the next entry of its
+model's list; ``"*"`` serves every model that has no list of its own; once a list is used up its
+last entry repeats. Cursors belong to lists, so every model served by ``"*"`` advances the
+same ``"*"`` cursor. An entry scripts one reply — text, thinking, tool calls, stop reason and
+usage, cut into deltas of ``chunk_chars`` characters — or one fault: an HTTP error status, a
+connection dropped mid-stream, a stall, a broken JSON event, or an in-stream ``error`` event.
+
+Scenarios come from test code and from files users write by hand, so validation is strict and
+happens once, at load: an unknown key, a wrong type, a negative number or an empty list is a
+:class:`~rxturn.errors.ConfigError` whose message names the field, e.g.
+``models.primary[1].chunk_chars: expected int >= 1``. A server that silently ignored a typo'd
+fault key would make a test pass for the wrong reason.
+
+Defaults worth knowing (documented once, here):
+
+* ``chunk_chars`` = 8: text, thinking and tool-input JSON are cut into pieces of at most 8
+  characters, about two tokens' worth, so even short replies stream as several events.
+* ``stop_reason`` absent: ``tool_call`` when the entry has tool calls, else ``end_turn``.
+* ``usage`` absent: deterministic counts (see :func:`rxturn.testing._emit.default_usage`);
+  ``usage: null``: the reply reports no usage at all.
+* ``stall_seconds`` absent: the stall lasts until the client goes away or the server stops.
+
+One key beyond SPEC §3.3: ``error_message`` replaces the default message of a scripted error
+(status or in-stream), e.g. to script a context-overflow 400 whose text a client must recognise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast
+
+import msgspec
+
+from ..errors import ConfigError
+
+__all__ = [
+    "DEFAULT_CHUNK_CHARS",
+    "DEFAULT_SCENARIO",
+    "Entry",
+    "Scenario",
+    "ScenarioToolCall",
+    "ScenarioUsage",
+    "load_scenario",
+]
+
+#: Characters per streamed delta when an entry does not say (about two tokens).
+DEFAULT_CHUNK_CHARS = 8
+
+_NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
+_NonNegFloat = Annotated[float, msgspec.Meta(ge=0)]
+
+ScenarioStopReason = Literal["end_turn", "tool_call", "max_tokens", "stop_sequence"]
+
+
+class ScenarioUsage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Token counts an entry reports, in rxturn's neutral spelling."""
+
+    input_tokens: _NonNegInt
+    output_tokens: _NonNegInt
+
+
+class ScenarioToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One tool call of a scripted reply. ``id`` defaults to a per-wire, per-position id."""
+
+    name: Annotated[str, msgspec.Meta(min_length=1)]
+    input: dict[str, Any] = msgspec.field(default_factory=dict[str, Any])
+    id: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+
+
+class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """One scripted reply or fault. Every key of SPEC §3.3; see the module docstring."""
+
+    text: str = ""
+    thinking: str = ""
+    tool_calls: tuple[ScenarioToolCall, ...] = ()
+    stop_reason: ScenarioStopReason | None = None
+    usage: ScenarioUsage | msgspec.UnsetType | None = msgspec.UNSET
+    chunk_chars: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_CHUNK_CHARS
+    delay_ms: _NonNegFloat = 0.0
+    status: Annotated[int, msgspec.Meta(ge=400, le=599)] | None = None
+    retry_after: _NonNegFloat | None = None
+    error_type: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    error_message: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    drop_after_events: _NonNegInt | None = None
+    stall_after_events: _NonNegInt | None = None
+    stall_seconds: _NonNegFloat | None = None
+    malformed_after_events: _NonNegInt | None = None
+    error_event_after_events: _NonNegInt | None = None
+
+    def __post_init__(self) -> None:
+        # msgspec turns a ValueError raised here into a ValidationError that carries the path.
+        if self.retry_after is not None and self.status is None:
+            raise ValueError("retry_after needs status (it is the Retry-After of an HTTP error)")
+        if self.stall_seconds is not None and self.stall_after_events is None:
+            raise ValueError("stall_seconds needs stall_after_events")
+        for name in ("error_type", "error_message"):
+            if (
+                getattr(self, name) is not None
+                and self.status is None
+                and (self.error_event_after_events is None)
+            ):
+                raise ValueError(f"{name} needs status or error_event_after_events")
+
+    @property
+    def resolved_stop_reason(self) -> ScenarioStopReason:
+        """The stop reason the reply reports: scripted, else by content."""
+        if self.stop_reason is not None:
+            return self.stop_reason
+        return "tool_call" if self.tool_calls else "end_turn"
+
+
+class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """Model name (or ``"*"``) → the entries its requests take, in order."""
+
+    models: dict[str, tuple[Entry, ...]]
+
+    def entries_for(self, model: str) -> tuple[str, tuple[Entry, ...]] | None:
+        """The list serving ``model`` and its key (``model`` itself or ``"*"``), if any."""
+        entries = self.models.get(model)
+        if entries is not None:
+            return model, entries
+        wildcard = self.models.get("*")
+        if wildcard is not None:
+            return "*", wildcard
+        return None
+
+
+_PATH_RE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-.:/]*$")
+_TOP_KEYS = frozenset({"models"})
+
+
+def _describe(what: str, path: str) -> str:
+    """Rewrite a msgspec validation message in the words a scenario author uses."""
+    if match := re.fullmatch(r"Object contains unknown field `(.+)`", what):
+        return f"unknown field {match.group(1)!r}"
+    if match := re.fullmatch(r"Object missing required field `(.+)`", what):
+        return f"missing required field {match.group(1)!r}"
+    if what == "Expected `array` of length >= 1":
+        return "expected a non-empty list"
+    if match := re.fullmatch(r"Invalid enum value (.+)", what):
+        allowed = "end_turn, tool_call, max_tokens, stop_sequence"
+        return f"invalid value {match.group(1)} (expected one of {allowed})"
+    what = what.replace("`", "")
+    return what[:1].lower() + what[1:]
+
+
+def _model_path(model: str) -> str:
+    return f"models.{model}" if _IDENT_RE.match(model) else f"models[{model!r}]"
+
+
+def _validation_error(exc: msgspec.ValidationError, prefix: str) -> ConfigError:
+    match = _PATH_RE.match(str(exc))
+    assert match is not None  # the pattern matches any string
+    path = prefix + (match.group("path") or "")
+    return ConfigError(f"scenario {path}: {_describe(match.group('what'), path)}")
+
+
+def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
+    if isinstance(src, bytes | bytearray):
+        data, where = bytes(src), "scenario"
+    elif isinstance(src, str) and src.lstrip().startswith("{"):
+        data, where = src.encode(), "scenario"
+    else:
+        path = Path(src)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise ConfigError(f"scenario file {str(path)!r}: {exc.strerror or exc}") from None
+        where = f"scenario file {str(path)!r}"
+    try:
+        return msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ConfigError(f"{where}: invalid JSON: {exc}") from None
+
+
+def load_scenario(
+    src: Scenario | dict[str, Any] | str | os.PathLike[str] | bytes | bytearray,
+) -> Scenario:
+    """Validate a scenario and return it as a :class:`Scenario`.
+
+    Args:
+        src: a ``dict`` (the JSON shape), JSON text (``str`` starting with ``{``, or ``bytes``),
+            a path to a JSON file (``str`` or ``os.PathLike``), or a :class:`Scenario`
+            (re-validated, since a Struct built by hand skips msgspec's checks).
+
+    Returns:
+        The validated scenario.
+
+    Raises:
+        ConfigError: the file is unreadable, the JSON is malformed, or a field is wrong; the
+            message names the field path (``models.primary[1].chunk_chars: expected int >= 1``).
+
+    Examples:
+        >>> load_scenario({"models": {"*": [{"text": "hi"}]}}).models["*"][0].text
+        'hi'
+    """
+    raw: Any
+    if isinstance(src, Scenario):
+        raw = msgspec.to_builtins(src)
+    elif isinstance(src, dict):
+        raw = src
+    else:
+        raw = _read_source(src)
+    if not isinstance(raw, dict):
+        raise ConfigError(f"scenario: expected an object, got {type(raw).__name__}")
+    top = cast("dict[Any, Any]", raw)
+    for key in top:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"scenario: unknown field {key!r} (expected 'models')")
+    if "models" not in top:
+        raise ConfigError("scenario: missing required field 'models'")
+    models_raw: Any = top["models"]
+    if not isinstance(models_raw, dict) or not models_raw:
+        raise ConfigError("scenario models: expected a non-empty object of model -> entries")
+    models: dict[str, tuple[Entry, ...]] = {}
+    entries_by_model = cast("dict[Any, Any]", models_raw)
+    for model, entries_raw in entries_by_model.items():
+        if not isinstance(model, str) or not model:
+            raise ConfigError(
+                f"scenario models: model names must be non-empty strings, got {model!r}"
+            )
+        prefix = _model_path(model)
+        try:
+            entries = msgspec.convert(entries_raw, tuple[Entry, ...])
+        except msgspec.ValidationError as exc:
+            raise _validation_error(exc, prefix) from None
+        if not entries:
+            raise ConfigError(f"scenario {prefix}: expected a non-empty list of entries")
+        models[model] = entries
+    return Scenario(models=models)
+
+
+#: Served by ``rxturn fake-server`` when no ``--scenario`` is given.
+DEFAULT_SCENARIO: Scenario = load_scenario(
+    {"models": {"*": [{"text": "Hello from the rxturn fake provider."}]}}
+)

@@ -1,0 +1,380 @@
+"""The fake provider: a real aiohttp server on loopback that speaks the providers' wire formats.
+
+Routes (SPEC §3.3):
+
+* ``POST /v1/messages`` — Anthropic Messages (SSE when ``stream`` is true);
+* ``POST /v1/chat/completions`` and ``POST /chat/completions`` — OpenAI Chat Completions;
+* ``POST /api/chat`` — Ollama native chat (NDJSON; ``stream`` defaults to true, as in Ollama);
+* ``GET /_fake/requests`` — every request body received so far, in order, as a JSON array.
+
+Each request takes the next entry of its model's scenario list (see :mod:`._scenario`); an
+unknown model with no ``"*"`` list gets a 404 in the provider's error format, a body that is
+not a JSON object a 400. The bytes come from :mod:`._emit`; this module only does the IO:
+
+* **pacing** — with ``delay_ms`` 0 the stream is joined and written in large slices (the
+  benchmark path); with a delay each event is written on its own, ``delay_ms`` apart (the first
+  event goes out at once);
+* **faults** — ``drop`` writes N events then closes the connection (the client sees the body
+  end without its terminal event); ``stall`` writes N events then goes silent for
+  ``stall_seconds`` (or until the client leaves or the server stops) and then carries on;
+  ``malformed`` inserts one event whose JSON is broken; ``error_event`` sends the provider's
+  in-stream error and ends the body. For a non-streaming request, ``drop`` closes the
+  connection before answering, ``stall`` waits before answering, ``malformed`` sends half
+  the JSON body and ``error_event`` is ignored (it is a streaming fault); ``delay_ms`` is
+  waited once before a non-streaming answer;
+* **disconnects** — :attr:`FakeProvider.disconnects` counts responses whose client went away
+  before the server finished them, so tests can assert that disposing a stream closes it.
+
+Stopping never hangs on a stalled handler: every wait also watches the server's closing
+event, and handlers still running when it fires close their connection and return.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from types import TracebackType
+from typing import Any, Self, cast
+
+import msgspec
+from aiohttp import web
+
+from . import _emit
+from ._emit import ReplyContext, Wire
+from ._scenario import DEFAULT_SCENARIO, Entry, Scenario, load_scenario
+
+__all__ = ["FakeProvider", "ReceivedRequest"]
+
+# Bytes per ``resp.write`` on the unpaced path: large enough that the per-write cost vanishes,
+# small enough that a slow reader applies back-pressure through ``drain``.
+_WRITE_SLICE = 256 * 1024
+_MAX_REQUEST_BYTES = 64 * 1024 * 1024
+_SHUTDOWN_TIMEOUT = 2.0
+
+
+def _decimal(value: float) -> str:
+    """``0.25`` → ``"0.25"``, ``2.0`` → ``"2"``: plain decimal, never exponent notation."""
+    return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
+
+
+class ReceivedRequest(msgspec.Struct, frozen=True, kw_only=True):
+    """One request the fake received: where it went, its headers (names lower-cased), its body."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+
+
+class FakeProvider:
+    """A scripted provider server on ``host:port`` (port 0 picks a free one).
+
+    Use it as an async context manager, or call :meth:`start` / :meth:`stop`::
+
+        async with FakeProvider({"models": {"*": [{"text": "hi"}]}}) as fake:
+            client = anthropic.AsyncAnthropic(base_url=fake.base_url, api_key="test")
+
+    Attributes:
+        scenario: the validated scenario being served.
+        requests: every request body received (parsed JSON), in order.
+        received: the same requests with method, path and headers (test-side detail only; the
+            ``/_fake/requests`` route serves bodies alone).
+        disconnects: responses whose client went away before the server finished them
+            (streaming or not). Only a response still in flight can notice: to assert that
+            disposing a stream closes it, script ``stall_after_events`` or ``delay_ms`` so the
+            server is not done writing when the client lets go.
+    """
+
+    def __init__(
+        self,
+        scenario: Scenario | dict[str, Any] | str | os.PathLike[str] | bytes = DEFAULT_SCENARIO,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self.scenario: Scenario = load_scenario(scenario)
+        self.host = host
+        self.requests: list[dict[str, Any]] = []
+        self.received: list[ReceivedRequest] = []
+        self.disconnects = 0
+        self._requested_port = port
+        self._port: int | None = None
+        self._cursors: dict[str, int] = {}
+        self._seq = 0  # never reset: ids stay unique for the server's lifetime
+        self._runner: web.AppRunner | None = None
+        self._closing = asyncio.Event()
+        self._stopping = False
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def port(self) -> int:
+        """The bound port (raises ``RuntimeError`` before :meth:`start`)."""
+        if self._port is None:
+            raise RuntimeError("FakeProvider is not running; call start() or use 'async with'")
+        return self._port
+
+    @property
+    def base_url(self) -> str:
+        """``http://HOST:PORT`` — the Anthropic and Ollama base URL."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        """``http://HOST:PORT/v1`` — the base URL an OpenAI-compatible client expects."""
+        return self.base_url + "/v1"
+
+    async def start(self) -> Self:
+        """Bind and start serving. Idempotent."""
+        if self._runner is not None:
+            return self
+        app = web.Application(client_max_size=_MAX_REQUEST_BYTES)
+        app.router.add_post("/v1/messages", self._anthropic)
+        app.router.add_post("/v1/chat/completions", self._openai)
+        app.router.add_post("/chat/completions", self._openai)
+        app.router.add_post("/api/chat", self._ollama)
+        app.router.add_get("/_fake/requests", self._list_requests)
+        runner = web.AppRunner(
+            app,
+            handle_signals=False,
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=_SHUTDOWN_TIMEOUT,
+        )
+        await runner.setup()
+        try:
+            site = web.TCPSite(runner, self.host, self._requested_port)
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self._closing = asyncio.Event()
+        self._stopping = False
+        address: Any = runner.addresses[0]
+        self._port = int(address[1])
+        return self
+
+    async def stop(self) -> None:
+        """Stop serving: wake stalled handlers, close every connection. Idempotent."""
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        self._stopping = True
+        self._closing.set()
+        await runner.cleanup()
+        self._port = None
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.stop()
+
+    def reset(self) -> None:
+        """Forget received requests and restart every model's list from its first entry."""
+        self.requests.clear()
+        self.received.clear()
+        self._cursors.clear()
+        self.disconnects = 0
+
+    def next_entry(self, model: str) -> Entry | None:
+        """Take the next entry for ``model`` (``None``: no list serves it). The last repeats."""
+        route = self.scenario.entries_for(model)
+        if route is None:
+            return None
+        key, entries = route
+        cursor = self._cursors.get(key, 0)
+        self._cursors[key] = cursor + 1
+        return entries[min(cursor, len(entries) - 1)]
+
+    # ------------------------------------------------------------------ routes
+
+    async def _anthropic(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "anthropic")
+
+    async def _openai(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "openai")
+
+    async def _ollama(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "ollama")
+
+    async def _list_requests(self, request: web.Request) -> web.Response:
+        return web.Response(
+            body=msgspec.json.encode(self.requests), content_type="application/json"
+        )
+
+    async def _serve(self, request: web.Request, wire: Wire) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            decoded: Any = msgspec.json.decode(raw)
+        except msgspec.DecodeError as exc:
+            return self._error(wire, 400, None, f"request body is not valid JSON: {exc}", 0)
+        if not isinstance(decoded, dict):
+            return self._error(wire, 400, None, "request body must be a JSON object", 0)
+        body = cast("dict[str, Any]", decoded)
+        self.requests.append(body)
+        self.received.append(
+            ReceivedRequest(
+                method=request.method,
+                path=request.path,
+                headers={name.lower(): value for name, value in request.headers.items()},
+                body=body,
+            )
+        )
+        self._seq += 1
+        seq = self._seq
+        model: Any = body.get("model")
+        if not isinstance(model, str) or not model:
+            return self._error(wire, 400, None, "model: field required", seq)
+        entry = self.next_entry(model)
+        if entry is None:
+            text = f"model {model!r} not found (the fake provider's scenario has no list for it)"
+            return self._error(wire, 404, None, text, seq)
+        if entry.status is not None:
+            return self._error(
+                wire, entry.status, entry.error_type, entry.error_message, seq, entry.retry_after
+            )
+        options: Any = body.get("stream_options")
+        ctx = ReplyContext(
+            model=model,
+            seq=seq,
+            created=int(time.time()),
+            prompt_words=_emit.prompt_words(body),
+            include_usage=isinstance(options, dict)
+            and cast("dict[str, Any]", options).get("include_usage") is True,
+        )
+        streaming = body.get("stream", wire == "ollama") is True
+        try:
+            if streaming:
+                return await self._stream(request, entry, wire, ctx)
+            return await self._reply(request, entry, wire, ctx)
+        except asyncio.CancelledError:  # handler_cancellation: the client went away
+            if not self._stopping:
+                self.disconnects += 1
+            raise
+        except ConnectionResetError:  # a write found the connection gone
+            if not self._stopping:
+                self.disconnects += 1
+            return web.StreamResponse()
+
+    # ------------------------------------------------------------------ replies
+
+    def _headers(self, wire: Wire, seq: int, streaming: bool) -> dict[str, str]:
+        headers = {"Content-Type": _emit.content_type(wire, streaming)}
+        if streaming:
+            headers["Cache-Control"] = "no-cache"
+        if wire == "anthropic":
+            headers["request-id"] = f"req_fake{seq:06d}"
+        elif wire == "openai":
+            headers["x-request-id"] = f"req_fake{seq:06d}"
+        return headers
+
+    def _error(
+        self,
+        wire: Wire,
+        status: int,
+        error_type: str | None,
+        message: str | None,
+        seq: int,
+        retry_after: float | None = None,
+    ) -> web.Response:
+        headers = self._headers(wire, seq, streaming=False)
+        if retry_after is not None:  # both spellings the SDKs read, saying the same thing
+            headers["Retry-After"] = _decimal(retry_after)
+            headers["retry-after-ms"] = _decimal(retry_after * 1000)
+        body = _emit.error_body(wire, status, error_type, message)
+        return web.Response(status=status, body=body, headers=headers)
+
+    async def _pause(self, seconds: float | None) -> bool:
+        """Wait ``seconds`` (``None``: indefinitely); True if the server began closing."""
+        if self._closing.is_set():
+            return True
+        try:
+            async with asyncio.timeout(seconds):
+                await self._closing.wait()
+        except TimeoutError:
+            return False
+        return True
+
+    @staticmethod
+    def _hang_up(request: web.Request) -> None:
+        transport = request.transport
+        if transport is not None:
+            transport.close()  # flushes what was written, then FIN: the body is left unfinished
+
+    async def _reply(
+        self, request: web.Request, entry: Entry, wire: Wire, ctx: ReplyContext
+    ) -> web.StreamResponse:
+        body = _emit.reply_body(entry, wire, ctx)
+        closing = bool(entry.delay_ms) and await self._pause(entry.delay_ms / 1000)
+        if not closing and entry.stall_after_events is not None:
+            closing = await self._pause(entry.stall_seconds)
+        if closing or entry.drop_after_events is not None:
+            self._hang_up(request)  # no status line at all: the client sees the socket close
+            return web.StreamResponse()
+        if entry.malformed_after_events is not None:
+            body = _emit.malformed_body(body)
+        return web.Response(body=body, headers=self._headers(wire, ctx.seq, streaming=False))
+
+    async def _stream(
+        self, request: web.Request, entry: Entry, wire: Wire, ctx: ReplyContext
+    ) -> web.StreamResponse:
+        events = _emit.stream_events(entry, wire, ctx)
+        response = web.StreamResponse(headers=self._headers(wire, ctx.seq, streaming=True))
+        await response.prepare(request)
+        delay = entry.delay_ms / 1000
+        written = 0
+        for position, action in _emit.fault_plan(entry, len(events)):
+            if not await self._write(response, events, written, position, delay):
+                self._hang_up(request)
+                return response
+            written = position
+            if action == "stall":
+                if await self._pause(entry.stall_seconds):
+                    self._hang_up(request)
+                    return response
+            elif action == "malformed":
+                await response.write(_emit.malformed_event(wire, ctx))
+            elif action == "error_event":
+                await response.write(_emit.error_event(wire, entry.error_type, entry.error_message))
+                await response.write_eof()
+                return response
+            else:  # drop
+                self._hang_up(request)
+                return response
+        if not await self._write(response, events, written, len(events), delay):
+            self._hang_up(request)
+            return response
+        await response.write_eof()
+        return response
+
+    async def _write(
+        self,
+        response: web.StreamResponse,
+        events: list[bytes],
+        start: int,
+        stop: int,
+        delay: float,
+    ) -> bool:
+        """Write ``events[start:stop]``; False if the server began closing meanwhile."""
+        if start >= stop:
+            return True
+        if not delay:
+            data = b"".join(events[start:stop])
+            view = memoryview(data)
+            for offset in range(0, len(data), _WRITE_SLICE):
+                await response.write(view[offset : offset + _WRITE_SLICE])
+            return not self._closing.is_set()
+        for index in range(start, stop):
+            if index and await self._pause(delay):
+                return False
+            await response.write(events[index])
+        return True

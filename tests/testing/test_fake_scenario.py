@@ -1,0 +1,169 @@
+"""Loading scenarios: every accepted source form, the defaults, and bad input named by field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from rxturn.errors import ConfigError
+from rxturn.testing import (
+    DEFAULT_CHUNK_CHARS,
+    DEFAULT_SCENARIO,
+    Entry,
+    FakeProvider,
+    Scenario,
+    ScenarioToolCall,
+    ScenarioUsage,
+    load_scenario,
+)
+
+SPEC_EXAMPLE: dict[str, Any] = {  # the example of SPEC §3.3, verbatim
+    "models": {
+        "primary": [
+            {"status": 529, "retry_after": 0.01},
+            {"text": "Hello world", "drop_after_events": 3},
+            {"text": "Hello world", "chunk_chars": 4, "delay_ms": 0},
+        ],
+        "*": [{"text": "ok", "usage": {"input_tokens": 5, "output_tokens": 1}}],
+    }
+}
+
+
+def test_spec_example_loads() -> None:
+    scenario = load_scenario(SPEC_EXAMPLE)
+    primary = scenario.models["primary"]
+    assert primary[0].status == 529 and primary[0].retry_after == 0.01
+    assert primary[1].drop_after_events == 3
+    assert primary[2].chunk_chars == 4
+    assert scenario.models["*"][0].usage == ScenarioUsage(input_tokens=5, output_tokens=1)
+
+
+def test_every_source_form_gives_the_same_scenario(tmp_path: Path) -> None:
+    text = msgspec.json.encode(SPEC_EXAMPLE)
+    path = tmp_path / "scenario.json"
+    path.write_bytes(text)
+    expected = load_scenario(SPEC_EXAMPLE)
+    assert load_scenario(text) == expected
+    assert load_scenario(text.decode()) == expected
+    assert load_scenario(path) == expected
+    assert load_scenario(str(path)) == expected
+    assert load_scenario(expected) == expected
+
+
+def test_defaults() -> None:
+    entry = load_scenario({"models": {"*": [{}]}}).models["*"][0]
+    assert entry.chunk_chars == DEFAULT_CHUNK_CHARS == 8
+    assert entry.usage is msgspec.UNSET  # absent: deterministic counts
+    assert entry.resolved_stop_reason == "end_turn"
+    assert (entry.status, entry.delay_ms, entry.stall_seconds) == (None, 0.0, None)
+    with_tools = load_scenario({"models": {"*": [{"tool_calls": [{"name": "t"}]}]}})
+    call = with_tools.models["*"][0].tool_calls[0]
+    assert call == ScenarioToolCall(name="t", input={}, id=None)
+    assert with_tools.models["*"][0].resolved_stop_reason == "tool_call"
+
+
+def test_explicit_null_usage_is_kept_apart_from_absent() -> None:
+    entry = load_scenario({"models": {"*": [{"usage": None}]}}).models["*"][0]
+    assert entry.usage is None
+
+
+def test_default_scenario_is_the_documented_greeting() -> None:
+    assert (
+        load_scenario({"models": {"*": [{"text": "Hello from the rxturn fake provider."}]}})
+        == DEFAULT_SCENARIO
+    )
+
+
+def test_a_hand_built_scenario_is_validated_by_the_provider() -> None:
+    bad = Scenario(models={"m": (Entry(chunk_chars=0),)})
+    with pytest.raises(ConfigError, match=r"models\.m\[0\]\.chunk_chars: expected int >= 1"):
+        FakeProvider(bad)
+
+
+BAD: list[tuple[Any, str]] = [
+    (
+        {"models": {"primary": [{"text": "a"}, {"chunk_chars": 0}]}},
+        "models.primary[1].chunk_chars: expected int >= 1",
+    ),
+    ({"models": {"primary": [{"txt": "a"}]}}, "models.primary[0]: unknown field 'txt'"),
+    ({"models": {"primary": [{"text": 5}]}}, "models.primary[0].text: expected str, got int"),
+    (
+        {"models": {"primary": [{"delay_ms": -1}]}},
+        "models.primary[0].delay_ms: expected float >= 0",
+    ),
+    (
+        {"models": {"primary": [{"stall_after_events": -1}]}},
+        "models.primary[0].stall_after_events: expected int >= 0",
+    ),
+    (
+        {"models": {"primary": [{"drop_after_events": 1.5}]}},
+        "models.primary[0].drop_after_events: expected int",
+    ),
+    ({"models": {"primary": []}}, "models.primary: expected a non-empty list"),
+    ({"models": {"primary": "x"}}, "models.primary: expected array"),
+    ({"models": {"primary": [{"status": 200}]}}, "models.primary[0].status: expected int >= 400"),
+    ({"models": {"primary": [{"status": 600}]}}, "models.primary[0].status: expected int <= 599"),
+    ({"models": {"primary": [{"retry_after": 1}]}}, "models.primary[0]: retry_after needs status"),
+    (
+        {"models": {"primary": [{"status": 429, "retry_after": -1}]}},
+        "models.primary[0].retry_after: expected float >= 0",
+    ),
+    (
+        {"models": {"primary": [{"stall_seconds": 1}]}},
+        "models.primary[0]: stall_seconds needs stall_after_events",
+    ),
+    (
+        {"models": {"primary": [{"error_type": "x"}]}},
+        "models.primary[0]: error_type needs status or error_event_after_events",
+    ),
+    (
+        {"models": {"primary": [{"stop_reason": "tool_use"}]}},
+        "models.primary[0].stop_reason: invalid value 'tool_use'",
+    ),
+    (
+        {"models": {"primary": [{"tool_calls": [{"input": {}}]}]}},
+        "models.primary[0].tool_calls[0]: missing required field 'name'",
+    ),
+    (
+        {"models": {"primary": [{"tool_calls": [{"name": "t", "input": [1]}]}]}},
+        "models.primary[0].tool_calls[0].input: expected object, got array",
+    ),
+    (
+        {"models": {"*": [{"usage": {"input_tokens": 1}}]}},
+        "models['*'][0].usage: missing required field 'output_tokens'",
+    ),
+    (
+        {"models": {"*": [{"usage": {"input_tokens": 1, "output_tokens": -1}}]}},
+        "models['*'][0].usage.output_tokens: expected int >= 0",
+    ),
+    ({"models": {}}, "models: expected a non-empty object"),
+    ({"models": []}, "models: expected a non-empty object"),
+    ({}, "missing required field 'models'"),
+    ({"models": {"*": [{}]}, "extra": 1}, "unknown field 'extra'"),
+    (b"[1]", "expected an object, got list"),
+    ('{"models": {', "scenario: invalid JSON"),
+]
+
+
+@pytest.mark.parametrize(("src", "message"), BAD, ids=[m for _, m in BAD])
+def test_bad_scenarios_name_the_field(src: Any, message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_scenario(src)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)
+
+
+def test_missing_file_names_the_path(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.json"
+    with pytest.raises(ConfigError, match=r"nope\.json"):
+        load_scenario(missing)
+
+
+def test_bad_json_in_a_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"models": {"*": [ {"text": "x"} ] ')
+    with pytest.raises(ConfigError, match=r"broken\.json.*invalid JSON"):
+        load_scenario(path)
