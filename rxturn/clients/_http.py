@@ -1,0 +1,578 @@
+"""What every HTTP provider client shares: one request, one response, typed errors.
+
+A provider module (:mod:`~rxturn.clients.anthropic`, :mod:`~rxturn.clients.openai`,
+:mod:`~rxturn.clients.ollama`) only says *what* to send — URL path, auth headers, JSON body — and
+which wire format comes back. :class:`HttpClient` does the rest, the same way for all of them:
+
+* ``stream`` is cold (:func:`rxturn.sources.from_async_iterable`): each subscription makes exactly
+  one POST; body chunks go to the sans-IO decoder as they arrive and every decoded event is
+  pushed at once (nothing is buffered); the response is closed in ``finally``, so disposing the
+  subscription drops the connection. A stream that ends without its terminal event simply
+  completes — the stream handler owns the truncation rule.
+* ``create`` reads a body capped at 10 MB (Content-Length pre-check plus a streaming cap).
+* A non-2xx status becomes a typed error (reference §4.4): at most 8 KiB of the body is read,
+  the provider's error ``type`` and message are extracted, ``Retry-After`` / ``retry-after-ms``,
+  ``x-should-retry`` and the request id are kept, and :func:`~rxturn.errors.status_error` picks
+  the class.
+* Secrets: the key lives in a :class:`_Secret` (its repr is ``'***'``), is only ever placed in the
+  request headers, and is scrubbed from every error body; logs carry method, URL (without query),
+  model and stream flag — never headers.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import html
+import logging
+import math
+import os
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import UTC
+from typing import TYPE_CHECKING, Any, ClassVar, Self
+from urllib.parse import urlsplit
+
+import msgspec
+from reactivex import Observable
+
+from .._version import __version__
+from ..errors import (
+    APIStatusError,
+    ConfigError,
+    TransportError,
+    redact,
+    status_error,
+)
+from ..events import StreamEvent
+from ..messages import Message, Request, RequestOptions, ToolSchema
+from ..sources import from_async_iterable
+from ..transport._base import display_url as _safe_url
+
+if TYPE_CHECKING:
+    from ..transport import AsyncTransport, HttpResponse
+
+__all__ = [
+    "ERROR_BODY_LIMIT",
+    "REPLY_BODY_LIMIT",
+    "HttpClient",
+    "ToolChoice",
+    "encode_body",
+    "from_env_key",
+    "parse_retry_after",
+    "parse_should_retry",
+    "resolve_max_tokens",
+    "resolve_model",
+    "resolve_temperature",
+    "resolve_tool_choice",
+]
+
+#: Error bodies are read up to this many bytes (reference §4.4).
+ERROR_BODY_LIMIT = 8 * 1024
+#: Non-streaming reply bodies larger than this are refused (reference §4.4).
+REPLY_BODY_LIMIT = 10 * 1000 * 1000
+
+_log = logging.getLogger("rxturn.clients")
+_encoder = msgspec.json.Encoder()
+_DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
+_BAD_HEADER_CHARS = re.compile(r"[\r\n\x00]")
+_USER_AGENT = f"rxturn/{__version__}"
+
+
+class _Secret:
+    """An API key that never shows itself: ``repr``/``str`` are ``'***'``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an API key is not picklable")
+
+
+# --- header parsing (pure, unit-tested) -------------------------------------------------------
+
+
+def _header(headers: Mapping[str, str], name: str) -> str | None:
+    """Case-insensitive lookup that works for plain dicts as well as multidicts."""
+    value = headers.get(name)
+    if value is not None:
+        return value
+    for key, item in headers.items():
+        if key.lower() == name:
+            return item
+    return None
+
+
+def _delta_seconds(text: str) -> float | None:
+    text = text.strip()
+    if not _DELTA_SECONDS.fullmatch(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds the provider asked us to wait, from ``retry-after-ms`` or ``Retry-After``.
+
+    ``retry-after-ms`` (milliseconds, OpenAI/Anthropic) wins when it parses. ``Retry-After`` is
+    delta-seconds (surrounding spaces ignored; fractions and huge values accepted) or an
+    HTTP-date, which becomes ``max(0, date - now)``. Anything else — empty, negative, garbage —
+    gives ``None`` (reference §4.3).
+
+    Args:
+        headers: response headers (case-insensitive lookup).
+        now: the current time as a Unix timestamp (defaults to ``time.time()``), for dates.
+
+    Examples:
+        >>> parse_retry_after({"Retry-After": " 5 "})
+        5.0
+        >>> parse_retry_after({"retry-after-ms": "250"})
+        0.25
+        >>> parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
+        10.0
+        >>> parse_retry_after({"Retry-After": "soon"}) is None
+        True
+    """
+    millis = _header(headers, "retry-after-ms")
+    if millis is not None:
+        value = _delta_seconds(millis)
+        if value is not None:
+            return value / 1000.0
+    raw = _header(headers, "retry-after")
+    if raw is None:
+        return None
+    value = _delta_seconds(raw)
+    if value is not None:
+        return value
+    try:
+        date = email.utils.parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    current = time.time() if now is None else now
+    if date.tzinfo is None:  # "-0000" or no zone: RFC 9110 dates are UTC
+        date = date.replace(tzinfo=UTC)
+    seconds = date.timestamp()
+    return max(0.0, seconds - current)
+
+
+def parse_should_retry(value: str | None) -> bool | None:
+    """The ``x-should-retry`` header verdict: ``"true"`` / ``"false"``, else ``None``."""
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    return True if lowered == "true" else False if lowered == "false" else None
+
+
+# --- request helpers shared by the providers --------------------------------------------------
+
+ToolChoice = tuple[str, str | None]
+"""``(mode, tool name)``: mode is ``"auto"``, ``"any"``, ``"none"`` or ``"tool"``."""
+
+
+def resolve_model(options: RequestOptions, default: str) -> str:
+    """The per-request override when set, else the client's model (never mutating the client)."""
+    if options.model is None:
+        return default
+    if not isinstance(options.model, str) or not options.model.strip():
+        raise ConfigError(f"RequestOptions.model must be a non-empty string, got {options.model!r}")
+    return options.model
+
+
+def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | None:
+    """``options.max_tokens`` when set, else the client's; must be a positive integer."""
+    value = options.max_tokens if options.max_tokens is not None else default
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
+        raise ConfigError(f"{where} must be a positive integer, got {value!r}")
+    return value
+
+
+def resolve_temperature(options: RequestOptions) -> float | None:
+    value = options.temperature
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
+    return value
+
+
+def resolve_tool_choice(
+    options: RequestOptions, tools: Sequence[ToolSchema] | None
+) -> ToolChoice | None:
+    """Validate ``options.tool_choice`` against the request's tools.
+
+    ``"auto"`` / ``"none"`` without tools are dropped (nothing to choose from); ``"any"`` (alias
+    ``"required"``) or a tool name without tools, or a name that is not among them, is a
+    :class:`~rxturn.errors.ConfigError` — it could never be honoured.
+    """
+    choice = options.tool_choice
+    if choice is None:
+        return None
+    if not isinstance(choice, str) or not choice:
+        raise ConfigError(f"RequestOptions.tool_choice must be a non-empty string, got {choice!r}")
+    names = [tool.name for tool in tools or ()]
+    mode = {"auto": "auto", "none": "none", "any": "any", "required": "any"}.get(choice, "tool")
+    if not names:
+        if mode in ("auto", "none"):
+            return None
+        raise ConfigError(
+            f"RequestOptions.tool_choice={choice!r} needs tools, but the request has none"
+        )
+    if mode == "tool":
+        if choice not in names:
+            raise ConfigError(
+                f"RequestOptions.tool_choice names tool {choice!r}, which is not among the "
+                f"request's tools {names!r}"
+            )
+        return ("tool", choice)
+    return (mode, None)
+
+
+def encode_body(body: Mapping[str, Any]) -> bytes:
+    """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash."""
+    try:
+        return _encoder.encode(body)
+    except (TypeError, msgspec.EncodeError, OverflowError) as exc:
+        raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
+
+
+def _check_headers(headers: Mapping[str, str], where: str) -> None:
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"{where}: header names and values must be strings ({name!r})")
+        if not name or _BAD_HEADER_CHARS.search(name) or _BAD_HEADER_CHARS.search(value):
+            raise ConfigError(
+                f"{where}: header {name!r} contains a line break or NUL character"
+            )
+
+
+def _check_base_url(base_url: str) -> str:
+    if not isinstance(base_url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"base_url must be a string, got {type(base_url).__name__}")
+    try:
+        parts = urlsplit(base_url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ConfigError(f"base_url {base_url!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"base_url must be an absolute http(s) URL such as 'https://api.example.com', "
+            f"got {redact(base_url)!r}"
+        )
+    if parts.username or parts.password:
+        raise ConfigError("base_url must not contain credentials; pass api_key instead")
+    return base_url.strip().rstrip("/")
+
+
+def _check_timeout(name: str, value: float | None, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
+
+
+# --- error bodies -----------------------------------------------------------------------------
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_SCRIPT = re.compile(r"<(script|style)[^>]*>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+_SPACE = re.compile(r"\s+")
+
+
+def _readable(raw: bytes, content_type: str) -> str:
+    """A one-line summary of a non-JSON error body (an HTML page from a proxy, plain text)."""
+    text = raw.decode("utf-8", "replace").strip()
+    is_html = "html" in content_type.lower() or text[:1] == "<"
+    if is_html:
+        title = _TITLE.search(raw)
+        if title:
+            summary = _SPACE.sub(" ", html.unescape(title.group(1).decode("utf-8", "replace")))
+        else:
+            summary = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", _SCRIPT.sub(" ", text))))
+        summary = summary.strip()
+        return f"{summary[:200]} (HTML error page)" if summary else "(HTML error page)"
+    return _SPACE.sub(" ", text)[:300]
+
+
+async def _read_error_body(response: HttpResponse) -> tuple[bytes, str]:
+    """At most :data:`ERROR_BODY_LIMIT` bytes of an error body, and a note if reading failed.
+
+    The rest of a longer body is never read: closing the response drops the connection.
+    """
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            parts.append(chunk)
+            size += len(chunk)
+            if size >= ERROR_BODY_LIMIT:
+                return b"".join(parts)[:ERROR_BODY_LIMIT], ""
+    except TransportError as exc:
+        return b"".join(parts), f" [error body unreadable: {exc}]"
+    return b"".join(parts), ""
+
+
+# --- the client base --------------------------------------------------------------------------
+
+
+class HttpClient:
+    """The machinery behind every provider client (see the module docstring).
+
+    Subclasses set the class attributes and implement :meth:`_auth_headers`, :meth:`_body` and
+    :meth:`_parse_reply`.
+    """
+
+    #: decoder format for :func:`rxturn.wire.decoder_for` (``"anthropic"``, ``"openai"``, …).
+    wire_format: ClassVar[str]
+    #: appended to ``base_url`` for every request.
+    _path: ClassVar[str]
+    #: ``Accept`` header of a streaming request.
+    _stream_accept: ClassVar[str] = "text/event-stream"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_key: str | None,
+        base_url: str,
+        extra_headers: Mapping[str, str] | None,
+        transport: AsyncTransport | None,
+        connect_timeout: float,
+        read_timeout: float | None,
+    ) -> None:
+        name = type(self).__name__
+        if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"{name}: model must be a non-empty string, got {model!r}")
+        if api_key is not None and (
+            not isinstance(api_key, str)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not api_key.strip()
+            or any(ch.isspace() or ord(ch) < 32 for ch in api_key)
+        ):
+            # never echo the value: it is (almost) a key
+            raise ConfigError(
+                f"{name}: api_key must be a non-empty string without whitespace or control "
+                "characters"
+            )
+        _check_timeout("connect_timeout", connect_timeout)
+        _check_timeout("read_timeout", read_timeout, optional=True)
+        headers = dict(extra_headers or {})
+        _check_headers(headers, f"{name}: extra_headers")
+        self._model = model
+        self._base_url = _check_base_url(base_url)
+        self._url = self._base_url + self._path
+        self._key = _Secret(api_key) if api_key else None
+        self._extra_headers = headers
+        self._transport = transport
+        self._owns_transport = transport is None
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+
+    # -- identity ------------------------------------------------------------------------------
+
+    @property
+    def model(self) -> str:
+        """The model used when ``RequestOptions.model`` does not override it."""
+        return self._model
+
+    @property
+    def base_url(self) -> str:
+        """Where requests go (no trailing slash)."""
+        return self._base_url
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self._model!r}, base_url={self._base_url!r})"
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the client's own connection pool (a transport passed in is left open)."""
+        if self._owns_transport and self._transport is not None:
+            transport, self._transport = self._transport, None
+            await transport.aclose()
+
+    def _get_transport(self) -> AsyncTransport:
+        transport = self._transport
+        if transport is None:
+            from ..transport.aiohttp import AiohttpTransport  # aiohttp loads on first request
+
+            transport = self._transport = AiohttpTransport(
+                connect_timeout=self._connect_timeout, read_timeout=self._read_timeout
+            )
+        return transport
+
+    # -- subclass hooks ------------------------------------------------------------------------
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _body(
+        self, request: Request, options: RequestOptions, *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _parse_reply(self, body: bytes) -> Message:
+        raise NotImplementedError
+
+    # -- the two calls -------------------------------------------------------------------------
+
+    def stream(
+        self, request: Request, options: RequestOptions | None = None
+    ) -> Observable[StreamEvent]:
+        """A cold Observable of one streaming attempt: one POST per subscription.
+
+        Events are pushed as the bytes arrive. Disposing the subscription closes the response.
+        Errors are :class:`~rxturn.errors.RxturnError` subclasses: ``ConfigError`` for a request
+        that cannot be built, ``APIStatusError`` subclasses for a non-2xx status,
+        ``TransportError`` for network failures, ``StreamProtocolError`` for malformed bytes and
+        the in-stream error types. A stream cut short simply completes without ``MessageStop``.
+        """
+        opts = options or RequestOptions()
+        return from_async_iterable(lambda: self._stream_events(request, opts))
+
+    async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
+        """One non-streaming request; the whole reply (id, model, stop reason, usage).
+
+        Raises:
+            ConfigError, APIStatusError, TransportError: as for :meth:`stream`.
+            StreamProtocolError: the reply is larger than 10 MB or does not parse.
+        """
+        opts = options or RequestOptions()
+        url, headers, body, model = self._prepare(request, opts, stream=False)
+        try:
+            response = await self._get_transport().send(
+                "POST", url, headers=headers, body=body, stream=False
+            )
+            try:
+                if not 200 <= response.status < 300:
+                    raise await self._status_error(response)
+                data = await response.read(REPLY_BODY_LIMIT)
+            finally:
+                await response.aclose()
+            return self._parse_reply(data)
+        except Exception as exc:
+            self._log_failure(model, False, exc)
+            raise
+
+    async def _stream_events(
+        self, request: Request, options: RequestOptions
+    ) -> AsyncIterator[StreamEvent]:
+        from ..wire import decoder_for
+
+        url, headers, body, model = self._prepare(request, options, stream=True)
+        try:
+            response = await self._get_transport().send(
+                "POST", url, headers=headers, body=body, stream=True
+            )
+            try:
+                if not 200 <= response.status < 300:
+                    raise await self._status_error(response)
+                decoder = decoder_for(self.wire_format)
+                feed: Callable[[bytes], list[StreamEvent]] = decoder.feed
+                async for chunk in response.aiter_bytes():
+                    events = feed(chunk)
+                    if events:
+                        for event in events:
+                            yield event
+                        # A decoder defers an error found after good events in the same chunk
+                        # (so those reach observers first); surface it now, not at the next
+                        # chunk, which may never come.
+                        for event in feed(b""):
+                            yield event
+                for event in decoder.close():
+                    yield event
+            finally:
+                await response.aclose()
+        except Exception as exc:
+            self._log_failure(model, True, exc)
+            raise
+
+    # -- internals -----------------------------------------------------------------------------
+
+    def _prepare(
+        self, request: Request, options: RequestOptions, *, stream: bool
+    ) -> tuple[str, dict[str, str], bytes, str]:
+        model = resolve_model(options, self._model)
+        body = encode_body(self._body(request, options, model=model, stream=stream))
+        headers = {
+            "content-type": "application/json",
+            "accept": self._stream_accept if stream else "application/json",
+            "user-agent": _USER_AGENT,
+        }
+        headers.update(self._auth_headers(self._key.reveal() if self._key else None))
+        headers.update(self._extra_headers)
+        if options.extra_headers:
+            _check_headers(options.extra_headers, "RequestOptions.extra_headers")
+            headers.update(options.extra_headers)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("POST %s model=%s stream=%s", _safe_url(self._url), model, stream)
+        return self._url, headers, body, model
+
+    def _secrets(self) -> tuple[str, ...]:
+        return (self._key.reveal(),) if self._key else ()
+
+    async def _status_error(self, response: HttpResponse) -> APIStatusError:
+        headers = response.headers
+        status = response.status
+        raw, note = await _read_error_body(response)
+        from ..wire import parse_error_body
+
+        error_type, error_message = parse_error_body(raw)
+        secrets = self._secrets()
+        if 300 <= status < 400:
+            location = _header(headers, "location") or "(no location)"
+            detail = (
+                f"redirect to {redact(location, secrets)} not followed (rxturn never follows "
+                "redirects, so an API key is never sent to another host; fix base_url)"
+            )
+        elif error_message is not None:
+            detail = f"{error_type}: {error_message}" if error_type else error_message
+        else:
+            detail = _readable(raw, _header(headers, "content-type") or "")
+        text = raw.decode("utf-8", "replace")
+        return status_error(
+            status,
+            redact(text + note, secrets),
+            retry_after=parse_retry_after(headers),
+            request_id=_header(headers, "request-id") or _header(headers, "x-request-id"),
+            error_type=error_type,
+            error_message=redact(detail, secrets) if detail else None,
+            should_retry=parse_should_retry(_header(headers, "x-should-retry")),
+        )
+
+    def _log_failure(self, model: str, stream: bool, exc: Exception) -> None:
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug(
+                "POST %s model=%s stream=%s failed: %s: %s",
+                _safe_url(self._url), model, stream, type(exc).__name__,
+                redact(str(exc), self._secrets()),
+            )
+
+
+def from_env_key(variable: str, client: str) -> str:
+    """Read an API key from the environment; a missing or empty one is a ConfigError."""
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        raise ConfigError(
+            f"{client}.from_env: environment variable {variable} is not set; export it or pass "
+            "api_key= to the constructor"
+        )
+    return value
+

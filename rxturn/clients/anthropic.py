@@ -1,0 +1,238 @@
+"""Anthropic Messages API client (``POST {base_url}/v1/messages``, reference §8.2).
+
+Request body, built by the pure :func:`build_anthropic_body`:
+
+* ``model`` — ``RequestOptions.model`` when set, else the client's (the client never changes);
+* ``max_tokens`` — the options' value, else the client's (default 8192); 0 is rejected;
+* ``messages`` — a message that is one text part is sent as a plain string; anything else as
+  blocks, in the message's order: ``text`` (empty ones skipped), ``tool_use {id, name, input}``,
+  ``tool_result {tool_use_id, content, is_error only when true}`` — tool results first, as the
+  API requires of a user message that carries them;
+* ``system`` when the request has one, ``stream``;
+* ``tools`` ``[{name, description, input_schema}]`` (omitted when none) and ``tool_choice`` from
+  the options (``auto`` / ``any`` / ``none`` / ``{"type": "tool", "name": …}``);
+* ``temperature``, ``stop_sequences`` when given.
+
+A ``response_format`` becomes a single forced tool named after the format (its schema as the
+tool's input schema; the caller's tools are dropped) — Anthropic's way to get schema-shaped JSON;
+a ``strict`` format cannot be guaranteed that way and is rejected before anything is sent.
+``strict_tools`` has no Anthropic equivalent and is ignored (``RequestOptions`` documents it as
+"where the provider supports them").
+
+Headers: ``x-api-key`` (when a key is set), ``anthropic-version: 2023-06-01``, JSON content type,
+then the client's and the options' extra headers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from ..messages import Message, Request, RequestOptions, TextPart, ToolCallPart
+from ._http import (
+    HttpClient,
+    from_env_key,
+    resolve_max_tokens,
+    resolve_temperature,
+    resolve_tool_choice,
+)
+
+if TYPE_CHECKING:
+    from ..transport import AsyncTransport
+
+__all__ = [
+    "ANTHROPIC_VERSION",
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_MODEL",
+    "AnthropicClient",
+    "build_anthropic_body",
+]
+
+ANTHROPIC_VERSION = "2023-06-01"
+DEFAULT_MODEL = "claude-sonnet-4-20250514"
+DEFAULT_BASE_URL = "https://api.anthropic.com"
+DEFAULT_MAX_TOKENS = 8192
+
+_FORMAT_TOOL_DESCRIPTION = "Respond by calling this tool with a JSON object matching its schema."
+
+
+def _message(message: Message) -> dict[str, Any]:
+    parts = message.content
+    if len(parts) == 1 and isinstance(parts[0], TextPart):
+        return {"role": message.role, "content": parts[0].text}
+    results: list[dict[str, Any]] = []
+    blocks: list[dict[str, Any]] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            if part.text:
+                blocks.append({"type": "text", "text": part.text})
+        elif isinstance(part, ToolCallPart):
+            blocks.append({"type": "tool_use", "id": part.id, "name": part.name,
+                           "input": part.input})
+        else:
+            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.tool_call_id,
+                                      "content": part.content}
+            if part.is_error:
+                result["is_error"] = True
+            results.append(result)
+    return {"role": message.role, "content": results + blocks}
+
+
+def build_anthropic_body(
+    request: Request,
+    options: RequestOptions,
+    *,
+    model: str,
+    max_tokens: int,
+    stream: bool,
+) -> dict[str, Any]:
+    """The JSON body of an Anthropic Messages request (see the module docstring).
+
+    Args:
+        request: messages, system prompt and tools.
+        options: per-request options (model override already resolved into ``model``).
+        model: the model to ask.
+        max_tokens: the client's default, overridden by ``options.max_tokens``.
+        stream: whether to ask for an SSE stream.
+
+    Raises:
+        ConfigError: ``max_tokens`` is not a positive integer; a ``strict`` response format;
+            a ``tool_choice`` that the request's tools cannot satisfy.
+
+    Examples:
+        >>> body = build_anthropic_body(Request(messages=(Message.user("hi"),)), RequestOptions(),
+        ...                             model="m", max_tokens=100, stream=True)
+        >>> body
+        {'model': 'm', 'max_tokens': 100, 'messages': [{'role': 'user', 'content': 'hi'}], \
+'stream': True}
+    """
+    fmt = options.response_format
+    if fmt is not None and fmt.strict:
+        raise ConfigError(
+            f"response format {fmt.name!r} is strict, which the Anthropic Messages API cannot "
+            "guarantee (it is emulated with a forced tool call); use strict=False"
+        )
+    body: dict[str, Any] = {
+        "model": model,
+        "max_tokens": resolve_max_tokens(options, max_tokens),
+        "messages": [_message(message) for message in request.messages],
+    }
+    if request.system:
+        body["system"] = request.system
+    body["stream"] = stream
+    if fmt is not None:
+        body["tools"] = [{"name": fmt.name, "description": _FORMAT_TOOL_DESCRIPTION,
+                          "input_schema": fmt.schema}]
+        body["tool_choice"] = {"type": "tool", "name": fmt.name}
+    else:
+        if request.tools:
+            body["tools"] = [_tool(tool.name, tool.description, tool.input_schema)
+                             for tool in request.tools]
+        choice = resolve_tool_choice(options, request.tools)
+        if choice is not None:
+            mode, name = choice
+            body["tool_choice"] = {"type": "tool", "name": name} if mode == "tool" else {
+                "type": mode}
+    temperature = resolve_temperature(options)
+    if temperature is not None:
+        body["temperature"] = temperature
+    if options.stop_sequences:
+        body["stop_sequences"] = list(options.stop_sequences)
+    return body
+
+
+def _tool(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
+    tool: dict[str, Any] = {"name": name}
+    if description:
+        tool["description"] = description
+    tool["input_schema"] = schema
+    return tool
+
+
+class AnthropicClient(HttpClient):
+    """A client for the Anthropic Messages API (and servers that speak it).
+
+    Args:
+        model: the default model (``RequestOptions.model`` overrides it per request).
+        api_key: sent as ``x-api-key``; ``None`` sends none (a local or fake server).
+        base_url: the API root, without ``/v1``.
+        max_tokens: the default ``max_tokens`` (required by the API).
+        extra_headers: added to every request (e.g. ``anthropic-beta``).
+        transport: an :class:`~rxturn.transport.AsyncTransport` to share (not closed by this
+            client); by default the client opens its own aiohttp pool on first use.
+        connect_timeout: seconds to connect (own pool only).
+        read_timeout: longest silence between reads, not a total deadline (own pool only).
+
+    Raises:
+        ConfigError: an invalid argument (empty model, bad URL, non-positive limits…).
+
+    Examples:
+        >>> client = AnthropicClient(api_key="sk-ant-example")
+        >>> client
+        AnthropicClient(model='claude-sonnet-4-20250514', base_url='https://api.anthropic.com')
+        >>> # async with client: message = await client.create(request)
+    """
+
+    wire_format = "anthropic"
+    _path = "/v1/messages"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str = DEFAULT_BASE_URL,
+        max_tokens: int = DEFAULT_MAX_TOKENS,
+        extra_headers: Mapping[str, str] | None = None,
+        transport: AsyncTransport | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 120.0,
+    ) -> None:
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            extra_headers=extra_headers,
+            transport=transport,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
+            raise ConfigError(
+                f"AnthropicClient: max_tokens must be a positive integer, got {max_tokens!r}"
+            )
+        self._max_tokens = max_tokens
+
+    @classmethod
+    def from_env(cls, model: str = DEFAULT_MODEL, **kwargs: Any) -> AnthropicClient:
+        """A client whose key comes from ``ANTHROPIC_API_KEY``.
+
+        Raises:
+            ConfigError: the variable is missing or empty.
+        """
+        return cls(model, api_key=from_env_key("ANTHROPIC_API_KEY", cls.__name__), **kwargs)
+
+    @property
+    def max_tokens(self) -> int:
+        """The default ``max_tokens``."""
+        return self._max_tokens
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        headers = {"anthropic-version": ANTHROPIC_VERSION}
+        if key is not None:
+            headers["x-api-key"] = key
+        return headers
+
+    def _body(
+        self, request: Request, options: RequestOptions, *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return build_anthropic_body(
+            request, options, model=model, max_tokens=self._max_tokens, stream=stream
+        )
+
+    def _parse_reply(self, body: bytes) -> Message:
+        from ..wire import parse_anthropic_message
+
+        return parse_anthropic_message(body)

@@ -1,0 +1,197 @@
+"""Ollama native chat client (``POST {base_url}/api/chat``, NDJSON streams).
+
+For Ollama's OpenAI-compatible ``/v1`` endpoint use :meth:`OpenAIClient.ollama
+<rxturn.clients.openai.OpenAIClient.ollama>` instead; the native API is what Ollama documents
+first, streams thinking separately, and reports token counts in every final line.
+
+Request body, built by the pure :func:`build_ollama_body`:
+
+* ``model`` — ``RequestOptions.model`` when set, else the client's;
+* ``messages`` — the system prompt first (``system`` role); assistant tool calls as
+  ``tool_calls [{function {name, arguments: object}}]``; each tool result its own ``tool`` message
+  (with ``tool_name`` when the matching call is in the history), accompanying text after them;
+* ``stream`` (always sent: Ollama streams by default);
+* ``tools`` ``[{type: function, function {name, description, parameters}}]`` when any (and no
+  ``response_format``);
+* ``options`` — ``num_predict`` from ``max_tokens``, ``temperature``, ``stop`` — when any is set;
+* ``format`` — the response format's JSON schema.
+
+Ollama cannot force a tool call: ``tool_choice`` ``"any"`` or a tool name is a
+:class:`~rxturn.errors.ConfigError`; ``"none"`` sends no tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..errors import ConfigError
+from ..messages import Message, Request, RequestOptions, TextPart, ToolCallPart, ToolResultPart
+from ._http import HttpClient, resolve_max_tokens, resolve_temperature, resolve_tool_choice
+
+if TYPE_CHECKING:
+    from ..transport import AsyncTransport
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OllamaClient", "build_ollama_body"]
+
+DEFAULT_MODEL = "llama3.2"
+DEFAULT_BASE_URL = "http://localhost:11434"
+
+
+def _messages(request: Request) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    tool_names: dict[str, str] = {}
+    for message in request.messages:
+        text = "".join(part.text for part in message.content if isinstance(part, TextPart))
+        if message.role == "assistant":
+            calls = [part for part in message.content if isinstance(part, ToolCallPart)]
+            entry: dict[str, Any] = {"role": "assistant", "content": text}
+            if calls:
+                entry["tool_calls"] = [
+                    {"function": {"name": call.name, "arguments": call.input}} for call in calls
+                ]
+                tool_names.update((call.id, call.name) for call in calls)
+            out.append(entry)
+            continue
+        results = [part for part in message.content if isinstance(part, ToolResultPart)]
+        for result in results:
+            tool: dict[str, Any] = {"role": "tool", "content": result.content}
+            name = tool_names.get(result.tool_call_id)
+            if name is not None:
+                tool["tool_name"] = name
+            out.append(tool)
+        if text or not results:
+            out.append({"role": "user", "content": text})
+    return out
+
+
+def build_ollama_body(
+    request: Request,
+    options: RequestOptions,
+    *,
+    model: str,
+    max_tokens: int | None,
+    stream: bool,
+) -> dict[str, Any]:
+    """The JSON body of an Ollama ``/api/chat`` request (see the module docstring).
+
+    Raises:
+        ConfigError: a non-positive ``max_tokens``; a ``tool_choice`` Ollama cannot honour.
+
+    Examples:
+        >>> build_ollama_body(Request(messages=(Message.user("hi"),)),
+        ...                   RequestOptions(max_tokens=50), model="m", max_tokens=None,
+        ...                   stream=False)
+        {'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}], 'stream': False, \
+'options': {'num_predict': 50}}
+    """
+    body: dict[str, Any] = {"model": model, "messages": _messages(request), "stream": stream}
+    fmt = options.response_format
+    choice = resolve_tool_choice(options, request.tools)
+    if choice is not None and choice[0] in ("any", "tool"):
+        raise ConfigError(
+            f"RequestOptions.tool_choice={options.tool_choice!r}: Ollama's /api/chat cannot "
+            "force a tool call (use OpenAIClient.ollama for tool_choice support where the model "
+            "has it, or leave tool_choice unset)"
+        )
+    if fmt is None and request.tools and (choice is None or choice[0] != "none"):
+        tools: list[dict[str, Any]] = []
+        for tool in request.tools:
+            function: dict[str, Any] = {"name": tool.name}
+            if tool.description:
+                function["description"] = tool.description
+            function["parameters"] = tool.input_schema
+            tools.append({"type": "function", "function": function})
+        body["tools"] = tools
+    model_options: dict[str, Any] = {}
+    tokens = resolve_max_tokens(options, max_tokens)
+    if tokens is not None:
+        model_options["num_predict"] = tokens
+    temperature = resolve_temperature(options)
+    if temperature is not None:
+        model_options["temperature"] = temperature
+    if options.stop_sequences:
+        model_options["stop"] = list(options.stop_sequences)
+    if model_options:
+        body["options"] = model_options
+    if fmt is not None:
+        body["format"] = fmt.schema
+    return body
+
+
+class OllamaClient(HttpClient):
+    """A client for Ollama's native ``/api/chat``.
+
+    Args:
+        model: the default model (``RequestOptions.model`` overrides it per request).
+        api_key: optional; sent as ``Authorization: Bearer`` (Ollama behind an auth proxy).
+        base_url: the server root, without ``/api``.
+        max_tokens: default ``num_predict``; ``None`` omits it.
+        extra_headers: added to every request.
+        transport: a shared :class:`~rxturn.transport.AsyncTransport` (not closed by this
+            client); by default the client opens its own aiohttp pool on first use.
+        connect_timeout: seconds to connect (own pool only).
+        read_timeout: longest silence between reads, not a total deadline (own pool only).
+
+    Raises:
+        ConfigError: an invalid argument.
+
+    Examples:
+        >>> OllamaClient("qwen3")
+        OllamaClient(model='qwen3', base_url='http://localhost:11434')
+    """
+
+    wire_format = "ollama"
+    _path = "/api/chat"
+    _stream_accept = "application/x-ndjson"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str = DEFAULT_BASE_URL,
+        max_tokens: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        transport: AsyncTransport | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 120.0,
+    ) -> None:
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            extra_headers=extra_headers,
+            transport=transport,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ConfigError(
+                f"OllamaClient: max_tokens must be a positive integer or None, got {max_tokens!r}"
+            )
+        self._max_tokens = max_tokens
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The default ``num_predict`` (``None``: omitted)."""
+        return self._max_tokens
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key is not None else {}
+
+    def _body(
+        self, request: Request, options: RequestOptions, *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return build_ollama_body(
+            request, options, model=model, max_tokens=self._max_tokens, stream=stream
+        )
+
+    def _parse_reply(self, body: bytes) -> Message:
+        from ..wire import parse_ollama_chat
+
+        return parse_ollama_chat(body)

@@ -1,0 +1,304 @@
+"""OpenAI Chat Completions client, for any compatible server (reference §8.3).
+
+``POST {base_url}/chat/completions`` — OpenAI, Ollama's ``/v1``, vLLM, OpenRouter, LM Studio…
+Request body, built by the pure :func:`build_openai_body`:
+
+* ``model`` — ``RequestOptions.model`` when set, else the client's (the client never changes);
+* ``messages`` — the system prompt first as a ``system`` message; an assistant message with tool
+  calls carries ``tool_calls [{id, type: function, function {name, arguments: JSON string}}]`` and
+  ``content: null`` when it has no text; every tool result becomes its own ``tool`` message
+  (``tool_call_id``), and text accompanying results follows them as a ``user`` message;
+* ``stream``; ``stream_options: {include_usage: true}`` only when streaming with
+  ``stream_usage`` on (the default; the Ollama profile turns it off, and streamed usage is then
+  ``None``);
+* ``tools`` ``[{type: function, function {name, description, parameters}}]`` — with
+  ``strict: true`` and a tightened schema (every object closed, every property required) under
+  ``strict_tools`` — omitted when none, and suppressed under a ``response_format``;
+* ``tool_choice`` — ``auto`` / ``required`` (from ``any``) / ``none`` /
+  ``{type: function, function {name}}``;
+* ``response_format: {type: json_schema, json_schema {name, schema, strict}}``;
+* ``max_tokens``, ``temperature``, ``stop`` when set.
+
+Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, then extras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import ConfigError
+from ..messages import Message, Request, RequestOptions, TextPart, ToolCallPart, ToolResultPart
+from ._http import (
+    HttpClient,
+    from_env_key,
+    resolve_max_tokens,
+    resolve_temperature,
+    resolve_tool_choice,
+)
+
+if TYPE_CHECKING:
+    from ..transport import AsyncTransport
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MODEL",
+    "OLLAMA_BASE_URL",
+    "OpenAIClient",
+    "build_openai_body",
+    "strict_schema",
+]
+
+DEFAULT_MODEL = "gpt-4o"
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+OLLAMA_BASE_URL = "http://localhost:11434/v1"
+
+_encoder = msgspec.json.Encoder()
+
+
+def _arguments(value: Any) -> str:
+    try:
+        return _encoder.encode(value).decode()
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
+
+
+def _messages(request: Request) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    if request.system:
+        out.append({"role": "system", "content": request.system})
+    for message in request.messages:
+        texts = [part.text for part in message.content if isinstance(part, TextPart)]
+        text = "".join(texts)
+        if message.role == "assistant":
+            calls = [part for part in message.content if isinstance(part, ToolCallPart)]
+            entry: dict[str, Any] = {
+                "role": "assistant", "content": text if text or not calls else None
+            }
+            if calls:
+                entry["tool_calls"] = [
+                    {"id": call.id, "type": "function",
+                     "function": {"name": call.name, "arguments": _arguments(call.input)}}
+                    for call in calls
+                ]
+            out.append(entry)
+            continue
+        results = [part for part in message.content if isinstance(part, ToolResultPart)]
+        for result in results:
+            out.append({"role": "tool", "tool_call_id": result.tool_call_id,
+                        "content": result.content})
+        if text or not results:
+            out.append({"role": "user", "content": text})
+    return out
+
+
+def strict_schema(schema: Any) -> Any:
+    """A copy of a JSON Schema tightened for OpenAI strict mode.
+
+    Every object schema gets ``additionalProperties: false`` (unless it says otherwise) and lists
+    all of its properties as ``required``; nested schemas (properties, items, ``anyOf`` …,
+    ``$defs``) are tightened too. The caller's dict is never modified.
+
+    Examples:
+        >>> strict_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+        {'type': 'object', 'properties': {'a': {'type': 'string'}}, \
+'additionalProperties': False, 'required': ['a']}
+    """
+    if isinstance(schema, list):
+        return [strict_schema(item) for item in schema]  # pyright: ignore[reportUnknownVariableType]
+    if not isinstance(schema, dict):
+        return schema
+    source: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
+    out: dict[str, Any] = {}
+    for key, value in source.items():
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(
+            value, dict
+        ):
+            nested: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+            out[key] = {name: strict_schema(sub) for name, sub in nested.items()}
+        elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems", "not",
+                     "additionalItems"):
+            out[key] = strict_schema(value)
+        else:
+            out[key] = value
+    is_object = source.get("type") == "object" or (
+        isinstance(source.get("type"), list) and "object" in source["type"]
+    ) or "properties" in source
+    if is_object:
+        out.setdefault("additionalProperties", False)
+        properties: Any = out.get("properties")
+        if isinstance(properties, dict):
+            out["required"] = list(properties)  # pyright: ignore[reportUnknownArgumentType]
+    return out
+
+
+def build_openai_body(
+    request: Request,
+    options: RequestOptions,
+    *,
+    model: str,
+    max_tokens: int | None,
+    stream: bool,
+    stream_usage: bool = True,
+) -> dict[str, Any]:
+    """The JSON body of a Chat Completions request (see the module docstring).
+
+    Args:
+        request: messages, system prompt and tools.
+        options: per-request options (model override already resolved into ``model``).
+        model: the model to ask.
+        max_tokens: the client's default (``None`` = omit), overridden by ``options``.
+        stream: whether to ask for an SSE stream.
+        stream_usage: ask for the final usage chunk when streaming.
+
+    Raises:
+        ConfigError: a non-positive ``max_tokens``; a ``tool_choice`` the tools cannot satisfy;
+            tool input that is not JSON-serializable.
+
+    Examples:
+        >>> build_openai_body(Request(messages=(Message.user("hi"),), system="be brief"),
+        ...                   RequestOptions(), model="m", max_tokens=None, stream=True)
+        {'model': 'm', 'messages': [{'role': 'system', 'content': 'be brief'}, \
+{'role': 'user', 'content': 'hi'}], 'stream': True, 'stream_options': {'include_usage': True}}
+    """
+    body: dict[str, Any] = {"model": model, "messages": _messages(request), "stream": stream}
+    if stream and stream_usage:
+        body["stream_options"] = {"include_usage": True}
+    fmt = options.response_format
+    if fmt is None:
+        if request.tools:
+            tools: list[dict[str, Any]] = []
+            for tool in request.tools:
+                function: dict[str, Any] = {"name": tool.name}
+                if tool.description:
+                    function["description"] = tool.description
+                if options.strict_tools:
+                    function["parameters"] = strict_schema(tool.input_schema)
+                    function["strict"] = True
+                else:
+                    function["parameters"] = tool.input_schema
+                tools.append({"type": "function", "function": function})
+            body["tools"] = tools
+        choice = resolve_tool_choice(options, request.tools)
+        if choice is not None:
+            mode, name = choice
+            body["tool_choice"] = (
+                {"type": "function", "function": {"name": name}} if mode == "tool"
+                else "required" if mode == "any" else mode
+            )
+    else:
+        body["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": fmt.name, "schema": fmt.schema, "strict": fmt.strict},
+        }
+    tokens = resolve_max_tokens(options, max_tokens)
+    if tokens is not None:
+        body["max_tokens"] = tokens
+    temperature = resolve_temperature(options)
+    if temperature is not None:
+        body["temperature"] = temperature
+    if options.stop_sequences:
+        body["stop"] = list(options.stop_sequences)
+    return body
+
+
+class OpenAIClient(HttpClient):
+    """A client for OpenAI Chat Completions and every server that speaks it.
+
+    Args:
+        model: the default model (``RequestOptions.model`` overrides it per request).
+        api_key: sent as ``Authorization: Bearer``; ``None`` sends none (local servers).
+        base_url: the API root including ``/v1`` (``https://api.openai.com/v1``).
+        max_tokens: default ``max_tokens``; ``None`` omits it (the server decides).
+        stream_usage: ask for usage in streams (``stream_options.include_usage``); some
+            compatible servers reject or ignore it.
+        extra_headers: added to every request (e.g. ``OpenAI-Organization``).
+        transport: a shared :class:`~rxturn.transport.AsyncTransport` (not closed by this
+            client); by default the client opens its own aiohttp pool on first use.
+        connect_timeout: seconds to connect (own pool only).
+        read_timeout: longest silence between reads, not a total deadline (own pool only).
+
+    Raises:
+        ConfigError: an invalid argument.
+
+    Examples:
+        >>> OpenAIClient.ollama("llama3.2")
+        OpenAIClient(model='llama3.2', base_url='http://localhost:11434/v1')
+    """
+
+    wire_format = "openai"
+    _path = "/chat/completions"
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str = DEFAULT_BASE_URL,
+        max_tokens: int | None = None,
+        stream_usage: bool = True,
+        extra_headers: Mapping[str, str] | None = None,
+        transport: AsyncTransport | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 120.0,
+    ) -> None:
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            extra_headers=extra_headers,
+            transport=transport,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+        if max_tokens is not None and (
+            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
+        ):
+            raise ConfigError(
+                f"OpenAIClient: max_tokens must be a positive integer or None, got {max_tokens!r}"
+            )
+        self._max_tokens = max_tokens
+        self._stream_usage = bool(stream_usage)
+
+    @classmethod
+    def ollama(cls, model: str, base_url: str = OLLAMA_BASE_URL, **kwargs: Any) -> OpenAIClient:
+        """The Ollama profile of the OpenAI-compatible API: no key, no streamed usage."""
+        kwargs.setdefault("stream_usage", False)
+        return cls(model, base_url=base_url, **kwargs)
+
+    @classmethod
+    def from_env(cls, model: str = DEFAULT_MODEL, **kwargs: Any) -> OpenAIClient:
+        """A client whose key comes from ``OPENAI_API_KEY``.
+
+        Raises:
+            ConfigError: the variable is missing or empty.
+        """
+        return cls(model, api_key=from_env_key("OPENAI_API_KEY", cls.__name__), **kwargs)
+
+    @property
+    def stream_usage(self) -> bool:
+        """Whether streams ask for a usage chunk."""
+        return self._stream_usage
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The default ``max_tokens`` (``None``: omitted)."""
+        return self._max_tokens
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        return {"authorization": f"Bearer {key}"} if key is not None else {}
+
+    def _body(
+        self, request: Request, options: RequestOptions, *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return build_openai_body(
+            request, options, model=model, max_tokens=self._max_tokens, stream=stream,
+            stream_usage=self._stream_usage,
+        )
+
+    def _parse_reply(self, body: bytes) -> Message:
+        from ..wire import parse_openai_completion
+
+        return parse_openai_completion(body)

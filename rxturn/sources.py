@@ -1,0 +1,260 @@
+"""The one place where asyncio and ReactiveX meet.
+
+RxPY has no async-iterable source (it has ``from_future`` and ``start_async``, which run eagerly
+and cannot close what they opened). rxturn's IO is asyncio — an HTTP response is an async
+iterator of byte chunks — and its pipeline is Rx, so this module provides the bridge, once:
+
+* :func:`from_async_iterable` — a **cold** Observable: every subscription calls ``factory()``
+  for a fresh async iterator and drives it from **one asyncio task** on the event loop, calling
+  ``on_next`` for each item as soon as it arrives, then ``on_completed`` or ``on_error``.
+* :func:`from_awaitable` — the single-value twin, for non-streaming calls.
+
+Theory of operation
+-------------------
+The task is created at subscription time on the running loop (or, from another thread, on the
+loop of the given :class:`~reactivex.scheduler.eventloop.AsyncIOScheduler`). Items are emitted
+on the loop's thread, in iteration order; nothing is buffered.
+
+Disposing the subscription cancels the task. The ``CancelledError`` lands inside the iterator's
+pending ``await`` (for rxturn clients: the socket read), so an async generator's ``finally``
+runs — that is where a client closes its HTTP response — and the bridge then calls ``aclose()``
+on the iterator as well, which also covers a dispose that arrives while the task sits between two
+items (for example a downstream ``take(n)`` disposing from inside ``on_next``: the task never
+cancels itself, it notices the flag and closes the iterator normally). Nothing is emitted after
+dispose.
+
+Errors raised by the iterator (or by ``factory`` itself) reach ``on_error`` unchanged: mapping
+library exceptions to :mod:`rxturn.errors` is the transport's job, not the bridge's. An
+exception raised by a downstream ``on_next`` also ends the subscription through ``on_error``
+(after the iterator is closed), so a broken observer fails the pipeline instead of hanging it.
+If asyncio itself cancels the task (the loop is shutting down) the observer gets
+:class:`~rxturn.errors.Cancelled`.
+
+Subscribing where no event loop can be found is a :class:`~rxturn.errors.ConfigError`, sent to
+``on_error`` with a message that says how to fix it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, Generic, TypeVar
+
+import reactivex
+from reactivex import Observable, abc
+from reactivex.disposable import Disposable
+from reactivex.scheduler.eventloop import AsyncIOScheduler
+
+from .errors import Cancelled, ConfigError
+
+__all__ = ["from_async_iterable", "from_awaitable"]
+
+_T = TypeVar("_T")
+
+# asyncio keeps only weak references to tasks; a subscription whose disposable is dropped must
+# still run to completion, so running bridge tasks are held here until they finish.
+_RUNNING: set[asyncio.Task[None]] = set()
+
+_NO_LOOP = (
+    "{what} must be subscribed from code running on an asyncio event loop (for example inside "
+    "`async def main()` run by `asyncio.run`), or be given "
+    "`scheduler=AsyncIOScheduler(loop)` for a loop running in another thread; no running event "
+    "loop was found"
+)
+
+
+def from_async_iterable(
+    factory: Callable[[], AsyncIterator[_T]],
+    *,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Observable[_T]:
+    """A cold Observable that drives a fresh async iterator per subscription.
+
+    Args:
+        factory: called once per subscription, inside the driving task, to create the iterator
+            (typically an async generator function that opens an HTTP response and closes it in
+            ``finally``).
+        scheduler: an :class:`~reactivex.scheduler.eventloop.AsyncIOScheduler` naming the loop to
+            run on when the subscriber is not itself running on a loop. Without it the running
+            loop is used; failing that, the subscribe-time scheduler if it is an asyncio one.
+
+    Returns:
+        An Observable emitting each item on the loop's thread, in order, then completing.
+
+    Raises:
+        ConfigError: (at call time) when ``scheduler`` is not an asyncio scheduler; (via
+            ``on_error``) when no event loop can be found at subscription.
+
+    Examples:
+        >>> async def numbers():
+        ...     try:
+        ...         for i in range(3):
+        ...             yield i
+        ...     finally:
+        ...         print("closed")
+        >>> from_async_iterable(numbers)  # doctest: +ELLIPSIS
+        <reactivex.observable.observable.Observable object at ...>
+    """
+    fixed_loop = _scheduler_loop(scheduler, "from_async_iterable")
+
+    async def produce(state: _Subscription[_T]) -> None:
+        iterator = factory()
+        try:
+            async for item in iterator:
+                if state.disposed:
+                    break
+                state.emit(item)
+                if state.disposed:
+                    break
+        finally:
+            aclose: Callable[[], Awaitable[Any]] | None = getattr(iterator, "aclose", None)
+            if aclose is not None:
+                await aclose()
+
+    return _bridge(produce, fixed_loop, "from_async_iterable")
+
+
+def from_awaitable(
+    factory: Callable[[], Awaitable[_T]],
+    *,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Observable[_T]:
+    """A cold Observable of one awaited value per subscription; dispose cancels the await.
+
+    Args:
+        factory: called once per subscription, inside the driving task (e.g. ``lambda:
+            client.create(request)``).
+        scheduler: as for :func:`from_async_iterable`.
+
+    Returns:
+        An Observable emitting the awaited value, then completing (or failing with its error).
+    """
+    fixed_loop = _scheduler_loop(scheduler, "from_awaitable")
+
+    async def produce(state: _Subscription[_T]) -> None:
+        value = await factory()
+        if not state.disposed:
+            state.emit(value)
+
+    return _bridge(produce, fixed_loop, "from_awaitable")
+
+
+class _Subscription(Generic[_T]):
+    """Per-subscription state shared by the driving task and the disposable."""
+
+    __slots__ = ("disposed", "emit", "finished", "task")
+
+    def __init__(self, observer: abc.ObserverBase[_T]) -> None:
+        self.emit: Callable[[_T], None] = observer.on_next
+        self.disposed = False
+        self.finished = False
+        self.task: asyncio.Task[None] | None = None
+
+
+def _bridge(
+    produce: Callable[[_Subscription[_T]], Awaitable[None]],
+    fixed_loop: asyncio.AbstractEventLoop | None,
+    what: str,
+) -> Observable[_T]:
+    def subscribe(
+        observer: abc.ObserverBase[_T], subscribe_scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        loop = fixed_loop or _running_loop() or _asyncio_loop_of(subscribe_scheduler)
+        if loop is None or loop.is_closed():
+            observer.on_error(ConfigError(_NO_LOOP.format(what=what)))
+            return Disposable()
+        state: _Subscription[_T] = _Subscription(observer)
+
+        async def run() -> None:
+            error: Exception | None = None
+            try:
+                await produce(state)
+            except asyncio.CancelledError:
+                if state.disposed:
+                    return
+                # Not our dispose: asyncio cancelled the task (loop shutdown). Tell the observer,
+                # then let the cancellation finish the task.
+                state.finished = True
+                _deliver(loop, observer.on_error, Cancelled(
+                    f"{what}: the asyncio task was cancelled (event loop shutting down?)"))
+                raise
+            except Exception as exc:
+                error = exc
+            if state.disposed:
+                return
+            state.finished = True
+            if error is None:
+                _deliver(loop, observer.on_completed)
+            else:
+                _deliver(loop, observer.on_error, error)
+
+        def start() -> None:  # on the loop's thread
+            if state.disposed:
+                return
+            task = loop.create_task(run())
+            state.task = task
+            _RUNNING.add(task)
+            task.add_done_callback(_RUNNING.discard)
+
+        def cancel() -> None:  # on the loop's thread
+            task = state.task
+            # A dispose from inside on_next (e.g. ``take(n)``) runs in the task itself: never
+            # cancel the running task; it sees the flag and closes the iterator normally.
+            if task is not None and not task.done() and asyncio.current_task(loop) is not task:
+                task.cancel()
+
+        if _running_loop() is loop:
+            start()
+        else:
+            loop.call_soon_threadsafe(start)
+
+        def dispose() -> None:
+            already = state.disposed or state.finished
+            state.disposed = True
+            if already:
+                return
+            if _running_loop() is loop:
+                cancel()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(cancel)
+
+        return Disposable(dispose)
+
+    return reactivex.create(subscribe)
+
+
+def _deliver(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: Any) -> None:
+    """Call an observer's terminal callback; an exception there is reported, never lost."""
+    try:
+        callback(*args)
+    except Exception as exc:  # an observer bug: nobody upstream can handle it
+        loop.call_exception_handler(
+            {"message": "rxturn.sources: observer callback raised", "exception": exc}
+        )
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _asyncio_loop_of(scheduler: abc.SchedulerBase | None) -> asyncio.AbstractEventLoop | None:
+    if isinstance(scheduler, AsyncIOScheduler):
+        return scheduler._loop  # pyright: ignore[reportPrivateUsage]
+    return None
+
+
+def _scheduler_loop(
+    scheduler: abc.SchedulerBase | None, what: str
+) -> asyncio.AbstractEventLoop | None:
+    if scheduler is None:
+        return None
+    loop = _asyncio_loop_of(scheduler)
+    if loop is None:
+        raise ConfigError(
+            f"{what}: scheduler must be an AsyncIOScheduler (asyncio drives the IO), "
+            f"got {type(scheduler).__name__}"
+        )
+    return loop

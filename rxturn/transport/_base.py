@@ -1,0 +1,113 @@
+"""The transport seam: the little HTTP that provider clients need, and nothing else.
+
+Clients build a request (method, URL, headers, JSON bytes) and read either a stream of byte
+chunks (SSE / NDJSON, fed to a sans-IO decoder) or a capped body. Everything below that — the
+connection pool, TLS, timeouts, and turning library exceptions into :mod:`rxturn.errors` — is a
+transport's job. :class:`~rxturn.transport.aiohttp.AiohttpTransport` is the production one; any
+object with this shape works (a recorder, a proxy, an in-process test double), as in httpx.
+
+Contract every transport keeps:
+
+* ``send`` returns once the status line and headers are in; the body has not been read.
+* Redirects are **not** followed: a 3xx is returned like any other status, so an API key is never
+  sent to a host the caller did not name.
+* Failures raise :class:`~rxturn.errors.TransportError` subclasses
+  (:class:`~rxturn.errors.ConnectError` before a response, :class:`~rxturn.errors.ReadError`
+  while reading one), never a library's own exception; ``asyncio.CancelledError`` passes through.
+* ``headers`` lookups are case-insensitive.
+* ``aclose()`` on a response is idempotent and frees the connection (closing it when the body was
+  not fully read, so the server sees the disconnect).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from typing import Protocol, runtime_checkable
+from urllib.parse import urlsplit
+
+__all__ = ["AsyncTransport", "HttpResponse", "display_url"]
+
+
+def display_url(url: str) -> str:
+    """``scheme://host:port/path`` for messages and logs: no userinfo, no query string (some
+    providers take keys there).
+
+    Examples:
+        >>> display_url("https://user:pw@example.com:8443/v1/models?key=secret")
+        'https://example.com:8443/v1/models'
+    """
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "<invalid URL>"
+    if ":" in host:
+        host = f"[{host}]"
+    return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+@runtime_checkable
+class HttpResponse(Protocol):
+    """A response whose status and headers have arrived and whose body is still on the wire."""
+
+    @property
+    def status(self) -> int:
+        """The HTTP status code."""
+        ...
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        """Response headers, looked up case-insensitively."""
+        ...
+
+    def aiter_bytes(self) -> AsyncIterator[bytes]:
+        """The body as chunks, as they arrive (sizes are whatever the network delivered)."""
+        ...
+
+    async def read(self, limit: int) -> bytes:
+        """The whole body, at most ``limit`` bytes.
+
+        Raises:
+            StreamProtocolError: the body (declared or actual) is larger than ``limit``.
+            ReadError: the connection broke while reading.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Release the response (idempotent)."""
+        ...
+
+
+@runtime_checkable
+class AsyncTransport(Protocol):
+    """Sends one HTTP request and hands back the response as soon as its headers are in."""
+
+    async def send(
+        self,
+        method: str,
+        url: str,
+        *,
+        headers: Mapping[str, str],
+        body: bytes,
+        stream: bool,
+    ) -> HttpResponse:
+        """Send a request.
+
+        Args:
+            method: ``"POST"`` for every provider call.
+            url: the absolute URL.
+            headers: request headers (may hold secrets: never log or echo them).
+            body: the encoded request body.
+            stream: whether the caller will read the body incrementally (``aiter_bytes``).
+
+        Raises:
+            ConnectError: no connection could be made.
+            ReadError: the connection broke before the response headers arrived.
+            ConfigError: the URL is not a valid http(s) URL.
+        """
+        ...
+
+    async def aclose(self) -> None:
+        """Close pooled connections (idempotent)."""
+        ...

@@ -1,0 +1,442 @@
+"""AiohttpTransport against real aiohttp.web servers on 127.0.0.1 (never the internet)."""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import socket
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+import pytest
+from aiohttp import web
+from aiohttp.test_utils import TestServer
+
+from rxturn.errors import ConfigError, ConnectError, ReadError, StreamProtocolError
+from rxturn.transport import AiohttpTransport, AsyncTransport, HttpResponse
+from rxturn.transport.aiohttp import map_aiohttp_errors
+
+WAIT = 5.0
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+ServerFactory = Callable[..., Awaitable[TestServer]]
+
+
+async def serve(aiohttp_server: ServerFactory, routes: dict[str, Handler]) -> TestServer:
+    app = web.Application()
+    for path, handler in routes.items():
+        app.router.add_route("*", path, handler)
+    return await aiohttp_server(app)
+
+
+def url(server: TestServer, path: str) -> str:
+    return str(server.make_url(path))
+
+
+async def send(transport: AiohttpTransport, target: str, *, stream: bool = True) -> HttpResponse:
+    return await transport.send(
+        "POST", target, headers={"content-type": "application/json"}, body=b"{}", stream=stream
+    )
+
+
+def test_transport_satisfies_the_protocol() -> None:
+    assert isinstance(AiohttpTransport(), AsyncTransport)
+
+
+async def test_request_reaches_the_server_and_headers_are_case_insensitive(
+    aiohttp_server: ServerFactory, transport: AiohttpTransport
+) -> None:
+    seen: dict[str, Any] = {}
+
+    async def handler(request: web.Request) -> web.Response:
+        seen["method"] = request.method
+        seen["body"] = await request.read()
+        seen["x-api-key"] = request.headers.get("x-api-key")
+        return web.Response(body=b"hello", headers={"Request-Id": "req_1"})
+
+    server = await serve(aiohttp_server, {"/v1/messages": handler})
+    response = await transport.send(
+        "POST", url(server, "/v1/messages"), headers={"x-api-key": "k"}, body=b'{"a":1}',
+        stream=False,
+    )
+    try:
+        assert isinstance(response, HttpResponse)
+        assert response.status == 200
+        assert response.headers["request-id"] == "req_1"
+        assert response.headers.get("REQUEST-ID") == "req_1"
+        assert await response.read(1024) == b"hello"
+    finally:
+        await response.aclose()
+        await response.aclose()  # idempotent
+    assert seen == {"method": "POST", "body": b'{"a":1}', "x-api-key": "k"}
+
+
+async def test_chunks_are_delivered_as_they_arrive(
+    aiohttp_server: ServerFactory, transport: AiohttpTransport
+) -> None:
+    """The second chunk is only written after the client has seen the first: no buffering."""
+    first_seen = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(b"data: one\n\n")
+        await asyncio.wait_for(first_seen.wait(), WAIT)
+        await response.write(b"data: two\n\n")
+        await response.write_eof()
+        return response
+
+    server = await serve(aiohttp_server, {"/s": handler})
+    response = await send(transport, url(server, "/s"))
+    received = b""
+    try:
+        async for chunk in response.aiter_bytes():
+            received += chunk
+            if received == b"data: one\n\n":
+                first_seen.set()
+    finally:
+        await response.aclose()
+    assert received == b"data: one\n\ndata: two\n\n"
+
+
+async def test_aclose_mid_stream_drops_the_connection(
+    aiohttp_server: ServerFactory, transport: AiohttpTransport
+) -> None:
+    disconnected = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        try:
+            while True:
+                await response.write(b"data: x\n\n")
+                await asyncio.sleep(0.001)
+        except (ConnectionError, asyncio.CancelledError):
+            disconnected.set()
+            raise
+
+    server = await serve(aiohttp_server, {"/s": handler})
+    response = await send(transport, url(server, "/s"))
+    async for _ in response.aiter_bytes():
+        break
+    await response.aclose()
+    await asyncio.wait_for(disconnected.wait(), WAIT)
+
+
+async def test_fully_read_connection_is_reused(
+    aiohttp_server: ServerFactory, transport: AiohttpTransport
+) -> None:
+    peers: list[Any] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        peers.append(request.transport.get_extra_info("peername") if request.transport else None)
+        return web.Response(body=b"ok")
+
+    server = await serve(aiohttp_server, {"/r": handler})
+    for _ in range(3):
+        response = await send(transport, url(server, "/r"), stream=False)
+        assert await response.read(100) == b"ok"
+        await response.aclose()
+    assert len(peers) == 3 and len(set(peers)) == 1
+
+
+class TestReadLimit:
+    async def test_declared_length_over_the_limit_is_refused_before_reading(
+        self, aiohttp_server: ServerFactory, transport: AiohttpTransport
+    ) -> None:
+        async def handler(request: web.Request) -> web.Response:
+            return web.Response(body=b"x" * 2000)
+
+        server = await serve(aiohttp_server, {"/big": handler})
+        response = await send(transport, url(server, "/big"), stream=False)
+        try:
+            with pytest.raises(StreamProtocolError, match="2000 bytes exceeds the 1000-byte"):
+                await response.read(1000)
+        finally:
+            await response.aclose()
+
+    async def test_chunked_body_over_the_limit_is_cut_off(
+        self, aiohttp_server: ServerFactory, transport: AiohttpTransport
+    ) -> None:
+        async def handler(request: web.Request) -> web.StreamResponse:
+            response = web.StreamResponse()
+            response.enable_chunked_encoding()
+            await response.prepare(request)
+            for _ in range(20):
+                await response.write(b"y" * 100)
+            await response.write_eof()
+            return response
+
+        server = await serve(aiohttp_server, {"/chunked": handler})
+        response = await send(transport, url(server, "/chunked"), stream=False)
+        try:
+            with pytest.raises(StreamProtocolError, match="exceeds the 1000-byte limit"):
+                await response.read(1000)
+        finally:
+            await response.aclose()
+
+    async def test_decompressed_size_is_what_counts(
+        self, aiohttp_server: ServerFactory, transport: AiohttpTransport
+    ) -> None:
+        """A small gzip body that inflates past the cap is refused (no zip bomb)."""
+        bomb = gzip.compress(b"z" * 100_000)
+        assert len(bomb) < 1000
+
+        async def handler(request: web.Request) -> web.Response:
+            return web.Response(body=bomb, headers={"content-encoding": "gzip"})
+
+        server = await serve(aiohttp_server, {"/gz": handler})
+        response = await send(transport, url(server, "/gz"), stream=False)
+        try:
+            with pytest.raises(StreamProtocolError, match="exceeds the 10000-byte limit"):
+                await response.read(10_000)
+        finally:
+            await response.aclose()
+
+    async def test_body_at_exactly_the_limit_is_fine(
+        self, aiohttp_server: ServerFactory, transport: AiohttpTransport
+    ) -> None:
+        async def handler(request: web.Request) -> web.Response:
+            return web.Response(body=b"x" * 1000)
+
+        server = await serve(aiohttp_server, {"/exact": handler})
+        response = await send(transport, url(server, "/exact"), stream=False)
+        try:
+            assert len(await response.read(1000)) == 1000
+        finally:
+            await response.aclose()
+
+
+async def test_redirects_are_not_followed(
+    aiohttp_server: ServerFactory, transport: AiohttpTransport
+) -> None:
+    followed: list[str | None] = []
+
+    async def elsewhere(request: web.Request) -> web.Response:
+        followed.append(request.headers.get("x-api-key"))
+        return web.Response(body=b"stolen")
+
+    async def redirect(request: web.Request) -> web.Response:
+        raise web.HTTPTemporaryRedirect(location="/elsewhere")
+
+    server = await serve(aiohttp_server, {"/v1/messages": redirect, "/elsewhere": elsewhere})
+    response = await transport.send(
+        "POST", url(server, "/v1/messages"), headers={"x-api-key": "secret"}, body=b"{}",
+        stream=False,
+    )
+    try:
+        assert response.status == 307
+        assert response.headers["location"] == "/elsewhere"
+    finally:
+        await response.aclose()
+    assert followed == []
+
+
+async def test_connection_refused_is_a_connect_error(transport: AiohttpTransport) -> None:
+    with socket.socket() as sock:  # find a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    expected = rf"cannot connect to http://127\.0\.0\.1:{port}/v1"
+    with pytest.raises(ConnectError, match=expected) as info:
+        await send(transport, f"http://127.0.0.1:{port}/v1?key=sk-secret")
+    assert "sk-secret" not in str(info.value)
+    assert isinstance(info.value.__cause__, aiohttp.ClientConnectorError)
+
+
+async def test_idle_read_timeout_is_a_read_error(aiohttp_server: ServerFactory) -> None:
+    release = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b"data: first\n\n")
+        await release.wait()  # then go silent until the test ends
+        return response
+
+    server = await serve(aiohttp_server, {"/stall": handler})
+    transport = AiohttpTransport(read_timeout=0.05)
+    try:
+        response = await send(transport, url(server, "/stall"))
+        try:
+            chunks = response.aiter_bytes()
+            assert await chunks.__anext__() == b"data: first\n\n"
+            with pytest.raises(ReadError, match=r"read timed out after 0\.05s") as info:
+                await chunks.__anext__()
+            assert isinstance(info.value.__cause__, TimeoutError)
+        finally:
+            await response.aclose()
+    finally:
+        release.set()
+        await transport.aclose()
+
+
+async def test_server_dropping_a_chunked_stream_is_a_read_error(
+    aiohttp_server: ServerFactory, transport: AiohttpTransport
+) -> None:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+        await response.write(b"data: partial\n\n")
+        await asyncio.sleep(0)
+        assert request.transport is not None
+        request.transport.abort()  # no terminating chunk: the body is incomplete
+        return response
+
+    server = await serve(aiohttp_server, {"/drop": handler})
+    response = await send(transport, url(server, "/drop"))
+    received: list[bytes] = []
+    try:
+        with pytest.raises(ReadError, match=r"response body incomplete|server disconnected"):
+            async for chunk in response.aiter_bytes():
+                received.append(chunk)
+    finally:
+        await response.aclose()
+    assert b"".join(received) == b"data: partial\n\n"
+
+
+async def test_invalid_url_is_a_config_error(transport: AiohttpTransport) -> None:
+    with pytest.raises(ConfigError, match="invalid URL"):
+        await send(transport, "ftp://127.0.0.1/x")
+    with pytest.raises(ConfigError, match="invalid URL"):
+        await send(transport, "not a url")
+
+
+async def test_aclose_is_idempotent_and_the_transport_reopens(
+    aiohttp_server: ServerFactory,
+) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"ok")
+
+    server = await serve(aiohttp_server, {"/r": handler})
+    transport = AiohttpTransport()
+    assert transport.closed
+    for _ in range(2):
+        response = await send(transport, url(server, "/r"), stream=False)
+        assert not transport.closed
+        assert await response.read(10) == b"ok"
+        await response.aclose()
+        await transport.aclose()
+        await transport.aclose()
+        assert transport.closed
+
+
+def test_a_pool_is_bound_to_its_event_loop() -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"ok")
+
+    first = asyncio.new_event_loop()
+    transport = AiohttpTransport()
+    app = web.Application()
+    app.router.add_post("/r", handler)
+    server = TestServer(app, host="127.0.0.1")
+    try:
+        first.run_until_complete(server.start_server())
+
+        async def use() -> None:
+            response = await send(transport, url(server, "/r"), stream=False)
+            await response.read(10)
+            await response.aclose()
+
+        first.run_until_complete(use())
+        with pytest.raises(ConfigError, match="another event loop"):
+            asyncio.run(use())
+    finally:
+        first.run_until_complete(transport.aclose())
+        first.run_until_complete(server.close())
+        first.close()
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected", "text"),
+    [
+        (aiohttp.ConnectionTimeoutError(), ConnectError,
+         "timed out connecting to http://h/p after 3s"),
+        (aiohttp.SocketTimeoutError(), ReadError, "read timed out after 7s (no data from http://h/p)"),
+        (TimeoutError(), ReadError, "read timed out after 7s"),
+        (aiohttp.ServerDisconnectedError(), ReadError, "server disconnected (http://h/p)"),
+        (aiohttp.ClientPayloadError("boom"), ReadError,
+         "response body incomplete (http://h/p): the connection closed before the body ended"),
+        (ConnectionResetError(104, "reset by peer"), ReadError, "connection error (http://h/p)"),
+        (aiohttp.ClientOSError(32, "broken pipe"), ReadError, "connection error (http://h/p)"),
+    ],
+    ids=["connect-timeout", "socket-timeout", "timeout", "disconnect", "payload", "oserror",
+         "client-oserror"],
+)
+def test_error_mapping_table(exc: Exception, expected: type[Exception], text: str) -> None:
+    with pytest.raises(expected) as info, map_aiohttp_errors(
+        "http://user:pw@h/p?key=secret", connect_timeout=3, read_timeout=7
+    ):
+        raise exc
+    assert str(info.value).startswith(text)
+    assert "secret" not in str(info.value) and "pw" not in str(info.value)
+    assert info.value.__cause__ is exc
+
+
+def test_cancellation_and_foreign_errors_pass_through() -> None:
+    with pytest.raises(asyncio.CancelledError), map_aiohttp_errors("http://h/"):
+        raise asyncio.CancelledError
+    with pytest.raises(KeyError), map_aiohttp_errors("http://h/"):
+        raise KeyError("not a transport failure")
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [{"connect_timeout": 0}, {"read_timeout": -1}, {"limit": 0}, {"limit_per_host": -1},
+     {"connect_timeout": "10"}, {"keepalive_timeout": True}],
+    ids=["connect0", "read-neg", "limit0", "per-host-neg", "str", "bool"],
+)
+def test_bad_settings_are_config_errors(kwargs: dict[str, Any]) -> None:
+    with pytest.raises(ConfigError, match=next(iter(kwargs))):
+        AiohttpTransport(**kwargs)
+
+
+async def test_the_leak_check_is_armed(aiohttp_server: ServerFactory) -> None:
+    """A transport that is never closed does warn when collected: the gc.collect() in the
+    fixtures would turn a real leak into a failing test (warnings are errors)."""
+    import gc
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"ok")
+
+    server = await serve(aiohttp_server, {"/r": handler})
+    leaky = AiohttpTransport()
+    response = await send(leaky, url(server, "/r"), stream=False)
+    await response.read(10)
+    await response.aclose()
+    session = leaky._session  # pyright: ignore[reportPrivateUsage]
+    assert session is not None and session.connector is not None
+    connector = session.connector  # closed by hand below, once the warning is seen
+    del session
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        del leaky, response
+        gc.collect()
+    leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
+    assert any(text.startswith("Unclosed client session") for text in leaks), leaks
+    await connector.close()
+
+
+async def test_connections_use_tcp_nodelay(
+    aiohttp_server: ServerFactory, transport: AiohttpTransport
+) -> None:
+    release = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b"data: x\n\n")
+        await release.wait()  # keep the connection busy while the test looks at it
+        return response
+
+    server = await serve(aiohttp_server, {"/r": handler})
+    response = await send(transport, url(server, "/r"))
+    try:
+        raw: Any = response._response  # type: ignore[attr-defined]  # the aiohttp response
+        sock = raw.connection.transport.get_extra_info("socket")
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    finally:
+        release.set()
+        await response.aclose()
