@@ -68,8 +68,56 @@ _EXPORTS: dict[str, str] = {
     "RescueFailed": "rxturn.errors",
     "FallbackExhausted": "rxturn.errors",
     "is_retryable": "rxturn.errors",
-    # client seam
+    # client seam and clients (aiohttp loads only when a client is used)
     "ModelClient": "rxturn.clients._base",
+    "AnthropicClient": "rxturn.clients",
+    "OpenAIClient": "rxturn.clients",
+    "OllamaClient": "rxturn.clients",
+    # decoding and folding
+    "replay": "rxturn.replay",
+    "replay_message": "rxturn.replay",
+    "fold": "rxturn.fold",
+    "fold_handler": "rxturn.fold",
+    "TurnState": "rxturn.fold",
+    # the stream handler
+    "StreamHandler": "rxturn.handler",
+    "TimeoutPolicy": "rxturn.policies",
+    "RetryPolicy": "rxturn.policies",
+    "RateLimitPolicy": "rxturn.policies",
+    "LimiterPolicy": "rxturn.policies",
+    "RateLimiter": "rxturn.limiter",
+    # the turn
+    "TurnEngine": "rxturn.engine",
+    "Session": "rxturn.engine",
+    "TurnResult": "rxturn.engine",
+    "RunResult": "rxturn.engine",
+    "Tool": "rxturn.tools",
+    "ToolRegistry": "rxturn.tools",
+    "tool": "rxturn.tools",
+    # the model breaker, observers, audit
+    "FallbackManager": "rxturn.fallback",
+    "FallbackPolicy": "rxturn.fallback",
+    "BreakerState": "rxturn.fallback",
+    "FailureKind": "rxturn.fallback",
+    "Observer": "rxturn.observers",
+    "ObserverSet": "rxturn.observers",
+    "RecordingObserver": "rxturn.observers",
+    "LoggingObserver": "rxturn.observers",
+    "AuditTrail": "rxturn.audit",
+    "Turn": "rxturn.audit",
+    "Run": "rxturn.audit",
+    # context accounting (tiktoken loads only when counting)
+    "TokenCounter": "rxturn.tokens",
+    "TiktokenCounter": "rxturn.tokens",
+    "ContextEstimate": "rxturn.tokens",
+    "estimate_context": "rxturn.tokens",
+    "ContextContributor": "rxturn.context",
+    "MemoryProvider": "rxturn.context",
+    "ContextWindow": "rxturn.context",
+    "Compactor": "rxturn.context",
+    "TruncatingCompactor": "rxturn.context",
+    "SummarizingCompactor": "rxturn.context",
+    "Calibration": "rxturn.context",
 }
 
 __all__ = sorted([*_EXPORTS, "__version__"])
@@ -89,8 +137,29 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from .audit import AuditTrail, Run, Turn
     from .cancel import CancelToken
+    from .clients import AnthropicClient, OllamaClient, OpenAIClient
     from .clients._base import ModelClient
+    from .context import (
+        Calibration,
+        Compactor,
+        ContextContributor,
+        ContextWindow,
+        MemoryProvider,
+        SummarizingCompactor,
+        TruncatingCompactor,
+    )
+    from .engine import RunResult, Session, TurnEngine, TurnResult
+    from .fallback import BreakerState, FailureKind, FallbackManager, FallbackPolicy
+    from .fold import TurnState, fold, fold_handler
+    from .handler import StreamHandler
+    from .limiter import RateLimiter
+    from .observers import LoggingObserver, Observer, ObserverSet, RecordingObserver
+    from .policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
+    from .replay import replay, replay_message
+    from .tokens import ContextEstimate, TiktokenCounter, TokenCounter, estimate_context
+    from .tools import Tool, ToolRegistry, tool
     from .errors import *  # noqa: F403
     from .events import *  # noqa: F403
     from .messages import *  # noqa: F403

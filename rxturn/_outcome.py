@@ -1,0 +1,59 @@
+"""Recording a turn's outcome: the glue between the LLM turn and the model breaker.
+
+This is the seed's ``emission.rs`` (reference §6.4), kept apart from the engine because the
+order of its steps *is* the behaviour:
+
+success — capture the serving model **before** touching the breaker; ``record_success`` (which
+during a recovery probe may close the breaker); then ``on_stream_success`` with that model.
+
+failure — (1) a cancel short-circuits: breaker untouched, no event; (2) note whether we were
+already on a backup; (3) ``record_failure`` as RATE_LIMIT for a :class:`RateLimitEscalation`,
+TRANSIENT otherwise; (4) if that tripped the breaker and a backup exists, ``on_fallback``;
+(5) if a backup was serving and failed too, it takes a strike (routing advances once it has
+used its strikes); (6) ``on_stream_failure``. The caller then re-raises the original error.
+"""
+
+from __future__ import annotations
+
+from .errors import Cancelled
+from .fallback import FallbackManager
+from .messages import Usage
+from .observers import ObserverSet
+
+__all__ = ["record_turn_failure", "record_turn_success"]
+
+
+def record_turn_success(
+    fallback: FallbackManager | None,
+    observers: ObserverSet,
+    *,
+    turn: int,
+    served: str,
+    usage: Usage | None,
+) -> None:
+    if fallback is not None:
+        fallback.record_success()
+    observers.emit(
+        "on_stream_success",
+        turn=turn,
+        model=served,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+    )
+
+
+def record_turn_failure(
+    fallback: FallbackManager | None,
+    observers: ObserverSet,
+    *,
+    turn: int,
+    served: str,
+    error: BaseException,
+) -> None:
+    if isinstance(error, Cancelled):
+        return
+    if fallback is not None:
+        outcome = fallback.record_turn_failure(error, served=served)
+        if outcome is not None and outcome.fallback_to is not None:
+            observers.emit("on_fallback", from_model=served, to_model=outcome.fallback_to)
+    observers.emit("on_stream_failure", turn=turn, model=served, error=error)

@@ -1,0 +1,67 @@
+"""``rxturn chat``: one conversation against a real endpoint (or the fake server).
+
+One-shot with a PROMPT, interactive without one (a prompt per stdin line; Ctrl-C cancels the
+running turn only; ``/model NAME``, ``/reset``, ``/stats``, ``/help``; EOF ends with exit 0).
+The stream handler always has the reference defaults (not passthrough) and ``--fallback``
+adds a fallback manager with the reference defaults. ``--json`` prints one JSON object per turn
+(SPEC §3.1) instead of live text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+_KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "chat",
+        help="chat with a model (one-shot with PROMPT, interactive without)",
+        description="One conversation against a real endpoint, with the resilient handler.",
+    )
+    parser.add_argument("--provider", required=True, choices=["anthropic", "openai", "ollama"])
+    parser.add_argument("--model", required=True)
+    parser.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
+    parser.add_argument(
+        "--fallback", action="append", default=[], metavar="MODEL",
+        help="backup model (repeatable; enables the model circuit breaker)",
+    )
+    parser.add_argument("--system", default=None, metavar="TEXT", help="system prompt")
+    parser.add_argument("--no-stream", action="store_true", help="non-streaming requests")
+    parser.add_argument("--json", action="store_true", help="one JSON object per turn")
+    parser.add_argument("prompt", nargs="?", default=None, metavar="PROMPT")
+    parser.set_defaults(run=run)
+
+
+def _fail(message: str) -> int:
+    print(f"rxturn chat: {message}", file=sys.stderr)
+    return 2
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.model.strip():
+        return _fail("--model must not be empty")
+    if any(not name.strip() for name in args.fallback):
+        return _fail("--fallback must not be empty")
+    if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
+        return _fail(f"--base-url must start with http:// or https://, got {args.base_url!r}")
+    variable = _KEY_VARIABLES.get(args.provider)
+    key = os.environ.get(variable) if variable else None
+    if variable and not key and args.base_url is None:
+        return _fail(f"{variable} is not set (needed for the {args.provider} API)")
+
+    import asyncio
+
+    from rxturn.cli._chat_session import ChatSession
+
+    session = ChatSession(args, api_key=key)
+    try:
+        return asyncio.run(session.main())
+    except KeyboardInterrupt:  # Ctrl-C outside a turn, before the loop took over signals
+        return 130

@@ -1,0 +1,281 @@
+"""``rxturn demo``: the whole resilience story, offline, in a few seconds.
+
+The embedded fake provider plays a script whose entries are consumed in request order (SPEC
+§3.3), so the story below is exactly reproducible. Seven chapters, one run each (chapter 4 has
+three), all on one engine with the reference-default stream handler and a fallback manager:
+
+1. a 529 *overloaded* absorbed by the rate-limit ladder (it honours ``Retry-After``);
+2. a stream dropped mid-reply: the shown text is retracted at ``AttemptReset`` and re-rendered;
+3. a stream that keeps getting truncated: the transport ladder spends its budget and the
+   non-streaming rescue serves the reply;
+4. a primary outage (HTTP 500s): three failed runs trip the breaker;
+5. the backup model serves (``on_fallback``, ``on_model_switched``);
+6. the cooldown passes — the breaker's clock is advanced by 60 s instead of waiting — and two
+   successful probes route back to the primary;
+7. a tool call: the model asks for the weather, the tool runs, the model answers.
+
+The demo checks its own story (attempts, rescues, models) and exits 1 if anything went
+differently, so ``rxturn demo`` doubles as an end-to-end smoke test.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from .engine import TurnEngine
+from .errors import RxturnError
+from .events import AttemptReset
+from .fallback import FallbackManager, FallbackPolicy
+from .handler import StreamHandler
+from .observers import Observer
+
+__all__ = ["DEMO_SCENARIO", "play"]
+
+PRIMARY = "rx-primary"
+BACKUP = "rx-backup"
+COOLDOWN = 60.0
+
+_T1 = "The 529 was absorbed: one short wait, then this reply."
+_T2 = "A dropped stream is retracted and streamed again, cleanly."
+_T3 = "Truncated four times; the non-streaming rescue saved this turn."
+_T5 = "Backup model here: the breaker routed this turn to me."
+_T6A = "Primary again: probe one of two succeeded."
+_T6B = "Probe two succeeded too: the breaker is closed."
+_T7 = "It is 21 °C and sunny in Lisbon, according to the tool."
+
+_SLOW = {"chunk_chars": 4, "delay_ms": 12}
+
+DEMO_SCENARIO: dict[str, Any] = {
+    "models": {
+        PRIMARY: [
+            # 1. overloaded once, then fine
+            {"status": 529, "retry_after": 0.25},
+            {"text": _T1, **_SLOW},
+            # 2. dropped mid-stream, then fine
+            {"text": _T2, "drop_after_events": 9, **_SLOW},
+            {"text": _T2, **_SLOW},
+            # 3. four truncated attempts (1 + 3 retries), then the rescue's non-streaming reply
+            *[{"text": _T3, "drop_after_events": 4, "chunk_chars": 6} for _ in range(4)],
+            {"text": _T3},
+            # 4. three runs of (4 streaming attempts + 1 rescue), every one an HTTP 500
+            *[{"status": 500} for _ in range(15)],
+            # 6. two successful probes after the cooldown
+            {"text": _T6A, **_SLOW},
+            {"text": _T6B, **_SLOW},
+            # 7. a tool call, then the answer
+            {"tool_calls": [{"id": "call_weather", "name": "get_weather",
+                             "input": {"city": "Lisbon"}}]},
+            {"text": _T7, **_SLOW},
+        ],
+        BACKUP: [{"text": _T5, **_SLOW}],
+    }
+}
+
+
+def get_weather(city: str) -> dict[str, Any]:
+    """Current weather for a city (the demo's tool)."""
+    return {"city": city, "celsius": 21, "sky": "sunny"}
+
+
+class _Clock:
+    """Monotonic time plus a skip offset: how the demo 'waits' 60 s in no time."""
+
+    def __init__(self) -> None:
+        self.offset = 0.0
+
+    def __call__(self) -> float:
+        return time.monotonic() + self.offset
+
+
+@dataclass
+class _Row:
+    chapter: str
+    outcome: str = ""
+    attempts: int = 0
+    rescued: bool = False
+    model: str = ""
+    tokens: str = ""
+    seconds: float = 0.0
+
+
+@dataclass
+class _Painter:
+    out: TextIO
+    color: bool
+    shown: int = 0  # characters of the current attempt shown on the current line
+
+    def paint(self, text: str, code: str) -> str:
+        return f"\033[{code}m{text}\033[0m" if self.color else text
+
+    def line(self, text: str = "", code: str = "") -> None:
+        self.end_text()
+        self.out.write((self.paint(text, code) if code else text) + "\n")
+        self.out.flush()
+
+    def text(self, chunk: str) -> None:
+        if self.shown == 0:
+            self.out.write("  ")
+        self.out.write(chunk)
+        self.shown += len(chunk)
+        self.out.flush()
+
+    def end_text(self) -> None:
+        if self.shown:
+            self.out.write("\n")
+            self.shown = 0
+
+    def retract(self, note: str) -> None:
+        if self.shown and self.color:  # on a terminal: erase the discarded text in place
+            self.out.write("\r\033[K")
+        elif self.shown:
+            self.out.write(self.paint(" ✗", "31") + "\n")
+        self.shown = 0
+        self.out.write(self.paint(f"  ↻ {note}", "33") + "\n")
+        self.out.flush()
+
+
+@dataclass
+class _Narrator(Observer):
+    painter: _Painter
+    notes: list[str] = field(default_factory=list)
+
+    def on_attempt_reset(self, *, turn: int, reset: AttemptReset) -> None:
+        self.painter.retract(f"attempt {reset.attempt}: {reset.reason}")
+
+    def on_stream_failure(self, *, turn: int, model: str, error: BaseException) -> None:
+        self.painter.line(f"  ✗ {model} failed: {type(error).__name__}", "31")
+
+    def on_fallback(self, *, from_model: str, to_model: str) -> None:
+        self.notes.append("fallback")
+        self.painter.line(f"  ⚡ breaker tripped: {from_model} → {to_model}", "35")
+
+    def on_model_switched(self, *, from_model: str, to_model: str) -> None:
+        self.notes.append(f"switch:{to_model}")
+        self.painter.line(f"  ⇄ serving model: {from_model} → {to_model}", "36")
+
+    def on_tool_call(self, *, turn: int, call: Any) -> None:
+        self.painter.line(f"  🔧 tool call {call.name}({call.input})", "34")
+
+    def on_tool_result(self, *, turn: int, result: Any) -> None:
+        self.painter.line(f"  🔧 tool result {result.content}", "34")
+
+
+_CHAPTERS = [
+    ("1 rate limit", "Hello! (the provider answers 529 first)"),
+    ("2 dropped stream", "Tell me about dropped streams."),
+    ("3 rescue", "And truncated ones?"),
+    ("4a outage", "Are you there?"),
+    ("4b outage", "Still there?"),
+    ("4c outage", "Anyone?"),
+    ("5 backup", "Who is answering now?"),
+    ("6a probe", "Is the primary back?"),
+    ("6b probe", "Once more?"),
+    ("7 tool call", "What's the weather in Lisbon?"),
+]
+
+# What each run must show: (ok, attempts, rescued, model)
+_EXPECTED = [
+    (True, 2, False, PRIMARY),
+    (True, 2, False, PRIMARY),
+    (True, 4, True, PRIMARY),
+    (False, 0, False, PRIMARY),
+    (False, 0, False, PRIMARY),
+    (False, 0, False, PRIMARY),
+    (True, 1, False, BACKUP),
+    (True, 1, False, PRIMARY),
+    (True, 1, False, PRIMARY),
+    (True, 2, False, PRIMARY),
+]
+
+
+async def play(out: TextIO | None = None, *, color: bool | None = None) -> int:
+    """Play the story; return the exit code (0 when everything went as scripted)."""
+    from .clients import AnthropicClient
+    from .testing import FakeProvider
+
+    out = out or sys.stdout
+    painter = _Painter(out, out.isatty() if color is None else color)
+    clock = _Clock()
+    fallback = FallbackManager(
+        PRIMARY, [BACKUP], policy=FallbackPolicy(recovery_timeout=COOLDOWN), clock=clock
+    )
+    narrator = _Narrator(painter)
+    rows: list[_Row] = []
+    started = time.monotonic()
+    painter.line("rxturn demo — one LLM turn as a ReactiveX pipeline (offline fake provider)", "1")
+    async with FakeProvider(DEMO_SCENARIO) as fake:
+        client = AnthropicClient(PRIMARY, api_key="demo-key-not-secret", base_url=fake.base_url)
+        async with client:
+            engine = TurnEngine(
+                client,
+                system="You are the rxturn demo.",
+                tools=[get_weather],
+                handler=StreamHandler.default(),
+                fallback=fallback,
+                observers=[narrator],
+                text_streamer=painter.text,
+            )
+            for chapter, prompt in _CHAPTERS:
+                if chapter.startswith("6a"):
+                    clock.offset += COOLDOWN
+                    painter.line(f"⏩ {COOLDOWN:.0f} s later (breaker clock advanced)", "2")
+                painter.line(f"▶ {chapter}: {prompt}", "1")
+                row = _Row(chapter, model=engine.served_model())
+                t0 = time.monotonic()
+                try:
+                    result = await engine.run(prompt)
+                except RxturnError as exc:
+                    row.outcome = f"failed: {type(exc).__name__}"
+                else:
+                    last = result.turns[-1]
+                    row.outcome = "ok"
+                    row.attempts = sum(t.attempts for t in result.turns)
+                    row.rescued = any(t.rescued for t in result.turns)
+                    row.model = last.model
+                    used_in = sum(t.usage.input_tokens for t in result.turns if t.usage)
+                    used_out = sum(t.usage.output_tokens for t in result.turns if t.usage)
+                    row.tokens = f"{used_in}/{used_out}"
+                    if row.rescued:
+                        painter.text(result.text)
+                painter.end_text()
+                row.seconds = time.monotonic() - t0
+                rows.append(row)
+    _summary(painter, rows, time.monotonic() - started)
+    problems = _check(rows, narrator.notes)
+    for problem in problems:
+        painter.line(f"demo check failed: {problem}", "31")
+    return 1 if problems else 0
+
+
+def _summary(painter: _Painter, rows: list[_Row], total: float) -> None:
+    painter.line()
+    header = f"{'run':<18}{'outcome':<26}{'attempts':>9}{'rescued':>9}  {'model':<12}"
+    header += f"{'tokens':>9}{'time':>8}"
+    painter.line(header, "1")
+    for row in rows:
+        painter.line(
+            f"{row.chapter:<18}{row.outcome:<26}{row.attempts or '-':>9}"
+            f"{'yes' if row.rescued else '-':>9}  {row.model:<12}{row.tokens or '-':>9}"
+            f"{row.seconds:>7.2f}s"
+        )
+    painter.line(f"total {total:.1f}s, no network, no API key", "2")
+
+
+def _check(rows: list[_Row], notes: list[str]) -> list[str]:
+    problems: list[str] = []
+    for row, (ok, attempts, rescued, model) in zip(rows, _EXPECTED, strict=True):
+        if (row.outcome == "ok") != ok:
+            problems.append(f"{row.chapter}: expected {'success' if ok else 'failure'}")
+        elif ok and (row.attempts, row.rescued, row.model) != (attempts, rescued, model):
+            problems.append(
+                f"{row.chapter}: got attempts={row.attempts} rescued={row.rescued} "
+                f"model={row.model}, expected {attempts}/{rescued}/{model}"
+            )
+    if "fallback" not in notes:
+        problems.append("the breaker never tripped")
+    if f"switch:{BACKUP}" not in notes or f"switch:{PRIMARY}" not in notes:
+        problems.append("the serving model did not switch to the backup and back")
+    return problems

@@ -1,0 +1,186 @@
+"""Python functions as tools the model can call.
+
+A :class:`Tool` pairs a :class:`~rxturn.messages.ToolSchema` with a Python callable (sync or
+async). The JSON Schema is derived from the signature with msgspec (``msgspec.json.schema`` of
+each annotation), and the model's arguments are converted with ``msgspec.convert`` against the
+same annotations, so what the model is told and what the function receives can never disagree.
+
+Running a call never raises: a bad argument, an unknown tool or an exception inside the tool
+becomes an error result (``is_error=True``) that goes back to the model, which can then fix
+its call. Only cancellation propagates.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, get_type_hints
+
+import msgspec
+
+from .errors import ConfigError
+from .messages import ToolCallPart, ToolResultPart, ToolSchema
+
+__all__ = ["Tool", "ToolRegistry", "tool"]
+
+ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
+
+
+class Tool:
+    """A callable the model may invoke, with its schema."""
+
+    __slots__ = ("_types", "function", "schema")
+
+    def __init__(
+        self,
+        function: ToolFunction,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        input_schema: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.function = function
+        tool_name = name or getattr(function, "__name__", "")
+        if not tool_name or not tool_name.replace("_", "a").replace("-", "a").isalnum():
+            raise ConfigError(f"tool name {tool_name!r} must be letters, digits, '_' or '-'")
+        doc = inspect.getdoc(function) or ""
+        self._types = _parameter_types(function)
+        schema = dict(input_schema) if input_schema is not None else _schema_for(self._types)
+        self.schema = ToolSchema(
+            name=tool_name,
+            description=description if description is not None else doc.split("\n\n")[0],
+            input_schema=schema,
+        )
+
+    @property
+    def name(self) -> str:
+        return self.schema.name
+
+    def __repr__(self) -> str:
+        return f"Tool({self.name!r})"
+
+    async def call(self, arguments: Any) -> str:
+        """Convert ``arguments``, run the function (awaiting it if needed), render the result."""
+        if not isinstance(arguments, dict):
+            raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+        kwargs = _convert_arguments(self._types, arguments)
+        result = self.function(**kwargs)
+        if inspect.isawaitable(result):
+            result = await result
+        return _render(result)
+
+
+def tool(
+    function: ToolFunction | None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+) -> Any:
+    """Decorator turning a function into a :class:`Tool` (``@tool`` or ``@tool(name=...)``)."""
+
+    def wrap(fn: ToolFunction) -> Tool:
+        return Tool(fn, name=name, description=description)
+
+    return wrap(function) if function is not None else wrap
+
+
+class ToolRegistry:
+    """Tools by name, in registration order."""
+
+    def __init__(self, tools: Iterable[Tool | ToolFunction] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for item in tools:
+            self.register(item)
+
+    def register(self, item: Tool | ToolFunction) -> Tool:
+        registered = item if isinstance(item, Tool) else Tool(item)
+        if registered.name in self._tools:
+            raise ConfigError(f"a tool named {registered.name!r} is already registered")
+        self._tools[registered.name] = registered
+        return registered
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def schemas(self) -> tuple[ToolSchema, ...] | None:
+        """The schemas to send, or ``None`` when no tool is registered (seed: tools ``None``)."""
+        return tuple(t.schema for t in self._tools.values()) or None
+
+    async def run(self, call: ToolCallPart) -> ToolResultPart:
+        """Run one call. Every failure becomes an error result for the model."""
+        found = self._tools.get(call.name)
+        if found is None:
+            known = ", ".join(self._tools) or "none"
+            return ToolResultPart(
+                call.id, f"unknown tool {call.name!r} (available: {known})", is_error=True
+            )
+        try:
+            return ToolResultPart(call.id, await found.call(call.input))
+        except (msgspec.ValidationError, ConfigError, TypeError) as exc:
+            return ToolResultPart(call.id, f"invalid arguments for {call.name}: {exc}", True)
+        except Exception as exc:  # the tool's own failure goes back to the model
+            return ToolResultPart(call.id, f"{type(exc).__name__}: {exc}", is_error=True)
+
+
+def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:
+    """name -> (annotation, required) for every named parameter of ``function``."""
+    signature = inspect.signature(function)
+    try:
+        hints = get_type_hints(function)
+    except Exception:
+        hints = {}
+    types: dict[str, tuple[Any, bool]] = {}
+    for parameter in signature.parameters.values():
+        if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        annotation = hints.get(parameter.name, Any)
+        types[parameter.name] = (annotation, parameter.default is inspect.Parameter.empty)
+    return types
+
+
+def _schema_for(types: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    if types:
+        annotations = [annotation for annotation, _ in types.values()]
+        schemas, components = msgspec.json.schema_components(
+            annotations, ref_template="#/$defs/{name}"
+        )
+        for (param, (_, is_required)), schema in zip(types.items(), schemas, strict=True):
+            properties[param] = schema
+            if is_required:
+                required.append(param)
+    else:
+        components = {}
+    result: dict[str, Any] = {"type": "object", "properties": properties}
+    if required:
+        result["required"] = required
+    if components:
+        result["$defs"] = dict(components)
+    return result
+
+
+def _convert_arguments(
+    types: Mapping[str, tuple[Any, bool]], arguments: Mapping[str, Any]
+) -> dict[str, Any]:
+    unknown = set(arguments) - set(types)
+    if unknown:
+        raise ConfigError(f"unexpected argument(s): {', '.join(sorted(unknown))}")
+    missing = [name for name, (_, required) in types.items() if required and name not in arguments]
+    if missing:
+        raise ConfigError(f"missing required argument(s): {', '.join(missing)}")
+    return {
+        name: msgspec.convert(value, types[name][0], strict=False)
+        for name, value in arguments.items()
+    }
+
+
+def _render(result: Any) -> str:
+    if isinstance(result, str):
+        return result
+    if result is None:
+        return ""
+    return msgspec.json.encode(result, enc_hook=str).decode()

@@ -1,0 +1,151 @@
+"""``rxturn chat`` as a user runs it: real processes, the fake server over loopback (SPEC §3.1)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+SECRET = "sk-ant-test-SECRET-0123456789"
+
+SCENARIO = {
+    "models": {
+        "good": [{"text": "Hello from the fake.", "usage": {"input_tokens": 3, "output_tokens": 5}}],
+        "flaky": [{"status": 529, "retry_after": 0}, {"text": "after one retry"}],
+        "bad": [{"status": 401}],
+        "primary": [{"status": 500}],
+        "backup": [{"text": "backup served"}],
+    }
+}
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env.update(extra)
+    return env
+
+
+@pytest.fixture(scope="module")
+def fake_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    path = tmp_path_factory.mktemp("chat") / "scenario.json"
+    path.write_text(json.dumps(SCENARIO))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(path)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline().strip()
+        assert first.startswith("listening on http://127.0.0.1:"), first
+        yield first.removeprefix("listening on ")
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def chat(*args: str, stdin: str | None = None, env: dict[str, str] | None = None):
+    return subprocess.run(
+        [sys.executable, "-m", "rxturn", "chat", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env if env is not None else _env(),
+    )
+
+
+def test_one_shot_json(fake_url: str) -> None:
+    out = chat("--provider", "anthropic", "--base-url", fake_url, "--model", "good", "--json", "hi")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.strip().splitlines()
+    assert len(lines) == 1
+    record = json.loads(lines[0])
+    assert set(record) == {"message", "model", "attempts", "rescued", "turns"}
+    message = record["message"]
+    assert set(message) == {"id", "model", "role", "content", "stop_reason", "usage"}
+    assert message["content"] == [{"type": "text", "text": "Hello from the fake."}]
+    assert message["stop_reason"] == "end_turn"
+    assert message["usage"] == {"input_tokens": 3, "output_tokens": 5}
+    assert record["model"] == "good"
+    assert record["attempts"] == 1 and record["rescued"] is False
+    assert len(record["turns"]) == 1
+    assert record["turns"][0]["input"] == "hi"
+    assert record["turns"][0]["output"] == "Hello from the fake."
+
+
+def test_retry_is_counted_in_attempts(fake_url: str) -> None:
+    out = chat("--provider", "openai", "--base-url", fake_url, "--model", "flaky", "--json", "hi")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    assert record["message"]["content"][0]["text"] == "after one retry"
+    assert record["attempts"] == 2
+
+
+def test_failing_provider_prints_error_json_and_exits_1(fake_url: str) -> None:
+    out = chat("--provider", "anthropic", "--base-url", fake_url, "--model", "bad", "--json", "hi")
+    assert out.returncode == 1
+    record = json.loads(out.stdout)
+    assert record["error"]["type"] == "AuthenticationError"
+    assert "401" in record["error"]["message"]
+
+
+def test_missing_key_for_the_real_endpoint_exits_2() -> None:
+    out = chat("--provider", "anthropic", "--model", "m", "hi")
+    assert out.returncode == 2
+    assert out.stderr.strip().count("\n") == 0
+    assert "ANTHROPIC_API_KEY" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_arguments_exit_2_without_traceback() -> None:
+    out = chat("--provider", "nope", "--model", "m", "hi")
+    assert out.returncode == 2
+    assert "Traceback" not in out.stderr
+
+
+def test_plain_output_streams_text(fake_url: str) -> None:
+    out = chat("--provider", "ollama", "--base-url", fake_url, "--model", "good", "hi")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Hello from the fake."
+
+
+def test_interactive_chat_reads_lines_until_eof(fake_url: str) -> None:
+    out = chat(
+        "--provider", "anthropic", "--base-url", fake_url, "--model", "good", "--json",
+        stdin="first\n/stats\n\nsecond\n",
+    )
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in out.stdout.strip().splitlines()]
+    assert len(records) == 2
+    assert [r["turns"][0]["input"] for r in records] == ["first", "second"]
+    assert "turns 1" in out.stderr  # /stats after the first turn
+
+
+def test_interactive_failed_turn_reports_and_goes_on(fake_url: str) -> None:
+    out = chat(
+        "--provider", "anthropic", "--base-url", fake_url, "--model", "primary",
+        "--fallback", "backup", "--json", stdin="a\nb\nc\nd\n",
+    )
+    assert out.returncode == 0, out.stderr
+    records = [json.loads(line) for line in out.stdout.strip().splitlines()]
+    assert [("error" in r) for r in records] == [True, True, True, False]
+    assert records[3]["model"] == "backup"
+    assert records[3]["message"]["content"][0]["text"] == "backup served"
+
+
+def test_the_key_never_reaches_the_output(fake_url: str) -> None:
+    env = _env(ANTHROPIC_API_KEY=SECRET)
+    for model in ("good", "bad"):
+        out = chat(
+            "--provider", "anthropic", "--base-url", fake_url, "--model", model, "--json", "hi",
+            env=env,
+        )
+        assert SECRET not in out.stdout and SECRET not in out.stderr

@@ -1,0 +1,30 @@
+"""``rxturn demo`` — the main job — runs the whole story offline and checks it (SPEC §3.1)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+
+def test_demo_plays_the_story_and_exits_0() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    out = subprocess.run(
+        [sys.executable, "-m", "rxturn", "demo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    text = out.stdout
+    assert "\033[" not in text  # no colour when stdout is not a terminal
+    assert "↻ attempt 2: HTTP 529" in text  # the rate-limit ladder absorbed a 529
+    assert "breaker tripped: rx-primary → rx-backup" in text
+    assert "serving model: rx-primary → rx-backup" in text
+    assert "serving model: rx-backup → rx-primary" in text
+    assert "tool call get_weather" in text
+    rows = {line.split()[1]: line for line in text.splitlines() if line[:2] in {"1 ", "3 ", "5 "}}
+    assert " yes " in rows["rescue"]
+    assert "rx-backup" in rows["backup"]
+    assert "demo check failed" not in text
