@@ -1,0 +1,228 @@
+"""``StreamHandler``: the resilience ladder of a streaming turn, composed from Rx operators.
+
+What happens when a stream fails is decided here (reference §2 and §3, SPEC §2.4). The handler is
+nothing but the public operators of :mod:`rxturn.operators`, composed once per subscription::
+
+    one attempt = client.stream(request, options)        cold: one subscription, one HTTP request
+                  ─► attempt_guard                      shadow fold: bad tool JSON, truncation
+                  ─► deadlines(first_event, per_event)  one timer per attempt
+    the turn    = attempt
+                  ─► rate_limit_gate (if a limiter)     every attempt waits for a token
+                  ─► retry_ladder                       transport + rate-limit ladders, AttemptReset
+                  ─► total_deadline                     one timer from the turn's start
+                  ─► rescue (if enabled)                non-streaming request → Fallback
+                  ─► cancellable (if a token)           outermost: cancel ends every wait
+
+A :class:`~rxturn.operators.TurnProgress` created at subscription carries the turn's facts
+between them. Provider events flow through unwrapped; the only items the handler adds are
+:class:`~rxturn.events.AttemptReset` (before attempts 2, 3, …) and
+:class:`~rxturn.events.Fallback` (the rescued reply, always last). A failed turn ends with the
+last attempt's typed error carrying ``attempts``, or with
+:class:`~rxturn.errors.RateLimitEscalation`, :class:`~rxturn.errors.RescueFailed` or
+:class:`~rxturn.errors.Cancelled`.
+
+:meth:`StreamHandler.passthrough` (what the engine uses when none is configured) makes exactly
+one attempt with no deadlines and no rescue: every failure surfaces directly.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar
+
+from reactivex import Observable, abc
+from reactivex.disposable import Disposable
+
+from ._scheduling import clock, resolve_scheduler
+from .cancel import CancelToken
+from .clients._base import ModelClient
+from .events import HandlerEvent, StreamEvent
+from .limiter import RateLimiter
+from .messages import Message, Request, RequestOptions
+from .operators import (
+    attempt_guard,
+    cancellable,
+    deadlines,
+    rate_limit_gate,
+    rescue,
+    retry_ladder,
+    total_deadline,
+)
+from .operators._progress import TurnProgress
+from .policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+
+__all__ = ["StreamHandler"]
+
+
+class StreamHandler:
+    """Retries, rate limits, timeouts, rescue, limiter and cancellation for streaming turns.
+
+    Args:
+        timeouts: deadlines and whether the non-streaming rescue runs.
+        retry: the transport ladder.
+        rate_limit: the rate-limit ladder (its own budget).
+        limiter: a proactive :class:`~rxturn.limiter.RateLimiter`, shared across turns.
+        rng: the jitter source (default: a fresh ``random.Random()``).
+        scheduler: where time comes from (default: the one given to :meth:`stream_turn`, then
+            the subscribe-time scheduler, then asyncio on the running loop).
+
+    Raises:
+        ConfigError: a policy fails its ``validate()``.
+
+    Examples:
+        >>> handler = StreamHandler(retry=RetryPolicy(max_retries=5))
+        >>> handler.retry.max_retries
+        5
+    """
+
+    __slots__ = ("_limiter", "_rate_limit", "_retry", "_rng", "_scheduler", "_timeouts")
+
+    _passthrough: ClassVar[StreamHandler | None] = None
+
+    def __init__(
+        self,
+        *,
+        timeouts: TimeoutPolicy = TimeoutPolicy(),  # noqa: B008 - frozen, immutable value
+        retry: RetryPolicy = RetryPolicy(),  # noqa: B008
+        rate_limit: RateLimitPolicy = RateLimitPolicy(),  # noqa: B008
+        limiter: RateLimiter | None = None,
+        rng: random.Random | None = None,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> None:
+        self._timeouts = timeouts.validate()
+        self._retry = retry.validate()
+        self._rate_limit = rate_limit.validate()
+        self._limiter = limiter
+        self._rng = rng if rng is not None else random.Random()
+        self._scheduler = scheduler
+
+    @classmethod
+    def default(cls) -> StreamHandler:
+        """A handler with the reference defaults (what ``rxturn chat`` uses)."""
+        return cls()
+
+    @classmethod
+    def passthrough(cls) -> StreamHandler:
+        """The shared no-resilience handler: one attempt, no deadlines, no rescue.
+
+        Its policies are built by hand, as the reference's static is: rate-limit
+        ``max_retries`` 0 makes the first rate limit a hard stop, so every failure surfaces
+        directly (they would not pass ``validate()``, which is for user configurations).
+        """
+        if cls._passthrough is None:
+            handler = cls.__new__(cls)
+            handler._timeouts = TimeoutPolicy(
+                first_event=None,
+                per_event=None,
+                total=None,
+                max_consecutive_timeouts=1,
+                rescue=False,
+            )
+            handler._retry = RetryPolicy(max_retries=0)
+            handler._rate_limit = RateLimitPolicy(max_retries=0, escalate_after=0)
+            handler._limiter = None
+            handler._rng = random.Random(0)  # never consulted: no retries
+            handler._scheduler = None
+            cls._passthrough = handler
+        return cls._passthrough
+
+    @property
+    def timeouts(self) -> TimeoutPolicy:
+        return self._timeouts
+
+    @property
+    def retry(self) -> RetryPolicy:
+        return self._retry
+
+    @property
+    def rate_limit(self) -> RateLimitPolicy:
+        return self._rate_limit
+
+    @property
+    def limiter(self) -> RateLimiter | None:
+        return self._limiter
+
+    def __repr__(self) -> str:
+        if self is StreamHandler._passthrough:
+            return "StreamHandler.passthrough()"
+        return (
+            f"StreamHandler(timeouts={self._timeouts!r}, retry={self._retry!r}, "
+            f"rate_limit={self._rate_limit!r}, limiter={self._limiter!r})"
+        )
+
+    def stream_turn(
+        self,
+        client: ModelClient,
+        request: Request,
+        options: RequestOptions | None = None,
+        cancel: CancelToken | None = None,
+        *,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> Observable[HandlerEvent]:
+        """One streaming turn as a cold Observable: each subscription runs the whole ladder.
+
+        Args:
+            client: the provider client; ``client.stream`` is subscribed once per attempt,
+                ``client.create`` is called for the rescue, ``client.base_url`` keys the limiter.
+            request: what to ask (the same request for every attempt and the rescue).
+            options: per-request options, passed unchanged to both paths.
+            cancel: the cancel signal; firing it ends the turn with ``Cancelled``.
+            scheduler: where time comes from, for this turn.
+
+        Returns:
+            Provider events (unwrapped), ``AttemptReset`` before attempts 2+, and a final
+            ``Fallback`` if the rescue served the turn; or a typed error (see the module doc).
+        """
+        timeouts, retry, rate_limit = self._timeouts, self._retry, self._rate_limit
+        limiter, rng = self._limiter, self._rng
+        preferred = scheduler if scheduler is not None else self._scheduler
+
+        def open_stream(
+            observer: abc.ObserverBase[StreamEvent], scheduler_: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            try:
+                source = client.stream(request, options)
+            except Exception as error:  # a client that fails before returning its Observable
+                observer.on_error(error)
+                return Disposable()
+            return source.subscribe(observer, scheduler=scheduler_)
+
+        def create_request() -> Observable[Message]:
+            from .sources import from_awaitable
+
+            return from_awaitable(lambda: client.create(request, options))
+
+        def subscribe(
+            observer: abc.ObserverBase[HandlerEvent],
+            scheduler_: abc.SchedulerBase | None = None,
+        ) -> abc.DisposableBase:
+            sched = resolve_scheduler(preferred, scheduler_)
+            progress = TurnProgress(clock(sched), total=timeouts.total)
+            attempt: Observable[Any] = Observable(open_stream).pipe(
+                attempt_guard(progress),
+                deadlines(
+                    timeouts.first_event,
+                    timeouts.per_event,
+                    timeouts.max_consecutive_timeouts,
+                    progress=progress,
+                    scheduler=sched,
+                ),
+                rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=sched),
+            )
+            turn: Observable[Any] = attempt.pipe(
+                retry_ladder(retry, rate_limit, rng=rng, progress=progress, scheduler=sched)
+            )
+            turn = turn.pipe(total_deadline(timeouts.total, progress=progress, scheduler=sched))
+            if timeouts.rescue:
+                turn = turn.pipe(
+                    rescue(
+                        create_request,
+                        timeout=timeouts.first_event,
+                        progress=progress,
+                        scheduler=sched,
+                    )
+                )
+            turn = turn.pipe(cancellable(cancel, progress=progress))
+            return turn.subscribe(observer, scheduler=sched)
+
+        return Observable(subscribe)

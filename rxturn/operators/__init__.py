@@ -1,0 +1,364 @@
+"""The stream handler's building blocks as ReactiveX operators you can put in your own pipelines.
+
+:class:`~rxturn.handler.StreamHandler` is nothing but these operators composed (reference §2, §3)::
+
+    attempt = reactivex.defer(lambda _: client.stream(request)).pipe(
+        attempt_guard(p),                                       # shadow fold, truncation
+        deadlines(120.0, 180.0, 10, progress=p),                # one timer per attempt
+    )
+    turn = attempt.pipe(
+        rate_limit_gate(limiter, client.base_url, progress=p),  # per attempt: retries re-gate
+        retry_ladder(retry, rate_limit, progress=p),            # resubscribes the cold attempt
+        total_deadline(300.0, progress=p),                      # one timer for the whole turn
+        rescue(lambda: from_awaitable(lambda: client.create(request)), timeout=120.0,
+               progress=p),                                     # rxturn.sources.from_awaitable
+        cancellable(token, progress=p),                         # outermost: a cancel ends all
+    )
+
+``p`` is an optional :class:`TurnProgress`, created per turn inside ``reactivex.defer``, through
+which the operators share the facts of the turn (events, shadow fold, attempts, total deadline).
+Every time-dependent operator takes ``scheduler`` (else the subscribe-time scheduler, else asyncio
+on the running loop), so all of them run on ``reactivex.testing.TestScheduler`` virtual time.
+
+Marble legend: ``S`` MessageStart, ``d`` a delta, ``P`` PartStop, ``M`` MessageStop, ``R``
+AttemptReset, ``F`` Fallback, ``#`` an error, ``|`` completion, ``-`` a time step.
+
+Imports are lazy: naming an operator does not import the others.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from reactivex import Observable, abc
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..cancel import CancelToken
+    from ..events import AttemptReset, Fallback, StreamEvent
+    from ..limiter import RateLimiter
+    from ..messages import Message
+    from ..policies import RateLimitPolicy, RetryPolicy
+    from ._progress import TurnProgress
+    from ._rescue import is_rescuable
+    from ._retry_ladder import Decision, decide
+
+__all__ = [
+    "Decision",
+    "TurnProgress",
+    "attempt_guard",
+    "cancellable",
+    "deadlines",
+    "decide",
+    "is_rescuable",
+    "rate_limit_gate",
+    "rescue",
+    "retry_ladder",
+    "total_deadline",
+]
+
+_T = TypeVar("_T")
+
+_LAZY: dict[str, str] = {
+    "Decision": "._retry_ladder",
+    "decide": "._retry_ladder",
+    "TurnProgress": "._progress",
+    "is_rescuable": "._rescue",
+}
+
+
+def _check_seconds(where: str, name: str, value: Any, *, allow_zero: bool = False) -> None:
+    """Reject a bad duration where the operator is built, not deep inside a timer callback."""
+    if value is None:
+        return
+    from ..errors import ConfigError
+    from ..policies import seconds_problem
+
+    problem = seconds_problem(value, allow_zero=allow_zero)
+    if problem is not None:
+        raise ConfigError(f"{where}: {name} {problem} (or None for no limit)")
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rxturn.operators' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
+def attempt_guard(
+    progress: TurnProgress | None = None,
+) -> Callable[[Observable[StreamEvent]], Observable[StreamEvent]]:
+    """Forward an attempt's events only once the fold accepts them; flag truncation.
+
+    Each event is folded into a shadow state first. An event the fold rejects (a closed tool
+    block whose JSON does not parse, a lane event before ``MessageStart``) fails the attempt
+    with the fold's error and is **not** forwarded. Completion without ``MessageStop`` fails
+    with :class:`~rxturn.errors.TruncatedStreamError`.
+
+    .. code:: text
+
+        source: -S-d-d-P-M-|        -S-d-P(bad tool JSON)-…     -S-d-d-|
+        result: -S-d-d-P-M-|        -S-d-#                      -S-d-d-#  (truncated)
+
+    Args:
+        progress: share the shadow state, event count and attempt count with the other
+            operators of the turn (a fresh private one otherwise).
+
+    Returns:
+        An operator ``Observable[StreamEvent] -> Observable[StreamEvent]``.
+
+    Examples:
+        >>> client.stream(request).pipe(attempt_guard())  # doctest: +SKIP
+    """
+    from ._attempt_guard import attempt_guard_
+
+    return attempt_guard_(progress)
+
+
+def deadlines(
+    first_event: float | None,
+    per_event: float | None,
+    max_consecutive: int = 10,
+    *,
+    progress: TurnProgress | None = None,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Callable[[Observable[_T]], Observable[_T]]:
+    """First-event and per-event (idle) timeouts of one attempt, at O(1) cost per event.
+
+    Until the first event the wait is ``first_event``, then ``per_event`` between events. Each
+    expiry with nothing new is one consecutive timeout; an event resets the count. The attempt
+    fails with :class:`~rxturn.errors.StreamTimeoutError` (``kind`` ``"first_event"`` or
+    ``"idle"``) after ``min(2, max_consecutive)`` timeouts in a row while nothing has arrived,
+    else after ``max_consecutive``. One timer per subscription, never re-armed per event.
+    Apply it per attempt (inside the retry): each subscription starts its own clock.
+
+    .. code:: text
+
+        first_event=2, per_event=3, max_consecutive=1
+        source: -S--d-----------…
+        result: -S--d--#            (idle: 3 s of silence after d)
+
+        first_event=2, max_consecutive=10 (empty stream: fast-fail after 2 x 2 s)
+        source: --------…
+        result: ----#               (first_event, 2 consecutive)
+
+    Args:
+        first_event: seconds to wait for the first event (``None``: no limit).
+        per_event: seconds of silence allowed between events (``None``: no limit).
+        max_consecutive: expiries in a row that fail the attempt (>= 1).
+        progress: lets the error say whether partial data was kept.
+        scheduler: where time comes from.
+
+    Returns:
+        An operator that mirrors the source or fails it with a timeout.
+
+    Examples:
+        >>> attempt.pipe(deadlines(120.0, 180.0, 10))  # doctest: +SKIP
+    """
+    from ..errors import ConfigError
+    from ._deadlines import deadlines_
+
+    _check_seconds("deadlines", "first_event", first_event)
+    _check_seconds("deadlines", "per_event", per_event)
+    if (
+        isinstance(max_consecutive, bool)
+        or not isinstance(max_consecutive, int)
+        or (max_consecutive < 1)
+    ):
+        raise ConfigError(
+            f"deadlines: max_consecutive must be an integer >= 1, got {max_consecutive!r}"
+        )
+    return deadlines_(first_event, per_event, max_consecutive, progress, scheduler)
+
+
+def total_deadline(
+    seconds: float | None,
+    *,
+    progress: TurnProgress | None = None,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Callable[[Observable[_T]], Observable[_T]]:
+    """One deadline for the whole turn: every attempt, backoff and limiter wait included.
+
+    Put it *outside* :func:`retry_ladder`, so a total timeout is never retried. When it fires,
+    the upstream is disposed and :class:`~rxturn.errors.StreamTimeoutError` (``kind="total"``)
+    reports the turn's events, whether partial data was kept and the time since the turn began.
+
+    .. code:: text
+
+        seconds=5
+        source: -S-d-#--R---S-d-d-…
+        result: -S-d-#--R---S-d-#        (5 s after subscription)
+
+    Args:
+        seconds: the budget (``None``: the operator is the identity).
+        progress: use its turn start and deadline (shared with the ladder's clamping).
+        scheduler: where time comes from.
+
+    Returns:
+        An operator that mirrors the source until the deadline.
+
+    Examples:
+        >>> turn.pipe(total_deadline(300.0))  # doctest: +SKIP
+    """
+    from ._total_deadline import total_deadline_
+
+    _check_seconds("total_deadline", "seconds", seconds)
+    return total_deadline_(seconds, progress, scheduler)
+
+
+def retry_ladder(
+    retry: RetryPolicy | None = None,
+    rate_limit: RateLimitPolicy | None = None,
+    *,
+    rng: random.Random | None = None,
+    progress: TurnProgress | None = None,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Callable[[Observable[_T]], Observable[_T | AttemptReset]]:
+    """Resubscribe a failed cold attempt on the transport or the rate-limit ladder.
+
+    Rate limits (429 / 503 / 529, in-stream too) wait ``min(retry_after, max_delay)`` (or the
+    default delay), retry ``escalate_after`` times, then fail with
+    :class:`~rxturn.errors.RateLimitEscalation`; past ``max_retries`` the rate-limit error
+    itself goes out (hard stop). Other retryable failures wait ``base·2^k`` (capped, jittered from
+    ``rng``) for ``retry.max_retries`` retries, then the last error goes out. Permanent errors and
+    ``Cancelled`` go out at once. Waits are clamped to ``progress``' total deadline. Before each
+    new attempt, after the wait, an :class:`~rxturn.events.AttemptReset` is emitted. Errors
+    that go out carry ``attempts``.
+
+    .. code:: text
+
+        source (per subscription): 1st -S-d-#(500)   2nd -S-d-d-P-M-|
+        result:                        -S-d-----R-S-d-d-P-M-|
+                                              ^ 0.1 s ±10 %
+
+    Args:
+        retry: the transport ladder (default :class:`~rxturn.policies.RetryPolicy`).
+        rate_limit: the rate-limit ladder (default :class:`~rxturn.policies.RateLimitPolicy`).
+        rng: jitter source (default: a fresh ``random.Random()``).
+        progress: the failed attempt's usage and events for ``AttemptReset``; the deadline.
+        scheduler: where time comes from.
+
+    Returns:
+        An operator emitting the source's items and the ``AttemptReset`` marks.
+
+    Examples:
+        >>> reactivex.defer(lambda _: client.stream(req)).pipe(retry_ladder())  # doctest: +SKIP
+    """
+    from ._retry_ladder import retry_ladder_
+
+    return retry_ladder_(retry, rate_limit, rng, progress, scheduler)
+
+
+def rescue(
+    create: Callable[[], Observable[Message]],
+    *,
+    timeout: float | None = None,
+    progress: TurnProgress | None = None,
+    when: Callable[[BaseException], bool] | None = None,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Callable[[Observable[_T]], Observable[_T | Fallback]]:
+    """On a rescuable failure, substitute one non-streaming request (reference §2.4).
+
+    ``when`` (default :func:`is_rescuable`) picks the failures: spent transport budgets, total
+    timeouts, rate-limit hard stops; never cancels, escalations or permanent errors. The
+    request's deadline is what is left of ``progress``' total deadline, or a fresh ``timeout``
+    if that has passed, or none if the turn has no total deadline (without ``progress``:
+    ``timeout``). A reply that completes as the deadline fires is accepted. Success emits
+    :class:`~rxturn.events.Fallback` and completes; failure is
+    :class:`~rxturn.errors.RescueFailed` with both errors.
+
+    .. code:: text
+
+        source:  -S-d-#(budget spent)
+        create:           ----m|
+        result:  -S-d-----------F|
+
+    Args:
+        create: makes the request Observable (e.g. ``from_awaitable(lambda:
+            client.create(request, options))``); called once, at the failure.
+        timeout: the fresh budget (seconds) when the total deadline has passed.
+        progress: the turn's deadline and attempt count.
+        when: which errors to rescue.
+        scheduler: where time comes from.
+
+    Returns:
+        An operator mirroring the source, or ending with the rescued ``Fallback``.
+    """
+    from ._rescue import is_rescuable as default_when
+    from ._rescue import rescue_
+
+    _check_seconds("rescue", "timeout", timeout)
+    return rescue_(create, timeout, progress, when or default_when, scheduler)
+
+
+def cancellable(
+    token: CancelToken | None, *, progress: TurnProgress | None = None
+) -> Callable[[Observable[_T]], Observable[_T]]:
+    """Fail with :class:`~rxturn.errors.Cancelled` when ``token`` fires; put it outermost.
+
+    Already cancelled at subscription → fails at once, upstream never subscribed (no request).
+    Fired later → disposes the upstream (closing the HTTP response, ending every wait) and
+    fails. Upstream operators never see the cancel, so it is never retried nor rescued.
+
+    .. code:: text
+
+        token:  ---------x
+        source: -S-d-d-d-…
+        result: -S-d-d-d-#(Cancelled)
+
+    Args:
+        token: the cancel signal (``None``: the operator is the identity).
+        progress: stamps ``attempts`` on the ``Cancelled`` error.
+
+    Returns:
+        An operator mirroring the source until the token fires.
+    """
+    from ._cancel import cancellable_
+
+    return cancellable_(token, progress)
+
+
+def rate_limit_gate(
+    limiter: RateLimiter | None,
+    key: str = "",
+    *,
+    max_wait: float | None = None,
+    progress: TurnProgress | None = None,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Callable[[Observable[_T]], Observable[_T]]:
+    """Hold each subscription until ``limiter`` grants a token for ``key`` (reference §3.2).
+
+    Waits ``min(needed, max_wait - waited, time to the total deadline)`` per round; once
+    ``max_wait`` is spent (or the deadline is reached) it subscribes without a token. Put it
+    inside :func:`retry_ladder` so every attempt re-gates.
+
+    .. code:: text
+
+        bucket empty, next token in 1 s
+        source:        -S-d-M-|
+        result: -------…1 s…-S-d-M-|
+
+    Args:
+        limiter: the shared :class:`~rxturn.limiter.RateLimiter` (``None`` or disabled: identity).
+        key: the bucket key, normally ``client.base_url``.
+        max_wait: cap of the total wait (default: the limiter's ``max_wait``).
+        progress: the turn's total deadline.
+        scheduler: where time comes from.
+
+    Returns:
+        An operator delaying the subscription.
+    """
+    from ._gate import rate_limit_gate_
+
+    _check_seconds("rate_limit_gate", "max_wait", max_wait, allow_zero=True)
+    return rate_limit_gate_(limiter, key, max_wait, progress, scheduler)

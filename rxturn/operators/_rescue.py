@@ -1,0 +1,157 @@
+"""``rescue``: when streaming gave up on a transient failure, ask once more without streaming.
+
+Reference §2.4. The non-streaming rescue runs only for failures the ladder gave up on while the
+turn could still be saved: a spent transport budget, a total timeout, a rate-limit hard stop
+(:func:`is_rescuable`). Never for a permanent error (the request itself is wrong), a
+:class:`~rxturn.errors.Cancelled` (a user stop is not a failure) or a
+:class:`~rxturn.errors.RateLimitEscalation` (the model is saturated: the fallback manager, not
+the same model, should answer next).
+
+Deadline arithmetic: with a shared :class:`~rxturn.operators.TurnProgress`, the rescue gets
+what is left of the turn's total deadline if that is still in the future; if it has already
+passed (the usual case after a total timeout), a *fresh* ``timeout`` budget from now; and no
+deadline at all when the turn has no total deadline. Without a ``TurnProgress``, ``timeout``
+applies as is.
+
+The rescue request is raced against that deadline. A reply that completes at the same instant
+the deadline fires wins: the deadline's failure is deferred by one scheduler turn, so a result
+already delivered (or queued) first is accepted. Success emits
+:class:`~rxturn.events.Fallback` and completes; failure emits
+:class:`~rxturn.errors.RescueFailed` holding both the stream's error and the rescue's.
+Cancellation is the job of :func:`rxturn.operators.cancellable` placed outside: disposing this
+operator's subscription cancels the rescue request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from reactivex import Observable, abc
+from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
+from reactivex.internal import curry_flip
+
+from .._scheduling import resolve_scheduler
+from ..errors import (
+    Cancelled,
+    ConfigError,
+    RateLimitEscalation,
+    RescueFailed,
+    RxturnError,
+    StreamTimeoutError,
+    is_rate_limit,
+    is_retryable,
+)
+from ..events import Fallback
+from ..messages import Message
+from ._progress import TurnProgress
+
+__all__ = ["is_rescuable", "rescue_"]
+
+_T = TypeVar("_T")
+
+
+def is_rescuable(error: BaseException) -> bool:
+    """Whether a failure that reached the rescue should get a non-streaming attempt.
+
+    Behind the retry ladder, a transient error that still arrives means a budget was spent (or a
+    rate-limit hard stop, or a total timeout), so: every timeout, every rate limit, every
+    retryable error; never a cancel, an escalation, a configuration error or a permanent error.
+    """
+    if isinstance(error, Cancelled | RateLimitEscalation | RescueFailed | ConfigError):
+        return False
+    if isinstance(error, StreamTimeoutError):
+        return True
+    return is_rate_limit(error) or is_retryable(error)
+
+
+def _budget(progress: TurnProgress | None, timeout: float | None) -> float | None:
+    if progress is None:
+        return timeout
+    remaining = progress.remaining()
+    if remaining is None:
+        return None
+    return remaining if remaining > 0 else timeout
+
+
+@curry_flip
+def rescue_(
+    source: Observable[_T],
+    create: Callable[[], Observable[Message]],
+    timeout: float | None = None,
+    progress: TurnProgress | None = None,
+    when: Callable[[BaseException], bool] = is_rescuable,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Observable[_T | Fallback]:
+    """See :func:`rxturn.operators.rescue`."""
+
+    def subscribe(
+        observer: abc.ObserverBase[_T | Fallback], scheduler_: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        current = SerialDisposable()  # the stream, then the rescue request
+        timer = SerialDisposable()
+
+        def start_rescue(stream_error: Exception) -> None:
+            sched = resolve_scheduler(scheduler, scheduler_)
+            budget = _budget(progress, timeout)
+            finished = False
+
+            def fail(rescue_error: BaseException) -> None:
+                nonlocal finished
+                if finished:
+                    return
+                finished = True
+                timer.disposable = None
+                current.disposable = None
+                error = RescueFailed(stream_error, rescue_error)
+                if progress is not None:
+                    progress.stamp(error)
+                observer.on_error(error)
+
+            def on_reply(message: Message) -> None:
+                nonlocal finished
+                if finished:
+                    return
+                finished = True
+                timer.disposable = None
+                observer.on_next(Fallback(message))
+                observer.on_completed()
+
+            def on_done() -> None:
+                fail(RxturnError("fallback request ended without a reply"))
+
+            if budget is not None:
+
+                def expire(_: abc.SchedulerBase, __: Any = None) -> None:
+                    fail(RxturnError(f"fallback request exceeded its deadline ({budget:.3g}s)"))
+
+                def deadline(_: abc.SchedulerBase, __: Any = None) -> None:
+                    # One more scheduler turn: a reply that completed at this instant wins.
+                    timer.disposable = sched.schedule(expire)
+
+                timer.disposable = sched.schedule_relative(max(0.0, budget), deadline)
+            subscription = SingleAssignmentDisposable()
+            current.disposable = subscription
+            try:
+                request = create()
+            except Exception as error:
+                fail(error)
+                return
+            subscription.disposable = request.subscribe(
+                on_reply, fail, on_done, scheduler=scheduler_
+            )
+
+        def on_error(error: Exception) -> None:
+            if when(error):
+                start_rescue(error)
+            else:
+                observer.on_error(error)
+
+        stream = SingleAssignmentDisposable()
+        current.disposable = stream
+        stream.disposable = source.subscribe(
+            observer.on_next, on_error, observer.on_completed, scheduler=scheduler_
+        )
+        return CompositeDisposable(current, timer)
+
+    return Observable(subscribe)

@@ -1,0 +1,76 @@
+"""``total_deadline``: one wall-clock budget for a whole turn, all attempts and waits included.
+
+Reference §2.3: ``total_deadline = turn start + total`` covers every attempt, every backoff and
+every limiter wait. Placed *outside* the retry ladder, the timer's error is never seen by the
+ladder, so a total timeout is never followed by another streaming attempt (the reference's
+"TotalTimeout → rescue if enabled, else fail"): the rescue operator downstream decides.
+
+One timer per subscription, armed at subscription (or at the shared
+:class:`~rxturn.operators.TurnProgress` deadline, so that the ladder's clamping and this timer
+agree on the same instant). When it fires, the upstream subscription is disposed (closing the
+HTTP response of the attempt in flight) and :class:`~rxturn.errors.StreamTimeoutError` with
+``kind="total"`` reports the events of the whole turn, whether partial data was kept and the time
+since the turn started.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from reactivex import Observable, abc
+from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
+from reactivex.internal import curry_flip
+
+from .._scheduling import clock, resolve_scheduler
+from ..errors import StreamTimeoutError
+from ._progress import TurnProgress
+
+__all__ = ["total_deadline_"]
+
+_T = TypeVar("_T")
+
+
+@curry_flip
+def total_deadline_(
+    source: Observable[_T],
+    seconds: float | None,
+    progress: TurnProgress | None = None,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Observable[_T]:
+    """See :func:`rxturn.operators.total_deadline`."""
+    if seconds is None:
+        return source
+
+    def subscribe(
+        observer: abc.ObserverBase[_T], scheduler_: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        sched = resolve_scheduler(scheduler, scheduler_)
+        now = clock(sched)
+        if progress is not None:
+            started = progress.started_at
+            deadline = (
+                progress.deadline_at if progress.deadline_at is not None else (started + seconds)
+            )
+        else:
+            started = now()
+            deadline = started + seconds
+        upstream = SingleAssignmentDisposable()
+
+        def fire(_: abc.SchedulerBase, __: Any = None) -> None:
+            upstream.dispose()
+            error = StreamTimeoutError(
+                "total",
+                after=seconds,
+                events=progress.turn_events if progress is not None else 0,
+                partial=progress.partial if progress is not None else False,
+                elapsed=now() - started,
+            )
+            if progress is not None:
+                progress.stamp(error)
+            observer.on_error(error)
+
+        timer = sched.schedule_relative(max(0.0, deadline - now()), fire)
+        upstream.disposable = source.subscribe(observer, scheduler=scheduler_)
+        return CompositeDisposable(timer, upstream)
+
+    return Observable(subscribe)

@@ -1,0 +1,302 @@
+"""The stream handler's knobs as plain data: frozen, keyword-only msgspec Structs.
+
+Four policies configure the resilience ladder (reference §2.1 and §3); their defaults live in
+:mod:`rxturn._constants`. Times are seconds; ``None`` disables a timeout.
+
+- :class:`TimeoutPolicy`: first-event, per-event (idle) and total deadlines, the
+  consecutive-timeout rule, and whether the non-streaming rescue may run.
+- :class:`RetryPolicy`: the transport ladder (exponential backoff with jitter).
+- :class:`RateLimitPolicy`: the rate-limit ladder for 429 / 503 / 529, with its own budget.
+- :class:`LimiterPolicy`: the proactive token bucket (:class:`~rxturn.limiter.RateLimiter`).
+
+Policies are values, not builders: derive a variant with ``msgspec.structs.replace``. Building
+one never fails (it is just data); :meth:`validate` checks it against the reference's rules and
+raises :class:`~rxturn.errors.ConfigError` naming the first bad field. ``StreamHandler`` calls it
+at construction. :meth:`sanitized` is the forgiving path: the reference's ``with_*_config``
+substitution, which turns any policy into a valid one.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import msgspec
+
+from . import _constants as C
+from .errors import ConfigError
+
+__all__ = ["LimiterPolicy", "RateLimitPolicy", "RetryPolicy", "TimeoutPolicy"]
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def seconds_problem(value: Any, *, allow_zero: bool = False) -> str | None:
+    """Why ``value`` is not a usable number of seconds, or ``None`` if it is (shared with the
+    operators, which check their duration arguments the same way)."""
+    if not _is_number(value):
+        return f"must be a number of seconds, got {value!r}"
+    if math.isnan(value):
+        return "must be a number of seconds, got nan"
+    if math.isinf(value):
+        return f"must be finite, got {value!r}"
+    if value < 0 or (value == 0 and not allow_zero):
+        return f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}"
+    return None
+
+
+class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """Deadlines of a streaming turn (reference §2.1 ``StreamTimeoutConfig``).
+
+    Attributes:
+        first_event: seconds to wait for the first event of *each* attempt.
+        per_event: seconds of silence tolerated between two events once events flow.
+        total: seconds for the whole turn from its start, all attempts and backoffs included.
+        max_consecutive_timeouts: event timeouts in a row that fail an attempt
+            (``min(2, this)`` while the attempt has received nothing yet).
+        rescue: after the streaming ladder gives up (transport budget spent, total timeout, or
+            the rate-limit hard cap), try one non-streaming request.
+    """
+
+    first_event: float | None = C.FIRST_EVENT_TIMEOUT
+    per_event: float | None = C.PER_EVENT_TIMEOUT
+    total: float | None = C.TOTAL_TIMEOUT
+    max_consecutive_timeouts: int = C.MAX_CONSECUTIVE_TIMEOUTS
+    rescue: bool = C.RESCUE_ENABLED
+
+    def validate(self) -> TimeoutPolicy:
+        """Check the reference's rules; the first failure wins.
+
+        Rejected: a zero, negative, NaN or infinite timeout (``None`` disables one instead),
+        ``total`` shorter than ``first_event``, ``max_consecutive_timeouts`` below 1.
+
+        Returns:
+            ``self``, so that ``policy.validate()`` can be used inline.
+
+        Raises:
+            ConfigError: naming the field and the value.
+        """
+        for name in ("first_event", "per_event", "total"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            problem = seconds_problem(value)
+            if problem is not None:
+                if "finite" in problem:
+                    problem += " (use None to disable it)"
+                raise ConfigError(f"TimeoutPolicy.{name} {problem}")
+        if (
+            self.total is not None
+            and self.first_event is not None
+            and (self.total < self.first_event)
+        ):
+            raise ConfigError(
+                f"TimeoutPolicy.total ({self.total:g}s) must be >= first_event "
+                f"({self.first_event:g}s): the first event could never arrive in time"
+            )
+        if not _is_int(self.max_consecutive_timeouts) or self.max_consecutive_timeouts < 1:
+            raise ConfigError(
+                "TimeoutPolicy.max_consecutive_timeouts must be an integer >= 1, "
+                f"got {self.max_consecutive_timeouts!r}"
+            )
+        if not isinstance(self.rescue, bool):
+            raise ConfigError(f"TimeoutPolicy.rescue must be a bool, got {self.rescue!r}")
+        return self
+
+    def sanitized(self) -> TimeoutPolicy:
+        """Substitute field by field (reference ``with_timeout_config``); always valid.
+
+        An unusable timeout (zero, negative, NaN, infinite, not a number) takes that field's
+        default; ``None`` stays disabled; then ``total`` is raised to ``first_event`` if shorter;
+        a ``max_consecutive_timeouts`` below 1 becomes 10. Valid fields survive unchanged.
+        """
+        defaults = TimeoutPolicy()
+
+        def fix(name: str) -> float | None:
+            value = getattr(self, name)
+            if value is None:
+                return None
+            if seconds_problem(value) is not None:
+                return getattr(defaults, name)  # type: ignore[no-any-return]
+            return float(value)
+
+        first_event, per_event, total = fix("first_event"), fix("per_event"), fix("total")
+        if total is not None and first_event is not None and total < first_event:
+            total = first_event
+        consecutive = self.max_consecutive_timeouts
+        if not _is_int(consecutive) or consecutive < 1:
+            consecutive = defaults.max_consecutive_timeouts
+        rescue = self.rescue if isinstance(self.rescue, bool) else defaults.rescue
+        return TimeoutPolicy(
+            first_event=first_event,
+            per_event=per_event,
+            total=total,
+            max_consecutive_timeouts=consecutive,
+            rescue=rescue,
+        )
+
+
+class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """The transport ladder (reference §2.1 ``StreamRetryConfig``).
+
+    Retry ``k`` (0-based) sleeps ``min(base_delay·2^k, max_delay)·(1 + f·jitter)`` with ``f``
+    uniform in ``[-1, 1)``: 0.1 s, 0.2 s, 0.4 s (±10 %) with the defaults.
+
+    Attributes:
+        max_retries: retries after the first attempt (0 = a single attempt).
+        base_delay: seconds before the first retry.
+        max_delay: cap of the exponential schedule, before jitter.
+        jitter: relative spread in ``[0, 1]``.
+    """
+
+    max_retries: int = C.RETRY_MAX_RETRIES
+    base_delay: float = C.RETRY_BASE_DELAY
+    max_delay: float = C.RETRY_MAX_DELAY
+    jitter: float = C.RETRY_JITTER
+
+    def validate(self) -> RetryPolicy:
+        """Check ``base_delay > 0``, ``max_delay > 0``, ``max_delay >= base_delay``, ``jitter``
+        finite in ``[0, 1]`` and ``max_retries >= 0``; the first failure wins.
+
+        Raises:
+            ConfigError: naming the field and the value.
+        """
+        for name in ("base_delay", "max_delay"):
+            problem = seconds_problem(getattr(self, name))
+            if problem is not None:
+                raise ConfigError(f"RetryPolicy.{name} {problem}")
+        if self.max_delay < self.base_delay:
+            raise ConfigError(
+                f"RetryPolicy.max_delay ({self.max_delay:g}s) must be >= base_delay "
+                f"({self.base_delay:g}s)"
+            )
+        jitter = self.jitter
+        if not _is_number(jitter) or not math.isfinite(jitter) or not 0.0 <= jitter <= 1.0:
+            raise ConfigError(
+                f"RetryPolicy.jitter must be a finite number within [0, 1], got {jitter!r}"
+            )
+        if not _is_int(self.max_retries) or self.max_retries < 0:
+            raise ConfigError(
+                f"RetryPolicy.max_retries must be an integer >= 0, got {self.max_retries!r}"
+            )
+        return self
+
+    def sanitized(self) -> RetryPolicy:
+        """``self`` if valid, else the defaults (reference ``with_retry_config`` keeps the
+        previous, default, configuration when handed an invalid one)."""
+        try:
+            return self.validate()
+        except ConfigError:
+            return RetryPolicy()
+
+
+class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """The rate-limit ladder for 429 / 503 / 529 (reference §2.1 ``RateLimitConfig``).
+
+    Its budget is independent of the transport ladder's. Hit ``n`` (1-based) retries after
+    ``min(retry_after, max_delay)`` when the provider gave a hint and it is respected, else
+    ``min(default_delay, max_delay)``, both clamped to the time left before the total deadline.
+    Hits ``1..escalate_after`` retry; the next hit raises
+    :class:`~rxturn.errors.RateLimitEscalation` (never rescued); a hit past ``max_retries`` is a
+    hard stop (rescue if enabled). With the defaults (3 < 5) the hard stop is unreachable.
+
+    Attributes:
+        respect_retry_after: honour the provider's ``Retry-After`` hint.
+        default_delay: seconds to wait when there is no (respected) hint.
+        max_delay: cap of any single rate-limit wait.
+        escalate_after: rate-limit retries before escalating.
+        max_retries: hard cap on rate-limit retries.
+    """
+
+    respect_retry_after: bool = C.RATE_LIMIT_RESPECT_RETRY_AFTER
+    default_delay: float = C.RATE_LIMIT_DEFAULT_DELAY
+    max_delay: float = C.RATE_LIMIT_MAX_DELAY
+    escalate_after: int = C.RATE_LIMIT_ESCALATE_AFTER
+    max_retries: int = C.RATE_LIMIT_MAX_RETRIES
+
+    def validate(self) -> RateLimitPolicy:
+        """Check ``default_delay > 0``, ``max_delay >= default_delay``, ``max_retries >= 1``,
+        ``0 <= escalate_after <= max_retries``; the first failure wins.
+
+        Raises:
+            ConfigError: naming the field and the value.
+        """
+        problem = seconds_problem(self.default_delay)
+        if problem is not None:
+            raise ConfigError(f"RateLimitPolicy.default_delay {problem}")
+        problem = seconds_problem(self.max_delay)
+        if problem is not None:
+            raise ConfigError(f"RateLimitPolicy.max_delay {problem}")
+        if self.max_delay < self.default_delay:
+            raise ConfigError(
+                f"RateLimitPolicy.max_delay ({self.max_delay:g}s) must be >= default_delay "
+                f"({self.default_delay:g}s)"
+            )
+        if not _is_int(self.max_retries) or self.max_retries < 1:
+            raise ConfigError(
+                f"RateLimitPolicy.max_retries must be an integer >= 1, got {self.max_retries!r}"
+            )
+        if not _is_int(self.escalate_after) or self.escalate_after < 0:
+            raise ConfigError(
+                "RateLimitPolicy.escalate_after must be an integer >= 0, "
+                f"got {self.escalate_after!r}"
+            )
+        if self.escalate_after > self.max_retries:
+            raise ConfigError(
+                f"RateLimitPolicy.escalate_after ({self.escalate_after}) must be <= "
+                f"max_retries ({self.max_retries})"
+            )
+        if not isinstance(self.respect_retry_after, bool):
+            raise ConfigError(
+                "RateLimitPolicy.respect_retry_after must be a bool, "
+                f"got {self.respect_retry_after!r}"
+            )
+        return self
+
+    def sanitized(self) -> RateLimitPolicy:
+        """``self`` if valid, else the defaults (reference ``with_rate_limit_config``)."""
+        try:
+            return self.validate()
+        except ConfigError:
+            return RateLimitPolicy()
+
+
+class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """The proactive token bucket (reference §3).
+
+    Attributes:
+        requests_per_minute: bucket capacity and refill per minute, per base URL; 0 disables.
+        max_wait: seconds an attempt may wait for a token before it goes ahead without one.
+    """
+
+    requests_per_minute: int = C.LIMITER_REQUESTS_PER_MINUTE
+    max_wait: float = C.LIMITER_MAX_WAIT
+
+    def validate(self) -> LimiterPolicy:
+        """Check ``requests_per_minute`` is an integer >= 0 and ``max_wait`` finite >= 0.
+
+        Raises:
+            ConfigError: naming the field and the value.
+        """
+        rpm = self.requests_per_minute
+        if not _is_int(rpm) or rpm < 0:
+            raise ConfigError(
+                f"LimiterPolicy.requests_per_minute must be an integer >= 0, got {rpm!r}"
+            )
+        problem = seconds_problem(self.max_wait, allow_zero=True)
+        if problem is not None:
+            raise ConfigError(f"LimiterPolicy.max_wait {problem}")
+        return self
+
+    def sanitized(self) -> LimiterPolicy:
+        """``self`` if valid, else the defaults (a disabled limiter)."""
+        try:
+            return self.validate()
+        except ConfigError:
+            return LimiterPolicy()
