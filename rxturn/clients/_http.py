@@ -40,6 +40,8 @@ from .._version import __version__
 from ..errors import (
     APIStatusError,
     ConfigError,
+    RxturnError,
+    StreamProtocolError,
     TransportError,
     redact,
     status_error,
@@ -468,6 +470,7 @@ class HttpClient:
                 await response.aclose()
             return self._parse_reply(data)
         except Exception as exc:
+            self._scrub(exc)
             self._log_failure(model, False, exc)
             raise
 
@@ -484,6 +487,8 @@ class HttpClient:
             try:
                 if not 200 <= response.status < 300:
                     raise await self._status_error(response)
+                if self.wire_format != "ollama" and _is_json(response.headers):
+                    raise await self._json_instead_of_stream(response)
                 decoder = decoder_for(self.wire_format)
                 feed: Callable[[bytes], list[StreamEvent]] = decoder.feed
                 async for chunk in response.aiter_bytes():
@@ -501,6 +506,7 @@ class HttpClient:
             finally:
                 await response.aclose()
         except Exception as exc:
+            self._scrub(exc)
             self._log_failure(model, True, exc)
             raise
 
@@ -527,6 +533,31 @@ class HttpClient:
 
     def _secrets(self) -> tuple[str, ...]:
         return (self._key.reveal(),) if self._key else ()
+
+    def _scrub(self, exc: Exception) -> None:
+        """Remove our key from an error's text: a hostile server may echo it back at us."""
+        secrets = self._secrets()
+        if not secrets or not isinstance(exc, RxturnError):
+            return
+        exc.message = redact(exc.message, secrets)
+        exc.args = (exc.message,)
+        body = getattr(exc, "body", None)
+        if isinstance(body, str):
+            exc.body = redact(body, secrets)  # type: ignore[attr-defined]
+
+    async def _json_instead_of_stream(self, response: HttpResponse) -> RxturnError:
+        """A 200 JSON body where an event stream was asked for: usually an error in disguise."""
+        from ..wire import parse_error_body
+        from ..wire._errors import stream_error
+
+        raw, _ = await _read_error_body(response)
+        error_type, error_message = parse_error_body(raw)
+        if error_type is not None or error_message is not None:
+            return stream_error(error_type, error_message)
+        preview = redact(raw[:200].decode("utf-8", "replace"), self._secrets())
+        return StreamProtocolError(
+            f"expected an event stream, got a JSON body: {preview}", where=_safe_url(self._url)
+        )
 
     async def _status_error(self, response: HttpResponse) -> APIStatusError:
         headers = response.headers
@@ -564,6 +595,11 @@ class HttpClient:
                 _safe_url(self._url), model, stream, type(exc).__name__,
                 redact(str(exc), self._secrets()),
             )
+
+
+def _is_json(headers: Mapping[str, str]) -> bool:
+    content_type = _header(headers, "content-type") or ""
+    return content_type.split(";", 1)[0].strip().lower() == "application/json"
 
 
 def from_env_key(variable: str, client: str) -> str:
