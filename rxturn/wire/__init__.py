@@ -1,0 +1,153 @@
+"""Sans-IO wire decoding: provider bytes in, canonical :mod:`rxturn.events` out.
+
+Nothing in this package does IO or imports asyncio, aiohttp or reactivex: a transport feeds
+response-body chunks to a decoder and forwards the events it returns. Layers, bottom up:
+
+- framing: :class:`~rxturn.wire.sse.SSEParser` (WHATWG event stream) and
+  :class:`~rxturn.wire.ndjson.NDJSONSplitter` (one JSON document per line);
+- decoders, one per wire format, all shaped like :class:`StreamDecoder`:
+  :class:`~rxturn.wire.anthropic.AnthropicDecoder` (Messages SSE),
+  :class:`~rxturn.wire.openai.OpenAIDecoder` (Chat Completions SSE),
+  :class:`~rxturn.wire.ollama.OllamaDecoder` (``/api/chat`` NDJSON);
+- non-streaming reply parsers (``parse_*``) and :func:`parse_error_body` for HTTP error bodies.
+
+Typical use::
+
+    decoder = decoder_for("anthropic")
+    for chunk in body_chunks:
+        for event in decoder.feed(chunk):
+            handle(event)
+    for event in decoder.close():
+        handle(event)
+    if not decoder.saw_terminal:
+        raise TruncatedStreamError(...)
+
+Rules every decoder keeps:
+
+- a typed error from :mod:`rxturn.errors` for anything malformed, saying what and where
+  (``"… (line 12)"``); events decoded before the failure in the same chunk are returned first
+  and the error is raised by the next ``feed`` / ``close`` (and every call after it);
+- ``MessageStop`` only for the provider's real terminal event; everything after it is ignored;
+- at ``close()``, a last event cut off mid-JSON by the end of the body is a truncation (no
+  ``MessageStop``, ``saw_terminal`` false), not a JSON error.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol, runtime_checkable
+
+from ..errors import ConfigError, StreamProtocolError
+from ..events import StreamEvent
+from ._errors import parse_error_body
+from .anthropic import AnthropicDecoder, parse_anthropic_message
+from .ndjson import NDJSONSplitter
+from .ollama import OllamaDecoder, parse_ollama_chat
+from .openai import OpenAIDecoder, parse_openai_completion
+from .sse import ServerSentEvent, SSEParser
+
+__all__ = [
+    "FORMATS",
+    "AnthropicDecoder",
+    "NDJSONSplitter",
+    "OllamaDecoder",
+    "OpenAIDecoder",
+    "SSEParser",
+    "ServerSentEvent",
+    "StreamDecoder",
+    "decoder_for",
+    "parse_anthropic_message",
+    "parse_error_body",
+    "parse_ollama_chat",
+    "parse_openai_completion",
+    "sniff_format",
+]
+
+#: The wire formats rxturn decodes.
+FORMATS = ("anthropic", "openai", "ollama")
+
+
+@runtime_checkable
+class StreamDecoder(Protocol):
+    """What every wire decoder looks like: fed body chunks, returns canonical events."""
+
+    @property
+    def saw_terminal(self) -> bool:
+        """Whether the provider's terminal event arrived (else the stream is truncated)."""
+        ...
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        """Decode a chunk; return the events it completed (raises typed errors)."""
+        ...
+
+    def close(self) -> list[StreamEvent]:
+        """End of body; return any events still pending."""
+        ...
+
+
+_DECODERS: dict[str, type[AnthropicDecoder] | type[OpenAIDecoder] | type[OllamaDecoder]] = {
+    "anthropic": AnthropicDecoder,
+    "openai": OpenAIDecoder,
+    "ollama": OllamaDecoder,
+}
+
+
+def decoder_for(
+    fmt: str, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20
+) -> StreamDecoder:
+    """A fresh decoder for wire format ``fmt`` (one of :data:`FORMATS`).
+
+    Raises:
+        ConfigError: unknown format.
+
+    Examples:
+        >>> decoder_for("openai").saw_terminal
+        False
+    """
+    cls = _DECODERS.get(fmt)
+    if cls is None:
+        raise ConfigError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
+    return cls(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
+
+
+# Markers, earliest match wins. Anthropic streams open with ``event: message_start`` (or an
+# ``error`` event); OpenAI chunks are ``data:`` lines of ``chat.completion.chunk`` objects.
+_ANTHROPIC = re.compile(
+    rb'^event:|"type"\s*:\s*"(?:message_start|content_block_\w+|message_delta|message_stop|ping)"',
+    re.MULTILINE,
+)
+_OPENAI = re.compile(
+    rb'"object"\s*:\s*"chat\.completion|"choices"\s*:|^data:\s*\[DONE\]', re.MULTILINE
+)
+_SSE_LINE = re.compile(rb"^(?:data|event|id|retry)?:", re.MULTILINE)
+
+
+def sniff_format(head: bytes) -> str:
+    """Tell which wire format a stream is in from its first bytes (a few KiB are plenty).
+
+    A body whose first non-blank byte is ``{`` is Ollama NDJSON; an SSE stream is Anthropic or
+    OpenAI by the first marker of either that appears.
+
+    Raises:
+        StreamProtocolError: the bytes match no known format.
+
+    Examples:
+        >>> sniff_format(b'event: message_start\\ndata: {"type":"message_start"}')
+        'anthropic'
+        >>> sniff_format(b'{"model":"llama3","message":{"content":"Hi"},"done":false}\\n')
+        'ollama'
+    """
+    text = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if text.startswith(b"{"):
+        return "ollama"
+    if _SSE_LINE.match(text):
+        anthropic = _ANTHROPIC.search(text)
+        openai = _OPENAI.search(text)
+        if anthropic and (not openai or anthropic.start() < openai.start()):
+            return "anthropic"
+        if openai:
+            return "openai"
+    raise StreamProtocolError(
+        "cannot tell the stream format (expected Anthropic or OpenAI SSE, or Ollama NDJSON)",
+        where="line 1",
+    )

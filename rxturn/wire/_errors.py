@@ -1,0 +1,121 @@
+"""Error helpers shared by the wire decoders: in-stream error events and provider error bodies.
+
+Providers report failures in two places: inside a 200 stream (an Anthropic ``error`` event, an
+OpenAI chunk with a top-level ``error``, an Ollama ``{"error": …}`` line) and in the body of a
+non-2xx response. Both are classified here, once: rate limits and overload go to the rate-limit
+ladder (:class:`~rxturn.errors.RateLimitError` / :class:`~rxturn.errors.OverloadedError`, with
+``status_code`` ``None`` because no HTTP status said so), anything else is a
+:class:`~rxturn.errors.ProviderStreamError`. Messages read ``"<type>: <message>"`` and pass through
+:func:`~rxturn.errors.redact`.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import msgspec
+
+from ..errors import (
+    OverloadedError,
+    ProviderError,
+    ProviderStreamError,
+    RateLimitError,
+    StreamProtocolError,
+    redact,
+)
+
+__all__ = ["bad_json", "error_from_json", "parse_error_body", "stream_error"]
+
+_RATE_LIMIT = frozenset({"rate_limit_error", "rate_limit_exceeded", "rate_limited",
+                         "too_many_requests", "429"})
+_OVERLOADED = frozenset({"overloaded_error", "overloaded", "server_overloaded", "503", "529"})
+
+_any_decoder = msgspec.json.Decoder()
+
+
+def stream_error(
+    error_type: str | None, message: str | None, code: object = None
+) -> ProviderError:
+    """The typed error for an error a provider reported inside a stream (or an error body).
+
+    Args:
+        error_type: the provider's error ``type`` (``"overloaded_error"``), if any.
+        message: the provider's human-readable message, if any.
+        code: OpenAI-style ``code`` (``429``, ``"rate_limit_exceeded"``), if any.
+    """
+    code_text = None if code is None or isinstance(code, bool) else str(code)
+    label = error_type or code_text or "error"
+    text = redact(f"{label}: {message or 'stream failed'}")
+    keys = {error_type, code_text}
+    cls: type[RateLimitError] | None = None
+    if keys & _OVERLOADED:
+        cls = OverloadedError
+    elif keys & _RATE_LIMIT:
+        cls = RateLimitError
+    if cls is None:
+        return ProviderStreamError(text, error_type=error_type or code_text)
+    error = cls(text, error_type=error_type or code_text)
+    error.status_code = None  # reported in-stream: no HTTP status said so
+    return error
+
+
+def error_from_json(error: object) -> ProviderError:
+    """The typed error for an ``error`` member: an object (type / message / code) or a string."""
+    fields = _as_dict(error)
+    if fields is None:
+        return stream_error(None, error if isinstance(error, str) else str(error))
+    etype, message = fields.get("type"), fields.get("message")
+    return stream_error(
+        etype if isinstance(etype, str) else None,
+        message if isinstance(message, str) else None,
+        fields.get("code"),
+    )
+
+
+def bad_json(what: str, exc: msgspec.DecodeError, line: int | None = None) -> StreamProtocolError:
+    """A malformed payload: ``invalid JSON in …`` or ``unexpected JSON shape in …`` (+ line)."""
+    kind = "unexpected JSON shape" if isinstance(exc, msgspec.ValidationError) else "invalid JSON"
+    return StreamProtocolError(
+        f"{kind} in {what}: {exc}", where=f"line {line}" if line is not None else None
+    )
+
+
+def parse_error_body(body: bytes) -> tuple[str | None, str | None]:
+    """Extract ``(error type, message)`` from a provider's error body.
+
+    Understands Anthropic ``{"type": "error", "error": {"type", "message"}}``, OpenAI
+    ``{"error": {"message", "type", "code"}}`` (the ``code`` stands in for a null ``type``) and
+    Ollama ``{"error": "…"}``, plus a bare top-level ``message`` / ``detail`` string. Anything
+    that is not JSON (an HTML page from a proxy) gives ``(None, None)``.
+
+    Examples:
+        >>> parse_error_body(b'{"type":"error","error":{"type":"overloaded_error","message":"x"}}')
+        ('overloaded_error', 'x')
+        >>> parse_error_body(b"<html>502 Bad Gateway</html>")
+        (None, None)
+    """
+    try:
+        doc = _as_dict(_any_decoder.decode(body))
+    except msgspec.DecodeError:
+        return None, None
+    if doc is None:
+        return None, None
+    error = doc.get("error")
+    if isinstance(error, str):
+        return None, error
+    fields = _as_dict(error)
+    if fields is not None:
+        etype, code, message = fields.get("type"), fields.get("code"), fields.get("message")
+        if (not isinstance(etype, str) or not etype) and not isinstance(code, bool):
+            etype = str(code) if isinstance(code, (str, int)) else None
+        return etype, message if isinstance(message, str) else None
+    for key in ("message", "detail"):
+        value = doc.get(key)
+        if isinstance(value, str):
+            return None, value
+    return None, None
+
+
+def _as_dict(value: object) -> dict[str, Any] | None:
+    """``value`` as a JSON object (msgspec decodes objects to ``dict[str, Any]``), else None."""
+    return cast("dict[str, Any]", value) if isinstance(value, dict) else None

@@ -1,0 +1,501 @@
+"""Anthropic Messages API: streaming decoder and non-streaming reply parser.
+
+Theory of operation
+-------------------
+The stream is SSE (:mod:`rxturn.wire.sse`); every event's data is one JSON object tagged by its
+``type``, decoded by one module-level ``msgspec`` decoder over a tagged union of wire Structs
+(unknown fields allowed: the API adds fields all the time). The decoder then maps wire events to
+canonical :mod:`rxturn.events` (reference §8.2, with the project's decisions):
+
+==========================  ========================================================
+wire                        canonical
+==========================  ========================================================
+``message_start``           ``MessageStart(id, model)`` (first only); usage latched
+``content_block_start``     ``PartStart``: ``text`` → text, ``tool_use`` → tool_call(id,
+                            name) (its ``input`` ignored), ``thinking`` → thinking,
+                            ``redacted_thinking`` → thinking + one empty thinking Delta;
+                            any other block type → an *ignored* lane, nothing emitted
+``content_block_delta``     ``text_delta`` / ``input_json_delta`` / ``thinking_delta`` →
+                            ``Delta`` of kind text / tool_json / thinking, only into a
+                            lane of the same kind, empty fragments dropped; others ignored
+``content_block_stop``      ``PartStop(index)`` (nothing for an ignored lane)
+``message_delta``           ``MessageDelta(stop_reason, usage)``
+``message_stop``            ``MessageStop``; everything after it is ignored
+``ping`` / unknown types    nothing
+``error``                   :class:`~rxturn.errors.RateLimitError` /
+                            :class:`~rxturn.errors.OverloadedError` /
+                            :class:`~rxturn.errors.ProviderStreamError`
+==========================  ========================================================
+
+Lanes are tracked per block index, so a delta for a block the client does not model (server tool
+use, web search results, compaction, a fallback marker…) can never land in a client lane. A block
+still open at ``message_stop`` (a tool call cut by ``max_tokens``) is left open: the fold keeps its
+partial input. Usage: each counter of ``message_delta.usage`` wins where present, else the
+``message_start`` value stands (the SDK's own rule; counters are cumulative); ``None`` when both
+are zero.
+
+Errors surface from :meth:`AnthropicDecoder.feed`. Events decoded before the failure in the same
+chunk are returned first and the error is raised by the next ``feed`` / ``close`` call, so nothing
+the provider sent before the failure is lost to observers. A last event cut off mid-JSON by the
+end of the body is a truncation (no ``MessageStop``), not a JSON error. Deltas and stops for a
+block that is not open, a second ``content_block_start`` for an open block, and content events
+before ``message_start`` are protocol errors: a fold could only guess what they mean.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..errors import ProviderError, StreamProtocolError
+from ..events import (
+    Delta,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    PartStart,
+    PartStop,
+    StreamEvent,
+)
+from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from ._errors import bad_json, stream_error
+from .sse import RawEvents, SSEParser
+
+__all__ = ["AnthropicDecoder", "parse_anthropic_message"]
+
+
+# --- wire Structs (mirror the provider JSON; unknown fields are ignored by msgspec) -----------
+
+class _Usage(msgspec.Struct):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class _MessageInfo(msgspec.Struct):
+    id: str = ""
+    model: str = ""
+    usage: _Usage | None = None
+
+
+class _TextBlock(msgspec.Struct, tag="text"):
+    pass
+
+
+class _ToolUseBlock(msgspec.Struct, tag="tool_use"):
+    id: str
+    name: str
+
+
+class _ThinkingBlock(msgspec.Struct, tag="thinking"):
+    pass
+
+
+class _RedactedThinkingBlock(msgspec.Struct, tag="redacted_thinking"):
+    pass
+
+
+class _TextDelta(msgspec.Struct, tag="text_delta"):
+    text: str
+
+
+class _InputJsonDelta(msgspec.Struct, tag="input_json_delta"):
+    partial_json: str
+
+
+class _ThinkingDelta(msgspec.Struct, tag="thinking_delta"):
+    thinking: str
+
+
+class _SignatureDelta(msgspec.Struct, tag="signature_delta"):
+    pass
+
+
+class _CitationsDelta(msgspec.Struct, tag="citations_delta"):
+    pass
+
+
+class _StopInfo(msgspec.Struct):
+    stop_reason: str | None = None
+
+
+class _ErrorInfo(msgspec.Struct):
+    type: str | None = None
+    message: str | None = None
+
+
+class _MessageStartEvent(msgspec.Struct, tag="message_start"):
+    message: _MessageInfo
+
+
+class _BlockStartEvent(msgspec.Struct, tag="content_block_start"):
+    content_block: _TextBlock | _ToolUseBlock | _ThinkingBlock | _RedactedThinkingBlock
+    index: int = 0
+
+
+class _BlockDeltaEvent(msgspec.Struct, tag="content_block_delta"):
+    delta: _TextDelta | _InputJsonDelta | _ThinkingDelta | _SignatureDelta | _CitationsDelta
+    index: int = 0
+
+
+class _BlockStopEvent(msgspec.Struct, tag="content_block_stop"):
+    index: int = 0
+
+
+class _MessageDeltaEvent(msgspec.Struct, tag="message_delta"):
+    delta: _StopInfo = msgspec.field(default_factory=_StopInfo)
+    usage: _Usage | None = None
+
+
+class _MessageStopEvent(msgspec.Struct, tag="message_stop"):
+    pass
+
+
+class _PingEvent(msgspec.Struct, tag="ping"):
+    pass
+
+
+class _ErrorEvent(msgspec.Struct, tag="error"):
+    error: _ErrorInfo = msgspec.field(default_factory=_ErrorInfo)
+
+
+_WireEvent = (
+    _BlockDeltaEvent
+    | _BlockStartEvent
+    | _BlockStopEvent
+    | _MessageStartEvent
+    | _MessageDeltaEvent
+    | _MessageStopEvent
+    | _PingEvent
+    | _ErrorEvent
+)
+
+
+class _TypeOnly(msgspec.Struct):
+    type: str = ""
+
+
+class _LooseEvent(msgspec.Struct):
+    """Just enough of an event to tell an unknown type from a malformed known one."""
+
+    type: str = ""
+    index: int = 0
+    content_block: _TypeOnly | None = None
+    delta: _TypeOnly | None = None
+
+
+_decoder = msgspec.json.Decoder(_WireEvent)
+_loose_decoder = msgspec.json.Decoder(_LooseEvent)
+
+_EVENT_TYPES = frozenset({"message_start", "content_block_start", "content_block_delta",
+                          "content_block_stop", "message_delta", "message_stop", "ping", "error"})
+_BLOCK_TYPES = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
+_DELTA_TYPES = frozenset({"text_delta", "input_json_delta", "thinking_delta",
+                          "signature_delta", "citations_delta"})
+_IGNORED = ""  # lane kind of a block the client does not model
+
+_STOP = MessageStop()
+
+
+def _stop_reason(raw: str | None) -> str | None:
+    return StopReason.parse(raw) or raw
+
+
+class AnthropicDecoder:
+    """Anthropic Messages SSE bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
+
+    Args:
+        max_line_bytes: SSE line limit.
+        max_event_bytes: SSE event data limit.
+
+    Attributes:
+        saw_terminal: ``message_stop`` arrived (without it the reply is truncated).
+
+    Raises:
+        StreamProtocolError: bad framing, UTF-8, JSON or event order (``where="line N"``).
+        RateLimitError: an in-stream ``rate_limit_error`` (``OverloadedError`` for overload).
+        ProviderStreamError: any other in-stream ``error`` event.
+
+    Examples:
+        >>> decoder = AnthropicDecoder()
+        >>> decoder.feed(b'event: message_start\\ndata: {"type":"message_start",'
+        ...              b'"message":{"id":"msg_1","model":"m"}}\\n\\n')
+        [MessageStart(id='msg_1', model='m')]
+    """
+
+    __slots__ = ("_closed", "_error", "_input", "_lanes", "_output", "_sse", "_started",
+                 "saw_terminal")
+
+    def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
+        self._sse = SSEParser(max_line_bytes, max_event_bytes)
+        self._lanes: dict[int, str] = {}
+        self._started = False
+        self._input = 0
+        self._output = 0
+        self._error: ProviderError | None = None
+        self._closed = False
+        self.saw_terminal = False
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        """Decode a chunk of the response body; return the canonical events it completed."""
+        if self._error is not None:
+            raise self._error
+        if self.saw_terminal:
+            return []
+        try:
+            frames = self._sse.feed_raw(data)
+        except StreamProtocolError as exc:
+            self._error = exc  # framing errors are final too
+            raise
+        return self._decode(frames)
+
+    def close(self) -> list[StreamEvent]:
+        """End of body: flush a final event that lacked its blank line."""
+        if self._error is not None:
+            raise self._error
+        if self.saw_terminal or self._closed:
+            return []
+        self._closed = True
+        try:
+            frames = self._sse.close_raw()
+        except StreamProtocolError as exc:
+            self._error = exc  # framing errors are final too
+            raise
+        return self._decode(frames, eof=True)
+
+    def _decode(self, frames: RawEvents, *, eof: bool = False) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        append = out.append
+        lanes = self._lanes
+        decode = _decoder.decode
+        try:
+            for at, payload in enumerate(frames.payloads):
+                try:
+                    event = decode(payload)
+                except msgspec.DecodeError as exc:
+                    if not payload:
+                        continue
+                    if eof and type(exc) is msgspec.DecodeError:
+                        break  # an event cut off by the end of the body: a truncation
+                    self._on_undecodable(_At(frames, at), payload, exc)
+                    continue
+                if type(event) is _BlockDeltaEvent:  # the hot path, kept inline
+                    index = event.index
+                    lane = lanes.get(index)
+                    if lane is None:
+                        raise _no_lane("content_block_delta", index, _At(frames, at))
+                    delta = event.delta
+                    # ``type() is`` chains, not ``match``: class patterns cost ~5x more here
+                    if type(delta) is _TextDelta:
+                        if delta.text and lane == "text":
+                            append(Delta(index, delta.text, "text"))
+                    elif type(delta) is _InputJsonDelta:
+                        if delta.partial_json and lane == "tool_call":
+                            append(Delta(index, delta.partial_json, "tool_json"))
+                    elif type(delta) is _ThinkingDelta and delta.thinking and lane == "thinking":
+                        append(Delta(index, delta.thinking, "thinking"))
+                    # signature / citations deltas: nothing the message keeps
+                else:
+                    self._on_event(event, _At(frames, at), out)
+                    if self.saw_terminal:
+                        break
+        except ProviderError as exc:
+            self._error = exc
+            if not out:
+                raise
+        return out
+
+    def _on_event(self, event: _WireEvent, at: _At, out: list[StreamEvent]) -> None:
+        match event:
+            case _BlockStartEvent():
+                self._require_start(at)
+                self._on_block_start(event, at, out)
+            case _BlockStopEvent(index=index):
+                self._require_start(at)
+                lane = self._lanes.pop(index, None)
+                if lane is None:
+                    raise _no_lane("content_block_stop", index, at)
+                if lane:
+                    out.append(PartStop(index))
+            case _MessageDeltaEvent(delta=info, usage=usage):
+                self._require_start(at)
+                inp = self._input
+                outp = self._output
+                if usage is not None:
+                    if usage.input_tokens is not None:
+                        inp = usage.input_tokens
+                    if usage.output_tokens is not None:
+                        outp = usage.output_tokens
+                out.append(MessageDelta(
+                    _stop_reason(info.stop_reason),
+                    Usage(input_tokens=inp, output_tokens=outp) if inp or outp else None,
+                ))
+            case _MessageStopEvent():
+                self._require_start(at)
+                out.append(_STOP)
+                self.saw_terminal = True
+            case _MessageStartEvent(message=info):
+                if not self._started:  # a duplicate keeps the first id, model and usage
+                    self._started = True
+                    if info.usage is not None:
+                        self._input = info.usage.input_tokens or 0
+                        self._output = info.usage.output_tokens or 0
+                    out.append(MessageStart(info.id, info.model))
+            case _ErrorEvent(error=error):
+                raise stream_error(error.type, error.message)
+            case _:  # ping (and a delta, handled inline by the caller)
+                pass
+
+    def _require_start(self, at: _At) -> None:
+        if not self._started:
+            raise StreamProtocolError(f"{at.name()!r} event before message_start", where=at.where())
+
+    def _on_block_start(self, event: _BlockStartEvent, at: _At, out: list[StreamEvent]) -> None:
+        index = event.index
+        if index in self._lanes:
+            raise _already_open(index, at)
+        block = event.content_block
+        if isinstance(block, _TextBlock):
+            self._lanes[index] = "text"
+            out.append(PartStart(index, "text"))
+        elif isinstance(block, _ToolUseBlock):
+            self._lanes[index] = "tool_call"
+            out.append(PartStart(index, "tool_call", block.id, block.name))
+        else:
+            self._lanes[index] = "thinking"
+            out.append(PartStart(index, "thinking"))
+            if isinstance(block, _RedactedThinkingBlock):
+                out.append(Delta(index, "", "thinking"))
+
+    def _on_undecodable(self, at: _At, payload: bytes, exc: msgspec.DecodeError) -> None:
+        """Skip unknown event / block / delta types; anything else is a malformed event."""
+        what = f"data of event {at.name()!r}"
+        if not isinstance(exc, msgspec.ValidationError):
+            raise bad_json(what, exc, at.line()) from None
+        try:
+            loose = _loose_decoder.decode(payload)
+        except msgspec.DecodeError:
+            raise bad_json(what, exc, at.line()) from None
+        if not loose.type:
+            raise bad_json(what, exc, at.line()) from None
+        if loose.type not in _EVENT_TYPES:
+            return  # an event type newer than this decoder
+        block = loose.content_block
+        if loose.type == "content_block_start" and block and block.type not in _BLOCK_TYPES:
+            self._require_start(at)
+            if loose.index in self._lanes:
+                raise _already_open(loose.index, at)
+            self._lanes[loose.index] = _IGNORED
+            return
+        delta = loose.delta
+        if loose.type == "content_block_delta" and delta and delta.type not in _DELTA_TYPES:
+            if loose.index not in self._lanes:
+                raise _no_lane("content_block_delta", loose.index, at)
+            return
+        raise bad_json(what, exc, at.line()) from None
+
+
+class _At:
+    """Where an event is (its type and line), worked out only when an error message needs it."""
+
+    __slots__ = ("frames", "index")
+
+    def __init__(self, frames: RawEvents, index: int) -> None:
+        self.frames = frames
+        self.index = index
+
+    def name(self) -> str:
+        return self.frames.name(self.index)
+
+    def line(self) -> int:
+        return self.frames.line(self.index)
+
+    def where(self) -> str:
+        return f"line {self.line()}"
+
+
+def _no_lane(what: str, index: int, at: _At) -> StreamProtocolError:
+    return StreamProtocolError(f"{what} for block {index}, which is not open", where=at.where())
+
+
+def _already_open(index: int, at: _At) -> StreamProtocolError:
+    return StreamProtocolError(
+        f"content_block_start for block {index}, which is already open", where=at.where()
+    )
+
+
+# --- non-streaming reply (reference §8.2 "Non-streaming") -------------------------------------
+
+class _ReplyText(msgspec.Struct, tag="text"):
+    text: str = ""
+
+
+class _ReplyToolUse(msgspec.Struct, tag="tool_use"):
+    id: str
+    name: str
+    input: Any = None
+
+
+class _Reply(msgspec.Struct):
+    type: str = "message"
+    id: str = ""
+    model: str = ""
+    content: list[msgspec.Raw] = msgspec.field(default_factory=list[msgspec.Raw])
+    stop_reason: str | None = None
+    usage: _Usage | None = None
+    error: _ErrorInfo | None = None
+
+
+_reply_decoder = msgspec.json.Decoder(_Reply)
+_reply_block_decoder = msgspec.json.Decoder(_ReplyText | _ReplyToolUse)
+_type_decoder = msgspec.json.Decoder(_TypeOnly)
+
+
+def parse_anthropic_message(body: bytes) -> Message:
+    """Parse a non-streaming Messages API reply into a :class:`~rxturn.messages.Message`.
+
+    Text blocks (non-empty) and ``tool_use`` blocks are kept in order; thinking and block types
+    the client does not model are skipped. A missing tool ``input`` becomes ``None``. The stop
+    reason defaults to ``end_turn``; usage is ``None`` when absent or all zero.
+
+    Raises:
+        StreamProtocolError: the body is not JSON or not shaped like a message.
+        RateLimitError: the body is an ``error`` of a rate-limit / overload type.
+        ProviderStreamError: the body is any other ``error``.
+    """
+    what = "Anthropic message body"
+    try:
+        reply = _reply_decoder.decode(body)
+    except msgspec.DecodeError as exc:
+        raise bad_json(what, exc) from None
+    if reply.type == "error" or reply.error is not None:
+        info = reply.error or _ErrorInfo()
+        raise stream_error(info.type, info.message)
+    parts: list[TextPart | ToolCallPart] = []
+    for raw in reply.content:
+        try:
+            block = _reply_block_decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            try:
+                known = _type_decoder.decode(raw).type in ("text", "tool_use")
+            except msgspec.DecodeError:
+                known = True
+            if known:
+                raise bad_json(f"a content block of the {what}", exc) from None
+            continue
+        if isinstance(block, _ReplyText):
+            if block.text:
+                parts.append(TextPart(block.text))
+        else:
+            parts.append(ToolCallPart(block.id, block.name, block.input))
+    usage = reply.usage
+    inp = (usage.input_tokens or 0) if usage else 0
+    outp = (usage.output_tokens or 0) if usage else 0
+    return Message(
+        id=reply.id,
+        model=reply.model,
+        content=tuple(parts),
+        stop_reason=StopReason.parse(reply.stop_reason) or StopReason.END_TURN,
+        usage=Usage(input_tokens=inp, output_tokens=outp) if inp or outp else None,
+    )
+

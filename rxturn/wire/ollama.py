@@ -1,0 +1,298 @@
+"""Ollama ``/api/chat``: streaming (NDJSON) decoder and non-streaming reply parser.
+
+Theory of operation
+-------------------
+Ollama streams one JSON object per line (:mod:`rxturn.wire.ndjson`)::
+
+    {"model": "m", "created_at": "…", "message": {"role": "assistant", "content": "Hel",
+     "thinking": "…", "tool_calls": [{"function": {"name": "f", "arguments": {…}}}]},
+     "done": false}
+    …
+    {"model": "m", "created_at": "…", "message": {"role": "assistant", "content": ""},
+     "done": true, "done_reason": "stop", "prompt_eval_count": 26, "eval_count": 290}
+
+It has no lanes, so the decoder builds them: lane **0** text, lane **1** thinking, lane
+**2 + n** the n-th tool call. Tool calls arrive whole (arguments already a JSON object), so each
+becomes ``PartStart(tool_call)`` + one ``Delta(tool_json)`` with the arguments re-encoded +
+``PartStop`` at once; open text / thinking lanes are closed first so the message keeps the order
+the model produced. The first line gives ``MessageStart`` (id ``"ollama-<created_at>"``, Ollama has
+no message id); the ``done`` line closes the open lanes and gives ``MessageDelta`` (stop reason
+from ``done_reason``, promoted to ``tool_call`` when tool calls were made, since Ollama says
+``stop`` then; usage from ``prompt_eval_count`` / ``eval_count``, ``None`` when absent or zero)
+and ``MessageStop``. Lines after ``done`` are ignored. A line ``{"error": "…"}`` raises
+:class:`~rxturn.errors.ProviderStreamError`; a stream without a ``done`` line is truncated (a last
+line cut off mid-JSON by the end of the body included). As with every decoder, events decoded
+before a failure in the same chunk are returned first; the error is raised by the next call.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..errors import InvalidToolInputError, ProviderError, StreamProtocolError
+from ..events import (
+    Delta,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    PartStart,
+    PartStop,
+    StreamEvent,
+)
+from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from ._errors import bad_json, error_from_json
+from .ndjson import NDJSONSplitter
+
+__all__ = ["OllamaDecoder", "parse_ollama_chat"]
+
+TEXT_LANE = 0
+THINKING_LANE = 1
+FIRST_TOOL_LANE = 2
+
+
+class _Function(msgspec.Struct):
+    name: str = ""
+    arguments: Any = None
+
+
+class _ToolCall(msgspec.Struct):
+    function: _Function
+    id: str | None = None
+
+
+class _Message(msgspec.Struct):
+    content: str | None = None
+    thinking: str | None = None
+    tool_calls: list[_ToolCall] | None = None
+
+
+class _Line(msgspec.Struct):
+    model: str = ""
+    created_at: str = ""
+    message: _Message | None = None
+    done: bool = False
+    done_reason: str | None = None
+    prompt_eval_count: int | None = None
+    eval_count: int | None = None
+    error: Any = None
+
+
+_decoder = msgspec.json.Decoder(_Line)
+_encoder = msgspec.json.Encoder()
+_arguments_decoder = msgspec.json.Decoder()
+_STOP = MessageStop()
+
+
+def _message_id(created_at: str) -> str:
+    return f"ollama-{created_at}" if created_at else ""
+
+
+def _usage(line: _Line) -> Usage | None:
+    inp = line.prompt_eval_count or 0
+    out = line.eval_count or 0
+    return Usage(input_tokens=inp, output_tokens=out) if inp or out else None
+
+
+def _stop(done_reason: str | None, tool_calls: bool) -> str | None:
+    stop = StopReason.parse(done_reason)
+    if tool_calls and stop in (None, StopReason.END_TURN):
+        return StopReason.TOOL_CALL
+    return stop or done_reason
+
+
+def _arguments_json(arguments: Any) -> str:
+    """Tool arguments as JSON text: objects re-encoded, a string taken as already JSON."""
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    return _encoder.encode(arguments).decode()
+
+
+class OllamaDecoder:
+    """Ollama ``/api/chat`` NDJSON bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
+
+    Args:
+        max_line_bytes: NDJSON line limit.
+
+    Attributes:
+        saw_terminal: the ``done`` line arrived (without it the reply is truncated).
+
+    Raises:
+        StreamProtocolError: bad framing, UTF-8 or JSON (``where="line N"``).
+        ProviderStreamError: an ``{"error": …}`` line.
+
+    Examples:
+        >>> decoder = OllamaDecoder()
+        >>> decoder.feed(b'{"model":"m","created_at":"t","message":{"content":"Hi"},'
+        ...              b'"done":false}\\n')
+        [MessageStart(id='ollama-t', model='m'), PartStart(index=0, kind='text', id='', name=''), \
+Delta(index=0, text='Hi', kind='text')]
+    """
+
+    __slots__ = ("_closed", "_error", "_lines", "_started", "_text_open", "_thinking_open",
+                 "_tools", "saw_terminal")
+
+    def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
+        del max_event_bytes  # NDJSON has no multi-line events; accepted for a uniform signature
+        self._lines = NDJSONSplitter(max_line_bytes)
+        self._started = False
+        self._text_open = False
+        self._thinking_open = False
+        self._tools = 0
+        self._error: ProviderError | None = None
+        self._closed = False
+        self.saw_terminal = False
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        """Decode a chunk of the response body; return the canonical events it completed."""
+        if self._error is not None:
+            raise self._error
+        if self.saw_terminal:
+            return []
+        try:
+            frames = self._lines.feed(data)
+        except StreamProtocolError as exc:
+            self._error = exc  # framing errors are final too
+            raise
+        return self._decode(frames, self._lines.line_numbers)
+
+    def close(self) -> list[StreamEvent]:
+        """End of body: decode a last line that lacked its newline."""
+        if self._error is not None:
+            raise self._error
+        if self.saw_terminal or self._closed:
+            return []
+        self._closed = True
+        try:
+            frames = self._lines.close()
+        except StreamProtocolError as exc:
+            self._error = exc  # framing errors are final too
+            raise
+        return self._decode(frames, self._lines.line_numbers, eof=True)
+
+    def _decode(
+        self, lines: list[bytes], numbers: list[int], *, eof: bool = False
+    ) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        try:
+            for raw, number in zip(lines, numbers, strict=True):
+                self._on_line(raw, number, out, eof)
+                if self.saw_terminal:
+                    break
+        except ProviderError as exc:
+            self._error = exc
+            if not out:
+                raise
+        return out
+
+    def _on_line(self, raw: bytes, number: int, out: list[StreamEvent], eof: bool) -> None:
+        try:
+            line = _decoder.decode(raw)
+        except msgspec.DecodeError as exc:
+            if eof and type(exc) is msgspec.DecodeError:
+                return  # the last line cut off by the end of the body: a truncation
+            raise bad_json("NDJSON line", exc, number) from None
+        if line.error is not None:
+            raise error_from_json(line.error)
+        if not self._started:
+            self._started = True
+            out.append(MessageStart(_message_id(line.created_at), line.model))
+        message = line.message
+        if message is not None:
+            if message.thinking:
+                if not self._thinking_open:
+                    self._thinking_open = True
+                    out.append(PartStart(THINKING_LANE, "thinking"))
+                out.append(Delta(THINKING_LANE, message.thinking, "thinking"))
+            if message.content:
+                if self._thinking_open:
+                    self._thinking_open = False
+                    out.append(PartStop(THINKING_LANE))
+                if not self._text_open:
+                    self._text_open = True
+                    out.append(PartStart(TEXT_LANE, "text"))
+                out.append(Delta(TEXT_LANE, message.content, "text"))
+            if message.tool_calls:
+                for offset, call in enumerate(message.tool_calls):
+                    if not call.function.name:
+                        raise StreamProtocolError(
+                            f"tool call {self._tools + offset} has no function name",
+                            where=f"line {number}",
+                        )
+                self._close_content(out)
+                for call in message.tool_calls:
+                    self._on_tool_call(call, out)
+        if line.done:
+            self._close_content(out)
+            out.append(MessageDelta(_stop(line.done_reason, self._tools > 0), _usage(line)))
+            out.append(_STOP)
+            self.saw_terminal = True
+
+    def _on_tool_call(self, call: _ToolCall, out: list[StreamEvent]) -> None:
+        position = self._tools
+        self._tools += 1
+        lane = FIRST_TOOL_LANE + position
+        out.append(PartStart(lane, "tool_call", call.id or f"call_{position}", call.function.name))
+        arguments = _arguments_json(call.function.arguments)
+        if arguments:
+            out.append(Delta(lane, arguments, "tool_json"))
+        out.append(PartStop(lane))
+
+    def _close_content(self, out: list[StreamEvent]) -> None:
+        if self._thinking_open:
+            self._thinking_open = False
+            out.append(PartStop(THINKING_LANE))
+        if self._text_open:
+            self._text_open = False
+            out.append(PartStop(TEXT_LANE))
+
+
+def parse_ollama_chat(body: bytes) -> Message:
+    """Parse a non-streaming ``/api/chat`` reply into a :class:`~rxturn.messages.Message`.
+
+    Content (if non-empty) as a text part, then the tool calls (ids ``call_<n>`` when Ollama
+    gives none; arguments kept as the object Ollama sent, a JSON string parsed, missing → ``{}``).
+    Stop reason from ``done_reason`` (default ``end_turn``; ``tool_call`` when tools were called);
+    usage from ``prompt_eval_count`` / ``eval_count``, ``None`` when absent or zero.
+
+    Raises:
+        StreamProtocolError: the body is not JSON or not shaped like a chat reply.
+        InvalidToolInputError: a tool call's string ``arguments`` is not valid JSON.
+        ProviderStreamError: the body is ``{"error": …}``.
+    """
+    try:
+        reply = _decoder.decode(body)
+    except msgspec.DecodeError as exc:
+        raise bad_json("Ollama chat body", exc) from None
+    if reply.error is not None:
+        raise error_from_json(reply.error)
+    parts: list[TextPart | ToolCallPart] = []
+    calls = 0
+    if reply.message is not None:
+        if reply.message.content:
+            parts.append(TextPart(reply.message.content))
+        for position, call in enumerate(reply.message.tool_calls or ()):
+            arguments: Any = call.function.arguments
+            if arguments is None:
+                arguments = {}
+            elif isinstance(arguments, str):
+                try:
+                    arguments = _arguments_decoder.decode(arguments) if arguments.strip() else {}
+                except msgspec.DecodeError as exc:
+                    raise InvalidToolInputError(
+                        f"tool call {position} ({call.function.name!r}) arguments: {exc}",
+                        call.function.arguments,
+                    ) from None
+            parts.append(ToolCallPart(call.id or f"call_{position}", call.function.name, arguments))
+            calls += 1
+    stop = _stop(reply.done_reason, calls > 0)
+    return Message(
+        id=_message_id(reply.created_at),
+        model=reply.model,
+        content=tuple(parts),
+        stop_reason=StopReason.parse(stop) or StopReason.END_TURN,
+        usage=_usage(reply),
+    )

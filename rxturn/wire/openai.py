@@ -1,0 +1,406 @@
+"""OpenAI Chat Completions: streaming decoder and non-streaming reply parser.
+
+Theory of operation
+-------------------
+The stream is SSE whose every ``data:`` line is one ``chat.completion.chunk`` JSON object, ending
+with ``data: [DONE]``. Chunks carry no lane structure of their own, so the decoder builds it
+(reference §8.3, with the project's decisions):
+
+- lane **0** is the text lane, lane **1** the thinking lane, lane **2 + i** the tool call whose
+  wire ``index`` is ``i`` (parallel calls interleave freely; each keeps its own lane);
+- only ``choices[0]`` is followed (``n > 1`` streams: the other choices are ignored);
+- the first chunk that has an id or choices → ``MessageStart(id, model)``;
+- ``delta.content`` → text (opening lane 0 once); ``reasoning_content`` / ``reasoning`` →
+  thinking (lane 1); ``refusal`` is **not** text — the official SDK keeps it apart from
+  ``message.content``, and rxturn's text equals the SDK's content;
+- a ``tool_calls`` entry with a new ``index`` → ``PartStart(tool_call, id, name)``; every
+  non-empty ``arguments`` fragment → ``Delta(tool_json)`` on that call's lane;
+- the first ``finish_reason`` closes the text and thinking lanes and the tool lanes — except for
+  ``length``, where tool lanes stay open so the fold keeps their partial input — and maps the stop
+  reason (``tool_calls`` → tool_call, ``length`` → max_tokens, ``stop`` → end_turn, anything else
+  kept raw). Its ``MessageDelta`` is **deferred**: it is emitted when a chunk carrying ``usage``
+  arrives (``stream_options.include_usage`` sends one after the finish), else at ``[DONE]`` or at
+  end of stream with the last usage seen (or ``None``);
+- ``[DONE]`` ends the data (a ``[DONE]`` without any ``finish_reason`` finishes as ``stop``);
+  ``MessageStop`` is emitted only if a chunk started the message and a ``finish_reason`` or
+  ``[DONE]`` was seen — a stream that just stops is truncated;
+- a chunk with a top-level ``error`` raises (429 / ``rate_limit_*`` → RateLimitError, 503 / 529 /
+  ``overloaded`` → OverloadedError, else ProviderStreamError).
+
+As with every decoder, events decoded before a failure in the same chunk are returned first; the
+error is raised by the next ``feed`` / ``close``. A last chunk cut off mid-JSON by the end of the
+body is a truncation, not a JSON error. Chunks missing ``index`` on their tool calls (some
+compatible servers) are matched by ``id``, a call without either continuing the latest one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..errors import InvalidToolInputError, ProviderError, StreamProtocolError
+from ..events import (
+    Delta,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    PartStart,
+    PartStop,
+    StreamEvent,
+)
+from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from ._errors import bad_json, error_from_json
+from .sse import RawEvents, SSEParser
+
+__all__ = ["OpenAIDecoder", "parse_openai_completion"]
+
+TEXT_LANE = 0
+THINKING_LANE = 1
+FIRST_TOOL_LANE = 2
+
+
+# --- wire Structs ------------------------------------------------------------------------------
+
+class _Function(msgspec.Struct):
+    name: str | None = None
+    arguments: str | None = None
+
+
+class _ToolCallDelta(msgspec.Struct):
+    index: int | None = None
+    id: str | None = None
+    function: _Function | None = None
+
+
+class _ChoiceDelta(msgspec.Struct):
+    content: str | None = None
+    reasoning_content: str | None = None
+    reasoning: str | None = None
+    tool_calls: list[_ToolCallDelta] | None = None
+
+
+class _Choice(msgspec.Struct):
+    index: int = 0
+    delta: _ChoiceDelta | None = None
+    finish_reason: str | None = None
+
+
+class _Usage(msgspec.Struct):
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+
+class _Chunk(msgspec.Struct):
+    id: str = ""
+    model: str = ""
+    choices: list[_Choice] | None = None
+    usage: _Usage | None = None
+    error: Any = None
+
+
+_decoder = msgspec.json.Decoder(_Chunk)
+_STOP = MessageStop()
+
+
+def _usage(usage: _Usage | None) -> Usage | None:
+    if usage is None:
+        return None
+    inp = usage.prompt_tokens or 0
+    out = usage.completion_tokens or 0
+    return Usage(input_tokens=inp, output_tokens=out) if inp or out else None
+
+
+class OpenAIDecoder:
+    """OpenAI Chat Completions SSE bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
+
+    Args:
+        max_line_bytes: SSE line limit.
+        max_event_bytes: SSE event data limit.
+
+    Attributes:
+        saw_terminal: ``MessageStop`` was emitted (the reply is complete).
+
+    Raises:
+        StreamProtocolError: bad framing, UTF-8 or JSON (``where="line N"``).
+        RateLimitError: an in-stream rate-limit error (``OverloadedError`` for 503 / 529).
+        ProviderStreamError: any other in-stream error.
+
+    Examples:
+        >>> decoder = OpenAIDecoder()
+        >>> decoder.feed(b'data: {"id":"c1","model":"m","choices":[{"index":0,'
+        ...              b'"delta":{"content":"Hi"}}]}\\n\\n')
+        [MessageStart(id='c1', model='m'), PartStart(index=0, kind='text', id='', name=''), \
+Delta(index=0, text='Hi', kind='text')]
+    """
+
+    __slots__ = ("_closed", "_done", "_error", "_finished", "_pending", "_sse", "_started",
+                 "_stop", "_text_open", "_thinking_open", "_tool_ids", "_tools", "_usage",
+                 "saw_terminal")
+
+    def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
+        self._sse = SSEParser(max_line_bytes, max_event_bytes)
+        self._started = False
+        self._finished = False
+        self._done = False
+        self._text_open = False
+        self._thinking_open = False
+        #: wire indices of the tool calls seen, in the order they opened (all open until finish)
+        self._tools: dict[int, None] = {}
+        self._tool_ids: dict[str, int] = {}
+        self._stop: str | None = None
+        self._pending = False  # a finish_reason's MessageDelta waits for the usage chunk
+        self._usage: Usage | None = None
+        self._error: ProviderError | None = None
+        self._closed = False
+        self.saw_terminal = False
+
+    def feed(self, data: bytes) -> list[StreamEvent]:
+        """Decode a chunk of the response body; return the canonical events it completed."""
+        if self._error is not None:
+            raise self._error
+        if self._done:
+            return []
+        try:
+            frames = self._sse.feed_raw(data)
+        except StreamProtocolError as exc:
+            self._error = exc  # framing errors are final too
+            raise
+        return self._decode(frames, False)
+
+    def close(self) -> list[StreamEvent]:
+        """End of body: flush the SSE parser, then finish the message if it had finished."""
+        if self._error is not None:
+            raise self._error
+        if self._closed:
+            return []
+        self._closed = True
+        if self._done:
+            return []
+        try:
+            frames = self._sse.close_raw()
+        except StreamProtocolError as exc:
+            self._error = exc  # framing errors are final too
+            raise
+        return self._decode(frames, True)
+
+    def _decode(self, frames: RawEvents, at_end: bool) -> list[StreamEvent]:
+        out: list[StreamEvent] = []
+        append = out.append
+        decode = _decoder.decode
+        try:
+            for at, payload in enumerate(frames.payloads):
+                try:
+                    chunk = decode(payload)
+                except msgspec.DecodeError as exc:
+                    if self._on_undecodable(frames, at, exc, at_end, out):
+                        break
+                    continue
+                if chunk.error is not None:
+                    raise error_from_json(chunk.error)
+                choices = chunk.choices
+                if choices is None:
+                    raise StreamProtocolError(
+                        "chat.completion.chunk without 'choices' or 'error'",
+                        where=f"line {frames.line(at)}",
+                    )
+                if not self._started and (chunk.id or choices):
+                    self._started = True
+                    append(MessageStart(chunk.id, chunk.model))
+                for choice in choices:
+                    if choice.index or self._finished:
+                        continue  # choice 0 only, until its finish_reason
+                    delta = choice.delta
+                    if delta is not None:
+                        if delta.reasoning_content or delta.reasoning:
+                            self._on_reasoning(delta, out)
+                        content = delta.content
+                        if content:  # the hot path, kept inline
+                            if self._thinking_open or not self._text_open:
+                                self._open_text(out)
+                            append(Delta(TEXT_LANE, content, "text"))
+                        if delta.tool_calls:
+                            self._on_tool_calls(delta.tool_calls, out)
+                    if choice.finish_reason:
+                        self._finish(choice.finish_reason, out)
+                if chunk.usage is not None:
+                    self._on_usage(chunk.usage, out)
+            if at_end and not self._done and self._started and self._finished:
+                self._terminate(out)
+        except ProviderError as exc:
+            self._error = exc
+            if not out:
+                raise
+        return out
+
+    def _on_undecodable(
+        self, frames: RawEvents, at: int, exc: msgspec.DecodeError, eof: bool,
+        out: list[StreamEvent],
+    ) -> bool:
+        """``[DONE]`` (→ True: stop reading), an empty event, a cut-off chunk, or an error."""
+        payload = frames.payloads[at]
+        if payload.strip() == b"[DONE]":
+            self._done = True
+            if self._started:
+                if not self._finished:
+                    self._finish("stop", out)
+                self._terminate(out)
+            return True
+        if not payload:
+            return False
+        if eof and type(exc) is msgspec.DecodeError:
+            return True  # a chunk cut off by the end of the body: a truncation, not bad JSON
+        name = frames.name(at)
+        what = f"data of event {name!r}" if name != "message" else "chunk data"
+        raise bad_json(what, exc, frames.line(at)) from None
+
+    def _on_reasoning(self, delta: _ChoiceDelta, out: list[StreamEvent]) -> None:
+        """``reasoning_content`` (or ``reasoning``) goes to the thinking lane."""
+        if not self._thinking_open:
+            self._thinking_open = True
+            out.append(PartStart(THINKING_LANE, "thinking"))
+        text = delta.reasoning_content or delta.reasoning or ""
+        out.append(Delta(THINKING_LANE, text, "thinking"))
+
+    def _open_text(self, out: list[StreamEvent]) -> None:
+        """Text arrives: close the thinking lane if open, open the text lane if not."""
+        if self._thinking_open:
+            self._thinking_open = False
+            out.append(PartStop(THINKING_LANE))
+        if not self._text_open:
+            self._text_open = True
+            out.append(PartStart(TEXT_LANE, "text"))
+
+    def _on_usage(self, wire: _Usage, out: list[StreamEvent]) -> None:
+        usage = _usage(wire)
+        if usage is not None:
+            self._usage = usage
+        if self._pending:
+            self._pending = False
+            out.append(MessageDelta(self._stop, self._usage))
+
+    def _on_tool_calls(self, calls: list[_ToolCallDelta], out: list[StreamEvent]) -> None:
+        for call in calls:
+            index = call.index
+            if index is None:  # some compatible servers omit it: a new id is a new call
+                known = self._tool_ids.get(call.id) if call.id else None
+                if known is not None:
+                    index = known
+                elif call.id or not self._tools:
+                    index = max(self._tools, default=-1) + 1
+                else:
+                    index = max(self._tools)
+            function = call.function
+            lane = FIRST_TOOL_LANE + index
+            if index not in self._tools:
+                if function is None and not call.id:
+                    continue
+                self._tools[index] = None
+                if call.id:
+                    self._tool_ids[call.id] = index
+                name = function.name if function is not None else None
+                out.append(PartStart(lane, "tool_call", call.id or "", name or ""))
+            if function is not None and function.arguments:
+                out.append(Delta(lane, function.arguments, "tool_json"))
+
+    def _finish(self, reason: str, out: list[StreamEvent]) -> None:
+        self._finished = True
+        if self._text_open:
+            self._text_open = False
+            out.append(PartStop(TEXT_LANE))
+        if self._thinking_open:
+            self._thinking_open = False
+            out.append(PartStop(THINKING_LANE))
+        if reason != "length":  # a call cut by max_tokens stays open: the fold keeps its input
+            out.extend(PartStop(FIRST_TOOL_LANE + index) for index in self._tools)
+        self._stop = StopReason.parse(reason) or reason
+        self._pending = True
+
+    def _terminate(self, out: list[StreamEvent]) -> None:
+        if self._pending:
+            self._pending = False
+            out.append(MessageDelta(self._stop, self._usage))
+        out.append(_STOP)
+        self.saw_terminal = True
+
+
+# --- non-streaming reply (reference §8.3 "Non-streaming") -------------------------------------
+
+class _ReplyFunction(msgspec.Struct):
+    name: str = ""
+    arguments: str | None = None
+
+
+class _ReplyToolCall(msgspec.Struct):
+    id: str = ""
+    function: _ReplyFunction = msgspec.field(default_factory=_ReplyFunction)
+
+
+class _ReplyMessage(msgspec.Struct):
+    content: str | None = None
+    tool_calls: list[_ReplyToolCall] | None = None
+
+
+class _ReplyChoice(msgspec.Struct):
+    index: int = 0
+    message: _ReplyMessage = msgspec.field(default_factory=_ReplyMessage)
+    finish_reason: str | None = None
+
+
+class _Reply(msgspec.Struct):
+    id: str = ""
+    model: str = ""
+    choices: list[_ReplyChoice] = msgspec.field(default_factory=list[_ReplyChoice])
+    usage: _Usage | None = None
+    error: Any = None
+
+
+_reply_decoder = msgspec.json.Decoder(_Reply)
+_arguments_decoder = msgspec.json.Decoder()
+
+
+def parse_openai_completion(body: bytes) -> Message:
+    """Parse a non-streaming ``chat.completion`` into a :class:`~rxturn.messages.Message`.
+
+    Choice 0 only: its content (if non-empty) as a text part, then its tool calls, whose
+    ``arguments`` string is parsed (empty or missing → ``{}``). Stop reason via
+    :meth:`StopReason.parse` (default ``end_turn``); usage ``None`` when absent or all zero.
+
+    Raises:
+        StreamProtocolError: the body is not JSON or not shaped like a completion.
+        InvalidToolInputError: a tool call's ``arguments`` is not valid JSON.
+        RateLimitError: the body is a rate-limit / overload ``error``.
+        ProviderStreamError: the body is any other ``error``.
+    """
+    try:
+        reply = _reply_decoder.decode(body)
+    except msgspec.DecodeError as exc:
+        raise bad_json("OpenAI chat completion body", exc) from None
+    if reply.error is not None:
+        raise error_from_json(reply.error)
+    choice = next((c for c in reply.choices if c.index == 0), None)
+    parts: list[TextPart | ToolCallPart] = []
+    stop = StopReason.END_TURN
+    if choice is not None:
+        if choice.message.content:
+            parts.append(TextPart(choice.message.content))
+        for position, call in enumerate(choice.message.tool_calls or ()):
+            raw = call.function.arguments or ""
+            if raw.strip():
+                try:
+                    arguments = _arguments_decoder.decode(raw)
+                except msgspec.DecodeError as exc:
+                    raise InvalidToolInputError(
+                        f"tool call {position} ({call.function.name!r}) arguments: {exc}", raw
+                    ) from None
+            else:
+                arguments = {}
+            parts.append(ToolCallPart(call.id, call.function.name, arguments))
+        stop = StopReason.parse(choice.finish_reason) or StopReason.END_TURN
+    return Message(
+        id=reply.id,
+        model=reply.model,
+        content=tuple(parts),
+        stop_reason=stop,
+        usage=_usage(reply.usage),
+    )

@@ -1,0 +1,487 @@
+"""A sans-IO Server-Sent Events parser: bytes in, :class:`ServerSentEvent` out.
+
+Theory of operation
+-------------------
+This is the WHATWG HTML "interpret an event stream" algorithm (§9.2.6), fed by the caller one
+network chunk at a time, with no IO of its own (as h11's ``receive_data``, anthropic's
+``SSEDecoder``). The rules, line by line:
+
+- lines end with CR, LF or CRLF; a leading UTF-8 BOM is dropped;
+- an empty line **dispatches** the event being built if its data buffer is not empty (an event
+  that saw no ``data`` field is discarded), then the event type and data buffers reset;
+- a line starting with ``:`` is a comment (keep-alive) and is ignored;
+- otherwise the line is ``field[:value]``, one space after the colon removed: ``event`` sets the
+  event type (``"message"`` when unset), ``data`` appends a line to the data (lines join with
+  ``"\\n"``), ``id`` sets the last event id (kept across events; ignored if it contains NUL),
+  ``retry`` sets the reconnection delay in ms (only if all ASCII digits); other fields are ignored.
+
+Two deliberate departures: bytes that are not UTF-8 are an error (WHATWG would substitute
+U+FFFD, silently corrupting JSON), and :meth:`SSEParser.close` dispatches a pending event that has
+data (providers sometimes omit the final blank line; WHATWG would drop it). A line over
+``max_line_bytes`` or an event whose data exceeds ``max_event_bytes`` is an error, so a hostile
+server cannot make the buffer grow without bound. An error never swallows good events: those
+completed before the bad line are returned, and the error is raised by the next call (and every
+call after it), so what a consumer sees does not depend on how the stream was chunked.
+
+How it stays fast
+-----------------
+Every byte is handled by C-level ``bytes`` methods, never a per-byte Python loop:
+
+1. A chunk with a CR is normalised to LF (``replace``, twice); a CR ending one chunk swallows an LF
+   starting the next, so a CRLF cut in two still counts once.
+2. Up to the last LF, the buffer is complete lines. ``split(b"\\n\\n")`` cuts it into *blocks*:
+   each block is the lines of one event, and each separator is the end of its last line plus the
+   blank line that dispatches it. The text after the last separator holds complete lines of an
+   event still open (interpreted now, so only a partial line is ever buffered) and a partial line.
+3. A block shaped ``event: X\\ndata: Y`` or ``data: Y`` (what providers send) is dispatched by
+   slicing; any other block — comments, ``id``, ``retry``, multi-line data, blank-line runs, an
+   event continued from the previous chunk, anything over a limit — is interpreted line by line
+   with the rules above.
+4. :meth:`SSEParser.feed_raw`, the decoders' path, goes further: when *every* block of a chunk has
+   the same provider shape — proved by counting (C-level ``count``) that the chunk holds exactly
+   3 LFs per ``event:`` + ``data:`` block (2 per ``data:`` block), that each separator is followed
+   by the block's first field, and that each block contains ``"\\ndata: "`` — the payloads are
+   cut out by one list comprehension, without a Python statement per event, and event names and
+   line numbers are only worked out if an error message asks for them.
+
+Both paths give identical events; the tests check it on every chunking against an oracle.
+UTF-8 is decoded per line (or per data payload), never across a chunk boundary, so a multi-byte
+character cut between chunks is simply reassembled with its line. ``feed_raw`` leaves all UTF-8
+checking to its consumer: the JSON decoder validates the payloads it reads, and the other fields
+are not used by it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ..errors import ConfigError, StreamProtocolError
+from ._lines import BOM
+
+__all__ = ["RawEvents", "SSEParser", "ServerSentEvent"]
+
+class RawEvents:
+    """The events of one :meth:`SSEParser.feed_raw` call, cheap to build.
+
+    ``payloads`` holds each event's data as raw bytes (UTF-8 not checked). The event type and the
+    line number are looked up on demand (:meth:`name`, :meth:`line`), since a decoder needs them
+    only for an error message.
+    """
+
+    __slots__ = ("_one", "_runs", "payloads")
+
+    def __init__(self) -> None:
+        self.payloads: list[bytes] = []
+        # events added one by one: index -> (event type, line of the first data line)
+        self._one: dict[int, tuple[bytes, int]] = {}
+        # uniform runs: (first index, blocks, line before the run, lines per block)
+        self._runs: list[tuple[int, list[bytes], int, int]] = []
+
+    def __len__(self) -> int:
+        return len(self.payloads)
+
+    def add(self, name: bytes, data: bytes, line: int) -> None:
+        self._one[len(self.payloads)] = (name, line)
+        self.payloads.append(data)
+
+    def add_run(self, blocks: list[bytes], payloads: list[bytes], line: int, per: int) -> None:
+        self._runs.append((len(self.payloads), blocks, line, per))
+        self.payloads += payloads
+
+    def name(self, index: int) -> str:
+        """The event type of event ``index`` (``"message"`` when unset), for messages."""
+        found = self._one.get(index)
+        if found is not None:
+            raw = found[0]
+        else:
+            first, blocks, _, per = self._run(index)
+            block = blocks[index - first]
+            raw = block[7 : block.find(b"\n")] if per == 3 else b""
+        return raw.decode(errors="replace") or "message"
+
+    def line(self, index: int) -> int:
+        """The line number of the first ``data`` line of event ``index``."""
+        found = self._one.get(index)
+        if found is not None:
+            return found[1]
+        first, _, line, per = self._run(index)
+        return line + per * (index - first) + per - 1
+
+    def _run(self, index: int) -> tuple[int, list[bytes], int, int]:
+        for run in self._runs:
+            if run[0] <= index < run[0] + len(run[1]):
+                return run
+        raise IndexError(index)
+
+
+class ServerSentEvent(msgspec.Struct, frozen=True):
+    """One dispatched event.
+
+    Attributes:
+        event: the event type (``"message"`` when the stream did not name one).
+        data: the data lines joined with ``"\\n"``.
+        id: the last event id seen so far in the stream (``None`` if none ever was).
+        retry: the ``retry`` value sent with this event, in milliseconds, if any.
+    """
+
+    event: str = "message"
+    data: str = ""
+    id: str | None = None
+    retry: int | None = None
+
+
+class SSEParser:
+    """Incremental WHATWG event-stream parser.
+
+    Args:
+        max_line_bytes: longest accepted line (line end excluded).
+        max_event_bytes: most ``data`` bytes one event may accumulate.
+
+    Attributes:
+        last_event_id: the last ``id`` field value (``None`` until one arrives).
+        retry: the last valid ``retry`` value, in milliseconds.
+        event_lines: for each event returned by the latest :meth:`feed` / :meth:`close`, the
+            line number of its first ``data`` line.
+
+    Raises:
+        StreamProtocolError: a line or event over its limit, or a line that is not UTF-8; the
+            error's ``where`` names the line (``"line 12"``). Events completed before the bad
+            line are returned first; the error is then raised by the next call (and every call
+            after it), so what a consumer sees never depends on how the stream was chunked.
+
+    Examples:
+        >>> parser = SSEParser()
+        >>> parser.feed(b"event: ping\\ndata: {}\\n\\ndata: a\\r")
+        [ServerSentEvent(event='ping', data='{}', id=None, retry=None)]
+        >>> parser.feed(b"\\ndata: b\\n")
+        []
+        >>> parser.close()
+        [ServerSentEvent(event='message', data='a\\nb', id=None, retry=None)]
+    """
+
+    __slots__ = (
+        "_at_start",
+        "_closed",
+        "_data",
+        "_data_line",
+        "_error",
+        "_event",
+        "_event_retry",
+        "_fast_limit",
+        "_lines",
+        "_overlong",
+        "_partial_len",
+        "_parts",
+        "_skip_lf",
+        "event_lines",
+        "last_event_id",
+        "max_event_bytes",
+        "max_line_bytes",
+        "retry",
+    )
+
+    def __init__(self, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
+        if max_line_bytes <= 0 or max_event_bytes <= 0:
+            raise ConfigError("SSE limits must be positive, got "
+                              f"max_line_bytes={max_line_bytes}, max_event_bytes={max_event_bytes}")
+        self.max_line_bytes = max_line_bytes
+        self.max_event_bytes = max_event_bytes
+        # A block no longer than this cannot break either limit, whatever its shape.
+        self._fast_limit = min(max_line_bytes, max_event_bytes)
+        self.last_event_id: str | None = None
+        self.retry: int | None = None
+        self.event_lines: list[int] = []
+        self._lines = 0  # complete lines interpreted so far
+        self._parts: list[bytes] = []  # the partial line (chunks, joined when it ends)
+        self._partial_len = 0
+        self._skip_lf = False
+        self._at_start = True
+        self._closed = False
+        self._error: StreamProtocolError | None = None
+        self._overlong: StreamProtocolError | None = None  # a partial line over the limit
+        # the event being built line by line (the slow path)
+        self._event = b""
+        self._data = bytearray()  # data lines, each followed by LF (compact: no object per line)
+        self._data_line = 0  # line number of the first data line
+        self._event_retry: int | None = None
+
+    @property
+    def line(self) -> int:
+        """1-based number of the line being read (the next line to end)."""
+        return self._lines + 1
+
+    # --- public API ---------------------------------------------------------------------------
+
+    def feed(self, data: bytes) -> list[ServerSentEvent]:
+        """Add a chunk of the stream; return the events it completed, in order."""
+        self.event_lines = []
+        out: list[ServerSentEvent] = []
+        self._run(data, out, True)
+        return out
+
+    def close(self) -> list[ServerSentEvent]:
+        """End of stream: interpret a final unterminated line, then flush a pending event."""
+        self.event_lines = []
+        out: list[ServerSentEvent] = []
+        self._run(None, out, True)
+        return out
+
+    def feed_raw(self, data: bytes) -> RawEvents:
+        """Like :meth:`feed`, returning :class:`RawEvents` (the decoders' fast path)."""
+        out = RawEvents()
+        self._run(data, out, False)
+        return out
+
+    def close_raw(self) -> RawEvents:
+        """Like :meth:`close`, returning :class:`RawEvents`."""
+        out = RawEvents()
+        self._run(None, out, False)
+        return out
+
+    # --- framing ------------------------------------------------------------------------------
+
+    def _run(self, data: bytes | None, out: Any, typed: bool) -> None:
+        """Feed (or, with ``None``, close) into ``out``; on error keep the events before it and
+        raise only if there are none (the next call raises it otherwise)."""
+        if self._error is not None:
+            raise self._error
+        if data is not None and self._closed:
+            raise ConfigError("SSEParser.feed() after close()")
+        try:
+            if data is None:
+                self._finish(out, typed)
+            else:
+                buffer = self._take(data)
+                if buffer:
+                    self._interpret(buffer, out, typed)
+                if self._overlong is not None:
+                    raise self._overlong
+        except StreamProtocolError as exc:
+            self._error = exc
+            if not len(out):
+                raise
+
+    def _finish(self, out: Any, typed: bool) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._parts:
+            tail = b"".join(self._parts)
+            self._parts = []
+            self._lines_mode([tail], out, typed)
+        if self._data:
+            self._dispatch(out, typed)
+
+    def _take(self, data: bytes) -> bytes:
+        """Normalise line ends; return the buffer up to its last LF (b"" if none), keep the rest."""
+        if self._at_start:
+            data = self._strip_bom(data)
+        if self._skip_lf and data:
+            self._skip_lf = False
+            if data[0] == 10:
+                data = data[1:]
+        if b"\r" in data:
+            self._skip_lf = data[-1] == 13
+            data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        if b"\n" not in data:
+            if data:
+                self._partial_len += len(data)
+                self._parts.append(data)
+                if self._partial_len > self.max_line_bytes:
+                    self._overlong = self._too_long(self._lines + 1)
+            return b""
+        if self._parts:
+            self._parts.append(data)
+            data = b"".join(self._parts)
+            self._parts = []
+        cut = data.rfind(b"\n") + 1
+        if cut == len(data):
+            self._partial_len = 0
+            return data
+        tail = data[cut:]
+        self._partial_len = len(tail)
+        self._parts.append(tail)
+        if self._partial_len > self.max_line_bytes:
+            # raised once the complete lines before it are interpreted
+            self._overlong = self._too_long(self._lines + data.count(b"\n", 0, cut) + 1)
+        return data[:cut]
+
+    def _strip_bom(self, data: bytes) -> bytes:
+        # Hold back up to two bytes while they could still be the start of a BOM.
+        head = b"".join(self._parts) + data if self._parts else data
+        if len(head) < len(BOM) and BOM.startswith(head):
+            self._parts = [head] if head else []
+            self._partial_len = len(head)
+            return b""
+        self._at_start = False
+        self._parts = []
+        self._partial_len = 0
+        return head[len(BOM):] if head.startswith(BOM) else head
+
+    def _interpret(self, buffer: bytes, out: Any, typed: bool) -> None:
+        """Interpret complete lines (``buffer`` ends with LF): blocks fast, the rest by line."""
+        blocks = buffer.split(b"\n\n")
+        rest = blocks.pop()  # complete lines after the last blank line, each ending in LF
+        if blocks:
+            start = 0
+            if self._data or self._event or self._event_retry is not None:
+                # the first block continues an event begun in an earlier chunk
+                self._block_mode(blocks[0], out, typed)
+                start = len(blocks[0]) + 2
+                del blocks[0]
+            if blocks and (typed or not self._uniform(buffer, start, len(buffer) - len(rest),
+                                                       blocks, out)):
+                self._blocks_checked(blocks, out, typed)
+        if rest:
+            self._lines_mode(rest[:-1].split(b"\n"), out, typed)
+
+    def _uniform(
+        self, buffer: bytes, start: int, end: int, blocks: list[bytes], out: RawEvents
+    ) -> bool:
+        """Take ``blocks`` (``buffer[start:end]``) in one go if all have one provider shape."""
+        n = len(blocks)
+        if max(map(len, blocks)) > self._fast_limit:
+            return False
+        lfs = buffer.count(b"\n", start, end)
+        if lfs == 3 * n and buffer.startswith(b"event: ", start):
+            # every block: "event: NAME\ndata: PAYLOAD", NAME and PAYLOAD without LF
+            if buffer.count(b"\n\nevent: ", start, end) != n - 1:
+                return False
+            at = [block.find(b"\ndata: ") for block in blocks]
+            if min(at) < 0:
+                return False
+            payloads = [block[i + 7 :] for block, i in zip(blocks, at, strict=True)]
+            out.add_run(blocks, payloads, self._lines, 3)
+        elif lfs == 2 * n and buffer.startswith(b"data: ", start):
+            # every block: "data: PAYLOAD", PAYLOAD without LF
+            if buffer.count(b"\n\ndata: ", start, end) != n - 1:
+                return False
+            out.add_run(blocks, [block[6:] for block in blocks], self._lines, 2)
+        else:
+            return False
+        self._lines += lfs
+        return True
+
+    def _blocks_checked(self, blocks: list[bytes], out: Any, typed: bool) -> None:
+        """Events from whole blocks, each block's shape and size checked first."""
+        limit = self._fast_limit
+        for block in blocks:
+            if len(block) <= limit:
+                nl = block.find(b"\n")
+                if nl < 0 and block.startswith(b"data: "):
+                    self._lines += 2
+                    self._emit(out, typed, b"", block[6:], self._lines - 1)
+                    continue
+                if (
+                    block.startswith(b"event: ")
+                    and block.startswith(b"data: ", nl + 1)
+                    and block.find(b"\n", nl + 1) < 0
+                ):
+                    self._lines += 3
+                    self._emit(out, typed, block[7:nl], block[nl + 7 :], self._lines - 1)
+                    continue
+            self._block_mode(block, out, typed)
+
+    def _emit(self, out: Any, typed: bool, name: bytes, data: bytes, line: int) -> None:
+        if typed:
+            out.append(self._event_of(name, data, line))
+        else:
+            out.add(name, data, line)
+
+    def _block_mode(self, block: bytes, out: Any, typed: bool) -> None:
+        """A block's lines, then the blank line that ends it."""
+        self._lines_mode(block.split(b"\n"), out, typed)
+        self._lines += 1
+        self._blank(out, typed)
+
+    def _lines_mode(self, lines: list[bytes], out: Any, typed: bool) -> None:
+        """The WHATWG rules applied line by line: the general (slow) path."""
+        for raw in lines:
+            self._lines += 1
+            number = self._lines
+            if not raw:
+                self._blank(out, typed)
+                continue
+            if len(raw) > self.max_line_bytes:
+                raise self._too_long(number)
+            name, colon, value = raw.partition(b":")
+            if colon and value.startswith(b" "):
+                value = value[1:]
+            if name == b"data":
+                if typed:
+                    _check_utf8(value, number)
+                if not self._data:
+                    self._data_line = number
+                self._data += value
+                self._data.append(10)
+                if len(self._data) > self.max_event_bytes + 1:
+                    raise StreamProtocolError(
+                        f"SSE event data longer than {self.max_event_bytes} bytes",
+                        where=f"line {number}",
+                    )
+                continue
+            if typed:
+                _check_utf8(raw, number)
+            if name == b"event":
+                self._event = value
+            elif name == b"id":
+                if b"\0" not in value:
+                    self.last_event_id = value.decode(errors="replace")
+            elif name == b"retry" and value.isdigit():
+                self.retry = self._event_retry = int(value)
+            # else: a comment (empty name) or an unknown field
+
+    def _blank(self, out: Any, typed: bool) -> None:
+        """A blank line: dispatch the event if it has data, else just reset the buffers."""
+        if self._data:
+            self._dispatch(out, typed)
+        else:
+            self._event = b""
+            self._event_retry = None
+
+    def _dispatch(self, out: Any, typed: bool) -> None:
+        data = bytes(memoryview(self._data)[:-1])
+        if typed:
+            out.append(self._event_of(self._event, data, self._data_line, self._event_retry))
+        else:
+            out.add(self._event, data, self._data_line)
+        self._reset_event()
+
+    def _reset_event(self) -> None:
+        self._data = bytearray()
+        self._event = b""
+        self._event_retry = None
+
+    def _event_of(
+        self, name: bytes, data: bytes, line: int, retry: int | None = None
+    ) -> ServerSentEvent:
+        try:
+            text = data.decode()
+        except UnicodeDecodeError as exc:
+            raise _bad_utf8(exc, line) from None
+        try:
+            event = name.decode() or "message" if name else "message"
+        except UnicodeDecodeError as exc:
+            raise _bad_utf8(exc, line - 1) from None
+        self.event_lines.append(line)
+        return ServerSentEvent(event, text, self.last_event_id, retry)
+
+    def _too_long(self, line: int) -> StreamProtocolError:
+        return StreamProtocolError(
+            f"SSE line longer than {self.max_line_bytes} bytes", where=f"line {line}"
+        )
+
+
+def _check_utf8(raw: bytes, number: int) -> None:
+    try:
+        raw.decode()
+    except UnicodeDecodeError as exc:
+        raise _bad_utf8(exc, number) from None
+
+
+def _bad_utf8(exc: UnicodeDecodeError, number: int) -> StreamProtocolError:
+    return StreamProtocolError(
+        f"SSE line is not valid UTF-8 ({exc.reason})", where=f"line {number}"
+    )

@@ -1,0 +1,1 @@
+"""Tests of the sans-IO wire layer (:mod:`rxturn.wire`)."""
