@@ -278,6 +278,23 @@ class TurnEngine:
     def add_observer(self, observer: Observer) -> None:
         self.observers.add(observer)
 
+    def switch_model(self, name: str) -> None:
+        """Serve ``name`` from now on: it becomes the primary and the breaker starts closed.
+
+        Fires ``on_model_switched`` when the serving model changes. Blank names are rejected.
+        """
+        model = name.strip() if isinstance(name, str) else ""
+        if not model:
+            raise ConfigError(f"switch_model needs a model name, got {name!r}")
+        previous = self.served_model()
+        self.request_options = msgspec.structs.replace(self.request_options, model=model)
+        if self.fallback is not None:
+            self.fallback.set_primary(model)
+            self.fallback.reset()
+        if previous != model:
+            self.observers.emit("on_model_switched", from_model=previous, to_model=model)
+        self._last_served = model
+
     def served_model(self) -> str:
         """The model the next request goes to: routed backup, options override, or client's."""
         routed = self.fallback.routed_model() if self.fallback is not None else None

@@ -15,7 +15,6 @@ from ..errors import RxturnError
 from ..events import AttemptReset
 from ..fallback import FallbackManager
 from ..handler import StreamHandler
-from ..messages import RequestOptions
 from ..observers import Observer
 
 __all__ = ["ChatSession"]
@@ -193,11 +192,7 @@ class ChatSession:
         name, _, argument = line.partition(" ")
         argument = argument.strip()
         if name == "/model" and argument:
-            self.engine.request_options = msgspec.structs.replace(
-                self.engine.request_options or RequestOptions(), model=argument
-            )
-            if self.engine.fallback is not None:
-                self.engine.fallback.set_primary(argument)
+            self.engine.switch_model(argument)
             self.err.write(f"model: {argument}\n")
         elif name == "/reset":
             self.engine.history.clear()

@@ -1,0 +1,162 @@
+"""More of the engine: resets, rescue adoption, tools, limits, model switching (ref §6, §9.6)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rxturn import (
+    BreakerState,
+    ConfigError,
+    FallbackManager,
+    FallbackPolicy,
+    RecordingObserver,
+    StopReason,
+    StreamHandler,
+    TurnEngine,
+)
+from rxturn.policies import RetryPolicy
+
+FAST = StreamHandler(retry=RetryPolicy(base_delay=0.001, max_delay=0.002))
+
+
+async def test_a_dropped_attempt_never_leaks_into_the_reply(served: Any) -> None:
+    text = "The quick brown fox jumps over the lazy dog."
+    scenario = {
+        "models": {
+            "*": [
+                {"text": text, "chunk_chars": 5, "drop_after_events": 6},
+                {"text": text, "chunk_chars": 5},
+            ]
+        }
+    }
+    async with served(scenario) as (_, client):
+        shown: list[str] = []
+        observer = RecordingObserver()
+        engine = TurnEngine(client, handler=FAST, observers=[observer], text_streamer=shown.append)
+        result = await engine.run("q")
+    assert result.text == text  # exactly once: the failed attempt's fragments were discarded
+    assert result.turns[0].attempts == 2
+    resets = [kw["reset"] for name, kw in observer.calls if name == "on_attempt_reset"]
+    assert [r.attempt for r in resets] == [2]
+    # observers saw the failed attempt's deltas first, then the reset, then the whole retry
+    seq = [name for name, _ in observer.calls if name in ("on_text_delta", "on_attempt_reset")]
+    cut = seq.index("on_attempt_reset")
+    assert 0 < cut < len(seq) - 1
+    retry = "".join(d for d in shown[cut:])
+    assert retry == text
+    assert engine.session.runs[0].turns[0].attempts == 2
+
+
+async def test_a_rescued_reply_is_adopted_wholesale(served: Any) -> None:
+    drop = {"text": "partial partial partial", "chunk_chars": 4, "drop_after_events": 4}
+    scenario = {"models": {"*": [drop, drop, drop, drop, {"text": "rescued whole"}]}}
+    async with served(scenario) as (fake, client):
+        engine = TurnEngine(client, handler=FAST)
+        result = await engine.run("q")
+        assert [r.get("stream") for r in fake.requests] == [True, True, True, True, False]
+    assert result.text == "rescued whole"
+    assert result.turns[0].rescued is True and result.turns[0].attempts == 4
+    assert engine.session.runs[0].turns[0].rescued is True
+
+
+async def test_tool_errors_go_back_to_the_model(served: Any) -> None:
+    scenario = {
+        "models": {
+            "*": [
+                {"tool_calls": [
+                    {"id": "a", "name": "divide", "input": {"x": 1, "y": 0}},
+                    {"id": "b", "name": "missing", "input": {}},
+                    {"id": "c", "name": "divide", "input": {"x": "one"}},
+                ]},
+                {"text": "sorry"},
+            ]
+        }
+    }
+
+    def divide(x: float, y: float) -> float:
+        return x / y
+
+    async with served(scenario) as (fake, client):
+        engine = TurnEngine(client, tools=[divide])
+        await engine.run("divide")
+        results = fake.requests[1]["messages"][-1]["content"]
+    assert [r["tool_use_id"] for r in results] == ["a", "b", "c"]
+    assert all(r.get("is_error") is True for r in results)
+    assert "ZeroDivisionError" in results[0]["content"]
+    assert "unknown tool 'missing'" in results[1]["content"]
+    assert "invalid arguments" in results[2]["content"]
+
+
+async def test_max_turns_bounds_the_agent_loop(served: Any) -> None:
+    scenario = {"models": {"*": [{"tool_calls": [{"id": "t", "name": "again", "input": {}}]}]}}
+
+    def again() -> str:
+        return "go on"
+
+    async with served(scenario) as (fake, client):
+        engine = TurnEngine(client, tools=[again], max_turns=3)
+        result = await engine.run("loop")
+        assert len(fake.requests) == 3
+    assert result.hit_max_turns is True
+    assert result.stop_reason is StopReason.TOOL_CALL
+
+
+async def test_switch_model_notifies_and_resets_the_breaker(served: Any) -> None:
+    async with served({"models": {"*": [{"text": "ok"}]}}) as (fake, client):
+        observer = RecordingObserver()
+        breaker = FallbackManager("m1", ["backup"], policy=FallbackPolicy(trip_threshold=0))
+        engine = TurnEngine(client, fallback=breaker, observers=[observer])
+        breaker.record_failure(breaker_kind())
+        assert breaker.state is BreakerState.FALLBACK
+        engine.switch_model("  m2 ")
+        engine.switch_model("m3")
+        with pytest.raises(ConfigError):
+            engine.switch_model("   ")
+        await engine.run("q")
+        assert fake.requests[-1]["model"] == "m3"
+    switched = [kw for name, kw in observer.calls if name == "on_model_switched"]
+    assert switched == [
+        {"from_model": "backup", "to_model": "m2"},
+        {"from_model": "m2", "to_model": "m3"},
+    ]
+    assert breaker.state is BreakerState.PRIMARY and breaker.primary == "m3"
+
+
+def breaker_kind() -> Any:
+    from rxturn import FailureKind
+
+    return FailureKind.TRANSIENT
+
+
+async def test_usage_may_be_absent(served: Any) -> None:
+    async with served({"models": {"*": [{"text": "no usage", "usage": None}]}}, "openai") as (
+        _,
+        client,
+    ):
+        observer = RecordingObserver()
+        result = await TurnEngine(client, observers=[observer]).run("q")
+    assert result.message.usage is None
+    success = [kw for name, kw in observer.calls if name == "on_stream_success"][0]
+    assert (success["input_tokens"], success["output_tokens"]) == (0, 0)
+
+
+@pytest.mark.parametrize("provider", ["anthropic", "openai", "ollama"])
+async def test_every_provider_serves_a_tool_loop(served: Any, provider: str) -> None:
+    scenario = {
+        "models": {
+            "*": [
+                {"tool_calls": [{"id": "w", "name": "weather", "input": {"city": "Oslo"}}]},
+                {"text": "Cold."},
+            ]
+        }
+    }
+
+    def weather(city: str) -> str:
+        return f"{city}: -3 C"
+
+    async with served(scenario, provider) as (_, client):
+        result = await TurnEngine(client, tools=[weather]).run("weather?")
+    assert result.text == "Cold."
+    assert result.turns[0].message.tool_calls[0].input == {"city": "Oslo"}
