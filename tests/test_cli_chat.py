@@ -149,3 +149,54 @@ def test_the_key_never_reaches_the_output(fake_url: str) -> None:
             env=env,
         )
         assert SECRET not in out.stdout and SECRET not in out.stderr
+
+
+def test_ctrl_c_cancels_the_running_turn_not_the_chat(tmp_path: Path) -> None:
+    import signal
+    import time
+
+    scenario = tmp_path / "stall.json"
+    scenario.write_text(json.dumps({"models": {
+        "slow": [{"text": "never finishes", "stall_after_events": 2}, {"text": "second answer"}],
+    }}))
+    server = subprocess.Popen(
+        [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(scenario)],
+        stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert server.stdout is not None
+        url = server.stdout.readline().strip().removeprefix("listening on ")
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "rxturn", "chat", "--provider", "anthropic", "--base-url", url,
+             "--model", "slow", "--json"],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=_env(),
+        )
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write("first\n")
+        proc.stdin.flush()
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:  # bounded: wait until the turn reached the server
+            requests = json.loads(
+                subprocess.run(
+                    [sys.executable, "-c",
+                     f"import urllib.request;print(urllib.request.urlopen('{url}/_fake/requests').read().decode())"],
+                    capture_output=True, text=True, timeout=10,
+                ).stdout
+            )
+            if requests:
+                break
+            time.sleep(0.1)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        first = json.loads(proc.stdout.readline())
+        assert first == {"error": {"type": "Cancelled", "message": "cancelled by Ctrl-C"}}
+        rest, err = proc.communicate("second\n", timeout=30)
+        assert proc.returncode == 0, err
+        second = json.loads(rest.strip().splitlines()[-1])
+        assert second["message"]["content"][0]["text"] == "second answer"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+        if server.stdout is not None:
+            server.stdout.close()
