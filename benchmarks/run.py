@@ -1,0 +1,323 @@
+"""rxturn's benchmark suite: every contender on the same bytes, side by side, in one process.
+
+Run::
+
+    python benchmarks/run.py            # full: 1k / 10k / 100k events, ~10 minutes on 2 cores
+    python benchmarks/run.py --quick    # 1k / 10k events, fewer repeats, ~2 minutes
+    python benchmarks/run.py --tiny --out /tmp/x   # seconds; what the smoke test runs
+
+Outputs: a table on stdout, ``results/latest.json`` and ``results/ratios.png`` (median CPU cost
+per event relative to LIMIT). ``benchmarks/README.md`` explains the method and the numbers.
+
+Sequence: the fake provider starts in a child process; one stream per (format, size) is
+captured from it; every contender is warmed up once, then timed on every stream (interleaved,
+repeated; see :mod:`_measure`); peak memory is taken on the largest stream; the fixed cost of
+a turn is measured; finally the fake is replaced by the stamp server and a thousand turns run at
+once (:mod:`_concurrency`). The process exits 0 even when a target is missed (the report says
+MISS; benchmarks inform, they do not gate) and 1 if a contender produced a wrong reply or failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import aiohttp
+from _concurrency import run_concurrency
+from _contenders import Env, build_contenders
+from _fixed import fixed_costs
+from _measure import Cell, measure_case, peak_memory
+from _report import cell_json, chart, judge, table
+from _servers import ChildServer
+from _streams import capture, write_scenario
+
+__all__ = ["MODES", "Mode", "main"]
+
+FORMATS = ("anthropic", "openai")
+
+
+@dataclass(frozen=True)
+class Mode:
+    """How much to run. ``budget`` is the seconds one contender may spend on one stream."""
+
+    name: str
+    sizes: tuple[int, ...]
+    repeats: int
+    min_repeats: int
+    budget: float
+    memory_size: int
+    sdk_memory_size: int | None
+    sdk_max_events: int | None
+    fixed_turns: int
+    turns: int
+    turn_events: int
+    rates: tuple[int, ...]
+    headline_rate: int
+    turn_seconds: float
+    window_s: float
+
+
+MODES = {
+    "full": Mode(
+        "full",
+        sizes=(1_000, 10_000, 100_000),
+        repeats=9,
+        min_repeats=3,
+        budget=8.0,
+        memory_size=100_000,
+        sdk_memory_size=10_000,
+        sdk_max_events=None,
+        fixed_turns=200,
+        turns=1_000,
+        turn_events=200,
+        rates=(2_000, 5_000, 10_000),
+        headline_rate=5_000,
+        turn_seconds=10.0,
+        window_s=6.0,
+    ),
+    "quick": Mode(
+        "quick",
+        sizes=(1_000, 10_000),
+        repeats=5,
+        min_repeats=2,
+        budget=2.0,
+        memory_size=10_000,
+        sdk_memory_size=None,
+        sdk_max_events=None,
+        fixed_turns=40,
+        turns=1_000,
+        turn_events=50,
+        rates=(5_000,),
+        headline_rate=5_000,
+        turn_seconds=6.0,
+        window_s=4.0,
+    ),
+    "tiny": Mode(
+        "tiny",
+        sizes=(200,),
+        repeats=1,
+        min_repeats=1,
+        budget=0.0,
+        memory_size=200,
+        sdk_memory_size=200,
+        sdk_max_events=None,
+        fixed_turns=3,
+        turns=5,
+        turn_events=20,
+        rates=(100,),
+        headline_rate=100,
+        turn_seconds=0.3,
+        window_s=0.5,
+    ),
+}
+
+
+def _parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description="rxturn benchmark suite (issue 8)")
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--quick", action="store_true", help="1k/10k events, fewer repeats")
+    group.add_argument("--tiny", action="store_true", help="a few seconds (the smoke test)")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parent / "results",
+        help="directory for latest.json and ratios.png (default: benchmarks/results)",
+    )
+    parser.add_argument("--no-concurrency", action="store_true", help="skip the 1,000-turn run")
+    parser.add_argument("--no-chart", action="store_true", help="do not draw the PNG")
+    return parser.parse_args(argv)
+
+
+def _meta(mode: Mode, load_at_start: tuple[float, float, float]) -> dict[str, Any]:
+    versions: dict[str, str] = {}
+    from importlib import metadata
+
+    for dist in ("rxturn", "msgspec", "reactivex", "aiohttp", "anthropic", "openai"):
+        try:
+            versions[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            versions[dist] = "?"
+    return {
+        "mode": mode.name,
+        "date": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "machine": platform.machine(),
+        "cpus": os.cpu_count(),
+        "load_average_at_start": load_at_start,
+        "versions": versions,
+        "unit": "µs of CPU time of the benchmark process per wire event (SSE data line)",
+        "method": (
+            "fake provider in a child process; contenders timed by process CPU time (wall also "
+            "recorded); interleaved rounds; median and min; targets judged on the largest "
+            "stream; memory = tracemalloc peak of one run"
+        ),
+        "sizes": list(mode.sizes),
+    }
+
+
+async def _suite(mode: Mode, out_dir: Path, concurrency: bool) -> tuple[dict[str, Any], bool]:
+    started = time.perf_counter()
+    load_at_start = os.getloadavg()
+    log = lambda text: print(f"[{time.perf_counter() - started:6.1f}s] {text}", flush=True)  # noqa: E731
+    rows: list[dict[str, Any]] = []
+    memory: list[dict[str, Any]] = []
+    failures = False
+    with tempfile.TemporaryDirectory() as tmp:
+        scenario = Path(tmp) / "scenario.json"
+        write_scenario(scenario, mode.sizes)
+        async with ChildServer("fake", str(scenario)) as fake:
+            log(f"fake provider at {fake.base_url}")
+            async with aiohttp.ClientSession() as session:
+                cases = {
+                    (fmt, n): await capture(session, fake.base_url, fmt, n)
+                    for fmt in FORMATS
+                    for n in mode.sizes
+                }
+            env = Env(fake.base_url)
+            contenders = build_contenders(env)
+            try:
+                for fmt in FORMATS:  # warm-up: imports, connections, tokenizer
+                    warm = cases[(fmt, mode.sizes[0])]
+                    for contender in contenders:
+                        try:
+                            await contender.run(warm)
+                        except Exception as exc:
+                            log(f"warm-up: {contender.name} on {warm.label} failed: {exc!r}")
+                # Everything alive now (modules, SDK types, tokenizer, pools) is moved out of
+                # the collector's sight, so the gc.collect() before each run takes milliseconds,
+                # not the ~0.3 s a full walk of the SDKs' pydantic graphs costs.
+                gc.collect()
+                gc.freeze()
+                for n in mode.sizes:
+                    for fmt in FORMATS:
+                        case = cases[(fmt, n)]
+                        cells = await measure_case(
+                            case,
+                            contenders,
+                            repeats=mode.repeats,
+                            min_repeats=mode.min_repeats,
+                            budget=mode.budget,
+                            sdk_max_events=mode.sdk_max_events,
+                        )
+                        limit = next((c for c in cells if c.contender.name == "limit"), None)
+                        rows.extend(cell_json(cell, limit) for cell in cells)
+                        failures |= any(cell.error for cell in cells)
+                        log(f"timed {case.label}: " + _summary(cells))
+                for fmt in FORMATS:
+                    for contender in contenders:
+                        size = mode.sdk_memory_size if contender.role == "sdk" else mode.memory_size
+                        if fmt not in contender.formats or size is None:
+                            continue
+                        case = cases[(fmt, size)]
+                        entry: dict[str, Any] = {
+                            "format": fmt,
+                            "events": case.events,
+                            "contender": contender.name,
+                        }
+                        try:
+                            entry["peak_bytes"] = await peak_memory(contender, case)
+                        except Exception as exc:
+                            entry["peak_bytes"] = None
+                            entry["error"] = f"{type(exc).__name__}: {exc}"
+                            failures = True
+                        memory.append(entry)
+                    log(f"memory {fmt} done")
+                base = {
+                    (m["format"], m["events"]): m.get("peak_bytes")
+                    for m in memory
+                    if m["contender"] == "limit"
+                }
+                for m in memory:
+                    limit_peak = base.get((m["format"], m["events"]))
+                    if m.get("peak_bytes") and limit_peak:
+                        m["ratio_to_limit"] = m["peak_bytes"] / limit_peak
+                try:
+                    fixed: dict[str, Any] | None = await fixed_costs(env, mode.fixed_turns, FORMATS)
+                except Exception as exc:
+                    log(f"fixed cost failed: {exc!r}")
+                    fixed, failures = None, True
+                log("fixed cost done")
+            finally:
+                await env.aclose()
+    conc: dict[str, Any] | None = None
+    if concurrency:
+        async with ChildServer("stamp") as stamp:
+            try:
+                conc = await run_concurrency(
+                    stamp.base_url,
+                    turns=mode.turns,
+                    events=mode.turn_events,
+                    rates=mode.rates,
+                    turn_seconds=mode.turn_seconds,
+                    window_s=mode.window_s,
+                )
+                conc["headline_rate"] = mode.headline_rate
+            except Exception as exc:
+                log(f"concurrency run failed: {exc!r}")
+                failures = True
+        log("concurrency done")
+    largest = mode.sizes[-1]
+    targets = judge(rows, memory, conc, FORMATS, largest)
+    report = {
+        "meta": _meta(mode, load_at_start)
+        | {"duration_s": time.perf_counter() - started, "load_average_at_end": os.getloadavg()},
+        "streams": [
+            {
+                "format": c.format,
+                "events": c.events,
+                "wire_events": c.wire_events,
+                "bytes": len(c.body),
+            }
+            for c in cases.values()
+        ],
+        "contenders": [
+            {"name": c.name, "role": c.role, "where": c.where, "description": c.description}
+            for c in contenders
+        ],
+        "results": rows,
+        "memory": memory,
+        "fixed_cost": fixed,
+        "concurrency": conc,
+        "targets": [t.json() for t in targets],
+    }
+    print(table(rows, memory, fixed, conc, targets, FORMATS, mode.sizes))
+    return report, failures
+
+
+def _summary(cells: list[Cell]) -> str:
+    parts = []
+    for cell in cells:
+        if cell.ok:
+            parts.append(f"{cell.contender.name} {min(cell.cpu) / cell.case.wire_events * 1e6:.2f}")
+        else:
+            parts.append(f"{cell.contender.name} {'skipped' if cell.skipped else 'ERROR'}")
+    return ", ".join(parts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parse(argv)
+    mode = MODES["tiny" if args.tiny else "quick" if args.quick else "full"]
+    report, failures = asyncio.run(_suite(mode, args.out, not args.no_concurrency))
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "latest.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
+    if not args.no_chart:
+        chart(report["results"], FORMATS, mode.sizes, args.out / "ratios.png")
+    print(f"\nwrote {args.out / 'latest.json'}" + ("" if args.no_chart else " and ratios.png"))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

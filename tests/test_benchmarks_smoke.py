@@ -1,0 +1,120 @@
+"""Smoke test of the benchmark harness (``benchmarks/run.py --tiny``): it runs, end to end.
+
+The harness is run as the user runs it — a separate process — in its tiny mode (200-event
+streams, one repeat, five concurrent turns), writing into a temporary directory. The test checks
+the *shape* and sanity of what it wrote: every contender of issue 8 timed on both formats with a
+correct reply, non-negative numbers, memory, fixed cost, the concurrency run with zero errors, a
+PASS/MISS/N/A verdict per target, and a PNG. It never asserts a timing: benchmarks inform, they
+do not gate (SPEC §4).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN = ROOT / "benchmarks" / "run.py"
+
+#: Issue 8's contenders (LIMIT, replay, full turn, official SDK) plus the informational ones the
+#: README explains the costs with.
+EXPECTED = {
+    "limit",
+    "replay",
+    "replay_message",
+    "limit_http",
+    "decode_fold_http",
+    "client_stream",
+    "turn_passthrough",
+    "turn",
+    "sdk",
+}
+FORMATS = {"anthropic", "openai"}
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    out = tmp_path_factory.mktemp("bench")
+    proc = subprocess.run(
+        [sys.executable, str(RUN), "--tiny", "--out", str(out)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=110,
+        check=False,
+    )
+    assert proc.returncode == 0, (
+        f"run.py --tiny failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    )
+    assert (out / "ratios.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    data: dict[str, Any] = json.loads((out / "latest.json").read_text())
+    data["_stdout"] = proc.stdout
+    return data
+
+
+def _non_negative(value: Any) -> bool:
+    return isinstance(value, int | float) and not math.isnan(value) and value >= 0
+
+
+def test_every_contender_is_timed_on_both_formats(report: dict[str, Any]) -> None:
+    assert {c["name"] for c in report["contenders"]} == EXPECTED
+    seen = {(r["format"], r["contender"]) for r in report["results"]}
+    assert seen == {(f, c) for f in FORMATS for c in EXPECTED}
+    for row in report["results"]:
+        where = f"{row['contender']} on {row['format']}"
+        assert row["error"] is None, where
+        assert row["skipped"] is None, where
+        assert row["events"] == 200 and row["wire_events"] > 200, where
+        assert row["runs"] >= 1, where
+        for key in ("cpu_us_per_event", "wall_us_per_event", "ratio_to_limit"):
+            assert _non_negative(row[key]["median"]), (where, key)
+        for key in ("cpu_us_per_event", "wall_us_per_event"):
+            assert row[key]["min"] <= row[key]["median"], (where, key)
+
+
+def test_limit_is_its_own_unit(report: dict[str, Any]) -> None:
+    for row in report["results"]:
+        if row["contender"] == "limit":
+            assert row["ratio_to_limit"]["median"] == pytest.approx(1.0)
+
+
+def test_memory_fixed_cost_and_concurrency_are_reported(report: dict[str, Any]) -> None:
+    weighed = {(m["format"], m["contender"]) for m in report["memory"]}
+    assert weighed == {(f, c) for f in FORMATS for c in EXPECTED}
+    for entry in report["memory"]:
+        assert entry.get("error") is None, entry
+        assert entry["peak_bytes"] > 0, entry
+
+    fixed = report["fixed_cost"]
+    for fmt in FORMATS:
+        assert set(fixed[fmt]) == {"turn", "turn_passthrough", "limit_http", "sdk", "cold_turn"}
+        for figures in fixed[fmt].values():
+            assert all(_non_negative(figures[k]) for k in ("cpu_us_median", "wall_us_median"))
+    assert set(fixed["parts"]) == {"request_build", "token_estimate"}
+
+    conc = report["concurrency"]
+    assert conc["turns"] == 5
+    for name in ("limit_http", "turn"):
+        through = conc["throughput"][name]
+        assert through["errors"] == 0, through["first_error"]
+        assert _non_negative(through["events_per_s"])
+        for point in conc["latency"]:
+            steady = point[name]
+            assert steady["errors"] == 0, steady["first_error"]
+            assert steady["latency"]["samples"] > 0
+            assert _non_negative(steady["latency"]["p99_us"])
+
+
+def test_every_target_has_a_verdict(report: dict[str, Any]) -> None:
+    names = [t["name"] for t in report["targets"]]
+    assert len(names) == 10, names  # 3 per format (replay, turn, SDK) + memory x2 + 2 concurrency
+    for target in report["targets"]:
+        assert target["status"] in {"PASS", "MISS", "N/A"}, target
+        assert target["status"] in report["_stdout"]
+    assert "Targets" in report["_stdout"]
