@@ -202,13 +202,14 @@ async def _retrieve(
         result = memory.retrieve(query, top_k)
         if inspect.isawaitable(result):
             result = await result
-        if isinstance(result, (str, bytes)) or not isinstance(result, Sequence):
+        # a user-supplied provider: its annotations promise nothing at run time
+        if isinstance(result, (str, bytes)) or not isinstance(result, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"retrieve() returned {type(result).__name__}, expected a list of str")
         entries: Sequence[object] = result  # pyright: ignore[reportUnknownVariableType]
-        bad = next((item for item in entries if not isinstance(item, str)), None)
+        bad = next((item for item in entries if not isinstance(item, str)), None)  # pyright: ignore[reportUnnecessaryIsInstance]
         if bad is not None:
             raise TypeError(f"retrieve() returned an entry of type {type(bad).__name__}")
-        return [item for item in entries if isinstance(item, str)]
+        return [item for item in entries if isinstance(item, str)]  # pyright: ignore[reportUnnecessaryIsInstance]
     except Exception as exc:  # a memory outage must never fail the turn (reference §6.1)
         logger.warning(
             "memory retrieval failed (%s: %s); the turn goes on without memory",
@@ -237,7 +238,8 @@ class ContextWindow(msgspec.Struct, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         max_tokens: object = self.max_tokens
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:
+        # Struct fields are not type-checked when built in Python
+        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"ContextWindow.max_tokens must be an int > 0, got {max_tokens!r}")
         for name in ("compact_at", "target"):
             value: object = getattr(self, name)

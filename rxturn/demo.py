@@ -140,7 +140,7 @@ class _Painter:
 @dataclass
 class _Narrator(Observer):
     painter: _Painter
-    notes: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list[str])
 
     def on_attempt_reset(self, *, turn: int, reset: AttemptReset) -> None:
         self.painter.retract(f"attempt {reset.attempt}: {reset.reason}")
@@ -196,8 +196,8 @@ async def play(out: TextIO | None = None, *, color: bool | None = None) -> int:
     from .clients import AnthropicClient
     from .testing import FakeProvider
 
-    out = out or sys.stdout
-    painter = _Painter(out, out.isatty() if color is None else color)
+    stream: TextIO = out or sys.stdout
+    painter = _Painter(stream, stream.isatty() if color is None else color)
     clock = _Clock()
     fallback = FallbackManager(
         PRIMARY, [BACKUP], policy=FallbackPolicy(recovery_timeout=COOLDOWN), clock=clock

@@ -283,7 +283,8 @@ class TurnEngine:
 
         Fires ``on_model_switched`` when the serving model changes. Blank names are rejected.
         """
-        model = name.strip() if isinstance(name, str) else ""
+        # callers may be untyped
+        model = name.strip() if isinstance(name, str) else ""  # pyright: ignore[reportUnnecessaryIsInstance]
         if not model:
             raise ConfigError(f"switch_model needs a model name, got {name!r}")
         previous = self.served_model()
@@ -670,7 +671,11 @@ class TurnEngine:
         reply.add_done_callback(lambda _: settle("reply"))
         cleanup = CompositeDisposable(self.cancel_token.on_cancel(lambda: settle("cancel")))
         if timeout is not None:
-            cleanup.add(scheduler.schedule_relative(timeout, lambda *_: settle("timeout")))
+
+            def on_timeout(*_: object) -> None:
+                settle("timeout")
+
+            cleanup.add(scheduler.schedule_relative(timeout, on_timeout))
         try:
             await outcome
         finally:

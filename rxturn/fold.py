@@ -68,6 +68,10 @@ from .messages import ContentPart, Message, StopReason, TextPart, ToolCallPart, 
 
 __all__ = ["INITIAL_STATE", "TurnState", "fold", "fold_events", "fold_handler"]
 
+# TurnState's fields are private to this module, not to the class: the fold functions below read
+# them directly because a property or method call per event would cost the hot path.
+# pyright: reportPrivateUsage=false
+
 _T = TypeVar("_T")
 _replace = msgspec.structs.replace
 _json_decode = msgspec.json.decode
@@ -287,7 +291,8 @@ def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
     if cls is AttemptReset:
         return INITIAL_STATE
     if cls is Fallback:
-        message: Message = event.message  # type: ignore[union-attr]
+        fallback: Fallback = event  # type: ignore[assignment]  # narrowed by the type check above
+        message = fallback.message
         head = _Head(
             id=message.id,
             model=message.model,
@@ -376,15 +381,15 @@ def _lane_text(lane: _Lane, state: TurnState) -> str:
     """Join the lane's fragments: those of the runs it owns, which all start after it opened."""
     head, frags, n = state._head, state._frags, state._nfrags
     runs, nruns = head.runs, head.nruns
-    if not nruns or frags is None:
+    if not nruns or runs is None or frags is None:
         return ""
     serial = lane.serial
-    first = bisect_left(runs, lane.start, 0, nruns, key=_run_start)  # type: ignore[arg-type]
+    first = bisect_left(runs, lane.start, 0, nruns, key=_run_start)
     pieces: list[str] = []
     for k in range(first, nruns):
-        start, owner = runs[k]  # type: ignore[index]
+        start, owner = runs[k]
         if owner == serial:
-            end = runs[k + 1][0] if k + 1 < nruns else n  # type: ignore[index]
+            end = runs[k + 1][0] if k + 1 < nruns else n
             pieces.extend(frags[start:end])
     return "".join(pieces)
 
@@ -431,9 +436,9 @@ def _describe(lane: _Lane) -> str:
 
 def _append(log: list[_T] | None, n: int, item: _T) -> list[_T]:
     """The log a state seeing ``log[:n]`` gets after appending ``item`` (see module docstring)."""
-    if n and len(log) == n:  # type: ignore[arg-type]
-        log.append(item)  # type: ignore[union-attr]
-        return log  # type: ignore[return-value]
+    if n and log is not None and len(log) == n:
+        log.append(item)
+        return log
     return _fresh(log, n, item)
 
 

@@ -97,7 +97,7 @@ class ToolCallPart(msgspec.Struct, frozen=True, tag="tool_call"):
 
     id: str
     name: str
-    input: Any = msgspec.field(default_factory=dict)
+    input: Any = msgspec.field(default_factory=dict[str, Any])
 
 
 class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
@@ -180,7 +180,7 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     strict_tools: bool = False
     response_format: ResponseFormat | None = None
     stop_sequences: tuple[str, ...] = ()
-    extra_headers: dict[str, str] = msgspec.field(default_factory=dict)
+    extra_headers: dict[str, str] = msgspec.field(default_factory=dict[str, str])
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True):

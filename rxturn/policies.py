@@ -105,7 +105,8 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 "TimeoutPolicy.max_consecutive_timeouts must be an integer >= 1, "
                 f"got {self.max_consecutive_timeouts!r}"
             )
-        if not isinstance(self.rescue, bool):
+        # Struct fields are not type-checked when built in Python
+        if not isinstance(self.rescue, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"TimeoutPolicy.rescue must be a bool, got {self.rescue!r}")
         return self
 
@@ -132,7 +133,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
         consecutive = self.max_consecutive_timeouts
         if not _is_int(consecutive) or consecutive < 1:
             consecutive = defaults.max_consecutive_timeouts
-        rescue = self.rescue if isinstance(self.rescue, bool) else defaults.rescue
+        rescue = self.rescue if isinstance(self.rescue, bool) else defaults.rescue  # pyright: ignore[reportUnnecessaryIsInstance]
         return TimeoutPolicy(
             first_event=first_event,
             per_event=per_event,
@@ -252,7 +253,8 @@ class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"RateLimitPolicy.escalate_after ({self.escalate_after}) must be <= "
                 f"max_retries ({self.max_retries})"
             )
-        if not isinstance(self.respect_retry_after, bool):
+        # Struct fields are not type-checked when built in Python
+        if not isinstance(self.respect_retry_after, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
                 "RateLimitPolicy.respect_retry_after must be a bool, "
                 f"got {self.respect_retry_after!r}"

@@ -196,10 +196,11 @@ class TiktokenCounter:
 
     def __init__(self, encoding: str = DEFAULT_ENCODING, *, cache_size: int = 4096) -> None:
         name: object = encoding
-        if not isinstance(name, str) or not name:
+        # callers may be untyped
+        if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"TiktokenCounter encoding must be a non-empty str, got {name!r}")
         size: object = cache_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:
+        if isinstance(size, bool) or not isinstance(size, int) or size < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"TiktokenCounter cache_size must be an int >= 0, got {size!r}")
         self.encoding_name = encoding
         self._cache_size = cache_size

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, get_type_hints
+from typing import Any, cast, get_type_hints
 
 import msgspec
 
@@ -63,7 +63,8 @@ class Tool:
         """Convert ``arguments``, run the function (awaiting it if needed), render the result."""
         if not isinstance(arguments, dict):
             raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
-        kwargs = _convert_arguments(self._types, arguments)
+        # a decoded JSON object: its keys are strings
+        kwargs = _convert_arguments(self._types, cast("dict[str, Any]", arguments))
         result = self.function(**kwargs)
         if inspect.isawaitable(result):
             result = await result

@@ -39,3 +39,7 @@ def test_error_tree_has_one_root() -> None:
         value = getattr(errors, name)
         if isinstance(value, type) and issubclass(value, BaseException):
             assert issubclass(value, errors.RxturnError), name
+
+
+def test_all_matches_the_lazy_export_table() -> None:
+    assert set(rxturn.__all__) == {*rxturn._EXPORTS, "__version__"}  # pyright: ignore[reportPrivateUsage]

@@ -176,6 +176,8 @@ def parse_should_retry(value: str | None) -> bool | None:
 
 
 # --- request helpers shared by the providers --------------------------------------------------
+# RequestOptions is a msgspec Struct, whose field types are not enforced when it is built in
+# Python: the isinstance checks below are real (pyright, trusting the annotations, would drop them).
 
 ToolChoice = tuple[str, str | None]
 """``(mode, tool name)``: mode is ``"auto"``, ``"any"``, ``"none"`` or ``"tool"``."""
@@ -185,7 +187,7 @@ def resolve_model(options: RequestOptions, default: str) -> str:
     """The per-request override when set, else the client's model (never mutating the client)."""
     if options.model is None:
         return default
-    if not isinstance(options.model, str) or not options.model.strip():
+    if not isinstance(options.model, str) or not options.model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(f"RequestOptions.model must be a non-empty string, got {options.model!r}")
     return options.model
 
@@ -195,7 +197,7 @@ def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | No
     value = options.max_tokens if options.max_tokens is not None else default
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
         where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
         raise ConfigError(f"{where} must be a positive integer, got {value!r}")
     return value
@@ -205,7 +207,7 @@ def resolve_temperature(options: RequestOptions) -> float | None:
     value = options.temperature
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
     return value
 
@@ -222,7 +224,7 @@ def resolve_tool_choice(
     choice = options.tool_choice
     if choice is None:
         return None
-    if not isinstance(choice, str) or not choice:
+    if not isinstance(choice, str) or not choice:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(f"RequestOptions.tool_choice must be a non-empty string, got {choice!r}")
     names = [tool.name for tool in tools or ()]
     mode = {"auto": "auto", "none": "none", "any": "any", "required": "any"}.get(choice, "tool")
@@ -285,6 +287,16 @@ def _check_timeout(name: str, value: float | None, *, optional: bool = False) ->
         raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
 
 
+def _check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
+    if value is None and not required:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        or_none = "" if required else " or None"
+        raise ConfigError(
+            f"{client}: max_tokens must be a positive integer{or_none}, got {value!r}"
+        )
+
+
 # --- error bodies -----------------------------------------------------------------------------
 
 _TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
@@ -342,6 +354,8 @@ class HttpClient:
     _path: ClassVar[str]
     #: ``Accept`` header of a streaming request.
     _stream_accept: ClassVar[str] = "text/event-stream"
+    #: whether the API needs a ``max_tokens`` (else ``None`` omits it and the server decides).
+    _max_tokens_required: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -349,6 +363,7 @@ class HttpClient:
         *,
         api_key: str | None,
         base_url: str,
+        max_tokens: int | None,
         extra_headers: Mapping[str, str] | None,
         transport: AsyncTransport | None,
         connect_timeout: float,
@@ -380,6 +395,7 @@ class HttpClient:
         self._owns_transport = transport is None
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        _check_max_tokens(name, max_tokens, required=self._max_tokens_required)
 
     # -- identity ------------------------------------------------------------------------------
 

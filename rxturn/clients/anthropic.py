@@ -177,6 +177,7 @@ class AnthropicClient(HttpClient):
 
     wire_format = "anthropic"
     _path = "/v1/messages"
+    _max_tokens_required = True
 
     def __init__(
         self,
@@ -194,15 +195,12 @@ class AnthropicClient(HttpClient):
             model,
             api_key=api_key,
             base_url=base_url,
+            max_tokens=max_tokens,
             extra_headers=extra_headers,
             transport=transport,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-            raise ConfigError(
-                f"AnthropicClient: max_tokens must be a positive integer, got {max_tokens!r}"
-            )
         self._max_tokens = max_tokens
 
     @classmethod

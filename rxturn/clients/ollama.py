@@ -163,17 +163,12 @@ class OllamaClient(HttpClient):
             model,
             api_key=api_key,
             base_url=base_url,
+            max_tokens=max_tokens,
             extra_headers=extra_headers,
             transport=transport,
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
-        if max_tokens is not None and (
-            isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1
-        ):
-            raise ConfigError(
-                f"OllamaClient: max_tokens must be a positive integer or None, got {max_tokens!r}"
-            )
         self._max_tokens = max_tokens
 
     @property

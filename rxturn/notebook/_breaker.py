@@ -32,6 +32,10 @@ __all__ = [
     "simulate_breaker",
 ]
 
+# matplotlib's Axes methods leave ``**kwargs`` unannotated, so a strict checker reads every call
+# through them as partially unknown; that one rule is off here, the rest of the module is typed.
+# pyright: reportUnknownMemberType=false
+
 BreakerOutcome = Literal["success", "failure", "rate_limit"]
 _LEVEL: dict[BreakerState, int] = {
     BreakerState.PRIMARY: 0,

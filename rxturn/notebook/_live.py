@@ -45,7 +45,8 @@ class IPythonSink:
         self._handle: Any = None
 
     def show(self, view: LiveView) -> None:
-        from IPython.display import HTML, display
+        # IPython leaves display()'s keyword arguments unannotated
+        from IPython.display import HTML, display  # pyright: ignore[reportUnknownVariableType]
 
         content = HTML(view.to_html(max_chars=self._max_chars))  # type: ignore[no-untyped-call]
         if self._handle is None:

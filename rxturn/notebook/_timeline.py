@@ -23,6 +23,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["AttemptSpan", "TurnSummary", "attempt_spans", "summarize_turns", "timeline"]
 
+# matplotlib's Axes methods leave ``**kwargs`` unannotated, so a strict checker reads every call
+# through them as partially unknown; that one rule is off here, the rest of the module is typed.
+# pyright: reportUnknownMemberType=false
+
 
 class AttemptSpan(msgspec.Struct, frozen=True, kw_only=True):
     """One streaming attempt on the timeline: when it ran and how it ended."""

@@ -170,9 +170,10 @@ def deadlines(
 
     _check_seconds("deadlines", "first_event", first_event)
     _check_seconds("deadlines", "per_event", per_event)
+    # callers may be untyped
     if (
         isinstance(max_consecutive, bool)
-        or not isinstance(max_consecutive, int)
+        or not isinstance(max_consecutive, int)  # pyright: ignore[reportUnnecessaryIsInstance]
         or (max_consecutive < 1)
     ):
         raise ConfigError(

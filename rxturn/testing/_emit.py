@@ -584,6 +584,8 @@ def fault_plan(entry: Entry, n_events: int) -> list[tuple[int, FaultAction]]:
         (entry.error_event_after_events, "error_event"),
         (entry.drop_after_events, "drop"),
     )
-    plan = [(min(after, last), action) for after, action in scripted if after is not None]
+    plan: list[tuple[int, FaultAction]] = [
+        (min(after, last), action) for after, action in scripted if after is not None
+    ]
     plan.sort(key=lambda item: (item[0], _ORDER[item[1]]))
     return plan

@@ -223,9 +223,10 @@ class AiohttpTransport:
         if read_timeout is not None:
             _positive("read_timeout", read_timeout)
         _positive("keepalive_timeout", keepalive_timeout)
-        if not isinstance(limit, int) or limit < 1:
+        # callers may be untyped
+        if not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"AiohttpTransport: limit must be an integer >= 1, got {limit!r}")
-        if not isinstance(limit_per_host, int) or limit_per_host < 0:
+        if not isinstance(limit_per_host, int) or limit_per_host < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
                 f"AiohttpTransport: limit_per_host must be an integer >= 0, got {limit_per_host!r}"
             )

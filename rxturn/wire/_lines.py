@@ -29,12 +29,39 @@ from __future__ import annotations
 
 from ..errors import ConfigError, StreamProtocolError
 
-__all__ = ["BOM", "LineSplitter"]
+__all__ = ["BOM", "LineSplitter", "PartialLine"]
 
 BOM = b"\xef\xbb\xbf"
 
 
-class LineSplitter:
+class PartialLine:
+    """The state both framers keep for the line that has started but not ended.
+
+    ``_parts`` holds its chunks (joined only when it ends), ``_partial_len`` their total size,
+    and ``_at_start`` says the stream's first bytes are still being checked for a BOM.
+    """
+
+    __slots__ = ("_at_start", "_partial_len", "_parts")
+
+    def __init__(self) -> None:
+        self._parts: list[bytes] = []
+        self._partial_len = 0
+        self._at_start = True
+
+    def _strip_bom(self, data: bytes) -> bytes:
+        # Hold back up to two bytes while they could still be the start of a BOM.
+        head = b"".join(self._parts) + data if self._parts else data
+        if len(head) < len(BOM) and BOM.startswith(head):
+            self._parts = [head] if head else []
+            self._partial_len = len(head)
+            return b""
+        self._at_start = False
+        self._parts = []
+        self._partial_len = 0
+        return head[len(BOM):] if head.startswith(BOM) else head
+
+
+class LineSplitter(PartialLine):
     """Split a byte stream into complete lines at CR, LF or CRLF, chunk boundaries anywhere.
 
     Args:
@@ -43,29 +70,17 @@ class LineSplitter:
         what: how error messages name the stream (``"SSE"``, ``"NDJSON"``).
     """
 
-    __slots__ = (
-        "_at_start",
-        "_closed",
-        "_error",
-        "_partial_len",
-        "_parts",
-        "_skip_lf",
-        "lines",
-        "max_line_bytes",
-        "what",
-    )
+    __slots__ = ("_closed", "_error", "_skip_lf", "lines", "max_line_bytes", "what")
 
     def __init__(self, max_line_bytes: int = 1 << 20, *, what: str = "stream") -> None:
         if max_line_bytes <= 0:
             raise ConfigError(f"max_line_bytes must be positive, got {max_line_bytes}")
+        super().__init__()
         self.max_line_bytes = max_line_bytes
         self.what = what
         #: Complete lines returned so far (the next line to end is ``lines + 1``).
         self.lines = 0
-        self._parts: list[bytes] = []
-        self._partial_len = 0
         self._skip_lf = False
-        self._at_start = True
         self._closed = False
         self._error: StreamProtocolError | None = None
 
@@ -135,18 +150,6 @@ class LineSplitter:
         self._partial_len = 0
         self.lines += 1
         return [tail]
-
-    def _strip_bom(self, data: bytes) -> bytes:
-        # Hold back up to two bytes while they could still be the start of a BOM.
-        head = b"".join(self._parts) + data if self._parts else data
-        if len(head) < len(BOM) and BOM.startswith(head):
-            self._parts = [head] if head else []
-            self._partial_len = len(head)
-            return b""
-        self._at_start = False
-        self._parts = []
-        self._partial_len = 0
-        return head[len(BOM):] if head.startswith(BOM) else head
 
     def _too_long(self, line: int) -> StreamProtocolError:
         return StreamProtocolError(

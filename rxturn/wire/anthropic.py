@@ -48,7 +48,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import ProviderError, StreamProtocolError
+from ..errors import StreamProtocolError
 from ..events import (
     Delta,
     MessageDelta,
@@ -59,6 +59,7 @@ from ..events import (
     StreamEvent,
 )
 from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from ._decoder import FramedDecoder
 from ._errors import bad_json, stream_error
 from .sse import RawEvents, SSEParser
 
@@ -201,7 +202,7 @@ def _stop_reason(raw: str | None) -> str | None:
     return StopReason.parse(raw) or raw
 
 
-class AnthropicDecoder:
+class AnthropicDecoder(FramedDecoder[RawEvents]):
     """Anthropic Messages SSE bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
 
     Args:
@@ -223,87 +224,50 @@ class AnthropicDecoder:
         [MessageStart(id='msg_1', model='m')]
     """
 
-    __slots__ = ("_closed", "_error", "_input", "_lanes", "_output", "_sse", "_started",
-                 "saw_terminal")
+    __slots__ = ("_input", "_lanes", "_output", "_started")
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
-        self._sse = SSEParser(max_line_bytes, max_event_bytes)
+        sse = SSEParser(max_line_bytes, max_event_bytes)
+        super().__init__(sse.feed_raw, sse.close_raw)
         self._lanes: dict[int, str] = {}
         self._started = False
         self._input = 0
         self._output = 0
-        self._error: ProviderError | None = None
-        self._closed = False
-        self.saw_terminal = False
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
-        """Decode a chunk of the response body; return the canonical events it completed."""
-        if self._error is not None:
-            raise self._error
-        if self.saw_terminal:
-            return []
-        try:
-            frames = self._sse.feed_raw(data)
-        except StreamProtocolError as exc:
-            self._error = exc  # framing errors are final too
-            raise
-        return self._decode(frames)
-
-    def close(self) -> list[StreamEvent]:
-        """End of body: flush a final event that lacked its blank line."""
-        if self._error is not None:
-            raise self._error
-        if self.saw_terminal or self._closed:
-            return []
-        self._closed = True
-        try:
-            frames = self._sse.close_raw()
-        except StreamProtocolError as exc:
-            self._error = exc  # framing errors are final too
-            raise
-        return self._decode(frames, eof=True)
-
-    def _decode(self, frames: RawEvents, *, eof: bool = False) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
+    def _decode_into(self, frames: RawEvents, eof: bool, out: list[StreamEvent]) -> None:
         append = out.append
         lanes = self._lanes
         decode = _decoder.decode
-        try:
-            for at, payload in enumerate(frames.payloads):
-                try:
-                    event = decode(payload)
-                except msgspec.DecodeError as exc:
-                    if not payload:
-                        continue
-                    if eof and type(exc) is msgspec.DecodeError:
-                        break  # an event cut off by the end of the body: a truncation
-                    self._on_undecodable(_At(frames, at), payload, exc)
+        for at, payload in enumerate(frames.payloads):
+            try:
+                event = decode(payload)
+            except msgspec.DecodeError as exc:
+                if not payload:
                     continue
-                if type(event) is _BlockDeltaEvent:  # the hot path, kept inline
-                    index = event.index
-                    lane = lanes.get(index)
-                    if lane is None:
-                        raise _no_lane("content_block_delta", index, _At(frames, at))
-                    delta = event.delta
-                    # ``type() is`` chains, not ``match``: class patterns cost ~5x more here
-                    if type(delta) is _TextDelta:
-                        if delta.text and lane == "text":
-                            append(Delta(index, delta.text, "text"))
-                    elif type(delta) is _InputJsonDelta:
-                        if delta.partial_json and lane == "tool_call":
-                            append(Delta(index, delta.partial_json, "tool_json"))
-                    elif type(delta) is _ThinkingDelta and delta.thinking and lane == "thinking":
-                        append(Delta(index, delta.thinking, "thinking"))
-                    # signature / citations deltas: nothing the message keeps
-                else:
-                    self._on_event(event, _At(frames, at), out)
-                    if self.saw_terminal:
-                        break
-        except ProviderError as exc:
-            self._error = exc
-            if not out:
-                raise
-        return out
+                if eof and type(exc) is msgspec.DecodeError:
+                    break  # an event cut off by the end of the body: a truncation
+                self._on_undecodable(_At(frames, at), payload, exc)
+                continue
+            if type(event) is _BlockDeltaEvent:  # the hot path, kept inline
+                index = event.index
+                lane = lanes.get(index)
+                if lane is None:
+                    raise _no_lane("content_block_delta", index, _At(frames, at))
+                delta = event.delta
+                # ``type() is`` chains, not ``match``: class patterns cost ~5x more here
+                if type(delta) is _TextDelta:
+                    if delta.text and lane == "text":
+                        append(Delta(index, delta.text, "text"))
+                elif type(delta) is _InputJsonDelta:
+                    if delta.partial_json and lane == "tool_call":
+                        append(Delta(index, delta.partial_json, "tool_json"))
+                elif type(delta) is _ThinkingDelta and delta.thinking and lane == "thinking":
+                    append(Delta(index, delta.thinking, "thinking"))
+                # signature / citations deltas: nothing the message keeps
+            else:
+                self._on_event(event, _At(frames, at), out)
+                if self.saw_terminal:
+                    break
 
     def _on_event(self, event: _WireEvent, at: _At, out: list[StreamEvent]) -> None:
         match event:
@@ -333,7 +297,7 @@ class AnthropicDecoder:
             case _MessageStopEvent():
                 self._require_start(at)
                 out.append(_STOP)
-                self.saw_terminal = True
+                self.saw_terminal = self._done = True  # everything after it is ignored
             case _MessageStartEvent(message=info):
                 if not self._started:  # a duplicate keeps the first id, model and usage
                     self._started = True

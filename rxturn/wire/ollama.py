@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InvalidToolInputError, ProviderError, StreamProtocolError
+from ..errors import InvalidToolInputError, StreamProtocolError
 from ..events import (
     Delta,
     MessageDelta,
@@ -42,6 +42,7 @@ from ..events import (
     StreamEvent,
 )
 from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from ._decoder import FramedDecoder
 from ._errors import bad_json, error_from_json
 from .ndjson import NDJSONSplitter
 
@@ -111,7 +112,7 @@ def _arguments_json(arguments: Any) -> str:
     return _encoder.encode(arguments).decode()
 
 
-class OllamaDecoder:
+class OllamaDecoder(FramedDecoder[list[bytes]]):
     """Ollama ``/api/chat`` NDJSON bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
 
     Args:
@@ -132,61 +133,24 @@ class OllamaDecoder:
 Delta(index=0, text='Hi', kind='text')]
     """
 
-    __slots__ = ("_closed", "_error", "_lines", "_started", "_text_open", "_thinking_open",
-                 "_tools", "saw_terminal")
+    __slots__ = ("_lines", "_started", "_text_open", "_thinking_open", "_tools")
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         del max_event_bytes  # NDJSON has no multi-line events; accepted for a uniform signature
-        self._lines = NDJSONSplitter(max_line_bytes)
+        lines = NDJSONSplitter(max_line_bytes)
+        super().__init__(lines.feed, lines.close)
+        self._lines = lines
         self._started = False
         self._text_open = False
         self._thinking_open = False
         self._tools = 0
-        self._error: ProviderError | None = None
-        self._closed = False
-        self.saw_terminal = False
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
-        """Decode a chunk of the response body; return the canonical events it completed."""
-        if self._error is not None:
-            raise self._error
-        if self.saw_terminal:
-            return []
-        try:
-            frames = self._lines.feed(data)
-        except StreamProtocolError as exc:
-            self._error = exc  # framing errors are final too
-            raise
-        return self._decode(frames, self._lines.line_numbers)
-
-    def close(self) -> list[StreamEvent]:
-        """End of body: decode a last line that lacked its newline."""
-        if self._error is not None:
-            raise self._error
-        if self.saw_terminal or self._closed:
-            return []
-        self._closed = True
-        try:
-            frames = self._lines.close()
-        except StreamProtocolError as exc:
-            self._error = exc  # framing errors are final too
-            raise
-        return self._decode(frames, self._lines.line_numbers, eof=True)
-
-    def _decode(
-        self, lines: list[bytes], numbers: list[int], *, eof: bool = False
-    ) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
-        try:
-            for raw, number in zip(lines, numbers, strict=True):
-                self._on_line(raw, number, out, eof)
-                if self.saw_terminal:
-                    break
-        except ProviderError as exc:
-            self._error = exc
-            if not out:
-                raise
-        return out
+    def _decode_into(self, frames: list[bytes], eof: bool, out: list[StreamEvent]) -> None:
+        # the splitter numbers the lines of its latest feed / close: these very frames
+        for raw, number in zip(frames, self._lines.line_numbers, strict=True):
+            self._on_line(raw, number, out, eof)
+            if self.saw_terminal:
+                break
 
     def _on_line(self, raw: bytes, number: int, out: list[StreamEvent], eof: bool) -> None:
         try:
@@ -229,7 +193,7 @@ Delta(index=0, text='Hi', kind='text')]
             self._close_content(out)
             out.append(MessageDelta(_stop(line.done_reason, self._tools > 0), _usage(line)))
             out.append(_STOP)
-            self.saw_terminal = True
+            self.saw_terminal = self._done = True  # lines after it are ignored
 
     def _on_tool_call(self, call: _ToolCall, out: list[StreamEvent]) -> None:
         position = self._tools

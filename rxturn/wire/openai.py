@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InvalidToolInputError, ProviderError, StreamProtocolError
+from ..errors import InvalidToolInputError, StreamProtocolError
 from ..events import (
     Delta,
     MessageDelta,
@@ -50,6 +50,7 @@ from ..events import (
     StreamEvent,
 )
 from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from ._decoder import FramedDecoder
 from ._errors import bad_json, error_from_json
 from .sse import RawEvents, SSEParser
 
@@ -111,7 +112,7 @@ def _usage(usage: _Usage | None) -> Usage | None:
     return Usage(input_tokens=inp, output_tokens=out) if inp or out else None
 
 
-class OpenAIDecoder:
+class OpenAIDecoder(FramedDecoder[RawEvents]):
     """OpenAI Chat Completions SSE bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
 
     Args:
@@ -134,15 +135,14 @@ class OpenAIDecoder:
 Delta(index=0, text='Hi', kind='text')]
     """
 
-    __slots__ = ("_closed", "_done", "_error", "_finished", "_pending", "_sse", "_started",
-                 "_stop", "_text_open", "_thinking_open", "_tool_ids", "_tools", "_usage",
-                 "saw_terminal")
+    __slots__ = ("_finished", "_pending", "_started", "_stop", "_text_open", "_thinking_open",
+                 "_tool_ids", "_tools", "_usage")
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
-        self._sse = SSEParser(max_line_bytes, max_event_bytes)
+        sse = SSEParser(max_line_bytes, max_event_bytes)
+        super().__init__(sse.feed_raw, sse.close_raw)
         self._started = False
         self._finished = False
-        self._done = False
         self._text_open = False
         self._thinking_open = False
         #: wire indices of the tool calls seen, in the order they opened (all open until finish)
@@ -151,87 +151,48 @@ Delta(index=0, text='Hi', kind='text')]
         self._stop: str | None = None
         self._pending = False  # a finish_reason's MessageDelta waits for the usage chunk
         self._usage: Usage | None = None
-        self._error: ProviderError | None = None
-        self._closed = False
-        self.saw_terminal = False
 
-    def feed(self, data: bytes) -> list[StreamEvent]:
-        """Decode a chunk of the response body; return the canonical events it completed."""
-        if self._error is not None:
-            raise self._error
-        if self._done:
-            return []
-        try:
-            frames = self._sse.feed_raw(data)
-        except StreamProtocolError as exc:
-            self._error = exc  # framing errors are final too
-            raise
-        return self._decode(frames, False)
-
-    def close(self) -> list[StreamEvent]:
-        """End of body: flush the SSE parser, then finish the message if it had finished."""
-        if self._error is not None:
-            raise self._error
-        if self._closed:
-            return []
-        self._closed = True
-        if self._done:
-            return []
-        try:
-            frames = self._sse.close_raw()
-        except StreamProtocolError as exc:
-            self._error = exc  # framing errors are final too
-            raise
-        return self._decode(frames, True)
-
-    def _decode(self, frames: RawEvents, at_end: bool) -> list[StreamEvent]:
-        out: list[StreamEvent] = []
+    def _decode_into(self, frames: RawEvents, eof: bool, out: list[StreamEvent]) -> None:
         append = out.append
         decode = _decoder.decode
-        try:
-            for at, payload in enumerate(frames.payloads):
-                try:
-                    chunk = decode(payload)
-                except msgspec.DecodeError as exc:
-                    if self._on_undecodable(frames, at, exc, at_end, out):
-                        break
-                    continue
-                if chunk.error is not None:
-                    raise error_from_json(chunk.error)
-                choices = chunk.choices
-                if choices is None:
-                    raise StreamProtocolError(
-                        "chat.completion.chunk without 'choices' or 'error'",
-                        where=f"line {frames.line(at)}",
-                    )
-                if not self._started and (chunk.id or choices):
-                    self._started = True
-                    append(MessageStart(chunk.id, chunk.model))
-                for choice in choices:
-                    if choice.index or self._finished:
-                        continue  # choice 0 only, until its finish_reason
-                    delta = choice.delta
-                    if delta is not None:
-                        if delta.reasoning_content or delta.reasoning:
-                            self._on_reasoning(delta, out)
-                        content = delta.content
-                        if content:  # the hot path, kept inline
-                            if self._thinking_open or not self._text_open:
-                                self._open_text(out)
-                            append(Delta(TEXT_LANE, content, "text"))
-                        if delta.tool_calls:
-                            self._on_tool_calls(delta.tool_calls, out)
-                    if choice.finish_reason:
-                        self._finish(choice.finish_reason, out)
-                if chunk.usage is not None:
-                    self._on_usage(chunk.usage, out)
-            if at_end and not self._done and self._started and self._finished:
-                self._terminate(out)
-        except ProviderError as exc:
-            self._error = exc
-            if not out:
-                raise
-        return out
+        for at, payload in enumerate(frames.payloads):
+            try:
+                chunk = decode(payload)
+            except msgspec.DecodeError as exc:
+                if self._on_undecodable(frames, at, exc, eof, out):
+                    break
+                continue
+            if chunk.error is not None:
+                raise error_from_json(chunk.error)
+            choices = chunk.choices
+            if choices is None:
+                raise StreamProtocolError(
+                    "chat.completion.chunk without 'choices' or 'error'",
+                    where=f"line {frames.line(at)}",
+                )
+            if not self._started and (chunk.id or choices):
+                self._started = True
+                append(MessageStart(chunk.id, chunk.model))
+            for choice in choices:
+                if choice.index or self._finished:
+                    continue  # choice 0 only, until its finish_reason
+                delta = choice.delta
+                if delta is not None:
+                    if delta.reasoning_content or delta.reasoning:
+                        self._on_reasoning(delta, out)
+                    content = delta.content
+                    if content:  # the hot path, kept inline
+                        if self._thinking_open or not self._text_open:
+                            self._open_text(out)
+                        append(Delta(TEXT_LANE, content, "text"))
+                    if delta.tool_calls:
+                        self._on_tool_calls(delta.tool_calls, out)
+                if choice.finish_reason:
+                    self._finish(choice.finish_reason, out)
+            if chunk.usage is not None:
+                self._on_usage(chunk.usage, out)
+        if eof and not self._done and self._started and self._finished:
+            self._terminate(out)  # the body ended after a finish_reason: the message is whole
 
     def _on_undecodable(
         self, frames: RawEvents, at: int, exc: msgspec.DecodeError, eof: bool,
@@ -240,7 +201,7 @@ Delta(index=0, text='Hi', kind='text')]
         """``[DONE]`` (→ True: stop reading), an empty event, a cut-off chunk, or an error."""
         payload = frames.payloads[at]
         if payload.strip() == b"[DONE]":
-            self._done = True
+            self._done = True  # nothing after it is read
             if self._started:
                 if not self._finished:
                     self._finish("stop", out)

@@ -58,7 +58,7 @@ from typing import Any
 import msgspec
 
 from ..errors import ConfigError, StreamProtocolError
-from ._lines import BOM
+from ._lines import PartialLine
 
 __all__ = ["RawEvents", "SSEParser", "ServerSentEvent"]
 
@@ -132,7 +132,7 @@ class ServerSentEvent(msgspec.Struct, frozen=True):
     retry: int | None = None
 
 
-class SSEParser:
+class SSEParser(PartialLine):
     """Incremental WHATWG event-stream parser.
 
     Args:
@@ -162,7 +162,6 @@ class SSEParser:
     """
 
     __slots__ = (
-        "_at_start",
         "_closed",
         "_data",
         "_data_line",
@@ -172,8 +171,6 @@ class SSEParser:
         "_fast_limit",
         "_lines",
         "_overlong",
-        "_partial_len",
-        "_parts",
         "_skip_lf",
         "event_lines",
         "last_event_id",
@@ -186,6 +183,7 @@ class SSEParser:
         if max_line_bytes <= 0 or max_event_bytes <= 0:
             raise ConfigError("SSE limits must be positive, got "
                               f"max_line_bytes={max_line_bytes}, max_event_bytes={max_event_bytes}")
+        super().__init__()  # the partial line (chunks, joined when it ends)
         self.max_line_bytes = max_line_bytes
         self.max_event_bytes = max_event_bytes
         # A block no longer than this cannot break either limit, whatever its shape.
@@ -194,10 +192,7 @@ class SSEParser:
         self.retry: int | None = None
         self.event_lines: list[int] = []
         self._lines = 0  # complete lines interpreted so far
-        self._parts: list[bytes] = []  # the partial line (chunks, joined when it ends)
-        self._partial_len = 0
         self._skip_lf = False
-        self._at_start = True
         self._closed = False
         self._error: StreamProtocolError | None = None
         self._overlong: StreamProtocolError | None = None  # a partial line over the limit
@@ -307,18 +302,6 @@ class SSEParser:
             # raised once the complete lines before it are interpreted
             self._overlong = self._too_long(self._lines + data.count(b"\n", 0, cut) + 1)
         return data[:cut]
-
-    def _strip_bom(self, data: bytes) -> bytes:
-        # Hold back up to two bytes while they could still be the start of a BOM.
-        head = b"".join(self._parts) + data if self._parts else data
-        if len(head) < len(BOM) and BOM.startswith(head):
-            self._parts = [head] if head else []
-            self._partial_len = len(head)
-            return b""
-        self._at_start = False
-        self._parts = []
-        self._partial_len = 0
-        return head[len(BOM):] if head.startswith(BOM) else head
 
     def _interpret(self, buffer: bytes, out: Any, typed: bool) -> None:
         """Interpret complete lines (``buffer`` ends with LF): blocks fast, the rest by line."""
