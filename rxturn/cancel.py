@@ -12,6 +12,7 @@ caller learns that it stopped and why.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import reactivex
@@ -68,10 +69,8 @@ class CancelToken:
         self._callbacks.append(callback)
 
         def remove() -> None:
-            try:
+            with contextlib.suppress(ValueError):  # already fired, or removed twice
                 self._callbacks.remove(callback)
-            except ValueError:
-                pass
 
         return Disposable(remove)
 

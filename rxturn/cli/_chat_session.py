@@ -141,7 +141,8 @@ class ChatSession:
             if not result.text.endswith("\n"):
                 self.out.write("\n")
             for call in result.message.tool_calls:
-                self.out.write(f"[tool_call {call.name}] {msgspec.json.encode(call.input).decode()}\n")
+                arguments = msgspec.json.encode(call.input).decode()
+                self.out.write(f"[tool_call {call.name}] {arguments}\n")
         self.out.flush()
 
     def _report_error(self, exc: BaseException) -> None:

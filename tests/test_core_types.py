@@ -1,0 +1,226 @@
+"""The shared vocabulary: messages and their JSON, stop reasons, the error tree, the cancel token."""
+
+from __future__ import annotations
+
+import json
+
+import msgspec
+import pytest
+
+from rxturn.cancel import CancelToken
+from rxturn.errors import (
+    APIStatusError,
+    AuthenticationError,
+    BadRequestError,
+    Cancelled,
+    ConfigError,
+    ConnectError,
+    ContextOverflowError,
+    NotFoundError,
+    OverloadedError,
+    ProviderStreamError,
+    RateLimitError,
+    RateLimitEscalation,
+    RequestTimeoutError,
+    ServerError,
+    StreamTimeoutError,
+    TruncatedStreamError,
+    is_rate_limit,
+    is_retryable,
+    redact,
+    status_error,
+)
+from rxturn.messages import (
+    Message,
+    StopReason,
+    TextPart,
+    ToolCallPart,
+    Usage,
+    message_from_json,
+    message_to_json,
+)
+
+
+class TestMessageJson:
+    def test_shape_is_spec_3_2(self) -> None:
+        message = Message(
+            id="msg_1",
+            model="m",
+            content=(TextPart("hi"), ToolCallPart("t1", "lookup", {"q": "x"})),
+            stop_reason=StopReason.TOOL_CALL,
+            usage=Usage(input_tokens=3, output_tokens=4),
+        )
+        assert json.loads(message_to_json(message)) == {
+            "id": "msg_1",
+            "model": "m",
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "hi"},
+                {"type": "tool_call", "id": "t1", "name": "lookup", "input": {"q": "x"}},
+            ],
+            "stop_reason": "tool_call",
+            "usage": {"input_tokens": 3, "output_tokens": 4},
+        }
+
+    def test_usage_may_be_null_and_round_trips(self) -> None:
+        message = Message(id="a", model="m", content=(TextPart("x"),))
+        data = message_to_json(message)
+        assert json.loads(data)["usage"] is None
+        assert message_from_json(data) == message
+
+    def test_bad_json_is_a_validation_error(self) -> None:
+        with pytest.raises(msgspec.ValidationError):
+            message_from_json(b'{"content": [{"type": "nope"}]}')
+
+    def test_text_excludes_tool_calls(self) -> None:
+        message = Message(content=(TextPart("a"), ToolCallPart("i", "n"), TextPart("b")))
+        assert message.text == "ab"
+        assert [c.name for c in message.tool_calls] == ["n"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("tool_call", StopReason.TOOL_CALL),
+        ("tool_use", StopReason.TOOL_CALL),
+        ("tool_calls", StopReason.TOOL_CALL),
+        ("max_tokens", StopReason.MAX_TOKENS),
+        ("length", StopReason.MAX_TOKENS),
+        ("end_turn", StopReason.END_TURN),
+        ("stop", StopReason.END_TURN),
+        ("stop_sequence", StopReason.STOP_SEQUENCE),
+        ("refusal", None),
+        ("unknown", None),
+        (None, None),
+    ],
+)
+def test_stop_reason_parse(raw: str | None, expected: StopReason | None) -> None:
+    assert StopReason.parse(raw) is expected
+
+
+def test_only_tool_call_continues_the_loop() -> None:
+    assert [r for r in StopReason if r.continues_loop] == [StopReason.TOOL_CALL]
+
+
+class TestStatusErrors:
+    @pytest.mark.parametrize(
+        ("status", "cls"),
+        [
+            (400, BadRequestError),
+            (401, AuthenticationError),
+            (404, NotFoundError),
+            (408, RequestTimeoutError),
+            (422, BadRequestError),
+            (429, RateLimitError),
+            (500, ServerError),
+            (502, ServerError),
+            (503, OverloadedError),
+            (529, OverloadedError),
+            (418, APIStatusError),
+        ],
+    )
+    def test_status_maps_to_its_class(self, status: int, cls: type[APIStatusError]) -> None:
+        error = status_error(status, "body")
+        assert type(error) is cls
+        assert error.status_code == status
+        assert str(error).startswith(f"HTTP {status}: ")
+
+    def test_context_overflow_is_recognised_and_permanent(self) -> None:
+        error = status_error(400, "", error_message="prompt is too long: 210000 tokens > 200000")
+        assert isinstance(error, ContextOverflowError)
+        assert not is_retryable(error)
+
+    @pytest.mark.parametrize("status", [429, 500, 502, 503, 504, 529, 408, 409])
+    def test_retryable_statuses(self, status: int) -> None:
+        assert is_retryable(status_error(status, ""))
+
+    @pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 422, 451])
+    def test_permanent_statuses(self, status: int) -> None:
+        assert not is_retryable(status_error(status, ""))
+
+    def test_x_should_retry_wins(self) -> None:
+        assert not is_retryable(status_error(500, "", should_retry=False))
+        assert is_retryable(status_error(400, "", should_retry=True))
+
+    def test_rate_limits_are_recognised(self) -> None:
+        assert is_rate_limit(status_error(429, ""))
+        assert is_rate_limit(status_error(529, ""))
+        assert not is_rate_limit(status_error(500, ""))
+
+
+class TestRetryVerdicts:
+    def test_transient_kinds(self) -> None:
+        assert is_retryable(ConnectError("refused"))
+        assert is_retryable(TruncatedStreamError(3))
+        assert is_retryable(
+            StreamTimeoutError("idle", after=1.0, events=2, partial=False, elapsed=3.0)
+        )
+        assert is_retryable(ProviderStreamError("api_error: boom", error_type="api_error"))
+
+    def test_permanent_kinds(self) -> None:
+        assert not is_retryable(Cancelled())
+        assert not is_retryable(ConfigError("bad"))
+        assert not is_retryable(RateLimitEscalation(4, 5.0))
+        assert not is_retryable(
+            ProviderStreamError("x", error_type="invalid_request_error")
+        )
+        assert not is_retryable(ValueError("not ours"))
+
+    def test_foreign_errors_are_judged_by_their_cause(self) -> None:
+        outer = RuntimeError("wrapped")
+        outer.__cause__ = ServerError("HTTP 500: x")
+        assert is_retryable(outer)
+
+    def test_escalation_message(self) -> None:
+        assert str(RateLimitEscalation(4, 5.0)) == "rate-limit escalation after 4 retries (retry-after 5s)"
+
+
+def test_redact_removes_keys_and_caps_length() -> None:
+    text = "key sk-ant-abcdefgh12345 and secret-value-123 " + "x" * 10_000
+    out = redact(text, ("secret-value-123", "k"))
+    assert "sk-ant-abcdefgh12345" not in out and "secret-value-123" not in out
+    assert "key" in out  # a one-letter "secret" does not shred words
+    assert len(out) < 8300
+
+
+class TestCancelToken:
+    def test_callbacks_fire_once_in_order(self) -> None:
+        token = CancelToken()
+        seen: list[int] = []
+        token.on_cancel(lambda: seen.append(1))
+        token.on_cancel(lambda: seen.append(2))
+        token.cancel()
+        token.cancel()
+        assert seen == [1, 2] and token.cancelled
+
+    def test_registering_after_cancel_runs_at_once(self) -> None:
+        token = CancelToken()
+        token.cancel("stop")
+        seen: list[str] = []
+        token.on_cancel(lambda: seen.append("late"))
+        assert seen == ["late"]
+        with pytest.raises(Cancelled, match="stop"):
+            token.raise_if_cancelled()
+
+    def test_disposed_callback_does_not_fire(self) -> None:
+        token = CancelToken()
+        seen: list[int] = []
+        registration = token.on_cancel(lambda: seen.append(1))
+        registration.dispose()
+        registration.dispose()
+        token.cancel()
+        assert seen == []
+
+    def test_reset_rearms(self) -> None:
+        token = CancelToken()
+        token.cancel()
+        token.reset()
+        assert not token.cancelled
+        token.raise_if_cancelled()
+
+    def test_as_observable_errors_with_cancelled(self) -> None:
+        token = CancelToken()
+        errors: list[Exception] = []
+        token.as_observable().subscribe(on_error=errors.append)
+        token.cancel()
+        assert len(errors) == 1 and isinstance(errors[0], Cancelled)

@@ -1,0 +1,104 @@
+"""Python functions as tools: schemas from signatures, converted arguments, errors as results."""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from rxturn.errors import ConfigError
+from rxturn.messages import ToolCallPart
+from rxturn.tools import Tool, ToolRegistry, tool
+
+
+class Point(msgspec.Struct):
+    x: int
+    y: int
+
+
+def area(width: float, height: float, unit: str = "m") -> str:
+    """Area of a rectangle.
+
+    Longer explanation that is not part of the description.
+    """
+    return f"{width * height} {unit}2"
+
+
+async def distance(a: Point, b: Point) -> float:
+    """Distance between two points."""
+    return ((a.x - b.x) ** 2 + (a.y - b.y) ** 2) ** 0.5
+
+
+def test_schema_comes_from_the_signature() -> None:
+    schema = Tool(area).schema
+    assert schema.name == "area"
+    assert schema.description == "Area of a rectangle."
+    assert schema.input_schema == {
+        "type": "object",
+        "properties": {
+            "width": {"type": "number"},
+            "height": {"type": "number"},
+            "unit": {"type": "string"},
+        },
+        "required": ["width", "height"],
+    }
+
+
+def test_struct_parameters_get_definitions() -> None:
+    schema = Tool(distance).schema.input_schema
+    assert schema["properties"]["a"] == {"$ref": "#/$defs/Point"}
+    assert schema["$defs"]["Point"]["required"] == ["x", "y"]
+
+
+async def test_arguments_are_converted_and_async_tools_awaited() -> None:
+    registry = ToolRegistry([area, distance])
+    result = await registry.run(
+        ToolCallPart("1", "distance", {"a": {"x": 0, "y": 0}, "b": {"x": 3, "y": 4}})
+    )
+    assert (result.tool_call_id, result.content, result.is_error) == ("1", "5.0", False)
+    result = await registry.run(ToolCallPart("2", "area", {"width": 2, "height": 3}))
+    assert result.content == "6.0 m2"  # converted to the annotated float
+
+
+@pytest.mark.parametrize(
+    ("arguments", "fragment"),
+    [
+        ({"width": "wide", "height": 1}, "invalid arguments for area"),
+        ({"width": 1}, "missing required argument(s): height"),
+        ({"width": 1, "height": 1, "depth": 2}, "unexpected argument(s): depth"),
+        (["not", "an", "object"], "must be a JSON object"),
+    ],
+)
+async def test_bad_arguments_become_error_results(arguments: object, fragment: str) -> None:
+    result = await ToolRegistry([area]).run(ToolCallPart("x", "area", arguments))
+    assert result.is_error and fragment in result.content
+
+
+async def test_a_raising_tool_is_an_error_result() -> None:
+    def boom() -> None:
+        raise RuntimeError("kaput")
+
+    result = await ToolRegistry([boom]).run(ToolCallPart("x", "boom", {}))
+    assert result.is_error and result.content == "RuntimeError: kaput"
+
+
+def test_registry_rules() -> None:
+    registry = ToolRegistry()
+    assert registry.schemas() is None  # no tools: the request carries none
+    registry.register(area)
+    with pytest.raises(ConfigError, match="already registered"):
+        registry.register(area)
+    with pytest.raises(ConfigError, match="tool name"):
+        Tool(area, name="has space")
+
+
+def test_decorator_forms() -> None:
+    @tool
+    def plain(q: str) -> str:
+        return q
+
+    @tool(name="renamed", description="custom")
+    def other(q: str) -> str:
+        return q
+
+    assert isinstance(plain, Tool) and plain.name == "plain"
+    assert (other.name, other.schema.description) == ("renamed", "custom")
