@@ -19,7 +19,6 @@ checks both sides on each.
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -46,23 +45,9 @@ from rxturn.replay import replay_message
 ServerFactory = Callable[..., Awaitable[TestServer]]
 
 
-def _fixtures_root() -> Path:
-    """The corpus: ``$RXTURN_FIXTURES``, else ``tests/fixtures``, else ``../shared/fixtures``."""
-    here = Path(__file__).resolve().parent
-    candidates = [
-        Path(os.environ["RXTURN_FIXTURES"]) if os.environ.get("RXTURN_FIXTURES") else None,
-        here / "fixtures",
-        here.parent.parent / "shared" / "fixtures",
-    ]
-    for candidate in candidates:
-        if candidate is not None and (candidate / "anthropic").is_dir():
-            return candidate
-    raise RuntimeError(f"recorded stream fixtures not found (looked in {candidates[1:]})")
-
-
-ROOT = _fixtures_root()
-ANTHROPIC = sorted((ROOT / "anthropic").glob("*.sse"))
-OPENAI = sorted((ROOT / "openai").glob("*.sse"))
+from recorded import ANTHROPIC_FIXTURES as ANTHROPIC  # noqa: E402
+from recorded import FIXTURES as ROOT  # noqa: E402
+from recorded import OPENAI_FIXTURES as OPENAI  # noqa: E402
 
 
 def test_the_corpus_is_all_there() -> None:

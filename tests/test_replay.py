@@ -30,9 +30,7 @@ from rxturn.messages import Message, StopReason, TextPart, Usage, message_to_jso
 from rxturn.replay import replay, replay_message
 from rxturn.wire import decoder_for
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
-if not FIXTURES.is_dir():  # a copy inside the repository
-    FIXTURES = Path(__file__).resolve().parent / "fixtures"
+from recorded import FIXTURES  # noqa: E402
 ALL = sorted(FIXTURES.glob("*/*.sse"))
 BASIC = FIXTURES / "anthropic" / "basic_response.sse"
 

@@ -5,9 +5,7 @@ Nothing here decides an expected value; it only finds inputs and drives the code
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from rxturn.errors import RxturnError
@@ -27,23 +25,7 @@ __all__ = [
 T = TypeVar("T")
 
 
-def fixtures_root() -> Path:
-    """The recorded corpus: ``$RXTURN_FIXTURES``, ``tests/fixtures`` or ``../shared/fixtures``."""
-    tests = Path(__file__).resolve().parent.parent
-    candidates = [
-        Path(os.environ["RXTURN_FIXTURES"]) if os.environ.get("RXTURN_FIXTURES") else None,
-        tests / "fixtures",
-        tests.parent.parent / "shared" / "fixtures",
-    ]
-    for candidate in candidates:
-        if candidate is not None and (candidate / "anthropic").is_dir():
-            return candidate
-    raise RuntimeError(f"recorded stream fixtures not found (looked in {candidates})")
-
-
-FIXTURES = fixtures_root()
-ANTHROPIC_FIXTURES = sorted((FIXTURES / "anthropic").glob("*.sse"))
-OPENAI_FIXTURES = sorted((FIXTURES / "openai").glob("*.sse"))
+from recorded import ANTHROPIC_FIXTURES, FIXTURES, OPENAI_FIXTURES, fixtures_root  # noqa: E402
 
 # The corpus has no Ollama recordings: these follow Ollama's documented /api/chat stream
 # (docs/api.md "Chat request (streaming)", tool calls and thinking as in ollama >= 0.9).

@@ -10,10 +10,8 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import re
 from collections.abc import Callable, Iterable, Sequence
-from pathlib import Path
 from typing import Any, Protocol
 
 from rxturn.errors import RxturnError
@@ -36,23 +34,9 @@ __all__ = [
 ]
 
 
-def _fixtures_root() -> Path:
-    """The corpus: ``$RXTURN_FIXTURES``, ``tests/fixtures`` or ``../shared/fixtures``."""
-    tests = Path(__file__).resolve().parent.parent
-    candidates = [
-        Path(os.environ["RXTURN_FIXTURES"]) if os.environ.get("RXTURN_FIXTURES") else None,
-        tests / "fixtures",
-        tests.parent.parent / "shared" / "fixtures",
-    ]
-    for candidate in candidates:
-        if candidate is not None and (candidate / "anthropic").is_dir():
-            return candidate
-    raise RuntimeError(f"recorded stream fixtures not found (looked in {candidates})")
-
-
-FIXTURES = _fixtures_root()
-ANTHROPIC_FILES = sorted((FIXTURES / "anthropic").glob("*.sse"))
-OPENAI_FILES = sorted((FIXTURES / "openai").glob("*.sse"))
+from recorded import ANTHROPIC_FIXTURES as ANTHROPIC_FILES  # noqa: E402
+from recorded import FIXTURES  # noqa: E402
+from recorded import OPENAI_FIXTURES as OPENAI_FILES  # noqa: E402
 
 
 class Feedable(Protocol):
