@@ -323,7 +323,7 @@ def build_contenders(env: Env) -> list[Contender]:
             "memory",
             both,
             _replay_message,
-            "rxturn.replay_message() (fed line by line)",
+            "rxturn.replay_message() (64 KiB chunks; line by line only to locate an error)",
         ),
         *_env_contenders(env),
     ]
