@@ -66,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "StreamTimeoutError": "rxturn.errors",
     "RateLimitEscalation": "rxturn.errors",
     "RescueFailed": "rxturn.errors",
+    "RescueTimeoutError": "rxturn.errors",
     "FallbackExhausted": "rxturn.errors",
     "is_retryable": "rxturn.errors",
     # client seam and clients (aiohttp loads only when a client is used)
@@ -177,6 +178,7 @@ __all__ = [
     "RequestOptions",
     "RequestTimeoutError",
     "RescueFailed",
+    "RescueTimeoutError",
     "ResponseFormat",
     "RetryPolicy",
     "Run",
@@ -266,6 +268,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ReadError,
         RequestTimeoutError,
         RescueFailed,
+        RescueTimeoutError,
         RxturnError,
         ServerError,
         StreamProtocolError,

@@ -27,6 +27,7 @@ what went wrong and where. The tree, drawn the way httpx draws its own::
     ├── StreamTimeoutError           a stream deadline fired (``kind``: first_event, idle, total)
     ├── RateLimitEscalation          the rate-limit ladder gave up (feeds the model breaker)
     ├── RescueFailed                 the stream failed and the non-streaming rescue failed too
+    ├── RescueTimeoutError           the rescue request did not finish within its deadline
     └── FallbackExhausted            every model of the fallback chain has failed
 
 Whether an error is worth another attempt is decided in one place, :func:`is_retryable`.
@@ -60,6 +61,7 @@ __all__ = [
     "ReadError",
     "RequestTimeoutError",
     "RescueFailed",
+    "RescueTimeoutError",
     "RxturnError",
     "ServerError",
     "StreamProtocolError",
@@ -324,6 +326,14 @@ class RescueFailed(RxturnError):
         super().__init__(f"stream failed ({stream_error}) and fallback also failed: {rescue_error}")
         self.stream_error = stream_error
         self.rescue_error = rescue_error
+
+
+class RescueTimeoutError(RxturnError):
+    """The non-streaming rescue did not answer within its deadline (reference §2.4)."""
+
+    def __init__(self, budget: float) -> None:
+        super().__init__(f"fallback request exceeded its deadline ({budget:.3g}s)")
+        self.budget = budget
 
 
 class FallbackExhausted(RxturnError):

@@ -37,6 +37,7 @@ from ..errors import (
     ConfigError,
     RateLimitEscalation,
     RescueFailed,
+    RescueTimeoutError,
     RxturnError,
     StreamTimeoutError,
     is_rate_limit,
@@ -123,7 +124,7 @@ def rescue_(
             if budget is not None:
 
                 def expire(_: abc.SchedulerBase, __: Any = None) -> None:
-                    fail(RxturnError(f"fallback request exceeded its deadline ({budget:.3g}s)"))
+                    fail(RescueTimeoutError(budget))
 
                 def deadline(_: abc.SchedulerBase, __: Any = None) -> None:
                     # One more scheduler turn: a reply that completed at this instant wins.

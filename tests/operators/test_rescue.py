@@ -17,6 +17,7 @@ from rxturn.errors import (
     ConfigError,
     RateLimitEscalation,
     RescueFailed,
+    RescueTimeoutError,
     RxturnError,
     ServerError,
     StreamTimeoutError,
@@ -134,6 +135,7 @@ async def test_a_hanging_rescue_is_cut_by_its_deadline(clean: TestScheduler) -> 
         ),
     )
     assert isinstance(run.error, RescueFailed)
+    assert isinstance(run.error.rescue_error, RescueTimeoutError)
     assert "fallback request exceeded its deadline" in str(run.error.rescue_error)
     assert run.end_time == pytest.approx(3.0)
     assert request.spans == [[1.0, 3.0]]  # the request was cancelled
