@@ -43,3 +43,25 @@ def test_error_tree_has_one_root() -> None:
 
 def test_all_matches_the_lazy_export_table() -> None:
     assert set(rxturn.__all__) == {*rxturn._EXPORTS, "__version__"}  # pyright: ignore[reportPrivateUsage]
+
+
+def test_import_boundaries() -> None:
+    """aiohttp only at the IO edges (transport, fake server); tiktoken only in tokens.py."""
+    import ast
+    from pathlib import Path
+
+    package = Path(rxturn.__file__).parent
+    importers: dict[str, set[str]] = {"aiohttp": set(), "tiktoken": set()}
+    for path in package.rglob("*.py"):
+        tree = ast.parse(path.read_text(), filename=str(path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                roots = {alias.name.split(".")[0] for alias in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                roots = {node.module.split(".")[0]}
+            else:
+                continue
+            for root in roots & importers.keys():
+                importers[root].add(path.relative_to(package).as_posix())
+    assert importers["aiohttp"] == {"transport/aiohttp.py", "testing/_server.py"}
+    assert importers["tiktoken"] == {"tokens.py"}
