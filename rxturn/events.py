@@ -48,14 +48,14 @@ PartKind = Literal["text", "thinking", "tool_call"]
 DeltaKind = Literal["text", "thinking", "tool_json"]
 
 
-class MessageStart(msgspec.Struct, frozen=True, tag="message_start"):
+class MessageStart(msgspec.Struct, frozen=True, gc=False, tag="message_start"):
     """First event of a reply."""
 
     id: str = ""
     model: str = ""
 
 
-class PartStart(msgspec.Struct, frozen=True, tag="part_start"):
+class PartStart(msgspec.Struct, frozen=True, gc=False, tag="part_start"):
     """A lane opens. Tool lanes latch their call ``id`` and ``name`` here."""
 
     index: int
@@ -64,7 +64,7 @@ class PartStart(msgspec.Struct, frozen=True, tag="part_start"):
     name: str = ""
 
 
-class Delta(msgspec.Struct, frozen=True, tag="delta"):
+class Delta(msgspec.Struct, frozen=True, gc=False, tag="delta"):
     """A fragment for lane ``index``: text, thinking, or tool-call JSON (``kind``)."""
 
     index: int
@@ -72,13 +72,13 @@ class Delta(msgspec.Struct, frozen=True, tag="delta"):
     kind: DeltaKind = "text"
 
 
-class PartStop(msgspec.Struct, frozen=True, tag="part_stop"):
+class PartStop(msgspec.Struct, frozen=True, gc=False, tag="part_stop"):
     """A lane closes: the oldest open lane with ``index``, or the oldest open lane if ``None``."""
 
     index: int | None = None
 
 
-class MessageDelta(msgspec.Struct, frozen=True, tag="message_delta"):
+class MessageDelta(msgspec.Struct, frozen=True, gc=False, tag="message_delta"):
     """Stop reason and usage near the end of a reply.
 
     ``stop_reason`` is the canonical spelling when the decoder recognised the provider's value,
@@ -90,11 +90,11 @@ class MessageDelta(msgspec.Struct, frozen=True, tag="message_delta"):
     usage: Usage | None = None
 
 
-class MessageStop(msgspec.Struct, frozen=True, tag="message_stop"):
+class MessageStop(msgspec.Struct, frozen=True, gc=False, tag="message_stop"):
     """The reply is complete. The only terminal signal."""
 
 
-class Ping(msgspec.Struct, frozen=True, tag="ping"):
+class Ping(msgspec.Struct, frozen=True, gc=False, tag="ping"):
     """Keep-alive; ignored everywhere."""
 
 

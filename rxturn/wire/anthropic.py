@@ -68,95 +68,95 @@ __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
 
 # --- wire Structs (mirror the provider JSON; unknown fields are ignored by msgspec) -----------
 
-class _Usage(msgspec.Struct):
+class _Usage(msgspec.Struct, gc=False):
     input_tokens: int | None = None
     output_tokens: int | None = None
 
 
-class _MessageInfo(msgspec.Struct):
+class _MessageInfo(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
     usage: _Usage | None = None
 
 
-class _TextBlock(msgspec.Struct, tag="text"):
+class _TextBlock(msgspec.Struct, gc=False, tag="text"):
     pass
 
 
-class _ToolUseBlock(msgspec.Struct, tag="tool_use"):
+class _ToolUseBlock(msgspec.Struct, gc=False, tag="tool_use"):
     id: str
     name: str
 
 
-class _ThinkingBlock(msgspec.Struct, tag="thinking"):
+class _ThinkingBlock(msgspec.Struct, gc=False, tag="thinking"):
     pass
 
 
-class _RedactedThinkingBlock(msgspec.Struct, tag="redacted_thinking"):
+class _RedactedThinkingBlock(msgspec.Struct, gc=False, tag="redacted_thinking"):
     pass
 
 
-class _TextDelta(msgspec.Struct, tag="text_delta"):
+class _TextDelta(msgspec.Struct, gc=False, tag="text_delta"):
     text: str
 
 
-class _InputJsonDelta(msgspec.Struct, tag="input_json_delta"):
+class _InputJsonDelta(msgspec.Struct, gc=False, tag="input_json_delta"):
     partial_json: str
 
 
-class _ThinkingDelta(msgspec.Struct, tag="thinking_delta"):
+class _ThinkingDelta(msgspec.Struct, gc=False, tag="thinking_delta"):
     thinking: str
 
 
-class _SignatureDelta(msgspec.Struct, tag="signature_delta"):
+class _SignatureDelta(msgspec.Struct, gc=False, tag="signature_delta"):
     pass
 
 
-class _CitationsDelta(msgspec.Struct, tag="citations_delta"):
+class _CitationsDelta(msgspec.Struct, gc=False, tag="citations_delta"):
     pass
 
 
-class _StopInfo(msgspec.Struct):
+class _StopInfo(msgspec.Struct, gc=False):
     stop_reason: str | None = None
 
 
-class _ErrorInfo(msgspec.Struct):
+class _ErrorInfo(msgspec.Struct, gc=False):
     type: str | None = None
     message: str | None = None
 
 
-class _MessageStartEvent(msgspec.Struct, tag="message_start"):
+class _MessageStartEvent(msgspec.Struct, gc=False, tag="message_start"):
     message: _MessageInfo
 
 
-class _BlockStartEvent(msgspec.Struct, tag="content_block_start"):
+class _BlockStartEvent(msgspec.Struct, gc=False, tag="content_block_start"):
     content_block: _TextBlock | _ToolUseBlock | _ThinkingBlock | _RedactedThinkingBlock
     index: int = 0
 
 
-class _BlockDeltaEvent(msgspec.Struct, tag="content_block_delta"):
+class _BlockDeltaEvent(msgspec.Struct, gc=False, tag="content_block_delta"):
     delta: _TextDelta | _InputJsonDelta | _ThinkingDelta | _SignatureDelta | _CitationsDelta
     index: int = 0
 
 
-class _BlockStopEvent(msgspec.Struct, tag="content_block_stop"):
+class _BlockStopEvent(msgspec.Struct, gc=False, tag="content_block_stop"):
     index: int = 0
 
 
-class _MessageDeltaEvent(msgspec.Struct, tag="message_delta"):
+class _MessageDeltaEvent(msgspec.Struct, gc=False, tag="message_delta"):
     delta: _StopInfo = msgspec.field(default_factory=_StopInfo)
     usage: _Usage | None = None
 
 
-class _MessageStopEvent(msgspec.Struct, tag="message_stop"):
+class _MessageStopEvent(msgspec.Struct, gc=False, tag="message_stop"):
     pass
 
 
-class _PingEvent(msgspec.Struct, tag="ping"):
+class _PingEvent(msgspec.Struct, gc=False, tag="ping"):
     pass
 
 
-class _ErrorEvent(msgspec.Struct, tag="error"):
+class _ErrorEvent(msgspec.Struct, gc=False, tag="error"):
     error: _ErrorInfo = msgspec.field(default_factory=_ErrorInfo)
 
 
@@ -172,11 +172,11 @@ _WireEvent = (
 )
 
 
-class _TypeOnly(msgspec.Struct):
+class _TypeOnly(msgspec.Struct, gc=False):
     type: str = ""
 
 
-class _LooseEvent(msgspec.Struct):
+class _LooseEvent(msgspec.Struct, gc=False):
     """Just enough of an event to tell an unknown type from a malformed known one."""
 
     type: str = ""
@@ -256,8 +256,9 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 delta = event.delta
                 # ``type() is`` chains, not ``match``: class patterns cost ~5x more here
                 if type(delta) is _TextDelta:
-                    if delta.text and lane == "text":
-                        append(Delta(index, delta.text, "text"))
+                    text = delta.text
+                    if text and lane == "text":
+                        append(Delta(index, text))  # kind defaults to "text"
                 elif type(delta) is _InputJsonDelta:
                     if delta.partial_json and lane == "tool_call":
                         append(Delta(index, delta.partial_json, "tool_json"))
@@ -390,17 +391,17 @@ def _already_open(index: int, at: _At) -> StreamProtocolError:
 
 # --- non-streaming reply (reference §8.2 "Non-streaming") -------------------------------------
 
-class _ReplyText(msgspec.Struct, tag="text"):
+class _ReplyText(msgspec.Struct, gc=False, tag="text"):
     text: str = ""
 
 
-class _ReplyToolUse(msgspec.Struct, tag="tool_use"):
+class _ReplyToolUse(msgspec.Struct, gc=False, tag="tool_use"):
     id: str
     name: str
     input: Any = None
 
 
-class _Reply(msgspec.Struct):
+class _Reply(msgspec.Struct, gc=False):
     type: str = "message"
     id: str = ""
     model: str = ""

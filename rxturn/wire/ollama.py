@@ -53,23 +53,23 @@ THINKING_LANE = 1
 FIRST_TOOL_LANE = 2
 
 
-class _Function(msgspec.Struct):
+class _Function(msgspec.Struct, gc=False):
     name: str = ""
     arguments: Any = None
 
 
-class _ToolCall(msgspec.Struct):
+class _ToolCall(msgspec.Struct, gc=False):
     function: _Function
     id: str | None = None
 
 
-class _Message(msgspec.Struct):
+class _Message(msgspec.Struct, gc=False):
     content: str | None = None
     thinking: str | None = None
     tool_calls: list[_ToolCall] | None = None
 
 
-class _Line(msgspec.Struct):
+class _Line(msgspec.Struct, gc=False):
     model: str = ""
     created_at: str = ""
     message: _Message | None = None

@@ -63,36 +63,36 @@ FIRST_TOOL_LANE = 2
 
 # --- wire Structs ------------------------------------------------------------------------------
 
-class _Function(msgspec.Struct):
+class _Function(msgspec.Struct, gc=False):
     name: str | None = None
     arguments: str | None = None
 
 
-class _ToolCallDelta(msgspec.Struct):
+class _ToolCallDelta(msgspec.Struct, gc=False):
     index: int | None = None
     id: str | None = None
     function: _Function | None = None
 
 
-class _ChoiceDelta(msgspec.Struct):
+class _ChoiceDelta(msgspec.Struct, gc=False):
     content: str | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
 
 
-class _Choice(msgspec.Struct):
+class _Choice(msgspec.Struct, gc=False):
     index: int = 0
     delta: _ChoiceDelta | None = None
     finish_reason: str | None = None
 
 
-class _Usage(msgspec.Struct):
+class _Usage(msgspec.Struct, gc=False):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
 
 
-class _Chunk(msgspec.Struct):
+class _Chunk(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
     choices: list[_Choice] | None = None
@@ -287,28 +287,28 @@ Delta(index=0, text='Hi', kind='text')]
 
 # --- non-streaming reply (reference §8.3 "Non-streaming") -------------------------------------
 
-class _ReplyFunction(msgspec.Struct):
+class _ReplyFunction(msgspec.Struct, gc=False):
     name: str = ""
     arguments: str | None = None
 
 
-class _ReplyToolCall(msgspec.Struct):
+class _ReplyToolCall(msgspec.Struct, gc=False):
     id: str = ""
     function: _ReplyFunction = msgspec.field(default_factory=_ReplyFunction)
 
 
-class _ReplyMessage(msgspec.Struct):
+class _ReplyMessage(msgspec.Struct, gc=False):
     content: str | None = None
     tool_calls: list[_ReplyToolCall] | None = None
 
 
-class _ReplyChoice(msgspec.Struct):
+class _ReplyChoice(msgspec.Struct, gc=False):
     index: int = 0
     message: _ReplyMessage = msgspec.field(default_factory=_ReplyMessage)
     finish_reason: str | None = None
 
 
-class _Reply(msgspec.Struct):
+class _Reply(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
     choices: list[_ReplyChoice] = msgspec.field(default_factory=list[_ReplyChoice])
