@@ -238,7 +238,8 @@ async def play(out: TextIO | None = None, *, color: bool | None = None) -> int:
                     used_in = sum(t.usage.input_tokens for t in result.turns if t.usage)
                     used_out = sum(t.usage.output_tokens for t in result.turns if t.usage)
                     row.tokens = f"{used_in}/{used_out}"
-                    if row.rescued:
+                    if row.rescued:  # the rescued reply replaces the last attempt's text
+                        painter.retract("rescued by the non-streaming request")
                         painter.text(result.text)
                 painter.end_text()
                 row.seconds = time.monotonic() - t0

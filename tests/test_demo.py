@@ -28,3 +28,7 @@ def test_demo_plays_the_story_and_exits_0() -> None:
     assert " yes " in rows["rescue"]
     assert "rx-backup" in rows["backup"]
     assert "demo check failed" not in text
+    # the rescued reply stands on its own line, never glued to a discarded attempt's text
+    rescued = "Truncated four times; the non-streaming rescue saved this turn."
+    assert f"\n  {rescued}\n" in text
+    assert "↻ rescued by the non-streaming request" in text
