@@ -20,6 +20,8 @@ SCENARIO = {
         "bad": [{"status": 401}],
         "primary": [{"status": 500}],
         "backup": [{"text": "backup served"}],
+        "truncated": [{"text": "partial partial", "chunk_chars": 3, "drop_after_events": 4}] * 4
+        + [{"text": "rescued whole reply"}],
     }
 }
 
@@ -115,6 +117,20 @@ def test_plain_output_streams_text(fake_url: str) -> None:
     out = chat("--provider", "ollama", "--base-url", fake_url, "--model", "good", "hi")
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "Hello from the fake."
+
+
+def test_plain_output_without_streaming_prints_the_reply(fake_url: str) -> None:
+    out = chat("--provider", "anthropic", "--base-url", fake_url, "--model", "good",
+               "--no-stream", "hi")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "Hello from the fake."
+
+
+def test_plain_output_shows_a_rescued_reply(fake_url: str) -> None:
+    out = chat("--provider", "anthropic", "--base-url", fake_url, "--model", "truncated", "hi")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "rescued whole reply"
+    assert "[rescued by the non-streaming request]" in out.stderr
 
 
 def test_interactive_chat_reads_lines_until_eof(fake_url: str) -> None:

@@ -138,6 +138,12 @@ class ChatSession:
             }
             self.out.write(msgspec.json.encode(record).decode() + "\n")
         else:
+            last = result.turns[-1]
+            if self.args.no_stream or last.rescued:  # nothing of this reply was streamed
+                if last.rescued:
+                    self.out.write("\n")
+                    self.err.write("[rescued by the non-streaming request]\n")
+                self.out.write(result.text)
             if not result.text.endswith("\n"):
                 self.out.write("\n")
             for call in result.message.tool_calls:
