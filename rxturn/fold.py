@@ -86,6 +86,7 @@ class _Lane(msgspec.Struct, frozen=True, gc=False):
     id: str
     name: str
     start: int
+    accepts: str = ""  # the Delta.kind this lane takes: "text", "tool_json" ("" = none)
 
 
 class _Head(msgspec.Struct, frozen=True, gc=False):
@@ -104,6 +105,7 @@ class _Head(msgspec.Struct, frozen=True, gc=False):
     runs: list[tuple[int, int]] | None = None  # (first fragment, lane serial); shared, append-only
     nruns: int = 0
     owner: int = -1  # the serial of the lane that received the latest fragment
+    hot: _Lane | None = None  # that lane while it is still the first open match for its deltas
     rescued: Message | None = None  # set by a Fallback item: the reply, adopted wholesale
 
 
@@ -235,9 +237,22 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
     cls = type(event)
     if cls is Delta:  # the hot path, inlined: nearly every event of a long reply is a delta
         head = state._head
+        delta: Delta = event  # type: ignore[assignment]  # narrowed by the type check above
+        hot = head.hot
+        if hot is not None and hot.index == delta.index and hot.accepts == delta.kind:
+            # the common case: the lane that took the previous fragment takes this one too
+            # (a hot lane implies message_start was seen and the kinds match): no lane scan
+            text = delta.text
+            if not text:
+                return state
+            frags, n = state._frags, state._nfrags
+            if n and len(frags) == n:  # type: ignore[arg-type]
+                frags.append(text)  # type: ignore[union-attr]
+            else:
+                frags = _fresh(frags, n, text)
+            return TurnState(head, frags, n + 1)
         if not head.started:
             raise StreamProtocolError("delta before message_start")
-        delta: Delta = event  # type: ignore[assignment]  # narrowed by the type check above
         text = delta.text
         kind = delta.kind
         if kind == "text":
@@ -254,7 +269,11 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
                 frags, n = state._frags, state._nfrags
                 if lane.serial != head.owner:  # another lane's turn: start a new run
                     runs = _append(head.runs, head.nruns, (n, lane.serial))
-                    head = _replace(head, runs=runs, nruns=head.nruns + 1, owner=lane.serial)
+                    head = _replace(
+                        head, runs=runs, nruns=head.nruns + 1, owner=lane.serial, hot=lane
+                    )
+                else:
+                    head = _replace(head, hot=lane)
                 if n and len(frags) == n:  # type: ignore[arg-type]
                     frags.append(text)  # type: ignore[union-attr]
                 else:
@@ -326,10 +345,13 @@ def _started_head(state: TurnState, what: str) -> _Head:
 def _part_start(state: TurnState, event: PartStart) -> TurnState:
     head = _started_head(state, "part_start")
     if event.kind == "tool_call":
-        lane = _Lane(head.lanes, event.index, "tool_call", event.id, event.name, state._nfrags)
+        lane = _Lane(
+            head.lanes, event.index, "tool_call", event.id, event.name, state._nfrags, "tool_json"
+        )
     else:
-        lane = _Lane(head.lanes, event.index, event.kind, "", "", state._nfrags)
-    head = _replace(head, open=(*head.open, lane), lanes=head.lanes + 1)
+        accepts = "text" if event.kind == "text" else ""  # thinking never enters the message
+        lane = _Lane(head.lanes, event.index, event.kind, "", "", state._nfrags, accepts)
+    head = _replace(head, open=(*head.open, lane), lanes=head.lanes + 1, hot=None)
     return TurnState(head, state._frags, state._nfrags)
 
 
@@ -350,10 +372,10 @@ def _part_stop(state: TurnState, event: PartStop) -> TurnState:
     rest = lanes[:position] + lanes[position + 1 :]
     part = _closed_lane_part(lane, state)
     if part is None:
-        head = _replace(head, open=rest)
+        head = _replace(head, open=rest, hot=None)
     else:
         parts = _append(head.parts, head.nparts, (lane.serial, part))
-        head = _replace(head, open=rest, parts=parts, nparts=head.nparts + 1)
+        head = _replace(head, open=rest, parts=parts, nparts=head.nparts + 1, hot=None)
     return TurnState(head, state._frags, state._nfrags)
 
 
