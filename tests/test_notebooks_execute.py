@@ -9,18 +9,17 @@ outputs: what a reader sees is produced here, by execution.
 
 from __future__ import annotations
 
+import importlib.util
+import json
 import sys
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import nbclient
+import nbformat
 import pytest
-
-nbformat = pytest.importorskip("nbformat")
-nbclient = pytest.importorskip("nbclient")
-pytest.importorskip("ipykernel")
-pytest.importorskip("matplotlib")
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
@@ -46,14 +45,24 @@ def test_stored_notebooks_have_no_outputs(path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def fresh_kernel_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
-    """A ``python3`` kernelspec for this interpreter, first on ``JUPYTER_PATH``."""
-    from ipykernel.kernelspec import install
+    """A ``python3`` kernelspec for this interpreter, first on ``JUPYTER_PATH``.
 
+    The spec is written by hand rather than with ``ipykernel.kernelspec.install``: that would
+    import IPython into the test process, which fails when the process has no stdin (CI).
+    """
+    for needed in ("ipykernel", "matplotlib"):  # test dependencies: missing is a failure
+        assert importlib.util.find_spec(needed) is not None, f"{needed} is not installed"
     root = tmp_path_factory.mktemp("jupyter")
-    install(prefix=str(root), kernel_name=KERNEL, display_name="rxturn tests")
     data = root / "share" / "jupyter"
-    spec = (data / "kernels" / KERNEL / "kernel.json").read_text()
-    assert sys.executable in spec.replace("\\\\", "\\")  # the kernel runs this interpreter
+    kernel_dir = data / "kernels" / KERNEL
+    kernel_dir.mkdir(parents=True)
+    spec = {
+        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
+        "display_name": "rxturn tests",
+        "language": "python",
+        "metadata": {"debugger": False},
+    }
+    (kernel_dir / "kernel.json").write_text(json.dumps(spec))
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("JUPYTER_PATH", str(data))
         patch.setenv("JUPYTER_PLATFORM_DIRS", "1")
