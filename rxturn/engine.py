@@ -32,7 +32,7 @@ import itertools
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 from reactivex import abc
@@ -42,7 +42,7 @@ from reactivex.subject import Subject
 
 from ._outcome import record_turn_failure, record_turn_success
 from ._scheduling import resolve_scheduler
-from .audit import AuditTrail, Turn
+from .audit import AuditTrail, Run, Turn
 from .cancel import CancelToken
 from .clients._base import ModelClient
 from .context import (
@@ -132,7 +132,8 @@ class Session:
         self.audit = AuditTrail()
 
     @property
-    def runs(self) -> list[Any]:
+    def runs(self) -> list[Run]:
+        """The audit trail: one :class:`~rxturn.audit.Run` of :class:`~rxturn.audit.Turn` each."""
         return self.audit.runs
 
     def __repr__(self) -> str:

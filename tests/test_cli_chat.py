@@ -15,7 +15,9 @@ SECRET = "sk-ant-test-SECRET-0123456789"
 
 SCENARIO = {
     "models": {
-        "good": [{"text": "Hello from the fake.", "usage": {"input_tokens": 3, "output_tokens": 5}}],
+        "good": [
+            {"text": "Hello from the fake.", "usage": {"input_tokens": 3, "output_tokens": 5}}
+        ],
         "flaky": [{"status": 529, "retry_after": 0}, {"text": "after one retry"}],
         "bad": [{"status": 401}],
         "primary": [{"status": 500}],
@@ -120,8 +122,9 @@ def test_plain_output_streams_text(fake_url: str) -> None:
 
 
 def test_plain_output_without_streaming_prints_the_reply(fake_url: str) -> None:
-    out = chat("--provider", "anthropic", "--base-url", fake_url, "--model", "good",
-               "--no-stream", "hi")
+    out = chat(
+        "--provider", "anthropic", "--base-url", fake_url, "--model", "good", "--no-stream", "hi"
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "Hello from the fake."
 
@@ -135,7 +138,13 @@ def test_plain_output_shows_a_rescued_reply(fake_url: str) -> None:
 
 def test_interactive_chat_reads_lines_until_eof(fake_url: str) -> None:
     out = chat(
-        "--provider", "anthropic", "--base-url", fake_url, "--model", "good", "--json",
+        "--provider",
+        "anthropic",
+        "--base-url",
+        fake_url,
+        "--model",
+        "good",
+        "--json",
         stdin="first\n/stats\n\nsecond\n",
     )
     assert out.returncode == 0, out.stderr
@@ -147,8 +156,16 @@ def test_interactive_chat_reads_lines_until_eof(fake_url: str) -> None:
 
 def test_interactive_failed_turn_reports_and_goes_on(fake_url: str) -> None:
     out = chat(
-        "--provider", "anthropic", "--base-url", fake_url, "--model", "primary",
-        "--fallback", "backup", "--json", stdin="a\nb\nc\nd\n",
+        "--provider",
+        "anthropic",
+        "--base-url",
+        fake_url,
+        "--model",
+        "primary",
+        "--fallback",
+        "backup",
+        "--json",
+        stdin="a\nb\nc\nd\n",
     )
     assert out.returncode == 0, out.stderr
     records = [json.loads(line) for line in out.stdout.strip().splitlines()]
@@ -161,7 +178,14 @@ def test_the_key_never_reaches_the_output(fake_url: str) -> None:
     env = _env(ANTHROPIC_API_KEY=SECRET)
     for model in ("good", "bad"):
         out = chat(
-            "--provider", "anthropic", "--base-url", fake_url, "--model", model, "--json", "hi",
+            "--provider",
+            "anthropic",
+            "--base-url",
+            fake_url,
+            "--model",
+            model,
+            "--json",
+            "hi",
             env=env,
         )
         assert SECRET not in out.stdout and SECRET not in out.stderr
@@ -172,20 +196,44 @@ def test_ctrl_c_cancels_the_running_turn_not_the_chat(tmp_path: Path) -> None:
     import time
 
     scenario = tmp_path / "stall.json"
-    scenario.write_text(json.dumps({"models": {
-        "slow": [{"text": "never finishes", "stall_after_events": 2}, {"text": "second answer"}],
-    }}))
+    scenario.write_text(
+        json.dumps(
+            {
+                "models": {
+                    "slow": [
+                        {"text": "never finishes", "stall_after_events": 2},
+                        {"text": "second answer"},
+                    ],
+                }
+            }
+        )
+    )
     server = subprocess.Popen(
         [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(scenario)],
-        stdout=subprocess.PIPE, text=True,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert server.stdout is not None
         url = server.stdout.readline().strip().removeprefix("listening on ")
         proc = subprocess.Popen(
-            [sys.executable, "-m", "rxturn", "chat", "--provider", "anthropic", "--base-url", url,
-             "--model", "slow", "--json"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "rxturn",
+                "chat",
+                "--provider",
+                "anthropic",
+                "--base-url",
+                url,
+                "--model",
+                "slow",
+                "--json",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
             env=_env(),
         )
         assert proc.stdin is not None and proc.stdout is not None
@@ -195,9 +243,16 @@ def test_ctrl_c_cancels_the_running_turn_not_the_chat(tmp_path: Path) -> None:
         while time.monotonic() < deadline:  # bounded: wait until the turn reached the server
             requests = json.loads(
                 subprocess.run(
-                    [sys.executable, "-c",
-                     f"import urllib.request;print(urllib.request.urlopen('{url}/_fake/requests').read().decode())"],
-                    capture_output=True, text=True, timeout=10,
+                    [
+                        sys.executable,
+                        "-c",
+                        "import sys, urllib.request; "
+                        "print(urllib.request.urlopen(sys.argv[1]).read().decode())",
+                        f"{url}/_fake/requests",
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=10,
                 ).stdout
             )
             if requests:
@@ -216,3 +271,12 @@ def test_ctrl_c_cancels_the_running_turn_not_the_chat(tmp_path: Path) -> None:
         server.wait(timeout=10)
         if server.stdout is not None:
             server.stdout.close()
+
+
+def test_version_flag() -> None:
+    from rxturn import __version__
+
+    out = subprocess.run(
+        [sys.executable, "-m", "rxturn", "--version"], capture_output=True, text=True, timeout=30
+    )
+    assert out.returncode == 0 and out.stdout.strip() == f"rxturn {__version__}"

@@ -1,4 +1,4 @@
-"""The shared vocabulary: messages and their JSON, stop reasons, the error tree, the cancel token."""
+"""The shared vocabulary: message JSON, stop reasons, the error tree, the cancel token."""
 
 from __future__ import annotations
 
@@ -161,9 +161,7 @@ class TestRetryVerdicts:
         assert not is_retryable(Cancelled())
         assert not is_retryable(ConfigError("bad"))
         assert not is_retryable(RateLimitEscalation(4, 5.0))
-        assert not is_retryable(
-            ProviderStreamError("x", error_type="invalid_request_error")
-        )
+        assert not is_retryable(ProviderStreamError("x", error_type="invalid_request_error"))
         assert not is_retryable(ValueError("not ours"))
 
     def test_foreign_errors_are_judged_by_their_cause(self) -> None:
@@ -172,7 +170,10 @@ class TestRetryVerdicts:
         assert is_retryable(outer)
 
     def test_escalation_message(self) -> None:
-        assert str(RateLimitEscalation(4, 5.0)) == "rate-limit escalation after 4 retries (retry-after 5s)"
+        assert (
+            str(RateLimitEscalation(4, 5.0))
+            == "rate-limit escalation after 4 retries (retry-after 5s)"
+        )
 
 
 def test_redact_removes_keys_and_caps_length() -> None:

@@ -40,8 +40,16 @@ def model(events: list[StreamEvent]) -> list[ContentPart]:
     lanes: list[dict[str, Any]] = []  # open order; each: index, kind, id, name, text, open
     for event in events:
         if isinstance(event, PartStart):
-            lanes.append({"index": event.index, "kind": event.kind, "id": event.id,
-                          "name": event.name, "text": "", "open": True})
+            lanes.append(
+                {
+                    "index": event.index,
+                    "kind": event.kind,
+                    "id": event.id,
+                    "name": event.name,
+                    "text": "",
+                    "open": True,
+                }
+            )
         elif isinstance(event, Delta) and event.kind == "text":
             for lane in lanes:
                 if lane["open"] and lane["index"] == event.index and lane["kind"] == "text":

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
 from reactivex.testing import TestScheduler
+from recorded import FIXTURES
 
 from rxturn.errors import (
     ConfigError,
@@ -30,7 +31,6 @@ from rxturn.messages import Message, StopReason, TextPart, Usage, message_to_jso
 from rxturn.replay import replay, replay_message
 from rxturn.wire import decoder_for
 
-from recorded import FIXTURES  # noqa: E402
 ALL = sorted(FIXTURES.glob("*/*.sse"))
 BASIC = FIXTURES / "anthropic" / "basic_response.sse"
 

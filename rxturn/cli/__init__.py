@@ -29,7 +29,10 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from .._version import __version__
+
     parser = _Parser(prog="rxturn", description="Run one LLM turn as a ReactiveX pipeline.")
+    parser.add_argument("--version", action="version", version=f"rxturn {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for module_name in _COMMANDS.values():
         try:

@@ -61,7 +61,9 @@ async def test_trip_backup_cooldown_probes_and_back(served: Any, manual_clock: A
 
 
 async def test_rate_limit_escalation_feeds_the_breaker_as_rate_limit(served: Any) -> None:
-    scenario = {"models": {"primary": [{"status": 429, "retry_after": 0}], "backup": [{"text": "b"}]}}
+    scenario = {
+        "models": {"primary": [{"status": 429, "retry_after": 0}], "backup": [{"text": "b"}]}
+    }
     breaker = FallbackManager("primary", ["backup"], policy=FallbackPolicy(trip_threshold=1))
     handler = StreamHandler(rate_limit=RateLimitPolicy(escalate_after=0))
     async with served(scenario) as (_, client):

@@ -81,7 +81,7 @@ async def test_deferred_turn_fires_no_events_then_one_pair(served: Any) -> None:
     assert names.count("on_compaction") == 1
     assert names.count("on_turn_start") == 1 and names.count("on_turn_end") == 1
     assert names.index("on_compaction") < names.index("on_turn_start")
-    compaction = [kw for n, kw in observer.calls if n == "on_compaction"][0]
+    compaction = next(kw for n, kw in observer.calls if n == "on_compaction")
     assert compaction["after_tokens"] < compaction["before_tokens"]
     assert len(engine.history) < before + 2
     assert reminder.calls == 2  # gathered for the deferred attempt, then fresh for the served turn
@@ -112,7 +112,9 @@ async def test_summarising_compactor_uses_the_same_engine(served: Any) -> None:
 
 
 async def test_calibration_records_estimate_and_reported_tokens(served: Any) -> None:
-    scenario = {"models": {"*": [{"text": "x", "usage": {"input_tokens": 500, "output_tokens": 1}}]}}
+    scenario = {
+        "models": {"*": [{"text": "x", "usage": {"input_tokens": 500, "output_tokens": 1}}]}
+    }
     calibration = Calibration(enabled=True)
     async with served(scenario) as (_, client):
         engine = TurnEngine(client, calibration=calibration)

@@ -65,11 +65,13 @@ async def test_tool_errors_go_back_to_the_model(served: Any) -> None:
     scenario = {
         "models": {
             "*": [
-                {"tool_calls": [
-                    {"id": "a", "name": "divide", "input": {"x": 1, "y": 0}},
-                    {"id": "b", "name": "missing", "input": {}},
-                    {"id": "c", "name": "divide", "input": {"x": "one"}},
-                ]},
+                {
+                    "tool_calls": [
+                        {"id": "a", "name": "divide", "input": {"x": 1, "y": 0}},
+                        {"id": "b", "name": "missing", "input": {}},
+                        {"id": "c", "name": "divide", "input": {"x": "one"}},
+                    ]
+                },
                 {"text": "sorry"},
             ]
         }
@@ -138,7 +140,7 @@ async def test_usage_may_be_absent(served: Any) -> None:
         observer = RecordingObserver()
         result = await TurnEngine(client, observers=[observer]).run("q")
     assert result.message.usage is None
-    success = [kw for name, kw in observer.calls if name == "on_stream_success"][0]
+    success = next(kw for name, kw in observer.calls if name == "on_stream_success")
     assert (success["input_tokens"], success["output_tokens"]) == (0, 0)
 
 

@@ -34,9 +34,9 @@ __all__ = [
 ]
 
 
-from recorded import ANTHROPIC_FIXTURES as ANTHROPIC_FILES  # noqa: E402
-from recorded import FIXTURES  # noqa: E402
-from recorded import OPENAI_FIXTURES as OPENAI_FILES  # noqa: E402
+from recorded import ANTHROPIC_FIXTURES as ANTHROPIC_FILES
+from recorded import FIXTURES
+from recorded import OPENAI_FIXTURES as OPENAI_FILES
 
 
 class Feedable(Protocol):
