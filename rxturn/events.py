@@ -16,6 +16,13 @@ On top of those, the stream handler emits two control items (:data:`HandlerEvent
 Provider events flow through the handler unwrapped (a ``HandlerEvent`` is a ``StreamEvent`` or
 one of the two control items), so the hot path allocates nothing per event beyond the decoder's
 own Struct.
+
+Batches. A network chunk usually holds many events (a fast model, a loopback server, a replayed
+file), and pushing each one through every Rx layer costs more than decoding it. So the engine's
+own path carries an :data:`EventBatch` — the events one chunk decoded to, in order, never empty
+— as one item, and folds it with :func:`rxturn.fold.fold_batch`. The per-event Observables
+(``client.stream``, ``StreamHandler.stream_turn``, ``replay``, ``engine.events``) are the same
+events one by one.
 """
 
 from __future__ import annotations
@@ -30,6 +37,7 @@ __all__ = [
     "AttemptReset",
     "Delta",
     "DeltaKind",
+    "EventBatch",
     "Fallback",
     "HandlerEvent",
     "MessageDelta",
@@ -134,3 +142,8 @@ class Fallback(msgspec.Struct, frozen=True, tag="fallback"):
 
 
 HandlerEvent = StreamEvent | AttemptReset | Fallback
+
+#: The events one network chunk (or 64 KiB of a replayed file) decoded to, in stream order; never
+#: empty. A plain ``list`` so that producing one costs nothing: the decoder's own output. Treat it
+#: as read-only — every subscriber of a batched stream gets the same list.
+EventBatch = list[StreamEvent]

@@ -14,7 +14,12 @@ nothing but the public operators of :mod:`rxturn.operators`, composed once per s
                   ─► cancellable (if a token)           outermost: cancel ends every wait
 
 A :class:`~rxturn.operators.TurnProgress` created at subscription carries the turn's facts
-between them. Provider events flow through unwrapped; the only items the handler adds are
+between them. Attempts subscribe the client's ``stream_batches`` when it has one, so events move
+through the ladder a network chunk at a time (the operators accept both shapes);
+:meth:`StreamHandler.stream_turn` hands them out one by one and
+:meth:`StreamHandler.stream_turn_batches` as lists.
+
+Provider events flow through unwrapped; the only items the handler adds are
 :class:`~rxturn.events.AttemptReset` (before attempts 2, 3, …) and
 :class:`~rxturn.events.Fallback` (the rescued reply, always last). A failed turn ends with the
 last attempt's typed error carrying ``attempts``, or with
@@ -28,6 +33,7 @@ one attempt with no deadlines and no rescue: every failure surfaces directly.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any, ClassVar
 
 from reactivex import Observable, abc
@@ -48,6 +54,7 @@ from .operators import (
     retry_ladder,
     total_deadline,
 )
+from .operators._batches import as_batches_, unbatch_
 from .operators._progress import TurnProgress
 from .policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 
@@ -162,8 +169,9 @@ class StreamHandler:
         """One streaming turn as a cold Observable: each subscription runs the whole ladder.
 
         Args:
-            client: the provider client; ``client.stream`` is subscribed once per attempt,
-                ``client.create`` is called for the rescue, ``client.base_url`` keys the limiter.
+            client: the provider client; each attempt subscribes ``client.stream_batches``
+                when it has one (else ``client.stream``), ``client.create`` is called for the
+                rescue, ``client.base_url`` keys the limiter.
             request: what to ask (the same request for every attempt and the rescue).
             options: per-request options, passed unchanged to both paths.
             cancel: the cancel signal; firing it ends the turn with ``Cancelled``.
@@ -173,15 +181,50 @@ class StreamHandler:
             Provider events (unwrapped), ``AttemptReset`` before attempts 2+, and a final
             ``Fallback`` if the rescue served the turn; or a typed error (see the module doc).
         """
+        return unbatch_(self._items(client, request, options, cancel, scheduler=scheduler))
+
+    def stream_turn_batches(
+        self,
+        client: ModelClient,
+        request: Request,
+        options: RequestOptions | None = None,
+        cancel: CancelToken | None = None,
+        *,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> Observable[list[HandlerEvent]]:
+        """:meth:`stream_turn` in batches: the same items and errors, as lists.
+
+        A provider chunk's events come as one list (an :data:`~rxturn.events.EventBatch`);
+        ``AttemptReset`` and ``Fallback`` come alone, as ``[item]``. Fold it with
+        ``ops.scan(fold_batch, INITIAL_STATE)``: this is how the engine runs a turn, at one Rx
+        emission per chunk rather than per event.
+        """
+        return as_batches_(self._items(client, request, options, cancel, scheduler=scheduler))
+
+    def _items(
+        self,
+        client: ModelClient,
+        request: Request,
+        options: RequestOptions | None = None,
+        cancel: CancelToken | None = None,
+        *,
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> Observable[Any]:
+        """The turn's items: event batches from a client with ``stream_batches`` (else single
+        events), and the handler's own single items."""
         timeouts, retry, rate_limit = self._timeouts, self._retry, self._rate_limit
         limiter, rng = self._limiter, self._rng
         preferred = scheduler if scheduler is not None else self._scheduler
+
+        # a client of your own may offer only the per-event ``stream``: the operators take both
+        batched: Callable[..., Observable[Any]] | None = getattr(client, "stream_batches", None)
+        attempt_source = batched if batched is not None else client.stream
 
         def open_stream(
             observer: abc.ObserverBase[StreamEvent], scheduler_: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             try:
-                source = client.stream(request, options)
+                source = attempt_source(request, options)
             except Exception as error:  # a client that fails before returning its Observable
                 observer.on_error(error)
                 return Disposable()

@@ -67,6 +67,7 @@ __all__ = [
     "Observer",
     "ObserverSet",
     "RecordingObserver",
+    "report_observer_error",
 ]
 
 _log = logging.getLogger("rxturn.observers")
@@ -254,7 +255,23 @@ class ObserverSet:
             try:
                 method(**kwargs)
             except Exception:
-                _report(observer, name)
+                report_observer_error(observer, name)
+
+    def targets(self, name: str) -> tuple[tuple[Observer, Callable[..., object]], ...]:
+        """``(observer, bound method)`` for every observer that overrides ``name``, in
+        registration order: for a hot loop that calls them itself (catching and reporting
+        errors with :func:`report_observer_error`, as :meth:`emit` does). A snapshot: observers
+        added later are not in it.
+
+        Raises:
+            ConfigError: ``name`` is not one of :data:`CALLBACKS`.
+        """
+        targets = self._by_name.get(name)
+        if targets is None:
+            raise ConfigError(
+                f"unknown observer callback {name!r}; expected one of {', '.join(CALLBACKS)}"
+            )
+        return targets
 
     def text_delta(self, turn: int, delta: str) -> None:
         """``on_text_delta(turn=turn, delta=delta)`` on the observers that override it."""
@@ -262,7 +279,7 @@ class ObserverSet:
             try:
                 method(turn=turn, delta=delta)
             except Exception:
-                _report(observer, "on_text_delta")
+                report_observer_error(observer, "on_text_delta")
 
     def thinking_delta(self, turn: int, delta: str) -> None:
         """``on_thinking_delta(turn=turn, delta=delta)`` on the observers that override it."""
@@ -270,11 +287,13 @@ class ObserverSet:
             try:
                 method(turn=turn, delta=delta)
             except Exception:
-                _report(observer, "on_thinking_delta")
+                report_observer_error(observer, "on_thinking_delta")
 
 
-def _report(observer: object, name: str) -> None:
+def report_observer_error(observer: object, name: str) -> None:
+    """Log the exception being handled as a failing observer callback (the turn goes on)."""
     _log.exception("observer %s.%s raised; ignored", type(observer).__name__, name)
+
 
 
 class RecordingObserver(Observer):

@@ -31,12 +31,12 @@ from reactivex.disposable import CompositeDisposable, Disposable
 from reactivex.scheduler import CurrentThreadScheduler
 
 from .errors import ConfigError, RxturnError, StreamProtocolError, TruncatedStreamError
-from .events import MessageStop, StreamEvent
-from .fold import INITIAL_STATE, fold
+from .events import EventBatch, MessageStop, StreamEvent
+from .fold import INITIAL_STATE, fold, fold_batch
 from .messages import Message
 from .wire import FORMATS, StreamDecoder, decoder_for, sniff_format
 
-__all__ = ["Source", "replay", "replay_message"]
+__all__ = ["Source", "replay", "replay_batches", "replay_message"]
 
 #: What can be replayed: the bytes themselves, or a path (``str`` is a path, never content).
 Source = bytes | bytearray | memoryview | str | os.PathLike[str]
@@ -76,10 +76,35 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
         >>> replay(body).pipe(ops.scan(fold, INITIAL_STATE), ops.last()).run().message().text
         'Hi'
     """
+    return _replay(source, format, batched=False)
+
+
+def replay_batches(source: Source, format: str = "auto") -> Observable[EventBatch]:
+    """:func:`replay`, one item per 64 KiB of input: the list of events it decoded to.
+
+    The same events, errors and disposal as :func:`replay`, batched the way a client's
+    ``stream_batches`` batches a live body by network chunk (empty batches are skipped). Fold it
+    with :func:`rxturn.fold.fold_batch`; this is the cheapest way to run a recorded stream
+    through an Rx pipeline (benchmarks/README.md).
+
+    Examples:
+        >>> from reactivex import operators as ops
+        >>> from rxturn.fold import INITIAL_STATE, fold_batch
+        >>> body = (b'data: {"id":"c1","object":"chat.completion.chunk","model":"m",'
+        ...         b'"choices":[{"index":0,"delta":{"content":"Hi"},'
+        ...         b'"finish_reason":"stop"}]}\\n\\ndata: [DONE]\\n\\n')
+        >>> replay_batches(body).pipe(ops.scan(fold_batch, INITIAL_STATE), ops.last()).run(
+        ...     ).message().text
+        'Hi'
+    """
+    return _replay(source, format, batched=True)
+
+
+def _replay(source: Source, format: str, *, batched: bool) -> Observable[Any]:
     _check_format(format)
 
     def subscribe(
-        observer: abc.ObserverBase[StreamEvent], scheduler: abc.SchedulerBase | None = None
+        observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         disposed = False
 
@@ -91,13 +116,19 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
                 data = _load(source)
                 decoder = _open(data, format)
                 for batch in _batches(decoder, data):
-                    for event in batch:
+                    if not batch:
+                        continue
+                    if batched:
                         if disposed:
                             return
-                        on_next(event)
-                    if batch:
-                        emitted += len(batch)
-                        last = batch[-1]
+                        on_next(batch)
+                    else:
+                        for event in batch:
+                            if disposed:
+                                return
+                            on_next(event)
+                    emitted += len(batch)
+                    last = batch[-1]
                 if disposed:
                     return
                 # decoders emit nothing after MessageStop: it is the last event or absent
@@ -138,8 +169,7 @@ def replay_message(source: Source, format: str = "auto") -> Message:
     try:
         state = INITIAL_STATE
         for batch in _batches(_open(data, format), data):
-            for event in batch:
-                state = fold(state, event)
+            state = fold_batch(state, batch)
         if state.completed:
             return state.message()
     except RxturnError:

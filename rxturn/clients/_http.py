@@ -46,7 +46,7 @@ from ..errors import (
     redact,
     status_error,
 )
-from ..events import StreamEvent
+from ..events import EventBatch, StreamEvent
 from ..messages import Message, Request, RequestOptions, ToolSchema
 from ..sources import from_async_iterable
 from ..transport._base import display_url as _safe_url
@@ -462,8 +462,21 @@ class HttpClient:
         ``TransportError`` for network failures, ``StreamProtocolError`` for malformed bytes and
         the in-stream error types. A stream cut short simply completes without ``MessageStop``.
         """
+        from ..operators._batches import unbatch_
+
+        return unbatch_(self.stream_batches(request, options))
+
+    def stream_batches(
+        self, request: Request, options: RequestOptions | None = None
+    ) -> Observable[EventBatch]:
+        """:meth:`stream`, one item per network chunk: the events it completed, in order.
+
+        The same request, events, errors and disposal as :meth:`stream`; chunks that complete
+        no event emit nothing. This is what the stream handler subscribes: a long reply then
+        costs one Rx emission per chunk instead of one per event.
+        """
         opts = options or RequestOptions()
-        return from_async_iterable(lambda: self._stream_events(request, opts))
+        return from_async_iterable(lambda: self._stream_batches(request, opts))
 
     async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
         """One non-streaming request; the whole reply (id, model, stop reason, usage).
@@ -490,9 +503,9 @@ class HttpClient:
             self._log_failure(model, False, exc)
             raise
 
-    async def _stream_events(
+    async def _stream_batches(
         self, request: Request, options: RequestOptions
-    ) -> AsyncIterator[StreamEvent]:
+    ) -> AsyncIterator[EventBatch]:
         from ..wire import decoder_for
 
         url, headers, body, model = self._prepare(request, options, stream=True)
@@ -510,15 +523,16 @@ class HttpClient:
                 async for chunk in response.aiter_bytes():
                     events = feed(chunk)
                     if events:
-                        for event in events:
-                            yield event
+                        yield events
                         # A decoder defers an error found after good events in the same chunk
                         # (so those reach observers first); surface it now, not at the next
                         # chunk, which may never come.
-                        for event in feed(b""):
-                            yield event
-                for event in decoder.close():
-                    yield event
+                        events = feed(b"")
+                        if events:  # pragma: no cover - an empty feed completes no event
+                            yield events
+                events = decoder.close()
+                if events:
+                    yield events
             finally:
                 await response.aclose()
         except Exception as exc:

@@ -20,6 +20,12 @@ which the operators share the facts of the turn (events, shadow fold, attempts, 
 Every time-dependent operator takes ``scheduler`` (else the subscribe-time scheduler, else asyncio
 on the running loop), so all of them run on ``reactivex.testing.TestScheduler`` virtual time.
 
+Batches. Every operator here accepts a stream whose items are single events or
+:data:`~rxturn.events.EventBatch` lists (what a client's ``stream_batches`` emits, one per network
+chunk): ``attempt_guard`` checks a batch event by event and forwards the accepted prefix,
+``deadlines`` counts its events, the others pass items through. :func:`unbatch` and
+:func:`as_batches` turn such a stream into one shape.
+
 Marble legend: ``S`` MessageStart, ``d`` a delta, ``P`` PartStop, ``M`` MessageStop, ``R``
 AttemptReset, ``F`` Fallback, ``#`` an error, ``|`` completion, ``-`` a time step.
 
@@ -47,6 +53,7 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Decision",
     "TurnProgress",
+    "as_batches",
     "attempt_guard",
     "cancellable",
     "deadlines",
@@ -56,6 +63,7 @@ __all__ = [
     "rescue",
     "retry_ladder",
     "total_deadline",
+    "unbatch",
 ]
 
 _T = TypeVar("_T")
@@ -363,3 +371,35 @@ def rate_limit_gate(
 
     _check_seconds("rate_limit_gate", "max_wait", max_wait, allow_zero=True)
     return rate_limit_gate_(limiter, key, max_wait, progress, scheduler)
+
+
+def unbatch() -> Callable[[Observable[Any]], Observable[Any]]:
+    """Emit the events of each :data:`~rxturn.events.EventBatch` one by one; single items pass.
+
+    .. code:: text
+
+        source: -[S,d]-[d,d,P]-M-|
+        result: -S-d---d-d-P---M-|
+
+    Examples:
+        >>> client.stream_batches(request).pipe(unbatch())  # doctest: +SKIP
+    """
+    from ._batches import unbatch_
+
+    return unbatch_
+
+
+def as_batches() -> Callable[[Observable[Any]], Observable[list[Any]]]:
+    """Make every item a list: a batch passes as it is, a single item becomes ``[item]``.
+
+    .. code:: text
+
+        source: -[S,d]-R-[S,d,M]-|
+        result: -[S,d]-[R]-[S,d,M]-|
+
+    Examples:
+        >>> handler_items.pipe(as_batches(), ops.scan(fold_batch, INITIAL_STATE))  # doctest: +SKIP
+    """
+    from ._batches import as_batches_
+
+    return as_batches_

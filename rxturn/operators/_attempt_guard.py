@@ -24,6 +24,9 @@ deltas with the same index and kind land in the same lane:
 
 Every verdict is therefore exactly the fold's, at the same event; only the shadow's text is
 incomplete, and the consumer's own fold builds the reply.
+
+A batch (an :data:`~rxturn.events.EventBatch` list) gets the same checks event by event; if one
+is rejected, the events before it go on as a shorter batch, then the error.
 """
 
 from __future__ import annotations
@@ -66,8 +69,26 @@ def attempt_guard_(
             facts.shadow = fold(facts.shadow, Delta(pending_index, "".join(pending), "tool_json"))
             pending.clear()
 
-        def on_next(event: StreamEvent) -> None:
+        def accept(event: StreamEvent) -> None:
+            """Fold one event into the shadow unless a shortcut above applies (raises when the
+            fold rejects it)."""
             nonlocal started, repeat_index, pending_index
+            if pending:
+                flush()
+            facts.shadow = state = fold(facts.shadow, event)
+            started = state.started
+            repeat_index = pending_index = -1
+            if type(event) is Delta:
+                if event.kind == "text":
+                    if event.text:
+                        repeat_index = event.index
+                elif event.kind == "tool_json":
+                    pending_index = event.index
+
+        def on_next(event: StreamEvent) -> None:
+            if type(event) is list:  # pyright: ignore[reportUnnecessaryComparison] - a batch
+                on_batch(event)  # type: ignore[unreachable]
+                return
             if type(event) is Delta and started:
                 kind = event.kind
                 if kind == "text":
@@ -86,23 +107,41 @@ def attempt_guard_(
                     forward(event)
                     return
             try:
-                if pending:
-                    flush()
-                facts.shadow = state = fold(facts.shadow, event)
+                accept(event)
             except Exception as error:  # the fold's verdict: this attempt failed here
                 upstream.dispose()
                 observer.on_error(error)
                 return
-            started = state.started
-            repeat_index = pending_index = -1
-            if type(event) is Delta:
-                if event.kind == "text":
-                    if event.text:
-                        repeat_index = event.index
-                elif event.kind == "tool_json":
-                    pending_index = event.index
             facts.events += 1
             forward(event)
+
+        def on_batch(batch: list[StreamEvent]) -> None:
+            """The same checks over a batch; forward what precedes a rejected event, if any."""
+            delta = Delta
+            position = 0
+            try:
+                for position, event in enumerate(batch):  # noqa: B007 - kept for the error
+                    if type(event) is delta and started:
+                        kind = event.kind  # type: ignore[union-attr]
+                        if kind == "text":
+                            if event.index == repeat_index:  # type: ignore[union-attr]
+                                continue
+                        elif kind == "tool_json":
+                            if event.index == pending_index:  # type: ignore[union-attr]
+                                pending.append(event.text)  # type: ignore[union-attr]
+                                continue
+                        else:  # thinking: never stored
+                            continue
+                    accept(event)
+            except Exception as error:  # the fold's verdict: this attempt failed here
+                upstream.dispose()
+                if position:
+                    facts.events += position
+                    forward(batch[:position])  # type: ignore[arg-type]
+                observer.on_error(error)
+                return
+            facts.events += len(batch)
+            forward(batch)  # type: ignore[arg-type]
 
         def on_completed() -> None:
             if facts.shadow.completed:

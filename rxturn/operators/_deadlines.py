@@ -14,6 +14,9 @@ for whatever is left of it; if not, that is one consecutive timeout. So an attem
 event and one live timer at any moment; the first event re-arms once if ``per_event`` ends
 sooner than the pending first-event timer.
 
+A batch (an :data:`~rxturn.events.EventBatch` list) arrived at one instant: it counts as its
+events, read the clock once.
+
 The error, :class:`~rxturn.errors.StreamTimeoutError`, says which deadline fired (``kind``
 ``"first_event"`` or ``"idle"``), how many events arrived, whether partial data was kept (from a
 shared :class:`~rxturn.operators.TurnProgress`, when given) and how many expiries in a row.
@@ -114,8 +117,9 @@ def deadlines_(
         def on_next(value: _T) -> None:
             nonlocal seen, last
             last = now()
-            seen += 1
-            if seen == 1:
+            first = seen == 0
+            seen += _size(value)
+            if first:
                 on_first_event()
             forward(value)
 
@@ -127,3 +131,8 @@ def deadlines_(
         return CompositeDisposable(upstream, timer)
 
     return Observable(subscribe)
+
+
+def _size(item: Any) -> int:
+    """How many events an item carries: a batch its length, anything else one."""
+    return len(item) if type(item) is list else 1  # pyright: ignore[reportUnknownArgumentType]
