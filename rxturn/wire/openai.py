@@ -155,44 +155,72 @@ Delta(index=0, text='Hi', kind='text')]
     def _decode_into(self, frames: RawEvents, eof: bool, out: list[StreamEvent]) -> None:
         append = out.append
         decode = _decoder.decode
+        # True while a plain content delta needs nothing but its Delta: the text lane is open,
+        # no thinking lane, no finish yet. Only the slow path below can change that.
+        texting = self._text_open and not self._thinking_open and not self._finished
         for at, payload in enumerate(frames.payloads):
             try:
                 chunk = decode(payload)
             except msgspec.DecodeError as exc:
                 if self._on_undecodable(frames, at, exc, eof, out):
                     break
+                texting = self._text_open and not self._thinking_open and not self._finished
                 continue
-            if chunk.error is not None:
-                raise error_from_json(chunk.error)
-            choices = chunk.choices
-            if choices is None:
-                raise StreamProtocolError(
-                    "chat.completion.chunk without 'choices' or 'error'",
-                    where=f"line {frames.line(at)}",
-                )
-            if not self._started and (chunk.id or choices):
-                self._started = True
-                append(MessageStart(chunk.id, chunk.model))
-            for choice in choices:
-                if choice.index or self._finished:
-                    continue  # choice 0 only, until its finish_reason
-                delta = choice.delta
-                if delta is not None:
-                    if delta.reasoning_content or delta.reasoning:
-                        self._on_reasoning(delta, out)
-                    content = delta.content
-                    if content:  # the hot path, kept inline
-                        if self._thinking_open or not self._text_open:
-                            self._open_text(out)
-                        append(Delta(TEXT_LANE, content, "text"))
-                    if delta.tool_calls:
-                        self._on_tool_calls(delta.tool_calls, out)
-                if choice.finish_reason:
-                    self._finish(choice.finish_reason, out)
-            if chunk.usage is not None:
-                self._on_usage(chunk.usage, out)
+            if texting and chunk.usage is None and chunk.error is None:
+                choices = chunk.choices
+                if choices is not None and len(choices) == 1:
+                    choice = choices[0]
+                    delta = choice.delta
+                    if (
+                        delta is not None
+                        and not choice.index
+                        and not choice.finish_reason
+                        and not delta.tool_calls
+                        and not delta.reasoning_content
+                        and not delta.reasoning
+                    ):
+                        if delta.content:  # the hot path: one text delta
+                            append(Delta(TEXT_LANE, delta.content, "text"))
+                        continue
+            self._decode_chunk(chunk, frames, at, out)
+            texting = self._text_open and not self._thinking_open and not self._finished
         if eof and not self._done and self._started and self._finished:
             self._terminate(out)  # the body ended after a finish_reason: the message is whole
+
+    def _decode_chunk(
+        self, chunk: _Chunk, frames: RawEvents, at: int, out: list[StreamEvent]
+    ) -> None:
+        """Any chunk, by the general rules (the hot path above takes plain text deltas)."""
+        append = out.append
+        if chunk.error is not None:
+            raise error_from_json(chunk.error)
+        choices = chunk.choices
+        if choices is None:
+            raise StreamProtocolError(
+                "chat.completion.chunk without 'choices' or 'error'",
+                where=f"line {frames.line(at)}",
+            )
+        if not self._started and (chunk.id or choices):
+            self._started = True
+            append(MessageStart(chunk.id, chunk.model))
+        for choice in choices:
+            if choice.index or self._finished:
+                continue  # choice 0 only, until its finish_reason
+            delta = choice.delta
+            if delta is not None:
+                if delta.reasoning_content or delta.reasoning:
+                    self._on_reasoning(delta, out)
+                content = delta.content
+                if content:
+                    if self._thinking_open or not self._text_open:
+                        self._open_text(out)
+                    append(Delta(TEXT_LANE, content, "text"))
+                if delta.tool_calls:
+                    self._on_tool_calls(delta.tool_calls, out)
+            if choice.finish_reason:
+                self._finish(choice.finish_reason, out)
+        if chunk.usage is not None:
+            self._on_usage(chunk.usage, out)
 
     def _on_undecodable(
         self, frames: RawEvents, at: int, exc: msgspec.DecodeError, eof: bool,
