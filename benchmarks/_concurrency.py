@@ -84,17 +84,65 @@ class _Window:
             self.end = self.start + self.window_ns
 
 
+class _Handover:
+    """When the client code was last handed a body chunk (monotonic ns).
+
+    From that moment to the text streamer, a chunk's deltas run through the client's own code
+    only — decoding, and for rxturn the Rx pipeline, handler and fan-out — synchronously in one
+    task step (no await in between), so ``now - ns`` at the probe is the latency the client's
+    code added to that delta, excluding the kernel, the server and the wait for the loop.
+    """
+
+    ns = 0
+
+
+class _StampingTransport:
+    """rxturn's transport with :class:`_Handover` stamped as each body chunk is handed over."""
+
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+
+    async def send(self, *args: Any, **kwargs: Any) -> Any:
+        return _StampedResponse(await self._inner.send(*args, **kwargs))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
+class _StampedResponse:
+    def __init__(self, inner: Any) -> None:
+        self._inner = inner
+        self.status = inner.status
+        self.headers = inner.headers
+
+    async def aiter_bytes(self) -> Any:
+        async for chunk in self._inner.aiter_bytes():
+            _Handover.ns = time.monotonic_ns()
+            yield chunk
+
+    async def read(self, limit: int) -> bytes:
+        return await self._inner.read(limit)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 class _Probe:
     """Text-streamer probe: counts every delta's text and, when the delta carries a send stamp
-    inside the window, records arrival - send (ns)."""
+    inside the window, records arrival - send and arrival - handover (ns)."""
 
-    __slots__ = ("chars", "first", "latencies", "window")
+    __slots__ = ("added", "chars", "first", "latencies", "window")
 
     def __init__(
-        self, latencies: list[int] | None, window: _Window | None = None, first: bool = False
+        self,
+        latencies: list[int] | None,
+        window: _Window | None = None,
+        first: bool = False,
+        added: list[int] | None = None,
     ) -> None:
         self.chars = 0
         self.latencies = latencies
+        self.added = added
         self.window = window
         self.first = first  # this is its worker's first turn: report its first delta
 
@@ -108,6 +156,8 @@ class _Probe:
         sent = int(text)
         if window.start <= sent <= window.end:
             self.latencies.append(now - sent)
+            if self.added is not None:
+                self.added.append(now - _Handover.ns)
         if self.first:
             self.first = False
             window.worker_streaming()
@@ -176,6 +226,7 @@ async def _steady(
     pace_us = int(turns / rate * 1e6)
     rng = random.Random(20_000 + rate)
     latencies: list[int] = []
+    added: list[int] = []
     window = _Window(turns, window_s)
     errors: list[str] = []
     counts = {"turns": 0, "errors": 0}
@@ -185,7 +236,7 @@ async def _steady(
         first = True
         while True:
             events = rng.randint(low, high)
-            probe = _Probe(latencies, window, first)
+            probe = _Probe(latencies, window, first, added)
             first = False
             try:
                 result: tuple[int, int] | BaseException = await turn(
@@ -238,6 +289,7 @@ async def _steady(
         "errors": counts["errors"],
         "first_error": errors[0] if errors else None,
         "latency": _percentiles(latencies),
+        "added": _percentiles(added),
     }
 
 
@@ -249,9 +301,12 @@ async def run_concurrency(
     rates: tuple[int, ...],
     turn_seconds: float,
     window_s: float,
+    gc_rate: int | None = None,
+    gc_thresholds: tuple[tuple[int, int, int], ...] = (),
 ) -> dict[str, Any]:
     """The throughput phase, then one steady-state latency phase per aggregate rate in
-    ``rates`` (events/s offered across all turns; turns last ``turn_seconds`` on average)."""
+    ``rates`` (events/s offered across all turns; turns last ``turn_seconds`` on average), then
+    the ``gc_rate`` phase again under each of ``gc_thresholds`` (``gc.set_threshold``)."""
     from rxturn.clients import AnthropicClient
     from rxturn.engine import TurnEngine
     from rxturn.handler import StreamHandler
@@ -263,7 +318,9 @@ async def run_concurrency(
     counter = TiktokenCounter()
     session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=turns + 16))
     transport = AiohttpTransport(limit=turns + 16)
-    client = AnthropicClient("bench", api_key="k", base_url=base_url, transport=transport)
+    client = AnthropicClient(
+        "bench", api_key="k", base_url=base_url, transport=_StampingTransport(transport)
+    )
 
     async def count_wire(n: int) -> int:
         async with session.post(url, json=request_body("anthropic", stamp_model(n, 0))) as r:
@@ -274,6 +331,7 @@ async def run_concurrency(
         async with session.post(url, json=request_body("anthropic", model)) as response:
             response.raise_for_status()
             async for chunk in response.content.iter_any():
+                _Handover.ns = time.monotonic_ns()
                 folder.feed(chunk)
         usage = folder.message().usage
         return (usage.input_tokens, usage.output_tokens) if usage else (0, 0)
@@ -314,6 +372,25 @@ async def run_concurrency(
             for name, fn in clients:
                 point[name] = await _steady(name, turns, fn, rate, mean_events, window_s)
             out["latency"].append(point)
+        out["gc_tuned"] = []
+        for thresholds in gc_thresholds if gc_rate is not None else ():
+            assert gc_rate is not None
+            mean_events = max(4, round(turn_seconds * gc_rate / turns))
+            point = {
+                "offered_events_per_s": gc_rate,
+                "pace_ms": turns / gc_rate * 1000,
+                "mean_events_per_turn": mean_events,
+                "window_s": window_s,
+                "gc_threshold": list(thresholds),
+            }
+            saved = gc.get_threshold()
+            gc.set_threshold(*thresholds)
+            try:
+                for name, fn in clients:
+                    point[name] = await _steady(name, turns, fn, gc_rate, mean_events, window_s)
+            finally:
+                gc.set_threshold(*saved)
+            out["gc_tuned"].append(point)
         return out
     finally:
         await client.aclose()

@@ -67,6 +67,7 @@ class Mode:
     headline_rate: int
     turn_seconds: float
     window_s: float
+    gc_thresholds: tuple[tuple[int, int, int], ...] = ()
 
 
 MODES = {
@@ -86,6 +87,7 @@ MODES = {
         headline_rate=5_000,
         turn_seconds=10.0,
         window_s=6.0,
+        gc_thresholds=((10_000, 10, 10), (50_000, 20, 20)),
     ),
     "quick": Mode(
         "quick",
@@ -103,6 +105,7 @@ MODES = {
         headline_rate=5_000,
         turn_seconds=6.0,
         window_s=4.0,
+        gc_thresholds=((50_000, 20, 20),),
     ),
     "tiny": Mode(
         "tiny",
@@ -263,6 +266,8 @@ async def _suite(mode: Mode, out_dir: Path, concurrency: bool) -> tuple[dict[str
                     rates=mode.rates,
                     turn_seconds=mode.turn_seconds,
                     window_s=mode.window_s,
+                    gc_rate=mode.headline_rate,
+                    gc_thresholds=mode.gc_thresholds,
                 )
                 conc["headline_rate"] = mode.headline_rate
             except Exception as exc:

@@ -27,10 +27,12 @@ RUN = ROOT / "benchmarks" / "run.py"
 EXPECTED = {
     "limit",
     "replay",
+    "replay_events",
     "replay_message",
     "limit_http",
     "decode_fold_http",
     "client_stream",
+    "client_batches",
     "turn_passthrough",
     "turn",
     "sdk",
@@ -109,11 +111,14 @@ def test_memory_fixed_cost_and_concurrency_are_reported(report: dict[str, Any]) 
             assert steady["errors"] == 0, steady["first_error"]
             assert steady["latency"]["samples"] > 0
             assert _non_negative(steady["latency"]["p99_us"])
+            assert steady["added"]["samples"] == steady["latency"]["samples"]
+            assert _non_negative(steady["added"]["p99_us"])
 
 
 def test_every_target_has_a_verdict(report: dict[str, Any]) -> None:
     names = [t["name"] for t in report["targets"]]
-    assert len(names) == 10, names  # 3 per format (replay, turn, SDK) + memory x2 + 2 concurrency
+    # 3 per format (replay, turn, SDK) + memory x2 + 3 concurrency (errors, added, end to end)
+    assert len(names) == 11, names
     for target in report["targets"]:
         assert target["status"] in {"PASS", "MISS", "N/A"}, target
         assert target["status"] in report["_stdout"]
