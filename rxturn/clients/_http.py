@@ -527,9 +527,7 @@ class HttpClient:
                         # A decoder defers an error found after good events in the same chunk
                         # (so those reach observers first); surface it now, not at the next
                         # chunk, which may never come.
-                        events = feed(b"")
-                        if events:  # pragma: no cover - an empty feed completes no event
-                            yield events
+                        decoder.check()
                 events = decoder.close()
                 if events:
                     yield events

@@ -84,6 +84,10 @@ class StreamDecoder(Protocol):
         """End of body; return any events still pending."""
         ...
 
+    def check(self) -> None:
+        """Raise the error a ``feed`` deferred behind the good events it returned, if any."""
+        ...
+
 
 _DECODERS: dict[str, type[AnthropicDecoder] | type[OpenAIDecoder] | type[OllamaDecoder]] = {
     "anthropic": AnthropicDecoder,

@@ -79,6 +79,13 @@ class FramedDecoder(Generic[_Frames]):
                 raise
         return out
 
+    def check(self) -> None:
+        """Raise the error a ``feed`` deferred behind the good events it returned, if any: a
+        transport calls it after handing those events on, so the error is not left waiting for
+        a next chunk that may never come. An attribute check, so it is free per chunk."""
+        if self._error is not None:
+            raise self._error
+
     def close(self) -> list[StreamEvent]:
         """End of body: decode what the framer still held (a last event without its terminator)
         and let the decoder finish; ``[]`` once input is over."""

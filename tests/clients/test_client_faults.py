@@ -432,3 +432,36 @@ async def test_request_that_cannot_be_built_fails_both_paths_before_sending() ->
                 await client.create(REQUEST, options)
         assert isinstance(error, ConfigError)
         assert fake.requests == []
+
+
+async def test_error_event_after_good_events_surfaces_while_the_server_stalls(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """An ``error`` event written in the same chunk as good events, then silence: the error is
+    raised with that chunk, not when a next chunk (or the end of the body) finally comes."""
+    release = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(
+            b'event: message_start\ndata: {"type":"message_start","message":{"id":"m1",'
+            b'"model":"m","usage":{"input_tokens":1,"output_tokens":1}}}\n\n'
+            b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+            b'"message":"busy"}}\n\n'
+        )
+        try:
+            await asyncio.wait_for(release.wait(), 30)  # silence, bounded
+        except TimeoutError:
+            pass
+        return response
+
+    base = await serve(aiohttp_server, handler)
+    try:
+        async with AnthropicClient("m", base_url=base) as client:
+            events, error = await run_stream(client.stream(REQUEST))
+    finally:
+        release.set()
+    assert [type(e) for e in events] == [MessageStart]
+    assert isinstance(error, OverloadedError)
+    assert "busy" in str(error)
