@@ -30,6 +30,7 @@ _EXPORTS: dict[str, str] = {
     # events
     "StreamEvent": "rxturn.events",
     "HandlerEvent": "rxturn.events",
+    "EventBatch": "rxturn.events",
     "MessageStart": "rxturn.events",
     "PartStart": "rxturn.events",
     "Delta": "rxturn.events",
@@ -77,8 +78,10 @@ _EXPORTS: dict[str, str] = {
     # decoding and folding
     "replay": "rxturn.replay",
     "replay_message": "rxturn.replay",
+    "replay_batches": "rxturn.replay",
     "fold": "rxturn.fold",
     "fold_handler": "rxturn.fold",
+    "fold_batch": "rxturn.fold",
     "TurnState": "rxturn.fold",
     # the stream handler
     "StreamHandler": "rxturn.handler",
@@ -141,6 +144,7 @@ __all__ = [
     "ContextOverflowError",
     "ContextWindow",
     "Delta",
+    "EventBatch",
     "FailureKind",
     "Fallback",
     "FallbackExhausted",
@@ -212,9 +216,11 @@ __all__ = [
     "__version__",
     "estimate_context",
     "fold",
+    "fold_batch",
     "fold_handler",
     "is_retryable",
     "replay",
+    "replay_batches",
     "replay_message",
     "tool",
 ]
@@ -280,6 +286,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .events import (
         AttemptReset,
         Delta,
+        EventBatch,
         Fallback,
         HandlerEvent,
         MessageDelta,
@@ -291,7 +298,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         StreamEvent,
     )
     from .fallback import BreakerState, FailureKind, FallbackManager, FallbackPolicy
-    from .fold import TurnState, fold, fold_handler
+    from .fold import TurnState, fold, fold_batch, fold_handler
     from .handler import StreamHandler
     from .limiter import RateLimiter
     from .messages import (
@@ -308,6 +315,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from .observers import LoggingObserver, Observer, ObserverSet, RecordingObserver
     from .policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
-    from .replay import replay, replay_message
+    from .replay import replay, replay_batches, replay_message
     from .tokens import ContextEstimate, TiktokenCounter, TokenCounter, estimate_context
     from .tools import Tool, ToolRegistry, tool

@@ -11,10 +11,13 @@ This is the seed page's module in Python. :meth:`TurnEngine.turn` follows refere
    ``on_model_switched`` whenever the serving model changes;
 5. ``on_turn_start``, then :meth:`_do_turn` on one of two paths:
 
-   - **streaming** (default): the handler's Observable is *published* once and fanned out as
-     subscriptions, in this order — the ``text_streamer`` (text only), the observers (text and
-     thinking deltas, attempt resets), and ``scan(fold_handler)`` → ``last`` for the message.
-     ``AttemptReset`` wipes the fold, a ``Fallback`` replaces it wholesale;
+   - **streaming** (default): one subscription to the handler's batched stream
+     (:meth:`StreamHandler.stream_turn_batches`, one item per network chunk). A tap fans each
+     event out, in this order — the ``text_streamer`` (text only), the observers (text and
+     thinking deltas, attempt resets), ``engine.events`` — and ``scan(fold_batch)`` → ``last``
+     builds the message. ``AttemptReset`` wipes the fold, a ``Fallback`` replaces it
+     wholesale. This is SPEC §1's ``share`` with one Rx emission per chunk, not per event
+     (benchmarks/README.md);
    - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
      and the turn timeout (none configured = an arm that never fires);
 
