@@ -591,15 +591,17 @@ class TurnEngine:
             self.client, request, options, self.cancel_token, scheduler=scheduler
         )
         stats = _AttemptStats()
-        fan_out = self._fan_out(turn, stats, quiet)
+        fan_out, stop_fan_out = self._fan_out(turn, stats, quiet)
         loop = asyncio.get_running_loop()
         done: asyncio.Future[TurnState] = loop.create_future()
 
         def finish(state: TurnState) -> None:
+            stop_fan_out()
             if not done.done():
                 done.set_result(state)
 
         def fail(error: Exception) -> None:
+            stop_fan_out()
             if not done.done():
                 done.set_exception(error)
 
@@ -620,13 +622,15 @@ class TurnEngine:
 
     def _fan_out(
         self, turn: int, stats: _AttemptStats, quiet: bool
-    ) -> Callable[[list[HandlerEvent]], None]:
+    ) -> tuple[Callable[[list[HandlerEvent]], None], Callable[[], None]]:
         """The branches every handler event reaches before the fold (seed routing table).
 
         Text deltas go to the ``text_streamer`` first, then to ``on_text_delta``; thinking
         deltas to ``on_thinking_delta`` only; ``AttemptReset`` to ``on_attempt_reset`` (so a UI
         can retract); every event to ``engine.events`` when someone listens. Each branch is
-        isolated: a raising callback is logged and the turn goes on.
+        isolated: a raising callback is logged and the turn goes on. Returns the tap and a
+        ``stop`` for when the turn ends: a callback that cancels the turn mid-batch sees no
+        more of that batch, exactly as one event at a time.
 
         This is the ``share`` of SPEC §1 as one tap instead of a ``publish()`` Subject with a
         subscriber per branch: the same branches in the same order, event by event, for one Rx
@@ -636,14 +640,19 @@ class TurnEngine:
         streamer = None if quiet else self.text_streamer
         observers = self.observers if not quiet else ObserverSet()
         events = self.events if not quiet and self.events.observers else None
-        text_targets = observers.targets("on_text_delta")
-        # one interested observer is the common case: call it without a loop (~10 % of this)
-        only_owner, only = text_targets[0] if len(text_targets) == 1 else (None, None)
         thinking_delta = observers.thinking_delta
         delta_cls = Delta
+        stopped = False  # the turn has ended (a callback cancelled it): the rest of a batch
+        # reaches nobody, as it would have reached nobody one event at a time
+
+        def stop() -> None:
+            nonlocal stopped
+            stopped = True
 
         def fan_out(batch: list[HandlerEvent]) -> None:
             for event in batch:
+                if stopped:
+                    return
                 if type(event) is delta_cls:
                     kind = event.kind  # type: ignore[union-attr]
                     if kind == "text":
@@ -653,13 +662,15 @@ class TurnEngine:
                                 streamer(text)
                             except Exception:
                                 log.exception("text_streamer raised; the turn goes on")
-                        if only is not None:
+                        # read per delta: a callback may add or remove an observer mid-batch
+                        single = observers.text_single
+                        if single is not None:  # the common case: no loop (~15 % of this)
                             try:
-                                only(turn=turn, delta=text)
+                                single[1](turn=turn, delta=text)
                             except Exception:
-                                report_observer_error(only_owner, "on_text_delta")
+                                report_observer_error(single[0], "on_text_delta")
                         else:
-                            for observer, method in text_targets:
+                            for observer, method in observers.targets("on_text_delta"):
                                 try:
                                     method(turn=turn, delta=text)
                                 except Exception:
@@ -676,7 +687,7 @@ class TurnEngine:
                     except Exception:
                         log.exception("an engine.events subscriber raised; the turn goes on")
 
-        return fan_out
+        return fan_out, stop
 
     async def _create_path(self, request: Request, options: RequestOptions) -> Message:
         """One non-streaming attempt raced against cancel (checked first) and the timeout."""

@@ -180,13 +180,16 @@ class ObserverSet:
         ['on_turn_start', 'on_text_delta']
     """
 
-    __slots__ = ("_by_name", "_observers", "_text", "_thinking")
+    __slots__ = ("_by_name", "_observers", "_text", "_thinking", "text_single")
 
     def __init__(self, observers: Iterable[Observer] = ()) -> None:
         self._observers: list[Observer] = []
         self._by_name: dict[str, tuple[tuple[Observer, Callable[..., object]], ...]] = {}
         self._text: tuple[tuple[Observer, Callable[..., object]], ...] = ()
         self._thinking: tuple[tuple[Observer, Callable[..., object]], ...] = ()
+        #: ``(observer, bound on_text_delta)`` when exactly one observer overrides it, else
+        #: ``None``: a hot loop calls it without iterating :meth:`targets`. Always current.
+        self.text_single: tuple[Observer, Callable[..., object]] | None = None
         for observer in observers:
             self._observers.append(observer)
         self._recompute()
@@ -238,6 +241,7 @@ class ObserverSet:
             for name in CALLBACKS
         }
         self._text = self._by_name["on_text_delta"]
+        self.text_single = self._text[0] if len(self._text) == 1 else None
         self._thinking = self._by_name["on_thinking_delta"]
 
     def emit(self, name: str, **kwargs: Any) -> None:
@@ -260,8 +264,8 @@ class ObserverSet:
     def targets(self, name: str) -> tuple[tuple[Observer, Callable[..., object]], ...]:
         """``(observer, bound method)`` for every observer that overrides ``name``, in
         registration order: for a hot loop that calls them itself (catching and reporting
-        errors with :func:`report_observer_error`, as :meth:`emit` does). A snapshot: observers
-        added later are not in it.
+        errors with :func:`report_observer_error`, as :meth:`emit` does). A snapshot: ask
+        again after observers may have changed (a callback may add or remove one).
 
         Raises:
             ConfigError: ``name`` is not one of :data:`CALLBACKS`.

@@ -17,7 +17,7 @@ from typing import Any
 
 from reactivex import Observable, abc
 
-__all__ = ["as_batches_", "unbatch_"]
+__all__ = ["as_batches_", "event_count", "unbatch_"]
 
 
 def unbatch_(source: Observable[Any]) -> Observable[Any]:
@@ -58,3 +58,8 @@ def as_batches_(source: Observable[Any]) -> Observable[list[Any]]:
         )
 
     return Observable(subscribe)
+
+
+def event_count(item: Any) -> int:
+    """How many events an item carries: a batch its length, anything else one."""
+    return len(item) if type(item) is list else 1  # pyright: ignore[reportUnknownArgumentType]

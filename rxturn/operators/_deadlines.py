@@ -32,6 +32,7 @@ from reactivex.internal import curry_flip
 
 from .._scheduling import clock, resolve_scheduler
 from ..errors import StreamTimeoutError
+from ._batches import event_count
 from ._progress import TurnProgress
 
 __all__ = ["deadlines_"]
@@ -118,7 +119,7 @@ def deadlines_(
             nonlocal seen, last
             last = now()
             first = seen == 0
-            seen += _size(value)
+            seen += event_count(value)
             if first:
                 on_first_event()
             forward(value)
@@ -131,8 +132,3 @@ def deadlines_(
         return CompositeDisposable(upstream, timer)
 
     return Observable(subscribe)
-
-
-def _size(item: Any) -> int:
-    """How many events an item carries: a batch its length, anything else one."""
-    return len(item) if type(item) is list else 1  # pyright: ignore[reportUnknownArgumentType]

@@ -36,6 +36,7 @@ from ..backoff import clamp_to_deadline, jittered_delay, rate_limit_delay
 from ..errors import RateLimitEscalation, StreamTimeoutError, is_rate_limit, is_retryable
 from ..events import AttemptReset
 from ..policies import RateLimitPolicy, RetryPolicy
+from ._batches import event_count
 from ._progress import TurnProgress, stamp_attempts
 
 __all__ = ["Decision", "decide", "retry_ladder_"]
@@ -128,7 +129,7 @@ def retry_ladder_(
 
             def count(value: _T) -> None:
                 nonlocal events
-                events += 1
+                events += event_count(value)  # a batch counts as its events
                 observer.on_next(value)
 
             forward = count
