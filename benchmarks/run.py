@@ -164,8 +164,8 @@ def _meta(mode: Mode, load_at_start: tuple[float, float, float]) -> dict[str, An
         "unit": "µs of CPU time of the benchmark process per wire event (SSE data line)",
         "method": (
             "fake provider in a child process; contenders timed by process CPU time (wall also "
-            "recorded); interleaved rounds; median and min; targets judged on the largest "
-            "stream; memory = tracemalloc peak of one run"
+            "recorded); interleaved rounds; median and min; ratios judged as the median of "
+            "per-round ratios on the largest stream; memory = tracemalloc peak of one run"
         ),
         "sizes": list(mode.sizes),
     }
