@@ -196,41 +196,30 @@ def _env_contenders(env: Env) -> list[Contender]:
             state = fold(state, event)
         return _folded(state.message())
 
-    async def client_stream(case: Case) -> Folded:
-        import asyncio
+    def client_fold(batched: bool) -> Callable[[Case], Awaitable[Folded]]:
+        async def run(case: Case) -> Folded:
+            import asyncio
 
-        from reactivex import operators as ops
+            from reactivex import operators as ops
 
-        from rxturn.fold import INITIAL_STATE, fold
+            from rxturn.fold import INITIAL_STATE, fold, fold_batch
 
-        client = client_for(env, case.format)
-        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        client.stream(request, RequestOptions(model=case.model)).pipe(
-            ops.scan(fold, INITIAL_STATE), ops.last()
-        ).subscribe(
-            on_next=lambda state: done.done() or done.set_result(state),
-            on_error=lambda exc: done.done() or done.set_exception(exc),
-        )
-        state = await done
-        return _folded(state.message())
+            client = client_for(env, case.format)
+            options = RequestOptions(model=case.model)
+            source = (
+                client.stream_batches(request, options).pipe(ops.scan(fold_batch, INITIAL_STATE))
+                if batched
+                else client.stream(request, options).pipe(ops.scan(fold, INITIAL_STATE))
+            )
+            done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            source.pipe(ops.last()).subscribe(
+                on_next=lambda state: done.done() or done.set_result(state),
+                on_error=lambda exc: done.done() or done.set_exception(exc),
+            )
+            state = await done
+            return _folded(state.message())
 
-    async def client_batches(case: Case) -> Folded:
-        import asyncio
-
-        from reactivex import operators as ops
-
-        from rxturn.fold import INITIAL_STATE, fold_batch
-
-        client = client_for(env, case.format)
-        done: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
-        client.stream_batches(request, RequestOptions(model=case.model)).pipe(
-            ops.scan(fold_batch, INITIAL_STATE), ops.last()
-        ).subscribe(
-            on_next=lambda state: done.done() or done.set_result(state),
-            on_error=lambda exc: done.done() or done.set_exception(exc),
-        )
-        state = await done
-        return _folded(state.message())
+        return run
 
     def engine_turn(handler_name: str) -> Callable[[Case], Awaitable[Folded]]:
         async def turn(case: Case) -> Folded:
@@ -311,7 +300,7 @@ def _env_contenders(env: Env) -> list[Contender]:
             "info",
             "loopback",
             both,
-            client_stream,
+            client_fold(batched=False),
             "rxturn client.stream() + scan(fold), no engine",
         ),
         Contender(
@@ -319,7 +308,7 @@ def _env_contenders(env: Env) -> list[Contender]:
             "info",
             "loopback",
             both,
-            client_batches,
+            client_fold(batched=True),
             "rxturn client.stream_batches() + scan(fold_batch), no engine",
         ),
         Contender(

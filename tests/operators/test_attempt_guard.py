@@ -11,9 +11,9 @@ from typing import Any
 import reactivex
 from handler._support import Tracked, drive, reply, timeline
 from hypothesis import example, given, settings
-from hypothesis import strategies as st
 from reactivex.testing import TestScheduler
 
+from operators.event_strategies import START, STREAMS
 from rxturn.errors import InvalidToolInputError, StreamProtocolError, TruncatedStreamError
 from rxturn.events import (
     Delta,
@@ -22,7 +22,6 @@ from rxturn.events import (
     MessageStop,
     PartStart,
     PartStop,
-    Ping,
     StreamEvent,
 )
 from rxturn.fold import INITIAL_STATE, fold
@@ -97,32 +96,6 @@ async def test_each_subscription_starts_a_fresh_shadow(clean: TestScheduler) -> 
 
 # -- property: the guard decides exactly what the fold decides ------------------------------------
 
-_texts = st.sampled_from(["", "a", "bc", '{"k": ', "1}", "}", "[", "]", '"s"', "null"])
-_index = st.integers(0, 2)
-_event = st.one_of(
-    st.builds(MessageStart, id=st.just("m"), model=st.just("x")),
-    st.builds(
-        PartStart,
-        _index,
-        st.sampled_from(["text", "thinking", "tool_call"]),
-        id=st.just("c"),
-        name=st.sampled_from(["", "tool"]),
-    ),
-    st.builds(Delta, _index, _texts, st.sampled_from(["text", "thinking", "tool_json"])),
-    st.builds(PartStop, st.one_of(st.none(), _index)),
-    st.builds(
-        MessageDelta,
-        st.sampled_from([None, "end_turn", "tool_call", "weird"]),
-        st.one_of(st.none(), st.builds(Usage, input_tokens=st.integers(0, 9))),
-    ),
-    st.just(MessageStop()),
-    st.just(Ping()),
-)
-_streams = st.lists(_event, max_size=40).map(
-    lambda events: [MessageStart(id="m", model="x"), *events]
-)
-
-
 def _oracle(events: list[StreamEvent]) -> tuple[int, Any, Any]:
     """(events accepted, final or failing state, error type or None) by plain folding."""
     state = INITIAL_STATE
@@ -134,17 +107,16 @@ def _oracle(events: list[StreamEvent]) -> tuple[int, Any, Any]:
     return len(events), state, None if state.completed else TruncatedStreamError
 
 
-_START = MessageStart(id="m", model="x")
 
 
 @settings(max_examples=300, deadline=None)
-@given(events=st.one_of(_streams, st.lists(_event, max_size=12)))
+@given(events=STREAMS)
 @example(  # an empty text delta must not let the next one skip the fold
-    events=[_START, PartStart(0), Delta(0, ""), Delta(0, "a"), PartStop(0), MessageStop()]
+    events=[START, PartStart(0), Delta(0, ""), Delta(0, "a"), PartStop(0), MessageStop()]
 )
 @example(  # a tool-JSON run interrupted by another lane's event, then resumed
     events=[
-        _START,
+        START,
         PartStart(1, "tool_call", id="c", name="tool"),
         Delta(1, '{"k": ', "tool_json"),
         Delta(1, "1", "tool_json"),
@@ -156,7 +128,7 @@ _START = MessageStart(id="m", model="x")
 )
 @example(  # a repeated index after the lane it pointed at closed and another opened
     events=[
-        _START,
+        START,
         PartStart(0),
         Delta(0, "a"),
         PartStop(0),
@@ -167,7 +139,7 @@ _START = MessageStart(id="m", model="x")
         MessageStop(),
     ]
 )
-@example(events=[Delta(0, "x", "thinking"), _START])  # thinking before the start still fails
+@example(events=[Delta(0, "x", "thinking"), START])  # thinking before the start still fails
 def test_guard_verdicts_equal_the_fold(events: list[StreamEvent]) -> None:
     progress = TurnProgress(lambda: 0.0)
     seen: list[StreamEvent] = []

@@ -21,6 +21,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from reactivex.testing import TestScheduler
 
+from operators.event_strategies import START, STREAMS
 from rxturn.errors import (
     InvalidToolInputError,
     StreamProtocolError,
@@ -30,7 +31,6 @@ from rxturn.errors import (
 from rxturn.events import (
     Delta,
     MessageDelta,
-    MessageStart,
     MessageStop,
     PartStart,
     PartStop,
@@ -40,7 +40,6 @@ from rxturn.events import (
 from rxturn.messages import Usage
 from rxturn.operators import TurnProgress, as_batches, attempt_guard, deadlines, unbatch
 
-START = MessageStart(id="m", model="x")
 BOOM = RuntimeError("boom")
 
 
@@ -195,29 +194,6 @@ async def test_events_are_counted_per_attempt_across_batches(clean: TestSchedule
 
 # -- property: batching never changes a verdict --------------------------------------------------
 
-_texts = st.sampled_from(["", "a", "bc", '{"k": ', "1}", "}", "[", "null"])
-_index = st.integers(0, 2)
-_event = st.one_of(
-    st.builds(
-        PartStart,
-        _index,
-        st.sampled_from(["text", "thinking", "tool_call"]),
-        id=st.just("c"),
-        name=st.sampled_from(["", "tool"]),
-    ),
-    st.builds(Delta, _index, _texts, st.sampled_from(["text", "thinking", "tool_json"])),
-    st.builds(PartStop, st.one_of(st.none(), _index)),
-    st.builds(MessageDelta, st.sampled_from([None, "end_turn", "tool_call"])),
-    st.just(MessageStart(id="m", model="x")),
-    st.just(MessageStop()),
-    st.just(Ping()),
-)
-_streams = st.one_of(
-    st.lists(_event, max_size=30).map(lambda events: [START, *events]),
-    st.lists(_event, max_size=10),
-)
-
-
 class _Seen:
     def __init__(self) -> None:
         self.items: list[Any] = []
@@ -255,7 +231,7 @@ def _expected_items(items: list[Any], accepted: int) -> list[Any]:
 @st.composite
 def _split(draw: st.DrawFn) -> list[Any]:
     """Events cut at drawn points; each piece a batch, or (one event) sometimes bare."""
-    events = draw(_streams)
+    events = draw(STREAMS)
     items: list[Any] = []
     i = 0
     while i < len(events):
