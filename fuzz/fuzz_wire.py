@@ -10,7 +10,7 @@ events.
 
 Run it (atheris needs CPython with a clang-built libFuzzer; ``pip install atheris``)::
 
-    python fuzz/fuzz_wire.py --seed-corpus fuzz/corpus      # copy ../shared/fixtures in once
+    python fuzz/fuzz_wire.py --seed-corpus fuzz/corpus      # copy tests/fixtures in once
     python fuzz/fuzz_wire.py fuzz/corpus -max_total_time=3600 -rss_limit_mb=2048
     python fuzz/fuzz_wire.py crash-<hash>                   # replay one crashing input
 
@@ -127,8 +127,12 @@ def one_input(raw: bytes) -> None:
 
 
 def seed_corpus(into: Path) -> int:
-    """Copy the recorded streams (``../shared/fixtures``) into ``into``, once per target."""
-    root = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
+    """Copy the recorded streams (``tests/fixtures``, vendored in the repository; else the
+    shared corpus beside it, ``../shared/fixtures``) into ``into``, once per target."""
+    repo = Path(__file__).resolve().parent.parent
+    root = repo / "tests" / "fixtures"
+    if not (root / "anthropic").is_dir():
+        root = repo.parent / "shared" / "fixtures"
     into.mkdir(parents=True, exist_ok=True)
     count = 0
     for path in sorted(root.glob("*/*.sse")):

@@ -8,14 +8,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from recorded import FIXTURES
 
 from rxturn.cli import main
 from rxturn.messages import message_to_json
 from rxturn.replay import replay_message
 
-FIXTURES = Path(__file__).resolve().parent.parent.parent / "shared" / "fixtures"
-if not FIXTURES.is_dir():  # a copy inside the repository
-    FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TOOL_USE = FIXTURES / "anthropic" / "tool_use_response.sse"
 PARALLEL = FIXTURES / "openai" / "multiple_tool_calls.sse"
 BASIC = FIXTURES / "anthropic" / "basic_response.sse"

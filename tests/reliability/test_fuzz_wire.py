@@ -6,7 +6,7 @@ hypothesis tests throw at the sans-IO parsers and the three decoders:
 
 - random bytes and SSE / NDJSON shaped noise (field names, line ends, BOMs, NULs, bad UTF-8);
 - random chunk splits of everything (a network may cut a stream anywhere);
-- mutated copies of the recorded provider streams in ``../shared/fixtures`` (bytes flipped,
+- mutated copies of the recorded provider streams in ``tests/fixtures`` (bytes flipped,
   deleted, inserted, duplicated, lines swapped, the stream cut short);
 - JSON-shaped payloads of the right event types with wrong field types and values.
 
