@@ -172,6 +172,31 @@ class _AttemptStats:
         return Usage(input_tokens=self.discarded_in, output_tokens=self.discarded_out)
 
 
+def _checked_transients(transient: object) -> tuple[Message, ...]:
+    """``transient`` as a tuple of messages, or a ConfigError that says what was passed."""
+    hint = "; to send a prompt, use run(prompt) or add it to the history first"
+    if isinstance(transient, str | bytes | Message):
+        raise ConfigError(
+            f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"
+            + hint
+        )
+    try:
+        items: tuple[object, ...] = tuple(transient)  # type: ignore[call-overload]  # pyright: ignore[reportUnknownArgumentType]
+    except TypeError:
+        raise ConfigError(
+            f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"
+        ) from None
+    messages: list[Message] = []
+    for item in items:
+        if not isinstance(item, Message):
+            raise ConfigError(
+                f"turn(transient=...) takes Message objects, got a {type(item).__name__} "
+                f"among them{hint}"
+            )
+        messages.append(item)
+    return tuple(messages)
+
+
 class TurnEngine:
     """Runs LLM turns against a client with the seed engine's resilience and bookkeeping.
 
@@ -321,7 +346,12 @@ class TurnEngine:
 
         The reply is appended to the history and the audit trail. Raises the turn's typed
         error on failure (the history is left unchanged).
+
+        Raises:
+            ConfigError: ``transient`` is not a sequence of :class:`Message` (a prompt string is
+                the usual mistake: :meth:`run` takes one).
         """
+        transient = _checked_transients(transient)
         try:
             return await self._turn(transient)
         finally:
@@ -333,7 +363,14 @@ class TurnEngine:
 
         A failed or cancelled run discards the messages it added to the history; its served
         turns stay in the audit trail. The cancel signal is re-armed when the run ends.
+
+        Raises:
+            ConfigError: ``prompt`` is neither a string nor a :class:`Message`.
         """
+        if not isinstance(prompt, str | Message):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"run(prompt) takes a str or a Message, got {type(prompt).__name__}"
+            )
         message = Message.user(prompt) if isinstance(prompt, str) else prompt
         started = time.monotonic()
         start_len = len(self.session.history)

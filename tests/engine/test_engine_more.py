@@ -11,6 +11,7 @@ from rxturn import (
     ConfigError,
     FallbackManager,
     FallbackPolicy,
+    Message,
     RecordingObserver,
     StopReason,
     StreamHandler,
@@ -162,3 +163,33 @@ async def test_every_provider_serves_a_tool_loop(served: Any, provider: str) -> 
         result = await TurnEngine(client, tools=[weather]).run("weather?")
     assert result.text == "Cold."
     assert result.turns[0].message.tool_calls[0].input == {"city": "Oslo"}
+
+
+@pytest.mark.parametrize(
+    ("transient", "says"),
+    [
+        ("hello", "got str; to send a prompt, use run(prompt)"),
+        (Message.user("hi"), "got Message; to send a prompt"),
+        (["hello"], "got a str among them"),
+        (42, "got int"),
+    ],
+)
+async def test_turn_rejects_transients_that_are_not_messages(
+    served: Any, transient: Any, says: str
+) -> None:
+    async with served({"models": {"*": [{"text": "never"}]}}) as (fake, client):
+        engine = TurnEngine(client)
+        with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(")", r"\)")):
+            await engine.turn(transient)
+        assert fake.requests == []  # nothing was sent
+
+
+@pytest.mark.parametrize("prompt", [42, b"hello", ["hi"]])
+async def test_run_rejects_a_prompt_that_is_not_text_or_a_message(
+    served: Any, prompt: Any
+) -> None:
+    async with served({"models": {"*": [{"text": "never"}]}}) as (fake, client):
+        engine = TurnEngine(client)
+        with pytest.raises(ConfigError, match=f"got {type(prompt).__name__}"):
+            await engine.run(prompt)
+        assert fake.requests == [] and engine.history == []
