@@ -4,6 +4,12 @@ A client turns a :class:`~rxturn.messages.Request` into provider traffic. ``stre
 **cold**: every subscription makes exactly one HTTP request, events are pushed as bytes arrive,
 and disposing the subscription closes the response. ``create`` is the non-streaming call.
 Errors are always :class:`~rxturn.errors.RxturnError` subclasses (mapped at the transport edge).
+
+A client may also offer ``stream_batches(request, options)``: the same attempt as one list of
+events per network chunk (:data:`~rxturn.events.EventBatch`). The stream handler subscribes it
+when it exists — a long reply then costs one Rx emission per chunk, not per event — and falls
+back to ``stream`` otherwise, so a client of your own needs only the methods below. rxturn's
+HTTP clients have both.
 """
 
 from __future__ import annotations
