@@ -236,6 +236,22 @@ class TestDispatchAndClose:
         with pytest.raises(IndexError):
             raw.line(3)
 
+    @pytest.mark.parametrize(
+        ("data", "expected"),
+        [
+            # 3 LFs a block on average, but one block has no data and the other two data lines
+            (b"event: a\n\nevent: b\ndata: 1\ndata: 2\n\n", [("b", b"1\n2", 4)]),
+            (b"event: b\ndata: 1\ndata: 2\n\nevent: a\n\n", [("b", b"1\n2", 2)]),
+            # an empty data line is an event with empty data (WHATWG), not a missing one
+            (b"event: a\ndata: \n\nevent: b\ndata: 2\n\n", [("a", b"", 2), ("b", b"2", 5)]),
+        ],
+        ids=["dataless-then-two-lines", "two-lines-then-dataless", "empty-data"],
+    )
+    def test_blocks_that_only_look_uniform_take_the_checked_path(
+        self, data: bytes, expected: list[tuple[str, bytes, int]]
+    ) -> None:
+        assert _tuples(SSEParser().feed_raw(data)) == expected
+
     def test_an_event_cut_by_the_chunk_boundary_continues(self) -> None:
         # the first block of the second chunk continues an event begun in the first one
         parser = SSEParser()
