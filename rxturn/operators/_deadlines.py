@@ -117,11 +117,13 @@ def deadlines_(
 
         def on_next(value: _T) -> None:
             nonlocal seen, last
-            last = now()
-            first = seen == 0
-            seen += event_count(value)
-            if first:
-                on_first_event()
+            count = event_count(value)
+            if count:  # an empty batch (a client of your own may send one) is no event
+                last = now()
+                first = seen == 0
+                seen += count
+                if first:
+                    on_first_event()
             forward(value)
 
         if first_event is not None:

@@ -349,3 +349,12 @@ async def test_retry_ladder_without_progress_counts_a_batch_as_its_events(
     )
     (reset,) = [v for v in run.values if isinstance(v, AttemptReset)]
     assert reset.events == 6
+
+
+async def test_an_empty_batch_is_no_event_for_the_deadlines(clean: TestScheduler) -> None:
+    """A client of your own may emit ``[]``: the first-event wait must not end with it."""
+    source = clean.create_cold_observable(timeline([[], []], step=1.0, end=None))
+    run = await drive(clean, source.pipe(deadlines(3.0, 1.5, 1, scheduler=clean)))
+    assert isinstance(run.error, StreamTimeoutError)
+    assert run.error.kind == "first_event" and run.error.events == 0
+    assert run.end_time == pytest.approx(3.0)
