@@ -679,8 +679,9 @@ class TurnEngine:
         events = self.events if not quiet and self.events.observers else None
         thinking_delta = observers.thinking_delta
         delta_cls = Delta
-        stopped = False  # the turn has ended (a callback cancelled it): the rest of a batch
-        # reaches nobody, as it would have reached nobody one event at a time
+        # Set when the turn has ended (a callback cancelled it): the rest of a batch then
+        # reaches nobody, as it would have reached nobody one event at a time.
+        stopped = False
 
         def stop() -> None:
             nonlocal stopped
