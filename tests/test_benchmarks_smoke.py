@@ -123,3 +123,22 @@ def test_every_target_has_a_verdict(report: dict[str, Any]) -> None:
         assert target["status"] in {"PASS", "MISS", "N/A"}, target
         assert target["status"] in report["_stdout"]
     assert "Targets" in report["_stdout"]
+
+
+def test_ratios_are_judged_round_by_round() -> None:
+    """The judged ratio is the median over rounds of contender / LIMIT in the same round.
+
+    Three rounds: a load spike slowed both runs of round 2 threefold, and another one only the
+    contender's run of round 3. The medians of the two lists are 1.0 and 3.6 (3.6x); two of
+    the three rounds say 1.2x, and so does their median.
+    """
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from _report import paired_ratio
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    limit = [1.0, 3.0, 1.0]
+    contender = [1.2, 3.6, 3.6]
+    assert paired_ratio(contender, limit) == pytest.approx(1.2)
+    assert paired_ratio([2.0, 6.0], [1.0, 3.0, 1.0]) == pytest.approx(2.0)  # rounds both ran
+    assert math.isnan(paired_ratio([], [1.0]))
