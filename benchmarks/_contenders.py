@@ -13,9 +13,9 @@ work.
 - ``replay_message`` (memory): ``rxturn.replay_message(bytes)``, the CLI's path (fed line by
   line so that errors can name their line).
 - ``limit_http`` (loopback): LIMIT's fold fed by a bare aiohttp request: the transport floor.
-- ``decode_fold_http`` (loopback): rxturn's own decoder and fold, with the text-streamer and
-  observer calls, in a plain loop over a bare aiohttp request, no Observable: what a turn would
-  cost if the pipeline added nothing per event.
+- ``decode_fold_http`` (loopback): rxturn's own decoder and per-event fold, with the
+  text-streamer and observer calls, in a plain loop over a bare aiohttp request, no Observable:
+  the floor of a per-event design (the batched turn now costs less).
 - ``client_stream`` (loopback): ``client.stream()`` → ``scan(fold)`` → ``last``; no engine, one
   Rx item per event.
 - ``client_batches`` (loopback): ``client.stream_batches()`` → ``scan(fold_batch)`` → ``last``.
