@@ -38,15 +38,29 @@ class PartialLine:
     """The state both framers keep for the line that has started but not ended.
 
     ``_parts`` holds its chunks (joined only when it ends), ``_partial_len`` their total size,
-    and ``_at_start`` says the stream's first bytes are still being checked for a BOM.
+    ``_at_start`` says the stream's first bytes are still being checked for a BOM, and
+    ``_skip_lf`` that the previous chunk ended with CR.
     """
 
-    __slots__ = ("_at_start", "_partial_len", "_parts")
+    __slots__ = ("_at_start", "_partial_len", "_parts", "_skip_lf")
 
     def __init__(self) -> None:
         self._parts: list[bytes] = []
         self._partial_len = 0
         self._at_start = True
+        self._skip_lf = False
+
+    def _continue(self, data: bytes) -> bytes:
+        """``data`` without what belongs to earlier bytes: a leading BOM (at the stream's start
+        only, held back while it could still be one) and the LF of a CRLF whose CR ended the
+        previous chunk."""
+        if self._at_start:
+            data = self._strip_bom(data)
+        if self._skip_lf and data:
+            self._skip_lf = False
+            if data[0] == 10:
+                data = data[1:]
+        return data
 
     def _strip_bom(self, data: bytes) -> bytes:
         # Hold back up to two bytes while they could still be the start of a BOM.
@@ -70,7 +84,7 @@ class LineSplitter(PartialLine):
         what: how error messages name the stream (``"SSE"``, ``"NDJSON"``).
     """
 
-    __slots__ = ("_closed", "_error", "_skip_lf", "lines", "max_line_bytes", "what")
+    __slots__ = ("_closed", "_error", "lines", "max_line_bytes", "what")
 
     def __init__(self, max_line_bytes: int = 1 << 20, *, what: str = "stream") -> None:
         if max_line_bytes <= 0:
@@ -80,7 +94,6 @@ class LineSplitter(PartialLine):
         self.what = what
         #: Complete lines returned so far (the next line to end is ``lines + 1``).
         self.lines = 0
-        self._skip_lf = False
         self._closed = False
         self._error: StreamProtocolError | None = None
 
@@ -97,12 +110,7 @@ class LineSplitter(PartialLine):
             raise self._error
         if self._closed:
             raise ConfigError(f"{self.what} parser: feed() after close()")
-        if self._at_start:
-            data = self._strip_bom(data)
-        if self._skip_lf and data:
-            self._skip_lf = False
-            if data[0] == 10:
-                data = data[1:]
+        data = self._continue(data)
         if not data:
             return []
         if b"\n" not in data and b"\r" not in data:

@@ -171,7 +171,6 @@ class SSEParser(PartialLine):
         "_fast_limit",
         "_lines",
         "_overlong",
-        "_skip_lf",
         "event_lines",
         "last_event_id",
         "max_event_bytes",
@@ -192,7 +191,6 @@ class SSEParser(PartialLine):
         self.retry: int | None = None
         self.event_lines: list[int] = []
         self._lines = 0  # complete lines interpreted so far
-        self._skip_lf = False
         self._closed = False
         self._error: StreamProtocolError | None = None
         self._overlong: StreamProtocolError | None = None  # a partial line over the limit
@@ -271,12 +269,7 @@ class SSEParser(PartialLine):
 
     def _take(self, data: bytes) -> bytes:
         """Normalise line ends; return the buffer up to its last LF (b"" if none), keep the rest."""
-        if self._at_start:
-            data = self._strip_bom(data)
-        if self._skip_lf and data:
-            self._skip_lf = False
-            if data[0] == 10:
-                data = data[1:]
+        data = self._continue(data)
         if b"\r" in data:
             self._skip_lf = data[-1] == 13
             data = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
