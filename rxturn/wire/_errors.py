@@ -16,6 +16,7 @@ from typing import Any, cast
 import msgspec
 
 from ..errors import (
+    InvalidToolInputError,
     OverloadedError,
     ProviderError,
     ProviderStreamError,
@@ -24,7 +25,7 @@ from ..errors import (
     redact,
 )
 
-__all__ = ["bad_json", "error_from_json", "parse_error_body", "stream_error"]
+__all__ = ["bad_json", "error_from_json", "parse_error_body", "stream_error", "tool_arguments"]
 
 _RATE_LIMIT = frozenset({"rate_limit_error", "rate_limit_exceeded", "rate_limited",
                          "too_many_requests", "429"})
@@ -119,3 +120,20 @@ def parse_error_body(body: bytes) -> tuple[str | None, str | None]:
 def _as_dict(value: object) -> dict[str, Any] | None:
     """``value`` as a JSON object (msgspec decodes objects to ``dict[str, Any]``), else None."""
     return cast("dict[str, Any]", value) if isinstance(value, dict) else None
+
+
+def tool_arguments(raw: str | None, position: int, name: str) -> Any:
+    """A non-streaming reply's tool-call ``arguments`` string, parsed (missing or blank: ``{}``).
+
+    Raises:
+        InvalidToolInputError: ``raw`` is not valid JSON; says which call (``position``,
+            ``name``) and keeps ``raw``.
+    """
+    if not raw or not raw.strip():
+        return {}
+    try:
+        return _any_decoder.decode(raw)
+    except msgspec.DecodeError as exc:
+        raise InvalidToolInputError(
+            f"tool call {position} ({name!r}) arguments: {exc}", raw
+        ) from None

@@ -31,7 +31,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InvalidToolInputError, StreamProtocolError
+from ..errors import StreamProtocolError
 from ..events import (
     Delta,
     MessageDelta,
@@ -43,7 +43,7 @@ from ..events import (
 )
 from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from ._decoder import FramedDecoder
-from ._errors import bad_json, error_from_json
+from ._errors import bad_json, error_from_json, tool_arguments
 from .ndjson import NDJSONSplitter
 
 __all__ = ["OllamaDecoder", "parse_ollama_chat"]
@@ -82,7 +82,6 @@ class _Line(msgspec.Struct, gc=False):
 
 _decoder = msgspec.json.Decoder(_Line)
 _encoder = msgspec.json.Encoder()
-_arguments_decoder = msgspec.json.Decoder()
 _STOP = MessageStop()
 
 
@@ -240,16 +239,8 @@ def parse_ollama_chat(body: bytes) -> Message:
             parts.append(TextPart(reply.message.content))
         for position, call in enumerate(reply.message.tool_calls or ()):
             arguments: Any = call.function.arguments
-            if arguments is None:
-                arguments = {}
-            elif isinstance(arguments, str):
-                try:
-                    arguments = _arguments_decoder.decode(arguments) if arguments.strip() else {}
-                except msgspec.DecodeError as exc:
-                    raise InvalidToolInputError(
-                        f"tool call {position} ({call.function.name!r}) arguments: {exc}",
-                        call.function.arguments,
-                    ) from None
+            if arguments is None or isinstance(arguments, str):  # else the object Ollama sent
+                arguments = tool_arguments(arguments, position, call.function.name)
             parts.append(ToolCallPart(call.id or f"call_{position}", call.function.name, arguments))
             calls += 1
     stop = _stop(reply.done_reason, calls > 0)

@@ -39,7 +39,7 @@ from typing import Any
 
 import msgspec
 
-from ..errors import InvalidToolInputError, StreamProtocolError
+from ..errors import StreamProtocolError
 from ..events import (
     Delta,
     MessageDelta,
@@ -51,7 +51,7 @@ from ..events import (
 )
 from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from ._decoder import FramedDecoder
-from ._errors import bad_json, error_from_json
+from ._errors import bad_json, error_from_json, tool_arguments
 from .sse import RawEvents, SSEParser
 
 __all__ = ["OpenAIDecoder", "parse_openai_completion"]
@@ -345,7 +345,6 @@ class _Reply(msgspec.Struct, gc=False):
 
 
 _reply_decoder = msgspec.json.Decoder(_Reply)
-_arguments_decoder = msgspec.json.Decoder()
 
 
 def parse_openai_completion(body: bytes) -> Message:
@@ -374,16 +373,7 @@ def parse_openai_completion(body: bytes) -> Message:
         if choice.message.content:
             parts.append(TextPart(choice.message.content))
         for position, call in enumerate(choice.message.tool_calls or ()):
-            raw = call.function.arguments or ""
-            if raw.strip():
-                try:
-                    arguments = _arguments_decoder.decode(raw)
-                except msgspec.DecodeError as exc:
-                    raise InvalidToolInputError(
-                        f"tool call {position} ({call.function.name!r}) arguments: {exc}", raw
-                    ) from None
-            else:
-                arguments = {}
+            arguments = tool_arguments(call.function.arguments, position, call.function.name)
             parts.append(ToolCallPart(call.id, call.function.name, arguments))
         stop = StopReason.parse(choice.finish_reason) or StopReason.END_TURN
     return Message(
