@@ -344,8 +344,8 @@ async def _read_error_body(response: HttpResponse) -> tuple[bytes, str]:
 class HttpClient:
     """The machinery behind every provider client (see the module docstring).
 
-    Subclasses set the class attributes and implement :meth:`_auth_headers`, :meth:`_body` and
-    :meth:`_parse_reply`.
+    Subclasses set the class attributes and implement :meth:`_body` and :meth:`_parse_reply`;
+    :meth:`_auth_headers` defaults to a bearer token.
     """
 
     #: decoder format for :func:`rxturn.wire.decoder_for` (``"anthropic"``, ``"openai"``, …).
@@ -396,6 +396,7 @@ class HttpClient:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         _check_max_tokens(name, max_tokens, required=self._max_tokens_required)
+        self._max_tokens = max_tokens
 
     # -- identity ------------------------------------------------------------------------------
 
@@ -408,6 +409,12 @@ class HttpClient:
     def base_url(self) -> str:
         """Where requests go (no trailing slash)."""
         return self._base_url
+
+    @property
+    def max_tokens(self) -> int | None:
+        """The default output-token cap of a request (``None``: omitted, the server decides;
+        Ollama's ``num_predict``). ``RequestOptions.max_tokens`` overrides it per request."""
+        return self._max_tokens
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self._model!r}, base_url={self._base_url!r})"
@@ -439,7 +446,8 @@ class HttpClient:
     # -- subclass hooks ------------------------------------------------------------------------
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
-        raise NotImplementedError
+        """A bearer token (OpenAI-compatible servers, Ollama); no header without a key."""
+        return {"authorization": f"Bearer {key}"} if key is not None else {}
 
     def _body(
         self, request: Request, options: RequestOptions, *, model: str, stream: bool

@@ -26,7 +26,7 @@ then the client's and the options' extra headers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError
 from ..messages import Message, Request, RequestOptions, TextPart, ToolCallPart
@@ -201,7 +201,6 @@ class AnthropicClient(HttpClient):
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
-        self._max_tokens = max_tokens
 
     @classmethod
     def from_env(cls, model: str = DEFAULT_MODEL, **kwargs: Any) -> AnthropicClient:
@@ -214,8 +213,8 @@ class AnthropicClient(HttpClient):
 
     @property
     def max_tokens(self) -> int:
-        """The default ``max_tokens``."""
-        return self._max_tokens
+        """The default ``max_tokens`` (required by the Messages API, so never ``None``)."""
+        return cast(int, self._max_tokens)  # checked in __init__: required
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": ANTHROPIC_VERSION}
@@ -227,7 +226,7 @@ class AnthropicClient(HttpClient):
         self, request: Request, options: RequestOptions, *, model: str, stream: bool
     ) -> dict[str, Any]:
         return build_anthropic_body(
-            request, options, model=model, max_tokens=self._max_tokens, stream=stream
+            request, options, model=model, max_tokens=self.max_tokens, stream=stream
         )
 
     def _parse_reply(self, body: bytes) -> Message:

@@ -169,21 +169,12 @@ class OllamaClient(HttpClient):
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
-        self._max_tokens = max_tokens
-
-    @property
-    def max_tokens(self) -> int | None:
-        """The default ``num_predict`` (``None``: omitted)."""
-        return self._max_tokens
-
-    def _auth_headers(self, key: str | None) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"} if key is not None else {}
 
     def _body(
         self, request: Request, options: RequestOptions, *, model: str, stream: bool
     ) -> dict[str, Any]:
         return build_ollama_body(
-            request, options, model=model, max_tokens=self._max_tokens, stream=stream
+            request, options, model=model, max_tokens=self.max_tokens, stream=stream
         )
 
     def _parse_reply(self, body: bytes) -> Message:

@@ -254,7 +254,6 @@ class OpenAIClient(HttpClient):
             connect_timeout=connect_timeout,
             read_timeout=read_timeout,
         )
-        self._max_tokens = max_tokens
         self._stream_usage = bool(stream_usage)
 
     @classmethod
@@ -277,19 +276,11 @@ class OpenAIClient(HttpClient):
         """Whether streams ask for a usage chunk."""
         return self._stream_usage
 
-    @property
-    def max_tokens(self) -> int | None:
-        """The default ``max_tokens`` (``None``: omitted)."""
-        return self._max_tokens
-
-    def _auth_headers(self, key: str | None) -> dict[str, str]:
-        return {"authorization": f"Bearer {key}"} if key is not None else {}
-
     def _body(
         self, request: Request, options: RequestOptions, *, model: str, stream: bool
     ) -> dict[str, Any]:
         return build_openai_body(
-            request, options, model=model, max_tokens=self._max_tokens, stream=stream,
+            request, options, model=model, max_tokens=self.max_tokens, stream=stream,
             stream_usage=self._stream_usage,
         )
 
