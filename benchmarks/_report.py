@@ -376,7 +376,8 @@ def table(
         tuned = concurrency.get("gc_tuned", [])
         for point in [*concurrency["latency"], *tuned]:
             gc_note = (
-                f", gc.set_threshold{tuple(point['gc_threshold'])}" if "gc_threshold" in point
+                f", gc.set_threshold{tuple(point['gc_threshold'])}"
+                if "gc_threshold" in point
                 else ""
             )
             add(

@@ -48,21 +48,45 @@ def synthetic_stream(events: int) -> bytes:
     def event(name: str, data: dict[str, Any]) -> bytes:
         return f"event: {name}\ndata: {json.dumps(data, separators=(',', ':'))}\n\n".encode()
 
-    head = event("message_start", {"type": "message_start", "message": {
-        "id": "msg_bench", "type": "message", "role": "assistant", "model": "bench",
-        "content": [], "stop_reason": None,
-        "usage": {"input_tokens": 1000, "output_tokens": 1}}})
-    head += event("content_block_start", {"type": "content_block_start", "index": 0,
-                                          "content_block": {"type": "text", "text": ""}})
+    head = event(
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_bench",
+                "type": "message",
+                "role": "assistant",
+                "model": "bench",
+                "content": [],
+                "stop_reason": None,
+                "usage": {"input_tokens": 1000, "output_tokens": 1},
+            },
+        },
+    )
+    head += event(
+        "content_block_start",
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    )
     body = [
-        event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                      "delta": {"type": "text_delta", "text": f" word{i % 997}"}})
+        event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": f" word{i % 997}"},
+            },
+        )
         for i in range(deltas)
     ]
     tail = event("content_block_stop", {"type": "content_block_stop", "index": 0})
-    tail += event("message_delta", {"type": "message_delta",
-                                    "delta": {"stop_reason": "end_turn", "stop_sequence": None},
-                                    "usage": {"output_tokens": deltas}})
+    tail += event(
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+            "usage": {"output_tokens": deltas},
+        },
+    )
     tail += event("message_stop", {"type": "message_stop"})
     return head + b"".join(body) + tail
 
@@ -202,17 +226,24 @@ def main() -> None:
     print(f"stream: {args.events} events, {len(body) / 1e6:.1f} MB (Anthropic SSE)")
     bare_seconds, expected = best_of(bare, body, args.repeat)
     rows = [("bare", bare_seconds)]
-    for name, run in (("decode", decode_only), ("decode+fold", decode_fold),
-                      ("replay+fold", replay_fold), ("replay+scan", replay_scan),
-                      ("decode+fold_batch", decode_fold_batch), ("batches+scan", batches_scan)):
+    for name, run in (
+        ("decode", decode_only),
+        ("decode+fold", decode_fold),
+        ("replay+fold", replay_fold),
+        ("replay+scan", replay_scan),
+        ("decode+fold_batch", decode_fold_batch),
+        ("batches+scan", batches_scan),
+    ):
         seconds, result = best_of(run, body, args.repeat)
         if name != "decode":
             assert result == expected, f"{name} folded a different text"
         rows.append((name, seconds))
     for name, seconds in rows:
         per_event = seconds / args.events * 1e6
-        print(f"{name:>17}: {per_event:6.2f} µs/event  ({seconds * 1e3:7.1f} ms, "
-              f"{seconds / bare_seconds:4.2f}x bare)")
+        print(
+            f"{name:>17}: {per_event:6.2f} µs/event  ({seconds * 1e3:7.1f} ms, "
+            f"{seconds / bare_seconds:4.2f}x bare)"
+        )
     times = dict(rows)
     for name in ("decode+fold", "replay+fold", "replay+scan", "decode+fold_batch", "batches+scan"):
         print(f"ratio {name} / bare = {times[name] / bare_seconds:.2f} (target <= 1.5)")

@@ -21,8 +21,12 @@ SCENARIO = {
         "primary": [
             {"status": 529, "retry_after": 0.15},
             {"text": "Overloaded once, then served.", "chunk_chars": 3, "delay_ms": 8},
-            {"text": "Dropped mid-reply, then streamed again.", "chunk_chars": 3,
-             "delay_ms": 8, "drop_after_events": 10},
+            {
+                "text": "Dropped mid-reply, then streamed again.",
+                "chunk_chars": 3,
+                "delay_ms": 8,
+                "drop_after_events": 10,
+            },
             {"text": "Dropped mid-reply, then streamed again.", "chunk_chars": 3, "delay_ms": 8},
             *[{"text": "Truncated, rescued.", "drop_after_events": 4, "delay_ms": 8}] * 4,
             {"text": "Truncated four times, rescued by the non-streaming call."},
@@ -31,8 +35,15 @@ SCENARIO = {
         "backup": [{"text": "The backup model serves.", "chunk_chars": 3, "delay_ms": 8}],
     }
 }
-LABELS = ["529 absorbed", "dropped stream", "rescue", "outage 1", "outage 2", "outage 3",
-          "backup serves"]
+LABELS = [
+    "529 absorbed",
+    "dropped stream",
+    "rescue",
+    "outage 1",
+    "outage 2",
+    "outage 3",
+    "backup serves",
+]
 
 
 async def main() -> None:
@@ -48,8 +59,9 @@ async def main() -> None:
                     await engine.run(label)
                 except Exception:
                     pass
-    figure = timeline(recorder, title="rxturn: seven runs on one engine",
-                      labels=dict(enumerate(LABELS)))
+    figure = timeline(
+        recorder, title="rxturn: seven runs on one engine", labels=dict(enumerate(LABELS))
+    )
     out = Path(__file__).with_name("timeline.png")
     figure.savefig(out, dpi=110, bbox_inches="tight")
     print(f"wrote {out}")

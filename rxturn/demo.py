@@ -66,8 +66,11 @@ DEMO_SCENARIO: dict[str, Any] = {
             {"text": _T6A, **_SLOW},
             {"text": _T6B, **_SLOW},
             # 7. a tool call, then the answer
-            {"tool_calls": [{"id": "call_weather", "name": "get_weather",
-                             "input": {"city": "Lisbon"}}]},
+            {
+                "tool_calls": [
+                    {"id": "call_weather", "name": "get_weather", "input": {"city": "Lisbon"}}
+                ]
+            },
             {"text": _T7, **_SLOW},
         ],
         BACKUP: [{"text": _T5, **_SLOW}],

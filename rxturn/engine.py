@@ -368,9 +368,7 @@ class TurnEngine:
             ConfigError: ``prompt`` is neither a string nor a :class:`Message`.
         """
         if not isinstance(prompt, str | Message):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"run(prompt) takes a str or a Message, got {type(prompt).__name__}"
-            )
+            raise ConfigError(f"run(prompt) takes a str or a Message, got {type(prompt).__name__}")
         message = Message.user(prompt) if isinstance(prompt, str) else prompt
         started = time.monotonic()
         start_len = len(self.session.history)

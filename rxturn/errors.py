@@ -287,7 +287,13 @@ class StreamTimeoutError(RxturnError):
     retryable = True
 
     def __init__(
-        self, kind: str, *, after: float, events: int, partial: bool, elapsed: float,
+        self,
+        kind: str,
+        *,
+        after: float,
+        events: int,
+        partial: bool,
+        elapsed: float,
         consecutive: int = 1,
     ) -> None:
         what = {"first_event": "first-event", "idle": "idle", "total": "total"}.get(kind, kind)
@@ -340,9 +346,7 @@ class FallbackExhausted(RxturnError):
     """Every model in the fallback chain has used up its strikes."""
 
     def __init__(self, primary: str | None, chain: list[str]) -> None:
-        super().__init__(
-            f"all fallback models failed (primary {primary!r}, chain {chain!r})"
-        )
+        super().__init__(f"all fallback models failed (primary {primary!r}, chain {chain!r})")
         self.primary = primary
         self.chain = chain
 
@@ -359,8 +363,15 @@ _STATUS_CLASSES: dict[int, type[APIStatusError]] = {
     529: OverloadedError,
 }
 
-_CONTEXT_WORDS = ("context length", "context window", "too many tokens", "prompt is too long",
-                  "maximum context", "context_length_exceeded", "exceeds maximum")
+_CONTEXT_WORDS = (
+    "context length",
+    "context window",
+    "too many tokens",
+    "prompt is too long",
+    "maximum context",
+    "context_length_exceeded",
+    "exceeds maximum",
+)
 
 
 def status_error(
@@ -425,4 +436,3 @@ def is_retryable(exc: BaseException) -> bool:
 def is_rate_limit(exc: BaseException) -> bool:
     """Whether ``exc`` belongs on the rate-limit ladder (429 / 503 / 529 or in-stream)."""
     return isinstance(exc, RateLimitError)
-

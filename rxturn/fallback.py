@@ -439,9 +439,7 @@ class FallbackManager:
         else:
             trigger = Trigger.FAILURE
         if self._state is BreakerState.FALLBACK:
-            _log.warning(
-                "backup model %r failed while the breaker is open", self.fallback_model()
-            )
+            _log.warning("backup model %r failed while the breaker is open", self.fallback_model())
         self._fire(trigger)
         return trigger is Trigger.TRIP
 
@@ -513,7 +511,10 @@ class FallbackManager:
         if next_state is not previous:
             _log.info(
                 "model breaker %s -> %s (%s); routing to %r",
-                previous.name, next_state.name, trigger.value, self.routed_model(),
+                previous.name,
+                next_state.name,
+                trigger.value,
+                self.routed_model(),
             )
 
     def _apply(self, effect: Effect) -> None:

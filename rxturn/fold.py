@@ -541,4 +541,3 @@ def _fresh(log: list[_T] | None, n: int, item: _T) -> list[_T]:
 
 def _visible(log: list[_T] | None, n: int) -> list[_T]:
     return log[:n] if log is not None and n else []
-

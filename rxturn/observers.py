@@ -299,7 +299,6 @@ def report_observer_error(observer: object, name: str) -> None:
     _log.exception("observer %s.%s raised; ignored", type(observer).__name__, name)
 
 
-
 class RecordingObserver(Observer):
     """Records every callback as ``(name, kwargs)`` in :attr:`calls` (tests, notebooks).
 

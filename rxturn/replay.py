@@ -211,9 +211,7 @@ def _replay_located(data: bytes, format: str) -> Message:
 
 def _check_format(fmt: str) -> None:
     if fmt != "auto" and fmt not in FORMATS:
-        raise ConfigError(
-            f"unknown stream format {fmt!r} (expected auto, {', '.join(FORMATS)})"
-        )
+        raise ConfigError(f"unknown stream format {fmt!r} (expected auto, {', '.join(FORMATS)})")
 
 
 def _load(source: Source) -> bytes:

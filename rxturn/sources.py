@@ -175,8 +175,13 @@ def _bridge(
                 # Not our dispose: asyncio cancelled the task (loop shutdown). Tell the observer,
                 # then let the cancellation finish the task.
                 state.finished = True
-                _deliver(loop, observer.on_error, Cancelled(
-                    f"{what}: the asyncio task was cancelled (event loop shutting down?)"))
+                _deliver(
+                    loop,
+                    observer.on_error,
+                    Cancelled(
+                        f"{what}: the asyncio task was cancelled (event loop shutting down?)"
+                    ),
+                )
                 raise
             except Exception as exc:
                 error = exc

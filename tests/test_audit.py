@@ -28,7 +28,11 @@ def make_turn(index: int, **extra: object) -> Turn:
 def test_turn_defaults_match_the_reference_record() -> None:
     turn = make_turn(0)
     assert (turn.model, turn.attempts, turn.rescued, turn.stop_reason, turn.discarded_usage) == (
-        "", 1, False, None, None,
+        "",
+        1,
+        False,
+        None,
+        None,
     )
     with pytest.raises(AttributeError):
         turn.output = "rewritten"  # type: ignore[misc]  # frozen: nothing can rewrite history
@@ -45,7 +49,9 @@ def test_runs_and_boundaries() -> None:
     assert [run.run_id for run in trail.runs] == [0, 1]
     assert [len(run.turns) for run in trail.runs] == [2, 1]
     assert [(t.turn, t.input) for t in trail.all_turns()] == [
-        (0, "question 0"), (1, "question 1"), (0, "question 0"),
+        (0, "question 0"),
+        (1, "question 1"),
+        (0, "question 0"),
     ]
     assert len(trail) == 2
 
@@ -101,8 +107,12 @@ def test_jsonl_is_one_object_per_turn_with_its_run_id() -> None:
     assert [(r["run_id"], r["turn"]) for r in records] == [(0, 0), (0, 1), (1, 0)]
     assert next(iter(records[0])) == "run_id"
     assert records[0]["tool_calls"] == [
-        {"type": "tool_call", "id": "call_1", "name": "get_weather",
-         "input": {"city": "Paris", "days": [1, 2]}},
+        {
+            "type": "tool_call",
+            "id": "call_1",
+            "name": "get_weather",
+            "input": {"city": "Paris", "days": [1, 2]},
+        },
         {"type": "tool_call", "id": "call_2", "name": "noop", "input": {}},
     ]
     assert records[0]["stop_reason"] == "tool_call"
@@ -110,8 +120,18 @@ def test_jsonl_is_one_object_per_turn_with_its_run_id() -> None:
     assert records[1]["discarded_usage"] is None and records[1]["rescued"] is True
     assert records[1]["output"] == "ünïcode ✓"
     assert set(records[2]) == {
-        "run_id", "turn", "input", "output", "tool_calls", "input_tokens", "output_tokens",
-        "model", "attempts", "rescued", "stop_reason", "discarded_usage",
+        "run_id",
+        "turn",
+        "input",
+        "output",
+        "tool_calls",
+        "input_tokens",
+        "output_tokens",
+        "model",
+        "attempts",
+        "rescued",
+        "stop_reason",
+        "discarded_usage",
     }
 
 
@@ -171,18 +191,36 @@ GOOD = '"turn":0,"input":"a","output":"b","tool_calls":[],"input_tokens":1,"outp
         ("{not json}\n", "line 1"),
         (f'{{"run_id":0,{GOOD}}}\n[1,2]\n', "line 2"),
         (f'{{"run_id":0,{GOOD}}}\n{{"run_id":0}}\n', "line 2"),
-        ('{"run_id":0,"turn":-1,"input":"a","output":"b","tool_calls":[],'
-         '"input_tokens":1,"output_tokens":1}', "line 1"),
-        ('{"run_id":0,"turn":0,"input":"a","output":"b","tool_calls":[{"type":"text","text":"x"}],'
-         '"input_tokens":1,"output_tokens":1}', "tool_calls"),
-        ('{"run_id":0,"turn":0,"input":"a","output":"b","tool_calls":[],'
-         '"input_tokens":1,"output_tokens":1,"stop_reason":"exploded"}', "stop_reason"),
+        (
+            '{"run_id":0,"turn":-1,"input":"a","output":"b","tool_calls":[],'
+            '"input_tokens":1,"output_tokens":1}',
+            "line 1",
+        ),
+        (
+            '{"run_id":0,"turn":0,"input":"a","output":"b","tool_calls":[{"type":"text","text":"x"}],'
+            '"input_tokens":1,"output_tokens":1}',
+            "tool_calls",
+        ),
+        (
+            '{"run_id":0,"turn":0,"input":"a","output":"b","tool_calls":[],'
+            '"input_tokens":1,"output_tokens":1,"stop_reason":"exploded"}',
+            "stop_reason",
+        ),
         (f'{{"run_id":1,{GOOD}}}\n{{"run_id":0,{GOOD}}}\n', "run_id 0 after run 1"),
         (f'{{"run_id":-3,{GOOD}}}\n', "run_id"),
         (b'{"run_id":0,"turn":0,"input":"\xff"}', "line 1"),
     ],
-    ids=["not-json", "not-object", "missing-fields", "negative-turn", "wrong-part-type",
-         "bad-stop-reason", "run-goes-back", "negative-run", "bad-utf8"],
+    ids=[
+        "not-json",
+        "not-object",
+        "missing-fields",
+        "negative-turn",
+        "wrong-part-type",
+        "bad-stop-reason",
+        "run-goes-back",
+        "negative-run",
+        "bad-utf8",
+    ],
 )
 def test_from_jsonl_rejects_bad_lines(text: str | bytes, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment) as info:

@@ -22,7 +22,11 @@ BASIC = FIXTURES / "anthropic" / "basic_response.sse"
 def rxturn(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "rxturn", "replay", *map(str, args)],
-        capture_output=True, text=True, encoding="utf-8", timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        timeout=60,
+        check=False,
     )
 
 
@@ -40,9 +44,9 @@ def test_json_prints_exactly_one_message_object(path: Path) -> None:
 
 
 def test_explicit_format_gives_the_same_json() -> None:
-    assert rxturn(PARALLEL, "--json", "--format", "openai").stdout == rxturn(
-        PARALLEL, "--json"
-    ).stdout
+    assert (
+        rxturn(PARALLEL, "--json", "--format", "openai").stdout == rxturn(PARALLEL, "--json").stdout
+    )
 
 
 def test_text_output_lists_text_tool_calls_and_stop_line(
@@ -69,8 +73,13 @@ def test_text_output_with_parallel_calls_and_no_text(capsys: pytest.CaptureFixtu
 
 
 def test_help_lists_replay() -> None:
-    result = subprocess.run([sys.executable, "-m", "rxturn", "--help"], capture_output=True,
-                            text=True, timeout=60, check=False)
+    result = subprocess.run(
+        [sys.executable, "-m", "rxturn", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert "replay" in result.stdout
 
 
@@ -86,19 +95,35 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, str, tuple[str, ...]]]:
         "missing file": (None, "no such file", ()),
         "empty file": (b"", "empty stream (line 1)", ()),
         "garbage": (b"\x00\x01 hello garbage\n", "cannot tell the stream format", ()),
-        "bad utf-8": (b"\n".join([*lines[:4], b"data: \xff\xfe", *lines[4:]]), "(line 5)",
-                      ("--format", "anthropic")),
+        "bad utf-8": (
+            b"\n".join([*lines[:4], b"data: \xff\xfe", *lines[4:]]),
+            "(line 5)",
+            ("--format", "anthropic"),
+        ),
         "bad json": (b"\n".join([*lines[:4], b"data: {nope", *lines[4:]]), "(line 5)", ()),
         "truncated": (basic[: basic.index(b"event: content_block_stop")], "truncated", ()),
-        "invalid tool json": (tool.replace(b'"partial_json":"{', b'"partial_json":"{{', 1),
-                              "invalid tool input JSON", ()),
+        "invalid tool json": (
+            tool.replace(b'"partial_json":"{', b'"partial_json":"{{', 1),
+            "invalid tool input JSON",
+            (),
+        ),
         "in-stream error": (
-            b"\n".join([*lines[:3],
-                        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
-                        b'"message":"Overloaded\\nplease retry"}}\n', *lines[3:]]),
-            "overloaded_error: Overloaded", ()),
-        "oversized line": (lines[0] + b"\n" + b"data: " + b"x" * (2 << 20) + b"\n\n",
-                           "(line 2)", ("--format", "anthropic")),
+            b"\n".join(
+                [
+                    *lines[:3],
+                    b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+                    b'"message":"Overloaded\\nplease retry"}}\n',
+                    *lines[3:],
+                ]
+            ),
+            "overloaded_error: Overloaded",
+            (),
+        ),
+        "oversized line": (
+            lines[0] + b"\n" + b"data: " + b"x" * (2 << 20) + b"\n\n",
+            "(line 2)",
+            ("--format", "anthropic"),
+        ),
         "wrong format": (PARALLEL.read_bytes(), "(line 1)", ("--format", "anthropic")),
         "directory": (None, "directory", ()),
     }
@@ -114,8 +139,17 @@ def _bad_inputs(tmp: Path) -> dict[str, tuple[Path, str, tuple[str, ...]]]:
 
 
 CASES = [
-    "missing file", "empty file", "garbage", "bad utf-8", "bad json", "truncated",
-    "invalid tool json", "in-stream error", "oversized line", "wrong format", "directory",
+    "missing file",
+    "empty file",
+    "garbage",
+    "bad utf-8",
+    "bad json",
+    "truncated",
+    "invalid tool json",
+    "in-stream error",
+    "oversized line",
+    "wrong format",
+    "directory",
 ]
 
 
@@ -134,9 +168,7 @@ def test_failure_in_a_subprocess(tmp_path: Path, case: str) -> None:
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_failure_via_main(
-    tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_failure_via_main(tmp_path: Path, case: str, capsys: pytest.CaptureFixture[str]) -> None:
     file, expected, extra = _bad_inputs(tmp_path)[case]
     assert main(["replay", str(file), *extra]) == 2
     out, err = capsys.readouterr()

@@ -95,8 +95,9 @@ async def _openai_final(aiohttp_server: ServerFactory, body: bytes) -> Any:
     """The SDK's final completion. ``finish_reason == "length"`` makes ``get_final_completion``
     raise ``LengthFinishReasonError`` *after* folding; its ``completion`` is that fold."""
     server = await _serve(aiohttp_server, body)
-    client = openai.AsyncOpenAI(base_url=str(server.make_url("")), api_key="test-key",
-                                max_retries=0)
+    client = openai.AsyncOpenAI(
+        base_url=str(server.make_url("")), api_key="test-key", max_retries=0
+    )
     try:
         async with client.chat.completions.stream(
             model="gpt-test", messages=[{"role": "user", "content": "hi"}]
@@ -121,15 +122,13 @@ def _expected_stop(sdk_reason: str | None, has_tool_calls: bool) -> StopReason:
 
 
 def _usage(message: Message) -> tuple[int, int] | None:
-    return None if message.usage is None else (
-        message.usage.input_tokens, message.usage.output_tokens
+    return (
+        None if message.usage is None else (message.usage.input_tokens, message.usage.output_tokens)
     )
 
 
 @pytest.mark.parametrize("path", ANTHROPIC, ids=lambda p: p.name)
-async def test_anthropic_fixture_matches_the_sdk(
-    aiohttp_server: ServerFactory, path: Path
-) -> None:
+async def test_anthropic_fixture_matches_the_sdk(aiohttp_server: ServerFactory, path: Path) -> None:
     body = path.read_bytes()
     sdk = await _anthropic_final(aiohttp_server, body)
     ours = replay_message(body, "anthropic")
@@ -175,8 +174,8 @@ async def test_openai_fixture_matches_the_sdk(aiohttp_server: ServerFactory, pat
 
     assert ours.id == sdk.id
     assert ours.model == sdk.model
-    expected_usage = None if sdk.usage is None else (
-        sdk.usage.prompt_tokens, sdk.usage.completion_tokens
+    expected_usage = (
+        None if sdk.usage is None else (sdk.usage.prompt_tokens, sdk.usage.completion_tokens)
     )
     assert _usage(ours) == expected_usage
     assert ours.stop_reason is _expected_stop(choice.finish_reason, bool(expected_calls))
@@ -190,8 +189,9 @@ def test_the_corpus_covers_the_interesting_cases() -> None:
     assert any(len(m.tool_calls) >= 2 for m in folded.values())  # parallel tool calls
     assert any(m.content == () for m in folded.values())  # refusals
     # a tool block left open by max_tokens, kept with its partially parsed input
-    truncated = [m for m in folded.values()
-                 if m.stop_reason is StopReason.MAX_TOKENS and m.tool_calls]
+    truncated = [
+        m for m in folded.values() if m.stop_reason is StopReason.MAX_TOKENS and m.tool_calls
+    ]
     assert truncated
 
 
@@ -249,8 +249,10 @@ async def test_anthropic_in_stream_error(
 
 @pytest.mark.parametrize(
     ("error", "expected"),
-    [({"message": "boom", "type": "server_error"}, ProviderStreamError),
-     ({"message": "slow down", "type": "rate_limit_error", "code": 429}, RateLimitError)],
+    [
+        ({"message": "boom", "type": "server_error"}, ProviderStreamError),
+        ({"message": "slow down", "type": "rate_limit_error", "code": 429}, RateLimitError),
+    ],
     ids=["server_error", "rate_limit"],
 )
 @pytest.mark.parametrize("path", OPENAI, ids=lambda p: p.name)

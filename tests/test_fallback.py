@@ -137,8 +137,13 @@ def test_rate_limit_during_recovery_goes_back_to_fallback_with_new_cooldown(
 
 @pytest.mark.parametrize(
     ("cooldown", "elapsed", "expected"),
-    [(0.0, 0.0, True), (3600.0, 0.0, False), (3600.0, 3599.0, False), (3600.0, 3600.0, True),
-     (math.inf, 1e12, False)],
+    [
+        (0.0, 0.0, True),
+        (3600.0, 0.0, False),
+        (3600.0, 3599.0, False),
+        (3600.0, 3600.0, True),
+        (math.inf, 1e12, False),
+    ],
     ids=["0s-now", "1h-now", "1h-almost", "1h-exactly", "never"],
 )
 def test_should_try_resume_primary(
@@ -279,8 +284,14 @@ def failed_entry() -> FallbackEntry:
         (FallbackEntry(name="m"), 0, 1, 0, False),
         (FallbackEntry(name="m", available=False), 4, 4, 4, True),
     ],
-    ids=["no-pad-when-healthy", "pads-failed", "pads-exactly", "no-pad-when-lowering",
-         "clamps-to-one", "pads-unavailable"],
+    ids=[
+        "no-pad-when-healthy",
+        "pads-failed",
+        "pads-exactly",
+        "no-pad-when-lowering",
+        "clamps-to-one",
+        "pads-unavailable",
+    ],
 )
 def test_with_max_fail_count(
     entry: FallbackEntry, new_limit: int, limit: int, strikes: int, failed: bool
@@ -561,8 +572,16 @@ def test_served_model_can_be_given(clock: FakeClock) -> None:
         ("trip_threshold", 2.5, "trip_threshold must be an int"),
         ("trip_threshold", True, "trip_threshold must be an int"),
     ],
-    ids=["trip-neg", "succ-neg", "strikes-neg", "timeout-neg", "timeout-nan", "timeout-str",
-         "trip-float", "trip-bool"],
+    ids=[
+        "trip-neg",
+        "succ-neg",
+        "strikes-neg",
+        "timeout-neg",
+        "timeout-nan",
+        "timeout-str",
+        "trip-float",
+        "trip-bool",
+    ],
 )
 def test_policy_rejects_bad_values(field: str, value: object, fragment: str) -> None:
     with pytest.raises(ConfigError, match=fragment):
@@ -607,8 +626,16 @@ def test_set_primary_keeps_the_state(clock: FakeClock) -> None:
         lambda fm: FallbackManager("m", "abc"),
         lambda fm: FallbackManager("m", policy=object()),
     ],
-    ids=["add-blank", "set-blank", "insert-blank", "insert-negative", "models-blank",
-         "models-string", "ctor-string-chain", "ctor-bad-policy"],
+    ids=[
+        "add-blank",
+        "set-blank",
+        "insert-blank",
+        "insert-negative",
+        "models-blank",
+        "models-string",
+        "ctor-string-chain",
+        "ctor-bad-policy",
+    ],
 )
 def test_chain_rejects_bad_input(clock: FakeClock, call: object) -> None:
     fm = manager(clock)

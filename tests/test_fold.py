@@ -79,7 +79,10 @@ class TestReferenceChecklist:
 
     def test_stop_reason_to_api_str_and_should_continue(self) -> None:
         assert [r.value for r in StopReason] == [
-            "end_turn", "tool_call", "max_tokens", "stop_sequence"
+            "end_turn",
+            "tool_call",
+            "max_tokens",
+            "stop_sequence",
         ]
         assert [r for r in StopReason if r.continues_loop] == [StopReason.TOOL_CALL]
 
@@ -197,8 +200,12 @@ class TestReferenceChecklist:
         for text in ("hmm", ""):
             delta = Delta(0, text, kind="thinking")
             encoded = msgspec.json.encode(delta)
-            assert json.loads(encoded) == {"type": "delta", "index": 0, "text": text,
-                                           "kind": "thinking"}
+            assert json.loads(encoded) == {
+                "type": "delta",
+                "index": 0,
+                "text": text,
+                "kind": "thinking",
+            }
             assert msgspec.json.decode(encoded, type=StreamEvent) == delta
 
 
@@ -375,13 +382,19 @@ class TestHandlerItems:
 
     def test_fallback_is_adopted_wholesale(self) -> None:
         rescued = Message(
-            id="r", model="backup", content=(TextPart("saved"),),
-            stop_reason=StopReason.MAX_TOKENS, usage=Usage(input_tokens=3, output_tokens=4),
+            id="r",
+            model="backup",
+            content=(TextPart("saved"),),
+            stop_reason=StopReason.MAX_TOKENS,
+            usage=Usage(input_tokens=3, output_tokens=4),
         )
         state = fold_handler(folded(*text_lane(0, "partial")), Fallback(rescued))
         assert state.message() is rescued
         assert (state.id, state.model, state.stop_reason, state.usage) == (
-            "r", "backup", StopReason.MAX_TOKENS, rescued.usage
+            "r",
+            "backup",
+            StopReason.MAX_TOKENS,
+            rescued.usage,
         )
         assert state.completed and state.has_partial_data
 
@@ -398,9 +411,13 @@ class TestHandlerItems:
 
 def test_old_states_never_change() -> None:
     events = [
-        START, *text_lane(0, "a", "b"), *tool_lane(1, "c", "t", '{"x":', "1}"),
-        PartStart(2, "text"), Delta(2, "tail"),
-        MessageDelta(stop_reason="end_turn", usage=Usage(input_tokens=1)), MessageStop(),
+        START,
+        *text_lane(0, "a", "b"),
+        *tool_lane(1, "c", "t", '{"x":', "1}"),
+        PartStart(2, "text"),
+        Delta(2, "tail"),
+        MessageDelta(stop_reason="end_turn", usage=Usage(input_tokens=1)),
+        MessageStop(),
     ]
     states = [INITIAL_STATE]
     snapshots = [message_to_json(INITIAL_STATE.message())]
@@ -420,9 +437,7 @@ def test_two_continuations_forked_from_one_state_do_not_interfere() -> None:
         a, b = fold(a, ea), fold(b, eb)
     for eb in right[len(left) :]:
         b = fold(b, eb)
-    assert a.message().content == (
-        TextPart("shared left"), ToolCallPart("l", "tl", {"side": "l"})
-    )
+    assert a.message().content == (TextPart("shared left"), ToolCallPart("l", "tl", {"side": "l"}))
     assert b.message().content == (TextPart("shared right!"), TextPart("more"))
     assert base.message().content == (TextPart("shared "),)
     assert not base.has_partial_data
@@ -442,8 +457,9 @@ class _LaneScript:
 
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
-                                                                max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+    ),
     max_leaves=6,
 )
 
@@ -455,8 +471,9 @@ def _lane_scripts(draw: st.DrawFn) -> list[_LaneScript]:
         kind = draw(st.sampled_from(["text", "thinking", "tool_call"]))
         if kind == "tool_call":
             value = draw(st.dictionaries(st.text(max_size=5), _json_values, max_size=3))
-            lanes.append(_LaneScript(kind, f"call_{number}", f"tool_{number}",
-                                     json.dumps(value), value))
+            lanes.append(
+                _LaneScript(kind, f"call_{number}", f"tool_{number}", json.dumps(value), value)
+            )
         else:
             lanes.append(_LaneScript(kind, "", "", draw(st.text(max_size=20)), None))
     return lanes
@@ -482,8 +499,10 @@ def _scripted_events(draw: st.DrawFn) -> tuple[list[_LaneScript], list[StreamEve
     queues: list[list[StreamEvent]] = []
     for index, lane in enumerate(lanes):
         start = PartStart(index, lane.kind, id=lane.call_id, name=lane.name)  # type: ignore[arg-type]
-        deltas = [Delta(index, piece, kind=delta_kind[lane.kind])  # type: ignore[arg-type]
-                  for piece in _split(draw, lane.payload)]
+        deltas = [
+            Delta(index, piece, kind=delta_kind[lane.kind])  # type: ignore[arg-type]
+            for piece in _split(draw, lane.payload)
+        ]
         queues.append([start, *deltas, PartStop(index)])
     events: list[StreamEvent] = [START]
     started = 0
@@ -568,8 +587,12 @@ _SPEC_STOP_REASONS = {"end_turn", "tool_call", "max_tokens", "stop_sequence"}
 
 
 @settings(max_examples=100, deadline=None)
-@given(_scripted_events(), st.one_of(st.none(), st.builds(Usage, input_tokens=st.integers(0, 9),
-                                                          output_tokens=st.integers(0, 9))))
+@given(
+    _scripted_events(),
+    st.one_of(
+        st.none(), st.builds(Usage, input_tokens=st.integers(0, 9), output_tokens=st.integers(0, 9))
+    ),
+)
 def test_message_json_has_the_spec_shape(
     script: tuple[list[_LaneScript], list[StreamEvent]], usage: Usage | None
 ) -> None:
@@ -578,14 +601,18 @@ def test_message_json_has_the_spec_shape(
     document = json.loads(message_to_json(fold_events(events).message()))
     assert list(document) == ["id", "model", "role", "content", "stop_reason", "usage"]
     assert (document["id"], document["model"], document["role"]) == (
-        "msg_1", "model-x", "assistant"
+        "msg_1",
+        "model-x",
+        "assistant",
     )
     assert document["stop_reason"] in _SPEC_STOP_REASONS
     if usage is None:
         assert document["usage"] is None
     else:
-        assert document["usage"] == {"input_tokens": usage.input_tokens,
-                                     "output_tokens": usage.output_tokens}
+        assert document["usage"] == {
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+        }
     for part in document["content"]:
         if part["type"] == "text":
             assert set(part) == {"type", "text"} and part["text"]

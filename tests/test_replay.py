@@ -72,21 +72,50 @@ def synthetic_anthropic(deltas: list[str]) -> bytes:
         return f"event: {name}\ndata: {json.dumps(data)}\n\n".encode()
 
     parts = [
-        event("message_start", {"type": "message_start", "message": {
-            "id": "msg_syn", "type": "message", "role": "assistant", "model": "m",
-            "content": [], "usage": {"input_tokens": 7, "output_tokens": 1}}}),
-        event("content_block_start", {"type": "content_block_start", "index": 0,
-                                      "content_block": {"type": "text", "text": ""}}),
+        event(
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_syn",
+                    "type": "message",
+                    "role": "assistant",
+                    "model": "m",
+                    "content": [],
+                    "usage": {"input_tokens": 7, "output_tokens": 1},
+                },
+            },
+        ),
+        event(
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
     ]
     parts += [
-        event("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                      "delta": {"type": "text_delta", "text": text}})
+        event(
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+        )
         for text in deltas
     ]
     parts += [
         event("content_block_stop", {"type": "content_block_stop", "index": 0}),
-        event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"},
-                                "usage": {"output_tokens": len(deltas)}}),
+        event(
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": "end_turn"},
+                "usage": {"output_tokens": len(deltas)},
+            },
+        ),
         event("message_stop", {"type": "message_stop"}),
     ]
     return b"".join(parts)
@@ -140,13 +169,27 @@ def test_streams_larger_than_one_feed_chunk() -> None:
 
 def test_ollama_ndjson_is_sniffed_and_folded() -> None:
     lines = [
-        {"model": "llama3", "created_at": "2024-01-01T00:00:00Z",
-         "message": {"role": "assistant", "content": "Hel"}, "done": False},
-        {"model": "llama3", "created_at": "2024-01-01T00:00:01Z",
-         "message": {"role": "assistant", "content": "lo"}, "done": False},
-        {"model": "llama3", "created_at": "2024-01-01T00:00:02Z",
-         "message": {"role": "assistant", "content": ""}, "done": True, "done_reason": "stop",
-         "prompt_eval_count": 5, "eval_count": 2},
+        {
+            "model": "llama3",
+            "created_at": "2024-01-01T00:00:00Z",
+            "message": {"role": "assistant", "content": "Hel"},
+            "done": False,
+        },
+        {
+            "model": "llama3",
+            "created_at": "2024-01-01T00:00:01Z",
+            "message": {"role": "assistant", "content": "lo"},
+            "done": False,
+        },
+        {
+            "model": "llama3",
+            "created_at": "2024-01-01T00:00:02Z",
+            "message": {"role": "assistant", "content": ""},
+            "done": True,
+            "done_reason": "stop",
+            "prompt_eval_count": 5,
+            "eval_count": 2,
+        },
     ]
     body = b"".join(json.dumps(line).encode() + b"\n" for line in lines)
     message = replay_message(body)
@@ -159,9 +202,7 @@ def test_ollama_ndjson_is_sniffed_and_folded() -> None:
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(path=st.sampled_from(ALL), cuts=st.lists(st.integers(0, 60_000), max_size=25))
-def test_folding_does_not_depend_on_how_the_bytes_were_chunked(
-    path: Path, cuts: list[int]
-) -> None:
+def test_folding_does_not_depend_on_how_the_bytes_were_chunked(path: Path, cuts: list[int]) -> None:
     body = path.read_bytes()
     bounds = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
     decoder = decoder_for(path.parent.name)
@@ -169,9 +210,7 @@ def test_folding_does_not_depend_on_how_the_bytes_were_chunked(
     for start, end in itertools.pairwise(bounds):
         events.extend(decoder.feed(body[start:end]))
     events.extend(decoder.close())
-    assert message_to_json(fold_events(events).message()) == message_to_json(
-        replay_message(body)
-    )
+    assert message_to_json(fold_events(events).message()) == message_to_json(replay_message(body))
 
 
 # -- scheduling and disposal ---------------------------------------------------------------------
@@ -252,8 +291,10 @@ def test_unknown_format_is_rejected_immediately() -> None:
 
 def test_in_stream_error_after_events() -> None:
     blocks = _blocks(BASIC.read_bytes())
-    error = (b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
-             b'"message":"Overloaded"}}')
+    error = (
+        b'event: error\ndata: {"type":"error","error":{"type":"overloaded_error",'
+        b'"message":"Overloaded"}}'
+    )
     body = b"\n\n".join([*blocks[:3], error, *blocks[3:]]) + b"\n\n"
     recorder = Recorder().subscribe(replay(body))
     assert recorder.events == decode_whole(b"\n\n".join(blocks[:3]) + b"\n\n", "anthropic")
@@ -267,9 +308,12 @@ def test_in_stream_error_after_events() -> None:
 def test_fold_errors_name_the_line_of_the_event() -> None:
     body = (FIXTURES / "anthropic" / "tool_use_response.sse").read_bytes()
     corrupted = body.replace(b'"partial_json":"{', b'"partial_json":"{{', 1)
-    line = corrupted.splitlines().index(
-        next(ln for ln in corrupted.splitlines() if b'"content_block_stop","index":1' in ln)
-    ) + 1
+    line = (
+        corrupted.splitlines().index(
+            next(ln for ln in corrupted.splitlines() if b'"content_block_stop","index":1' in ln)
+        )
+        + 1
+    )
     with pytest.raises(InvalidToolInputError) as info:
         replay_message(corrupted)
     assert info.value.where == f"line {line}"  # the content_block_stop that closed the lane

@@ -29,7 +29,10 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--model", required=True)
     parser.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
     parser.add_argument(
-        "--fallback", action="append", default=[], metavar="MODEL",
+        "--fallback",
+        action="append",
+        default=[],
+        metavar="MODEL",
         help="backup model (repeatable; enables the model circuit breaker)",
     )
     parser.add_argument("--system", default=None, metavar="TEXT", help="system prompt")

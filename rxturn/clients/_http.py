@@ -257,9 +257,7 @@ def _check_headers(headers: Mapping[str, str], where: str) -> None:
         if not isinstance(name, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"{where}: header names and values must be strings ({name!r})")
         if not name or _BAD_HEADER_CHARS.search(name) or _BAD_HEADER_CHARS.search(value):
-            raise ConfigError(
-                f"{where}: header {name!r} contains a line break or NUL character"
-            )
+            raise ConfigError(f"{where}: header {name!r} contains a line break or NUL character")
 
 
 def _check_base_url(base_url: str) -> str:
@@ -628,7 +626,10 @@ class HttpClient:
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug(
                 "POST %s model=%s stream=%s failed: %s: %s",
-                _safe_url(self._url), model, stream, type(exc).__name__,
+                _safe_url(self._url),
+                model,
+                stream,
+                type(exc).__name__,
                 redact(str(exc), self._secrets()),
             )
 
@@ -647,4 +648,3 @@ def from_env_key(variable: str, client: str) -> str:
             "api_key= to the constructor"
         )
     return value
-

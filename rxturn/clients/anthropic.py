@@ -69,11 +69,15 @@ def _message(message: Message) -> dict[str, Any]:
             if part.text:
                 blocks.append({"type": "text", "text": part.text})
         elif isinstance(part, ToolCallPart):
-            blocks.append({"type": "tool_use", "id": part.id, "name": part.name,
-                           "input": part.input})
+            blocks.append(
+                {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
+            )
         else:
-            result: dict[str, Any] = {"type": "tool_result", "tool_use_id": part.tool_call_id,
-                                      "content": part.content}
+            result: dict[str, Any] = {
+                "type": "tool_result",
+                "tool_use_id": part.tool_call_id,
+                "content": part.content,
+            }
             if part.is_error:
                 result["is_error"] = True
             results.append(result)
@@ -123,18 +127,21 @@ def build_anthropic_body(
         body["system"] = request.system
     body["stream"] = stream
     if fmt is not None:
-        body["tools"] = [{"name": fmt.name, "description": _FORMAT_TOOL_DESCRIPTION,
-                          "input_schema": fmt.schema}]
+        body["tools"] = [
+            {"name": fmt.name, "description": _FORMAT_TOOL_DESCRIPTION, "input_schema": fmt.schema}
+        ]
         body["tool_choice"] = {"type": "tool", "name": fmt.name}
     else:
         if request.tools:
-            body["tools"] = [_tool(tool.name, tool.description, tool.input_schema)
-                             for tool in request.tools]
+            body["tools"] = [
+                _tool(tool.name, tool.description, tool.input_schema) for tool in request.tools
+            ]
         choice = resolve_tool_choice(options, request.tools)
         if choice is not None:
             mode, name = choice
-            body["tool_choice"] = {"type": "tool", "name": name} if mode == "tool" else {
-                "type": mode}
+            body["tool_choice"] = (
+                {"type": "tool", "name": name} if mode == "tool" else {"type": mode}
+            )
     temperature = resolve_temperature(options)
     if temperature is not None:
         body["temperature"] = temperature

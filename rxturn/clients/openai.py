@@ -75,20 +75,25 @@ def _messages(request: Request) -> list[dict[str, Any]]:
         if message.role == "assistant":
             calls = [part for part in message.content if isinstance(part, ToolCallPart)]
             entry: dict[str, Any] = {
-                "role": "assistant", "content": text if text or not calls else None
+                "role": "assistant",
+                "content": text if text or not calls else None,
             }
             if calls:
                 entry["tool_calls"] = [
-                    {"id": call.id, "type": "function",
-                     "function": {"name": call.name, "arguments": _arguments(call.input)}}
+                    {
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": _arguments(call.input)},
+                    }
                     for call in calls
                 ]
             out.append(entry)
             continue
         results = [part for part in message.content if isinstance(part, ToolResultPart)]
         for result in results:
-            out.append({"role": "tool", "tool_call_id": result.tool_call_id,
-                        "content": result.content})
+            out.append(
+                {"role": "tool", "tool_call_id": result.tool_call_id, "content": result.content}
+            )
         if text or not results:
             out.append({"role": "user", "content": text})
     return out
@@ -118,14 +123,15 @@ def strict_schema(schema: Any) -> Any:
         ):
             nested: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
             out[key] = {name: strict_schema(sub) for name, sub in nested.items()}
-        elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems", "not",
-                     "additionalItems"):
+        elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems", "not", "additionalItems"):
             out[key] = strict_schema(value)
         else:
             out[key] = value
-    is_object = source.get("type") == "object" or (
-        isinstance(source.get("type"), list) and "object" in source["type"]
-    ) or "properties" in source
+    is_object = (
+        source.get("type") == "object"
+        or (isinstance(source.get("type"), list) and "object" in source["type"])
+        or "properties" in source
+    )
     if is_object:
         out.setdefault("additionalProperties", False)
         properties: Any = out.get("properties")
@@ -185,8 +191,11 @@ def build_openai_body(
         if choice is not None:
             mode, name = choice
             body["tool_choice"] = (
-                {"type": "function", "function": {"name": name}} if mode == "tool"
-                else "required" if mode == "any" else mode
+                {"type": "function", "function": {"name": name}}
+                if mode == "tool"
+                else "required"
+                if mode == "any"
+                else mode
             )
     else:
         body["response_format"] = {
@@ -280,7 +289,11 @@ class OpenAIClient(HttpClient):
         self, request: Request, options: RequestOptions, *, model: str, stream: bool
     ) -> dict[str, Any]:
         return build_openai_body(
-            request, options, model=model, max_tokens=self.max_tokens, stream=stream,
+            request,
+            options,
+            model=model,
+            max_tokens=self.max_tokens,
+            stream=stream,
             stream_usage=self._stream_usage,
         )
 

@@ -27,16 +27,15 @@ from ..errors import (
 
 __all__ = ["bad_json", "error_from_json", "parse_error_body", "stream_error", "tool_arguments"]
 
-_RATE_LIMIT = frozenset({"rate_limit_error", "rate_limit_exceeded", "rate_limited",
-                         "too_many_requests", "429"})
+_RATE_LIMIT = frozenset(
+    {"rate_limit_error", "rate_limit_exceeded", "rate_limited", "too_many_requests", "429"}
+)
 _OVERLOADED = frozenset({"overloaded_error", "overloaded", "server_overloaded", "503", "529"})
 
 _any_decoder = msgspec.json.Decoder()
 
 
-def stream_error(
-    error_type: str | None, message: str | None, code: object = None
-) -> ProviderError:
+def stream_error(error_type: str | None, message: str | None, code: object = None) -> ProviderError:
     """The typed error for an error a provider reported inside a stream (or an error body).
 
     Args:

@@ -72,7 +72,7 @@ class PartialLine:
         self._at_start = False
         self._parts = []
         self._partial_len = 0
-        return head[len(BOM):] if head.startswith(BOM) else head
+        return head[len(BOM) :] if head.startswith(BOM) else head
 
 
 class LineSplitter(PartialLine):

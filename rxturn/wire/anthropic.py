@@ -68,6 +68,7 @@ __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
 
 # --- wire Structs (mirror the provider JSON; unknown fields are ignored by msgspec) -----------
 
+
 class _Usage(msgspec.Struct, gc=False):
     input_tokens: int | None = None
     output_tokens: int | None = None
@@ -188,11 +189,22 @@ class _LooseEvent(msgspec.Struct, gc=False):
 _decoder = msgspec.json.Decoder(_WireEvent)
 _loose_decoder = msgspec.json.Decoder(_LooseEvent)
 
-_EVENT_TYPES = frozenset({"message_start", "content_block_start", "content_block_delta",
-                          "content_block_stop", "message_delta", "message_stop", "ping", "error"})
+_EVENT_TYPES = frozenset(
+    {
+        "message_start",
+        "content_block_start",
+        "content_block_delta",
+        "content_block_stop",
+        "message_delta",
+        "message_stop",
+        "ping",
+        "error",
+    }
+)
 _BLOCK_TYPES = frozenset({"text", "tool_use", "thinking", "redacted_thinking"})
-_DELTA_TYPES = frozenset({"text_delta", "input_json_delta", "thinking_delta",
-                          "signature_delta", "citations_delta"})
+_DELTA_TYPES = frozenset(
+    {"text_delta", "input_json_delta", "thinking_delta", "signature_delta", "citations_delta"}
+)
 _IGNORED = ""  # lane kind of a block the client does not model
 
 _STOP = MessageStop()
@@ -291,10 +303,12 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                         inp = usage.input_tokens
                     if usage.output_tokens is not None:
                         outp = usage.output_tokens
-                out.append(MessageDelta(
-                    _stop_reason(info.stop_reason),
-                    Usage(input_tokens=inp, output_tokens=outp) if inp or outp else None,
-                ))
+                out.append(
+                    MessageDelta(
+                        _stop_reason(info.stop_reason),
+                        Usage(input_tokens=inp, output_tokens=outp) if inp or outp else None,
+                    )
+                )
             case _MessageStopEvent():
                 self._require_start(at)
                 out.append(_STOP)
@@ -391,6 +405,7 @@ def _already_open(index: int, at: _At) -> StreamProtocolError:
 
 # --- non-streaming reply (reference §8.2 "Non-streaming") -------------------------------------
 
+
 class _ReplyText(msgspec.Struct, gc=False, tag="text"):
     text: str = ""
 
@@ -463,4 +478,3 @@ def parse_anthropic_message(body: bytes) -> Message:
         stop_reason=StopReason.parse(reply.stop_reason) or StopReason.END_TURN,
         usage=Usage(input_tokens=inp, output_tokens=outp) if inp or outp else None,
     )
-

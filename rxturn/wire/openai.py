@@ -63,6 +63,7 @@ FIRST_TOOL_LANE = 2
 
 # --- wire Structs ------------------------------------------------------------------------------
 
+
 class _Function(msgspec.Struct, gc=False):
     name: str | None = None
     arguments: str | None = None
@@ -135,8 +136,17 @@ class OpenAIDecoder(FramedDecoder[RawEvents]):
 Delta(index=0, text='Hi', kind='text')]
     """
 
-    __slots__ = ("_finished", "_pending", "_started", "_stop", "_text_open", "_thinking_open",
-                 "_tool_ids", "_tools", "_usage")
+    __slots__ = (
+        "_finished",
+        "_pending",
+        "_started",
+        "_stop",
+        "_text_open",
+        "_thinking_open",
+        "_tool_ids",
+        "_tools",
+        "_usage",
+    )
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         sse = SSEParser(max_line_bytes, max_event_bytes)
@@ -223,7 +233,11 @@ Delta(index=0, text='Hi', kind='text')]
             self._on_usage(chunk.usage, out)
 
     def _on_undecodable(
-        self, frames: RawEvents, at: int, exc: msgspec.DecodeError, eof: bool,
+        self,
+        frames: RawEvents,
+        at: int,
+        exc: msgspec.DecodeError,
+        eof: bool,
         out: list[StreamEvent],
     ) -> bool:
         """``[DONE]`` (→ True: stop reading), an empty event, a cut-off chunk, or an error."""
@@ -314,6 +328,7 @@ Delta(index=0, text='Hi', kind='text')]
 
 
 # --- non-streaming reply (reference §8.3 "Non-streaming") -------------------------------------
+
 
 class _ReplyFunction(msgspec.Struct, gc=False):
     name: str = ""

@@ -62,6 +62,7 @@ from ._lines import PartialLine
 
 __all__ = ["RawEvents", "SSEParser", "ServerSentEvent"]
 
+
 class RawEvents:
     """The events of one :meth:`SSEParser.feed_raw` call, cheap to build.
 
@@ -180,8 +181,10 @@ class SSEParser(PartialLine):
 
     def __init__(self, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         if max_line_bytes <= 0 or max_event_bytes <= 0:
-            raise ConfigError("SSE limits must be positive, got "
-                              f"max_line_bytes={max_line_bytes}, max_event_bytes={max_event_bytes}")
+            raise ConfigError(
+                "SSE limits must be positive, got "
+                f"max_line_bytes={max_line_bytes}, max_event_bytes={max_event_bytes}"
+            )
         super().__init__()  # the partial line (chunks, joined when it ends)
         self.max_line_bytes = max_line_bytes
         self.max_event_bytes = max_event_bytes
@@ -307,8 +310,9 @@ class SSEParser(PartialLine):
                 self._block_mode(blocks[0], out, typed)
                 start = len(blocks[0]) + 2
                 del blocks[0]
-            if blocks and (typed or not self._uniform(buffer, start, len(buffer) - len(rest),
-                                                       blocks, out)):
+            if blocks and (
+                typed or not self._uniform(buffer, start, len(buffer) - len(rest), blocks, out)
+            ):
                 self._blocks_checked(blocks, out, typed)
         if rest:
             self._lines_mode(rest[:-1].split(b"\n"), out, typed)

@@ -60,8 +60,9 @@ PROVIDERS = [
     Provider("anthropic", _anthropic, ANTHROPIC_KEY, "request-id", streams_usage=True),
     Provider("openai", _openai, OPENAI_KEY, "x-request-id", streams_usage=True),
     # stream_usage off: no stream_options, so the stream reports no usage (reference §8.3)
-    Provider("openai-ollama-profile", _openai_ollama_profile, None, "x-request-id",
-             streams_usage=False),
+    Provider(
+        "openai-ollama-profile", _openai_ollama_profile, None, "x-request-id", streams_usage=False
+    ),
     Provider("ollama", _ollama, None, None, streams_usage=True),
 ]
 PROVIDER_IDS = [p.name for p in PROVIDERS]

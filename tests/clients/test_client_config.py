@@ -34,14 +34,24 @@ class TestRetryAfter:
             ({"retry-after-ms": "soon", "retry-after": "9"}, 9.0),
             ({"RETRY-AFTER": "3"}, 3.0),
         ],
-        ids=["delta", "spaces", "zero", "fraction", "huge", "ms", "ms-wins", "bad-ms-falls-back",
-             "case"],
+        ids=[
+            "delta",
+            "spaces",
+            "zero",
+            "fraction",
+            "huge",
+            "ms",
+            "ms-wins",
+            "bad-ms-falls-back",
+            "case",
+        ],
     )
     def test_delta_seconds(self, headers: dict[str, str], expected: float) -> None:
         assert parse_retry_after(headers, now=NOW) == expected
 
     @pytest.mark.parametrize(
-        "value", ["", "   ", "soon", "-1", "+5", "1e3", "nan", "inf", "5 s", "1_000"],
+        "value",
+        ["", "   ", "soon", "-1", "+5", "1e3", "nan", "inf", "5 s", "1_000"],
         ids=["empty", "blank", "word", "negative", "plus", "exp", "nan", "inf", "unit", "under"],
     )
     def test_garbage_is_none(self, value: str) -> None:
@@ -98,10 +108,17 @@ class TestConstruction:
     def test_defaults_match_the_reference(self) -> None:
         anthropic = AnthropicClient()
         assert (anthropic.model, anthropic.base_url, anthropic.max_tokens) == (
-            "claude-sonnet-4-20250514", "https://api.anthropic.com", 8192)
+            "claude-sonnet-4-20250514",
+            "https://api.anthropic.com",
+            8192,
+        )
         openai = OpenAIClient()
         assert (openai.model, openai.base_url, openai.max_tokens, openai.stream_usage) == (
-            "gpt-4o", "https://api.openai.com/v1", None, True)
+            "gpt-4o",
+            "https://api.openai.com/v1",
+            None,
+            True,
+        )
         ollama = OpenAIClient.ollama("llama3.2")
         assert (ollama.base_url, ollama.stream_usage) == ("http://localhost:11434/v1", False)
         assert OllamaClient().base_url == "http://localhost:11434"
@@ -124,8 +141,18 @@ class TestConstruction:
             ({"extra_headers": {"x-a": "1\r\nx-b: 2"}}, "line break"),
             ({"api_key": ""}, "api_key"),
         ],
-        ids=["model", "no-scheme", "scheme", "userinfo", "port", "connect", "read", "max-tokens",
-             "header-crlf", "empty-key"],
+        ids=[
+            "model",
+            "no-scheme",
+            "scheme",
+            "userinfo",
+            "port",
+            "connect",
+            "read",
+            "max-tokens",
+            "header-crlf",
+            "empty-key",
+        ],
     )
     def test_bad_arguments_are_config_errors(self, kwargs: dict[str, Any], match: str) -> None:
         with pytest.raises(ConfigError, match=match):
@@ -135,8 +162,12 @@ class TestConstruction:
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("OPENAI_API_KEY", "sk-openai-TESTKEY123456")
         anthropic = AnthropicClient.from_env("claude-x", base_url="http://127.0.0.1:1")
-        assert anthropic._auth_headers(anthropic._key.reveal() if anthropic._key else None)[
-            "x-api-key"] == KEY
+        assert (
+            anthropic._auth_headers(anthropic._key.reveal() if anthropic._key else None)[
+                "x-api-key"
+            ]
+            == KEY
+        )
         openai = OpenAIClient.from_env()
         assert openai._auth_headers("k") == {"authorization": "Bearer k"}
         assert openai._key is not None and openai._key.reveal() == "sk-openai-TESTKEY123456"
@@ -190,8 +221,16 @@ def test_only_the_transport_module_imports_aiohttp_at_top_level() -> None:
     import rxturn
 
     root = pathlib.Path(rxturn.__file__).parent
-    mine = ["sources.py", "transport/__init__.py", "transport/_base.py", "clients/__init__.py",
-            "clients/_http.py", "clients/anthropic.py", "clients/openai.py", "clients/ollama.py"]
+    mine = [
+        "sources.py",
+        "transport/__init__.py",
+        "transport/_base.py",
+        "clients/__init__.py",
+        "clients/_http.py",
+        "clients/anthropic.py",
+        "clients/openai.py",
+        "clients/ollama.py",
+    ]
     for relative in mine:
         assert "aiohttp" not in _top_level_imports(root / relative), relative
     assert "aiohttp" in _top_level_imports(root / "transport/aiohttp.py")

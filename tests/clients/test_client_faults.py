@@ -83,8 +83,9 @@ STATUS_CASES: list[tuple[int, type[APIStatusError], bool]] = [
 ]
 
 
-@pytest.mark.parametrize(("status", "cls", "retryable"), STATUS_CASES,
-                         ids=[str(case[0]) for case in STATUS_CASES])
+@pytest.mark.parametrize(
+    ("status", "cls", "retryable"), STATUS_CASES, ids=[str(case[0]) for case in STATUS_CASES]
+)
 @pytest.mark.parametrize("provider", PROVIDERS, ids=PROVIDER_IDS)
 async def test_http_status_becomes_its_typed_error(
     provider: Provider, status: int, cls: type[APIStatusError], retryable: bool
@@ -179,8 +180,12 @@ class TestStreamFaults:
 
     @pytest.mark.parametrize(
         ("provider", "cls"),
-        [(PROVIDERS[0], OverloadedError), (PROVIDERS[1], OverloadedError),
-         (PROVIDERS[2], OverloadedError), (PROVIDERS[3], ProviderStreamError)],
+        [
+            (PROVIDERS[0], OverloadedError),
+            (PROVIDERS[1], OverloadedError),
+            (PROVIDERS[2], OverloadedError),
+            (PROVIDERS[3], ProviderStreamError),
+        ],
         ids=PROVIDER_IDS,
     )
     async def test_in_stream_overload_error_is_typed(
@@ -188,8 +193,11 @@ class TestStreamFaults:
     ) -> None:
         """Anthropic and OpenAI carry the error ``type``; Ollama's ``{"error": "…"}`` only a
         message, so there the error is a generic in-stream provider error."""
-        entry = {"text": "Hello world", "error_event_after_events": 3,
-                 "error_type": "overloaded_error"}
+        entry = {
+            "text": "Hello world",
+            "error_event_after_events": 3,
+            "error_type": "overloaded_error",
+        }
         async with FakeProvider(one(entry)) as fake, provider.client(fake) as client:
             events, error = await run_stream(client.stream(REQUEST))
         assert isinstance(error, cls), error
@@ -198,8 +206,12 @@ class TestStreamFaults:
 
     @pytest.mark.parametrize("provider", PROVIDERS[:2], ids=PROVIDER_IDS[:2])
     async def test_in_stream_permanent_error_is_not_retryable(self, provider: Provider) -> None:
-        entry = {"text": "Hi", "error_event_after_events": 2, "error_type": "invalid_request_error",
-                 "error_message": "bad things"}
+        entry = {
+            "text": "Hi",
+            "error_event_after_events": 2,
+            "error_type": "invalid_request_error",
+            "error_message": "bad things",
+        }
         async with FakeProvider(one(entry)) as fake, provider.client(fake) as client:
             _, error = await run_stream(client.stream(REQUEST))
         assert isinstance(error, ProviderStreamError) and "bad things" in str(error)
@@ -207,9 +219,10 @@ class TestStreamFaults:
 
     async def test_idle_read_timeout_is_a_read_error(self) -> None:
         entry = {"text": "Hello world", "stall_after_events": 2}
-        async with FakeProvider(one(entry)) as fake, AnthropicClient(
-            "m", base_url=fake.base_url, read_timeout=0.05
-        ) as client:
+        async with (
+            FakeProvider(one(entry)) as fake,
+            AnthropicClient("m", base_url=fake.base_url, read_timeout=0.05) as client,
+        ):
             events, error = await run_stream(client.stream(REQUEST))
         assert isinstance(error, ReadError) and "read timed out after 0.05s" in str(error)
         assert events and isinstance(events[0], MessageStart)
@@ -265,9 +278,12 @@ async def test_html_502_page_is_a_readable_server_error(aiohttp_server: ServerFa
 
 async def test_html_page_without_title_is_summarised(aiohttp_server: ServerFactory) -> None:
     async def handler(request: web.Request) -> web.Response:
-        return web.Response(status=503, body=b"<html><body><p>Service   temporarily\n down"
-                            b"</p><script>var x = 1;</script></body></html>",
-                            content_type="text/html")
+        return web.Response(
+            status=503,
+            body=b"<html><body><p>Service   temporarily\n down"
+            b"</p><script>var x = 1;</script></body></html>",
+            content_type="text/html",
+        )
 
     base = await serve(aiohttp_server, handler)
     async with OpenAIClient("m", base_url=base) as client:
@@ -281,8 +297,11 @@ async def test_x_should_retry_is_honoured(aiohttp_server: ServerFactory) -> None
 
     async def handler(request: web.Request) -> web.Response:
         status = 500 if request.headers.get("x-case") == "500" else 400
-        return web.Response(status=status, body=b'{"error":{"message":"nope"}}',
-                            headers={"x-should-retry": next(verdicts)})
+        return web.Response(
+            status=status,
+            body=b'{"error":{"message":"nope"}}',
+            headers={"x-should-retry": next(verdicts)},
+        )
 
     base = await serve(aiohttp_server, handler)
     async with OpenAIClient("m", base_url=base) as client:
@@ -296,9 +315,11 @@ async def test_x_should_retry_is_honoured(aiohttp_server: ServerFactory) -> None
 
 async def test_retry_after_http_date_and_request_id(aiohttp_server: ServerFactory) -> None:
     async def handler(request: web.Request) -> web.Response:
-        return web.Response(status=429, body=b"slow down",
-                            headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT",
-                                     "x-request-id": "req_abc"})
+        return web.Response(
+            status=429,
+            body=b"slow down",
+            headers={"Retry-After": "Wed, 21 Oct 2015 07:28:00 GMT", "x-request-id": "req_abc"},
+        )
 
     base = await serve(aiohttp_server, handler)
     async with OpenAIClient("m", base_url=base) as client:
@@ -365,9 +386,14 @@ async def test_the_key_echoed_by_a_server_is_scrubbed(
 
     async def handler(request: web.Request) -> web.Response:
         echoed = request.headers.get("authorization", "")
-        return web.Response(status=401, content_type="application/json", text=(
-            '{"error":{"message":"Incorrect API key provided: ' + echoed + '",'
-            '"type":"invalid_request_error","code":"invalid_api_key"}}'))
+        return web.Response(
+            status=401,
+            content_type="application/json",
+            text=(
+                '{"error":{"message":"Incorrect API key provided: ' + echoed + '",'
+                '"type":"invalid_request_error","code":"invalid_api_key"}}'
+            ),
+        )
 
     base = await serve(aiohttp_server, handler)
     async with OpenAIClient("m", base_url=base, api_key=key) as client:

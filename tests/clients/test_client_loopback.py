@@ -54,18 +54,37 @@ def _call_parts() -> tuple[ToolCallPart, ...]:
 
 #: name → (scenario entry, expected content, expected stop reason, usage expected?)
 CASES: dict[str, tuple[dict[str, Any], tuple[Any, ...], StopReason, Usage | None]] = {
-    "text": ({"text": TEXT, "chunk_chars": 5, "usage": USAGE},
-             (TextPart(TEXT),), StopReason.END_TURN, Usage(**USAGE)),
-    "tool-calls": ({"tool_calls": CALLS, "usage": USAGE},
-                   _call_parts(), StopReason.TOOL_CALL, Usage(**USAGE)),
-    "text-and-tool-calls": ({"text": "Checking.", "tool_calls": CALLS[:1], "usage": USAGE},
-                            (TextPart("Checking."), _call_parts()[0]), StopReason.TOOL_CALL,
-                            Usage(**USAGE)),
-    "thinking": ({"thinking": THINKING, "text": TEXT, "usage": USAGE},
-                 (TextPart(TEXT),), StopReason.END_TURN, Usage(**USAGE)),
+    "text": (
+        {"text": TEXT, "chunk_chars": 5, "usage": USAGE},
+        (TextPart(TEXT),),
+        StopReason.END_TURN,
+        Usage(**USAGE),
+    ),
+    "tool-calls": (
+        {"tool_calls": CALLS, "usage": USAGE},
+        _call_parts(),
+        StopReason.TOOL_CALL,
+        Usage(**USAGE),
+    ),
+    "text-and-tool-calls": (
+        {"text": "Checking.", "tool_calls": CALLS[:1], "usage": USAGE},
+        (TextPart("Checking."), _call_parts()[0]),
+        StopReason.TOOL_CALL,
+        Usage(**USAGE),
+    ),
+    "thinking": (
+        {"thinking": THINKING, "text": TEXT, "usage": USAGE},
+        (TextPart(TEXT),),
+        StopReason.END_TURN,
+        Usage(**USAGE),
+    ),
     "usage-absent": ({"text": TEXT, "usage": None}, (TextPart(TEXT),), StopReason.END_TURN, None),
-    "max-tokens": ({"text": "cut sh", "stop_reason": "max_tokens", "usage": USAGE},
-                   (TextPart("cut sh"),), StopReason.MAX_TOKENS, Usage(**USAGE)),
+    "max-tokens": (
+        {"text": "cut sh", "stop_reason": "max_tokens", "usage": USAGE},
+        (TextPart("cut sh"),),
+        StopReason.MAX_TOKENS,
+        Usage(**USAGE),
+    ),
 }
 
 
@@ -126,8 +145,9 @@ class TestRequests:
     async def test_model_override_reaches_the_wire_and_the_client_is_unchanged(
         self, provider: Provider
     ) -> None:
-        scen = {"models": {"primary": [{"text": "from primary"}],
-                           "backup": [{"text": "from backup"}]}}
+        scen = {
+            "models": {"primary": [{"text": "from primary"}], "backup": [{"text": "from backup"}]}
+        }
         async with FakeProvider(scen) as fake, provider.client(fake, "primary") as client:
             options = RequestOptions(model="backup")
             events, error = await run_stream(client.stream(REQUEST, options))
@@ -144,9 +164,12 @@ class TestRequests:
         provider = PROVIDERS[0]
         tools = (ToolSchema(name="get_weather", input_schema={"type": "object"}),)
         request = Request(messages=REQUEST.messages, system="Be brief.", tools=tools)
-        async with FakeProvider(scenario({"text": "ok"})) as fake, provider.client(
-            fake, extra_headers={"x-client": "c", "x-shared": "client"}, max_tokens=321
-        ) as client:
+        async with (
+            FakeProvider(scenario({"text": "ok"})) as fake,
+            provider.client(
+                fake, extra_headers={"x-client": "c", "x-shared": "client"}, max_tokens=321
+            ) as client,
+        ):
             options = RequestOptions(extra_headers={"x-shared": "options"}, tool_choice="auto")
             await run_stream(client.stream(request, options))
         (received,) = fake.received
@@ -157,18 +180,18 @@ class TestRequests:
         assert headers["content-type"] == "application/json"
         assert (headers["x-client"], headers["x-shared"]) == ("c", "options")
         assert received.body == {
-            "model": "primary", "max_tokens": 321,
+            "model": "primary",
+            "max_tokens": 321,
             "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
-            "system": "Be brief.", "stream": True,
+            "system": "Be brief.",
+            "stream": True,
             "tools": [{"name": "get_weather", "input_schema": {"type": "object"}}],
             "tool_choice": {"type": "auto"},
         }
 
     @pytest.mark.parametrize("provider", PROVIDERS[1:3], ids=PROVIDER_IDS[1:3])
     async def test_openai_headers_and_stream_options(self, provider: Provider) -> None:
-        async with FakeProvider(scenario({"text": "ok"})) as fake, provider.client(
-            fake
-        ) as client:
+        async with FakeProvider(scenario({"text": "ok"})) as fake, provider.client(fake) as client:
             await run_stream(client.stream(REQUEST))
         (received,) = fake.received
         headers = {k.lower(): v for k, v in received.headers.items()}
@@ -182,9 +205,10 @@ class TestRequests:
 
     async def test_ollama_native_path(self) -> None:
         provider = PROVIDERS[3]
-        async with FakeProvider(scenario({"text": "ok"})) as fake, provider.client(
-            fake, max_tokens=12
-        ) as client:
+        async with (
+            FakeProvider(scenario({"text": "ok"})) as fake,
+            provider.client(fake, max_tokens=12) as client,
+        ):
             await client.create(REQUEST)
         (received,) = fake.received
         assert received.path == "/api/chat"
@@ -195,9 +219,7 @@ class TestRequests:
 class TestLifecycle:
     @pytest.mark.parametrize("provider", PROVIDERS, ids=PROVIDER_IDS)
     async def test_each_subscription_is_one_request(self, provider: Provider) -> None:
-        async with FakeProvider(scenario({"text": "ok"})) as fake, provider.client(
-            fake
-        ) as client:
+        async with FakeProvider(scenario({"text": "ok"})) as fake, provider.client(fake) as client:
             source = client.stream(REQUEST)
             assert fake.requests == []  # cold: nothing sent before subscribing
             for _ in range(3):
@@ -268,12 +290,14 @@ class TestLifecycle:
         async with FakeProvider(scenario({"text": "ok"})) as fake:
             transport = AiohttpTransport()
             try:
-                async with AnthropicClient("m", base_url=fake.base_url,
-                                           transport=transport) as client:
+                async with AnthropicClient(
+                    "m", base_url=fake.base_url, transport=transport
+                ) as client:
                     await client.create(REQUEST)
                 assert not transport.closed
-                async with AnthropicClient("m", base_url=fake.base_url,
-                                           transport=transport) as other:
+                async with AnthropicClient(
+                    "m", base_url=fake.base_url, transport=transport
+                ) as other:
                     assert (await other.create(REQUEST)).text == "ok"
             finally:
                 await transport.aclose()
@@ -302,8 +326,10 @@ async def test_debug_log_names_the_request_never_the_key(
         url = fake.base_url + path
     lines = [r.getMessage() for r in caplog.records if r.name == "rxturn.clients"]
     assert f"POST {url} model=primary stream=True" in lines
-    assert any(line.startswith(f"POST {url} model=primary stream=True failed: "
-                               "AuthenticationError") for line in lines)
+    assert any(
+        line.startswith(f"POST {url} model=primary stream=True failed: AuthenticationError")
+        for line in lines
+    )
     assert provider.key is not None
     for record in caplog.records:
         assert provider.key not in record.getMessage()

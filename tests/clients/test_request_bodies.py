@@ -35,16 +35,22 @@ CLOCK = ToolSchema(name="get_time", input_schema={"type": "object", "properties"
 #: user asks → assistant calls two tools (with a bit of text) → user returns both results + text
 CONVERSATION = (
     Message.user("Weather in Paris and the time?"),
-    Message(role="assistant", content=(
-        TextPart("Let me check."),
-        ToolCallPart(id="call_1", name="get_weather", input={"city": "Paris"}),
-        ToolCallPart(id="call_2", name="get_time", input={}),
-    )),
-    Message(role="user", content=(
-        ToolResultPart(tool_call_id="call_1", content="18C, sunny"),
-        ToolResultPart(tool_call_id="call_2", content="clock broken", is_error=True),
-        TextPart("Thanks!"),
-    )),
+    Message(
+        role="assistant",
+        content=(
+            TextPart("Let me check."),
+            ToolCallPart(id="call_1", name="get_weather", input={"city": "Paris"}),
+            ToolCallPart(id="call_2", name="get_time", input={}),
+        ),
+    ),
+    Message(
+        role="user",
+        content=(
+            ToolResultPart(tool_call_id="call_1", content="18C, sunny"),
+            ToolResultPart(tool_call_id="call_2", content="clock broken", is_error=True),
+            TextPart("Thanks!"),
+        ),
+    ),
 )
 
 
@@ -53,15 +59,24 @@ def request(**kw: Any) -> Request:
 
 
 class TestAnthropic:
-    def build(self, req: Request, opts: RequestOptions | None = None, *, stream: bool = True,
-              max_tokens: int = 8192) -> dict[str, Any]:
-        return build_anthropic_body(req, opts or RequestOptions(), model="claude-x",
-                                    max_tokens=max_tokens, stream=stream)
+    def build(
+        self,
+        req: Request,
+        opts: RequestOptions | None = None,
+        *,
+        stream: bool = True,
+        max_tokens: int = 8192,
+    ) -> dict[str, Any]:
+        return build_anthropic_body(
+            req, opts or RequestOptions(), model="claude-x", max_tokens=max_tokens, stream=stream
+        )
 
     def test_minimal_body(self) -> None:
         assert self.build(request()) == {
-            "model": "claude-x", "max_tokens": 8192,
-            "messages": [{"role": "user", "content": "hi"}], "stream": True,
+            "model": "claude-x",
+            "max_tokens": 8192,
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": True,
         }
 
     def test_system_and_stream_flag(self) -> None:
@@ -73,38 +88,59 @@ class TestAnthropic:
         body = self.build(request(messages=CONVERSATION, tools=(WEATHER, CLOCK)))
         assert body["messages"] == [
             {"role": "user", "content": "Weather in Paris and the time?"},
-            {"role": "assistant", "content": [
-                {"type": "text", "text": "Let me check."},
-                {"type": "tool_use", "id": "call_1", "name": "get_weather",
-                 "input": {"city": "Paris"}},
-                {"type": "tool_use", "id": "call_2", "name": "get_time", "input": {}},
-            ]},
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "call_1", "content": "18C, sunny"},
-                {"type": "tool_result", "tool_use_id": "call_2", "content": "clock broken",
-                 "is_error": True},
-                {"type": "text", "text": "Thanks!"},
-            ]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "Let me check."},
+                    {
+                        "type": "tool_use",
+                        "id": "call_1",
+                        "name": "get_weather",
+                        "input": {"city": "Paris"},
+                    },
+                    {"type": "tool_use", "id": "call_2", "name": "get_time", "input": {}},
+                ],
+            },
+            {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "call_1", "content": "18C, sunny"},
+                    {
+                        "type": "tool_result",
+                        "tool_use_id": "call_2",
+                        "content": "clock broken",
+                        "is_error": True,
+                    },
+                    {"type": "text", "text": "Thanks!"},
+                ],
+            },
         ]
         assert body["tools"] == [
-            {"name": "get_weather", "description": "Weather for a city",
-             "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}},
+            {
+                "name": "get_weather",
+                "description": "Weather for a city",
+                "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}},
+            },
             {"name": "get_time", "input_schema": {"type": "object", "properties": {}}},
         ]
         assert "tool_choice" not in body
 
     def test_tool_results_go_first_even_after_text(self) -> None:
-        message = Message(role="user", content=(
-            TextPart("here:"), ToolResultPart(tool_call_id="t", content="ok")))
+        message = Message(
+            role="user", content=(TextPart("here:"), ToolResultPart(tool_call_id="t", content="ok"))
+        )
         body = self.build(request(messages=(message,), tools=(WEATHER,)))
         assert [b["type"] for b in body["messages"][0]["content"]] == ["tool_result", "text"]
 
     def test_empty_text_parts_are_skipped(self) -> None:
-        message = Message(role="assistant", content=(
-            TextPart(""), ToolCallPart(id="a", name="get_weather", input={"city": "x"})))
+        message = Message(
+            role="assistant",
+            content=(TextPart(""), ToolCallPart(id="a", name="get_weather", input={"city": "x"})),
+        )
         body = self.build(request(messages=(Message.user("q"), message)))
         assert body["messages"][1]["content"] == [
-            {"type": "tool_use", "id": "a", "name": "get_weather", "input": {"city": "x"}}]
+            {"type": "tool_use", "id": "a", "name": "get_weather", "input": {"city": "x"}}
+        ]
 
     @pytest.mark.parametrize("tools", [None, ()], ids=["none", "empty"])
     def test_tools_omitted_when_none(self, tools: tuple[ToolSchema, ...] | None) -> None:
@@ -112,8 +148,13 @@ class TestAnthropic:
 
     @pytest.mark.parametrize(
         ("choice", "expected"),
-        [("auto", {"type": "auto"}), ("any", {"type": "any"}), ("required", {"type": "any"}),
-         ("none", {"type": "none"}), ("get_time", {"type": "tool", "name": "get_time"})],
+        [
+            ("auto", {"type": "auto"}),
+            ("any", {"type": "any"}),
+            ("required", {"type": "any"}),
+            ("none", {"type": "none"}),
+            ("get_time", {"type": "tool", "name": "get_time"}),
+        ],
     )
     def test_tool_choice(self, choice: str, expected: dict[str, str]) -> None:
         body = self.build(request(tools=(WEATHER, CLOCK)), RequestOptions(tool_choice=choice))
@@ -123,7 +164,10 @@ class TestAnthropic:
         opts = RequestOptions(max_tokens=77, temperature=0.5, stop_sequences=("END",))
         body = self.build(request(), opts)
         assert (body["max_tokens"], body["temperature"], body["stop_sequences"]) == (
-            77, 0.5, ["END"])
+            77,
+            0.5,
+            ["END"],
+        )
 
     @pytest.mark.parametrize("bad", [0, -5], ids=["zero", "negative"])
     def test_max_tokens_zero_is_rejected(self, bad: int) -> None:
@@ -131,10 +175,12 @@ class TestAnthropic:
             self.build(request(), RequestOptions(max_tokens=bad))
 
     def test_response_format_is_a_forced_tool_and_drops_caller_tools(self) -> None:
-        fmt = ResponseFormat(name="answer", schema={"type": "object",
-                                                    "properties": {"x": {"type": "integer"}}})
-        body = self.build(request(tools=(WEATHER,)),
-                          RequestOptions(response_format=fmt, tool_choice="auto"))
+        fmt = ResponseFormat(
+            name="answer", schema={"type": "object", "properties": {"x": {"type": "integer"}}}
+        )
+        body = self.build(
+            request(tools=(WEATHER,)), RequestOptions(response_format=fmt, tool_choice="auto")
+        )
         assert [tool["name"] for tool in body["tools"]] == ["answer"]
         assert body["tools"][0]["input_schema"] == fmt.schema
         assert body["tool_choice"] == {"type": "tool", "name": "answer"}
@@ -146,15 +192,30 @@ class TestAnthropic:
 
 
 class TestOpenAI:
-    def build(self, req: Request, opts: RequestOptions | None = None, *, stream: bool = True,
-              max_tokens: int | None = None, stream_usage: bool = True) -> dict[str, Any]:
-        return build_openai_body(req, opts or RequestOptions(), model="gpt-x",
-                                 max_tokens=max_tokens, stream=stream, stream_usage=stream_usage)
+    def build(
+        self,
+        req: Request,
+        opts: RequestOptions | None = None,
+        *,
+        stream: bool = True,
+        max_tokens: int | None = None,
+        stream_usage: bool = True,
+    ) -> dict[str, Any]:
+        return build_openai_body(
+            req,
+            opts or RequestOptions(),
+            model="gpt-x",
+            max_tokens=max_tokens,
+            stream=stream,
+            stream_usage=stream_usage,
+        )
 
     def test_system_prompt_comes_first(self) -> None:
         body = self.build(request(system="Be brief."))
         assert body["messages"] == [
-            {"role": "system", "content": "Be brief."}, {"role": "user", "content": "hi"}]
+            {"role": "system", "content": "Be brief."},
+            {"role": "user", "content": "hi"},
+        ]
         assert body["model"] == "gpt-x"
 
     def test_stream_options_only_when_streaming_and_enabled(self) -> None:
@@ -166,20 +227,31 @@ class TestOpenAI:
         body = self.build(request(messages=CONVERSATION))
         assert body["messages"] == [
             {"role": "user", "content": "Weather in Paris and the time?"},
-            {"role": "assistant", "content": "Let me check.", "tool_calls": [
-                {"id": "call_1", "type": "function",
-                 "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
-                {"id": "call_2", "type": "function",
-                 "function": {"name": "get_time", "arguments": "{}"}},
-            ]},
+            {
+                "role": "assistant",
+                "content": "Let me check.",
+                "tool_calls": [
+                    {
+                        "id": "call_1",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                    },
+                    {
+                        "id": "call_2",
+                        "type": "function",
+                        "function": {"name": "get_time", "arguments": "{}"},
+                    },
+                ],
+            },
             {"role": "tool", "tool_call_id": "call_1", "content": "18C, sunny"},
             {"role": "tool", "tool_call_id": "call_2", "content": "clock broken"},
             {"role": "user", "content": "Thanks!"},
         ]
 
     def test_assistant_tool_call_without_text_has_null_content(self) -> None:
-        message = Message(role="assistant", content=(
-            ToolCallPart(id="c", name="get_time", input={}),))
+        message = Message(
+            role="assistant", content=(ToolCallPart(id="c", name="get_time", input={}),)
+        )
         body = self.build(request(messages=(Message.user("t?"), message)))
         assert body["messages"][1]["content"] is None
 
@@ -190,38 +262,63 @@ class TestOpenAI:
 
     def test_tools_and_tool_choice(self) -> None:
         body = self.build(request(tools=(WEATHER,)), RequestOptions(tool_choice="get_weather"))
-        assert body["tools"] == [{"type": "function", "function": {
-            "name": "get_weather", "description": "Weather for a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}}]
+        assert body["tools"] == [
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Weather for a city",
+                    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+                },
+            }
+        ]
         assert body["tool_choice"] == {"type": "function", "function": {"name": "get_weather"}}
 
-    @pytest.mark.parametrize(("choice", "wire"),
-                             [("auto", "auto"), ("any", "required"), ("none", "none")])
+    @pytest.mark.parametrize(
+        ("choice", "wire"), [("auto", "auto"), ("any", "required"), ("none", "none")]
+    )
     def test_tool_choice_modes(self, choice: str, wire: str) -> None:
         body = self.build(request(tools=(WEATHER,)), RequestOptions(tool_choice=choice))
         assert body["tool_choice"] == wire
 
     def test_strict_tools_are_tightened(self) -> None:
-        schema = {"type": "object", "properties": {
-            "city": {"type": "string"},
-            "when": {"type": "object", "properties": {"day": {"type": "string"}}},
-            "tags": {"type": "array", "items": {"type": "object",
-                                                "properties": {"k": {"type": "string"}}}}}}
+        schema = {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string"},
+                "when": {"type": "object", "properties": {"day": {"type": "string"}}},
+                "tags": {
+                    "type": "array",
+                    "items": {"type": "object", "properties": {"k": {"type": "string"}}},
+                },
+            },
+        }
         original = copy.deepcopy(schema)
         tool = ToolSchema(name="t", input_schema=schema)
         body = self.build(request(tools=(tool,)), RequestOptions(strict_tools=True))
         function = body["tools"][0]["function"]
         assert function["strict"] is True
         assert function["parameters"] == {
-            "type": "object", "additionalProperties": False,
+            "type": "object",
+            "additionalProperties": False,
             "required": ["city", "when", "tags"],
             "properties": {
                 "city": {"type": "string"},
-                "when": {"type": "object", "properties": {"day": {"type": "string"}},
-                         "additionalProperties": False, "required": ["day"]},
-                "tags": {"type": "array", "items": {
-                    "type": "object", "properties": {"k": {"type": "string"}},
-                    "additionalProperties": False, "required": ["k"]}},
+                "when": {
+                    "type": "object",
+                    "properties": {"day": {"type": "string"}},
+                    "additionalProperties": False,
+                    "required": ["day"],
+                },
+                "tags": {
+                    "type": "array",
+                    "items": {
+                        "type": "object",
+                        "properties": {"k": {"type": "string"}},
+                        "additionalProperties": False,
+                        "required": ["k"],
+                    },
+                },
             },
         }
         assert schema == original, "the caller's schema must not be modified"
@@ -232,45 +329,64 @@ class TestOpenAI:
 
     def test_response_format_suppresses_tools(self) -> None:
         fmt = ResponseFormat(name="answer", schema={"type": "object"}, strict=True)
-        body = self.build(request(tools=(WEATHER,)),
-                          RequestOptions(response_format=fmt, tool_choice="auto"))
+        body = self.build(
+            request(tools=(WEATHER,)), RequestOptions(response_format=fmt, tool_choice="auto")
+        )
         assert "tools" not in body and "tool_choice" not in body
-        assert body["response_format"] == {"type": "json_schema", "json_schema": {
-            "name": "answer", "schema": {"type": "object"}, "strict": True}}
+        assert body["response_format"] == {
+            "type": "json_schema",
+            "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": True},
+        }
 
     def test_optional_fields(self) -> None:
-        body = self.build(request(), RequestOptions(temperature=0.2, stop_sequences=("a", "b")),
-                          max_tokens=64)
+        body = self.build(
+            request(), RequestOptions(temperature=0.2, stop_sequences=("a", "b")), max_tokens=64
+        )
         assert (body["max_tokens"], body["temperature"], body["stop"]) == (64, 0.2, ["a", "b"])
         assert "max_tokens" not in self.build(request())
         assert self.build(request(), RequestOptions(max_tokens=5), max_tokens=64)["max_tokens"] == 5
 
     def test_unserialisable_tool_input_is_a_config_error(self) -> None:
-        message = Message(role="assistant", content=(
-            ToolCallPart(id="c", name="t", input={"x": object()}),))
+        message = Message(
+            role="assistant", content=(ToolCallPart(id="c", name="t", input={"x": object()}),)
+        )
         with pytest.raises(ConfigError, match="not JSON-serializable"):
             self.build(request(messages=(message,)))
 
 
 class TestOllama:
-    def build(self, req: Request, opts: RequestOptions | None = None, *, stream: bool = True,
-              max_tokens: int | None = None) -> dict[str, Any]:
-        return build_ollama_body(req, opts or RequestOptions(), model="llama-x",
-                                 max_tokens=max_tokens, stream=stream)
+    def build(
+        self,
+        req: Request,
+        opts: RequestOptions | None = None,
+        *,
+        stream: bool = True,
+        max_tokens: int | None = None,
+    ) -> dict[str, Any]:
+        return build_ollama_body(
+            req, opts or RequestOptions(), model="llama-x", max_tokens=max_tokens, stream=stream
+        )
 
     def test_minimal_body_always_says_stream(self) -> None:
         assert self.build(request(), stream=False) == {
-            "model": "llama-x", "messages": [{"role": "user", "content": "hi"}], "stream": False}
+            "model": "llama-x",
+            "messages": [{"role": "user", "content": "hi"}],
+            "stream": False,
+        }
 
     def test_conversation(self) -> None:
         body = self.build(request(messages=CONVERSATION, system="sys", tools=(WEATHER, CLOCK)))
         assert body["messages"] == [
             {"role": "system", "content": "sys"},
             {"role": "user", "content": "Weather in Paris and the time?"},
-            {"role": "assistant", "content": "Let me check.", "tool_calls": [
-                {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
-                {"function": {"name": "get_time", "arguments": {}}},
-            ]},
+            {
+                "role": "assistant",
+                "content": "Let me check.",
+                "tool_calls": [
+                    {"function": {"name": "get_weather", "arguments": {"city": "Paris"}}},
+                    {"function": {"name": "get_time", "arguments": {}}},
+                ],
+            },
             {"role": "tool", "content": "18C, sunny", "tool_name": "get_weather"},
             {"role": "tool", "content": "clock broken", "tool_name": "get_time"},
             {"role": "user", "content": "Thanks!"},
@@ -279,15 +395,20 @@ class TestOllama:
 
     def test_model_options_and_format(self) -> None:
         fmt = ResponseFormat(name="a", schema={"type": "object"})
-        body = self.build(request(tools=(WEATHER,)), RequestOptions(
-            max_tokens=10, temperature=0.0, stop_sequences=("x",), response_format=fmt))
+        body = self.build(
+            request(tools=(WEATHER,)),
+            RequestOptions(
+                max_tokens=10, temperature=0.0, stop_sequences=("x",), response_format=fmt
+            ),
+        )
         assert body["options"] == {"num_predict": 10, "temperature": 0.0, "stop": ["x"]}
         assert body["format"] == {"type": "object"}
         assert "tools" not in body
 
     def test_tool_choice_none_sends_no_tools(self) -> None:
-        assert "tools" not in self.build(request(tools=(WEATHER,)),
-                                         RequestOptions(tool_choice="none"))
+        assert "tools" not in self.build(
+            request(tools=(WEATHER,)), RequestOptions(tool_choice="none")
+        )
 
     @pytest.mark.parametrize("choice", ["any", "get_weather"])
     def test_forcing_a_tool_is_a_config_error(self, choice: str) -> None:
@@ -297,8 +418,11 @@ class TestOllama:
 
 @pytest.mark.parametrize(
     ("choice", "tools", "match"),
-    [("any", None, "needs tools"), ("get_weather", None, "needs tools"),
-     ("nope", (WEATHER,), "not among the request's tools")],
+    [
+        ("any", None, "needs tools"),
+        ("get_weather", None, "needs tools"),
+        ("nope", (WEATHER,), "not among the request's tools"),
+    ],
     ids=["any-without-tools", "named-without-tools", "unknown-name"],
 )
 @pytest.mark.parametrize("builder", ["anthropic", "openai"])

@@ -87,8 +87,13 @@ def assert_batches(items: list[Any]) -> list[StreamEvent]:
 
 ENTRIES = {
     "text": {"text": TEXT, "chunk_chars": 3},
-    "thinking-text-tool": {"thinking": "Let me see.", "text": "Checking.", "tool_calls": CALLS,
-                           "chunk_chars": 4, "usage": {"input_tokens": 5, "output_tokens": 7}},
+    "thinking-text-tool": {
+        "thinking": "Let me see.",
+        "text": "Checking.",
+        "tool_calls": CALLS,
+        "chunk_chars": 4,
+        "usage": {"input_tokens": 5, "output_tokens": 7},
+    },
 }
 
 
@@ -151,12 +156,24 @@ async def test_dispose_by_hand_stops_the_batches(provider: Provider) -> None:
 
 
 FAULTS = {
-    "malformed": ({"text": "Hello world", "chunk_chars": 2, "malformed_after_events": 3},
-                  {p.name: StreamProtocolError for p in PROVIDERS}),
-    "error-event": ({"text": "Hello world", "chunk_chars": 2, "error_event_after_events": 3,
-                     "error_type": "overloaded_error"},
-                    {"anthropic": OverloadedError, "openai": OverloadedError,
-                     "openai-ollama-profile": OverloadedError, "ollama": ProviderStreamError}),
+    "malformed": (
+        {"text": "Hello world", "chunk_chars": 2, "malformed_after_events": 3},
+        {p.name: StreamProtocolError for p in PROVIDERS},
+    ),
+    "error-event": (
+        {
+            "text": "Hello world",
+            "chunk_chars": 2,
+            "error_event_after_events": 3,
+            "error_type": "overloaded_error",
+        },
+        {
+            "anthropic": OverloadedError,
+            "openai": OverloadedError,
+            "openai-ollama-profile": OverloadedError,
+            "ollama": ProviderStreamError,
+        },
+    ),
 }
 
 
@@ -288,8 +305,9 @@ async def test_each_batch_is_exactly_what_its_chunk_completed(terminated: bool) 
     whole = [*decoder.feed(b"".join(e)), *decoder.close()]  # the whole body at once
     assert len(whole) == len(e)  # one event per wire event in this script
     transport = ScriptedTransport(chunks)
-    async with AnthropicClient("m", api_key="k", base_url="http://scripted.invalid",
-                               transport=transport) as client:
+    async with AnthropicClient(
+        "m", api_key="k", base_url="http://scripted.invalid", transport=transport
+    ) as client:
         items, error = await run_stream(client.stream_batches(REQUEST))  # type: ignore[arg-type]
     assert error is None
     tail = [whole[3:6]] if terminated else [whole[3:5], whole[5:6]]

@@ -177,10 +177,16 @@ async def test_a_client_with_only_stream_is_retried_and_resets_arrive_one_by_one
     assert resets[0].error_type == TruncatedStreamError.__name__
     assert events == [*cut, resets[0], *EVENTS]  # single items, never lists
     assert streamed == [TEXT_DELTAS[0], *TEXT_DELTAS]  # the failed attempt's delta too
-    seq = [(name, kw.get("delta")) for name, kw in observer.calls
-           if name in ("on_text_delta", "on_attempt_reset")]
-    assert seq == [("on_text_delta", TEXT_DELTAS[0]), ("on_attempt_reset", None),
-                   *(("on_text_delta", t) for t in TEXT_DELTAS)]
+    seq = [
+        (name, kw.get("delta"))
+        for name, kw in observer.calls
+        if name in ("on_text_delta", "on_attempt_reset")
+    ]
+    assert seq == [
+        ("on_text_delta", TEXT_DELTAS[0]),
+        ("on_attempt_reset", None),
+        *(("on_text_delta", t) for t in TEXT_DELTAS),
+    ]
 
 
 # -- over the fake provider: batches on the wire, events one by one outside -------------------
@@ -202,14 +208,19 @@ async def oracle_events(entry: dict[str, Any], served: Any, provider: str) -> li
 async def test_engine_events_get_every_event_one_by_one_in_order(
     served: Any, provider: str
 ) -> None:
-    entry = {"thinking": "Think first.", "text": "Hello there, world!", "chunk_chars": 2,
-             "usage": {"input_tokens": 5, "output_tokens": 9}}  # not counted from the prompt
+    entry = {
+        "thinking": "Think first.",
+        "text": "Hello there, world!",
+        "chunk_chars": 2,
+        "usage": {"input_tokens": 5, "output_tokens": 9},
+    }  # not counted from the prompt
     expected = await oracle_events(entry, served, provider)
     async with served(scenario(entry), provider) as (fake, client):
         log: list[tuple[str, Any]] = []
         spy = BatchSpy(client)
         engine = TurnEngine(
-            spy, observers=[Calls(log)],
+            spy,
+            observers=[Calls(log)],
             text_streamer=lambda text: log.append(("streamer", text)),
         )
         engine.events.subscribe(lambda event: log.append(("events", event)))
@@ -223,9 +234,12 @@ async def test_engine_events_get_every_event_one_by_one_in_order(
     # each text delta: streamer, then the observer, then engine.events
     deltas = [e.text for e in expected if isinstance(e, Delta) and e.kind == "text"]
     assert len(deltas) > 3
-    text_log = [(label, item) for label, item in log
-                if label in ("streamer", "observer")
-                or (label == "events" and isinstance(item, Delta) and item.kind == "text")]
+    text_log = [
+        (label, item)
+        for label, item in log
+        if label in ("streamer", "observer")
+        or (label == "events" and isinstance(item, Delta) and item.kind == "text")
+    ]
     assert text_log == [
         entry_
         for d in deltas

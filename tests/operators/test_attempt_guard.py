@@ -96,6 +96,7 @@ async def test_each_subscription_starts_a_fresh_shadow(clean: TestScheduler) -> 
 
 # -- property: the guard decides exactly what the fold decides ------------------------------------
 
+
 def _oracle(events: list[StreamEvent]) -> tuple[int, Any, Any]:
     """(events accepted, final or failing state, error type or None) by plain folding."""
     state = INITIAL_STATE
@@ -105,8 +106,6 @@ def _oracle(events: list[StreamEvent]) -> tuple[int, Any, Any]:
         except Exception as error:
             return accepted, state, type(error)
     return len(events), state, None if state.completed else TruncatedStreamError
-
-
 
 
 @settings(max_examples=300, deadline=None)

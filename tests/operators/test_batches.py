@@ -61,13 +61,19 @@ def tool_open() -> list[StreamEvent]:
 async def test_unbatch_flattens_batches_in_order_and_passes_single_items(
     clean: TestScheduler,
 ) -> None:
-    items: list[Any] = [[START, PartStart(0)], [Delta(0, "a"), Delta(0, "b"), PartStop(0)],
-                        MessageStop()]
+    items: list[Any] = [
+        [START, PartStart(0)],
+        [Delta(0, "a"), Delta(0, "b"), PartStop(0)],
+        MessageStop(),
+    ]
     source = clean.create_cold_observable(timeline(items))  # at 0.01, 0.02, 0.03; end 0.04
     run = await drive(clean, source.pipe(unbatch()))
     assert run.items == [
-        (0.01, START), (0.01, PartStart(0)),
-        (0.02, Delta(0, "a")), (0.02, Delta(0, "b")), (0.02, PartStop(0)),
+        (0.01, START),
+        (0.01, PartStart(0)),
+        (0.02, Delta(0, "a")),
+        (0.02, Delta(0, "b")),
+        (0.02, PartStop(0)),
         (0.03, MessageStop()),
     ]
     assert run.completed and run.end_time == pytest.approx(0.04)
@@ -194,6 +200,7 @@ async def test_events_are_counted_per_attempt_across_batches(clean: TestSchedule
 
 # -- property: batching never changes a verdict --------------------------------------------------
 
+
 class _Seen:
     def __init__(self) -> None:
         self.items: list[Any] = []
@@ -245,12 +252,21 @@ def _split(draw: st.DrawFn) -> list[Any]:
 @settings(max_examples=300, deadline=None)
 @given(items=_split())
 @example(  # tool JSON run across batches, rejected at the close in the middle of a batch
-    items=[[START, PartStart(0, "tool_call", id="c", name="tool"), Delta(0, '{"k": ', "tool_json")],
-           [Delta(0, "1", "tool_json"), PartStop(0), MessageStop()]]
+    items=[
+        [START, PartStart(0, "tool_call", id="c", name="tool"), Delta(0, '{"k": ', "tool_json")],
+        [Delta(0, "1", "tool_json"), PartStop(0), MessageStop()],
+    ]
 )
 @example(  # the bad close mid-batch after a bare event
-    items=[START, [PartStart(0, "tool_call", id="c", name="t"), Delta(0, "[", "tool_json"),
-                   PartStop(0), MessageStop()]]
+    items=[
+        START,
+        [
+            PartStart(0, "tool_call", id="c", name="t"),
+            Delta(0, "[", "tool_json"),
+            PartStop(0),
+            MessageStop(),
+        ],
+    ]
 )
 @example(  # repeated text lane, then a lane event for a closed lane inside one batch
     items=[[START, PartStart(0), Delta(0, "a"), Delta(0, "b"), PartStop(0), Delta(0, "c")]]
@@ -303,8 +319,9 @@ async def test_mixed_single_events_and_batches_are_counted_as_events(
     progress = TurnProgress(lambda: 0.0)
     run = await drive(
         clean,
-        source.pipe(attempt_guard(progress),
-                    deadlines(5.0, 1.5, 1, progress=progress, scheduler=clean)),
+        source.pipe(
+            attempt_guard(progress), deadlines(5.0, 1.5, 1, progress=progress, scheduler=clean)
+        ),
     )
     assert isinstance(run.error, StreamTimeoutError)
     assert run.error.kind == "idle"
@@ -344,9 +361,7 @@ async def test_retry_ladder_without_progress_counts_a_batch_as_its_events(
         ]
     )
     source = reactivex.defer(lambda _: clean.create_cold_observable(next(attempts)))
-    run = await drive(
-        clean, source.pipe(retry_ladder(RetryPolicy(max_retries=1), scheduler=clean))
-    )
+    run = await drive(clean, source.pipe(retry_ladder(RetryPolicy(max_retries=1), scheduler=clean)))
     (reset,) = [v for v in run.values if isinstance(v, AttemptReset)]
     assert reset.events == 6
 

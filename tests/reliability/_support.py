@@ -50,7 +50,7 @@ OLLAMA_SAMPLES: dict[str, bytes] = {
         b'{"model":"qwen3","created_at":"2025-05-29T09:35:57.1Z","message":{"role":"assistant",'
         b'"content":"","tool_calls":[{"function":{"name":"get_weather",'
         b'"arguments":{"city":"Paris","unit":"C"}}}]},"done":false}\n'
-        b'\n'
+        b"\n"
         b'{"model":"qwen3","created_at":"2025-05-29T09:35:57.2Z","message":{"role":"assistant",'
         b'"content":""},"done":true,"done_reason":"stop","prompt_eval_count":12,"eval_count":9}'
     ),

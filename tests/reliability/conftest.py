@@ -76,81 +76,197 @@ def wire_stream(
     inp, out = usage
     if fmt == "anthropic":
         stop_wire = {"tool_call": "tool_use"}.get(stop, stop)
-        parts = [_sse("message_start", {"type": "message_start", "message": {
-            "id": "msg_scripted", "type": "message", "role": "assistant", "model": model,
-            "content": [], "stop_reason": None, "stop_sequence": None,
-            "usage": {"input_tokens": inp, "output_tokens": 1}}})]
+        parts = [
+            _sse(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": "msg_scripted",
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": {"input_tokens": inp, "output_tokens": 1},
+                    },
+                },
+            )
+        ]
         index = 0
         if text:
-            parts.append(_sse("content_block_start", {
-                "type": "content_block_start", "index": 0,
-                "content_block": {"type": "text", "text": ""}}))
+            parts.append(
+                _sse(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": 0,
+                        "content_block": {"type": "text", "text": ""},
+                    },
+                )
+            )
             parts.append(b'event: ping\ndata: {"type": "ping"}\n\n')
-            parts += [_sse("content_block_delta", {"type": "content_block_delta", "index": 0,
-                                                   "delta": {"type": "text_delta", "text": piece}})
-                      for piece in text]
+            parts += [
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": 0,
+                        "delta": {"type": "text_delta", "text": piece},
+                    },
+                )
+                for piece in text
+            ]
             parts.append(_sse("content_block_stop", {"type": "content_block_stop", "index": 0}))
             index = 1
         if tool is not None:
-            parts.append(_sse("content_block_start", {
-                "type": "content_block_start", "index": index,
-                "content_block": {"type": "tool_use", "id": tool.id, "name": tool.name,
-                                  "input": {}}}))
-            parts += [_sse("content_block_delta", {
-                "type": "content_block_delta", "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": fragment}})
-                for fragment in tool.fragments]
+            parts.append(
+                _sse(
+                    "content_block_start",
+                    {
+                        "type": "content_block_start",
+                        "index": index,
+                        "content_block": {
+                            "type": "tool_use",
+                            "id": tool.id,
+                            "name": tool.name,
+                            "input": {},
+                        },
+                    },
+                )
+            )
+            parts += [
+                _sse(
+                    "content_block_delta",
+                    {
+                        "type": "content_block_delta",
+                        "index": index,
+                        "delta": {"type": "input_json_delta", "partial_json": fragment},
+                    },
+                )
+                for fragment in tool.fragments
+            ]
             if tool.closed:
-                parts.append(_sse("content_block_stop", {"type": "content_block_stop",
-                                                         "index": index}))
-        parts.append(_sse("message_delta", {"type": "message_delta",
-                                            "delta": {"stop_reason": stop_wire,
-                                                      "stop_sequence": None},
-                                            "usage": {"output_tokens": out}}))
+                parts.append(
+                    _sse("content_block_stop", {"type": "content_block_stop", "index": index})
+                )
+        parts.append(
+            _sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop_wire, "stop_sequence": None},
+                    "usage": {"output_tokens": out},
+                },
+            )
+        )
         if complete:
             parts.append(b'event: message_stop\ndata: {"type":"message_stop"}\n\n')
         return b"".join(parts)
     if fmt == "openai":
+
         def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-            return b"data: " + _encode({
-                "id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 1,
-                "model": model, "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                             "finish_reason": finish}]}) + b"\n\n"
+            return (
+                b"data: "
+                + _encode(
+                    {
+                        "id": "chatcmpl-scripted",
+                        "object": "chat.completion.chunk",
+                        "created": 1,
+                        "model": model,
+                        "choices": [
+                            {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                        ],
+                    }
+                )
+                + b"\n\n"
+            )
 
         parts = [chunk({"role": "assistant", "content": ""})]
         parts += [chunk({"content": piece}) for piece in text]
         if tool is not None:
-            parts.append(chunk({"tool_calls": [{"index": 0, "id": tool.id, "type": "function",
-                                                "function": {"name": tool.name,
-                                                             "arguments": ""}}]}))
-            parts += [chunk({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]})
-                      for fragment in tool.fragments]
+            parts.append(
+                chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": 0,
+                                "id": tool.id,
+                                "type": "function",
+                                "function": {"name": tool.name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
+            )
+            parts += [
+                chunk({"tool_calls": [{"index": 0, "function": {"arguments": fragment}}]})
+                for fragment in tool.fragments
+            ]
         if complete:
-            finish = {"tool_call": "tool_calls", "max_tokens": "length",
-                      "end_turn": "stop"}.get(stop, stop)
+            finish = {"tool_call": "tool_calls", "max_tokens": "length", "end_turn": "stop"}.get(
+                stop, stop
+            )
             parts.append(chunk({}, finish))
-            parts.append(b"data: " + _encode({
-                "id": "chatcmpl-scripted", "object": "chat.completion.chunk", "created": 1,
-                "model": model, "choices": [],
-                "usage": {"prompt_tokens": inp, "completion_tokens": out,
-                          "total_tokens": inp + out}}) + b"\n\n")
+            parts.append(
+                b"data: "
+                + _encode(
+                    {
+                        "id": "chatcmpl-scripted",
+                        "object": "chat.completion.chunk",
+                        "created": 1,
+                        "model": model,
+                        "choices": [],
+                        "usage": {
+                            "prompt_tokens": inp,
+                            "completion_tokens": out,
+                            "total_tokens": inp + out,
+                        },
+                    }
+                )
+                + b"\n\n"
+            )
             parts.append(b"data: [DONE]\n\n")
         return b"".join(parts)
     # Ollama: tool calls come whole; a string ``arguments`` is passed through verbatim
     head = {"model": model, "created_at": "2025-01-01T00:00:00Z"}
-    lines = [_encode({**head, "message": {"role": "assistant", "content": piece},
-                      "done": False}) + b"\n" for piece in text]
+    lines = [
+        _encode({**head, "message": {"role": "assistant", "content": piece}, "done": False}) + b"\n"
+        for piece in text
+    ]
     if tool is not None:
-        lines.append(_encode({**head, "message": {"role": "assistant", "content": "",
-                                                  "tool_calls": [{"function": {
-                                                      "name": tool.name,
-                                                      "arguments": "".join(tool.fragments)}}]},
-                              "done": False}) + b"\n")
+        lines.append(
+            _encode(
+                {
+                    **head,
+                    "message": {
+                        "role": "assistant",
+                        "content": "",
+                        "tool_calls": [
+                            {"function": {"name": tool.name, "arguments": "".join(tool.fragments)}}
+                        ],
+                    },
+                    "done": False,
+                }
+            )
+            + b"\n"
+        )
     if complete:
         reason = {"max_tokens": "length"}.get(stop, "stop")
-        lines.append(_encode({**head, "message": {"role": "assistant", "content": ""},
-                              "done": True, "done_reason": reason, "prompt_eval_count": inp,
-                              "eval_count": out}) + b"\n")
+        lines.append(
+            _encode(
+                {
+                    **head,
+                    "message": {"role": "assistant", "content": ""},
+                    "done": True,
+                    "done_reason": reason,
+                    "prompt_eval_count": inp,
+                    "eval_count": out,
+                }
+            )
+            + b"\n"
+        )
     return b"".join(lines)
 
 
@@ -168,31 +284,67 @@ def wire_reply(
     if fmt == "anthropic":
         content: list[dict[str, Any]] = [{"type": "text", "text": text}] if text else []
         if tool is not None:
-            content.append({"type": "tool_use", "id": tool[0], "name": tool[1],
-                            "input": msgspec.Raw(tool[2].encode())})
-        return _encode({"id": "msg_scripted", "type": "message", "role": "assistant",
-                        "model": model, "content": content,
-                        "stop_reason": {"tool_call": "tool_use"}.get(stop, stop),
-                        "stop_sequence": None,
-                        "usage": {"input_tokens": inp, "output_tokens": out}})
+            content.append(
+                {
+                    "type": "tool_use",
+                    "id": tool[0],
+                    "name": tool[1],
+                    "input": msgspec.Raw(tool[2].encode()),
+                }
+            )
+        return _encode(
+            {
+                "id": "msg_scripted",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": content,
+                "stop_reason": {"tool_call": "tool_use"}.get(stop, stop),
+                "stop_sequence": None,
+                "usage": {"input_tokens": inp, "output_tokens": out},
+            }
+        )
     if fmt == "openai":
         message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
         if tool is not None:
-            message["tool_calls"] = [{"id": tool[0], "type": "function",
-                                      "function": {"name": tool[1], "arguments": tool[2]}}]
+            message["tool_calls"] = [
+                {
+                    "id": tool[0],
+                    "type": "function",
+                    "function": {"name": tool[1], "arguments": tool[2]},
+                }
+            ]
         finish = {"tool_call": "tool_calls", "max_tokens": "length", "end_turn": "stop"}[stop]
-        return _encode({"id": "chatcmpl-scripted", "object": "chat.completion", "created": 1,
-                        "model": model, "choices": [{"index": 0, "message": message,
-                                                     "logprobs": None, "finish_reason": finish}],
-                        "usage": {"prompt_tokens": inp, "completion_tokens": out,
-                                  "total_tokens": inp + out}})
+        return _encode(
+            {
+                "id": "chatcmpl-scripted",
+                "object": "chat.completion",
+                "created": 1,
+                "model": model,
+                "choices": [
+                    {"index": 0, "message": message, "logprobs": None, "finish_reason": finish}
+                ],
+                "usage": {
+                    "prompt_tokens": inp,
+                    "completion_tokens": out,
+                    "total_tokens": inp + out,
+                },
+            }
+        )
     ollama_message: dict[str, Any] = {"role": "assistant", "content": text}
     if tool is not None:
         ollama_message["tool_calls"] = [{"function": {"name": tool[1], "arguments": tool[2]}}]
-    return _encode({"model": model, "created_at": "2025-01-01T00:00:00Z",
-                    "message": ollama_message, "done": True,
-                    "done_reason": {"max_tokens": "length"}.get(stop, "stop"),
-                    "prompt_eval_count": inp, "eval_count": out})
+    return _encode(
+        {
+            "model": model,
+            "created_at": "2025-01-01T00:00:00Z",
+            "message": ollama_message,
+            "done": True,
+            "done_reason": {"max_tokens": "length"}.get(stop, "stop"),
+            "prompt_eval_count": inp,
+            "eval_count": out,
+        }
+    )
 
 
 class ScriptedEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -229,8 +381,9 @@ class ScriptedProvider:
         app = web.Application()
         for path in ("/v1/messages", "/v1/chat/completions", "/api/chat"):
             app.router.add_post(path, self._serve)
-        self._runner = web.AppRunner(app, handle_signals=False, access_log=None,
-                                     shutdown_timeout=1.0)
+        self._runner = web.AppRunner(
+            app, handle_signals=False, access_log=None, shutdown_timeout=1.0
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
@@ -263,8 +416,9 @@ class ScriptedProvider:
         return response
 
 
-def make_client(fmt: str, base: Any, *, model: str = "primary", api_key: str | None = "sk-test",
-                **kwargs: Any) -> Any:
+def make_client(
+    fmt: str, base: Any, *, model: str = "primary", api_key: str | None = "sk-test", **kwargs: Any
+) -> Any:
     """A real rxturn client for ``fmt`` pointed at a loopback server (fake or scripted)."""
     if fmt == "anthropic":
         return AnthropicClient(model, api_key=api_key, base_url=base.base_url, **kwargs)

@@ -145,8 +145,9 @@ def fake(entry: dict[str, Any], *, cut: bool = True) -> Script:
 
 OK = Script(
     fake={"text": OK_TEXT, "thinking": OK_THINKING, "chunk_chars": CHUNK, "usage": USAGE},
-    scripted=lambda fmt: ScriptedEntry(stream=wire_stream(fmt, text=pieces(OK_TEXT)),
-                                       reply=wire_reply(fmt, text=OK_TEXT)),
+    scripted=lambda fmt: ScriptedEntry(
+        stream=wire_stream(fmt, text=pieces(OK_TEXT)), reply=wire_reply(fmt, text=OK_TEXT)
+    ),
     text=OK_TEXT,
     sent=lambda fmt: OK_TEXT,
 )
@@ -154,16 +155,25 @@ OK = Script(
 
 def _truncated(fmt: str) -> ScriptedEntry:
     reply = wire_reply(fmt, text=FAULT_TEXT)
-    return ScriptedEntry(stream=wire_stream(fmt, text=pieces(FAULT_TEXT), complete=False),
-                         reply=reply[: len(reply) // 2])
+    return ScriptedEntry(
+        stream=wire_stream(fmt, text=pieces(FAULT_TEXT), complete=False),
+        reply=reply[: len(reply) // 2],
+    )
 
 
 def _unclosed_tool(fmt: str) -> ScriptedEntry:
-    stream = wire_stream(fmt, text=pieces(FAULT_TEXT), tool=ToolScript(fragments=BAD_TOOL),
-                         stop="tool_call")
-    return ScriptedEntry(stream=stream, reply=wire_reply(
-        fmt, text=FAULT_TEXT, tool=("call_1", "get_weather", "".join(BAD_TOOL)),
-        stop="tool_call"))
+    stream = wire_stream(
+        fmt, text=pieces(FAULT_TEXT), tool=ToolScript(fragments=BAD_TOOL), stop="tool_call"
+    )
+    return ScriptedEntry(
+        stream=stream,
+        reply=wire_reply(
+            fmt,
+            text=FAULT_TEXT,
+            tool=("call_1", "get_weather", "".join(BAD_TOOL)),
+            stop="tool_call",
+        ),
+    )
 
 
 def _open_tool_at_max_tokens(fmt: str) -> ScriptedEntry:
@@ -171,12 +181,15 @@ def _open_tool_at_max_tokens(fmt: str) -> ScriptedEntry:
     tool = None if fmt == "ollama" else ToolScript(fragments=OPEN_TOOL, closed=False)
     stream = wire_stream(fmt, text=pieces(FAULT_TEXT), tool=tool, stop="max_tokens")
     full = None if fmt == "ollama" else ("call_1", "get_weather", "".join(OPEN_TOOL) + "]}")
-    return ScriptedEntry(stream=stream, reply=wire_reply(fmt, text=FAULT_TEXT, tool=full,
-                                                         stop="max_tokens"))
+    return ScriptedEntry(
+        stream=stream, reply=wire_reply(fmt, text=FAULT_TEXT, tool=full, stop="max_tokens")
+    )
 
 
-CONTEXT_OVERFLOW = ("This model's maximum context length is 128000 tokens. However, your "
-                    "messages resulted in 130218 tokens. Please reduce the length of the messages.")
+CONTEXT_OVERFLOW = (
+    "This model's maximum context length is 128000 tokens. However, your "
+    "messages resulted in 130218 tokens. Please reduce the length of the messages."
+)
 
 FAULTS: dict[str, Script] = {
     "no_fault": fake({}, cut=False),
@@ -192,9 +205,15 @@ FAULTS: dict[str, Script] = {
     "drop_mid_stream": fake({"drop_after_events": AFTER}),
     "stall_mid_stream": fake({"stall_after_events": AFTER, "stall_seconds": STALL_SECONDS}),
     "stall_before_first_event": Script(
-        fake={"text": FAULT_TEXT, "chunk_chars": CHUNK, "usage": USAGE,
-              "stall_after_events": 0, "stall_seconds": STALL_SECONDS},
-        sent=lambda fmt: ""),
+        fake={
+            "text": FAULT_TEXT,
+            "chunk_chars": CHUNK,
+            "usage": USAGE,
+            "stall_after_events": 0,
+            "stall_seconds": STALL_SECONDS,
+        },
+        sent=lambda fmt: "",
+    ),
     "malformed_json": fake({"malformed_after_events": AFTER}),
     "error_event": fake({"error_event_after_events": AFTER, "error_type": "api_error"}),
     "truncated_clean_eof": Script(scripted=_truncated),
@@ -242,9 +261,11 @@ class Row:
 
 
 MAX_TOKENS = Reply(by="fault", stop=StopReason.MAX_TOKENS)
-UNCLOSED_CREATE: PerFormat = {"anthropic": Fails(StreamProtocolError),
-                              "openai": Fails(InvalidToolInputError),
-                              "ollama": Fails(InvalidToolInputError)}
+UNCLOSED_CREATE: PerFormat = {
+    "anthropic": Fails(StreamProtocolError),
+    "openai": Fails(InvalidToolInputError),
+    "ollama": Fails(InvalidToolInputError),
+}
 
 # fmt: off
 MATRIX: list[Row] = [
@@ -353,14 +374,14 @@ def _pick(value: Expect | PerFormat, fmt: str) -> Expect:
 def _cells() -> Iterator[Cell]:
     for row in MATRIX:
         for fmt in FORMAT_NAMES:
-            yield Cell(row.fault, fmt, "streaming", "passthrough", False,
-                       _pick(row.stream[0], fmt))
-            yield Cell(row.fault, fmt, "streaming", "resilient", False,
-                       _pick(row.stream[1], fmt))
-            yield Cell(row.fault, fmt, "non_streaming", "passthrough", False,
-                       _pick(row.create[0], fmt))
-            yield Cell(row.fault, fmt, "non_streaming", "resilient", False,
-                       _pick(row.create[1], fmt))
+            yield Cell(row.fault, fmt, "streaming", "passthrough", False, _pick(row.stream[0], fmt))
+            yield Cell(row.fault, fmt, "streaming", "resilient", False, _pick(row.stream[1], fmt))
+            yield Cell(
+                row.fault, fmt, "non_streaming", "passthrough", False, _pick(row.create[0], fmt)
+            )
+            yield Cell(
+                row.fault, fmt, "non_streaming", "resilient", False, _pick(row.create[1], fmt)
+            )
     for fault, expect in PERSISTENT.items():
         for fmt in FORMAT_NAMES:
             yield Cell(fault, fmt, "streaming", "resilient", True, expect)
@@ -376,9 +397,17 @@ def test_the_matrix_covers_every_fault_format_path_and_handler() -> None:
     # persistent table
     assert len([c for c in CELLS if not c.persistent]) == len(FAULTS) * 3 * 2 * 2 == 216
     fake_keys = {key for script in FAULTS.values() if script.fake for key in script.fake}
-    for key in ("status", "retry_after", "error_type", "error_message", "drop_after_events",
-                "stall_after_events", "stall_seconds", "malformed_after_events",
-                "error_event_after_events"):
+    for key in (
+        "status",
+        "retry_after",
+        "error_type",
+        "error_message",
+        "drop_after_events",
+        "stall_after_events",
+        "stall_seconds",
+        "malformed_after_events",
+        "error_event_after_events",
+    ):
         assert key in fake_keys, f"fault key {key} is never exercised"
 
 
@@ -421,13 +450,23 @@ async def run_cell(cell: Cell) -> CellRun:
     if all(reply.fake is not None for reply in replies):
         server = FakeProvider({"models": {"*": [reply.fake for reply in replies]}})
     else:
-        server = ScriptedProvider([reply.scripted(cell.fmt) for reply in replies  # type: ignore[misc]
-                                   if reply.scripted is not None])
+        server = ScriptedProvider(
+            [
+                reply.scripted(cell.fmt)
+                for reply in replies  # type: ignore[misc]
+                if reply.scripted is not None
+            ]
+        )
     handler = StreamHandler.passthrough() if cell.handler == "passthrough" else resilient()
     async with server, make_client(cell.fmt, server) as client:
         recorder = TimedRecorder()
-        engine = TurnEngine(client, handler=handler, mode=cell.path, observers=[recorder],
-                            text_streamer=run.streamed.append)
+        engine = TurnEngine(
+            client,
+            handler=handler,
+            mode=cell.path,
+            observers=[recorder],
+            text_streamer=run.streamed.append,
+        )
         try:
             run.result = await asyncio.wait_for(engine.run(PROMPT), CELL_DEADLINE)
         except RxturnError as exc:
@@ -450,7 +489,8 @@ def matrix(request: pytest.FixtureRequest) -> dict[str, CellRun]:
     wanted = {
         item.callspec.params["cell"].id  # type: ignore[attr-defined]
         for item in request.session.items
-        if getattr(item, "module", None) is request.module and hasattr(item, "callspec")
+        if getattr(item, "module", None) is request.module
+        and hasattr(item, "callspec")
         and "cell" in item.callspec.params  # type: ignore[attr-defined]
     }
     selected = [cell for cell in CELLS if cell.id in wanted]
@@ -558,10 +598,14 @@ def check_cell(cell: Cell, run: CellRun, model: str = "primary") -> None:
     tools = message.tool_calls
     if cell.fault == "open_tool_at_max_tokens" and cell.fmt != "ollama":
         raw = "".join(OPEN_TOOL)
-        want = jiter.from_json(raw.encode(), partial_mode=True) if streaming else (
-            jiter.from_json((raw + "]}").encode()))
-        assert tools == [ToolCallPart("call_scripted_1" if streaming else "call_1",
-                                      "get_weather", want)]
+        want = (
+            jiter.from_json(raw.encode(), partial_mode=True)
+            if streaming
+            else (jiter.from_json((raw + "]}").encode()))
+        )
+        assert tools == [
+            ToolCallPart("call_scripted_1" if streaming else "call_1", "get_weather", want)
+        ]
     else:
         assert tools == []
     if streaming and not rescued and served is OK and cell.script.fake is not None:
@@ -571,8 +615,9 @@ def check_cell(cell: Cell, run: CellRun, model: str = "primary") -> None:
     assert names.count("on_stream_success") == 1 and "on_stream_failure" not in names
     success = next(k for n, k in run.calls if n == "on_stream_success")
     assert success["model"] == model
-    assert names.index("on_stream_success") < names.index("on_response") < names.index(
-        "on_turn_end")
+    assert (
+        names.index("on_stream_success") < names.index("on_response") < names.index("on_turn_end")
+    )
     assert turn_end["success"] is True
     # the audit record
     assert len(run.turns) == 1

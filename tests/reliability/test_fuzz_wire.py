@@ -117,7 +117,7 @@ def whatwg_events(data: bytes) -> list[ServerSentEvent] | None:
     event that has data is dispatched at end of stream.
     """
     if data.startswith(_BOM):
-        data = data[len(_BOM):]
+        data = data[len(_BOM) :]
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -130,8 +130,9 @@ def whatwg_events(data: bytes) -> list[ServerSentEvent] | None:
     for line in lines:
         if not line:
             if buffer:
-                events.append(ServerSentEvent(event_type or "message", "\n".join(buffer),
-                                              last_id, retry))
+                events.append(
+                    ServerSentEvent(event_type or "message", "\n".join(buffer), last_id, retry)
+                )
             event_type, buffer, retry = "", [], None
             continue
         if line.startswith(":"):
@@ -156,7 +157,7 @@ def whatwg_events(data: bytes) -> list[ServerSentEvent] | None:
 def ndjson_lines(data: bytes) -> list[bytes] | None:
     """Non-blank lines split at CR / LF / CRLF; ``None`` when a kept line is not UTF-8."""
     if data.startswith(_BOM):
-        data = data[len(_BOM):]
+        data = data[len(_BOM) :]
     lines = _LINE_END_BYTES.split(data)
     kept = [line for line in lines if line.strip(b" \t\r\n\x0b\x0c")]
     for line in kept:
@@ -170,8 +171,24 @@ def ndjson_lines(data: bytes) -> list[bytes] | None:
 # ---------------------------------------------------------------------------------- strategies
 
 _FIELD_PIECES = [
-    "data:", "data: ", "data", "data:  ", "event:", "event: ", "id:", "id: ", "retry:",
-    "retry: ", ":", ": comment", "DATA:", "field:", "", " ", "{\"type\":\"ping\"}", "[DONE]",
+    "data:",
+    "data: ",
+    "data",
+    "data:  ",
+    "event:",
+    "event: ",
+    "id:",
+    "id: ",
+    "retry:",
+    "retry: ",
+    ":",
+    ": comment",
+    "DATA:",
+    "field:",
+    "",
+    " ",
+    '{"type":"ping"}',
+    "[DONE]",
 ]
 _LINE_ENDS = ["\n", "\r", "\r\n", "\n\n", "\r\r", "\r\n\r\n"]
 
@@ -210,9 +227,11 @@ def mutated(draw: st.DrawFn, base: bytes) -> bytes:
     """A recorded stream, damaged the ways a network, a proxy or a buggy server damages one."""
     data = bytearray(base)
     for _ in range(draw(st.integers(1, 4))):
-        op = draw(st.sampled_from(
-            ["flip", "delete", "insert", "duplicate", "truncate", "swap_lines", "set_byte"]
-        ))
+        op = draw(
+            st.sampled_from(
+                ["flip", "delete", "insert", "duplicate", "truncate", "swap_lines", "set_byte"]
+            )
+        )
         at = draw(st.integers(0, len(data)))
         if op == "flip" and data:
             at = min(at, len(data) - 1)
@@ -395,17 +414,32 @@ def test_decoders_survive_mutated_recordings(pick: int, seed: st.DataObject) -> 
 # JSON values of every type, to put where a field of another type belongs.
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner,
-                                                                max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+    ),
     max_leaves=8,
 )
 
-_ANTHROPIC_TYPES = ["message_start", "content_block_start", "content_block_delta",
-                    "content_block_stop", "message_delta", "message_stop", "ping", "error",
-                    "unknown_future_event"]
+_ANTHROPIC_TYPES = [
+    "message_start",
+    "content_block_start",
+    "content_block_delta",
+    "content_block_stop",
+    "message_delta",
+    "message_stop",
+    "ping",
+    "error",
+    "unknown_future_event",
+]
 _BLOCK_TYPES = ["text", "tool_use", "thinking", "redacted_thinking", "server_tool_use", "x"]
-_DELTA_TYPES = ["text_delta", "input_json_delta", "thinking_delta", "signature_delta",
-                "citations_delta", "x_delta"]
+_DELTA_TYPES = [
+    "text_delta",
+    "input_json_delta",
+    "thinking_delta",
+    "signature_delta",
+    "citations_delta",
+    "x_delta",
+]
 
 
 @st.composite
@@ -414,30 +448,84 @@ def anthropic_event(draw: st.DrawFn) -> bytes:
     payload: dict[str, Any] = {"type": kind}
     maybe = st.one_of(json_values, st.integers(0, 3), st.text(max_size=6))
     if kind == "message_start":
-        payload["message"] = draw(st.one_of(json_values, st.fixed_dictionaries(
-            {"id": maybe, "model": maybe, "usage": st.one_of(json_values, st.fixed_dictionaries(
-                {"input_tokens": maybe, "output_tokens": maybe}))})))
+        payload["message"] = draw(
+            st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {
+                        "id": maybe,
+                        "model": maybe,
+                        "usage": st.one_of(
+                            json_values,
+                            st.fixed_dictionaries({"input_tokens": maybe, "output_tokens": maybe}),
+                        ),
+                    }
+                ),
+            )
+        )
     elif kind == "content_block_start":
         payload["index"] = draw(maybe)
-        payload["content_block"] = draw(st.one_of(json_values, st.fixed_dictionaries(
-            {"type": st.sampled_from(_BLOCK_TYPES), "id": maybe, "name": maybe, "input": maybe})))
+        payload["content_block"] = draw(
+            st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {
+                        "type": st.sampled_from(_BLOCK_TYPES),
+                        "id": maybe,
+                        "name": maybe,
+                        "input": maybe,
+                    }
+                ),
+            )
+        )
     elif kind == "content_block_delta":
         payload["index"] = draw(maybe)
-        payload["delta"] = draw(st.one_of(json_values, st.fixed_dictionaries(
-            {"type": st.sampled_from(_DELTA_TYPES), "text": maybe, "partial_json": maybe,
-             "thinking": maybe})))
+        payload["delta"] = draw(
+            st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {
+                        "type": st.sampled_from(_DELTA_TYPES),
+                        "text": maybe,
+                        "partial_json": maybe,
+                        "thinking": maybe,
+                    }
+                ),
+            )
+        )
     elif kind in ("content_block_stop",):
         payload["index"] = draw(maybe)
     elif kind == "message_delta":
-        payload["delta"] = draw(st.one_of(json_values, st.fixed_dictionaries(
-            {"stop_reason": st.one_of(maybe, st.sampled_from(["end_turn", "tool_use",
-                                                              "max_tokens", "pause_turn"]))})))
-        payload["usage"] = draw(st.one_of(json_values, st.fixed_dictionaries(
-            {"output_tokens": maybe})))
+        payload["delta"] = draw(
+            st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {
+                        "stop_reason": st.one_of(
+                            maybe,
+                            st.sampled_from(["end_turn", "tool_use", "max_tokens", "pause_turn"]),
+                        )
+                    }
+                ),
+            )
+        )
+        payload["usage"] = draw(
+            st.one_of(json_values, st.fixed_dictionaries({"output_tokens": maybe}))
+        )
     elif kind == "error":
-        payload["error"] = draw(st.one_of(json_values, st.fixed_dictionaries(
-            {"type": st.one_of(maybe, st.sampled_from(["overloaded_error", "rate_limit_error"])),
-             "message": maybe})))
+        payload["error"] = draw(
+            st.one_of(
+                json_values,
+                st.fixed_dictionaries(
+                    {
+                        "type": st.one_of(
+                            maybe, st.sampled_from(["overloaded_error", "rate_limit_error"])
+                        ),
+                        "message": maybe,
+                    }
+                ),
+            )
+        )
     body = msgspec.json.encode(payload)
     return b"event: " + kind.encode() + b"\ndata: " + body + b"\n\n"
 
@@ -447,36 +535,86 @@ def openai_chunk(draw: st.DrawFn) -> bytes:
     maybe = st.one_of(json_values, st.integers(0, 2), st.text(max_size=6))
     if draw(st.integers(0, 9)) == 0:
         return b"data: [DONE]\n\n"
-    tool = st.fixed_dictionaries({"index": maybe, "id": maybe, "function": st.one_of(
-        json_values, st.fixed_dictionaries({"name": maybe, "arguments": maybe}))})
-    delta = st.fixed_dictionaries({
-        "content": maybe, "reasoning_content": maybe, "tool_calls": st.one_of(
-            json_values, st.lists(tool, max_size=2))})
-    choice = st.fixed_dictionaries({"index": st.one_of(st.just(0), maybe), "delta": st.one_of(
-        delta, json_values), "finish_reason": st.one_of(maybe, st.sampled_from(
-            ["stop", "length", "tool_calls", "content_filter"]))})
-    chunk = draw(st.fixed_dictionaries(
-        {"id": maybe, "model": maybe, "choices": st.one_of(st.lists(choice, max_size=2),
-                                                           json_values)},
-        optional={"usage": st.one_of(json_values, st.fixed_dictionaries(
-            {"prompt_tokens": maybe, "completion_tokens": maybe})), "error": json_values},
-    ))
+    tool = st.fixed_dictionaries(
+        {
+            "index": maybe,
+            "id": maybe,
+            "function": st.one_of(
+                json_values, st.fixed_dictionaries({"name": maybe, "arguments": maybe})
+            ),
+        }
+    )
+    delta = st.fixed_dictionaries(
+        {
+            "content": maybe,
+            "reasoning_content": maybe,
+            "tool_calls": st.one_of(json_values, st.lists(tool, max_size=2)),
+        }
+    )
+    choice = st.fixed_dictionaries(
+        {
+            "index": st.one_of(st.just(0), maybe),
+            "delta": st.one_of(delta, json_values),
+            "finish_reason": st.one_of(
+                maybe, st.sampled_from(["stop", "length", "tool_calls", "content_filter"])
+            ),
+        }
+    )
+    chunk = draw(
+        st.fixed_dictionaries(
+            {
+                "id": maybe,
+                "model": maybe,
+                "choices": st.one_of(st.lists(choice, max_size=2), json_values),
+            },
+            optional={
+                "usage": st.one_of(
+                    json_values,
+                    st.fixed_dictionaries({"prompt_tokens": maybe, "completion_tokens": maybe}),
+                ),
+                "error": json_values,
+            },
+        )
+    )
     return b"data: " + msgspec.json.encode(chunk) + b"\n\n"
 
 
 @st.composite
 def ollama_line(draw: st.DrawFn) -> bytes:
     maybe = st.one_of(json_values, st.integers(0, 2), st.text(max_size=6))
-    call = st.fixed_dictionaries({"function": st.one_of(json_values, st.fixed_dictionaries(
-        {"name": maybe, "arguments": maybe}))}, optional={"id": maybe})
-    line = draw(st.fixed_dictionaries(
-        {"model": maybe, "created_at": maybe, "message": st.one_of(json_values,
-         st.fixed_dictionaries({"content": maybe, "thinking": maybe,
-                                "tool_calls": st.one_of(json_values, st.lists(call, max_size=2))})),
-         "done": st.one_of(st.booleans(), maybe)},
-        optional={"done_reason": maybe, "prompt_eval_count": maybe, "eval_count": maybe,
-                  "error": json_values},
-    ))
+    call = st.fixed_dictionaries(
+        {
+            "function": st.one_of(
+                json_values, st.fixed_dictionaries({"name": maybe, "arguments": maybe})
+            )
+        },
+        optional={"id": maybe},
+    )
+    line = draw(
+        st.fixed_dictionaries(
+            {
+                "model": maybe,
+                "created_at": maybe,
+                "message": st.one_of(
+                    json_values,
+                    st.fixed_dictionaries(
+                        {
+                            "content": maybe,
+                            "thinking": maybe,
+                            "tool_calls": st.one_of(json_values, st.lists(call, max_size=2)),
+                        }
+                    ),
+                ),
+                "done": st.one_of(st.booleans(), maybe),
+            },
+            optional={
+                "done_reason": maybe,
+                "prompt_eval_count": maybe,
+                "eval_count": maybe,
+                "error": json_values,
+            },
+        )
+    )
     return msgspec.json.encode(line) + b"\n"
 
 
@@ -509,8 +647,11 @@ def test_decoders_survive_well_framed_events_with_wrong_field_types(
 
 
 @FUZZ
-@given(data=st.one_of(st.binary(max_size=200), json_values.map(msgspec.json.encode)),
-       pick=st.sampled_from(range(len(CORPUS))), seed=st.data())
+@given(
+    data=st.one_of(st.binary(max_size=200), json_values.map(msgspec.json.encode)),
+    pick=st.sampled_from(range(len(CORPUS))),
+    seed=st.data(),
+)
 def test_non_streaming_parsers_and_error_bodies_only_raise_typed_errors(
     data: bytes, pick: int, seed: st.DataObject
 ) -> None:
@@ -531,15 +672,28 @@ def test_non_streaming_parsers_and_error_bodies_only_raise_typed_errors(
 
 _event_strategy = st.one_of(
     st.builds(MessageStart, id=st.text(max_size=4), model=st.text(max_size=4)),
-    st.builds(PartStart, index=st.integers(-2, 3),
-              kind=st.sampled_from(["text", "thinking", "tool_call"]),
-              id=st.text(max_size=3), name=st.sampled_from(["", "f", "g"])),
-    st.builds(Delta, index=st.integers(-2, 3), text=st.one_of(
-        st.text(max_size=6), st.sampled_from(['{"a":', "1}", '"x', "]", "{}", "null"])),
-        kind=st.sampled_from(["text", "thinking", "tool_json"])),
+    st.builds(
+        PartStart,
+        index=st.integers(-2, 3),
+        kind=st.sampled_from(["text", "thinking", "tool_call"]),
+        id=st.text(max_size=3),
+        name=st.sampled_from(["", "f", "g"]),
+    ),
+    st.builds(
+        Delta,
+        index=st.integers(-2, 3),
+        text=st.one_of(
+            st.text(max_size=6), st.sampled_from(['{"a":', "1}", '"x', "]", "{}", "null"])
+        ),
+        kind=st.sampled_from(["text", "thinking", "tool_json"]),
+    ),
     st.builds(PartStop, index=st.one_of(st.none(), st.integers(-2, 3))),
-    st.builds(MessageDelta, stop_reason=st.one_of(st.none(), st.sampled_from(
-        ["end_turn", "tool_use", "max_tokens", "weird"]))),
+    st.builds(
+        MessageDelta,
+        stop_reason=st.one_of(
+            st.none(), st.sampled_from(["end_turn", "tool_use", "max_tokens", "weird"])
+        ),
+    ),
     st.just(MessageStop()),
     st.just(Ping()),
 )
@@ -597,16 +751,32 @@ _EVENT_BOUND = 64 * _MIB
     ("make", "head", "unit", "bound"),
     [
         pytest.param(SSEParser, b"data: ", b"x", _LINE_BOUND, id="sse-endless-line"),
-        pytest.param(SSEParser, b"", b"data: " + b"y" * 1000 + b"\n", _LINE_BOUND,
-                     id="sse-endless-event"),
+        pytest.param(
+            SSEParser, b"", b"data: " + b"y" * 1000 + b"\n", _LINE_BOUND, id="sse-endless-event"
+        ),
         pytest.param(SSEParser, b"", b"data:\n", _EVENT_BOUND, id="sse-endless-empty-data"),
         pytest.param(NDJSONSplitter, b'{"a":"', b"z", _LINE_BOUND, id="ndjson-endless-line"),
-        pytest.param(lambda: decoder_for("anthropic"), b"event: ping\ndata: ", b"x",
-                     _LINE_BOUND, id="anthropic-endless-line"),
-        pytest.param(lambda: decoder_for("openai"), b"", b"data: {}\n", _EVENT_BOUND,
-                     id="openai-endless-event"),
-        pytest.param(lambda: decoder_for("ollama"), b'{"message":{"content":"', b"x",
-                     _LINE_BOUND, id="ollama-endless-line"),
+        pytest.param(
+            lambda: decoder_for("anthropic"),
+            b"event: ping\ndata: ",
+            b"x",
+            _LINE_BOUND,
+            id="anthropic-endless-line",
+        ),
+        pytest.param(
+            lambda: decoder_for("openai"),
+            b"",
+            b"data: {}\n",
+            _EVENT_BOUND,
+            id="openai-endless-event",
+        ),
+        pytest.param(
+            lambda: decoder_for("ollama"),
+            b'{"message":{"content":"',
+            b"x",
+            _LINE_BOUND,
+            id="ollama-endless-line",
+        ),
     ],
 )
 def test_memory_is_bounded_when_a_stream_never_ends_its_line_or_event(

@@ -79,8 +79,9 @@ class Site:
 
 
 @asynccontextmanager
-async def serve(handler: Callable[[web.Request, Site], Awaitable[web.StreamResponse]],
-                host: str = "127.0.0.1") -> AsyncGenerator[Site]:
+async def serve(
+    handler: Callable[[web.Request, Site], Awaitable[web.StreamResponse]], host: str = "127.0.0.1"
+) -> AsyncGenerator[Site]:
     """Serve ``handler`` for every path on ``host`` (port 0), stopping it afterwards."""
     site_info = Site(host, 0)
 
@@ -97,8 +98,9 @@ async def serve(handler: Callable[[web.Request, Site], Awaitable[web.StreamRespo
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", endpoint)
-    runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=0.5,
-                           handler_cancellation=True)
+    runner = web.AppRunner(
+        app, handle_signals=False, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
+    )
     await runner.setup()
     site = web.TCPSite(runner, host, 0)
     await site.start()
@@ -123,35 +125,61 @@ async def write(response: web.StreamResponse, site: Site, data: bytes) -> None:
     site.bytes_sent += len(data)
 
 
-MESSAGE_START = (b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_h",'
-                 b'"type":"message","role":"assistant","model":"primary","content":[],'
-                 b'"usage":{"input_tokens":3,"output_tokens":1}}}\n\n'
-                 b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
-                 b'"content_block":{"type":"text","text":""}}\n\n')
+MESSAGE_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_h",'
+    b'"type":"message","role":"assistant","model":"primary","content":[],'
+    b'"usage":{"input_tokens":3,"output_tokens":1}}}\n\n'
+    b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    b'"content_block":{"type":"text","text":""}}\n\n'
+)
 
 
 def text_delta(text: str) -> bytes:
-    return (b'event: content_block_delta\ndata: ' + msgspec.json.encode(
-        {"type": "content_block_delta", "index": 0,
-         "delta": {"type": "text_delta", "text": text}}) + b"\n\n")
+    return (
+        b"event: content_block_delta\ndata: "
+        + msgspec.json.encode(
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            }
+        )
+        + b"\n\n"
+    )
 
 
-def handler_with(*, first_event: float | None = 0.3, per_event: float | None = 0.3,
-                 total: float | None = 5.0, consecutive: int = 10, rescue: bool = False,
-                 retries: int = 0) -> StreamHandler:
+def handler_with(
+    *,
+    first_event: float | None = 0.3,
+    per_event: float | None = 0.3,
+    total: float | None = 5.0,
+    consecutive: int = 10,
+    rescue: bool = False,
+    retries: int = 0,
+) -> StreamHandler:
     return StreamHandler(
-        timeouts=TimeoutPolicy(first_event=first_event, per_event=per_event, total=total,
-                               max_consecutive_timeouts=consecutive, rescue=rescue),
+        timeouts=TimeoutPolicy(
+            first_event=first_event,
+            per_event=per_event,
+            total=total,
+            max_consecutive_timeouts=consecutive,
+            rescue=rescue,
+        ),
         retry=RetryPolicy(max_retries=retries, base_delay=0.001, max_delay=0.01),
     )
 
 
-async def run_turn(client: Any, handler: StreamHandler, mode: str = "streaming"
-                   ) -> tuple[Any, RxturnError | None, RecordingObserver, float]:
+async def run_turn(
+    client: Any, handler: StreamHandler, mode: str = "streaming"
+) -> tuple[Any, RxturnError | None, RecordingObserver, float]:
     """One engine run; returns (result, typed error, observer log, seconds taken)."""
     recorder = RecordingObserver()
-    engine = TurnEngine(client, handler=handler, mode=mode,  # type: ignore[arg-type]
-                        observers=[recorder])
+    engine = TurnEngine(
+        client,
+        handler=handler,
+        mode=mode,  # type: ignore[arg-type]
+        observers=[recorder],
+    )
     started = time.monotonic()
     try:
         result = await asyncio.wait_for(engine.run("hi"), 30)
@@ -187,7 +215,7 @@ async def test_slowloris_trickle_cannot_keep_a_turn_alive(events_first: bool) ->
         response = await sse_response(request)
         if events_first:
             await write(response, site, MESSAGE_START + text_delta("partial "))
-        for byte in (b"event: content_block_delta\ndata: {" + b'"x":' * 400):
+        for byte in b"event: content_block_delta\ndata: {" + b'"x":' * 400:
             await write(response, site, bytes([byte]))
             await asyncio.sleep(0.05)
         return response
@@ -230,8 +258,9 @@ async def test_endless_stream_ends_at_the_total_timeout() -> None:
 async def test_endless_stream_total_timeout_is_rescued_once_without_streaming() -> None:
     async def endless_or_reply(request: web.Request, site: Site) -> web.StreamResponse:
         if not site.bodies[-1].get("stream"):
-            return web.Response(body=wire_reply("anthropic", text="rescued"),
-                                content_type="application/json")
+            return web.Response(
+                body=wire_reply("anthropic", text="rescued"), content_type="application/json"
+            )
         return await endless(request, site)
 
     async def endless(request: web.Request, site: Site) -> web.StreamResponse:
@@ -242,10 +271,13 @@ async def test_endless_stream_total_timeout_is_rescued_once_without_streaming() 
             await asyncio.sleep(0.02)
         return response
 
-    async with serve(endless_or_reply) as site, make_client("anthropic", site,
-                                                            api_key=KEY) as client:
-        result, error, recorder, _ = await run_turn(client, handler_with(total=1.0, rescue=True,
-                                                                         retries=3))
+    async with (
+        serve(endless_or_reply) as site,
+        make_client("anthropic", site, api_key=KEY) as client,
+    ):
+        result, error, recorder, _ = await run_turn(
+            client, handler_with(total=1.0, rescue=True, retries=3)
+        )
         assert error is None, error
         assert result.text == "rescued" and result.turns[-1].rescued
         assert [body.get("stream") for body in site.bodies] == [True, False], site.bodies
@@ -271,9 +303,9 @@ async def test_a_50_mb_line_is_cut_at_the_line_cap(fmt: str) -> None:
     head = {
         "anthropic": MESSAGE_START + text_delta("before ") + b"data: ",
         "openai": b'data: {"id":"c","object":"chat.completion.chunk","model":"m","choices":'
-                  b'[{"index":0,"delta":{"content":"before "}}]}\n\ndata: {"x":"',
+        b'[{"index":0,"delta":{"content":"before "}}]}\n\ndata: {"x":"',
         "ollama": b'{"model":"m","message":{"role":"assistant","content":"before "},'
-                  b'"done":false}\n{"model":"',
+        b'"done":false}\n{"model":"',
     }[fmt]
 
     async def huge_line(request: web.Request, site: Site) -> web.StreamResponse:
@@ -285,7 +317,8 @@ async def test_a_50_mb_line_is_cut_at_the_line_cap(fmt: str) -> None:
 
     async with serve(huge_line) as site, make_client(fmt, site, api_key=KEY) as client:
         (_, error, recorder, _), peak = await _peak_during(
-            lambda: run_turn(client, StreamHandler.passthrough()))
+            lambda: run_turn(client, StreamHandler.passthrough())
+        )
         assert isinstance(error, StreamProtocolError), error
         assert "longer than 1048576 bytes" in str(error) and "line" in str(error)
         assert deltas(recorder) == "before ", "text sent before the bad line was lost"
@@ -315,9 +348,12 @@ async def test_a_gzip_bomb_is_capped_after_decompression(mode: str) -> None:
     async def bomb(request: web.Request, site: Site) -> web.StreamResponse:
         streaming = site.bodies[-1].get("stream")
         data = stream_bomb if streaming else reply_bomb
-        response = web.StreamResponse(headers={
-            "Content-Type": "text/event-stream" if streaming else "application/json",
-            "Content-Encoding": "gzip"})
+        response = web.StreamResponse(
+            headers={
+                "Content-Type": "text/event-stream" if streaming else "application/json",
+                "Content-Encoding": "gzip",
+            }
+        )
         await response.prepare(request)
         for start in range(0, len(data), 16 * 1024):
             await write(response, site, data[start : start + 16 * 1024])
@@ -325,7 +361,8 @@ async def test_a_gzip_bomb_is_capped_after_decompression(mode: str) -> None:
 
     async with serve(bomb) as site, make_client("anthropic", site, api_key=KEY) as client:
         (_, error, _, _), peak = await _peak_during(
-            lambda: run_turn(client, StreamHandler.passthrough(), mode))
+            lambda: run_turn(client, StreamHandler.passthrough(), mode)
+        )
         assert isinstance(error, StreamProtocolError), error
         cap = "longer than 1048576 bytes" if mode == "streaming" else "10000000-byte limit"
         assert cap in str(error)
@@ -336,15 +373,17 @@ async def test_a_gzip_bomb_in_an_error_body_is_read_only_to_8_kib() -> None:
     bomb_body = gzip_bomb(b"<html><title>boom</title>", 32 * MIB)
 
     async def bomb(request: web.Request, site: Site) -> web.StreamResponse:
-        response = web.StreamResponse(status=500, headers={"Content-Type": "text/html",
-                                                           "Content-Encoding": "gzip"})
+        response = web.StreamResponse(
+            status=500, headers={"Content-Type": "text/html", "Content-Encoding": "gzip"}
+        )
         await response.prepare(request)
         await write(response, site, bomb_body)
         return response
 
     async with serve(bomb) as site, make_client("anthropic", site, api_key=KEY) as client:
         (_, error, _, _), peak = await _peak_during(
-            lambda: run_turn(client, StreamHandler.passthrough()))
+            lambda: run_turn(client, StreamHandler.passthrough())
+        )
         assert isinstance(error, ServerError), error
         assert len(error.body) <= 8 * 1024 + 100 and len(str(error)) <= 600
         assert peak < 16 * MIB, f"peak {peak / MIB:.1f} MiB"
@@ -356,10 +395,12 @@ async def test_a_gzip_bomb_in_an_error_body_is_read_only_to_8_kib() -> None:
 @pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
 @pytest.mark.parametrize("fmt", FORMAT_NAMES)
 async def test_an_html_502_from_a_proxy_is_a_readable_server_error(fmt: str, mode: str) -> None:
-    page = (b"<!DOCTYPE html><html><head><title>502 Bad Gateway</title>"
-            b"<style>body{font:sans-serif}</style></head><body><h1>Bad Gateway</h1>"
-            + b"<p>upstream connect error or disconnect/reset before headers</p>" * 4000
-            + b"<hr><center>nginx/1.25.3</center></body></html>")
+    page = (
+        b"<!DOCTYPE html><html><head><title>502 Bad Gateway</title>"
+        b"<style>body{font:sans-serif}</style></head><body><h1>Bad Gateway</h1>"
+        + b"<p>upstream connect error or disconnect/reset before headers</p>" * 4000
+        + b"<hr><center>nginx/1.25.3</center></body></html>"
+    )
 
     async def proxy(request: web.Request, site: Site) -> web.StreamResponse:
         return web.Response(status=502, body=page, content_type="text/html")
@@ -375,13 +416,22 @@ async def test_an_html_502_from_a_proxy_is_a_readable_server_error(fmt: str, mod
 
 
 ERROR_BODIES = {
-    "anthropic": (b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
-                  OverloadedError, "Overloaded"),
-    "openai": (b'{"error":{"message":"The server had an error processing your request.",'
-               b'"type":"server_error","param":null,"code":null}}',
-               ProviderStreamError, "The server had an error processing your request."),
-    "ollama": (b'{"error":"model requires more system memory (12.0 GiB) than is available"}',
-               ProviderStreamError, "model requires more system memory"),
+    "anthropic": (
+        b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}',
+        OverloadedError,
+        "Overloaded",
+    ),
+    "openai": (
+        b'{"error":{"message":"The server had an error processing your request.",'
+        b'"type":"server_error","param":null,"code":null}}',
+        ProviderStreamError,
+        "The server had an error processing your request.",
+    ),
+    "ollama": (
+        b'{"error":"model requires more system memory (12.0 GiB) than is available"}',
+        ProviderStreamError,
+        "model requires more system memory",
+    ),
 }
 
 
@@ -415,8 +465,9 @@ async def test_a_redirect_to_another_host_never_carries_the_key(
     async with serve(collector, host="127.0.0.2") as other:
 
         async def redirector(request: web.Request, site: Site) -> web.StreamResponse:
-            return web.Response(status=status, headers={"Location": other.base_url
-                                                        + request.path_qs})
+            return web.Response(
+                status=status, headers={"Location": other.base_url + request.path_qs}
+            )
 
         async with serve(redirector) as site, make_client(fmt, site, api_key=KEY) as client:
             result, error, _, _ = await run_turn(client, StreamHandler.passthrough(), mode)

@@ -85,7 +85,8 @@ def _load_cell(cell: Cell) -> Cell:
 
 #: The cells a fake provider can play (the scripted-server faults need exact bytes instead).
 LOAD_CELLS = [
-    _load_cell(cell) for cell in CELLS
+    _load_cell(cell)
+    for cell in CELLS
     if cell.handler == "resilient" and FAULTS[cell.fault].fake is not None
 ]
 
@@ -118,14 +119,20 @@ async def _settle(baseline: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     return extra
 
 
-async def _one_turn(model: str, cell: Cell, fake: FakeProvider, transport: AiohttpTransport
-                    ) -> tuple[CellRun, float]:
+async def _one_turn(
+    model: str, cell: Cell, fake: FakeProvider, transport: AiohttpTransport
+) -> tuple[CellRun, float]:
     """One turn of the load: its own client (sharing the pool), engine and observer log."""
     run = CellRun()
     client = make_client(cell.fmt, fake, model=model, transport=transport)
     recorder = TimedRecorder()
-    engine = TurnEngine(client, handler=load_handler(), mode=cell.path, observers=[recorder],
-                        text_streamer=run.streamed.append)
+    engine = TurnEngine(
+        client,
+        handler=load_handler(),
+        mode=cell.path,
+        observers=[recorder],
+        text_streamer=run.streamed.append,
+    )
     started = time.monotonic()
     try:
         run.result = await asyncio.wait_for(engine.run(PROMPT), SAFETY_NET)
@@ -149,7 +156,8 @@ async def _run_load(plan: list[tuple[str, Cell]], tag: str) -> list[tuple[CellRu
     try:
         async with FakeProvider(scenario) as fake:
             results = await asyncio.gather(
-                *(_one_turn(model, cell, fake, transport) for model, cell in plan))
+                *(_one_turn(model, cell, fake, transport) for model, cell in plan)
+            )
             assert _acquired(transport) == 0, f"{tag}: connections still checked out of the pool"
             per_model: dict[str, int] = {}
             for body in fake.requests:
@@ -161,8 +169,9 @@ async def _run_load(plan: list[tuple[str, Cell]], tag: str) -> list[tuple[CellRu
     return results
 
 
-def _broken_cells(plan: list[tuple[str, Cell]], results: list[tuple[CellRun, float]]
-                  ) -> tuple[list[str], tuple[float, str]]:
+def _broken_cells(
+    plan: list[tuple[str, Cell]], results: list[tuple[CellRun, float]]
+) -> tuple[list[str], tuple[float, str]]:
     """Turns that missed their deadline or broke their cell; and the slowest turn."""
     failures: list[str] = []
     slowest = (0.0, "")
@@ -190,9 +199,10 @@ async def test_500_concurrent_turns_with_faults_all_end_cleanly(
     tracemalloc.start()
     try:
         # warm up once (tiktoken tables, imports, first connections) before the memory baseline
-        async with FakeProvider({"models": {"*": [{"text": "warm"}]}}) as warm, make_client(
-            "anthropic", warm
-        ) as client:
+        async with (
+            FakeProvider({"models": {"*": [{"text": "warm"}]}}) as warm,
+            make_client("anthropic", warm) as client,
+        ):
             await TurnEngine(client, handler=load_handler()).run(PROMPT)
         gc.collect()
         memory_before = tracemalloc.get_traced_memory()[0]
@@ -207,7 +217,8 @@ async def test_500_concurrent_turns_with_faults_all_end_cleanly(
         assert not unclosed, f"{tag}: {len(unclosed)} left for the GC to close: {unclosed[:3]}"
         failures, slowest = _broken_cells(plan, results)
         assert not failures, f"{tag}: {len(failures)} turns broke their cell:\n" + "\n".join(
-            failures[:20])
+            failures[:20]
+        )
         extra = await _settle(baseline_tasks)
         assert not extra, f"{tag}: {len(extra)} tasks outlived their turns: {list(extra)[:5]}"
         del results
@@ -218,8 +229,10 @@ async def test_500_concurrent_turns_with_faults_all_end_cleanly(
     grown = memory_after - memory_before
     fds_after = _fd_count()
     with capsys.disabled():
-        print(f"[load] slowest turn {slowest[0]:.2f}s ({slowest[1]}); traced memory grew "
-              f"{grown / 1024:.0f} KiB; file descriptors {fds_before} -> {fds_after}")
+        print(
+            f"[load] slowest turn {slowest[0]:.2f}s ({slowest[1]}); traced memory grew "
+            f"{grown / 1024:.0f} KiB; file descriptors {fds_before} -> {fds_after}"
+        )
     assert grown < 16 * 1024 * 1024, f"{tag}: {grown / 2**20:.1f} MiB still held after the run"
     assert fds_after <= fds_before + 3, f"{tag}: file descriptors leaked"
 

@@ -53,10 +53,13 @@ def scenarios(key: str) -> dict[str, list[dict[str, Any]]]:
     return {
         **echo_scenarios(key),
         "served": [{"text": "All good here.", "thinking": "hmm", "chunk_chars": 5}],
-        "served_after_retry": [{"status": 500, "error_message": f"upstream saw key {key}"},
-                               {"text": "Recovered.", "chunk_chars": 3}],
-        "unauthorized_echo": [{"status": 401, "error_message": f"Incorrect API key provided: "
-                                                               f"{key}"}],
+        "served_after_retry": [
+            {"status": 500, "error_message": f"upstream saw key {key}"},
+            {"text": "Recovered.", "chunk_chars": 3},
+        ],
+        "unauthorized_echo": [
+            {"status": 401, "error_message": f"Incorrect API key provided: {key}"}
+        ],
         "rate_limited_echo": [{"status": 429, "error_message": f"quota for {key} exhausted"}],
         "malformed": [{"text": "Broken", "malformed_after_events": 3}],
     }
@@ -65,9 +68,15 @@ def scenarios(key: str) -> dict[str, list[dict[str, Any]]]:
 def echo_scenarios(key: str) -> dict[str, list[dict[str, Any]]]:
     """A provider that quotes the key inside the stream (see the in-stream test below)."""
     return {
-        "in_stream_error_echo": [{"text": "Half an answer", "chunk_chars": 4,
-                                  "error_event_after_events": 4, "error_type": "api_error",
-                                  "error_message": f"key {key} was revoked mid-stream"}],
+        "in_stream_error_echo": [
+            {
+                "text": "Half an answer",
+                "chunk_chars": 4,
+                "error_event_after_events": 4,
+                "error_type": "api_error",
+                "error_message": f"key {key} was revoked mid-stream",
+            }
+        ],
     }
 
 
@@ -114,22 +123,33 @@ def log_texts(records: list[logging.LogRecord]) -> list[object]:
 
 
 def resilient() -> StreamHandler:
-    return StreamHandler(timeouts=TimeoutPolicy(first_event=2.0, per_event=2.0, total=5.0),
-                         retry=RetryPolicy(base_delay=0.001, max_delay=0.01),
-                         rate_limit=RateLimitPolicy(default_delay=0.01))
+    return StreamHandler(
+        timeouts=TimeoutPolicy(first_event=2.0, per_event=2.0, total=5.0),
+        retry=RetryPolicy(base_delay=0.001, max_delay=0.01),
+        rate_limit=RateLimitPolicy(default_delay=0.01),
+    )
 
 
 async def leaks_of_one_run(
-    fmt: str, key: str, replies: list[dict[str, Any]], handler: StreamHandler, mode: str,
+    fmt: str,
+    key: str,
+    replies: list[dict[str, Any]],
+    handler: StreamHandler,
+    mode: str,
     records: list[logging.LogRecord],
 ) -> list[str]:
     """Run one turn with ``key``; return every place the key shows up afterwards."""
-    async with FakeProvider({"models": {"*": replies}}) as fake, make_client(
-        fmt, fake, api_key=key
-    ) as client:
+    async with (
+        FakeProvider({"models": {"*": replies}}) as fake,
+        make_client(fmt, fake, api_key=key) as client,
+    ):
         recorder = RecordingObserver()
-        engine = TurnEngine(client, handler=handler, mode=mode,  # type: ignore[arg-type]
-                            observers=[recorder, LoggingObserver(level=logging.DEBUG)])
+        engine = TurnEngine(
+            client,
+            handler=handler,
+            mode=mode,  # type: ignore[arg-type]
+            observers=[recorder, LoggingObserver(level=logging.DEBUG)],
+        )
         error: RxturnError | None = None
         result: Any = None
         try:
@@ -139,14 +159,22 @@ async def leaks_of_one_run(
         # the key really was sent (else the test would prove nothing)
         assert key in sent_key(fake.received[0].headers)
         objects: list[object] = [
-            client, getattr(client, "_transport", None), engine, engine.session, engine.handler,
-            engine.build_request(), Request(messages=()), result,
-            *(kwargs for _, kwargs in recorder.calls), engine.session.audit.to_jsonl(),
+            client,
+            getattr(client, "_transport", None),
+            engine,
+            engine.session,
+            engine.handler,
+            engine.build_request(),
+            Request(messages=()),
+            result,
+            *(kwargs for _, kwargs in recorder.calls),
+            engine.session.audit.to_jsonl(),
         ]
         if result is not None:
             objects.append(message_to_json(result.message))
-        return (leaks(key, *objects) + leaks(key, *error_texts(error))
-                + leaks(key, *log_texts(records)))
+        return (
+            leaks(key, *objects) + leaks(key, *error_texts(error)) + leaks(key, *log_texts(records))
+        )
 
 
 @pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
@@ -178,8 +206,9 @@ async def test_a_key_quoted_in_an_in_stream_error_event_is_redacted(
     key = KEYS[key_kind]
     caplog.set_level(logging.DEBUG)
     chosen = StreamHandler.passthrough() if handler == "passthrough" else resilient()
-    found = await leaks_of_one_run(fmt, key, echo_scenarios(key)["in_stream_error_echo"],
-                                   chosen, "streaming", caplog.records)
+    found = await leaks_of_one_run(
+        fmt, key, echo_scenarios(key)["in_stream_error_echo"], chosen, "streaming", caplog.records
+    )
     assert not found, f"the key leaked into {found}"
 
 
@@ -188,8 +217,9 @@ async def test_a_redirect_that_quotes_the_key_does_not_leak_it(fmt: str) -> None
     key = KEYS["opaque"]
 
     async def redirect(request: web.Request) -> web.StreamResponse:
-        return web.Response(status=307, headers={
-            "Location": f"http://127.0.0.2:9/steal?key={key}&also={key}"})
+        return web.Response(
+            status=307, headers={"Location": f"http://127.0.0.2:9/steal?key={key}&also={key}"}
+        )
 
     app = web.Application()
     app.router.add_route("*", "/{tail:.*}", redirect)
@@ -246,9 +276,14 @@ def threaded_fake() -> Iterator[type[ThreadedFake]]:
 @pytest.mark.parametrize("key_kind", list(KEYS))
 @pytest.mark.parametrize("case", ["served", "unauthorized_echo", "in_stream_error_echo"])
 def test_chat_json_output_never_contains_the_key(
-    case: str, key_kind: str, fmt: str, no_stream: bool,
-    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture,
-    monkeypatch: pytest.MonkeyPatch, threaded_fake: type[ThreadedFake],
+    case: str,
+    key_kind: str,
+    fmt: str,
+    no_stream: bool,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+    monkeypatch: pytest.MonkeyPatch,
+    threaded_fake: type[ThreadedFake],
 ) -> None:
     from rxturn.cli import main
 
@@ -257,8 +292,17 @@ def test_chat_json_output_never_contains_the_key(
     monkeypatch.setenv(ENV[fmt], key)
     with threaded_fake({"models": {"*": {**scenarios(key)}[case]}}) as fake:
         base = fake.openai_base_url if fmt == "openai" else fake.base_url
-        argv = ["chat", "--provider", fmt, "--model", "primary", "--base-url", base, "--json",
-                "hello"]
+        argv = [
+            "chat",
+            "--provider",
+            fmt,
+            "--model",
+            "primary",
+            "--base-url",
+            base,
+            "--json",
+            "hello",
+        ]
         code = main(argv[:-1] + (["--no-stream"] if no_stream else []) + ["hello"])
         sent = sent_key(fake.received[0].headers)
     out, err = capsys.readouterr()

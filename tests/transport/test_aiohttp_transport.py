@@ -56,7 +56,10 @@ async def test_request_reaches_the_server_and_headers_are_case_insensitive(
 
     server = await serve(aiohttp_server, {"/v1/messages": handler})
     response = await transport.send(
-        "POST", url(server, "/v1/messages"), headers={"x-api-key": "k"}, body=b'{"a":1}',
+        "POST",
+        url(server, "/v1/messages"),
+        headers={"x-api-key": "k"},
+        body=b'{"a":1}',
         stream=False,
     )
     try:
@@ -221,7 +224,10 @@ async def test_redirects_are_not_followed(
 
     server = await serve(aiohttp_server, {"/v1/messages": redirect, "/elsewhere": elsewhere})
     response = await transport.send(
-        "POST", url(server, "/v1/messages"), headers={"x-api-key": "secret"}, body=b"{}",
+        "POST",
+        url(server, "/v1/messages"),
+        headers={"x-api-key": "secret"},
+        body=b"{}",
         stream=False,
     )
     try:
@@ -350,22 +356,40 @@ def test_a_pool_is_bound_to_its_event_loop() -> None:
 @pytest.mark.parametrize(
     ("exc", "expected", "text"),
     [
-        (aiohttp.ConnectionTimeoutError(), ConnectError,
-         "timed out connecting to http://h/p after 3s"),
-        (aiohttp.SocketTimeoutError(), ReadError, "read timed out after 7s (no data from http://h/p)"),
+        (
+            aiohttp.ConnectionTimeoutError(),
+            ConnectError,
+            "timed out connecting to http://h/p after 3s",
+        ),
+        (
+            aiohttp.SocketTimeoutError(),
+            ReadError,
+            "read timed out after 7s (no data from http://h/p)",
+        ),
         (TimeoutError(), ReadError, "read timed out after 7s"),
         (aiohttp.ServerDisconnectedError(), ReadError, "server disconnected (http://h/p)"),
-        (aiohttp.ClientPayloadError("boom"), ReadError,
-         "response body incomplete (http://h/p): the connection closed before the body ended"),
+        (
+            aiohttp.ClientPayloadError("boom"),
+            ReadError,
+            "response body incomplete (http://h/p): the connection closed before the body ended",
+        ),
         (ConnectionResetError(104, "reset by peer"), ReadError, "connection error (http://h/p)"),
         (aiohttp.ClientOSError(32, "broken pipe"), ReadError, "connection error (http://h/p)"),
     ],
-    ids=["connect-timeout", "socket-timeout", "timeout", "disconnect", "payload", "oserror",
-         "client-oserror"],
+    ids=[
+        "connect-timeout",
+        "socket-timeout",
+        "timeout",
+        "disconnect",
+        "payload",
+        "oserror",
+        "client-oserror",
+    ],
 )
 def test_error_mapping_table(exc: Exception, expected: type[Exception], text: str) -> None:
-    with pytest.raises(expected) as info, map_aiohttp_errors(
-        "http://user:pw@h/p?key=secret", connect_timeout=3, read_timeout=7
+    with (
+        pytest.raises(expected) as info,
+        map_aiohttp_errors("http://user:pw@h/p?key=secret", connect_timeout=3, read_timeout=7),
     ):
         raise exc
     assert str(info.value).startswith(text)
@@ -382,8 +406,14 @@ def test_cancellation_and_foreign_errors_pass_through() -> None:
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{"connect_timeout": 0}, {"read_timeout": -1}, {"limit": 0}, {"limit_per_host": -1},
-     {"connect_timeout": "10"}, {"keepalive_timeout": True}],
+    [
+        {"connect_timeout": 0},
+        {"read_timeout": -1},
+        {"limit": 0},
+        {"limit_per_host": -1},
+        {"connect_timeout": "10"},
+        {"keepalive_timeout": True},
+    ],
     ids=["connect0", "read-neg", "limit0", "per-host-neg", "str", "bool"],
 )
 def test_bad_settings_are_config_errors(kwargs: dict[str, Any]) -> None:
