@@ -455,11 +455,14 @@ class _LaneScript:
     value: Any  # the tool input (tool lanes)
 
 
+def _extend_json_values(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    # A named function: hypothesis cannot read a multi-line lambda's source.
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
+
+
 _json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-1000, 1000) | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3)
-    ),
+    _extend_json_values,
     max_leaves=6,
 )
 

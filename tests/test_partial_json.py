@@ -209,11 +209,18 @@ _scalars = (
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=12)
 )
+
+
+def _extend_documents(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    # A named function: hypothesis cannot read a multi-line lambda's source.
+    return st.lists(children, max_size=4) | st.dictionaries(
+        st.text(max_size=6), children, max_size=4
+    )
+
+
 _documents = st.recursive(
     _scalars,
-    lambda children: (
-        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4)
-    ),
+    _extend_documents,
     max_leaves=12,
 )
 

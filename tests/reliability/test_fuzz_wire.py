@@ -412,11 +412,14 @@ def test_decoders_survive_mutated_recordings(pick: int, seed: st.DataObject) -> 
 
 
 # JSON values of every type, to put where a field of another type belongs.
+def _extend_json_values(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    # A named function: hypothesis cannot read a multi-line lambda's source.
+    return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
+
+
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
-    lambda inner: (
-        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3)
-    ),
+    _extend_json_values,
     max_leaves=8,
 )
 
