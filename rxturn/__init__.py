@@ -1,130 +1,151 @@
 """rxturn: one LLM turn as a ReactiveX pipeline.
 
-``import rxturn`` stays light: names are resolved lazily from their modules on first use, so
-neither aiohttp nor tiktoken is imported until a client or a token counter is actually used.
+The public names, imported once each below, in the order the pipeline runs: the vocabulary,
+the fold and replay, the resilience pieces, the turn, the clients. That import block is the one
+table of the public surface: type checkers read it, and at run time it is read (once, on the
+first public name used) to resolve each name lazily from its module. So ``import rxturn`` stays
+light, and ``import rxturn.wire`` loads no asyncio, reactivex, aiohttp or tiktoken.
+``__all__`` repeats the names because type checkers require it; a test keeps the two equal.
 
 Reading order for a newcomer: :mod:`rxturn.events`, :mod:`rxturn.wire`, :mod:`rxturn.fold`,
-:mod:`rxturn.operators`, :mod:`rxturn.handler`, :mod:`rxturn.engine`.
+:mod:`rxturn.operators`, :mod:`rxturn.engine.handler`, :mod:`rxturn.engine`; docs/design.md
+draws the layers.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import _moved
 from ._version import __version__
 
-# public name -> module that defines it
-_EXPORTS: dict[str, str] = {
-    # data
-    "Message": "rxturn.messages",
-    "TextPart": "rxturn.messages",
-    "ToolCallPart": "rxturn.messages",
-    "ToolResultPart": "rxturn.messages",
-    "ToolSchema": "rxturn.messages",
-    "Request": "rxturn.messages",
-    "RequestOptions": "rxturn.messages",
-    "ResponseFormat": "rxturn.messages",
-    "StopReason": "rxturn.messages",
-    "Usage": "rxturn.messages",
-    # events
-    "StreamEvent": "rxturn.events",
-    "HandlerEvent": "rxturn.events",
-    "EventBatch": "rxturn.events",
-    "MessageStart": "rxturn.events",
-    "PartStart": "rxturn.events",
-    "Delta": "rxturn.events",
-    "PartStop": "rxturn.events",
-    "MessageDelta": "rxturn.events",
-    "MessageStop": "rxturn.events",
-    "Ping": "rxturn.events",
-    "AttemptReset": "rxturn.events",
-    "Fallback": "rxturn.events",
-    # cancellation
-    "CancelToken": "rxturn.cancel",
-    # errors
-    "RxturnError": "rxturn.errors",
-    "ConfigError": "rxturn.errors",
-    "Cancelled": "rxturn.errors",
-    "ProviderError": "rxturn.errors",
-    "TransportError": "rxturn.errors",
-    "ConnectError": "rxturn.errors",
-    "ReadError": "rxturn.errors",
-    "APIStatusError": "rxturn.errors",
-    "BadRequestError": "rxturn.errors",
-    "ContextOverflowError": "rxturn.errors",
-    "AuthenticationError": "rxturn.errors",
-    "PermissionDeniedError": "rxturn.errors",
-    "NotFoundError": "rxturn.errors",
-    "RequestTimeoutError": "rxturn.errors",
-    "RateLimitError": "rxturn.errors",
-    "OverloadedError": "rxturn.errors",
-    "ServerError": "rxturn.errors",
-    "ProviderStreamError": "rxturn.errors",
-    "StreamProtocolError": "rxturn.errors",
-    "TruncatedStreamError": "rxturn.errors",
-    "InvalidToolInputError": "rxturn.errors",
-    "StreamTimeoutError": "rxturn.errors",
-    "RateLimitEscalation": "rxturn.errors",
-    "RescueFailed": "rxturn.errors",
-    "RescueTimeoutError": "rxturn.errors",
-    "FallbackExhausted": "rxturn.errors",
-    "is_retryable": "rxturn.errors",
-    # client seam and clients (aiohttp loads only when a client is used)
-    "ModelClient": "rxturn.clients._base",
-    "AnthropicClient": "rxturn.clients",
-    "OpenAIClient": "rxturn.clients",
-    "OllamaClient": "rxturn.clients",
-    # decoding and folding
-    "replay": "rxturn.replay",
-    "replay_message": "rxturn.replay",
-    "replay_batches": "rxturn.replay",
-    "fold": "rxturn.fold",
-    "fold_handler": "rxturn.fold",
-    "fold_batch": "rxturn.fold",
-    "TurnState": "rxturn.fold",
-    # the stream handler
-    "StreamHandler": "rxturn.handler",
-    "TimeoutPolicy": "rxturn.policies",
-    "RetryPolicy": "rxturn.policies",
-    "RateLimitPolicy": "rxturn.policies",
-    "LimiterPolicy": "rxturn.policies",
-    "RateLimiter": "rxturn.limiter",
-    # the turn
-    "TurnEngine": "rxturn.engine",
-    "Session": "rxturn.engine",
-    "TurnResult": "rxturn.engine",
-    "RunResult": "rxturn.engine",
-    "Tool": "rxturn.tools",
-    "ToolRegistry": "rxturn.tools",
-    "tool": "rxturn.tools",
-    # the model breaker, observers, audit
-    "FallbackManager": "rxturn.fallback",
-    "FallbackPolicy": "rxturn.fallback",
-    "BreakerState": "rxturn.fallback",
-    "FailureKind": "rxturn.fallback",
-    "Observer": "rxturn.observers",
-    "ObserverSet": "rxturn.observers",
-    "RecordingObserver": "rxturn.observers",
-    "LoggingObserver": "rxturn.observers",
-    "AuditTrail": "rxturn.audit",
-    "Turn": "rxturn.audit",
-    "Run": "rxturn.audit",
-    # context accounting (tiktoken loads only when counting)
-    "TokenCounter": "rxturn.tokens",
-    "TiktokenCounter": "rxturn.tokens",
-    "ContextEstimate": "rxturn.tokens",
-    "estimate_context": "rxturn.tokens",
-    "ContextContributor": "rxturn.context",
-    "MemoryProvider": "rxturn.context",
-    "ContextWindow": "rxturn.context",
-    "Compactor": "rxturn.context",
-    "TruncatingCompactor": "rxturn.context",
-    "SummarizingCompactor": "rxturn.context",
-    "Calibration": "rxturn.context",
-}
+_moved.install()
 
-# spelled out (not derived from _EXPORTS) so type checkers see the public names
+if TYPE_CHECKING:  # the table of public names (see the module docstring)
+    # -- the vocabulary: messages, stream events, one error tree
+    from .messages import (
+        Message,
+        Request,
+        RequestOptions,
+        ResponseFormat,
+        StopReason,
+        TextPart,
+        ToolCallPart,
+        ToolResultPart,
+        ToolSchema,
+        Usage,
+    )
+    from .events import (
+        AttemptReset,
+        Delta,
+        EventBatch,
+        Fallback,
+        HandlerEvent,
+        MessageDelta,
+        MessageStart,
+        MessageStop,
+        PartStart,
+        PartStop,
+        Ping,
+        StreamEvent,
+    )
+    from .errors import (
+        APIStatusError,
+        AuthenticationError,
+        BadRequestError,
+        Cancelled,
+        ConfigError,
+        ConnectError,
+        ContextOverflowError,
+        FallbackExhausted,
+        InvalidToolInputError,
+        NotFoundError,
+        OverloadedError,
+        PermissionDeniedError,
+        ProviderError,
+        ProviderStreamError,
+        RateLimitError,
+        RateLimitEscalation,
+        ReadError,
+        RequestTimeoutError,
+        RescueFailed,
+        RescueTimeoutError,
+        RxturnError,
+        ServerError,
+        StreamProtocolError,
+        StreamTimeoutError,
+        TransportError,
+        TruncatedStreamError,
+        is_retryable,
+    )
+
+    # -- the pure core: the fold, and replay of recorded bytes through it
+    from .fold import INITIAL_STATE, TurnState, fold, fold_batch, fold_handler
+    from .replay import replay, replay_batches, replay_message
+
+    # -- resilience: policies, the limiter, the cancel token, the model breaker
+    from .resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
+    from .resilience.limiter import RateLimiter
+    from .resilience.cancel import CancelToken
+    from .resilience.fallback import BreakerState, FailureKind, FallbackManager, FallbackPolicy
+
+    # -- the turn: the handler, the engine, what it reports to, runs, records and counts
+    from .engine.handler import StreamHandler
+    from .engine import RunResult, Session, TurnEngine, TurnResult
+    from .engine.observers import LoggingObserver, Observer, ObserverSet, RecordingObserver
+    from .engine.tools import Tool, ToolRegistry, tool
+    from .engine.audit import AuditTrail, Run, Turn
+    from .engine.tokens import ContextEstimate, TiktokenCounter, TokenCounter, estimate_context
+    from .engine.context import (
+        Calibration,
+        Compactor,
+        ContextContributor,
+        ContextWindow,
+        MemoryProvider,
+        SummarizingCompactor,
+        TruncatingCompactor,
+    )
+
+    # -- the clients (aiohttp loads on first send)
+    from .clients import AnthropicClient, ModelClient, OllamaClient, OpenAIClient
+
+
+def _export_table() -> dict[str, str]:
+    """Public name -> defining module, read from the ``if TYPE_CHECKING`` block above."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    table: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and isinstance(node.test, ast.Name):
+            if node.test.id != "TYPE_CHECKING":
+                continue
+            for stmt in node.body:
+                if isinstance(stmt, ast.ImportFrom) and stmt.module:
+                    module = "rxturn." + stmt.module
+                    table.update((alias.name, module) for alias in stmt.names)
+    return table
+
+
+_EXPORTS: dict[str, str] = {}
+
+
+def __getattr__(name: str) -> Any:
+    if not _EXPORTS:
+        _EXPORTS.update(_export_table())
+    module_name = _EXPORTS.get(name)
+    if module_name is None:
+        raise AttributeError(f"module 'rxturn' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module_name), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return __all__
+
+
 __all__ = [
     "APIStatusError",
     "AnthropicClient",
@@ -151,6 +172,7 @@ __all__ = [
     "FallbackManager",
     "FallbackPolicy",
     "HandlerEvent",
+    "INITIAL_STATE",
     "InvalidToolInputError",
     "LimiterPolicy",
     "LoggingObserver",
@@ -224,97 +246,3 @@ __all__ = [
     "replay_message",
     "tool",
 ]
-
-
-def __getattr__(name: str) -> Any:
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'rxturn' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
-
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .audit import AuditTrail, Run, Turn
-    from .cancel import CancelToken
-    from .clients import AnthropicClient, OllamaClient, OpenAIClient
-    from .clients._base import ModelClient
-    from .context import (
-        Calibration,
-        Compactor,
-        ContextContributor,
-        ContextWindow,
-        MemoryProvider,
-        SummarizingCompactor,
-        TruncatingCompactor,
-    )
-    from .engine import RunResult, Session, TurnEngine, TurnResult
-    from .errors import (
-        APIStatusError,
-        AuthenticationError,
-        BadRequestError,
-        Cancelled,
-        ConfigError,
-        ConnectError,
-        ContextOverflowError,
-        FallbackExhausted,
-        InvalidToolInputError,
-        NotFoundError,
-        OverloadedError,
-        PermissionDeniedError,
-        ProviderError,
-        ProviderStreamError,
-        RateLimitError,
-        RateLimitEscalation,
-        ReadError,
-        RequestTimeoutError,
-        RescueFailed,
-        RescueTimeoutError,
-        RxturnError,
-        ServerError,
-        StreamProtocolError,
-        StreamTimeoutError,
-        TransportError,
-        TruncatedStreamError,
-        is_retryable,
-    )
-    from .events import (
-        AttemptReset,
-        Delta,
-        EventBatch,
-        Fallback,
-        HandlerEvent,
-        MessageDelta,
-        MessageStart,
-        MessageStop,
-        PartStart,
-        PartStop,
-        Ping,
-        StreamEvent,
-    )
-    from .fallback import BreakerState, FailureKind, FallbackManager, FallbackPolicy
-    from .fold import TurnState, fold, fold_batch, fold_handler
-    from .handler import StreamHandler
-    from .limiter import RateLimiter
-    from .messages import (
-        Message,
-        Request,
-        RequestOptions,
-        ResponseFormat,
-        StopReason,
-        TextPart,
-        ToolCallPart,
-        ToolResultPart,
-        ToolSchema,
-        Usage,
-    )
-    from .observers import LoggingObserver, Observer, ObserverSet, RecordingObserver
-    from .policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
-    from .replay import replay, replay_batches, replay_message
-    from .tokens import ContextEstimate, TiktokenCounter, TokenCounter, estimate_context
-    from .tools import Tool, ToolRegistry, tool

@@ -1,8 +1,9 @@
 """Every default of the stream handler, in one place (reference §2.1 and §3).
 
 The values are the reference engine's exact source defaults. Times are seconds (floats), the unit
-every rxturn scheduler speaks. The policies in :mod:`rxturn.policies` read their field defaults
-from here, so changing a number here changes it everywhere, and nothing else hard-codes one.
+every rxturn scheduler speaks. The policies (:mod:`~rxturn.resilience.policies`) read their
+field defaults from here, so changing a number here changes it everywhere, and nothing else
+hard-codes one.
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ decisions (SPEC §2.5, §3.2):
 - ``MessageStop`` marks the reply complete. A tool lane still open then (a ``max_tokens`` stop)
   is a truncated call: ``message()`` keeps it with its input parsed as far as it goes, exactly as
   the anthropic SDK's ``jiter.from_json(buf, partial_mode=True)`` does (see
-  :mod:`rxturn._partial_json`). If even that fails, ``MessageStop`` raises
+  :mod:`rxturn.wire._partial_json`). If even that fails, ``MessageStop`` raises
   ``InvalidToolInputError`` so the attempt fails where the SDK would have failed too.
 
 Why the state looks the way it does. A scan hands every intermediate state downstream (to
@@ -48,7 +48,6 @@ from typing import Any, Final, TypeVar
 
 import msgspec
 
-from ._partial_json import parse_partial
 from .errors import InvalidToolInputError, StreamProtocolError
 from .events import (
     AttemptReset,
@@ -65,6 +64,7 @@ from .events import (
     StreamEvent,
 )
 from .messages import ContentPart, Message, StopReason, TextPart, ToolCallPart, Usage
+from .wire._partial_json import parse_partial
 
 __all__ = [
     "INITIAL_STATE",

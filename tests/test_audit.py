@@ -7,7 +7,7 @@ import json
 import msgspec
 import pytest
 
-from rxturn.audit import AuditTrail, Run, Turn
+from rxturn.engine.audit import AuditTrail, Run, Turn
 from rxturn.errors import ConfigError
 from rxturn.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 

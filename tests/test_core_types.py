@@ -7,7 +7,6 @@ import json
 import msgspec
 import pytest
 
-from rxturn.cancel import CancelToken
 from rxturn.errors import (
     APIStatusError,
     AuthenticationError,
@@ -39,6 +38,7 @@ from rxturn.messages import (
     message_from_json,
     message_to_json,
 )
+from rxturn.resilience.cancel import CancelToken
 
 
 class TestMessageJson:

@@ -12,7 +12,6 @@ import math
 import pytest
 from reactivex.testing import TestScheduler
 
-from rxturn._scheduling import clock as scheduler_clock
 from rxturn.errors import (
     Cancelled,
     ConfigError,
@@ -22,7 +21,8 @@ from rxturn.errors import (
     ServerError,
     StreamTimeoutError,
 )
-from rxturn.fallback import (
+from rxturn.operators._scheduling import clock as scheduler_clock
+from rxturn.resilience.fallback import (
     TRANSITIONS,
     BreakerState,
     FailureKind,

@@ -8,17 +8,17 @@ from typing import Any
 
 import pytest
 
-import rxturn.observers as observers_module
-from rxturn.errors import ConfigError, ServerError
-from rxturn.events import AttemptReset
-from rxturn.messages import ToolCallPart, ToolResultPart, Usage
-from rxturn.observers import (
+import rxturn.engine.observers as observers_module
+from rxturn.engine.observers import (
     CALLBACKS,
     LoggingObserver,
     Observer,
     ObserverSet,
     RecordingObserver,
 )
+from rxturn.errors import ConfigError, ServerError
+from rxturn.events import AttemptReset
+from rxturn.messages import ToolCallPart, ToolResultPart, Usage
 
 # One valid keyword set per callback (reference §7), used to drive every callback.
 SAMPLE_KWARGS: dict[str, dict[str, Any]] = {
@@ -116,10 +116,10 @@ def test_a_raising_observer_is_logged_and_isolated(
 ) -> None:
     before, after = RecordingObserver(), RecordingObserver()
     observers = ObserverSet([before, Exploding(), after])
-    with caplog.at_level(logging.ERROR, logger="rxturn.observers"):
+    with caplog.at_level(logging.ERROR, logger="rxturn.engine.observers"):
         call(observers)
     assert len(before.calls) == len(after.calls) == 1
-    [record] = [r for r in caplog.records if r.name == "rxturn.observers"]
+    [record] = [r for r in caplog.records if r.name == "rxturn.engine.observers"]
     assert "Exploding" in record.getMessage() and callback in record.getMessage()
     assert record.exc_info is not None
 
@@ -131,7 +131,7 @@ def test_an_observer_with_a_wrong_signature_is_isolated(caplog: pytest.LogCaptur
 
     rec = RecordingObserver()
     observers = ObserverSet([Positional(), rec])  # type: ignore[list-item]
-    with caplog.at_level(logging.ERROR, logger="rxturn.observers"):
+    with caplog.at_level(logging.ERROR, logger="rxturn.engine.observers"):
         observers.emit("on_fallback", from_model="m", to_model="b")
     assert rec.names() == ["on_fallback"]
     assert any("Positional.on_fallback" in r.getMessage() for r in caplog.records)

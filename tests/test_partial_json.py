@@ -15,7 +15,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from rxturn._partial_json import parse_partial
+from rxturn.wire._partial_json import parse_partial
 
 
 def _jiter(text: str) -> tuple[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
 
@@ -42,7 +43,10 @@ def test_error_tree_has_one_root() -> None:
 
 
 def test_all_matches_the_lazy_export_table() -> None:
-    assert set(rxturn.__all__) == {*rxturn._EXPORTS, "__version__"}  # pyright: ignore[reportPrivateUsage]
+    table = rxturn._export_table()  # pyright: ignore[reportPrivateUsage]
+    assert set(rxturn.__all__) == {*table, "__version__"}
+    for name, module in table.items():
+        assert name in vars(importlib.import_module(module)), (name, module)
 
 
 def test_import_boundaries() -> None:
@@ -64,4 +68,15 @@ def test_import_boundaries() -> None:
             for root in roots & importers.keys():
                 importers[root].add(path.relative_to(package).as_posix())
     assert importers["aiohttp"] == {"transport/aiohttp.py", "testing/_server.py"}
-    assert importers["tiktoken"] == {"tokens.py"}
+    assert importers["tiktoken"] == {"engine/tokens.py"}
+
+
+def test_moved_modules_keep_their_old_import_paths() -> None:
+    """Modules that moved into ``resilience/`` and ``engine/`` import under their old names."""
+    from rxturn._moved import MOVED
+
+    for old, new in MOVED.items():
+        assert importlib.import_module(old) is importlib.import_module(new), old
+    from rxturn.handler import StreamHandler  # type: ignore[import-not-found]
+
+    assert StreamHandler is rxturn.StreamHandler

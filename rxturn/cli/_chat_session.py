@@ -11,11 +11,11 @@ from typing import Any, TextIO
 import msgspec
 
 from ..engine import RunResult, TurnEngine
+from ..engine.handler import StreamHandler
+from ..engine.observers import Observer
 from ..errors import RxturnError
 from ..events import AttemptReset
-from ..fallback import FallbackManager
-from ..handler import StreamHandler
-from ..observers import Observer
+from ..resilience.fallback import FallbackManager
 
 __all__ = ["ChatSession"]
 

@@ -1,4 +1,4 @@
-"""``rxturn demo``: the resilience story on the embedded fake provider (see rxturn.demo)."""
+"""``rxturn demo``: the resilience story on the embedded fake provider (_demo_story.py)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def add_parser(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     import asyncio
 
-    from rxturn.demo import play
+    from rxturn.cli._demo_story import play
 
     try:
         return asyncio.run(play(color=args.color))

@@ -4,7 +4,7 @@ A resilient turn is hard to read from its final reply alone: the reply hides the
 that was retried, the 529 that was waited out, the rescue that saved it and the breaker that
 moved it to a backup model. This module makes that story visible, in Jupyter or a script:
 
-- :class:`TurnRecorder` is an :class:`~rxturn.observers.Observer` that also listens to
+- :class:`TurnRecorder` is an :class:`~rxturn.engine.observers.Observer` that also listens to
   ``engine.events`` (:meth:`TurnRecorder.attach`). It keeps a compact, timestamped log of
   :class:`Record` entries — one per callback, never one per delta: text deltas only bump
   per-attempt counters in time bins (:class:`DeltaDensity`), so a 100k-delta reply costs a few
@@ -18,7 +18,7 @@ moved it to a backup model. This module makes that story visible, in Jupyter or 
 - :func:`timeline` draws a recorder's log as a matplotlib figure: a lane per attempt, resets,
   the rescue, breaker trips, model switches, success or failure, and text-delta density.
 - :func:`simulate_breaker` / :func:`sample_breaker` drive a
-  :class:`~rxturn.fallback.FallbackManager` through a scripted sequence of outcomes on virtual
+  :class:`~rxturn.FallbackManager` through a scripted sequence of outcomes on virtual
   time, and :func:`breaker_timeline` plots its state as a step plot.
 - :func:`summarize_turns` condenses a log into one row per turn (attempts, resets, rescued,
   outcome, duration) for a results table.

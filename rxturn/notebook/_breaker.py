@@ -1,7 +1,7 @@
 """The model breaker on virtual time: scripted outcomes in, state samples and a step plot out.
 
 :func:`sample_breaker` runs a script of ``(time, outcome)`` turns through a real
-:class:`~rxturn.fallback.FallbackManager` the way the engine drives it (``begin_turn``, then the
+:class:`~rxturn.FallbackManager` the way the engine drives it (``begin_turn``, then the
 outcome in reference §6.4 order), reading time from a :class:`ManualClock` or a virtual-time
 scheduler — so a 60 s cooldown costs no real time. :func:`breaker_timeline` plots the samples.
 """
@@ -15,9 +15,9 @@ import msgspec
 from reactivex import abc
 from reactivex.scheduler import VirtualTimeScheduler
 
-from .._scheduling import clock as scheduler_clock
 from ..errors import ConfigError, FallbackExhausted, RateLimitEscalation, ReadError
-from ..fallback import BreakerState, FallbackManager, FallbackPolicy
+from ..operators._scheduling import clock as scheduler_clock
+from ..resilience.fallback import BreakerState, FallbackManager, FallbackPolicy
 from ._timeline import new_figure
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -146,7 +146,7 @@ def sample_breaker(
 
     ``clock`` is what ``manager`` reads time from: a :class:`ManualClock` it was built with, or
     a virtual-time scheduler (e.g. ``reactivex.testing.TestScheduler``) whose
-    ``rxturn._scheduling.clock(scheduler)`` it was built with. Each step runs at its virtual
+    ``operators._scheduling.clock(scheduler)`` it was built with. Each step runs at its virtual
     time: no real waiting, whatever the cooldown.
 
     Returns:

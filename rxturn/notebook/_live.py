@@ -21,8 +21,8 @@ from typing import Any, Protocol, TextIO
 from reactivex import abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
-from .._scheduling import clock as scheduler_clock
 from ..errors import ConfigError
+from ..operators._scheduling import clock as scheduler_clock
 from ._recorder import TurnRecorder
 from ._records import Change, Clock, EngineLike, LiveView, cut
 

@@ -22,10 +22,10 @@ from typing import Literal
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
+from ..engine.observers import Observer
 from ..errors import ConfigError
 from ..events import AttemptReset, Delta, Fallback, HandlerEvent, MessageStart, MessageStop
 from ..messages import ToolCallPart, ToolResultPart, Usage
-from ..observers import Observer
 from ._records import (
     Change,
     Clock,
@@ -53,7 +53,7 @@ class TurnRecorder(Observer):
 
     Args:
         clock: ``() -> seconds`` for the timestamps (default ``time.monotonic``; pass
-            ``rxturn._scheduling.clock(scheduler)`` for virtual time).
+            ``rxturn.operators._scheduling.clock(scheduler)`` for virtual time).
         max_records: the log keeps the newest this many records.
         max_replies: committed replies kept (newest).
         density_bin: initial width, in seconds, of the text-delta density bins.

@@ -17,8 +17,8 @@ import msgspec
 if TYPE_CHECKING:  # pragma: no cover
     from reactivex import Observable
 
+    from ..engine.observers import Observer, ObserverSet
     from ..events import HandlerEvent
-    from ..observers import Observer, ObserverSet
 
 __all__ = [
     "Change",

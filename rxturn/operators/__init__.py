@@ -1,6 +1,6 @@
 """The stream handler's building blocks as ReactiveX operators you can put in your own pipelines.
 
-:class:`~rxturn.handler.StreamHandler` is nothing but these operators composed (reference §2, §3)::
+:class:`~rxturn.StreamHandler` is nothing but these operators composed (reference §2, §3)::
 
     attempt = reactivex.defer(lambda _: client.stream(request)).pipe(
         attempt_guard(p),                                       # shadow fold, truncation
@@ -41,11 +41,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from reactivex import Observable, abc
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..cancel import CancelToken
     from ..events import AttemptReset, Fallback, StreamEvent
-    from ..limiter import RateLimiter
     from ..messages import Message
-    from ..policies import RateLimitPolicy, RetryPolicy
+    from ..resilience.cancel import CancelToken
+    from ..resilience.limiter import RateLimiter
+    from ..resilience.policies import RateLimitPolicy, RetryPolicy
     from ._progress import TurnProgress
     from ._rescue import is_rescuable
     from ._retry_ladder import Decision, decide
@@ -81,7 +81,7 @@ def _check_seconds(where: str, name: str, value: Any, *, allow_zero: bool = Fals
     if value is None:
         return
     from ..errors import ConfigError
-    from ..policies import seconds_problem
+    from ..resilience.policies import seconds_problem
 
     problem = seconds_problem(value, allow_zero=allow_zero)
     if problem is not None:
@@ -251,8 +251,8 @@ def retry_ladder(
                                               ^ 0.1 s ±10 %
 
     Args:
-        retry: the transport ladder (default :class:`~rxturn.policies.RetryPolicy`).
-        rate_limit: the rate-limit ladder (default :class:`~rxturn.policies.RateLimitPolicy`).
+        retry: the transport ladder (default :class:`~rxturn.resilience.policies.RetryPolicy`).
+        rate_limit: the rate-limit ladder (default :class:`~rxturn.RateLimitPolicy`).
         rng: jitter source (default: a fresh ``random.Random()``).
         progress: the failed attempt's usage and events for ``AttemptReset``; the deadline.
         scheduler: where time comes from.
@@ -358,7 +358,7 @@ def rate_limit_gate(
         result: -------…1 s…-S-d-M-|
 
     Args:
-        limiter: the shared :class:`~rxturn.limiter.RateLimiter` (``None`` or disabled: identity).
+        limiter: the shared :class:`~rxturn.RateLimiter` (``None`` or disabled: identity).
         key: the bucket key, normally ``client.base_url``.
         max_wait: cap of the total wait (default: the limiter's ``max_wait``).
         progress: the turn's total deadline.

@@ -19,7 +19,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from ..cancel import CancelToken
+from ..resilience.cancel import CancelToken
 from ._progress import TurnProgress
 
 __all__ = ["cancellable_"]

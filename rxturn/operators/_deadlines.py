@@ -30,10 +30,10 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from .._scheduling import clock, resolve_scheduler
 from ..errors import StreamTimeoutError
 from ._batches import event_count
 from ._progress import TurnProgress
+from ._scheduling import clock, resolve_scheduler
 
 __all__ = ["deadlines_"]
 

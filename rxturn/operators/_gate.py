@@ -22,9 +22,9 @@ from reactivex import Observable, abc
 from reactivex.disposable import SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from .._scheduling import clock, resolve_scheduler
-from ..limiter import RateLimiter
+from ..resilience.limiter import RateLimiter
 from ._progress import TurnProgress
+from ._scheduling import clock, resolve_scheduler
 
 __all__ = ["rate_limit_gate_"]
 

@@ -9,7 +9,7 @@ anthropic's ``BetaFallbackState`` carries fallback state: explicit, owned by the
 module global.
 
 Create one per turn **inside** the subscription (``reactivex.defer``), as
-:meth:`rxturn.handler.StreamHandler.stream_turn` does, so that resubscribing starts a fresh turn.
+:meth:`rxturn.StreamHandler.stream_turn` does, so that resubscribing starts a fresh turn.
 Every operator also works without one (each then keeps private bookkeeping).
 """
 
@@ -28,7 +28,7 @@ class TurnProgress:
     """Mutable facts of one turn.
 
     Attributes:
-        clock: the scheduler's clock, ``() -> seconds`` (see :func:`rxturn._scheduling.clock`).
+        clock: the scheduler's clock, ``() -> seconds`` (see :func:`._scheduling.clock`).
         started_at: when the turn started, on ``clock``.
         deadline_at: when the total deadline fires, on ``clock`` (``None``: no total deadline).
         attempts: streaming attempts started so far (the guard counts subscriptions).

@@ -31,7 +31,6 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from .._scheduling import resolve_scheduler
 from ..errors import (
     Cancelled,
     ConfigError,
@@ -46,6 +45,7 @@ from ..errors import (
 from ..events import Fallback
 from ..messages import Message
 from ._progress import TurnProgress
+from ._scheduling import resolve_scheduler
 
 __all__ = ["is_rescuable", "rescue_"]
 

@@ -31,13 +31,13 @@ from reactivex import Observable, abc
 from reactivex.disposable import SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from .._scheduling import resolve_scheduler
-from ..backoff import clamp_to_deadline, jittered_delay, rate_limit_delay
 from ..errors import RateLimitEscalation, StreamTimeoutError, is_rate_limit, is_retryable
 from ..events import AttemptReset
-from ..policies import RateLimitPolicy, RetryPolicy
+from ..resilience.backoff import clamp_to_deadline, jittered_delay, rate_limit_delay
+from ..resilience.policies import RateLimitPolicy, RetryPolicy
 from ._batches import event_count
 from ._progress import TurnProgress, stamp_attempts
+from ._scheduling import resolve_scheduler
 
 __all__ = ["Decision", "decide", "retry_ladder_"]
 

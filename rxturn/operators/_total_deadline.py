@@ -21,9 +21,9 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from .._scheduling import clock, resolve_scheduler
 from ..errors import StreamTimeoutError
 from ._progress import TurnProgress
+from ._scheduling import clock, resolve_scheduler
 
 __all__ = ["total_deadline_"]
 

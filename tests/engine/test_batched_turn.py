@@ -37,7 +37,7 @@ from rxturn.events import (
     StreamEvent,
 )
 from rxturn.messages import Message, Request, RequestOptions, StopReason, Usage
-from rxturn.policies import RetryPolicy
+from rxturn.resilience.policies import RetryPolicy
 from rxturn.testing import _server
 
 WAIT = 10.0  # bound on every wait (seconds)
@@ -270,13 +270,13 @@ async def test_a_raising_observer_stops_neither_the_streamer_nor_the_others(
         engine = TurnEngine(
             client, observers=observers, text_streamer=lambda t: log.append(("streamer", t))
         )
-        with caplog.at_level(logging.ERROR, logger="rxturn.observers"):
+        with caplog.at_level(logging.ERROR, logger="rxturn.engine.observers"):
             result = await engine.turn()
     assert result.message.text == text
     assert broken.calls == len(chunks)
     labels = ("streamer", "before", "after") if others else ("streamer",)
     assert log == [(label, c) for c in chunks for label in labels]
-    failures = [r for r in caplog.records if r.name == "rxturn.observers"]
+    failures = [r for r in caplog.records if r.name == "rxturn.engine.observers"]
     assert len(failures) == len(chunks)
     assert all("Raises.on_text_delta" in r.getMessage() for r in failures)
     assert all(r.exc_info and isinstance(r.exc_info[1], RuntimeError) for r in failures)

@@ -16,7 +16,7 @@ from rxturn import (
     TurnEngine,
 )
 from rxturn.errors import RateLimitEscalation, ServerError
-from rxturn.policies import RateLimitPolicy
+from rxturn.resilience.policies import RateLimitPolicy
 
 
 async def test_trip_backup_cooldown_probes_and_back(served: Any, manual_clock: Any) -> None:

@@ -17,7 +17,7 @@ from rxturn import (
     StreamHandler,
     TurnEngine,
 )
-from rxturn.policies import RetryPolicy
+from rxturn.resilience.policies import RetryPolicy
 
 FAST = StreamHandler(retry=RetryPolicy(base_delay=0.001, max_delay=0.002))
 

@@ -17,7 +17,7 @@ from rxturn import (
     TurnEngine,
 )
 from rxturn.errors import AuthenticationError, StreamTimeoutError
-from rxturn.policies import TimeoutPolicy
+from rxturn.resilience.policies import TimeoutPolicy
 
 
 def chunks(text: str, size: int) -> list[str]:

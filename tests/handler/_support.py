@@ -23,7 +23,6 @@ from reactivex.notification import Notification
 from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.recorded import Recorded
 
-from rxturn.cancel import CancelToken
 from rxturn.events import (
     AttemptReset,
     Delta,
@@ -36,6 +35,7 @@ from rxturn.events import (
     StreamEvent,
 )
 from rxturn.messages import Message, Request, RequestOptions, Usage
+from rxturn.resilience.cancel import CancelToken
 
 __all__ = [
     "HANG",

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 from reactivex.testing import TestScheduler
 
-from rxturn.cancel import CancelToken
+from rxturn.engine.handler import StreamHandler
 from rxturn.errors import (
     Cancelled,
     InvalidToolInputError,
@@ -29,8 +29,6 @@ from rxturn.errors import (
 )
 from rxturn.events import AttemptReset, Delta, Fallback, MessageDelta, PartStart, PartStop
 from rxturn.fold import INITIAL_STATE, fold_handler
-from rxturn.handler import StreamHandler
-from rxturn.limiter import RateLimiter
 from rxturn.messages import (
     Message,
     RequestOptions,
@@ -40,7 +38,9 @@ from rxturn.messages import (
     ToolCallPart,
     Usage,
 )
-from rxturn.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from rxturn.resilience.cancel import CancelToken
+from rxturn.resilience.limiter import RateLimiter
+from rxturn.resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
 
 from ._support import HANG, REQUEST, Later, Run, ScriptedClient, drive, reply, timeline
 

@@ -7,8 +7,8 @@ import math
 import pytest
 
 from rxturn.errors import ConfigError
-from rxturn.limiter import RateLimiter, TokenBucket
-from rxturn.policies import LimiterPolicy
+from rxturn.resilience.limiter import RateLimiter, TokenBucket
+from rxturn.resilience.policies import LimiterPolicy
 
 
 def test_burst_then_throttle() -> None:

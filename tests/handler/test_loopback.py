@@ -21,9 +21,9 @@ from aiohttp import web
 from aiohttp.test_utils import TestServer
 from reactivex import Observable
 
-from rxturn.cancel import CancelToken
 from rxturn.clients import AnthropicClient, OpenAIClient
 from rxturn.clients._http import HttpClient
+from rxturn.engine.handler import StreamHandler
 from rxturn.errors import (
     AuthenticationError,
     Cancelled,
@@ -34,9 +34,9 @@ from rxturn.errors import (
 )
 from rxturn.events import AttemptReset, Fallback, HandlerEvent
 from rxturn.fold import INITIAL_STATE, fold_handler
-from rxturn.handler import StreamHandler
 from rxturn.messages import Message, Request
-from rxturn.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from rxturn.resilience.cancel import CancelToken
+from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from rxturn.testing import FakeProvider
 
 WAIT = 10.0  # bound on every wait, in real seconds

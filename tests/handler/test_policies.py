@@ -11,13 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from rxturn.backoff import (
-    base_delay,
-    clamp_to_deadline,
-    jittered_delay,
-    parse_retry_after,
-    rate_limit_delay,
-)
+from rxturn.engine.handler import StreamHandler
 from rxturn.errors import (
     AuthenticationError,
     ConfigError,
@@ -30,9 +24,15 @@ from rxturn.errors import (
     is_rate_limit,
     status_error,
 )
-from rxturn.handler import StreamHandler
 from rxturn.operators import Decision, decide
-from rxturn.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from rxturn.resilience.backoff import (
+    base_delay,
+    clamp_to_deadline,
+    jittered_delay,
+    parse_retry_after,
+    rate_limit_delay,
+)
+from rxturn.resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
 
 # -- defaults ---------------------------------------------------------------------------------
 

@@ -349,7 +349,7 @@ async def test_retry_ladder_without_progress_counts_a_batch_as_its_events(
     from rxturn.errors import ReadError
     from rxturn.events import AttemptReset
     from rxturn.operators import retry_ladder
-    from rxturn.policies import RetryPolicy
+    from rxturn.resilience.policies import RetryPolicy
 
     attempts = iter(
         [

@@ -5,10 +5,10 @@ from __future__ import annotations
 from handler._support import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
 
-from rxturn._scheduling import clock
-from rxturn.cancel import CancelToken
 from rxturn.errors import Cancelled
 from rxturn.operators import TurnProgress, cancellable
+from rxturn.operators._scheduling import clock
+from rxturn.resilience.cancel import CancelToken
 
 
 async def test_an_already_cancelled_token_never_subscribes_upstream(clean: TestScheduler) -> None:

@@ -10,8 +10,6 @@ from handler._support import REQUEST, ScriptedClient, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
-from rxturn._scheduling import clock
-from rxturn.cancel import CancelToken
 from rxturn.errors import ServerError
 from rxturn.events import Fallback
 from rxturn.messages import Message
@@ -24,7 +22,9 @@ from rxturn.operators import (
     retry_ladder,
     total_deadline,
 )
-from rxturn.policies import RetryPolicy
+from rxturn.operators._scheduling import clock
+from rxturn.resilience.cancel import CancelToken
+from rxturn.resilience.policies import RetryPolicy
 from rxturn.sources import from_awaitable
 
 

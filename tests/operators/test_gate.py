@@ -6,10 +6,10 @@ import pytest
 from handler._support import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
 
-from rxturn._scheduling import clock
-from rxturn.limiter import RateLimiter
 from rxturn.operators import TurnProgress, rate_limit_gate
-from rxturn.policies import LimiterPolicy
+from rxturn.operators._scheduling import clock
+from rxturn.resilience.limiter import RateLimiter
+from rxturn.resilience.policies import LimiterPolicy
 
 KEY = "https://provider.invalid"
 

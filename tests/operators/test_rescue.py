@@ -10,7 +10,6 @@ from handler._support import Tracked, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import ReactiveTest, TestScheduler
 
-from rxturn._scheduling import clock
 from rxturn.errors import (
     AuthenticationError,
     Cancelled,
@@ -27,6 +26,7 @@ from rxturn.errors import (
 from rxturn.events import Fallback
 from rxturn.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from rxturn.operators import TurnProgress, is_rescuable, rescue
+from rxturn.operators._scheduling import clock
 
 on_completed = ReactiveTest.on_completed
 

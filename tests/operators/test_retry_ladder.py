@@ -12,7 +12,6 @@ from handler._support import Tracked, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
-from rxturn._scheduling import clock
 from rxturn.errors import (
     AuthenticationError,
     Cancelled,
@@ -23,7 +22,8 @@ from rxturn.errors import (
 from rxturn.events import AttemptReset, MessageDelta, MessageStart
 from rxturn.messages import Usage
 from rxturn.operators import TurnProgress, attempt_guard, retry_ladder
-from rxturn.policies import RetryPolicy
+from rxturn.operators._scheduling import clock
+from rxturn.resilience.policies import RetryPolicy
 
 EXACT = RetryPolicy(jitter=0.0)
 

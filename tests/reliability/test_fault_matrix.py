@@ -41,6 +41,9 @@ import jiter
 import pytest
 
 from rxturn.engine import RunResult, TurnEngine
+from rxturn.engine.handler import StreamHandler
+from rxturn.engine.observers import RecordingObserver
+from rxturn.engine.tokens import TiktokenCounter
 from rxturn.errors import (
     AuthenticationError,
     ContextOverflowError,
@@ -58,12 +61,9 @@ from rxturn.errors import (
     StreamTimeoutError,
     TruncatedStreamError,
 )
-from rxturn.handler import StreamHandler
 from rxturn.messages import Message, StopReason, ToolCallPart, Usage
-from rxturn.observers import RecordingObserver
-from rxturn.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from rxturn.testing import FakeProvider
-from rxturn.tokens import TiktokenCounter
 
 from .conftest import (
     FORMAT_NAMES,

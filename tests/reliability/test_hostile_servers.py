@@ -36,6 +36,8 @@ import pytest
 from aiohttp import web
 
 from rxturn.engine import TurnEngine
+from rxturn.engine.handler import StreamHandler
+from rxturn.engine.observers import RecordingObserver
 from rxturn.errors import (
     APIStatusError,
     OverloadedError,
@@ -45,9 +47,7 @@ from rxturn.errors import (
     StreamProtocolError,
     StreamTimeoutError,
 )
-from rxturn.handler import StreamHandler
-from rxturn.observers import RecordingObserver
-from rxturn.policies import RetryPolicy, TimeoutPolicy
+from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 
 from .conftest import FORMAT_NAMES, make_client, wire_reply
 

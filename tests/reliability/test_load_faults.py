@@ -35,9 +35,9 @@ from typing import Any
 import pytest
 
 from rxturn.engine import TurnEngine
+from rxturn.engine.handler import StreamHandler
 from rxturn.errors import RxturnError
-from rxturn.handler import StreamHandler
-from rxturn.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from rxturn.testing import FakeProvider
 from rxturn.transport.aiohttp import AiohttpTransport
 

@@ -39,13 +39,10 @@ from typing import Any, ClassVar
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from ._scheduling import clock, resolve_scheduler
-from .cancel import CancelToken
-from .clients._base import ModelClient
-from .events import HandlerEvent, StreamEvent
-from .limiter import RateLimiter
-from .messages import Message, Request, RequestOptions
-from .operators import (
+from ..clients._base import ModelClient
+from ..events import HandlerEvent, StreamEvent
+from ..messages import Message, Request, RequestOptions
+from ..operators import (
     attempt_guard,
     cancellable,
     deadlines,
@@ -54,9 +51,12 @@ from .operators import (
     retry_ladder,
     total_deadline,
 )
-from .operators._batches import as_batches_, unbatch_
-from .operators._progress import TurnProgress
-from .policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from ..operators._batches import as_batches_, unbatch_
+from ..operators._progress import TurnProgress
+from ..operators._scheduling import clock, resolve_scheduler
+from ..resilience.cancel import CancelToken
+from ..resilience.limiter import RateLimiter
+from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 
 __all__ = ["StreamHandler"]
 
@@ -68,7 +68,7 @@ class StreamHandler:
         timeouts: deadlines and whether the non-streaming rescue runs.
         retry: the transport ladder.
         rate_limit: the rate-limit ladder (its own budget).
-        limiter: a proactive :class:`~rxturn.limiter.RateLimiter`, shared across turns.
+        limiter: a proactive :class:`~rxturn.resilience.limiter.RateLimiter`, shared across turns.
         rng: the jitter source (default: a fresh ``random.Random()``).
         scheduler: where time comes from (default: the one given to :meth:`stream_turn`, then
             the subscribe-time scheduler, then asyncio on the running loop).
@@ -231,7 +231,7 @@ class StreamHandler:
             return source.subscribe(observer, scheduler=scheduler_)
 
         def create_request() -> Observable[Message]:
-            from .sources import from_awaitable
+            from ..sources import from_awaitable
 
             return from_awaitable(lambda: client.create(request, options))
 

@@ -7,7 +7,7 @@ Four policies configure the resilience ladder (reference §2.1 and §3); their d
   consecutive-timeout rule, and whether the non-streaming rescue may run.
 - :class:`RetryPolicy`: the transport ladder (exponential backoff with jitter).
 - :class:`RateLimitPolicy`: the rate-limit ladder for 429 / 503 / 529, with its own budget.
-- :class:`LimiterPolicy`: the proactive token bucket (:class:`~rxturn.limiter.RateLimiter`).
+- :class:`LimiterPolicy`: the proactive token bucket (:class:`~.limiter.RateLimiter`).
 
 Policies are values, not builders: derive a variant with ``msgspec.structs.replace``. Building
 one never fails (it is just data); :meth:`validate` checks it against the reference's rules and
@@ -23,8 +23,8 @@ from typing import Any
 
 import msgspec
 
-from . import _constants as C
-from .errors import ConfigError
+from .. import _constants as C
+from ..errors import ConfigError
 
 __all__ = ["LimiterPolicy", "RateLimitPolicy", "RetryPolicy", "TimeoutPolicy"]
 

@@ -15,9 +15,9 @@ used its strikes); (6) ``on_stream_failure``. The caller then re-raises the orig
 
 from __future__ import annotations
 
-from .errors import Cancelled
-from .fallback import FallbackManager
-from .messages import Usage
+from ..errors import Cancelled
+from ..messages import Usage
+from ..resilience.fallback import FallbackManager
 from .observers import ObserverSet
 
 __all__ = ["record_turn_failure", "record_turn_success"]

@@ -19,7 +19,7 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from .errors import Cancelled
+from ..errors import Cancelled
 
 __all__ = ["CancelToken"]
 

@@ -4,7 +4,7 @@ An observer is any object with some of the methods below; subclass :class:`Obser
 no-op default for every one you leave out. All arguments are passed by keyword, so an observer
 may name only what it reads and swallow the rest with ``**_``. The engine calls observers
 through an :class:`ObserverSet`: in registration order, each call isolated (an observer that
-raises is logged on the ``rxturn.observers`` logger and the others still run; a turn is never
+raises is logged on the ``rxturn.engine.observers`` logger and the others still run; a turn is never
 failed by its audience).
 
 ===================  ============================================================================
@@ -57,9 +57,9 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
-from .errors import ConfigError
-from .events import AttemptReset
-from .messages import ToolCallPart, ToolResultPart, Usage
+from ..errors import ConfigError
+from ..events import AttemptReset
+from ..messages import ToolCallPart, ToolResultPart, Usage
 
 __all__ = [
     "CALLBACKS",
@@ -70,7 +70,7 @@ __all__ = [
     "report_observer_error",
 ]
 
-_log = logging.getLogger("rxturn.observers")
+_log = logging.getLogger("rxturn.engine.observers")
 
 #: Every callback name, in the order of the table above.
 CALLBACKS: Final[tuple[str, ...]] = (

@@ -26,8 +26,8 @@ from typing import Annotated, Any
 
 import msgspec
 
-from .errors import ConfigError
-from .messages import StopReason, ToolCallPart, Usage
+from ..errors import ConfigError
+from ..messages import StopReason, ToolCallPart, Usage
 
 __all__ = ["AuditTrail", "Run", "Turn"]
 

@@ -18,8 +18,8 @@ from typing import Any, cast, get_type_hints
 
 import msgspec
 
-from .errors import ConfigError
-from .messages import ToolCallPart, ToolResultPart, ToolSchema
+from ..errors import ConfigError
+from ..messages import ToolCallPart, ToolResultPart, ToolSchema
 
 __all__ = ["Tool", "ToolRegistry", "tool"]
 

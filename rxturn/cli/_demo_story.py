@@ -25,12 +25,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from .engine import TurnEngine
-from .errors import RxturnError
-from .events import AttemptReset
-from .fallback import FallbackManager, FallbackPolicy
-from .handler import StreamHandler
-from .observers import Observer
+from ..engine import TurnEngine
+from ..engine.handler import StreamHandler
+from ..engine.observers import Observer
+from ..errors import RxturnError
+from ..events import AttemptReset
+from ..resilience.fallback import FallbackManager, FallbackPolicy
 
 __all__ = ["DEMO_SCENARIO", "play"]
 
@@ -196,8 +196,8 @@ _EXPECTED = [
 
 async def play(out: TextIO | None = None, *, color: bool | None = None) -> int:
     """Play the story; return the exit code (0 when everything went as scripted)."""
-    from .clients import AnthropicClient
-    from .testing import FakeProvider
+    from ..clients import AnthropicClient
+    from ..testing import FakeProvider
 
     stream: TextIO = out or sys.stdout
     painter = _Painter(stream, stream.isatty() if color is None else color)

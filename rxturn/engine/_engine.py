@@ -21,7 +21,7 @@ This is the seed page's module in Python. :meth:`TurnEngine.turn` follows refere
    - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
      and the turn timeout (none configured = an arm that never fires);
 
-6. the outcome is recorded in the seed's strict order (:mod:`rxturn._outcome`);
+6. the outcome is recorded in the seed's strict order (:mod:`rxturn.engine._outcome`);
 7. the reply joins the history and the audit trail; ``on_response`` and ``on_turn_end``.
 
 :meth:`TurnEngine.run` is the agent loop around it: turns continue while the stop reason is
@@ -31,23 +31,42 @@ This is the seed page's module in Python. :meth:`TurnEngine.turn` follows refere
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from typing import Literal
+from collections.abc import Iterable, Sequence
 
 import msgspec
 from reactivex import abc
-from reactivex import operators as ops
-from reactivex.disposable import CompositeDisposable
 from reactivex.subject import Subject
 
+from ..clients._base import ModelClient
+from ..errors import Cancelled, ConfigError
+from ..events import HandlerEvent
+from ..messages import (
+    Message,
+    Request,
+    RequestOptions,
+    StopReason,
+    TextPart,
+    ToolResultPart,
+)
+from ..operators._scheduling import resolve_scheduler
+from ..resilience.cancel import CancelToken
+from ..resilience.fallback import FallbackManager
+from ._fanout import fan_out
 from ._outcome import record_turn_failure, record_turn_success
-from ._scheduling import resolve_scheduler
-from .audit import AuditTrail, Run, Turn
-from .cancel import CancelToken
-from .clients._base import ModelClient
+from ._paths import create_path, stream_path
+from ._results import (
+    AttemptStats,
+    RunResult,
+    Session,
+    TextStreamer,
+    TurnMode,
+    TurnResult,
+    checked_transients,
+)
+from ._run import AgentLoop
+from .audit import Turn
 from .context import (
     Calibration,
     Compactor,
@@ -58,21 +77,8 @@ from .context import (
     gather_transients,
     memory_query,
 )
-from .errors import Cancelled, ConfigError, StreamTimeoutError, TruncatedStreamError
-from .events import AttemptReset, Delta, Fallback, HandlerEvent
-from .fallback import FallbackManager
-from .fold import INITIAL_STATE, TurnState, fold_batch
 from .handler import StreamHandler
-from .messages import (
-    Message,
-    Request,
-    RequestOptions,
-    StopReason,
-    TextPart,
-    ToolResultPart,
-    Usage,
-)
-from .observers import Observer, ObserverSet, report_observer_error
+from .observers import Observer, ObserverSet
 from .tokens import ContextEstimate, OverheadCache, TiktokenCounter, TokenCounter, estimate_context
 from .tools import Tool, ToolFunction, ToolRegistry
 
@@ -80,132 +86,16 @@ __all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
 
 log = logging.getLogger("rxturn.engine")
 
-TurnMode = Literal["streaming", "non_streaming"]
-TextStreamer = Callable[[str], object]
 
-_session_ids = itertools.count(1)
-
-
-class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
-    """What one served turn produced.
-
-    ``stop_reason`` is the engine's verdict: ``end_turn`` with tool calls present counts as
-    ``tool_call`` (the only reason that continues an agent loop).
-    """
-
-    turn: int
-    message: Message
-    stop_reason: StopReason
-    usage: Usage | None
-    model: str
-    attempts: int = 1
-    rescued: bool = False
-    discarded_usage: Usage | None = None
-
-    @property
-    def text(self) -> str:
-        return self.message.text
-
-
-class RunResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of :meth:`TurnEngine.run`: every turn, and the final reply."""
-
-    turns: tuple[TurnResult, ...]
-    hit_max_turns: bool = False
-
-    @property
-    def message(self) -> Message:
-        return self.turns[-1].message
-
-    @property
-    def text(self) -> str:
-        return self.turns[-1].message.text
-
-    @property
-    def stop_reason(self) -> StopReason:
-        return self.turns[-1].stop_reason
-
-
-class Session:
-    """The conversation (``history``) and the audit trail (``runs``) of one engine."""
-
-    def __init__(self, history: Iterable[Message] = ()) -> None:
-        self.id = f"session-{next(_session_ids)}"
-        self.history: list[Message] = list(history)
-        self.audit = AuditTrail()
-
-    @property
-    def runs(self) -> list[Run]:
-        """The audit trail: one :class:`~rxturn.audit.Run` of :class:`~rxturn.audit.Turn` each."""
-        return self.audit.runs
-
-    def __repr__(self) -> str:
-        return f"Session({self.id!r}, messages={len(self.history)}, runs={len(self.runs)})"
-
-
-class _AttemptStats:
-    """Facts the handler stream reveals about attempts: resets, rescue, discarded usage."""
-
-    __slots__ = ("attempts", "discarded_in", "discarded_out", "rescued", "saw_discarded")
-
-    def __init__(self) -> None:
-        self.attempts = 1
-        self.rescued = False
-        self.saw_discarded = False
-        self.discarded_in = 0
-        self.discarded_out = 0
-
-    def note(self, event: HandlerEvent) -> None:
-        if isinstance(event, AttemptReset):
-            self.attempts += 1
-            if event.usage is not None:
-                self.saw_discarded = True
-                self.discarded_in += event.usage.input_tokens
-                self.discarded_out += event.usage.output_tokens
-        elif isinstance(event, Fallback):
-            self.rescued = True
-
-    @property
-    def discarded_usage(self) -> Usage | None:
-        if not self.saw_discarded:
-            return None
-        return Usage(input_tokens=self.discarded_in, output_tokens=self.discarded_out)
-
-
-def _checked_transients(transient: object) -> tuple[Message, ...]:
-    """``transient`` as a tuple of messages, or a ConfigError that says what was passed."""
-    hint = "; to send a prompt, use run(prompt) or add it to the history first"
-    if isinstance(transient, str | bytes | Message):
-        raise ConfigError(
-            f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"
-            + hint
-        )
-    try:
-        items: tuple[object, ...] = tuple(transient)  # type: ignore[call-overload]  # pyright: ignore[reportUnknownArgumentType]
-    except TypeError:
-        raise ConfigError(
-            f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"
-        ) from None
-    messages: list[Message] = []
-    for item in items:
-        if not isinstance(item, Message):
-            raise ConfigError(
-                f"turn(transient=...) takes Message objects, got a {type(item).__name__} "
-                f"among them{hint}"
-            )
-        messages.append(item)
-    return tuple(messages)
-
-
-class TurnEngine:
+class TurnEngine(AgentLoop):
     """Runs LLM turns against a client with the seed engine's resilience and bookkeeping.
 
     Args:
         client: the provider client (Anthropic, OpenAI-compatible, Ollama, or your own).
         system: the system prompt, sent alongside (never inside) the messages.
-        tools: Python callables or :class:`~rxturn.tools.Tool` objects the model may call.
+        tools: Python callables or :class:`~rxturn.engine.tools.Tool` objects the model may call.
         handler: the stream handler; ``None`` means passthrough (one attempt, no deadlines).
-        fallback: a :class:`~rxturn.fallback.FallbackManager` routing between models.
+        fallback: a :class:`~rxturn.resilience.fallback.FallbackManager` routing between models.
         observers: callbacks, called in registration order, each isolated.
         text_streamer: called with each text fragment, before the observers.
         mode: ``"streaming"`` (default) or ``"non_streaming"``.
@@ -214,7 +104,7 @@ class TurnEngine:
         counter: counts tokens for the context estimate (default: tiktoken, offline cl100k).
         context_window: when set, a turn whose estimate passes its threshold is deferred
             and the conversation compacted first.
-        compactor: how to compact (default: :class:`~rxturn.context.TruncatingCompactor`).
+        compactor: how to compact (default: :class:`~rxturn.engine.context.TruncatingCompactor`).
         contributors: per-turn transient messages, in registration order.
         memory: a memory provider whose top ``memory_top_k`` entries become one message.
         calibration: records estimate vs. reported input tokens per model.
@@ -351,64 +241,12 @@ class TurnEngine:
             ConfigError: ``transient`` is not a sequence of :class:`Message` (a prompt string is
                 the usual mistake: :meth:`run` takes one).
         """
-        transient = _checked_transients(transient)
+        transient = checked_transients(transient)
         try:
             return await self._turn(transient)
         finally:
             if not self._in_run:
                 self.cancel_token.reset()
-
-    async def run(self, prompt: str | Message) -> RunResult:
-        """The agent loop: add ``prompt``, then run turns while the model calls tools.
-
-        A failed or cancelled run discards the messages it added to the history; its served
-        turns stay in the audit trail. The cancel signal is re-armed when the run ends.
-
-        Raises:
-            ConfigError: ``prompt`` is neither a string nor a :class:`Message`.
-        """
-        if not isinstance(prompt, str | Message):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"run(prompt) takes a str or a Message, got {type(prompt).__name__}")
-        message = Message.user(prompt) if isinstance(prompt, str) else prompt
-        started = time.monotonic()
-        start_len = len(self.session.history)
-        run = self.session.audit.start_run()
-        self._run_input = message.text
-        self._in_run = True
-        self.observers.emit("on_run_start", session_id=self.session.id)
-        results: list[TurnResult] = []
-        try:
-            self.cancel_token.raise_if_cancelled()
-            self.session.history.append(message)
-            for _ in range(self.max_turns):
-                result = await self._turn(())
-                results.append(result)
-                if result.stop_reason is not StopReason.TOOL_CALL:
-                    break
-                await self._tool_phase(result)
-            hit_max = bool(results) and results[-1].stop_reason is StopReason.TOOL_CALL
-        except BaseException as exc:
-            del self.session.history[start_len:]
-            self.observers.emit(
-                "on_run_end",
-                success=False,
-                error=str(exc) or type(exc).__name__,
-                total_turns=len(run.turns),
-                duration_ms=(time.monotonic() - started) * 1000,
-            )
-            raise
-        finally:
-            self._in_run = False
-            self._run_input = None
-            self.cancel_token.reset()
-        self.observers.emit(
-            "on_run_end",
-            success=True,
-            error=None,
-            total_turns=len(run.turns),
-            duration_ms=(time.monotonic() - started) * 1000,
-        )
-        return RunResult(turns=tuple(results), hit_max_turns=hit_max)
 
     # ----------------------------------------------------------------------------- one turn
 
@@ -567,40 +405,16 @@ class TurnEngine:
             self._emit_turn_end(result, started)
         return result
 
-    def _emit_turn_end(self, result: TurnResult, started: float) -> None:
-        self.observers.emit(
-            "on_turn_end",
-            turn=result.turn,
-            success=True,
-            error=None,
-            duration_ms=(time.monotonic() - started) * 1000,
-            input_tokens=result.usage.input_tokens if result.usage else 0,
-            output_tokens=result.usage.output_tokens if result.usage else 0,
-        )
-
-    async def _tool_phase(self, result: TurnResult) -> None:
-        """Run the reply's tool calls in order; their results become the next user message."""
-        started = time.monotonic()
-        outputs: list[ToolResultPart] = []
-        for call in result.message.tool_calls:
-            self.cancel_token.raise_if_cancelled()
-            self.observers.emit("on_tool_call", turn=result.turn, call=call)
-            output = await self.tools.run(call)
-            self.observers.emit("on_tool_result", turn=result.turn, result=output)
-            outputs.append(output)
-        self.session.history.append(Message(role="user", content=tuple(outputs)))
-        self._emit_turn_end(result, started)
-
     async def _do_turn(
         self, turn: int, request: Request, options: RequestOptions, served: str
-    ) -> tuple[Message, _AttemptStats]:
+    ) -> tuple[Message, AttemptStats]:
         """The seed's ``do_turn``: cancel guard, one of two paths, outcome recording."""
         try:
             self.cancel_token.raise_if_cancelled()
             if self.mode == "streaming":
                 message, stats = await self._stream_path(turn, request, options)
             else:
-                message, stats = await self._create_path(request, options), _AttemptStats()
+                message, stats = await self._create_path(request, options), AttemptStats()
         except BaseException as exc:
             if isinstance(exc, Exception):
                 record_turn_failure(
@@ -619,145 +433,33 @@ class TurnEngine:
 
     async def _stream_path(
         self, turn: int, request: Request, options: RequestOptions, *, quiet: bool = False
-    ) -> tuple[Message, _AttemptStats]:
-        handler = self.handler or StreamHandler.passthrough()
-        scheduler = self._resolve_scheduler()
-        stream = handler.stream_turn_batches(
-            self.client, request, options, self.cancel_token, scheduler=scheduler
+    ) -> tuple[Message, AttemptStats]:
+        stats = AttemptStats()
+        if quiet:
+            tap, stop_tap = fan_out(turn, stats, None, ObserverSet(), None)
+        else:
+            events = self.events if self.events.observers else None
+            tap, stop_tap = fan_out(turn, stats, self.text_streamer, self.observers, events)
+        message = await stream_path(
+            self.handler or StreamHandler.passthrough(),
+            self.client,
+            request,
+            options,
+            self.cancel_token,
+            self._resolve_scheduler(),
+            tap,
+            stop_tap,
+            lambda: stats.rescued,
         )
-        stats = _AttemptStats()
-        fan_out, stop_fan_out = self._fan_out(turn, stats, quiet)
-        loop = asyncio.get_running_loop()
-        done: asyncio.Future[TurnState] = loop.create_future()
-
-        def finish(state: TurnState) -> None:
-            stop_fan_out()
-            if not done.done():
-                done.set_result(state)
-
-        def fail(error: Exception) -> None:
-            stop_fan_out()
-            if not done.done():
-                done.set_exception(error)
-
-        # One stream of batches: the tap fans each event out to the streamer, the observers
-        # and ``engine.events`` (in the seed's order) before the fold sees its batch.
-        subscription = stream.pipe(
-            ops.do_action(fan_out),
-            ops.scan(fold_batch, INITIAL_STATE),  # type: ignore[arg-type]
-            ops.last_or_default(INITIAL_STATE),
-        ).subscribe(on_next=finish, on_error=fail, scheduler=scheduler)
-        try:
-            state = await done
-        finally:
-            subscription.dispose()
-        if not (state.completed or stats.rescued):
-            raise TruncatedStreamError(0)
-        return state.message(), stats
-
-    def _fan_out(
-        self, turn: int, stats: _AttemptStats, quiet: bool
-    ) -> tuple[Callable[[list[HandlerEvent]], None], Callable[[], None]]:
-        """The branches every handler event reaches before the fold (seed routing table).
-
-        Text deltas go to the ``text_streamer`` first, then to ``on_text_delta``; thinking
-        deltas to ``on_thinking_delta`` only; ``AttemptReset`` to ``on_attempt_reset`` (so a UI
-        can retract); every event to ``engine.events`` when someone listens. Each branch is
-        isolated: a raising callback is logged and the turn goes on. Returns the tap and a
-        ``stop`` for when the turn ends: a callback that cancels the turn mid-batch sees no
-        more of that batch, exactly as one event at a time.
-
-        This is the ``share`` of SPEC §1 as one tap instead of a ``publish()`` Subject with a
-        subscriber per branch: the same branches in the same order, event by event, for one Rx
-        emission per batch instead of a Subject hop and a subscriber per branch per event
-        (benchmarks/README.md).
-        """
-        streamer = None if quiet else self.text_streamer
-        observers = self.observers if not quiet else ObserverSet()
-        events = self.events if not quiet and self.events.observers else None
-        thinking_delta = observers.thinking_delta
-        delta_cls = Delta
-        # Set when the turn has ended (a callback cancelled it): the rest of a batch then
-        # reaches nobody, as it would have reached nobody one event at a time.
-        stopped = False
-
-        def stop() -> None:
-            nonlocal stopped
-            stopped = True
-
-        def fan_out(batch: list[HandlerEvent]) -> None:
-            for event in batch:
-                if stopped:
-                    return
-                if type(event) is delta_cls:
-                    kind = event.kind  # type: ignore[union-attr]
-                    if kind == "text":
-                        text = event.text  # type: ignore[union-attr]
-                        if streamer is not None:
-                            try:
-                                streamer(text)
-                            except Exception:
-                                log.exception("text_streamer raised; the turn goes on")
-                        # read per delta: a callback may add or remove an observer mid-batch
-                        single = observers.text_single
-                        if single is not None:  # the common case: no loop (~15 % of this)
-                            try:
-                                single[1](turn=turn, delta=text)
-                            except Exception:
-                                report_observer_error(single[0], "on_text_delta")
-                        else:
-                            for observer, method in observers.targets("on_text_delta"):
-                                try:
-                                    method(turn=turn, delta=text)
-                                except Exception:
-                                    report_observer_error(observer, "on_text_delta")
-                    elif kind == "thinking":
-                        thinking_delta(turn, event.text)  # type: ignore[union-attr]
-                elif type(event) is AttemptReset or type(event) is Fallback:
-                    stats.note(event)
-                    if type(event) is AttemptReset:
-                        observers.emit("on_attempt_reset", turn=turn, reset=event)
-                if events is not None:
-                    try:
-                        events.on_next(event)
-                    except Exception:
-                        log.exception("an engine.events subscriber raised; the turn goes on")
-
-        return fan_out, stop
+        return message, stats
 
     async def _create_path(self, request: Request, options: RequestOptions) -> Message:
-        """One non-streaming attempt raced against cancel (checked first) and the timeout."""
         handler = self.handler or StreamHandler.passthrough()
-        timeout = handler.timeouts.total
-        scheduler = self._resolve_scheduler()
-        loop = asyncio.get_running_loop()
-        outcome: asyncio.Future[str] = loop.create_future()
-
-        def settle(kind: str) -> None:
-            if not outcome.done():
-                outcome.set_result(kind)
-
-        reply = loop.create_task(self.client.create(request, options))
-        reply.add_done_callback(lambda _: settle("reply"))
-        cleanup = CompositeDisposable(self.cancel_token.on_cancel(lambda: settle("cancel")))
-        if timeout is not None:
-
-            def on_timeout(*_: object) -> None:
-                settle("timeout")
-
-            cleanup.add(scheduler.schedule_relative(timeout, on_timeout))
-        try:
-            await outcome
-        finally:
-            cleanup.dispose()
-            if not reply.done():
-                reply.cancel()
-                await asyncio.gather(reply, return_exceptions=True)
-        # Biased order: cancel first, then a finished reply (even at the deadline), then timeout.
-        if self.cancel_token.cancelled:
-            raise self.cancel_token.error()
-        if reply.done() and not reply.cancelled():
-            return reply.result()
-        raise StreamTimeoutError(
-            "total", after=timeout or 0.0, events=0, partial=False, elapsed=timeout or 0.0
+        return await create_path(
+            self.client,
+            request,
+            options,
+            self.cancel_token,
+            handler.timeouts.total,
+            self._resolve_scheduler(),
         )

@@ -44,7 +44,7 @@ ordinary methods on the entries, which are immutable :class:`FallbackEntry` valu
 every change.
 
 Time comes from ``clock``, a ``() -> float`` in seconds (``time.monotonic`` by default). The
-engine passes :func:`rxturn._scheduling.clock` of its scheduler so that a cooldown runs on
+engine passes :func:`rxturn.operators._scheduling.clock` of its scheduler so that a cooldown runs on
 ``reactivex.testing.TestScheduler`` virtual time in tests.
 
 Thread safety: none, by design. rxturn drives a turn on one asyncio loop; the manager is owned
@@ -65,7 +65,7 @@ from typing import Final, TypeGuard
 
 import msgspec
 
-from .errors import Cancelled, ConfigError, FallbackExhausted, RateLimitEscalation
+from ..errors import Cancelled, ConfigError, FallbackExhausted, RateLimitEscalation
 
 __all__ = [
     "TRANSITIONS",
@@ -81,7 +81,7 @@ __all__ = [
     "for_model",
 ]
 
-_log = logging.getLogger("rxturn.fallback")
+_log = logging.getLogger("rxturn.resilience.fallback")
 
 
 class BreakerState(enum.Enum):

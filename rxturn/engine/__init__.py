@@ -1,0 +1,16 @@
+"""The turn: one model call as a pipeline, and the agent loop around it.
+
+- :mod:`~rxturn.engine.handler`: :class:`StreamHandler`, the public operators composed into
+  the retry / rate-limit / deadline / rescue ladder;
+- :mod:`~rxturn.engine._engine`: :class:`TurnEngine`, request building and the two paths;
+- :mod:`~rxturn.engine._outcome`: outcome recording, in its strict order;
+- :mod:`~rxturn.engine.observers`, :mod:`~rxturn.engine.tools`, :mod:`~rxturn.engine.audit`,
+  :mod:`~rxturn.engine.tokens`, :mod:`~rxturn.engine.context`: what a turn reports to, runs,
+  records and counts.
+
+See docs/design.md for how these fit together.
+"""
+
+from ._engine import RunResult, Session, TurnEngine, TurnMode, TurnResult
+
+__all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]

@@ -1,0 +1,114 @@
+"""The agent loop around the turn: turns continue while the model calls tools.
+
+:class:`AgentLoop` is the part of :class:`~rxturn.engine.TurnEngine` that runs a prompt to a
+final reply: add the prompt, run turns while the stop reason is ``tool_call``, and run the
+reply's tool calls between them (their results become the next user message). A failed or
+cancelled run discards the messages it added to the history; its served turns stay in the
+audit trail.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from ..errors import ConfigError
+from ..messages import Message, StopReason, ToolResultPart
+from ..resilience.cancel import CancelToken
+from ._results import RunResult, Session, TurnResult
+from .observers import ObserverSet
+from .tools import ToolRegistry
+
+__all__ = ["AgentLoop"]
+
+
+class AgentLoop:
+    """``run(prompt)`` and the tool phase, over the engine's one-turn ``_turn``."""
+
+    # provided by the engine
+    session: Session
+    observers: ObserverSet
+    cancel_token: CancelToken
+    tools: ToolRegistry
+    max_turns: int
+    _run_input: str | None
+    _in_run: bool
+
+    async def _turn(self, transient: Sequence[Message]) -> TurnResult:
+        raise NotImplementedError
+
+    async def run(self, prompt: str | Message) -> RunResult:
+        """The agent loop: add ``prompt``, then run turns while the model calls tools.
+
+        A failed or cancelled run discards the messages it added to the history; its served
+        turns stay in the audit trail. The cancel signal is re-armed when the run ends.
+
+        Raises:
+            ConfigError: ``prompt`` is neither a string nor a :class:`Message`.
+        """
+        if not isinstance(prompt, str | Message):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"run(prompt) takes a str or a Message, got {type(prompt).__name__}")
+        message = Message.user(prompt) if isinstance(prompt, str) else prompt
+        started = time.monotonic()
+        start_len = len(self.session.history)
+        run = self.session.audit.start_run()
+        self._run_input = message.text
+        self._in_run = True
+        self.observers.emit("on_run_start", session_id=self.session.id)
+        results: list[TurnResult] = []
+        try:
+            self.cancel_token.raise_if_cancelled()
+            self.session.history.append(message)
+            for _ in range(self.max_turns):
+                result = await self._turn(())
+                results.append(result)
+                if result.stop_reason is not StopReason.TOOL_CALL:
+                    break
+                await self._tool_phase(result)
+            hit_max = bool(results) and results[-1].stop_reason is StopReason.TOOL_CALL
+        except BaseException as exc:
+            del self.session.history[start_len:]
+            self.observers.emit(
+                "on_run_end",
+                success=False,
+                error=str(exc) or type(exc).__name__,
+                total_turns=len(run.turns),
+                duration_ms=(time.monotonic() - started) * 1000,
+            )
+            raise
+        finally:
+            self._in_run = False
+            self._run_input = None
+            self.cancel_token.reset()
+        self.observers.emit(
+            "on_run_end",
+            success=True,
+            error=None,
+            total_turns=len(run.turns),
+            duration_ms=(time.monotonic() - started) * 1000,
+        )
+        return RunResult(turns=tuple(results), hit_max_turns=hit_max)
+
+    def _emit_turn_end(self, result: TurnResult, started: float) -> None:
+        self.observers.emit(
+            "on_turn_end",
+            turn=result.turn,
+            success=True,
+            error=None,
+            duration_ms=(time.monotonic() - started) * 1000,
+            input_tokens=result.usage.input_tokens if result.usage else 0,
+            output_tokens=result.usage.output_tokens if result.usage else 0,
+        )
+
+    async def _tool_phase(self, result: TurnResult) -> None:
+        """Run the reply's tool calls in order; their results become the next user message."""
+        started = time.monotonic()
+        outputs: list[ToolResultPart] = []
+        for call in result.message.tool_calls:
+            self.cancel_token.raise_if_cancelled()
+            self.observers.emit("on_tool_call", turn=result.turn, call=call)
+            output = await self.tools.run(call)
+            self.observers.emit("on_tool_result", turn=result.turn, result=output)
+            outputs.append(output)
+        self.session.history.append(Message(role="user", content=tuple(outputs)))
+        self._emit_turn_end(result, started)
