@@ -202,10 +202,14 @@ DODGE = (RESCUE_SIZE**0.5 + OUTCOME_SIZE**0.5 + OUTCOME_EDGE) / 2 + 3
 # log axis distorts every interval and has no zero; clipping the stall moves every later event
 # off its true time. A *broken* axis keeps each event at its true time and every other interval
 # to scale: only the long gaps are drawn shorter, shaded and labelled with their real length.
-# Which gaps: sorted by length, the longest ones from the first gap more than CUT_FACTOR times
-# as long as all the shorter gaps together (so two equal stalls are both cut; a mere spread of
-# lengths such as 1, 2, 2.5 is not). Each cut gap is drawn BREAK_SHARE of the uncut time wide,
-# but never narrower than the longest uncut gap, so it still reads as the longest wait.
+# Which gaps: a gap is cut when it takes more than STALL_SHARE of the whole span *and* is more
+# than CUT_FACTOR times as long as all the shorter gaps together; every longer gap is cut with
+# it (so two equal stalls are both cut). Both conditions matter: a spread of lengths such as
+# 1, 2, 2.5 is not a stall, and neither is an ordinary gap between events that merely follows
+# many near-zero ones (a record landing just after a text bin's edge). Each cut gap is drawn
+# BREAK_SHARE of the uncut time wide, but never narrower than the longest uncut gap, so it still
+# reads as the longest wait.
+STALL_SHARE = 0.25
 CUT_FACTOR = 2.0
 BREAK_SHARE = 0.15
 
@@ -236,15 +240,13 @@ def time_breaks(times: Iterable[float]) -> list[TimeBreak]:
     shorter = [0.0]  # shorter[i]: the gaps before gaps[i] together
     for length, _, _ in gaps:
         shorter.append(shorter[-1] + length)
-    # the fewest longest gaps that each dwarf everything shorter
-    cut = next(
-        (
-            i
-            for i in range(len(gaps) - 1, 0, -1)
-            if shorter[i] > 0 and gaps[i][0] > CUT_FACTOR * shorter[i]
-        ),
-        None,
-    )
+    total = shorter[-1]
+    cut: int | None = None
+    for i in range(len(gaps) - 1, 0, -1):
+        if gaps[i][0] <= STALL_SHARE * total:
+            break
+        if shorter[i] > 0 and gaps[i][0] > CUT_FACTOR * shorter[i]:
+            cut = i
     if cut is None:
         return []
     uncut = gaps[:cut]
