@@ -3,7 +3,7 @@
 Expected values come from the callback sequences the tests script themselves (order, times,
 counts), from the observer contract (``rxturn.observers``), from a ``RecordingObserver`` watching
 the same engine turn (an independent count of every delta and reset), and, for the breaker, from
-the transitions of reference §5 worked out by hand: trip on the 3rd consecutive failure, a 60 s
+the breaker's documented transitions worked out by hand: trip on the 3rd consecutive failure, a 60 s
 cooldown measured from the trip, and 2 probe successes to close.
 """
 
@@ -821,7 +821,7 @@ def test_broken_time_scale_maps_and_inverts() -> None:
 
 # ------------------------------------------------------------------------------ breaker
 
-# Reference §5: trip on the 3rd consecutive failure (t=2), cooldown 60 s from the trip, so the
+# Defaults: trip on the 3rd consecutive failure (t=2), cooldown 60 s from the trip, so the
 # first turn at or after t=62 probes the primary; 2 probe successes close the breaker.
 SCRIPT: list[tuple[float, Any]] = [
     (0.0, "failure"),
