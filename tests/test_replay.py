@@ -39,6 +39,7 @@ _FORMAT_OF_FOLDER = {"openai-compatible": "openai"}
 def fmt_of(path: Path) -> str:
     return _FORMAT_OF_FOLDER.get(path.parent.name, path.parent.name)
 
+
 BASIC = FIXTURES / "anthropic" / "basic_response.sse"
 
 

@@ -25,9 +25,10 @@ with ``data: [DONE]``. Chunks carry no lane structure of their own, so the decod
 - the first ``finish_reason`` closes the text and thinking lanes and the tool lanes — except for
   ``length``, where tool lanes stay open so the fold keeps their partial input — and maps the stop
   reason (``tool_calls`` / ``function_call`` → tool_call, ``length`` → max_tokens, ``stop`` →
-  end_turn, ``content_filter`` → refusal, anything else kept raw). Its ``MessageDelta`` is **deferred**: it is emitted when a chunk carrying ``usage``
-  arrives (``stream_options.include_usage`` sends one after the finish), else at ``[DONE]`` or at
-  end of stream with the last usage seen (or ``None``);
+  end_turn, ``content_filter`` → refusal, anything else kept raw). Its ``MessageDelta`` is
+  **deferred**: it is emitted when a chunk carrying ``usage`` arrives
+  (``stream_options.include_usage`` sends one after the finish), else at ``[DONE]`` or at end of
+  stream with the last usage seen (or ``None``);
 - ``[DONE]`` ends the data (a ``[DONE]`` without any ``finish_reason`` finishes as ``stop``);
   ``MessageStop`` is emitted only if a chunk started the message and a ``finish_reason`` or
   ``[DONE]`` was seen — a stream that just stops is truncated;

@@ -28,10 +28,12 @@ wire                                       canonical
 ``response.function_call_arguments.delta``  ``Delta`` tool_json
 ``response.reasoning_summary_text.delta``  ``Delta`` thinking (summary parts after the first
 / ``reasoning_text.delta``                 are separated by a blank line)
-``response.output_item.done``              what no delta carried (arguments, text), the
-                                           reasoning item's ``encrypted_content`` as a
-                                           ``signature`` delta, then ``PartStop``
-``response.completed`` / ``incomplete``    ``MessageDelta(stop, usage)``, ``MessageStop``
+``response.output_item.done``              what no delta carried (arguments, text), then
+                                           ``PartStop`` — except for a reasoning item
+``response.completed`` / ``incomplete``    each reasoning item's ``encrypted_content`` (from
+                                           the final response, as the SDK returns it) as a
+                                           ``signature`` delta and its ``PartStop``; then
+                                           ``MessageDelta(stop, usage)``, ``MessageStop``
 ``response.failed`` / ``error``            the typed error (rate limit, overload, other)
 other types                                nothing (newer events, hosted tools, ``*.done``)
 =========================================  ====================================================
@@ -45,7 +47,7 @@ The official SDK's final response is the terminal event's ``response``; the delt
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
@@ -330,6 +332,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         "_hot_output",
         "_lanes",
         "_next",
+        "_reasoning",
         "_refused",
         "_started",
     )
@@ -343,6 +346,8 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         self._function = False  # a function call was seen
         self._refused = False  # a refusal part was seen
         self._closed: set[tuple[int, int]] = set()  # content parts already closed
+        #: reasoning items done but kept open: output index → (lane, encrypted_content)
+        self._reasoning: dict[int, tuple[int, str | None]] = {}
         # the text lane that took the last delta: (output_index, content_index) → canonical index
         self._hot_output = -1
         self._hot_content = -1
@@ -376,7 +381,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
     # -- the rarer events ----------------------------------------------------------------------
 
     def _on_event(self, event: Any, frames: RawEvents, at: int, out: list[StreamEvent]) -> None:
-        cls = type(event)
+        cls: object = type(cast(object, event))
         if cls is _ErrorEvent:
             info = event.error
             if info is not None:
@@ -511,11 +516,20 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 text = SUMMARY_SEPARATOR.join(s.text for s in item.summary)
                 if text:
                     out.append(Delta(lane.index, text, "thinking"))
-            if item.encrypted_content is not None:
-                out.append(Delta(lane.index, item.encrypted_content, "signature"))
+            # left open until the terminal event: the SDK's final response carries the
+            # encrypted_content the API returns (it differs from this event's, re-encrypted)
+            self._reasoning[output_index] = (lane.index, item.encrypted_content)
+            return
         out.append(PartStop(lane.index))
 
     def _finish(self, response: _Response, out: list[StreamEvent]) -> None:
+        final = response.output or []
+        for output_index, (index, encrypted) in self._reasoning.items():
+            if output_index < len(final) and final[output_index].type == "reasoning":
+                encrypted = final[output_index].encrypted_content
+            if encrypted is not None:
+                out.append(Delta(index, encrypted, "signature"))
+            out.append(PartStop(index))
         for key, lane in list(self._lanes.items()):  # anything the server did not close
             if lane.kind != "tool_call":  # an unfinished call stays open for the fold
                 del self._lanes[key]

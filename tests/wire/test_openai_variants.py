@@ -9,6 +9,7 @@ thinking are computed here from the raw chunks, independently of the decoder. Th
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 from rxturn.events import Delta, PartStart
@@ -18,13 +19,13 @@ from rxturn.replay import replay_message
 from rxturn.wire import OpenAIDecoder, parse_openai_completion
 
 from ._support import sdk_openai
-from pathlib import Path
 
 MISTRAL = (
-    Path(__file__).resolve().parents[1] / "fixtures" / "openai-compatible" / "mistral_thinking_chunks.sse"
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "openai-compatible"
+    / "mistral_thinking_chunks.sse"
 )
-
-
 
 
 def _chunks(data: bytes) -> list[dict[str, Any]]:
