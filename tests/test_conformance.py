@@ -503,3 +503,47 @@ def test_the_responses_corpus_covers_the_interesting_cases() -> None:
     thinking = [p for m in folded for p in m.content if isinstance(p, ThinkingPart)]
     assert any(p.signature for p in thinking) and any(p.thinking for p in thinking)
     assert all(p.id.startswith("rs_") for p in thinking if p.signature)
+
+
+# -- a refusal ends the agent loop -------------------------------------------------------------
+
+
+async def test_a_refusal_with_a_tool_call_ends_the_agent_loop(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """A recorded tool-use stream whose stop reason says ``refusal``: the call is in the
+    message, but only ``tool_call`` continues a loop, so the tool never runs and one request is
+    made."""
+    from rxturn import TurnEngine
+    from rxturn.clients.anthropic import AnthropicClient
+
+    recorded = (ROOT / "anthropic" / "tool_use_response.sse").read_bytes()
+    body = recorded.replace(b'"stop_reason":"tool_use"', b'"stop_reason":"refusal"')
+    assert body != recorded
+    requests: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        requests.append(await request.read())
+        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(body)
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", handler)
+    server = await aiohttp_server(app, host="127.0.0.1")
+    ran: list[str] = []
+
+    def get_weather(location: str) -> str:
+        ran.append(location)
+        return "sunny"
+
+    client = AnthropicClient("claude-test", api_key="k", base_url=str(server.make_url("")))
+    try:
+        result = await TurnEngine(client, tools=[get_weather]).run("weather?")
+    finally:
+        await client.aclose()
+    assert result.stop_reason is StopReason.REFUSAL
+    assert result.message.tool_calls and not ran
+    assert len(result.turns) == 1 and len(requests) == 1
