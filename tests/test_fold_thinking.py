@@ -105,3 +105,15 @@ def test_open_thinking_lane_and_lane_id() -> None:
 def test_signature_for_a_lane_that_is_not_open_is_dropped() -> None:
     events: list[StreamEvent] = [MessageStart("m"), Delta(5, "sig", "signature"), MessageStop()]
     assert fold_events(events, keep_thinking=True).message().content == ()
+
+
+def test_kept_thinking_and_refusals_count_in_the_context_estimate() -> None:
+    from rxturn.messages import Message, RefusalPart
+    from rxturn.tokens import TiktokenCounter
+
+    counter = TiktokenCounter()
+    plain = fold_events(EVENTS).message()
+    kept = fold_events(EVENTS, keep_thinking=True).message()
+    assert counter.count_messages([kept]) > counter.count_messages([plain])
+    refused = Message(content=(RefusalPart("I can't help with that."),))
+    assert counter.count_messages([refused]) > counter.count_messages([Message(content=())])
