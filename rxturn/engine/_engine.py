@@ -31,6 +31,7 @@ This is the seed page's module in Python. :meth:`TurnEngine.turn` follows refere
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -605,12 +606,11 @@ class TurnEngine(AgentLoop):
         scheduler = self._resolve_scheduler()
         deadline = handler.timeouts.total
         while True:
-            leg_options = options
             log_ = legs.log
             log_.attempt_started("create")
             try:
                 message = await create_path(
-                    lambda: self.client.create(request, leg_options),
+                    functools.partial(self.client.create, request, options),
                     self.cancel_token,
                     deadline,
                     scheduler,

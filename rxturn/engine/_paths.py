@@ -27,7 +27,7 @@ from reactivex.subject import Subject
 from ..errors import StreamTimeoutError, TruncatedStreamError
 from ..events import HandlerEvent
 from ..fold import INITIAL_STATE, TurnState, fold_batch
-from ..messages import Message, Request, RequestOptions
+from ..messages import Message
 from ..operators._batches import unbatch_
 from ..resilience.cancel import CancelToken
 from .observers import TurnRouter
@@ -227,4 +227,3 @@ async def create_path(
     raise StreamTimeoutError(
         "total", after=timeout or 0.0, events=0, partial=False, elapsed=timeout or 0.0
     )
-

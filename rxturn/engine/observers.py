@@ -305,7 +305,6 @@ class ObserverSet:
             except Exception:
                 report_observer_error(observer, "on_thinking_delta")
 
-
     def router(
         self,
         turn: int,

@@ -19,14 +19,13 @@ the tool's optional ``timeout`` (seconds on the engine's clock), which becomes a
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_type_hints
 
 import msgspec
-
-import asyncio
-import math
 
 from ..errors import ConfigError, RxturnError
 from ..messages import ToolCallPart, ToolResultPart, ToolSchema
@@ -46,6 +45,7 @@ class ToolTimeoutError(RxturnError):
 def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:
     """``error`` as the failed tool result the model sees (``"ErrorClass: message"``)."""
     return ToolResultPart(call.id, f"{type(error).__name__}: {error}", is_error=True)
+
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 

@@ -451,7 +451,9 @@ class FallbackManager:
                 return entry.name
         return None
 
-    def record_failover_failure(self, error: BaseException, *, served: str) -> FailureOutcome | None:
+    def record_failover_failure(
+        self, error: BaseException, *, served: str
+    ) -> FailureOutcome | None:
         """A backup the breaker did not route to failed during a same-turn failover.
 
         The breaker's counters are the routed model's business, so they are left alone; the

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 from hypothesis import example, given, settings
 from reactivex.testing import TestScheduler
 

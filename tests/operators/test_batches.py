@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from reactivex.testing import TestScheduler

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from handler._support import Tracked, drive, reply, timeline
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
 
 from rxturn.errors import Cancelled

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import reactivex
-from handler._support import REQUEST, ScriptedClient, drive, reply, timeline
+from rxturn.testing.virtual import REQUEST, ScriptedClient, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from handler._support import Tracked, drive, reply, timeline
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 from reactivex import abc, typing
 from reactivex.testing import TestScheduler
 

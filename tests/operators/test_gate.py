@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from handler._support import Tracked, drive, reply, timeline
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
 
 from rxturn.operators import TurnProgress, rate_limit_gate

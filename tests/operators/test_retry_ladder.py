@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
