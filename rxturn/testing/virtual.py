@@ -26,7 +26,7 @@ Enable the pytest fixtures with one line in your ``conftest.py``:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from reactivex import Observable
@@ -173,36 +173,48 @@ class ScriptedClient:
 
     Args:
         scheduler: the TestScheduler the cold streams run on.
-        streams: one recorded timeline per attempt; the last one repeats.
+        streams: one recorded timeline per attempt (see :func:`timeline`); the last one repeats.
         create: outcomes of successive ``create()`` calls (the last repeats): a Message, an
             exception, :data:`HANG`, or :class:`Later`.
+        models: per-model scripts for a fallback chain: a request whose ``options.model`` is a
+            key here plays that model's timelines (each model counts its own attempts); any
+            other model plays ``streams``.
         base_url: the limiter key.
+        model: the client's own model name.
     """
-
-    model = "scripted"
 
     def __init__(
         self,
         scheduler: TestScheduler,
-        streams: Sequence[list[Recorded[Any]]],
+        streams: Sequence[list[Recorded[Any]]] = (),
         *,
         create: Sequence[Any] = (),
+        models: Mapping[str, Sequence[list[Recorded[Any]]]] | None = None,
         base_url: str = "http://scripted.invalid",
+        model: str = "scripted",
     ) -> None:
         self.scheduler = scheduler
         self._streams = list(streams)
+        self._models = {name: list(script) for name, script in (models or {}).items()}
         self._create = list(create)
         self.base_url = base_url
+        self.model = model
         self.stream_calls: list[tuple[Request, RequestOptions | None]] = []
         self.create_calls: list[tuple[Request, RequestOptions | None]] = []
         self.attempts: list[Tracked] = []  # one per stream() call, with its subscription spans
+        self.models_asked: list[str] = []  # the model of every stream() call, in order
 
     def stream(
         self, request: Request, options: RequestOptions | None = None
     ) -> Observable[StreamEvent]:
         self.stream_calls.append((request, options))
-        index = min(len(self.stream_calls), len(self._streams)) - 1
-        tracked = Tracked(self.scheduler, self._streams[index])
+        asked = (options.model if options is not None else None) or self.model
+        script = self._models.get(asked, self._streams)
+        if not script:
+            raise AssertionError(f"no stream scripted for model {asked!r}")
+        self.models_asked.append(asked)
+        index = min(sum(1 for m in self.models_asked if m == asked), len(script)) - 1
+        tracked = Tracked(self.scheduler, script[index])
         self.attempts.append(tracked)
         return tracked.observable
 
@@ -341,7 +353,7 @@ async def run_virtual(
     awaitable: Awaitable[_R],
     *,
     limit: float = 100_000.0,
-    idle_rounds: int = 50,
+    idle_rounds: int = 200,
 ) -> _R:
     """Await ``awaitable`` on ``scheduler``'s virtual time; its result (or its error).
 
