@@ -192,7 +192,9 @@ async def test_a_client_with_only_stream_is_retried_and_resets_arrive_one_by_one
 # -- over the fake provider: batches on the wire, events one by one outside -------------------
 
 
-async def oracle_events(entry: dict[str, Any], fake_client: Any, provider: str) -> list[StreamEvent]:
+async def oracle_events(
+    entry: dict[str, Any], fake_client: Any, provider: str
+) -> list[StreamEvent]:
     """The client's per-event ``stream()`` of the same scenario, from a fresh fake."""
     async with fake_client(scenario(entry), provider) as (_, client):
         out: list[StreamEvent] = []

@@ -31,7 +31,10 @@ async def test_trip_backup_cooldown_probes_and_back(
     }
     observer = RecordingObserver()
     breaker = FallbackManager(
-        "primary", ["backup"], policy=FallbackPolicy(recovery_timeout=60.0), clock=lambda: float(scheduler.clock)
+        "primary",
+        ["backup"],
+        policy=FallbackPolicy(recovery_timeout=60.0),
+        clock=lambda: float(scheduler.clock),
     )
     async with fake_client(scenario) as (fake, client):
         engine = TurnEngine(client, fallback=breaker, observers=[observer])

@@ -185,7 +185,9 @@ async def test_turn_rejects_transients_that_are_not_messages(
 
 
 @pytest.mark.parametrize("prompt", [42, b"hello", ["hi"]])
-async def test_run_rejects_a_prompt_that_is_not_text_or_a_message(fake_client: Any, prompt: Any) -> None:
+async def test_run_rejects_a_prompt_that_is_not_text_or_a_message(
+    fake_client: Any, prompt: Any
+) -> None:
     async with fake_client({"models": {"*": [{"text": "never"}]}}) as (fake, client):
         engine = TurnEngine(client)
         with pytest.raises(ConfigError, match=f"got {type(prompt).__name__}"):

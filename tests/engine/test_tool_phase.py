@@ -130,9 +130,7 @@ async def test_a_tool_timeout_goes_back_to_the_model(clean: TestScheduler, kind:
 
     function = hangs_async if kind == "async" else hangs_sync
     client = ScriptedClient(clean, [tool_call("hangs"), timeline(reply("I see"))])
-    engine = TurnEngine(
-        client, tools=[Tool(function, name="hangs", timeout=30.0)], scheduler=clean
-    )
+    engine = TurnEngine(client, tools=[Tool(function, name="hangs", timeout=30.0)], scheduler=clean)
     try:
         result = await run_virtual(clean, engine.run("go"))
     finally:
