@@ -1,12 +1,13 @@
 """The two paths of a turn: the handler's batched stream, and one non-streaming ``create``.
 
-- **streaming**: the handler's batched stream (one item per network chunk) is *published*:
-  one multicast Observable, subscribed by the routing (:class:`~.observers.TurnRouter`: the
-  text streamer and the observers, event by event), by every ``engine.turn_streams``
-  subscription, and by the fold (``scan(fold_batch)`` → ``last``), in that order, then
-  connected. ``AttemptReset`` wipes the fold; a ``Fallback`` replaces it. With same-turn
-  failover the published stream is the whole turn: a leg that fails definitively is followed,
-  inside the same stream, by an ``AttemptReset`` and the next model's leg (``catch``).
+- **streaming**: the handler's batched stream (one item per network chunk) is *published*
+  (:class:`Share`): one subscription to it, multicast to the routing
+  (:class:`~.observers.TurnRouter`: the text streamer and the observers, event by event),
+  to every ``engine.turn_streams`` subscription, and to the fold (``scan(fold_batch)`` →
+  ``last``), in that order, then connected. ``AttemptReset`` wipes the fold; a ``Fallback``
+  replaces it. With same-turn failover the published stream is the whole turn: a leg that
+  fails definitively is followed, inside the same stream, by an ``AttemptReset`` and the
+  next model's leg (``catch``).
 - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
   and the turn timeout (none configured = an arm that never fires).
 """
@@ -57,7 +58,7 @@ class TurnStream:
 
     __slots__ = ("_shared", "model", "turn")
 
-    def __init__(self, turn: int, model: str, shared: Observable[list[HandlerEvent]]) -> None:
+    def __init__(self, turn: int, model: str, shared: Share) -> None:
         self.turn = turn
         self.model = model
         self._shared = shared
@@ -74,7 +75,7 @@ class TurnStream:
             observer: abc.ObserverBase[list[HandlerEvent]],
             scheduler: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
-            return shared.subscribe(_Isolated(observer), scheduler=scheduler)
+            return shared.add(_Isolated(observer))
 
         return Observable(subscribe)
 
@@ -121,13 +122,106 @@ class _Isolated(abc.ObserverBase[Any]):
             log.exception("a turn_streams subscriber raised in on_completed")
 
 
+class Share(abc.ObserverBase[list[HandlerEvent]]):
+    """The turn's multicast: one subscription to the handler stream, its items to every
+    subscriber in order (``publish`` without a Subject, a lock or an observer hop per
+    subscriber: one emission per batch reaches each subscriber as one plain call)."""
+
+    __slots__ = ("_error", "_observers", "_stopped")
+
+    def __init__(self) -> None:
+        self._observers: tuple[abc.ObserverBase[list[HandlerEvent]], ...] = ()
+        self._stopped = False
+        self._error: Exception | None = None
+
+    def add(self, observer: abc.ObserverBase[list[HandlerEvent]]) -> abc.DisposableBase:
+        """Subscribe ``observer`` (hot: it sees what comes next); dispose to let go. After
+        the end, a new subscriber gets the end at once (as a ``Subject`` does)."""
+        if self._stopped:
+            if self._error is not None:
+                observer.on_error(self._error)
+            else:
+                observer.on_completed()
+            return Disposable()
+        self._observers = (*self._observers, observer)
+
+        def remove() -> None:
+            self._observers = tuple(o for o in self._observers if o is not observer)
+
+        return Disposable(remove)
+
+    def on_next(self, value: list[HandlerEvent]) -> None:
+        for observer in self._observers:
+            observer.on_next(value)
+
+    def on_error(self, error: Exception) -> None:
+        observers, self._observers, self._stopped = self._observers, (), True
+        self._error = error
+        for observer in observers:
+            observer.on_error(error)
+
+    def on_completed(self) -> None:
+        observers, self._observers, self._stopped = self._observers, (), True
+        for observer in observers:
+            observer.on_completed()
+
+
+class _Fold(abc.ObserverBase[list[HandlerEvent]]):
+    """The accumulator subscriber: ``scan(fold_batch, INITIAL_STATE)`` → ``last``."""
+
+    __slots__ = ("_done", "_fail", "_finish", "state")
+
+    def __init__(
+        self, finish: Callable[[TurnState], None], fail: Callable[[Exception], None]
+    ) -> None:
+        self.state = INITIAL_STATE
+        self._finish = finish
+        self._fail = fail
+        self._done = False
+
+    def on_next(self, value: list[HandlerEvent]) -> None:
+        if self._done:
+            return
+        try:
+            self.state = fold_batch(self.state, value)
+        except Exception as error:  # as scan would: the fold's error ends the turn
+            self._done = True
+            self._fail(error)
+
+    def on_error(self, error: Exception) -> None:
+        if not self._done:
+            self._done = True
+            self._fail(error)
+
+    def on_completed(self) -> None:
+        if not self._done:
+            self._done = True
+            self._finish(self.state)
+
+
+class _Routing(abc.ObserverBase[list[HandlerEvent]]):
+    __slots__ = ("_router",)
+
+    def __init__(self, router: TurnRouter) -> None:
+        self._router = router
+
+    def on_next(self, value: list[HandlerEvent]) -> None:
+        self._router.on_next(value)
+
+    def on_error(self, error: Exception) -> None:
+        self._router.stop()
+
+    def on_completed(self) -> None:
+        self._router.stop()
+
+
 async def stream_path(
     stream: Observable[list[HandlerEvent]],
     scheduler: abc.SchedulerBase,
     router: TurnRouter,
     rescued: Callable[[], bool],
     publish_to: Subject[TurnStream] | None = None,
-    turn_stream: Callable[[Observable[list[HandlerEvent]]], TurnStream] | None = None,
+    turn_stream: Callable[[Share], TurnStream] | None = None,
 ) -> Message:
     """Run the turn's stream to its last fold state; the message it folded to.
 
@@ -147,27 +241,21 @@ async def stream_path(
         if not done.done():
             done.set_exception(error)
 
-    shared = stream.pipe(ops.publish())
-    subscriptions = CompositeDisposable()
+    shared = Share()
     # Subscribers in order: the routing (streamer, observers, engine.events), the user's
     # turn streams, then the fold; the connection starts the turn.
-    subscriptions.add(shared.subscribe(router.on_next, router.stop, router.stop))
+    shared.add(_Routing(router))
     if publish_to is not None and turn_stream is not None and publish_to.observers:
         try:
             publish_to.on_next(turn_stream(shared))
         except Exception:
             log.exception("an engine.turn_streams subscriber raised; the turn goes on")
-    subscriptions.add(
-        shared.pipe(
-            ops.scan(fold_batch, INITIAL_STATE),  # type: ignore[arg-type]
-            ops.last_or_default(INITIAL_STATE),
-        ).subscribe(on_next=finish, on_error=fail)
-    )
-    subscriptions.add(shared.connect(scheduler=scheduler) or Disposable())
+    shared.add(_Fold(finish, fail))
+    connection = stream.subscribe(shared, scheduler=scheduler)
     try:
         state = await done
     finally:
-        subscriptions.dispose()
+        connection.dispose()
     if not (state.completed or rescued()):
         raise TruncatedStreamError(0)
     return state.message()

@@ -369,7 +369,15 @@ class TurnRouter:
                             streamer(text)
                         except Exception:
                             _engine_log.exception("text_streamer raised; the turn goes on")
-                    observers.text_delta(turn, text)
+                    # read per delta: a callback may add or remove an observer mid-batch
+                    single = observers.text_single
+                    if single is not None:  # the common case, without a call through text_delta
+                        try:
+                            single[1](turn=turn, delta=text)
+                        except Exception:
+                            report_observer_error(single[0], "on_text_delta")
+                    else:
+                        observers.text_delta(turn, text)
                 elif kind == "thinking":
                     observers.thinking_delta(turn, event.text)  # type: ignore[union-attr]
             elif type(event) is AttemptReset or type(event) is Fallback:

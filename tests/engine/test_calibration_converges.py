@@ -51,7 +51,7 @@ class RulerClient:
 
 
 class ScaledCounter:
-    """Counts ``ratio`` × the true size (rounded down): an under-counting tokenizer when < 1."""
+    """Counts ``ratio`` times the true size (rounded down): an under-counting tokenizer when < 1."""
 
     def __init__(self, ratio: float) -> None:
         self.ratio = ratio

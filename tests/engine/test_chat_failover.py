@@ -43,8 +43,12 @@ def fake_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def chat(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
     return subprocess.run(
-        [sys.executable, "-m", "rxturn", "chat", "--provider", "anthropic", "--base-url", url]
-        + ["--model", "gone", "--fallback", "backup", "--json", *args, "hi"],
+        [
+            *(sys.executable, "-m", "rxturn", "chat", "--provider", "anthropic"),
+            *("--base-url", url, "--model", "gone", "--fallback", "backup", "--json"),
+            *args,
+            "hi",
+        ],
         capture_output=True,
         text=True,
         timeout=60,

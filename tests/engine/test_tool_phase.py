@@ -16,8 +16,8 @@ from reactivex.testing import TestScheduler
 from rxturn import TurnEngine
 from rxturn.engine.tools import Tool
 from rxturn.errors import Cancelled, ConfigError
-from rxturn.events import MessageDelta, MessageStart, MessageStop, PartStart, PartStop
 from rxturn.events import Delta as D
+from rxturn.events import MessageDelta, MessageStart, MessageStop, PartStart, PartStop
 from rxturn.messages import ToolResultPart
 from rxturn.testing.virtual import ScriptedClient, reply, run_virtual, timeline
 

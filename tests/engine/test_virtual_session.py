@@ -59,7 +59,7 @@ async def test_a_whole_session_runs_on_the_engine_scheduler(clean: TestScheduler
         ("ServerError", 12.0, 12.02),
     ]
     # turns 2 and 3: fail at 0.02, wait 2 s, fail 0.02 later: 2.04 s each; the third
-    # failure trips the breaker at 12.02 + 2 × 2.04 = 16.10
+    # failure trips the breaker at 12.02 + 2 * 2.04 = 16.10
     await turn()
     await turn()
     assert breaker.state is BreakerState.FALLBACK
