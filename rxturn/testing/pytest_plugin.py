@@ -5,8 +5,9 @@ Enable them with one line in your top-level ``conftest.py``::
     pytest_plugins = ["rxturn.testing.pytest_plugin"]
 
 (It is not registered as an automatic ``pytest11`` plugin: installing rxturn does not add
-fixtures to every test suite of the environment.) The async fixtures need an asyncio pytest
-plugin (``pytest-asyncio`` or ``pytest-aiohttp``) in your suite, as rxturn's own tests use.
+fixtures to every test suite of the environment.) The async fixtures and your async tests need
+``pytest-asyncio`` (``pytest-aiohttp`` brings it); the fixtures work in its strict and auto
+modes.
 
 Fixtures:
 
@@ -35,6 +36,12 @@ from reactivex.testing.recorded import Recorded
 
 from .virtual import ScriptedClient, assert_clean
 
+async_fixture: Any
+try:  # pytest-asyncio's own decorator: the async fixtures then work in its strict mode too
+    from pytest_asyncio import fixture as async_fixture
+except ImportError:  # pragma: no cover - without pytest-asyncio, async tests cannot run anyway
+    async_fixture = pytest.fixture
+
 __all__ = ["clean", "fake_client", "fake_provider", "scheduler", "scripted_client"]
 
 ScriptedFactory = Callable[..., ScriptedClient]
@@ -48,7 +55,7 @@ def scheduler() -> TestScheduler:
     return TestScheduler()
 
 
-@pytest.fixture
+@async_fixture
 async def clean(scheduler: TestScheduler) -> AsyncIterator[TestScheduler]:
     """The scheduler, checked at teardown: no live timer and no stray asyncio task remain."""
     yield scheduler
@@ -69,7 +76,7 @@ def scripted_client(scheduler: TestScheduler) -> ScriptedFactory:
     return make
 
 
-@pytest.fixture
+@async_fixture
 async def fake_provider() -> AsyncIterator[FakeFactory]:
     """``await fake_provider(scenario)``: a started FakeProvider, stopped at teardown."""
     from . import FakeProvider
