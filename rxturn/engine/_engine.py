@@ -12,17 +12,18 @@ This is the seed page's module in Python. :meth:`TurnEngine.turn` follows refere
 5. ``on_turn_start``, then :meth:`_do_turn` on one of two paths:
 
    - **streaming** (default): one subscription to the handler's batched stream
-     (:meth:`StreamHandler.stream_turn_batches`, one item per network chunk). A tap fans each
-     event out, in this order — the ``text_streamer`` (text only), the observers (text and
-     thinking deltas, attempt resets), ``engine.events`` — and ``scan(fold_batch)`` → ``last``
-     builds the message. ``AttemptReset`` wipes the fold, a ``Fallback`` replaces it
-     wholesale. This is SPEC §1's ``share`` with one Rx emission per chunk, not per event
-     (benchmarks/README.md);
+     (:meth:`StreamHandler.stream_turn_batches`, one item per network chunk), multicast to
+     the routing (the ``text_streamer``, then the observers, then ``engine.events``, event by
+     event), to the user's ``engine.turn_streams`` subscriptions, and to ``scan(fold_batch)``
+     → ``last``, which builds the message. ``AttemptReset`` wipes the fold, a ``Fallback``
+     replaces it wholesale. With ``failover=True`` a leg that fails definitively continues,
+     in the same stream, on the next model of the chain (docs/engine.md);
    - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
      and the turn timeout (none configured = an arm that never fires);
 
 6. the outcome is recorded in the seed's strict order (:mod:`rxturn.engine._outcome`);
-7. the reply joins the history and the audit trail; ``on_response`` and ``on_turn_end``.
+7. the reply joins the history and the audit trail (with every attempt and what was billed;
+   a failed turn is recorded too); ``on_response`` and ``on_turn_end``.
 
 :meth:`TurnEngine.run` is the agent loop around it: turns continue while the stop reason is
 ``tool_call``, running registered tools between them.
