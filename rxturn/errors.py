@@ -200,15 +200,39 @@ class NotFoundError(APIStatusError):
     default_status = 404
 
 
-class RequestTimeoutError(APIStatusError):
-    """408: the provider timed the request out."""
+class _NotesProgress(RxturnError):
+    """What a streaming attempt had received when it failed: ``partial`` (at least one completed
+    part) and ``events`` (events processed). The stream handler notes them; the message then
+    ends with them, as a timeout's does."""
+
+    partial: bool | None = None
+    events: int | None = None
+
+    def note_progress(self, *, partial: bool, events: int) -> None:
+        """Record what the attempt had received; the message then says so."""
+        self.partial = partial
+        self.events = events
+
+    def __str__(self) -> str:
+        if self.events is None:
+            return self.message
+        flag = " (partial data)" if self.partial else ""
+        return f"{self.message}{flag}, {self.events} events processed"
+
+
+class RequestTimeoutError(_NotesProgress, APIStatusError):
+    """408: the provider timed the request out (``partial`` / ``events`` as for a rate limit)."""
 
     retryable = True
     default_status = 408
 
 
-class RateLimitError(APIStatusError):
-    """429, or an in-stream ``rate_limit_error``: slow down (see ``retry_after``)."""
+class RateLimitError(_NotesProgress, APIStatusError):
+    """429, or an in-stream ``rate_limit_error``: slow down (see ``retry_after``).
+
+    ``partial`` and ``events`` say what the attempt had received before the rate limit (set by
+    the stream handler; ``None`` before), and the message says so.
+    """
 
     retryable = True
     default_status = 429

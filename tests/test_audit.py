@@ -132,6 +132,9 @@ def test_jsonl_is_one_object_per_turn_with_its_run_id() -> None:
         "rescued",
         "stop_reason",
         "discarded_usage",
+        "attempt_log",
+        "billed_usage",
+        "error",
     }
 
 

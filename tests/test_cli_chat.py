@@ -164,6 +164,7 @@ def test_interactive_failed_turn_reports_and_goes_on(fake_url: str) -> None:
         "primary",
         "--fallback",
         "backup",
+        "--no-failover",  # the breaker alone: failed turns report and the chat goes on
         "--json",
         stdin="a\nb\nc\nd\n",
     )

@@ -3,7 +3,8 @@
 One-shot with a PROMPT, interactive without one (a prompt per stdin line; Ctrl-C cancels the
 running turn only; ``/model NAME``, ``/reset``, ``/stats``, ``/help``; EOF ends with exit 0).
 The stream handler always has the reference defaults (not passthrough) and ``--fallback``
-adds a fallback manager with the reference defaults. ``--json`` prints one JSON object per turn
+adds a fallback manager with the reference defaults plus same-turn failover (``--no-failover``
+keeps the breaker alone). ``--json`` prints one JSON object per turn
 (SPEC §3.1) instead of live text.
 """
 
@@ -33,7 +34,13 @@ def add_parser(subparsers: Any) -> None:
         action="append",
         default=[],
         metavar="MODEL",
-        help="backup model (repeatable; enables the model circuit breaker)",
+        help="backup model (repeatable; enables the model circuit breaker and same-turn "
+        "failover to the next backup)",
+    )
+    parser.add_argument(
+        "--no-failover",
+        action="store_true",
+        help="with --fallback: keep the breaker alone (a failed turn is not retried on a backup)",
     )
     parser.add_argument("--system", default=None, metavar="TEXT", help="system prompt")
     parser.add_argument("--no-stream", action="store_true", help="non-streaming requests")

@@ -93,6 +93,7 @@ class ChatSession:
             system=self.args.system,
             handler=StreamHandler.default(),
             fallback=fallback,
+            failover=fallback is not None and not getattr(self.args, "no_failover", False),
             mode="non_streaming" if self.args.no_stream else "streaming",
             text_streamer=streamer,
             observers=() if self.args.json else (_LiveView(self.out, self.err),),

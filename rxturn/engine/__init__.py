@@ -12,5 +12,19 @@ See docs/design.md for how these fit together.
 """
 
 from ._engine import RunResult, Session, TurnEngine, TurnMode, TurnResult
+from ._paths import TurnStream
+from .audit import AttemptRecord
+from .handler import RetryAfterBeyondDeadline
+from .tools import ToolTimeoutError
 
-__all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
+__all__ = [
+    "AttemptRecord",
+    "RetryAfterBeyondDeadline",
+    "RunResult",
+    "Session",
+    "ToolTimeoutError",
+    "TurnEngine",
+    "TurnMode",
+    "TurnResult",
+    "TurnStream",
+]

@@ -12,17 +12,18 @@ This is the seed page's module in Python. :meth:`TurnEngine.turn` follows refere
 5. ``on_turn_start``, then :meth:`_do_turn` on one of two paths:
 
    - **streaming** (default): one subscription to the handler's batched stream
-     (:meth:`StreamHandler.stream_turn_batches`, one item per network chunk). A tap fans each
-     event out, in this order — the ``text_streamer`` (text only), the observers (text and
-     thinking deltas, attempt resets), ``engine.events`` — and ``scan(fold_batch)`` → ``last``
-     builds the message. ``AttemptReset`` wipes the fold, a ``Fallback`` replaces it
-     wholesale. This is SPEC §1's ``share`` with one Rx emission per chunk, not per event
-     (benchmarks/README.md);
+     (:meth:`StreamHandler.stream_turn_batches`, one item per network chunk), multicast to
+     the routing (the ``text_streamer``, then the observers, then ``engine.events``, event by
+     event), to the user's ``engine.turn_streams`` subscriptions, and to ``scan(fold_batch)``
+     → ``last``, which builds the message. ``AttemptReset`` wipes the fold, a ``Fallback``
+     replaces it wholesale. With ``failover=True`` a leg that fails definitively continues,
+     in the same stream, on the next model of the chain (docs/engine.md);
    - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
      and the turn timeout (none configured = an arm that never fires);
 
 6. the outcome is recorded in the seed's strict order (:mod:`rxturn.engine._outcome`);
-7. the reply joins the history and the audit trail; ``on_response`` and ``on_turn_end``.
+7. the reply joins the history and the audit trail (with every attempt and what was billed;
+   a failed turn is recorded too); ``on_response`` and ``on_turn_end``.
 
 :meth:`TurnEngine.run` is the agent loop around it: turns continue while the stop reason is
 ``tool_call``, running registered tools between them.
@@ -31,17 +32,18 @@ This is the seed page's module in Python. :meth:`TurnEngine.turn` follows refere
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import msgspec
-from reactivex import abc
+from reactivex import Observable, abc
 from reactivex.subject import Subject
 
 from ..clients._base import ModelClient
 from ..errors import Cancelled, ConfigError
-from ..events import HandlerEvent
+from ..events import AttemptReset, HandlerEvent
 from ..messages import (
     Message,
     Request,
@@ -50,14 +52,13 @@ from ..messages import (
     TextPart,
     ToolResultPart,
 )
-from ..operators._scheduling import resolve_scheduler
+from ..operators._scheduling import clock, resolve_scheduler
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
-from ._fanout import fan_out
+from ._failover import TurnLegs, fails_over
 from ._outcome import record_turn_failure, record_turn_success
-from ._paths import create_path, stream_path
+from ._paths import TurnStream, create_path, failover_stream, stream_path
 from ._results import (
-    AttemptStats,
     RunResult,
     Session,
     TextStreamer,
@@ -108,11 +109,21 @@ class TurnEngine(AgentLoop):
         contributors: per-turn transient messages, in registration order.
         memory: a memory provider whose top ``memory_top_k`` entries become one message.
         calibration: records estimate vs. reported input tokens per model.
-        scheduler: where time comes from (default: asyncio on the running loop).
+        scheduler: where time comes from (default: asyncio on the running loop): the
+            handler's ladders and deadlines, the durations in observer events, the times in
+            the attempt log, and the cooldown of a ``fallback`` manager given no clock of its
+            own, all run on it (a ``TestScheduler`` puts a whole session on virtual time).
+        failover: same-turn failover (off by default): a turn whose model fails definitively
+            continues on the next healthy model of ``fallback``'s chain, after an
+            ``AttemptReset``, within what is left of the turn's deadline (docs/engine.md).
 
     Attributes:
         events: every turn's handler events (provider events, ``AttemptReset``, ``Fallback``)
-            as a hot Observable, for composing into your own Rx pipelines and live displays.
+            one by one as a hot Observable, for composing into your own Rx pipelines and live
+            displays.
+        turn_streams: a hot Observable emitting one :class:`TurnStream` per streaming turn,
+            just before the turn starts: subscribe to its ``batches`` or ``events`` to put a
+            pipeline of your own on that turn's shared handler stream (docs/engine.md).
         last_estimate: the context estimate of the most recent turn.
     """
 
@@ -138,6 +149,7 @@ class TurnEngine(AgentLoop):
         memory_top_k: int = 3,
         calibration: Calibration | None = None,
         scheduler: abc.SchedulerBase | None = None,
+        failover: bool = False,
     ) -> None:
         if mode not in ("streaming", "non_streaming"):
             raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
@@ -168,6 +180,11 @@ class TurnEngine(AgentLoop):
         self.last_estimate: ContextEstimate | None = None
         self._overhead = OverheadCache()
         self.events: Subject[HandlerEvent] = Subject()
+        self.turn_streams: Subject[TurnStream] = Subject()
+        self.failover = bool(failover)
+        self._clock_cache: tuple[abc.SchedulerBase, Callable[[], float]] | None = None
+        if fallback is not None and scheduler is not None:
+            fallback.adopt_clock(self._now())
         self.session = Session(history)
         self.cancel_token = CancelToken()
         self._last_served: str | None = None
@@ -279,7 +296,12 @@ class TurnEngine(AgentLoop):
         )
         return [*gathered, *extra]
 
-    def _estimate(self, transients: Sequence[Message]) -> ContextEstimate:
+    def _estimate(self, transients: Sequence[Message]) -> tuple[ContextEstimate, int]:
+        """The context estimate (calibrated when calibration is on) and the raw total.
+
+        Calibration learns from the raw total: fed its own scaled output, its factor would
+        chase itself instead of converging.
+        """
         estimate = estimate_context(
             self.counter,
             history=self.session.history,
@@ -288,11 +310,12 @@ class TurnEngine(AgentLoop):
             tools=self.tools.schemas(),
             overhead_cache=self._overhead,
         )
+        raw = estimate.total
         if self.calibration.enabled:
-            scaled = self.calibration.scale(self.served_model(), estimate.total)
+            scaled = self.calibration.scale(self.served_model(), raw)
             estimate = msgspec.structs.replace(estimate, total=scaled)
         self.last_estimate = estimate
-        return estimate
+        return estimate, raw
 
     async def _compact(self, estimate: ContextEstimate) -> None:
         """The deferred turn's work: compact, reserving room for this turn's transients."""
@@ -322,26 +345,41 @@ class TurnEngine(AgentLoop):
             ),
         )
         options = self.routed_options()
+        legs = TurnLegs(-1, options.model or self.client.model, self._now())
         if self.mode == "streaming":
-            message, _ = await self._stream_path(-1, request, options, quiet=True)
+            message = await self._stream_turn(legs, request, options, quiet=True)
         else:
-            message = await self._create_path(request, options)
+            message = await self._create_turn(legs, request, options, quiet=True)
         return message.text
 
+    def _now(self) -> Callable[[], float]:
+        """The engine's clock: its scheduler's (asyncio's loop time by default)."""
+        scheduler = self._resolve_scheduler()
+        cached = self._clock_cache
+        if cached is not None and cached[0] is scheduler:
+            return cached[1]
+        now = clock(scheduler)
+        if self.scheduler is not None:
+            self._clock_cache = (scheduler, now)
+        return now
+
     async def _turn(self, transient: Sequence[Message]) -> TurnResult:
+        now = self._now()
         if self.fallback is not None:
+            if self.scheduler is not None:
+                self.fallback.adopt_clock(now)
             self.fallback.begin_turn()
         turn = len(self.session.audit.current_run.turns)
         query = self._turn_input()
         transients = await self._transients(turn, query, transient)
-        estimate = self._estimate(transients)
+        estimate, raw_estimate = self._estimate(transients)
         window = self.context_window
         if window is not None and window.should_compact(estimate.total):
             # Deferred turn (seed gotcha 2): no turn events; compact, then run it once.
             await self._compact(estimate)
             query = self._turn_input()
             transients = await self._transients(turn, query, transient)
-            estimate = self._estimate(transients)
+            estimate, raw_estimate = self._estimate(transients)
             if window.should_compact(estimate.total):
                 log.warning(
                     "context still %d tokens after compaction (threshold %d); sending anyway",
@@ -353,28 +391,52 @@ class TurnEngine(AgentLoop):
         served = options.model or self.client.model
         self._note_routed_model(served)
         self.observers.emit("on_turn_start", turn=turn, query=query)
-        started = time.monotonic()
+        legs = TurnLegs(turn, served, now)
+        started = legs.started
         try:
-            message, stats = await self._do_turn(turn, request, options, served)
+            message = await self._do_turn(legs, request, options)
         except BaseException as exc:
             cancelled = isinstance(exc, (Cancelled, asyncio.CancelledError))
+            attempt_log = legs.log.close(exc)
+            self.session.audit.append(
+                Turn(
+                    turn=turn,
+                    input=query,
+                    output="",
+                    tool_calls=(),
+                    input_tokens=0,
+                    output_tokens=0,
+                    model=legs.served,
+                    attempts=legs.streaming_attempts() if self.mode == "streaming" else 1,
+                    rescued=False,
+                    discarded_usage=legs.log.discarded(),
+                    attempt_log=attempt_log,
+                    billed_usage=legs.log.billed(),
+                    error=type(exc).__name__,
+                )
+            )
             self.observers.emit(
                 "on_turn_end",
                 turn=turn,
                 success=False,
                 error="cancelled" if cancelled else (str(exc) or type(exc).__name__),
-                duration_ms=(time.monotonic() - started) * 1000,
+                duration_ms=(now() - started) * 1000,
                 input_tokens=0,
                 output_tokens=0,
             )
             raise
+        attempt_log = legs.log.close(None)
+        served = legs.served
+        stats = legs.stats
+        attempts = legs.streaming_attempts() if self.mode == "streaming" else 1
         usage = message.usage
         stop_reason = message.stop_reason or StopReason.END_TURN
         if stop_reason is StopReason.END_TURN and message.tool_calls:
             stop_reason = StopReason.TOOL_CALL
-        self.calibration.record(served, estimate.total, usage.input_tokens if usage else None)
+        self.calibration.record(served, raw_estimate, usage.input_tokens if usage else None)
         self.observers.emit("on_response", turn=turn, text=message.text, usage=usage)
         self.session.history.append(message)
+        discarded = legs.log.discarded()
         self.session.audit.append(
             Turn(
                 turn=turn,
@@ -384,10 +446,12 @@ class TurnEngine(AgentLoop):
                 input_tokens=usage.input_tokens if usage else 0,
                 output_tokens=usage.output_tokens if usage else 0,
                 model=served,
-                attempts=stats.attempts,
+                attempts=attempts,
                 rescued=stats.rescued,
                 stop_reason=stop_reason,
-                discarded_usage=stats.discarded_usage,
+                discarded_usage=discarded,
+                attempt_log=attempt_log,
+                billed_usage=legs.log.billed(),
             )
         )
         result = TurnResult(
@@ -396,70 +460,190 @@ class TurnEngine(AgentLoop):
             stop_reason=stop_reason,
             usage=usage,
             model=served,
-            attempts=stats.attempts,
+            attempts=attempts,
             rescued=stats.rescued,
-            discarded_usage=stats.discarded_usage,
+            discarded_usage=discarded,
+            attempt_log=attempt_log,
+            billed_usage=legs.log.billed(),
         )
         # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
         if not (self._in_run and stop_reason is StopReason.TOOL_CALL):
             self._emit_turn_end(result, started)
         return result
 
-    async def _do_turn(
-        self, turn: int, request: Request, options: RequestOptions, served: str
-    ) -> tuple[Message, AttemptStats]:
+    async def _do_turn(self, legs: TurnLegs, request: Request, options: RequestOptions) -> Message:
         """The seed's ``do_turn``: cancel guard, one of two paths, outcome recording."""
         try:
             self.cancel_token.raise_if_cancelled()
             if self.mode == "streaming":
-                message, stats = await self._stream_path(turn, request, options)
+                message = await self._stream_turn(legs, request, options)
             else:
-                message, stats = await self._create_path(request, options), AttemptStats()
+                message = await self._create_turn(legs, request, options)
         except BaseException as exc:
-            if isinstance(exc, Exception):
+            if isinstance(exc, Exception) and not legs.failure_recorded:
                 record_turn_failure(
-                    self.fallback, self.observers, turn=turn, served=served, error=exc
+                    self.fallback,
+                    self.observers,
+                    turn=legs.turn,
+                    served=legs.served,
+                    error=exc,
+                    routed=self._is_routed(legs),
                 )
             raise
         record_turn_success(
-            self.fallback, self.observers, turn=turn, served=served, usage=message.usage
+            self.fallback,
+            self.observers,
+            turn=legs.turn,
+            served=legs.served,
+            usage=message.usage,
+            routed=self._is_routed(legs),
         )
-        return message, stats
+        return message
+
+    # ----------------------------------------------------------------------------- failover
+
+    def _is_routed(self, legs: TurnLegs) -> bool:
+        """Whether the breaker routes to the model serving this leg (its outcome counts)."""
+        return legs.leg == 0 or (
+            self.fallback is not None and self.fallback.routed_model() == legs.served
+        )
+
+    def _can_fail_over(self, legs: TurnLegs) -> bool:
+        return (
+            self.failover
+            and self.fallback is not None
+            and legs.turn >= 0
+            and self.fallback.failover_model(legs.tried) is not None
+        )
+
+    def _fail_over(self, legs: TurnLegs, error: BaseException) -> str | None:
+        """Record the leg's failure and pick the next model; ``None``: the turn fails with it."""
+        if not (self._can_fail_over(legs) and fails_over(error)):
+            return None
+        assert self.fallback is not None
+        record_turn_failure(
+            self.fallback,
+            self.observers,
+            turn=legs.turn,
+            served=legs.served,
+            error=error,
+            routed=self._is_routed(legs),
+        )
+        legs.failure_recorded = True
+        target = self.fallback.failover_model(legs.tried)
+        if target is None:
+            return None
+        log.info("turn %d fails over from %r to %r: %s", legs.turn, legs.served, target, error)
+        legs.switch(target)
+        self._note_routed_model(target)
+        return target
+
+    def _failover_reset(self, legs: TurnLegs, error: BaseException) -> AttemptReset:
+        records = legs.log.records
+        return AttemptReset(
+            attempt=legs.streaming_attempts() + 1,
+            reason=f"failover to {legs.served}: {error}",
+            error_type=type(error).__name__,
+            usage=records[-1].usage if records else None,
+        )
 
     # ----------------------------------------------------------------------------- the paths
 
     def _resolve_scheduler(self) -> abc.SchedulerBase:
         return resolve_scheduler(self.scheduler)
 
-    async def _stream_path(
-        self, turn: int, request: Request, options: RequestOptions, *, quiet: bool = False
-    ) -> tuple[Message, AttemptStats]:
-        stats = AttemptStats()
-        if quiet:
-            tap, stop_tap = fan_out(turn, stats, None, ObserverSet(), None)
-        else:
-            events = self.events if self.events.observers else None
-            tap, stop_tap = fan_out(turn, stats, self.text_streamer, self.observers, events)
-        message = await stream_path(
-            self.handler or StreamHandler.passthrough(),
-            self.client,
-            request,
-            options,
-            self.cancel_token,
-            self._resolve_scheduler(),
-            tap,
-            stop_tap,
-            lambda: stats.rescued,
-        )
-        return message, stats
-
-    async def _create_path(self, request: Request, options: RequestOptions) -> Message:
+    async def _stream_turn(
+        self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
+    ) -> Message:
         handler = self.handler or StreamHandler.passthrough()
-        return await create_path(
-            self.client,
-            request,
-            options,
-            self.cancel_token,
-            handler.timeouts.total,
-            self._resolve_scheduler(),
+        scheduler = self._resolve_scheduler()
+        timeouts = handler.timeouts
+
+        def leg(leg_options: RequestOptions, deadline: float | None) -> Observable[Any]:
+            return handler.stream_turn_batches(
+                self.client,
+                request,
+                leg_options,
+                self.cancel_token,
+                scheduler=scheduler,
+                deadline=deadline,
+                watcher=legs.log,
+                give_up_beyond_deadline=not quiet and self._can_fail_over(legs),
+            )
+
+        def next_leg(error: Exception) -> Observable[list[HandlerEvent]] | None:
+            target = self._fail_over(legs, error)
+            if target is None:
+                return None
+            reset = self._failover_reset(legs, error)
+            deadline = legs.deadline(timeouts.total, timeouts.first_event)
+            following = leg(msgspec.structs.replace(options, model=target), deadline)
+            return _prefixed([reset], following)
+
+        stream = leg(options, None)
+        if self.failover and not quiet:
+            stream = failover_stream(stream, next_leg)
+        if quiet:
+            router = _QUIET.router(legs.turn, on_control=legs.stats.note)
+            return await stream_path(stream, scheduler, router, lambda: legs.stats.rescued)
+        sink = self.events if self.events.observers else None
+        router = self.observers.router(
+            legs.turn, streamer=self.text_streamer, sink=sink, on_control=legs.stats.note
         )
+        turn, model = legs.turn, legs.served
+        return await stream_path(
+            stream,
+            scheduler,
+            router,
+            lambda: legs.stats.rescued,
+            publish_to=self.turn_streams,
+            turn_stream=lambda shared: TurnStream(turn, model, shared),
+        )
+
+    async def _create_turn(
+        self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
+    ) -> Message:
+        handler = self.handler or StreamHandler.passthrough()
+        scheduler = self._resolve_scheduler()
+        deadline = handler.timeouts.total
+        while True:
+            log_ = legs.log
+            log_.attempt_started("create")
+            try:
+                message = await create_path(
+                    functools.partial(self.client.create, request, options),
+                    self.cancel_token,
+                    deadline,
+                    scheduler,
+                )
+            except BaseException as exc:
+                log_.attempt_ended("create", exc, None)
+                target = None if quiet else self._fail_over(legs, exc)
+                if target is None:
+                    raise
+                self.observers.emit(
+                    "on_attempt_reset", turn=legs.turn, reset=self._failover_reset(legs, exc)
+                )
+                options = msgspec.structs.replace(options, model=target)
+                deadline = legs.deadline(handler.timeouts.total, handler.timeouts.first_event)
+                continue
+            log_.attempt_ended("create", None, message.usage)
+            return message
+
+
+_QUIET = ObserverSet()
+
+
+def _prefixed(
+    first: list[HandlerEvent], then: Observable[list[HandlerEvent]]
+) -> Observable[list[HandlerEvent]]:
+    """``first`` as one batch, synchronously at subscription, then ``then``."""
+
+    def subscribe(
+        observer: abc.ObserverBase[list[HandlerEvent]],
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> abc.DisposableBase:
+        observer.on_next(first)
+        return then.subscribe(observer, scheduler=scheduler)
+
+    return Observable(subscribe)

@@ -11,6 +11,11 @@ already on a backup; (3) ``record_failure`` as RATE_LIMIT for a :class:`RateLimi
 TRANSIENT otherwise; (4) if that tripped the breaker and a backup exists, ``on_fallback``;
 (5) if a backup was serving and failed too, it takes a strike (routing advances once it has
 used its strikes); (6) ``on_stream_failure``. The caller then re-raises the original error.
+
+Same-turn failover (``routed`` false): a leg on a backup the breaker did not route the turn to
+leaves the breaker's counters alone — they judge the routed model — and its success is not one
+for the breaker either; its failure costs that backup a strike, and ``on_stream_failure`` and
+``on_stream_success`` fire with the model that failed or served, as always.
 """
 
 from __future__ import annotations
@@ -30,8 +35,9 @@ def record_turn_success(
     turn: int,
     served: str,
     usage: Usage | None,
+    routed: bool = True,
 ) -> None:
-    if fallback is not None:
+    if fallback is not None and routed:
         fallback.record_success()
     observers.emit(
         "on_stream_success",
@@ -49,11 +55,15 @@ def record_turn_failure(
     turn: int,
     served: str,
     error: BaseException,
+    routed: bool = True,
 ) -> None:
     if isinstance(error, Cancelled):
         return
     if fallback is not None:
-        outcome = fallback.record_turn_failure(error, served=served)
-        if outcome is not None and outcome.fallback_to is not None:
-            observers.emit("on_fallback", from_model=served, to_model=outcome.fallback_to)
+        if routed:
+            outcome = fallback.record_turn_failure(error, served=served)
+            if outcome is not None and outcome.fallback_to is not None:
+                observers.emit("on_fallback", from_model=served, to_model=outcome.fallback_to)
+        else:
+            fallback.record_failover_failure(error, served=served)
     observers.emit("on_stream_failure", turn=turn, model=served, error=error)

@@ -1,8 +1,13 @@
 """The two paths of a turn: the handler's batched stream, and one non-streaming ``create``.
 
-- **streaming**: one subscription to :meth:`StreamHandler.stream_turn_batches` (one item per
-  network chunk). A tap fans each event out (:mod:`._fanout`) before ``scan(fold_batch)`` →
-  ``last`` builds the message. ``AttemptReset`` wipes the fold; a ``Fallback`` replaces it.
+- **streaming**: the handler's batched stream (one item per network chunk) is *published*
+  (:class:`Share`): one subscription to it, multicast to the routing
+  (:class:`~.observers.TurnRouter`: the text streamer and the observers, event by event),
+  to every ``engine.turn_streams`` subscription, and to the fold (``scan(fold_batch)`` →
+  ``last``), in that order, then connected. ``AttemptReset`` wipes the fold; a ``Fallback``
+  replaces it. With same-turn failover the published stream is the whole turn: a leg that
+  fails definitively is followed, inside the same stream, by an ``AttemptReset`` and the
+  next model's leg (``catch``).
 - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
   and the turn timeout (none configured = an arm that never fires).
 """
@@ -10,75 +15,270 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
+from typing import Any
 
-from reactivex import abc
+import reactivex
+from reactivex import Observable, abc
 from reactivex import operators as ops
-from reactivex.disposable import CompositeDisposable
+from reactivex.disposable import CompositeDisposable, Disposable
+from reactivex.subject import Subject
 
-from ..clients._base import ModelClient
 from ..errors import StreamTimeoutError, TruncatedStreamError
 from ..events import HandlerEvent
 from ..fold import INITIAL_STATE, TurnState, fold_batch
-from ..messages import Message, Request, RequestOptions
+from ..messages import Message
+from ..operators._batches import unbatch_
 from ..resilience.cancel import CancelToken
-from .handler import StreamHandler
+from .observers import TurnRouter
 
-__all__ = ["create_path", "stream_path"]
+__all__ = ["TurnStream", "create_path", "failover_stream", "stream_path"]
+
+log = logging.getLogger("rxturn.engine")
+
+
+class TurnStream:
+    """One streaming turn's handler events, as ``engine.turn_streams`` hands them out.
+
+    Subscribe to :attr:`batches` (one list per network chunk: cheapest) or :attr:`events`
+    (one item per event) **while handling the** ``engine.turn_streams`` **emission**: the turn
+    starts right after, and a late subscriber misses what went before (it is a hot stream).
+    You see exactly what the engine folds: provider events, ``AttemptReset`` before every
+    attempt after the first (also before a same-turn failover to the next model), and a final
+    ``Fallback`` when the non-streaming rescue served. Fold with ``scan(fold_batch,
+    INITIAL_STATE)`` (or ``fold_handler`` per event) and nothing of a failed attempt reaches
+    the reply. The stream completes when the turn's stream ends and errors with the turn's
+    error. A subscriber that raises is logged and dropped; the turn goes on.
+
+    Attributes:
+        turn: the turn's index in its run.
+        model: the model the turn started on.
+    """
+
+    __slots__ = ("_shared", "model", "turn")
+
+    def __init__(self, turn: int, model: str, shared: Share) -> None:
+        self.turn = turn
+        self.model = model
+        self._shared = shared
+
+    def __repr__(self) -> str:
+        return f"TurnStream(turn={self.turn}, model={self.model!r})"
+
+    @property
+    def batches(self) -> Observable[list[HandlerEvent]]:
+        """The turn's items as lists (never empty; treat them as read-only)."""
+        shared = self._shared
+
+        def subscribe(
+            observer: abc.ObserverBase[list[HandlerEvent]],
+            scheduler: abc.SchedulerBase | None = None,
+        ) -> abc.DisposableBase:
+            return shared.add(_Isolated(observer))
+
+        return Observable(subscribe)
+
+    @property
+    def events(self) -> Observable[HandlerEvent]:
+        """The turn's items one by one."""
+        return unbatch_(self.batches)
+
+
+class _Isolated(abc.ObserverBase[Any]):
+    """A user's subscriber of a turn: what it raises is logged and it is dropped."""
+
+    __slots__ = ("_done", "_observer")
+
+    def __init__(self, observer: abc.ObserverBase[Any]) -> None:
+        self._observer = observer
+        self._done = False
+
+    def on_next(self, value: Any) -> None:
+        if self._done:
+            return
+        try:
+            self._observer.on_next(value)
+        except Exception:
+            self._done = True
+            log.exception("a turn_streams subscriber raised; it is dropped, the turn goes on")
+
+    def on_error(self, error: Exception) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            self._observer.on_error(error)
+        except Exception:
+            log.exception("a turn_streams subscriber raised in on_error")
+
+    def on_completed(self) -> None:
+        if self._done:
+            return
+        self._done = True
+        try:
+            self._observer.on_completed()
+        except Exception:
+            log.exception("a turn_streams subscriber raised in on_completed")
+
+
+class Share(abc.ObserverBase[list[HandlerEvent]]):
+    """The turn's multicast: one subscription to the handler stream, its items to every
+    subscriber in order (``publish`` without a Subject, a lock or an observer hop per
+    subscriber: one emission per batch reaches each subscriber as one plain call)."""
+
+    __slots__ = ("_error", "_observers", "_stopped")
+
+    def __init__(self) -> None:
+        self._observers: tuple[abc.ObserverBase[list[HandlerEvent]], ...] = ()
+        self._stopped = False
+        self._error: Exception | None = None
+
+    def add(self, observer: abc.ObserverBase[list[HandlerEvent]]) -> abc.DisposableBase:
+        """Subscribe ``observer`` (hot: it sees what comes next); dispose to let go. After
+        the end, a new subscriber gets the end at once (as a ``Subject`` does)."""
+        if self._stopped:
+            if self._error is not None:
+                observer.on_error(self._error)
+            else:
+                observer.on_completed()
+            return Disposable()
+        self._observers = (*self._observers, observer)
+
+        def remove() -> None:
+            self._observers = tuple(o for o in self._observers if o is not observer)
+
+        return Disposable(remove)
+
+    def on_next(self, value: list[HandlerEvent]) -> None:
+        for observer in self._observers:
+            observer.on_next(value)
+
+    def on_error(self, error: Exception) -> None:
+        observers, self._observers, self._stopped = self._observers, (), True
+        self._error = error
+        for observer in observers:
+            observer.on_error(error)
+
+    def on_completed(self) -> None:
+        observers, self._observers, self._stopped = self._observers, (), True
+        for observer in observers:
+            observer.on_completed()
+
+
+class _Fold(abc.ObserverBase[list[HandlerEvent]]):
+    """The accumulator subscriber: ``scan(fold_batch, INITIAL_STATE)`` → ``last``."""
+
+    __slots__ = ("_done", "_fail", "_finish", "state")
+
+    def __init__(
+        self, finish: Callable[[TurnState], None], fail: Callable[[Exception], None]
+    ) -> None:
+        self.state = INITIAL_STATE
+        self._finish = finish
+        self._fail = fail
+        self._done = False
+
+    def on_next(self, value: list[HandlerEvent]) -> None:
+        if self._done:
+            return
+        try:
+            self.state = fold_batch(self.state, value)
+        except Exception as error:  # as scan would: the fold's error ends the turn
+            self._done = True
+            self._fail(error)
+
+    def on_error(self, error: Exception) -> None:
+        if not self._done:
+            self._done = True
+            self._fail(error)
+
+    def on_completed(self) -> None:
+        if not self._done:
+            self._done = True
+            self._finish(self.state)
+
+
+class _Routing(abc.ObserverBase[list[HandlerEvent]]):
+    __slots__ = ("_router",)
+
+    def __init__(self, router: TurnRouter) -> None:
+        self._router = router
+
+    def on_next(self, value: list[HandlerEvent]) -> None:
+        self._router.on_next(value)
+
+    def on_error(self, error: Exception) -> None:
+        self._router.stop()
+
+    def on_completed(self) -> None:
+        self._router.stop()
 
 
 async def stream_path(
-    handler: StreamHandler,
-    client: ModelClient,
-    request: Request,
-    options: RequestOptions,
-    cancel_token: CancelToken,
+    stream: Observable[list[HandlerEvent]],
     scheduler: abc.SchedulerBase,
-    tap: Callable[[list[HandlerEvent]], None],
-    stop_tap: Callable[[], None],
+    router: TurnRouter,
     rescued: Callable[[], bool],
+    publish_to: Subject[TurnStream] | None = None,
+    turn_stream: Callable[[Share], TurnStream] | None = None,
 ) -> Message:
-    """Run the handler's stream to its last fold state; the message it folded to.
+    """Run the turn's stream to its last fold state; the message it folded to.
 
     ``rescued()`` says whether a ``Fallback`` served the reply (then no ``MessageStop`` is
     owed); a stream that completes without either is truncated.
     """
-    stream = handler.stream_turn_batches(
-        client, request, options, cancel_token, scheduler=scheduler
-    )
     loop = asyncio.get_running_loop()
     done: asyncio.Future[TurnState] = loop.create_future()
 
     def finish(state: TurnState) -> None:
-        stop_tap()
+        router.stop()
         if not done.done():
             done.set_result(state)
 
     def fail(error: Exception) -> None:
-        stop_tap()
+        router.stop()
         if not done.done():
             done.set_exception(error)
 
-    # One stream of batches: the tap fans each event out to the streamer, the observers
-    # and ``engine.events`` (in the routing table's order) before the fold sees its batch.
-    subscription = stream.pipe(
-        ops.do_action(tap),
-        ops.scan(fold_batch, INITIAL_STATE),  # type: ignore[arg-type]
-        ops.last_or_default(INITIAL_STATE),
-    ).subscribe(on_next=finish, on_error=fail, scheduler=scheduler)
+    shared = Share()
+    # Subscribers in order: the routing (streamer, observers, engine.events), the user's
+    # turn streams, then the fold; the connection starts the turn.
+    shared.add(_Routing(router))
+    if publish_to is not None and turn_stream is not None and publish_to.observers:
+        try:
+            publish_to.on_next(turn_stream(shared))
+        except Exception:
+            log.exception("an engine.turn_streams subscriber raised; the turn goes on")
+    shared.add(_Fold(finish, fail))
+    connection = stream.subscribe(shared, scheduler=scheduler)
     try:
         state = await done
     finally:
-        subscription.dispose()
+        connection.dispose()
     if not (state.completed or rescued()):
         raise TruncatedStreamError(0)
     return state.message()
 
 
+def failover_stream(
+    first: Observable[list[HandlerEvent]],
+    next_leg: Callable[[Exception], Observable[list[HandlerEvent]] | None],
+) -> Observable[list[HandlerEvent]]:
+    """``first``, and on its error whatever ``next_leg(error)`` gives (itself failing over the
+    same way); ``None`` lets the error out."""
+
+    def on_error(error: Exception, _: Observable[Any]) -> Observable[list[HandlerEvent]]:
+        leg = next_leg(error)
+        if leg is None:
+            return reactivex.throw(error)
+        return failover_stream(leg, next_leg)
+
+    return first.pipe(ops.catch(on_error))
+
+
 async def create_path(
-    client: ModelClient,
-    request: Request,
-    options: RequestOptions,
+    create: Callable[[], Any],
     cancel_token: CancelToken,
     timeout: float | None,
     scheduler: abc.SchedulerBase,
@@ -91,7 +291,7 @@ async def create_path(
         if not outcome.done():
             outcome.set_result(kind)
 
-    reply = loop.create_task(client.create(request, options))
+    reply: asyncio.Task[Message] = loop.create_task(create())
     reply.add_done_callback(lambda _: settle("reply"))
     cleanup = CompositeDisposable(cancel_token.on_cancel(lambda: settle("cancel")))
     if timeout is not None:

@@ -11,7 +11,7 @@ import msgspec
 from ..errors import ConfigError
 from ..events import AttemptReset, Fallback, HandlerEvent
 from ..messages import Message, StopReason, Usage
-from .audit import AuditTrail, Run
+from .audit import AttemptRecord, AuditTrail, Run
 
 __all__ = [
     "AttemptStats",
@@ -33,7 +33,9 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
     """What one served turn produced.
 
     ``stop_reason`` is the engine's verdict: ``end_turn`` with tool calls present counts as
-    ``tool_call`` (the only reason that continues an agent loop).
+    ``tool_call`` (the only reason that continues an agent loop). ``model`` is the model that
+    served (after routing and failover); ``usage`` what the reply cost, ``billed_usage`` what
+    every attempt of the turn was billed, itemised in ``attempt_log``.
     """
 
     turn: int
@@ -44,6 +46,8 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
     attempts: int = 1
     rescued: bool = False
     discarded_usage: Usage | None = None
+    attempt_log: tuple[AttemptRecord, ...] = ()
+    billed_usage: Usage | None = None
 
     @property
     def text(self) -> str:

@@ -3,21 +3,27 @@
 :class:`AgentLoop` is the part of :class:`~rxturn.engine.TurnEngine` that runs a prompt to a
 final reply: add the prompt, run turns while the stop reason is ``tool_call``, and run the
 reply's tool calls between them (their results become the next user message). A failed or
-cancelled run discards the messages it added to the history; its served turns stay in the
-audit trail.
+cancelled run discards the messages it added to the history; its turns stay in the audit trail.
+
+Each tool call is raced against the cancel signal and the tool's ``timeout`` (on the engine's
+clock): a cancel ends the run with ``Cancelled`` at once, the tool's task cancelled (a worker
+thread's late result is dropped); a timeout becomes a failed tool result for the model.
 """
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+import asyncio
+from collections.abc import Callable, Sequence
+
+from reactivex import abc
+from reactivex.disposable import CompositeDisposable
 
 from ..errors import ConfigError
-from ..messages import Message, StopReason, ToolResultPart
+from ..messages import Message, StopReason, ToolCallPart, ToolResultPart
 from ..resilience.cancel import CancelToken
 from ._results import RunResult, Session, TurnResult
 from .observers import ObserverSet
-from .tools import ToolRegistry
+from .tools import ToolRegistry, ToolTimeoutError, tool_error_result
 
 __all__ = ["AgentLoop"]
 
@@ -37,6 +43,12 @@ class AgentLoop:
     async def _turn(self, transient: Sequence[Message]) -> TurnResult:
         raise NotImplementedError
 
+    def _now(self) -> Callable[[], float]:
+        raise NotImplementedError
+
+    def _resolve_scheduler(self) -> abc.SchedulerBase:
+        raise NotImplementedError
+
     async def run(self, prompt: str | Message) -> RunResult:
         """The agent loop: add ``prompt``, then run turns while the model calls tools.
 
@@ -49,7 +61,8 @@ class AgentLoop:
         if not isinstance(prompt, str | Message):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"run(prompt) takes a str or a Message, got {type(prompt).__name__}")
         message = Message.user(prompt) if isinstance(prompt, str) else prompt
-        started = time.monotonic()
+        now = self._now()
+        started = now()
         start_len = len(self.session.history)
         run = self.session.audit.start_run()
         self._run_input = message.text
@@ -73,7 +86,7 @@ class AgentLoop:
                 success=False,
                 error=str(exc) or type(exc).__name__,
                 total_turns=len(run.turns),
-                duration_ms=(time.monotonic() - started) * 1000,
+                duration_ms=(now() - started) * 1000,
             )
             raise
         finally:
@@ -85,30 +98,65 @@ class AgentLoop:
             success=True,
             error=None,
             total_turns=len(run.turns),
-            duration_ms=(time.monotonic() - started) * 1000,
+            duration_ms=(now() - started) * 1000,
         )
         return RunResult(turns=tuple(results), hit_max_turns=hit_max)
 
     def _emit_turn_end(self, result: TurnResult, started: float) -> None:
+        now = self._now()
         self.observers.emit(
             "on_turn_end",
             turn=result.turn,
             success=True,
             error=None,
-            duration_ms=(time.monotonic() - started) * 1000,
+            duration_ms=(now() - started) * 1000,
             input_tokens=result.usage.input_tokens if result.usage else 0,
             output_tokens=result.usage.output_tokens if result.usage else 0,
         )
 
     async def _tool_phase(self, result: TurnResult) -> None:
         """Run the reply's tool calls in order; their results become the next user message."""
-        started = time.monotonic()
+        started = self._now()()
         outputs: list[ToolResultPart] = []
         for call in result.message.tool_calls:
             self.cancel_token.raise_if_cancelled()
             self.observers.emit("on_tool_call", turn=result.turn, call=call)
-            output = await self.tools.run(call)
+            output = await self._run_tool(call)
             self.observers.emit("on_tool_result", turn=result.turn, result=output)
             outputs.append(output)
         self.session.history.append(Message(role="user", content=tuple(outputs)))
         self._emit_turn_end(result, started)
+
+    async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
+        """One call raced against the cancel signal (first) and the tool's timeout."""
+        loop = asyncio.get_running_loop()
+        outcome: asyncio.Future[str] = loop.create_future()
+
+        def settle(kind: str) -> None:
+            if not outcome.done():
+                outcome.set_result(kind)
+
+        running = loop.create_task(self.tools.run(call))
+        running.add_done_callback(lambda _: settle("done"))
+        cleanup = CompositeDisposable(self.cancel_token.on_cancel(lambda: settle("cancel")))
+        found = self.tools.get(call.name)
+        timeout = found.timeout if found is not None else None
+        if timeout is not None:
+
+            def expire(*_: object) -> None:
+                settle("timeout")
+
+            cleanup.add(self._resolve_scheduler().schedule_relative(timeout, expire))
+        try:
+            await outcome
+        finally:
+            cleanup.dispose()
+            if not running.done():
+                running.cancel()  # a worker thread runs on, its result dropped
+                await asyncio.gather(running, return_exceptions=True)
+        if self.cancel_token.cancelled:
+            raise self.cancel_token.error()
+        if running.done() and not running.cancelled():
+            return running.result()
+        assert timeout is not None
+        return tool_error_result(call, ToolTimeoutError(call.name, timeout))

@@ -1,7 +1,7 @@
-"""The audit trail: what every served turn was asked, answered and cost (seed "The turn's paper
+"""The audit trail: what every turn was asked, answered and cost (seed "The turn's paper
 trail", SPEC §2.8).
 
-Every served turn appends one :class:`Turn` to the current :class:`Run` of an
+Every turn (served or failed) appends one :class:`Turn` to the current :class:`Run` of an
 :class:`AuditTrail` (``session.runs``). The trail holds copies of text and immutable parts only,
 never a reference to the conversation list, so compaction — which rewrites the conversation into
 a summary — cannot touch it: the trail keeps every turn's original input and output. (A turn that
@@ -10,7 +10,10 @@ each turn saw, which is internally consistent.)
 
 Beyond the reference ``Turn`` it records what resilience did to the turn: the model that served
 it, how many streaming attempts it took, whether the non-streaming rescue produced it, its stop
-reason, and the usage that failed attempts reported before being discarded (billed, not kept).
+reason, every attempt it made (:class:`AttemptRecord`: model, kind, outcome, usage, start and end
+on the engine's clock) and what the provider billed for all of them (``billed_usage``) beside what
+the kept reply cost (``input_tokens`` / ``output_tokens``). A turn that fails is recorded too,
+with ``error`` set, so that what it was billed is accounted (docs/engine.md).
 
 Serialisation is JSON lines, one object per turn with its ``run_id`` first::
 
@@ -22,20 +25,59 @@ A run with no turns has no line, so it does not survive a round trip.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal
 
 import msgspec
 
 from ..errors import ConfigError
 from ..messages import StopReason, ToolCallPart, Usage
 
-__all__ = ["AuditTrail", "Run", "Turn"]
+__all__ = ["AttemptKind", "AttemptRecord", "AuditTrail", "Run", "Turn", "billed"]
 
 _Count = Annotated[int, msgspec.Meta(ge=0)]
 
+#: How an attempt asked: a streaming request, the non-streaming rescue of a streaming turn, or
+#: the one request of a turn in ``non_streaming`` mode.
+AttemptKind = Literal["stream", "rescue", "create"]
+
+
+class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One request a turn made to a provider, whatever became of it.
+
+    Attributes:
+        model: the model asked (after fallback routing and failover).
+        kind: ``"stream"``, ``"rescue"`` (the non-streaming rescue) or ``"create"`` (a turn in
+            ``non_streaming`` mode).
+        outcome: ``"served"`` (its reply is the turn's), ``"cancelled"``, or the class name of
+            the error that ended it (``"RateLimitError"``, ``"StreamTimeoutError"``…).
+        usage: the tokens the provider reported for it (``None``: it reported none, e.g. it
+            failed before its usage arrived). A failed attempt's usage is billed all the same.
+        started: when it started, in seconds on the engine's clock (its scheduler's).
+        ended: when it ended, on the same clock.
+    """
+
+    model: str
+    kind: AttemptKind
+    outcome: str
+    usage: Usage | None = None
+    started: float = 0.0
+    ended: float = 0.0
+
+
+def billed(attempts: Iterable[AttemptRecord]) -> Usage | None:
+    """The sum of every reported usage (``None`` when no attempt reported any)."""
+    reported = [a.usage for a in attempts if a.usage is not None]
+    if not reported:
+        return None
+    return Usage(
+        input_tokens=sum(u.input_tokens for u in reported),
+        output_tokens=sum(u.output_tokens for u in reported),
+    )
+
 
 class Turn(msgspec.Struct, frozen=True, kw_only=True):
-    """One served turn, as recorded when it completed.
+    """One turn, as recorded when it ended: served, or failed (``error`` set).
 
     Attributes:
         turn: 0-based index of the turn within its run.
@@ -49,7 +91,13 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
         attempts: streaming attempts made (1 when the first one served).
         rescued: the non-streaming rescue produced the reply.
         stop_reason: why the model stopped, as the engine read it.
-        discarded_usage: usage summed over failed attempts (billed, their text discarded).
+        discarded_usage: usage summed over the attempts that did not serve (billed, their
+            text discarded).
+        attempt_log: every request the turn made, in order (see :class:`AttemptRecord`).
+        billed_usage: every usage the provider reported for this turn, summed: what it billed,
+            where ``input_tokens`` / ``output_tokens`` are what the kept reply cost.
+        error: for a failed turn, the class name of its error (``"Cancelled"`` for a cancel);
+            its ``output`` is empty and its reply tokens 0. ``None`` for a served turn.
     """
 
     turn: _Count
@@ -63,6 +111,9 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     rescued: bool = False
     stop_reason: StopReason | None = None
     discarded_usage: Usage | None = None
+    attempt_log: tuple[AttemptRecord, ...] = ()
+    billed_usage: Usage | None = None
+    error: str | None = None
 
 
 class Run(msgspec.Struct, kw_only=True):
@@ -118,7 +169,7 @@ class AuditTrail:
         return self.runs[-1] if self.runs else self.start_run()
 
     def append(self, turn: Turn) -> None:
-        """Record a served turn in the current run."""
+        """Record a turn in the current run."""
         if not isinstance(turn, Turn):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"audit trail records Turn values, got {type(turn).__name__}")
         self.current_run.turns.append(turn)

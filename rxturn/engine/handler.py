@@ -34,14 +34,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, Protocol
 
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
 from ..clients._base import ModelClient
+from ..errors import RateLimitError, RateLimitEscalation, RequestTimeoutError
 from ..events import HandlerEvent, StreamEvent
-from ..messages import Message, Request, RequestOptions
+from ..messages import Message, Request, RequestOptions, Usage
 from ..operators import (
     attempt_guard,
     cancellable,
@@ -58,7 +59,140 @@ from ..resilience.cancel import CancelToken
 from ..resilience.limiter import RateLimiter
 from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 
-__all__ = ["StreamHandler"]
+__all__ = ["AttemptWatcher", "RetryAfterBeyondDeadline", "StreamHandler"]
+
+
+class AttemptWatcher(Protocol):
+    """Told when each request of a turn starts and ends (the engine's attempt log uses it).
+
+    ``kind`` is ``"stream"`` or ``"rescue"``. ``error`` is ``None`` for an attempt that served;
+    ``disposed`` is true when the attempt was let go from outside (a cancel, or the turn's
+    total deadline) rather than ending by itself. ``usage`` is what the provider had reported.
+    Both calls happen synchronously, in the handler's own order, and must not raise.
+    """
+
+    def attempt_started(self, kind: Literal["stream", "rescue"]) -> None: ...
+
+    def attempt_ended(
+        self,
+        kind: Literal["stream", "rescue"],
+        error: BaseException | None,
+        usage: Usage | None,
+        *,
+        disposed: bool = False,
+    ) -> None: ...
+
+
+class RetryAfterBeyondDeadline(RateLimitEscalation):
+    """The provider asked to wait longer than the turn has left: give up on this model now.
+
+    Raised instead of waiting only when the caller asked for it (``give_up_beyond_deadline``,
+    what same-turn failover does when another model is available). It counts as a rate-limit
+    escalation for the model breaker.
+    """
+
+    def __init__(self, attempts: int, retry_after: float, remaining: float) -> None:
+        super().__init__(attempts, retry_after)
+        self.remaining = remaining
+        self.message = (
+            f"rate limited: retry-after {retry_after:g}s is beyond the turn's remaining "
+            f"deadline ({max(remaining, 0.0):.1f}s)"
+        )
+
+
+def _watched(
+    source: Observable[Any],
+    watcher: AttemptWatcher | None,
+    progress: TurnProgress,
+    give_up_beyond_deadline: bool,
+) -> Observable[Any]:
+    """One streaming attempt, reported to ``watcher`` and with its errors annotated.
+
+    A rate limit or a 408 learns what the attempt had received (``partial``, ``events``); with
+    ``give_up_beyond_deadline`` a rate limit whose Retry-After is longer than the turn has left
+    becomes :class:`RetryAfterBeyondDeadline` (the ladder then lets it out at once).
+    """
+
+    def subscribe(
+        observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        ended = False
+        if watcher is not None:
+            watcher.attempt_started("stream")
+
+        def on_error(error: Exception) -> None:
+            nonlocal ended
+            ended = True
+            if isinstance(error, RateLimitError | RequestTimeoutError):
+                error.note_progress(partial=progress.partial, events=progress.events)
+            if give_up_beyond_deadline and isinstance(error, RateLimitError):
+                remaining = progress.remaining()
+                wait = error.retry_after
+                if remaining is not None and wait is not None and wait > remaining:
+                    replaced = RetryAfterBeyondDeadline(progress.attempts, wait, remaining)
+                    replaced.__cause__ = error
+                    error = replaced
+            if watcher is not None:
+                watcher.attempt_ended("stream", error, progress.shadow.usage)
+            observer.on_error(error)
+
+        def on_completed() -> None:
+            nonlocal ended
+            ended = True
+            if watcher is not None:
+                watcher.attempt_ended("stream", None, progress.shadow.usage)
+            observer.on_completed()
+
+        inner = source.subscribe(observer.on_next, on_error, on_completed, scheduler=scheduler)
+
+        def dispose() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                if watcher is not None:
+                    watcher.attempt_ended("stream", None, progress.shadow.usage, disposed=True)
+            inner.dispose()
+
+        return Disposable(dispose)
+
+    return Observable(subscribe)
+
+
+def _watched_rescue(source: Observable[Message], watcher: AttemptWatcher) -> Observable[Message]:
+    """The rescue request, reported to ``watcher``."""
+
+    def subscribe(
+        observer: abc.ObserverBase[Message], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        ended = False
+        watcher.attempt_started("rescue")
+
+        def on_next(message: Message) -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                watcher.attempt_ended("rescue", None, message.usage)
+            observer.on_next(message)
+
+        def on_error(error: Exception) -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                watcher.attempt_ended("rescue", error, None)
+            observer.on_error(error)
+
+        inner = source.subscribe(on_next, on_error, observer.on_completed, scheduler=scheduler)
+
+        def dispose() -> None:
+            nonlocal ended
+            if not ended:
+                ended = True
+                watcher.attempt_ended("rescue", None, None, disposed=True)
+            inner.dispose()
+
+        return Disposable(dispose)
+
+    return Observable(subscribe)
 
 
 class StreamHandler:
@@ -191,6 +325,9 @@ class StreamHandler:
         cancel: CancelToken | None = None,
         *,
         scheduler: abc.SchedulerBase | None = None,
+        deadline: float | None = None,
+        watcher: AttemptWatcher | None = None,
+        give_up_beyond_deadline: bool = False,
     ) -> Observable[list[HandlerEvent]]:
         """:meth:`stream_turn` in batches: the same items and errors, as lists.
 
@@ -198,8 +335,25 @@ class StreamHandler:
         ``AttemptReset`` and ``Fallback`` come alone, as ``[item]``. Fold it with
         ``ops.scan(fold_batch, INITIAL_STATE)``: this is how the engine runs a turn, at one Rx
         emission per chunk rather than per event.
+
+        The engine's extras (all optional): ``deadline`` replaces the policy's total deadline
+        for this turn (a failover leg gets what its turn has left); ``watcher`` is told when
+        each request starts and ends (:class:`AttemptWatcher`); ``give_up_beyond_deadline``
+        turns a rate limit whose Retry-After outlasts the turn into
+        :class:`RetryAfterBeyondDeadline` instead of a wait (when another model could answer).
         """
-        return as_batches_(self._items(client, request, options, cancel, scheduler=scheduler))
+        return as_batches_(
+            self._items(
+                client,
+                request,
+                options,
+                cancel,
+                scheduler=scheduler,
+                deadline=deadline,
+                watcher=watcher,
+                give_up_beyond_deadline=give_up_beyond_deadline,
+            )
+        )
 
     def _items(
         self,
@@ -209,10 +363,14 @@ class StreamHandler:
         cancel: CancelToken | None = None,
         *,
         scheduler: abc.SchedulerBase | None = None,
+        deadline: float | None = None,
+        watcher: AttemptWatcher | None = None,
+        give_up_beyond_deadline: bool = False,
     ) -> Observable[Any]:
         """The turn's items: event batches from a client with ``stream_batches`` (else single
         events), and the handler's own single items."""
         timeouts, retry, rate_limit = self._timeouts, self._retry, self._rate_limit
+        total = timeouts.total if deadline is None or timeouts.total is None else deadline
         limiter, rng = self._limiter, self._rng
         preferred = scheduler if scheduler is not None else self._scheduler
 
@@ -233,14 +391,15 @@ class StreamHandler:
         def create_request() -> Observable[Message]:
             from ..sources import from_awaitable
 
-            return from_awaitable(lambda: client.create(request, options))
+            request_ = from_awaitable(lambda: client.create(request, options))
+            return request_ if watcher is None else _watched_rescue(request_, watcher)
 
         def subscribe(
             observer: abc.ObserverBase[HandlerEvent],
             scheduler_: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
             sched = resolve_scheduler(preferred, scheduler_)
-            progress = TurnProgress(clock(sched), total=timeouts.total)
+            progress = TurnProgress(clock(sched), total=total)
             attempt: Observable[Any] = Observable(open_stream).pipe(
                 attempt_guard(progress),
                 deadlines(
@@ -250,12 +409,14 @@ class StreamHandler:
                     progress=progress,
                     scheduler=sched,
                 ),
-                rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=sched),
+            )
+            attempt = _watched(attempt, watcher, progress, give_up_beyond_deadline).pipe(
+                rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=sched)
             )
             turn: Observable[Any] = attempt.pipe(
                 retry_ladder(retry, rate_limit, rng=rng, progress=progress, scheduler=sched)
             )
-            turn = turn.pipe(total_deadline(timeouts.total, progress=progress, scheduler=sched))
+            turn = turn.pipe(total_deadline(total, progress=progress, scheduler=sched))
             if timeouts.rescue:
                 turn = turn.pipe(
                     rescue(

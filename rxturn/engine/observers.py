@@ -48,7 +48,8 @@ on_response → on_turn_end``.
 
 Deltas are the hot path: :meth:`ObserverSet.text_delta` and :meth:`ObserverSet.thinking_delta`
 walk a list, computed when observers are added or removed, of only the observers that override
-that callback, so a turn nobody watches pays an empty loop per fragment.
+that callback, so a turn nobody watches pays an empty loop per fragment. A turn's events reach
+them through one :class:`TurnRouter` (:meth:`ObserverSet.router`), the engine's only fan-out.
 """
 
 from __future__ import annotations
@@ -57,8 +58,10 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
+from reactivex.subject import Subject
+
 from ..errors import ConfigError
-from ..events import AttemptReset
+from ..events import AttemptReset, Delta, Fallback, HandlerEvent
 from ..messages import ToolCallPart, ToolResultPart, Usage
 
 __all__ = [
@@ -67,10 +70,12 @@ __all__ = [
     "Observer",
     "ObserverSet",
     "RecordingObserver",
+    "TurnRouter",
     "report_observer_error",
 ]
 
 _log = logging.getLogger("rxturn.engine.observers")
+_engine_log = logging.getLogger("rxturn.engine")
 
 #: Every callback name, in the order of the table above.
 CALLBACKS: Final[tuple[str, ...]] = (
@@ -279,6 +284,13 @@ class ObserverSet:
 
     def text_delta(self, turn: int, delta: str) -> None:
         """``on_text_delta(turn=turn, delta=delta)`` on the observers that override it."""
+        single = self.text_single
+        if single is not None:  # the common case: one observer, no loop
+            try:
+                single[1](turn=turn, delta=delta)
+            except Exception:
+                report_observer_error(single[0], "on_text_delta")
+            return
         for observer, method in self._text:
             try:
                 method(turn=turn, delta=delta)
@@ -292,6 +304,92 @@ class ObserverSet:
                 method(turn=turn, delta=delta)
             except Exception:
                 report_observer_error(observer, "on_thinking_delta")
+
+    def router(
+        self,
+        turn: int,
+        *,
+        streamer: Callable[[str], object] | None = None,
+        sink: Subject[HandlerEvent] | None = None,
+        on_control: Callable[[AttemptReset | Fallback], object] | None = None,
+    ) -> TurnRouter:
+        """The routing subscriber of one turn's handler stream (see :class:`TurnRouter`)."""
+        return TurnRouter(self, turn, streamer, sink, on_control)
+
+
+class TurnRouter:
+    """Routes a turn's handler events to their callbacks: the routing table, one event at a time.
+
+    It is one subscriber of the turn's shared batched stream (the fold is another, and so is
+    every ``engine.turn_streams`` subscription). Per event, in this order: a text delta goes to
+    the ``streamer``, then to ``on_text_delta``; a thinking delta to ``on_thinking_delta``; an
+    ``AttemptReset`` or ``Fallback`` to ``on_control``, and a reset to ``on_attempt_reset``;
+    then every event to ``sink`` (``engine.events``) when one is given. Observers are read per
+    event through the :class:`ObserverSet`, so one added or removed by a callback takes effect
+    at the next delta. Every callback is isolated: one that raises is logged and the turn goes
+    on. :meth:`stop` ends the routing at once, even mid-batch (a callback cancelled the turn: the
+    rest of its batch reaches nobody, exactly as one event at a time).
+    """
+
+    __slots__ = ("_control", "_observers", "_sink", "_streamer", "stopped", "turn")
+
+    def __init__(
+        self,
+        observers: ObserverSet,
+        turn: int,
+        streamer: Callable[[str], object] | None,
+        sink: Subject[HandlerEvent] | None,
+        on_control: Callable[[AttemptReset | Fallback], object] | None,
+    ) -> None:
+        self._observers = observers
+        self.turn = turn
+        self._streamer = streamer
+        self._sink = sink
+        self._control = on_control
+        self.stopped = False
+
+    def stop(self, *_: object) -> None:
+        self.stopped = True
+
+    def on_next(self, batch: list[HandlerEvent]) -> None:
+        observers = self._observers
+        streamer = self._streamer
+        sink = self._sink
+        turn = self.turn
+        delta_cls = Delta
+        for event in batch:
+            if self.stopped:
+                return
+            if type(event) is delta_cls:
+                kind = event.kind  # type: ignore[union-attr]
+                if kind == "text":
+                    text = event.text  # type: ignore[union-attr]
+                    if streamer is not None:
+                        try:
+                            streamer(text)
+                        except Exception:
+                            _engine_log.exception("text_streamer raised; the turn goes on")
+                    # read per delta: a callback may add or remove an observer mid-batch
+                    single = observers.text_single
+                    if single is not None:  # the common case, without a call through text_delta
+                        try:
+                            single[1](turn=turn, delta=text)
+                        except Exception:
+                            report_observer_error(single[0], "on_text_delta")
+                    else:
+                        observers.text_delta(turn, text)
+                elif kind == "thinking":
+                    observers.thinking_delta(turn, event.text)  # type: ignore[union-attr]
+            elif type(event) is AttemptReset or type(event) is Fallback:
+                if self._control is not None:
+                    self._control(event)  # type: ignore[arg-type]
+                if type(event) is AttemptReset:
+                    observers.emit("on_attempt_reset", turn=turn, reset=event)
+            if sink is not None:
+                try:
+                    sink.on_next(event)
+                except Exception:
+                    _engine_log.exception("an engine.events subscriber raised; the turn goes on")
 
 
 def report_observer_error(observer: object, name: str) -> None:

@@ -8,20 +8,44 @@ same annotations, so what the model is told and what the function receives can n
 Running a call never raises: a bad argument, an unknown tool or an exception inside the tool
 becomes an error result (``is_error=True``) that goes back to the model, which can then fix
 its call. Only cancellation propagates.
+
+Tools never hold the event loop: an ``async`` tool runs on the loop, a plain function in a worker
+thread (``asyncio.to_thread``), so deadlines, cancellation, other turns and the text streamer stay
+live while it works. The agent loop races each call against the engine's cancel signal (a cancel
+ends the run at once: an async tool is cancelled, a thread's late result is dropped) and against
+the tool's optional ``timeout`` (seconds on the engine's clock), which becomes a
+:class:`ToolTimeoutError` reported to the model as a failed tool result.
 """
 
 from __future__ import annotations
 
+import asyncio
 import inspect
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_type_hints
 
 import msgspec
 
-from ..errors import ConfigError
+from ..errors import ConfigError, RxturnError
 from ..messages import ToolCallPart, ToolResultPart, ToolSchema
 
-__all__ = ["Tool", "ToolRegistry", "tool"]
+__all__ = ["Tool", "ToolRegistry", "ToolTimeoutError", "tool"]
+
+
+class ToolTimeoutError(RxturnError):
+    """A tool did not finish within its ``timeout``; the model is told, the run goes on."""
+
+    def __init__(self, name: str, timeout: float) -> None:
+        super().__init__(f"tool {name!r} did not finish within {timeout:g}s")
+        self.name = name
+        self.timeout = timeout
+
+
+def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:
+    """``error`` as the failed tool result the model sees (``"ErrorClass: message"``)."""
+    return ToolResultPart(call.id, f"{type(error).__name__}: {error}", is_error=True)
+
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 
@@ -29,7 +53,7 @@ ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 class Tool:
     """A callable the model may invoke, with its schema."""
 
-    __slots__ = ("_types", "function", "schema")
+    __slots__ = ("_is_async", "_types", "function", "schema", "timeout")
 
     def __init__(
         self,
@@ -38,8 +62,20 @@ class Tool:
         name: str | None = None,
         description: str | None = None,
         input_schema: Mapping[str, Any] | None = None,
+        timeout: float | None = None,
     ) -> None:
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or math.isnan(timeout)
+            or timeout <= 0
+        ):
+            raise ConfigError(f"tool timeout must be a positive number of seconds, got {timeout!r}")
         self.function = function
+        self.timeout = None if timeout is None else float(timeout)
+        self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
+            getattr(function, "__call__", None)  # noqa: B004 - an async callable object
+        )
         tool_name = name or getattr(function, "__name__", "")
         if not tool_name or not tool_name.replace("_", "a").replace("-", "a").isalnum():
             raise ConfigError(f"tool name {tool_name!r} must be letters, digits, '_' or '-'")
@@ -65,7 +101,10 @@ class Tool:
             raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
         # a decoded JSON object: its keys are strings
         kwargs = _convert_arguments(self._types, cast("dict[str, Any]", arguments))
-        result = self.function(**kwargs)
+        if self._is_async:
+            result = self.function(**kwargs)
+        else:  # a plain function runs in a worker thread: the loop stays live
+            result = await asyncio.to_thread(self.function, **kwargs)
         if inspect.isawaitable(result):
             result = await result
         return _render(result)
@@ -76,11 +115,12 @@ def tool(
     *,
     name: str | None = None,
     description: str | None = None,
+    timeout: float | None = None,
 ) -> Any:
     """Decorator turning a function into a :class:`Tool` (``@tool`` or ``@tool(name=...)``)."""
 
     def wrap(fn: ToolFunction) -> Tool:
-        return Tool(fn, name=name, description=description)
+        return Tool(fn, name=name, description=description, timeout=timeout)
 
     return wrap(function) if function is not None else wrap
 
@@ -106,6 +146,10 @@ class ToolRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._tools
 
+    def get(self, name: str) -> Tool | None:
+        """The tool called ``name``, if registered."""
+        return self._tools.get(name)
+
     def schemas(self) -> tuple[ToolSchema, ...] | None:
         """The schemas to send, or ``None`` when no tool is registered (seed: tools ``None``)."""
         return tuple(t.schema for t in self._tools.values()) or None
@@ -123,7 +167,7 @@ class ToolRegistry:
         except (msgspec.ValidationError, ConfigError, TypeError) as exc:
             return ToolResultPart(call.id, f"invalid arguments for {call.name}: {exc}", True)
         except Exception as exc:  # the tool's own failure goes back to the model
-            return ToolResultPart(call.id, f"{type(exc).__name__}: {exc}", is_error=True)
+            return tool_error_result(call, exc)
 
 
 def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:

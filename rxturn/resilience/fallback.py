@@ -43,9 +43,11 @@ bug, not a silent no-op. Things that are not transitions — the chain and its s
 ordinary methods on the entries, which are immutable :class:`FallbackEntry` values replaced on
 every change.
 
-Time comes from ``clock``, a ``() -> float`` in seconds (``time.monotonic`` by default). The
-engine passes :func:`rxturn.operators._scheduling.clock` of its scheduler so that a cooldown runs on
-``reactivex.testing.TestScheduler`` virtual time in tests.
+Time comes from ``clock``, a ``() -> float`` in seconds. A manager given no clock runs on
+``time.monotonic`` until an engine adopts it: ``TurnEngine(scheduler=...)`` hands it its
+scheduler's clock (:meth:`FallbackManager.adopt_clock`), so that the cooldown and the probe run on
+the same time as the engine's ladders and deadlines — ``reactivex.testing.TestScheduler`` virtual
+time in tests. A clock given explicitly is never replaced.
 
 Thread safety: none, by design. rxturn drives a turn on one asyncio loop; the manager is owned
 by one engine (or shared by engines on the same loop) and every method runs to completion
@@ -284,7 +286,8 @@ class FallbackManager:
             model; the engine then falls back to ``client.model``).
         chain: backup models in priority order.
         policy: thresholds and timeouts.
-        clock: ``() -> seconds``; the cooldown is measured on it.
+        clock: ``() -> seconds``; the cooldown is measured on it. Default: ``time.monotonic``,
+            or the clock of the first engine with a scheduler that adopts this manager.
 
     Raises:
         ConfigError: a blank model name or an invalid policy.
@@ -301,6 +304,7 @@ class FallbackManager:
     __slots__ = (
         "_activated",
         "_clock",
+        "_clock_given",
         "_entries",
         "_failures",
         "_policy",
@@ -316,7 +320,7 @@ class FallbackManager:
         chain: Sequence[str] = (),
         *,
         policy: FallbackPolicy = FallbackPolicy(),  # noqa: B008 - frozen, shared safely
-        clock: Callable[[], float] = time.monotonic,
+        clock: Callable[[], float] | None = None,
     ) -> None:
         if not isinstance(policy, FallbackPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"policy must be a FallbackPolicy, got {type(policy).__name__}")
@@ -324,7 +328,8 @@ class FallbackManager:
             raise ConfigError(f"chain must be a sequence of model names, not the string {chain!r}")
         policy.validate()
         self._policy = policy
-        self._clock = clock
+        self._clock: Callable[[], float] = clock if clock is not None else time.monotonic
+        self._clock_given = clock is not None
         self._primary = None if primary is None else _clean_name(primary, "primary model")
         self._entries: list[FallbackEntry] = [self._new_entry(name) for name in chain]
         self._state = BreakerState.PRIMARY
@@ -424,6 +429,42 @@ class FallbackManager:
         if self._state is not BreakerState.FALLBACK or self._switched_at is None:
             return False
         return self._clock() - self._switched_at >= self._policy.recovery_timeout
+
+    def adopt_clock(self, clock: Callable[[], float]) -> bool:
+        """Measure the cooldown on ``clock`` from now on, unless a clock was given explicitly.
+
+        An engine with a scheduler calls this so that the whole session runs on one clock.
+        Returns whether ``clock`` was adopted. An open breaker keeps its remaining cooldown.
+        """
+        if self._clock_given or clock is self._clock:
+            return False
+        if self._switched_at is not None:  # carry the cooldown over to the new time base
+            self._switched_at = clock() - (self._clock() - self._switched_at)
+        self._clock = clock
+        return True
+
+    def failover_model(self, tried: Iterable[str]) -> str | None:
+        """The chain's first healthy backup not in ``tried`` (same-turn failover's next model)."""
+        skip = set(tried)
+        for entry in self._entries:
+            if not entry.failed and entry.name not in skip:
+                return entry.name
+        return None
+
+    def record_failover_failure(
+        self, error: BaseException, *, served: str
+    ) -> FailureOutcome | None:
+        """A backup the breaker did not route to failed during a same-turn failover.
+
+        The breaker's counters are the routed model's business, so they are left alone; the
+        backup takes one of its strikes, as an active backup that fails does. ``None`` for a
+        cancel.
+        """
+        kind = failure_kind(error)
+        if kind is None:
+            return None
+        struck = served if self.mark_fallback_failed(served) else None
+        return FailureOutcome(kind=kind, served=served, struck=struck)
 
     # ------------------------------------------------------------ transitions
 
@@ -631,7 +672,7 @@ def for_model(
     chain: Sequence[str] = (),
     *,
     policy: FallbackPolicy = FallbackPolicy(),  # noqa: B008
-    clock: Callable[[], float] = time.monotonic,
+    clock: Callable[[], float] | None = None,
 ) -> FallbackManager:
     """A manager for ``primary`` with the reference defaults (``FallbackManager::for_model``)."""
     return FallbackManager(primary, chain, policy=policy, clock=clock)

@@ -1,4 +1,6 @@
-"""rxturn's test kit: a scripted fake provider that speaks the real wire formats (SPEC §3.3).
+"""rxturn's test kit: a scripted fake provider that speaks the real wire formats, and a
+virtual-time kit (:mod:`rxturn.testing.virtual`) with pytest fixtures
+(:mod:`rxturn.testing.pytest_plugin`; docs/testing.md).
 
 :class:`FakeProvider` is a real aiohttp server on 127.0.0.1. Point the official ``anthropic``
 or ``openai`` SDK, rxturn's own clients, or plain HTTP at its :attr:`~FakeProvider.base_url`,
@@ -27,15 +29,35 @@ from ._scenario import (
     load_scenario,
 )
 from ._server import FakeProvider, ReceivedRequest
+from .virtual import (
+    HANG,
+    Later,
+    Run,
+    ScriptedClient,
+    StillRunning,
+    drive,
+    reply,
+    run_virtual,
+    timeline,
+)
 
 __all__ = [
     "DEFAULT_CHUNK_CHARS",
     "DEFAULT_SCENARIO",
+    "HANG",
     "Entry",
     "FakeProvider",
+    "Later",
     "ReceivedRequest",
+    "Run",
     "Scenario",
     "ScenarioToolCall",
     "ScenarioUsage",
+    "ScriptedClient",
+    "StillRunning",
+    "drive",
     "load_scenario",
+    "reply",
+    "run_virtual",
+    "timeline",
 ]

@@ -192,9 +192,11 @@ async def test_a_client_with_only_stream_is_retried_and_resets_arrive_one_by_one
 # -- over the fake provider: batches on the wire, events one by one outside -------------------
 
 
-async def oracle_events(entry: dict[str, Any], served: Any, provider: str) -> list[StreamEvent]:
+async def oracle_events(
+    entry: dict[str, Any], fake_client: Any, provider: str
+) -> list[StreamEvent]:
     """The client's per-event ``stream()`` of the same scenario, from a fresh fake."""
-    async with served(scenario(entry), provider) as (_, client):
+    async with fake_client(scenario(entry), provider) as (_, client):
         out: list[StreamEvent] = []
         done: asyncio.Future[Exception | None] = asyncio.get_running_loop().create_future()
         client.stream(Request(messages=(Message.user("hi"),))).subscribe(
@@ -206,7 +208,7 @@ async def oracle_events(entry: dict[str, Any], served: Any, provider: str) -> li
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "ollama"])
 async def test_engine_events_get_every_event_one_by_one_in_order(
-    served: Any, provider: str
+    fake_client: Any, provider: str
 ) -> None:
     entry = {
         "thinking": "Think first.",
@@ -214,8 +216,8 @@ async def test_engine_events_get_every_event_one_by_one_in_order(
         "chunk_chars": 2,
         "usage": {"input_tokens": 5, "output_tokens": 9},
     }  # not counted from the prompt
-    expected = await oracle_events(entry, served, provider)
-    async with served(scenario(entry), provider) as (fake, client):
+    expected = await oracle_events(entry, fake_client, provider)
+    async with fake_client(scenario(entry), provider) as (fake, client):
         log: list[tuple[str, Any]] = []
         spy = BatchSpy(client)
         engine = TurnEngine(
@@ -255,13 +257,13 @@ def _lane(events: list[StreamEvent]) -> int:
 
 @pytest.mark.parametrize("others", [False, True], ids=["alone", "among-others"])
 async def test_a_raising_observer_stops_neither_the_streamer_nor_the_others(
-    served: Any, caplog: pytest.LogCaptureFixture, others: bool
+    fake_client: Any, caplog: pytest.LogCaptureFixture, others: bool
 ) -> None:
     """Alone (the engine's one-observer shortcut) or between two others (its loop)."""
     text = "Hello there, world!"
     entry = {"text": text, "chunk_chars": 3}
     chunks = [text[i : i + 3] for i in range(0, len(text), 3)]
-    async with served(scenario(entry)) as (_, client):
+    async with fake_client(scenario(entry)) as (_, client):
         log: list[tuple[str, Any]] = []
         broken = Raises()
         observers: list[Observer] = (

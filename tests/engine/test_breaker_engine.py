@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from reactivex.testing import TestScheduler
 
 from rxturn import (
     BreakerState,
@@ -19,7 +20,9 @@ from rxturn.errors import RateLimitEscalation, ServerError
 from rxturn.resilience.policies import RateLimitPolicy
 
 
-async def test_trip_backup_cooldown_probes_and_back(served: Any, manual_clock: Any) -> None:
+async def test_trip_backup_cooldown_probes_and_back(
+    fake_client: Any, scheduler: TestScheduler
+) -> None:
     scenario = {
         "models": {
             "primary": [{"status": 500}] * 3 + [{"text": "primary probe"}],
@@ -28,9 +31,12 @@ async def test_trip_backup_cooldown_probes_and_back(served: Any, manual_clock: A
     }
     observer = RecordingObserver()
     breaker = FallbackManager(
-        "primary", ["backup"], policy=FallbackPolicy(recovery_timeout=60.0), clock=manual_clock
+        "primary",
+        ["backup"],
+        policy=FallbackPolicy(recovery_timeout=60.0),
+        clock=lambda: float(scheduler.clock),
     )
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         engine = TurnEngine(client, fallback=breaker, observers=[observer])
         for _ in range(3):
             with pytest.raises(ServerError):
@@ -46,9 +52,9 @@ async def test_trip_backup_cooldown_probes_and_back(served: Any, manual_clock: A
         switched = [kw for name, kw in observer.calls if name == "on_model_switched"]
         assert switched == [{"from_model": "primary", "to_model": "backup"}]
 
-        manual_clock.now += 59.0
+        scheduler.advance_by(59.0)
         assert (await engine.run("q")).turns[0].model == "backup"  # cooldown not over yet
-        manual_clock.now += 1.0
+        scheduler.advance_by(1.0)
         probe = await engine.run("q")
         assert probe.turns[0].model == "primary"
         assert breaker.state is BreakerState.RECOVERING
@@ -60,26 +66,26 @@ async def test_trip_backup_cooldown_probes_and_back(served: Any, manual_clock: A
     assert successes == ["backup", "backup", "primary", "primary"]
 
 
-async def test_rate_limit_escalation_feeds_the_breaker_as_rate_limit(served: Any) -> None:
+async def test_rate_limit_escalation_feeds_the_breaker_as_rate_limit(fake_client: Any) -> None:
     scenario = {
         "models": {"primary": [{"status": 429, "retry_after": 0}], "backup": [{"text": "b"}]}
     }
     breaker = FallbackManager("primary", ["backup"], policy=FallbackPolicy(trip_threshold=1))
     handler = StreamHandler(rate_limit=RateLimitPolicy(escalate_after=0))
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         engine = TurnEngine(client, fallback=breaker, handler=handler)
         with pytest.raises(RateLimitEscalation):
             await engine.run("q")
     assert breaker.state is BreakerState.FALLBACK
 
 
-async def test_exhausted_chain_fails_before_any_turn_event(served: Any) -> None:
+async def test_exhausted_chain_fails_before_any_turn_event(fake_client: Any) -> None:
     scenario = {"models": {"*": [{"status": 500}]}}
     observer = RecordingObserver()
     breaker = FallbackManager(
         "primary", ["backup"], policy=FallbackPolicy(trip_threshold=1, max_fail_count=1)
     )
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         engine = TurnEngine(client, fallback=breaker, observers=[observer])
         with pytest.raises(ServerError):
             await engine.run("q")  # trips: primary -> backup
@@ -92,10 +98,10 @@ async def test_exhausted_chain_fails_before_any_turn_event(served: Any) -> None:
     assert turn_events == []
 
 
-async def test_backup_failure_takes_a_strike(served: Any) -> None:
+async def test_backup_failure_takes_a_strike(fake_client: Any) -> None:
     scenario = {"models": {"primary": [{"status": 500}], "backup": [{"status": 500}]}}
     breaker = FallbackManager("primary", ["backup"], policy=FallbackPolicy(trip_threshold=1))
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         engine = TurnEngine(client, fallback=breaker)
         with pytest.raises(ServerError):
             await engine.run("q")

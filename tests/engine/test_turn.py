@@ -37,9 +37,9 @@ def collapse(seq: list[str]) -> list[str]:
     return out
 
 
-async def test_text_only_turn_observer_order_and_routing(served: Any) -> None:
+async def test_text_only_turn_observer_order_and_routing(fake_client: Any) -> None:
     scenario = {"models": {"*": [{"text": "Hello world", "chunk_chars": 4}]}}
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         seen: list[str] = []
         observer = RecordingObserver()
         engine = TurnEngine(client, observers=[observer], text_streamer=seen.append)
@@ -61,7 +61,7 @@ async def test_text_only_turn_observer_order_and_routing(served: Any) -> None:
     assert [m.role for m in engine.history] == ["user", "assistant"]
 
 
-async def test_tool_call_turn_runs_the_tool_and_continues(served: Any) -> None:
+async def test_tool_call_turn_runs_the_tool_and_continues(fake_client: Any) -> None:
     scenario = {
         "models": {
             "*": [
@@ -75,7 +75,7 @@ async def test_tool_call_turn_runs_the_tool_and_continues(served: Any) -> None:
         """Add two integers."""
         return a + b
 
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         observer = RecordingObserver()
         engine = TurnEngine(client, tools=[add], observers=[observer])
         result = await engine.run("add 2 and 40")
@@ -110,11 +110,11 @@ async def test_tool_call_turn_runs_the_tool_and_continues(served: Any) -> None:
     assert turns[0].tool_calls[0].name == "add"
 
 
-async def test_thinking_goes_to_observers_never_into_the_message(served: Any) -> None:
+async def test_thinking_goes_to_observers_never_into_the_message(fake_client: Any) -> None:
     scenario = {
         "models": {"*": [{"thinking": "Let me think.", "text": "Answer.", "chunk_chars": 5}]}
     }
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         seen: list[str] = []
         observer = RecordingObserver()
         engine = TurnEngine(client, observers=[observer], text_streamer=seen.append)
@@ -125,7 +125,7 @@ async def test_thinking_goes_to_observers_never_into_the_message(served: Any) ->
     assert "".join(seen) == "Answer."
 
 
-async def test_second_turn_deltas_carry_turn_one(served: Any) -> None:
+async def test_second_turn_deltas_carry_turn_one(fake_client: Any) -> None:
     scenario = {
         "models": {
             "*": [
@@ -138,7 +138,7 @@ async def test_second_turn_deltas_carry_turn_one(served: Any) -> None:
     def noop() -> str:
         return "ok"
 
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         observer = RecordingObserver()
         engine = TurnEngine(client, tools=[noop], observers=[observer])
         await engine.run("go")
@@ -147,20 +147,20 @@ async def test_second_turn_deltas_carry_turn_one(served: Any) -> None:
     assert {t for t, d in turns if d in "calling"} == {0}
 
 
-async def test_max_tokens_ends_the_run_after_one_turn(served: Any) -> None:
+async def test_max_tokens_ends_the_run_after_one_turn(fake_client: Any) -> None:
     scenario = {"models": {"*": [{"text": "truncated repl", "stop_reason": "max_tokens"}]}}
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         engine = TurnEngine(client)
         result = await engine.run("write a lot")
     assert len(result.turns) == 1
     assert result.stop_reason is StopReason.MAX_TOKENS
 
 
-async def test_non_streaming_turn_returns_the_assembled_message(served: Any) -> None:
+async def test_non_streaming_turn_returns_the_assembled_message(fake_client: Any) -> None:
     scenario = {
         "models": {"*": [{"text": "whole reply", "usage": {"input_tokens": 7, "output_tokens": 2}}]}
     }
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         observer = RecordingObserver()
         engine = TurnEngine(client, mode="non_streaming", observers=[observer])
         result = await engine.run("q")
@@ -172,7 +172,7 @@ async def test_non_streaming_turn_returns_the_assembled_message(served: Any) -> 
     assert "on_text_delta" not in names(observer)
 
 
-async def test_non_streaming_tool_loop(served: Any) -> None:
+async def test_non_streaming_tool_loop(fake_client: Any) -> None:
     scenario = {
         "models": {
             "*": [
@@ -185,14 +185,14 @@ async def test_non_streaming_tool_loop(served: Any) -> None:
     def echo(text: str) -> str:
         return text
 
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         engine = TurnEngine(client, tools=[echo], mode="non_streaming")
         result = await engine.run("echo x")
     assert [t.stop_reason for t in result.turns] == [StopReason.TOOL_CALL, StopReason.END_TURN]
 
 
-async def test_cancel_before_the_run_never_calls_the_provider(served: Any) -> None:
-    async with served({"models": {"*": [{"text": "never"}]}}) as (fake, client):
+async def test_cancel_before_the_run_never_calls_the_provider(fake_client: Any) -> None:
+    async with fake_client({"models": {"*": [{"text": "never"}]}}) as (fake, client):
         engine = TurnEngine(client)
         engine.cancel()
         with pytest.raises(Cancelled):
@@ -204,13 +204,13 @@ async def test_cancel_before_the_run_never_calls_the_provider(served: Any) -> No
 
 
 @pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
-async def test_cancel_mid_turn_is_clean(served: Any, mode: str) -> None:
+async def test_cancel_mid_turn_is_clean(fake_client: Any, mode: str) -> None:
     from rxturn import FallbackManager
 
     scenario = {
         "models": {"*": [{"text": "slow reply", "chunk_chars": 2, "stall_after_events": 4}]}
     }
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         observer = RecordingObserver()
         breaker = FallbackManager("primary", ["backup"])
         engine = TurnEngine(
@@ -243,24 +243,24 @@ async def test_cancel_mid_turn_is_clean(served: Any, mode: str) -> None:
         assert asyncio.all_tasks() - before - {asyncio.current_task()} == set()
 
 
-async def test_non_streaming_turn_times_out_with_the_handler_total(served: Any) -> None:
+async def test_non_streaming_turn_times_out_with_the_handler_total(fake_client: Any) -> None:
     scenario = {"models": {"*": [{"text": "late", "delay_ms": 400, "chunk_chars": 1}]}}
     handler = StreamHandler(timeouts=TimeoutPolicy(first_event=0.1, per_event=0.1, total=0.15))
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         engine = TurnEngine(client, mode="non_streaming", handler=handler)
         with pytest.raises(StreamTimeoutError):
             await engine.run("q")
 
 
-async def test_non_streaming_completes_with_no_timeout_configured(served: Any) -> None:
+async def test_non_streaming_completes_with_no_timeout_configured(fake_client: Any) -> None:
     scenario = {"models": {"*": [{"text": "fine", "delay_ms": 20, "chunk_chars": 1}]}}
-    async with served(scenario) as (_, client):
+    async with fake_client(scenario) as (_, client):
         engine = TurnEngine(client, mode="non_streaming")  # passthrough: no deadline
         assert (await engine.run("q")).text == "fine"
 
 
-async def test_failed_run_discards_its_messages_and_reports(served: Any) -> None:
-    async with served({"models": {"*": [{"status": 401}]}}) as (_, client):
+async def test_failed_run_discards_its_messages_and_reports(fake_client: Any) -> None:
+    async with fake_client({"models": {"*": [{"status": 401}]}}) as (_, client):
         observer = RecordingObserver()
         engine = TurnEngine(client, observers=[observer], history=[Message.user("earlier")])
         with pytest.raises(AuthenticationError):
@@ -275,7 +275,7 @@ async def test_failed_run_discards_its_messages_and_reports(served: Any) -> None
     ]
 
 
-async def test_request_is_transients_first_then_conversation(served: Any) -> None:
+async def test_request_is_transients_first_then_conversation(fake_client: Any) -> None:
     class Goal:
         def __init__(self) -> None:
             self.turns: list[int] = []
@@ -298,7 +298,7 @@ async def test_request_is_transients_first_then_conversation(served: Any) -> Non
         return ""
 
     goal = Goal()
-    async with served(scenario) as (fake, client):
+    async with fake_client(scenario) as (fake, client):
         engine = TurnEngine(
             client, system="SYS", tools=[noop], contributors=[goal], memory=Memory()
         )
@@ -319,14 +319,14 @@ async def test_request_is_transients_first_then_conversation(served: Any) -> Non
     assert all("goal reminder" not in m.text for m in engine.history)
 
 
-async def test_no_tools_registered_sends_no_tools(served: Any) -> None:
-    async with served({"models": {"*": [{"text": "x"}]}}) as (fake, client):
+async def test_no_tools_registered_sends_no_tools(fake_client: Any) -> None:
+    async with fake_client({"models": {"*": [{"text": "x"}]}}) as (fake, client):
         await TurnEngine(client).run("q")
     assert "tools" not in fake.requests[0]
 
 
-async def test_request_options_reach_the_provider(served: Any) -> None:
-    async with served({"models": {"*": [{"text": "x"}]}}) as (fake, client):
+async def test_request_options_reach_the_provider(fake_client: Any) -> None:
+    async with fake_client({"models": {"*": [{"text": "x"}]}}) as (fake, client):
         engine = TurnEngine(
             client,
             tools=[lambda_tool],

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
 from hypothesis import example, given, settings
 from reactivex.testing import TestScheduler
 
@@ -27,6 +26,7 @@ from rxturn.events import (
 from rxturn.fold import INITIAL_STATE, fold
 from rxturn.messages import Usage
 from rxturn.operators import TurnProgress, attempt_guard
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 
 
 async def test_forwards_a_complete_reply_unchanged(clean: TestScheduler) -> None:

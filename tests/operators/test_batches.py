@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from reactivex.testing import TestScheduler
@@ -39,6 +38,7 @@ from rxturn.events import (
 )
 from rxturn.messages import Usage
 from rxturn.operators import TurnProgress, as_batches, attempt_guard, deadlines, unbatch
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 
 BOOM = RuntimeError("boom")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Any
 
 import reactivex
-from handler._support import REQUEST, ScriptedClient, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
@@ -26,6 +25,7 @@ from rxturn.operators._scheduling import clock
 from rxturn.resilience.cancel import CancelToken
 from rxturn.resilience.policies import RetryPolicy
 from rxturn.sources import from_awaitable
+from rxturn.testing.virtual import REQUEST, ScriptedClient, drive, reply, timeline
 
 
 def pipeline(client: ScriptedClient, token: CancelToken, scheduler: TestScheduler) -> Any:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from handler._support import Tracked, drive, reply, timeline
 from reactivex import abc, typing
 from reactivex.testing import TestScheduler
 
 from rxturn.errors import ConfigError, StreamTimeoutError
 from rxturn.events import Delta, MessageStart, PartStart, PartStop
 from rxturn.operators import TurnProgress, attempt_guard, deadlines
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 
 
 class CountingScheduler(TestScheduler):

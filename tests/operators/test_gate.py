@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from handler._support import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
 
 from rxturn.operators import TurnProgress, rate_limit_gate
 from rxturn.operators._scheduling import clock
 from rxturn.resilience.limiter import RateLimiter
 from rxturn.resilience.policies import LimiterPolicy
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 
 KEY = "https://provider.invalid"
 

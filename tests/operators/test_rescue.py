@@ -6,7 +6,6 @@ from typing import Any
 
 import pytest
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import ReactiveTest, TestScheduler
 
@@ -27,6 +26,7 @@ from rxturn.events import Fallback
 from rxturn.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from rxturn.operators import TurnProgress, is_rescuable, rescue
 from rxturn.operators._scheduling import clock
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 
 on_completed = ReactiveTest.on_completed
 

@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
@@ -24,6 +23,7 @@ from rxturn.messages import Usage
 from rxturn.operators import TurnProgress, attempt_guard, retry_ladder
 from rxturn.operators._scheduling import clock
 from rxturn.resilience.policies import RetryPolicy
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 
 EXACT = RetryPolicy(jitter=0.0)
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from handler._support import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
 
 from rxturn.errors import ConfigError, StreamTimeoutError
 from rxturn.operators import TurnProgress, attempt_guard, total_deadline
 from rxturn.operators._scheduling import clock
+from rxturn.testing.virtual import Tracked, drive, reply, timeline
 
 
 async def test_fires_once_the_budget_is_spent_and_disposes_upstream(clean: TestScheduler) -> None:

@@ -1,29 +1,40 @@
-"""Virtual-time test kit for the stream handler and its operators.
+"""The virtual-time test kit: run turns, ladders and breakers on ``TestScheduler`` time.
 
-- :class:`ScriptedClient` — a :class:`~rxturn.clients.ModelClient` test double whose ``stream()``
-  returns scripted **cold** observables on a :class:`~reactivex.testing.TestScheduler` (one per
-  attempt, the last one repeating) and whose ``create()`` plays a scripted outcome: a message, an
-  error, a hang, or either of those after a virtual delay.
-- :func:`drive` — subscribes an Observable at virtual time 0 and runs the TestScheduler item by
-  item, letting asyncio settle between instants (the rescue's ``client.create`` is a coroutine run
-  by a real asyncio task), until the turn ends or nothing is left to run. A 60 s backoff takes
-  milliseconds.
-- :func:`leftovers` — timers still live on the scheduler (must be none after a turn ends).
+Everything time-dependent in rxturn takes a scheduler, so a test can put a whole session —
+retry ladders, rate-limit waits, deadlines, the rescue, the breaker's cooldown and probe — on
+:class:`reactivex.testing.TestScheduler` virtual time: a 60 s backoff takes microseconds and
+every instant is exact. This module gives you the pieces (docs/testing.md has a walkthrough):
+
+- :class:`ScriptedClient` — a :class:`~rxturn.clients.ModelClient` whose ``stream()`` returns a
+  scripted **cold** Observable per attempt (one timeline each, the last one repeating): events,
+  an error, or nothing more (a hang) at the virtual times you give (:func:`timeline`,
+  :func:`reply`); its ``create()`` plays a scripted outcome: a message, an error, :data:`HANG`,
+  or either after a virtual delay (:class:`Later`). It records every call and, per attempt,
+  when it was subscribed and disposed.
+- :func:`run_virtual` — awaits a coroutine (``engine.turn()``, ``engine.run(prompt)``, anything)
+  while advancing the scheduler whenever asyncio has nothing left to do: the driver for a
+  :class:`~rxturn.TurnEngine` built with ``scheduler=scheduler``.
+- :func:`drive` — subscribes any Observable and runs the scheduler until it ends; what the
+  subscriber saw, with virtual times, is a :class:`Run`.
+- :func:`leftovers` / :func:`assert_clean` — nothing may outlive a turn: no live timer on the
+  scheduler, no stray asyncio task.
+
+Enable the pytest fixtures with one line in your ``conftest.py``:
+``pytest_plugins = ["rxturn.testing.pytest_plugin"]``.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from reactivex import Observable
 from reactivex.disposable import Disposable
-from reactivex.notification import Notification
 from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.recorded import Recorded
 
-from rxturn.events import (
+from ..events import (
     AttemptReset,
     Delta,
     Fallback,
@@ -34,8 +45,8 @@ from rxturn.events import (
     PartStop,
     StreamEvent,
 )
-from rxturn.messages import Message, Request, RequestOptions, Usage
-from rxturn.resilience.cancel import CancelToken
+from ..messages import Message, Request, RequestOptions, Usage
+from ..resilience.cancel import CancelToken
 
 __all__ = [
     "HANG",
@@ -43,20 +54,30 @@ __all__ = [
     "Later",
     "Run",
     "ScriptedClient",
+    "StillRunning",
     "Tracked",
     "assert_clean",
     "drive",
     "events_of",
     "leftovers",
+    "on_completed",
+    "on_error",
+    "on_next",
     "reply",
+    "run_virtual",
     "settle",
     "timeline",
 ]
 
-on_next = ReactiveTest.on_next
-on_error = ReactiveTest.on_error
-on_completed = ReactiveTest.on_completed
+_R = TypeVar("_R")
 
+#: ``on_next(t, value)``, ``on_error(t, error)``, ``on_completed(t)``: recorded notifications for
+#: :meth:`TestScheduler.create_cold_observable`, ``t`` in (float) virtual seconds.
+on_next: Any = ReactiveTest.on_next
+on_error: Any = ReactiveTest.on_error
+on_completed: Any = ReactiveTest.on_completed
+
+#: A one-message request for handler-level tests.
 REQUEST = Request(messages=(Message.user("hello"),))
 
 
@@ -152,36 +173,48 @@ class ScriptedClient:
 
     Args:
         scheduler: the TestScheduler the cold streams run on.
-        streams: one recorded timeline per attempt; the last one repeats.
+        streams: one recorded timeline per attempt (see :func:`timeline`); the last one repeats.
         create: outcomes of successive ``create()`` calls (the last repeats): a Message, an
             exception, :data:`HANG`, or :class:`Later`.
+        models: per-model scripts for a fallback chain: a request whose ``options.model`` is a
+            key here plays that model's timelines (each model counts its own attempts); any
+            other model plays ``streams``.
         base_url: the limiter key.
+        model: the client's own model name.
     """
-
-    model = "scripted"
 
     def __init__(
         self,
         scheduler: TestScheduler,
-        streams: Sequence[list[Recorded[Any]]],
+        streams: Sequence[list[Recorded[Any]]] = (),
         *,
         create: Sequence[Any] = (),
+        models: Mapping[str, Sequence[list[Recorded[Any]]]] | None = None,
         base_url: str = "http://scripted.invalid",
+        model: str = "scripted",
     ) -> None:
         self.scheduler = scheduler
         self._streams = list(streams)
+        self._models = {name: list(script) for name, script in (models or {}).items()}
         self._create = list(create)
         self.base_url = base_url
+        self.model = model
         self.stream_calls: list[tuple[Request, RequestOptions | None]] = []
         self.create_calls: list[tuple[Request, RequestOptions | None]] = []
         self.attempts: list[Tracked] = []  # one per stream() call, with its subscription spans
+        self.models_asked: list[str] = []  # the model of every stream() call, in order
 
     def stream(
         self, request: Request, options: RequestOptions | None = None
     ) -> Observable[StreamEvent]:
         self.stream_calls.append((request, options))
-        index = min(len(self.stream_calls), len(self._streams)) - 1
-        tracked = Tracked(self.scheduler, self._streams[index])
+        asked = (options.model if options is not None else None) or self.model
+        script = self._models.get(asked, self._streams)
+        if not script:
+            raise AssertionError(f"no stream scripted for model {asked!r}")
+        self.models_asked.append(asked)
+        index = min(sum(1 for m in self.models_asked if m == asked), len(script)) - 1
+        tracked = Tracked(self.scheduler, script[index])
         self.attempts.append(tracked)
         return tracked.observable
 
@@ -257,15 +290,20 @@ def events_of(recorded: Sequence[Recorded[Any]]) -> list[Any]:
     """The values of the on_next notifications of a recorded timeline."""
     out: list[Any] = []
     for record in recorded:
-        value: Notification[Any] = record.value
+        value: Any = record.value
         if value.kind == "N":
             out.append(value.value)  # type: ignore[attr-defined]
     return out
 
 
+def _queue_of(scheduler: TestScheduler) -> Any:
+    # reactivex keeps a virtual-time scheduler's timers in a private priority queue
+    return scheduler._queue  # pyright: ignore[reportPrivateUsage]
+
+
 def leftovers(scheduler: TestScheduler) -> list[Any]:
     """Scheduled items that are still live (not yet run, not disposed)."""
-    return [item for item, _ in scheduler._queue.items if not item.is_cancelled()]
+    return [item for item, _ in _queue_of(scheduler).items if not item.is_cancelled()]
 
 
 async def assert_clean(scheduler: TestScheduler) -> None:
@@ -284,7 +322,7 @@ async def settle(rounds: int = 8) -> None:
 
 def _run_next_instant(scheduler: TestScheduler, limit: float) -> bool:
     """Run every item due at the earliest pending instant; False if none is due by ``limit``."""
-    queue = scheduler._queue
+    queue = _queue_of(scheduler)
     while queue and queue.peek().is_cancelled():
         queue.dequeue()
     if not queue:
@@ -300,6 +338,61 @@ def _run_next_instant(scheduler: TestScheduler, limit: float) -> bool:
         if not item.is_cancelled():
             item.invoke()
     return True
+
+
+class StillRunning(AssertionError):
+    """:func:`run_virtual`'s coroutine had not finished when virtual time ran out (a hang)."""
+
+    def __init__(self, at: float) -> None:
+        super().__init__(f"still running at virtual time {at:g}s with nothing left to run")
+        self.at = at
+
+
+async def run_virtual(
+    scheduler: TestScheduler,
+    awaitable: Awaitable[_R],
+    *,
+    limit: float = 100_000.0,
+    idle_rounds: int = 200,
+) -> _R:
+    """Await ``awaitable`` on ``scheduler``'s virtual time; its result (or its error).
+
+    Runs it as a task and, whenever asyncio has nothing ready, advances the scheduler to its
+    next due instant and runs what is due there. A turn of a ``TurnEngine(...,
+    scheduler=scheduler)`` over a :class:`ScriptedClient` so runs its backoffs, deadlines and
+    breaker cooldowns in no real time. Work done in worker threads (synchronous tools) is given
+    ``idle_rounds`` short real pauses to report back before virtual time moves on.
+
+    Raises:
+        StillRunning: nothing was left to run before ``limit`` and the coroutine had not
+            finished (a hang); the task is cancelled first, so nothing leaks.
+    """
+    task: asyncio.Task[_R] = asyncio.ensure_future(awaitable)
+    try:
+        while True:
+            await settle()
+            if task.done():
+                break
+            if _run_next_instant(scheduler, limit):
+                continue
+            for _ in range(idle_rounds):  # a worker thread may still be about to report
+                await asyncio.sleep(0.001)
+                if task.done() or _has_due(scheduler, limit):
+                    break
+            if task.done() or _has_due(scheduler, limit):
+                continue
+            raise StillRunning(float(scheduler.clock))
+    finally:
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+    return task.result()
+
+
+def _has_due(scheduler: TestScheduler, limit: float) -> bool:
+    queue = _queue_of(scheduler)
+    live = [item for item, _ in queue.items if not item.is_cancelled()]
+    return any(scheduler.to_seconds(item.duetime) <= limit for item in live)
 
 
 async def drive(
@@ -343,7 +436,11 @@ async def drive(
     if cancel_at is not None:
         assert cancel is not None, "cancel_at needs the token"
         token = cancel
-        scaffolding.append(scheduler.schedule_absolute(cancel_at, lambda *_: token.cancel()))
+
+        def fire(*_: Any) -> None:
+            token.cancel()
+
+        scaffolding.append(scheduler.schedule_absolute(cancel_at, fire))
     subscription = observable.subscribe(record, failed, done, scheduler=scheduler)
     if dispose_at is not None:
 

@@ -1,0 +1,88 @@
+"""Same-turn failover: which failures move a turn to the next model, and the turn's legs.
+
+With ``TurnEngine(..., failover=True)`` and a fallback manager whose chain has a healthy backup
+the turn has not tried yet, a turn whose model fails definitively continues on that backup,
+inside the same turn (docs/engine.md). *Definitively* means the error reached the engine: the
+stream handler has already spent its ladders and the rescue, or the error is one no retry can
+fix for this model (404 model not found, a dead endpoint), or the provider asked to wait longer
+than the turn has left (:class:`~rxturn.engine.handler.RetryAfterBeyondDeadline`).
+
+Not every error is the model's: a cancel is the user's, and a request the provider rejects as
+malformed (400, except a context overflow a bigger model may take) or a key it refuses (401)
+would fail the same way on any model of the chain. Those end the turn as they are.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from ..errors import (
+    AuthenticationError,
+    BadRequestError,
+    Cancelled,
+    ConfigError,
+    ContextOverflowError,
+)
+from ._attempts import AttemptLog
+from ._results import AttemptStats
+
+__all__ = ["TurnLegs", "fails_over"]
+
+
+def fails_over(error: BaseException) -> bool:
+    """Whether ``error`` may send the turn to the next model of the chain."""
+    if isinstance(error, Cancelled | asyncio.CancelledError | ConfigError | AuthenticationError):
+        return False
+    return not (isinstance(error, BadRequestError) and not isinstance(error, ContextOverflowError))
+
+
+class TurnLegs:
+    """One turn in flight: the model serving it now, the models tried, its attempts.
+
+    Attributes:
+        turn: the turn's index in its run.
+        served: the model the current leg asks.
+        tried: every model the turn has asked, in order.
+        log: the turn's attempt log (its model follows ``served``).
+        stats: what the handler stream revealed (resets, rescue).
+        started: the turn's start on the engine's clock.
+        failure_recorded: the current leg's failure was already recorded with the breaker.
+    """
+
+    __slots__ = ("failure_recorded", "log", "now", "started", "stats", "tried", "turn")
+
+    def __init__(self, turn: int, served: str, now: Callable[[], float]) -> None:
+        self.turn = turn
+        self.tried = [served]
+        self.now = now
+        self.started = now()
+        self.log = AttemptLog(now, served)
+        self.stats = AttemptStats()
+        self.failure_recorded = False
+
+    @property
+    def served(self) -> str:
+        return self.tried[-1]
+
+    @property
+    def leg(self) -> int:
+        """0 for the model the breaker routed the turn to, 1, 2, … for failover legs."""
+        return len(self.tried) - 1
+
+    def switch(self, model: str) -> None:
+        self.tried.append(model)
+        self.log.model = model
+        self.failure_recorded = False
+
+    def deadline(self, total: float | None, fresh: float | None) -> float | None:
+        """The next leg's total deadline: what the turn has left, or ``fresh`` once past."""
+        if total is None:
+            return None
+        remaining = total - (self.now() - self.started)
+        if remaining > 0:
+            return remaining
+        return fresh if fresh is not None else 120.0
+
+    def streaming_attempts(self) -> int:
+        return max(1, sum(1 for record in self.log.records if record.kind == "stream"))

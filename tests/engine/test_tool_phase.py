@@ -1,0 +1,149 @@
+"""The tool phase: cancellation reaches tools, tools never hold the loop, per-tool timeouts.
+
+Turns run on TestScheduler virtual time (the shipped kit); a synchronous tool runs in a real
+worker thread, so those tests also bound their real waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any
+
+import pytest
+from reactivex.testing import TestScheduler
+
+from rxturn import TurnEngine
+from rxturn.engine.tools import Tool
+from rxturn.errors import Cancelled, ConfigError
+from rxturn.events import Delta as D
+from rxturn.events import MessageDelta, MessageStart, MessageStop, PartStart, PartStop
+from rxturn.messages import ToolResultPart
+from rxturn.testing.virtual import ScriptedClient, reply, run_virtual, timeline
+
+
+def tool_call(name: str) -> list[Any]:
+    return timeline(
+        [
+            MessageStart("m1", "x"),
+            PartStart(0, "tool_call", id="call_1", name=name),
+            D(0, "{}", "tool_json"),
+            PartStop(0),
+            MessageDelta("tool_call", None),
+            MessageStop(),
+        ]
+    )
+
+
+def results_sent(client: ScriptedClient) -> list[ToolResultPart]:
+    """The tool results the model was sent in its second request."""
+    request, _ = client.stream_calls[1]
+    return [p for p in request.messages[-1].content if isinstance(p, ToolResultPart)]
+
+
+async def test_cancel_during_an_async_tool_cancels_it_and_ends_the_run(
+    clean: TestScheduler,
+) -> None:
+    cancelled_inside = asyncio.Event()
+
+    async def slow() -> str:
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled_inside.set()
+            raise
+        return "never"
+
+    client = ScriptedClient(clean, [tool_call("slow"), timeline(reply("done"))])
+    engine = TurnEngine(client, tools=[slow], scheduler=clean)
+    clean.schedule_absolute(2.0, lambda *_: engine.cancel())
+    with pytest.raises(Cancelled):
+        await run_virtual(clean, engine.run("go"))
+    assert cancelled_inside.is_set()
+    assert float(clean.clock) == 2.0  # it ended at the cancel, not later
+    assert len(client.stream_calls) == 1
+    assert engine.history == []  # a cancelled run discards what it added
+    # the `clean` fixture checks that no task and no timer is left behind
+
+
+async def test_a_sync_tool_runs_off_the_loop(clean: TestScheduler) -> None:
+    released = threading.Event()
+    loop = asyncio.get_running_loop()
+
+    def waits_for_the_loop() -> str:
+        # set by a callback on the event loop: only reachable if the loop is not held
+        loop.call_soon_threadsafe(lambda: loop.call_later(0.01, released.set))
+        return "released" if released.wait(5.0) else "the loop was held"
+
+    client = ScriptedClient(clean, [tool_call("waits_for_the_loop"), timeline(reply("done"))])
+    engine = TurnEngine(client, tools=[waits_for_the_loop], scheduler=clean)
+    result = await run_virtual(clean, engine.run("go"))
+    assert result.text == "done"
+    assert [r.content for r in results_sent(client)] == ["released"]
+
+
+async def test_cancel_during_a_sync_tool_returns_at_once_and_drops_its_result(
+    clean: TestScheduler,
+) -> None:
+    started = threading.Event()
+    release = threading.Event()
+    finished = threading.Event()
+
+    def blocking() -> str:
+        started.set()
+        release.wait(10.0)
+        finished.set()
+        return "late"
+
+    client = ScriptedClient(clean, [tool_call("blocking"), timeline(reply("done"))])
+    engine = TurnEngine(client, tools=[blocking], scheduler=clean)
+
+    async def cancel_when_the_tool_runs() -> None:
+        await asyncio.to_thread(started.wait, 10.0)
+        engine.cancel()
+
+    canceller = asyncio.create_task(cancel_when_the_tool_runs())
+    try:
+        with pytest.raises(Cancelled):
+            # nothing is scheduled while the thread blocks: give it real time to start
+            await run_virtual(clean, engine.run("go"), idle_rounds=10_000)
+        assert not finished.is_set()  # the run returned while the thread still ran
+    finally:
+        release.set()
+        await canceller
+    await asyncio.to_thread(finished.wait, 10.0)
+    await asyncio.sleep(0.01)
+    assert len(client.stream_calls) == 1 and engine.history == []  # the late result is dropped
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_a_tool_timeout_goes_back_to_the_model(clean: TestScheduler, kind: str) -> None:
+    gate = threading.Event()
+
+    async def hangs_async() -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    def hangs_sync() -> str:
+        gate.wait(10.0)
+        return "never"
+
+    function = hangs_async if kind == "async" else hangs_sync
+    client = ScriptedClient(clean, [tool_call("hangs"), timeline(reply("I see"))])
+    engine = TurnEngine(client, tools=[Tool(function, name="hangs", timeout=30.0)], scheduler=clean)
+    try:
+        result = await run_virtual(clean, engine.run("go"))
+    finally:
+        gate.set()
+    assert result.text == "I see"
+    (sent,) = results_sent(client)
+    assert sent.is_error
+    assert sent.content == "ToolTimeoutError: tool 'hangs' did not finish within 30s"
+    # the second request went out when the timeout fired, on virtual time
+    assert client.spans[1][0] == pytest.approx(0.07 + 30.0)
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "5", True])
+def test_a_tool_timeout_must_be_positive_seconds(bad: Any) -> None:
+    with pytest.raises(ConfigError, match="tool timeout"):
+        Tool(lambda: None, name="t", timeout=bad)
