@@ -28,12 +28,12 @@ from urllib.parse import urlsplit
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider, get_logger_provider
-from opentelemetry.metrics import MeterProvider, get_meter_provider
+from opentelemetry.metrics import MeterProvider, NoOpMeter, get_meter_provider
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
 
 from .._version import __version__
 from ..engine.audit import AttemptRecord, Turn
-from ..engine.observers import Observer
+from ..engine.observers import ALL_CALLBACKS, Observer
 from ..errors import Cancelled, RxturnError
 from ..messages import Message, Request, RequestOptions, StopReason, ToolCallPart, ToolResultPart
 from . import _names as n
@@ -210,6 +210,15 @@ class OTelObserver(Observer):
             f"rxturn.otel.turn.{id(self)}", default=None
         )
         self._counter: Any = None
+        self.inert = (
+            isinstance(self._tracer, trace.NoOpTracer)
+            and isinstance(meter, NoOpMeter)
+            and self._logger is None
+        )
+        if self.inert:
+            # nothing can be recorded: look like a bare Observer, so the engine skips the calls
+            for name in ALL_CALLBACKS:
+                setattr(self, name, getattr(Observer, name).__get__(self))
 
     def __repr__(self) -> str:
         return f"OTelObserver(capture_content={self.capture!r}, open_turns={len(self._turns)})"
@@ -392,6 +401,9 @@ class OTelObserver(Observer):
         )
         if span is None:
             return
+        if not span.is_recording():
+            span.end()
+            return
         outcome = _outcome_error_type(record.outcome)
         span.set_attribute(n.RXTURN_ATTEMPT_OUTCOME, outcome)
         status_code = getattr(error, "status_code", None)
@@ -446,19 +458,24 @@ class OTelObserver(Observer):
         chat = state.chat
         duration = time.monotonic() - state.started
         attributes = state.metric_attributes
-        chat.set_attribute(n.RXTURN_ATTEMPTS, len(record.attempt_log))
-        chat.set_attribute(n.RXTURN_RESCUED, record.rescued)
-        _set_usage(
-            chat,
-            n.RXTURN_DISCARDED_INPUT_TOKENS,
-            n.RXTURN_DISCARDED_OUTPUT_TOKENS,
-            record.discarded_usage,
-        )
-        _set_usage(
-            chat, n.RXTURN_BILLED_INPUT_TOKENS, n.RXTURN_BILLED_OUTPUT_TOKENS, record.billed_usage
-        )
-        if state.first_chunk is not None:
-            chat.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, state.first_chunk)
+        recording = chat.is_recording()
+        if recording:
+            chat.set_attribute(n.RXTURN_ATTEMPTS, len(record.attempt_log))
+            chat.set_attribute(n.RXTURN_RESCUED, record.rescued)
+            _set_usage(
+                chat,
+                n.RXTURN_DISCARDED_INPUT_TOKENS,
+                n.RXTURN_DISCARDED_OUTPUT_TOKENS,
+                record.discarded_usage,
+            )
+            _set_usage(
+                chat,
+                n.RXTURN_BILLED_INPUT_TOKENS,
+                n.RXTURN_BILLED_OUTPUT_TOKENS,
+                record.billed_usage,
+            )
+            if state.first_chunk is not None:
+                chat.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, state.first_chunk)
         output_json: str | None = None
         response: _Attributes = {}
         if message is not None and failure is None:
@@ -473,8 +490,9 @@ class OTelObserver(Observer):
                 response[n.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
                 response[n.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
                 _cache_usage(response, usage)
-            chat.set_attribute(n.GEN_AI_RESPONSE_MODEL, served)
-            chat.set_attributes(response)
+            if recording:
+                chat.set_attribute(n.GEN_AI_RESPONSE_MODEL, served)
+                chat.set_attributes(response)
             if self.capture != "NO_CONTENT":
                 output_json = to_json(output_messages(message, finish))
                 if self._content_on_span:

@@ -188,3 +188,27 @@ async def test_the_http_client_span_nests_under_the_attempt_span(
     assert sorted(s.parent.span_id for s in http if s.parent) == sorted(
         s.context.span_id for s in attempts
     )
+
+
+def test_on_no_op_providers_the_observer_is_inert() -> None:
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.trace import NoOpTracerProvider
+
+    from rxturn.engine.observers import ALL_CALLBACKS, ObserverSet
+
+    inert = OTelObserver(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
+    assert inert.inert
+    observers = ObserverSet([inert])
+    assert [name for name in ALL_CALLBACKS if observers.interested(name)] == []
+
+
+def test_with_a_recording_tracer_the_observer_listens(telemetry: Telemetry) -> None:
+    from rxturn.engine.observers import ObserverSet
+
+    observer = telemetry.observer()
+    assert not observer.inert
+    observers = ObserverSet([observer])
+    assert all(
+        observers.interested(name)
+        for name in ("on_request", "on_attempt_start", "on_attempt_end", "on_request_end")
+    )
