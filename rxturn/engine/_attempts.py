@@ -11,21 +11,42 @@ An attempt let go from outside (``disposed``) learns its outcome later: a cancel
 (that is the only other way a stream attempt is let go while the turn goes on, to the rescue);
 a rescue cut by its deadline is a ``RescueTimeoutError``. :meth:`AttemptLog.close` settles them
 with the turn's own error.
+
+Given :class:`AttemptHooks`, the log is also where the observers' ``on_attempt_start`` and
+``on_attempt_end`` fire (docs/observability.md): the start with a fresh copy of the current
+:mod:`contextvars` context, which :meth:`AttemptLog.attempt_started` returns so that the caller
+sends the request inside it; the end once the attempt's outcome is known. Nobody listening costs
+one attribute test per attempt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Callable
 from typing import Literal
 
 from ..errors import Cancelled, RescueFailed
 from ..messages import Usage
 from .audit import AttemptKind, AttemptRecord, billed
+from .observers import ObserverSet
 
-__all__ = ["AttemptLog"]
+__all__ = ["AttemptHooks", "AttemptLog"]
 
 _PENDING = ""
+
+
+class AttemptHooks:
+    """Where a turn's attempt log reports attempts: the observers, and the turn's identity."""
+
+    __slots__ = ("end", "observers", "start", "turn", "turn_id")
+
+    def __init__(self, observers: ObserverSet, turn: int, turn_id: int) -> None:
+        self.observers = observers
+        self.turn = turn
+        self.turn_id = turn_id
+        self.start = observers.interested("on_attempt_start")
+        self.end = observers.interested("on_attempt_end")
 
 
 class _Open:
@@ -40,23 +61,45 @@ class _Open:
 class AttemptLog:
     """Records a turn's attempts (see the module docstring)."""
 
-    __slots__ = ("_clock", "_open", "_records", "model")
+    __slots__ = ("_clock", "_hooks", "_last_end", "_open", "_records", "model")
 
-    def __init__(self, clock: Callable[[], float], model: str) -> None:
+    def __init__(
+        self, clock: Callable[[], float], model: str, hooks: AttemptHooks | None = None
+    ) -> None:
         self._clock = clock
         self.model = model
         self._open: _Open | None = None
         self._records: list[AttemptRecord] = []
+        self._hooks = hooks if hooks is not None and (hooks.start or hooks.end) else None
+        self._last_end = clock() if self._hooks is not None else 0.0
 
     @property
     def records(self) -> tuple[AttemptRecord, ...]:
         return tuple(self._records)
 
-    def attempt_started(self, kind: AttemptKind) -> None:
+    def attempt_started(self, kind: AttemptKind) -> contextvars.Context | None:
+        """Open an attempt; the context to send it in when an observer asked for one."""
         if kind == "rescue":
             # a stream attempt let go before the rescue was cut by the total deadline
             self._settle("StreamTimeoutError", only="stream")
-        self._open = _Open(kind, self.model, self._clock())
+        opened = self._open = _Open(kind, self.model, self._clock())
+        hooks = self._hooks
+        if hooks is None or not hooks.start:
+            return None
+        context = contextvars.copy_context()
+        records = self._records
+        hooks.observers.emit(
+            "on_attempt_start",
+            turn=hooks.turn,
+            turn_id=hooks.turn_id,
+            attempt=len(records) + 1,
+            kind=kind,
+            model=opened.model,
+            wait=max(0.0, opened.started - self._last_end),
+            after=records[-1].outcome if records else None,
+            context=context,
+        )
+        return context
 
     def attempt_ended(
         self,
@@ -76,21 +119,37 @@ class AttemptLog:
             outcome = "served"
         else:
             outcome = _outcome_of(error)
-        self._records.append(
-            AttemptRecord(
-                model=model,
-                kind=kind,
-                outcome=outcome,
-                usage=usage,
-                started=started,
-                ended=self._clock(),
-            )
+        record = AttemptRecord(
+            model=model,
+            kind=kind,
+            outcome=outcome,
+            usage=usage,
+            started=started,
+            ended=self._clock(),
         )
+        self._records.append(record)
+        if self._hooks is not None:
+            self._last_end = record.ended
+            if not disposed:
+                self._ended(len(self._records), record, error)
+
+    def _ended(self, attempt: int, record: AttemptRecord, error: BaseException | None) -> None:
+        hooks = self._hooks
+        if hooks is not None and hooks.end:
+            hooks.observers.emit(
+                "on_attempt_end",
+                turn=hooks.turn,
+                turn_id=hooks.turn_id,
+                attempt=attempt,
+                record=record,
+                error=error,
+            )
 
     def _settle(self, outcome: str, *, only: Literal["stream", "rescue"] | None = None) -> None:
         for index, record in enumerate(self._records):
             if record.outcome == _PENDING and (only is None or record.kind == only):
-                self._records[index] = _replace_outcome(record, outcome)
+                settled = self._records[index] = _replace_outcome(record, outcome)
+                self._ended(index + 1, settled, None)
 
     def close(self, error: BaseException | None) -> tuple[AttemptRecord, ...]:
         """Settle attempts let go from outside with the turn's ``error``; the final log."""

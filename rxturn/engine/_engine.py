@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -55,6 +56,7 @@ from ..messages import (
 from ..operators._scheduling import clock, resolve_scheduler
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
+from ._attempts import AttemptHooks
 from ._failover import TurnLegs, fails_over
 from ._outcome import record_turn_failure, record_turn_success
 from ._paths import TurnStream, create_path, failover_stream, stream_path
@@ -391,30 +393,44 @@ class TurnEngine(AgentLoop):
         served = options.model or self.client.model
         self._note_routed_model(served)
         self.observers.emit("on_turn_start", turn=turn, query=query)
-        legs = TurnLegs(turn, served, now)
+        turn_id = next(_turn_ids)
+        legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id))
+        if self.observers.interested("on_request"):
+            self.observers.emit(
+                "on_request",
+                turn=turn,
+                turn_id=turn_id,
+                model=served,
+                request=request,
+                options=options,
+                provider=provider_name(self.client),
+                base_url=self.client.base_url,
+                stream=self.mode == "streaming",
+                estimated_input_tokens=estimate.total,
+            )
         started = legs.started
         try:
             message = await self._do_turn(legs, request, options)
         except BaseException as exc:
             cancelled = isinstance(exc, (Cancelled, asyncio.CancelledError))
             attempt_log = legs.log.close(exc)
-            self.session.audit.append(
-                Turn(
-                    turn=turn,
-                    input=query,
-                    output="",
-                    tool_calls=(),
-                    input_tokens=0,
-                    output_tokens=0,
-                    model=legs.served,
-                    attempts=legs.streaming_attempts() if self.mode == "streaming" else 1,
-                    rescued=False,
-                    discarded_usage=legs.log.discarded(),
-                    attempt_log=attempt_log,
-                    billed_usage=legs.log.billed(),
-                    error=type(exc).__name__,
-                )
+            failed = Turn(
+                turn=turn,
+                input=query,
+                output="",
+                tool_calls=(),
+                input_tokens=0,
+                output_tokens=0,
+                model=legs.served,
+                attempts=legs.streaming_attempts() if self.mode == "streaming" else 1,
+                rescued=False,
+                discarded_usage=legs.log.discarded(),
+                attempt_log=attempt_log,
+                billed_usage=legs.log.billed(),
+                error=type(exc).__name__,
             )
+            self.session.audit.append(failed)
+            self._request_end(turn, turn_id, failed, None, exc)
             self.observers.emit(
                 "on_turn_end",
                 turn=turn,
@@ -434,26 +450,26 @@ class TurnEngine(AgentLoop):
         if stop_reason is StopReason.END_TURN and message.tool_calls:
             stop_reason = StopReason.TOOL_CALL
         self.calibration.record(served, raw_estimate, usage.input_tokens if usage else None)
+        discarded = legs.log.discarded()
+        record = Turn(
+            turn=turn,
+            input=query,
+            output=message.text,
+            tool_calls=tuple(message.tool_calls),
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            model=served,
+            attempts=attempts,
+            rescued=stats.rescued,
+            stop_reason=stop_reason,
+            discarded_usage=discarded,
+            attempt_log=attempt_log,
+            billed_usage=legs.log.billed(),
+        )
+        self._request_end(turn, turn_id, record, message, None)
         self.observers.emit("on_response", turn=turn, text=message.text, usage=usage)
         self.session.history.append(message)
-        discarded = legs.log.discarded()
-        self.session.audit.append(
-            Turn(
-                turn=turn,
-                input=query,
-                output=message.text,
-                tool_calls=tuple(message.tool_calls),
-                input_tokens=usage.input_tokens if usage else 0,
-                output_tokens=usage.output_tokens if usage else 0,
-                model=served,
-                attempts=attempts,
-                rescued=stats.rescued,
-                stop_reason=stop_reason,
-                discarded_usage=discarded,
-                attempt_log=attempt_log,
-                billed_usage=legs.log.billed(),
-            )
-        )
+        self.session.audit.append(record)
         result = TurnResult(
             turn=turn,
             message=message,
@@ -499,6 +515,32 @@ class TurnEngine(AgentLoop):
             routed=self._is_routed(legs),
         )
         return message
+
+    # ----------------------------------------------------------------------------- observers
+
+    def _attempt_hooks(self, turn: int, turn_id: int) -> AttemptHooks | None:
+        observers = self.observers
+        if observers.interested("on_attempt_start") or observers.interested("on_attempt_end"):
+            return AttemptHooks(observers, turn, turn_id)
+        return None
+
+    def _request_end(
+        self,
+        turn: int,
+        turn_id: int,
+        record: Turn,
+        message: Message | None,
+        error: BaseException | None,
+    ) -> None:
+        if self.observers.interested("on_request_end"):
+            self.observers.emit(
+                "on_request_end",
+                turn=turn,
+                turn_id=turn_id,
+                record=record,
+                message=message,
+                error=error,
+            )
 
     # ----------------------------------------------------------------------------- failover
 
@@ -588,7 +630,11 @@ class TurnEngine(AgentLoop):
             return await stream_path(stream, scheduler, router, lambda: legs.stats.rescued)
         sink = self.events if self.events.observers else None
         router = self.observers.router(
-            legs.turn, streamer=self.text_streamer, sink=sink, on_control=legs.stats.note
+            legs.turn,
+            streamer=self.text_streamer,
+            sink=sink,
+            on_control=legs.stats.note,
+            on_first=self._first_chunk(legs),
         )
         turn, model = legs.turn, legs.served
         return await stream_path(
@@ -600,6 +646,17 @@ class TurnEngine(AgentLoop):
             turn_stream=lambda shared: TurnStream(turn, model, shared),
         )
 
+    def _first_chunk(self, legs: TurnLegs) -> Callable[[], None] | None:
+        hooks = legs.hooks
+        if hooks is None or not self.observers.interested("on_first_chunk"):
+            return None
+        observers, turn, turn_id = self.observers, hooks.turn, hooks.turn_id
+
+        def first() -> None:
+            observers.emit("on_first_chunk", turn=turn, turn_id=turn_id)
+
+        return first
+
     async def _create_turn(
         self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
     ) -> Message:
@@ -608,13 +665,14 @@ class TurnEngine(AgentLoop):
         deadline = handler.timeouts.total
         while True:
             log_ = legs.log
-            log_.attempt_started("create")
+            context = log_.attempt_started("create")
             try:
                 message = await create_path(
                     functools.partial(self.client.create, request, options),
                     self.cancel_token,
                     deadline,
                     scheduler,
+                    context,
                 )
             except BaseException as exc:
                 log_.attempt_ended("create", exc, None)
@@ -632,6 +690,24 @@ class TurnEngine(AgentLoop):
 
 
 _QUIET = ObserverSet()
+_turn_ids = itertools.count(1)
+
+_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "ollama": "ollama"}
+
+
+def provider_name(client: object) -> str:
+    """The provider a client speaks to, as telemetry names it (``"anthropic"``, ``"openai"``,
+    ``"ollama"``); a client of your own may say with a ``provider`` attribute, else its class
+    name is used."""
+    own = getattr(client, "provider", None)
+    if isinstance(own, str) and own:
+        return own
+    wire = getattr(client, "wire_format", None)
+    if isinstance(wire, str):
+        for prefix, name in _PROVIDERS.items():
+            if wire.startswith(prefix):
+                return name
+    return type(client).__name__
 
 
 def _prefixed(

@@ -24,7 +24,7 @@ from ..errors import (
     ConfigError,
     ContextOverflowError,
 )
-from ._attempts import AttemptLog
+from ._attempts import AttemptHooks, AttemptLog
 from ._results import AttemptStats
 
 __all__ = ["TurnLegs", "fails_over"]
@@ -48,16 +48,24 @@ class TurnLegs:
         stats: what the handler stream revealed (resets, rescue).
         started: the turn's start on the engine's clock.
         failure_recorded: the current leg's failure was already recorded with the breaker.
+        hooks: where the attempt log reports to observers (``None``: nobody listens).
     """
 
-    __slots__ = ("failure_recorded", "log", "now", "started", "stats", "tried", "turn")
+    __slots__ = ("failure_recorded", "hooks", "log", "now", "started", "stats", "tried", "turn")
 
-    def __init__(self, turn: int, served: str, now: Callable[[], float]) -> None:
+    def __init__(
+        self,
+        turn: int,
+        served: str,
+        now: Callable[[], float],
+        hooks: AttemptHooks | None = None,
+    ) -> None:
         self.turn = turn
         self.tried = [served]
         self.now = now
         self.started = now()
-        self.log = AttemptLog(now, served)
+        self.hooks = hooks
+        self.log = AttemptLog(now, served, hooks)
         self.stats = AttemptStats()
         self.failure_recorded = False
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -282,8 +283,12 @@ async def create_path(
     cancel_token: CancelToken,
     timeout: float | None,
     scheduler: abc.SchedulerBase,
+    context: contextvars.Context | None = None,
 ) -> Message:
-    """One non-streaming attempt raced against cancel (checked first) and the timeout."""
+    """One non-streaming attempt raced against cancel (checked first) and the timeout.
+
+    The request is sent from a task running in ``context`` when one is given.
+    """
     loop = asyncio.get_running_loop()
     outcome: asyncio.Future[str] = loop.create_future()
 
@@ -291,7 +296,7 @@ async def create_path(
         if not outcome.done():
             outcome.set_result(kind)
 
-    reply: asyncio.Task[Message] = loop.create_task(create())
+    reply: asyncio.Task[Message] = loop.create_task(create(), context=context)
     reply.add_done_callback(lambda _: settle("reply"))
     cleanup = CompositeDisposable(cancel_token.on_cancel(lambda: settle("cancel")))
     if timeout is not None:

@@ -32,6 +32,7 @@ one attempt with no deadlines and no rescue: every failure surfaces directly.
 
 from __future__ import annotations
 
+import contextvars
 import random
 from collections.abc import Callable
 from typing import Any, ClassVar, Literal, Protocol
@@ -69,9 +70,12 @@ class AttemptWatcher(Protocol):
     ``disposed`` is true when the attempt was let go from outside (a cancel, or the turn's
     total deadline) rather than ending by itself. ``usage`` is what the provider had reported.
     Both calls happen synchronously, in the handler's own order, and must not raise.
+    ``attempt_started`` may return a :class:`contextvars.Context`: the request is then sent
+    inside it (the subscription that sends it runs in that context, so the task that sends
+    it inherits its variables — how an observer makes its span current for the HTTP client).
     """
 
-    def attempt_started(self, kind: Literal["stream", "rescue"]) -> None: ...
+    def attempt_started(self, kind: Literal["stream", "rescue"]) -> contextvars.Context | None: ...
 
     def attempt_ended(
         self,
@@ -117,8 +121,7 @@ def _watched(
         observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         ended = False
-        if watcher is not None:
-            watcher.attempt_started("stream")
+        context = watcher.attempt_started("stream") if watcher is not None else None
 
         def on_error(error: Exception) -> None:
             nonlocal ended
@@ -143,7 +146,12 @@ def _watched(
                 watcher.attempt_ended("stream", None, progress.shadow.usage)
             observer.on_completed()
 
-        inner = source.subscribe(observer.on_next, on_error, on_completed, scheduler=scheduler)
+        if context is None:
+            inner = source.subscribe(observer.on_next, on_error, on_completed, scheduler=scheduler)
+        else:
+            inner = context.run(
+                source.subscribe, observer.on_next, on_error, on_completed, scheduler=scheduler
+            )
 
         def dispose() -> None:
             nonlocal ended
@@ -165,7 +173,7 @@ def _watched_rescue(source: Observable[Message], watcher: AttemptWatcher) -> Obs
         observer: abc.ObserverBase[Message], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         ended = False
-        watcher.attempt_started("rescue")
+        context = watcher.attempt_started("rescue")
 
         def on_next(message: Message) -> None:
             nonlocal ended
@@ -181,7 +189,12 @@ def _watched_rescue(source: Observable[Message], watcher: AttemptWatcher) -> Obs
                 watcher.attempt_ended("rescue", error, None)
             observer.on_error(error)
 
-        inner = source.subscribe(on_next, on_error, observer.on_completed, scheduler=scheduler)
+        if context is None:
+            inner = source.subscribe(on_next, on_error, observer.on_completed, scheduler=scheduler)
+        else:
+            inner = context.run(
+                source.subscribe, on_next, on_error, observer.on_completed, scheduler=scheduler
+            )
 
         def dispose() -> None:
             nonlocal ended

@@ -41,10 +41,42 @@ on_tool_result       turn: int, result: ToolResultPart
                      → a tool's result goes back to the model
 on_compaction        before_tokens: int, after_tokens: int
                      → the conversation was compacted
+on_request           turn: int, turn_id: int, model: str, request: Request,
+                     options: RequestOptions, provider: str, base_url: str, stream: bool,
+                     estimated_input_tokens: int
+                     → the turn's model call begins (after ``on_turn_start``)
+on_attempt_start     turn: int, turn_id: int, attempt: int, kind: str, model: str,
+                     wait: float, after: str | None, context: contextvars.Context
+                     → one request of the turn is about to be sent
+on_attempt_end       turn: int, turn_id: int, attempt: int, record: AttemptRecord,
+                     error: BaseException | None
+                     → that request ended and its outcome is known
+on_first_chunk       turn: int, turn_id: int
+                     → the turn's first reply content arrived (streaming turns)
+on_request_end       turn: int, turn_id: int, record: Turn, message: Message | None,
+                     error: BaseException | None
+                     → the turn's model call ended, served or failed (before ``on_response``)
 ===================  ============================================================================
 
-Order for a text-only streaming turn: ``on_turn_start → on_text_delta* → on_stream_success →
+Order for a text-only streaming turn: ``on_turn_start → on_request → on_attempt_start →
+on_first_chunk → on_text_delta* → on_attempt_end → on_stream_success → on_request_end →
 on_response → on_turn_end``.
+
+The request callbacks (``on_request`` … ``on_request_end``) are what a tracer needs; docs/
+observability.md shows the OpenTelemetry observer built on them. ``turn_id`` identifies one turn
+across every engine of the process (``turn`` is only its index within its run), so an observer
+shared by concurrent engines keys its per-turn state on it. ``attempt`` numbers every request of
+the turn from 1 in the order of ``Turn.attempt_log`` (streaming attempts, the rescue, failover
+legs); ``kind`` is ``"stream"``, ``"rescue"`` or ``"create"``; ``wait`` is the time, on the
+engine's clock, since the previous attempt ended (or since the turn began: a limiter's wait),
+and ``after`` the outcome of that previous attempt (``None`` for the first). ``context`` is a
+fresh copy of the current :mod:`contextvars` context in which the request is sent: an observer
+may set variables in it (``context.run(var.set, value)``) to make them current in the task that
+sends the request, which is how a tracer makes its attempt span the parent of the HTTP client's
+span. ``on_attempt_end`` fires once the outcome is known: at once for an attempt that ended by
+itself, and for one let go from outside (a cancel, the total deadline) when the turn learns why.
+Tool calls are bracketed by ``on_tool_call`` and ``on_tool_result``; a cancel during a tool ends
+the run (``on_run_end``) without its ``on_tool_result``.
 
 Deltas are the hot path: :meth:`ObserverSet.text_delta` and :meth:`ObserverSet.thinking_delta`
 walk a list, computed when observers are added or removed, of only the observers that override
@@ -54,6 +86,8 @@ them through one :class:`TurnRouter` (:meth:`ObserverSet.router`), the engine's 
 
 from __future__ import annotations
 
+import contextvars
+import functools
 import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
@@ -62,10 +96,13 @@ from reactivex.subject import Subject
 
 from ..errors import ConfigError
 from ..events import AttemptReset, Delta, Fallback, HandlerEvent
-from ..messages import ToolCallPart, ToolResultPart, Usage
+from ..messages import Message, Request, RequestOptions, ToolCallPart, ToolResultPart, Usage
+from .audit import AttemptRecord, Turn
 
 __all__ = [
+    "ALL_CALLBACKS",
     "CALLBACKS",
+    "REQUEST_CALLBACKS",
     "LoggingObserver",
     "Observer",
     "ObserverSet",
@@ -95,6 +132,19 @@ CALLBACKS: Final[tuple[str, ...]] = (
     "on_tool_result",
     "on_compaction",
 )
+
+#: The request callbacks, for tracers (see the module docstring). :class:`RecordingObserver` and
+#: :class:`LoggingObserver` see them only when built with ``requests=True``.
+REQUEST_CALLBACKS: Final[tuple[str, ...]] = (
+    "on_request",
+    "on_attempt_start",
+    "on_attempt_end",
+    "on_first_chunk",
+    "on_request_end",
+)
+
+#: Every callback an :class:`ObserverSet` knows.
+ALL_CALLBACKS: Final[tuple[str, ...]] = CALLBACKS + REQUEST_CALLBACKS
 
 
 class Observer:
@@ -157,6 +207,71 @@ class Observer:
 
     def on_compaction(self, *, before_tokens: int, after_tokens: int) -> None:
         """The conversation was compacted from ``before_tokens`` to ``after_tokens``."""
+
+    def on_request(
+        self,
+        *,
+        turn: int,
+        turn_id: int,
+        model: str,
+        request: Request,
+        options: RequestOptions,
+        provider: str,
+        base_url: str,
+        stream: bool,
+        estimated_input_tokens: int,
+    ) -> None:
+        """The turn's model call begins: ``model`` (the routed one) is asked ``request``.
+
+        ``provider`` is ``"anthropic"``, ``"openai"``, ``"ollama"`` (or a client's own name),
+        ``base_url`` where requests go, ``estimated_input_tokens`` the engine's offline estimate
+        of the prompt.
+        """
+
+    def on_attempt_start(
+        self,
+        *,
+        turn: int,
+        turn_id: int,
+        attempt: int,
+        kind: str,
+        model: str,
+        wait: float,
+        after: str | None,
+        context: contextvars.Context,
+    ) -> None:
+        """Request ``attempt`` (1, 2, …) of the turn is about to be sent to ``model``.
+
+        ``context`` is the :mod:`contextvars` context the request is sent in (set variables in
+        it with ``context.run(var.set, value)``); see the module docstring.
+        """
+
+    def on_attempt_end(
+        self,
+        *,
+        turn: int,
+        turn_id: int,
+        attempt: int,
+        record: AttemptRecord,
+        error: BaseException | None,
+    ) -> None:
+        """Request ``attempt`` ended: ``record`` is its attempt-log entry (``record.outcome``
+        says how), ``error`` what ended it (``None`` when it served or was let go from outside)."""
+
+    def on_first_chunk(self, *, turn: int, turn_id: int) -> None:
+        """The first reply content of the turn arrived (streaming turns only)."""
+
+    def on_request_end(
+        self,
+        *,
+        turn: int,
+        turn_id: int,
+        record: Turn,
+        message: Message | None,
+        error: BaseException | None,
+    ) -> None:
+        """The turn's model call ended: ``record`` is its audit entry, ``message`` the reply
+        (``None`` when it failed with ``error``)."""
 
 
 def _interested(observer: object, name: str) -> Callable[..., object] | None:
@@ -243,7 +358,7 @@ class ObserverSet:
                 for observer in self._observers
                 if (method := _interested(observer, name)) is not None
             )
-            for name in CALLBACKS
+            for name in ALL_CALLBACKS
         }
         self._text = self._by_name["on_text_delta"]
         self.text_single = self._text[0] if len(self._text) == 1 else None
@@ -253,12 +368,12 @@ class ObserverSet:
         """Call ``name(**kwargs)`` on every interested observer, in registration order.
 
         Raises:
-            ConfigError: ``name`` is not one of :data:`CALLBACKS` (a typo must not go silent).
+            ConfigError: ``name`` is not one of :data:`ALL_CALLBACKS` (a typo must not go silent).
         """
         targets = self._by_name.get(name)
         if targets is None:
             raise ConfigError(
-                f"unknown observer callback {name!r}; expected one of {', '.join(CALLBACKS)}"
+                f"unknown observer callback {name!r}; expected one of {', '.join(ALL_CALLBACKS)}"
             )
         for observer, method in targets:
             try:
@@ -273,12 +388,12 @@ class ObserverSet:
         again after observers may have changed (a callback may add or remove one).
 
         Raises:
-            ConfigError: ``name`` is not one of :data:`CALLBACKS`.
+            ConfigError: ``name`` is not one of :data:`ALL_CALLBACKS`.
         """
         targets = self._by_name.get(name)
         if targets is None:
             raise ConfigError(
-                f"unknown observer callback {name!r}; expected one of {', '.join(CALLBACKS)}"
+                f"unknown observer callback {name!r}; expected one of {', '.join(ALL_CALLBACKS)}"
             )
         return targets
 
@@ -312,9 +427,10 @@ class ObserverSet:
         streamer: Callable[[str], object] | None = None,
         sink: Subject[HandlerEvent] | None = None,
         on_control: Callable[[AttemptReset | Fallback], object] | None = None,
+        on_first: Callable[[], object] | None = None,
     ) -> TurnRouter:
         """The routing subscriber of one turn's handler stream (see :class:`TurnRouter`)."""
-        return TurnRouter(self, turn, streamer, sink, on_control)
+        return TurnRouter(self, turn, streamer, sink, on_control, on_first)
 
 
 class TurnRouter:
@@ -328,10 +444,11 @@ class TurnRouter:
     event through the :class:`ObserverSet`, so one added or removed by a callback takes effect
     at the next delta. Every callback is isolated: one that raises is logged and the turn goes
     on. :meth:`stop` ends the routing at once, even mid-batch (a callback cancelled the turn: the
-    rest of its batch reaches nobody, exactly as one event at a time).
+    rest of its batch reaches nobody, exactly as one event at a time). ``on_first`` is called
+    once, before the first batch of reply content (not an ``AttemptReset``) is routed.
     """
 
-    __slots__ = ("_control", "_observers", "_sink", "_streamer", "stopped", "turn")
+    __slots__ = ("_control", "_first", "_observers", "_sink", "_streamer", "stopped", "turn")
 
     def __init__(
         self,
@@ -340,18 +457,26 @@ class TurnRouter:
         streamer: Callable[[str], object] | None,
         sink: Subject[HandlerEvent] | None,
         on_control: Callable[[AttemptReset | Fallback], object] | None,
+        on_first: Callable[[], object] | None = None,
     ) -> None:
         self._observers = observers
         self.turn = turn
         self._streamer = streamer
         self._sink = sink
         self._control = on_control
+        self._first = on_first
         self.stopped = False
 
     def stop(self, *_: object) -> None:
         self.stopped = True
 
     def on_next(self, batch: list[HandlerEvent]) -> None:
+        if self._first is not None and type(batch[0]) is not AttemptReset and not self.stopped:
+            first, self._first = self._first, None
+            try:
+                first()
+            except Exception:
+                _engine_log.exception("a first-chunk callback raised; the turn goes on")
         observers = self._observers
         streamer = self._streamer
         sink = self._sink
@@ -400,11 +525,14 @@ def report_observer_error(observer: object, name: str) -> None:
 class RecordingObserver(Observer):
     """Records every callback as ``(name, kwargs)`` in :attr:`calls` (tests, notebooks).
 
-    Every callback of :data:`CALLBACKS` is overridden, so it also sees every delta.
+    Every callback of :data:`CALLBACKS` is overridden, so it also sees every delta; with
+    ``requests=True`` it records the :data:`REQUEST_CALLBACKS` as well.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, requests: bool = False) -> None:
         self.calls: list[tuple[str, dict[str, Any]]] = []
+        if requests:
+            _opt_in(self, self.calls)
 
     def names(self) -> list[str]:
         """The callback names in the order they were called."""
@@ -425,6 +553,16 @@ def _recorder(name: str) -> Callable[..., None]:
     record.__name__ = record.__qualname__ = name
     record.__doc__ = f"Record ``{name}``."
     return record
+
+
+def _opt_in(observer: RecordingObserver, calls: list[tuple[str, dict[str, Any]]]) -> None:
+    """Give one recorder its own callables for the request callbacks."""
+    for name in REQUEST_CALLBACKS:
+
+        def record(name: str = name, **kwargs: Any) -> None:
+            calls.append((name, kwargs))
+
+        setattr(observer, name, record)
 
 
 def _install(cls: type[Observer], make: Callable[[str], Callable[..., None]]) -> None:
@@ -458,6 +596,18 @@ def _fmt(value: object) -> str:
         return f"attempt {value.attempt} after {value.error_type or 'error'}"
     if isinstance(value, float):
         return f"{value:.1f}"
+    if isinstance(value, Request):  # prompts are private and may be large: not logged
+        return f"<{len(value.messages)} messages>"
+    if isinstance(value, Message):
+        return f"<{value.role} message {value.id or ''}>".replace(" >", ">")
+    if isinstance(value, RequestOptions):
+        return f"<options model={value.model!r}>"
+    if isinstance(value, contextvars.Context):
+        return "<context>"
+    if isinstance(value, AttemptRecord):
+        return f"{value.model}/{value.kind}:{value.outcome}"
+    if isinstance(value, Turn):
+        return f"<turn {value.turn} error={value.error!r}>"
     return repr(value)
 
 
@@ -467,7 +617,9 @@ class LoggingObserver(Observer):
     Deltas go out at ``delta_level`` (DEBUG), everything else at ``level`` (INFO). Each record
     carries ``extra={"rxturn_callback": name, "rxturn_fields": kwargs}`` for structured
     handlers; the message renders the fields as ``key=value`` with long text cut to 200 chars
-    and tool inputs left out. It logs only what the engine hands it, which never includes keys.
+    and tool inputs left out. It logs only what the engine hands it, which never includes keys
+    (requests and messages are summarised, never printed). With ``requests=True`` it logs the
+    :data:`REQUEST_CALLBACKS` as well.
     """
 
     def __init__(
@@ -476,10 +628,18 @@ class LoggingObserver(Observer):
         *,
         level: int = logging.INFO,
         delta_level: int = logging.DEBUG,
+        requests: bool = False,
     ) -> None:
         self.logger = logger if logger is not None else logging.getLogger("rxturn.turn")
         self.level = level
         self.delta_level = delta_level
+        if requests:
+            for name in REQUEST_CALLBACKS:
+                setattr(self, name, functools.partial(self.log_kwargs, name))
+
+    def log_kwargs(self, name: str, /, **fields: Any) -> None:
+        """:meth:`log` with the fields as keywords."""
+        self.log(name, fields)
 
     def log(self, name: str, fields: dict[str, Any]) -> None:
         """Emit the line for callback ``name`` (skipped cheaply when the level is disabled)."""
