@@ -60,7 +60,7 @@ from ..events import (
 )
 from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from ._decoder import FramedDecoder
-from ._errors import bad_json, stream_error
+from ._errors import JSON_ERRORS, bad_json, stream_error
 from .sse import RawEvents, SSEParser
 
 __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
@@ -253,7 +253,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         for at, payload in enumerate(frames.payloads):
             try:
                 event = decode(payload)
-            except msgspec.DecodeError as exc:
+            except JSON_ERRORS as exc:
                 if not payload:
                     continue
                 if eof and type(exc) is msgspec.DecodeError:
@@ -346,14 +346,16 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
             if isinstance(block, _RedactedThinkingBlock):
                 out.append(Delta(index, "", "thinking"))
 
-    def _on_undecodable(self, at: _At, payload: bytes, exc: msgspec.DecodeError) -> None:
+    def _on_undecodable(
+        self, at: _At, payload: bytes, exc: msgspec.DecodeError | RecursionError
+    ) -> None:
         """Skip unknown event / block / delta types; anything else is a malformed event."""
         what = f"data of event {at.name()!r}"
         if not isinstance(exc, msgspec.ValidationError):
             raise bad_json(what, exc, at.line()) from None
         try:
             loose = _loose_decoder.decode(payload)
-        except msgspec.DecodeError:
+        except JSON_ERRORS:
             raise bad_json(what, exc, at.line()) from None
         if not loose.type:
             raise bad_json(what, exc, at.line()) from None
@@ -446,7 +448,7 @@ def parse_anthropic_message(body: bytes) -> Message:
     what = "Anthropic message body"
     try:
         reply = _reply_decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except JSON_ERRORS as exc:
         raise bad_json(what, exc) from None
     if reply.type == "error" or reply.error is not None:
         info = reply.error or _ErrorInfo()
@@ -455,10 +457,10 @@ def parse_anthropic_message(body: bytes) -> Message:
     for raw in reply.content:
         try:
             block = _reply_block_decoder.decode(raw)
-        except msgspec.DecodeError as exc:
+        except JSON_ERRORS as exc:
             try:
                 known = _type_decoder.decode(raw).type in ("text", "tool_use")
-            except msgspec.DecodeError:
+            except JSON_ERRORS:
                 known = True
             if known:
                 raise bad_json(f"a content block of the {what}", exc) from None
