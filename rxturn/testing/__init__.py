@@ -7,6 +7,9 @@ thinking, tool calls, usage, streamed in deltas) or a fault (an HTTP error with
 ``Retry-After``, a dropped connection, a stall, broken JSON, an in-stream error event).
 The demo, the notebooks, the benchmarks and the loopback tests all run against it, offline.
 
+:func:`assert_no_secret` walks any object graph (an exception with its chain, exported spans)
+and fails naming the path where an API key is still reachable.
+
 Importing this package imports aiohttp; ``import rxturn`` never imports it.
 
 Examples:
@@ -26,6 +29,7 @@ from ._scenario import (
     ScenarioUsage,
     load_scenario,
 )
+from ._secrets import assert_no_secret, find_secret
 from ._server import FakeProvider, ReceivedRequest
 
 __all__ = [
@@ -37,5 +41,7 @@ __all__ = [
     "Scenario",
     "ScenarioToolCall",
     "ScenarioUsage",
+    "assert_no_secret",
+    "find_secret",
     "load_scenario",
 ]
