@@ -45,8 +45,9 @@ def find_secret(
     shows up in ``obj``'s graph: in a string or bytes value (as is, or percent-encoded), in the
     ``str`` / ``repr`` of an exception or of an object that is not a plain container.
 
-    Cycles are visited once; the walk stops ``max_depth`` links deep and after ``max_objects``
-    objects, so it always ends.
+    Every object is visited once, so an object reachable along several routes is reported along
+    the first one walked (``args`` before attributes). The walk stops ``max_depth`` links deep and
+    after ``max_objects`` objects, so it always ends, cycles included.
 
     Raises:
         ValueError: ``secret`` is empty.
@@ -106,6 +107,8 @@ class _Walker:
         return text if len(text) <= 60 else text[:60] + "…"
 
     def walk(self, obj: Any, path: str, depth: int) -> None:
+        if depth > self.max_depth:
+            return
         if isinstance(obj, str):
             if self.holds(obj):
                 self.found.append(path)
@@ -117,7 +120,7 @@ class _Walker:
             return
         if isinstance(obj, (*_ATOMS, *_SKIP)):
             return
-        if id(obj) in self.seen or depth > self.max_depth or self.budget <= 0:
+        if id(obj) in self.seen or self.budget <= 0:
             return
         self.seen.add(id(obj))
         self.keep.append(obj)
