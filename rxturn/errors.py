@@ -19,8 +19,10 @@ what went wrong and where. The tree, drawn the way httpx draws its own::
     │   │   ├── RequestTimeoutError  408
     │   │   ├── RateLimitError       429 (also in-stream ``rate_limit_error``)
     │   │   │   └── OverloadedError  503 / 529 (also in-stream ``overloaded_error``)
-    │   │   └── ServerError          other 5xx
+    │   │   └── ServerError          other 5xx (501/505/506/508/510/511: never retried)
     │   ├── ProviderStreamError      an in-stream ``error`` event that is not a rate limit
+    │   ├── UnexpectedResponseError  a 2xx that is not what was asked for: an HTML page, an empty
+    │   │                            body, JSON instead of an event stream, another content type
     │   └── StreamProtocolError      malformed stream bytes: framing, UTF-8, JSON, ordering, size
     │       ├── TruncatedStreamError the stream ended without its terminal event
     │       └── InvalidToolInputError a closed tool block whose JSON does not parse
@@ -30,18 +32,23 @@ what went wrong and where. The tree, drawn the way httpx draws its own::
     ├── RescueTimeoutError           the rescue request did not finish within its deadline
     └── FallbackExhausted            every model of the fallback chain has failed
 
-Whether an error is worth another attempt is decided in one place, :func:`is_retryable`.
+Whether an error is worth another attempt is decided in one place, :func:`is_retryable`;
+``docs/reliability.md`` lists every failure, the error it becomes and whether it is retried.
 
 Secrets: no error here ever stores request headers. Messages carry response bodies (capped),
-status codes and counts, never an API key; :func:`redact` is applied to every body we keep.
+status codes and counts, never an API key; :func:`redact` is applied to every body we keep, and
+the clients pass every error they raise through :func:`scrub_secrets` with their own key, which
+also drops chained third-party exceptions (they may hold the request and its headers).
 """
 
 from __future__ import annotations
 
 import re
-from typing import ClassVar
+from typing import Any, ClassVar, cast
+from urllib.parse import quote
 
 __all__ = [
+    "PERMANENT_SERVER_STATUSES",
     "APIStatusError",
     "AuthenticationError",
     "BadRequestError",
@@ -68,9 +75,11 @@ __all__ = [
     "StreamTimeoutError",
     "TransportError",
     "TruncatedStreamError",
+    "UnexpectedResponseError",
     "is_rate_limit",
     "is_retryable",
     "redact",
+    "scrub_secrets",
     "status_error",
 ]
 
@@ -82,13 +91,22 @@ _KEY_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|sk-ant-[A-Za-z0-9_\-]{6,})")
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
     """Remove API-key-looking tokens (and any given secrets) from ``text``; cap its length."""
-    for secret in secrets:
-        if len(secret) >= 8:  # a short "secret" would shred ordinary words
-            text = text.replace(secret, "[redacted]")
-    text = _KEY_PATTERN.sub("[redacted]", text)
+    text = _without_secrets(text, secrets)
     if len(text) > _MAX_BODY_CHARS:
         text = text[:_MAX_BODY_CHARS] + f"… [{len(text) - _MAX_BODY_CHARS} more chars]"
     return text
+
+
+def _without_secrets(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every given secret (as is, and percent-encoded as a URL would carry it) and
+    every key-looking token replaced by ``[redacted]``; the length is not capped."""
+    for secret in secrets:
+        if len(secret) >= 8:  # a short "secret" would shred ordinary words
+            text = text.replace(secret, "[redacted]")
+            quoted = quote(secret, safe="")
+            if quoted != secret:
+                text = text.replace(quoted, "[redacted]")
+    return _KEY_PATTERN.sub("[redacted]", text)
 
 
 class RxturnError(Exception):
@@ -268,6 +286,49 @@ _PERMANENT_STREAM_ERROR_TYPES = frozenset(
 )
 
 
+class UnexpectedResponseError(ProviderError):
+    """A 2xx response that is not what the request asked for.
+
+    An HTML page (a captive portal, a proxy's login page, a wrong ``base_url``), an empty body,
+    a JSON document where an event stream was asked for, an event stream where a JSON reply was,
+    or a body of another content type that does not decode as the expected format. The message
+    says what came back (status, content type), from which URL (no query string) and how the
+    body starts (secrets removed, cut short). Whether another attempt can help depends on what
+    came back, so ``retryable`` is set per instance; ``docs/reliability.md`` gives the reasons.
+
+    Attributes:
+        status_code: the HTTP status (a 2xx).
+        content_type: the media type the server declared, lower-cased, without parameters
+            (``""`` when it sent none).
+        url: where the response came from (``scheme://host:port/path``).
+        head: the start of the body as text (secrets removed, at most 160 characters).
+        expected: what was asked for: ``"an event stream"`` or ``"a JSON reply"``.
+    """
+
+    def __init__(
+        self,
+        *,
+        status_code: int,
+        content_type: str,
+        url: str,
+        head: str,
+        expected: str,
+        reason: str,
+        retryable: bool,
+    ) -> None:
+        kind = content_type or "(no content type)"
+        body = f"body starts {head!r}" if head else "empty body"
+        super().__init__(
+            f"HTTP {status_code} {kind} from {url} instead of {expected}: {reason}; {body}"
+        )
+        self.status_code = status_code
+        self.content_type = content_type
+        self.url = url
+        self.head = head
+        self.expected = expected
+        self.retryable = retryable  # type: ignore[misc]
+
+
 class StreamProtocolError(ProviderError):
     """The stream's bytes are malformed: framing, UTF-8, JSON, event order or size limits.
 
@@ -387,6 +448,14 @@ _STATUS_CLASSES: dict[int, type[APIStatusError]] = {
     529: OverloadedError,
 }
 
+#: 5xx statuses that say the server cannot serve this request at all, so no retry can help:
+#: 501 Not Implemented (the method or endpoint does not exist there), 505 HTTP Version Not
+#: Supported, 506 Variant Also Negotiates and 508 Loop Detected (server misconfiguration),
+#: 510 Not Extended (the server wants a different request), 511 Network Authentication
+#: Required (a captive portal wants a login first). Retrying spends the ladder's budget and the
+#: user's time on an answer that will not change; x-should-retry still wins when sent.
+PERMANENT_SERVER_STATUSES = frozenset({501, 505, 506, 508, 510, 511})
+
 _CONTEXT_WORDS = (
     "context length",
     "context window",
@@ -423,7 +492,7 @@ def status_error(
     message = f"HTTP {status}: {redact(detail)}"
     if len(message) > 500:
         message = message[:500] + "…"
-    return cls(
+    error = cls(
         message,
         status_code=status,
         body=body,
@@ -432,6 +501,82 @@ def status_error(
         error_type=error_type,
         should_retry=should_retry,
     )
+    if status in PERMANENT_SERVER_STATUSES:
+        error.retryable = False  # type: ignore[misc]  # see PERMANENT_SERVER_STATUSES
+    return error
+
+
+def scrub_secrets(exc: BaseException, secrets: tuple[str, ...]) -> None:
+    """Make ``exc`` safe to hand out: no secret anywhere in it, no third-party exception behind.
+
+    In place, for ``exc`` and every rxturn error it reaches (attributes, ``__cause__``,
+    ``__context__``): the message, ``args``, ``__notes__`` and every string or bytes attribute
+    (the body, the provider's error type and request id, a tool call's raw arguments …) lose
+    each secret and every key-looking token; a chained exception that is not an rxturn error is
+    dropped, because third-party errors may hold the request (aiohttp's ``ClientResponseError``
+    keeps ``request_info`` with the request headers) — the rxturn error's message already says
+    what it was. This is the boundary where the clients hand errors to their callers.
+    """
+    _scrub(exc, secrets, set())
+
+
+def _scrub(exc: BaseException, secrets: tuple[str, ...], seen: set[int]) -> None:
+    if id(exc) in seen:
+        return
+    seen.add(id(exc))
+    if isinstance(exc, RxturnError):
+        exc.message = redact(exc.message, secrets)
+        exc.args = (exc.message,)
+        for name, value in list(vars(exc).items()):
+            if name != "message":
+                cleaned = _scrub_value(value, secrets, seen)
+                if cleaned is not value:
+                    setattr(exc, name, cleaned)
+    else:
+        exc.args = tuple(_scrub_value(arg, secrets, seen) for arg in exc.args)
+    notes: Any = getattr(exc, "__notes__", None)
+    if isinstance(notes, list):
+        exc.__notes__ = [  # type: ignore[attr-defined]
+            _without_secrets(note, secrets) if isinstance(note, str) else "[note]"
+            for note in notes  # pyright: ignore[reportUnknownVariableType]
+        ]
+    cause, context = exc.__cause__, exc.__context__
+    if isinstance(cause, RxturnError):
+        _scrub(cause, secrets, seen)
+    elif cause is not None:
+        exc.__cause__ = None
+    if isinstance(context, RxturnError):
+        _scrub(context, secrets, seen)
+    elif context is not None:
+        exc.__context__ = None
+        exc.__suppress_context__ = True
+
+
+def _scrub_value(value: Any, secrets: tuple[str, ...], seen: set[int]) -> Any:
+    if isinstance(value, str):
+        cleaned = _without_secrets(value, secrets)
+        return value if cleaned == value else cleaned
+    if isinstance(value, bytes):
+        cleaned_bytes = value
+        for secret in secrets:
+            if len(secret) >= 8:
+                cleaned_bytes = cleaned_bytes.replace(secret.encode(), b"[redacted]")
+        return value if cleaned_bytes == value else cleaned_bytes
+    if isinstance(value, BaseException):
+        _scrub(value, secrets, seen)
+        return value
+    if isinstance(value, tuple | list):
+        old_items = cast("list[Any] | tuple[Any, ...]", value)
+        items = [_scrub_value(item, secrets, seen) for item in old_items]
+        if all(new is old for new, old in zip(items, old_items, strict=True)):
+            return old_items
+        return tuple(items) if isinstance(old_items, tuple) else items
+    if isinstance(value, dict):
+        return {
+            _scrub_value(key, secrets, seen): _scrub_value(item, secrets, seen)
+            for key, item in cast("dict[Any, Any]", value).items()
+        }
+    return value
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -585,8 +585,9 @@ def _closed_lane_part(lane: _Lane, state: TurnState) -> ContentPart | None:
         return ToolCallPart(lane.id, lane.name, {})
     try:
         value: Any = _json_decode(raw)
-    except msgspec.DecodeError as exc:
-        raise InvalidToolInputError(f"{exc} in {_describe(lane)}", raw) from None
+    except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
+        detail = f"nested too deeply to decode ({exc})" if isinstance(exc, RecursionError) else exc
+        raise InvalidToolInputError(f"{detail} in {_describe(lane)}", raw) from None
     return ToolCallPart(lane.id, lane.name, value)
 
 

@@ -252,5 +252,9 @@ def message_to_json(message: Message) -> bytes:
 
 
 def message_from_json(data: bytes | str) -> Message:
-    """Decode the Message JSON of SPEC §3.2 (raises ``msgspec.ValidationError`` on bad input)."""
-    return _message_decoder.decode(data)
+    """Decode the Message JSON of SPEC §3.2 (raises ``msgspec.ValidationError`` on bad input,
+    ``msgspec.DecodeError`` on malformed JSON, JSON nested too deeply included)."""
+    try:
+        return _message_decoder.decode(data)
+    except RecursionError as exc:
+        raise msgspec.DecodeError(f"JSON nested too deeply to decode ({exc})") from None

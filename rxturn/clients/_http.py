@@ -40,10 +40,13 @@ from .._version import __version__
 from ..errors import (
     APIStatusError,
     ConfigError,
+    ProviderError,
     RxturnError,
     StreamProtocolError,
     TransportError,
+    UnexpectedResponseError,
     redact,
+    scrub_secrets,
     status_error,
 )
 from ..events import EventBatch, StreamEvent
@@ -248,7 +251,7 @@ def encode_body(body: Mapping[str, Any]) -> bytes:
     """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash."""
     try:
         return _encoder.encode(body)
-    except (TypeError, msgspec.EncodeError, OverflowError) as exc:
+    except (TypeError, msgspec.EncodeError, OverflowError, RecursionError) as exc:
         raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
 
 
@@ -354,6 +357,10 @@ class HttpClient:
     _stream_accept: ClassVar[str] = "text/event-stream"
     #: whether the API needs a ``max_tokens`` (else ``None`` omits it and the server decides).
     _max_tokens_required: ClassVar[bool] = False
+    #: media types that announce the streamed wire format. A body of another type (or of none)
+    #: is still decoded as the stream — some compatible servers label it oddly — but one that
+    #: yields no event becomes an :class:`~rxturn.errors.UnexpectedResponseError`.
+    _stream_types: ClassVar[frozenset[str]] = frozenset({"text/event-stream"})
 
     def __init__(
         self,
@@ -489,6 +496,8 @@ class HttpClient:
 
         Raises:
             ConfigError, APIStatusError, TransportError: as for :meth:`stream`.
+            UnexpectedResponseError: a 2xx that is not a JSON reply (an HTML page, an empty
+                body, an event stream, another content type that does not parse).
             StreamProtocolError: the reply is larger than 10 MB or does not parse.
         """
         opts = options or RequestOptions()
@@ -500,10 +509,20 @@ class HttpClient:
             try:
                 if not 200 <= response.status < 300:
                     raise await self._status_error(response)
+                media = _media_type(response.headers)
+                if media in _HTML_TYPES:
+                    raise self._unexpected(response, media, await _read_head(response), False)
                 data = await response.read(REPLY_BODY_LIMIT)
             finally:
                 await response.aclose()
-            return self._parse_reply(data)
+            if not data.strip():
+                raise self._unexpected(response, media, data, False)
+            try:
+                return self._parse_reply(data)
+            except StreamProtocolError as exc:
+                if type(exc) is not StreamProtocolError or _is_json_type(media):
+                    raise  # a JSON reply that is broken, or an invalid tool input: as it is
+                raise self._unexpected(response, media, data, False, exc) from None
         except Exception as exc:
             self._scrub(exc)
             self._log_failure(model, False, exc)
@@ -522,11 +541,43 @@ class HttpClient:
             try:
                 if not 200 <= response.status < 300:
                     raise await self._status_error(response)
-                if self.wire_format != "ollama" and _is_json(response.headers):
+                media = _media_type(response.headers)
+                if media in _HTML_TYPES:
+                    raise self._unexpected(response, media, await _read_head(response), True)
+                if media == "application/json" and media not in self._stream_types:
                     raise await self._json_instead_of_stream(response)
                 decoder = decoder_for(self.wire_format)
                 feed: Callable[[bytes], list[StreamEvent]] = decoder.feed
-                async for chunk in response.aiter_bytes():
+                chunks = aiter(response.aiter_bytes())
+                # Until the first event, keep how the body starts: a body that turns out not to
+                # be the stream (no content type, or another one) says so with its first bytes.
+                head = b""
+                events: list[StreamEvent] = []
+                async for chunk in chunks:
+                    if len(head) < _HEAD_BYTES:
+                        head += chunk[: _HEAD_BYTES - len(head)]
+                    try:
+                        events = feed(chunk)
+                    except StreamProtocolError as exc:
+                        if media in self._stream_types:
+                            raise
+                        raise self._unexpected(response, media, head, True, exc) from None
+                    if events:
+                        break
+                else:  # the body ended before a single event
+                    try:
+                        events = decoder.close()
+                    except StreamProtocolError as exc:
+                        if media in self._stream_types:
+                            raise
+                        raise self._unexpected(response, media, head, True, exc) from None
+                    if not events:
+                        if not head or media not in self._stream_types or _looks_html(head):
+                            raise self._unexpected(response, media, head, True)
+                        return  # the stream's own type and no event: truncated; the handler decides
+                yield events
+                decoder.check()
+                async for chunk in chunks:
                     events = feed(chunk)
                     if events:
                         yield events
@@ -569,28 +620,58 @@ class HttpClient:
         return (self._key.reveal(),) if self._key else ()
 
     def _scrub(self, exc: Exception) -> None:
-        """Remove our key from an error's text: a hostile server may echo it back at us."""
-        secrets = self._secrets()
-        if not secrets or not isinstance(exc, RxturnError):
-            return
-        exc.message = redact(exc.message, secrets)
-        exc.args = (exc.message,)
-        body = getattr(exc, "body", None)
-        if isinstance(body, str):
-            exc.body = redact(body, secrets)  # type: ignore[attr-defined]
+        """The boundary where errors leave the client: no key anywhere in them (a hostile server
+        may echo it back at us, in a body, a header, a redirect), no third-party exception behind
+        them (aiohttp's may hold the request headers). See :func:`~rxturn.errors.scrub_secrets`."""
+        if isinstance(exc, RxturnError):
+            scrub_secrets(exc, self._secrets())
 
-    async def _json_instead_of_stream(self, response: HttpResponse) -> RxturnError:
-        """A 200 JSON body where an event stream was asked for: usually an error in disguise."""
+    async def _json_instead_of_stream(self, response: HttpResponse) -> ProviderError:
+        """A 2xx JSON body where an event stream was asked for: usually an error in disguise.
+
+        An error object keeps the provider's own classification (an overload still goes to the
+        rate-limit ladder), its message saying where it came from; any other JSON document is an
+        :class:`~rxturn.errors.UnexpectedResponseError`.
+        """
         from ..wire import parse_error_body
         from ..wire._errors import stream_error
 
         raw, _ = await _read_error_body(response)
         error_type, error_message = parse_error_body(raw)
-        if error_type is not None or error_message is not None:
-            return stream_error(error_type, error_message)
-        preview = redact(raw[:200].decode("utf-8", "replace"), self._secrets())
-        return StreamProtocolError(
-            f"expected an event stream, got a JSON body: {preview}", where=_safe_url(self._url)
+        if error_type is None and error_message is None:
+            return self._unexpected(response, "application/json", raw, True)
+        error = stream_error(error_type, error_message)
+        error.message = (
+            f"{error.message} (HTTP {response.status} application/json from "
+            f"{_safe_url(self._url)} instead of an event stream)"
+        )
+        error.args = (error.message,)
+        return error
+
+    def _unexpected(
+        self,
+        response: HttpResponse,
+        media: str,
+        head: bytes,
+        stream: bool,
+        failure: StreamProtocolError | None = None,
+    ) -> UnexpectedResponseError:
+        """The error for a 2xx whose body is not what was asked for; see :func:`_judge`."""
+        status = response.status
+        expected = (
+            ("an NDJSON stream" if self.wire_format == "ollama" else "an event stream")
+            if stream
+            else "a JSON reply"
+        )
+        reason, retryable = _judge(status, media, head, stream, failure)
+        return UnexpectedResponseError(
+            status_code=status,
+            content_type=media,
+            url=_safe_url(self._url),
+            head=_preview(head, self._secrets()),
+            expected=expected,
+            reason=redact(reason, self._secrets()),
+            retryable=retryable,
         )
 
     async def _status_error(self, response: HttpResponse) -> APIStatusError:
@@ -634,9 +715,84 @@ class HttpClient:
             )
 
 
-def _is_json(headers: Mapping[str, str]) -> bool:
+# --- 2xx responses that are not what was asked for ------------------------------------------
+
+_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+#: Bytes of a body kept to show how it starts (more than the preview, so that a key cut by the
+#: preview's end is still whole when it is scrubbed).
+_HEAD_BYTES = 1024
+_PREVIEW_CHARS = 160
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def _media_type(headers: Mapping[str, str]) -> str:
+    """The declared media type, lower-cased, without parameters (``""`` when none)."""
     content_type = _header(headers, "content-type") or ""
-    return content_type.split(";", 1)[0].strip().lower() == "application/json"
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def _is_json_type(media: str) -> bool:
+    return media == "application/json" or media.endswith("+json")
+
+
+def _looks_html(head: bytes) -> bool:
+    return head.lstrip()[:1] == b"<"
+
+
+def _preview(head: bytes, secrets: tuple[str, ...]) -> str:
+    """How a body starts, on one line: secrets removed, whitespace collapsed, cut short."""
+    text = redact(head[: _HEAD_BYTES * 4].decode("utf-8", "replace"), secrets)
+    text = _CONTROL.sub(" ", _SPACE.sub(" ", text)).strip()
+    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
+
+
+async def _read_head(response: HttpResponse) -> bytes:
+    """The start of a body that will not be used (at most :data:`ERROR_BODY_LIMIT` bytes)."""
+    raw, _ = await _read_error_body(response)
+    return raw
+
+
+def _judge(
+    status: int, media: str, head: bytes, stream: bool, failure: StreamProtocolError | None
+) -> tuple[str, bool]:
+    """What a 2xx that is not the asked-for body most likely is, and whether a retry can help.
+
+    The rule of thumb: retry when something between us and the provider may have spoiled this
+    one response; do not when the response shows the request reached the wrong thing, which
+    answers the same way every time (``docs/reliability.md`` has the table).
+    """
+    if not head.strip():
+        if status in (204, 205):
+            # The server said on purpose that it has nothing for this request: the same request
+            # gets the same answer (a wrong endpoint that accepts any POST).
+            return "the server answered with no content", False
+        # An upstream or a proxy closed before writing anything; the same as a stream cut off
+        # before its first event, which the ladder retries.
+        return "the body is empty", True
+    if media in _HTML_TYPES or _looks_html(head):
+        # A web page for people: a captive portal, a proxy's login page, a wrong base_url. It
+        # will be the same page on the next attempt; retrying would only delay a clear error.
+        title = _TITLE.search(head)
+        named = ""
+        if title:
+            named = _SPACE.sub(" ", html.unescape(title.group(1).decode("utf-8", "replace")))
+            named = f" ({named.strip()[:80]!r})" if named.strip() else ""
+        return (
+            f"an HTML page{named}: a captive portal, a proxy's login page or a wrong base_url?",
+            False,
+        )
+    if stream and media == "application/json":
+        # A JSON document without an error object: the server ignores "stream": true, and will
+        # keep ignoring it.
+        return 'a JSON document: does the server ignore "stream": true?', False
+    if not stream and media == "text/event-stream":
+        # The mirror case: the server streams although "stream" was false; it always will.
+        return 'an event stream: does the server ignore "stream": false?', False
+    # Another content type (or none) whose body does not decode: a misrouted request or an
+    # intermediary's one-off answer; which one cannot be told, so a few quick retries decide.
+    if failure is not None:
+        return f"it does not decode ({failure})", True
+    return "not a single event in it", True
 
 
 def from_env_key(variable: str, client: str) -> str:

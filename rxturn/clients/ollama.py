@@ -146,6 +146,8 @@ class OllamaClient(HttpClient):
     wire_format = "ollama"
     _path = "/api/chat"
     _stream_accept = "application/x-ndjson"
+    # a one-line NDJSON body is JSON, and Ollama labels some of its answers application/json
+    _stream_types = frozenset({"application/x-ndjson", "application/json"})
 
     def __init__(
         self,

@@ -203,7 +203,7 @@ class AuditTrail:
                 continue
             try:
                 line = _line_decoder.decode(raw)
-            except msgspec.DecodeError as exc:
+            except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: too deep
                 raise ConfigError(f"audit JSON line {number}: {exc}") from None
             if not trail.runs or line.run_id > trail.runs[-1].run_id:
                 trail.runs.append(Run(run_id=line.run_id))

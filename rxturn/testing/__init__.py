@@ -9,6 +9,9 @@ thinking, tool calls, usage, streamed in deltas) or a fault (an HTTP error with
 ``Retry-After``, a dropped connection, a stall, broken JSON, an in-stream error event).
 The demo, the notebooks, the benchmarks and the loopback tests all run against it, offline.
 
+:func:`assert_no_secret` walks any object graph (an exception with its chain, exported spans)
+and fails naming the path where an API key is still reachable.
+
 Importing this package imports aiohttp; ``import rxturn`` never imports it.
 
 Examples:
@@ -28,6 +31,7 @@ from ._scenario import (
     ScenarioUsage,
     load_scenario,
 )
+from ._secrets import assert_no_secret, find_secret
 from ._server import FakeProvider, ReceivedRequest
 from .virtual import (
     HANG,
@@ -55,7 +59,9 @@ __all__ = [
     "ScenarioUsage",
     "ScriptedClient",
     "StillRunning",
+    "assert_no_secret",
     "drive",
+    "find_secret",
     "load_scenario",
     "reply",
     "run_virtual",

@@ -174,7 +174,7 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
         where = f"scenario file {str(path)!r}"
     try:
         return msgspec.json.decode(data)
-    except msgspec.DecodeError as exc:
+    except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise ConfigError(f"{where}: invalid JSON: {exc}") from None
 
 

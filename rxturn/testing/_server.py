@@ -215,7 +215,7 @@ class FakeProvider:
         raw = await request.read()
         try:
             decoded: Any = msgspec.json.decode(raw)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
             return self._error(wire, 400, None, f"request body is not valid JSON: {exc}", 0)
         if not isinstance(decoded, dict):
             return self._error(wire, 400, None, "request body must be a JSON object", 0)

@@ -30,34 +30,56 @@ maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl as _ssl
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 import aiohttp
 
-from ..errors import ConfigError, ConnectError, ReadError, RxturnError, StreamProtocolError
+from ..errors import (
+    ConfigError,
+    ConnectError,
+    ReadError,
+    RxturnError,
+    StreamProtocolError,
+    redact,
+)
 from ._base import display_url as _safe_url
 
-__all__ = ["AiohttpTransport", "map_aiohttp_errors"]
+__all__ = ["AiohttpTransport", "map_aiohttp_errors", "request_secrets"]
 
 
 class map_aiohttp_errors:
-    """Context manager turning aiohttp, asyncio-timeout and OS errors into rxturn errors.
+    """Turns aiohttp, asyncio-timeout and OS errors into rxturn errors: the one boundary where
+    transport failures become rxturn errors.
 
-    ``asyncio.CancelledError`` and rxturn's own errors pass through untouched. The original
-    exception is kept as ``__cause__``.
+    ``asyncio.CancelledError`` and rxturn's own errors pass through untouched. Messages never
+    carry a secret: ``secrets`` (the request's credential header values, see
+    :func:`request_secrets`) and key-looking tokens are removed from anything the server or
+    aiohttp put into them, and the URL is shown without its query string. The original exception
+    is kept as ``__cause__`` — except an :class:`aiohttp.ClientResponseError`, whose
+    ``request_info`` holds the request headers, key included: it is dropped (:meth:`translate`
+    raises with no chain at all; as a context manager, Python still records it as
+    ``__context__``, so the transport itself uses :meth:`translate`).
     """
 
-    __slots__ = ("_connect_timeout", "_read_timeout", "_url")
+    __slots__ = ("_connect_timeout", "_read_timeout", "_secrets", "_url")
 
     def __init__(
-        self, url: str, *, connect_timeout: float | None = None, read_timeout: float | None = None
+        self,
+        url: str,
+        *,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self._url = url
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
+        self._secrets = secrets
 
     def __enter__(self) -> None:
         return None
@@ -70,12 +92,31 @@ class map_aiohttp_errors:
     ) -> None:
         if exc is None or not isinstance(exc, Exception) or isinstance(exc, RxturnError):
             return
-        mapped = self.map(exc)
+        mapped = self.translate(exc)
         if mapped is not None:
-            raise mapped from exc
+            raise mapped from mapped.__cause__
+
+    def translate(self, exc: Exception) -> RxturnError | None:
+        """:meth:`map`, with the original as ``__cause__`` when it holds no request data.
+
+        Raise the result *outside* the ``except`` block that caught ``exc`` (Python would
+        otherwise chain ``exc`` as ``__context__``)."""
+        if isinstance(exc, RxturnError):
+            return None
+        mapped = self.map(exc)
+        if mapped is not None and not isinstance(exc, aiohttp.ClientResponseError):
+            mapped.__cause__ = exc
+        return mapped
 
     def map(self, exc: Exception) -> RxturnError | None:
         """The rxturn error for ``exc``, or ``None`` when it is not a transport failure."""
+        mapped = self._map(exc)
+        if mapped is not None and self._secrets:
+            mapped.message = redact(mapped.message, self._secrets)
+            mapped.args = (mapped.message,)
+        return mapped
+
+    def _map(self, exc: Exception) -> RxturnError | None:
         where = _safe_url(self._url)
         if isinstance(exc, aiohttp.ConnectionTimeoutError):
             after = f" after {self._connect_timeout:g}s" if self._connect_timeout else ""
@@ -97,15 +138,43 @@ class map_aiohttp_errors:
         if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
             return ConfigError(f"invalid URL {where!r}: expected an absolute http(s) URL")
         if isinstance(exc, aiohttp.ClientResponseError):
-            return ReadError(f"invalid HTTP response from {where}: {_first_line(exc)}")
+            # not str(exc): it quotes the full URL, query string included
+            detail = str(exc.message).strip()
+            detail = _first_line(detail) if detail else type(exc).__name__
+            return ReadError(f"invalid HTTP response from {where}: {detail}")
         if isinstance(exc, aiohttp.ClientError | OSError):
             return ReadError(f"connection error ({where}): {_first_line(exc)}")
         return None
 
 
-def _first_line(exc: BaseException) -> str:
+def _first_line(exc: BaseException | str) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0][:300]
+    return redact(text.splitlines()[0][:300])
+
+
+#: Request headers whose values are credentials (or may be): never echoed in an error.
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie|session|password", re.IGNORECASE)
+
+
+def request_secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The values a request carries that must never appear in an error: credential headers
+    (whole, and each word of them, so ``Bearer KEY`` gives ``KEY``) and query-string values.
+
+    Examples:
+        >>> request_secrets("http://h/p?key=abcdefgh123", {"authorization": "Bearer sk-12345678"})
+        ('Bearer sk-12345678', 'sk-12345678', 'abcdefgh123')
+    """
+    found: list[str] = []
+    for name, value in headers.items():
+        if _CREDENTIAL_HEADER.search(name):
+            found.append(value)
+            found += [word for word in value.split() if word != value]
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        query = ""
+    found += [value for _, value in parse_qsl(query)]
+    return tuple(secret for secret in dict.fromkeys(found) if len(secret) >= 8)
 
 
 class _Chunks:
@@ -121,11 +190,17 @@ class _Chunks:
         return self
 
     async def __anext__(self) -> bytes:
-        with self._errors:
+        try:
             chunk = await self._content.readany()  # == iter_any(): whatever has arrived
-        if not chunk:
-            raise StopAsyncIteration
-        return chunk
+        except Exception as exc:
+            error = self._errors.translate(exc)
+            if error is None:
+                raise
+        else:
+            if not chunk:
+                raise StopAsyncIteration
+            return chunk
+        raise error  # outside the except block: no third-party __context__
 
 
 class _AiohttpResponse:
@@ -165,8 +240,16 @@ class _AiohttpResponse:
         buffer = bytearray()
         content = self._response.content
         while True:
-            with self._errors:
+            error: RxturnError | None = None
+            try:
                 chunk = await content.readany()
+            except Exception as exc:
+                error = self._errors.translate(exc)
+                if error is None:
+                    raise
+                chunk = b""
+            if error is not None:
+                raise error  # outside the except block: no third-party __context__
             if not chunk:
                 return bytes(buffer)
             buffer += chunk
@@ -303,13 +386,22 @@ class AiohttpTransport:
         """
         session = self._session_for(asyncio.get_running_loop())
         errors = map_aiohttp_errors(
-            url, connect_timeout=self.connect_timeout, read_timeout=self.read_timeout
+            url,
+            connect_timeout=self.connect_timeout,
+            read_timeout=self.read_timeout,
+            secrets=request_secrets(url, headers),
         )
-        with errors:
+        try:
             response = await session.request(
                 method, url, headers=dict(headers), data=body, allow_redirects=False
             )
-        return _AiohttpResponse(response, errors, url)
+        except Exception as exc:
+            error = errors.translate(exc)
+            if error is None:
+                raise
+        else:
+            return _AiohttpResponse(response, errors, url)
+        raise error  # outside the except block: no third-party __context__
 
     async def aclose(self) -> None:
         """Close the session and its pooled connections (idempotent; a later send reopens)."""

@@ -25,7 +25,21 @@ from ..errors import (
     redact,
 )
 
-__all__ = ["bad_json", "error_from_json", "parse_error_body", "stream_error", "tool_arguments"]
+__all__ = [
+    "JSON_ERRORS",
+    "bad_json",
+    "error_from_json",
+    "nesting_detail",
+    "parse_error_body",
+    "stream_error",
+    "tool_arguments",
+]
+
+#: What a msgspec JSON decode raises on bad input. JSON nested deeper than the interpreter's
+#: recursion limit (``[[[[…`` thousands of levels) makes msgspec raise ``RecursionError``, which
+#: is not a ``DecodeError``: every decode site catches both and treats them alike (malformed
+#: input: the attempt fails with a typed error and the retry ladder decides).
+JSON_ERRORS = (msgspec.DecodeError, RecursionError)
 
 _RATE_LIMIT = frozenset(
     {"rate_limit_error", "rate_limit_exceeded", "rate_limited", "too_many_requests", "429"}
@@ -72,12 +86,24 @@ def error_from_json(error: object) -> ProviderError:
     )
 
 
-def bad_json(what: str, exc: msgspec.DecodeError, line: int | None = None) -> StreamProtocolError:
-    """A malformed payload: ``invalid JSON in …`` or ``unexpected JSON shape in …`` (+ line)."""
+def bad_json(
+    what: str, exc: msgspec.DecodeError | RecursionError, line: int | None = None
+) -> StreamProtocolError:
+    """A malformed payload: ``invalid JSON in …`` or ``unexpected JSON shape in …`` (+ line).
+
+    A ``RecursionError`` (JSON nested too deep to decode) reads ``invalid JSON in …: nested too
+    deeply to decode``.
+    """
     kind = "unexpected JSON shape" if isinstance(exc, msgspec.ValidationError) else "invalid JSON"
+    detail = nesting_detail(exc) if isinstance(exc, RecursionError) else str(exc)
     return StreamProtocolError(
-        f"{kind} in {what}: {exc}", where=f"line {line}" if line is not None else None
+        f"{kind} in {what}: {detail}", where=f"line {line}" if line is not None else None
     )
+
+
+def nesting_detail(exc: RecursionError) -> str:
+    """The one-line reason for JSON too deep to decode (``exc`` is msgspec's RecursionError)."""
+    return f"nested too deeply to decode ({exc})"
 
 
 def parse_error_body(body: bytes) -> tuple[str | None, str | None]:
@@ -96,7 +122,7 @@ def parse_error_body(body: bytes) -> tuple[str | None, str | None]:
     """
     try:
         doc = _as_dict(_any_decoder.decode(body))
-    except msgspec.DecodeError:
+    except JSON_ERRORS:
         return None, None
     if doc is None:
         return None, None
@@ -132,7 +158,8 @@ def tool_arguments(raw: str | None, position: int, name: str) -> Any:
         return {}
     try:
         return _any_decoder.decode(raw)
-    except msgspec.DecodeError as exc:
+    except JSON_ERRORS as exc:
+        detail = nesting_detail(exc) if isinstance(exc, RecursionError) else str(exc)
         raise InvalidToolInputError(
-            f"tool call {position} ({name!r}) arguments: {exc}", raw
+            f"tool call {position} ({name!r}) arguments: {detail}", raw
         ) from None

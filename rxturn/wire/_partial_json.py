@@ -95,6 +95,8 @@ def parse_partial(text: str) -> Any:
         return parser.value(parser.peek(), 0)
     except ValueError as exc:  # _Soft and _Hard alike, plus UnicodeDecodeError
         raise ValueError(f"{exc} at offset {parser.pos}") from None
+    except RecursionError:  # the caller's stack was deep already: same verdict as _MAX_DEPTH
+        raise ValueError(f"recursion limit exceeded at offset {parser.pos}") from None
 
 
 class _Parser:

@@ -73,7 +73,7 @@ from ..messages import (
     Usage,
 )
 from ._decoder import FramedDecoder
-from ._errors import bad_json, stream_error
+from ._errors import JSON_ERRORS, bad_json, stream_error
 from .sse import RawEvents, SSEParser
 
 __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
@@ -267,7 +267,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         for at, payload in enumerate(frames.payloads):
             try:
                 event = decode(payload)
-            except msgspec.DecodeError as exc:
+            except JSON_ERRORS as exc:
                 if not payload:
                     continue
                 if eof and type(exc) is msgspec.DecodeError:
@@ -369,14 +369,16 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 if block.signature is not None:
                     out.append(Delta(index, block.signature, "signature"))
 
-    def _on_undecodable(self, at: _At, payload: bytes, exc: msgspec.DecodeError) -> None:
+    def _on_undecodable(
+        self, at: _At, payload: bytes, exc: msgspec.DecodeError | RecursionError
+    ) -> None:
         """Skip unknown event / block / delta types; anything else is a malformed event."""
         what = f"data of event {at.name()!r}"
         if not isinstance(exc, msgspec.ValidationError):
             raise bad_json(what, exc, at.line()) from None
         try:
             loose = _loose_decoder.decode(payload)
-        except msgspec.DecodeError:
+        except JSON_ERRORS:
             raise bad_json(what, exc, at.line()) from None
         if not loose.type:
             raise bad_json(what, exc, at.line()) from None
@@ -485,7 +487,7 @@ def parse_anthropic_message(body: bytes, *, keep_thinking: bool = False) -> Mess
     what = "Anthropic message body"
     try:
         reply = _reply_decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except JSON_ERRORS as exc:
         raise bad_json(what, exc) from None
     if reply.type == "error" or reply.error is not None:
         info = reply.error or _ErrorInfo()
@@ -496,10 +498,10 @@ def parse_anthropic_message(body: bytes, *, keep_thinking: bool = False) -> Mess
     for raw in reply.content:
         try:
             block = block_decoder.decode(raw)
-        except msgspec.DecodeError as exc:
+        except JSON_ERRORS as exc:
             try:
                 known = _type_decoder.decode(raw).type in modelled
-            except msgspec.DecodeError:
+            except JSON_ERRORS:
                 known = True
             if known:
                 raise bad_json(f"a content block of the {what}", exc) from None

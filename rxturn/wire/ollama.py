@@ -43,7 +43,7 @@ from ..events import (
 )
 from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from ._decoder import FramedDecoder
-from ._errors import bad_json, error_from_json, tool_arguments
+from ._errors import JSON_ERRORS, bad_json, error_from_json, tool_arguments
 from .ndjson import NDJSONSplitter
 
 __all__ = ["OllamaDecoder", "parse_ollama_chat"]
@@ -154,7 +154,7 @@ Delta(index=0, text='Hi', kind='text')]
     def _on_line(self, raw: bytes, number: int, out: list[StreamEvent], eof: bool) -> None:
         try:
             line = _decoder.decode(raw)
-        except msgspec.DecodeError as exc:
+        except JSON_ERRORS as exc:
             if eof and type(exc) is msgspec.DecodeError:
                 return  # the last line cut off by the end of the body: a truncation
             raise bad_json("NDJSON line", exc, number) from None
@@ -228,7 +228,7 @@ def parse_ollama_chat(body: bytes) -> Message:
     """
     try:
         reply = _decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except JSON_ERRORS as exc:
         raise bad_json("Ollama chat body", exc) from None
     if reply.error is not None:
         raise error_from_json(reply.error)

@@ -59,7 +59,7 @@ from ..events import (
 )
 from ..messages import Message, RefusalPart, StopReason, TextPart, ToolCallPart, Usage
 from ._decoder import FramedDecoder
-from ._errors import bad_json, error_from_json, tool_arguments
+from ._errors import JSON_ERRORS, bad_json, error_from_json, tool_arguments
 from .sse import RawEvents, SSEParser
 
 __all__ = ["OpenAIDecoder", "parse_openai_completion"]
@@ -200,7 +200,7 @@ Delta(index=0, text='Hi', kind='text')]
         for at, payload in enumerate(frames.payloads):
             try:
                 chunk = decode(payload)
-            except msgspec.DecodeError as exc:
+            except JSON_ERRORS as exc:
                 if self._on_undecodable(frames, at, exc, eof, out):
                     break
                 texting = self._text_open and not self._thinking_open and not self._finished
@@ -277,7 +277,7 @@ Delta(index=0, text='Hi', kind='text')]
         self,
         frames: RawEvents,
         at: int,
-        exc: msgspec.DecodeError,
+        exc: msgspec.DecodeError | RecursionError,
         eof: bool,
         out: list[StreamEvent],
     ) -> bool:
@@ -461,7 +461,7 @@ def parse_openai_completion(body: bytes) -> Message:
     """
     try:
         reply = _reply_decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except JSON_ERRORS as exc:
         raise bad_json("OpenAI chat completion body", exc) from None
     if reply.error is not None:
         raise error_from_json(reply.error)

@@ -11,12 +11,18 @@ Two kinds of server run on 127.0.0.1 inside the tests:
 The bytes :class:`ScriptedProvider` serves are built here from the providers' published wire
 formats (Anthropic Messages streaming, OpenAI Chat Completions chunks, Ollama ``/api/chat``
 NDJSON), independently of both the fake's emitter and rxturn's decoders.
+
+Two more for hostile behaviour: :func:`serve` runs any aiohttp handler on every path, and
+:class:`RawHTTPServer` writes whatever bytes a test computes from the request — a status line,
+headers and body no HTTP library would produce (no content type at all, a reason phrase that
+quotes the API key, a broken status line).
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager, suppress
 from typing import Any, Literal
 
 import msgspec
@@ -26,10 +32,15 @@ from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient
 
 __all__ = [
     "FORMAT_NAMES",
+    "TEST_KEY",
+    "RawHTTPServer",
+    "RawRequest",
     "ScriptedEntry",
     "ScriptedProvider",
+    "Site",
     "ToolScript",
     "make_client",
+    "serve",
     "wire_reply",
     "wire_stream",
 ]
@@ -38,6 +49,10 @@ Format = Literal["anthropic", "openai", "ollama"]
 FORMAT_NAMES: tuple[Format, ...] = ("anthropic", "openai", "ollama")
 
 _encode = msgspec.json.encode
+
+#: The key the suite's clients send by default: matches no key pattern, so only secret-aware
+#: scrubbing keeps it out of errors (``assert_no_secret`` runs over the errors with it).
+TEST_KEY = "rxturn-suite-KEY-0xC0FFEE42"
 
 
 class ToolScript(msgspec.Struct, frozen=True, kw_only=True):
@@ -417,7 +432,7 @@ class ScriptedProvider:
 
 
 def make_client(
-    fmt: str, base: Any, *, model: str = "primary", api_key: str | None = "sk-test", **kwargs: Any
+    fmt: str, base: Any, *, model: str = "primary", api_key: str | None = TEST_KEY, **kwargs: Any
 ) -> Any:
     """A real rxturn client for ``fmt`` pointed at a loopback server (fake or scripted)."""
     if fmt == "anthropic":
@@ -425,3 +440,134 @@ def make_client(
     if fmt == "openai":
         return OpenAIClient(model, api_key=api_key, base_url=base.openai_base_url, **kwargs)
     return OllamaClient(model, api_key=api_key, base_url=base.base_url, **kwargs)
+
+
+class Site:
+    """A loopback server started by :func:`serve`: its base URLs and what it saw."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.requests: list[web.Request] = []
+        self.headers: list[dict[str, str]] = []
+        self.bodies: list[Any] = []
+        self.bytes_sent = 0
+        self.disconnected = asyncio.Event()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+
+@asynccontextmanager
+async def serve(
+    handler: Callable[[web.Request, Site], Awaitable[web.StreamResponse]], host: str = "127.0.0.1"
+) -> AsyncGenerator[Site]:
+    """Serve ``handler`` for every path on ``host`` (port 0), stopping it afterwards."""
+    site_info = Site(host, 0)
+
+    async def endpoint(request: web.Request) -> web.StreamResponse:
+        site_info.requests.append(request)
+        site_info.headers.append({k.lower(): v for k, v in request.headers.items()})
+        raw = await request.read()
+        site_info.bodies.append(msgspec.json.decode(raw) if raw else None)
+        try:
+            return await handler(request, site_info)
+        except (ConnectionResetError, asyncio.CancelledError):
+            site_info.disconnected.set()
+            raise
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", endpoint)
+    runner = web.AppRunner(
+        app, handle_signals=False, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, host, 0)
+    await site.start()
+    site_info.port = int(runner.addresses[0][1])
+    try:
+        yield site_info
+    finally:
+        await runner.cleanup()
+
+
+class RawRequest(msgspec.Struct, frozen=True):
+    """A request as :class:`RawHTTPServer` read it: the request line, headers (lower-cased
+    names), the body."""
+
+    line: str
+    headers: dict[str, str]
+    body: bytes
+
+    @property
+    def credential(self) -> str:
+        """The credential the client sent (``x-api-key``, or the bearer token), or ``""``."""
+        if "x-api-key" in self.headers:
+            return self.headers["x-api-key"]
+        return self.headers.get("authorization", "").removeprefix("Bearer ")
+
+    @property
+    def streaming(self) -> bool:
+        """Whether the request asked for a stream (Ollama streams unless told not to)."""
+        doc: Any = msgspec.json.decode(self.body) if self.body else {}
+        default = self.line.split(" ")[1].endswith("/api/chat")
+        return doc.get("stream", default) is True
+
+
+class RawHTTPServer:
+    """An HTTP/1.1 server on 127.0.0.1 that answers each request with the exact bytes
+    ``respond(request)`` returns (status line, headers, body), then closes the connection.
+
+    Bodies are delimited by the close, so no ``Content-Length`` or ``Content-Type`` is sent
+    unless the bytes carry one.
+    """
+
+    def __init__(self, respond: Callable[[RawRequest], bytes]) -> None:
+        self.respond = respond
+        self.requests: list[RawRequest] = []
+        self._server: asyncio.Server | None = None
+        self.port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+    async def __aenter__(self) -> RawHTTPServer:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+            lines = head.decode("latin-1").split("\r\n")
+            headers: dict[str, str] = {}
+            for line in lines[1:]:
+                if ":" in line:
+                    name, value = line.split(":", 1)
+                    headers[name.strip().lower()] = value.strip()
+            size = int(headers.get("content-length", "0"))
+            body = await asyncio.wait_for(reader.readexactly(size), 5) if size else b""
+            request = RawRequest(lines[0], headers, body)
+            self.requests.append(request)
+            writer.write(self.respond(request))
+            await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError, TimeoutError):
+            pass
+        finally:
+            writer.close()
+            with suppress(ConnectionError):
+                await writer.wait_closed()

@@ -63,10 +63,11 @@ from rxturn.errors import (
 )
 from rxturn.messages import Message, StopReason, ToolCallPart, Usage
 from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
-from rxturn.testing import FakeProvider
+from rxturn.testing import FakeProvider, assert_no_secret
 
 from .conftest import (
     FORMAT_NAMES,
+    TEST_KEY,
     ScriptedEntry,
     ScriptedProvider,
     ToolScript,
@@ -531,6 +532,9 @@ def check_cell(cell: Cell, run: CellRun, model: str = "primary") -> None:
     """Assert everything a cell promises (see the module docstring); ``model`` is the client's."""
     expect = cell.expect
     assert run.crash is None, f"not a typed outcome:\n{run.crash}"
+    # no error object and no observer record holds the key the client sent, anywhere in its graph
+    assert_no_secret(run.error, TEST_KEY, name="error")
+    assert_no_secret(run.calls, TEST_KEY, name="observer calls")
     names = [name for name, _ in run.calls]
     streaming = cell.path == "streaming"
     attempts = expect.attempts

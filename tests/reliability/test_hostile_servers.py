@@ -27,8 +27,7 @@ import functools
 import time
 import tracemalloc
 import zlib
-from collections.abc import AsyncGenerator, Awaitable, Callable
-from contextlib import asynccontextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import msgspec
@@ -48,67 +47,15 @@ from rxturn.errors import (
     StreamTimeoutError,
 )
 from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
+from rxturn.testing import assert_no_secret
 
-from .conftest import FORMAT_NAMES, make_client, wire_reply
+from .conftest import FORMAT_NAMES, Site, make_client, serve, wire_reply
 
 pytestmark = pytest.mark.timeout(60)
 
 KEY = "sk-ant-test-SECRET-123456"
 MIB = 1 << 20
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-class Site:
-    """A loopback server: its base URLs and what it saw."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.requests: list[web.Request] = []
-        self.headers: list[dict[str, str]] = []
-        self.bodies: list[Any] = []
-        self.bytes_sent = 0
-        self.disconnected = asyncio.Event()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
-
-
-@asynccontextmanager
-async def serve(
-    handler: Callable[[web.Request, Site], Awaitable[web.StreamResponse]], host: str = "127.0.0.1"
-) -> AsyncGenerator[Site]:
-    """Serve ``handler`` for every path on ``host`` (port 0), stopping it afterwards."""
-    site_info = Site(host, 0)
-
-    async def endpoint(request: web.Request) -> web.StreamResponse:
-        site_info.requests.append(request)
-        site_info.headers.append({k.lower(): v for k, v in request.headers.items()})
-        raw = await request.read()
-        site_info.bodies.append(msgspec.json.decode(raw) if raw else None)
-        try:
-            return await handler(request, site_info)
-        except (ConnectionResetError, asyncio.CancelledError):
-            site_info.disconnected.set()
-            raise
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", endpoint)
-    runner = web.AppRunner(
-        app, handle_signals=False, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
-    )
-    await runner.setup()
-    site = web.TCPSite(runner, host, 0)
-    await site.start()
-    site_info.port = int(runner.addresses[0][1])
-    try:
-        yield site_info
-    finally:
-        await runner.cleanup()
 
 
 async def sse_response(request: web.Request, *, gzip: bool = False) -> web.StreamResponse:
@@ -184,6 +131,9 @@ async def run_turn(
     try:
         result = await asyncio.wait_for(engine.run("hi"), 30)
     except RxturnError as exc:
+        # every error a hostile server provokes is also checked for the key, graph-wide
+        assert_no_secret(exc, KEY, name="error")
+        assert_no_secret(recorder.calls, KEY, name="observer calls")
         return None, exc, recorder, time.monotonic() - started
     return result, None, recorder, time.monotonic() - started
 

@@ -1,0 +1,208 @@
+"""``assert_no_secret``: prove that a secret is unreachable from an object graph.
+
+An error object is more than its message: ``args``, attributes (recursively), ``__cause__`` /
+``__context__`` chains, ``__notes__``, third-party exceptions chained behind it (aiohttp's
+``ClientResponseError`` keeps the request headers), fields copied from a provider. The walk below
+visits all of that, and containers, ``__dict__`` and ``__slots__`` of any object (exported spans
+included), and fails naming the path where the secret sits — without printing the secret.
+
+What it does not follow, on purpose: tracebacks and frames (their locals reach everything alive,
+the client holding its key included), modules, classes, functions and code objects.
+"""
+
+from __future__ import annotations
+
+import types
+from collections.abc import Iterator, Mapping
+from typing import Any, cast
+from urllib.parse import quote
+
+__all__ = ["assert_no_secret", "find_secret"]
+
+_SKIP = (
+    types.ModuleType,
+    type,
+    types.FunctionType,
+    types.BuiltinFunctionType,
+    types.MethodType,
+    types.CodeType,
+    types.FrameType,
+    types.TracebackType,
+)
+_ATOMS = (int, float, complex, bool, type(None), type(Ellipsis))
+_EXCEPTION_LINKS = ("__cause__", "__context__")
+
+
+def find_secret(
+    obj: object,
+    secret: str,
+    *,
+    name: str = "obj",
+    max_depth: int = 64,
+    max_objects: int = 200_000,
+) -> list[str]:
+    """The paths (``obj.__cause__.request_info.headers['Authorization']``) where ``secret``
+    shows up in ``obj``'s graph: in a string or bytes value (as is, or percent-encoded), in the
+    ``str`` / ``repr`` of an exception or of an object that is not a plain container.
+
+    Every object is visited once, so an object reachable along several routes is reported along
+    the first one walked (``args`` before attributes). The walk stops ``max_depth`` links deep and
+    after ``max_objects`` objects, so it always ends, cycles included.
+
+    Raises:
+        ValueError: ``secret`` is empty.
+    """
+    if not secret:
+        raise ValueError("find_secret: the secret must be a non-empty string")
+    forms = {secret, quote(secret, safe="")}
+    walker = _Walker(forms, max_depth, max_objects)
+    walker.walk(obj, name, 0)
+    return walker.found
+
+
+def assert_no_secret(
+    obj: object, secret: str, *, name: str = "obj", max_depth: int = 64, max_objects: int = 200_000
+) -> None:
+    """Fail (``AssertionError``) if ``secret`` is reachable from ``obj``; the message names each
+    path where it is (at most ten) and never contains the secret itself.
+
+    Examples:
+        >>> assert_no_secret(ValueError("fine"), "sk-secret-1234")
+        >>> try:
+        ...     assert_no_secret({"headers": {"x-api-key": "sk-secret-1234"}}, "sk-secret-1234")
+        ... except AssertionError as exc:
+        ...     print(exc)
+        the secret is reachable from obj at: obj['headers']['x-api-key']
+    """
+    found = find_secret(obj, secret, name=name, max_depth=max_depth, max_objects=max_objects)
+    if found:
+        more = f" (and {len(found) - 10} more)" if len(found) > 10 else ""
+        raise AssertionError(
+            f"the secret is reachable from {name} at: {', '.join(found[:10])}{more}"
+        )
+
+
+class _Walker:
+    __slots__ = ("budget", "forms", "found", "keep", "max_depth", "seen")
+
+    def __init__(self, forms: set[str], max_depth: int, max_objects: int) -> None:
+        self.forms = forms
+        self.found: list[str] = []
+        self.seen: set[int] = set()
+        self.keep: list[object] = []  # keeps visited objects alive so that ids stay unique
+        self.max_depth = max_depth
+        self.budget = max_objects
+
+    def holds(self, text: str) -> bool:
+        return any(form in text for form in self.forms)
+
+    def label(self, key: object) -> str:
+        """A mapping key for a path: its repr, the secret masked, cut short."""
+        try:
+            text = repr(key)
+        except Exception:
+            text = f"<{type(key).__name__}>"
+        for form in self.forms:
+            text = text.replace(form, "<SECRET>")
+        return text if len(text) <= 60 else text[:60] + "…"
+
+    def walk(self, obj: Any, path: str, depth: int) -> None:
+        if depth > self.max_depth:
+            return
+        if isinstance(obj, str):
+            if self.holds(obj):
+                self.found.append(path)
+            return
+        if isinstance(obj, bytes | bytearray | memoryview):
+            data = bytes(cast("bytes | bytearray | memoryview[int]", obj))
+            if any(form.encode("utf-8", "surrogatepass") in data for form in self.forms):
+                self.found.append(path)
+            return
+        if isinstance(obj, (*_ATOMS, *_SKIP)):
+            return
+        if id(obj) in self.seen or self.budget <= 0:
+            return
+        self.seen.add(id(obj))
+        self.keep.append(obj)
+        self.budget -= 1
+        if isinstance(obj, BaseException):
+            self._exception(obj, path, depth)
+        elif isinstance(obj, Mapping):
+            mapping = cast("Mapping[Any, Any]", obj)
+            for key, value in _items(mapping):
+                label = self.label(key)
+                self.walk(key, f"{path}.<key {label}>", depth + 1)
+                self.walk(value, f"{path}[{label}]", depth + 1)
+        elif isinstance(obj, list | tuple | set | frozenset):
+            items = cast("list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]", obj)
+            for index, value in enumerate(items):
+                self.walk(value, f"{path}[{index}]", depth + 1)
+        else:
+            self._text(obj, path, "repr", repr)
+        self._fields(obj, path, depth)
+
+    def _exception(self, exc: BaseException, path: str, depth: int) -> None:
+        self._text(exc, path, "str", str)
+        self._text(exc, path, "repr", repr)
+        for index, arg in enumerate(exc.args):
+            self.walk(arg, f"{path}.args[{index}]", depth + 1)
+        notes: Any = getattr(exc, "__notes__", None)
+        if notes is not None:
+            self.walk(notes, f"{path}.__notes__", depth + 1)
+        for link in _EXCEPTION_LINKS:
+            self.walk(getattr(exc, link), f"{path}.{link}", depth + 1)
+        if isinstance(exc, BaseExceptionGroup):
+            group = cast("BaseExceptionGroup[BaseException]", exc)
+            for index, inner in enumerate(group.exceptions):
+                self.walk(inner, f"{path}.exceptions[{index}]", depth + 1)
+
+    def _text(self, obj: object, path: str, how: str, render: Any) -> None:
+        try:
+            text = render(obj)
+        except Exception:  # a broken repr hides nothing from the attribute walk
+            return
+        if isinstance(text, str) and self.holds(text):
+            self.found.append(f"{how}({path})")
+
+    def _fields(self, obj: Any, path: str, depth: int) -> None:
+        for attr, value in _attributes(obj):
+            self.walk(value, f"{path}.{attr}", depth + 1)
+
+
+def _items(mapping: Mapping[Any, Any]) -> Iterator[tuple[Any, Any]]:
+    try:
+        yield from list(mapping.items())
+    except Exception:  # a mapping that cannot list itself: nothing more to see
+        return
+
+
+def _attributes(obj: object) -> Iterator[tuple[str, Any]]:
+    """``__dict__`` entries, then every ``__slots__`` name along the MRO that is set."""
+    names: dict[str, None] = {}
+    try:
+        own: Any = object.__getattribute__(obj, "__dict__")
+    except (AttributeError, TypeError):
+        own = None
+    if isinstance(own, dict):
+        for key in cast("dict[Any, Any]", own):
+            if isinstance(key, str):
+                names[key] = None
+    for klass in type(obj).__mro__:
+        slots: Any = klass.__dict__.get("__slots__", ())
+        for slot in (slots,) if isinstance(slots, str) else slots:
+            if not isinstance(slot, str) or slot in ("__dict__", "__weakref__"):
+                continue
+            if slot.startswith("__") and not slot.endswith("__"):  # stored name-mangled
+                slot = f"_{klass.__name__.lstrip('_')}{slot}"
+            names[slot] = None
+        fields: Any = klass.__dict__.get("__struct_fields__", ())  # msgspec Structs
+        if isinstance(fields, tuple):
+            for field in cast("tuple[object, ...]", fields):
+                if isinstance(field, str):
+                    names[field] = None
+    for attr in names:
+        try:
+            value = object.__getattribute__(obj, attr)
+        except Exception:  # an unset slot, a property that raises
+            continue
+        yield attr, value

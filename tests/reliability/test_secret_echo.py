@@ -1,0 +1,182 @@
+"""A hostile server echoes the API key in every field it can; no error rxturn raises holds it.
+
+The server (raw bytes on 127.0.0.1, so nothing is normalised on the way) reads the credential
+the client sent and writes it back: in a JSON error body (type, message, code), in the request-id
+headers, in the reason phrase, in ``Retry-After``, in a redirect ``Location`` (as is and
+percent-encoded), in an in-stream error event, in a 200 HTML page, in a broken status line and a
+broken header line (which aiohttp reports with a ``ClientResponseError`` whose ``request_info``
+holds the request headers, key included), and in a non-streaming reply's tool arguments
+(streamed tool arguments are a known gap: see ``CASES``).
+
+Every error — on both paths, with the passthrough handler and with the resilient one (retries,
+then the non-streaming rescue: ``RescueFailed`` chains) — goes through
+:func:`rxturn.testing.assert_no_secret`, which walks ``str``/``repr``, ``args``, attributes,
+``__cause__``/``__context__``, ``__notes__`` and containers. The observers' records (the
+``AttemptReset`` reasons and errors of failed attempts) are walked too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import quote
+
+import msgspec
+import pytest
+
+from rxturn.engine import TurnEngine
+from rxturn.engine.handler import StreamHandler
+from rxturn.engine.observers import RecordingObserver
+from rxturn.errors import RxturnError
+from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from rxturn.testing import assert_no_secret
+
+from .conftest import FORMAT_NAMES, RawHTTPServer, RawRequest, make_client
+
+pytestmark = pytest.mark.timeout(60)
+
+KEYS = {"sk-shaped": "sk-ant-test-SECRET-123456", "opaque": "rxturn-SECRET-key-0x5EED1234"}
+
+
+def response(status: str, headers: dict[str, str], body: bytes) -> bytes:
+    head = "".join(f"{name}: {value}\r\n" for name, value in headers.items())
+    return f"HTTP/1.1 {status}\r\n{head}Connection: close\r\n\r\n".encode() + body
+
+
+def error_body(key: str) -> bytes:
+    return msgspec.json.encode(
+        {"type": "error", "error": {"type": key, "message": f"bad key {key}", "code": key}}
+    )
+
+
+def echo_headers(key: str) -> dict[str, str]:
+    return {"request-id": key, "x-request-id": key, "x-echo": key}
+
+
+def in_stream_error(fmt: str, key: str) -> bytes:
+    error = {"type": key, "message": f"key {key} revoked", "code": key}
+    if fmt == "ollama":
+        return msgspec.json.encode({"error": error}) + b"\n"
+    if fmt == "openai":
+        return b"data: " + msgspec.json.encode({"error": error}) + b"\n\n"
+    return (
+        b"event: error\ndata: " + msgspec.json.encode({"type": "error", "error": error}) + b"\n\n"
+    )
+
+
+def tool_reply(fmt: str, key: str) -> bytes:
+    broken = '{"token": "' + key  # unfinished JSON that quotes the key
+    if fmt == "openai":
+        call = {"id": "c", "type": "function", "function": {"name": "f", "arguments": broken}}
+        message = {"role": "assistant", "content": None, "tool_calls": [call]}
+        return msgspec.json.encode(
+            {"id": "x", "model": "m", "choices": [{"index": 0, "message": message}]}
+        )
+    if fmt == "ollama":
+        call = {"function": {"name": "f", "arguments": broken}}
+        message = {"role": "assistant", "content": "", "tool_calls": [call]}
+        return msgspec.json.encode({"model": "m", "message": message, "done": True})
+    return error_body(key)  # Anthropic tool input is an object, never a string to parse
+
+
+Echo = Callable[[RawRequest, str, str], bytes]
+
+ECHOES: dict[str, Echo] = {
+    "error body and headers": lambda r, key, fmt: response(
+        "401 Unauthorized",
+        {"Content-Type": "application/json", **echo_headers(key)},
+        error_body(key),
+    ),
+    "reason phrase": lambda r, key, fmt: response(
+        f"500 Broken {key}", {"Content-Type": "text/plain"}, key.encode()
+    ),
+    "retry-after": lambda r, key, fmt: response(
+        "429 Too Many Requests",
+        {"Retry-After": key, "retry-after-ms": key, "Content-Type": "text/plain"},
+        b"slow down " + key.encode(),
+    ),
+    "redirect location": lambda r, key, fmt: response(
+        "307 Temporary Redirect",
+        {"Location": f"http://127.0.0.2:9/steal?k={key}&q={quote(key, safe='')}"},
+        b"",
+    ),
+    "html 200": lambda r, key, fmt: response(
+        "200 OK",
+        {"Content-Type": "text/html", **echo_headers(key)},
+        f"<html><title>Login {key}</title>{key}</html>".encode(),
+    ),
+    "json error on a 200": lambda r, key, fmt: response(
+        "200 OK", {"Content-Type": "application/json"}, error_body(key)
+    ),
+    "in-stream error event": lambda r, key, fmt: (
+        response(
+            "200 OK",
+            {"Content-Type": "application/x-ndjson" if fmt == "ollama" else "text/event-stream"},
+            in_stream_error(fmt, key),
+        )
+        if r.streaming
+        else response("200 OK", {"Content-Type": "application/json"}, error_body(key))
+    ),
+    "broken status line": lambda r, key, fmt: f"HTTP/1.1 2x0 {key}\r\n\r\n".encode(),
+    "broken header line": lambda r, key, fmt: (
+        f"HTTP/1.1 200 OK\r\nX-Token {key}\r\nContent-Type: text/plain\r\n\r\nx".encode()
+    ),
+    "tool arguments": lambda r, key, fmt: response(
+        "200 OK", {"Content-Type": "application/json"}, tool_reply(fmt, key)
+    ),
+}
+
+
+def resilient() -> StreamHandler:
+    return StreamHandler(
+        timeouts=TimeoutPolicy(first_event=2.0, per_event=2.0, total=5.0),
+        retry=RetryPolicy(base_delay=0.001, max_delay=0.01),
+        rate_limit=RateLimitPolicy(default_delay=0.01),
+    )
+
+
+# Known gap, not hidden: streamed tool arguments are folded downstream of the client, and the
+# fold's InvalidToolInputError keeps them verbatim in ``raw`` (model output, which a hostile
+# server can fill with the key). Only the non-streaming parse, inside the client's boundary, is
+# scrubbed today (docs/reliability.md says so); that one combination is left out.
+CASES = [
+    (echo, mode)
+    for echo in ECHOES
+    for mode in ("streaming", "non_streaming")
+    if (echo, mode) != ("tool arguments", "streaming")
+]
+
+
+@pytest.mark.parametrize("handler", ["passthrough", "resilient"])
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+@pytest.mark.parametrize("key_kind", list(KEYS))
+@pytest.mark.parametrize(("echo", "mode"), CASES)
+async def test_no_error_holds_the_echoed_key(
+    echo: str, key_kind: str, fmt: str, mode: str, handler: str
+) -> None:
+    key = KEYS[key_kind]
+    make_echo = ECHOES[echo]
+
+    def respond(request: RawRequest) -> bytes:
+        return make_echo(request, request.credential, fmt)
+
+    chosen = StreamHandler.passthrough() if handler == "passthrough" else resilient()
+    async with RawHTTPServer(respond) as server, make_client(fmt, server, api_key=key) as client:
+        recorder = RecordingObserver()
+        engine = TurnEngine(
+            client,
+            handler=chosen,
+            mode=mode,  # type: ignore[arg-type]
+            observers=[recorder],
+        )
+        error: BaseException | None = None
+        try:
+            await asyncio.wait_for(engine.run("hi"), 20)
+        except RxturnError as exc:
+            error = exc
+    assert server.requests and server.requests[0].credential == key, "the key was never sent"
+    assert isinstance(error, RxturnError), f"{echo}: the turn did not fail: {error!r}"
+    assert_no_secret(error, key, name="error")
+    records: list[Any] = [kwargs for _, kwargs in recorder.calls]
+    assert_no_secret(records, key, name="observer records")
