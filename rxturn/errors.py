@@ -23,6 +23,7 @@ what went wrong and where. The tree, drawn the way httpx draws its own::
     │   ├── ProviderStreamError      an in-stream ``error`` event that is not a rate limit
     │   └── StreamProtocolError      malformed stream bytes: framing, UTF-8, JSON, ordering, size
     │       ├── TruncatedStreamError the stream ended without its terminal event
+    │       ├── DecompressionLimitError a compressed body inflated past a limit (never retried)
     │       └── InvalidToolInputError a closed tool block whose JSON does not parse
     ├── StreamTimeoutError           a stream deadline fired (``kind``: first_event, idle, total)
     ├── RateLimitEscalation          the rate-limit ladder gave up (feeds the model breaker)
@@ -49,6 +50,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ContextOverflowError",
+    "DecompressionLimitError",
     "FallbackExhausted",
     "InvalidToolInputError",
     "NotFoundError",
@@ -264,6 +266,22 @@ class TruncatedStreamError(StreamProtocolError):
             where=where,
         )
         self.events = events
+
+
+class DecompressionLimitError(StreamProtocolError):
+    """A compressed response body inflated past a limit of the transport.
+
+    ``limit`` names it (``"max_decompressed_bytes"`` or ``"max_expansion_ratio"``) and ``value``
+    is its setting; see ``docs/reliability-limits.md``. Never retried: another attempt asks the
+    same server for the same body and would inflate it up to the limit again.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, limit: str, value: float, where: str | None = None) -> None:
+        super().__init__(message, where=where)
+        self.limit = limit
+        self.value = value
 
 
 class InvalidToolInputError(StreamProtocolError):

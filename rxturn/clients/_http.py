@@ -21,6 +21,7 @@ which wire format comes back. :class:`HttpClient` does the rest, the same way fo
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import html
 import logging
@@ -73,6 +74,9 @@ __all__ = [
 ERROR_BODY_LIMIT = 8 * 1024
 #: Non-streaming reply bodies larger than this are refused (reference §4.4).
 REPLY_BODY_LIMIT = 10 * 1000 * 1000
+#: Non-streaming replies larger than this are parsed in a worker thread, off the event loop
+#: (docs/reliability-limits.md): the worst shapes of this size parse in about 10 ms.
+_PARSE_INLINE_BYTES = 256 * 1024
 
 _log = logging.getLogger("rxturn.clients")
 _encoder = msgspec.json.Encoder()
@@ -503,7 +507,11 @@ class HttpClient:
                 data = await response.read(REPLY_BODY_LIMIT)
             finally:
                 await response.aclose()
-            return self._parse_reply(data)
+            if len(data) <= _PARSE_INLINE_BYTES:
+                return self._parse_reply(data)
+            # A big reply costs tens to hundreds of ms of Python work (one object per content
+            # block): parse it in a worker thread so the event loop keeps running meanwhile.
+            return await asyncio.to_thread(self._parse_reply, data)
         except Exception as exc:
             self._scrub(exc)
             self._log_failure(model, False, exc)
