@@ -104,13 +104,24 @@ class LagMonitor:
             last = now
 
 
+def _server_side(task: asyncio.Task[Any]) -> bool:
+    """A task of the loopback *server* (aiohttp.web), e.g. its keep-alive connection handler,
+    which lives as long as the client keeps the connection in its pool."""
+    return getattr(task.get_coro(), "__qualname__", "").startswith("RequestHandler.")
+
+
 async def settled_tasks(before: set[asyncio.Task[Any]], seconds: float = 3.0) -> set[str]:
-    """Wait (bounded) until the running tasks are back to ``before``; the names of the extra
-    tasks still alive when the wait ends (empty when they all finished)."""
+    """Wait (bounded) until the running tasks are back to ``before`` (the loopback server's own
+    connection tasks aside); the extra tasks still alive when the wait ends (empty when they all
+    finished)."""
     current = asyncio.current_task()
     deadline = time.monotonic() + seconds
     while True:
-        extra = {task for task in asyncio.all_tasks() if task not in before and task is not current}
+        extra = {
+            task
+            for task in asyncio.all_tasks()
+            if task not in before and task is not current and not _server_side(task)
+        }
         if not extra or time.monotonic() > deadline:
             return {repr(task)[:300] for task in extra}
         await asyncio.sleep(0.01)
