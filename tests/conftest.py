@@ -5,16 +5,17 @@ CI may start the suite with file descriptor 0 closed. Python then sets ``sys.std
 tests, asserts that a stdin exists. So when there is none, stdin becomes ``/dev/null``. Because
 ``open`` takes the lowest free descriptor, that is fd 0, and child processes inherit it as well.
 
-Loop hygiene (every test, autouse): asyncio reports what nobody else can see — "Task exception
-was never retrieved", "Task was destroyed but it is pending!", "Future exception was never
-retrieved", aiohttp's "Unclosed client session" / "Unclosed connection", an exception in a
-callback — through ``loop.call_exception_handler``, which by default only logs. Here every such
-report that reaches the default handler of any loop (the test's own, or one made by
-``asyncio.run`` inside a test) is recorded and fails the test that produced it. Most of them are
-made by ``__del__`` methods, so a test that ran an event loop ends with a ``gc.collect()``:
-the report (and any ``ResourceWarning`` of an unclosed socket or transport, which
-``filterwarnings = error`` turns into an exception that pytest's unraisable-exception check
-fails the test with) then lands in the test that leaked it, not in a later one.
+Loop hygiene (autouse): asyncio reports what nobody else sees — "Task exception was never
+retrieved", "Task was destroyed but it is pending!", "Future exception was never retrieved",
+aiohttp's "Unclosed client session" / "Unclosed connection", an exception in a callback — through
+``loop.call_exception_handler``, which by default only logs. :mod:`loop_hygiene` records every
+such report that reaches the default handler of any loop, and a report fails the test that
+produced it. Most reports are made by ``__del__`` methods, so a test that ran an event loop ends
+with a collection of the young generations (cheap, and where a test's own objects live), and
+every module ends with a full collection (objects that lived long enough to reach the oldest
+generation; a full collection after every test would cost a minute or more over the suite). A
+``ResourceWarning`` of an unclosed socket, transport or session raised there becomes an error
+(``filterwarnings = error``) that pytest's unraisable-exception check fails the test with.
 
 A test that provokes such a report on purpose says so with ``@pytest.mark.loop_reports_expected``
 (and checks the reports itself, for instance with a handler of its own).
@@ -22,46 +23,16 @@ A test that provokes such a report on purpose says so with ``@pytest.mark.loop_r
 
 from __future__ import annotations
 
-import asyncio
 import gc
 import os
 import sys
 from collections.abc import Iterator
-from typing import Any, ClassVar
 
+import loop_hygiene
 import pytest
 
 if sys.__stdin__ is None:
     sys.stdin = sys.__stdin__ = open(os.devnull)  # noqa: SIM115 - lives as long as the process
-
-
-class _LoopReports:
-    """What every event loop reported to its default exception handler, and whether one ran."""
-
-    reports: ClassVar[list[str]] = []
-    loop_ran: ClassVar[bool] = False
-
-
-_original_call_exception_handler = asyncio.BaseEventLoop.call_exception_handler
-_original_run_forever = asyncio.BaseEventLoop.run_forever
-
-
-def _recording_call_exception_handler(self: asyncio.BaseEventLoop, context: dict[str, Any]) -> None:
-    if self.get_exception_handler() is None:  # a handler of the test's own decides for itself
-        message = str(context.get("message", "asyncio exception handler called"))
-        exception = context.get("exception")
-        if exception is not None:
-            message += f": {type(exception).__name__}: {exception}"
-        for key in ("task", "future", "handle", "client_session", "connector", "transport"):
-            if key in context:
-                message += f" [{key}: {context[key]!r:.200}]"
-        _LoopReports.reports.append(message)
-    _original_call_exception_handler(self, context)
-
-
-def _flagging_run_forever(self: asyncio.BaseEventLoop) -> None:
-    _LoopReports.loop_ran = True
-    _original_run_forever(self)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -69,29 +40,42 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "loop_reports_expected: the test provokes asyncio exception-handler reports on purpose",
     )
-    asyncio.BaseEventLoop.call_exception_handler = _recording_call_exception_handler  # type: ignore[method-assign]
-    asyncio.BaseEventLoop.run_forever = _flagging_run_forever  # type: ignore[method-assign]
+    loop_hygiene.install()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    asyncio.BaseEventLoop.call_exception_handler = _original_call_exception_handler  # type: ignore[method-assign]
-    asyncio.BaseEventLoop.run_forever = _original_run_forever  # type: ignore[method-assign]
+    loop_hygiene.uninstall()
+
+
+def _fail_on(reports: list[str], where: str) -> None:
+    if reports:
+        shown = "\n  ".join(report[:600] for report in reports[:10])
+        pytest.fail(
+            f"asyncio reported {len(reports)} problem(s) {where} (unretrieved exception, "
+            f"destroyed pending task, unclosed resource…):\n  {shown}",
+            pytrace=False,
+        )
 
 
 @pytest.fixture(autouse=True)
 def _loop_hygiene(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail the test when an event loop reported an unretrieved exception, a destroyed pending
     task or an unclosed connection during it (see the module docstring)."""
-    _LoopReports.loop_ran = False
-    del _LoopReports.reports[:]
+    loop_hygiene.loop_ran(reset=True)
+    earlier = loop_hygiene.take()  # reports made between tests: the module check shows them
     yield
-    if _LoopReports.loop_ran:
-        gc.collect()  # __del__-made reports and ResourceWarnings land in this test
-    reports, _LoopReports.reports = _LoopReports.reports, []
-    if reports and request.node.get_closest_marker("loop_reports_expected") is None:
-        shown = "\n  ".join(report[:600] for report in reports[:10])
-        pytest.fail(
-            f"asyncio reported {len(reports)} problem(s) during this test "
-            f"(unretrieved exception, destroyed pending task, unclosed resource…):\n  {shown}",
-            pytrace=False,
-        )
+    if loop_hygiene.loop_ran():
+        gc.collect(1)
+    reports = loop_hygiene.take()
+    loop_hygiene.REPORTS[:0] = earlier
+    if request.node.get_closest_marker("loop_reports_expected") is None:
+        _fail_on(reports, "during this test")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _loop_hygiene_module() -> Iterator[None]:
+    """The same check after a full collection, once per module."""
+    _fail_on(loop_hygiene.take(), "between the previous module and this one")
+    yield
+    gc.collect()
+    _fail_on(loop_hygiene.take(), "in this module (found by its closing full collection)")

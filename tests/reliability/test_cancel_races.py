@@ -382,7 +382,7 @@ async def test_a_served_rescue_leaves_nothing_behind() -> None:
 async def test_the_suite_records_an_unretrieved_task_exception() -> None:
     """The conftest check is armed: a task whose exception nobody retrieves is recorded (this
     test is marked as expecting it, and checks the record itself)."""
-    from conftest import _LoopReports  # pyright: ignore[reportPrivateUsage]
+    import loop_hygiene
 
     async def fail() -> None:
         raise RuntimeError("nobody looks at me")
@@ -392,5 +392,7 @@ async def test_the_suite_records_an_unretrieved_task_exception() -> None:
     assert task.done()
     del task
     gc.collect()
-    assert any("never retrieved" in report for report in _LoopReports.reports), _LoopReports.reports
-    _LoopReports.reports.clear()
+    reports = loop_hygiene.take()
+    assert any(
+        "never retrieved" in report and "nobody looks at me" in report for report in reports
+    ), reports
