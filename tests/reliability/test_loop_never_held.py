@@ -37,7 +37,6 @@ from aiohttp import web
 from rxturn.engine import TurnEngine
 from rxturn.engine import tokens as tokens_module
 from rxturn.engine.handler import StreamHandler
-from rxturn.engine.observers import RecordingObserver
 from rxturn.errors import (
     Cancelled,
     ConfigError,
@@ -234,7 +233,6 @@ async def turn_under_watch(
             client,
             handler=handler or StreamHandler.passthrough(),
             mode=mode,  # type: ignore[arg-type]
-            observers=[RecordingObserver()],
         )
         await engine.counter.warm_up()  # type: ignore[attr-defined]
         try:
