@@ -25,6 +25,7 @@ what went wrong and where. The tree, drawn the way httpx draws its own::
     │   │                            body, JSON instead of an event stream, another content type
     │   └── StreamProtocolError      malformed stream bytes: framing, UTF-8, JSON, ordering, size
     │       ├── TruncatedStreamError the stream ended without its terminal event
+    │       ├── DecompressionLimitError a compressed body inflated past a limit (never retried)
     │       └── InvalidToolInputError a closed tool block whose JSON does not parse
     ├── StreamTimeoutError           a stream deadline fired (``kind``: first_event, idle, total)
     ├── RateLimitEscalation          the rate-limit ladder gave up (feeds the model breaker)
@@ -56,6 +57,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "ContextOverflowError",
+    "DecompressionLimitError",
     "FallbackExhausted",
     "InvalidToolInputError",
     "NotFoundError",
@@ -349,6 +351,22 @@ class TruncatedStreamError(StreamProtocolError):
             where=where,
         )
         self.events = events
+
+
+class DecompressionLimitError(StreamProtocolError):
+    """A compressed response body inflated past a limit of the transport.
+
+    ``limit`` names it (``"max_decompressed_bytes"`` or ``"max_expansion_ratio"``) and ``value``
+    is its setting; see ``docs/reliability-limits.md``. Never retried: another attempt asks the
+    same server for the same body and would inflate it up to the limit again.
+    """
+
+    retryable = False
+
+    def __init__(self, message: str, *, limit: str, value: float, where: str | None = None) -> None:
+        super().__init__(message, where=where)
+        self.limit = limit
+        self.value = value
 
 
 class InvalidToolInputError(StreamProtocolError):

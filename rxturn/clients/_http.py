@@ -21,6 +21,7 @@ which wire format comes back. :class:`HttpClient` does the rest, the same way fo
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import html
 import logging
@@ -76,6 +77,9 @@ __all__ = [
 ERROR_BODY_LIMIT = 8 * 1024
 #: Non-streaming reply bodies larger than this are refused (reference §4.4).
 REPLY_BODY_LIMIT = 10 * 1000 * 1000
+#: Non-streaming replies larger than this are parsed in a worker thread, off the event loop
+#: (docs/reliability-limits.md): the worst shapes of this size parse in about 10 ms.
+_PARSE_INLINE_BYTES = 256 * 1024
 
 _log = logging.getLogger("rxturn.clients")
 _encoder = msgspec.json.Encoder()
@@ -518,7 +522,11 @@ class HttpClient:
             if not data.strip():
                 raise self._unexpected(response, media, data, False)
             try:
-                return self._parse_reply(data)
+                if len(data) <= _PARSE_INLINE_BYTES:
+                    return self._parse_reply(data)
+                # A big reply costs tens to hundreds of ms of Python work (one object per
+                # content block): parse it in a worker thread so the loop keeps running.
+                return await asyncio.to_thread(self._parse_reply, data)
             except StreamProtocolError as exc:
                 if type(exc) is not StreamProtocolError or _is_json_type(media):
                     raise  # a JSON reply that is broken, or an invalid tool input: as it is

@@ -82,7 +82,14 @@ from .context import (
 )
 from .handler import StreamHandler
 from .observers import Observer, ObserverSet
-from .tokens import ContextEstimate, OverheadCache, TiktokenCounter, TokenCounter, estimate_context
+from .tokens import (
+    ContextEstimate,
+    OverheadCache,
+    TiktokenCounter,
+    TokenCounter,
+    estimate_context,
+    warm_up_counter,
+)
 from .tools import Tool, ToolFunction, ToolRegistry
 
 __all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
@@ -374,6 +381,7 @@ class TurnEngine(AgentLoop):
         turn = len(self.session.audit.current_run.turns)
         query = self._turn_input()
         transients = await self._transients(turn, query, transient)
+        await warm_up_counter(self.counter)  # a tokenizer loads in a thread, not on the loop
         estimate, raw_estimate = self._estimate(transients)
         window = self.context_window
         if window is not None and window.should_compact(estimate.total):

@@ -257,6 +257,8 @@ async def stream_path(
         state = await done
     finally:
         connection.dispose()
+        if done.done() and not done.cancelled():
+            done.exception()  # an error that lost to an outer cancel is still retrieved
     if not (state.completed or rescued()):
         raise TruncatedStreamError(0)
     return state.message()
@@ -312,6 +314,10 @@ async def create_path(
         if not reply.done():
             reply.cancel()
             await asyncio.gather(reply, return_exceptions=True)
+        elif not reply.cancelled():
+            # The reply may have failed in the same instant the cancel (or the deadline) won:
+            # retrieve its exception so asyncio does not report it as never retrieved.
+            reply.exception()
     # Biased order: cancel first, then a finished reply (even at the deadline), then timeout.
     if cancel_token.cancelled:
         raise cancel_token.error()

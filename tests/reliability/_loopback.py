@@ -1,0 +1,127 @@
+"""Helpers for the loop-hygiene tests: a loopback server, a loop-lag monitor, task accounting.
+
+Nothing here decides an expected value; it serves bytes and measures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+from aiohttp import web
+
+__all__ = ["LagMonitor", "Site", "serve", "settled_tasks"]
+
+
+class Site:
+    """A loopback server: its base URLs and what it saw."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.requests = 0
+        self.headers: list[dict[str, str]] = []
+        self.bodies: list[Any] = []
+        self.disconnected = asyncio.Event()
+        self.handled = asyncio.Event()  # a handler was entered (the request is in)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+
+Handler = Callable[[web.Request, Site], Awaitable[web.StreamResponse]]
+
+
+@asynccontextmanager
+async def serve(handler: Handler) -> AsyncGenerator[Site]:
+    """Serve ``handler`` for every path on 127.0.0.1 (port 0), stopping it afterwards."""
+    site_info = Site("127.0.0.1", 0)
+
+    async def endpoint(request: web.Request) -> web.StreamResponse:
+        site_info.requests += 1
+        site_info.headers.append({k.lower(): v for k, v in request.headers.items()})
+        raw = await request.read()
+        site_info.bodies.append(msgspec.json.decode(raw) if raw else None)
+        site_info.handled.set()
+        try:
+            return await handler(request, site_info)
+        except (ConnectionResetError, asyncio.CancelledError):
+            site_info.disconnected.set()
+            raise
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", endpoint)
+    runner = web.AppRunner(
+        app, handle_signals=False, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
+    )
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    site_info.port = int(runner.addresses[0][1])
+    try:
+        yield site_info
+    finally:
+        await runner.cleanup()
+
+
+class LagMonitor:
+    """A task that wakes every ``tick`` seconds and records the largest gap between wake-ups
+    beyond the tick: how long the event loop was held by something else.
+
+    A stall detector, not a timing test: bounds asserted on it are a few hundred ms, while the
+    stalls it exists to catch last seconds.
+    """
+
+    def __init__(self, tick: float = 0.005) -> None:
+        self.tick = tick
+        self.worst = 0.0
+        self._task: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> LagMonitor:
+        self._task = asyncio.get_running_loop().create_task(self._watch())
+        await asyncio.sleep(0)  # started before the watched work
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _watch(self) -> None:
+        last = time.perf_counter()
+        while True:
+            await asyncio.sleep(self.tick)
+            now = time.perf_counter()
+            self.worst = max(self.worst, now - last - self.tick)
+            last = now
+
+
+def _server_side(task: asyncio.Task[Any]) -> bool:
+    """A task of the loopback *server* (aiohttp.web), e.g. its keep-alive connection handler,
+    which lives as long as the client keeps the connection in its pool."""
+    return getattr(task.get_coro(), "__qualname__", "").startswith("RequestHandler.")
+
+
+async def settled_tasks(before: set[asyncio.Task[Any]], seconds: float = 3.0) -> set[str]:
+    """Wait (bounded) until the running tasks are back to ``before`` (the loopback server's own
+    connection tasks aside); the extra tasks still alive when the wait ends (empty when they all
+    finished)."""
+    current = asyncio.current_task()
+    deadline = time.monotonic() + seconds
+    while True:
+        extra = {
+            task
+            for task in asyncio.all_tasks()
+            if task not in before and task is not current and not _server_side(task)
+        }
+        if not extra or time.monotonic() > deadline:
+            return {repr(task)[:300] for task in extra}
+        await asyncio.sleep(0.01)
