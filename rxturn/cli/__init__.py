@@ -27,7 +27,7 @@ _COMMANDS = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"rxturn: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")  # one line: "rxturn chat: error: …"
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,12 +1,13 @@
-"""``rxturn replay FILE [--format anthropic|openai|ollama|auto] [--json]`` (SPEC §3.1).
+"""``rxturn replay FILE [--format anthropic|openai|ollama|auto] [--json]`` (``FILE`` ``-``: stdin).
 
 Decodes and folds a recorded provider stream and prints the reply: by default readable text
 (the text parts, one ``[tool_call NAME] {input}`` line per tool call, then a stop-reason / usage
-line); with ``--json`` exactly one JSON object, the Message JSON of SPEC §3.2.
+line); with ``--json`` exactly one JSON object, the Message JSON (``rxturn.messages``).
 
 Any failure — a missing or empty file, garbage, bad UTF-8, bad JSON, a truncated stream, invalid
 tool JSON in a closed block, an in-stream error, an oversized line — exits with code 2 after
-writing exactly one line to stderr, ``rxturn replay: <what> (<where>)``, and nothing to stdout.
+writing exactly one line to stderr, ``rxturn replay: error: <what> (<where>)``, and nothing to
+stdout. A closed stdout (``| head``) ends it quietly (see :mod:`rxturn.cli.__init__`).
 Only the standard library is imported at module level: the dispatcher imports every command
 module to build ``--help``.
 """
@@ -30,7 +31,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Decode and fold a recorded provider stream (SSE or NDJSON) and print the "
         "reply. Exit code 2 and one line on stderr if the stream is unusable.",
     )
-    parser.add_argument("file", metavar="FILE", help="the recorded stream (.sse / .ndjson)")
+    parser.add_argument(
+        "file", metavar="FILE", help="the recorded stream (.sse / .ndjson); '-' reads stdin"
+    )
     parser.add_argument(
         "--format",
         choices=_FORMATS,
@@ -50,12 +53,20 @@ def run(args: argparse.Namespace) -> int:
     from ..messages import message_to_json
     from ..replay import replay_message
 
+    source: str | bytes = args.file
+    if args.file == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        source = stdin.read() if stdin is not None else sys.stdin.read().encode("utf-8")
+    where = "stdin" if args.file == "-" else args.file
     try:
-        message = replay_message(args.file, args.format)
+        message = replay_message(source, args.format)
     except RxturnError as exc:
-        return _fail(_describe(exc))
+        text = _describe(exc)
+        if args.file == "-" and not text.endswith(")"):
+            text += " (stdin)"
+        return _fail(text)
     except Exception as exc:
-        return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({args.file})")
+        return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({where})")
     if args.json:
         _write(sys.stdout, message_to_json(message) + b"\n")
     else:
@@ -73,7 +84,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _fail(text: str) -> int:
-    sys.stderr.write(f"rxturn replay: {text}\n")
+    sys.stderr.write(f"rxturn replay: error: {text}\n")
     sys.stderr.flush()
     return 2
 
