@@ -238,9 +238,10 @@ class ChatSession:
         if name in ("/quit", "/exit"):
             return True
         if name == "/model":
-            if argument:
-                self.engine.switch_model(argument)
-                write(self.err, f"model: {argument}\n")
+            if argument == self.engine.served_model():
+                write(self.err, f"model: {argument} (unchanged)\n")
+            elif argument:
+                self.engine.switch_model(argument)  # the observer tells the switch
             else:
                 write(self.err, f"model: {self.engine.served_model()}\n")
         elif name == "/reset":

@@ -118,5 +118,12 @@ def _write(stream: TextIO, data: bytes) -> None:
         stream.write(data.decode("utf-8"))
         return
     stream.flush()
-    buffer.write(data)
+    # A large write can come back short (a reader that went away mid-way, a signal) without
+    # an error: keep writing the rest, so a closed pipe raises instead of losing the output.
+    view = memoryview(data)
+    while view:
+        written = buffer.write(view)
+        if not written:  # nothing taken: flush (blocks, or raises for a closed pipe)
+            buffer.flush()
+        view = view[written or 0 :]
     buffer.flush()
