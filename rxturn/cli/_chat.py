@@ -84,6 +84,8 @@ def run(args: argparse.Namespace) -> int:
     if variable and not key and args.base_url is None:
         return _fail(f"{variable} is not set (needed for the {args.provider} API)")
     if args.prompt == "-":
+        if sys.stdin.isatty():
+            sys.stderr.write("(reading the prompt from stdin: end it with Ctrl-D)\n")
         text = _read_stdin()
         if text is None:
             return _fail("stdin is not valid UTF-8; nothing was sent")
