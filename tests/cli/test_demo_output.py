@@ -3,6 +3,10 @@ terminal, notices on stderr in the order things happened, colour only where it b
 
 from __future__ import annotations
 
+import subprocess
+
+import pytest
+
 from rxturn.cli import _demo_story as story
 
 from ._support import SGR, clean_env, run, run_tty, screen
@@ -22,16 +26,24 @@ def _reply_lines(lines: list[str]) -> list[str]:
     ]
 
 
-def test_piped_demo_writes_only_whole_served_replies() -> None:
+@pytest.fixture(scope="module")
+def piped() -> subprocess.CompletedProcess[str]:
     out = run("demo")
     assert out.returncode == 0, out.stdout + out.stderr
-    replies = _reply_lines(out.stdout.splitlines())
+    return out
+
+
+def test_piped_demo_writes_only_whole_served_replies(
+    piped: subprocess.CompletedProcess[str],
+) -> None:
+    replies = _reply_lines(piped.stdout.splitlines())
     assert sorted(replies) == sorted(REPLIES)  # each once, whole: no dropped or truncated part
 
 
-def test_piped_demo_tells_notices_in_order_on_stderr() -> None:
-    out = run("demo")
-    assert out.returncode == 0, out.stderr
+def test_piped_demo_tells_notices_in_order_on_stderr(
+    piped: subprocess.CompletedProcess[str],
+) -> None:
+    out = piped
     notices = out.stderr.splitlines()
     assert all(line.startswith("  ") for line in notices)  # nothing else on stderr
     failures = [i for i, line in enumerate(notices) if "rx-primary failed: RescueFailed" in line]
