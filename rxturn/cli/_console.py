@@ -174,7 +174,6 @@ class LiveText:
         if not clean:
             return
         if not self._chunks:
-            self._chunks.append(self.prefix)
             clean = self.prefix + clean
         self._chunks.append(clean)
         write(self.out, clean)
