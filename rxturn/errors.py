@@ -432,7 +432,10 @@ class RescueFailed(RxturnError):
     """The stream failed and the non-streaming rescue failed as well. Both errors are kept."""
 
     def __init__(self, stream_error: BaseException, rescue_error: BaseException) -> None:
-        super().__init__(f"stream failed ({stream_error}) and fallback also failed: {rescue_error}")
+        super().__init__(
+            f"streaming failed ({stream_error}); the non-streaming rescue request failed too: "
+            f"{rescue_error}"
+        )
         self.stream_error = stream_error
         self.rescue_error = rescue_error
 
@@ -441,7 +444,10 @@ class RescueTimeoutError(RxturnError):
     """The non-streaming rescue did not answer within its deadline (reference §2.4)."""
 
     def __init__(self, budget: float) -> None:
-        super().__init__(f"fallback request exceeded its deadline ({budget:.3g}s)")
+        super().__init__(
+            f"the non-streaming rescue timed out (fallback request exceeded its deadline, "
+            f"{budget:.3g}s)"
+        )
         self.budget = budget
 
 

@@ -1,8 +1,10 @@
 """The ``rxturn`` command line: one sub-command per module in this package.
 
 Each sub-command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Errors
-reach the user as one line on stderr and an exit code (2 for bad input or usage, 1 for a
-failed turn); never a traceback.
+reach the user as one line on stderr, ``rxturn COMMAND: error: …`` (``rxturn: error: …`` for
+usage errors), and an exit code (2 for bad input or usage, 1 for a failed turn); never a
+traceback. A closed stdout (``rxturn demo | head -1``) ends a command quietly with exit 141
+(:mod:`rxturn.cli._console` has the rules for stdout, stderr, terminals and colour).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ _COMMANDS = {
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"rxturn: error: {message}\n")
+        self.exit(2, f"{self.prog}: error: {message}\n")  # one line: "rxturn chat: error: …"
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,11 +47,30 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _tolerate_encoding() -> None:
+    """On a terminal or pipe whose encoding is not UTF-8, show ``?`` rather than crash on
+    characters it cannot encode (replies and the demo's symbols are rarely ASCII)."""
+    for stream in (sys.stdout, sys.stderr):
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("-", "")
+        reconfigure = getattr(stream, "reconfigure", None)
+        if encoding != "utf8" and reconfigure is not None:
+            reconfigure(errors="replace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    from ._console import PIPE_CLOSED, STATE, silence
+
+    STATE.closed = False
+    _tolerate_encoding()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
         return 2
-    code: int = args.run(args)
-    return code
+    try:
+        code: int = args.run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader of stdout went away (``| head``): end quietly
+        silence(sys.stdout)
+        return PIPE_CLOSED
+    return PIPE_CLOSED if STATE.closed else code

@@ -1,11 +1,16 @@
 """``rxturn chat``: one conversation against a real endpoint (or the fake server).
 
-One-shot with a PROMPT, interactive without one (a prompt per stdin line; Ctrl-C cancels the
-running turn only; ``/model NAME``, ``/reset``, ``/stats``, ``/help``; EOF ends with exit 0).
-The stream handler always has the reference defaults (not passthrough) and ``--fallback``
-adds a fallback manager with the reference defaults plus same-turn failover (``--no-failover``
-keeps the breaker alone). ``--json`` prints one JSON object per turn
-(SPEC §3.1) instead of live text.
+One-shot with a PROMPT (``-`` reads all of stdin as one prompt), interactive without one (a
+prompt per stdin line; Ctrl-C cancels the running turn only; ``/model [NAME]``, ``/reset``,
+``/stats``, ``/help``, ``/quit``; EOF ends with exit 0). The stream handler always has the
+reference defaults (not passthrough) and ``--fallback`` adds a fallback manager with the
+reference defaults plus same-turn failover (``--no-failover`` keeps the breaker
+alone). ``--json`` prints one JSON object per turn instead of the reply text.
+
+Exit codes: 0 served, 1 the turn failed, 2 bad arguments or input (an empty prompt, a missing
+key, a malformed URL: nothing is sent), 130 cancelled by Ctrl-C, 141 stdout closed early.
+Errors are one line on stderr, ``rxturn chat: error: …``, naming the URL for HTTP and
+connection errors. Module-level imports are stdlib only (``--help`` imports every command).
 """
 
 from __future__ import annotations
@@ -24,7 +29,8 @@ def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "chat",
         help="chat with a model (one-shot with PROMPT, interactive without)",
-        description="One conversation against a real endpoint, with the resilient handler.",
+        description="One conversation against a real endpoint, with the resilient handler. "
+        "Reply text goes to stdout (on a pipe only text that was served), notices to stderr.",
     )
     parser.add_argument("--provider", required=True, choices=["anthropic", "openai", "ollama"])
     parser.add_argument("--model", required=True)
@@ -45,13 +51,32 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--system", default=None, metavar="TEXT", help="system prompt")
     parser.add_argument("--no-stream", action="store_true", help="non-streaming requests")
     parser.add_argument("--json", action="store_true", help="one JSON object per turn")
-    parser.add_argument("prompt", nargs="?", default=None, metavar="PROMPT")
+    parser.add_argument(
+        "prompt",
+        nargs="?",
+        default=None,
+        metavar="PROMPT",
+        help="the prompt ('-': read all of stdin as one prompt); without it, an interactive "
+        "chat reads one prompt per line",
+    )
     parser.set_defaults(run=run)
 
 
 def _fail(message: str) -> int:
-    print(f"rxturn chat: {message}", file=sys.stderr)
+    sys.stderr.write(f"rxturn chat: error: {message}\n")
+    sys.stderr.flush()
     return 2
+
+
+def _read_stdin() -> str | None:
+    """All of stdin as text (``None`` if it is not UTF-8)."""
+    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(data, str):
+        return data
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -65,13 +90,25 @@ def run(args: argparse.Namespace) -> int:
     key = os.environ.get(variable) if variable else None
     if variable and not key and args.base_url is None:
         return _fail(f"{variable} is not set (needed for the {args.provider} API)")
+    if args.prompt == "-":
+        if sys.stdin.isatty():
+            sys.stderr.write("(reading the prompt from stdin: end it with Ctrl-D)\n")
+        text = _read_stdin()
+        if text is None:
+            return _fail("stdin is not valid UTF-8; nothing was sent")
+        args.prompt = text.strip("\r\n")
+    if args.prompt is not None and not args.prompt.strip():
+        return _fail("the prompt is empty; nothing was sent")
 
     import asyncio
 
     from rxturn.cli._chat_session import ChatSession
+    from rxturn.errors import ConfigError
 
     session = ChatSession(args, api_key=key)
     try:
         return asyncio.run(session.main())
+    except ConfigError as exc:  # e.g. a base URL the client rejects: nothing was sent
+        return _fail(str(exc))
     except KeyboardInterrupt:  # Ctrl-C outside a turn, before the loop took over signals
         return 130

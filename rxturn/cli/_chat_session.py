@@ -1,4 +1,10 @@
-"""The asyncio side of ``rxturn chat``: building the engine, one-shot and interactive loops."""
+"""The asyncio side of ``rxturn chat``: building the engine, one-shot and interactive loops.
+
+What reaches stdout follows :mod:`rxturn.cli._console`: on a terminal the reply streams live
+and a failed attempt's text is erased (:class:`~rxturn.cli._view.TurnView`); on a pipe or a
+file stdout gets only the served reply, written once the turn is over (one-shot: exactly the
+reply and a newline). Notices and errors go to stderr, one line each.
+"""
 
 from __future__ import annotations
 
@@ -12,34 +18,24 @@ import msgspec
 
 from ..engine import RunResult, TurnEngine
 from ..engine.handler import StreamHandler
-from ..engine.observers import Observer
-from ..errors import RxturnError
-from ..events import AttemptReset
+from ..errors import Cancelled, RxturnError
 from ..resilience.fallback import FallbackManager
+from ..transport._base import display_url
+from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, one_line, paint, wants_color, write
+from ._view import TurnView, describe_error
 
 __all__ = ["ChatSession"]
 
-_HELP = "commands: /model NAME  switch model · /reset  forget the conversation · /stats · /help"
+_HELP = (
+    "commands: /model [NAME] show or switch the model · /reset forget the conversation · "
+    "/stats · /help · /quit (or /exit, or EOF)"
+)
+
+_COLORS = {"retry": "33", "wait": "33", "rescue": "33", "breaker": "35", "model": "36"}
 
 
-class _LiveView(Observer):
-    """Shows progress on stderr while text streams to stdout."""
-
-    def __init__(self, out: TextIO, err: TextIO) -> None:
-        self.out = out
-        self.err = err
-
-    def on_attempt_reset(self, *, turn: int, reset: AttemptReset) -> None:
-        self.out.write("\n")
-        self.out.flush()
-        self.err.write(f"[attempt {reset.attempt}: {reset.reason} — earlier text discarded]\n")
-        self.err.flush()
-
-    def on_fallback(self, *, from_model: str, to_model: str) -> None:
-        self.err.write(f"[breaker tripped: {from_model} → {to_model}]\n")
-
-    def on_model_switched(self, *, from_model: str, to_model: str) -> None:
-        self.err.write(f"[serving model: {from_model} → {to_model}]\n")
+def _notice(kind: str, text: str, color: bool) -> str:
+    return paint(f"[{text}]", _COLORS.get(kind, "2"), color)
 
 
 def _client(args: argparse.Namespace, api_key: str | None) -> Any:
@@ -63,6 +59,16 @@ def _error_json(exc: BaseException) -> bytes:
     return msgspec.json.encode({"error": {"type": type(exc).__name__, "message": str(exc)}})
 
 
+class _Failures(TurnView):
+    """The view, remembering which model the last failed turn was on (for the error line)."""
+
+    failed_model = ""
+
+    def on_stream_failure(self, *, turn: int, model: str, error: BaseException) -> None:
+        self.failed_model = model
+        super().on_stream_failure(turn=turn, model=model, error=error)
+
+
 class ChatSession:
     """One chat: an engine plus the terminal plumbing around it."""
 
@@ -81,49 +87,85 @@ class ChatSession:
         self.out = stdout or sys.stdout
         self.err = stderr or sys.stderr
         self.engine: TurnEngine | None = None
+        self.url = ""
+        self.failed_turns = 0
+        self.failed_attempts = 0
         self._turn_running = False
+        #: stdout is a terminal: the reply streams live (never with --json)
+        self.live = not args.json and is_terminal(self.out)
+        self.notices = Notices(
+            self.err, format=_notice, color=wants_color(self.err), before=self._flush_out
+        )
+        self.view = _Failures(self.out, self.notices, live=self.live)
+
+    def _flush_out(self) -> None:
+        write(self.out, "")  # flushes; a closed stdout is noted, not raised
 
     def _build_engine(self, client: Any) -> TurnEngine:
         fallback = (
             FallbackManager(self.args.model, self.args.fallback) if self.args.fallback else None
         )
-        streamer = None if self.args.json else self._show_text
-        return TurnEngine(
+        engine = TurnEngine(
             client,
             system=self.args.system,
-            handler=StreamHandler.default(),
+            handler=StreamHandler(on_wait=self.view.on_wait),  # the reference defaults
             fallback=fallback,
             failover=fallback is not None and not getattr(self.args, "no_failover", False),
             mode="non_streaming" if self.args.no_stream else "streaming",
-            text_streamer=streamer,
-            observers=() if self.args.json else (_LiveView(self.out, self.err),),
+            text_streamer=self.view.text if self.live else None,
+            observers=(self.view,),
         )
-
-    def _show_text(self, text: str) -> None:
-        self.out.write(text)
-        self.out.flush()
+        engine.events.subscribe(self.view.handler_event)  # the rescue's Fallback
+        return engine
 
     async def main(self) -> int:
         client = _client(self.args, self.api_key)
+        self.url = display_url(client.base_url)
         async with client:
             self.engine = self._build_engine(client)
             if self.args.prompt is not None:
-                ok = await self._one(self.args.prompt)
-                return 0 if ok else 1
-            return await self._interactive()
+                code = await self._one_shot(self.args.prompt)
+            else:
+                code = await self._interactive()
+        return PIPE_CLOSED if STATE.closed else code
 
-    async def _one(self, prompt: str) -> bool:
+    def _handle_sigint(self) -> bool:
+        loop = asyncio.get_running_loop()
+        try:
+            loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / Windows
+            return False
+        return True
+
+    async def _one_shot(self, prompt: str) -> int:
+        handles_sigint = self._handle_sigint()
+        try:
+            error = await self._one(prompt)
+        finally:
+            if handles_sigint:
+                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+        if error is None:
+            return 0
+        return 130 if isinstance(error, Cancelled) else 1
+
+    async def _one(self, prompt: str) -> RxturnError | None:
+        """Run one prompt; the error if the turn failed (already reported)."""
         assert self.engine is not None
         self._turn_running = True
         try:
             result = await self.engine.run(prompt)
         except RxturnError as exc:
+            self.view.turn_failed()
+            self.failed_turns += 1
+            attempts = getattr(exc, "attempts", None)
+            self.failed_attempts += attempts if isinstance(attempts, int) else 1
             self._report_error(exc)
-            return False
+            self.view.flush()
+            return exc
         finally:
             self._turn_running = False
         self._report(result)
-        return True
+        return None
 
     def _report(self, result: RunResult) -> None:
         assert self.engine is not None
@@ -137,50 +179,42 @@ class ChatSession:
                 "rescued": last.rescued,
                 "turns": list(run.turns),
             }
-            self.out.write(msgspec.json.encode(record).decode() + "\n")
-        else:
-            last = result.turns[-1]
-            if self.args.no_stream or last.rescued:  # nothing of this reply was streamed
-                if last.rescued:
-                    self.out.write("\n")
-                    self.err.write("[rescued by the non-streaming request]\n")
-                self.out.write(result.text)
-            if not result.text.endswith("\n"):
-                self.out.write("\n")
-            for call in result.message.tool_calls:
-                arguments = msgspec.json.encode(call.input).decode()
-                self.out.write(f"[tool_call {call.name}] {arguments}\n")
-        self.out.flush()
+            write(self.out, msgspec.json.encode(record).decode() + "\n")
+            return
+        parts: list[str] = []
+        if not self.live or self.args.no_stream:  # nothing of the reply is on stdout yet
+            parts.append(result.text + "\n")
+        for call in result.message.tool_calls:
+            arguments = msgspec.json.encode(call.input).decode()
+            parts.append(f"[tool_call {call.name}] {arguments}\n")
+        if parts:
+            write(self.out, "".join(parts))
 
-    def _report_error(self, exc: BaseException) -> None:
+    def _report_error(self, exc: RxturnError) -> None:
         if self.args.json:
-            self.out.write(_error_json(exc).decode() + "\n")
-            self.out.flush()
+            write(self.out, _error_json(exc).decode() + "\n")
+        elif isinstance(exc, Cancelled):
+            self.notices.line("cancel", one_line(str(exc)))
         else:
-            self.out.write("\n")
-            self.out.flush()
-            self.err.write(f"rxturn chat: {type(exc).__name__}: {exc}\n")
-            self.err.flush()
+            model = self.view.failed_model
+            where = f"model {model} at {self.url}" if model else self.url
+            self._flush_out()
+            write(self.err, f"rxturn chat: error: {describe_error(exc, where)}\n")
+        self.view.failed_model = ""
 
     def _on_sigint(self) -> None:
         if self._turn_running and self.engine is not None:
             self.engine.cancel("cancelled by Ctrl-C")
         else:
-            self.err.write("\n(Ctrl-D or EOF ends the chat)\n")
-            self.err.flush()
+            write(self.err, "\n(/quit, Ctrl-D or EOF ends the chat)\n")
 
     async def _interactive(self) -> int:
         loop = asyncio.get_running_loop()
+        handles_sigint = self._handle_sigint()
         try:
-            loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-            handles_sigint = True
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / Windows
-            handles_sigint = False
-        try:
-            while True:
+            while not STATE.closed:
                 if not self.args.json and self.stdin.isatty():
-                    self.err.write("> ")
-                    self.err.flush()
+                    write(self.err, "> ")
                 line = await loop.run_in_executor(None, self.stdin.readline)
                 if line == "":
                     return 0
@@ -188,39 +222,51 @@ class ChatSession:
                 if not prompt:
                     continue
                 if prompt.startswith("/"):
-                    self._command(prompt)
+                    if self._command(prompt):
+                        return 0
                     continue
                 await self._one(prompt)
+            return PIPE_CLOSED
         finally:
             if handles_sigint:
                 loop.remove_signal_handler(signal.SIGINT)
 
-    def _command(self, line: str) -> None:
+    def _command(self, line: str) -> bool:
+        """Run a ``/command``; ``True`` when it ends the chat."""
         assert self.engine is not None
         name, _, argument = line.partition(" ")
         argument = argument.strip()
-        if name == "/model" and argument:
-            self.engine.switch_model(argument)
-            self.err.write(f"model: {argument}\n")
+        if name in ("/quit", "/exit"):
+            return True
+        if name == "/model":
+            if argument == self.engine.served_model():
+                write(self.err, f"model: {argument} (unchanged)\n")
+            elif argument:
+                self.engine.switch_model(argument)  # the observer tells the switch
+            else:
+                write(self.err, f"model: {self.engine.served_model()}\n")
         elif name == "/reset":
             self.engine.history.clear()
-            self.err.write("conversation cleared\n")
+            write(self.err, "conversation cleared\n")
         elif name == "/stats":
-            self.err.write(self._stats() + "\n")
+            write(self.err, self._stats() + "\n")
+        elif name == "/help":
+            write(self.err, _HELP + "\n")
         else:
-            self.err.write(_HELP + "\n")
-        self.err.flush()
+            write(self.err, f"unknown command {name}; {_HELP}\n")
+        return False
 
     def _stats(self) -> str:
         assert self.engine is not None
         turns = self.engine.session.audit.all_turns()
         tokens_in = sum(t.input_tokens for t in turns)
         tokens_out = sum(t.output_tokens for t in turns)
-        attempts = sum(t.attempts for t in turns)
+        attempts = sum(t.attempts for t in turns) + self.failed_attempts
         rescued = sum(1 for t in turns if t.rescued)
         breaker = self.engine.fallback.state.name.lower() if self.engine.fallback else "off"
         return (
-            f"turns {len(turns)} · attempts {attempts} · rescued {rescued} · "
+            f"turns {len(turns) + self.failed_turns} ({len(turns)} served, "
+            f"{self.failed_turns} failed) · attempts {attempts} · rescued {rescued} · "
             f"tokens in {tokens_in} out {tokens_out} · model {self.engine.served_model()} · "
             f"breaker {breaker} · messages {len(self.engine.history)}"
         )

@@ -1,11 +1,13 @@
 """``rxturn demo``: the whole resilience story, offline, in a few seconds.
 
-The embedded fake provider plays a script whose entries are consumed in request order (SPEC
-§3.3), so the story below is exactly reproducible. Seven chapters, one run each (chapter 4 has
-three), all on one engine with the reference-default stream handler and a fallback manager:
+The embedded fake provider plays a script whose entries are consumed in request order
+(docs/fake-provider.md), so the story below is exactly reproducible. Seven chapters, one run
+each (chapter 4 has three), all on one engine with the reference-default stream handler and a
+fallback manager:
 
 1. a 529 *overloaded* absorbed by the rate-limit ladder (it honours ``Retry-After``);
-2. a stream dropped mid-reply: the shown text is retracted at ``AttemptReset`` and re-rendered;
+2. a stream dropped mid-reply: on a terminal the shown text is erased at ``AttemptReset`` and
+   streamed again; piped, only the served reply is written;
 3. a stream that keeps getting truncated: the transport ladder spends its budget and the
    non-streaming rescue serves the reply;
 4. a primary outage (HTTP 500s): three failed runs trip the breaker;
@@ -15,22 +17,24 @@ three), all on one engine with the reference-default stream handler and a fallba
 7. a tool call: the model asks for the weather, the tool runs, the model answers.
 
 The demo checks its own story (attempts, rescues, models) and exits 1 if anything went
-differently, so ``rxturn demo`` doubles as an end-to-end smoke test.
+differently, so ``rxturn demo`` doubles as an end-to-end smoke test. The story (headings,
+replies, tool lines, the summary) goes to stdout, notices (retries, rescue, failures, breaker,
+model switches) to stderr, as for every command (:mod:`rxturn.cli._console`).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..engine import TurnEngine
 from ..engine.handler import StreamHandler
-from ..engine.observers import Observer
 from ..errors import RxturnError
-from ..events import AttemptReset
 from ..resilience.fallback import FallbackManager, FallbackPolicy
+from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, paint, wants_color, write
+from ._view import TurnView
 
 __all__ = ["DEMO_SCENARIO", "play"]
 
@@ -104,60 +108,55 @@ class _Row:
     seconds: float = 0.0
 
 
+_GLYPHS = {"retry": "↻", "wait": "⏳", "rescue": "↻", "failure": "✗", "breaker": "⚡"}
+_GLYPHS["model"] = "⇄"
+_CODES = {"retry": "33", "wait": "33", "rescue": "33", "failure": "31", "breaker": "35"}
+_CODES["model"] = "36"
+
+
+def _notice(kind: str, text: str, color: bool) -> str:
+    return paint(f"  {_GLYPHS.get(kind, '·')} {text}", _CODES.get(kind, "2"), color)
+
+
 @dataclass
 class _Painter:
+    """The story on stdout: headings, served replies (when not live), tool lines, the table."""
+
     out: TextIO
     color: bool
-    shown: int = 0  # characters of the current attempt shown on the current line
-
-    def paint(self, text: str, code: str) -> str:
-        return f"\033[{code}m{text}\033[0m" if self.color else text
 
     def line(self, text: str = "", code: str = "") -> None:
-        self.end_text()
-        self.out.write((self.paint(text, code) if code else text) + "\n")
-        self.out.flush()
+        write(self.out, paint(text, code, self.color) + "\n")
 
-    def text(self, chunk: str) -> None:
-        if self.shown == 0:
-            self.out.write("  ")
-        self.out.write(chunk)
-        self.shown += len(chunk)
-        self.out.flush()
+    def reply(self, text: str) -> None:
+        write(self.out, f"  {text}\n")
 
-    def end_text(self) -> None:
-        if self.shown:
-            self.out.write("\n")
-            self.shown = 0
-
-    def retract(self, note: str) -> None:
-        if self.shown and self.color:  # on a terminal: erase the discarded text in place
-            self.out.write("\r\033[K")
-        elif self.shown:
-            self.out.write(self.paint(" ✗", "31") + "\n")
-        self.shown = 0
-        self.out.write(self.paint(f"  ↻ {note}", "33") + "\n")
-        self.out.flush()
+    def flush(self) -> None:
+        write(self.out, "")
 
 
-@dataclass
-class _Narrator(Observer):
-    painter: _Painter
-    notes: list[str] = field(default_factory=list[str])
+class _Narrator(TurnView):
+    """The turn view, plus the story's notes (for its self-check) and its tool lines."""
 
-    def on_attempt_reset(self, *, turn: int, reset: AttemptReset) -> None:
-        self.painter.retract(f"attempt {reset.attempt}: {reset.reason}")
-
-    def on_stream_failure(self, *, turn: int, model: str, error: BaseException) -> None:
-        self.painter.line(f"  ✗ {model} failed: {type(error).__name__}", "31")
+    def __init__(self, painter: _Painter, notices: Notices, *, live: bool) -> None:
+        super().__init__(
+            painter.out,
+            notices,
+            live=live,
+            prefix="  ",
+            commit=painter.reply,
+            report_failures=True,
+        )
+        self.painter = painter
+        self.notes: list[str] = []
 
     def on_fallback(self, *, from_model: str, to_model: str) -> None:
         self.notes.append("fallback")
-        self.painter.line(f"  ⚡ breaker tripped: {from_model} → {to_model}", "35")
+        super().on_fallback(from_model=from_model, to_model=to_model)
 
     def on_model_switched(self, *, from_model: str, to_model: str) -> None:
         self.notes.append(f"switch:{to_model}")
-        self.painter.line(f"  ⇄ serving model: {from_model} → {to_model}", "36")
+        super().on_model_switched(from_model=from_model, to_model=to_model)
 
     def on_tool_call(self, *, turn: int, call: Any) -> None:
         self.painter.line(f"  🔧 tool call {call.name}({call.input})", "34")
@@ -194,18 +193,30 @@ _EXPECTED = [
 ]
 
 
-async def play(out: TextIO | None = None, *, color: bool | None = None) -> int:
-    """Play the story; return the exit code (0 when everything went as scripted)."""
+async def play(
+    out: TextIO | None = None, *, color: bool | None = None, err: TextIO | None = None
+) -> int:
+    """Play the story; return the exit code (0 when everything went as scripted).
+
+    The story goes to ``out`` (stdout), notices to ``err`` (stderr). On a terminal replies
+    stream live and failed attempts are erased; elsewhere only served replies are written.
+    ``color`` forces colour on or off (default: only on a terminal, never with ``NO_COLOR``).
+    """
     from ..clients import AnthropicClient
     from ..testing import FakeProvider
 
     stream: TextIO = out or sys.stdout
-    painter = _Painter(stream, stream.isatty() if color is None else color)
+    errors: TextIO = err or sys.stderr
+    painter = _Painter(stream, wants_color(stream, color))
+    notices = Notices(
+        errors, format=_notice, color=wants_color(errors, color), before=painter.flush
+    )
+    live = is_terminal(stream)
+    narrator = _Narrator(painter, notices, live=live)
     clock = _Clock()
     fallback = FallbackManager(
         PRIMARY, [BACKUP], policy=FallbackPolicy(recovery_timeout=COOLDOWN), clock=clock
     )
-    narrator = _Narrator(painter)
     rows: list[_Row] = []
     started = time.monotonic()
     painter.line("rxturn demo — one LLM turn as a ReactiveX pipeline (offline fake provider)", "1")
@@ -216,12 +227,15 @@ async def play(out: TextIO | None = None, *, color: bool | None = None) -> int:
                 client,
                 system="You are the rxturn demo.",
                 tools=[get_weather],
-                handler=StreamHandler.default(),
+                handler=StreamHandler(on_wait=narrator.on_wait),  # the reference defaults
                 fallback=fallback,
                 observers=[narrator],
-                text_streamer=painter.text,
+                text_streamer=narrator.text if live else None,
             )
+            engine.events.subscribe(narrator.handler_event)  # the rescue's Fallback
             for chapter, prompt in _CHAPTERS:
+                if STATE.closed:  # the reader went away (``rxturn demo | head``)
+                    return PIPE_CLOSED
                 if chapter.startswith("6a"):
                     clock.offset += COOLDOWN
                     painter.line(f"⏩ {COOLDOWN:.0f} s later (breaker clock advanced)", "2")
@@ -241,16 +255,14 @@ async def play(out: TextIO | None = None, *, color: bool | None = None) -> int:
                     used_in = sum(t.usage.input_tokens for t in result.turns if t.usage)
                     used_out = sum(t.usage.output_tokens for t in result.turns if t.usage)
                     row.tokens = f"{used_in}/{used_out}"
-                    if row.rescued:  # the rescued reply replaces the last attempt's text
-                        painter.retract("rescued by the non-streaming request")
-                        painter.text(result.text)
-                painter.end_text()
                 row.seconds = time.monotonic() - t0
                 rows.append(row)
     _summary(painter, rows, time.monotonic() - started)
     problems = _check(rows, narrator.notes)
     for problem in problems:
         painter.line(f"demo check failed: {problem}", "31")
+    if STATE.closed:
+        return PIPE_CLOSED
     return 1 if problems else 0
 
 

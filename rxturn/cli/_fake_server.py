@@ -1,8 +1,9 @@
-"""``rxturn fake-server``: serve the scripted fake provider until interrupted (SPEC §3.1).
+"""``rxturn fake-server``: serve the scripted fake provider until interrupted.
 
 The first line on stdout is exactly ``listening on http://HOST:PORT`` (flushed), so a script
 or a test can start the server with ``--port 0`` and read the port it got. SIGINT and SIGTERM
 stop it cleanly (exit 0). A scenario file that does not load is one line on stderr, exit 2.
+The scenario format is documented for users in docs/fake-provider.md, and ``--help`` says so.
 
 Module-level imports are stdlib only: the dispatcher imports every command module to build
 ``--help``, and ``rxturn.testing`` imports aiohttp.
@@ -38,12 +39,22 @@ def add_parser(subparsers: Any) -> None:
         description=(
             "Serve the fake provider on HOST:PORT until interrupted. The first stdout line is "
             "'listening on http://HOST:PORT'. Without --scenario every model answers "
-            "'Hello from the rxturn fake provider.'"
+            "'Hello from the rxturn fake provider.' GET /_fake/requests returns every request "
+            "body received, in order."
+        ),
+        epilog=(
+            "The scenario format (every entry key, an example per fault, and how to use "
+            "/_fake/requests in assertions) is documented in docs/fake-provider.md in the "
+            "rxturn repository."
         ),
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=_port, default=0, help="port to bind (default 0: any free)")
-    parser.add_argument("--scenario", metavar="FILE", help="scenario JSON file (SPEC §3.3)")
+    parser.add_argument(
+        "--scenario",
+        metavar="FILE",
+        help="scenario JSON file: which reply or fault each request gets (docs/fake-provider.md)",
+    )
     parser.set_defaults(run=run)
 
 

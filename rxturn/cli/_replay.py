@@ -1,15 +1,16 @@
 """``rxturn replay FILE [--format anthropic|openai|openai-responses|ollama|auto] [--json]
-[--keep-thinking]`` (SPEC §3.1).
+[--keep-thinking]`` (``FILE`` ``-``: stdin).
 
 Decodes and folds a recorded provider stream and prints the reply: by default readable text
 (the text parts, one ``[tool_call NAME] {input}`` line per tool call, ``[refusal] TEXT`` for a
 refusal, ``[thinking] TEXT`` / ``[redacted_thinking]`` for kept thinking, then a stop-reason /
-usage line); with ``--json`` exactly one JSON object, the Message JSON of SPEC §3.2.
+usage line); with ``--json`` exactly one JSON object, the Message JSON (``rxturn.messages``).
 ``--keep-thinking`` keeps thinking blocks in the message (docs/wire-formats.md).
 
 Any failure — a missing or empty file, garbage, bad UTF-8, bad JSON, a truncated stream, invalid
 tool JSON in a closed block, an in-stream error, an oversized line — exits with code 2 after
-writing exactly one line to stderr, ``rxturn replay: <what> (<where>)``, and nothing to stdout.
+writing exactly one line to stderr, ``rxturn replay: error: <what> (<where>)``, and nothing to
+stdout. A closed stdout (``| head``) ends it quietly (see :mod:`rxturn.cli.__init__`).
 Only the standard library is imported at module level: the dispatcher imports every command
 module to build ``--help``.
 """
@@ -33,7 +34,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description="Decode and fold a recorded provider stream (SSE or NDJSON) and print the "
         "reply. Exit code 2 and one line on stderr if the stream is unusable.",
     )
-    parser.add_argument("file", metavar="FILE", help="the recorded stream (.sse / .ndjson)")
+    parser.add_argument(
+        "file", metavar="FILE", help="the recorded stream (.sse / .ndjson); '-' reads stdin"
+    )
     parser.add_argument(
         "--format",
         choices=_FORMATS,
@@ -59,12 +62,20 @@ def run(args: argparse.Namespace) -> int:
     from ..messages import message_to_json
     from ..replay import replay_message
 
+    source: str | bytes = args.file
+    if args.file == "-":
+        stdin = getattr(sys.stdin, "buffer", None)
+        source = stdin.read() if stdin is not None else sys.stdin.read().encode("utf-8")
+    where = "stdin" if args.file == "-" else args.file
     try:
-        message = replay_message(args.file, args.format, keep_thinking=args.keep_thinking)
+        message = replay_message(source, args.format, keep_thinking=args.keep_thinking)
     except RxturnError as exc:
-        return _fail(_describe(exc))
+        text = _describe(exc)
+        if args.file == "-" and not text.endswith(")"):
+            text += " (stdin)"
+        return _fail(text)
     except Exception as exc:
-        return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({args.file})")
+        return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({where})")
     if args.json:
         _write(sys.stdout, message_to_json(message) + b"\n")
     else:
@@ -82,7 +93,7 @@ def _describe(exc: BaseException) -> str:
 
 
 def _fail(text: str) -> int:
-    sys.stderr.write(f"rxturn replay: {text}\n")
+    sys.stderr.write(f"rxturn replay: error: {text}\n")
     sys.stderr.flush()
     return 2
 
@@ -122,5 +133,12 @@ def _write(stream: TextIO, data: bytes) -> None:
         stream.write(data.decode("utf-8"))
         return
     stream.flush()
-    buffer.write(data)
+    # A large write can come back short (a reader that went away mid-way, a signal) without
+    # an error: keep writing the rest, so a closed pipe raises instead of losing the output.
+    view = memoryview(data)
+    while view:
+        written = buffer.write(view)
+        if not written:  # nothing taken: flush (blocks, or raises for a closed pipe)
+            buffer.flush()
+        view = view[written or 0 :]
     buffer.flush()

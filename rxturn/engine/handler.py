@@ -219,6 +219,9 @@ class StreamHandler:
         rng: the jitter source (default: a fresh ``random.Random()``).
         scheduler: where time comes from (default: the one given to :meth:`stream_turn`, then
             the subscribe-time scheduler, then asyncio on the running loop).
+        on_wait: told of each retry wait as it starts, by keyword (``reason``
+            ``"rate_limit"`` or ``"backoff"``, ``seconds``, ``attempt``, ``error``): how a
+            user interface says what it waits for (:func:`rxturn.operators.retry_ladder`).
 
     Raises:
         ConfigError: a policy fails its ``validate()``.
@@ -229,7 +232,15 @@ class StreamHandler:
         5
     """
 
-    __slots__ = ("_limiter", "_rate_limit", "_retry", "_rng", "_scheduler", "_timeouts")
+    __slots__ = (
+        "_limiter",
+        "_on_wait",
+        "_rate_limit",
+        "_retry",
+        "_rng",
+        "_scheduler",
+        "_timeouts",
+    )
 
     _passthrough: ClassVar[StreamHandler | None] = None
 
@@ -242,6 +253,7 @@ class StreamHandler:
         limiter: RateLimiter | None = None,
         rng: random.Random | None = None,
         scheduler: abc.SchedulerBase | None = None,
+        on_wait: Callable[..., object] | None = None,
     ) -> None:
         self._timeouts = timeouts.validate()
         self._retry = retry.validate()
@@ -249,6 +261,7 @@ class StreamHandler:
         self._limiter = limiter
         self._rng = rng if rng is not None else random.Random()
         self._scheduler = scheduler
+        self._on_wait = on_wait
 
     @classmethod
     def default(cls) -> StreamHandler:
@@ -277,6 +290,7 @@ class StreamHandler:
             handler._limiter = None
             handler._rng = random.Random(0)  # never consulted: no retries
             handler._scheduler = None
+            handler._on_wait = None
             cls._passthrough = handler
         return cls._passthrough
 
@@ -384,7 +398,7 @@ class StreamHandler:
         events), and the handler's own single items."""
         timeouts, retry, rate_limit = self._timeouts, self._retry, self._rate_limit
         total = timeouts.total if deadline is None or timeouts.total is None else deadline
-        limiter, rng = self._limiter, self._rng
+        limiter, rng, on_wait = self._limiter, self._rng, self._on_wait
         preferred = scheduler if scheduler is not None else self._scheduler
 
         # a client of your own may offer only the per-event ``stream``: the operators take both
@@ -427,7 +441,9 @@ class StreamHandler:
                 rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=sched)
             )
             turn: Observable[Any] = attempt.pipe(
-                retry_ladder(retry, rate_limit, rng=rng, progress=progress, scheduler=sched)
+                retry_ladder(
+                    retry, rate_limit, rng=rng, progress=progress, scheduler=sched, on_wait=on_wait
+                )
             )
             turn = turn.pipe(total_deadline(total, progress=progress, scheduler=sched))
             if timeouts.rescue:

@@ -232,6 +232,7 @@ def retry_ladder(
     rng: random.Random | None = None,
     progress: TurnProgress | None = None,
     scheduler: abc.SchedulerBase | None = None,
+    on_wait: Callable[..., object] | None = None,
 ) -> Callable[[Observable[_T]], Observable[_T | AttemptReset]]:
     """Resubscribe a failed cold attempt on the transport or the rate-limit ladder.
 
@@ -256,6 +257,10 @@ def retry_ladder(
         rng: jitter source (default: a fresh ``random.Random()``).
         progress: the failed attempt's usage and events for ``AttemptReset``; the deadline.
         scheduler: where time comes from.
+        on_wait: told of each wait as it starts, by keyword: ``reason`` (``"rate_limit"`` or
+            ``"backoff"``), ``seconds``, ``attempt`` (the one that follows) and ``error``;
+            for a user interface that shows waits (``rxturn chat`` does). Called only on a
+            failure; an exception it raises is logged and ignored.
 
     Returns:
         An operator emitting the source's items and the ``AttemptReset`` marks.
@@ -265,7 +270,7 @@ def retry_ladder(
     """
     from ._retry_ladder import retry_ladder_
 
-    return retry_ladder_(retry, rate_limit, rng, progress, scheduler)
+    return retry_ladder_(retry, rate_limit, rng, progress, scheduler, on_wait)
 
 
 def rescue(

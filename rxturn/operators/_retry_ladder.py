@@ -20,11 +20,20 @@ Before attempt 2, 3, … (after the wait) the operator emits
 :class:`~rxturn.events.AttemptReset` with the failed attempt's error, its event count and the
 usage it reported (from a shared :class:`~rxturn.operators.TurnProgress`), then resubscribes.
 Every error it lets out carries ``attempts``: the streaming attempts made.
+
+``on_wait``, when given, is told about every wait *as it starts* (the ``AttemptReset`` only
+comes once it is over), so a user interface can say what it waits for and for how long:
+``on_wait(reason=..., seconds=..., attempt=..., error=...)`` with ``reason`` ``"rate_limit"``
+or ``"backoff"``, ``seconds`` the wait, ``attempt`` the attempt that follows it and ``error``
+the failure that caused it. It runs only on a failure, never per event; if it raises, the
+error is logged and the turn goes on.
 """
 
 from __future__ import annotations
 
+import logging
 import random
+from collections.abc import Callable
 from typing import Any, Literal, NamedTuple, TypeVar
 
 from reactivex import Observable, abc
@@ -39,9 +48,14 @@ from ._batches import event_count
 from ._progress import TurnProgress, stamp_attempts
 from ._scheduling import resolve_scheduler
 
-__all__ = ["Decision", "decide", "retry_ladder_"]
+__all__ = ["Decision", "WaitHook", "decide", "retry_ladder_"]
 
 _T = TypeVar("_T")
+
+_log = logging.getLogger("rxturn.operators")
+
+#: ``on_wait(reason=..., seconds=..., attempt=..., error=...)``: see the module docstring.
+WaitHook = Callable[..., object]
 
 
 class Decision(NamedTuple):
@@ -107,6 +121,7 @@ def retry_ladder_(
     rng: random.Random | None = None,
     progress: TurnProgress | None = None,
     scheduler: abc.SchedulerBase | None = None,
+    on_wait: WaitHook | None = None,
 ) -> Observable[_T | AttemptReset]:
     """See :func:`rxturn.operators.retry_ladder`."""
     retry_policy = retry if retry is not None else RetryPolicy()
@@ -173,6 +188,17 @@ def retry_ladder_(
                 usage=progress.shadow.usage if progress is not None else None,
                 events=progress.events if progress is not None else events,
             )
+
+            if on_wait is not None:
+                try:
+                    on_wait(
+                        reason="rate_limit" if decision.ladder == "rate_limit" else "backoff",
+                        seconds=decision.delay,
+                        attempt=attempt + 1,
+                        error=error,
+                    )
+                except Exception:
+                    _log.exception("on_wait raised; the turn goes on")
 
             def next_attempt(_: abc.SchedulerBase, __: Any = None) -> None:
                 observer.on_next(reset)

@@ -8,6 +8,7 @@ and each request is answered by the next entry of a :class:`Scenario`: a reply (
 thinking, tool calls, usage, streamed in deltas) or a fault (an HTTP error with
 ``Retry-After``, a dropped connection, a stall, broken JSON, an in-stream error event).
 The demo, the notebooks, the benchmarks and the loopback tests all run against it, offline.
+docs/fake-provider.md documents the scenario format, with an example per fault.
 
 :func:`assert_no_secret` walks any object graph (an exception with its chain, exported spans)
 and fails naming the path where an API key is still reachable.

@@ -1,4 +1,6 @@
-"""The fake provider's script: which reply (or fault) each request gets (SPEC §3.3).
+"""The fake provider's script: which reply (or fault) each request gets.
+
+docs/fake-provider.md documents the format for users: every key, an example per fault.
 
 A scenario maps a model name to a list of entries. Each request takes the next entry of its
 model's list; ``"*"`` serves every model that has no list of its own; once a list is used up its
@@ -22,7 +24,7 @@ Defaults worth knowing (documented once, here):
   ``usage: null``: the reply reports no usage at all.
 * ``stall_seconds`` absent: the stall lasts until the client goes away or the server stops.
 
-One key beyond SPEC §3.3: ``error_message`` replaces the default message of a scripted error
+One key for special cases: ``error_message`` replaces the default message of a scripted error
 (status or in-stream), e.g. to script a context-overflow 400 whose text a client must recognise.
 """
 
@@ -72,7 +74,7 @@ class ScenarioToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
 
 
 class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
-    """One scripted reply or fault. Every key of SPEC §3.3; see the module docstring."""
+    """One scripted reply or fault (docs/fake-provider.md has every key, with examples)."""
 
     text: str = ""
     thinking: str = ""

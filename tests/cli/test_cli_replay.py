@@ -1,4 +1,4 @@
-"""``rxturn replay`` (SPEC §3.1): output on success, exit 2 + one stderr line on any failure."""
+"""``rxturn replay``: output on success, exit 2 + one stderr line on any failure."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``rxturn chat`` as a user runs it: real processes, the fake server over loopback (SPEC §3.1)."""
+"""``rxturn chat`` as a user runs it: real processes, the fake server over loopback."""
 
 from __future__ import annotations
 

@@ -1,0 +1,282 @@
+"""What the commands write where: stdout, stderr, terminals, pipes, colour, closed pipes.
+
+The rules every command follows (the README's command-line section says the same for users):
+
+* **Reply text on stdout.** On a terminal it streams as it arrives, and when an attempt fails
+  its text is erased in place (:class:`LiveText`). Anywhere else (a pipe, a file) a command
+  writes only text that was served: a failed attempt never reaches stdout.
+* **Notices on stderr**, one line each, in the order things happened (:class:`Notices`). On a
+  terminal a long wait counts down in place; elsewhere it is one line that says how long.
+* **Colour** only on a terminal, never when ``NO_COLOR`` is set to a non-empty value
+  (https://no-color.org), never with ``TERM=dumb`` (which also means no cursor movement).
+* **A closed pipe** (``rxturn demo | head -1``) ends the command quietly:
+  :func:`write` notices the ``BrokenPipeError``, points the stream at ``/dev/null`` so nothing
+  fails at exit, and sets :data:`STATE`'s ``closed``; the command stops and exits
+  :data:`PIPE_CLOSED` (141, what a shell reports for a process killed by ``SIGPIPE``).
+
+Only the standard library is imported: the dispatcher imports every command module to build
+``--help``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import unicodedata
+from collections.abc import Callable
+from typing import TextIO
+
+__all__ = [
+    "LONG_WAIT",
+    "PIPE_CLOSED",
+    "STATE",
+    "LiveText",
+    "Notices",
+    "is_terminal",
+    "one_line",
+    "paint",
+    "seconds",
+    "silence",
+    "wants_color",
+    "write",
+]
+
+#: Exit status after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
+PIPE_CLOSED = 141
+
+#: Waits at least this long (seconds) get their own notice: a user should never stare at a
+#: silent prompt.
+LONG_WAIT = 1.0
+
+
+class _State:
+    __slots__ = ("closed",)
+
+    def __init__(self) -> None:
+        self.closed = False
+
+
+#: ``STATE.closed`` is set once a reader has gone away (the command should stop).
+STATE = _State()
+
+
+def is_terminal(stream: TextIO) -> bool:
+    """Whether ``stream`` is a terminal that understands cursor movement (not ``TERM=dumb``)."""
+    try:
+        tty = stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False
+    return tty and os.environ.get("TERM") != "dumb"
+
+
+def wants_color(stream: TextIO, forced: bool | None = None) -> bool:
+    """Colour for ``stream``: ``forced`` if given (``--color`` / ``--no-color``), else only on
+    a terminal and only when ``NO_COLOR`` is unset or empty (no-color.org)."""
+    if forced is not None:
+        return forced
+    return is_terminal(stream) and not os.environ.get("NO_COLOR")
+
+
+def paint(text: str, code: str, color: bool) -> str:
+    """``text`` in SGR ``code`` (e.g. ``"31"`` red) when ``color``, else as it is."""
+    return f"\033[{code}m{text}\033[0m" if color and code else text
+
+
+def silence(stream: TextIO) -> None:
+    """The reader of ``stream`` is gone: point its descriptor at ``/dev/null`` and say so."""
+    STATE.closed = True
+    try:
+        fd = stream.fileno()
+    except (AttributeError, ValueError, OSError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
+
+
+def write(stream: TextIO, text: str) -> bool:
+    """Write and flush ``text``; ``False`` (and the stream silenced) if its reader has gone."""
+    try:
+        stream.write(text)
+        stream.flush()
+    except BrokenPipeError:
+        silence(stream)
+        return False
+    return True
+
+
+def seconds(value: float) -> str:
+    """A duration as people read it: ``0.25 s``, ``4.0 s``, ``12 s``."""
+    if value < 1:
+        return f"{value:.2g} s"
+    if value < 10:
+        return f"{value:.1f} s"
+    return f"{value:.0f} s"
+
+
+def one_line(text: str, limit: int = 300) -> str:
+    """``text`` on one line (newlines escaped), cut to ``limit`` characters."""
+    flat = text.replace("\r", "\\r").replace("\n", "\\n")
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# C0 controls but tab and newline, DEL and C1 controls: a reply must not move the cursor, change
+# colours or retitle the terminal (a model's text is untrusted). Only for terminal output.
+_CONTROLS = {c: None for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+
+
+def _cells(line: str) -> int:
+    """Terminal columns ``line`` takes (tabs to 8, wide East Asian characters 2, marks 0)."""
+    width = 0
+    for char in line:
+        if char == "\t":
+            width += 8 - width % 8
+        elif unicodedata.combining(char):
+            continue
+        elif unicodedata.east_asian_width(char) in ("W", "F"):
+            width += 2
+        else:
+            width += 1
+    return width
+
+
+def _rows(text: str, columns: int) -> int:
+    """Rows ``text`` covers when written from column 0 of a ``columns``-wide terminal."""
+    return sum(max(1, math.ceil(_cells(line) / columns)) for line in text.split("\n"))
+
+
+class LiveText:
+    """The reply text of the current attempt, shown live on a terminal, erasable in place.
+
+    Used only when stdout is a terminal. :meth:`write` is the engine's ``text_streamer``;
+    :meth:`erase` removes everything written since the last :meth:`end` (the rows it covers
+    are counted from the terminal's width), :meth:`end` keeps it and finishes its line.
+    ``prefix`` is written before the first fragment (the demo indents replies).
+    """
+
+    __slots__ = ("_chunks", "out", "prefix")
+
+    def __init__(self, out: TextIO, *, prefix: str = "") -> None:
+        self.out = out
+        self.prefix = prefix
+        self._chunks: list[str] = []
+
+    @property
+    def shown(self) -> bool:
+        """Whether text of the current attempt is on the screen."""
+        return bool(self._chunks)
+
+    def write(self, chunk: str) -> None:
+        clean = chunk.translate(_CONTROLS)
+        if not clean:
+            return
+        if not self._chunks:
+            clean = self.prefix + clean
+        self._chunks.append(clean)
+        write(self.out, clean)
+
+    def erase(self) -> None:
+        """Remove the current attempt's text from the screen (nothing if none is shown)."""
+        if not self._chunks:
+            return
+        text = "".join(self._chunks)
+        self._chunks.clear()
+        try:
+            columns = os.get_terminal_size(self.out.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+        up = _rows(text, columns) - 1
+        write(self.out, "\r" + ("\033[A" * up) + "\033[J")
+
+    def end(self) -> None:
+        """Keep the shown text and end its line."""
+        if not self._chunks:
+            return
+        text = self._chunks[-1]
+        self._chunks.clear()
+        if not text.endswith("\n"):
+            write(self.out, "\n")
+
+
+class Notices:
+    """One-line notices on stderr, in order; a countdown in place for a long wait on a terminal.
+
+    ``format`` turns ``(kind, text)`` into the line (each command has its style); ``before``
+    runs first (flush stdout, so that a terminal shows things in the order they happened).
+    """
+
+    __slots__ = ("_countdown", "_timer", "before", "color", "err", "format", "live")
+
+    def __init__(
+        self,
+        err: TextIO,
+        *,
+        format: Callable[[str, str, bool], str],
+        color: bool,
+        before: Callable[[], object] | None = None,
+    ) -> None:
+        self.err = err
+        self.format = format
+        self.color = color
+        self.live = is_terminal(err)
+        self.before = before
+        self._countdown: tuple[str, Callable[[str], str], float] | None = None
+        self._timer: asyncio.TimerHandle | None = None
+
+    def line(self, kind: str, text: str) -> None:
+        """Write one notice line (any countdown in progress is finished first)."""
+        self.settle()
+        if self.before is not None:
+            self.before()
+        write(self.err, self.format(kind, text, self.color) + "\n")
+
+    def wait(self, kind: str, render: Callable[[str], str], total: float) -> None:
+        """A wait of ``total`` seconds: ``render(duration)`` is its text. On a terminal the
+        duration counts down in place until :meth:`settle`; elsewhere one line, at once."""
+        self.settle()
+        if self.before is not None:
+            self.before()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if not self.live or loop is None:
+            write(self.err, self.format(kind, render(seconds(total)), self.color) + "\n")
+            return
+        try:
+            columns = os.get_terminal_size(self.err.fileno()).columns or 80
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+
+        def fitted(duration: str) -> str:  # a line that wraps cannot be rewritten in place
+            text = render(duration)
+            room = max(columns - 4, 20)  # the command's brackets or indent and glyph
+            return text if _cells(text) <= room else text[: room - 1] + "…"
+
+        self._countdown = (kind, fitted, total)
+        deadline = loop.time() + total
+
+        def tick() -> None:
+            left = deadline - loop.time()
+            if self._countdown is None or left <= 0:
+                return
+            shown = math.ceil(left)
+            text = self.format(kind, fitted(f"{shown} s"), self.color)
+            write(self.err, "\r\033[K" + text)
+            self._timer = loop.call_later(left - (shown - 1) if shown > 1 else left, tick)
+
+        tick()
+
+    def settle(self) -> None:
+        """End a countdown: its line is rewritten with the whole wait, and ended."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._countdown is None:
+            return
+        kind, render, total = self._countdown
+        self._countdown = None
+        write(self.err, "\r\033[K" + self.format(kind, render(seconds(total)), self.color) + "\n")

@@ -1,0 +1,101 @@
+"""Errors read the same in every command: one line on stderr, ``rxturn[ COMMAND]: error: …``,
+naming what failed and where (the URL for HTTP and connection errors); exit 1 for a failure,
+2 for bad arguments or input; never a traceback."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rxturn.errors import ReadError, RescueFailed, RescueTimeoutError, ServerError
+
+from ._support import closed_port, fake_server, run
+
+ERROR_LINE = re.compile(r"^rxturn( [a-z-]+)?: error: \S")
+
+SCENARIO = {"models": {"bad": [{"status": 401}], "*": [{"text": "ok"}]}}
+
+
+@pytest.fixture(scope="module")
+def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with fake_server(SCENARIO, tmp_path_factory.mktemp("cli-errors")) as base:
+        yield base
+
+
+def _error_lines(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if ERROR_LINE.match(line)]
+
+
+def test_a_closed_port_is_one_error_line_naming_the_url() -> None:
+    port = closed_port()
+    out = run("chat", "--provider", "anthropic", "--base-url", f"http://127.0.0.1:{port}",
+              "--model", "m", "hi")  # fmt: skip
+    assert out.returncode == 1
+    assert out.stdout == ""
+    (error,) = _error_lines(out.stderr)
+    assert error.startswith("rxturn chat: error: cannot connect to ")
+    assert f"http://127.0.0.1:{port}" in error
+    # the failure went through the non-streaming rescue, said plainly (not "fallback")
+    assert "non-streaming rescue request" in error and "fallback" not in error
+    notices = [line for line in out.stderr.splitlines() if line != error]
+    assert all(line.startswith("[attempt ") for line in notices)  # the retries, one line each
+    assert "Traceback" not in out.stderr
+
+
+def test_a_wrong_url_names_the_status_and_the_url(url: str) -> None:
+    out = run("chat", "--provider", "anthropic", "--base-url", f"{url}/nope", "--model", "m", "hi")
+    assert out.returncode == 1
+    (error,) = out.stderr.splitlines()  # a 404 is not retried: no notices either
+    assert error.startswith("rxturn chat: error: HTTP 404")
+    assert error.endswith(f"(model m at {url}/nope)")
+
+
+def test_an_http_error_names_the_model_and_the_url(url: str) -> None:
+    out = run("chat", "--provider", "openai", "--base-url", url, "--model", "bad", "hi")
+    assert out.returncode == 1
+    (error,) = out.stderr.splitlines()
+    assert error.startswith("rxturn chat: error: HTTP 401")
+    assert error.endswith(f"(model bad at {url})")
+
+
+def test_a_malformed_base_url_is_a_usage_error_and_nothing_is_sent() -> None:
+    out = run("chat", "--provider", "ollama", "--base-url", "localhost:11434", "--model", "m", "hi")
+    assert out.returncode == 2
+    assert _error_lines(out.stderr) == out.stderr.splitlines()
+    assert "--base-url must start with http:// or https://" in out.stderr
+
+
+def test_every_command_uses_the_same_error_style(tmp_path: Path) -> None:
+    bad_scenario = tmp_path / "bad.json"
+    bad_scenario.write_text('{"models": {"*": [{"txet": "typo"}]}}')
+    garbage = tmp_path / "garbage.sse"
+    garbage.write_text("this is not a stream\n")
+    cases = [
+        (["chat", "--provider", "nope", "--model", "m", "hi"], 2, "rxturn chat: error: "),
+        (["chat", "--provider", "anthropic", "--model", "m", "hi"], 2, "rxturn chat: error: "),
+        (["replay", str(garbage)], 2, "rxturn replay: error: "),
+        (["replay"], 2, "rxturn replay: error: "),
+        (["fake-server", "--scenario", str(bad_scenario)], 2, "rxturn fake-server: error: "),
+        (["fake-server", "--port", "99999"], 2, "rxturn fake-server: error: "),
+        (["nope"], 2, "rxturn: error: "),
+    ]
+    for args, code, prefix in cases:
+        out = run(*args)
+        assert out.returncode == code, (args, out.stderr)
+        assert out.stdout == ""
+        lines = out.stderr.splitlines()
+        assert len(lines) == 1 and lines[0].startswith(prefix), (args, out.stderr)
+        assert "Traceback" not in out.stderr
+
+
+def test_the_rescue_failure_names_the_non_streaming_rescue() -> None:
+    stream = ServerError("HTTP 500: boom", status_code=500)
+    text = str(RescueFailed(stream, ReadError("connection reset")))
+    assert text == (
+        "streaming failed (HTTP 500: boom); the non-streaming rescue request failed too: "
+        "connection reset"
+    )
+    assert "non-streaming rescue" in str(RescueTimeoutError(2.0))
