@@ -88,8 +88,6 @@ class ChatSession:
         self.err = stderr or sys.stderr
         self.engine: TurnEngine | None = None
         self.url = ""
-        self.failed_turns = 0
-        self.failed_attempts = 0
         self._turn_running = False
         #: stdout is a terminal: the reply streams live (never with --json)
         self.live = not args.json and is_terminal(self.out)
@@ -156,9 +154,6 @@ class ChatSession:
             result = await self.engine.run(prompt)
         except RxturnError as exc:
             self.view.turn_failed()
-            self.failed_turns += 1
-            attempts = getattr(exc, "attempts", None)
-            self.failed_attempts += attempts if isinstance(attempts, int) else 1
             self._report_error(exc)
             self.view.flush()
             return exc
@@ -258,15 +253,17 @@ class ChatSession:
 
     def _stats(self) -> str:
         assert self.engine is not None
+        # The audit records failed turns too (with ``error`` set), with their attempts.
         turns = self.engine.session.audit.all_turns()
+        served = sum(1 for t in turns if t.error is None)
         tokens_in = sum(t.input_tokens for t in turns)
         tokens_out = sum(t.output_tokens for t in turns)
-        attempts = sum(t.attempts for t in turns) + self.failed_attempts
+        attempts = sum(t.attempts for t in turns)
         rescued = sum(1 for t in turns if t.rescued)
         breaker = self.engine.fallback.state.name.lower() if self.engine.fallback else "off"
         return (
-            f"turns {len(turns) + self.failed_turns} ({len(turns)} served, "
-            f"{self.failed_turns} failed) · attempts {attempts} · rescued {rescued} · "
+            f"turns {len(turns)} ({served} served, "
+            f"{len(turns) - served} failed) · attempts {attempts} · rescued {rescued} · "
             f"tokens in {tokens_in} out {tokens_out} · model {self.engine.served_model()} · "
             f"breaker {breaker} · messages {len(self.engine.history)}"
         )

@@ -99,7 +99,7 @@ def test_piped_without_streaming_is_exactly_the_reply(url: str) -> None:
 
 def test_piped_notices_are_one_line_each_in_the_order_things_happened(url: str) -> None:
     out = run(
-        *chat_args(url, "primary", "--fallback", "backup"),
+        *chat_args(url, "primary", "--fallback", "backup", "--no-failover"),
         stdin="one\ntwo\nthree\nfour\n",
     )
     assert out.returncode == 0, out.stderr

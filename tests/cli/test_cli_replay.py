@@ -186,9 +186,9 @@ def test_invalid_format_choice_is_a_usage_error(capsys: pytest.CaptureFixture[st
 
 # -- thinking, refusals, the Responses API ------------------------------------------------------
 
-THINKING = Path(__file__).resolve().parent / "fixtures" / "anthropic" / "thinking_stream.sse"
+THINKING = Path(__file__).resolve().parent.parent / "fixtures" / "anthropic" / "thinking_stream.sse"
 RESPONSES_CALL = (
-    Path(__file__).resolve().parent / "fixtures" / "openai-responses" / "function_call.sse"
+    Path(__file__).resolve().parent.parent / "fixtures" / "openai-responses" / "function_call.sse"
 )
 
 
