@@ -109,6 +109,9 @@ class TurnEngine(AgentLoop):
         memory: a memory provider whose top ``memory_top_k`` entries become one message.
         calibration: records estimate vs. reported input tokens per model.
         scheduler: where time comes from (default: asyncio on the running loop).
+        keep_thinking: keep the replies' thinking in the history and send it back (written
+            into ``request_options.keep_thinking``); ``None`` (default) keeps it exactly when
+            the request enables thinking (:func:`rxturn.clients.keeps_thinking`).
 
     Attributes:
         events: every turn's handler events (provider events, ``AttemptReset``, ``Fallback``)
@@ -138,6 +141,7 @@ class TurnEngine(AgentLoop):
         memory_top_k: int = 3,
         calibration: Calibration | None = None,
         scheduler: abc.SchedulerBase | None = None,
+        keep_thinking: bool | None = None,
     ) -> None:
         if mode not in ("streaming", "non_streaming"):
             raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
@@ -154,6 +158,10 @@ class TurnEngine(AgentLoop):
         self.text_streamer = text_streamer
         self.mode: TurnMode = mode
         self.request_options = request_options or RequestOptions()
+        if keep_thinking is not None:
+            self.request_options = msgspec.structs.replace(
+                self.request_options, keep_thinking=keep_thinking
+            )
         self.max_turns = max_turns
         self.scheduler = scheduler
         self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()

@@ -3,6 +3,8 @@
 - **streaming**: one subscription to :meth:`StreamHandler.stream_turn_batches` (one item per
   network chunk). A tap fans each event out (:mod:`._fanout`) before ``scan(fold_batch)`` →
   ``last`` builds the message. ``AttemptReset`` wipes the fold; a ``Fallback`` replaces it.
+  The fold keeps thinking when :func:`rxturn.clients.keeps_thinking` says so for the client and
+  options (the rescue's ``create`` follows the same options, so both paths agree).
 - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
   and the turn timeout (none configured = an arm that never fires).
 """
@@ -16,10 +18,10 @@ from reactivex import abc
 from reactivex import operators as ops
 from reactivex.disposable import CompositeDisposable
 
-from ..clients._base import ModelClient
+from ..clients._base import ModelClient, keeps_thinking
 from ..errors import StreamTimeoutError, TruncatedStreamError
 from ..events import HandlerEvent
-from ..fold import INITIAL_STATE, TurnState, fold_batch
+from ..fold import TurnState, fold_batch, initial_state
 from ..messages import Message, Request, RequestOptions
 from ..resilience.cancel import CancelToken
 from .handler import StreamHandler
@@ -46,6 +48,7 @@ async def stream_path(
     stream = handler.stream_turn_batches(
         client, request, options, cancel_token, scheduler=scheduler
     )
+    seed = initial_state(keep_thinking=keeps_thinking(client, options))
     loop = asyncio.get_running_loop()
     done: asyncio.Future[TurnState] = loop.create_future()
 
@@ -63,8 +66,8 @@ async def stream_path(
     # and ``engine.events`` (in the routing table's order) before the fold sees its batch.
     subscription = stream.pipe(
         ops.do_action(tap),
-        ops.scan(fold_batch, INITIAL_STATE),  # type: ignore[arg-type]
-        ops.last_or_default(INITIAL_STATE),
+        ops.scan(fold_batch, seed),  # type: ignore[arg-type]
+        ops.last_or_default(seed),
     ).subscribe(on_next=finish, on_error=fail, scheduler=scheduler)
     try:
         state = await done
