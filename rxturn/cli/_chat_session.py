@@ -15,9 +15,10 @@ from ..engine.handler import StreamHandler
 from ..engine.observers import Observer
 from ..errors import RxturnError
 from ..events import AttemptReset
+from ..messages import RequestOptions
 from ..resilience.fallback import FallbackManager
 
-__all__ = ["ChatSession"]
+__all__ = ["ChatSession", "check_options"]
 
 _HELP = "commands: /model NAME  switch model · /reset  forget the conversation · /stats · /help"
 
@@ -54,9 +55,35 @@ def _client(args: argparse.Namespace, api_key: str | None) -> Any:
         from ..clients import OpenAIClient
 
         return OpenAIClient(args.model, api_key=api_key, **kwargs)
+    if args.provider == "openai-responses":
+        from ..clients import OpenAIResponsesClient
+
+        return OpenAIResponsesClient(args.model, api_key=api_key, **kwargs)
     from ..clients import OllamaClient
 
     return OllamaClient(args.model, **kwargs)
+
+
+def _options(args: argparse.Namespace) -> RequestOptions:
+    """``--thinking`` / ``--reasoning-effort`` as request options (checked by the client)."""
+    return RequestOptions(
+        thinking=getattr(args, "thinking", None),
+        reasoning_effort=getattr(args, "reasoning_effort", None),
+    )
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Build one request body with the chat's options, so that a knob the provider cannot take
+    (``--thinking`` for OpenAI, a budget above the max tokens…) is a bad argument up front.
+
+    Raises:
+        ConfigError: what the client would raise at the first turn.
+    """
+    from ..messages import Message, Request
+
+    client = _client(args, None)
+    request = Request(messages=(Message.user("check"),))
+    client._body(request, _options(args), model=args.model, stream=True)
 
 
 def _error_json(exc: BaseException) -> bytes:
@@ -96,6 +123,7 @@ class ChatSession:
             mode="non_streaming" if self.args.no_stream else "streaming",
             text_streamer=streamer,
             observers=() if self.args.json else (_LiveView(self.out, self.err),),
+            request_options=_options(self.args),
         )
 
     def _show_text(self, text: str) -> None:
