@@ -110,7 +110,13 @@ if TYPE_CHECKING:  # the table of public names (see the module docstring)
     )
 
     # -- the clients (aiohttp loads on first send)
-    from .clients import AnthropicClient, ModelClient, OllamaClient, OpenAIClient
+    from .clients import (
+        AnthropicClient,
+        ModelClient,
+        OllamaClient,
+        OpenAIClient,
+        OpenAIResponsesClient,
+    )
 
 
 def _export_table() -> dict[str, str]:
@@ -187,6 +193,7 @@ __all__ = [
     "ObserverSet",
     "OllamaClient",
     "OpenAIClient",
+    "OpenAIResponsesClient",
     "OverloadedError",
     "PartStart",
     "PartStop",

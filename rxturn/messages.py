@@ -219,6 +219,24 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     the shared client is never mutated. ``tool_choice`` is ``"auto"``, ``"any"`` (the model must
     call some tool), ``"none"``, or a tool name; ``strict_tools`` asks for strict schemas where
     the provider supports them.
+
+    Reasoning knobs (docs/wire-formats.md, "Request knobs"):
+
+    * ``thinking`` — Anthropic extended thinking: a budget in tokens (at least 1024 and below
+      ``max_tokens``), sent as ``{"thinking": {"type": "enabled", "budget_tokens": N}}``
+      (Ollama: ``think: true``);
+    * ``reasoning_effort`` — OpenAI reasoning effort (``"minimal"``, ``"low"``, ``"medium"``,
+      ``"high"``, …): chat ``reasoning_effort``, Responses ``reasoning.effort``, Ollama
+      ``think``;
+    * ``extra_body`` — provider-specific fields merged into the JSON body last (the escape hatch
+      every SDK has); it may not set ``model`` or ``stream``, which the client owns;
+    * ``keep_thinking`` — keep the reply's thinking in the message and send it back in later
+      requests. ``None`` (the default) keeps it exactly when the request enables thinking and
+      the provider wants it back (Anthropic ``thinking``, Responses ``reasoning_effort``); see
+      :func:`rxturn.clients.keeps_thinking`.
+
+    A value a provider cannot take is a :class:`~rxturn.errors.ConfigError` when the request is
+    built, before anything is sent.
     """
 
     model: str | None = None
@@ -229,6 +247,10 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     response_format: ResponseFormat | None = None
     stop_sequences: tuple[str, ...] = ()
     extra_headers: dict[str, str] = msgspec.field(default_factory=dict[str, str])
+    thinking: int | None = None
+    reasoning_effort: str | None = None
+    extra_body: dict[str, Any] = msgspec.field(default_factory=dict[str, Any])
+    keep_thinking: bool | None = None
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True):

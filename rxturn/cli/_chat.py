@@ -22,7 +22,15 @@ from typing import Any
 
 __all__ = ["add_parser", "run"]
 
-_KEY_VARIABLES = {"anthropic": "ANTHROPIC_API_KEY", "openai": "OPENAI_API_KEY"}
+_KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
+_PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
+#: OpenAI's reasoning efforts (rxturn.clients._http.REASONING_EFFORTS, without importing it).
+_EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"]
+_MIN_THINKING = 1024
 
 
 def add_parser(subparsers: Any) -> None:
@@ -32,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
         description="One conversation against a real endpoint, with the resilient handler. "
         "Reply text goes to stdout (on a pipe only text that was served), notices to stderr.",
     )
-    parser.add_argument("--provider", required=True, choices=["anthropic", "openai", "ollama"])
+    parser.add_argument("--provider", required=True, choices=_PROVIDERS)
     parser.add_argument("--model", required=True)
     parser.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
     parser.add_argument(
@@ -51,6 +59,22 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--system", default=None, metavar="TEXT", help="system prompt")
     parser.add_argument("--no-stream", action="store_true", help="non-streaming requests")
     parser.add_argument("--json", action="store_true", help="one JSON object per turn")
+    parser.add_argument(
+        "--thinking",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Anthropic extended thinking with a budget of N tokens (>= 1024, below max tokens);"
+        " kept and sent back in tool loops (Ollama: think on)",
+    )
+    parser.add_argument(
+        "--reasoning-effort",
+        choices=_EFFORTS,
+        default=None,
+        metavar="E",
+        help=f"OpenAI reasoning effort ({', '.join(_EFFORTS)}); with openai-responses the "
+        "reasoning items are kept and sent back",
+    )
     parser.add_argument(
         "prompt",
         nargs="?",
@@ -86,6 +110,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--fallback must not be empty")
     if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
         return _fail(f"--base-url must start with http:// or https://, got {args.base_url!r}")
+    if args.thinking is not None and args.thinking < _MIN_THINKING:
+        return _fail(f"--thinking must be at least {_MIN_THINKING} tokens, got {args.thinking}")
     variable = _KEY_VARIABLES.get(args.provider)
     key = os.environ.get(variable) if variable else None
     if variable and not key and args.base_url is None:
@@ -102,8 +128,14 @@ def run(args: argparse.Namespace) -> int:
 
     import asyncio
 
-    from rxturn.cli._chat_session import ChatSession
+    from rxturn.cli._chat_session import ChatSession, check_options
     from rxturn.errors import ConfigError
+
+    if args.thinking is not None or args.reasoning_effort is not None:
+        try:
+            check_options(args)
+        except ConfigError as exc:  # a knob this provider cannot take: bad arguments
+            return _fail(str(exc))
 
     session = ChatSession(args, api_key=key)
     try:

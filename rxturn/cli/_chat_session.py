@@ -19,12 +19,13 @@ import msgspec
 from ..engine import RunResult, TurnEngine
 from ..engine.handler import StreamHandler
 from ..errors import Cancelled, RxturnError
+from ..messages import RequestOptions
 from ..resilience.fallback import FallbackManager
 from ..transport._base import display_url
 from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, one_line, paint, wants_color, write
 from ._view import TurnView, describe_error
 
-__all__ = ["ChatSession"]
+__all__ = ["ChatSession", "check_options"]
 
 _HELP = (
     "commands: /model [NAME] show or switch the model · /reset forget the conversation · "
@@ -50,9 +51,35 @@ def _client(args: argparse.Namespace, api_key: str | None) -> Any:
         from ..clients import OpenAIClient
 
         return OpenAIClient(args.model, api_key=api_key, **kwargs)
+    if args.provider == "openai-responses":
+        from ..clients import OpenAIResponsesClient
+
+        return OpenAIResponsesClient(args.model, api_key=api_key, **kwargs)
     from ..clients import OllamaClient
 
     return OllamaClient(args.model, **kwargs)
+
+
+def _options(args: argparse.Namespace) -> RequestOptions:
+    """``--thinking`` / ``--reasoning-effort`` as request options (checked by the client)."""
+    return RequestOptions(
+        thinking=getattr(args, "thinking", None),
+        reasoning_effort=getattr(args, "reasoning_effort", None),
+    )
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Build one request body with the chat's options, so that a knob the provider cannot take
+    (``--thinking`` for OpenAI, a budget above the max tokens…) is a bad argument up front.
+
+    Raises:
+        ConfigError: what the client would raise at the first turn.
+    """
+    from ..messages import Message, Request
+
+    client = _client(args, None)
+    request = Request(messages=(Message.user("check"),))
+    client._body(request, _options(args), model=args.model, stream=True)
 
 
 def _error_json(exc: BaseException) -> bytes:
@@ -112,6 +139,7 @@ class ChatSession:
             mode="non_streaming" if self.args.no_stream else "streaming",
             text_streamer=self.view.text if self.live else None,
             observers=(self.view,),
+            request_options=_options(self.args),
         )
         engine.events.subscribe(self.view.handler_event)  # the rescue's Fallback
         return engine

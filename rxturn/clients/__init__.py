@@ -1,4 +1,5 @@
-"""Provider clients: Anthropic Messages, OpenAI-compatible Chat Completions, Ollama native.
+"""Provider clients: Anthropic Messages, OpenAI Chat Completions (and compatibles), the OpenAI
+Responses API, Ollama native.
 
 Every client implements :class:`~rxturn.clients._base.ModelClient`: ``stream(request, options)``
 is a cold Observable of :data:`~rxturn.events.StreamEvent` (one HTTP request per subscription),
@@ -16,13 +17,21 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._base import ModelClient
+from ._base import ModelClient, keeps_thinking
 
-__all__ = ["AnthropicClient", "ModelClient", "OllamaClient", "OpenAIClient"]
+__all__ = [
+    "AnthropicClient",
+    "ModelClient",
+    "OllamaClient",
+    "OpenAIClient",
+    "OpenAIResponsesClient",
+    "keeps_thinking",
+]
 
 _LAZY = {
     "AnthropicClient": "rxturn.clients.anthropic",
     "OpenAIClient": "rxturn.clients.openai",
+    "OpenAIResponsesClient": "rxturn.clients.openai_responses",
     "OllamaClient": "rxturn.clients.ollama",
 }
 
@@ -44,3 +53,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .anthropic import AnthropicClient
     from .ollama import OllamaClient
     from .openai import OpenAIClient
+    from .openai_responses import OpenAIResponsesClient

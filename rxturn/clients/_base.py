@@ -18,10 +18,11 @@ from typing import Protocol, runtime_checkable
 
 from reactivex import Observable
 
+from ..errors import ConfigError
 from ..events import StreamEvent
 from ..messages import Message, Request, RequestOptions
 
-__all__ = ["ModelClient"]
+__all__ = ["ModelClient", "keeps_thinking"]
 
 
 @runtime_checkable
@@ -47,3 +48,34 @@ class ModelClient(Protocol):
     async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
         """One non-streaming request; the whole reply (id, model, stop reason, usage)."""
         ...
+
+
+def keeps_thinking(client: object, options: RequestOptions) -> bool:
+    """Whether a reply to this request keeps its thinking in the message (and so sends it back).
+
+    ``options.keep_thinking`` decides when it is set. Otherwise thinking is kept exactly when
+    the request enables it — a ``thinking`` budget, or a ``reasoning_effort`` other than
+    ``"none"`` — and the client wants it back: its ``replays_thinking`` attribute (true for
+    Anthropic, whose API rejects a tool-use continuation that lost its thinking block, and for
+    the OpenAI Responses API, whose reasoning items carry the model's state between calls;
+    false for chat completions and Ollama, which take no thinking back). A client without the
+    attribute (your own) keeps it. The engine seeds its fold with this, and the clients'
+    non-streaming parsers (the rescue) follow it, so both paths build the same message.
+
+    Raises:
+        ConfigError: ``keep_thinking`` is neither ``None`` nor a bool.
+
+    Examples:
+        >>> keeps_thinking(object(), RequestOptions(thinking=2048))
+        True
+        >>> keeps_thinking(object(), RequestOptions())
+        False
+    """
+    keep = options.keep_thinking
+    if keep is not None:
+        if not isinstance(keep, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"RequestOptions.keep_thinking must be a bool or None, got {keep!r}")
+        return keep
+    if options.thinking is None and options.reasoning_effort in (None, "none"):
+        return False
+    return bool(getattr(client, "replays_thinking", True))

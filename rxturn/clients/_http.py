@@ -54,22 +54,30 @@ from ..events import EventBatch, StreamEvent
 from ..messages import Message, Request, RequestOptions, ToolSchema
 from ..sources import from_async_iterable
 from ..transport._base import display_url as _safe_url
+from ._base import keeps_thinking
 
 if TYPE_CHECKING:
     from ..transport import AsyncTransport, HttpResponse
 
 __all__ = [
     "ERROR_BODY_LIMIT",
+    "REASONING_EFFORTS",
     "REPLY_BODY_LIMIT",
+    "THINKING_MIN_BUDGET",
     "HttpClient",
     "ToolChoice",
     "encode_body",
     "from_env_key",
+    "merge_extra_body",
     "parse_retry_after",
     "parse_should_retry",
+    "reject_reasoning_effort",
+    "reject_thinking",
     "resolve_max_tokens",
     "resolve_model",
+    "resolve_reasoning_effort",
     "resolve_temperature",
+    "resolve_thinking",
     "resolve_tool_choice",
 ]
 
@@ -251,6 +259,86 @@ def resolve_tool_choice(
     return (mode, None)
 
 
+#: The reasoning efforts OpenAI accepts (the official SDK's ``ReasoningEffort``).
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: The smallest Anthropic extended-thinking budget the API accepts.
+THINKING_MIN_BUDGET = 1024
+#: Body fields ``extra_body`` may not set: the client decides them per request and path.
+_CLIENT_OWNED = ("model", "stream")
+
+
+def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | None:
+    """``options.thinking``, checked: an integer budget >= 1024 and below ``max_tokens``."""
+    value = options.thinking
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < THINKING_MIN_BUDGET:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
+            f"{THINKING_MIN_BUDGET}, got {value!r}"
+        )
+    if max_tokens is not None and value >= max_tokens:
+        raise ConfigError(
+            f"RequestOptions.thinking={value} must be below max_tokens={max_tokens} (the "
+            "thinking budget is part of the output); raise max_tokens"
+        )
+    return value
+
+
+def resolve_reasoning_effort(options: RequestOptions) -> str | None:
+    """``options.reasoning_effort``, checked against :data:`REASONING_EFFORTS`."""
+    value = options.reasoning_effort
+    if value is None:
+        return None
+    if value not in REASONING_EFFORTS:
+        allowed = ", ".join(REASONING_EFFORTS)
+        raise ConfigError(
+            f"RequestOptions.reasoning_effort must be one of {allowed}, got {value!r}"
+        )
+    return value
+
+
+def reject_thinking(options: RequestOptions, provider: str, instead: str) -> None:
+    """A ``thinking`` budget is Anthropic's knob: elsewhere it is an error, not a silent no-op."""
+    if options.thinking is not None:
+        raise ConfigError(
+            f"RequestOptions.thinking is Anthropic's extended-thinking budget; {provider} has "
+            f"no such field ({instead})"
+        )
+
+
+def reject_reasoning_effort(options: RequestOptions, provider: str, instead: str) -> None:
+    """``reasoning_effort`` is OpenAI's knob: elsewhere it is an error, not a silent no-op."""
+    if options.reasoning_effort is not None:
+        raise ConfigError(
+            f"RequestOptions.reasoning_effort is OpenAI's reasoning knob; {provider} has no "
+            f"such field ({instead})"
+        )
+
+
+def merge_extra_body(body: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
+    """Merge ``options.extra_body`` into ``body`` (top level, last: its values win).
+
+    ``model`` and ``stream`` belong to the client (the routed model, the path's stream flag)
+    and are refused, as is anything that is not a dict with string keys.
+    """
+    extra = options.extra_body
+    if not extra:
+        return body
+    if not isinstance(extra, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"RequestOptions.extra_body must be a dict, got {type(extra).__name__}")
+    for key in extra:
+        if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"RequestOptions.extra_body keys must be non-empty strings, got {key!r}"
+            )
+        if key in _CLIENT_OWNED:
+            hint = "set RequestOptions.model" if key == "model" else "the client sets it per path"
+            raise ConfigError(f"RequestOptions.extra_body may not set {key!r} ({hint})")
+    body.update(extra)
+    return body
+
+
 def encode_body(body: Mapping[str, Any]) -> bytes:
     """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash."""
     try:
@@ -365,6 +453,9 @@ class HttpClient:
     #: is still decoded as the stream — some compatible servers label it oddly — but one that
     #: yields no event becomes an :class:`~rxturn.errors.UnexpectedResponseError`.
     _stream_types: ClassVar[frozenset[str]] = frozenset({"text/event-stream"})
+    #: whether the provider wants thinking back in later requests when the request enables it
+    #: (:func:`rxturn.clients.keeps_thinking`).
+    replays_thinking: ClassVar[bool] = False
 
     def __init__(
         self,
@@ -463,7 +554,7 @@ class HttpClient:
     ) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _parse_reply(self, body: bytes) -> Message:
+    def _parse_reply(self, body: bytes, *, keep_thinking: bool) -> Message:
         raise NotImplementedError
 
     # -- the two calls -------------------------------------------------------------------------
@@ -498,6 +589,9 @@ class HttpClient:
     async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
         """One non-streaming request; the whole reply (id, model, stop reason, usage).
 
+        The reply keeps its thinking when :func:`~rxturn.clients.keeps_thinking` says so for
+        these options, as the streaming fold of the engine does.
+
         Raises:
             ConfigError, APIStatusError, TransportError: as for :meth:`stream`.
             UnexpectedResponseError: a 2xx that is not a JSON reply (an HTML page, an empty
@@ -521,12 +615,13 @@ class HttpClient:
                 await response.aclose()
             if not data.strip():
                 raise self._unexpected(response, media, data, False)
+            keep = keeps_thinking(self, opts)
             try:
                 if len(data) <= _PARSE_INLINE_BYTES:
-                    return self._parse_reply(data)
+                    return self._parse_reply(data, keep_thinking=keep)
                 # A big reply costs tens to hundreds of ms of Python work (one object per
                 # content block): parse it in a worker thread so the loop keeps running.
-                return await asyncio.to_thread(self._parse_reply, data)
+                return await asyncio.to_thread(self._parse_reply, data, keep_thinking=keep)
             except StreamProtocolError as exc:
                 if type(exc) is not StreamProtocolError or _is_json_type(media):
                     raise  # a JSON reply that is broken, or an invalid tool input: as it is

@@ -13,7 +13,15 @@ Request body, built by the pure :func:`build_anthropic_body`:
 * ``system`` when the request has one, ``stream``;
 * ``tools`` ``[{name, description, input_schema}]`` (omitted when none) and ``tool_choice`` from
   the options (``auto`` / ``any`` / ``none`` / ``{"type": "tool", "name": …}``);
-* ``temperature``, ``stop_sequences`` when given.
+* ``temperature``, ``stop_sequences`` when given;
+* ``thinking: {type: enabled, budget_tokens: N}`` from ``RequestOptions.thinking`` (at least
+  1024, below ``max_tokens``; the API allows only ``auto`` / ``none`` tool choice with it, so a
+  forced tool — ``any``, a tool name, a response format — is rejected before anything is sent);
+  ``reasoning_effort`` is OpenAI's and is rejected;
+* ``RequestOptions.extra_body`` merged in last.
+
+With thinking enabled the client keeps the reply's thinking blocks (``replays_thinking``): the
+API rejects a tool-use continuation whose assistant message lost them (docs/wire-formats.md).
 
 A ``response_format`` becomes a single forced tool named after the format (its schema as the
 tool's input schema; the caller's tools are dropped) — Anthropic's way to get schema-shaped JSON;
@@ -44,8 +52,11 @@ from ..messages import (
 from ._http import (
     HttpClient,
     from_env_key,
+    merge_extra_body,
+    reject_reasoning_effort,
     resolve_max_tokens,
     resolve_temperature,
+    resolve_thinking,
     resolve_tool_choice,
 )
 
@@ -120,7 +131,8 @@ def build_anthropic_body(
 
     Raises:
         ConfigError: ``max_tokens`` is not a positive integer; a ``strict`` response format;
-            a ``tool_choice`` that the request's tools cannot satisfy.
+            a ``tool_choice`` that the request's tools cannot satisfy; a bad ``thinking``
+            budget, or one with a forced tool; a ``reasoning_effort``; a bad ``extra_body``.
 
     Examples:
         >>> body = build_anthropic_body(Request(messages=(Message.user("hi"),)), RequestOptions(),
@@ -135,9 +147,12 @@ def build_anthropic_body(
             f"response format {fmt.name!r} is strict, which the Anthropic Messages API cannot "
             "guarantee (it is emulated with a forced tool call); use strict=False"
         )
+    reject_reasoning_effort(options, "the Anthropic Messages API", "use thinking=<budget>")
+    tokens = resolve_max_tokens(options, max_tokens)
+    thinking = resolve_thinking(options, tokens)
     body: dict[str, Any] = {
         "model": model,
-        "max_tokens": resolve_max_tokens(options, max_tokens),
+        "max_tokens": tokens,
         "messages": [_message(message) for message in request.messages],
     }
     if request.system:
@@ -164,7 +179,17 @@ def build_anthropic_body(
         body["temperature"] = temperature
     if options.stop_sequences:
         body["stop_sequences"] = list(options.stop_sequences)
-    return body
+    if thinking is not None:
+        forced = body.get("tool_choice", {}).get("type") in ("any", "tool")
+        if forced:
+            raise ConfigError(
+                "RequestOptions.thinking cannot be combined with a forced tool call "
+                f"(tool_choice={options.tool_choice!r}, response_format="
+                f"{fmt.name if fmt else None!r}): the API allows only 'auto' or 'none' with "
+                "extended thinking"
+            )
+        body["thinking"] = {"type": "enabled", "budget_tokens": thinking}
+    return merge_extra_body(body, options)
 
 
 def _tool(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
@@ -202,6 +227,7 @@ class AnthropicClient(HttpClient):
     wire_format = "anthropic"
     _path = "/v1/messages"
     _max_tokens_required = True
+    replays_thinking = True
 
     def __init__(
         self,
@@ -253,7 +279,7 @@ class AnthropicClient(HttpClient):
             request, options, model=model, max_tokens=self.max_tokens, stream=stream
         )
 
-    def _parse_reply(self, body: bytes) -> Message:
+    def _parse_reply(self, body: bytes, *, keep_thinking: bool) -> Message:
         from ..wire import parse_anthropic_message
 
-        return parse_anthropic_message(body)
+        return parse_anthropic_message(body, keep_thinking=keep_thinking)

@@ -8,13 +8,20 @@ Request body, built by the pure :func:`build_ollama_body`:
 
 * ``model`` — ``RequestOptions.model`` when set, else the client's;
 * ``messages`` — the system prompt first (``system`` role); assistant tool calls as
-  ``tool_calls [{function {name, arguments: object}}]``; each tool result its own ``tool`` message
-  (with ``tool_name`` when the matching call is in the history), accompanying text after them;
+  ``tool_calls [{function {name, arguments: object}}]``; an assistant refusal (a part that came
+  from an OpenAI-style provider: Ollama has no refusal field) as the message's text, after any
+  text; kept thinking parts are left out on purpose (Ollama's chat templates drop earlier turns'
+  thinking anyway); each tool result its own ``tool`` message (with ``tool_name`` when the
+  matching call is in the history), accompanying text after them;
 * ``stream`` (always sent: Ollama streams by default);
 * ``tools`` ``[{type: function, function {name, description, parameters}}]`` when any (and no
   ``response_format``);
 * ``options`` — ``num_predict`` from ``max_tokens``, ``temperature``, ``stop`` — when any is set;
-* ``format`` — the response format's JSON schema.
+* ``format`` — the response format's JSON schema;
+* ``think`` — ``true`` for a ``thinking`` budget (Ollama takes no budget), the effort for
+  ``reasoning_effort`` ``low`` / ``medium`` / ``high`` (``"none"``: ``false``; other efforts are
+  rejected);
+* ``RequestOptions.extra_body`` merged in last.
 
 Ollama cannot force a tool call: ``tool_choice`` ``"any"`` or a tool name is a
 :class:`~rxturn.errors.ConfigError`; ``"none"`` sends no tools.
@@ -26,8 +33,24 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
-from ..messages import Message, Request, RequestOptions, TextPart, ToolCallPart, ToolResultPart
-from ._http import HttpClient, resolve_max_tokens, resolve_temperature, resolve_tool_choice
+from ..messages import (
+    Message,
+    RefusalPart,
+    Request,
+    RequestOptions,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from ._http import (
+    HttpClient,
+    merge_extra_body,
+    resolve_max_tokens,
+    resolve_reasoning_effort,
+    resolve_temperature,
+    resolve_thinking,
+    resolve_tool_choice,
+)
 
 if TYPE_CHECKING:
     from ..transport import AsyncTransport
@@ -47,7 +70,8 @@ def _messages(request: Request) -> list[dict[str, Any]]:
         text = "".join(part.text for part in message.content if isinstance(part, TextPart))
         if message.role == "assistant":
             calls = [part for part in message.content if isinstance(part, ToolCallPart)]
-            entry: dict[str, Any] = {"role": "assistant", "content": text}
+            refusal = "".join(p.text for p in message.content if isinstance(p, RefusalPart))
+            entry: dict[str, Any] = {"role": "assistant", "content": text + refusal}
             if calls:
                 entry["tool_calls"] = [
                     {"function": {"name": call.name, "arguments": call.input}} for call in calls
@@ -78,7 +102,8 @@ def build_ollama_body(
     """The JSON body of an Ollama ``/api/chat`` request (see the module docstring).
 
     Raises:
-        ConfigError: a non-positive ``max_tokens``; a ``tool_choice`` Ollama cannot honour.
+        ConfigError: a non-positive ``max_tokens``; a ``tool_choice`` Ollama cannot honour; a
+            bad ``thinking``, ``reasoning_effort`` or ``extra_body``.
 
     Examples:
         >>> build_ollama_body(Request(messages=(Message.user("hi"),)),
@@ -118,7 +143,26 @@ def build_ollama_body(
         body["options"] = model_options
     if fmt is not None:
         body["format"] = fmt.schema
-    return body
+    think = _think(options, tokens)
+    if think is not None:
+        body["think"] = think
+    return merge_extra_body(body, options)
+
+
+def _think(options: RequestOptions, max_tokens: int | None) -> bool | str | None:
+    effort = resolve_reasoning_effort(options)
+    if effort is not None:
+        if effort == "none":
+            return False
+        if effort not in ("low", "medium", "high"):
+            raise ConfigError(
+                f"RequestOptions.reasoning_effort={effort!r}: Ollama's think takes 'low', "
+                "'medium' or 'high' (or 'none')"
+            )
+        return effort
+    if resolve_thinking(options, max_tokens) is not None:
+        return True
+    return None
 
 
 class OllamaClient(HttpClient):
@@ -179,7 +223,7 @@ class OllamaClient(HttpClient):
             request, options, model=model, max_tokens=self.max_tokens, stream=stream
         )
 
-    def _parse_reply(self, body: bytes) -> Message:
+    def _parse_reply(self, body: bytes, *, keep_thinking: bool) -> Message:
         from ..wire import parse_ollama_chat
 
         return parse_ollama_chat(body)

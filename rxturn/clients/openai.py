@@ -6,8 +6,12 @@ Request body, built by the pure :func:`build_openai_body`:
 * ``model`` — ``RequestOptions.model`` when set, else the client's (the client never changes);
 * ``messages`` — the system prompt first as a ``system`` message; an assistant message with tool
   calls carries ``tool_calls [{id, type: function, function {name, arguments: JSON string}}]`` and
-  ``content: null`` when it has no text; every tool result becomes its own ``tool`` message
-  (``tool_call_id``), and text accompanying results follows them as a ``user`` message;
+  ``content: null`` when it has no text; an assistant refusal goes back in the message's
+  ``refusal`` field, as the API returned it (``content: null`` when there is no text); kept
+  thinking parts are left out on purpose — the API has no input field for them, and servers
+  that stream ``reasoning_content`` (DeepSeek and others) reject it in input; every tool result
+  becomes its own ``tool`` message (``tool_call_id``), and text accompanying results follows
+  them as a ``user`` message;
 * ``stream``; ``stream_options: {include_usage: true}`` only when streaming with
   ``stream_usage`` on (the default; the Ollama profile turns it off, and streamed usage is then
   ``None``);
@@ -17,7 +21,10 @@ Request body, built by the pure :func:`build_openai_body`:
 * ``tool_choice`` — ``auto`` / ``required`` (from ``any``) / ``none`` /
   ``{type: function, function {name}}``;
 * ``response_format: {type: json_schema, json_schema {name, schema, strict}}``;
-* ``max_tokens``, ``temperature``, ``stop`` when set.
+* ``max_tokens``, ``temperature``, ``stop`` when set;
+* ``reasoning_effort`` from the options (``thinking``, Anthropic's budget, is rejected: use
+  ``reasoning_effort``, or ``extra_body`` for a compatible server's own field);
+* ``RequestOptions.extra_body`` merged in last.
 
 Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, then extras.
 """
@@ -30,11 +37,22 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ..errors import ConfigError
-from ..messages import Message, Request, RequestOptions, TextPart, ToolCallPart, ToolResultPart
+from ..messages import (
+    Message,
+    RefusalPart,
+    Request,
+    RequestOptions,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from ._http import (
     HttpClient,
     from_env_key,
+    merge_extra_body,
+    reject_thinking,
     resolve_max_tokens,
+    resolve_reasoning_effort,
     resolve_temperature,
     resolve_tool_choice,
 )
@@ -74,10 +92,13 @@ def _messages(request: Request) -> list[dict[str, Any]]:
         text = "".join(texts)
         if message.role == "assistant":
             calls = [part for part in message.content if isinstance(part, ToolCallPart)]
+            refusal = "".join(p.text for p in message.content if isinstance(p, RefusalPart))
             entry: dict[str, Any] = {
                 "role": "assistant",
-                "content": text if text or not calls else None,
+                "content": text if text or not (calls or refusal) else None,
             }
+            if refusal:
+                entry["refusal"] = refusal
             if calls:
                 entry["tool_calls"] = [
                     {
@@ -161,7 +182,8 @@ def build_openai_body(
 
     Raises:
         ConfigError: a non-positive ``max_tokens``; a ``tool_choice`` the tools cannot satisfy;
-            tool input that is not JSON-serializable.
+            tool input that is not JSON-serializable; a ``thinking`` budget; a bad
+            ``reasoning_effort`` or ``extra_body``.
 
     Examples:
         >>> build_openai_body(Request(messages=(Message.user("hi"),), system="be brief"),
@@ -169,6 +191,10 @@ def build_openai_body(
         {'model': 'm', 'messages': [{'role': 'system', 'content': 'be brief'}, \
 {'role': 'user', 'content': 'hi'}], 'stream': True, 'stream_options': {'include_usage': True}}
     """
+    reject_thinking(
+        options, "Chat Completions", "use reasoning_effort, or extra_body for a server's own field"
+    )
+    effort = resolve_reasoning_effort(options)
     body: dict[str, Any] = {"model": model, "messages": _messages(request), "stream": stream}
     if stream and stream_usage:
         body["stream_options"] = {"include_usage": True}
@@ -210,7 +236,9 @@ def build_openai_body(
         body["temperature"] = temperature
     if options.stop_sequences:
         body["stop"] = list(options.stop_sequences)
-    return body
+    if effort is not None:
+        body["reasoning_effort"] = effort
+    return merge_extra_body(body, options)
 
 
 class OpenAIClient(HttpClient):
@@ -297,7 +325,7 @@ class OpenAIClient(HttpClient):
             stream_usage=self._stream_usage,
         )
 
-    def _parse_reply(self, body: bytes) -> Message:
+    def _parse_reply(self, body: bytes, *, keep_thinking: bool) -> Message:
         from ..wire import parse_openai_completion
 
         return parse_openai_completion(body)

@@ -42,9 +42,10 @@ import msgspec
 from reactivex import Observable, abc
 from reactivex.subject import Subject
 
-from ..clients._base import ModelClient
+from ..clients._base import ModelClient, keeps_thinking
 from ..errors import Cancelled, ConfigError
 from ..events import AttemptReset, HandlerEvent
+from ..fold import initial_state
 from ..messages import (
     Message,
     Request,
@@ -125,6 +126,9 @@ class TurnEngine(AgentLoop):
         failover: same-turn failover (off by default): a turn whose model fails definitively
             continues on the next healthy model of ``fallback``'s chain, after an
             ``AttemptReset``, within what is left of the turn's deadline (docs/engine.md).
+        keep_thinking: keep the replies' thinking in the history and send it back (written
+            into ``request_options.keep_thinking``); ``None`` (default) keeps it exactly when
+            the request enables thinking (:func:`rxturn.clients.keeps_thinking`).
 
     Attributes:
         events: every turn's handler events (provider events, ``AttemptReset``, ``Fallback``)
@@ -159,6 +163,7 @@ class TurnEngine(AgentLoop):
         calibration: Calibration | None = None,
         scheduler: abc.SchedulerBase | None = None,
         failover: bool = False,
+        keep_thinking: bool | None = None,
     ) -> None:
         if mode not in ("streaming", "non_streaming"):
             raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
@@ -175,6 +180,10 @@ class TurnEngine(AgentLoop):
         self.text_streamer = text_streamer
         self.mode: TurnMode = mode
         self.request_options = request_options or RequestOptions()
+        if keep_thinking is not None:
+            self.request_options = msgspec.structs.replace(
+                self.request_options, keep_thinking=keep_thinking
+            )
         self.max_turns = max_turns
         self.scheduler = scheduler
         self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
@@ -630,12 +639,16 @@ class TurnEngine(AgentLoop):
             following = leg(msgspec.structs.replace(options, model=target), deadline)
             return _prefixed([reset], following)
 
+        # The fold keeps thinking when the request enables it (or the options say so).
+        seed = initial_state(keep_thinking=keeps_thinking(self.client, options))
         stream = leg(options, None)
         if self.failover and not quiet:
             stream = failover_stream(stream, next_leg)
         if quiet:
             router = _QUIET.router(legs.turn, on_control=legs.stats.note)
-            return await stream_path(stream, scheduler, router, lambda: legs.stats.rescued)
+            return await stream_path(
+                stream, scheduler, router, lambda: legs.stats.rescued, seed=seed
+            )
         sink = self.events if self.events.observers else None
         router = self.observers.router(
             legs.turn,
@@ -652,6 +665,7 @@ class TurnEngine(AgentLoop):
             lambda: legs.stats.rescued,
             publish_to=self.turn_streams,
             turn_stream=lambda shared: TurnStream(turn, model, shared),
+            seed=seed,
         )
 
     def _first_chunk(self, legs: TurnLegs) -> Callable[[], None] | None:

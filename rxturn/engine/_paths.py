@@ -8,6 +8,8 @@
   replaces it. With same-turn failover the published stream is the whole turn: a leg that
   fails definitively is followed, inside the same stream, by an ``AttemptReset`` and the
   next model's leg (``catch``).
+  The fold keeps thinking when :func:`rxturn.clients.keeps_thinking` says so for the client
+  and options (the rescue's ``create`` follows the same options, so both paths agree).
 - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
   and the turn timeout (none configured = an arm that never fires).
 """
@@ -173,9 +175,12 @@ class _Fold(abc.ObserverBase[list[HandlerEvent]]):
     __slots__ = ("_done", "_fail", "_finish", "state")
 
     def __init__(
-        self, finish: Callable[[TurnState], None], fail: Callable[[Exception], None]
+        self,
+        finish: Callable[[TurnState], None],
+        fail: Callable[[Exception], None],
+        seed: TurnState = INITIAL_STATE,
     ) -> None:
-        self.state = INITIAL_STATE
+        self.state = seed
         self._finish = finish
         self._fail = fail
         self._done = False
@@ -223,11 +228,13 @@ async def stream_path(
     rescued: Callable[[], bool],
     publish_to: Subject[TurnStream] | None = None,
     turn_stream: Callable[[Share], TurnStream] | None = None,
+    seed: TurnState = INITIAL_STATE,
 ) -> Message:
     """Run the turn's stream to its last fold state; the message it folded to.
 
     ``rescued()`` says whether a ``Fallback`` served the reply (then no ``MessageStop`` is
-    owed); a stream that completes without either is truncated.
+    owed); a stream that completes without either is truncated. ``seed`` is the fold's first
+    state (:func:`rxturn.fold.initial_state`: whether thinking is kept).
     """
     loop = asyncio.get_running_loop()
     done: asyncio.Future[TurnState] = loop.create_future()
@@ -251,7 +258,7 @@ async def stream_path(
             publish_to.on_next(turn_stream(shared))
         except Exception:
             log.exception("an engine.turn_streams subscriber raised; the turn goes on")
-    shared.add(_Fold(finish, fail))
+    shared.add(_Fold(finish, fail, seed))
     connection = stream.subscribe(shared, scheduler=scheduler)
     try:
         state = await done

@@ -15,9 +15,31 @@ streams in ``shared/fixtures`` and the providers' documentation:
   carries id and name, later ones argument fragments), a chunk with the ``finish_reason``, a
   usage chunk with ``choices: []`` when the request asked ``stream_options.include_usage``,
   then ``data: [DONE]``.
+* **OpenAI Responses** (``POST /v1/responses``): SSE ``event: X\\ndata: {json}\\n\\n`` with a
+  ``sequence_number`` on every event, as the API sends them: ``response.created``,
+  ``response.in_progress``, then one output item per piece — a ``reasoning`` item
+  (``reasoning_summary_part.added``, ``reasoning_summary_text.delta``\\ s, ``….done``), a
+  ``message`` item (``content_part.added``, ``output_text.delta``\\ s or, for a refusal,
+  ``refusal.delta``\\ s, their ``.done``, ``content_part.done``), one ``function_call`` item per
+  call (``function_call_arguments.delta``\\ s, ``.done``), each closed by
+  ``output_item.done`` — and ``response.completed`` (``response.incomplete`` with
+  ``incomplete_details.reason: max_output_tokens`` for ``max_tokens``) carrying the whole
+  response and its usage.
 * **Ollama** (``POST /api/chat``): NDJSON, one object per line with ``message.content`` /
   ``message.thinking`` deltas, the tool calls whole in one line, and a final ``done: true``
   line with ``done_reason`` and the ``prompt_eval_count`` / ``eval_count`` statistics.
+
+Thinking signatures are deterministic: :func:`thinking_signature` is an HMAC of the thinking
+text under a fixed key, so the server can check a signature that comes back
+(:func:`anthropic_thinking_violation`, the real API's rule for tool-use continuations with
+extended thinking). A Responses reasoning item's ``encrypted_content`` (sent only when the
+request ``include``\\ s ``reasoning.encrypted_content``, as the API does) is made the same way.
+
+``stop_reason: "refusal"`` makes each wire's refusal: Anthropic ``stop_reason: "refusal"`` after
+the scripted text; OpenAI chat ``refusal`` deltas (the scripted text, or a stock sentence) and a
+``stop`` finish, ``message.refusal`` when not streaming; Responses a ``refusal`` content part;
+Ollama has no refusal, so the text is sent as ordinary content with ``done_reason: "stop"`` (a
+client sees an end of turn).
 
 Streaming replies are returned as a list with one byte string per event, so the server can
 cut a stream after N events for the fault scripts. This module is the benchmark server's hot
@@ -33,6 +55,9 @@ OpenAI sends no usage (no usage chunk), Ollama omits its counters.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
 import time
 from collections.abc import Mapping
 from typing import Any, Literal, cast
@@ -42,10 +67,11 @@ import msgspec
 from ._scenario import Entry, ScenarioStopReason
 
 __all__ = [
-    "SIGNATURE",
+    "REFUSAL_TEXT",
     "FaultAction",
     "ReplyContext",
     "Wire",
+    "anthropic_thinking_violation",
     "content_type",
     "default_usage",
     "error_body",
@@ -56,12 +82,29 @@ __all__ = [
     "prompt_words",
     "reply_body",
     "stream_events",
+    "thinking_signature",
 ]
 
-Wire = Literal["anthropic", "openai", "ollama"]
+Wire = Literal["anthropic", "openai", "openai-responses", "ollama"]
 
-#: The signature the fake puts on thinking blocks (real ones are opaque base64 too).
-SIGNATURE = "cnh0dXJuLWZha2Utc2lnbmF0dXJl"
+#: What an OpenAI wire refuses with when a ``refusal`` entry scripts no text.
+REFUSAL_TEXT = "I'm sorry, but I can't help with that."
+
+# The fake's signing key. Not a secret: signatures only need to be deterministic and to change
+# when the thinking text does, so that a block edited or re-signed on the way back is caught.
+_SIGNING_KEY = b"rxturn fake provider: thinking signatures"
+
+
+def thinking_signature(thinking: str, *, kind: str = "anthropic") -> str:
+    """The signature the fake puts on a thinking block (base64, like the real opaque ones).
+
+    ``kind="openai-responses"`` gives a reasoning item's ``encrypted_content`` instead.
+    """
+    digest = hmac.new(
+        _SIGNING_KEY, kind.encode() + b"\x00" + thinking.encode(), hashlib.sha256
+    ).digest()
+    return base64.b64encode(digest).decode()
+
 
 _encode = msgspec.json.encode
 
@@ -70,18 +113,21 @@ _ANTHROPIC_STOP: dict[ScenarioStopReason, str] = {
     "tool_call": "tool_use",
     "max_tokens": "max_tokens",
     "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
 }
 _OPENAI_FINISH: dict[ScenarioStopReason, str] = {
     "end_turn": "stop",
     "tool_call": "tool_calls",
     "max_tokens": "length",
     "stop_sequence": "stop",
+    "refusal": "stop",  # the refusal text says it; the finish is an ordinary stop
 }
 _OLLAMA_DONE: dict[ScenarioStopReason, str] = {
     "end_turn": "stop",
     "tool_call": "stop",
     "max_tokens": "length",
     "stop_sequence": "stop",
+    "refusal": "stop",
 }
 
 
@@ -94,6 +140,8 @@ class ReplyContext(msgspec.Struct, frozen=True, kw_only=True):
         created: unix seconds stamped into the reply.
         prompt_words: :func:`prompt_words` of the request (the default ``input_tokens``).
         include_usage: OpenAI streaming only: the request set ``stream_options.include_usage``.
+        encrypted_reasoning: Responses only: the request asked to ``include``
+            ``reasoning.encrypted_content``, so reasoning items carry it.
     """
 
     model: str
@@ -101,14 +149,83 @@ class ReplyContext(msgspec.Struct, frozen=True, kw_only=True):
     created: int = 1_700_000_000
     prompt_words: int = 0
     include_usage: bool = False
+    encrypted_reasoning: bool = False
 
 
 # ----------------------------------------------------------------------------- helpers
 
 
 def prompt_words(body: Mapping[str, Any]) -> int:
-    """Whitespace-separated words in every text of a request's system prompt and messages."""
-    return _words(body.get("system")) + _words(body.get("messages"))
+    """Whitespace-separated words in every text of a request's system prompt and messages
+    (Responses: ``instructions`` and ``input``)."""
+    return (
+        _words(body.get("system"))
+        + _words(body.get("messages"))
+        + _words(body.get("instructions"))
+        + _words(body.get("input"))
+    )
+
+
+def _refusal_text(entry: Entry) -> str:
+    return entry.text or REFUSAL_TEXT
+
+
+def anthropic_thinking_violation(body: Mapping[str, Any]) -> str | None:
+    """The Anthropic API's 400 message for a tool-use continuation that lost its thinking.
+
+    With extended thinking requested (``thinking.type`` ``enabled`` or ``adaptive``), the last
+    assistant message that has a ``tool_use`` block must start with a ``thinking`` (or
+    ``redacted_thinking``) block, and every ``thinking`` block in it must carry the signature
+    the fake gave it (:func:`thinking_signature`). ``None`` when the request is fine.
+    """
+    thinking: Any = body.get("thinking")
+    if not isinstance(thinking, dict):
+        return None
+    if cast("dict[str, Any]", thinking).get("type") not in ("enabled", "adaptive"):
+        return None
+    messages: Any = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    history = cast("list[Any]", messages)
+    for position in range(len(history) - 1, -1, -1):
+        message: Any = history[position]
+        if not isinstance(message, dict):
+            continue
+        fields = cast("dict[str, Any]", message)
+        if fields.get("role") != "assistant":
+            continue
+        content: Any = fields.get("content")
+        if not isinstance(content, list):
+            return None  # plain text: no tool_use
+        blocks = [
+            cast("dict[str, Any]", block)
+            for block in cast("list[Any]", content)
+            if isinstance(block, dict)
+        ]
+        if not any(block.get("type") == "tool_use" for block in blocks):
+            return None
+        first = blocks[0].get("type")
+        if first not in ("thinking", "redacted_thinking"):
+            return (
+                f"messages.{position}.content.0.type: Expected `thinking` or "
+                f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final "
+                "`assistant` message must start with a thinking block (preceeding the lastmost "
+                "set of `tool_use` and `tool_result` blocks). We recommend you include thinking "
+                "blocks from previous turns. To avoid this requirement, disable `thinking`. "
+                "Please consult our documentation at "
+                "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+            )
+        for index, block in enumerate(blocks):
+            if block.get("type") != "thinking":
+                continue
+            text: Any = block.get("thinking")
+            signature: Any = block.get("signature")
+            if not isinstance(text, str) or signature != thinking_signature(text):
+                return (
+                    f"messages.{position}.content.{index}: Invalid `signature` in `thinking` block"
+                )
+        return None
+    return None
 
 
 def _words(node: Any) -> int:
@@ -183,6 +300,8 @@ def stream_events(entry: Entry, wire: Wire, ctx: ReplyContext) -> list[bytes]:
         return _anthropic_events(entry, ctx)
     if wire == "openai":
         return _openai_events(entry, ctx)
+    if wire == "openai-responses":
+        return _responses_events(entry, ctx)
     return _ollama_events(entry, ctx)
 
 
@@ -238,7 +357,7 @@ def _anthropic_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
         deltas.append(
             _A_DELTA % index
             + b'{"type":"signature_delta","signature":"'
-            + SIGNATURE.encode()
+            + thinking_signature(entry.thinking).encode()
             + b'"}}\n\n'
         )
         block = {"type": "thinking", "thinking": "", "signature": ""}
@@ -297,7 +416,10 @@ def _openai_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
     head = _openai_head(ctx) + _O_OPEN
     events = [head + b'{"role":"assistant","content":"","refusal":null}' + _O_TAIL]
     events += _deltas(head + b'{"reasoning_content":', b"}" + _O_TAIL, entry.thinking, size)
-    events += _deltas(head + b'{"content":', b"}" + _O_TAIL, entry.text, size)
+    if entry.resolved_stop_reason == "refusal":
+        events += _deltas(head + b'{"refusal":', b"}" + _O_TAIL, _refusal_text(entry), size)
+    else:
+        events += _deltas(head + b'{"content":', b"}" + _O_TAIL, entry.text, size)
     for index, call in enumerate(entry.tool_calls):
         first = {
             "index": index,
@@ -381,6 +503,234 @@ def _ollama_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
     return events
 
 
+# ----------------------------------------------------------------------------- OpenAI Responses
+
+
+def _responses_ids(ctx: ReplyContext) -> tuple[str, str, str]:
+    """``(response id, reasoning item id, message item id)`` of a reply."""
+    return (
+        f"resp_fake{ctx.seq:06d}",
+        f"rs_fake{ctx.seq:06d}",
+        f"msg_fake{ctx.seq:06d}",
+    )
+
+
+def _responses_reasoning(entry: Entry, ctx: ReplyContext) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "id": _responses_ids(ctx)[1],
+        "type": "reasoning",
+        "summary": [{"type": "summary_text", "text": entry.thinking}],
+    }
+    if ctx.encrypted_reasoning:
+        item["encrypted_content"] = thinking_signature(entry.thinking, kind="openai-responses")
+    return item
+
+
+def _responses_part(entry: Entry) -> dict[str, Any]:
+    if entry.resolved_stop_reason == "refusal":
+        return {"type": "refusal", "refusal": _refusal_text(entry)}
+    return {"type": "output_text", "annotations": [], "logprobs": [], "text": entry.text}
+
+
+def _responses_message(entry: Entry, ctx: ReplyContext, status: str) -> dict[str, Any]:
+    return {
+        "id": _responses_ids(ctx)[2],
+        "type": "message",
+        "status": status,
+        "content": [_responses_part(entry)],
+        "role": "assistant",
+    }
+
+
+def _responses_call(entry: Entry, ctx: ReplyContext, index: int, status: str) -> dict[str, Any]:
+    call = entry.tool_calls[index]
+    return {
+        "id": f"fc_fake{ctx.seq:06d}_{index}",
+        "type": "function_call",
+        "status": status,
+        "arguments": _encode(call.input).decode(),
+        "call_id": _tool_id("openai-responses", ctx, index, call.id),
+        "name": call.name,
+    }
+
+
+def _has_message(entry: Entry) -> bool:
+    return bool(entry.text) or entry.resolved_stop_reason == "refusal"
+
+
+def _responses_output(entry: Entry, ctx: ReplyContext) -> list[dict[str, Any]]:
+    """The finished output items: reasoning, message, function calls (those scripted)."""
+    status = "incomplete" if entry.resolved_stop_reason == "max_tokens" else "completed"
+    output: list[dict[str, Any]] = []
+    if entry.thinking:
+        output.append(_responses_reasoning(entry, ctx))
+    if _has_message(entry):
+        output.append(_responses_message(entry, ctx, status))
+    output += [
+        _responses_call(entry, ctx, index, "completed") for index in range(len(entry.tool_calls))
+    ]
+    return output
+
+
+def _responses_object(
+    entry: Entry,
+    ctx: ReplyContext,
+    output: list[dict[str, Any]],
+    usage: tuple[int, int] | None,
+    *,
+    final: bool = True,
+) -> dict[str, Any]:
+    """A Responses ``response`` object: in progress (``final`` false) or finished."""
+    incomplete = final and entry.resolved_stop_reason == "max_tokens"
+    status = "in_progress" if not final else "incomplete" if incomplete else "completed"
+    usage_object: dict[str, Any] | None = None
+    if final and usage is not None:
+        prompt, completion = usage
+        usage_object = {
+            "input_tokens": prompt,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": completion,
+            "output_tokens_details": {
+                "reasoning_tokens": _n_pieces(entry.thinking, entry.chunk_chars)
+            },
+            "total_tokens": prompt + completion,
+        }
+    return {
+        "id": _responses_ids(ctx)[0],
+        "object": "response",
+        "created_at": ctx.created,
+        "status": status,
+        "background": False,
+        "error": None,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": ctx.model,
+        "output": output,
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": None, "summary": None},
+        "store": not ctx.encrypted_reasoning,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage_object,
+        "user": None,
+        "metadata": {},
+    }
+
+
+class _ResponsesWriter:
+    """Numbers the events of one Responses stream (every event has a ``sequence_number``)."""
+
+    __slots__ = ("events", "seq")
+
+    def __init__(self) -> None:
+        self.events: list[bytes] = []
+        self.seq = 0
+
+    def event(self, kind: str, payload: dict[str, Any]) -> None:
+        body = {"type": kind, "sequence_number": self.seq, **payload}
+        self.events.append(_sse(kind.encode(), body))
+        self.seq += 1
+
+    def deltas(self, kind: str, head: dict[str, Any], text: str, size: int, tail: bytes) -> None:
+        """One ``kind`` event per piece of ``text``: ``{...head, "delta": piece}`` + ``tail``."""
+        prefix = _encode({"type": kind, **head})[:-1]
+        name = b"event: " + kind.encode() + b"\ndata: "
+        for piece in _deltas(b"", b"", text, size):
+            self.events.append(
+                name
+                + prefix
+                + b',"sequence_number":%d,"delta":' % self.seq
+                + piece
+                + tail
+                + b"}\n\n"
+            )
+            self.seq += 1
+
+
+def _responses_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
+    size = entry.chunk_chars
+    out = _ResponsesWriter()
+    pending = _responses_object(entry, ctx, [], None, final=False)
+    out.event("response.created", {"response": pending})
+    out.event("response.in_progress", {"response": pending})
+    output_index = 0
+    _, reasoning_id, message_id = _responses_ids(ctx)
+    if entry.thinking:
+        where = {"item_id": reasoning_id, "output_index": output_index}
+        added: dict[str, Any] = {"id": reasoning_id, "type": "reasoning", "summary": []}
+        out.event("response.output_item.added", {"output_index": output_index, "item": added})
+        part: dict[str, Any] = {"type": "summary_text", "text": ""}
+        out.event(
+            "response.reasoning_summary_part.added", {**where, "summary_index": 0, "part": part}
+        )
+        out.deltas(
+            "response.reasoning_summary_text.delta",
+            {**where, "summary_index": 0},
+            entry.thinking,
+            size,
+            b"",
+        )
+        done = {**where, "summary_index": 0}
+        out.event("response.reasoning_summary_text.done", {**done, "text": entry.thinking})
+        part = {"type": "summary_text", "text": entry.thinking}
+        out.event("response.reasoning_summary_part.done", {**done, "part": part})
+        item = _responses_reasoning(entry, ctx)
+        out.event("response.output_item.done", {"output_index": output_index, "item": item})
+        output_index += 1
+    if _has_message(entry):
+        where = {"item_id": message_id, "output_index": output_index, "content_index": 0}
+        added = {
+            "id": message_id,
+            "type": "message",
+            "status": "in_progress",
+            "content": [],
+            "role": "assistant",
+        }
+        out.event("response.output_item.added", {"output_index": output_index, "item": added})
+        final_part = _responses_part(entry)
+        if final_part["type"] == "refusal":
+            empty: dict[str, Any] = {"type": "refusal", "refusal": ""}
+            out.event("response.content_part.added", {**where, "part": empty})
+            text = final_part["refusal"]
+            out.deltas("response.refusal.delta", where, text, size, b"")
+            out.event("response.refusal.done", {**where, "refusal": text})
+        else:
+            empty = {"type": "output_text", "annotations": [], "logprobs": [], "text": ""}
+            out.event("response.content_part.added", {**where, "part": empty})
+            out.deltas("response.output_text.delta", where, entry.text, size, b',"logprobs":[]')
+            out.event("response.output_text.done", {**where, "text": entry.text, "logprobs": []})
+        out.event("response.content_part.done", {**where, "part": final_part})
+        status = "incomplete" if entry.resolved_stop_reason == "max_tokens" else "completed"
+        item = _responses_message(entry, ctx, status)
+        out.event("response.output_item.done", {"output_index": output_index, "item": item})
+        output_index += 1
+    for index in range(len(entry.tool_calls)):
+        call = _responses_call(entry, ctx, index, "in_progress")
+        where = {"item_id": call["id"], "output_index": output_index}
+        out.event(
+            "response.output_item.added",
+            {"output_index": output_index, "item": {**call, "arguments": ""}},
+        )
+        out.deltas("response.function_call_arguments.delta", where, call["arguments"], size, b"")
+        out.event(
+            "response.function_call_arguments.done",
+            {**where, "name": call["name"], "arguments": call["arguments"]},
+        )
+        item = {**call, "status": "completed"}
+        out.event("response.output_item.done", {"output_index": output_index, "item": item})
+        output_index += 1
+    final = _responses_object(entry, ctx, _responses_output(entry, ctx), default_usage(entry, ctx))
+    terminal = "response.incomplete" if final["status"] == "incomplete" else "response.completed"
+    out.event(terminal, {"response": final})
+    return out.events
+
+
 # ----------------------------------------------------------------------------- non-streaming
 
 
@@ -392,7 +742,13 @@ def reply_body(entry: Entry, wire: Wire, ctx: ReplyContext) -> bytes:
     if wire == "anthropic":
         content: list[dict[str, Any]] = []
         if entry.thinking:
-            content.append({"type": "thinking", "thinking": entry.thinking, "signature": SIGNATURE})
+            content.append(
+                {
+                    "type": "thinking",
+                    "thinking": entry.thinking,
+                    "signature": thinking_signature(entry.thinking),
+                }
+            )
         if entry.text:
             content.append({"type": "text", "text": entry.text})
         content += [
@@ -422,10 +778,11 @@ def reply_body(entry: Entry, wire: Wire, ctx: ReplyContext) -> bytes:
             },
         }
     elif wire == "openai":
+        refused = stop == "refusal"
         message: dict[str, Any] = {
             "role": "assistant",
-            "content": entry.text or (None if entry.tool_calls else ""),
-            "refusal": None,
+            "content": None if refused else entry.text or (None if entry.tool_calls else ""),
+            "refusal": _refusal_text(entry) if refused else None,
         }
         if entry.thinking:
             message["reasoning_content"] = entry.thinking
@@ -455,6 +812,8 @@ def reply_body(entry: Entry, wire: Wire, ctx: ReplyContext) -> bytes:
         }
         if usage is not None:
             body |= msgspec.json.decode(_openai_usage(usage))
+    elif wire == "openai-responses":
+        return _encode(_responses_object(entry, ctx, _responses_output(entry, ctx), usage))
     else:
         ollama_message: dict[str, Any] = {"role": "assistant", "content": entry.text}
         if entry.thinking:
@@ -517,7 +876,7 @@ def error_body(
         return _encode(
             {"type": "error", "error": {"type": kind, "message": _error_text(kind, message)}}
         )
-    if wire == "openai":
+    if wire in ("openai", "openai-responses"):
         default_kind, code = _OPENAI_ERRORS.get(
             status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
         )
@@ -545,6 +904,15 @@ def error_event(wire: Wire, error_type: str | None, message: str | None = None) 
             }
         }
         return b"data: " + _encode(payload) + b"\n\n"
+    if wire == "openai-responses":
+        kind = error_type or "server_error"
+        payload = {
+            "type": "error",
+            "code": kind,
+            "message": _error_text(kind, message),
+            "param": None,
+        }
+        return _sse(b"error", payload)
     kind = error_type or "server_error"
     return _encode({"error": message or f"{kind}: scripted in-stream error"}) + b"\n"
 
@@ -558,6 +926,11 @@ def malformed_event(wire: Wire, ctx: ReplyContext) -> bytes:
         )
     if wire == "openai":
         return _openai_head(ctx) + b'[{"index":0,"delta":{"content":"unterminated\n\n'
+    if wire == "openai-responses":
+        return (
+            b"event: response.output_text.delta\n"
+            b'data: {"type":"response.output_text.delta","delta":"unterminated\n\n'
+        )
     return b'{"model":' + _encode(ctx.model) + b',"message":{"role":"assistant","content":"unter\n'
 
 

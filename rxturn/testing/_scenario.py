@@ -19,7 +19,8 @@ Defaults worth knowing (documented once, here):
 
 * ``chunk_chars`` = 8: text, thinking and tool-input JSON are cut into pieces of at most 8
   characters, about two tokens' worth, so even short replies stream as several events.
-* ``stop_reason`` absent: ``tool_call`` when the entry has tool calls, else ``end_turn``.
+* ``stop_reason`` absent: ``tool_call`` when the entry has tool calls, else ``end_turn``;
+  ``"refusal"`` makes each wire's refusal (see :mod:`._emit`).
 * ``usage`` absent: deterministic counts (see :func:`rxturn.testing._emit.default_usage`);
   ``usage: null``: the reply reports no usage at all.
 * ``stall_seconds`` absent: the stall lasts until the client goes away or the server stops.
@@ -55,7 +56,7 @@ DEFAULT_CHUNK_CHARS = 8
 _NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
 _NonNegFloat = Annotated[float, msgspec.Meta(ge=0)]
 
-ScenarioStopReason = Literal["end_turn", "tool_call", "max_tokens", "stop_sequence"]
+ScenarioStopReason = Literal["end_turn", "tool_call", "max_tokens", "stop_sequence", "refusal"]
 
 
 class ScenarioUsage(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -145,7 +146,7 @@ def _describe(what: str, path: str) -> str:
     if what == "Expected `array` of length >= 1":
         return "expected a non-empty list"
     if match := re.fullmatch(r"Invalid enum value (.+)", what):
-        allowed = "end_turn, tool_call, max_tokens, stop_sequence"
+        allowed = "end_turn, tool_call, max_tokens, stop_sequence, refusal"
         return f"invalid value {match.group(1)} (expected one of {allowed})"
     what = what.replace("`", "")
     return what[:1].lower() + what[1:]

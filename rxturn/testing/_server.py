@@ -4,12 +4,17 @@ Routes (SPEC §3.3):
 
 * ``POST /v1/messages`` — Anthropic Messages (SSE when ``stream`` is true);
 * ``POST /v1/chat/completions`` and ``POST /chat/completions`` — OpenAI Chat Completions;
+* ``POST /v1/responses`` and ``POST /responses`` — the OpenAI Responses API;
 * ``POST /api/chat`` — Ollama native chat (NDJSON; ``stream`` defaults to true, as in Ollama);
 * ``GET /_fake/requests`` — every request body received so far, in order, as a JSON array.
 
 Each request takes the next entry of its model's scenario list (see :mod:`._scenario`); an
 unknown model with no ``"*"`` list gets a 404 in the provider's error format, a body that is
-not a JSON object a 400. The bytes come from :mod:`._emit`; this module only does the IO:
+not a JSON object a 400. Like the real Anthropic API, a request with extended thinking whose
+last tool-using assistant message lost its thinking block (or carries a signature the fake did
+not give) gets a 400 ``invalid_request_error`` before it takes an entry
+(:func:`._emit.anthropic_thinking_violation`). The bytes come from :mod:`._emit`; this module
+only does the IO:
 
 * **pacing** — with ``delay_ms`` 0 the stream is joined and written in large slices (the
   benchmark path); with a delay each event is written on its own, ``delay_ms`` apart (the first
@@ -134,6 +139,8 @@ class FakeProvider:
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/chat/completions", self._openai)
+        app.router.add_post("/v1/responses", self._responses)
+        app.router.add_post("/responses", self._responses)
         app.router.add_post("/api/chat", self._ollama)
         app.router.add_get("/_fake/requests", self._list_requests)
         runner = web.AppRunner(
@@ -203,6 +210,9 @@ class FakeProvider:
     async def _openai(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, "openai")
 
+    async def _responses(self, request: web.Request) -> web.StreamResponse:
+        return await self._serve(request, "openai-responses")
+
     async def _ollama(self, request: web.Request) -> web.StreamResponse:
         return await self._serve(request, "ollama")
 
@@ -234,6 +244,10 @@ class FakeProvider:
         model: Any = body.get("model")
         if not isinstance(model, str) or not model:
             return self._error(wire, 400, None, "model: field required", seq)
+        if wire == "anthropic":
+            violation = _emit.anthropic_thinking_violation(body)
+            if violation is not None:
+                return self._error(wire, 400, "invalid_request_error", violation, seq)
         entry = self.next_entry(model)
         if entry is None:
             text = f"model {model!r} not found (the fake provider's scenario has no list for it)"
@@ -243,6 +257,7 @@ class FakeProvider:
                 wire, entry.status, entry.error_type, entry.error_message, seq, entry.retry_after
             )
         options: Any = body.get("stream_options")
+        include: Any = body.get("include")
         ctx = ReplyContext(
             model=model,
             seq=seq,
@@ -250,6 +265,8 @@ class FakeProvider:
             prompt_words=_emit.prompt_words(body),
             include_usage=isinstance(options, dict)
             and cast("dict[str, Any]", options).get("include_usage") is True,
+            encrypted_reasoning=isinstance(include, list)
+            and "reasoning.encrypted_content" in cast("list[Any]", include),
         )
         streaming = body.get("stream", wire == "ollama") is True
         try:
@@ -273,7 +290,7 @@ class FakeProvider:
             headers["Cache-Control"] = "no-cache"
         if wire == "anthropic":
             headers["request-id"] = f"req_fake{seq:06d}"
-        elif wire == "openai":
+        elif wire in ("openai", "openai-responses"):
             headers["x-request-id"] = f"req_fake{seq:06d}"
         return headers
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from reactivex import Observable
 
-from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient
+from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient, OpenAIResponsesClient
 from rxturn.clients._http import HttpClient
 from rxturn.events import StreamEvent
 from rxturn.messages import Message, Request
@@ -52,6 +52,11 @@ def _openai_ollama_profile(fake: FakeProvider, model: str, **kw: Any) -> HttpCli
     return OpenAIClient.ollama(model, base_url=fake.openai_base_url, **kw)
 
 
+def _openai_responses(fake: FakeProvider, model: str, **kw: Any) -> HttpClient:
+    kw.setdefault("api_key", OPENAI_KEY)
+    return OpenAIResponsesClient(model, base_url=fake.openai_base_url, **kw)
+
+
 def _ollama(fake: FakeProvider, model: str, **kw: Any) -> HttpClient:
     return OllamaClient(model, base_url=fake.base_url, **kw)
 
@@ -64,6 +69,7 @@ PROVIDERS = [
         "openai-ollama-profile", _openai_ollama_profile, None, "x-request-id", streams_usage=False
     ),
     Provider("ollama", _ollama, None, None, streams_usage=True),
+    Provider("openai-responses", _openai_responses, OPENAI_KEY, "x-request-id", streams_usage=True),
 ]
 PROVIDER_IDS = [p.name for p in PROVIDERS]
 

@@ -185,6 +185,7 @@ class TestStreamFaults:
             (PROVIDERS[1], OverloadedError),
             (PROVIDERS[2], OverloadedError),
             (PROVIDERS[3], ProviderStreamError),
+            (PROVIDERS[4], OverloadedError),
         ],
         ids=PROVIDER_IDS,
     )

@@ -234,8 +234,10 @@ class TestLifecycle:
         self, provider: Provider
     ) -> None:
         """The fake stalls after 3 events (until the client leaves): events seen before the
-        stall prove nothing is buffered; disposing must close the connection."""
-        entry = {"text": TEXT, "chunk_chars": 2, "stall_after_events": 3}
+        stall prove nothing is buffered; disposing must close the connection. (A Responses
+        stream opens with three events that carry no text, so it stalls two events later.)"""
+        stall = 5 if provider.name == "openai-responses" else 3
+        entry = {"text": TEXT, "chunk_chars": 2, "stall_after_events": stall}
         async with FakeProvider(scenario(entry)) as fake, provider.client(fake) as client:
             events: list[Any] = []
             subscription = client.stream(REQUEST).subscribe(events.append)

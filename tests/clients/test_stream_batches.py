@@ -172,6 +172,7 @@ FAULTS = {
             "openai": OverloadedError,
             "openai-ollama-profile": OverloadedError,
             "ollama": ProviderStreamError,
+            "openai-responses": OverloadedError,
         },
     ),
 }

@@ -1,0 +1,313 @@
+"""OpenAI Responses API client (``POST {base_url}/responses``).
+
+OpenAI's current API, and the only one for some of its models. The stream is the semantic SSE
+that :class:`~rxturn.wire.openai_responses.OpenAIResponsesDecoder` reads; the non-streaming
+reply (the rescue) goes through :func:`~rxturn.wire.openai_responses.parse_openai_response`.
+Errors map exactly as for :class:`~rxturn.clients.openai.OpenAIClient` (same error body shape).
+
+Request body, built by the pure :func:`build_responses_body`:
+
+* ``model`` — ``RequestOptions.model`` when set, else the client's (the client never changes);
+* ``instructions`` — the system prompt, when the request has one;
+* ``input`` — a list of items, in the conversation's order and each message's part order:
+
+  - a user message's text as ``{"role": "user", "content": text}``; its tool results first,
+    each as ``{"type": "function_call_output", "call_id", "output"}``;
+  - an assistant message's consecutive text (and refusal text, which the API has no input
+    field for) as ``{"role": "assistant", "content": text}``; each tool call as
+    ``{"type": "function_call", "call_id", "name", "arguments": JSON string}``; each kept
+    reasoning item (a thinking part with an ``rs_…`` id) as ``{"type": "reasoning", "id",
+    "summary": [{"type": "summary_text", "text"}], "encrypted_content"}`` — unchanged, so that
+    the model gets its reasoning back; thinking parts from other providers (no id) are left out;
+
+* ``stream``; ``tools`` ``[{type: function, name, description, parameters, strict}]`` —
+  ``strict`` is always sent because the API defaults it to true; ``strict_tools`` tightens the
+  schema as for chat — omitted when none, suppressed under a ``response_format``;
+* ``tool_choice`` — ``auto`` / ``required`` (from ``any``) / ``none`` /
+  ``{type: function, name}``;
+* ``text: {format: {type: json_schema, name, schema, strict}}`` for a response format;
+* ``max_output_tokens``, ``temperature`` when set; ``stop_sequences`` have no Responses
+  equivalent and are rejected;
+* ``reasoning: {effort}`` from ``reasoning_effort`` (``thinking``, Anthropic's budget, is
+  rejected);
+* when thinking is kept (:func:`~rxturn.clients.keeps_thinking`: by default when
+  ``reasoning_effort`` is set): ``store: false`` and ``include: ["reasoning.encrypted_content"]``
+  — the reasoning items come back with their encrypted content and travel in the next request
+  instead of living on OpenAI's side;
+* ``RequestOptions.extra_body`` merged in last (e.g. ``{"reasoning": {"effort": "high",
+  "summary": "auto"}}`` for reasoning summaries, replacing the ``reasoning`` above whole).
+
+Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, then extras.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import msgspec
+
+from ..errors import ConfigError
+from ..messages import (
+    Message,
+    RefusalPart,
+    Request,
+    RequestOptions,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
+from ._base import keeps_thinking
+from ._http import (
+    HttpClient,
+    from_env_key,
+    merge_extra_body,
+    reject_thinking,
+    resolve_max_tokens,
+    resolve_reasoning_effort,
+    resolve_temperature,
+    resolve_tool_choice,
+)
+from .openai import DEFAULT_BASE_URL, strict_schema
+
+if TYPE_CHECKING:
+    from ..transport import AsyncTransport
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OpenAIResponsesClient", "build_responses_body"]
+
+DEFAULT_MODEL = "gpt-5-mini"
+
+_encoder = msgspec.json.Encoder()
+
+
+def _arguments(value: Any) -> str:
+    try:
+        return _encoder.encode(value).decode()
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
+
+
+def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:
+    item: dict[str, Any] = {
+        "type": "reasoning",
+        "id": part.id,
+        "summary": [{"type": "summary_text", "text": part.thinking}] if part.thinking else [],
+    }
+    if part.signature is not None:
+        item["encrypted_content"] = part.signature
+    return item
+
+
+def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
+    text: list[str] = []
+
+    def flush() -> None:
+        if text:
+            out.append({"role": "assistant", "content": "".join(text)})
+            text.clear()
+
+    for part in message.content:
+        if isinstance(part, TextPart | RefusalPart):
+            if part.text:
+                text.append(part.text)
+        elif isinstance(part, ToolCallPart):
+            flush()
+            out.append(
+                {
+                    "type": "function_call",
+                    "call_id": part.id,
+                    "name": part.name,
+                    "arguments": _arguments(part.input),
+                }
+            )
+        elif isinstance(part, ThinkingPart) and part.id:
+            flush()
+            out.append(_reasoning_item(part))
+    flush()
+
+
+def _input(request: Request) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for message in request.messages:
+        if message.role == "assistant":
+            _assistant_items(message, out)
+            continue
+        results = [part for part in message.content if isinstance(part, ToolResultPart)]
+        for result in results:
+            out.append(
+                {
+                    "type": "function_call_output",
+                    "call_id": result.tool_call_id,
+                    "output": result.content,
+                }
+            )
+        text = "".join(part.text for part in message.content if isinstance(part, TextPart))
+        if text or not results:
+            out.append({"role": "user", "content": text})
+    return out
+
+
+def build_responses_body(
+    request: Request,
+    options: RequestOptions,
+    *,
+    model: str,
+    max_tokens: int | None,
+    stream: bool,
+    keep_thinking: bool = False,
+) -> dict[str, Any]:
+    """The JSON body of a Responses API request (see the module docstring).
+
+    Args:
+        request: messages, system prompt and tools.
+        options: per-request options (model override already resolved into ``model``).
+        model: the model to ask.
+        max_tokens: the client's default ``max_output_tokens`` (``None`` = omit), overridden
+            by ``options.max_tokens``.
+        stream: whether to ask for an SSE stream.
+        keep_thinking: ask for reasoning items with their encrypted content, not stored.
+
+    Raises:
+        ConfigError: a non-positive ``max_tokens``; a ``tool_choice`` the tools cannot satisfy;
+            tool input that is not JSON-serializable; ``stop_sequences``; a ``thinking``
+            budget; a bad ``reasoning_effort`` or ``extra_body``.
+
+    Examples:
+        >>> build_responses_body(Request(messages=(Message.user("hi"),), system="be brief"),
+        ...                      RequestOptions(), model="m", max_tokens=None, stream=True)
+        {'model': 'm', 'input': [{'role': 'user', 'content': 'hi'}], 'stream': True, \
+'instructions': 'be brief'}
+    """
+    reject_thinking(options, "the Responses API", "use reasoning_effort")
+    if options.stop_sequences:
+        raise ConfigError(
+            "RequestOptions.stop_sequences: the Responses API has no stop sequences (use "
+            "OpenAIClient for Chat Completions' stop)"
+        )
+    effort = resolve_reasoning_effort(options)
+    body: dict[str, Any] = {"model": model, "input": _input(request), "stream": stream}
+    if request.system:
+        body["instructions"] = request.system
+    fmt = options.response_format
+    if fmt is None:
+        if request.tools:
+            tools: list[dict[str, Any]] = []
+            for tool in request.tools:
+                entry: dict[str, Any] = {"type": "function", "name": tool.name}
+                if tool.description:
+                    entry["description"] = tool.description
+                strict = bool(options.strict_tools)
+                entry["parameters"] = (
+                    strict_schema(tool.input_schema) if strict else (tool.input_schema)
+                )
+                entry["strict"] = strict
+                tools.append(entry)
+            body["tools"] = tools
+        choice = resolve_tool_choice(options, request.tools)
+        if choice is not None:
+            mode, name = choice
+            body["tool_choice"] = (
+                {"type": "function", "name": name}
+                if mode == "tool"
+                else "required"
+                if mode == "any"
+                else mode
+            )
+    else:
+        body["text"] = {
+            "format": {
+                "type": "json_schema",
+                "name": fmt.name,
+                "schema": fmt.schema,
+                "strict": fmt.strict,
+            }
+        }
+    tokens = resolve_max_tokens(options, max_tokens)
+    if tokens is not None:
+        body["max_output_tokens"] = tokens
+    temperature = resolve_temperature(options)
+    if temperature is not None:
+        body["temperature"] = temperature
+    if effort is not None:
+        body["reasoning"] = {"effort": effort}
+    if keep_thinking:
+        body["store"] = False
+        body["include"] = ["reasoning.encrypted_content"]
+    return merge_extra_body(body, options)
+
+
+class OpenAIResponsesClient(HttpClient):
+    """A client for the OpenAI Responses API (``POST /v1/responses``).
+
+    Args:
+        model: the default model (``RequestOptions.model`` overrides it per request).
+        api_key: sent as ``Authorization: Bearer``; ``None`` sends none (local servers).
+        base_url: the API root including ``/v1`` (``https://api.openai.com/v1``).
+        max_tokens: default ``max_output_tokens``; ``None`` omits it (the server decides).
+        extra_headers: added to every request (e.g. ``OpenAI-Organization``).
+        transport: a shared :class:`~rxturn.transport.AsyncTransport` (not closed by this
+            client); by default the client opens its own aiohttp pool on first use.
+        connect_timeout: seconds to connect (own pool only).
+        read_timeout: longest silence between reads, not a total deadline (own pool only).
+
+    Raises:
+        ConfigError: an invalid argument.
+
+    Examples:
+        >>> OpenAIResponsesClient("gpt-5", base_url="http://127.0.0.1:8080/v1")
+        OpenAIResponsesClient(model='gpt-5', base_url='http://127.0.0.1:8080/v1')
+    """
+
+    wire_format = "openai-responses"
+    _path = "/responses"
+    replays_thinking = True
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        api_key: str | None = None,
+        base_url: str = DEFAULT_BASE_URL,
+        max_tokens: int | None = None,
+        extra_headers: Mapping[str, str] | None = None,
+        transport: AsyncTransport | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 120.0,
+    ) -> None:
+        super().__init__(
+            model,
+            api_key=api_key,
+            base_url=base_url,
+            max_tokens=max_tokens,
+            extra_headers=extra_headers,
+            transport=transport,
+            connect_timeout=connect_timeout,
+            read_timeout=read_timeout,
+        )
+
+    @classmethod
+    def from_env(cls, model: str = DEFAULT_MODEL, **kwargs: Any) -> OpenAIResponsesClient:
+        """A client whose key comes from ``OPENAI_API_KEY``.
+
+        Raises:
+            ConfigError: the variable is missing or empty.
+        """
+        return cls(model, api_key=from_env_key("OPENAI_API_KEY", cls.__name__), **kwargs)
+
+    def _body(
+        self, request: Request, options: RequestOptions, *, model: str, stream: bool
+    ) -> dict[str, Any]:
+        return build_responses_body(
+            request,
+            options,
+            model=model,
+            max_tokens=self.max_tokens,
+            stream=stream,
+            keep_thinking=keeps_thinking(self, options),
+        )
+
+    def _parse_reply(self, body: bytes, *, keep_thinking: bool) -> Message:
+        from ..wire import parse_openai_response
+
+        return parse_openai_response(body, keep_thinking=keep_thinking)
