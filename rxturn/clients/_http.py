@@ -21,21 +21,19 @@ which wire format comes back. :class:`HttpClient` does the rest, the same way fo
 
 from __future__ import annotations
 
-import email.utils
 import html
 import logging
 import math
 import os
 import re
-import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from datetime import UTC
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 from urllib.parse import urlsplit
 
 import msgspec
 from reactivex import Observable
 
+from .._headers import header
 from .._version import __version__
 from ..errors import (
     APIStatusError,
@@ -48,6 +46,7 @@ from ..errors import (
 )
 from ..events import EventBatch, StreamEvent
 from ..messages import Message, Request, RequestOptions, ToolSchema
+from ..resilience.backoff import parse_retry_after
 from ..sources import from_async_iterable
 from ..transport._base import display_url as _safe_url
 
@@ -76,7 +75,6 @@ REPLY_BODY_LIMIT = 10 * 1000 * 1000
 
 _log = logging.getLogger("rxturn.clients")
 _encoder = msgspec.json.Encoder()
-_DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
 _BAD_HEADER_CHARS = re.compile(r"[\r\n\x00]")
 _USER_AGENT = f"rxturn/{__version__}"
 
@@ -102,69 +100,6 @@ class _Secret:
 
 
 # --- header parsing (pure, unit-tested) -------------------------------------------------------
-
-
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """Case-insensitive lookup that works for plain dicts as well as multidicts."""
-    value = headers.get(name)
-    if value is not None:
-        return value
-    for key, item in headers.items():
-        if key.lower() == name:
-            return item
-    return None
-
-
-def _delta_seconds(text: str) -> float | None:
-    text = text.strip()
-    if not _DELTA_SECONDS.fullmatch(text):
-        return None
-    value = float(text)
-    return value if math.isfinite(value) else None
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds the provider asked us to wait, from ``retry-after-ms`` or ``Retry-After``.
-
-    ``retry-after-ms`` (milliseconds, OpenAI/Anthropic) wins when it parses. ``Retry-After`` is
-    delta-seconds (surrounding spaces ignored; fractions and huge values accepted) or an
-    HTTP-date, which becomes ``max(0, date - now)``. Anything else — empty, negative, garbage —
-    gives ``None`` (reference §4.3).
-
-    Args:
-        headers: response headers (case-insensitive lookup).
-        now: the current time as a Unix timestamp (defaults to ``time.time()``), for dates.
-
-    Examples:
-        >>> parse_retry_after({"Retry-After": " 5 "})
-        5.0
-        >>> parse_retry_after({"retry-after-ms": "250"})
-        0.25
-        >>> parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
-        10.0
-        >>> parse_retry_after({"Retry-After": "soon"}) is None
-        True
-    """
-    millis = _header(headers, "retry-after-ms")
-    if millis is not None:
-        value = _delta_seconds(millis)
-        if value is not None:
-            return value / 1000.0
-    raw = _header(headers, "retry-after")
-    if raw is None:
-        return None
-    value = _delta_seconds(raw)
-    if value is not None:
-        return value
-    try:
-        date = email.utils.parsedate_to_datetime(raw.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    current = time.time() if now is None else now
-    if date.tzinfo is None:  # "-0000" or no zone: RFC 9110 dates are UTC
-        date = date.replace(tzinfo=UTC)
-    seconds = date.timestamp()
-    return max(0.0, seconds - current)
 
 
 def parse_should_retry(value: str | None) -> bool | None:
@@ -602,7 +537,7 @@ class HttpClient:
         error_type, error_message = parse_error_body(raw)
         secrets = self._secrets()
         if 300 <= status < 400:
-            location = _header(headers, "location") or "(no location)"
+            location = header(headers, "location") or "(no location)"
             detail = (
                 f"redirect to {redact(location, secrets)} not followed (rxturn never follows "
                 "redirects, so an API key is never sent to another host; fix base_url)"
@@ -610,16 +545,16 @@ class HttpClient:
         elif error_message is not None:
             detail = f"{error_type}: {error_message}" if error_type else error_message
         else:
-            detail = _readable(raw, _header(headers, "content-type") or "")
+            detail = _readable(raw, header(headers, "content-type") or "")
         text = raw.decode("utf-8", "replace")
         return status_error(
             status,
             redact(text + note, secrets),
             retry_after=parse_retry_after(headers),
-            request_id=_header(headers, "request-id") or _header(headers, "x-request-id"),
+            request_id=header(headers, "request-id") or header(headers, "x-request-id"),
             error_type=error_type,
             error_message=redact(detail, secrets) if detail else None,
-            should_retry=parse_should_retry(_header(headers, "x-should-retry")),
+            should_retry=parse_should_retry(header(headers, "x-should-retry")),
         )
 
     def _log_failure(self, model: str, stream: bool, exc: Exception) -> None:
@@ -635,7 +570,7 @@ class HttpClient:
 
 
 def _is_json(headers: Mapping[str, str]) -> bool:
-    content_type = _header(headers, "content-type") or ""
+    content_type = header(headers, "content-type") or ""
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
 
 

@@ -326,13 +326,17 @@ def test_clamp_to_deadline(delay: float, remaining: float | None, expected: floa
 def test_parse_retry_after() -> None:
     from datetime import UTC, datetime
 
-    now = datetime(2024, 1, 1, 0, 0, 0, tzinfo=UTC)
-    assert parse_retry_after(" 120 ") == 120.0
-    assert parse_retry_after("99999999999") == 99999999999.0
-    assert parse_retry_after("Mon, 01 Jan 2024 00:00:30 GMT", now) == 30.0
-    assert parse_retry_after("Sun, 31 Dec 2023 23:00:00 GMT", now) == 0.0
+    now = datetime(2024, 1, 1, 0, 0, 0, tzinfo=UTC).timestamp()
+
+    def parse(value: str | None, now: float | None = None) -> float | None:
+        return parse_retry_after({} if value is None else {"Retry-After": value}, now=now)
+
+    assert parse(" 120 ") == 120.0
+    assert parse("99999999999") == 99999999999.0
+    assert parse("Mon, 01 Jan 2024 00:00:30 GMT", now) == 30.0
+    assert parse("Sun, 31 Dec 2023 23:00:00 GMT", now) == 0.0
     for garbage in (None, "", "soon", "-5", "nan", "inf"):
-        assert parse_retry_after(garbage) is None
+        assert parse(garbage) is None
 
 
 # -- the ladder decision ------------------------------------------------------------------------
