@@ -34,6 +34,7 @@ import msgspec
 from reactivex import Observable
 
 from .._headers import header
+from .._validate import is_number, positive
 from .._version import __version__
 from ..errors import (
     APIStatusError,
@@ -132,7 +133,7 @@ def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | No
     value = options.max_tokens if options.max_tokens is not None else default
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not positive(value, integer=True):  # RequestOptions fields are not type-checked
         where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
         raise ConfigError(f"{where} must be a positive integer, got {value!r}")
     return value
@@ -142,7 +143,7 @@ def resolve_temperature(options: RequestOptions) -> float | None:
     value = options.temperature
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):  # pyright: ignore[reportUnnecessaryIsInstance]
+    if not is_number(value) or not math.isfinite(value):  # RequestOptions is not type-checked
         raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
     return value
 
@@ -216,14 +217,14 @@ def _check_base_url(base_url: str) -> str:
 def _check_timeout(name: str, value: float | None, *, optional: bool = False) -> None:
     if value is None and optional:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    if not positive(value):
         raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
 
 
 def _check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
     if value is None and not required:
         return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if not positive(value, integer=True):
         or_none = "" if required else " or None"
         raise ConfigError(
             f"{client}: max_tokens must be a positive integer{or_none}, got {value!r}"

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TextIO
 from reactivex import abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
+from .._validate import positive
 from ..errors import ConfigError
 from ..operators._scheduling import clock as scheduler_clock
 from ._recorder import TurnRecorder
@@ -128,7 +129,7 @@ class LiveText:
         min_interval: float = 0.1,
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
-        if not min_interval >= 0:
+        if not positive(min_interval, allow_zero=True):
             raise ConfigError(f"LiveText.min_interval must be >= 0 seconds, got {min_interval}")
         self.sink: DisplaySink = sink if sink is not None else _default_sink()
         self.min_interval = min_interval

@@ -80,8 +80,8 @@ def _check_seconds(where: str, name: str, value: Any, *, allow_zero: bool = Fals
     """Reject a bad duration where the operator is built, not deep inside a timer callback."""
     if value is None:
         return
+    from .._validate import seconds_problem
     from ..errors import ConfigError
-    from ..resilience.policies import seconds_problem
 
     problem = seconds_problem(value, allow_zero=allow_zero)
     if problem is not None:
@@ -178,12 +178,9 @@ def deadlines(
 
     _check_seconds("deadlines", "first_event", first_event)
     _check_seconds("deadlines", "per_event", per_event)
-    # callers may be untyped
-    if (
-        isinstance(max_consecutive, bool)
-        or not isinstance(max_consecutive, int)  # pyright: ignore[reportUnnecessaryIsInstance]
-        or (max_consecutive < 1)
-    ):
+    from .._validate import positive
+
+    if not positive(max_consecutive, integer=True):  # callers may be untyped
         raise ConfigError(
             f"deadlines: max_consecutive must be an integer >= 1, got {max_consecutive!r}"
         )

@@ -58,13 +58,13 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Final, TypeGuard
+from typing import Final
 
 import msgspec
 
+from .._validate import is_int, is_number, positive
 from ..errors import Cancelled, ConfigError, FallbackExhausted, RateLimitEscalation
 
 __all__ = [
@@ -163,12 +163,8 @@ TRANSITIONS: Final[Mapping[tuple[BreakerState, Trigger], tuple[BreakerState, Eff
 }
 
 
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
 def _check_count(name: str, value: object) -> None:
-    if not _is_int(value):
+    if not is_int(value):
         raise ConfigError(f"FallbackPolicy.{name} must be an int, got {value!r}")
     if value < 0:
         raise ConfigError(f"FallbackPolicy.{name} must be >= 0, got {value}")
@@ -200,9 +196,9 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
         _check_count("recovery_successes", self.recovery_successes)
         _check_count("max_fail_count", self.max_fail_count)
         timeout: object = self.recovery_timeout
-        if not (_is_int(timeout) or isinstance(timeout, float)):
+        if not is_number(timeout):
             raise ConfigError(f"FallbackPolicy.recovery_timeout must be seconds, got {timeout!r}")
-        if math.isnan(timeout) or timeout < 0:
+        if not positive(timeout, allow_zero=True):
             raise ConfigError(
                 f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {timeout!r}"
             )
@@ -582,7 +578,7 @@ class FallbackManager:
 
     def insert_fallback_model(self, index: int, name: str) -> None:
         """Insert ``name`` at ``index`` (0 = first choice; past the end appends)."""
-        if not _is_int(index) or index < 0:
+        if not positive(index, integer=True, allow_zero=True):
             raise ConfigError(f"fallback chain index must be an int >= 0, got {index!r}")
         self._entries.insert(min(index, len(self._entries)), self._new_entry(name))
 

@@ -19,36 +19,14 @@ substitution, which turns any policy into a valid one.
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import msgspec
 
 from .. import _constants as C
+from .._validate import is_number, positive, seconds_problem
 from ..errors import ConfigError
 
 __all__ = ["LimiterPolicy", "RateLimitPolicy", "RetryPolicy", "TimeoutPolicy"]
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def seconds_problem(value: Any, *, allow_zero: bool = False) -> str | None:
-    """Why ``value`` is not a usable number of seconds, or ``None`` if it is (shared with the
-    operators, which check their duration arguments the same way)."""
-    if not _is_number(value):
-        return f"must be a number of seconds, got {value!r}"
-    if math.isnan(value):
-        return "must be a number of seconds, got nan"
-    if math.isinf(value):
-        return f"must be finite, got {value!r}"
-    if value < 0 or (value == 0 and not allow_zero):
-        return f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}"
-    return None
 
 
 class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -100,7 +78,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"TimeoutPolicy.total ({self.total:g}s) must be >= first_event "
                 f"({self.first_event:g}s): the first event could never arrive in time"
             )
-        if not _is_int(self.max_consecutive_timeouts) or self.max_consecutive_timeouts < 1:
+        if not positive(self.max_consecutive_timeouts, integer=True):
             raise ConfigError(
                 "TimeoutPolicy.max_consecutive_timeouts must be an integer >= 1, "
                 f"got {self.max_consecutive_timeouts!r}"
@@ -131,7 +109,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
         if total is not None and first_event is not None and total < first_event:
             total = first_event
         consecutive = self.max_consecutive_timeouts
-        if not _is_int(consecutive) or consecutive < 1:
+        if not positive(consecutive, integer=True):
             consecutive = defaults.max_consecutive_timeouts
         rescue = self.rescue if isinstance(self.rescue, bool) else defaults.rescue  # pyright: ignore[reportUnnecessaryIsInstance]
         return TimeoutPolicy(
@@ -178,11 +156,11 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"({self.base_delay:g}s)"
             )
         jitter = self.jitter
-        if not _is_number(jitter) or not math.isfinite(jitter) or not 0.0 <= jitter <= 1.0:
+        if not is_number(jitter) or not math.isfinite(jitter) or not 0.0 <= jitter <= 1.0:
             raise ConfigError(
                 f"RetryPolicy.jitter must be a finite number within [0, 1], got {jitter!r}"
             )
-        if not _is_int(self.max_retries) or self.max_retries < 0:
+        if not positive(self.max_retries, integer=True, allow_zero=True):
             raise ConfigError(
                 f"RetryPolicy.max_retries must be an integer >= 0, got {self.max_retries!r}"
             )
@@ -239,11 +217,11 @@ class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"RateLimitPolicy.max_delay ({self.max_delay:g}s) must be >= default_delay "
                 f"({self.default_delay:g}s)"
             )
-        if not _is_int(self.max_retries) or self.max_retries < 1:
+        if not positive(self.max_retries, integer=True):
             raise ConfigError(
                 f"RateLimitPolicy.max_retries must be an integer >= 1, got {self.max_retries!r}"
             )
-        if not _is_int(self.escalate_after) or self.escalate_after < 0:
+        if not positive(self.escalate_after, integer=True, allow_zero=True):
             raise ConfigError(
                 "RateLimitPolicy.escalate_after must be an integer >= 0, "
                 f"got {self.escalate_after!r}"
@@ -287,7 +265,7 @@ class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
             ConfigError: naming the field and the value.
         """
         rpm = self.requests_per_minute
-        if not _is_int(rpm) or rpm < 0:
+        if not positive(rpm, integer=True, allow_zero=True):
             raise ConfigError(
                 f"LimiterPolicy.requests_per_minute must be an integer >= 0, got {rpm!r}"
             )
