@@ -64,8 +64,9 @@ from typing import Final
 
 import msgspec
 
-from .._validate import is_int, is_number, positive
+from .._validate import positive
 from ..errors import Cancelled, ConfigError, FallbackExhausted, RateLimitEscalation
+from .policies import FallbackPolicy
 
 __all__ = [
     "TRANSITIONS",
@@ -161,52 +162,6 @@ TRANSITIONS: Final[Mapping[tuple[BreakerState, Trigger], tuple[BreakerState, Eff
     (_F, Trigger.RESET): (_P, Effect.CLOSE),
     (_R, Trigger.RESET): (_P, Effect.CLOSE),
 }
-
-
-def _check_count(name: str, value: object) -> None:
-    if not is_int(value):
-        raise ConfigError(f"FallbackPolicy.{name} must be an int, got {value!r}")
-    if value < 0:
-        raise ConfigError(f"FallbackPolicy.{name} must be >= 0, got {value}")
-
-
-class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """The breaker's numbers (reference §5.1 defaults). Validated on construction.
-
-    Attributes:
-        trip_threshold: consecutive PRIMARY failures that trip the breaker (0 trips on the first).
-        recovery_timeout: seconds in FALLBACK before the next turn probes the primary
-            (``math.inf``: never probe on its own).
-        recovery_successes: probe successes in a row that close the breaker (0: the first does).
-        max_fail_count: strikes each backup may take before routing skips it; values below 1
-            count as 1.
-    """
-
-    trip_threshold: int = 3
-    recovery_timeout: float = 60.0
-    recovery_successes: int = 2
-    max_fail_count: int = 2
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
-        """Raise :class:`~rxturn.errors.ConfigError` naming the first bad field."""
-        _check_count("trip_threshold", self.trip_threshold)
-        _check_count("recovery_successes", self.recovery_successes)
-        _check_count("max_fail_count", self.max_fail_count)
-        timeout: object = self.recovery_timeout
-        if not is_number(timeout):
-            raise ConfigError(f"FallbackPolicy.recovery_timeout must be seconds, got {timeout!r}")
-        if not positive(timeout, allow_zero=True):
-            raise ConfigError(
-                f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {timeout!r}"
-            )
-
-    @property
-    def strikes(self) -> int:
-        """``max_fail_count`` clamped to at least 1: what each chain entry actually gets."""
-        return max(1, self.max_fail_count)
 
 
 class FallbackEntry(msgspec.Struct, frozen=True, kw_only=True):

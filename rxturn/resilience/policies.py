@@ -1,19 +1,23 @@
-"""The stream handler's knobs as plain data: frozen, keyword-only msgspec Structs.
+"""The resilience knobs as plain data: frozen, keyword-only msgspec Structs.
 
-Four policies configure the resilience ladder (reference §2.1 and §3); their defaults live in
-:mod:`rxturn._constants`. Times are seconds; ``None`` disables a timeout.
+Four policies configure the resilience ladder (reference §2.1 and §3) and a fifth the model
+breaker (§5.1); their defaults live in :mod:`rxturn._constants`. Times are seconds; ``None``
+disables a timeout.
 
 - :class:`TimeoutPolicy`: first-event, per-event (idle) and total deadlines, the
   consecutive-timeout rule, and whether the non-streaming rescue may run.
 - :class:`RetryPolicy`: the transport ladder (exponential backoff with jitter).
 - :class:`RateLimitPolicy`: the rate-limit ladder for 429 / 503 / 529, with its own budget.
 - :class:`LimiterPolicy`: the proactive token bucket (:class:`~.limiter.RateLimiter`).
+- :class:`FallbackPolicy`: the model circuit breaker's thresholds
+  (:class:`~.fallback.FallbackManager`).
 
 Policies are values, not builders: derive a variant with ``msgspec.structs.replace``. Building
 one never fails (it is just data); :meth:`validate` checks it against the reference's rules and
 raises :class:`~rxturn.errors.ConfigError` naming the first bad field. ``StreamHandler`` calls it
-at construction. :meth:`sanitized` is the forgiving path: the reference's ``with_*_config``
-substitution, which turns any policy into a valid one.
+at construction. ``FallbackPolicy`` alone also validates when it is built, as it always has.
+:meth:`sanitized` is the forgiving path: the reference's ``with_*_config`` substitution, which
+turns any policy into a valid one.
 """
 
 from __future__ import annotations
@@ -23,10 +27,10 @@ import math
 import msgspec
 
 from .. import _constants as C
-from .._validate import is_number, positive, seconds_problem
+from .._validate import is_int, is_number, positive, seconds_problem
 from ..errors import ConfigError
 
-__all__ = ["LimiterPolicy", "RateLimitPolicy", "RetryPolicy", "TimeoutPolicy"]
+__all__ = ["FallbackPolicy", "LimiterPolicy", "RateLimitPolicy", "RetryPolicy", "TimeoutPolicy"]
 
 
 class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -280,3 +284,61 @@ class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
             return self.validate()
         except ConfigError:
             return LimiterPolicy()
+
+
+class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """The model breaker's numbers (reference §5.1). Validated on construction too.
+
+    Attributes:
+        trip_threshold: consecutive PRIMARY failures that trip the breaker (0 trips on the first).
+        recovery_timeout: seconds in FALLBACK before the next turn probes the primary
+            (``math.inf``: never probe on its own).
+        recovery_successes: probe successes in a row that close the breaker (0: the first does).
+        max_fail_count: strikes each backup may take before routing skips it; values below 1
+            count as 1.
+    """
+
+    trip_threshold: int = C.BREAKER_TRIP_THRESHOLD
+    recovery_timeout: float = C.BREAKER_RECOVERY_TIMEOUT
+    recovery_successes: int = C.BREAKER_RECOVERY_SUCCESSES
+    max_fail_count: int = C.BREAKER_MAX_FAIL_COUNT
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> FallbackPolicy:
+        """Check the counts are integers >= 0 and ``recovery_timeout`` is seconds >= 0
+        (infinity allowed); the first failure wins.
+
+        Returns:
+            ``self``, so that ``policy.validate()`` can be used inline.
+
+        Raises:
+            ConfigError: naming the field and the value.
+        """
+        for name in ("trip_threshold", "recovery_successes", "max_fail_count"):
+            value: object = getattr(self, name)
+            if not is_int(value):
+                raise ConfigError(f"FallbackPolicy.{name} must be an int, got {value!r}")
+            if value < 0:
+                raise ConfigError(f"FallbackPolicy.{name} must be >= 0, got {value}")
+        timeout: object = self.recovery_timeout
+        if not is_number(timeout):
+            raise ConfigError(f"FallbackPolicy.recovery_timeout must be seconds, got {timeout!r}")
+        if not positive(timeout, allow_zero=True):
+            raise ConfigError(
+                f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {timeout!r}"
+            )
+        return self
+
+    def sanitized(self) -> FallbackPolicy:
+        """``self`` if valid, else the defaults (a policy built normally is always valid)."""
+        try:
+            return self.validate()
+        except ConfigError:
+            return FallbackPolicy()
+
+    @property
+    def strikes(self) -> int:
+        """``max_fail_count`` clamped to at least 1: what each chain entry actually gets."""
+        return max(1, self.max_fail_count)
