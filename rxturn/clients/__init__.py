@@ -16,9 +16,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._base import ModelClient
+from ._base import BatchingModelClient, ModelClient
 
-__all__ = ["AnthropicClient", "ModelClient", "OllamaClient", "OpenAIClient"]
+__all__ = ["AnthropicClient", "BatchingModelClient", "ModelClient", "OllamaClient", "OpenAIClient"]
 
 _LAZY = {
     "AnthropicClient": "rxturn.clients.anthropic",

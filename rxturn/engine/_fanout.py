@@ -52,9 +52,9 @@ def fan_out(
             if stopped:
                 return
             if type(event) is delta_cls:
-                kind = event.kind  # type: ignore[union-attr]
+                kind = event.kind
                 if kind == "text":
-                    text = event.text  # type: ignore[union-attr]
+                    text = event.text
                     if streamer is not None:
                         try:
                             streamer(text)
@@ -74,7 +74,7 @@ def fan_out(
                             except Exception:
                                 report_observer_error(observer, "on_text_delta")
                 elif kind == "thinking":
-                    thinking_delta(turn, event.text)  # type: ignore[union-attr]
+                    thinking_delta(turn, event.text)
             elif type(event) is AttemptReset or type(event) is Fallback:
                 stats.note(event)
                 if type(event) is AttemptReset:

@@ -63,7 +63,7 @@ async def stream_path(
     # and ``engine.events`` (in the routing table's order) before the fold sees its batch.
     subscription = stream.pipe(
         ops.do_action(tap),
-        ops.scan(fold_batch, INITIAL_STATE),  # type: ignore[arg-type]
+        ops.scan(fold_batch, INITIAL_STATE),
         ops.last_or_default(INITIAL_STATE),
     ).subscribe(on_next=finish, on_error=fail, scheduler=scheduler)
     try:

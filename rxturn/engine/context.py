@@ -206,7 +206,7 @@ async def _retrieve(
         # a user-supplied provider: its annotations promise nothing at run time
         if isinstance(result, (str, bytes)) or not isinstance(result, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"retrieve() returned {type(result).__name__}, expected a list of str")
-        entries: Sequence[object] = result  # pyright: ignore[reportUnknownVariableType]
+        entries: Sequence[object] = result
         bad = next((item for item in entries if not isinstance(item, str)), None)  # pyright: ignore[reportUnnecessaryIsInstance]
         if bad is not None:
             raise TypeError(f"retrieve() returned an entry of type {type(bad).__name__}")

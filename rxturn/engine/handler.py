@@ -34,13 +34,20 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from ..clients._base import ModelClient
-from ..events import HandlerEvent, StreamEvent
+from ..clients._base import BatchingModelClient, ModelClient
+from ..events import (
+    EventBatch,
+    EventStream,
+    HandlerBatchStream,
+    HandlerEvent,
+    HandlerStream,
+    StreamEvent,
+)
 from ..messages import Message, Request, RequestOptions
 from ..operators import (
     attempt_guard,
@@ -165,7 +172,7 @@ class StreamHandler:
         cancel: CancelToken | None = None,
         *,
         scheduler: abc.SchedulerBase | None = None,
-    ) -> Observable[HandlerEvent]:
+    ) -> HandlerStream:
         """One streaming turn as a cold Observable: each subscription runs the whole ladder.
 
         Args:
@@ -191,7 +198,7 @@ class StreamHandler:
         cancel: CancelToken | None = None,
         *,
         scheduler: abc.SchedulerBase | None = None,
-    ) -> Observable[list[HandlerEvent]]:
+    ) -> HandlerBatchStream:
         """:meth:`stream_turn` in batches: the same items and errors, as lists.
 
         A provider chunk's events come as one list (an :data:`~rxturn.events.EventBatch`);
@@ -209,7 +216,7 @@ class StreamHandler:
         cancel: CancelToken | None = None,
         *,
         scheduler: abc.SchedulerBase | None = None,
-    ) -> Observable[Any]:
+    ) -> Observable[HandlerEvent | EventBatch]:
         """The turn's items: event batches from a client with ``stream_batches`` (else single
         events), and the handler's own single items."""
         timeouts, retry, rate_limit = self._timeouts, self._retry, self._rate_limit
@@ -217,11 +224,13 @@ class StreamHandler:
         preferred = scheduler if scheduler is not None else self._scheduler
 
         # a client of your own may offer only the per-event ``stream``: the operators take both
-        batched: Callable[..., Observable[Any]] | None = getattr(client, "stream_batches", None)
-        attempt_source = batched if batched is not None else client.stream
+        attempt_source: Callable[
+            [Request, RequestOptions | None], EventStream | Observable[EventBatch]
+        ] = client.stream_batches if isinstance(client, BatchingModelClient) else client.stream
 
         def open_stream(
-            observer: abc.ObserverBase[StreamEvent], scheduler_: abc.SchedulerBase | None = None
+            observer: abc.ObserverBase[StreamEvent | EventBatch],
+            scheduler_: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
             try:
                 source = attempt_source(request, options)
@@ -236,12 +245,12 @@ class StreamHandler:
             return from_awaitable(lambda: client.create(request, options))
 
         def subscribe(
-            observer: abc.ObserverBase[HandlerEvent],
+            observer: abc.ObserverBase[HandlerEvent | EventBatch],
             scheduler_: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
             sched = resolve_scheduler(preferred, scheduler_)
             progress = TurnProgress(clock(sched), total=timeouts.total)
-            attempt: Observable[Any] = Observable(open_stream).pipe(
+            attempt: Observable[StreamEvent | EventBatch] = Observable(open_stream).pipe(
                 attempt_guard(progress),
                 deadlines(
                     timeouts.first_event,
@@ -252,7 +261,7 @@ class StreamHandler:
                 ),
                 rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=sched),
             )
-            turn: Observable[Any] = attempt.pipe(
+            turn: Observable[HandlerEvent | EventBatch] = attempt.pipe(
                 retry_ladder(retry, rate_limit, rng=rng, progress=progress, scheduler=sched)
             )
             turn = turn.pipe(total_deadline(timeouts.total, progress=progress, scheduler=sched))

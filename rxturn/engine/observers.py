@@ -55,7 +55,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any, Final
+from typing import Final
 
 from ..errors import ConfigError
 from ..events import AttemptReset
@@ -165,7 +165,7 @@ def _interested(observer: object, name: str) -> Callable[..., object] | None:
         return None
     if getattr(method, "__func__", None) is getattr(Observer, name):
         return None
-    return method  # pyright: ignore[reportUnknownVariableType]
+    return method
 
 
 class ObserverSet:
@@ -244,7 +244,7 @@ class ObserverSet:
         self.text_single = self._text[0] if len(self._text) == 1 else None
         self._thinking = self._by_name["on_thinking_delta"]
 
-    def emit(self, name: str, **kwargs: Any) -> None:
+    def emit(self, name: str, **kwargs: object) -> None:
         """Call ``name(**kwargs)`` on every interested observer, in registration order.
 
         Raises:
@@ -306,13 +306,13 @@ class RecordingObserver(Observer):
     """
 
     def __init__(self) -> None:
-        self.calls: list[tuple[str, dict[str, Any]]] = []
+        self.calls: list[tuple[str, dict[str, object]]] = []
 
     def names(self) -> list[str]:
         """The callback names in the order they were called."""
         return [name for name, _ in self.calls]
 
-    def calls_of(self, name: str) -> list[dict[str, Any]]:
+    def calls_of(self, name: str) -> list[dict[str, object]]:
         """The keyword arguments of every call to ``name``, in order."""
         return [kwargs for called, kwargs in self.calls if called == name]
 
@@ -321,7 +321,7 @@ class RecordingObserver(Observer):
 
 
 def _recorder(name: str) -> Callable[..., None]:
-    def record(self: RecordingObserver, **kwargs: Any) -> None:
+    def record(self: RecordingObserver, **kwargs: object) -> None:
         self.calls.append((name, kwargs))
 
     record.__name__ = record.__qualname__ = name
@@ -383,7 +383,7 @@ class LoggingObserver(Observer):
         self.level = level
         self.delta_level = delta_level
 
-    def log(self, name: str, fields: dict[str, Any]) -> None:
+    def log(self, name: str, fields: dict[str, object]) -> None:
         """Emit the line for callback ``name`` (skipped cheaply when the level is disabled)."""
         level = self.delta_level if name in _DELTAS else self.level
         if not self.logger.isEnabledFor(level):
@@ -399,7 +399,7 @@ class LoggingObserver(Observer):
 
 
 def _logger_method(name: str) -> Callable[..., None]:
-    def log(self: LoggingObserver, **kwargs: Any) -> None:
+    def log(self: LoggingObserver, **kwargs: object) -> None:
         self.log(name, kwargs)
 
     log.__name__ = log.__qualname__ = name

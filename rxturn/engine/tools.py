@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, cast, get_type_hints
+from typing import Any, cast, get_type_hints, overload
 
 import msgspec
 
@@ -37,7 +37,7 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        input_schema: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, object] | None = None,
     ) -> None:
         self.function = function
         tool_name = name or getattr(function, "__name__", "")
@@ -59,7 +59,7 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
-    async def call(self, arguments: Any) -> str:
+    async def call(self, arguments: object) -> str:
         """Convert ``arguments``, run the function (awaiting it if needed), render the result."""
         if not isinstance(arguments, dict):
             raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
@@ -71,12 +71,24 @@ class Tool:
         return _render(result)
 
 
+@overload
+def tool(
+    function: ToolFunction, *, name: str | None = None, description: str | None = None
+) -> Tool: ...
+
+
+@overload
+def tool(
+    function: None = None, *, name: str | None = None, description: str | None = None
+) -> Callable[[ToolFunction], Tool]: ...
+
+
 def tool(
     function: ToolFunction | None = None,
     *,
     name: str | None = None,
     description: str | None = None,
-) -> Any:
+) -> Tool | Callable[[ToolFunction], Tool]:
     """Decorator turning a function into a :class:`Tool` (``@tool`` or ``@tool(name=...)``)."""
 
     def wrap(fn: ToolFunction) -> Tool:

@@ -49,9 +49,9 @@ class IPythonSink:
         # IPython leaves display()'s keyword arguments unannotated
         from IPython.display import HTML, display  # pyright: ignore[reportUnknownVariableType]
 
-        content = HTML(view.to_html(max_chars=self._max_chars))  # type: ignore[no-untyped-call]
+        content = HTML(view.to_html(max_chars=self._max_chars))
         if self._handle is None:
-            self._handle = display(content, display_id=True)  # type: ignore[no-untyped-call]
+            self._handle = display(content, display_id=True)
         else:
             self._handle.update(content)
 
@@ -90,10 +90,10 @@ class PrintSink:
 
 def _default_sink() -> DisplaySink:
     try:
-        from IPython import get_ipython  # pyright: ignore[reportUnknownVariableType]
+        from IPython import get_ipython
     except ImportError:
         return PrintSink()
-    shell = get_ipython()  # pyright: ignore[reportUnknownVariableType]
+    shell = get_ipython()
     if shell is not None and getattr(shell, "kernel", None) is not None:
         return IPythonSink()
     return PrintSink()

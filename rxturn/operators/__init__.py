@@ -35,13 +35,13 @@ Imports are lazy: naming an operator does not import the others.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactivex import Observable, abc
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..events import AttemptReset, Fallback, StreamEvent
+    from ..events import AttemptReset, EventBatch, Fallback, StreamEvent
     from ..messages import Message
     from ..resilience.cancel import CancelToken
     from ..resilience.limiter import RateLimiter
@@ -67,6 +67,8 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+#: An attempt's items: single events, or batches of them.
+_E = TypeVar("_E", bound="StreamEvent | EventBatch")
 
 _LAZY: dict[str, str] = {
     "Decision": "._retry_ladder",
@@ -105,7 +107,7 @@ def __dir__() -> list[str]:
 
 def attempt_guard(
     progress: TurnProgress | None = None,
-) -> Callable[[Observable[StreamEvent]], Observable[StreamEvent]]:
+) -> Callable[[Observable[_E]], Observable[_E]]:
     """Forward an attempt's events only once the fold accepts them; flag truncation.
 
     Each event is folded into a shadow state first. An event the fold rejects (a closed tool
@@ -123,7 +125,8 @@ def attempt_guard(
             operators of the turn (a fresh private one otherwise).
 
     Returns:
-        An operator ``Observable[StreamEvent] -> Observable[StreamEvent]``.
+        An operator ``Observable[StreamEvent] -> Observable[StreamEvent]`` (or the same over
+        batches).
 
     Examples:
         >>> client.stream(request).pipe(attempt_guard())  # doctest: +SKIP
@@ -370,7 +373,7 @@ def rate_limit_gate(
     return rate_limit_gate_(limiter, key, max_wait, progress, scheduler)
 
 
-def unbatch() -> Callable[[Observable[Any]], Observable[Any]]:
+def unbatch() -> Callable[[Observable[_T | Sequence[_T]]], Observable[_T]]:
     """Emit the events of each :data:`~rxturn.events.EventBatch` one by one; single items pass.
 
     .. code:: text
@@ -386,7 +389,7 @@ def unbatch() -> Callable[[Observable[Any]], Observable[Any]]:
     return unbatch_
 
 
-def as_batches() -> Callable[[Observable[Any]], Observable[list[Any]]]:
+def as_batches() -> Callable[[Observable[_T | Sequence[_T]]], Observable[list[_T]]]:
     """Make every item a list: a batch passes as it is, a single item becomes ``[item]``.
 
     .. code:: text

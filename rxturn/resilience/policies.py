@@ -106,7 +106,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
             if value is None:
                 return None
             if seconds_problem(value) is not None:
-                return getattr(defaults, name)  # type: ignore[no-any-return]
+                return getattr(defaults, name)
             return float(value)
 
         first_event, per_event, total = fix("first_event"), fix("per_event"), fix("total")
