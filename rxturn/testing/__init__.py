@@ -7,6 +7,10 @@ thinking, tool calls, usage, streamed in deltas) or a fault (an HTTP error with
 ``Retry-After``, a dropped connection, a stall, broken JSON, an in-stream error event).
 The demo, the notebooks, the benchmarks and the loopback tests all run against it, offline.
 
+:class:`MockTransport` is the lighter tool, one level lower: the transport a client sends
+through, answering each request with a :class:`MockResponse` you wrote (status, headers, the
+body as exact chunks, optionally a mid-body error) — no server, no sockets, like httpx's.
+
 Importing this package imports aiohttp; ``import rxturn`` never imports it.
 
 Examples:
@@ -17,6 +21,7 @@ Examples:
 
 from __future__ import annotations
 
+from ._mock import MockHttpResponse, MockRequest, MockResponse, MockTransport
 from ._scenario import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_SCENARIO,
@@ -33,6 +38,10 @@ __all__ = [
     "DEFAULT_SCENARIO",
     "Entry",
     "FakeProvider",
+    "MockHttpResponse",
+    "MockRequest",
+    "MockResponse",
+    "MockTransport",
     "ReceivedRequest",
     "Scenario",
     "ScenarioToolCall",
