@@ -6,15 +6,16 @@ Run: ``python docs/make_timeline.py`` (needs matplotlib; offline, fake provider)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
 
-from rxturn import AnthropicClient, FallbackManager, StreamHandler, TurnEngine  # noqa: E402
-from rxturn.notebook import TurnRecorder, timeline  # noqa: E402
-from rxturn.testing import FakeProvider  # noqa: E402
+from rxturn import AnthropicClient, FallbackManager, StreamHandler, TurnEngine
+from rxturn.notebook import TurnRecorder, timeline
+from rxturn.testing import FakeProvider
 
 SCENARIO = {
     "models": {
@@ -48,17 +49,17 @@ LABELS = [
 
 async def main() -> None:
     recorder = TurnRecorder()
-    async with FakeProvider(SCENARIO) as fake:
-        async with AnthropicClient("primary", api_key="offline", base_url=fake.base_url) as c:
-            engine = TurnEngine(
-                c, handler=StreamHandler.default(), fallback=FallbackManager("primary", ["backup"])
-            )
-            recorder.attach(engine)
-            for label in LABELS:
-                try:
-                    await engine.run(label)
-                except Exception:
-                    pass
+    async with (
+        FakeProvider(SCENARIO) as fake,
+        AnthropicClient("primary", api_key="offline", base_url=fake.base_url) as c,
+    ):
+        engine = TurnEngine(
+            c, handler=StreamHandler.default(), fallback=FallbackManager("primary", ["backup"])
+        )
+        recorder.attach(engine)
+        for label in LABELS:
+            with contextlib.suppress(Exception):  # the outages fail their runs, by design
+                await engine.run(label)
     figure = timeline(
         recorder, title="rxturn: seven runs on one engine", labels=dict(enumerate(LABELS))
     )

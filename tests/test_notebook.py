@@ -18,9 +18,8 @@ import pytest
 import reactivex
 from reactivex import operators as ops
 from reactivex.testing import TestScheduler
-from rxturn._scheduling import clock as scheduler_clock
-from rxturn.fallback import BreakerState, FallbackManager, FallbackPolicy
 
+from rxturn._scheduling import clock as scheduler_clock
 from rxturn.errors import ConfigError, ReadError
 from rxturn.events import (
     AttemptReset,
@@ -33,6 +32,7 @@ from rxturn.events import (
     PartStart,
     PartStop,
 )
+from rxturn.fallback import BreakerState, FallbackManager, FallbackPolicy
 from rxturn.messages import Message, StopReason, Usage
 from rxturn.notebook import (
     AttemptSpan,
@@ -302,12 +302,11 @@ def test_recorder_rejects_bad_settings(kwargs: dict[str, Any]) -> None:
 
 async def run_engine(scenario: dict[str, Any], **handler: Any) -> tuple[Any, Any, Any, Any]:
     """One engine run on the fake provider; returns (result, recorder, oracle, live sink)."""
+    from rxturn.clients import AnthropicClient
+    from rxturn.engine import TurnEngine
     from rxturn.handler import StreamHandler
     from rxturn.observers import RecordingObserver
     from rxturn.policies import RetryPolicy
-
-    from rxturn.clients import AnthropicClient
-    from rxturn.engine import TurnEngine
     from rxturn.testing import FakeProvider
 
     async with (
