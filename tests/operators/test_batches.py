@@ -16,10 +16,10 @@ from typing import Any
 
 import pytest
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from reactivex.testing import TestScheduler
+from virtual_time import Tracked, drive, reply, timeline
 
 from operators.event_strategies import START, STREAMS
 from rxturn.errors import (

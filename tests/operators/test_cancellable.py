@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from handler._support import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
+from virtual_time import Tracked, drive, reply, timeline
 
 from rxturn.errors import Cancelled
 from rxturn.operators import TurnProgress, cancellable

@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import reactivex
-from handler._support import REQUEST, ScriptedClient, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import TestScheduler
+from virtual_time import REQUEST, ScriptedClient, drive, reply, timeline
 
 from rxturn.errors import ServerError
 from rxturn.events import Fallback

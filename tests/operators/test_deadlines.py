@@ -6,9 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from handler._support import Tracked, drive, reply, timeline
 from reactivex import abc, typing
 from reactivex.testing import TestScheduler
+from virtual_time import Tracked, drive, reply, timeline
 
 from rxturn.errors import ConfigError, StreamTimeoutError
 from rxturn.events import Delta, MessageStart, PartStart, PartStop

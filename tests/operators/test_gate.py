@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from handler._support import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
+from virtual_time import Tracked, drive, reply, timeline
 
 from rxturn.operators import TurnProgress, rate_limit_gate
 from rxturn.operators._scheduling import clock

@@ -6,9 +6,9 @@ from typing import Any
 
 import pytest
 import reactivex
-from handler._support import Tracked, drive, reply, timeline
 from reactivex import Observable
 from reactivex.testing import ReactiveTest, TestScheduler
+from virtual_time import Tracked, drive, reply, timeline
 
 from rxturn.errors import (
     AuthenticationError,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from handler._support import Tracked, drive, reply, timeline
 from reactivex.testing import TestScheduler
+from virtual_time import Tracked, drive, reply, timeline
 
 from rxturn.errors import ConfigError, StreamTimeoutError
 from rxturn.operators import TurnProgress, attempt_guard, total_deadline

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from reactivex.testing import TestScheduler
+from virtual_time import HANG, REQUEST, Later, Run, ScriptedClient, drive, reply, timeline
 
 from rxturn.engine.handler import StreamHandler
 from rxturn.errors import (
@@ -41,8 +42,6 @@ from rxturn.messages import (
 from rxturn.resilience.cancel import CancelToken
 from rxturn.resilience.limiter import RateLimiter
 from rxturn.resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
-
-from ._support import HANG, REQUEST, Later, Run, ScriptedClient, drive, reply, timeline
 
 EXACT = RetryPolicy(jitter=0.0)  # 0.1, 0.2, 0.4 s: exact times in assertions
 NO_RESCUE = TimeoutPolicy(rescue=False)
