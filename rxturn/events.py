@@ -57,10 +57,14 @@ __all__ = [
     "StreamEvent",
 ]
 
-#: What a lane carries. ``thinking`` is stream-only: it never enters the message.
-PartKind = Literal["text", "thinking", "tool_call"]
-#: What a delta carries: text, thinking, or a fragment of a tool call's JSON arguments.
-DeltaKind = Literal["text", "thinking", "tool_json"]
+#: What a lane carries. ``thinking`` enters the message only when the fold keeps thinking;
+#: ``refusal`` is the text with which a model refused (OpenAI), kept apart from the reply text.
+PartKind = Literal["text", "thinking", "tool_call", "refusal"]
+#: What a delta carries: text, thinking, or a fragment of a tool call's JSON arguments; and, for
+#: a thinking lane, ``signature`` (the lane's whole signature, replacing any earlier one) or
+#: ``redacted_thinking`` (the opaque data of a redacted block). Those two and ``refusal`` reach
+#: the fold only: observers route ``text`` and ``thinking`` and ignore the rest.
+DeltaKind = Literal["text", "thinking", "tool_json", "refusal", "signature", "redacted_thinking"]
 
 
 class MessageStart(msgspec.Struct, frozen=True, gc=False, tag="message_start"):
@@ -71,7 +75,8 @@ class MessageStart(msgspec.Struct, frozen=True, gc=False, tag="message_start"):
 
 
 class PartStart(msgspec.Struct, frozen=True, gc=False, tag="part_start"):
-    """A lane opens. Tool lanes latch their call ``id`` and ``name`` here."""
+    """A lane opens. Tool lanes latch their call ``id`` and ``name`` here; a thinking lane may
+    carry the provider's item ``id`` (OpenAI Responses reasoning items)."""
 
     index: int
     kind: PartKind = "text"
@@ -80,7 +85,8 @@ class PartStart(msgspec.Struct, frozen=True, gc=False, tag="part_start"):
 
 
 class Delta(msgspec.Struct, frozen=True, gc=False, tag="delta"):
-    """A fragment for lane ``index``: text, thinking, or tool-call JSON (``kind``)."""
+    """A fragment for lane ``index``: text, thinking, tool-call JSON, or a thinking lane's
+    signature / redacted data (``kind``)."""
 
     index: int
     text: str

@@ -10,7 +10,15 @@ decisions (SPEC §2.5, §3.2):
 - ``PartStart`` opens a lane whose kind never changes; a tool lane latches its call id and name.
 - ``Delta`` goes to the oldest open lane with the same index and the matching kind (text → text,
   tool_json → tool_call, thinking → thinking); no such lane → dropped silently. Thinking is
-  never stored: it reaches observers, not the message.
+  not stored unless the state keeps thinking (below): it reaches observers, not the message.
+  A ``refusal`` lane (OpenAI) becomes a :class:`~rxturn.messages.RefusalPart` when non-empty.
+- Kept thinking (``initial_state(keep_thinking=True)``; docs/wire-formats.md): a thinking lane
+  becomes a :class:`~rxturn.messages.ThinkingPart` in block order — its thinking deltas joined,
+  the last ``signature`` delta as its signature (``None`` if none came), the ``PartStart`` id —
+  or, once a ``redacted_thinking`` delta arrived, a
+  :class:`~rxturn.messages.RedactedThinkingPart` with that data. This is how the anthropic SDK
+  accumulates a block: text appended, signature replaced. Without it, those deltas are dropped
+  and the message is exactly what it always was. ``AttemptReset`` keeps the option.
 - ``PartStop(i)`` closes the oldest open lane with index ``i``, ``PartStop(None)`` the oldest open
   lane; with nothing to close it does nothing. Closing a text lane keeps its text if non-empty;
   closing a tool lane with a name parses its JSON (no JSON → ``{}``; invalid JSON →
@@ -63,7 +71,17 @@ from .events import (
     Ping,
     StreamEvent,
 )
-from .messages import ContentPart, Message, StopReason, TextPart, ToolCallPart, Usage
+from .messages import (
+    ContentPart,
+    Message,
+    RedactedThinkingPart,
+    RefusalPart,
+    StopReason,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    Usage,
+)
 from .wire._partial_json import parse_partial
 
 __all__ = [
@@ -74,6 +92,7 @@ __all__ = [
     "fold_events",
     "fold_handler",
     "fold_item",
+    "initial_state",
 ]
 
 # TurnState's fields are private to this module, not to the class: the fold functions below read
@@ -94,7 +113,9 @@ class _Lane(msgspec.Struct, frozen=True, gc=False):
     id: str
     name: str
     start: int
-    accepts: str = ""  # the Delta.kind this lane takes: "text", "tool_json" ("" = none)
+    accepts: str = ""  # the Delta.kind this lane takes: "text", "tool_json", "thinking" ("" = none)
+    signature: str | None = None  # a kept thinking lane's latest signature delta
+    redacted: str | None = None  # a kept thinking lane's redacted data
 
 
 class _Head(msgspec.Struct, frozen=True, gc=False):
@@ -115,6 +136,7 @@ class _Head(msgspec.Struct, frozen=True, gc=False):
     owner: int = -1  # the serial of the lane that received the latest fragment
     hot: _Lane | None = None  # that lane while it is still the first open match for its deltas
     rescued: Message | None = None  # set by a Fallback item: the reply, adopted wholesale
+    keep_thinking: bool = False  # thinking lanes become message parts
 
 
 class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
@@ -161,12 +183,23 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
         return self._head.completed
 
     @property
+    def keep_thinking(self) -> bool:
+        """Thinking lanes become message parts (see :func:`initial_state`)."""
+        return self._head.keep_thinking
+
+    @property
     def has_partial_data(self) -> bool:
-        """At least one part is complete: a closed non-empty text lane or a closed tool call."""
+        """At least one part is complete: a closed non-empty text lane or a closed tool call
+        (kept thinking does not count: it is not an answer)."""
         head = self._head
         if head.rescued is not None:
             return bool(head.rescued.content)
-        return head.nparts > 0
+        if not head.keep_thinking:
+            return head.nparts > 0
+        return any(
+            not isinstance(part, ThinkingPart | RedactedThinkingPart)
+            for _, part in _visible(head.parts, head.nparts)
+        )
 
     @property
     def open_lanes(self) -> int:
@@ -219,6 +252,20 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
 
 #: The state before any event.
 INITIAL_STATE: Final = TurnState()
+_INITIAL_KEEPING: Final = TurnState(_Head(keep_thinking=True))
+
+
+def initial_state(*, keep_thinking: bool = False) -> TurnState:
+    """The state before any event; with ``keep_thinking`` the fold keeps thinking blocks in the
+    message (module docstring), which a tool loop with extended thinking needs.
+
+    Examples:
+        >>> initial_state() is INITIAL_STATE
+        True
+        >>> initial_state(keep_thinking=True).keep_thinking
+        True
+    """
+    return _INITIAL_KEEPING if keep_thinking else INITIAL_STATE
 
 
 def fold(state: TurnState, event: StreamEvent) -> TurnState:
@@ -267,8 +314,14 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
             lane_kind = "text"
         elif kind == "tool_json":
             lane_kind = "tool_call"
-        else:
+        elif kind == "refusal":
+            lane_kind = "refusal"
+        elif not head.keep_thinking:
             return state  # thinking: observers see it, the message never does
+        elif kind == "thinking":
+            lane_kind = "thinking"
+        else:
+            return _thinking_extra(state, delta)
         if not text:
             return state
         index = delta.index
@@ -317,7 +370,7 @@ def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
     """
     cls = type(event)
     if cls is AttemptReset:
-        return INITIAL_STATE
+        return _INITIAL_KEEPING if state._head.keep_thinking else INITIAL_STATE
     if cls is Fallback:
         fallback: Fallback = event  # type: ignore[assignment]  # narrowed by the type check above
         message = fallback.message
@@ -329,6 +382,7 @@ def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
             started=True,
             completed=True,
             rescued=message,
+            keep_thinking=state._head.keep_thinking,
         )
         return TurnState(head)
     return fold(state, event)  # type: ignore[arg-type]
@@ -390,8 +444,16 @@ def fold_item(state: TurnState, item: HandlerEvent | list[HandlerEvent]) -> Turn
     return fold_handler(state, item)
 
 
-def fold_events(events: Iterable[StreamEvent], state: TurnState = INITIAL_STATE) -> TurnState:
-    """Fold a whole sequence of events (from ``state``, by default the initial one)."""
+def fold_events(
+    events: Iterable[StreamEvent],
+    state: TurnState | None = None,
+    *,
+    keep_thinking: bool = False,
+) -> TurnState:
+    """Fold a whole sequence of events from ``state`` (by default
+    ``initial_state(keep_thinking=keep_thinking)``)."""
+    if state is None:
+        state = initial_state(keep_thinking=keep_thinking)
     for event in events:
         state = fold(state, event)
     return state
@@ -413,9 +475,11 @@ def _part_start(state: TurnState, event: PartStart) -> TurnState:
         lane = _Lane(
             head.lanes, event.index, "tool_call", event.id, event.name, state._nfrags, "tool_json"
         )
-    else:
-        accepts = "text" if event.kind == "text" else ""  # thinking never enters the message
-        lane = _Lane(head.lanes, event.index, event.kind, "", "", state._nfrags, accepts)
+    elif event.kind == "text" or event.kind == "refusal":
+        lane = _Lane(head.lanes, event.index, event.kind, "", "", state._nfrags, event.kind)
+    else:  # thinking enters the message only when kept
+        accepts = "thinking" if head.keep_thinking else ""
+        lane = _Lane(head.lanes, event.index, event.kind, event.id, "", state._nfrags, accepts)
     head = _replace(head, open=(*head.open, lane), lanes=head.lanes + 1, hot=None)
     return TurnState(head, state._frags, state._nfrags)
 
@@ -454,6 +518,23 @@ def _message_delta(state: TurnState, event: MessageDelta) -> TurnState:
     return TurnState(head, state._frags, state._nfrags)
 
 
+def _thinking_extra(state: TurnState, delta: Delta) -> TurnState:
+    """A kept thinking lane's ``signature`` (replaces the last) or ``redacted_thinking`` data."""
+    head = state._head
+    for position, lane in enumerate(head.open):
+        if lane.index == delta.index and lane.kind == "thinking":
+            if delta.kind == "signature":
+                lane = _replace(lane, signature=delta.text)
+            elif delta.kind == "redacted_thinking":
+                lane = _replace(lane, redacted=delta.text)
+            else:  # a kind newer than this fold
+                return state
+            lanes = head.open
+            head = _replace(head, open=(*lanes[:position], lane, *lanes[position + 1 :]), hot=None)
+            return TurnState(head, state._frags, state._nfrags)
+    return state  # no matching open lane: dropped, as any delta
+
+
 def _message_stop(state: TurnState) -> TurnState:
     head = _started_head(state, "message_stop")
     for lane in head.open:  # fail now, where the SDK fails, not later in message()
@@ -489,6 +570,15 @@ def _closed_lane_part(lane: _Lane, state: TurnState) -> ContentPart | None:
     if lane.kind == "text":
         text = _lane_text(lane, state)
         return TextPart(text) if text else None
+    if lane.kind == "refusal":
+        text = _lane_text(lane, state)
+        return RefusalPart(text) if text else None
+    if lane.kind == "thinking":
+        if lane.accepts != "thinking":  # not kept
+            return None
+        if lane.redacted is not None:
+            return RedactedThinkingPart(lane.redacted)
+        return ThinkingPart(_lane_text(lane, state), lane.signature, lane.id)
     if lane.kind != "tool_call" or not lane.name:
         return None
     raw = _lane_text(lane, state)

@@ -8,6 +8,10 @@ form (``msgspec.json.encode``) is exactly the Message JSON of SPEC §3.2::
      "content": [{"type": "text", "text": "…"},
                  {"type": "tool_call", "id": "…", "name": "…", "input": {…}}],
      "stop_reason": "end_turn", "usage": {"input_tokens": 0, "output_tokens": 0}}
+
+Two more part types appear in replies: :class:`RefusalPart` (an OpenAI refusal) always, and
+:class:`ThinkingPart` / :class:`RedactedThinkingPart` only when the fold keeps thinking
+(docs/wire-formats.md). A reply without them encodes exactly as before.
 """
 
 from __future__ import annotations
@@ -20,12 +24,15 @@ import msgspec
 __all__ = [
     "ContentPart",
     "Message",
+    "RedactedThinkingPart",
+    "RefusalPart",
     "Request",
     "RequestOptions",
     "ResponseFormat",
     "Role",
     "StopReason",
     "TextPart",
+    "ThinkingPart",
     "ToolCallPart",
     "ToolResultPart",
     "ToolSchema",
@@ -38,19 +45,25 @@ Role = Literal["user", "assistant"]
 
 
 class StopReason(enum.StrEnum):
-    """Why the model stopped. Only ``TOOL_CALL`` continues an agent loop."""
+    """Why the model stopped. Only ``TOOL_CALL`` continues an agent loop.
+
+    ``REFUSAL``: the model (or the provider's safety system) declined to answer; it ends the
+    loop like ``END_TURN``.
+    """
 
     END_TURN = "end_turn"
     TOOL_CALL = "tool_call"
     MAX_TOKENS = "max_tokens"
     STOP_SEQUENCE = "stop_sequence"
+    REFUSAL = "refusal"
 
     @classmethod
     def parse(cls, value: str | None) -> StopReason | None:
         """Map a provider's spelling to a stop reason; ``None`` for anything unrecognised.
 
         Accepts the canonical names plus ``tool_use`` / ``tool_calls`` (→ TOOL_CALL),
-        ``length`` (→ MAX_TOKENS) and ``stop`` (→ END_TURN).
+        ``length`` / ``max_output_tokens`` (→ MAX_TOKENS), ``stop`` (→ END_TURN) and
+        ``content_filter`` (→ REFUSAL).
         """
         if value is None:
             return None
@@ -71,7 +84,10 @@ _STOP_ALIASES: dict[str, StopReason] = {
     "function_call": StopReason.TOOL_CALL,
     "max_tokens": StopReason.MAX_TOKENS,
     "length": StopReason.MAX_TOKENS,
+    "max_output_tokens": StopReason.MAX_TOKENS,
     "stop_sequence": StopReason.STOP_SEQUENCE,
+    "refusal": StopReason.REFUSAL,
+    "content_filter": StopReason.REFUSAL,
 }
 
 
@@ -108,7 +124,34 @@ class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
     is_error: bool = False
 
 
-ContentPart = TextPart | ToolCallPart | ToolResultPart
+class ThinkingPart(msgspec.Struct, frozen=True, tag="thinking", omit_defaults=True):
+    """Model reasoning kept for replay (only when the fold keeps thinking).
+
+    Anthropic: a ``thinking`` block's text and ``signature``. OpenAI Responses: a reasoning
+    item's summary text, its ``encrypted_content`` as ``signature`` (``None`` when the provider
+    sent none) and its ``id`` (``rs_…``). Sent back unchanged in later requests.
+    """
+
+    thinking: str
+    signature: str | None
+    id: str = ""
+
+
+class RedactedThinkingPart(msgspec.Struct, frozen=True, tag="redacted_thinking"):
+    """An Anthropic ``redacted_thinking`` block: opaque ``data`` to send back unchanged."""
+
+    data: str
+
+
+class RefusalPart(msgspec.Struct, frozen=True, tag="refusal"):
+    """Text with which the model refused (OpenAI ``refusal``); not part of :attr:`Message.text`."""
+
+    text: str
+
+
+ContentPart = (
+    TextPart | ToolCallPart | ToolResultPart | ThinkingPart | RedactedThinkingPart | RefusalPart
+)
 
 
 class Message(msgspec.Struct, frozen=True, kw_only=True):
@@ -144,6 +187,11 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def tool_results(self) -> list[ToolResultPart]:
         return [part for part in self.content if isinstance(part, ToolResultPart)]
+
+    @property
+    def refusal(self) -> str:
+        """All refusal parts joined (``""`` when the model did not refuse in words)."""
+        return "".join(part.text for part in self.content if isinstance(part, RefusalPart))
 
 
 class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):

@@ -32,7 +32,7 @@ from reactivex.scheduler import CurrentThreadScheduler
 
 from .errors import ConfigError, RxturnError, StreamProtocolError, TruncatedStreamError
 from .events import EventBatch, MessageStop, StreamEvent
-from .fold import INITIAL_STATE, fold, fold_batch
+from .fold import fold, fold_batch, initial_state
 from .messages import Message
 from .wire import FORMATS, StreamDecoder, decoder_for, sniff_format
 
@@ -59,10 +59,12 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
 
     Args:
         source: the recorded body as bytes, or the path of a file holding it.
-        format: ``"anthropic"``, ``"openai"``, ``"ollama"``, or ``"auto"`` to sniff it.
+        format: ``"anthropic"``, ``"openai"``, ``"openai-responses"``, ``"ollama"``, or
+            ``"auto"`` to sniff it.
 
     Returns:
-        ``Observable[StreamEvent]``.
+        ``Observable[StreamEvent]``. The events carry thinking (signatures and redacted data
+        included) whatever the fold later keeps: ``keep_thinking`` is the fold's choice.
 
     Raises:
         ConfigError: ``format`` is not one of the above (raised immediately).
@@ -150,8 +152,12 @@ def _replay(source: Source, format: str, *, batched: bool) -> Observable[Any]:
     return reactivex.create(subscribe)
 
 
-def replay_message(source: Source, format: str = "auto") -> Message:
+def replay_message(source: Source, format: str = "auto", *, keep_thinking: bool = False) -> Message:
     """Decode and fold ``source`` into the assistant message (SPEC §3.2), synchronously.
+
+    With ``keep_thinking`` the message keeps thinking blocks (text and signature) and redacted
+    thinking in block order, as an agent loop with extended thinking needs
+    (:func:`rxturn.fold.initial_state`).
 
     The bytes are decoded 64 KiB at a time. Only if that fails is the stream decoded again one
     line at a time, so that an error raised by the fold (invalid tool JSON, events out of order)
@@ -167,20 +173,20 @@ def replay_message(source: Source, format: str = "auto") -> Message:
     _check_format(format)
     data = _load(source)
     try:
-        state = INITIAL_STATE
+        state = initial_state(keep_thinking=keep_thinking)
         for batch in _batches(_open(data, format), data):
             state = fold_batch(state, batch)
         if state.completed:
             return state.message()
     except RxturnError:
         pass
-    return _replay_located(data, format)
+    return _replay_located(data, format, keep_thinking)
 
 
-def _replay_located(data: bytes, format: str) -> Message:
+def _replay_located(data: bytes, format: str, keep_thinking: bool) -> Message:
     """``replay_message`` one line at a time: slower, but every error says where."""
     decoder = _open(data, format)
-    state = INITIAL_STATE
+    state = initial_state(keep_thinking=keep_thinking)
     emitted = 0
     line = 0  # the line just fed
     content_line = 1  # the last non-blank line fed: where an SSE event's data sits

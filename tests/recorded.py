@@ -10,7 +10,13 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-__all__ = ["ANTHROPIC_FIXTURES", "FIXTURES", "OPENAI_FIXTURES", "fixtures_root"]
+__all__ = [
+    "ANTHROPIC_FIXTURES",
+    "FIXTURES",
+    "OPENAI_FIXTURES",
+    "RESPONSES_FIXTURES",
+    "fixtures_root",
+]
 
 _TESTS = Path(__file__).resolve().parent
 
@@ -30,3 +36,5 @@ def fixtures_root() -> Path:
 FIXTURES = fixtures_root()
 ANTHROPIC_FIXTURES = sorted((FIXTURES / "anthropic").glob("*.sse"))
 OPENAI_FIXTURES = sorted((FIXTURES / "openai").glob("*.sse"))
+#: OpenAI Responses API streams: vendored here only (tests/fixtures/README.md says where from)
+RESPONSES_FIXTURES = sorted((_TESTS / "fixtures" / "openai-responses").glob("*.sse"))

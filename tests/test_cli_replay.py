@@ -182,3 +182,53 @@ def test_invalid_format_choice_is_a_usage_error(capsys: pytest.CaptureFixture[st
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--format" in err
+
+
+# -- thinking, refusals, the Responses API ------------------------------------------------------
+
+THINKING = Path(__file__).resolve().parent / "fixtures" / "anthropic" / "thinking_stream.sse"
+RESPONSES_CALL = (
+    Path(__file__).resolve().parent / "fixtures" / "openai-responses" / "function_call.sse"
+)
+
+
+def test_keep_thinking_adds_the_thinking_part_and_nothing_else() -> None:
+    plain = json.loads(rxturn(THINKING, "--json").stdout)
+    kept = json.loads(rxturn(THINKING, "--json", "--keep-thinking").stdout)
+    assert [p["type"] for p in plain["content"]] == ["text"]
+    assert [p["type"] for p in kept["content"]] == ["thinking", "text"]
+    assert list(kept["content"][0]) == ["type", "thinking", "signature"]  # no empty id
+    assert kept["content"][0]["signature"]
+    assert kept["content"][1:] == plain["content"]
+    assert {k: v for k, v in kept.items() if k != "content"} == {
+        k: v for k, v in plain.items() if k != "content"
+    }
+
+
+def test_keep_thinking_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--keep-thinking", str(THINKING)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("[thinking] ")
+
+
+def test_responses_format_explicit_and_auto() -> None:
+    explicit = rxturn(RESPONSES_CALL, "--json", "--format", "openai-responses")
+    assert (explicit.returncode, explicit.stderr) == (0, "")
+    assert explicit.stdout == rxturn(RESPONSES_CALL, "--json").stdout
+    document = json.loads(explicit.stdout)
+    assert document["stop_reason"] == "tool_call"
+    assert document["content"][0]["type"] == "tool_call"
+
+
+def test_refusal_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    refusal = FIXTURES / "openai" / "refusal.sse"
+    assert main(["replay", str(refusal)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "[refusal] I'm sorry, I can't assist with that request."
+    assert lines[1].startswith("-- stop: refusal,")
+
+
+def test_wrong_format_for_a_responses_stream_is_exit_2() -> None:
+    result = rxturn(RESPONSES_CALL, "--format", "anthropic")
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith("rxturn replay: ") and result.stderr.count("\n") == 1

@@ -7,8 +7,10 @@ oracle: every expected value is computed from its result inside the test.
 
 Compared: text parts (Anthropic: non-empty text blocks in order, interleaved with tool calls;
 OpenAI: ``choices[0].message.content``), tool calls (id, name, parsed input), usage (input / output
-tokens) and the stop reason (mapped with ``StopReason.parse``; a reason rxturn does not know, such
-as ``refusal``, leaves rxturn at ``end_turn``, which is asserted explicitly).
+tokens) and the stop reason (mapped with ``StopReason.parse``; a reason rxturn does not know
+leaves rxturn at ``end_turn``, which is asserted explicitly; a refusal is ``refusal``). With
+``keep_thinking``, thinking blocks are compared too; the OpenAI Responses streams are compared with
+the SDK's ``responses.stream`` final response.
 
 Where the SDK rejects a stream, rxturn must raise its own typed error instead. The recorded
 corpus has no such stream, so the second half of this file derives them from the recordings (an
@@ -39,7 +41,16 @@ from rxturn.errors import (
     RxturnError,
     StreamProtocolError,
 )
-from rxturn.messages import Message, StopReason, TextPart, ToolCallPart
+from rxturn.messages import (
+    Message,
+    RedactedThinkingPart,
+    RefusalPart,
+    StopReason,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    message_to_json,
+)
 from rxturn.replay import replay_message
 
 ServerFactory = Callable[..., Awaitable[TestServer]]
@@ -48,12 +59,14 @@ ServerFactory = Callable[..., Awaitable[TestServer]]
 from recorded import ANTHROPIC_FIXTURES as ANTHROPIC  # noqa: E402
 from recorded import FIXTURES as ROOT  # noqa: E402
 from recorded import OPENAI_FIXTURES as OPENAI  # noqa: E402
+from recorded import RESPONSES_FIXTURES as RESPONSES  # noqa: E402
 
 
 def test_the_corpus_is_all_there() -> None:
     # every file of both folders is collected below; an empty glob would pass vacuously
     assert len(ANTHROPIC) >= 10 and len(OPENAI) >= 12
     on_disk = {p for folder in ("anthropic", "openai") for p in (ROOT / folder).iterdir()}
+    on_disk = {p for p in on_disk if p.suffix == ".sse"}
     assert on_disk == set(ANTHROPIC) | set(OPENAI)
 
 
@@ -74,6 +87,7 @@ async def _serve(aiohttp_server: ServerFactory, body: bytes) -> TestServer:
     app = web.Application()
     app.router.add_post("/v1/messages", handler)
     app.router.add_post("/chat/completions", handler)
+    app.router.add_post("/responses", handler)
     return await aiohttp_server(app, host="127.0.0.1")
 
 
@@ -146,7 +160,7 @@ async def test_anthropic_fixture_matches_the_sdk(aiohttp_server: ServerFactory, 
     assert _usage(ours) == (sdk.usage.input_tokens, sdk.usage.output_tokens)
     expected_stop = _expected_stop(sdk.stop_reason, bool(ours.tool_calls))
     assert ours.stop_reason is expected_stop
-    if StopReason.parse(sdk.stop_reason) is None:  # e.g. "refusal": rxturn keeps its default
+    if StopReason.parse(sdk.stop_reason) is None:  # e.g. "pause_turn": rxturn keeps its default
         assert sdk.stop_reason is not None
         assert ours.stop_reason in (StopReason.END_TURN, StopReason.TOOL_CALL)
 
@@ -178,7 +192,11 @@ async def test_openai_fixture_matches_the_sdk(aiohttp_server: ServerFactory, pat
         None if sdk.usage is None else (sdk.usage.prompt_tokens, sdk.usage.completion_tokens)
     )
     assert _usage(ours) == expected_usage
-    assert ours.stop_reason is _expected_stop(choice.finish_reason, bool(expected_calls))
+    expected_stop = _expected_stop(choice.finish_reason, bool(expected_calls))
+    if choice.message.refusal and expected_stop is StopReason.END_TURN:
+        expected_stop = StopReason.REFUSAL  # refused in words
+    assert ours.stop_reason is expected_stop
+    assert ours.refusal == (choice.message.refusal or "")
 
 
 def test_the_corpus_covers_the_interesting_cases() -> None:
@@ -344,3 +362,188 @@ async def test_server_tool_input_is_not_rxturns_to_parse(
     body = _garbage_first_tool_fragment(path.read_bytes(), client=False)
     await _sdk_raises(_anthropic_final(aiohttp_server, body))
     assert replay_message(body) == original
+
+
+# -- thinking kept, against the anthropic SDK ------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "path", [p for p in ANTHROPIC if b'"thinking"' in p.read_bytes()], ids=lambda p: p.name
+)
+async def test_anthropic_thinking_kept_matches_the_sdk(
+    aiohttp_server: ServerFactory, path: Path
+) -> None:
+    """With ``keep_thinking``, thinking (text and signature) and redacted thinking stay in block
+    order exactly as the SDK accumulates them; without it, the message is unchanged."""
+    body = path.read_bytes()
+    sdk = await _anthropic_final(aiohttp_server, body)
+    kept = replay_message(body, "anthropic", keep_thinking=True)
+    expected: list[Any] = []
+    for block in sdk.content:
+        if block.type == "text" and block.text:
+            expected.append(TextPart(block.text))
+        elif block.type == "tool_use":
+            expected.append(ToolCallPart(block.id, block.name, block.input))
+        elif block.type == "thinking":
+            expected.append(ThinkingPart(block.thinking, block.signature))
+        elif block.type == "redacted_thinking":
+            expected.append(RedactedThinkingPart(block.data))
+    assert list(kept.content) == expected
+    assert any(isinstance(p, ThinkingPart | RedactedThinkingPart) for p in kept.content)
+    plain = replay_message(body, "anthropic")
+    assert [p for p in kept.content if isinstance(p, TextPart | ToolCallPart)] == list(
+        plain.content
+    )
+    assert b'"thinking"' not in message_to_json(plain)  # off: the JSON has no thinking
+
+
+def test_the_corpus_has_real_thinking() -> None:
+    kinds = {
+        type(p).__name__ for p in ANTHROPIC for p in replay_message(p, keep_thinking=True).content
+    }
+    assert {"ThinkingPart", "RedactedThinkingPart"} <= kinds
+
+
+# -- the OpenAI Responses API, against the openai SDK ----------------------------------------
+
+
+async def _responses_final(aiohttp_server: ServerFactory, body: bytes) -> tuple[Any, Any]:
+    """The SDK's ``responses.stream``: its final response (``None`` when the stream ended
+    without ``response.completed``) and the text it accumulated from the deltas, per part."""
+    server = await _serve(aiohttp_server, body)
+    client = openai.AsyncOpenAI(
+        base_url=str(server.make_url("")), api_key="test-key", max_retries=0
+    )
+    try:
+        async with client.responses.stream(model="gpt-test", input="hi") as stream:
+            snapshot: dict[tuple[int, int], str] = {}  # text the SDK accumulated per part
+            async for event in stream:
+                if event.type == "response.output_text.delta":
+                    snapshot[(event.output_index, event.content_index)] = event.snapshot
+            try:
+                final = await stream.get_final_response()
+            except RuntimeError:
+                final = None
+            return final, snapshot
+    finally:
+        await client.close()
+
+
+def _responses_expected(response: Any, *, keep_thinking: bool) -> list[Any]:
+    parts: list[Any] = []
+    for item in response.output:
+        if item.type == "message":
+            for content in item.content:
+                if content.type == "output_text" and content.text:
+                    parts.append(TextPart(content.text))
+                elif content.type == "refusal" and content.refusal:
+                    parts.append(RefusalPart(content.refusal))
+        elif item.type == "function_call":
+            parts.append(
+                ToolCallPart(
+                    item.call_id, item.name, json.loads(item.arguments) if item.arguments else {}
+                )
+            )
+        elif item.type == "reasoning" and keep_thinking:
+            summary = "\n\n".join(s.text for s in item.summary or [])
+            if not summary and item.content:  # servers that stream raw reasoning text
+                summary = "".join(c.text for c in item.content)
+            parts.append(ThinkingPart(summary, item.encrypted_content, item.id))
+    return parts
+
+
+@pytest.mark.parametrize("path", RESPONSES, ids=lambda p: p.name)
+async def test_responses_fixture_matches_the_sdk(aiohttp_server: ServerFactory, path: Path) -> None:
+    body = path.read_bytes()
+    final, snapshot = await _responses_final(aiohttp_server, body)
+    assert final is not None
+    ours = replay_message(body, "openai-responses")
+    assert replay_message(path) == ours  # auto-detected
+    assert list(ours.content) == _responses_expected(final, keep_thinking=False)
+    # the SDK's own delta accumulation agrees on the text it accumulates
+    streamed = [text for _, text in sorted(snapshot.items()) if text]
+    assert [p.text for p in ours.content if isinstance(p, TextPart)] == streamed
+    kept = replay_message(body, "openai-responses", keep_thinking=True)
+    expected = _responses_expected(final, keep_thinking=True)
+    if path.name == "openrouter_raw_reasoning.sse":
+        # the one divergence: OpenRouter renames its temporary reasoning ids in the final
+        # response; rxturn keeps the id the stream announced the item with
+        streamed_ids = re.findall(rb'output_item\.added".*?"id":"(rs_[^"]+)"', body)
+        expected = [
+            _replace_id(p, streamed_ids.pop(0).decode()) if isinstance(p, ThinkingPart) else p
+            for p in expected
+        ]
+    assert list(kept.content) == expected
+    assert (ours.id, ours.model) == (final.id, final.model)
+    assert _usage(ours) == (
+        None if final.usage is None else (final.usage.input_tokens, final.usage.output_tokens)
+    )
+    if final.incomplete_details is not None and final.incomplete_details.reason == (
+        "max_output_tokens"
+    ):
+        expected_stop = StopReason.MAX_TOKENS
+    elif any(item.type == "function_call" for item in final.output):
+        expected_stop = StopReason.TOOL_CALL
+    elif any(isinstance(p, RefusalPart) for p in ours.content):
+        expected_stop = StopReason.REFUSAL
+    else:
+        expected_stop = StopReason.END_TURN
+    assert ours.stop_reason is expected_stop
+
+
+def _replace_id(part: ThinkingPart, id_: str) -> ThinkingPart:
+    assert part.id != id_
+    return ThinkingPart(part.thinking, part.signature, id_)
+
+
+def test_the_responses_corpus_covers_the_interesting_cases() -> None:
+    folded = [replay_message(p, keep_thinking=True) for p in RESPONSES]
+    assert any(m.stop_reason is StopReason.TOOL_CALL for m in folded)
+    assert any(m.stop_reason is StopReason.END_TURN and m.text for m in folded)
+    thinking = [p for m in folded for p in m.content if isinstance(p, ThinkingPart)]
+    assert any(p.signature for p in thinking) and any(p.thinking for p in thinking)
+    assert all(p.id.startswith("rs_") for p in thinking if p.signature)
+
+
+# -- a refusal ends the agent loop -------------------------------------------------------------
+
+
+async def test_a_refusal_with_a_tool_call_ends_the_agent_loop(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """A recorded tool-use stream whose stop reason says ``refusal``: the call is in the
+    message, but only ``tool_call`` continues a loop, so the tool never runs and one request is
+    made."""
+    from rxturn import TurnEngine
+    from rxturn.clients.anthropic import AnthropicClient
+
+    recorded = (ROOT / "anthropic" / "tool_use_response.sse").read_bytes()
+    body = recorded.replace(b'"stop_reason":"tool_use"', b'"stop_reason":"refusal"')
+    assert body != recorded
+    requests: list[bytes] = []
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        requests.append(await request.read())
+        response = web.StreamResponse(headers={"content-type": "text/event-stream"})
+        await response.prepare(request)
+        await response.write(body)
+        await response.write_eof()
+        return response
+
+    app = web.Application()
+    app.router.add_post("/v1/messages", handler)
+    server = await aiohttp_server(app, host="127.0.0.1")
+    ran: list[str] = []
+
+    def get_weather(location: str) -> str:
+        ran.append(location)
+        return "sunny"
+
+    client = AnthropicClient("claude-test", api_key="k", base_url=str(server.make_url("")))
+    try:
+        result = await TurnEngine(client, tools=[get_weather]).run("weather?")
+    finally:
+        await client.aclose()
+    assert result.stop_reason is StopReason.REFUSAL
+    assert result.message.tool_calls and not ran
+    assert len(result.turns) == 1 and len(requests) == 1

@@ -83,6 +83,7 @@ class TestReferenceChecklist:
             "tool_call",
             "max_tokens",
             "stop_sequence",
+            "refusal",  # added for refusals (docs/wire-formats.md)
         ]
         assert [r for r in StopReason if r.continues_loop] == [StopReason.TOOL_CALL]
 
@@ -363,7 +364,7 @@ class TestStopReasonAndUsage:
         state = folded(*tool_lane(0, "c", "t", "{}"), MessageDelta(stop_reason="max_tokens"))
         assert state.message().stop_reason is StopReason.MAX_TOKENS
 
-    @pytest.mark.parametrize("unknown", ["refusal", "pause_turn", "", None])
+    @pytest.mark.parametrize("unknown", ["pause_turn", "model_context_window_exceeded", "", None])
     def test_unrecognised_stop_reason_keeps_the_previous_one(self, unknown: str | None) -> None:
         assert folded(MessageDelta(stop_reason=unknown)).stop_reason is StopReason.END_TURN
         state = folded(MessageDelta(stop_reason="max_tokens"), MessageDelta(stop_reason=unknown))

@@ -1,15 +1,17 @@
 """rxturn.notebook: the recorder, the live display, the timeline and the breaker plot.
 
 Expected values come from the callback sequences the tests script themselves (order, times,
-counts), from the observer contract (``rxturn.observers``), from a ``RecordingObserver`` watching
+counts), from the observer contract (``engine/observers.py``), from a ``RecordingObserver`` watching
 the same engine turn (an independent count of every delta and reset), and, for the breaker, from
-the transitions of reference §5 worked out by hand: trip on the 3rd consecutive failure, a 60 s
+the breaker's documented transitions worked out by hand: trip on the 3rd consecutive failure, a 60 s
 cooldown measured from the trip, and 2 probe successes to close.
 """
 
 from __future__ import annotations
 
 import io
+import itertools
+import math
 import subprocess
 import sys
 from typing import Any
@@ -19,7 +21,6 @@ import reactivex
 from reactivex import operators as ops
 from reactivex.testing import TestScheduler
 
-from rxturn._scheduling import clock as scheduler_clock
 from rxturn.errors import ConfigError, ReadError
 from rxturn.events import (
     AttemptReset,
@@ -32,7 +33,6 @@ from rxturn.events import (
     PartStart,
     PartStop,
 )
-from rxturn.fallback import BreakerState, FallbackManager, FallbackPolicy
 from rxturn.messages import Message, StopReason, Usage
 from rxturn.notebook import (
     AttemptSpan,
@@ -51,6 +51,9 @@ from rxturn.notebook import (
     summarize_turns,
     timeline,
 )
+from rxturn.notebook._timeline import BrokenTimeScale, TimeBreak, time_breaks
+from rxturn.operators._scheduling import clock as scheduler_clock
+from rxturn.resilience.fallback import BreakerState, FallbackManager, FallbackPolicy
 
 matplotlib = pytest.importorskip("matplotlib")
 
@@ -109,7 +112,7 @@ def test_import_needs_neither_matplotlib_nor_ipython() -> None:
 
 
 def drive_turn_with_one_reset(rec: TurnRecorder, clock: ManualClock) -> None:
-    """The observer order of a streamed turn with a retry (rxturn.observers docstring)."""
+    """The observer order of a streamed turn with a retry (rxturn.engine.observers docstring)."""
     clock.advance_to(1.0)
     rec.on_turn_start(turn=0, query="hi")
     clock.advance_to(1.5)
@@ -304,9 +307,9 @@ async def run_engine(scenario: dict[str, Any], **handler: Any) -> tuple[Any, Any
     """One engine run on the fake provider; returns (result, recorder, oracle, live sink)."""
     from rxturn.clients import AnthropicClient
     from rxturn.engine import TurnEngine
-    from rxturn.handler import StreamHandler
-    from rxturn.observers import RecordingObserver
-    from rxturn.policies import RetryPolicy
+    from rxturn.engine.handler import StreamHandler
+    from rxturn.engine.observers import RecordingObserver
+    from rxturn.resilience.policies import RetryPolicy
     from rxturn.testing import FakeProvider
 
     async with (
@@ -597,9 +600,228 @@ def test_timeline_from_plain_records_and_from_nothing() -> None:
     render(empty)
 
 
+# ---------------------------------------------------------------------- timeline layout
+#
+# These draw the figure for real (Agg) and measure it in pixels: what a reader sees, not which
+# artists exist. No golden images: each test checks one layout property.
+
+SHORT = 0.05  # seconds: the quick events of stalled_story()
+STALL = 100 * SHORT  # the stall, a hundred times longer
+PRIMARY, BACKUP = "claude-primary-with-a-long-name", "claude-backup-with-a-long-name"
+
+
+def stalled_story() -> TurnRecorder:
+    """A quick turn; a turn whose first attempt stalls 100x longer than anything else, then is
+    retried; a rescued turn; a breaker trip to a backup with long model names at the very end
+    of the log (its label sits next to the legend); a quick turn on the backup."""
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock, density_bin=0.01)
+
+    def end(turn: int) -> None:
+        rec.on_turn_end(
+            turn=turn, success=True, error=None, duration_ms=1.0, input_tokens=0, output_tokens=0
+        )
+
+    def served(turn: int, model: str) -> None:
+        rec.on_stream_success(turn=turn, model=model, input_tokens=1, output_tokens=1)
+
+    rec.on_turn_start(turn=0, query="quick")  # t=0: one quick attempt
+    rec.observe(MessageStart(model=PRIMARY))
+    clock.advance_to(SHORT / 2)
+    rec.on_text_delta(turn=0, delta="ok")
+    clock.advance_to(SHORT)
+    served(0, PRIMARY)
+    end(0)
+    clock.advance_to(0.1)  # the stalled turn
+    rec.on_turn_start(turn=1, query="stall")
+    rec.observe(MessageStart(model=PRIMARY))
+    clock.advance_to(0.11)
+    rec.on_text_delta(turn=1, delta="be")
+    clock.advance_to(0.11 + STALL)  # silence, then the attempt times out
+    rec.on_attempt_reset(turn=1, reset=reset(2, "stalled", "StreamTimeout"))
+    rec.observe(MessageStart(model=PRIMARY))
+    clock.advance_to(0.11 + STALL + SHORT)
+    rec.on_text_delta(turn=1, delta="fore")
+    served(1, PRIMARY)
+    end(1)
+    t = 0.2 + STALL  # the rescued turn
+    clock.advance_to(t)
+    rec.on_turn_start(turn=2, query="rescue")
+    rec.observe(MessageStart(model=PRIMARY))
+    clock.advance_to(t + SHORT)
+    rec.on_attempt_reset(turn=2, reset=reset(2))
+    rec.observe(MessageStart(model=PRIMARY))
+    clock.advance_to(t + 2 * SHORT)
+    rec.observe(Fallback(Message(content=(), stop_reason=StopReason.END_TURN)))
+    clock.advance_to(t + 2 * SHORT + 0.001)  # the turn ends right after its rescue
+    served(2, PRIMARY)
+    end(2)
+    clock.advance_to(t + 3 * SHORT)  # the breaker trips, the backup serves
+    rec.on_fallback(from_model=PRIMARY, to_model=BACKUP)
+    rec.on_model_switched(from_model=PRIMARY, to_model=BACKUP)
+    clock.advance_to(t + 3.2 * SHORT)
+    rec.on_turn_start(turn=3, query="backup")
+    rec.observe(MessageStart(model=BACKUP))
+    clock.advance_to(t + 4 * SHORT)
+    served(3, BACKUP)
+    end(3)
+    return rec
+
+
+def drawn(fig: Any) -> Any:
+    """Lay the figure out and draw it with Agg, as savefig would; returns the renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = FigureCanvasAgg(fig)
+    canvas.draw()
+    return canvas.get_renderer()
+
+
+def text_boxes(fig: Any, renderer: Any) -> list[tuple[str, Any]]:
+    """Every visible, non-empty text of the timeline's axes, with its box in pixels."""
+    ax = fig.axes[0]
+    texts = [
+        *ax.texts,
+        *ax.get_xticklabels(),
+        *ax.get_yticklabels(),
+        ax.xaxis.label,
+        ax.title,
+    ]
+    return [
+        (t.get_text(), t.get_window_extent(renderer))
+        for t in texts
+        if t.get_visible() and t.get_text()
+    ]
+
+
+def marker_circles(fig: Any, gids: list[str]) -> list[tuple[str, float, float, float, float]]:
+    """``(gid, data y, centre x px, centre y px, radius px)`` of every scatter marker drawn.
+
+    A scatter marker of size ``s`` spans ``sqrt(s)`` points; its offsets go through the
+    collection's offset transform (data coordinates, plus any shift in points)."""
+    out: list[tuple[str, float, float, float, float]] = []
+    for gid in gids:
+        for collection in artists(fig, gid):
+            offsets = collection.get_offsets()
+            centres = collection.get_offset_transform().transform(offsets)
+            (size,) = set(collection.get_sizes())
+            edge = max(collection.get_linewidths(), default=0.0)
+            radius = (size**0.5 + edge) / 2 * fig.dpi / 72
+            for (_, y), (px, py) in zip(offsets, centres, strict=True):
+                out.append((gid, float(y), float(px), float(py), radius))
+    return out
+
+
+def test_a_long_stall_does_not_flatten_the_other_events() -> None:
+    rec = stalled_story()
+    fig = timeline(rec)
+    renderer = drawn(fig)
+    ax = fig.axes[0]
+    axes_width = ax.get_window_extent(renderer).width
+    to_px = ax.transData.transform
+    # every attempt that is not the stalled one lasted at most 2 * SHORT: it keeps a visible
+    # width in pixels next to a stall 100 times longer (linear, it would be ~0.9% of the axes)
+    spans = attempt_spans(rec.records)
+    assert len(spans) == 6
+    for span in spans:
+        if span.end - span.start > 2 * SHORT:
+            continue  # the stalled attempt itself
+        left, right = to_px([(span.start, 0.0), (span.end, 0.0)])[:, 0]
+        assert right - left >= 0.04 * axes_width, (span, right - left, axes_width)
+    # the cut covers the silence: from the end of the stalled attempt's first text bin (0.01 s
+    # wide) to the reset
+    (band,) = artists(fig, "time-break")
+    assert (band.get_x(), band.get_x() + band.get_width()) == pytest.approx(
+        (0.11 + 0.01, 0.11 + STALL)
+    )
+    # ... data stays in true seconds: each reset marker sits at its real time
+    assert [x for x, _ in scatter_points(fig, "reset")] == pytest.approx(
+        [0.11 + STALL, 0.2 + STALL + SHORT]
+    )
+    # the cut is labelled with the gap's real length (5 s minus the first text bin)
+    labels = [t.get_text() for t in ax.texts if t.get_gid() == "time-break-label"]
+    assert labels == ["4.99 s gap"]
+    assert "shorter than they lasted" in ax.get_xlabel()
+    # the time axis labels never collide, even where ticks from both sides of the cut meet
+    ticks = [t.get_window_extent(renderer) for t in ax.get_xticklabels() if t.get_text()]
+    assert len(ticks) >= 3
+    for a, b in itertools.combinations(ticks, 2):
+        assert not a.overlaps(b)
+
+
+def test_a_timeline_without_a_dominant_gap_keeps_a_linear_axis() -> None:
+    fig = timeline(story())  # gaps of 0.2 .. 0.5 s: nothing dwarfs the rest
+    assert fig.axes[0].get_xscale() == "linear"
+    assert artists(fig, "time-break") == []
+
+
+def test_no_label_overlaps_the_legend_or_another_label() -> None:
+    fig = timeline(stalled_story(), labels={0: "quick", 1: "stalled stream", 2: "rescued"})
+    renderer = drawn(fig)
+    legend = fig.axes[0].get_legend()
+    assert legend is not None
+    legend_box = legend.get_window_extent(renderer)
+    boxes = text_boxes(fig, renderer)
+    trip = [text for text, _ in boxes if text.startswith("trip ")]
+    assert trip == [f"trip {PRIMARY} → {BACKUP}"]  # the label next to the legend is there
+    for text, box in boxes:
+        assert not box.overlaps(legend_box), f"{text!r} overlaps the legend"
+    # the breaker-trip and model-switch labels (same time, same place) do not overlap either
+    lines = [(text, box) for text, box in boxes if text.startswith(("trip ", "serving "))]
+    assert len(lines) == 2
+    (_, a), (_, b) = lines
+    assert not a.overlaps(b)
+
+
+def test_rescue_markers_on_one_attempt_sit_side_by_side() -> None:
+    rec = stalled_story()
+    fig = timeline(rec)
+    drawn(fig)
+    (rescue,) = scatter_points(fig, "rescue")
+    gids = ["rescue", "success", "failure", "first_event", "reset"]
+    # every marker drawn on the rescued attempt's lane (the first-event marker sits on the
+    # lane's top edge, so it counts too)
+    lane = [m for m in marker_circles(fig, gids) if abs(m[1] - rescue[1]) <= 0.5]
+    kinds = sorted(gid for gid, *_ in lane)
+    assert kinds == ["first_event", "rescue", "success"]
+    for (g1, _, x1, y1, r1), (g2, _, x2, y2, r2) in itertools.combinations(lane, 2):
+        gap = math.hypot(x1 - x2, y1 - y2)
+        assert gap >= r1 + r2, f"{g1} and {g2} overlap ({gap:.1f} px < {r1 + r2:.1f} px)"
+
+
+def test_time_breaks_cut_only_gaps_that_dwarf_the_rest() -> None:
+    # one stall of 100 s among 1 s gaps: cut, drawn as wide as the longest other gap (1 s,
+    # more than 15% of the 4 s of uncut time)
+    assert time_breaks([0, 1, 2, 3, 103, 104]) == [TimeBreak(3, 103, 1)]
+    # two equal stalls: both cut
+    assert time_breaks([0, 1, 51, 52, 102]) == [TimeBreak(1, 51, 1), TimeBreak(52, 102, 1)]
+    # a spread of lengths is not a stall; neither is the only gap of a log
+    assert time_breaks([0, 1, 3, 5.5]) == []
+    # nor are regular gaps that each follow a near-zero one (a record just after a bin edge)
+    regular = [k * 0.01 for k in range(20)]
+    assert time_breaks([*regular, *(t + 1e-5 for t in regular)]) == []
+    assert time_breaks([0, 5]) == []
+    assert time_breaks([]) == []
+    # many short gaps: the cut is drawn 15% of their total when that is wider than any of them
+    many = [i * 0.1 for i in range(41)]  # 40 gaps of 0.1 s: 4 s uncut
+    (cut,) = time_breaks([*many, 4.0 + 100.0])
+    assert (cut.start, cut.end, cut.width) == pytest.approx((4.0, 104.0, 0.6))
+
+
+def test_broken_time_scale_maps_and_inverts() -> None:
+    scale = BrokenTimeScale([TimeBreak(52, 102, 1), TimeBreak(1, 51, 1)])
+    seconds = [-1.0, 0.0, 1.0, 26.0, 51.0, 52.0, 77.0, 102.0, 110.0]
+    # 1:1 outside the cuts; each 50 s cut drawn 1 wide, so 49 units go per cut passed
+    assert list(scale.forward(seconds)) == pytest.approx(
+        [-1.0, 0.0, 1.0, 1.5, 2.0, 3.0, 3.5, 4.0, 12.0]
+    )
+    assert list(scale.inverse(scale.forward(seconds))) == pytest.approx(seconds)
+    assert list(scale.ticks(0.0, 110.0)) == sorted(scale.ticks(0.0, 110.0))
+
+
 # ------------------------------------------------------------------------------ breaker
 
-# Reference §5: trip on the 3rd consecutive failure (t=2), cooldown 60 s from the trip, so the
+# Defaults: trip on the 3rd consecutive failure (t=2), cooldown 60 s from the trip, so the
 # first turn at or after t=62 probes the primary; 2 probe successes close the breaker.
 SCRIPT: list[tuple[float, Any]] = [
     (0.0, "failure"),

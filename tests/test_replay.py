@@ -32,6 +32,14 @@ from rxturn.replay import replay, replay_message
 from rxturn.wire import decoder_for
 
 ALL = sorted(FIXTURES.glob("*/*.sse"))
+#: the wire format of each fixtures folder (the folder's name, unless listed here)
+_FORMAT_OF_FOLDER = {"openai-compatible": "openai"}
+
+
+def fmt_of(path: Path) -> str:
+    return _FORMAT_OF_FOLDER.get(path.parent.name, path.parent.name)
+
+
 BASIC = FIXTURES / "anthropic" / "basic_response.sse"
 
 
@@ -129,7 +137,7 @@ def test_replay_emits_what_the_decoder_decodes_and_completes(path: Path) -> None
     body = path.read_bytes()
     recorder = Recorder().subscribe(replay(path))
     assert recorder.error is None and recorder.completed
-    assert recorder.events == decode_whole(body, path.parent.name)
+    assert recorder.events == decode_whole(body, fmt_of(path))
     assert type(recorder.events[0]) is MessageStart
     assert type(recorder.events[-1]) is MessageStop
 
@@ -205,7 +213,7 @@ def test_ollama_ndjson_is_sniffed_and_folded() -> None:
 def test_folding_does_not_depend_on_how_the_bytes_were_chunked(path: Path, cuts: list[int]) -> None:
     body = path.read_bytes()
     bounds = sorted({0, len(body), *(c % (len(body) + 1) for c in cuts)})
-    decoder = decoder_for(path.parent.name)
+    decoder = decoder_for(fmt_of(path))
     events: list[StreamEvent] = []
     for start, end in itertools.pairwise(bounds):
         events.extend(decoder.feed(body[start:end]))
@@ -242,7 +250,9 @@ def _blocks(body: bytes) -> list[bytes]:
 def _before_terminal(path: Path) -> bytes:
     """The first half of the events that precede the stream's first terminal marker."""
     blocks = _blocks(path.read_bytes())
-    terminal = re.compile(rb'"message_stop"|"finish_reason":\s*"|\[DONE\]')
+    terminal = re.compile(
+        rb'"message_stop"|"finish_reason":\s*"|\[DONE\]|"response\.(?:completed|incomplete)"'
+    )
     first = next(i for i, block in enumerate(blocks) if terminal.search(block))
     return b"\n\n".join(blocks[: max(1, first // 2)]) + b"\n\n"
 
@@ -251,7 +261,7 @@ def _before_terminal(path: Path) -> bytes:
 def test_truncated_stream_emits_everything_then_fails(path: Path) -> None:
     body = _before_terminal(path)
     recorder = Recorder().subscribe(replay(body))
-    assert recorder.events == decode_whole(body, path.parent.name)
+    assert recorder.events == decode_whole(body, fmt_of(path))
     assert recorder.events and not recorder.completed
     assert isinstance(recorder.error, TruncatedStreamError)
     assert recorder.error.events == len(recorder.events)

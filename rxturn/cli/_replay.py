@@ -1,8 +1,11 @@
-"""``rxturn replay FILE [--format anthropic|openai|ollama|auto] [--json]`` (SPEC §3.1).
+"""``rxturn replay FILE [--format anthropic|openai|openai-responses|ollama|auto] [--json]
+[--keep-thinking]`` (SPEC §3.1).
 
 Decodes and folds a recorded provider stream and prints the reply: by default readable text
-(the text parts, one ``[tool_call NAME] {input}`` line per tool call, then a stop-reason / usage
-line); with ``--json`` exactly one JSON object, the Message JSON of SPEC §3.2.
+(the text parts, one ``[tool_call NAME] {input}`` line per tool call, ``[refusal] TEXT`` for a
+refusal, ``[thinking] TEXT`` / ``[redacted_thinking]`` for kept thinking, then a stop-reason /
+usage line); with ``--json`` exactly one JSON object, the Message JSON of SPEC §3.2.
+``--keep-thinking`` keeps thinking blocks in the message (docs/wire-formats.md).
 
 Any failure — a missing or empty file, garbage, bad UTF-8, bad JSON, a truncated stream, invalid
 tool JSON in a closed block, an in-stream error, an oversized line — exits with code 2 after
@@ -19,7 +22,7 @@ from typing import Any, TextIO
 
 __all__ = ["add_parser", "run"]
 
-_FORMATS = ("auto", "anthropic", "openai", "ollama")
+_FORMATS = ("auto", "anthropic", "openai", "openai-responses", "ollama")
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -40,6 +43,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         "--json", action="store_true", help="print the folded message as one JSON object"
     )
+    parser.add_argument(
+        "--keep-thinking",
+        action="store_true",
+        help="keep thinking blocks (with their signatures) in the message, as a tool loop "
+        "with extended thinking needs",
+    )
     parser.set_defaults(run=run)
     return parser
 
@@ -51,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
     from ..replay import replay_message
 
     try:
-        message = replay_message(args.file, args.format)
+        message = replay_message(args.file, args.format, keep_thinking=args.keep_thinking)
     except RxturnError as exc:
         return _fail(_describe(exc))
     except Exception as exc:
@@ -79,7 +88,7 @@ def _fail(text: str) -> int:
 
 
 def _render(message: Any) -> str:
-    from ..messages import TextPart, ToolCallPart
+    from ..messages import RedactedThinkingPart, RefusalPart, TextPart, ThinkingPart, ToolCallPart
 
     lines: list[str] = []
     for part in message.content:
@@ -89,6 +98,12 @@ def _render(message: Any) -> str:
             import msgspec
 
             lines.append(f"[tool_call {part.name}] {msgspec.json.encode(part.input).decode()}")
+        elif isinstance(part, RefusalPart):
+            lines.append(f"[refusal] {part.text}")
+        elif isinstance(part, ThinkingPart):
+            lines.append(f"[thinking] {part.thinking}")
+        elif isinstance(part, RedactedThinkingPart):
+            lines.append("[redacted_thinking]")
     usage = message.usage
     spent = (
         "usage: none"

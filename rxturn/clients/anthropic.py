@@ -6,6 +6,8 @@ Request body, built by the pure :func:`build_anthropic_body`:
 * ``max_tokens`` — the options' value, else the client's (default 8192); 0 is rejected;
 * ``messages`` — a message that is one text part is sent as a plain string; anything else as
   blocks, in the message's order: ``text`` (empty ones skipped), ``tool_use {id, name, input}``,
+  kept ``thinking {thinking, signature}`` and ``redacted_thinking {data}`` unchanged (refusal
+  parts, which Anthropic has no block for, are skipped),
   ``tool_result {tool_use_id, content, is_error only when true}`` — tool results first, as the
   API requires of a user message that carries them;
 * ``system`` when the request has one, ``stream``;
@@ -29,7 +31,16 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError
-from ..messages import Message, Request, RequestOptions, TextPart, ToolCallPart
+from ..messages import (
+    Message,
+    RedactedThinkingPart,
+    Request,
+    RequestOptions,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+)
 from ._http import (
     HttpClient,
     from_env_key,
@@ -72,7 +83,13 @@ def _message(message: Message) -> dict[str, Any]:
             blocks.append(
                 {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
             )
-        else:
+        elif isinstance(part, ThinkingPart):
+            blocks.append(
+                {"type": "thinking", "thinking": part.thinking, "signature": part.signature or ""}
+            )
+        elif isinstance(part, RedactedThinkingPart):
+            blocks.append({"type": "redacted_thinking", "data": part.data})
+        elif isinstance(part, ToolResultPart):
             result: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": part.tool_call_id,

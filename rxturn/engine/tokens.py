@@ -52,7 +52,16 @@ import msgspec
 
 from .._validate import positive
 from ..errors import ConfigError
-from ..messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSchema
+from ..messages import (
+    Message,
+    RedactedThinkingPart,
+    RefusalPart,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSchema,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - annotations only; tiktoken is imported lazily
     from tiktoken import Encoding
@@ -276,8 +285,15 @@ class TiktokenCounter:
                 total += len(encode(part.text)) if part.text else 0
             elif isinstance(part, ToolCallPart):
                 total += len(encode(part.name)) + len(encode(_json.encode(part.input).decode()))
-            elif isinstance(part, ToolResultPart):  # pyright: ignore[reportUnnecessaryIsInstance]
+            elif isinstance(part, ToolResultPart):
                 total += len(encode(part.content)) if part.content else 0
+            elif isinstance(part, RefusalPart):
+                total += len(encode(part.text)) if part.text else 0
+            elif isinstance(part, ThinkingPart):  # kept thinking is sent back: it counts
+                total += len(encode(part.thinking)) if part.thinking else 0
+                total += len(encode(part.signature)) if part.signature else 0
+            elif isinstance(part, RedactedThinkingPart):  # pyright: ignore[reportUnnecessaryIsInstance]
+                total += len(encode(part.data)) if part.data else 0
             else:  # pragma: no cover - the ContentPart union is closed
                 raise ConfigError(f"cannot count content part of type {type(part).__name__}")
         return total

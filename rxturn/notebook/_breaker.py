@@ -2,8 +2,8 @@
 
 :func:`sample_breaker` runs a script of ``(time, outcome)`` turns through a real
 :class:`~rxturn.FallbackManager` the way the engine drives it (``begin_turn``, then the
-outcome in reference §6.4 order), reading time from a :class:`ManualClock` or a virtual-time
-scheduler — so a 60 s cooldown costs no real time. :func:`breaker_timeline` plots the samples.
+turn's outcome), reading time from a :class:`ManualClock` or a virtual-time scheduler — so a
+60 s cooldown costs no real time. :func:`breaker_timeline` plots the samples.
 """
 
 from __future__ import annotations
@@ -106,7 +106,7 @@ class ManualClock:
 
 
 def _step(manager: FallbackManager, at: float, outcome: BreakerOutcome) -> list[BreakerSample]:
-    """One turn as the engine runs it: housekeeping, then the outcome in reference §6.4 order."""
+    """One turn as the engine runs it: the breaker's housekeeping, then the turn's outcome."""
     samples: list[BreakerSample] = []
     before = manager.state
     try:

@@ -9,19 +9,32 @@ between notebook cells or tests).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import itertools
+import math
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 import msgspec
 
 from ._recorder import TurnRecorder
-from ._records import Outcome, Record
+from ._records import DeltaDensity, Outcome, Record
 
 if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
+    from numpy.typing import ArrayLike, NDArray
 
-__all__ = ["AttemptSpan", "TurnSummary", "attempt_spans", "summarize_turns", "timeline"]
+__all__ = [
+    "AttemptSpan",
+    "BrokenTimeScale",
+    "TimeBreak",
+    "TurnSummary",
+    "attempt_spans",
+    "summarize_turns",
+    "time_breaks",
+    "timeline",
+]
 
 # matplotlib's Axes methods leave ``**kwargs`` unannotated, so a strict checker reads every call
 # through them as partially unknown; that one rule is off here, the rest of the module is typed.
@@ -168,6 +181,157 @@ _OUTCOME_LABELS: dict[str, str] = {
     "open": "attempt still running",
 }
 
+# Figure geometry, in inches: a lane is LANE_HEIGHT tall; the title, the x axis and the margins
+# take FRAME_HEIGHT; each row of breaker-trip / model-switch labels above the top lane takes
+# LABEL_ROW (13 points).
+LANE_HEIGHT = 0.55
+FRAME_HEIGHT = 1.5
+LABEL_ROW = 13 / 72
+LABEL_FONT = 8  # points
+
+# Marker sizes (scatter ``s``, points²). A rescued turn has its rescue star and its outcome
+# marker at almost the same time on the same lane; the outcome marker is then drawn DODGE points
+# to the right, more than the two markers' radii together, so they sit side by side.
+RESCUE_SIZE = 160
+OUTCOME_SIZE = 100
+OUTCOME_EDGE = 2.0  # points
+DODGE = (RESCUE_SIZE**0.5 + OUTCOME_SIZE**0.5 + OUTCOME_EDGE) / 2 + 3
+
+# When one gap dwarfs the rest (a stalled stream waiting out its timeout, a long backoff), a
+# linear time axis squeezes every other event into a few pixels. Of the three usual answers, a
+# log axis distorts every interval and has no zero; clipping the stall moves every later event
+# off its true time. A *broken* axis keeps each event at its true time and every other interval
+# to scale: only the long gaps are drawn shorter, shaded and labelled with their real length.
+# Which gaps: a gap is cut when it takes more than STALL_SHARE of the whole span *and* is more
+# than CUT_FACTOR times as long as all the shorter gaps together; every longer gap is cut with
+# it (so two equal stalls are both cut). Both conditions matter: a spread of lengths such as
+# 1, 2, 2.5 is not a stall, and neither is an ordinary gap between events that merely follows
+# many near-zero ones (a record landing just after a text bin's edge). Each cut gap is drawn
+# BREAK_SHARE of the uncut time wide, but never narrower than the longest uncut gap, so it still
+# reads as the longest wait.
+STALL_SHARE = 0.25
+CUT_FACTOR = 2.0
+BREAK_SHARE = 0.15
+
+
+class TimeBreak(msgspec.Struct, frozen=True):
+    """A gap of the time axis drawn narrower than its length: ``[start, end)`` in seconds
+    (relative to the first turn), drawn ``width`` seconds wide."""
+
+    start: float
+    end: float
+    width: float
+
+
+def time_breaks(times: Iterable[float]) -> list[TimeBreak]:
+    """The gaps between activity times that a timeline draws compressed (see ``BREAK_SHARE``).
+
+    Examples:
+        >>> [(b.start, b.end) for b in time_breaks([0, 1, 2, 3, 103, 104])]
+        [(3, 103)]
+        >>> time_breaks([0, 1, 2, 3, 4])
+        []
+    """
+    points = sorted(set(times))
+    gaps = sorted(
+        ((b - a, a, b) for a, b in itertools.pairwise(points)),
+        key=lambda gap: gap[0],
+    )
+    shorter = [0.0]  # shorter[i]: the gaps before gaps[i] together
+    for length, _, _ in gaps:
+        shorter.append(shorter[-1] + length)
+    total = shorter[-1]
+    cut: int | None = None
+    for i in range(len(gaps) - 1, 0, -1):
+        if gaps[i][0] <= STALL_SHARE * total:
+            break
+        if shorter[i] > 0 and gaps[i][0] > CUT_FACTOR * shorter[i]:
+            cut = i
+    if cut is None:
+        return []
+    uncut = gaps[:cut]
+    kept = sum(length for length, _, _ in uncut)
+    longest = max((length for length, _, _ in uncut), default=0.0)
+    width = max(BREAK_SHARE * kept, longest)
+    return sorted(
+        (TimeBreak(start, end, min(width, length)) for length, start, end in gaps[cut:]),
+        key=lambda gap: gap.start,
+    )
+
+
+class BrokenTimeScale:
+    """Seconds → drawn units, piecewise linear: 1:1 except across the breaks.
+
+    ``forward`` and ``inverse`` are the pair ``ax.set_xscale("function", ...)`` wants; data
+    stays in seconds (artists, offsets and tests read true times), only the drawing changes.
+    """
+
+    __slots__ = ("breaks",)
+
+    def __init__(self, breaks: Iterable[TimeBreak]) -> None:
+        self.breaks = sorted(breaks, key=lambda gap: gap.start)
+
+    def forward(self, values: ArrayLike) -> NDArray[np.float64]:
+        import numpy as np
+
+        x = np.asarray(values, dtype=float)
+        drawn = x.copy()
+        for gap in self.breaks:
+            length = gap.end - gap.start
+            inside = (x > gap.start) & (x < gap.end)
+            drawn = np.where(x >= gap.end, drawn - (length - gap.width), drawn)
+            drawn = np.where(inside, drawn - (x - gap.start) * (1 - gap.width / length), drawn)
+        return drawn
+
+    def inverse(self, values: ArrayLike) -> NDArray[np.float64]:
+        import numpy as np
+
+        y = np.asarray(values, dtype=float)
+        x = y.copy()
+        removed = 0.0
+        for gap in self.breaks:
+            length = gap.end - gap.start
+            start = gap.start - removed  # where the gap begins, drawn
+            x = np.where(y >= start + gap.width, x + (length - gap.width), x)
+            inside = (y > start) & (y < start + gap.width)
+            x = np.where(inside, gap.start + (y - start) * length / gap.width, x)
+            removed += length - gap.width
+        return x
+
+    def ticks(self, low: float, high: float, *, count: int = 12) -> list[float]:
+        """Round tick values for the view ``[low, high]``, one step for the whole axis (chosen
+        for its drawn width): the multiples of the step inside each uncut stretch, so the labels
+        on either side of a cut show the jump."""
+        from matplotlib.ticker import MaxNLocator
+
+        total = float(self.forward([high])[0] - self.forward([low])[0]) or 1.0
+        nice = MaxNLocator(nbins=count, steps=[1, 2, 2.5, 5, 10]).tick_values(0.0, total)
+        step = float(nice[1] - nice[0])
+        edges = [low]
+        for gap in self.breaks:
+            edges += [gap.start, gap.end]
+        edges.append(high)
+        ticks: list[float] = []
+        for a, b in zip(edges[::2], edges[1::2], strict=True):
+            ticks += [k * step for k in range(math.ceil(a / step), math.floor(b / step) + 1)]
+        kept: list[float] = []
+        last = -math.inf
+        for tick in ticks:
+            at = float(self.forward([tick])[0])
+            if at - last >= step * 0.6:  # never two labels on top of each other at a cut
+                kept.append(tick)
+                last = at
+        return kept
+
+
+def seconds_label(seconds: float) -> str:
+    """A duration for a label: ``"850 ms"``, ``"1.02 s"``, ``"61.5 s"``, ``"250 s"``."""
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    return f"{seconds:.1f} s" if seconds < 100 else f"{seconds:.0f} s"
+
 
 def new_figure(width: float, height: float) -> tuple[Figure, Axes]:
     """A constrained-layout ``Figure`` with one axes, outside pyplot's global state."""
@@ -189,10 +353,16 @@ def timeline(
 
     Lanes (top to bottom in order) are bars coloured by how the attempt ended, with the
     text-delta density as grey bars inside (from a recorder only). Markers: ``x`` attempt reset,
-    ``★`` rescue, ``▾`` first provider event, ``●`` served / ``✖`` failed turn; dashed vertical
-    lines: breaker trips (``on_fallback``); dotted: model switches. Each marker kind is one
-    artist whose ``gid`` names it (``reset``, ``rescue``, ``first_event``, ``success``,
-    ``failure``, ``fallback``, ``model_switched``, ``density``), so tests and users can find it.
+    ``★`` rescue, ``▾`` first provider event (at the top edge of its lane), ``●`` served /
+    ``✖`` failed turn (drawn just right of the rescue star when the turn was rescued); dashed
+    vertical lines: breaker trips (``on_fallback``); dotted: model switches, each labelled
+    above the top lane. A gap that dwarfs everything else (a stall waiting out its timeout) is
+    drawn compressed: the time axis is broken there, the gap shaded and labelled with its real
+    length (see :func:`time_breaks`); data coordinates stay true seconds.
+
+    Each marker kind is one artist whose ``gid`` names it (``reset``, ``rescue``,
+    ``first_event``, ``success``, ``failure``, ``fallback``, ``model_switched``, ``density``,
+    ``time-break``), so tests and users can find it.
 
     Args:
         source: a :class:`TurnRecorder` or its records.
@@ -209,20 +379,73 @@ def timeline(
         records, densities = source.records, source.densities
     else:
         records, densities = list(source), []
-    spans = attempt_spans(records)
-    lanes = {(span.seq, span.attempt): i for i, span in enumerate(spans)}
-    n = max(len(spans), 1)
-    figure, ax = new_figure(width, 1.6 + 0.55 * n)
-    ax.set_title(title)
     if not records:
+        figure, ax = new_figure(width, FRAME_HEIGHT + LANE_HEIGHT)
+        ax.set_title(title)
         ax.text(0.5, 0.5, "no records", ha="center", va="center", transform=ax.transAxes)
         return figure
+    spans = attempt_spans(records)
     starts = [r.time for r in records if r.kind == "turn_start"]
     t0 = starts[0] if starts else records[0].time
+    lines = [r for r in records if r.kind in ("fallback", "model_switched")]
+    # activity: every record, and the start and end of every bin of text deltas
+    activity = [r.time - t0 for r in records]
+    for density in densities:
+        activity += [start - t0 for start, _ in density.series()]
+        activity += [start - t0 + density.bin_width for start, _ in density.series()]
+    scale = BrokenTimeScale(time_breaks(activity))
+    rows = _label_rows(lines, scale, t0, width, activity)
+    n = max(len(spans), 1)
+    head = max((row for row, _ in rows), default=-1) + 1
+    figure, ax = new_figure(width, FRAME_HEIGHT + LANE_HEIGHT * n + LABEL_ROW * head)
+    ax.set_title(title)
+    if scale.breaks:
+        ax.set_xscale("function", functions=(scale.forward, scale.inverse))
+    lanes = {(span.seq, span.attempt): i for i, span in enumerate(spans)}
 
     def y_of(seq: int, attempt: int) -> float:
         return float(n - 1 - lanes.get((seq, attempt), 0))
 
+    _draw_spans(ax, spans, t0, y_of)
+    _draw_density(ax, densities, spans, lanes, t0, y_of)
+    _draw_markers(ax, figure, records, t0, y_of)
+
+    ax.set_yticks([y_of(s.seq, s.attempt) for s in spans])
+    names = labels or {}
+    ax.set_yticklabels(
+        [
+            f"{names.get(s.seq, f'turn {s.seq}')} · attempt {s.attempt}"
+            + (f"\n{s.model}" if s.model and show_models else "")
+            for s in spans
+        ],
+        fontsize=8,
+    )
+    # headroom above the top lane: one row per stacked breaker / model-switch label
+    ax.set_ylim(-0.7, n - 0.45 + head * LABEL_ROW / LANE_HEIGHT)
+    low, high = ax.get_xlim()
+    if scale.breaks:
+        _draw_breaks(ax, scale)
+        ax.set_xticks(scale.ticks(low, high))
+        ax.xaxis.set_major_formatter(_plain_seconds)
+        ax.set_xlim(low, high)
+    _draw_lines(ax, lines, rows, t0)
+    xlabel = "seconds since the first turn started" if starts else "seconds"
+    if scale.breaks:
+        xlabel += " (shaded gaps drawn shorter than they lasted)"
+    ax.set_xlabel(xlabel)
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
+    return figure
+
+
+def _plain_seconds(value: float, _position: float) -> str:
+    return f"{round(value, 6):g}"
+
+
+YOf = Callable[[int, int], float]
+
+
+def _draw_spans(ax: Axes, spans: list[AttemptSpan], t0: float, y_of: YOf) -> None:
     for outcome in _OUTCOME_COLOURS:
         chosen = [s for s in spans if s.outcome == outcome]
         for i, span in enumerate(chosen):
@@ -237,6 +460,16 @@ def timeline(
                 gid=f"span-{outcome}",
             )
 
+
+def _draw_density(
+    ax: Axes,
+    densities: Iterable[DeltaDensity],
+    spans: list[AttemptSpan],
+    lanes: Mapping[tuple[int, int], int],
+    t0: float,
+    y_of: YOf,
+) -> None:
+    densities = list(densities)
     peak = max((n_ for d in densities for _, n_ in d.series()), default=0)
     xs: list[float] = []
     heights: list[float] = []
@@ -265,83 +498,193 @@ def timeline(
             gid="density",
         )
 
-    def lane_of(record: Record, *, failed_attempt: bool = False) -> float:
-        attempt = record.attempt - 1 if failed_attempt else record.attempt
-        return y_of(record.seq, attempt)
 
-    def marks(kind: str, **style: Any) -> None:
-        chosen = [r for r in records if r.kind == kind]
-        if kind == "turn_end":
-            # one marker per turn: a tool turn's LLM and tool phases may both report an end
-            wanted = style["gid"] == "success"
-            first: dict[int, Record] = {}
-            for r in chosen:
-                if (r.ok is True) == wanted:
-                    first.setdefault(r.seq, r)
-            chosen = list(first.values())
+def _draw_markers(ax: Axes, figure: Figure, records: list[Record], t0: float, y_of: YOf) -> None:
+    from matplotlib.transforms import ScaledTranslation
+
+    rescued = {r.seq for r in records if r.kind == "rescue"}
+    # the outcome marker of a rescued turn, DODGE points right of its rescue star
+    dodged = ax.transData + ScaledTranslation(DODGE / 72, 0, figure.dpi_scale_trans)
+
+    def marks(kind: str, chosen: list[Record], *, lift: float = 0.0, **style: Any) -> None:
         if not chosen:
             return
+        failed_attempt = kind == "attempt_reset"  # drawn on the lane of the attempt that failed
         ax.scatter(
             [r.time - t0 for r in chosen],
-            [lane_of(r, failed_attempt=kind == "attempt_reset") for r in chosen],
+            [y_of(r.seq, r.attempt - 1 if failed_attempt else r.attempt) + lift for r in chosen],
             zorder=3,
             **style,
         )
 
-    marks("attempt_reset", marker="x", s=70, color="#c62828", label="attempt reset", gid="reset")
-    marks("rescue", marker="*", s=160, color="#6a1b9a", label="non-streaming rescue", gid="rescue")
-    marks(
-        "message_start", marker="v", s=30, color="#37474f", label="first event", gid="first_event"
-    )
-    # hollow, so a rescue star drawn just before the turn's end stays visible inside
-    marks(
-        "turn_end",
-        marker="o",
-        s=110,
-        facecolors="none",
-        edgecolors="#2e7d32",
-        linewidths=2,
-        label="turn served",
-        gid="success",
-    )
-    marks("turn_end", marker="X", s=80, color="#212121", label="turn failed", gid="failure")
+    def of(kind: str) -> list[Record]:
+        return [r for r in records if r.kind == kind]
 
-    for kind, style, label in (
-        ("fallback", "--", "breaker trip (fallback)"),
-        ("model_switched", ":", "model switch"),
-    ):
-        colour = "#ef6c00" if kind == "fallback" else "#1565c0"
-        for i, record in enumerate(r for r in records if r.kind == kind):
-            ax.axvline(
-                record.time - t0,
-                linestyle=style,
-                color=colour,
-                linewidth=1.4,
-                label=label if i == 0 else None,
-                gid=kind,
-            )
-            ax.annotate(
-                ("trip " if kind == "fallback" else "serving ") + record.detail,
-                (record.time - t0, 1.0),
-                xycoords=("data", "axes fraction"),
-                xytext=(3, -12 if kind == "fallback" else -24),
-                textcoords="offset points",
-                fontsize=8,
-                color=colour,
-            )
-
-    ax.set_yticks([y_of(s.seq, s.attempt) for s in spans])
-    names = labels or {}
-    ax.set_yticklabels(
-        [
-            f"{names.get(s.seq, f'turn {s.seq}')} · attempt {s.attempt}"
-            + (f"\n{s.model}" if s.model and show_models else "")
-            for s in spans
-        ],
-        fontsize=8,
+    marks(
+        "attempt_reset",
+        of("attempt_reset"),
+        marker="x",
+        s=70,
+        color="#c62828",
+        label="attempt reset",
+        gid="reset",
     )
-    ax.set_ylim(-0.7, n - 0.1)  # headroom above the top lane for the vertical-line labels
-    ax.set_xlabel("seconds since the first turn started" if starts else "seconds")
-    ax.grid(axis="x", alpha=0.3)
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    return figure
+    marks(
+        "rescue",
+        of("rescue"),
+        marker="*",
+        s=RESCUE_SIZE,
+        color="#6a1b9a",
+        label="non-streaming rescue",
+        gid="rescue",
+    )
+    # at the top edge of the lane, pointing down at it: never on top of the lane-end markers
+    marks(
+        "message_start",
+        of("message_start"),
+        lift=0.3,
+        marker="v",
+        s=30,
+        color="#37474f",
+        label="first event",
+        gid="first_event",
+    )
+    # one outcome marker per turn: a tool turn's LLM and tool phases may both report an end
+    outcomes: tuple[tuple[bool, dict[str, Any]], ...] = (
+        (
+            True,
+            {
+                "marker": "o",
+                "facecolors": "none",
+                "edgecolors": "#2e7d32",
+                "linewidths": OUTCOME_EDGE,
+                "label": "turn served",
+                "gid": "success",
+            },
+        ),
+        (False, {"marker": "X", "color": "#212121", "label": "turn failed", "gid": "failure"}),
+    )
+    for wanted, style in outcomes:
+        first: dict[int, Record] = {}
+        for r in of("turn_end"):
+            if (r.ok is True) == wanted:
+                first.setdefault(r.seq, r)
+        plain = [r for r in first.values() if r.seq not in rescued]
+        beside = [r for r in first.values() if r.seq in rescued]
+        marks("turn_end", plain, s=OUTCOME_SIZE, **style)
+        if plain:  # one legend entry per kind
+            style = {key: value for key, value in style.items() if key != "label"}
+        marks("turn_end", beside, s=OUTCOME_SIZE, transform=dodged, **style)
+
+
+def _line_label(record: Record) -> str:
+    return ("trip " if record.kind == "fallback" else "serving ") + record.detail
+
+
+def _label_rows(
+    lines: list[Record], scale: BrokenTimeScale, t0: float, width: float, activity: list[float]
+) -> list[tuple[int, bool]]:
+    """For each breaker-trip / model-switch line: the row of its label above the top lane, and
+    whether the label sits left of the line (in the right part of the plot, so that it never
+    runs past the axes into the legend).
+
+    Positions are estimated before layout: the axes are about ``width - 3.8`` inches wide (lane
+    names on the left, the legend on the right) and a character is about 0.55 em wide. Labels
+    whose estimated extents would touch go to different rows.
+    """
+    if not lines:
+        return []
+    drawn = [float(v) for v in scale.forward(activity)]
+    low, high = min(drawn), max(drawn)
+    pad = 0.05 * ((high - low) or 1.0)  # matplotlib's default x margin
+    low, high = low - pad, high + pad
+    axes_points = max(width - 3.8, 0.5 * width) * 72
+    rows: list[list[tuple[float, float]]] = []
+    placed: list[tuple[int, bool]] = []
+    for record in lines:
+        at = float(scale.forward([record.time - t0])[0])
+        x = (at - low) / (high - low) * axes_points
+        extent = len(_line_label(record)) * LABEL_FONT * 0.55 + 3
+        left = x > 0.55 * axes_points
+        span = (x - extent, x) if left else (x, x + extent)
+        row = 0
+        while row < len(rows) and any(span[0] < b + 6 and a - 6 < span[1] for a, b in rows[row]):
+            row += 1
+        if row == len(rows):
+            rows.append([])
+        rows[row].append(span)
+        placed.append((row, left))
+    return placed
+
+
+def _draw_lines(ax: Axes, lines: list[Record], rows: list[tuple[int, bool]], t0: float) -> None:
+    """Breaker trips (dashed) and model switches (dotted), labelled in rows above the lanes."""
+    labelled: set[str] = set()
+    for record, (row, left) in zip(lines, rows, strict=True):
+        colour = "#ef6c00" if record.kind == "fallback" else "#1565c0"
+        legend = "breaker trip (fallback)" if record.kind == "fallback" else "model switch"
+        ax.axvline(
+            record.time - t0,
+            linestyle="--" if record.kind == "fallback" else ":",
+            color=colour,
+            linewidth=1.4,
+            label=None if legend in labelled else legend,
+            gid=record.kind,
+        )
+        labelled.add(legend)
+        ax.annotate(
+            _line_label(record),
+            (record.time - t0, 1.0),
+            xycoords=("data", "axes fraction"),
+            xytext=(-3 if left else 3, -(10 + 13 * row)),
+            textcoords="offset points",
+            ha="right" if left else "left",
+            fontsize=LABEL_FONT,
+            color=colour,
+            gid=f"{record.kind}-label",
+        )
+
+
+def _draw_breaks(ax: Axes, scale: BrokenTimeScale) -> None:
+    """Shade each cut gap, mark the cut on both spines and write the gap's real length."""
+    from matplotlib.transforms import blended_transform_factory
+
+    edge = blended_transform_factory(ax.transData, ax.transAxes)
+    for i, gap in enumerate(scale.breaks):
+        ax.axvspan(
+            gap.start,
+            gap.end,
+            facecolor="#eceff1",
+            edgecolor="#b0bec5",
+            hatch="\\\\",
+            linewidth=0.0,
+            zorder=0,
+            label="long gap, drawn shorter than it lasted" if i == 0 else None,
+            gid="time-break",
+        )
+        # the classic broken-axis marks, a slash at each end of the cut (on the time axis only:
+        # on the top spine they would cross the title)
+        ax.plot(
+            [gap.start, gap.end],
+            [0.0, 0.0],
+            transform=edge,
+            marker=[(-1, -1), (1, 1)],
+            markersize=9,
+            linestyle="none",
+            color="#37474f",
+            mew=1.2,
+            clip_on=False,
+            gid="time-break-mark",
+        )
+        middle = float(scale.inverse(scale.forward([gap.start]) + gap.width / 2)[0])
+        ax.text(
+            middle,
+            0.012,
+            f"{seconds_label(gap.end - gap.start)} gap",
+            transform=edge,
+            ha="center",
+            va="bottom",
+            fontsize=7,
+            color="#37474f",
+            gid="time-break-label",
+        )

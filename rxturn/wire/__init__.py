@@ -8,6 +8,7 @@ response-body chunks to a decoder and forwards the events it returns. Layers, bo
 - decoders, one per wire format, all shaped like :class:`StreamDecoder`:
   :class:`~rxturn.wire.anthropic.AnthropicDecoder` (Messages SSE),
   :class:`~rxturn.wire.openai.OpenAIDecoder` (Chat Completions SSE),
+  :class:`~rxturn.wire.openai_responses.OpenAIResponsesDecoder` (Responses API SSE),
   :class:`~rxturn.wire.ollama.OllamaDecoder` (``/api/chat`` NDJSON);
 - non-streaming reply parsers (``parse_*``) and :func:`parse_error_body` for HTTP error bodies.
 
@@ -44,6 +45,7 @@ from .anthropic import AnthropicDecoder, parse_anthropic_message
 from .ndjson import NDJSONSplitter
 from .ollama import OllamaDecoder, parse_ollama_chat
 from .openai import OpenAIDecoder, parse_openai_completion
+from .openai_responses import OpenAIResponsesDecoder, parse_openai_response
 from .sse import ServerSentEvent, SSEParser
 
 __all__ = [
@@ -52,6 +54,7 @@ __all__ = [
     "NDJSONSplitter",
     "OllamaDecoder",
     "OpenAIDecoder",
+    "OpenAIResponsesDecoder",
     "SSEParser",
     "ServerSentEvent",
     "StreamDecoder",
@@ -60,11 +63,12 @@ __all__ = [
     "parse_error_body",
     "parse_ollama_chat",
     "parse_openai_completion",
+    "parse_openai_response",
     "sniff_format",
 ]
 
 #: The wire formats rxturn decodes.
-FORMATS = ("anthropic", "openai", "ollama")
+FORMATS = ("anthropic", "openai", "openai-responses", "ollama")
 
 
 @runtime_checkable
@@ -89,9 +93,16 @@ class StreamDecoder(Protocol):
         ...
 
 
-_DECODERS: dict[str, type[AnthropicDecoder] | type[OpenAIDecoder] | type[OllamaDecoder]] = {
+_DECODERS: dict[
+    str,
+    type[AnthropicDecoder]
+    | type[OpenAIDecoder]
+    | type[OpenAIResponsesDecoder]
+    | type[OllamaDecoder],
+] = {
     "anthropic": AnthropicDecoder,
     "openai": OpenAIDecoder,
+    "openai-responses": OpenAIResponsesDecoder,
     "ollama": OllamaDecoder,
 }
 
@@ -115,11 +126,13 @@ def decoder_for(
 
 
 # Markers, earliest match wins. Anthropic streams open with ``event: message_start`` (or an
-# ``error`` event); OpenAI chunks are ``data:`` lines of ``chat.completion.chunk`` objects.
+# ``error`` event); OpenAI chunks are ``data:`` lines of ``chat.completion.chunk`` objects;
+# Responses events are typed ``response.*`` (their ``event:`` lines name them too).
 _ANTHROPIC = re.compile(
-    rb'^event:|"type"\s*:\s*"(?:message_start|content_block_\w+|message_delta|message_stop|ping)"',
+    rb'^event:(?!\s*response\.)|"type"\s*:\s*"(?:message_start|content_block_\w+|message_delta|message_stop|ping)"',
     re.MULTILINE,
 )
+_RESPONSES = re.compile(rb'^event:\s*response\.|"type"\s*:\s*"response\.', re.MULTILINE)
 _OPENAI = re.compile(
     rb'"object"\s*:\s*"chat\.completion|"choices"\s*:|^data:\s*\[DONE\]', re.MULTILINE
 )
@@ -129,8 +142,8 @@ _SSE_LINE = re.compile(rb"^(?:data|event|id|retry)?:", re.MULTILINE)
 def sniff_format(head: bytes) -> str:
     """Tell which wire format a stream is in from its first bytes (a few KiB are plenty).
 
-    A body whose first non-blank byte is ``{`` is Ollama NDJSON; an SSE stream is Anthropic or
-    OpenAI by the first marker of either that appears.
+    A body whose first non-blank byte is ``{`` is Ollama NDJSON; an SSE stream is Anthropic,
+    OpenAI chat or OpenAI Responses by the first marker of any of them that appears.
 
     Raises:
         StreamProtocolError: the bytes match no known format.
@@ -145,13 +158,19 @@ def sniff_format(head: bytes) -> str:
     if text.startswith(b"{"):
         return "ollama"
     if _SSE_LINE.match(text):
-        anthropic = _ANTHROPIC.search(text)
-        openai = _OPENAI.search(text)
-        if anthropic and (not openai or anthropic.start() < openai.start()):
-            return "anthropic"
-        if openai:
-            return "openai"
+        found = [
+            (match.start(), name)
+            for name, pattern in (
+                ("anthropic", _ANTHROPIC),
+                ("openai-responses", _RESPONSES),
+                ("openai", _OPENAI),
+            )
+            if (match := pattern.search(text)) is not None
+        ]
+        if found:
+            return min(found)[1]
     raise StreamProtocolError(
-        "cannot tell the stream format (expected Anthropic or OpenAI SSE, or Ollama NDJSON)",
+        "cannot tell the stream format (expected Anthropic, OpenAI or OpenAI Responses SSE, "
+        "or Ollama NDJSON)",
         where="line 1",
     )

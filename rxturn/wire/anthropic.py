@@ -12,12 +12,16 @@ wire                        canonical
 ==========================  ========================================================
 ``message_start``           ``MessageStart(id, model)`` (first only); usage latched
 ``content_block_start``     ``PartStart``: ``text`` → text, ``tool_use`` → tool_call(id,
-                            name) (its ``input`` ignored), ``thinking`` → thinking,
-                            ``redacted_thinking`` → thinking + one empty thinking Delta;
+                            name) (its ``input`` ignored), ``thinking`` → thinking
+                            (+ the block's own text and signature as deltas),
+                            ``redacted_thinking`` → thinking + one empty thinking Delta
+                            + a ``redacted_thinking`` Delta carrying its ``data``;
                             any other block type → an *ignored* lane, nothing emitted
 ``content_block_delta``     ``text_delta`` / ``input_json_delta`` / ``thinking_delta`` →
                             ``Delta`` of kind text / tool_json / thinking, only into a
-                            lane of the same kind, empty fragments dropped; others ignored
+                            lane of the same kind, empty fragments dropped;
+                            ``signature_delta`` → ``Delta`` of kind signature into a
+                            thinking lane; others ignored
 ``content_block_stop``      ``PartStop(index)`` (nothing for an ignored lane)
 ``message_delta``           ``MessageDelta(stop_reason, usage)``
 ``message_stop``            ``MessageStop``; everything after it is ignored
@@ -58,7 +62,16 @@ from ..events import (
     PartStop,
     StreamEvent,
 )
-from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from ..messages import (
+    ContentPart,
+    Message,
+    RedactedThinkingPart,
+    StopReason,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    Usage,
+)
 from ._decoder import FramedDecoder
 from ._errors import bad_json, stream_error
 from .sse import RawEvents, SSEParser
@@ -90,11 +103,12 @@ class _ToolUseBlock(msgspec.Struct, gc=False, tag="tool_use"):
 
 
 class _ThinkingBlock(msgspec.Struct, gc=False, tag="thinking"):
-    pass
+    thinking: str = ""
+    signature: str | None = None
 
 
 class _RedactedThinkingBlock(msgspec.Struct, gc=False, tag="redacted_thinking"):
-    pass
+    data: str = ""
 
 
 class _TextDelta(msgspec.Struct, gc=False, tag="text_delta"):
@@ -110,7 +124,7 @@ class _ThinkingDelta(msgspec.Struct, gc=False, tag="thinking_delta"):
 
 
 class _SignatureDelta(msgspec.Struct, gc=False, tag="signature_delta"):
-    pass
+    signature: str = ""
 
 
 class _CitationsDelta(msgspec.Struct, gc=False, tag="citations_delta"):
@@ -274,9 +288,12 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 elif type(delta) is _InputJsonDelta:
                     if delta.partial_json and lane == "tool_call":
                         append(Delta(index, delta.partial_json, "tool_json"))
-                elif type(delta) is _ThinkingDelta and delta.thinking and lane == "thinking":
-                    append(Delta(index, delta.thinking, "thinking"))
-                # signature / citations deltas: nothing the message keeps
+                elif type(delta) is _ThinkingDelta:
+                    if delta.thinking and lane == "thinking":
+                        append(Delta(index, delta.thinking, "thinking"))
+                elif type(delta) is _SignatureDelta and lane == "thinking":
+                    append(Delta(index, delta.signature, "signature"))  # replaces, as the SDK does
+                # citations deltas: nothing the message keeps
             else:
                 self._on_event(event, _At(frames, at), out)
                 if self.saw_terminal:
@@ -345,6 +362,12 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
             out.append(PartStart(index, "thinking"))
             if isinstance(block, _RedactedThinkingBlock):
                 out.append(Delta(index, "", "thinking"))
+                out.append(Delta(index, block.data, "redacted_thinking"))
+            else:  # the SDK starts from the block as sent: usually "" and "", sometimes more
+                if block.thinking:
+                    out.append(Delta(index, block.thinking, "thinking"))
+                if block.signature is not None:
+                    out.append(Delta(index, block.signature, "signature"))
 
     def _on_undecodable(self, at: _At, payload: bytes, exc: msgspec.DecodeError) -> None:
         """Skip unknown event / block / delta types; anything else is a malformed event."""
@@ -416,6 +439,15 @@ class _ReplyToolUse(msgspec.Struct, gc=False, tag="tool_use"):
     input: Any = None
 
 
+class _ReplyThinking(msgspec.Struct, gc=False, tag="thinking"):
+    thinking: str = ""
+    signature: str = ""
+
+
+class _ReplyRedactedThinking(msgspec.Struct, gc=False, tag="redacted_thinking"):
+    data: str = ""
+
+
 class _Reply(msgspec.Struct, gc=False):
     type: str = "message"
     id: str = ""
@@ -428,15 +460,22 @@ class _Reply(msgspec.Struct, gc=False):
 
 _reply_decoder = msgspec.json.Decoder(_Reply)
 _reply_block_decoder = msgspec.json.Decoder(_ReplyText | _ReplyToolUse)
+_reply_thinking_decoder = msgspec.json.Decoder(
+    _ReplyText | _ReplyToolUse | _ReplyThinking | _ReplyRedactedThinking
+)
 _type_decoder = msgspec.json.Decoder(_TypeOnly)
+_MODELLED_BLOCKS = ("text", "tool_use")
+_KEPT_BLOCKS = ("text", "tool_use", "thinking", "redacted_thinking")
 
 
-def parse_anthropic_message(body: bytes) -> Message:
+def parse_anthropic_message(body: bytes, *, keep_thinking: bool = False) -> Message:
     """Parse a non-streaming Messages API reply into a :class:`~rxturn.messages.Message`.
 
     Text blocks (non-empty) and ``tool_use`` blocks are kept in order; thinking and block types
-    the client does not model are skipped. A missing tool ``input`` becomes ``None``. The stop
-    reason defaults to ``end_turn``; usage is ``None`` when absent or all zero.
+    the client does not model are skipped — unless ``keep_thinking``, which keeps ``thinking``
+    (text and signature) and ``redacted_thinking`` (data) blocks in order, as the streaming fold
+    does. A missing tool ``input`` becomes ``None``. The stop reason defaults to ``end_turn``;
+    usage is ``None`` when absent or all zero.
 
     Raises:
         StreamProtocolError: the body is not JSON or not shaped like a message.
@@ -451,13 +490,15 @@ def parse_anthropic_message(body: bytes) -> Message:
     if reply.type == "error" or reply.error is not None:
         info = reply.error or _ErrorInfo()
         raise stream_error(info.type, info.message)
-    parts: list[TextPart | ToolCallPart] = []
+    parts: list[ContentPart] = []
+    block_decoder = _reply_thinking_decoder if keep_thinking else _reply_block_decoder
+    modelled = _KEPT_BLOCKS if keep_thinking else _MODELLED_BLOCKS
     for raw in reply.content:
         try:
-            block = _reply_block_decoder.decode(raw)
+            block = block_decoder.decode(raw)
         except msgspec.DecodeError as exc:
             try:
-                known = _type_decoder.decode(raw).type in ("text", "tool_use")
+                known = _type_decoder.decode(raw).type in modelled
             except msgspec.DecodeError:
                 known = True
             if known:
@@ -466,8 +507,12 @@ def parse_anthropic_message(body: bytes) -> Message:
         if isinstance(block, _ReplyText):
             if block.text:
                 parts.append(TextPart(block.text))
-        else:
+        elif isinstance(block, _ReplyToolUse):
             parts.append(ToolCallPart(block.id, block.name, block.input))
+        elif isinstance(block, _ReplyThinking):
+            parts.append(ThinkingPart(block.thinking, block.signature))
+        else:
+            parts.append(RedactedThinkingPart(block.data))
     usage = reply.usage
     inp = (usage.input_tokens or 0) if usage else 0
     outp = (usage.output_tokens or 0) if usage else 0

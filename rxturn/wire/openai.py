@@ -7,20 +7,28 @@ with ``data: [DONE]``. Chunks carry no lane structure of their own, so the decod
 (reference §8.3, with the project's decisions):
 
 - lane **0** is the text lane, lane **1** the thinking lane, lane **2 + i** the tool call whose
-  wire ``index`` is ``i`` (parallel calls interleave freely; each keeps its own lane);
+  wire ``index`` is ``i`` (parallel calls interleave freely; each keeps its own lane), lane
+  **-1** the refusal lane and lane **-2** a legacy ``function_call``;
 - only ``choices[0]`` is followed (``n > 1`` streams: the other choices are ignored);
 - the first chunk that has an id or choices → ``MessageStart(id, model)``;
-- ``delta.content`` → text (opening lane 0 once); ``reasoning_content`` / ``reasoning`` →
-  thinking (lane 1); ``refusal`` is **not** text — the official SDK keeps it apart from
-  ``message.content``, and rxturn's text equals the SDK's content;
+- ``delta.content`` → text (opening lane 0 once); given as an array of parts (Mistral and
+  other compatible servers), its ``text`` parts are that text, joined in order, its
+  ``thinking`` parts (Mistral's, holding text parts) thinking, and any other part (images,
+  references) is skipped; ``reasoning_content`` / ``reasoning`` → thinking (lane 1);
+- ``refusal`` is **not** text — the official SDK keeps it apart from ``message.content`` — but
+  a ``refusal`` part of its own (lane -1, deltas of kind ``refusal``), and the stop reason is
+  ``refusal`` when the finish would otherwise be an end of turn;
+- a legacy ``function_call`` delta (name, then ``arguments`` fragments) is one tool call with no
+  id (lane -2);
 - a ``tool_calls`` entry with a new ``index`` → ``PartStart(tool_call, id, name)``; every
   non-empty ``arguments`` fragment → ``Delta(tool_json)`` on that call's lane;
 - the first ``finish_reason`` closes the text and thinking lanes and the tool lanes — except for
   ``length``, where tool lanes stay open so the fold keeps their partial input — and maps the stop
-  reason (``tool_calls`` → tool_call, ``length`` → max_tokens, ``stop`` → end_turn, anything else
-  kept raw). Its ``MessageDelta`` is **deferred**: it is emitted when a chunk carrying ``usage``
-  arrives (``stream_options.include_usage`` sends one after the finish), else at ``[DONE]`` or at
-  end of stream with the last usage seen (or ``None``);
+  reason (``tool_calls`` / ``function_call`` → tool_call, ``length`` → max_tokens, ``stop`` →
+  end_turn, ``content_filter`` → refusal, anything else kept raw). Its ``MessageDelta`` is
+  **deferred**: it is emitted when a chunk carrying ``usage`` arrives
+  (``stream_options.include_usage`` sends one after the finish), else at ``[DONE]`` or at end of
+  stream with the last usage seen (or ``None``);
 - ``[DONE]`` ends the data (a ``[DONE]`` without any ``finish_reason`` finishes as ``stop``);
   ``MessageStop`` is emitted only if a chunk started the message and a ``finish_reason`` or
   ``[DONE]`` was seen — a stream that just stops is truncated;
@@ -49,7 +57,7 @@ from ..events import (
     PartStop,
     StreamEvent,
 )
-from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
+from ..messages import Message, RefusalPart, StopReason, TextPart, ToolCallPart, Usage
 from ._decoder import FramedDecoder
 from ._errors import bad_json, error_from_json, tool_arguments
 from .sse import RawEvents, SSEParser
@@ -59,6 +67,8 @@ __all__ = ["OpenAIDecoder", "parse_openai_completion"]
 TEXT_LANE = 0
 THINKING_LANE = 1
 FIRST_TOOL_LANE = 2
+REFUSAL_LANE = -1
+FUNCTION_LANE = -2
 
 
 # --- wire Structs ------------------------------------------------------------------------------
@@ -75,11 +85,26 @@ class _ToolCallDelta(msgspec.Struct, gc=False):
     function: _Function | None = None
 
 
+class _InnerChunk(msgspec.Struct, gc=False):
+    type: str = ""
+    text: str | None = None
+
+
+class _ContentChunk(msgspec.Struct, gc=False):
+    """One part of an array ``content`` (text, Mistral thinking, or a type skipped)."""
+
+    type: str = ""
+    text: str | None = None
+    thinking: list[_InnerChunk] | str | None = None
+
+
 class _ChoiceDelta(msgspec.Struct, gc=False):
-    content: str | None = None
+    content: str | list[_ContentChunk] | None = None
     reasoning_content: str | None = None
     reasoning: str | None = None
     tool_calls: list[_ToolCallDelta] | None = None
+    refusal: str | None = None
+    function_call: _Function | None = None
 
 
 class _Choice(msgspec.Struct, gc=False):
@@ -138,7 +163,9 @@ Delta(index=0, text='Hi', kind='text')]
 
     __slots__ = (
         "_finished",
+        "_function_open",
         "_pending",
+        "_refusal_open",
         "_started",
         "_stop",
         "_text_open",
@@ -161,6 +188,8 @@ Delta(index=0, text='Hi', kind='text')]
         self._stop: str | None = None
         self._pending = False  # a finish_reason's MessageDelta waits for the usage chunk
         self._usage: Usage | None = None
+        self._refusal_open = False
+        self._function_open = False
 
     def _decode_into(self, frames: RawEvents, eof: bool, out: list[StreamEvent]) -> None:
         append = out.append
@@ -188,9 +217,12 @@ Delta(index=0, text='Hi', kind='text')]
                         and not delta.tool_calls
                         and not delta.reasoning_content
                         and not delta.reasoning
+                        and not delta.refusal
+                        and delta.function_call is None
+                        and type(delta.content) is not list
                     ):
                         if delta.content:  # the hot path: one text delta
-                            append(Delta(TEXT_LANE, delta.content, "text"))
+                            append(Delta(TEXT_LANE, delta.content, "text"))  # type: ignore[arg-type]
                         continue
             self._decode_chunk(chunk, frames, at, out)
             texting = self._text_open and not self._thinking_open and not self._finished
@@ -219,14 +251,23 @@ Delta(index=0, text='Hi', kind='text')]
             delta = choice.delta
             if delta is not None:
                 if delta.reasoning_content or delta.reasoning:
-                    self._on_reasoning(delta, out)
+                    self._on_reasoning(delta.reasoning_content or delta.reasoning or "", out)
                 content = delta.content
+                if type(content) is list:
+                    content = self._on_parts(content, out)  # type: ignore[arg-type]
                 if content:
                     if self._thinking_open or not self._text_open:
                         self._open_text(out)
-                    append(Delta(TEXT_LANE, content, "text"))
+                    append(Delta(TEXT_LANE, content, "text"))  # type: ignore[arg-type]
+                if delta.refusal:
+                    if not self._refusal_open:
+                        self._refusal_open = True
+                        append(PartStart(REFUSAL_LANE, "refusal"))
+                    append(Delta(REFUSAL_LANE, delta.refusal, "refusal"))
                 if delta.tool_calls:
                     self._on_tool_calls(delta.tool_calls, out)
+                if delta.function_call is not None:
+                    self._on_function_call(delta.function_call, out)
             if choice.finish_reason:
                 self._finish(choice.finish_reason, out)
         if chunk.usage is not None:
@@ -257,13 +298,45 @@ Delta(index=0, text='Hi', kind='text')]
         what = f"data of event {name!r}" if name != "message" else "chunk data"
         raise bad_json(what, exc, frames.line(at)) from None
 
-    def _on_reasoning(self, delta: _ChoiceDelta, out: list[StreamEvent]) -> None:
-        """``reasoning_content`` (or ``reasoning``) goes to the thinking lane."""
+    def _on_reasoning(self, text: str, out: list[StreamEvent]) -> None:
+        """``reasoning_content`` (or ``reasoning``, or a thinking part) → the thinking lane."""
         if not self._thinking_open:
             self._thinking_open = True
             out.append(PartStart(THINKING_LANE, "thinking"))
-        text = delta.reasoning_content or delta.reasoning or ""
         out.append(Delta(THINKING_LANE, text, "thinking"))
+
+    def _on_parts(self, parts: list[_ContentChunk], out: list[StreamEvent]) -> str:
+        """An array ``content``: emit its thinking, return its text (parts joined in order)."""
+        text: list[str] = []
+        for part in parts:
+            if part.type == "text":
+                if part.text:
+                    text.append(part.text)
+            elif part.type == "thinking":
+                inner = part.thinking
+                if isinstance(inner, str):
+                    thought = inner
+                else:
+                    thought = "".join(c.text or "" for c in inner or () if c.type == "text")
+                if thought:
+                    if text:  # text before the thinking keeps its place
+                        self._emit_text("".join(text), out)
+                        text.clear()
+                    self._on_reasoning(thought, out)
+        return "".join(text)
+
+    def _emit_text(self, text: str, out: list[StreamEvent]) -> None:
+        if self._thinking_open or not self._text_open:
+            self._open_text(out)
+        out.append(Delta(TEXT_LANE, text, "text"))
+
+    def _on_function_call(self, call: _Function, out: list[StreamEvent]) -> None:
+        """A legacy ``function_call`` delta: the first opens the call, arguments accumulate."""
+        if not self._function_open:
+            self._function_open = True
+            out.append(PartStart(FUNCTION_LANE, "tool_call", "", call.name or ""))
+        if call.arguments:
+            out.append(Delta(FUNCTION_LANE, call.arguments, "tool_json"))
 
     def _open_text(self, out: list[StreamEvent]) -> None:
         """Text arrives: close the thinking lane if open, open the text lane if not."""
@@ -314,9 +387,16 @@ Delta(index=0, text='Hi', kind='text')]
         if self._thinking_open:
             self._thinking_open = False
             out.append(PartStop(THINKING_LANE))
+        if self._refusal_open:
+            out.append(PartStop(REFUSAL_LANE))
         if reason != "length":  # a call cut by max_tokens stays open: the fold keeps its input
             out.extend(PartStop(FIRST_TOOL_LANE + index) for index in self._tools)
-        self._stop = StopReason.parse(reason) or reason
+            if self._function_open:
+                out.append(PartStop(FUNCTION_LANE))
+        stop = StopReason.parse(reason)
+        if self._refusal_open and stop is StopReason.END_TURN:
+            stop = StopReason.REFUSAL  # the model refused in words
+        self._stop = stop or reason
         self._pending = True
 
     def _terminate(self, out: list[StreamEvent]) -> None:
@@ -341,8 +421,10 @@ class _ReplyToolCall(msgspec.Struct, gc=False):
 
 
 class _ReplyMessage(msgspec.Struct, gc=False):
-    content: str | None = None
+    content: str | list[_ContentChunk] | None = None
     tool_calls: list[_ReplyToolCall] | None = None
+    refusal: str | None = None
+    function_call: _ReplyFunction | None = None
 
 
 class _ReplyChoice(msgspec.Struct, gc=False):
@@ -365,9 +447,11 @@ _reply_decoder = msgspec.json.Decoder(_Reply)
 def parse_openai_completion(body: bytes) -> Message:
     """Parse a non-streaming ``chat.completion`` into a :class:`~rxturn.messages.Message`.
 
-    Choice 0 only: its content (if non-empty) as a text part, then its tool calls, whose
+    Choice 0 only: its content (if non-empty; an array's text parts joined) as a text part, its
+    ``refusal`` as a refusal part, then its tool calls (and a legacy ``function_call``), whose
     ``arguments`` string is parsed (empty or missing → ``{}``). Stop reason via
-    :meth:`StopReason.parse` (default ``end_turn``); usage ``None`` when absent or all zero.
+    :meth:`StopReason.parse` (default ``end_turn``; ``refusal`` instead of an end of turn when
+    the model refused); usage ``None`` when absent or all zero.
 
     Raises:
         StreamProtocolError: the body is not JSON or not shaped like a completion.
@@ -382,15 +466,27 @@ def parse_openai_completion(body: bytes) -> Message:
     if reply.error is not None:
         raise error_from_json(reply.error)
     choice = next((c for c in reply.choices if c.index == 0), None)
-    parts: list[TextPart | ToolCallPart] = []
+    parts: list[TextPart | ToolCallPart | RefusalPart] = []
     stop = StopReason.END_TURN
     if choice is not None:
-        if choice.message.content:
-            parts.append(TextPart(choice.message.content))
-        for position, call in enumerate(choice.message.tool_calls or ()):
+        message = choice.message
+        content = message.content
+        if isinstance(content, list):
+            content = "".join(c.text or "" for c in content if c.type == "text")
+        if content:
+            parts.append(TextPart(content))
+        if message.refusal:
+            parts.append(RefusalPart(message.refusal))
+        for position, call in enumerate(message.tool_calls or ()):
             arguments = tool_arguments(call.function.arguments, position, call.function.name)
             parts.append(ToolCallPart(call.id, call.function.name, arguments))
+        legacy = message.function_call
+        if legacy is not None:
+            arguments = tool_arguments(legacy.arguments, len(parts), legacy.name)
+            parts.append(ToolCallPart("", legacy.name, arguments))
         stop = StopReason.parse(choice.finish_reason) or StopReason.END_TURN
+        if message.refusal and stop is StopReason.END_TURN:
+            stop = StopReason.REFUSAL
     return Message(
         id=reply.id,
         model=reply.model,

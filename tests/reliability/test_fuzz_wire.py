@@ -37,6 +37,7 @@ import msgspec
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from recorded import RESPONSES_FIXTURES
 
 from rxturn.errors import RxturnError, StreamProtocolError
 from rxturn.events import (
@@ -60,6 +61,7 @@ from rxturn.wire import (
     parse_error_body,
     parse_ollama_chat,
     parse_openai_completion,
+    parse_openai_response,
     sniff_format,
 )
 from rxturn.wire.ndjson import NDJSONSplitter
@@ -89,6 +91,7 @@ FUZZ = settings(
 CORPUS: list[tuple[str, str, bytes]] = [
     *(("anthropic", p.name, p.read_bytes()) for p in ANTHROPIC_FIXTURES),
     *(("openai", p.name, p.read_bytes()) for p in OPENAI_FIXTURES),
+    *(("openai-responses", p.name, p.read_bytes()) for p in RESPONSES_FIXTURES),
     *(("ollama", name, data) for name, data in OLLAMA_SAMPLES.items()),
 ]
 CORPUS_IDS = [f"{fmt}-{name}" for fmt, name, _ in CORPUS]
@@ -621,9 +624,88 @@ def ollama_line(draw: st.DrawFn) -> bytes:
     return msgspec.json.encode(line) + b"\n"
 
 
+@st.composite
+def responses_event(draw: st.DrawFn) -> bytes:
+    """A Responses API event of a known type whose fields have arbitrary JSON types."""
+    maybe = st.one_of(json_values, st.integers(0, 2), st.text(max_size=6))
+    item = st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {"type": st.sampled_from(["message", "function_call", "reasoning", "web_search_call"])},
+            optional={
+                "id": maybe,
+                "call_id": maybe,
+                "name": maybe,
+                "arguments": maybe,
+                "encrypted_content": maybe,
+                "summary": maybe,
+                "content": maybe,
+            },
+        ),
+    )
+    kind = draw(
+        st.sampled_from(
+            [
+                "response.created",
+                "response.output_item.added",
+                "response.output_item.done",
+                "response.content_part.added",
+                "response.content_part.done",
+                "response.output_text.delta",
+                "response.refusal.delta",
+                "response.function_call_arguments.delta",
+                "response.reasoning_summary_text.delta",
+                "response.reasoning_summary_part.added",
+                "response.completed",
+                "response.incomplete",
+                "response.failed",
+                "error",
+                "response.something_new",
+            ]
+        )
+    )
+    event = draw(
+        st.fixed_dictionaries(
+            {"type": st.just(kind)},
+            optional={
+                "output_index": maybe,
+                "content_index": maybe,
+                "summary_index": maybe,
+                "delta": maybe,
+                "item": item,
+                "part": st.one_of(
+                    json_values,
+                    st.fixed_dictionaries(
+                        {"type": st.sampled_from(["output_text", "refusal", "x"])},
+                        optional={"text": maybe, "refusal": maybe},
+                    ),
+                ),
+                "response": st.one_of(
+                    json_values,
+                    st.fixed_dictionaries(
+                        {},
+                        optional={
+                            "id": maybe,
+                            "model": maybe,
+                            "usage": maybe,
+                            "output": maybe,
+                            "incomplete_details": maybe,
+                            "error": maybe,
+                        },
+                    ),
+                ),
+                "code": maybe,
+                "message": maybe,
+            },
+        )
+    )
+    return b"event: " + kind.encode() + b"\ndata: " + msgspec.json.encode(event) + b"\n\n"
+
+
 _SHAPED: dict[str, Callable[[], st.SearchStrategy[bytes]]] = {
     "anthropic": anthropic_event,
     "openai": openai_chunk,
+    "openai-responses": responses_event,
     "ollama": ollama_line,
 }
 
@@ -660,7 +742,12 @@ def test_non_streaming_parsers_and_error_bodies_only_raise_typed_errors(
 ) -> None:
     _, _, base = CORPUS[pick]
     for body in (data, seed.draw(mutated(base))):
-        for parse in (parse_anthropic_message, parse_openai_completion, parse_ollama_chat):
+        for parse in (
+            parse_anthropic_message,
+            parse_openai_completion,
+            parse_openai_response,
+            parse_ollama_chat,
+        ):
             try:
                 message = parse(body)
             except RxturnError:
@@ -823,6 +910,11 @@ def test_events_before_an_over_long_line_are_not_lost(fmt: str) -> None:
             b'data: {"id":"c","model":"x","choices":[{"index":0,"delta":{"content":"kept"}}]}\n\n'
         ),
         "ollama": b'{"model":"x","message":{"role":"assistant","content":"kept"},"done":false}\n',
+        "openai-responses": (
+            b'data: {"type":"response.created","response":{"id":"r","model":"x"}}\n\n'
+            b'data: {"type":"response.output_text.delta","output_index":0,"content_index":0,'
+            b'"delta":"kept"}\n\n'
+        ),
     }[fmt]
     over = b"data: " + b"x" * 300 + b"\n\n" if fmt != "ollama" else b'{"a":"' + b"x" * 300 + b'"}\n'
     for tail in (over, over[:-2]):  # the long line ended in the same chunk, or still open

@@ -152,7 +152,15 @@ def lanes(events: Sequence[StreamEvent]) -> list[tuple[str, str, str, str]]:
             opened.append([event.kind, event.id, event.name, ""])
         elif isinstance(event, Delta):
             lane = opened[latest[event.index]]
-            kinds = {"text": "text", "thinking": "thinking", "tool_json": "tool_call"}
+            if event.kind in ("signature", "redacted_thinking"):  # lane metadata, not text
+                assert lane[0] == "thinking", f"{event} landed in a {lane[0]} lane"
+                continue
+            kinds = {
+                "text": "text",
+                "thinking": "thinking",
+                "tool_json": "tool_call",
+                "refusal": "refusal",
+            }
             assert kinds[event.kind] == lane[0], f"{event} landed in a {lane[0]} lane"
             lane[3] += event.text
     return [(kind, id_, name, text) for kind, id_, name, text in opened]

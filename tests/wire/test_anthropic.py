@@ -114,7 +114,9 @@ def test_recorded_stream_agrees_with_the_sdk(path: Path) -> None:
     events = decode(data)
     message = sdk_anthropic(data)
     modelled = [
-        block for block in message.content if block.type in ("text", "tool_use", "thinking")
+        block
+        for block in message.content
+        if block.type in ("text", "tool_use", "thinking", "redacted_thinking")
     ]
     ours = lanes(events)
     assert len(ours) == len(modelled)
@@ -123,6 +125,8 @@ def test_recorded_stream_agrees_with_the_sdk(path: Path) -> None:
             assert (kind, text) == ("text", block.text)
         elif block.type == "thinking":
             assert (kind, text) == ("thinking", block.thinking)
+        elif block.type == "redacted_thinking":
+            assert (kind, text) == ("thinking", "")
         else:
             assert (kind, id_, name) == ("tool_call", block.id, block.name)
             assert (
@@ -238,7 +242,7 @@ def test_ignores_events_after_message_stop() -> None:
         assert Delta(0, "late") not in events and events[-1] == MessageStop()
 
 
-def test_thinking_delta_is_thinking_and_signature_is_ignored() -> None:
+def test_thinking_delta_is_thinking_and_signature_is_a_signature_delta() -> None:
     events = decode(
         sse(
             START,
@@ -251,13 +255,15 @@ def test_thinking_delta_is_thinking_and_signature_is_ignored() -> None:
     )
     assert events[1:] == [
         PartStart(0, "thinking"),
+        Delta(0, "", "signature"),  # the block's own (empty) signature, replaced below
         Delta(0, "hmm", "thinking"),
+        Delta(0, "c2ln", "signature"),
         PartStop(0),
         MessageStop(),
     ]
 
 
-def test_redacted_thinking_emits_one_empty_thinking_delta() -> None:
+def test_redacted_thinking_emits_one_empty_thinking_delta_and_its_data() -> None:
     events = decode(
         sse(
             START, block_start(0, {"type": "redacted_thinking", "data": "xyz"}), block_stop(0), STOP
@@ -266,6 +272,7 @@ def test_redacted_thinking_emits_one_empty_thinking_delta() -> None:
     assert events[1:] == [
         PartStart(0, "thinking"),
         Delta(0, "", "thinking"),
+        Delta(0, "xyz", "redacted_thinking"),
         PartStop(0),
         MessageStop(),
     ]
@@ -573,12 +580,13 @@ def test_parse_message_text_and_tool_use_in_order() -> None:
             None,
         ),
         (
-            {"stop_reason": "refusal", "usage": {"input_tokens": 3}},
+            {"stop_reason": "pause_turn", "usage": {"input_tokens": 3}},
             StopReason.END_TURN,
             Usage(input_tokens=3),
         ),
+        ({"stop_reason": "refusal"}, StopReason.REFUSAL, None),
     ],
-    ids=["minimal", "stop-sequence-zero-usage", "unknown-stop"],
+    ids=["minimal", "stop-sequence-zero-usage", "unknown-stop", "refusal"],
 )
 def test_parse_message_defaults(
     extra: dict[str, Any], stop: StopReason, usage: Usage | None

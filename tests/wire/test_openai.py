@@ -26,7 +26,7 @@ from rxturn.events import (
     PartStop,
     StreamEvent,
 )
-from rxturn.messages import StopReason, TextPart, ToolCallPart, Usage
+from rxturn.messages import RefusalPart, StopReason, TextPart, ToolCallPart, Usage
 from rxturn.wire import OpenAIDecoder, parse_openai_completion
 
 from ._support import OPENAI_FILES, bytewise, chunked, lanes, run, sdk_openai
@@ -125,13 +125,18 @@ def test_recorded_stream_agrees_with_the_sdk(path: Path) -> None:
     ours = lanes(events)
     text = "".join(t for kind, _, _, t in ours if kind == "text")
     assert text == (choice.message.content or "")  # a refusal is not content
+    refusal = "".join(t for kind, _, _, t in ours if kind == "refusal")
+    assert refusal == (choice.message.refusal or "")  # but a part of its own
     calls = [(id_, name, args) for kind, id_, name, args in ours if kind == "tool_call"]
     assert calls == [
         (c.id, c.function.name, c.function.arguments) for c in choice.message.tool_calls or []
     ]
     assert events[0] == MessageStart(completion.id, completion.model)
     last = [e for e in events if isinstance(e, MessageDelta)][-1]
-    assert last.stop_reason == (StopReason.parse(choice.finish_reason) or choice.finish_reason)
+    expected = StopReason.parse(choice.finish_reason) or choice.finish_reason
+    if choice.message.refusal and expected is StopReason.END_TURN:
+        expected = StopReason.REFUSAL  # a refusal in words ends as a refusal
+    assert last.stop_reason == expected
     assert last.usage == Usage(
         input_tokens=completion.usage.prompt_tokens,
         output_tokens=completion.usage.completion_tokens,
@@ -142,11 +147,16 @@ def _file(name: str) -> bytes:
     return next(p for p in OPENAI_FILES if p.stem == name).read_bytes()
 
 
-def test_refusal_is_not_text() -> None:
+def test_refusal_is_not_text_but_a_refusal_lane_and_stop() -> None:
     events = decode(_file("refusal"))
-    assert events == [
-        MessageStart("chatcmpl-ABfw4IfQfCCrcuybFm41wJyxjbkz7", "gpt-4o-2024-08-06"),
-        MessageDelta("end_turn", Usage(input_tokens=79, output_tokens=11)),
+    assert events[0] == MessageStart("chatcmpl-ABfw4IfQfCCrcuybFm41wJyxjbkz7", "gpt-4o-2024-08-06")
+    assert events[1] == PartStart(-1, "refusal")
+    refusal = "".join(e.text for e in events if isinstance(e, Delta))
+    assert all(e.kind == "refusal" for e in events if isinstance(e, Delta))
+    assert refusal == "I'm sorry, I can't assist with that request."  # read from the file
+    assert events[-3:] == [
+        PartStop(-1),
+        MessageDelta("refusal", Usage(input_tokens=79, output_tokens=11)),
         MessageStop(),
     ]
 
@@ -325,7 +335,7 @@ def test_tool_calls_without_index_are_told_apart_by_id() -> None:
         ("tool_calls", "tool_call"),
         ("length", "max_tokens"),
         ("function_call", "tool_call"),
-        ("content_filter", "content_filter"),
+        ("content_filter", "refusal"),
     ],
 )
 def test_finish_reason_mapping(finish: str, stop: str) -> None:
@@ -494,13 +504,13 @@ def test_parse_completion_text_and_tool_calls() -> None:
 @pytest.mark.parametrize(
     ("finish", "stop"),
     [
-        ("stop", StopReason.END_TURN),
+        ("stop", StopReason.REFUSAL),  # refused in words: a refusal, not an end of turn
         ("length", StopReason.MAX_TOKENS),
-        (None, StopReason.END_TURN),
-        ("content_filter", StopReason.END_TURN),
+        (None, StopReason.REFUSAL),
+        ("content_filter", StopReason.REFUSAL),
     ],
 )
-def test_parse_completion_stop_and_empty(finish: str | None, stop: StopReason) -> None:
+def test_parse_completion_stop_and_refusal(finish: str | None, stop: StopReason) -> None:
     message = parse_openai_completion(
         _completion(
             {"content": None, "refusal": "no"},
@@ -508,7 +518,20 @@ def test_parse_completion_stop_and_empty(finish: str | None, stop: StopReason) -
             usage={"prompt_tokens": 0, "completion_tokens": 0},
         )
     )
-    assert (message.content, message.stop_reason, message.usage) == ((), stop, None)
+    assert (message.content, message.stop_reason, message.usage) == (
+        (RefusalPart("no"),),
+        stop,
+        None,
+    )
+
+
+@pytest.mark.parametrize(
+    ("finish", "stop"),
+    [("stop", StopReason.END_TURN), (None, StopReason.END_TURN), ("content_filter", "refusal")],
+)
+def test_parse_completion_empty(finish: str | None, stop: StopReason) -> None:
+    message = parse_openai_completion(_completion({"content": None}, finish))
+    assert (message.content, message.stop_reason) == ((), stop)
 
 
 def test_parse_completion_errors() -> None:

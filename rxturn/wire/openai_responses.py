@@ -1,0 +1,637 @@
+"""OpenAI Responses API (``POST /v1/responses``): streaming decoder and non-streaming parser.
+
+Theory of operation
+-------------------
+The stream is SSE whose every ``data:`` line is one semantic event, a JSON object tagged by its
+``type`` (``response.output_text.delta`` …), decoded by one module-level ``msgspec`` decoder over
+a tagged union of wire Structs that allow unknown fields. There is no ``[DONE]``: the terminal
+event is ``response.completed`` / ``response.incomplete`` (or ``response.failed``, an error).
+
+A response is a list of *output items* (``output_index``); a ``message`` item holds *content
+parts* (``content_index``). The decoder gives each thing the fold models a lane of its own,
+numbered in the order they open (docs/wire-formats.md has the full table):
+
+=========================================  ====================================================
+wire                                       canonical
+=========================================  ====================================================
+``response.created`` / ``in_progress`` /   ``MessageStart(response.id, response.model)``, once
+``queued``
+``response.content_part.added``            ``output_text`` → text lane, ``refusal`` → refusal
+                                           lane (other part types: nothing)
+``response.output_text.delta``             ``Delta`` text
+``response.refusal.delta``                 ``Delta`` refusal
+``response.content_part.done``             ``PartStop`` (after the part's text, if no delta
+                                           carried it)
+``response.output_item.added``             ``function_call`` → ``PartStart(tool_call,
+                                           call_id, name)``; ``reasoning`` →
+                                           ``PartStart(thinking, id)``; other items: nothing
+``response.function_call_arguments.delta``  ``Delta`` tool_json
+``response.reasoning_summary_text.delta``  ``Delta`` thinking (summary parts after the first
+/ ``reasoning_text.delta``                 are separated by a blank line)
+``response.output_item.done``              what no delta carried (arguments, text), then
+                                           ``PartStop`` — except for a reasoning item
+``response.completed`` / ``incomplete``    each reasoning item's ``encrypted_content`` (from
+                                           the final response, as the SDK returns it) as a
+                                           ``signature`` delta and its ``PartStop``; then
+                                           ``MessageDelta(stop, usage)``, ``MessageStop``
+``response.failed`` / ``error``            the typed error (rate limit, overload, other)
+other types                                nothing (newer events, hosted tools, ``*.done``)
+=========================================  ====================================================
+
+Stop reason: ``incomplete_details.reason`` ``max_output_tokens`` → ``max_tokens`` (a function
+call still open then stays open: the fold keeps its partial input), ``content_filter`` →
+``refusal``; else a function call → ``tool_call``, a refusal → ``refusal``, else ``end_turn``.
+Usage is ``response.usage`` (``input_tokens`` / ``output_tokens``), ``None`` when absent or zero.
+The official SDK's final response is the terminal event's ``response``; the deltas add up to it.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import msgspec
+
+from ..errors import StreamProtocolError
+from ..events import (
+    Delta,
+    MessageDelta,
+    MessageStart,
+    MessageStop,
+    PartStart,
+    PartStop,
+    StreamEvent,
+)
+from ..messages import (
+    ContentPart,
+    Message,
+    RefusalPart,
+    StopReason,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    Usage,
+)
+from ._decoder import FramedDecoder
+from ._errors import bad_json, stream_error, tool_arguments
+from .sse import RawEvents, SSEParser
+
+__all__ = ["OpenAIResponsesDecoder", "parse_openai_response"]
+
+#: How the summary parts of one reasoning item are joined into its thinking text.
+SUMMARY_SEPARATOR = "\n\n"
+
+
+# --- wire Structs (unknown fields are ignored by msgspec) -------------------------------------
+
+
+class _Usage(msgspec.Struct, gc=False):
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+
+
+class _Details(msgspec.Struct, gc=False):
+    reason: str | None = None
+
+
+class _ErrorInfo(msgspec.Struct, gc=False):
+    code: str | int | None = None
+    message: str | None = None
+    type: str | None = None
+
+
+class _Summary(msgspec.Struct, gc=False):
+    type: str = ""
+    text: str = ""
+
+
+class _ItemContent(msgspec.Struct, gc=False):
+    type: str = ""
+    text: str | None = None
+    refusal: str | None = None
+
+
+class _Item(msgspec.Struct, gc=False):
+    """Any output item; only ``message``, ``function_call`` and ``reasoning`` are modelled."""
+
+    type: str = ""
+    id: str | None = None
+    call_id: str | None = None
+    name: str | None = None
+    arguments: str | None = None
+    encrypted_content: str | None = None
+    summary: list[_Summary] | None = None
+    content: list[_ItemContent] | None = None
+
+
+class _Response(msgspec.Struct, gc=False):
+    id: str = ""
+    model: str = ""
+    status: str | None = None
+    usage: _Usage | None = None
+    incomplete_details: _Details | None = None
+    error: _ErrorInfo | None = None
+    output: list[_Item] | None = None
+
+
+class _Part(msgspec.Struct, gc=False):
+    type: str = ""
+    text: str | None = None
+    refusal: str | None = None
+
+
+class _TextDelta(msgspec.Struct, gc=False, tag="response.output_text.delta"):
+    delta: str = ""
+    output_index: int = 0
+    content_index: int = 0
+
+
+class _RefusalDelta(msgspec.Struct, gc=False, tag="response.refusal.delta"):
+    delta: str = ""
+    output_index: int = 0
+    content_index: int = 0
+
+
+class _ArgumentsDelta(msgspec.Struct, gc=False, tag="response.function_call_arguments.delta"):
+    delta: str = ""
+    output_index: int = 0
+
+
+class _SummaryDelta(msgspec.Struct, gc=False, tag="response.reasoning_summary_text.delta"):
+    delta: str = ""
+    output_index: int = 0
+
+
+class _ReasoningTextDelta(msgspec.Struct, gc=False, tag="response.reasoning_text.delta"):
+    delta: str = ""
+    output_index: int = 0
+
+
+class _SummaryPartAdded(msgspec.Struct, gc=False, tag="response.reasoning_summary_part.added"):
+    output_index: int = 0
+    summary_index: int = 0
+
+
+class _PartAdded(msgspec.Struct, gc=False, tag="response.content_part.added"):
+    part: _Part
+    output_index: int = 0
+    content_index: int = 0
+
+
+class _PartDone(msgspec.Struct, gc=False, tag="response.content_part.done"):
+    part: _Part
+    output_index: int = 0
+    content_index: int = 0
+
+
+class _ItemAdded(msgspec.Struct, gc=False, tag="response.output_item.added"):
+    item: _Item
+    output_index: int = 0
+
+
+class _ItemDone(msgspec.Struct, gc=False, tag="response.output_item.done"):
+    item: _Item
+    output_index: int = 0
+
+
+class _Created(msgspec.Struct, gc=False, tag="response.created"):
+    response: _Response
+
+
+class _InProgress(msgspec.Struct, gc=False, tag="response.in_progress"):
+    response: _Response
+
+
+class _Queued(msgspec.Struct, gc=False, tag="response.queued"):
+    response: _Response
+
+
+class _Completed(msgspec.Struct, gc=False, tag="response.completed"):
+    response: _Response
+
+
+class _Incomplete(msgspec.Struct, gc=False, tag="response.incomplete"):
+    response: _Response
+
+
+class _Failed(msgspec.Struct, gc=False, tag="response.failed"):
+    response: _Response
+
+
+class _ErrorEvent(msgspec.Struct, gc=False, tag="error"):
+    code: str | int | None = None
+    message: str | None = None
+    # some servers nest it, as the chat API does
+    error: _ErrorInfo | None = None
+
+
+_WireEvent = (
+    _TextDelta
+    | _RefusalDelta
+    | _ArgumentsDelta
+    | _SummaryDelta
+    | _ReasoningTextDelta
+    | _SummaryPartAdded
+    | _PartAdded
+    | _PartDone
+    | _ItemAdded
+    | _ItemDone
+    | _Created
+    | _InProgress
+    | _Queued
+    | _Completed
+    | _Incomplete
+    | _Failed
+    | _ErrorEvent
+)
+
+
+class _TypeOnly(msgspec.Struct, gc=False):
+    type: str = ""
+
+
+_decoder = msgspec.json.Decoder(_WireEvent)
+_type_decoder = msgspec.json.Decoder(_TypeOnly)
+_KNOWN = frozenset(
+    {
+        "response.output_text.delta",
+        "response.refusal.delta",
+        "response.function_call_arguments.delta",
+        "response.reasoning_summary_text.delta",
+        "response.reasoning_text.delta",
+        "response.reasoning_summary_part.added",
+        "response.content_part.added",
+        "response.content_part.done",
+        "response.output_item.added",
+        "response.output_item.done",
+        "response.created",
+        "response.in_progress",
+        "response.queued",
+        "response.completed",
+        "response.incomplete",
+        "response.failed",
+        "error",
+    }
+)
+_STOP = MessageStop()
+_ITEM = -1  # content index of a lane that is a whole item (function call, reasoning)
+
+
+class _Lane:
+    """One open lane: its canonical index, kind, and whether a delta carried its content."""
+
+    __slots__ = ("index", "kind", "streamed")
+
+    def __init__(self, index: int, kind: str) -> None:
+        self.index = index
+        self.kind = kind
+        self.streamed = False
+
+
+def _usage(usage: _Usage | None) -> Usage | None:
+    if usage is None:
+        return None
+    inp = usage.input_tokens or 0
+    out = usage.output_tokens or 0
+    return Usage(input_tokens=inp, output_tokens=out) if inp or out else None
+
+
+def _error(info: _ErrorInfo | None, fallback: str) -> Exception:
+    if info is None:
+        return stream_error(None, fallback)
+    return stream_error(info.type, info.message or fallback, info.code)
+
+
+class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
+    """OpenAI Responses SSE bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
+
+    Args:
+        max_line_bytes: SSE line limit.
+        max_event_bytes: SSE event data limit.
+
+    Attributes:
+        saw_terminal: ``response.completed`` or ``response.incomplete`` arrived.
+
+    Raises:
+        StreamProtocolError: bad framing, UTF-8 or JSON (``where="line N"``).
+        RateLimitError: an ``error`` event or failed response with a rate-limit code
+            (``OverloadedError`` for overload).
+        ProviderStreamError: any other ``error`` event or ``response.failed``.
+
+    Examples:
+        >>> decoder = OpenAIResponsesDecoder()
+        >>> decoder.feed(b'data: {"type":"response.created","response":{"id":"resp_1",'
+        ...              b'"model":"gpt-x"}}\\n\\n')
+        [MessageStart(id='resp_1', model='gpt-x')]
+    """
+
+    __slots__ = (
+        "_closed",
+        "_function",
+        "_hot",
+        "_hot_content",
+        "_hot_output",
+        "_lanes",
+        "_next",
+        "_reasoning",
+        "_refused",
+        "_started",
+    )
+
+    def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
+        sse = SSEParser(max_line_bytes, max_event_bytes)
+        super().__init__(sse.feed_raw, sse.close_raw)
+        self._started = False
+        self._lanes: dict[tuple[int, int], _Lane] = {}
+        self._next = 0  # the next lane's canonical index
+        self._function = False  # a function call was seen
+        self._refused = False  # a refusal part was seen
+        self._closed: set[tuple[int, int]] = set()  # content parts already closed
+        #: reasoning items done but kept open: output index → (lane, encrypted_content)
+        self._reasoning: dict[int, tuple[int, str | None]] = {}
+        # the text lane that took the last delta: (output_index, content_index) → canonical index
+        self._hot_output = -1
+        self._hot_content = -1
+        self._hot = 0
+
+    def _decode_into(self, frames: RawEvents, eof: bool, out: list[StreamEvent]) -> None:
+        append = out.append
+        decode = _decoder.decode
+        for at, payload in enumerate(frames.payloads):
+            try:
+                event = decode(payload)
+            except msgspec.DecodeError as exc:
+                if not payload:
+                    continue
+                if eof and type(exc) is msgspec.DecodeError:
+                    break  # an event cut off by the end of the body: a truncation
+                self._on_undecodable(frames, at, payload, exc)
+                continue
+            if (
+                type(event) is _TextDelta
+                and event.output_index == self._hot_output
+                and event.content_index == self._hot_content
+            ):  # the hot path: more text for the lane that took the last text
+                if event.delta:
+                    append(Delta(self._hot, event.delta))  # kind defaults to "text"
+                continue
+            self._on_event(event, frames, at, out)
+            if self._done:
+                break
+
+    # -- the rarer events ----------------------------------------------------------------------
+
+    def _on_event(self, event: Any, frames: RawEvents, at: int, out: list[StreamEvent]) -> None:
+        cls: object = type(cast(object, event))
+        if cls is _ErrorEvent:
+            info = event.error
+            if info is not None:
+                raise _error(info, "stream failed")
+            raise stream_error(None, event.message, event.code)
+        if cls is _Created or cls is _InProgress or cls is _Queued:
+            if not self._started:
+                self._started = True
+                out.append(MessageStart(event.response.id, event.response.model))
+            return
+        if cls is _Failed:
+            raise _error(event.response.error, "response failed")
+        if not self._started:
+            raise StreamProtocolError(
+                f"{frames.name(at)!r} event before response.created",
+                where=f"line {frames.line(at)}",
+            )
+        if cls is _TextDelta or cls is _RefusalDelta:
+            kind = "text" if cls is _TextDelta else "refusal"
+            lane = self._content_lane(event.output_index, event.content_index, kind, out)
+            if lane is not None and event.delta:
+                lane.streamed = True
+                out.append(Delta(lane.index, event.delta, kind))  # type: ignore[arg-type]
+                if kind == "text":
+                    self._hot_output = event.output_index
+                    self._hot_content = event.content_index
+                    self._hot = lane.index
+        elif cls is _ArgumentsDelta:
+            lane = self._lanes.get((event.output_index, _ITEM))
+            if lane is not None and lane.kind == "tool_call" and event.delta:
+                lane.streamed = True
+                out.append(Delta(lane.index, event.delta, "tool_json"))
+        elif cls is _SummaryDelta or cls is _ReasoningTextDelta:
+            lane = self._lanes.get((event.output_index, _ITEM))
+            if lane is not None and lane.kind == "thinking" and event.delta:
+                lane.streamed = True
+                out.append(Delta(lane.index, event.delta, "thinking"))
+        elif cls is _SummaryPartAdded:
+            lane = self._lanes.get((event.output_index, _ITEM))
+            if lane is not None and lane.kind == "thinking" and event.summary_index > 0:
+                out.append(Delta(lane.index, SUMMARY_SEPARATOR, "thinking"))
+        elif cls is _PartAdded:
+            kind = _part_kind(event.part.type)
+            if kind is not None:
+                self._content_lane(event.output_index, event.content_index, kind, out)
+        elif cls is _PartDone:
+            self._close_part(event.output_index, event.content_index, event.part, out)
+        elif cls is _ItemAdded:
+            self._on_item_added(event.item, event.output_index, out)
+        elif cls is _ItemDone:
+            self._on_item_done(event.item, event.output_index, out)
+        elif cls is _Completed or cls is _Incomplete:
+            self._finish(event.response, out)
+
+    def _content_lane(
+        self, output_index: int, content_index: int, kind: str, out: list[StreamEvent]
+    ) -> _Lane | None:
+        """The lane of a message's content part, opened on first sight."""
+        key = (output_index, content_index)
+        lane = self._lanes.get(key)
+        if lane is None:
+            lane = self._open(key, kind, out)
+            if kind == "refusal":
+                self._refused = True
+        return lane if lane.kind == kind else None
+
+    def _open(
+        self, key: tuple[int, int], kind: str, out: list[StreamEvent], id: str = "", name: str = ""
+    ) -> _Lane:
+        lane = _Lane(self._next, kind)
+        self._next += 1
+        self._lanes[key] = lane
+        out.append(PartStart(lane.index, kind, id, name))  # type: ignore[arg-type]
+        return lane
+
+    def _close_part(
+        self, output_index: int, content_index: int, part: _Part, out: list[StreamEvent]
+    ) -> None:
+        self._closed.add((output_index, content_index))
+        lane = self._lanes.pop((output_index, content_index), None)
+        if lane is None:
+            kind = _part_kind(part.type)
+            text = (part.refusal if kind == "refusal" else part.text) or ""
+            if kind is None or not text:
+                return
+            if kind == "refusal":
+                self._refused = True
+            lane = self._open((output_index, content_index), kind, out)
+            del self._lanes[(output_index, content_index)]
+        if not lane.streamed:  # a server that sends the whole text only when it is done
+            text = (part.refusal if lane.kind == "refusal" else part.text) or ""
+            if text:
+                out.append(Delta(lane.index, text, lane.kind))  # type: ignore[arg-type]
+        if lane.index == self._hot and output_index == self._hot_output:
+            self._hot_output = self._hot_content = -1
+        out.append(PartStop(lane.index))
+
+    def _on_item_added(self, item: _Item, output_index: int, out: list[StreamEvent]) -> None:
+        key = (output_index, _ITEM)
+        if key in self._lanes:
+            return
+        if item.type == "function_call":
+            self._function = True
+            lane = self._open(key, "tool_call", out, item.call_id or "", item.name or "")
+            if item.arguments:
+                lane.streamed = True
+                out.append(Delta(lane.index, item.arguments, "tool_json"))
+        elif item.type == "reasoning":
+            self._open(key, "thinking", out, item.id or "")
+
+    def _on_item_done(self, item: _Item, output_index: int, out: list[StreamEvent]) -> None:
+        if item.type == "message":
+            # parts no content_part event announced (some compatible servers): whole, now
+            for position, content in enumerate(item.content or ()):
+                if (output_index, position) not in self._closed:
+                    self._close_part(output_index, position, _as_part(content), out)
+            for key in [k for k in self._lanes if k[0] == output_index and k[1] != _ITEM]:
+                self._close_part(key[0], key[1], _Part(), out)
+            return
+        if item.type not in ("function_call", "reasoning"):
+            return
+        key = (output_index, _ITEM)
+        lane = self._lanes.pop(key, None)
+        if lane is None:  # never announced: open it now, whole
+            self._on_item_added(item, output_index, out)
+            lane = self._lanes.pop(key)
+        if item.type == "function_call":
+            if not lane.streamed and item.arguments:
+                out.append(Delta(lane.index, item.arguments, "tool_json"))
+        else:
+            if not lane.streamed and item.summary:
+                text = SUMMARY_SEPARATOR.join(s.text for s in item.summary)
+                if text:
+                    out.append(Delta(lane.index, text, "thinking"))
+            # left open until the terminal event: the SDK's final response carries the
+            # encrypted_content the API returns (it differs from this event's, re-encrypted)
+            self._reasoning[output_index] = (lane.index, item.encrypted_content)
+            return
+        out.append(PartStop(lane.index))
+
+    def _finish(self, response: _Response, out: list[StreamEvent]) -> None:
+        final = response.output or []
+        for output_index, (index, encrypted) in self._reasoning.items():
+            if output_index < len(final) and final[output_index].type == "reasoning":
+                encrypted = final[output_index].encrypted_content
+            if encrypted is not None:
+                out.append(Delta(index, encrypted, "signature"))
+            out.append(PartStop(index))
+        for key, lane in list(self._lanes.items()):  # anything the server did not close
+            if lane.kind != "tool_call":  # an unfinished call stays open for the fold
+                del self._lanes[key]
+                out.append(PartStop(lane.index))
+        out.append(
+            MessageDelta(_stop(response, self._function, self._refused), _usage(response.usage))
+        )
+        out.append(_STOP)
+        self.saw_terminal = self._done = True
+
+    def _on_undecodable(
+        self, frames: RawEvents, at: int, payload: bytes, exc: msgspec.DecodeError
+    ) -> None:
+        """Skip event types this decoder does not model; anything else is malformed."""
+        name = frames.name(at)
+        what = f"data of event {name!r}" if name != "message" else "event data"
+        if isinstance(exc, msgspec.ValidationError):
+            try:
+                kind = _type_decoder.decode(payload).type
+            except msgspec.DecodeError:
+                kind = ""
+            if kind and kind not in _KNOWN:
+                return  # a newer or hosted-tool event: nothing the fold models
+        raise bad_json(what, exc, frames.line(at)) from None
+
+
+def _part_kind(part_type: str) -> str | None:
+    if part_type == "output_text":
+        return "text"
+    if part_type == "refusal":
+        return "refusal"
+    return None
+
+
+def _as_part(content: _ItemContent) -> _Part:
+    return _Part(content.type, content.text, content.refusal)
+
+
+def _stop(response: _Response, function: bool, refused: bool) -> StopReason:
+    details = response.incomplete_details
+    if details is not None and details.reason:
+        if details.reason == "max_output_tokens":
+            return StopReason.MAX_TOKENS
+        if details.reason == "content_filter":
+            return StopReason.REFUSAL
+    if function:
+        return StopReason.TOOL_CALL
+    if refused:
+        return StopReason.REFUSAL
+    return StopReason.END_TURN
+
+
+# --- non-streaming reply ----------------------------------------------------------------------
+
+
+_response_decoder = msgspec.json.Decoder(_Response)
+
+
+def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Message:
+    """Parse a non-streaming Responses API body into a :class:`~rxturn.messages.Message`.
+
+    Output items in order: a ``message``'s ``output_text`` parts (non-empty) as text parts and
+    its ``refusal`` parts as refusal parts, each ``function_call`` as a tool call (``call_id``
+    as id, ``arguments`` parsed; empty → ``{}``), and — only with ``keep_thinking`` — each
+    ``reasoning`` item as a thinking part (summary texts joined by a blank line,
+    ``encrypted_content`` as signature, its ``id``). Other items are skipped. Stop reason and
+    usage as in the streaming decoder.
+
+    Raises:
+        StreamProtocolError: the body is not JSON or not shaped like a response.
+        InvalidToolInputError: a function call's ``arguments`` is not valid JSON.
+        RateLimitError: the body is (or carries) a rate-limit / overload ``error``.
+        ProviderStreamError: any other ``error``, or a ``failed`` response.
+    """
+    try:
+        reply = _response_decoder.decode(body)
+    except msgspec.DecodeError as exc:
+        raise bad_json("OpenAI response body", exc) from None
+    if reply.error is not None or reply.status == "failed":
+        raise _error(reply.error, "response failed")
+    parts: list[ContentPart] = []
+    function = refused = False
+    for item in reply.output or ():
+        if item.type == "message":
+            for content in item.content or ():
+                if content.type == "output_text" and content.text:
+                    parts.append(TextPart(content.text))
+                elif content.type == "refusal" and content.refusal:
+                    refused = True
+                    parts.append(RefusalPart(content.refusal))
+        elif item.type == "function_call":
+            function = True
+            name = item.name or ""
+            arguments = tool_arguments(item.arguments, len(parts), name)
+            parts.append(ToolCallPart(item.call_id or "", name, arguments))
+        elif item.type == "reasoning" and keep_thinking:
+            text = SUMMARY_SEPARATOR.join(s.text for s in item.summary or ())
+            parts.append(ThinkingPart(text, item.encrypted_content, item.id or ""))
+    return Message(
+        id=reply.id,
+        model=reply.model,
+        content=tuple(parts),
+        stop_reason=_stop(reply, function, refused),
+        usage=_usage(reply.usage),
+    )

@@ -1,0 +1,241 @@
+"""The OpenAI Responses decoder and parser: recorded streams, derived faults, edge cases."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rxturn.errors import (
+    InvalidToolInputError,
+    ProviderStreamError,
+    RateLimitError,
+    StreamProtocolError,
+)
+from rxturn.events import Delta, MessageDelta, MessageStop, StreamEvent
+from rxturn.messages import RefusalPart, StopReason, TextPart, ToolCallPart, Usage
+from rxturn.replay import replay_message
+from rxturn.wire import OpenAIResponsesDecoder, decoder_for, parse_openai_response, sniff_format
+
+from ._support import bytewise, run
+
+FILES = sorted(
+    (Path(__file__).resolve().parents[1] / "fixtures" / "openai-responses").glob("*.sse")
+)
+
+
+def decode(data: bytes) -> list[StreamEvent]:
+    decoder = OpenAIResponsesDecoder()
+    return decoder.feed(data) + decoder.close()
+
+
+def sse(*events: dict[str, Any]) -> bytes:
+    return b"".join(
+        b"event: " + e["type"].encode() + b"\ndata: " + json.dumps(e).encode() + b"\n\n"
+        for e in events
+    )
+
+
+CREATED = {"type": "response.created", "response": {"id": "resp_1", "model": "gpt-x"}}
+
+
+def completed(**response: Any) -> dict[str, Any]:
+    return {
+        "type": "response.completed",
+        "response": {"id": "resp_1", "model": "gpt-x", **response},
+    }
+
+
+def test_corpus_is_there() -> None:
+    assert len(FILES) >= 10
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_recorded_streams_decode_the_same_bytewise_and_are_sniffed(path: Path) -> None:
+    data = path.read_bytes()
+    whole = run(OpenAIResponsesDecoder, [data])
+    assert whole[1] is None and isinstance(whole[0][-1], MessageStop)
+    assert run(OpenAIResponsesDecoder, bytewise(data)) == whole
+    assert run(OpenAIResponsesDecoder, [data.replace(b"\n", b"\r\n")]) == whole
+    assert sniff_format(data[:4096]) == "openai-responses"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_non_streaming_parse_of_the_final_response_equals_the_streamed_fold(path: Path) -> None:
+    """The terminal event's ``response`` is the non-streaming body of the same reply."""
+    data = path.read_bytes()
+    final = next(
+        json.loads(line[5:])["response"]
+        for line in data.splitlines()
+        if line.startswith(b"data:") and b'"response.completed"' in line
+    )
+    body = json.dumps(final).encode()
+    for keep in (False, True):
+        streamed = replay_message(data, keep_thinking=keep)
+        parsed = parse_openai_response(body, keep_thinking=keep)
+        if path.name == "openrouter_raw_reasoning.sse" and keep:
+            continue  # its reasoning has raw text but no summary, and renamed ids (see README)
+        assert parsed == streamed
+
+
+def test_text_refusal_and_usage() -> None:
+    message = replay_message(
+        sse(
+            CREATED,
+            {"type": "response.output_item.added", "output_index": 0, "item": {"type": "message"}},
+            {
+                "type": "response.content_part.added",
+                "output_index": 0,
+                "content_index": 0,
+                "part": {"type": "refusal", "refusal": ""},
+            },
+            {
+                "type": "response.refusal.delta",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": "No",
+            },
+            {"type": "response.refusal.delta", "output_index": 0, "content_index": 0, "delta": "."},
+            completed(usage={"input_tokens": 3, "output_tokens": 2}),
+        )
+    )
+    assert message.content == (RefusalPart("No."),)
+    assert message.stop_reason is StopReason.REFUSAL
+    assert message.usage == Usage(input_tokens=3, output_tokens=2)
+
+
+def test_incomplete_at_max_output_tokens_keeps_the_partial_call() -> None:
+    message = replay_message(
+        sse(
+            CREATED,
+            {
+                "type": "response.output_item.added",
+                "output_index": 0,
+                "item": {
+                    "type": "function_call",
+                    "call_id": "call_1",
+                    "name": "f",
+                    "arguments": "",
+                },
+            },
+            {
+                "type": "response.function_call_arguments.delta",
+                "output_index": 0,
+                "delta": '{"a": "b',
+            },
+            {
+                "type": "response.incomplete",
+                "response": {"id": "r", "incomplete_details": {"reason": "max_output_tokens"}},
+            },
+        )
+    )
+    assert message.content == (ToolCallPart("call_1", "f", {}),)  # jiter drops the open string
+    assert message.stop_reason is StopReason.MAX_TOKENS
+
+
+def test_done_events_without_deltas_carry_the_whole_text() -> None:
+    message = replay_message(
+        sse(
+            CREATED,
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {"type": "message", "content": [{"type": "output_text", "text": "Hi"}]},
+            },
+            {
+                "type": "response.output_item.done",
+                "output_index": 1,
+                "item": {"type": "function_call", "call_id": "c", "name": "g", "arguments": "{}"},
+            },
+            completed(),
+        )
+    )
+    assert message.content == (TextPart("Hi"), ToolCallPart("c", "g", {}))
+    assert message.stop_reason is StopReason.TOOL_CALL
+
+
+@pytest.mark.parametrize(
+    ("event", "expected", "text"),
+    [
+        (
+            {"type": "error", "code": "rate_limit_exceeded", "message": "slow"},
+            RateLimitError,
+            "slow",
+        ),
+        ({"type": "error", "code": "server_error", "message": "boom"}, ProviderStreamError, "boom"),
+        (
+            {
+                "type": "response.failed",
+                "response": {
+                    "id": "r",
+                    "status": "failed",
+                    "error": {"code": "server_error", "message": "bad"},
+                },
+            },
+            ProviderStreamError,
+            "bad",
+        ),
+    ],
+    ids=["rate-limit", "error", "failed"],
+)
+def test_errors_are_typed(event: dict[str, Any], expected: type[Exception], text: str) -> None:
+    data = sse(CREATED, event)
+    decoder = OpenAIResponsesDecoder()
+    with pytest.raises(expected, match=text):
+        decoder.feed(data)
+        decoder.close()
+
+
+def test_unknown_events_are_ignored_and_malformed_known_ones_fail_with_a_line() -> None:
+    body = sse(CREATED, {"type": "response.brand_new.thing", "x": 1}, completed())
+    assert replay_message(body).content == ()
+    bad = sse(CREATED, {"type": "response.output_text.delta", "delta": 5}, completed())
+    with pytest.raises(StreamProtocolError, match=r"line \d+"):
+        replay_message(bad)
+    with pytest.raises(StreamProtocolError, match=r"before response\.created"):
+        decode(sse({"type": "response.output_text.delta", "delta": "x"}))
+
+
+def test_truncated_stream_has_no_terminal() -> None:
+    data = FILES[0].read_bytes()
+    cut = data[: data.index(b"event: response.completed")]
+    decoder = decoder_for("openai-responses")
+    events = decoder.feed(cut) + decoder.close()
+    assert not decoder.saw_terminal and not any(isinstance(e, MessageDelta) for e in events)
+
+
+def test_text_hot_path_matches_slow_path() -> None:
+    deltas = [
+        {"type": "response.output_text.delta", "output_index": 0, "content_index": c, "delta": d}
+        for c, d in [(0, "a"), (0, "b"), (1, "c"), (0, "d")]
+    ]
+    parts = [
+        {
+            "type": "response.content_part.added",
+            "output_index": 0,
+            "content_index": c,
+            "part": {"type": "output_text", "text": ""},
+        }
+        for c in (0, 1)
+    ]
+    events = decode(sse(CREATED, *parts, *deltas, completed()))
+    texts = [(e.index, e.text) for e in events if isinstance(e, Delta)]
+    assert texts == [(0, "a"), (0, "b"), (1, "c"), (0, "d")]
+    assert replay_message(sse(CREATED, *parts, *deltas, completed())).content == (
+        TextPart("abd"),
+        TextPart("c"),
+    )
+
+
+def test_non_streaming_errors() -> None:
+    with pytest.raises(StreamProtocolError):
+        parse_openai_response(b"<html>")
+    with pytest.raises(RateLimitError):
+        parse_openai_response(b'{"error": {"code": "rate_limit_exceeded", "message": "x"}}')
+    with pytest.raises(InvalidToolInputError):
+        parse_openai_response(
+            b'{"output": [{"type": "function_call", "call_id": "c", "name": "f",'
+            b' "arguments": "{"}]}'
+        )
