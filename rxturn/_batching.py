@@ -1,4 +1,9 @@
-"""``unbatch`` and ``as_batches``: between the batched hot path and per-event Observables.
+"""Batches and single events: ``unbatch_``, ``as_batches_`` and ``event_count``.
+
+These sit below both the clients (``HttpClient.stream`` is ``stream_batches`` unbatched) and
+the operators (the deadlines and the retry ladder count a batch as its events; the façade
+exports :func:`rxturn.operators.unbatch` and :func:`rxturn.operators.as_batches`), so that
+neither layer imports the other.
 
 A client's ``stream_batches`` emits one :data:`~rxturn.events.EventBatch` per network chunk, and
 the stream handler's operators accept either shape item by item (a ``list`` is a batch, anything

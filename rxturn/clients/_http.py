@@ -1,8 +1,9 @@
-"""What every HTTP provider client shares: one request, one response, typed errors.
+"""What every HTTP provider client shares on the wire: one request, one response, typed errors.
 
 A provider module (:mod:`~rxturn.clients.anthropic`, :mod:`~rxturn.clients.openai`,
-:mod:`~rxturn.clients.ollama`) only says *what* to send — URL path, auth headers, JSON body — and
-which wire format comes back. :class:`HttpClient` does the rest, the same way for all of them:
+:mod:`~rxturn.clients.ollama`) only says *what* to send — URL path, auth headers, JSON body (built
+with the provider-agnostic helpers of :mod:`rxturn.clients._request`) — and which wire format
+comes back. :class:`HttpClient` does the HTTP, the same way for all of them:
 
 * ``stream`` is cold (:func:`rxturn.sources.from_async_iterable`): each subscription makes exactly
   one POST; body chunks go to the sans-IO decoder as they arrive and every decoded event is
@@ -23,18 +24,15 @@ from __future__ import annotations
 
 import html
 import logging
-import math
-import os
 import re
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
 from urllib.parse import urlsplit
 
-import msgspec
 from reactivex import Observable
 
 from .._headers import header
-from .._validate import is_number, positive
+from .._validate import positive
 from .._version import __version__
 from ..errors import (
     APIStatusError,
@@ -46,10 +44,20 @@ from ..errors import (
     status_error,
 )
 from ..events import EventBatch, StreamEvent
-from ..messages import Message, Request, RequestOptions, ToolSchema
+from ..messages import Message, Request, RequestOptions
 from ..resilience.backoff import parse_retry_after
 from ..sources import from_async_iterable
 from ..transport._base import display_url as _safe_url
+from ._request import (
+    ToolChoice,
+    check_max_tokens,
+    encode_body,
+    from_env_key,
+    resolve_max_tokens,
+    resolve_model,
+    resolve_temperature,
+    resolve_tool_choice,
+)
 
 if TYPE_CHECKING:
     from ..transport import AsyncTransport, HttpResponse
@@ -58,6 +66,7 @@ __all__ = [
     "ERROR_BODY_LIMIT",
     "REPLY_BODY_LIMIT",
     "HttpClient",
+    "HttpSettings",
     "ToolChoice",
     "encode_body",
     "from_env_key",
@@ -75,9 +84,18 @@ ERROR_BODY_LIMIT = 8 * 1024
 REPLY_BODY_LIMIT = 10 * 1000 * 1000
 
 _log = logging.getLogger("rxturn.clients")
-_encoder = msgspec.json.Encoder()
 _BAD_HEADER_CHARS = re.compile(r"[\r\n\x00]")
 _USER_AGENT = f"rxturn/{__version__}"
+
+
+class HttpSettings(TypedDict, total=False):
+    """The connection settings every client constructor takes as keywords (for ``**kwargs``
+    of the ``from_env`` constructors)."""
+
+    extra_headers: Mapping[str, str] | None
+    transport: AsyncTransport | None
+    connect_timeout: float
+    read_timeout: float | None
 
 
 class _Secret:
@@ -111,83 +129,6 @@ def parse_should_retry(value: str | None) -> bool | None:
     return True if lowered == "true" else False if lowered == "false" else None
 
 
-# --- request helpers shared by the providers --------------------------------------------------
-# RequestOptions is a msgspec Struct, whose field types are not enforced when it is built in
-# Python: the isinstance checks below are real (pyright, trusting the annotations, would drop them).
-
-ToolChoice = tuple[str, str | None]
-"""``(mode, tool name)``: mode is ``"auto"``, ``"any"``, ``"none"`` or ``"tool"``."""
-
-
-def resolve_model(options: RequestOptions, default: str) -> str:
-    """The per-request override when set, else the client's model (never mutating the client)."""
-    if options.model is None:
-        return default
-    if not isinstance(options.model, str) or not options.model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"RequestOptions.model must be a non-empty string, got {options.model!r}")
-    return options.model
-
-
-def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | None:
-    """``options.max_tokens`` when set, else the client's; must be a positive integer."""
-    value = options.max_tokens if options.max_tokens is not None else default
-    if value is None:
-        return None
-    if not positive(value, integer=True):  # RequestOptions fields are not type-checked
-        where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
-        raise ConfigError(f"{where} must be a positive integer, got {value!r}")
-    return value
-
-
-def resolve_temperature(options: RequestOptions) -> float | None:
-    value = options.temperature
-    if value is None:
-        return None
-    if not is_number(value) or not math.isfinite(value):  # RequestOptions is not type-checked
-        raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
-    return value
-
-
-def resolve_tool_choice(
-    options: RequestOptions, tools: Sequence[ToolSchema] | None
-) -> ToolChoice | None:
-    """Validate ``options.tool_choice`` against the request's tools.
-
-    ``"auto"`` / ``"none"`` without tools are dropped (nothing to choose from); ``"any"`` (alias
-    ``"required"``) or a tool name without tools, or a name that is not among them, is a
-    :class:`~rxturn.errors.ConfigError` — it could never be honoured.
-    """
-    choice = options.tool_choice
-    if choice is None:
-        return None
-    if not isinstance(choice, str) or not choice:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"RequestOptions.tool_choice must be a non-empty string, got {choice!r}")
-    names = [tool.name for tool in tools or ()]
-    mode = {"auto": "auto", "none": "none", "any": "any", "required": "any"}.get(choice, "tool")
-    if not names:
-        if mode in ("auto", "none"):
-            return None
-        raise ConfigError(
-            f"RequestOptions.tool_choice={choice!r} needs tools, but the request has none"
-        )
-    if mode == "tool":
-        if choice not in names:
-            raise ConfigError(
-                f"RequestOptions.tool_choice names tool {choice!r}, which is not among the "
-                f"request's tools {names!r}"
-            )
-        return ("tool", choice)
-    return (mode, None)
-
-
-def encode_body(body: Mapping[str, Any]) -> bytes:
-    """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash."""
-    try:
-        return _encoder.encode(body)
-    except (TypeError, msgspec.EncodeError, OverflowError) as exc:
-        raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
-
-
 def _check_headers(headers: Mapping[str, str], where: str) -> None:
     for name, value in headers.items():
         if not isinstance(name, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -219,16 +160,6 @@ def _check_timeout(name: str, value: float | None, *, optional: bool = False) ->
         return
     if not positive(value):
         raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
-
-
-def _check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
-    if value is None and not required:
-        return
-    if not positive(value, integer=True):
-        or_none = "" if required else " or None"
-        raise ConfigError(
-            f"{client}: max_tokens must be a positive integer{or_none}, got {value!r}"
-        )
 
 
 # --- error bodies -----------------------------------------------------------------------------
@@ -329,7 +260,7 @@ class HttpClient:
         self._owns_transport = transport is None
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        _check_max_tokens(name, max_tokens, required=self._max_tokens_required)
+        check_max_tokens(name, max_tokens, required=self._max_tokens_required)
         self._max_tokens = max_tokens
 
     # -- identity ------------------------------------------------------------------------------
@@ -404,7 +335,7 @@ class HttpClient:
         ``TransportError`` for network failures, ``StreamProtocolError`` for malformed bytes and
         the in-stream error types. A stream cut short simply completes without ``MessageStop``.
         """
-        from ..operators._batches import unbatch_
+        from .._batching import unbatch_
 
         return unbatch_(self.stream_batches(request, options))
 
@@ -511,9 +442,8 @@ class HttpClient:
             return
         exc.message = redact(exc.message, secrets)
         exc.args = (exc.message,)
-        body = getattr(exc, "body", None)
-        if isinstance(body, str):
-            exc.body = redact(body, secrets)  # type: ignore[attr-defined]
+        if isinstance(exc, APIStatusError):  # the only errors that keep a body
+            exc.body = redact(exc.body, secrets)
 
     async def _json_instead_of_stream(self, response: HttpResponse) -> RxturnError:
         """A 200 JSON body where an event stream was asked for: usually an error in disguise."""
@@ -573,14 +503,3 @@ class HttpClient:
 def _is_json(headers: Mapping[str, str]) -> bool:
     content_type = header(headers, "content-type") or ""
     return content_type.split(";", 1)[0].strip().lower() == "application/json"
-
-
-def from_env_key(variable: str, client: str) -> str:
-    """Read an API key from the environment; a missing or empty one is a ConfigError."""
-    value = os.environ.get(variable, "").strip()
-    if not value:
-        raise ConfigError(
-            f"{client}.from_env: environment variable {variable} is not set; export it or pass "
-            "api_key= to the constructor"
-        )
-    return value

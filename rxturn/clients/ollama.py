@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from ..messages import Message, Request, RequestOptions, TextPart, ToolCallPart, ToolResultPart
-from ._http import HttpClient, resolve_max_tokens, resolve_temperature, resolve_tool_choice
+from ._http import HttpClient
+from ._request import JSONBody, resolve_max_tokens, resolve_temperature, resolve_tool_choice
 
 if TYPE_CHECKING:
     from ..transport import AsyncTransport
@@ -74,7 +75,7 @@ def build_ollama_body(
     model: str,
     max_tokens: int | None,
     stream: bool,
-) -> dict[str, Any]:
+) -> JSONBody:
     """The JSON body of an Ollama ``/api/chat`` request (see the module docstring).
 
     Raises:

@@ -39,6 +39,7 @@ from typing import ClassVar
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
+from .._batching import as_batches_, unbatch_
 from ..clients._base import BatchingModelClient, ModelClient
 from ..events import (
     EventBatch,
@@ -58,7 +59,6 @@ from ..operators import (
     retry_ladder,
     total_deadline,
 )
-from ..operators._batches import as_batches_, unbatch_
 from ..operators._progress import TurnProgress
 from ..operators._scheduling import clock, resolve_scheduler
 from ..resilience.cancel import CancelToken

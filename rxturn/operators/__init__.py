@@ -384,7 +384,7 @@ def unbatch() -> Callable[[Observable[_T | Sequence[_T]]], Observable[_T]]:
     Examples:
         >>> client.stream_batches(request).pipe(unbatch())  # doctest: +SKIP
     """
-    from ._batches import unbatch_
+    from .._batching import unbatch_
 
     return unbatch_
 
@@ -400,6 +400,6 @@ def as_batches() -> Callable[[Observable[_T | Sequence[_T]]], Observable[list[_T
     Examples:
         >>> handler_items.pipe(as_batches(), ops.scan(fold_batch, INITIAL_STATE))  # doctest: +SKIP
     """
-    from ._batches import as_batches_
+    from .._batching import as_batches_
 
     return as_batches_
