@@ -1,4 +1,5 @@
-"""Every default of the stream handler, in one place (reference §2.1 and §3).
+"""Every default of the stream handler and the model breaker, in one place (reference §2.1,
+§3 and §5.1).
 
 The values are the reference engine's exact source defaults. Times are seconds (floats), the unit
 every rxturn scheduler speaks. The policies (:mod:`~rxturn.resilience.policies`) read their
@@ -11,6 +12,10 @@ from __future__ import annotations
 from typing import Final
 
 __all__ = [
+    "BREAKER_MAX_FAIL_COUNT",
+    "BREAKER_RECOVERY_SUCCESSES",
+    "BREAKER_RECOVERY_TIMEOUT",
+    "BREAKER_TRIP_THRESHOLD",
     "FIRST_EVENT_TIMEOUT",
     "LIMITER_MAX_WAIT",
     "LIMITER_REQUESTS_PER_MINUTE",
@@ -72,3 +77,14 @@ RATE_LIMIT_MAX_RETRIES: Final = 5
 LIMITER_REQUESTS_PER_MINUTE: Final = 0
 #: Wait at most 30 s for a token, then go ahead anyway (the reactive ladder takes over).
 LIMITER_MAX_WAIT: Final = 30.0
+
+# --- the model breaker (FallbackPolicy) ----------------------------------------------------------
+
+#: Three failed turns in a row on the primary trip the breaker to the first healthy backup.
+BREAKER_TRIP_THRESHOLD: Final = 3
+#: After 60 s on a backup, the next turn probes the primary again.
+BREAKER_RECOVERY_TIMEOUT: Final = 60.0
+#: Two successful probes in a row close the breaker (back to the primary).
+BREAKER_RECOVERY_SUCCESSES: Final = 2
+#: Each backup may fail two turns before routing skips it.
+BREAKER_MAX_FAIL_COUNT: Final = 2

@@ -21,6 +21,7 @@ MOVED: dict[str, str] = {
     "rxturn._outcome": "rxturn.engine._outcome",
     "rxturn._partial_json": "rxturn.wire._partial_json",
     "rxturn._scheduling": "rxturn.operators._scheduling",
+    "rxturn.operators._batches": "rxturn._batching",
     "rxturn.audit": "rxturn.engine.audit",
     "rxturn.backoff": "rxturn.resilience.backoff",
     "rxturn.cancel": "rxturn.resilience.cancel",

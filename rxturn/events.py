@@ -27,19 +27,26 @@ events one by one.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
 from .messages import Message, StopReason, Usage
 
+if TYPE_CHECKING:  # reactivex stays unloaded: ``import rxturn.wire`` must not pull it in
+    from reactivex import Observable
+
 __all__ = [
     "AttemptReset",
+    "BatchStream",
     "Delta",
     "DeltaKind",
     "EventBatch",
+    "EventStream",
     "Fallback",
+    "HandlerBatchStream",
     "HandlerEvent",
+    "HandlerStream",
     "MessageDelta",
     "MessageStart",
     "MessageStop",
@@ -153,3 +160,17 @@ HandlerEvent = StreamEvent | AttemptReset | Fallback
 #: empty. A plain ``list`` so that producing one costs nothing: the decoder's own output. Treat it
 #: as read-only — every subscriber of a batched stream gets the same list.
 EventBatch = list[StreamEvent]
+
+# -- the Observables that flow, named once ------------------------------------------------------
+# Written as strings so that this module never imports reactivex at run time; in annotations
+# (``from __future__ import annotations``) they read as the Observable types they name.
+
+#: One streaming attempt, event by event (``client.stream``, ``replay``).
+EventStream: TypeAlias = "Observable[StreamEvent]"
+#: One streaming attempt, a network chunk at a time (``client.stream_batches``, ``replay_batches``).
+BatchStream: TypeAlias = "Observable[EventBatch]"
+#: A handled turn, item by item (``StreamHandler.stream_turn``, ``engine.events``).
+HandlerStream: TypeAlias = "Observable[HandlerEvent]"
+#: A handled turn in batches (``StreamHandler.stream_turn_batches``): event batches, and
+#: ``AttemptReset`` / ``Fallback`` alone as ``[item]``.
+HandlerBatchStream: TypeAlias = "Observable[list[HandlerEvent]]"

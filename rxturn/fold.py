@@ -343,16 +343,17 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
         return state  # no matching open lane: dropped (reference §1.4 rule 3)
     if cls is Ping:
         return state
-    if cls is PartStart:
-        return _part_start(state, event)  # type: ignore[arg-type]
-    if cls is PartStop:
-        return _part_stop(state, event)  # type: ignore[arg-type]
-    if cls is MessageDelta:
-        return _message_delta(state, event)  # type: ignore[arg-type]
-    if cls is MessageStart:
+    # the rarer events: ``type(event)`` again, so that the checker narrows ``event`` too
+    if type(event) is PartStart:
+        return _part_start(state, event)
+    if type(event) is PartStop:
+        return _part_stop(state, event)
+    if type(event) is MessageDelta:
+        return _message_delta(state, event)
+    if type(event) is MessageStart:
         if state._head.started:
             return state
-        head = _replace(state._head, id=event.id, model=event.model, started=True)  # type: ignore[union-attr]
+        head = _replace(state._head, id=event.id, model=event.model, started=True)
         return TurnState(head, state._frags, state._nfrags)
     if cls is MessageStop:
         return _message_stop(state)
@@ -413,8 +414,8 @@ def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
     append = frags.append if n and len(frags) == n else None  # type: ignore[union-attr, arg-type]
     delta_cls = Delta
     for event in batch:
-        if type(event) is delta_cls and event.index == index and event.kind == accepts:  # type: ignore[union-attr]
-            text = event.text  # type: ignore[union-attr]
+        if type(event) is delta_cls and event.index == index and event.kind == accepts:
+            text = event.text
             if text:
                 if append is None:
                     frags = _fresh(frags, n, text)
@@ -438,9 +439,9 @@ def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
 def fold_item(state: TurnState, item: HandlerEvent | list[HandlerEvent]) -> TurnState:
     """Fold one item of a handler stream that may carry batches: a list goes to
     :func:`fold_batch`, a single event to :func:`fold_handler`."""
-    if type(item) is list:
-        return fold_batch(state, item)  # type: ignore[arg-type]
-    return fold_handler(state, item)  # type: ignore[arg-type]
+    if isinstance(item, list):
+        return fold_batch(state, item)
+    return fold_handler(state, item)
 
 
 def fold_events(

@@ -17,10 +17,11 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._base import ModelClient, keeps_thinking
+from ._base import BatchingModelClient, ModelClient, keeps_thinking
 
 __all__ = [
     "AnthropicClient",
+    "BatchingModelClient",
     "ModelClient",
     "OllamaClient",
     "OpenAIClient",

@@ -1,8 +1,9 @@
-"""What every HTTP provider client shares: one request, one response, typed errors.
+"""What every HTTP provider client shares on the wire: one request, one response, typed errors.
 
 A provider module (:mod:`~rxturn.clients.anthropic`, :mod:`~rxturn.clients.openai`,
-:mod:`~rxturn.clients.ollama`) only says *what* to send — URL path, auth headers, JSON body — and
-which wire format comes back. :class:`HttpClient` does the rest, the same way for all of them:
+:mod:`~rxturn.clients.ollama`) only says *what* to send — URL path, auth headers, JSON body (built
+with the provider-agnostic helpers of :mod:`rxturn.clients._request`) — and which wire format
+comes back. :class:`HttpClient` does the HTTP, the same way for all of them:
 
 * ``stream`` is cold (:func:`rxturn.sources.from_async_iterable`): each subscription makes exactly
   one POST; body chunks go to the sans-IO decoder as they arrive and every decoded event is
@@ -22,21 +23,17 @@ which wire format comes back. :class:`HttpClient` does the rest, the same way fo
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import html
 import logging
-import math
-import os
 import re
-import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
-from datetime import UTC
-from typing import TYPE_CHECKING, Any, ClassVar, Self
+from collections.abc import AsyncIterator, Callable, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
 from urllib.parse import urlsplit
 
-import msgspec
 from reactivex import Observable
 
+from .._headers import header
+from .._validate import positive
 from .._version import __version__
 from ..errors import (
     APIStatusError,
@@ -51,10 +48,28 @@ from ..errors import (
     status_error,
 )
 from ..events import EventBatch, StreamEvent
-from ..messages import Message, Request, RequestOptions, ToolSchema
+from ..messages import Message, Request, RequestOptions
+from ..resilience.backoff import parse_retry_after
 from ..sources import from_async_iterable
 from ..transport._base import display_url as _safe_url
 from ._base import keeps_thinking
+from ._request import (
+    REASONING_EFFORTS,
+    THINKING_MIN_BUDGET,
+    ToolChoice,
+    check_max_tokens,
+    encode_body,
+    from_env_key,
+    merge_extra_body,
+    reject_reasoning_effort,
+    reject_thinking,
+    resolve_max_tokens,
+    resolve_model,
+    resolve_reasoning_effort,
+    resolve_temperature,
+    resolve_thinking,
+    resolve_tool_choice,
+)
 
 if TYPE_CHECKING:
     from ..transport import AsyncTransport, HttpResponse
@@ -65,6 +80,7 @@ __all__ = [
     "REPLY_BODY_LIMIT",
     "THINKING_MIN_BUDGET",
     "HttpClient",
+    "HttpSettings",
     "ToolChoice",
     "encode_body",
     "from_env_key",
@@ -90,10 +106,18 @@ REPLY_BODY_LIMIT = 10 * 1000 * 1000
 _PARSE_INLINE_BYTES = 256 * 1024
 
 _log = logging.getLogger("rxturn.clients")
-_encoder = msgspec.json.Encoder()
-_DELTA_SECONDS = re.compile(r"\d+(?:\.\d+)?")
 _BAD_HEADER_CHARS = re.compile(r"[\r\n\x00]")
 _USER_AGENT = f"rxturn/{__version__}"
+
+
+class HttpSettings(TypedDict, total=False):
+    """The connection settings every client constructor takes as keywords (for ``**kwargs``
+    of the ``from_env`` constructors)."""
+
+    extra_headers: Mapping[str, str] | None
+    transport: AsyncTransport | None
+    connect_timeout: float
+    read_timeout: float | None
 
 
 class _Secret:
@@ -119,232 +143,12 @@ class _Secret:
 # --- header parsing (pure, unit-tested) -------------------------------------------------------
 
 
-def _header(headers: Mapping[str, str], name: str) -> str | None:
-    """Case-insensitive lookup that works for plain dicts as well as multidicts."""
-    value = headers.get(name)
-    if value is not None:
-        return value
-    for key, item in headers.items():
-        if key.lower() == name:
-            return item
-    return None
-
-
-def _delta_seconds(text: str) -> float | None:
-    text = text.strip()
-    if not _DELTA_SECONDS.fullmatch(text):
-        return None
-    value = float(text)
-    return value if math.isfinite(value) else None
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds the provider asked us to wait, from ``retry-after-ms`` or ``Retry-After``.
-
-    ``retry-after-ms`` (milliseconds, OpenAI/Anthropic) wins when it parses. ``Retry-After`` is
-    delta-seconds (surrounding spaces ignored; fractions and huge values accepted) or an
-    HTTP-date, which becomes ``max(0, date - now)``. Anything else — empty, negative, garbage —
-    gives ``None`` (reference §4.3).
-
-    Args:
-        headers: response headers (case-insensitive lookup).
-        now: the current time as a Unix timestamp (defaults to ``time.time()``), for dates.
-
-    Examples:
-        >>> parse_retry_after({"Retry-After": " 5 "})
-        5.0
-        >>> parse_retry_after({"retry-after-ms": "250"})
-        0.25
-        >>> parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
-        10.0
-        >>> parse_retry_after({"Retry-After": "soon"}) is None
-        True
-    """
-    millis = _header(headers, "retry-after-ms")
-    if millis is not None:
-        value = _delta_seconds(millis)
-        if value is not None:
-            return value / 1000.0
-    raw = _header(headers, "retry-after")
-    if raw is None:
-        return None
-    value = _delta_seconds(raw)
-    if value is not None:
-        return value
-    try:
-        date = email.utils.parsedate_to_datetime(raw.strip())
-    except (TypeError, ValueError, IndexError, OverflowError):
-        return None
-    current = time.time() if now is None else now
-    if date.tzinfo is None:  # "-0000" or no zone: RFC 9110 dates are UTC
-        date = date.replace(tzinfo=UTC)
-    seconds = date.timestamp()
-    return max(0.0, seconds - current)
-
-
 def parse_should_retry(value: str | None) -> bool | None:
     """The ``x-should-retry`` header verdict: ``"true"`` / ``"false"``, else ``None``."""
     if value is None:
         return None
     lowered = value.strip().lower()
     return True if lowered == "true" else False if lowered == "false" else None
-
-
-# --- request helpers shared by the providers --------------------------------------------------
-# RequestOptions is a msgspec Struct, whose field types are not enforced when it is built in
-# Python: the isinstance checks below are real (pyright, trusting the annotations, would drop them).
-
-ToolChoice = tuple[str, str | None]
-"""``(mode, tool name)``: mode is ``"auto"``, ``"any"``, ``"none"`` or ``"tool"``."""
-
-
-def resolve_model(options: RequestOptions, default: str) -> str:
-    """The per-request override when set, else the client's model (never mutating the client)."""
-    if options.model is None:
-        return default
-    if not isinstance(options.model, str) or not options.model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"RequestOptions.model must be a non-empty string, got {options.model!r}")
-    return options.model
-
-
-def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | None:
-    """``options.max_tokens`` when set, else the client's; must be a positive integer."""
-    value = options.max_tokens if options.max_tokens is not None else default
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
-        where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
-        raise ConfigError(f"{where} must be a positive integer, got {value!r}")
-    return value
-
-
-def resolve_temperature(options: RequestOptions) -> float | None:
-    value = options.temperature
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
-    return value
-
-
-def resolve_tool_choice(
-    options: RequestOptions, tools: Sequence[ToolSchema] | None
-) -> ToolChoice | None:
-    """Validate ``options.tool_choice`` against the request's tools.
-
-    ``"auto"`` / ``"none"`` without tools are dropped (nothing to choose from); ``"any"`` (alias
-    ``"required"``) or a tool name without tools, or a name that is not among them, is a
-    :class:`~rxturn.errors.ConfigError` — it could never be honoured.
-    """
-    choice = options.tool_choice
-    if choice is None:
-        return None
-    if not isinstance(choice, str) or not choice:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"RequestOptions.tool_choice must be a non-empty string, got {choice!r}")
-    names = [tool.name for tool in tools or ()]
-    mode = {"auto": "auto", "none": "none", "any": "any", "required": "any"}.get(choice, "tool")
-    if not names:
-        if mode in ("auto", "none"):
-            return None
-        raise ConfigError(
-            f"RequestOptions.tool_choice={choice!r} needs tools, but the request has none"
-        )
-    if mode == "tool":
-        if choice not in names:
-            raise ConfigError(
-                f"RequestOptions.tool_choice names tool {choice!r}, which is not among the "
-                f"request's tools {names!r}"
-            )
-        return ("tool", choice)
-    return (mode, None)
-
-
-#: The reasoning efforts OpenAI accepts (the official SDK's ``ReasoningEffort``).
-REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
-#: The smallest Anthropic extended-thinking budget the API accepts.
-THINKING_MIN_BUDGET = 1024
-#: Body fields ``extra_body`` may not set: the client decides them per request and path.
-_CLIENT_OWNED = ("model", "stream")
-
-
-def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | None:
-    """``options.thinking``, checked: an integer budget >= 1024 and below ``max_tokens``."""
-    value = options.thinking
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < THINKING_MIN_BUDGET:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(
-            f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
-            f"{THINKING_MIN_BUDGET}, got {value!r}"
-        )
-    if max_tokens is not None and value >= max_tokens:
-        raise ConfigError(
-            f"RequestOptions.thinking={value} must be below max_tokens={max_tokens} (the "
-            "thinking budget is part of the output); raise max_tokens"
-        )
-    return value
-
-
-def resolve_reasoning_effort(options: RequestOptions) -> str | None:
-    """``options.reasoning_effort``, checked against :data:`REASONING_EFFORTS`."""
-    value = options.reasoning_effort
-    if value is None:
-        return None
-    if value not in REASONING_EFFORTS:
-        allowed = ", ".join(REASONING_EFFORTS)
-        raise ConfigError(
-            f"RequestOptions.reasoning_effort must be one of {allowed}, got {value!r}"
-        )
-    return value
-
-
-def reject_thinking(options: RequestOptions, provider: str, instead: str) -> None:
-    """A ``thinking`` budget is Anthropic's knob: elsewhere it is an error, not a silent no-op."""
-    if options.thinking is not None:
-        raise ConfigError(
-            f"RequestOptions.thinking is Anthropic's extended-thinking budget; {provider} has "
-            f"no such field ({instead})"
-        )
-
-
-def reject_reasoning_effort(options: RequestOptions, provider: str, instead: str) -> None:
-    """``reasoning_effort`` is OpenAI's knob: elsewhere it is an error, not a silent no-op."""
-    if options.reasoning_effort is not None:
-        raise ConfigError(
-            f"RequestOptions.reasoning_effort is OpenAI's reasoning knob; {provider} has no "
-            f"such field ({instead})"
-        )
-
-
-def merge_extra_body(body: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
-    """Merge ``options.extra_body`` into ``body`` (top level, last: its values win).
-
-    ``model`` and ``stream`` belong to the client (the routed model, the path's stream flag)
-    and are refused, as is anything that is not a dict with string keys.
-    """
-    extra = options.extra_body
-    if not extra:
-        return body
-    if not isinstance(extra, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"RequestOptions.extra_body must be a dict, got {type(extra).__name__}")
-    for key in extra:
-        if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"RequestOptions.extra_body keys must be non-empty strings, got {key!r}"
-            )
-        if key in _CLIENT_OWNED:
-            hint = "set RequestOptions.model" if key == "model" else "the client sets it per path"
-            raise ConfigError(f"RequestOptions.extra_body may not set {key!r} ({hint})")
-    body.update(extra)
-    return body
-
-
-def encode_body(body: Mapping[str, Any]) -> bytes:
-    """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash."""
-    try:
-        return _encoder.encode(body)
-    except (TypeError, msgspec.EncodeError, OverflowError, RecursionError) as exc:
-        raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
 
 
 def _check_headers(headers: Mapping[str, str], where: str) -> None:
@@ -376,18 +180,8 @@ def _check_base_url(base_url: str) -> str:
 def _check_timeout(name: str, value: float | None, *, optional: bool = False) -> None:
     if value is None and optional:
         return
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+    if not positive(value):
         raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
-
-
-def _check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
-    if value is None and not required:
-        return
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        or_none = "" if required else " or None"
-        raise ConfigError(
-            f"{client}: max_tokens must be a positive integer{or_none}, got {value!r}"
-        )
 
 
 # --- error bodies -----------------------------------------------------------------------------
@@ -495,7 +289,7 @@ class HttpClient:
         self._owns_transport = transport is None
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        _check_max_tokens(name, max_tokens, required=self._max_tokens_required)
+        check_max_tokens(name, max_tokens, required=self._max_tokens_required)
         self._max_tokens = max_tokens
 
     # -- identity ------------------------------------------------------------------------------
@@ -570,7 +364,7 @@ class HttpClient:
         ``TransportError`` for network failures, ``StreamProtocolError`` for malformed bytes and
         the in-stream error types. A stream cut short simply completes without ``MessageStop``.
         """
-        from ..operators._batches import unbatch_
+        from .._batching import unbatch_
 
         return unbatch_(self.stream_batches(request, options))
 
@@ -786,7 +580,7 @@ class HttpClient:
         error_type, error_message = parse_error_body(raw)
         secrets = self._secrets()
         if 300 <= status < 400:
-            location = _header(headers, "location") or "(no location)"
+            location = header(headers, "location") or "(no location)"
             detail = (
                 f"redirect to {redact(location, secrets)} not followed (rxturn never follows "
                 "redirects, so an API key is never sent to another host; fix base_url)"
@@ -794,16 +588,16 @@ class HttpClient:
         elif error_message is not None:
             detail = f"{error_type}: {error_message}" if error_type else error_message
         else:
-            detail = _readable(raw, _header(headers, "content-type") or "")
+            detail = _readable(raw, header(headers, "content-type") or "")
         text = raw.decode("utf-8", "replace")
         return status_error(
             status,
             redact(text + note, secrets),
             retry_after=parse_retry_after(headers),
-            request_id=_header(headers, "request-id") or _header(headers, "x-request-id"),
+            request_id=header(headers, "request-id") or header(headers, "x-request-id"),
             error_type=error_type,
             error_message=redact(detail, secrets) if detail else None,
-            should_retry=parse_should_retry(_header(headers, "x-should-retry")),
+            should_retry=parse_should_retry(header(headers, "x-should-retry")),
         )
 
     def _log_failure(self, model: str, stream: bool, exc: Exception) -> None:
@@ -830,7 +624,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 def _media_type(headers: Mapping[str, str]) -> str:
     """The declared media type, lower-cased, without parameters (``""`` when none)."""
-    content_type = _header(headers, "content-type") or ""
+    content_type = header(headers, "content-type") or ""
     return content_type.split(";", 1)[0].strip().lower()
 
 
@@ -896,14 +690,3 @@ def _judge(
     if failure is not None:
         return f"it does not decode ({failure})", True
     return "not a single event in it", True
-
-
-def from_env_key(variable: str, client: str) -> str:
-    """Read an API key from the environment; a missing or empty one is a ConfigError."""
-    value = os.environ.get(variable, "").strip()
-    if not value:
-        raise ConfigError(
-            f"{client}.from_env: environment variable {variable} is not set; export it or pass "
-            "api_key= to the constructor"
-        )
-    return value

@@ -36,7 +36,7 @@ then the client's and the options' extra headers.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Unpack, cast
 
 from ..errors import ConfigError
 from ..messages import (
@@ -49,8 +49,9 @@ from ..messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ._http import (
-    HttpClient,
+from ._http import HttpClient, HttpSettings
+from ._request import (
+    JSONBody,
     from_env_key,
     merge_extra_body,
     reject_reasoning_effort,
@@ -69,6 +70,7 @@ __all__ = [
     "DEFAULT_MAX_TOKENS",
     "DEFAULT_MODEL",
     "AnthropicClient",
+    "AnthropicSettings",
     "build_anthropic_body",
 ]
 
@@ -119,7 +121,7 @@ def build_anthropic_body(
     model: str,
     max_tokens: int,
     stream: bool,
-) -> dict[str, Any]:
+) -> JSONBody:
     """The JSON body of an Anthropic Messages request (see the module docstring).
 
     Args:
@@ -200,6 +202,13 @@ def _tool(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]
     return tool
 
 
+class AnthropicSettings(HttpSettings, total=False):
+    """The keywords :meth:`AnthropicClient.from_env` passes on to the constructor."""
+
+    base_url: str
+    max_tokens: int
+
+
 class AnthropicClient(HttpClient):
     """A client for the Anthropic Messages API (and servers that speak it).
 
@@ -253,7 +262,9 @@ class AnthropicClient(HttpClient):
         )
 
     @classmethod
-    def from_env(cls, model: str = DEFAULT_MODEL, **kwargs: Any) -> AnthropicClient:
+    def from_env(
+        cls, model: str = DEFAULT_MODEL, **kwargs: Unpack[AnthropicSettings]
+    ) -> AnthropicClient:
         """A client whose key comes from ``ANTHROPIC_API_KEY``.
 
         Raises:

@@ -42,8 +42,9 @@ from ..messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ._http import (
-    HttpClient,
+from ._http import HttpClient
+from ._request import (
+    JSONBody,
     merge_extra_body,
     resolve_max_tokens,
     resolve_reasoning_effort,
@@ -98,7 +99,7 @@ def build_ollama_body(
     model: str,
     max_tokens: int | None,
     stream: bool,
-) -> dict[str, Any]:
+) -> JSONBody:
     """The JSON body of an Ollama ``/api/chat`` request (see the module docstring).
 
     Raises:

@@ -32,7 +32,7 @@ Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import msgspec
 
@@ -46,8 +46,9 @@ from ..messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ._http import (
-    HttpClient,
+from ._http import HttpClient, HttpSettings
+from ._request import (
+    JSONBody,
     from_env_key,
     merge_extra_body,
     reject_thinking,
@@ -65,6 +66,8 @@ __all__ = [
     "DEFAULT_MODEL",
     "OLLAMA_BASE_URL",
     "OpenAIClient",
+    "OpenAIEnvSettings",
+    "OpenAISettings",
     "build_openai_body",
     "strict_schema",
 ]
@@ -120,7 +123,7 @@ def _messages(request: Request) -> list[dict[str, Any]]:
     return out
 
 
-def strict_schema(schema: Any) -> Any:
+def strict_schema(schema: object) -> object:
     """A copy of a JSON Schema tightened for OpenAI strict mode.
 
     Every object schema gets ``additionalProperties: false`` (unless it says otherwise) and lists
@@ -133,7 +136,8 @@ def strict_schema(schema: Any) -> Any:
 'additionalProperties': False, 'required': ['a']}
     """
     if isinstance(schema, list):
-        return [strict_schema(item) for item in schema]  # pyright: ignore[reportUnknownVariableType]
+        items: list[object] = schema  # pyright: ignore[reportUnknownVariableType] - user JSON
+        return [strict_schema(item) for item in items]
     if not isinstance(schema, dict):
         return schema
     source: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
@@ -169,7 +173,7 @@ def build_openai_body(
     max_tokens: int | None,
     stream: bool,
     stream_usage: bool = True,
-) -> dict[str, Any]:
+) -> JSONBody:
     """The JSON body of a Chat Completions request (see the module docstring).
 
     Args:
@@ -241,6 +245,19 @@ def build_openai_body(
     return merge_extra_body(body, options)
 
 
+class OpenAISettings(HttpSettings, total=False):
+    """The keywords :meth:`OpenAIClient.ollama` passes on to the constructor."""
+
+    max_tokens: int | None
+    stream_usage: bool
+
+
+class OpenAIEnvSettings(OpenAISettings, total=False):
+    """The keywords :meth:`OpenAIClient.from_env` passes on to the constructor."""
+
+    base_url: str
+
+
 class OpenAIClient(HttpClient):
     """A client for OpenAI Chat Completions and every server that speaks it.
 
@@ -294,13 +311,17 @@ class OpenAIClient(HttpClient):
         self._stream_usage = bool(stream_usage)
 
     @classmethod
-    def ollama(cls, model: str, base_url: str = OLLAMA_BASE_URL, **kwargs: Any) -> OpenAIClient:
+    def ollama(
+        cls, model: str, base_url: str = OLLAMA_BASE_URL, **kwargs: Unpack[OpenAISettings]
+    ) -> OpenAIClient:
         """The Ollama profile of the OpenAI-compatible API: no key, no streamed usage."""
         kwargs.setdefault("stream_usage", False)
         return cls(model, base_url=base_url, **kwargs)
 
     @classmethod
-    def from_env(cls, model: str = DEFAULT_MODEL, **kwargs: Any) -> OpenAIClient:
+    def from_env(
+        cls, model: str = DEFAULT_MODEL, **kwargs: Unpack[OpenAIEnvSettings]
+    ) -> OpenAIClient:
         """A client whose key comes from ``OPENAI_API_KEY``.
 
         Raises:

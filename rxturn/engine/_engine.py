@@ -42,6 +42,7 @@ import msgspec
 from reactivex import Observable, abc
 from reactivex.subject import Subject
 
+from .._validate import positive
 from ..clients._base import ModelClient, keeps_thinking
 from ..errors import Cancelled, ConfigError
 from ..events import AttemptReset, HandlerEvent
@@ -167,7 +168,7 @@ class TurnEngine(AgentLoop):
     ) -> None:
         if mode not in ("streaming", "non_streaming"):
             raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
-        if max_turns < 1:
+        if not positive(max_turns, integer=True):
             raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
         self.client = client
         self.system = system
@@ -191,7 +192,7 @@ class TurnEngine(AgentLoop):
         self.compactor: Compactor = compactor if compactor is not None else TruncatingCompactor()
         self.contributors: list[ContextContributor] = list(contributors)
         self.memory = memory
-        if memory_top_k < 0:
+        if not positive(memory_top_k, integer=True, allow_zero=True):
             raise ConfigError(f"memory_top_k must be >= 0, got {memory_top_k}")
         self.memory_top_k = memory_top_k
         self.calibration = calibration if calibration is not None else Calibration()

@@ -28,11 +28,11 @@ from reactivex import operators as ops
 from reactivex.disposable import CompositeDisposable, Disposable
 from reactivex.subject import Subject
 
+from .._batching import unbatch_
 from ..errors import StreamTimeoutError, TruncatedStreamError
 from ..events import HandlerEvent
 from ..fold import INITIAL_STATE, TurnState, fold_batch
 from ..messages import Message
-from ..operators._batches import unbatch_
 from ..resilience.cancel import CancelToken
 from .observers import TurnRouter
 

@@ -128,7 +128,7 @@ def checked_transients(transient: object) -> tuple[Message, ...]:
             + hint
         )
     try:
-        items: tuple[object, ...] = tuple(transient)  # type: ignore[call-overload]  # pyright: ignore[reportUnknownArgumentType]
+        items: tuple[object, ...] = tuple(transient)  # type: ignore[call-overload]
     except TypeError:
         raise ConfigError(
             f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"

@@ -42,6 +42,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
+from .._validate import is_int, is_number, positive
 from ..errors import ConfigError, redact
 from ..messages import Message
 from .tokens import TokenCounter
@@ -69,12 +70,12 @@ _logger = logging.getLogger(__name__)
 
 
 def _require_int(value: object, what: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+    if not is_int(value) or value < minimum:
         raise ConfigError(f"{what} must be an int >= {minimum}, got {value!r}")
 
 
 def _is_fraction(value: object) -> bool:
-    return not isinstance(value, bool) and isinstance(value, (int, float)) and 0 < value <= 1
+    return is_number(value) and 0 < value <= 1
 
 
 # -- transients -------------------------------------------------------------------------------
@@ -205,7 +206,7 @@ async def _retrieve(
         # a user-supplied provider: its annotations promise nothing at run time
         if isinstance(result, (str, bytes)) or not isinstance(result, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise TypeError(f"retrieve() returned {type(result).__name__}, expected a list of str")
-        entries: Sequence[object] = result  # pyright: ignore[reportUnknownVariableType]
+        entries: Sequence[object] = result
         bad = next((item for item in entries if not isinstance(item, str)), None)  # pyright: ignore[reportUnnecessaryIsInstance]
         if bad is not None:
             raise TypeError(f"retrieve() returned an entry of type {type(bad).__name__}")
@@ -238,8 +239,7 @@ class ContextWindow(msgspec.Struct, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         max_tokens: object = self.max_tokens
-        # Struct fields are not type-checked when built in Python
-        if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens <= 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not positive(max_tokens, integer=True):  # Structs built in Python are not checked
             raise ConfigError(f"ContextWindow.max_tokens must be an int > 0, got {max_tokens!r}")
         for name in ("compact_at", "target"):
             value: object = getattr(self, name)

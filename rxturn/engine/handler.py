@@ -40,9 +40,10 @@ from typing import Any, ClassVar, Literal, Protocol
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from ..clients._base import ModelClient
+from .._batching import as_batches_, unbatch_
+from ..clients._base import BatchingModelClient, ModelClient
 from ..errors import RateLimitError, RateLimitEscalation, RequestTimeoutError
-from ..events import HandlerEvent, StreamEvent
+from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream, StreamEvent
 from ..messages import Message, Request, RequestOptions, Usage
 from ..operators import (
     attempt_guard,
@@ -53,7 +54,6 @@ from ..operators import (
     retry_ladder,
     total_deadline,
 )
-from ..operators._batches import as_batches_, unbatch_
 from ..operators._progress import TurnProgress
 from ..operators._scheduling import clock, resolve_scheduler
 from ..resilience.cancel import CancelToken
@@ -326,7 +326,7 @@ class StreamHandler:
         cancel: CancelToken | None = None,
         *,
         scheduler: abc.SchedulerBase | None = None,
-    ) -> Observable[HandlerEvent]:
+    ) -> HandlerStream:
         """One streaming turn as a cold Observable: each subscription runs the whole ladder.
 
         Args:
@@ -402,11 +402,13 @@ class StreamHandler:
         preferred = scheduler if scheduler is not None else self._scheduler
 
         # a client of your own may offer only the per-event ``stream``: the operators take both
-        batched: Callable[..., Observable[Any]] | None = getattr(client, "stream_batches", None)
-        attempt_source = batched if batched is not None else client.stream
+        attempt_source: Callable[
+            [Request, RequestOptions | None], EventStream | Observable[EventBatch]
+        ] = client.stream_batches if isinstance(client, BatchingModelClient) else client.stream
 
         def open_stream(
-            observer: abc.ObserverBase[StreamEvent], scheduler_: abc.SchedulerBase | None = None
+            observer: abc.ObserverBase[StreamEvent | EventBatch],
+            scheduler_: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
             try:
                 source = attempt_source(request, options)
@@ -422,7 +424,7 @@ class StreamHandler:
             return request_ if watcher is None else _watched_rescue(request_, watcher)
 
         def subscribe(
-            observer: abc.ObserverBase[HandlerEvent],
+            observer: abc.ObserverBase[HandlerEvent | EventBatch],
             scheduler_: abc.SchedulerBase | None = None,
         ) -> abc.DisposableBase:
             sched = resolve_scheduler(preferred, scheduler_)

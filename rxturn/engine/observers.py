@@ -285,7 +285,7 @@ def _interested(observer: object, name: str) -> Callable[..., object] | None:
         return None
     if getattr(method, "__func__", None) is getattr(Observer, name):
         return None
-    return method  # pyright: ignore[reportUnknownVariableType]
+    return method
 
 
 class ObserverSet:
@@ -364,7 +364,7 @@ class ObserverSet:
         self.text_single = self._text[0] if len(self._text) == 1 else None
         self._thinking = self._by_name["on_thinking_delta"]
 
-    def emit(self, name: str, **kwargs: Any) -> None:
+    def emit(self, name: str, **kwargs: object) -> None:
         """Call ``name(**kwargs)`` on every interested observer, in registration order.
 
         Raises:
@@ -538,7 +538,7 @@ class RecordingObserver(Observer):
         """The callback names in the order they were called."""
         return [name for name, _ in self.calls]
 
-    def calls_of(self, name: str) -> list[dict[str, Any]]:
+    def calls_of(self, name: str) -> list[dict[str, object]]:
         """The keyword arguments of every call to ``name``, in order."""
         return [kwargs for called, kwargs in self.calls if called == name]
 
@@ -547,7 +547,7 @@ class RecordingObserver(Observer):
 
 
 def _recorder(name: str) -> Callable[..., None]:
-    def record(self: RecordingObserver, **kwargs: Any) -> None:
+    def record(self: RecordingObserver, **kwargs: object) -> None:
         self.calls.append((name, kwargs))
 
     record.__name__ = record.__qualname__ = name
@@ -641,7 +641,7 @@ class LoggingObserver(Observer):
         """:meth:`log` with the fields as keywords."""
         self.log(name, fields)
 
-    def log(self, name: str, fields: dict[str, Any]) -> None:
+    def log(self, name: str, fields: dict[str, object]) -> None:
         """Emit the line for callback ``name`` (skipped cheaply when the level is disabled)."""
         level = self.delta_level if name in _DELTAS else self.level
         if not self.logger.isEnabledFor(level):
@@ -657,7 +657,7 @@ class LoggingObserver(Observer):
 
 
 def _logger_method(name: str) -> Callable[..., None]:
-    def log(self: LoggingObserver, **kwargs: Any) -> None:
+    def log(self: LoggingObserver, **kwargs: object) -> None:
         self.log(name, kwargs)
 
     log.__name__ = log.__qualname__ = name

@@ -57,6 +57,7 @@ from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import msgspec
 
+from .._validate import positive
 from ..errors import ConfigError
 from ..messages import (
     Message,
@@ -218,7 +219,7 @@ class TiktokenCounter:
         if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"TiktokenCounter encoding must be a non-empty str, got {name!r}")
         size: object = cache_size
-        if isinstance(size, bool) or not isinstance(size, int) or size < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not positive(size, integer=True, allow_zero=True):
             raise ConfigError(f"TiktokenCounter cache_size must be an int >= 0, got {size!r}")
         self.encoding_name = encoding
         self._cache_size = cache_size

@@ -23,7 +23,7 @@ import asyncio
 import inspect
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, cast, get_type_hints
+from typing import Any, cast, get_type_hints, overload
 
 import msgspec
 
@@ -95,7 +95,7 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
-    async def call(self, arguments: Any) -> str:
+    async def call(self, arguments: object) -> str:
         """Convert ``arguments``, run the function (awaiting it if needed), render the result."""
         if not isinstance(arguments, dict):
             raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
@@ -108,6 +108,18 @@ class Tool:
         if inspect.isawaitable(result):
             result = await result
         return _render(result)
+
+
+@overload
+def tool(
+    function: ToolFunction, *, name: str | None = None, description: str | None = None
+) -> Tool: ...
+
+
+@overload
+def tool(
+    function: None = None, *, name: str | None = None, description: str | None = None
+) -> Callable[[ToolFunction], Tool]: ...
 
 
 def tool(

@@ -21,6 +21,7 @@ from typing import Any, Protocol, TextIO
 from reactivex import abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
+from .._validate import positive
 from ..errors import ConfigError
 from ..operators._scheduling import clock as scheduler_clock
 from ._recorder import TurnRecorder
@@ -48,9 +49,9 @@ class IPythonSink:
         # IPython leaves display()'s keyword arguments unannotated
         from IPython.display import HTML, display  # pyright: ignore[reportUnknownVariableType]
 
-        content = HTML(view.to_html(max_chars=self._max_chars))  # type: ignore[no-untyped-call]
+        content = HTML(view.to_html(max_chars=self._max_chars))
         if self._handle is None:
-            self._handle = display(content, display_id=True)  # type: ignore[no-untyped-call]
+            self._handle = display(content, display_id=True)
         else:
             self._handle.update(content)
 
@@ -89,10 +90,10 @@ class PrintSink:
 
 def _default_sink() -> DisplaySink:
     try:
-        from IPython import get_ipython  # pyright: ignore[reportUnknownVariableType]
+        from IPython import get_ipython
     except ImportError:
         return PrintSink()
-    shell = get_ipython()  # pyright: ignore[reportUnknownVariableType]
+    shell = get_ipython()
     if shell is not None and getattr(shell, "kernel", None) is not None:
         return IPythonSink()
     return PrintSink()
@@ -128,7 +129,7 @@ class LiveText:
         min_interval: float = 0.1,
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
-        if not min_interval >= 0:
+        if not positive(min_interval, allow_zero=True):
             raise ConfigError(f"LiveText.min_interval must be >= 0 seconds, got {min_interval}")
         self.sink: DisplaySink = sink if sink is not None else _default_sink()
         self.min_interval = min_interval

@@ -22,6 +22,7 @@ from typing import Literal
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
+from .._validate import positive
 from ..engine.observers import Observer
 from ..errors import ConfigError
 from ..events import AttemptReset, Delta, Fallback, HandlerEvent, MessageStart, MessageStop
@@ -82,7 +83,7 @@ class TurnRecorder(Observer):
             raise ConfigError(
                 "TurnRecorder: max_records and max_replies must be >= 1, keep_retracted_chars >= 0"
             )
-        if not density_bin > 0:
+        if not positive(density_bin):
             raise ConfigError(f"TurnRecorder.density_bin must be > 0 seconds, got {density_bin}")
         self._clock = clock
         self._records: deque[Record] = deque(maxlen=max_records)

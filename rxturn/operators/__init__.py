@@ -35,13 +35,13 @@ Imports are lazy: naming an operator does not import the others.
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactivex import Observable, abc
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ..events import AttemptReset, Fallback, StreamEvent
+    from ..events import AttemptReset, EventBatch, Fallback, StreamEvent
     from ..messages import Message
     from ..resilience.cancel import CancelToken
     from ..resilience.limiter import RateLimiter
@@ -67,6 +67,8 @@ __all__ = [
 ]
 
 _T = TypeVar("_T")
+#: An attempt's items: single events, or batches of them.
+_E = TypeVar("_E", bound="StreamEvent | EventBatch")
 
 _LAZY: dict[str, str] = {
     "Decision": "._retry_ladder",
@@ -80,8 +82,8 @@ def _check_seconds(where: str, name: str, value: Any, *, allow_zero: bool = Fals
     """Reject a bad duration where the operator is built, not deep inside a timer callback."""
     if value is None:
         return
+    from .._validate import seconds_problem
     from ..errors import ConfigError
-    from ..resilience.policies import seconds_problem
 
     problem = seconds_problem(value, allow_zero=allow_zero)
     if problem is not None:
@@ -105,7 +107,7 @@ def __dir__() -> list[str]:
 
 def attempt_guard(
     progress: TurnProgress | None = None,
-) -> Callable[[Observable[StreamEvent]], Observable[StreamEvent]]:
+) -> Callable[[Observable[_E]], Observable[_E]]:
     """Forward an attempt's events only once the fold accepts them; flag truncation.
 
     Each event is folded into a shadow state first. An event the fold rejects (a closed tool
@@ -123,7 +125,8 @@ def attempt_guard(
             operators of the turn (a fresh private one otherwise).
 
     Returns:
-        An operator ``Observable[StreamEvent] -> Observable[StreamEvent]``.
+        An operator ``Observable[StreamEvent] -> Observable[StreamEvent]`` (or the same over
+        batches).
 
     Examples:
         >>> client.stream(request).pipe(attempt_guard())  # doctest: +SKIP
@@ -178,12 +181,9 @@ def deadlines(
 
     _check_seconds("deadlines", "first_event", first_event)
     _check_seconds("deadlines", "per_event", per_event)
-    # callers may be untyped
-    if (
-        isinstance(max_consecutive, bool)
-        or not isinstance(max_consecutive, int)  # pyright: ignore[reportUnnecessaryIsInstance]
-        or (max_consecutive < 1)
-    ):
+    from .._validate import positive
+
+    if not positive(max_consecutive, integer=True):  # callers may be untyped
         raise ConfigError(
             f"deadlines: max_consecutive must be an integer >= 1, got {max_consecutive!r}"
         )
@@ -378,7 +378,7 @@ def rate_limit_gate(
     return rate_limit_gate_(limiter, key, max_wait, progress, scheduler)
 
 
-def unbatch() -> Callable[[Observable[Any]], Observable[Any]]:
+def unbatch() -> Callable[[Observable[_T | Sequence[_T]]], Observable[_T]]:
     """Emit the events of each :data:`~rxturn.events.EventBatch` one by one; single items pass.
 
     .. code:: text
@@ -389,12 +389,12 @@ def unbatch() -> Callable[[Observable[Any]], Observable[Any]]:
     Examples:
         >>> client.stream_batches(request).pipe(unbatch())  # doctest: +SKIP
     """
-    from ._batches import unbatch_
+    from .._batching import unbatch_
 
     return unbatch_
 
 
-def as_batches() -> Callable[[Observable[Any]], Observable[list[Any]]]:
+def as_batches() -> Callable[[Observable[_T | Sequence[_T]]], Observable[list[_T]]]:
     """Make every item a list: a batch passes as it is, a single item becomes ``[item]``.
 
     .. code:: text
@@ -405,6 +405,6 @@ def as_batches() -> Callable[[Observable[Any]], Observable[list[Any]]]:
     Examples:
         >>> handler_items.pipe(as_batches(), ops.scan(fold_batch, INITIAL_STATE))  # doctest: +SKIP
     """
-    from ._batches import as_batches_
+    from .._batching import as_batches_
 
     return as_batches_

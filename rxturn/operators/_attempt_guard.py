@@ -31,16 +31,21 @@ is rejected, the events before it go on as a shorter batch, then the error.
 
 from __future__ import annotations
 
+from typing import TypeVar, cast
+
 from reactivex import Observable, abc
 from reactivex.disposable import SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
 from ..errors import TruncatedStreamError
-from ..events import Delta, StreamEvent
+from ..events import Delta, EventBatch, StreamEvent
 from ..fold import fold
 from ._progress import TurnProgress
 
 __all__ = ["attempt_guard_"]
+
+#: An attempt's items: single events, or batches of them (from ``stream_batches``).
+_E = TypeVar("_E", bound=StreamEvent | EventBatch)
 
 
 def _no_clock() -> float:
@@ -48,13 +53,11 @@ def _no_clock() -> float:
 
 
 @curry_flip
-def attempt_guard_(
-    source: Observable[StreamEvent], progress: TurnProgress | None = None
-) -> Observable[StreamEvent]:
+def attempt_guard_(source: Observable[_E], progress: TurnProgress | None = None) -> Observable[_E]:
     """See :func:`rxturn.operators.attempt_guard`."""
 
     def subscribe(
-        observer: abc.ObserverBase[StreamEvent], scheduler: abc.SchedulerBase | None = None
+        observer: abc.ObserverBase[_E], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         facts = progress if progress is not None else TurnProgress(_no_clock)
         facts.begin_attempt()
@@ -85,26 +88,27 @@ def attempt_guard_(
                 elif event.kind == "tool_json":
                     pending_index = event.index
 
-        def on_next(event: StreamEvent) -> None:
-            if type(event) is list:  # pyright: ignore[reportUnnecessaryComparison] - a batch
-                on_batch(event)  # type: ignore[unreachable]
+        def on_next(item: _E) -> None:
+            if type(item) is list:  # a batch
+                on_batch(item)
                 return
+            event = cast(StreamEvent, item)
             if type(event) is Delta and started:
                 kind = event.kind
                 if kind == "text":
                     if event.index == repeat_index:
                         facts.events += 1
-                        forward(event)
+                        forward(item)
                         return
                 elif kind == "tool_json":
                     if event.index == pending_index:
                         pending.append(event.text)
                         facts.events += 1
-                        forward(event)
+                        forward(item)
                         return
                 else:  # thinking: never stored
                     facts.events += 1
-                    forward(event)
+                    forward(item)
                     return
             try:
                 accept(event)
@@ -113,22 +117,22 @@ def attempt_guard_(
                 observer.on_error(error)
                 return
             facts.events += 1
-            forward(event)
+            forward(item)
 
-        def on_batch(batch: list[StreamEvent]) -> None:
+        def on_batch(batch: EventBatch) -> None:
             """The same checks over a batch; forward what precedes a rejected event, if any."""
             delta = Delta
             position = 0
             try:
                 for position, event in enumerate(batch):  # noqa: B007 - kept for the error
                     if type(event) is delta and started:
-                        kind = event.kind  # type: ignore[union-attr]
+                        kind = event.kind
                         if kind == "text":
-                            if event.index == repeat_index:  # type: ignore[union-attr]
+                            if event.index == repeat_index:
                                 continue
                         elif kind == "tool_json":
-                            if event.index == pending_index:  # type: ignore[union-attr]
-                                pending.append(event.text)  # type: ignore[union-attr]
+                            if event.index == pending_index:
+                                pending.append(event.text)
                                 continue
                         else:  # thinking: never stored
                             continue
@@ -137,11 +141,11 @@ def attempt_guard_(
                 upstream.dispose()
                 if position:
                     facts.events += position
-                    forward(batch[:position])  # type: ignore[arg-type]
+                    forward(cast(_E, batch[:position]))
                 observer.on_error(error)
                 return
             facts.events += len(batch)
-            forward(batch)  # type: ignore[arg-type]
+            forward(cast(_E, batch))
 
         def on_completed() -> None:
             if facts.shadow.completed:

@@ -30,8 +30,8 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
+from .._batching import event_count
 from ..errors import StreamTimeoutError
-from ._batches import event_count
 from ._progress import TurnProgress
 from ._scheduling import clock, resolve_scheduler
 

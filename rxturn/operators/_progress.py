@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from ..fold import INITIAL_STATE, TurnState
 
 __all__ = ["TurnProgress"]
+
+_X = TypeVar("_X", bound=BaseException)
 
 
 class TurnProgress:
@@ -87,17 +89,17 @@ class TurnProgress:
         self.events = 0
         self.shadow = INITIAL_STATE
 
-    def stamp(self, error: Any) -> Any:
+    def stamp(self, error: _X) -> _X:
         """Set ``error.attempts`` to the streaming attempts made; returns ``error``."""
         stamp_attempts(error, self.attempts)
         return error
 
 
-def stamp_attempts(error: Any, attempts: int) -> None:
+def stamp_attempts(error: BaseException, attempts: int) -> None:
     """Record on ``error`` how many streaming attempts the turn made.
 
     Only the operator that decides a turn's fate calls this, on the error it lets out, so the
     value always belongs to this turn even when a client reuses one exception object.
     """
     with contextlib.suppress(AttributeError, TypeError):  # an exception type with __slots__
-        error.attempts = attempts
+        error.attempts = attempts  # type: ignore[attr-defined]  # any exception may carry it

@@ -40,11 +40,11 @@ from reactivex import Observable, abc
 from reactivex.disposable import SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
+from .._batching import event_count
 from ..errors import RateLimitEscalation, StreamTimeoutError, is_rate_limit, is_retryable
 from ..events import AttemptReset
 from ..resilience.backoff import clamp_to_deadline, jittered_delay, rate_limit_delay
 from ..resilience.policies import RateLimitPolicy, RetryPolicy
-from ._batches import event_count
 from ._progress import TurnProgress, stamp_attempts
 from ._scheduling import resolve_scheduler
 

@@ -44,7 +44,7 @@ def clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
         virtual = scheduler
 
         def read_virtual() -> float:
-            return float(virtual.clock)  # type: ignore[arg-type]
+            return float(virtual.clock)
 
         return read_virtual
 

@@ -9,7 +9,7 @@ The two ladders of the stream handler (reference §2.1, §2.3 step 6) sleep diff
   else a default delay, both capped.
 
 Either delay is then clamped to the time left before the turn's total deadline
-(:func:`clamp_to_deadline`). :func:`parse_retry_after` reads the header (reference §4.3).
+(:func:`clamp_to_deadline`). :func:`parse_retry_after` reads the provider's hint.
 """
 
 from __future__ import annotations
@@ -17,8 +17,12 @@ from __future__ import annotations
 import email.utils
 import math
 import random
-from datetime import UTC, datetime
+import re
+import time
+from collections.abc import Mapping
+from datetime import UTC
 
+from .._headers import header
 from .policies import RateLimitPolicy, RetryPolicy
 
 __all__ = [
@@ -31,6 +35,8 @@ __all__ = [
 
 # 2**60 · base overflows any useful delay; past it the schedule is simply the cap.
 _MAX_SHIFT = 60
+# delta-seconds as providers send them: digits, optionally a decimal fraction; no sign, no exponent
+_DELTA_SECONDS = re.compile(r"[0-9]+(?:\.[0-9]+)?")
 
 
 def base_delay(policy: RetryPolicy, retry: int) -> float:
@@ -81,31 +87,63 @@ def clamp_to_deadline(delay: float, remaining: float | None) -> float:
     return max(0.0, min(delay, remaining))
 
 
-def parse_retry_after(value: str | None, now: datetime | None = None) -> float | None:
-    """Seconds from a ``Retry-After`` header value, or ``None`` if absent or unusable.
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds the provider asked us to wait, from ``retry-after-ms`` or ``Retry-After``.
 
-    Accepts delta-seconds (trimmed; non-negative integer, huge values accepted; a decimal
-    fraction too, as some providers send one) or an HTTP-date, which gives
-    ``max(0, date - now)``.
+    The one reader of the hint (docs/behaviour.md §2.9):
+
+    - ``retry-after-ms`` (milliseconds, sent by OpenAI and Anthropic) wins when it parses;
+    - ``Retry-After`` as delta-seconds: surrounding spaces ignored, a decimal fraction accepted,
+      huge values accepted (the rate-limit ladder caps every wait at its ``max_delay``);
+    - ``Retry-After`` as an HTTP-date: ``max(0, date - now)``; a date without a zone is UTC.
+
+    Anything else gives ``None``: an absent or empty header, a negative value, a sign, an
+    exponent, ``nan``, ``inf``, a unit, digits too many to be a finite float, an unparseable or
+    impossible date. Header names are matched case-insensitively.
+
+    Args:
+        headers: response headers (a plain dict or a case-insensitive multidict).
+        now: the current time as a Unix timestamp (default ``time.time()``), for dates.
+
+    Examples:
+        >>> parse_retry_after({"Retry-After": " 5 "})
+        5.0
+        >>> parse_retry_after({"retry-after-ms": "250"})
+        0.25
+        >>> parse_retry_after({"Retry-After": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
+        10.0
+        >>> parse_retry_after({"Retry-After": "soon"}) is None
+        True
     """
-    if value is None:
+    millis = header(headers, "retry-after-ms")
+    if millis is not None:
+        value = _delta_seconds(millis)
+        if value is not None:
+            return value / 1000.0
+    raw = header(headers, "retry-after")
+    if raw is None:
         return None
-    text = value.strip()
-    if not text:
-        return None
+    value = _delta_seconds(raw)
+    if value is not None:
+        return value
     try:
-        seconds = float(text)
-    except ValueError:
-        pass
-    else:
-        if math.isfinite(seconds) and seconds >= 0:
-            return seconds
+        date = email.utils.parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
         return None
+    if date.tzinfo is None:  # "-0000" or no zone: HTTP dates are UTC
+        date = date.replace(tzinfo=UTC)
     try:
-        when = email.utils.parsedate_to_datetime(text)
-    except (TypeError, ValueError, IndexError):
+        seconds = date.timestamp()
+    except (OverflowError, OSError, ValueError):
         return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    reference = now if now is not None else datetime.now(UTC)
-    return max(0.0, (when - reference).total_seconds())
+    current = time.time() if now is None else now
+    return max(0.0, seconds - current)
+
+
+def _delta_seconds(text: str) -> float | None:
+    """Non-negative decimal seconds (``"5"``, ``" 1.5 "``), else ``None``."""
+    text = text.strip()
+    if not _DELTA_SECONDS.fullmatch(text):
+        return None
+    value = float(text)
+    return value if math.isfinite(value) else None

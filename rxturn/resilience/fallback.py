@@ -60,14 +60,15 @@ from __future__ import annotations
 import asyncio
 import enum
 import logging
-import math
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Final, TypeGuard
+from typing import Final
 
 import msgspec
 
+from .._validate import positive
 from ..errors import Cancelled, ConfigError, FallbackExhausted, RateLimitEscalation
+from .policies import FallbackPolicy
 
 __all__ = [
     "TRANSITIONS",
@@ -163,56 +164,6 @@ TRANSITIONS: Final[Mapping[tuple[BreakerState, Trigger], tuple[BreakerState, Eff
     (_F, Trigger.RESET): (_P, Effect.CLOSE),
     (_R, Trigger.RESET): (_P, Effect.CLOSE),
 }
-
-
-def _is_int(value: object) -> TypeGuard[int]:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _check_count(name: str, value: object) -> None:
-    if not _is_int(value):
-        raise ConfigError(f"FallbackPolicy.{name} must be an int, got {value!r}")
-    if value < 0:
-        raise ConfigError(f"FallbackPolicy.{name} must be >= 0, got {value}")
-
-
-class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """The breaker's numbers (reference §5.1 defaults). Validated on construction.
-
-    Attributes:
-        trip_threshold: consecutive PRIMARY failures that trip the breaker (0 trips on the first).
-        recovery_timeout: seconds in FALLBACK before the next turn probes the primary
-            (``math.inf``: never probe on its own).
-        recovery_successes: probe successes in a row that close the breaker (0: the first does).
-        max_fail_count: strikes each backup may take before routing skips it; values below 1
-            count as 1.
-    """
-
-    trip_threshold: int = 3
-    recovery_timeout: float = 60.0
-    recovery_successes: int = 2
-    max_fail_count: int = 2
-
-    def __post_init__(self) -> None:
-        self.validate()
-
-    def validate(self) -> None:
-        """Raise :class:`~rxturn.errors.ConfigError` naming the first bad field."""
-        _check_count("trip_threshold", self.trip_threshold)
-        _check_count("recovery_successes", self.recovery_successes)
-        _check_count("max_fail_count", self.max_fail_count)
-        timeout: object = self.recovery_timeout
-        if not (_is_int(timeout) or isinstance(timeout, float)):
-            raise ConfigError(f"FallbackPolicy.recovery_timeout must be seconds, got {timeout!r}")
-        if math.isnan(timeout) or timeout < 0:
-            raise ConfigError(
-                f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {timeout!r}"
-            )
-
-    @property
-    def strikes(self) -> int:
-        """``max_fail_count`` clamped to at least 1: what each chain entry actually gets."""
-        return max(1, self.max_fail_count)
 
 
 class FallbackEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -623,7 +574,7 @@ class FallbackManager:
 
     def insert_fallback_model(self, index: int, name: str) -> None:
         """Insert ``name`` at ``index`` (0 = first choice; past the end appends)."""
-        if not _is_int(index) or index < 0:
+        if not positive(index, integer=True, allow_zero=True):
             raise ConfigError(f"fallback chain index must be an int >= 0, got {index!r}")
         self._entries.insert(min(index, len(self._entries)), self._new_entry(name))
 

@@ -1,54 +1,36 @@
-"""The stream handler's knobs as plain data: frozen, keyword-only msgspec Structs.
+"""The resilience knobs as plain data: frozen, keyword-only msgspec Structs.
 
-Four policies configure the resilience ladder (reference §2.1 and §3); their defaults live in
-:mod:`rxturn._constants`. Times are seconds; ``None`` disables a timeout.
+Four policies configure the resilience ladder (reference §2.1 and §3) and a fifth the model
+breaker (§5.1); their defaults live in :mod:`rxturn._constants`. Times are seconds; ``None``
+disables a timeout.
 
 - :class:`TimeoutPolicy`: first-event, per-event (idle) and total deadlines, the
   consecutive-timeout rule, and whether the non-streaming rescue may run.
 - :class:`RetryPolicy`: the transport ladder (exponential backoff with jitter).
 - :class:`RateLimitPolicy`: the rate-limit ladder for 429 / 503 / 529, with its own budget.
 - :class:`LimiterPolicy`: the proactive token bucket (:class:`~.limiter.RateLimiter`).
+- :class:`FallbackPolicy`: the model circuit breaker's thresholds
+  (:class:`~.fallback.FallbackManager`).
 
 Policies are values, not builders: derive a variant with ``msgspec.structs.replace``. Building
 one never fails (it is just data); :meth:`validate` checks it against the reference's rules and
 raises :class:`~rxturn.errors.ConfigError` naming the first bad field. ``StreamHandler`` calls it
-at construction. :meth:`sanitized` is the forgiving path: the reference's ``with_*_config``
-substitution, which turns any policy into a valid one.
+at construction. ``FallbackPolicy`` alone also validates when it is built, as it always has.
+:meth:`sanitized` is the forgiving path: the reference's ``with_*_config`` substitution, which
+turns any policy into a valid one.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import msgspec
 
 from .. import _constants as C
+from .._validate import is_int, is_number, positive, seconds_problem
 from ..errors import ConfigError
 
-__all__ = ["LimiterPolicy", "RateLimitPolicy", "RetryPolicy", "TimeoutPolicy"]
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def seconds_problem(value: Any, *, allow_zero: bool = False) -> str | None:
-    """Why ``value`` is not a usable number of seconds, or ``None`` if it is (shared with the
-    operators, which check their duration arguments the same way)."""
-    if not _is_number(value):
-        return f"must be a number of seconds, got {value!r}"
-    if math.isnan(value):
-        return "must be a number of seconds, got nan"
-    if math.isinf(value):
-        return f"must be finite, got {value!r}"
-    if value < 0 or (value == 0 and not allow_zero):
-        return f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}"
-    return None
+__all__ = ["FallbackPolicy", "LimiterPolicy", "RateLimitPolicy", "RetryPolicy", "TimeoutPolicy"]
 
 
 class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
@@ -100,7 +82,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"TimeoutPolicy.total ({self.total:g}s) must be >= first_event "
                 f"({self.first_event:g}s): the first event could never arrive in time"
             )
-        if not _is_int(self.max_consecutive_timeouts) or self.max_consecutive_timeouts < 1:
+        if not positive(self.max_consecutive_timeouts, integer=True):
             raise ConfigError(
                 "TimeoutPolicy.max_consecutive_timeouts must be an integer >= 1, "
                 f"got {self.max_consecutive_timeouts!r}"
@@ -124,14 +106,14 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
             if value is None:
                 return None
             if seconds_problem(value) is not None:
-                return getattr(defaults, name)  # type: ignore[no-any-return]
+                return getattr(defaults, name)
             return float(value)
 
         first_event, per_event, total = fix("first_event"), fix("per_event"), fix("total")
         if total is not None and first_event is not None and total < first_event:
             total = first_event
         consecutive = self.max_consecutive_timeouts
-        if not _is_int(consecutive) or consecutive < 1:
+        if not positive(consecutive, integer=True):
             consecutive = defaults.max_consecutive_timeouts
         rescue = self.rescue if isinstance(self.rescue, bool) else defaults.rescue  # pyright: ignore[reportUnnecessaryIsInstance]
         return TimeoutPolicy(
@@ -178,11 +160,11 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"({self.base_delay:g}s)"
             )
         jitter = self.jitter
-        if not _is_number(jitter) or not math.isfinite(jitter) or not 0.0 <= jitter <= 1.0:
+        if not is_number(jitter) or not math.isfinite(jitter) or not 0.0 <= jitter <= 1.0:
             raise ConfigError(
                 f"RetryPolicy.jitter must be a finite number within [0, 1], got {jitter!r}"
             )
-        if not _is_int(self.max_retries) or self.max_retries < 0:
+        if not positive(self.max_retries, integer=True, allow_zero=True):
             raise ConfigError(
                 f"RetryPolicy.max_retries must be an integer >= 0, got {self.max_retries!r}"
             )
@@ -239,11 +221,11 @@ class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"RateLimitPolicy.max_delay ({self.max_delay:g}s) must be >= default_delay "
                 f"({self.default_delay:g}s)"
             )
-        if not _is_int(self.max_retries) or self.max_retries < 1:
+        if not positive(self.max_retries, integer=True):
             raise ConfigError(
                 f"RateLimitPolicy.max_retries must be an integer >= 1, got {self.max_retries!r}"
             )
-        if not _is_int(self.escalate_after) or self.escalate_after < 0:
+        if not positive(self.escalate_after, integer=True, allow_zero=True):
             raise ConfigError(
                 "RateLimitPolicy.escalate_after must be an integer >= 0, "
                 f"got {self.escalate_after!r}"
@@ -287,7 +269,7 @@ class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
             ConfigError: naming the field and the value.
         """
         rpm = self.requests_per_minute
-        if not _is_int(rpm) or rpm < 0:
+        if not positive(rpm, integer=True, allow_zero=True):
             raise ConfigError(
                 f"LimiterPolicy.requests_per_minute must be an integer >= 0, got {rpm!r}"
             )
@@ -302,3 +284,61 @@ class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
             return self.validate()
         except ConfigError:
             return LimiterPolicy()
+
+
+class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
+    """The model breaker's numbers (reference §5.1). Validated on construction too.
+
+    Attributes:
+        trip_threshold: consecutive PRIMARY failures that trip the breaker (0 trips on the first).
+        recovery_timeout: seconds in FALLBACK before the next turn probes the primary
+            (``math.inf``: never probe on its own).
+        recovery_successes: probe successes in a row that close the breaker (0: the first does).
+        max_fail_count: strikes each backup may take before routing skips it; values below 1
+            count as 1.
+    """
+
+    trip_threshold: int = C.BREAKER_TRIP_THRESHOLD
+    recovery_timeout: float = C.BREAKER_RECOVERY_TIMEOUT
+    recovery_successes: int = C.BREAKER_RECOVERY_SUCCESSES
+    max_fail_count: int = C.BREAKER_MAX_FAIL_COUNT
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> FallbackPolicy:
+        """Check the counts are integers >= 0 and ``recovery_timeout`` is seconds >= 0
+        (infinity allowed); the first failure wins.
+
+        Returns:
+            ``self``, so that ``policy.validate()`` can be used inline.
+
+        Raises:
+            ConfigError: naming the field and the value.
+        """
+        for name in ("trip_threshold", "recovery_successes", "max_fail_count"):
+            value: object = getattr(self, name)
+            if not is_int(value):
+                raise ConfigError(f"FallbackPolicy.{name} must be an int, got {value!r}")
+            if value < 0:
+                raise ConfigError(f"FallbackPolicy.{name} must be >= 0, got {value}")
+        timeout: object = self.recovery_timeout
+        if not is_number(timeout):
+            raise ConfigError(f"FallbackPolicy.recovery_timeout must be seconds, got {timeout!r}")
+        if not positive(timeout, allow_zero=True):
+            raise ConfigError(
+                f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {timeout!r}"
+            )
+        return self
+
+    def sanitized(self) -> FallbackPolicy:
+        """``self`` if valid, else the defaults (a policy built normally is always valid)."""
+        try:
+            return self.validate()
+        except ConfigError:
+            return FallbackPolicy()
+
+    @property
+    def strikes(self) -> int:
+        """``max_fail_count`` clamped to at least 1: what each chain entry actually gets."""
+        return max(1, self.max_fail_count)

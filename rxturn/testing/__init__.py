@@ -13,6 +13,10 @@ docs/fake-provider.md documents the scenario format, with an example per fault.
 :func:`assert_no_secret` walks any object graph (an exception with its chain, exported spans)
 and fails naming the path where an API key is still reachable.
 
+:class:`MockTransport` is the lighter tool, one level lower: the transport a client sends
+through, answering each request with a :class:`MockResponse` you wrote (status, headers, the
+body as exact chunks, optionally a mid-body error) — no server, no sockets, like httpx's.
+
 Importing this package imports aiohttp; ``import rxturn`` never imports it.
 
 Examples:
@@ -23,6 +27,7 @@ Examples:
 
 from __future__ import annotations
 
+from ._mock import MockHttpResponse, MockRequest, MockResponse, MockTransport
 from ._scenario import (
     DEFAULT_CHUNK_CHARS,
     DEFAULT_SCENARIO,
@@ -53,6 +58,10 @@ __all__ = [
     "Entry",
     "FakeProvider",
     "Later",
+    "MockHttpResponse",
+    "MockRequest",
+    "MockResponse",
+    "MockTransport",
     "ReceivedRequest",
     "Run",
     "Scenario",

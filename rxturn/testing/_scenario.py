@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
@@ -182,12 +183,13 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
 
 
 def load_scenario(
-    src: Scenario | dict[str, Any] | str | os.PathLike[str] | bytes | bytearray,
+    src: Scenario | Mapping[str, object] | str | os.PathLike[str] | bytes | bytearray,
 ) -> Scenario:
     """Validate a scenario and return it as a :class:`Scenario`.
 
     Args:
-        src: a ``dict`` (the JSON shape), JSON text (``str`` starting with ``{``, or ``bytes``),
+        src: a ``dict`` or another mapping (the JSON shape), JSON text (``str`` starting with
+            ``{``, or ``bytes``),
             a path to a JSON file (``str`` or ``os.PathLike``), or a :class:`Scenario`
             (re-validated, since a Struct built by hand skips msgspec's checks).
 
@@ -205,8 +207,8 @@ def load_scenario(
     raw: Any
     if isinstance(src, Scenario):
         raw = msgspec.to_builtins(src)
-    elif isinstance(src, dict):
-        raw = src
+    elif isinstance(src, Mapping):
+        raw = dict(src)
     else:
         raw = _read_source(src)
     if not isinstance(raw, dict):

@@ -39,6 +39,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -93,7 +94,11 @@ class FakeProvider:
 
     def __init__(
         self,
-        scenario: Scenario | dict[str, Any] | str | os.PathLike[str] | bytes = DEFAULT_SCENARIO,
+        scenario: Scenario
+        | Mapping[str, object]
+        | str
+        | os.PathLike[str]
+        | bytes = DEFAULT_SCENARIO,
         *,
         host: str = "127.0.0.1",
         port: int = 0,

@@ -44,11 +44,11 @@ import ssl as _ssl
 import time
 from collections.abc import Mapping
 from types import TracebackType
-from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 import aiohttp
 
+from .._validate import positive
 from ..errors import (
     ConfigError,
     ConnectError,
@@ -411,10 +411,9 @@ class AiohttpTransport:
         if read_timeout is not None:
             _positive("read_timeout", read_timeout)
         _positive("keepalive_timeout", keepalive_timeout)
-        # callers may be untyped
-        if not isinstance(limit, int) or limit < 1:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not positive(limit, integer=True):  # callers may be untyped
             raise ConfigError(f"AiohttpTransport: limit must be an integer >= 1, got {limit!r}")
-        if not isinstance(limit_per_host, int) or limit_per_host < 0:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not positive(limit_per_host, integer=True, allow_zero=True):
             raise ConfigError(
                 f"AiohttpTransport: limit_per_host must be an integer >= 0, got {limit_per_host!r}"
             )
@@ -526,6 +525,6 @@ class AiohttpTransport:
             await session.close()
 
 
-def _positive(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+def _positive(name: str, value: object) -> None:
+    if not positive(value):
         raise ConfigError(f"AiohttpTransport: {name} must be a positive number, got {value!r}")

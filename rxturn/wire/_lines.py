@@ -27,6 +27,7 @@ the lines a consumer sees before an error do not depend on how the stream was ch
 
 from __future__ import annotations
 
+from .._validate import positive
 from ..errors import ConfigError, StreamProtocolError
 
 __all__ = ["BOM", "LineSplitter", "PartialLine"]
@@ -87,7 +88,7 @@ class LineSplitter(PartialLine):
     __slots__ = ("_closed", "_error", "lines", "max_line_bytes", "what")
 
     def __init__(self, max_line_bytes: int = 1 << 20, *, what: str = "stream") -> None:
-        if max_line_bytes <= 0:
+        if not positive(max_line_bytes):
             raise ConfigError(f"max_line_bytes must be positive, got {max_line_bytes}")
         super().__init__()
         self.max_line_bytes = max_line_bytes

@@ -43,6 +43,15 @@ _WHITESPACE: Final = frozenset(b" \t\r\n")
 _DIGITS: Final = re.compile(rb"[0-9]*")
 # A run of string bytes that need no attention: not a quote, backslash or control character.
 _PLAIN: Final = re.compile(rb'[^"\\\x00-\x1f]*')
+
+
+def _run_end(pattern: re.Pattern[bytes], data: bytes, pos: int) -> int:
+    """Where the run of ``pattern`` that starts at ``pos`` ends (both patterns match an empty
+    run, so there always is one)."""
+    match = pattern.match(data, pos)
+    return pos if match is None else match.end()
+
+
 _SIMPLE_ESCAPES: Final = {
     ord('"'): '"',
     ord("\\"): "\\",
@@ -247,7 +256,7 @@ class _Parser:
         pos = self.pos + 1  # opening quote
         pieces: list[str] = []
         while True:
-            stop = _PLAIN.match(data, pos).end()  # type: ignore[union-attr]  # matches ""
+            stop = _run_end(_PLAIN, data, pos)
             pieces.append(data[pos:stop].decode("utf-8"))
             pos = stop
             if pos >= end:
@@ -333,7 +342,7 @@ class _Parser:
                 self.pos = pos
                 raise _Hard("invalid number")
         elif 0x31 <= byte <= 0x39:
-            pos = _DIGITS.match(data, pos + 1).end()  # type: ignore[union-attr]  # matches ""
+            pos = _run_end(_DIGITS, data, pos + 1)
         else:
             self.pos = pos
             raise _Hard("invalid number")
@@ -362,4 +371,4 @@ class _Parser:
         if not 0x30 <= self.data[pos] <= 0x39:
             self.pos = pos
             raise _Hard("invalid number")
-        return _DIGITS.match(self.data, pos).end()  # type: ignore[union-attr]  # matches ""
+        return _run_end(_DIGITS, self.data, pos)

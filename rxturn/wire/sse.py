@@ -57,6 +57,7 @@ from typing import Any
 
 import msgspec
 
+from .._validate import positive
 from ..errors import ConfigError, StreamProtocolError
 from ._lines import PartialLine
 
@@ -180,7 +181,7 @@ class SSEParser(PartialLine):
     )
 
     def __init__(self, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
-        if max_line_bytes <= 0 or max_event_bytes <= 0:
+        if not (positive(max_line_bytes) and positive(max_event_bytes)):
             raise ConfigError(
                 "SSE limits must be positive, got "
                 f"max_line_bytes={max_line_bytes}, max_event_bytes={max_event_bytes}"

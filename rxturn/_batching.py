@@ -1,4 +1,9 @@
-"""``unbatch`` and ``as_batches``: between the batched hot path and per-event Observables.
+"""Batches and single events: ``unbatch_``, ``as_batches_`` and ``event_count``.
+
+These sit below both the clients (``HttpClient.stream`` is ``stream_batches`` unbatched) and
+the operators (the deadlines and the retry ladder count a batch as its events; the façade
+exports :func:`rxturn.operators.unbatch` and :func:`rxturn.operators.as_batches`), so that
+neither layer imports the other.
 
 A client's ``stream_batches`` emits one :data:`~rxturn.events.EventBatch` per network chunk, and
 the stream handler's operators accept either shape item by item (a ``list`` is a batch, anything
@@ -9,31 +14,38 @@ the events' own decoding and folding. These two operators turn such a stream int
   ``StreamHandler.stream_turn``); a single item passes as it is;
 - ``as_batches`` — lists only, for consumers that loop over batches (the engine): a single
   item (``AttemptReset``, ``Fallback``, an event from a per-event client) becomes ``[item]``.
+
+A batch is a ``Sequence`` in the signatures (read-only, so a batch of stream events is also a
+batch of handler items) and a ``list`` at run time: ``type(item) is list`` tells the shapes
+apart, as everywhere on the hot path.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TypeVar, cast
 
 from reactivex import Observable, abc
 
 __all__ = ["as_batches_", "event_count", "unbatch_"]
 
+_T = TypeVar("_T")
 
-def unbatch_(source: Observable[Any]) -> Observable[Any]:
+
+def unbatch_(source: Observable[_T | Sequence[_T]]) -> Observable[_T]:
     """See :func:`rxturn.operators.unbatch`."""
 
     def subscribe(
-        observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+        observer: abc.ObserverBase[_T], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         forward = observer.on_next
 
-        def on_next(item: Any) -> None:
+        def on_next(item: _T | Sequence[_T]) -> None:
             if type(item) is list:
-                for event in item:  # pyright: ignore[reportUnknownVariableType]
+                for event in cast("list[_T]", item):
                     forward(event)
             else:
-                forward(item)
+                forward(cast("_T", item))
 
         return source.subscribe(
             on_next, observer.on_error, observer.on_completed, scheduler=scheduler
@@ -42,16 +54,16 @@ def unbatch_(source: Observable[Any]) -> Observable[Any]:
     return Observable(subscribe)
 
 
-def as_batches_(source: Observable[Any]) -> Observable[list[Any]]:
+def as_batches_(source: Observable[_T | Sequence[_T]]) -> Observable[list[_T]]:
     """See :func:`rxturn.operators.as_batches`."""
 
     def subscribe(
-        observer: abc.ObserverBase[list[Any]], scheduler: abc.SchedulerBase | None = None
+        observer: abc.ObserverBase[list[_T]], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         forward = observer.on_next
 
-        def on_next(item: Any) -> None:
-            forward(item if type(item) is list else [item])  # pyright: ignore[reportUnknownArgumentType]
+        def on_next(item: _T | Sequence[_T]) -> None:
+            forward(cast("list[_T]", item) if type(item) is list else [cast("_T", item)])
 
         return source.subscribe(
             on_next, observer.on_error, observer.on_completed, scheduler=scheduler
@@ -60,6 +72,6 @@ def as_batches_(source: Observable[Any]) -> Observable[list[Any]]:
     return Observable(subscribe)
 
 
-def event_count(item: Any) -> int:
+def event_count(item: object) -> int:
     """How many events an item carries: a batch its length, anything else one."""
-    return len(item) if type(item) is list else 1  # pyright: ignore[reportUnknownArgumentType]
+    return len(cast("list[object]", item)) if type(item) is list else 1

@@ -3,6 +3,7 @@ cases). Expected numbers come from the reference's defaults and formulas."""
 
 from __future__ import annotations
 
+import inspect
 import math
 import random
 
@@ -32,7 +33,13 @@ from rxturn.resilience.backoff import (
     parse_retry_after,
     rate_limit_delay,
 )
-from rxturn.resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from rxturn.resilience.policies import (
+    FallbackPolicy,
+    LimiterPolicy,
+    RateLimitPolicy,
+    RetryPolicy,
+    TimeoutPolicy,
+)
 
 # -- defaults ---------------------------------------------------------------------------------
 
@@ -326,13 +333,17 @@ def test_clamp_to_deadline(delay: float, remaining: float | None, expected: floa
 def test_parse_retry_after() -> None:
     from datetime import UTC, datetime
 
-    now = datetime(2024, 1, 1, 0, 0, 0, tzinfo=UTC)
-    assert parse_retry_after(" 120 ") == 120.0
-    assert parse_retry_after("99999999999") == 99999999999.0
-    assert parse_retry_after("Mon, 01 Jan 2024 00:00:30 GMT", now) == 30.0
-    assert parse_retry_after("Sun, 31 Dec 2023 23:00:00 GMT", now) == 0.0
+    now = datetime(2024, 1, 1, 0, 0, 0, tzinfo=UTC).timestamp()
+
+    def parse(value: str | None, now: float | None = None) -> float | None:
+        return parse_retry_after({} if value is None else {"Retry-After": value}, now=now)
+
+    assert parse(" 120 ") == 120.0
+    assert parse("99999999999") == 99999999999.0
+    assert parse("Mon, 01 Jan 2024 00:00:30 GMT", now) == 30.0
+    assert parse("Sun, 31 Dec 2023 23:00:00 GMT", now) == 0.0
     for garbage in (None, "", "soon", "-5", "nan", "inf"):
-        assert parse_retry_after(garbage) is None
+        assert parse(garbage) is None
 
 
 # -- the ladder decision ------------------------------------------------------------------------
@@ -455,3 +466,45 @@ def test_error_displays() -> None:
     assert "900.0s" in str(total) and "partial" in str(total)
     escalation = RateLimitEscalation(4, 5.0)
     assert "4 retries" in str(escalation) and "5s" in str(escalation)
+
+
+# -- the policy family ---------------------------------------------------------------------------
+
+POLICIES = (TimeoutPolicy, RetryPolicy, RateLimitPolicy, LimiterPolicy, FallbackPolicy)
+
+
+@pytest.mark.parametrize("cls", POLICIES, ids=lambda cls: cls.__name__)
+def test_every_policy_is_a_frozen_keyword_only_struct_with_validate_and_sanitized(
+    cls: type[msgspec.Struct],
+) -> None:
+    assert cls.__struct_config__.frozen
+    parameters = inspect.signature(cls).parameters.values()
+    assert parameters and all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters)
+    assert cls.__module__ == "rxturn.resilience.policies"
+    policy = cls()
+    assert policy.validate() is policy  # type: ignore[attr-defined]
+    assert policy.sanitized() == policy  # type: ignore[attr-defined]
+
+
+def test_fallback_policy_defaults_come_from_the_constants() -> None:
+    from rxturn import _constants as C
+
+    assert FallbackPolicy() == FallbackPolicy(
+        trip_threshold=C.BREAKER_TRIP_THRESHOLD,
+        recovery_timeout=C.BREAKER_RECOVERY_TIMEOUT,
+        recovery_successes=C.BREAKER_RECOVERY_SUCCESSES,
+        max_fail_count=C.BREAKER_MAX_FAIL_COUNT,
+    )
+    assert (
+        C.BREAKER_TRIP_THRESHOLD,
+        C.BREAKER_RECOVERY_TIMEOUT,
+        C.BREAKER_RECOVERY_SUCCESSES,
+        C.BREAKER_MAX_FAIL_COUNT,
+    ) == (3, 60.0, 2, 2)
+
+
+def test_fallback_policy_keeps_its_old_import_paths() -> None:
+    import rxturn
+    from rxturn.resilience import fallback
+
+    assert rxturn.FallbackPolicy is fallback.FallbackPolicy is FallbackPolicy

@@ -1,0 +1,223 @@
+"""What a provider request is made of: the provider-agnostic half of every client, no IO.
+
+The provider modules build their JSON bodies from a :class:`~rxturn.messages.Request` and its
+:class:`~rxturn.messages.RequestOptions` with these helpers, the same way for all of them: the
+per-request model override, ``max_tokens``, ``temperature`` and the tool choice are resolved and
+checked here, and the body is encoded once. The HTTP half — sending, reading, statuses into
+typed errors, secrets — is :mod:`rxturn.clients._http`.
+
+``RequestOptions`` is a msgspec Struct, whose field types are not enforced when it is built in
+Python: the isinstance checks below are real (pyright, trusting the annotations, would drop them).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from .._validate import is_number, positive
+from ..errors import ConfigError
+from ..messages import RequestOptions, ToolSchema
+
+__all__ = [
+    "REASONING_EFFORTS",
+    "THINKING_MIN_BUDGET",
+    "JSONBody",
+    "ToolChoice",
+    "check_max_tokens",
+    "encode_body",
+    "from_env_key",
+    "merge_extra_body",
+    "reject_reasoning_effort",
+    "reject_thinking",
+    "resolve_max_tokens",
+    "resolve_model",
+    "resolve_reasoning_effort",
+    "resolve_temperature",
+    "resolve_thinking",
+    "resolve_tool_choice",
+]
+
+_encoder = msgspec.json.Encoder()
+
+#: A request body before encoding: JSON values under string keys.
+JSONBody = dict[str, object]
+
+
+ToolChoice = tuple[str, str | None]
+"""``(mode, tool name)``: mode is ``"auto"``, ``"any"``, ``"none"`` or ``"tool"``."""
+
+
+def resolve_model(options: RequestOptions, default: str) -> str:
+    """The per-request override when set, else the client's model (never mutating the client)."""
+    if options.model is None:
+        return default
+    if not isinstance(options.model, str) or not options.model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"RequestOptions.model must be a non-empty string, got {options.model!r}")
+    return options.model
+
+
+def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | None:
+    """``options.max_tokens`` when set, else the client's; must be a positive integer."""
+    value = options.max_tokens if options.max_tokens is not None else default
+    if value is None:
+        return None
+    if not positive(value, integer=True):  # RequestOptions fields are not type-checked
+        where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
+        raise ConfigError(f"{where} must be a positive integer, got {value!r}")
+    return value
+
+
+def resolve_temperature(options: RequestOptions) -> float | None:
+    value = options.temperature
+    if value is None:
+        return None
+    if not is_number(value) or not math.isfinite(value):  # RequestOptions is not type-checked
+        raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
+    return value
+
+
+def resolve_tool_choice(
+    options: RequestOptions, tools: Sequence[ToolSchema] | None
+) -> ToolChoice | None:
+    """Validate ``options.tool_choice`` against the request's tools.
+
+    ``"auto"`` / ``"none"`` without tools are dropped (nothing to choose from); ``"any"`` (alias
+    ``"required"``) or a tool name without tools, or a name that is not among them, is a
+    :class:`~rxturn.errors.ConfigError` — it could never be honoured.
+    """
+    choice = options.tool_choice
+    if choice is None:
+        return None
+    if not isinstance(choice, str) or not choice:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"RequestOptions.tool_choice must be a non-empty string, got {choice!r}")
+    names = [tool.name for tool in tools or ()]
+    mode = {"auto": "auto", "none": "none", "any": "any", "required": "any"}.get(choice, "tool")
+    if not names:
+        if mode in ("auto", "none"):
+            return None
+        raise ConfigError(
+            f"RequestOptions.tool_choice={choice!r} needs tools, but the request has none"
+        )
+    if mode == "tool":
+        if choice not in names:
+            raise ConfigError(
+                f"RequestOptions.tool_choice names tool {choice!r}, which is not among the "
+                f"request's tools {names!r}"
+            )
+        return ("tool", choice)
+    return (mode, None)
+
+
+#: The reasoning efforts OpenAI accepts (the official SDK's ``ReasoningEffort``).
+REASONING_EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
+#: The smallest Anthropic extended-thinking budget the API accepts.
+THINKING_MIN_BUDGET = 1024
+#: Body fields ``extra_body`` may not set: the client decides them per request and path.
+_CLIENT_OWNED = ("model", "stream")
+
+
+def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | None:
+    """``options.thinking``, checked: an integer budget >= 1024 and below ``max_tokens``."""
+    value = options.thinking
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < THINKING_MIN_BUDGET:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
+            f"{THINKING_MIN_BUDGET}, got {value!r}"
+        )
+    if max_tokens is not None and value >= max_tokens:
+        raise ConfigError(
+            f"RequestOptions.thinking={value} must be below max_tokens={max_tokens} (the "
+            "thinking budget is part of the output); raise max_tokens"
+        )
+    return value
+
+
+def resolve_reasoning_effort(options: RequestOptions) -> str | None:
+    """``options.reasoning_effort``, checked against :data:`REASONING_EFFORTS`."""
+    value = options.reasoning_effort
+    if value is None:
+        return None
+    if value not in REASONING_EFFORTS:
+        allowed = ", ".join(REASONING_EFFORTS)
+        raise ConfigError(
+            f"RequestOptions.reasoning_effort must be one of {allowed}, got {value!r}"
+        )
+    return value
+
+
+def reject_thinking(options: RequestOptions, provider: str, instead: str) -> None:
+    """A ``thinking`` budget is Anthropic's knob: elsewhere it is an error, not a silent no-op."""
+    if options.thinking is not None:
+        raise ConfigError(
+            f"RequestOptions.thinking is Anthropic's extended-thinking budget; {provider} has "
+            f"no such field ({instead})"
+        )
+
+
+def reject_reasoning_effort(options: RequestOptions, provider: str, instead: str) -> None:
+    """``reasoning_effort`` is OpenAI's knob: elsewhere it is an error, not a silent no-op."""
+    if options.reasoning_effort is not None:
+        raise ConfigError(
+            f"RequestOptions.reasoning_effort is OpenAI's reasoning knob; {provider} has no "
+            f"such field ({instead})"
+        )
+
+
+def merge_extra_body(body: dict[str, Any], options: RequestOptions) -> dict[str, Any]:
+    """Merge ``options.extra_body`` into ``body`` (top level, last: its values win).
+
+    ``model`` and ``stream`` belong to the client (the routed model, the path's stream flag)
+    and are refused, as is anything that is not a dict with string keys.
+    """
+    extra = options.extra_body
+    if not extra:
+        return body
+    if not isinstance(extra, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"RequestOptions.extra_body must be a dict, got {type(extra).__name__}")
+    for key in extra:
+        if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"RequestOptions.extra_body keys must be non-empty strings, got {key!r}"
+            )
+        if key in _CLIENT_OWNED:
+            hint = "set RequestOptions.model" if key == "model" else "the client sets it per path"
+            raise ConfigError(f"RequestOptions.extra_body may not set {key!r} ({hint})")
+    body.update(extra)
+    return body
+
+
+def encode_body(body: Mapping[str, object]) -> bytes:
+    """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash."""
+    try:
+        return _encoder.encode(body)
+    except (TypeError, msgspec.EncodeError, OverflowError, RecursionError) as exc:
+        raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
+
+
+def check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
+    """A client's ``max_tokens`` setting: a positive integer (or ``None`` when optional)."""
+    if value is None and not required:
+        return
+    if not positive(value, integer=True):
+        or_none = "" if required else " or None"
+        raise ConfigError(
+            f"{client}: max_tokens must be a positive integer{or_none}, got {value!r}"
+        )
+
+
+def from_env_key(variable: str, client: str) -> str:
+    """Read an API key from the environment; a missing or empty one is a ConfigError."""
+    value = os.environ.get(variable, "").strip()
+    if not value:
+        raise ConfigError(
+            f"{client}.from_env: environment variable {variable} is not set; export it or pass "
+            "api_key= to the constructor"
+        )
+    return value
