@@ -51,6 +51,7 @@ __all__ = [
     "Contender",
     "DeltaCounter",
     "Env",
+    "EventCounter",
     "Folded",
     "TextSink",
     "anthropic_sdk",
@@ -391,6 +392,18 @@ class TextSink:
 
     def __call__(self, text: str) -> None:
         self.chars += len(text)
+
+
+class EventCounter:
+    """An ``engine.events`` subscriber's ``on_next``: counts the handler events it is given."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events = 0
+
+    def __call__(self, event: object) -> None:
+        self.events += 1
 
 
 class DeltaCounter(Observer):
