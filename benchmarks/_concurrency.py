@@ -92,7 +92,7 @@ DEFAULT_GC_THRESHOLD: Final = gc.get_threshold()
 _WIDTH = len(PLACEHOLDER)
 _NEVER = 1 << 62
 _MAX_ERRORS_KEPT = 5
-_START_LIMIT_S = 120.0
+_START_LIMIT_S = 60.0
 
 #: A text-delta callback (a probe): the text streamer of one turn.
 Probe = Callable[[str], None]
@@ -584,6 +584,31 @@ async def make_clients(
 # ------------------------------------------------------------------------------ the run
 
 
+class _Pools:
+    """The contenders with new connection pools for each phase that needs them.
+
+    A phase that ends by cancelling turns mid-stream (objects in flight, steady state) can
+    leave a pool with connections still checked out (an httpx pool under a cancelled SDK
+    stream does), which would starve the next phase's workers; each such phase therefore
+    gets fresh clients, warmed by one short turn each."""
+
+    def __init__(self, base_url: str, turns: int, formats: tuple[str, ...], sdks: bool) -> None:
+        self._args = (base_url, turns, formats, sdks)
+        self._aclose: Callable[[], Awaitable[None]] | None = None
+
+    async def fresh(self) -> dict[tuple[str, str], Client]:
+        await self.aclose()
+        clients, self._aclose = await make_clients(*self._args)
+        for client in clients:  # warm: imports, connections, tokenizer
+            await client.run(stamp_model(2, 0), _Probe(None))
+        return {(c.name, c.fmt): c for c in clients}
+
+    async def aclose(self) -> None:
+        close, self._aclose = self._aclose, None
+        if close is not None:
+            await close()
+
+
 async def _calibrated_turns(
     client: Client, turns: int, events: int, budget_s: float
 ) -> tuple[int, str | None]:
@@ -629,10 +654,9 @@ async def run_concurrency(
     ``gc_thresholds`` (``gc.set_threshold``, information only)."""
     gc.unfreeze()  # the judged phases run with the collector as an application has it
     gc.collect()
-    clients, aclose = await make_clients(base_url, turns, formats, sdks)
+    pools = _Pools(base_url, turns, formats, sdks)
     try:
-        for client in clients:  # warm: imports, connections, tokenizer
-            await client.run(stamp_model(2, 0), _Probe(None))
+        keys = list(await pools.fresh())
         out: dict[str, Any] = {
             "turns": turns,
             "formats": list(formats),
@@ -643,10 +667,12 @@ async def run_concurrency(
             "latency": [],
             "gc_tuned": [],
         }
-        for client in clients:
-            out["in_flight"].append(await in_flight(client, min(turns, in_flight_turns)))
+        for key in keys:
+            clients = await pools.fresh()
+            out["in_flight"].append(await in_flight(clients[key], min(turns, in_flight_turns)))
         log("objects in flight counted")
         counts: dict[tuple[str, str], tuple[int, str | None]] = {}
+        clients = await pools.fresh()
         for fmt in formats:
             wire = 0
             async with aiohttp.ClientSession() as session:
@@ -656,15 +682,16 @@ async def run_concurrency(
                 ) as response:
                     wire = wire_events(await response.read())
             per: dict[str, Any] = {"wire_events_per_turn": wire}
-            for client in (c for c in clients if c.fmt == fmt):
+            for name, _ in (k for k in keys if k[1] == fmt):
+                client = clients[(name, fmt)]
                 n, why = turns, None
-                if client.name == "sdk":
+                if name == "sdk":
                     n, why = await _calibrated_turns(client, turns, events, sdk_budget_s)
-                counts[(client.name, fmt)] = (n, why)
+                counts[(name, fmt)] = (n, why)
                 result = await _throughput(client, n, events, wire, max(60.0, 4 * sdk_budget_s))
                 result["reduced"] = why
-                per[client.name] = result
-                log(f"throughput {fmt} {client.name}: {result['events_per_s']:,.0f} events/s")
+                per[name] = result
+                log(f"throughput {fmt} {name}: {result['events_per_s']:,.0f} events/s")
             out["throughput"][fmt] = per
         for fmt in formats:
             for rate in rates if fmt == formats[0] else (headline_rate,):
@@ -676,16 +703,18 @@ async def run_concurrency(
                     "window_s": window_s,
                     "gc": gc_state(),
                 }
-                for client in (c for c in clients if c.fmt == fmt):
-                    if client.name == "sdk" and rate != headline_rate:
+                for name, _ in (k for k in keys if k[1] == fmt):
+                    if name == "sdk" and rate != headline_rate:
                         continue
-                    n, why = counts[(client.name, fmt)]
+                    # a fresh pool: the previous phase cancelled its turns mid-stream
+                    client = (await pools.fresh())[(name, fmt)]
+                    n, why = counts[(name, fmt)]
                     mean = max(4, round(turn_seconds * rate / n))
                     result = await _steady(client, n, rate, mean, window_s)
                     result["reduced"] = why
-                    point[client.name] = result
+                    point[name] = result
                     log(
-                        f"steady {fmt} {rate:,}/s {client.name}: p99 "
+                        f"steady {fmt} {rate:,}/s {name}: p99 "
                         f"{result['latency'].get('p99_us', float('nan')):,.0f} µs"
                     )
                 out["latency"].append(point)
@@ -699,16 +728,17 @@ async def run_concurrency(
                 "window_s": window_s,
                 "gc_threshold": list(thresholds),
             }
-            saved = gc.get_threshold()
-            gc.set_threshold(*thresholds)
-            try:
-                for client in (c for c in clients if c.fmt == fmt and c.name != "sdk"):
-                    point[client.name] = await _steady(
+            for name in ("limit_http", "turn"):
+                client = (await pools.fresh())[(name, fmt)]
+                saved = gc.get_threshold()
+                gc.set_threshold(*thresholds)
+                try:
+                    point[name] = await _steady(
                         client, turns, headline_rate, point["mean_events_per_turn"], window_s
                     )
-            finally:
-                gc.set_threshold(*saved)
+                finally:
+                    gc.set_threshold(*saved)
             out["gc_tuned"].append(point)
         return out
     finally:
-        await aclose()
+        await pools.aclose()

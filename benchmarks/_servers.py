@@ -166,7 +166,10 @@ async def _serve_stamp() -> None:
 
     async def messages(request: web.Request) -> web.StreamResponse:
         fmt = "openai" if request.path.endswith("/chat/completions") else "anthropic"
-        body: Any = await request.json()
+        try:
+            body: Any = await request.json()
+        except ConnectionResetError:  # a turn cancelled at the end of a window, mid-request
+            return web.Response(status=499)
         model = str(body.get("model", ""))
         try:
             _, events_text, pace_text = model.split("-")

@@ -11,9 +11,11 @@ Run::
 1. **Fixed cost.** The turn of ``run.py``'s fixed-cost phase — one long-lived ``TurnEngine``,
    ``StreamHandler.default()`` with its three deadlines, a text streamer, an observer and an
    ``engine.events`` subscriber — runs ``--turns`` one-delta turns against the fake provider in
-   its child process, under pyinstrument. The call tree is printed, then the functions with the
-   most self time. pyinstrument samples wall time: ``select`` / ``_run_once`` waiting on the
-   socket is the loop idle while the child process answers, not CPU the turn spends.
+   its child process, under pyinstrument. First a split of the samples into the parts of a turn
+   (each sample goes to the first rule in :data:`SPLIT` that one of its frames matches), then
+   the call tree, then the functions with the most self time. pyinstrument samples wall time:
+   the "event loop waiting" part is the loop idle while the child process answers, not CPU the
+   turn spends; pyinstrument's hook on every call also inflates code that makes many calls.
 2. **Objects in flight.** ``--in-flight`` turns (rxturn's, then the bare aiohttp + LIMIT
    client's) start on slow paced streams from the stamp server; once each has received its
    second delta, the GC-tracked objects that appeared are counted per turn, by type, and — with
@@ -64,13 +66,63 @@ async def profile_fixed(fmt: str, turns: int) -> str:
                 profiler.stop()
             finally:
                 await env.aclose()
+    session = profiler.last_session
+    assert session is not None
+    parts = split(session)
+    total = sum(seconds for _, seconds in parts) or 1.0
+    busy = total - dict(parts)["event loop waiting (select / epoll)"]
+    table = "\n".join(
+        f"  {seconds / turns * 1e6:8,.0f} µs  {seconds / total:6.1%}  "
+        f"{seconds / busy if 'waiting' not in name else 0:6.1%}  {name}"
+        for name, seconds in parts
+    )
     tree = profiler.output_text(unicode=True, color=False)
     flat = profiler.output_text(unicode=True, color=False, flat=True)
     flat_top = "\n".join(flat.splitlines()[:45])
     return (
         f"=== fixed cost: {turns} one-delta {fmt} turns (default handler, 3 subscribers) ===\n"
+        f"wall {session.duration:.3f} s, CPU {session.cpu_time:.3f} s under the profiler\n"
+        f"  per turn   of all  of busy  part of the turn\n{table}\n\n"
         f"{tree}\n=== self time, top functions ===\n{flat_top}\n"
     )
+
+
+#: (part of a turn, predicate on one frame (function, file)): a sample goes to the first part
+#: any frame of its stack matches, in this order.
+SPLIT: list[tuple[str, Any]] = [
+    ("token estimate (tiktoken)", lambda f, p: "tiktoken" in p or "rxturn/tokens.py" in p),
+    ("request build + body encode", lambda f, p: f.startswith("build_") and "/rxturn/" in p),
+    ("SSE + JSON decoding (rxturn/wire)", lambda f, p: "/rxturn/wire/" in p),
+    ("HTTP exchange (aiohttp, rxturn transport)", lambda f, p: "/aiohttp/" in p),
+    (
+        "subscribing the Rx chain (handler operators, deadlines, engine tap)",
+        lambda f, p: f in ("subscribe", "Observable.subscribe", "pipe", "Observable.pipe"),
+    ),
+    ("per-chunk Rx emission: guard, deadlines, fan-out, fold", lambda f, p: "on_next" in f),
+    (
+        "completion and tear-down (on_completed, dispose, timers)",
+        lambda f, p: "on_completed" in f or "dispose" in f or "TimerHandle" in f,
+    ),
+    ("engine bookkeeping (history, outcome, audit)", lambda f, p: "rxturn/engine.py" in p),
+    ("other rxturn code", lambda f, p: "/rxturn/" in p),
+    ("event loop waiting (select / epoll)", lambda f, p: f in ("select", "poll", "epoll.poll")),
+    ("asyncio scheduling and the rest", lambda f, p: True),
+]
+
+
+def split(session: Any) -> list[tuple[str, float]]:
+    """Seconds of ``session``'s samples per part of :data:`SPLIT`."""
+    totals = dict.fromkeys((name for name, _ in SPLIT), 0.0)
+    for stack, seconds in session.frame_records:
+        frames = []
+        for identifier in stack:
+            parts = identifier.split("\x00")
+            frames.append((parts[0], parts[1] if len(parts) > 1 else ""))
+        for name, rule in SPLIT:
+            if any(rule(function, path) for function, path in frames):
+                totals[name] += seconds
+                break
+    return list(totals.items())
 
 
 def _origin(obj: object) -> str:
