@@ -69,6 +69,7 @@ class Mode:
     window_s: float
     sdk_budget_s: float
     in_flight_turns: int
+    throughput_rounds: int
     gc_thresholds: tuple[tuple[int, int, int], ...] = ()
 
 
@@ -91,6 +92,7 @@ MODES = {
         window_s=6.0,
         sdk_budget_s=60.0,
         in_flight_turns=200,
+        throughput_rounds=3,
         gc_thresholds=((10_000, 10, 10),),
     ),
     "quick": Mode(
@@ -111,6 +113,7 @@ MODES = {
         window_s=4.0,
         sdk_budget_s=15.0,
         in_flight_turns=100,
+        throughput_rounds=1,
     ),
     "tiny": Mode(
         "tiny",
@@ -130,6 +133,7 @@ MODES = {
         window_s=0.5,
         sdk_budget_s=10.0,
         in_flight_turns=5,
+        throughput_rounds=2,
     ),
 }
 
@@ -285,6 +289,7 @@ async def _suite(mode: Mode, out_dir: Path, concurrency: bool) -> tuple[dict[str
                     formats=FORMATS,
                     sdk_budget_s=mode.sdk_budget_s,
                     in_flight_turns=mode.in_flight_turns,
+                    throughput_rounds=mode.throughput_rounds,
                     gc_thresholds=mode.gc_thresholds,
                     log=log,
                 )

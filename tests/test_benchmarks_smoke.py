@@ -115,7 +115,10 @@ def test_concurrency_covers_both_formats_and_the_sdks(report: dict[str, Any]) ->
     assert set(conc["formats"]) == FORMATS
     for fmt in FORMATS:
         per = conc["throughput"][fmt]
-        assert set(per) - {"wire_events_per_turn"} == CLIENTS, fmt
+        assert set(per) - {"wire_events_per_turn", "turn_share", "turn_share_rounds"} == CLIENTS
+        assert len(per["turn_share_rounds"]) == 2  # --tiny runs two interleaved rounds
+        assert all(_non_negative(share) for share in per["turn_share_rounds"])
+        assert min(per["turn_share_rounds"]) <= per["turn_share"] <= max(per["turn_share_rounds"])
         for name in CLIENTS:
             through = per[name]
             assert through["errors"] == 0, (fmt, name, through["first_error"])
