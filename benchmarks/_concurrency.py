@@ -711,7 +711,8 @@ async def run_concurrency(
                 )
                 result["reduced"] = None
                 per[name] = result
-                log(f"throughput {fmt} {name}: {result['rounds_events_per_s']} events/s")
+                rounds = ", ".join(f"{x:,.0f}" for x in result["rounds_events_per_s"])
+                log(f"throughput {fmt} {name}: {rounds} events/s")
             if ("sdk", fmt) in clients:
                 client = clients[("sdk", fmt)]
                 n, why = await _calibrated_turns(client, turns, events, sdk_budget_s)
