@@ -44,13 +44,14 @@ import aiohttp
 from _limit import LimitAnthropic, LimitOpenAI, limit_anthropic, limit_openai
 from _streams import Case, endpoint, request_body
 
-from rxturn.observers import Observer
+from rxturn.engine.observers import Observer
 
 __all__ = [
     "PROMPT",
     "Contender",
     "DeltaCounter",
     "Env",
+    "EventCounter",
     "Folded",
     "TextSink",
     "anthropic_sdk",
@@ -172,9 +173,9 @@ def _env_contenders(env: Env) -> list[Contender]:
         return _folded(folder.message())
 
     async def decode_fold_http(case: Case) -> Folded:
+        from rxturn.engine.observers import ObserverSet
         from rxturn.events import Delta
         from rxturn.fold import INITIAL_STATE, fold
-        from rxturn.observers import ObserverSet
         from rxturn.wire import decoder_for
 
         if env.session is None:
@@ -224,7 +225,7 @@ def _env_contenders(env: Env) -> list[Contender]:
     def engine_turn(handler_name: str) -> Callable[[Case], Awaitable[Folded]]:
         async def turn(case: Case) -> Folded:
             from rxturn.engine import TurnEngine
-            from rxturn.handler import StreamHandler
+            from rxturn.engine.handler import StreamHandler
 
             handler = (
                 StreamHandler.default()
@@ -393,6 +394,18 @@ class TextSink:
         self.chars += len(text)
 
 
+class EventCounter:
+    """An ``engine.events`` subscriber's ``on_next``: counts the handler events it is given."""
+
+    __slots__ = ("events",)
+
+    def __init__(self) -> None:
+        self.events = 0
+
+    def __call__(self, event: object) -> None:
+        self.events += 1
+
+
 class DeltaCounter(Observer):
     """One observer that overrides ``on_text_delta`` (so the fan-out really calls it)."""
 
@@ -420,7 +433,7 @@ def client_for(env: Env, fmt: str) -> Any:
 
 def counter_for(env: Env) -> Any:
     if env.counter is None:
-        from rxturn.tokens import TiktokenCounter
+        from rxturn.engine.tokens import TiktokenCounter
 
         env.counter = TiktokenCounter()
     return env.counter

@@ -11,17 +11,18 @@ Two servers:
 - ``fake`` — :class:`rxturn.testing.FakeProvider`, unmodified, serving a scenario file. Every
   per-size, per-format contender (rxturn's clients and both official SDKs) talks to it.
 - ``stamp`` — a small aiohttp server for the concurrency run. It answers ``POST /v1/messages``
-  with the *same bytes* the fake's emitter (:func:`rxturn.testing._emit.stream_events`) produces,
-  for a model named ``stamp-<events>-<pace_us>``, with two differences the latency measurement
-  needs: (1) every text delta is 19 ``@`` characters, and just before the delta is written the
-  ``@``s are replaced by ``time.monotonic_ns()`` (CLOCK_MONOTONIC is one clock for every process
-  on the machine), so a client can compute *arrival time - send time* per event; and (2) with a
-  pace, the head of the reply (``message_start`` …) is written at once and the deltas follow
+  (Anthropic) and ``POST /v1/chat/completions`` (OpenAI, usage included) with the *same bytes*
+  the fake's emitter (:func:`rxturn.testing._emit.stream_events`) produces, for a model named
+  ``stamp-<events>-<pace_us>``, with two differences the latency measurement needs: (1) every
+  text delta is 19 ``@`` characters, and just before the delta is written the ``@``s are
+  replaced by ``time.monotonic_ns()`` (CLOCK_MONOTONIC is one clock for every process on the
+  machine), so a client can compute *arrival time - send time* per event; and (2) with a pace,
+  the head of the reply (``message_start`` …) is written at once and the deltas follow
   ``pace_us`` apart, the first after a random offset in ``[0, pace)`` so that a thousand
   streams are not phase-locked into bursts (real traffic is not). Pace 0 writes the whole reply
-  at once, in 256 KiB slices, as the fake does. It listens
-  with a 4096-connection backlog (aiohttp's default of 128 would drop SYNs when a thousand
-  turns connect at once and turn the run into a test of TCP retransmission timers).
+  at once, in 256 KiB slices, as the fake does. It listens with a 4096-connection backlog
+  (aiohttp's default of 128 would drop SYNs when a thousand turns connect at once and turn the
+  run into a test of TCP retransmission timers).
 
 Run as ``python _servers.py fake SCENARIO.json`` or ``python _servers.py stamp``; the first
 stdout line is ``listening on http://127.0.0.1:PORT`` (the convention of ``rxturn fake-server``).
@@ -123,22 +124,22 @@ async def _serve_stamp() -> None:
     from rxturn.testing import Entry, ScenarioUsage
     from rxturn.testing._emit import ReplyContext, stream_events
 
-    built: dict[int, tuple[list[bytes], list[bytes], list[bytes]]] = {}
+    built: dict[tuple[str, int], tuple[list[bytes], list[bytes], list[bytes]]] = {}
     rng = random.Random(8)
 
-    def reply(events: int, model: str) -> tuple[list[bytes], list[bytes], list[bytes]]:
+    def reply(fmt: Any, events: int, model: str) -> tuple[list[bytes], list[bytes], list[bytes]]:
         """(head, deltas, tail) of a reply with ``events`` placeholder deltas."""
-        if events not in built:
+        if (fmt, events) not in built:
             entry = Entry(
                 text=PLACEHOLDER.decode() * events,
                 chunk_chars=len(PLACEHOLDER),
                 usage=ScenarioUsage(10, events),
             )
-            wire = stream_events(entry, "anthropic", ReplyContext(model=model))
+            wire = stream_events(entry, fmt, ReplyContext(model=model, include_usage=True))
             first = next(i for i, event in enumerate(wire) if PLACEHOLDER in event)
             last = max(i for i, event in enumerate(wire) if PLACEHOLDER in event)
-            built[events] = (wire[:first], wire[first : last + 1], wire[last + 1 :])
-        return built[events]
+            built[(fmt, events)] = (wire[:first], wire[first : last + 1], wire[last + 1 :])
+        return built[(fmt, events)]
 
     async def stream(
         response: web.StreamResponse,
@@ -164,7 +165,11 @@ async def _serve_stamp() -> None:
         await response.write_eof()
 
     async def messages(request: web.Request) -> web.StreamResponse:
-        body: Any = await request.json()
+        fmt = "openai" if request.path.endswith("/chat/completions") else "anthropic"
+        try:
+            body: Any = await request.json()
+        except ConnectionResetError:  # a turn cancelled at the end of a window, mid-request
+            return web.Response(status=499)
         model = str(body.get("model", ""))
         try:
             _, events_text, pace_text = model.split("-")
@@ -174,7 +179,7 @@ async def _serve_stamp() -> None:
                 {"type": "error", "error": {"type": "not_found_error", "message": model}},
                 status=404,
             )
-        head, deltas, tail = reply(events, model)
+        head, deltas, tail = reply(fmt, events, model)
         response = web.StreamResponse(
             headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
         )
@@ -185,6 +190,7 @@ async def _serve_stamp() -> None:
 
     app = web.Application(client_max_size=16 * 1024 * 1024)
     app.router.add_post("/v1/messages", messages)
+    app.router.add_post("/v1/chat/completions", messages)
     runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0, backlog=4096)

@@ -18,8 +18,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from rxturn.engine.tokens import OverheadCache, TiktokenCounter, estimate_context
 from rxturn.messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSchema
-from rxturn.tokens import OverheadCache, TiktokenCounter, estimate_context
 
 __all__ = ["main"]
 

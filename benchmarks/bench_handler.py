@@ -5,7 +5,7 @@ A 100k-event synthetic reply, decoded in advance into a list, is pushed by a syn
 
 (a) the bare fold loop: ``for e in events: state = fold(state, e)``;
 (b) the plain pipeline: ``source.pipe(ops.scan(fold, INITIAL_STATE))``;
-(c) the default :class:`~rxturn.handler.StreamHandler` (first-event, per-event and total
+(c) the default :class:`~rxturn.engine.handler.StreamHandler` (first-event, per-event and total
     deadlines all armed; retry ladder, rescue and cancel operators in place) followed by
     ``ops.scan(fold_handler, INITIAL_STATE)``, on an asyncio scheduler inside a running loop.
 
@@ -30,7 +30,7 @@ from reactivex import operators as ops
 from reactivex.disposable import Disposable
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
-from rxturn.cancel import CancelToken
+from rxturn.engine.handler import StreamHandler
 from rxturn.events import (
     Delta,
     MessageDelta,
@@ -41,8 +41,8 @@ from rxturn.events import (
     StreamEvent,
 )
 from rxturn.fold import INITIAL_STATE, fold, fold_handler
-from rxturn.handler import StreamHandler
 from rxturn.messages import Message, Request, RequestOptions, Usage
+from rxturn.resilience.cancel import CancelToken
 
 __all__ = ["main"]
 
