@@ -43,7 +43,7 @@ Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, t
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 import msgspec
 
@@ -61,6 +61,7 @@ from ..messages import (
 from ._base import keeps_thinking
 from ._http import (
     HttpClient,
+    HttpSettings,
     from_env_key,
     merge_extra_body,
     reject_thinking,
@@ -69,12 +70,19 @@ from ._http import (
     resolve_temperature,
     resolve_tool_choice,
 )
+from ._request import JSONBody
 from .openai import DEFAULT_BASE_URL, strict_schema
 
 if TYPE_CHECKING:
     from ..transport import AsyncTransport
 
-__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OpenAIResponsesClient", "build_responses_body"]
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "DEFAULT_MODEL",
+    "OpenAIResponsesClient",
+    "ResponsesEnvSettings",
+    "build_responses_body",
+]
 
 DEFAULT_MODEL = "gpt-5-mini"
 
@@ -156,7 +164,7 @@ def build_responses_body(
     max_tokens: int | None,
     stream: bool,
     keep_thinking: bool = False,
-) -> dict[str, Any]:
+) -> JSONBody:
     """The JSON body of a Responses API request (see the module docstring).
 
     Args:
@@ -237,6 +245,13 @@ def build_responses_body(
     return merge_extra_body(body, options)
 
 
+class ResponsesEnvSettings(HttpSettings, total=False):
+    """The keywords :meth:`OpenAIResponsesClient.from_env` passes on to the constructor."""
+
+    base_url: str
+    max_tokens: int | None
+
+
 class OpenAIResponsesClient(HttpClient):
     """A client for the OpenAI Responses API (``POST /v1/responses``).
 
@@ -287,7 +302,9 @@ class OpenAIResponsesClient(HttpClient):
         )
 
     @classmethod
-    def from_env(cls, model: str = DEFAULT_MODEL, **kwargs: Any) -> OpenAIResponsesClient:
+    def from_env(
+        cls, model: str = DEFAULT_MODEL, **kwargs: Unpack[ResponsesEnvSettings]
+    ) -> OpenAIResponsesClient:
         """A client whose key comes from ``OPENAI_API_KEY``.
 
         Raises:

@@ -637,7 +637,7 @@ class LoggingObserver(Observer):
             for name in REQUEST_CALLBACKS:
                 setattr(self, name, functools.partial(self.log_kwargs, name))
 
-    def log_kwargs(self, name: str, /, **fields: Any) -> None:
+    def log_kwargs(self, name: str, /, **fields: object) -> None:
         """:meth:`log` with the fields as keywords."""
         self.log(name, fields)
 

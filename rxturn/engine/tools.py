@@ -61,7 +61,7 @@ class Tool:
         *,
         name: str | None = None,
         description: str | None = None,
-        input_schema: Mapping[str, Any] | None = None,
+        input_schema: Mapping[str, object] | None = None,
         timeout: float | None = None,
     ) -> None:
         if timeout is not None and (
@@ -112,13 +112,21 @@ class Tool:
 
 @overload
 def tool(
-    function: ToolFunction, *, name: str | None = None, description: str | None = None
+    function: ToolFunction,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
 ) -> Tool: ...
 
 
 @overload
 def tool(
-    function: None = None, *, name: str | None = None, description: str | None = None
+    function: None = None,
+    *,
+    name: str | None = None,
+    description: str | None = None,
+    timeout: float | None = None,
 ) -> Callable[[ToolFunction], Tool]: ...
 
 
@@ -128,7 +136,7 @@ def tool(
     name: str | None = None,
     description: str | None = None,
     timeout: float | None = None,
-) -> Any:
+) -> Tool | Callable[[ToolFunction], Tool]:
     """Decorator turning a function into a :class:`Tool` (``@tool`` or ``@tool(name=...)``)."""
 
     def wrap(fn: ToolFunction) -> Tool:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from reactivex import Observable
 from reactivex.disposable import Disposable
@@ -53,6 +53,7 @@ __all__ = [
     "REQUEST",
     "Later",
     "Run",
+    "Script",
     "ScriptedClient",
     "StillRunning",
     "Tracked",
@@ -78,6 +79,9 @@ on_error: Any = ReactiveTest.on_error
 on_completed: Any = ReactiveTest.on_completed
 
 #: A one-message request for handler-level tests.
+#: A scripted stream: provider events (and an end) at virtual times, as ``timeline`` builds it.
+Script = list[Recorded[object]]
+
 REQUEST = Request(messages=(Message.user("hello"),))
 
 
@@ -93,7 +97,7 @@ HANG: Any = _Hang()
 class Later:
     """A ``create()`` outcome delivered after ``delay`` virtual seconds."""
 
-    def __init__(self, delay: float, outcome: Any) -> None:
+    def __init__(self, delay: float, outcome: object) -> None:
         self.delay = delay
         self.outcome = outcome
 
@@ -124,7 +128,7 @@ def timeline(
     start: float = 0.01,
     step: float = 0.01,
     end: Exception | str | None = "complete",
-) -> list[Recorded[Any]]:
+) -> Script:
     """Recorded notifications: ``events`` at ``start, start+step, …``, then the end.
 
     ``end`` is ``"complete"`` (completion one step after the last event), an exception (an error
@@ -149,7 +153,7 @@ class Tracked:
     ``None`` while it is live; termination also disposes, so a natural end is recorded too.
     """
 
-    def __init__(self, scheduler: TestScheduler, recorded: list[Recorded[Any]]) -> None:
+    def __init__(self, scheduler: TestScheduler, recorded: Script) -> None:
         self.scheduler = scheduler
         self.cold = scheduler.create_cold_observable(recorded)
         self.spans: list[list[float | None]] = []
@@ -186,10 +190,10 @@ class ScriptedClient:
     def __init__(
         self,
         scheduler: TestScheduler,
-        streams: Sequence[list[Recorded[Any]]] = (),
+        streams: Sequence[Script] = (),
         *,
-        create: Sequence[Any] = (),
-        models: Mapping[str, Sequence[list[Recorded[Any]]]] | None = None,
+        create: Sequence[object] = (),
+        models: Mapping[str, Sequence[Script]] | None = None,
         base_url: str = "http://scripted.invalid",
         model: str = "scripted",
     ) -> None:
@@ -264,7 +268,7 @@ class Run:
         return self.completed or self.error is not None
 
     @property
-    def values(self) -> list[Any]:
+    def values(self) -> list[object]:
         return [item for _, item in self.items]
 
     @property
@@ -277,7 +281,12 @@ class Run:
 
     @property
     def events(self) -> list[StreamEvent]:
-        return [item for item in self.values if not isinstance(item, AttemptReset | Fallback)]
+        """The provider events (everything but the handler's resets and rescue items)."""
+        return [
+            cast("StreamEvent", item)
+            for item in self.values
+            if not isinstance(item, AttemptReset | Fallback)
+        ]
 
     def __repr__(self) -> str:
         return (
@@ -286,9 +295,9 @@ class Run:
         )
 
 
-def events_of(recorded: Sequence[Recorded[Any]]) -> list[Any]:
+def events_of(recorded: Sequence[Recorded[object]]) -> list[object]:
     """The values of the on_next notifications of a recorded timeline."""
-    out: list[Any] = []
+    out: list[object] = []
     for record in recorded:
         value: Any = record.value
         if value.kind == "N":
@@ -301,7 +310,7 @@ def _queue_of(scheduler: TestScheduler) -> Any:
     return scheduler._queue  # pyright: ignore[reportPrivateUsage]
 
 
-def leftovers(scheduler: TestScheduler) -> list[Any]:
+def leftovers(scheduler: TestScheduler) -> list[object]:
     """Scheduled items that are still live (not yet run, not disposed)."""
     return [item for item, _ in _queue_of(scheduler).items if not item.is_cancelled()]
 
@@ -397,7 +406,7 @@ def _has_due(scheduler: TestScheduler, limit: float) -> bool:
 
 async def drive(
     scheduler: TestScheduler,
-    observable: Observable[Any],
+    observable: Observable[object],
     *,
     cancel: CancelToken | None = None,
     cancel_at: float | None = None,
