@@ -42,7 +42,7 @@ from reactivex.disposable import Disposable
 
 from .._batching import as_batches_, unbatch_
 from ..clients._base import BatchingModelClient, ModelClient
-from ..errors import RateLimitError, RateLimitEscalation, RequestTimeoutError
+from ..errors import RateLimitError, RequestTimeoutError, RetryAfterBeyondDeadline
 from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream, StreamEvent
 from ..messages import Message, Request, RequestOptions, Usage
 from ..operators import (
@@ -85,23 +85,6 @@ class AttemptWatcher(Protocol):
         *,
         disposed: bool = False,
     ) -> None: ...
-
-
-class RetryAfterBeyondDeadline(RateLimitEscalation):
-    """The provider asked to wait longer than the turn has left: give up on this model now.
-
-    Raised instead of waiting only when the caller asked for it (``give_up_beyond_deadline``,
-    what same-turn failover does when another model is available). It counts as a rate-limit
-    escalation for the model breaker.
-    """
-
-    def __init__(self, attempts: int, retry_after: float, remaining: float) -> None:
-        super().__init__(attempts, retry_after)
-        self.remaining = remaining
-        self.message = (
-            f"rate limited: retry-after {retry_after:g}s is beyond the turn's remaining "
-            f"deadline ({max(remaining, 0.0):.1f}s)"
-        )
 
 
 def _watched(
