@@ -1,4 +1,4 @@
-"""An Anthropic attempt that fails after ``message_start`` was billed for its input: the audit says so.
+"""An Anthropic attempt failing after ``message_start`` was billed its input: the audit says so.
 
 Anthropic reports the input tokens in ``message_start`` and the cumulative output tokens in
 ``message_delta``. An attempt cut between the two (a dropped connection, a stall, an error event)
