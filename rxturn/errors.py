@@ -29,9 +29,11 @@ what went wrong and where. The tree, drawn the way httpx draws its own::
     │       └── InvalidToolInputError a closed tool block whose JSON does not parse
     ├── StreamTimeoutError           a stream deadline fired (``kind``: first_event, idle, total)
     ├── RateLimitEscalation          the rate-limit ladder gave up (feeds the model breaker)
+    │   └── RetryAfterBeyondDeadline a Retry-After longer than the turn has left (failover)
     ├── RescueFailed                 the stream failed and the non-streaming rescue failed too
     ├── RescueTimeoutError           the rescue request did not finish within its deadline
-    └── FallbackExhausted            every model of the fallback chain has failed
+    ├── FallbackExhausted            every model of the fallback chain has failed
+    └── ToolTimeoutError             a tool outlived its timeout (told to the model, not raised)
 
 Whether an error is worth another attempt is decided in one place, :func:`is_retryable`;
 ``docs/reliability.md`` lists every failure, the error it becomes and whether it is retried.
@@ -71,10 +73,12 @@ __all__ = [
     "RequestTimeoutError",
     "RescueFailed",
     "RescueTimeoutError",
+    "RetryAfterBeyondDeadline",
     "RxturnError",
     "ServerError",
     "StreamProtocolError",
     "StreamTimeoutError",
+    "ToolTimeoutError",
     "TransportError",
     "TruncatedStreamError",
     "UnexpectedResponseError",
@@ -428,6 +432,26 @@ class RateLimitEscalation(RxturnError):
         self.retry_after = retry_after
 
 
+class RetryAfterBeyondDeadline(RateLimitEscalation):
+    """The provider asked to wait longer than the turn has left: give up on this model now.
+
+    Raised instead of waiting only when the caller asked for it (``give_up_beyond_deadline`` of
+    :meth:`rxturn.StreamHandler.stream_turn_batches`, what same-turn failover does when another
+    model is available). It counts as a rate-limit escalation for the model breaker.
+
+    Attributes:
+        remaining: seconds the turn had left when the wait was asked for.
+    """
+
+    def __init__(self, attempts: int, retry_after: float, remaining: float) -> None:
+        super().__init__(attempts, retry_after)
+        self.remaining = remaining
+        self.message = (
+            f"rate limited: retry-after {retry_after:g}s is beyond the turn's remaining "
+            f"deadline ({max(remaining, 0.0):.1f}s)"
+        )
+
+
 class RescueFailed(RxturnError):
     """The stream failed and the non-streaming rescue failed as well. Both errors are kept."""
 
@@ -458,6 +482,19 @@ class FallbackExhausted(RxturnError):
         super().__init__(f"all fallback models failed (primary {primary!r}, chain {chain!r})")
         self.primary = primary
         self.chain = chain
+
+
+class ToolTimeoutError(RxturnError):
+    """A tool did not finish within its ``timeout``; the model is told, the run goes on.
+
+    The agent loop never raises it: it becomes the failed tool result the model sees
+    (``"ToolTimeoutError: tool 'name' did not finish within 30s"``).
+    """
+
+    def __init__(self, name: str, timeout: float) -> None:
+        super().__init__(f"tool {name!r} did not finish within {timeout:g}s")
+        self.name = name
+        self.timeout = timeout
 
 
 _STATUS_CLASSES: dict[int, type[APIStatusError]] = {

@@ -5,6 +5,9 @@ One reply is always this sequence (reference §1.1)::
     MessageStart → (PartStart → Delta* → PartStop)* → MessageDelta → MessageStop
 
 Lanes are addressed by ``index``; several may be open at once (OpenAI parallel tool calls).
+A decoder may also send a usage-only ``MessageDelta`` (no stop reason) early, as soon as the
+provider reports usage (Anthropic's ``message_start``): the input tokens are billed from then
+on, even if the attempt fails. The last ``MessageDelta`` has the final say.
 ``MessageStop`` is the only "reply complete" signal: a decoder never synthesizes it on failure,
 so its absence marks a truncated stream. ``Ping`` is a keep-alive that nobody needs to see.
 

@@ -80,3 +80,28 @@ def test_moved_modules_keep_their_old_import_paths() -> None:
     from rxturn.handler import StreamHandler  # type: ignore[import-not-found]
 
     assert StreamHandler is rxturn.StreamHandler
+
+
+def test_moved_errors_live_in_the_one_tree_and_keep_their_old_homes() -> None:
+    from rxturn import errors
+    from rxturn.engine import RetryAfterBeyondDeadline as from_engine
+    from rxturn.engine import ToolTimeoutError as tool_timeout_from_engine
+    from rxturn.engine.handler import RetryAfterBeyondDeadline as from_handler
+    from rxturn.engine.tools import ToolTimeoutError as from_tools
+
+    assert from_handler is from_engine is errors.RetryAfterBeyondDeadline
+    assert from_tools is tool_timeout_from_engine is errors.ToolTimeoutError
+    assert issubclass(errors.RetryAfterBeyondDeadline, errors.RateLimitEscalation)
+    for name in (
+        "DecompressionLimitError",
+        "RetryAfterBeyondDeadline",
+        "ToolTimeoutError",
+        "UnexpectedResponseError",
+    ):
+        error = getattr(rxturn, name)
+        assert error is getattr(errors, name) and name in errors.__all__, name
+        assert name in (errors.__doc__ or ""), f"{name} is missing from the drawn tree"
+    from rxturn.clients import BatchingModelClient, OpenAIResponsesClient
+
+    assert rxturn.BatchingModelClient is BatchingModelClient
+    assert rxturn.OpenAIResponsesClient is OpenAIResponsesClient

@@ -523,6 +523,19 @@ class HttpClient:
         if isinstance(exc, RxturnError):
             scrub_secrets(exc, self._secrets())
 
+    def scrub(self, error: BaseException) -> None:
+        """Make an error raised *downstream* of this client safe to hand out, in place.
+
+        What the client decoded can still reach an error after it left the client: the fold
+        of a streamed reply runs in the stream handler and the engine, and its
+        :class:`~rxturn.errors.InvalidToolInputError` keeps the tool arguments verbatim (model
+        output, which a hostile server can fill with the key). Only the client knows its key,
+        so the handler and the engine ask it, once per failed attempt or turn. An error that is
+        not an :class:`~rxturn.errors.RxturnError` is left as it is.
+        """
+        if isinstance(error, RxturnError):
+            scrub_secrets(error, self._secrets())
+
     async def _json_instead_of_stream(self, response: HttpResponse) -> ProviderError:
         """A 2xx JSON body where an event stream was asked for: usually an error in disguise.
 

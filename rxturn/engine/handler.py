@@ -35,14 +35,14 @@ from __future__ import annotations
 import contextvars
 import random
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal, Protocol
+from typing import Any, ClassVar, Literal, Protocol, cast
 
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
 from .._batching import as_batches_, unbatch_
 from ..clients._base import BatchingModelClient, ModelClient
-from ..errors import RateLimitError, RateLimitEscalation, RequestTimeoutError
+from ..errors import RateLimitError, RequestTimeoutError, RetryAfterBeyondDeadline
 from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream, StreamEvent
 from ..messages import Message, Request, RequestOptions, Usage
 from ..operators import (
@@ -87,21 +87,12 @@ class AttemptWatcher(Protocol):
     ) -> None: ...
 
 
-class RetryAfterBeyondDeadline(RateLimitEscalation):
-    """The provider asked to wait longer than the turn has left: give up on this model now.
-
-    Raised instead of waiting only when the caller asked for it (``give_up_beyond_deadline``,
-    what same-turn failover does when another model is available). It counts as a rate-limit
-    escalation for the model breaker.
-    """
-
-    def __init__(self, attempts: int, retry_after: float, remaining: float) -> None:
-        super().__init__(attempts, retry_after)
-        self.remaining = remaining
-        self.message = (
-            f"rate limited: retry-after {retry_after:g}s is beyond the turn's remaining "
-            f"deadline ({max(remaining, 0.0):.1f}s)"
-        )
+def client_scrubber(client: object) -> Callable[[BaseException], None] | None:
+    """The client's ``scrub(error)`` method, if it has one (every HTTP client of rxturn does):
+    what removes its key from an error raised downstream of it. A client of your own may offer
+    one; without it, nothing is scrubbed here."""
+    scrub = getattr(client, "scrub", None)
+    return cast("Callable[[BaseException], None]", scrub) if callable(scrub) else None
 
 
 def _watched(
@@ -109,12 +100,17 @@ def _watched(
     watcher: AttemptWatcher | None,
     progress: TurnProgress,
     give_up_beyond_deadline: bool,
+    scrub: Callable[[BaseException], None] | None = None,
 ) -> Observable[Any]:
     """One streaming attempt, reported to ``watcher`` and with its errors annotated.
 
+    Every error of the attempt first goes through the client's ``scrub``: the attempt guard's
+    fold runs here, downstream of the client, and a tool call's unparsable arguments in an
+    :class:`~rxturn.errors.InvalidToolInputError` may quote the key (a hostile server).
     A rate limit or a 408 learns what the attempt had received (``partial``, ``events``); with
     ``give_up_beyond_deadline`` a rate limit whose Retry-After is longer than the turn has left
-    becomes :class:`RetryAfterBeyondDeadline` (the ladder then lets it out at once).
+    becomes :class:`~rxturn.errors.RetryAfterBeyondDeadline` (the ladder then lets it out at
+    once).
     """
 
     def subscribe(
@@ -126,6 +122,8 @@ def _watched(
         def on_error(error: Exception) -> None:
             nonlocal ended
             ended = True
+            if scrub is not None:
+                scrub(error)
             if isinstance(error, RateLimitError | RequestTimeoutError):
                 error.note_progress(partial=progress.partial, events=progress.events)
             if give_up_beyond_deadline and isinstance(error, RateLimitError):
@@ -400,6 +398,7 @@ class StreamHandler:
         total = timeouts.total if deadline is None or timeouts.total is None else deadline
         limiter, rng, on_wait = self._limiter, self._rng, self._on_wait
         preferred = scheduler if scheduler is not None else self._scheduler
+        scrub = client_scrubber(client)
 
         # a client of your own may offer only the per-event ``stream``: the operators take both
         attempt_source: Callable[
@@ -439,7 +438,7 @@ class StreamHandler:
                     scheduler=sched,
                 ),
             )
-            attempt = _watched(attempt, watcher, progress, give_up_beyond_deadline).pipe(
+            attempt = _watched(attempt, watcher, progress, give_up_beyond_deadline, scrub).pipe(
                 rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=sched)
             )
             turn: Observable[Any] = attempt.pipe(

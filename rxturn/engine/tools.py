@@ -27,19 +27,10 @@ from typing import Any, cast, get_type_hints, overload
 
 import msgspec
 
-from ..errors import ConfigError, RxturnError
+from ..errors import ConfigError, ToolTimeoutError
 from ..messages import ToolCallPart, ToolResultPart, ToolSchema
 
 __all__ = ["Tool", "ToolRegistry", "ToolTimeoutError", "tool"]
-
-
-class ToolTimeoutError(RxturnError):
-    """A tool did not finish within its ``timeout``; the model is told, the run goes on."""
-
-    def __init__(self, name: str, timeout: float) -> None:
-        super().__init__(f"tool {name!r} did not finish within {timeout:g}s")
-        self.name = name
-        self.timeout = timeout
 
 
 def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:

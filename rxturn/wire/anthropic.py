@@ -10,7 +10,9 @@ canonical :mod:`rxturn.events` (reference §8.2, with the project's decisions):
 ==========================  ========================================================
 wire                        canonical
 ==========================  ========================================================
-``message_start``           ``MessageStart(id, model)`` (first only); usage latched
+``message_start``           ``MessageStart(id, model)`` (first only); its usage latched
+                            and, when not all zero, reported at once as
+                            ``MessageDelta(None, usage)``
 ``content_block_start``     ``PartStart``: ``text`` → text, ``tool_use`` → tool_call(id,
                             name) (its ``input`` ignored), ``thinking`` → thinking
                             (+ the block's own text and signature as deltas),
@@ -36,7 +38,12 @@ use, web search results, compaction, a fallback marker…) can never land in a c
 still open at ``message_stop`` (a tool call cut by ``max_tokens``) is left open: the fold keeps its
 partial input. Usage: each counter of ``message_delta.usage`` wins where present, else the
 ``message_start`` value stands (the SDK's own rule; counters are cumulative); ``None`` when both
-are zero.
+are zero. The provider bills the input tokens as soon as it sends ``message_start``, so that
+usage is also reported right away, in a ``MessageDelta`` with no stop reason: an attempt that
+fails before ``message_delta`` (a dropped connection, a stall, an error event) still has its
+usage on record for the audit's billed total. The fold takes it like any ``MessageDelta`` (its
+usage is replaced by the final one), so a reply's message is what it would be without it; a
+stream with no ``message_delta`` at all keeps ``message_start``'s usage, as the SDK does.
 
 Errors surface from :meth:`AnthropicDecoder.feed`. Events decoded before the failure in the same
 chunk are returned first and the error is raised by the next ``feed`` / ``close`` call, so nothing
@@ -333,10 +340,14 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
             case _MessageStartEvent(message=info):
                 if not self._started:  # a duplicate keeps the first id, model and usage
                     self._started = True
-                    if info.usage is not None:
-                        self._input = info.usage.input_tokens or 0
-                        self._output = info.usage.output_tokens or 0
                     out.append(MessageStart(info.id, info.model))
+                    usage = info.usage
+                    if usage is not None:
+                        inp = self._input = usage.input_tokens or 0
+                        outp = self._output = usage.output_tokens or 0
+                        if inp or outp:  # billed from here on, even if the attempt then fails
+                            usage_now = Usage(input_tokens=inp, output_tokens=outp)
+                            out.append(MessageDelta(None, usage_now))
             case _ErrorEvent(error=error):
                 raise stream_error(error.type, error.message)
             case _:  # ping (and a delta, handled inline by the caller)

@@ -44,7 +44,7 @@ from rxturn.errors import (
     StreamProtocolError,
     is_retryable,
 )
-from rxturn.events import MessageStart, MessageStop
+from rxturn.events import MessageDelta, MessageStart, MessageStop
 from rxturn.messages import RequestOptions
 from rxturn.testing import FakeProvider
 
@@ -488,6 +488,7 @@ async def test_error_event_after_good_events_surfaces_while_the_server_stalls(
             events, error = await run_stream(client.stream(REQUEST))
     finally:
         release.set()
-    assert [type(e) for e in events] == [MessageStart]
+    # message_start's usage comes at once (billed even though the stream then fails)
+    assert [type(e) for e in events] == [MessageStart, MessageDelta]
     assert isinstance(error, OverloadedError)
     assert "busy" in str(error)

@@ -199,7 +199,8 @@ async def test_a_fault_mid_stream_delivers_the_batches_before_it_then_the_typed_
 _SSE = [
     b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_cut",'
     b'"type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,'
-    b'"usage":{"input_tokens":1,"output_tokens":0}}}\n\n',
+    # no usage at the start, so each wire event decodes to exactly one event
+    b'"usage":{"input_tokens":0,"output_tokens":0}}}\n\n',
     b'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
     b'"content_block":{"type":"text","text":""}}\n\n',
     b'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'

@@ -5,8 +5,10 @@ the client sent and writes it back: in a JSON error body (type, message, code), 
 headers, in the reason phrase, in ``Retry-After``, in a redirect ``Location`` (as is and
 percent-encoded), in an in-stream error event, in a 200 HTML page, in a broken status line and a
 broken header line (which aiohttp reports with a ``ClientResponseError`` whose ``request_info``
-holds the request headers, key included), and in a non-streaming reply's tool arguments
-(streamed tool arguments are a known gap: see ``CASES``).
+holds the request headers, key included), and in a reply's tool arguments: non-streaming,
+streamed in a block that closes, and streamed in a block left open at ``max_tokens``. Streamed
+arguments are folded downstream of the client (the handler's attempt guard, the engine's fold),
+so the handler and the engine ask the client to scrub those errors (``HttpClient.scrub``).
 
 Every error — on both paths, with the passthrough handler and with the resilient one (retries,
 then the non-streaming rescue: ``RescueFailed`` chains) — goes through
@@ -32,7 +34,7 @@ from rxturn.errors import RxturnError
 from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from rxturn.testing import assert_no_secret
 
-from .conftest import FORMAT_NAMES, RawHTTPServer, RawRequest, make_client
+from .conftest import FORMAT_NAMES, RawHTTPServer, RawRequest, ToolScript, make_client, wire_stream
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -80,6 +82,17 @@ def tool_reply(fmt: str, key: str) -> bytes:
     return error_body(key)  # Anthropic tool input is an object, never a string to parse
 
 
+def streamed_tool_reply(fmt: str, key: str, *, closed: bool) -> bytes:
+    """A streamed tool call whose arguments quote the key and do not parse: in a block that
+    closes (strict parse), or in one still open at ``max_tokens`` (partial parse; a missing
+    colon defeats it)."""
+    broken = '{"token": "' + key if closed else '{"token" "' + key + '"'
+    tool = ToolScript(fragments=(broken[:9], broken[9:]), closed=closed)
+    body = wire_stream(fmt, tool=tool, stop="tool_call" if closed else "max_tokens")
+    content_type = "application/x-ndjson" if fmt == "ollama" else "text/event-stream"
+    return response("200 OK", {"Content-Type": content_type}, body)
+
+
 Echo = Callable[[RawRequest, str, str], bytes]
 
 ECHOES: dict[str, Echo] = {
@@ -122,8 +135,15 @@ ECHOES: dict[str, Echo] = {
     "broken header line": lambda r, key, fmt: (
         f"HTTP/1.1 200 OK\r\nX-Token {key}\r\nContent-Type: text/plain\r\n\r\nx".encode()
     ),
-    "tool arguments": lambda r, key, fmt: response(
-        "200 OK", {"Content-Type": "application/json"}, tool_reply(fmt, key)
+    "tool arguments": lambda r, key, fmt: (
+        streamed_tool_reply(fmt, key, closed=True)
+        if r.streaming
+        else response("200 OK", {"Content-Type": "application/json"}, tool_reply(fmt, key))
+    ),
+    "unfinished tool arguments": lambda r, key, fmt: (
+        streamed_tool_reply(fmt, key, closed=False)
+        if r.streaming
+        else response("200 OK", {"Content-Type": "application/json"}, tool_reply(fmt, key))
     ),
 }
 
@@ -136,15 +156,12 @@ def resilient() -> StreamHandler:
     )
 
 
-# Known gap, not hidden: streamed tool arguments are folded downstream of the client, and the
-# fold's InvalidToolInputError keeps them verbatim in ``raw`` (model output, which a hostile
-# server can fill with the key). Only the non-streaming parse, inside the client's boundary, is
-# scrubbed today (docs/reliability.md says so); that one combination is left out.
+# (a non-streaming reply has no unfinished block: there that echo is the plain one, left out)
 CASES = [
     (echo, mode)
     for echo in ECHOES
     for mode in ("streaming", "non_streaming")
-    if (echo, mode) != ("tool arguments", "streaming")
+    if (echo, mode) != ("unfinished tool arguments", "non_streaming")
 ]
 
 

@@ -87,7 +87,7 @@ async def test_a_handler_answers_per_request_and_may_be_async() -> None:
         _, error = await collect(c)
         events, ok = await collect(c)
     assert isinstance(error, RateLimitError) and error.retry_after == 7.0
-    assert ok is None and len(events) == len(SSE)
+    assert ok is None and len(events) == len(SSE) + 1  # + message_start's usage
     assert seen == transport.requests
 
 
@@ -97,7 +97,7 @@ async def test_a_mid_body_error_comes_after_the_events_before_it() -> None:
         "x", api_key="k", base_url="http://m.invalid", transport=transport
     ) as c:
         events, error = await collect(c)
-    assert len(events) == 3
+    assert len(events) == 4  # message_start (and its usage), a block start, one delta
     assert isinstance(error, ReadError)
     assert transport.responses[0].closed
 

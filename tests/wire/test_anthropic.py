@@ -54,6 +54,8 @@ START = {
     },
 }
 STOP = {"type": "message_stop"}
+#: What ``START`` reports at once: the input tokens billed even if the stream then fails.
+START_USAGE = MessageDelta(None, Usage(input_tokens=25, output_tokens=1))
 
 
 def block_start(index: int, block: dict[str, Any]) -> dict[str, Any]:
@@ -150,6 +152,7 @@ def test_basic_response_event_by_event() -> None:
     # written from the file: one text block "Hello", " there", "!"; end_turn; 11 in / 6 out
     assert decode(_file("basic_response")) == [
         MessageStart("msg_4QpJur2dWWDjF6C758FbBw5vm12BaVipnK", "claude-3-opus-latest"),
+        MessageDelta(None, Usage(input_tokens=11, output_tokens=1)),  # message_start's usage
         PartStart(0, "text"),
         Delta(0, "Hello"),
         Delta(0, " there"),
@@ -204,6 +207,7 @@ def test_refusal_keeps_the_raw_stop_reason_and_sdk_usage_rule() -> None:
     events = decode(_file("refusal_response"))
     # an empty text block opens and closes; output_tokens 0 in the delta wins over start's 1
     assert events[1:] == [
+        MessageDelta(None, Usage(input_tokens=20, output_tokens=1)),
         PartStart(0, "text"),
         PartStop(0),
         MessageDelta("refusal", Usage(input_tokens=20, output_tokens=0)),
@@ -215,7 +219,7 @@ def test_thinking_stream_with_signature_and_empty_delta() -> None:
     events = decode(_file("stream-a-refusal"))
     thinking = [e for e in events if isinstance(e, Delta) and e.kind == "thinking"]
     assert len(thinking) == 3  # the empty thinking_delta and the signature_delta are dropped
-    assert events[1] == PartStart(0, "thinking")
+    assert events[2] == PartStart(0, "thinking")
     assert PartStop(0) in events and Delta(1, "Hi") in events
 
 
@@ -254,6 +258,7 @@ def test_thinking_delta_is_thinking_and_signature_is_a_signature_delta() -> None
         )
     )
     assert events[1:] == [
+        START_USAGE,
         PartStart(0, "thinking"),
         Delta(0, "", "signature"),  # the block's own (empty) signature, replaced below
         Delta(0, "hmm", "thinking"),
@@ -270,6 +275,7 @@ def test_redacted_thinking_emits_one_empty_thinking_delta_and_its_data() -> None
         )
     )
     assert events[1:] == [
+        START_USAGE,
         PartStart(0, "thinking"),
         Delta(0, "", "thinking"),
         Delta(0, "xyz", "redacted_thinking"),
@@ -325,7 +331,7 @@ def test_usage_combines_start_latch_and_delta(
     else:
         start["message"]["usage"] = start_usage
     events = decode(sse(start, message_delta("end_turn", delta_usage), STOP))
-    assert events[1] == MessageDelta("end_turn", expected)
+    assert events[-2] == MessageDelta("end_turn", expected)
 
 
 def test_duplicate_message_start_keeps_the_first() -> None:
@@ -340,6 +346,7 @@ def test_duplicate_message_start_keeps_the_first() -> None:
     events = decode(sse(START, second, message_delta("end_turn", {"output_tokens": 3}), STOP))
     assert events == [
         MessageStart("msg_1", "claude-test"),
+        START_USAGE,
         MessageDelta("end_turn", Usage(input_tokens=25, output_tokens=3)),
         MessageStop(),
     ]
@@ -359,7 +366,7 @@ def test_duplicate_message_start_keeps_the_first() -> None:
 def test_stop_reason_is_canonical_when_known_else_raw(
     wire: str | None, canonical: str | None
 ) -> None:
-    assert decode(sse(START, message_delta(wire), STOP))[1] == MessageDelta(
+    assert decode(sse(START, message_delta(wire), STOP))[2] == MessageDelta(
         canonical, Usage(input_tokens=25, output_tokens=1)
     )
 
@@ -368,7 +375,7 @@ def test_malformed_usage_counts_are_a_typed_error() -> None:
     # the reference zeroes them; rxturn reports the malformed event (SPEC §2.4: never skip)
     data = sse(START, message_delta("end_turn", {"output_tokens": "many"}))  # type: ignore[dict-item]
     events, error = run(AnthropicDecoder, [data])
-    assert events == [MessageStart("msg_1", "claude-test")]
+    assert events == [MessageStart("msg_1", "claude-test"), START_USAGE]
     assert error is not None and error.startswith("StreamProtocolError: unexpected JSON shape")
     assert error.endswith("(line 5)")
 
@@ -405,6 +412,7 @@ def test_in_stream_error_event(error_type: str, cls: type[Exception]) -> None:
     # the events before the error come first; the error is raised by the next call, and again
     assert decoder.feed(data) == [
         MessageStart("msg_1", "claude-test"),
+        START_USAGE,
         PartStart(0, "text"),
         Delta(0, "Hi"),
     ]
@@ -515,7 +523,13 @@ def test_unknown_event_and_delta_types_are_skipped() -> None:
             STOP,
         )
     )
-    assert events[1:] == [PartStart(0, "text"), Delta(0, "ok"), PartStop(0), MessageStop()]
+    assert events[1:] == [
+        START_USAGE,
+        PartStart(0, "text"),
+        Delta(0, "ok"),
+        PartStop(0),
+        MessageStop(),
+    ]
 
 
 # --- truncation ----------------------------------------------------------------------------------
@@ -636,7 +650,7 @@ def test_feed_and_close_after_message_stop_return_nothing() -> None:
 
 def test_delta_usage_with_input_tokens_only() -> None:
     events = decode(sse(START, message_delta("end_turn", {"input_tokens": 30}), STOP))
-    assert events[1] == MessageDelta("end_turn", Usage(input_tokens=30, output_tokens=1))
+    assert events[2] == MessageDelta("end_turn", Usage(input_tokens=30, output_tokens=1))
 
 
 def test_unknown_block_types_still_follow_the_lane_rules() -> None:
@@ -657,3 +671,14 @@ def test_unknown_block_types_still_follow_the_lane_rules() -> None:
 def test_parse_message_with_a_content_block_that_is_not_an_object() -> None:
     with pytest.raises(StreamProtocolError, match="a content block of the Anthropic message body"):
         parse_anthropic_message(b'{"content": [42]}')
+
+
+def test_message_start_usage_is_reported_at_once() -> None:
+    """The input tokens are billed from ``message_start`` on: reported before any content, so
+    that an attempt failing before ``message_delta`` still has its usage on record."""
+    events, error = run(AnthropicDecoder, [sse(START, block_start(0, {"type": "text"}))])
+    assert error is None
+    assert events == [MessageStart("msg_1", "claude-test"), START_USAGE, PartStart(0, "text")]
+    zero = json.loads(json.dumps(START))
+    zero["message"]["usage"] = {"input_tokens": 0, "output_tokens": 0}
+    assert decode(sse(zero, STOP)) == [MessageStart("msg_1", "claude-test"), MessageStop()]
