@@ -19,7 +19,8 @@ Every cell is checked the same way (:func:`check_cell`):
   ``text_streamer`` saw the same chunks, the folded message holds the served text once (no text of a
   failed attempt leaks in, none is duplicated), thinking never enters the message;
 - the audit trail: one ``Turn`` for a served turn (input, output, attempts, rescued, tokens),
-  none for a failed one; ``on_stream_success`` / ``on_stream_failure`` and ``on_turn_end``.
+  and for a failed one a ``Turn`` with its error's class name and no output;
+  ``on_stream_success`` / ``on_stream_failure`` and ``on_turn_end``.
 
 The cells run concurrently (bounded) on one event loop in a module fixture, each inside its own
 ``wait_for``; each cell is then reported by its own test id:
