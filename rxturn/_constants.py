@@ -1,7 +1,7 @@
-"""Every default of the stream handler and the model breaker, in one place (reference §2.1,
-§3 and §5.1).
+"""Every default of the stream handler and the model breaker, in one place (docs/behaviour.md
+§2.1 and §3 say what each one means).
 
-The values are the reference engine's exact source defaults. Times are seconds (floats), the unit
+Times are seconds (floats), the unit
 every rxturn scheduler speaks. The policies (:mod:`~rxturn.resilience.policies`) read their
 field defaults from here, so changing a number here changes it everywhere, and nothing else
 hard-codes one.

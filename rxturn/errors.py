@@ -361,7 +361,7 @@ class DecompressionLimitError(StreamProtocolError):
     """A compressed response body inflated past a limit of the transport.
 
     ``limit`` names it (``"max_decompressed_bytes"`` or ``"max_expansion_ratio"``) and ``value``
-    is its setting; see ``docs/reliability-limits.md``. Never retried: another attempt asks the
+    is its setting; see ``docs/reliability.md``. Never retried: another attempt asks the
     same server for the same body and would inflate it up to the limit again.
     """
 
@@ -465,7 +465,7 @@ class RescueFailed(RxturnError):
 
 
 class RescueTimeoutError(RxturnError):
-    """The non-streaming rescue did not answer within its deadline (reference §2.4)."""
+    """The non-streaming rescue did not answer within its deadline (docs/behaviour.md §2.6)."""
 
     def __init__(self, budget: float) -> None:
         super().__init__(
@@ -538,7 +538,7 @@ def status_error(
     error_message: str | None = None,
     should_retry: bool | None = None,
 ) -> APIStatusError:
-    """Build the typed error for an HTTP status (reference §4.4), message ``"HTTP s: …"``."""
+    """The typed error for an HTTP status (docs/behaviour.md §2.9), message ``"HTTP s: …"``."""
     cls: type[APIStatusError]
     if status in _STATUS_CLASSES:
         cls = _STATUS_CLASSES[status]
@@ -641,7 +641,7 @@ def _scrub_value(value: Any, secrets: tuple[str, ...], seen: set[int]) -> Any:
 
 
 def is_retryable(exc: BaseException) -> bool:
-    """Whether another attempt could succeed (reference §4.3), decided in one place.
+    """Whether another attempt could succeed, decided in one place (docs/reliability.md).
 
     ``x-should-retry`` wins when the provider sent it; cancellation, config errors and
     4xx statuses other than 408/409/429 are permanent; transport trouble, 5xx, timeouts and

@@ -1,6 +1,6 @@
 """Provider-neutral stream events: what every decoder emits and every operator consumes.
 
-One reply is always this sequence (reference §1.1)::
+One reply is always this sequence (docs/behaviour.md §1)::
 
     MessageStart → (PartStart → Delta* → PartStop)* → MessageDelta → MessageStop
 

@@ -1,8 +1,8 @@
 """The fold: stream events in, one assistant message out, as a pure ``(state, event) -> state``.
 
-``ops.scan(fold, seed=INITIAL_STATE)`` over a turn's events yields a :class:`TurnState` after every
-event; ``state.message()`` builds the reply. The rules are reference §1.4 plus the project's
-decisions (SPEC §2.5, §3.2):
+``ops.scan(fold, INITIAL_STATE)`` over a turn's events yields a :class:`TurnState` after every
+event; ``state.message()`` builds the reply. The rules (docs/behaviour.md §1, and §6 for the
+message):
 
 - ``MessageStart`` comes first and sets ``id`` / ``model`` (a repeated one is ignored, as the
   official SDK ignores it). A lane event or ``MessageDelta`` before it is a
@@ -211,8 +211,8 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
 
         Parts come in the order their lanes opened, closed and still-open lanes alike: a
         still-open text lane keeps its text (as the official SDKs do) and a still-open tool lane
-        keeps its call with the input parsed as far as it goes (SPEC §3.2). ``END_TURN`` with tool
-        calls present becomes ``TOOL_CALL`` (SPEC §2.5).
+        keeps its call with the input parsed as far as it goes (docs/behaviour.md §6). ``END_TURN``
+        with tool calls present becomes ``TOOL_CALL`` (docs/behaviour.md §1).
 
         Raises:
             InvalidToolInputError: a still-open tool lane's JSON cannot be parsed even partially.
@@ -340,7 +340,7 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
                 else:
                     frags = _fresh(frags, n, text)
                 return TurnState(head, frags, n + 1)
-        return state  # no matching open lane: dropped (reference §1.4 rule 3)
+        return state  # no matching open lane: dropped (docs/behaviour.md §1 rule 3)
     if cls is Ping:
         return state
     # the rarer events: ``type(event)`` again, so that the checker narrows ``event`` too

@@ -2,7 +2,7 @@
 
 These are the provider-neutral types every layer shares. They are frozen msgspec Structs, so a
 message handed to an observer can never change under another subscriber's feet, and their JSON
-form (``msgspec.json.encode``) is exactly the Message JSON of SPEC §3.2::
+form (``msgspec.json.encode``) is exactly the Message JSON of docs/behaviour.md §6::
 
     {"id": "msg_…", "model": "…", "role": "assistant",
      "content": [{"type": "text", "text": "…"},
@@ -269,13 +269,13 @@ _encoder = msgspec.json.Encoder()
 
 
 def message_to_json(message: Message) -> bytes:
-    """Encode a message as the Message JSON of SPEC §3.2."""
+    """Encode a message as the Message JSON (docs/behaviour.md §6)."""
     return _encoder.encode(message)
 
 
 def message_from_json(data: bytes | str) -> Message:
-    """Decode the Message JSON of SPEC §3.2 (raises ``msgspec.ValidationError`` on bad input,
-    ``msgspec.DecodeError`` on malformed JSON, JSON nested too deeply included)."""
+    """Decode the Message JSON of docs/behaviour.md §6 (raises ``msgspec.ValidationError`` on bad
+    input, ``msgspec.DecodeError`` on malformed JSON, JSON nested too deeply included)."""
     try:
         return _message_decoder.decode(data)
     except RecursionError as exc:

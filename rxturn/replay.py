@@ -3,7 +3,8 @@
 A recorded ``.sse`` / ``.ndjson`` body is the cheapest faithful stand-in for a live reply, so
 :func:`replay` turns one into exactly what a client's ``stream()`` would emit: the same decoders
 (:mod:`rxturn.wire`), the same events, the same typed errors. :func:`replay_message` folds it
-(:mod:`rxturn.fold`) into the reply, which is what ``rxturn replay`` prints (SPEC §3.1, §3.2).
+(:mod:`rxturn.fold`) into the reply, which is what ``rxturn replay`` prints (the Message JSON of
+docs/behaviour.md §6).
 
 Failures, all typed (:mod:`rxturn.errors`), each saying what and where:
 
@@ -153,7 +154,7 @@ def _replay(source: Source, format: str, *, batched: bool) -> Observable[Any]:
 
 
 def replay_message(source: Source, format: str = "auto", *, keep_thinking: bool = False) -> Message:
-    """Decode and fold ``source`` into the assistant message (SPEC §3.2), synchronously.
+    """Decode and fold ``source`` into the assistant message (docs/behaviour.md §6), synchronously.
 
     With ``keep_thinking`` the message keeps thinking blocks (text and signature) and redacted
     thinking in block order, as an agent loop with extended thinking needs

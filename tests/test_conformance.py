@@ -172,7 +172,7 @@ async def test_openai_fixture_matches_the_sdk(aiohttp_server: ServerFactory, pat
     ours = replay_message(body, "openai")
     assert replay_message(path) == ours
 
-    choice = sdk.choices[0]  # rxturn folds choices[0] only (SPEC §3.2)
+    choice = sdk.choices[0]  # rxturn folds choices[0] only (docs/behaviour.md §6)
     assert ours.text == (choice.message.content or "")
     assert all(isinstance(p, ToolCallPart) or p.text for p in ours.content)
 

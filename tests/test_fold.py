@@ -1,6 +1,6 @@
-"""The fold (reference §1.4, §9.1 case by case; SPEC §2.5, §3.2), its purity, and its cost model.
+"""The fold (docs/behaviour.md §1 case by case, §6), its purity, and its cost model.
 
-Expected values come from the reference's test list, from SPEC §3.2, from jiter (the official
+Expected values come from the rules of docs/behaviour.md §1 and §6, from jiter (the official
 SDK's partial parser) or from an independent model of a generated event script — never from
 running the fold itself.
 """
@@ -60,7 +60,7 @@ def tool_lane(index: int, call_id: str, name: str, *chunks: str) -> list[StreamE
     ]
 
 
-# -- reference §9.1, case by case ----------------------------------------------------------------
+# -- docs/behaviour.md §1, case by case ------------------------------------------------------------
 
 
 class TestReferenceChecklist:
@@ -127,7 +127,7 @@ class TestReferenceChecklist:
     def test_message_delta_overwrites_usage(self) -> None:
         first, second = Usage(input_tokens=10, output_tokens=5), Usage(input_tokens=1)
         assert folded(MessageDelta(usage=first), MessageDelta(usage=second)).usage == second
-        # overwrite even with None (reference §1.4 rule 5)
+        # overwrite even with None (docs/behaviour.md §1 rule 5)
         assert folded(MessageDelta(usage=first), MessageDelta(usage=None)).usage is None
 
     def test_invalid_tool_json_carries_raw_verbatim(self) -> None:
@@ -210,7 +210,7 @@ class TestReferenceChecklist:
             assert msgspec.json.decode(encoded, type=StreamEvent) == delta
 
 
-# -- project rules beyond the reference ----------------------------------------------------------
+# -- further rules: the message (§6), batches ----------------------------------------------------
 
 
 class TestOrdering:

@@ -1,4 +1,4 @@
-"""The fold against a naive model of reference §1.4's lane rules (hypothesis, differential).
+"""The fold against a naive model of its lane rules (docs/behaviour.md §1), differentially.
 
 The fold is optimised (shared append-only buffers, a "hot lane" shortcut for consecutive
 fragments); this model is the rules written the obvious way — a list of lanes in open order,

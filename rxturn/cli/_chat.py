@@ -3,8 +3,8 @@
 One-shot with a PROMPT (``-`` reads all of stdin as one prompt), interactive without one (a
 prompt per stdin line; Ctrl-C cancels the running turn only; ``/model [NAME]``, ``/reset``,
 ``/stats``, ``/help``, ``/quit``; EOF ends with exit 0). The stream handler always has the
-reference defaults (not passthrough) and ``--fallback`` adds a fallback manager with the
-reference defaults plus same-turn failover (``--no-failover`` keeps the breaker
+default policies (not passthrough) and ``--fallback`` adds a fallback manager with the
+default policy plus same-turn failover (``--no-failover`` keeps the breaker
 alone). ``--json`` prints one JSON object per turn instead of the reply text.
 
 Exit codes: 0 served, 1 the turn failed, 2 bad arguments or input (an empty prompt, a missing

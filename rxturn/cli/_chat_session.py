@@ -133,7 +133,7 @@ class ChatSession:
         engine = TurnEngine(
             client,
             system=self.args.system,
-            handler=StreamHandler(on_wait=self.view.on_wait),  # the reference defaults
+            handler=StreamHandler(on_wait=self.view.on_wait),  # the default policies
             fallback=fallback,
             failover=fallback is not None and not getattr(self.args, "no_failover", False),
             mode="non_streaming" if self.args.no_stream else "streaming",

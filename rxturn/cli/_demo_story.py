@@ -2,8 +2,8 @@
 
 The embedded fake provider plays a script whose entries are consumed in request order
 (docs/fake-provider.md), so the story below is exactly reproducible. Seven chapters, one run
-each (chapter 4 has three), all on one engine with the reference-default stream handler and a
-fallback manager:
+each (chapter 4 has three), all on one engine with the default stream handler
+(docs/behaviour.md §2.1) and a fallback manager:
 
 1. a 529 *overloaded* absorbed by the rate-limit ladder (it honours ``Retry-After``);
 2. a stream dropped mid-reply: on a terminal the shown text is erased at ``AttemptReset`` and
@@ -227,7 +227,7 @@ async def play(
                 client,
                 system="You are the rxturn demo.",
                 tools=[get_weather],
-                handler=StreamHandler(on_wait=narrator.on_wait),  # the reference defaults
+                handler=StreamHandler(on_wait=narrator.on_wait),  # the default policies
                 fallback=fallback,
                 observers=[narrator],
                 text_streamer=narrator.text if live else None,

@@ -11,10 +11,10 @@ comes back. :class:`HttpClient` does the HTTP, the same way for all of them:
   subscription drops the connection. A stream that ends without its terminal event simply
   completes — the stream handler owns the truncation rule.
 * ``create`` reads a body capped at 10 MB (Content-Length pre-check plus a streaming cap).
-* A non-2xx status becomes a typed error (reference §4.4): at most 8 KiB of the body is read,
-  the provider's error ``type`` and message are extracted, ``Retry-After`` / ``retry-after-ms``,
-  ``x-should-retry`` and the request id are kept, and :func:`~rxturn.errors.status_error` picks
-  the class.
+* A non-2xx status becomes a typed error (docs/behaviour.md §2.9): at most 8 KiB of the body is
+  read, the provider's error ``type`` and message are extracted, ``Retry-After`` /
+  ``retry-after-ms``, ``x-should-retry`` and the request id are kept, and
+  :func:`~rxturn.errors.status_error` picks the class.
 * Secrets: the key lives in a :class:`_Secret` (its repr is ``'***'``), is only ever placed in the
   request headers, and is scrubbed from every error body; logs carry method, URL (without query),
   model and stream flag — never headers.
@@ -97,12 +97,12 @@ __all__ = [
     "resolve_tool_choice",
 ]
 
-#: Error bodies are read up to this many bytes (reference §4.4).
+#: Error bodies are read up to this many bytes (docs/reliability.md).
 ERROR_BODY_LIMIT = 8 * 1024
-#: Non-streaming reply bodies larger than this are refused (reference §4.4).
+#: Non-streaming reply bodies larger than this are refused (docs/reliability.md).
 REPLY_BODY_LIMIT = 10 * 1000 * 1000
 #: Non-streaming replies larger than this are parsed in a worker thread, off the event loop
-#: (docs/reliability-limits.md): the worst shapes of this size parse in about 10 ms.
+#: (docs/reliability.md): the worst shapes of this size parse in about 10 ms.
 _PARSE_INLINE_BYTES = 256 * 1024
 
 _log = logging.getLogger("rxturn.clients")

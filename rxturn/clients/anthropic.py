@@ -1,4 +1,4 @@
-"""Anthropic Messages API client (``POST {base_url}/v1/messages``, reference §8.2).
+"""Anthropic Messages API client (``POST {base_url}/v1/messages``).
 
 Request body, built by the pure :func:`build_anthropic_body`:
 

@@ -1,4 +1,4 @@
-"""OpenAI Chat Completions client, for any compatible server (reference §8.3).
+"""OpenAI Chat Completions client, for any compatible server (docs/wire-formats.md).
 
 ``POST {base_url}/chat/completions`` — OpenAI, Ollama's ``/v1``, vLLM, OpenRouter, LM Studio…
 Request body, built by the pure :func:`build_openai_body`:

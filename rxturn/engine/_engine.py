@@ -1,6 +1,6 @@
 """The turn engine: one model call, from "call the LLM" to "here is the reply".
 
-This is the seed page's module in Python. :meth:`TurnEngine.turn` follows reference §6.6:
+:meth:`TurnEngine.turn` runs one turn in this order (docs/behaviour.md §4.1):
 
 1. breaker housekeeping (maybe start a recovery probe; :class:`FallbackExhausted` before any
    turn event when every backup has failed);
@@ -21,7 +21,7 @@ This is the seed page's module in Python. :meth:`TurnEngine.turn` follows refere
    - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
      and the turn timeout (none configured = an arm that never fires);
 
-6. the outcome is recorded in the seed's strict order (:mod:`rxturn.engine._outcome`);
+6. the outcome is recorded in a fixed order (:mod:`rxturn.engine._outcome`, docs/behaviour.md §4.2);
 7. the reply joins the history and the audit trail (with every attempt and what was billed;
    a failed turn is recorded too); ``on_response`` and ``on_turn_end``.
 
@@ -100,7 +100,7 @@ log = logging.getLogger("rxturn.engine")
 
 
 class TurnEngine(AgentLoop):
-    """Runs LLM turns against a client with the seed engine's resilience and bookkeeping.
+    """Runs LLM turns against a client, with resilience and bookkeeping (docs/behaviour.md §4).
 
     Args:
         client: the provider client (Anthropic, OpenAI-compatible, Ollama, or your own).
@@ -395,7 +395,7 @@ class TurnEngine(AgentLoop):
         estimate, raw_estimate = self._estimate(transients)
         window = self.context_window
         if window is not None and window.should_compact(estimate.total):
-            # Deferred turn (seed gotcha 2): no turn events; compact, then run it once.
+            # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
             await self._compact(estimate)
             query = self._turn_input()
             transients = await self._transients(turn, query, transient)
@@ -506,7 +506,7 @@ class TurnEngine(AgentLoop):
         return result
 
     async def _do_turn(self, legs: TurnLegs, request: Request, options: RequestOptions) -> Message:
-        """The seed's ``do_turn``: cancel guard, one of two paths, outcome recording."""
+        """One turn's call: cancel guard, one of two paths, outcome recording."""
         try:
             self.cancel_token.raise_if_cancelled()
             if self.mode == "streaming":

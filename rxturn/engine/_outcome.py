@@ -1,6 +1,6 @@
 """Recording a turn's outcome: the glue between the LLM turn and the model breaker.
 
-This is the seed's ``emission.rs`` (reference §6.4), kept apart from the engine because the
+This is docs/behaviour.md §4.2 in code, kept apart from the engine because the
 order of its steps *is* the behaviour:
 
 success — capture the serving model **before** touching the breaker; ``record_success`` (which

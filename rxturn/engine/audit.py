@@ -1,5 +1,4 @@
-"""The audit trail: what every turn was asked, answered and cost (seed "The turn's paper
-trail", SPEC §2.8).
+"""The audit trail: what every turn was asked, answered and cost (docs/behaviour.md §4.6).
 
 Every turn (served or failed) appends one :class:`Turn` to the current :class:`Run` of an
 :class:`AuditTrail` (``session.runs``). The trail holds copies of text and immutable parts only,
@@ -8,7 +7,8 @@ a summary — cannot touch it: the trail keeps every turn's original input and o
 runs *after* a compaction records the summarised context it actually saw; the trail shows what
 each turn saw, which is internally consistent.)
 
-Beyond the reference ``Turn`` it records what resilience did to the turn: the model that served
+Beside the turn's input, output, tool calls and token counts it records what resilience did to
+the turn: the model that served
 it, how many streaming attempts it took, whether the non-streaming rescue produced it, its stop
 reason, every attempt it made (:class:`AttemptRecord`: model, kind, outcome, usage, start and end
 on the engine's clock) and what the provider billed for all of them (``billed_usage``) beside what
@@ -19,7 +19,8 @@ Serialisation is JSON lines, one object per turn with its ``run_id`` first::
 
     {"run_id":0,"turn":0,"input":"hi","output":"Hello","tool_calls":[],"input_tokens":5,...}
 
-Tool calls use the part shape of SPEC §3.2 (``{"type": "tool_call", "id", "name", "input"}``).
+Tool calls use the part shape of the Message JSON (docs/behaviour.md §6:
+``{"type": "tool_call", "id", "name", "input"}``).
 A run with no turns has no line, so it does not survive a round trip.
 """
 

@@ -1,7 +1,7 @@
 """What a turn sees besides the conversation, and what to do when it no longer fits.
 
-Theory of operation (SPEC §2.1 to §2.2, reference §6.1 to §6.2, the seed's gotchas)
------------------------------------------------------------------------------------
+Theory of operation (docs/behaviour.md §4.5)
+--------------------------------------------
 *Transients.* Before each call the engine gathers this turn's extra messages with
 :func:`gather_transients`: every :class:`ContextContributor` in registration order (each sees the
 turn number and a read-only copy of the history), then at most one memory message built from a
@@ -107,9 +107,9 @@ class MemoryProvider(Protocol):
 
 
 def memory_message(entries: Sequence[str]) -> Message | None:
-    """One user-role message presenting memory entries as reference material (reference §6.1).
+    """One user-role message presenting memory entries as reference material.
 
-    Blank entries are skipped; ``None`` when nothing is left.
+    Blank entries are skipped; ``None`` when nothing is left (docs/behaviour.md §4.5).
 
     Examples:
         >>> memory_message(["likes tea", "lives in Oslo"]).text.splitlines()[1:]
@@ -124,7 +124,7 @@ def memory_message(entries: Sequence[str]) -> Message | None:
 
 
 def memory_query(history: Sequence[Message]) -> str:
-    """The text to query memory with: what the model is about to answer (reference §9.6).
+    """The text to query memory with: what the model is about to answer (docs/behaviour.md §4.5).
 
     The last user message's tool results joined by ``"\\n"`` when it carries any (a tool result
     beats the assistant's narration around the call), else its text; ``""`` when there is none.
@@ -211,7 +211,7 @@ async def _retrieve(
         if bad is not None:
             raise TypeError(f"retrieve() returned an entry of type {type(bad).__name__}")
         return [item for item in entries if isinstance(item, str)]  # pyright: ignore[reportUnnecessaryIsInstance]
-    except Exception as exc:  # a memory outage must never fail the turn (reference §6.1)
+    except Exception as exc:  # a memory outage must never fail the turn (docs/behaviour.md §4.5)
         logger.warning(
             "memory retrieval failed (%s: %s); the turn goes on without memory",
             type(exc).__name__,

@@ -1,6 +1,6 @@
 """``StreamHandler``: the resilience ladder of a streaming turn, composed from Rx operators.
 
-What happens when a stream fails is decided here (reference §2 and §3, SPEC §2.4). The handler is
+What happens when a stream fails is decided here (docs/behaviour.md §2). The handler is
 nothing but the public operators of :mod:`rxturn.operators`, composed once per subscription::
 
     one attempt = client.stream(request, options)        cold: one subscription, one HTTP request
@@ -263,14 +263,14 @@ class StreamHandler:
 
     @classmethod
     def default(cls) -> StreamHandler:
-        """A handler with the reference defaults (what ``rxturn chat`` uses)."""
+        """A handler with the default policies (docs/behaviour.md §2.1), as ``rxturn chat`` uses."""
         return cls()
 
     @classmethod
     def passthrough(cls) -> StreamHandler:
         """The shared no-resilience handler: one attempt, no deadlines, no rescue.
 
-        Its policies are built by hand, as the reference's static is: rate-limit
+        Its policies are built by hand (docs/behaviour.md §2.1, "Passthrough"): rate-limit
         ``max_retries`` 0 makes the first rate limit a hard stop, so every failure surfaces
         directly (they would not pass ``validate()``, which is for user configurations).
         """

@@ -1,4 +1,4 @@
-"""Token counting: the numbers the context estimate (SPEC §2.2, reference §6.2) is made of.
+"""Token counting: the numbers the context estimate (docs/behaviour.md §4.5) is made of.
 
 Theory of operation
 -------------------
@@ -372,7 +372,7 @@ def _content_key(message: Message) -> Hashable:
 def count_overhead(
     counter: TokenCounter, system: str | None, tools: Sequence[ToolSchema] | None
 ) -> int:
-    """Tokens a request costs beyond its messages (reference §6.2 ``overhead_tokens``).
+    """Tokens a request costs beyond its messages (docs/behaviour.md §4.5).
 
     = the reply primer + the system prompt counted as one message (when non-empty) + the JSON of
     all tool schemas counted as one message (when any). Tool schemas are counted even when a
@@ -429,7 +429,8 @@ class OverheadCache:
 
 
 class ContextEstimate(msgspec.Struct, frozen=True, kw_only=True):
-    """The seed's context estimate, broken down. ``total`` is what the compaction trigger reads."""
+    """The context estimate (docs/behaviour.md §4.5), broken down. ``total`` is what the compaction
+    trigger reads."""
 
     conversation: int
     overhead: int
@@ -447,7 +448,7 @@ def estimate_context(
     pending: Sequence[Message] = (),
     overhead_cache: OverheadCache | None = None,
 ) -> ContextEstimate:
-    """tokens(history + pending) + overhead + tokens(transients) (SPEC §2.2).
+    """tokens(history + pending) + overhead + tokens(transients) (docs/behaviour.md §4.5).
 
     Args:
         counter: the token counter (a caching one makes this O(new messages)).

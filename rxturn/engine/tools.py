@@ -162,7 +162,7 @@ class ToolRegistry:
         return self._tools.get(name)
 
     def schemas(self) -> tuple[ToolSchema, ...] | None:
-        """The schemas to send, or ``None`` when no tool is registered (seed: tools ``None``)."""
+        """The schemas to send, or ``None`` (the request has no tools) when none is registered."""
         return tuple(t.schema for t in self._tools.values()) or None
 
     async def run(self, call: ToolCallPart) -> ToolResultPart:

@@ -1,6 +1,6 @@
 """The stream handler's building blocks as ReactiveX operators you can put in your own pipelines.
 
-:class:`~rxturn.StreamHandler` is nothing but these operators composed (reference §2, §3)::
+:class:`~rxturn.StreamHandler` is nothing but these operators composed (docs/behaviour.md §2)::
 
     attempt = reactivex.defer(lambda _: client.stream(request)).pipe(
         attempt_guard(p),                                       # shadow fold, truncation
@@ -281,7 +281,7 @@ def rescue(
     when: Callable[[BaseException], bool] | None = None,
     scheduler: abc.SchedulerBase | None = None,
 ) -> Callable[[Observable[_T]], Observable[_T | Fallback]]:
-    """On a rescuable failure, substitute one non-streaming request (reference §2.4).
+    """On a rescuable failure, substitute one non-streaming request (docs/behaviour.md §2.6).
 
     ``when`` (default :func:`is_rescuable`) picks the failures: spent transport budgets, total
     timeouts, rate-limit hard stops; never cancels, escalations or permanent errors. The
@@ -350,7 +350,7 @@ def rate_limit_gate(
     progress: TurnProgress | None = None,
     scheduler: abc.SchedulerBase | None = None,
 ) -> Callable[[Observable[_T]], Observable[_T]]:
-    """Hold each subscription until ``limiter`` grants a token for ``key`` (reference §3.2).
+    """Hold each subscription until ``limiter`` grants a token for ``key`` (docs/behaviour.md §2.7).
 
     Waits ``min(needed, max_wait - waited, time to the total deadline)`` per round; once
     ``max_wait`` is spent (or the deadline is reached) it subscribes without a token. Put it

@@ -1,5 +1,5 @@
-"""``attempt_guard``: accept an attempt's events only if the fold accepts them (reference §2.3
-step 5).
+"""``attempt_guard``: accept an attempt's events only if the fold accepts them
+(docs/behaviour.md §2.3, "The shadow fold").
 
 Every provider event is folded into a *shadow* state before it is forwarded, so the handler
 knows what a consumer's fold will know, at the same event:

@@ -1,6 +1,6 @@
 """``cancellable``: end a pipeline with :class:`~rxturn.errors.Cancelled` when a token fires.
 
-Reference §6.7: the cancel signal is checked before the provider is ever called and inside
+docs/behaviour.md §2.8: the cancel signal is checked before the provider is ever called and inside
 every wait. As an operator placed *outermost*, that is one mechanism for all of them: a token
 already cancelled at subscription fails at once without subscribing upstream (no request is
 made); a token that fires later disposes the whole upstream pipeline, which cancels whatever is

@@ -1,6 +1,6 @@
 """``deadlines``: first-event and per-event (idle) timeouts of one attempt, one timer each.
 
-Reference §2.3 step 5: until the attempt's first event the wait is ``first_event``, afterwards
+docs/behaviour.md §2.3: until the attempt's first event the wait is ``first_event``, afterwards
 ``per_event``; each expiry with nothing new counts one consecutive timeout, an event resets the
 count, and the attempt fails once the count reaches ``min(2, max_consecutive)`` while nothing has
 arrived yet (an empty stream fails fast) or ``max_consecutive`` otherwise. Below the threshold the

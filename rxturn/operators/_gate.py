@@ -1,7 +1,7 @@
 """``rate_limit_gate``: delay each subscription until the proactive limiter grants a token.
 
-Reference §3.2. Placed *inside* the retry ladder, every attempt is gated, so a retried attempt
-(after a 429, say) waits for a token again. The loop, per subscription:
+docs/behaviour.md §2.7. Placed *inside* the retry ladder, every attempt is gated, so a retried
+attempt (after a 429, say) waits for a token again. The loop, per subscription:
 
 1. ask the limiter for a token for ``key`` at the scheduler's ``now``; granted → subscribe;
 2. refused with a wait ``w``: if ``max_wait`` is already spent, go ahead **without** a token

@@ -1,11 +1,11 @@
 """``rescue``: when streaming gave up on a transient failure, ask once more without streaming.
 
-Reference §2.4. The non-streaming rescue runs only for failures the ladder gave up on while the
-turn could still be saved: a spent transport budget, a total timeout, a rate-limit hard stop
+docs/behaviour.md §2.6. The non-streaming rescue runs only for failures the ladder gave up on while
+the turn could still be saved: a spent transport budget, a total timeout, a rate-limit hard stop
 (:func:`is_rescuable`). Never for a permanent error (the request itself is wrong), a
 :class:`~rxturn.errors.Cancelled` (a user stop is not a failure) or a
-:class:`~rxturn.errors.RateLimitEscalation` (the model is saturated: the fallback manager, not
-the same model, should answer next).
+:class:`~rxturn.errors.RateLimitEscalation` (the model is saturated: the fallback manager, not the
+same model, should answer next).
 
 Deadline arithmetic: with a shared :class:`~rxturn.operators.TurnProgress`, the rescue gets
 what is left of the turn's total deadline if that is still in the future; if it has already

@@ -1,6 +1,6 @@
 """``retry_ladder``: resubscribe a failed attempt, on one of two ladders with separate budgets.
 
-Reference §2.3 steps 6-7, as a pure decision (:func:`decide`) and an operator that acts on it.
+docs/behaviour.md §2.4, as a pure decision (:func:`decide`) and an operator that acts on it.
 The source must be **cold**: each subscription is one attempt (one HTTP request).
 
 - A rate limit (:func:`~rxturn.errors.is_rate_limit`: 429 / 503 / 529, or in-stream) climbs the
@@ -83,7 +83,7 @@ def decide(
     rng: random.Random,
     remaining: float | None,
 ) -> Decision:
-    """Decide the fate of a failed attempt (reference ``decide_failure_action``).
+    """Decide the fate of a failed attempt (docs/behaviour.md §2.4).
 
     Args:
         error: the attempt's error.

@@ -1,9 +1,9 @@
 """``total_deadline``: one wall-clock budget for a whole turn, all attempts and waits included.
 
-Reference §2.3: ``total_deadline = turn start + total`` covers every attempt, every backoff and
-every limiter wait. Placed *outside* the retry ladder, the timer's error is never seen by the
-ladder, so a total timeout is never followed by another streaming attempt (the reference's
-"TotalTimeout → rescue if enabled, else fail"): the rescue operator downstream decides.
+docs/behaviour.md §2.5: ``total_deadline = turn start + total`` covers every attempt, every backoff
+and every limiter wait. Placed *outside* the retry ladder, the timer's error is never seen by the
+ladder, so a total timeout is never followed by another streaming attempt (a total timeout goes to
+the rescue if it is enabled, else the turn fails): the rescue operator downstream decides.
 
 One timer per subscription, armed at subscription (or at the shared
 :class:`~rxturn.operators.TurnProgress` deadline, so that the ladder's clamping and this timer

@@ -1,6 +1,6 @@
 """How long to wait before the next attempt: pure functions, no clock, no global randomness.
 
-The two ladders of the stream handler (reference §2.1, §2.3 step 6) sleep differently:
+The two ladders of the stream handler (docs/behaviour.md §2.4) sleep differently:
 
 - the **transport** ladder backs off exponentially, ``min(base·2^k, max)``, spread by a jitter
   factor drawn from an injected :class:`random.Random` (so tests can pin it and concurrent turns

@@ -11,7 +11,7 @@ injected clock from the moment it tripped. The first turn that begins after the 
 the primary, every strike forgotten); a rate-limit escalation during the probe sends it straight
 back to the backup with a fresh cooldown; a transient failure merely restarts the streak.
 
-That is three states (reference §5)::
+That is three states (docs/behaviour.md §3)::
 
                  failure #trip_threshold
         PRIMARY ─────────────────────────► FALLBACK ◄──────────────┐
@@ -25,7 +25,7 @@ That is three states (reference §5)::
 Backups are judged separately from the breaker. Each chain entry has ``max_fail_count`` strikes
 (two by default); the engine strikes the active backup when it fails a turn while the breaker is
 in FALLBACK (:meth:`FallbackManager.record_turn_failure` does that bookkeeping in the order of
-reference §6.4). An entry with all its strikes, or one taken out of rotation by hand
+docs/behaviour.md §4.2). An entry with all its strikes, or one taken out of rotation by hand
 (``set_fallback_available(name, False)``), is *failed*: routing skips it. When every entry of a
 non-empty chain has failed, the chain is *exhausted*: :meth:`FallbackManager.begin_turn` raises
 :class:`~rxturn.errors.FallbackExhausted` before the turn fires any event. An empty chain is never
@@ -51,8 +51,7 @@ time in tests. A clock given explicitly is never replaced.
 
 Thread safety: none, by design. rxturn drives a turn on one asyncio loop; the manager is owned
 by one engine (or shared by engines on the same loop) and every method runs to completion
-without awaiting. Guard it with a lock yourself if you share it across threads. (The reference
-engine's lock-poisoning errors therefore have no twin here.)
+without awaiting. Guard it with a lock yourself if you share it across threads.
 """
 
 from __future__ import annotations
@@ -96,7 +95,7 @@ class BreakerState(enum.Enum):
 
 
 class FailureKind(enum.Enum):
-    """How a failed turn counts. The two differ only while RECOVERING (reference §5.2)."""
+    """How a failed turn counts. The two differ only while RECOVERING (docs/behaviour.md §3)."""
 
     #: Timeouts, 5xx, network trouble, malformed streams: everything but an escalation.
     TRANSIENT = "transient"
@@ -193,8 +192,8 @@ class FallbackEntry(msgspec.Struct, frozen=True, kw_only=True):
     def with_max_fail_count(self, max_fail_count: int) -> FallbackEntry:
         """Change the strike limit (clamped to >= 1).
 
-        An entry that is failed stays failed: raising the limit pads its strikes up to it
-        (reference §5.1). Lowering it never removes strikes.
+        An entry that is failed stays failed: raising the limit pads its strikes up to it.
+        Lowering it never removes strikes.
         """
         limit = max(1, max_fail_count)
         strikes = max(self.strikes, limit) if self.failed else self.strikes
@@ -230,7 +229,7 @@ def _clean_name(name: object, what: str) -> str:
 
 
 class FallbackManager:
-    """The model circuit breaker of reference §5 (see the module docstring for the story).
+    """The model circuit breaker (docs/behaviour.md §3; the module docstring tells the story).
 
     Args:
         primary: the model turns go to while the breaker is closed (``None``: the client's own
@@ -327,7 +326,7 @@ class FallbackManager:
 
     @property
     def fallback_activated(self) -> bool:
-        """Set on a trip; cleared when the breaker closes or is reset (reference §5.1)."""
+        """Set on a trip; cleared when the breaker closes or is reset."""
         return self._activated
 
     @property
@@ -362,7 +361,7 @@ class FallbackManager:
         return self.fallback_model()
 
     def routed_model(self) -> str | None:
-        """The model to write into ``RequestOptions.model`` for the next turn (reference §5.3)."""
+        """The model to put in ``RequestOptions.model`` for the next turn (docs/behaviour.md §3)."""
         if self._state is BreakerState.PRIMARY:
             return self._primary
         return self.active_model()
@@ -446,7 +445,7 @@ class FallbackManager:
             self._fire(Trigger.SUCCESS)
 
     def begin_turn(self) -> None:
-        """The per-turn housekeeping of reference §5.4; call it before any turn event.
+        """The per-turn housekeeping (docs/behaviour.md §4.1 step 1); call it before any turn event.
 
         Moves an open breaker whose cooldown has passed to RECOVERING (this turn probes the
         primary), then refuses to serve when the breaker is open and every backup has failed.
@@ -462,7 +461,7 @@ class FallbackManager:
     def record_turn_failure(
         self, error: BaseException, *, served: str | None = None
     ) -> FailureOutcome | None:
-        """Steps 1 to 5 of reference §6.4 for a failed turn, in order; ``None`` for a cancel.
+        """The failure steps of docs/behaviour.md §4.2, in order; ``None`` for a cancel.
 
         Classifies ``error`` (:func:`failure_kind`), records it, and strikes the active backup
         when the breaker was already open. The engine then fires ``on_fallback`` when
@@ -625,5 +624,5 @@ def for_model(
     policy: FallbackPolicy = FallbackPolicy(),  # noqa: B008
     clock: Callable[[], float] | None = None,
 ) -> FallbackManager:
-    """A manager for ``primary`` with the reference defaults (``FallbackManager::for_model``)."""
+    """A manager for ``primary`` with the default policy (docs/behaviour.md §3)."""
     return FallbackManager(primary, chain, policy=policy, clock=clock)

@@ -1,4 +1,4 @@
-"""Proactive rate limiting: a token bucket per provider base URL (reference §3).
+"""Proactive rate limiting: a token bucket per provider base URL (docs/behaviour.md §2.7).
 
 Theory of operation. A :class:`TokenBucket` holds up to ``capacity`` tokens (the requests per
 minute) and starts full, so a burst of ``capacity`` requests goes out at once. Tokens refill

@@ -1,7 +1,7 @@
 """The resilience knobs as plain data: frozen, keyword-only msgspec Structs.
 
-Four policies configure the resilience ladder (reference §2.1 and §3) and a fifth the model
-breaker (§5.1); their defaults live in :mod:`rxturn._constants`. Times are seconds; ``None``
+Four policies configure the resilience ladder (docs/behaviour.md §2.1) and a fifth the model
+breaker (§3); their defaults live in :mod:`rxturn._constants`. Times are seconds; ``None``
 disables a timeout.
 
 - :class:`TimeoutPolicy`: first-event, per-event (idle) and total deadlines, the
@@ -12,12 +12,12 @@ disables a timeout.
 - :class:`FallbackPolicy`: the model circuit breaker's thresholds
   (:class:`~.fallback.FallbackManager`).
 
-Policies are values, not builders: derive a variant with ``msgspec.structs.replace``. Building
-one never fails (it is just data); :meth:`validate` checks it against the reference's rules and
-raises :class:`~rxturn.errors.ConfigError` naming the first bad field. ``StreamHandler`` calls it
-at construction. ``FallbackPolicy`` alone also validates when it is built, as it always has.
-:meth:`sanitized` is the forgiving path: the reference's ``with_*_config`` substitution, which
-turns any policy into a valid one.
+Policies are values, not builders: derive a variant with ``msgspec.structs.replace``. Building one
+never fails (it is just data); :meth:`validate` checks it against the rules of docs/behaviour.md
+§2.1 and raises :class:`~rxturn.errors.ConfigError` naming the first bad field. ``StreamHandler``
+calls it at construction. ``FallbackPolicy`` alone also validates when it is built, as it always
+has. :meth:`sanitized` is the forgiving path (§2.1, "Sanitizing"): a substitution that turns any
+policy into a valid one.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ __all__ = ["FallbackPolicy", "LimiterPolicy", "RateLimitPolicy", "RetryPolicy", 
 
 
 class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """Deadlines of a streaming turn (reference §2.1 ``StreamTimeoutConfig``).
+    """Deadlines of a streaming turn (docs/behaviour.md §2.1).
 
     Attributes:
         first_event: seconds to wait for the first event of *each* attempt.
@@ -53,7 +53,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
     rescue: bool = C.RESCUE_ENABLED
 
     def validate(self) -> TimeoutPolicy:
-        """Check the reference's rules; the first failure wins.
+        """Check the rules of docs/behaviour.md §2.1; the first failure wins.
 
         Rejected: a zero, negative, NaN or infinite timeout (``None`` disables one instead),
         ``total`` shorter than ``first_event``, ``max_consecutive_timeouts`` below 1.
@@ -93,7 +93,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return self
 
     def sanitized(self) -> TimeoutPolicy:
-        """Substitute field by field (reference ``with_timeout_config``); always valid.
+        """Substitute field by field (docs/behaviour.md §2.1, "Sanitizing"); always valid.
 
         An unusable timeout (zero, negative, NaN, infinite, not a number) takes that field's
         default; ``None`` stays disabled; then ``total`` is raised to ``first_event`` if shorter;
@@ -126,7 +126,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """The transport ladder (reference §2.1 ``StreamRetryConfig``).
+    """The transport ladder (docs/behaviour.md §2.1, §2.4).
 
     Retry ``k`` (0-based) sleeps ``min(base_delay·2^k, max_delay)·(1 + f·jitter)`` with ``f``
     uniform in ``[-1, 1)``: 0.1 s, 0.2 s, 0.4 s (±10 %) with the defaults.
@@ -171,8 +171,8 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return self
 
     def sanitized(self) -> RetryPolicy:
-        """``self`` if valid, else the defaults (reference ``with_retry_config`` keeps the
-        previous, default, configuration when handed an invalid one)."""
+        """``self`` if valid, else the defaults: an invalid configuration is replaced by the default
+        one, never patched field by field."""
         try:
             return self.validate()
         except ConfigError:
@@ -180,7 +180,7 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """The rate-limit ladder for 429 / 503 / 529 (reference §2.1 ``RateLimitConfig``).
+    """The rate-limit ladder for 429 / 503 / 529 (docs/behaviour.md §2.1, §2.4).
 
     Its budget is independent of the transport ladder's. Hit ``n`` (1-based) retries after
     ``min(retry_after, max_delay)`` when the provider gave a hint and it is respected, else
@@ -244,7 +244,7 @@ class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return self
 
     def sanitized(self) -> RateLimitPolicy:
-        """``self`` if valid, else the defaults (reference ``with_rate_limit_config``)."""
+        """``self`` if valid, else the defaults (docs/behaviour.md §2.1, "Sanitizing")."""
         try:
             return self.validate()
         except ConfigError:
@@ -252,7 +252,7 @@ class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """The proactive token bucket (reference §3).
+    """The proactive token bucket (docs/behaviour.md §2.7).
 
     Attributes:
         requests_per_minute: bucket capacity and refill per minute, per base URL; 0 disables.
@@ -287,7 +287,7 @@ class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """The model breaker's numbers (reference §5.1). Validated on construction too.
+    """The model breaker's numbers (docs/behaviour.md §3). Validated on construction too.
 
     Attributes:
         trip_threshold: consecutive PRIMARY failures that trip the breaker (0 trips on the first).

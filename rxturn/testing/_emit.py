@@ -2,7 +2,7 @@
 
 The fake provider answers with exactly the bytes a real provider would send, so the official
 SDKs and rxturn's own decoders can be pointed at it unmodified. Shapes follow the recorded
-streams in ``shared/fixtures`` and the providers' documentation:
+streams in ``tests/fixtures`` and the providers' documentation:
 
 * **Anthropic** (``POST /v1/messages``): SSE ``event: X\\ndata: {json}\\n\\n``. ``message_start``
   (carrying usage), one ``ping`` after the first ``content_block_start``, then per block

@@ -1,6 +1,6 @@
 """The fake provider: a real aiohttp server on loopback that speaks the providers' wire formats.
 
-Routes (SPEC §3.3):
+Routes (docs/fake-provider.md):
 
 * ``POST /v1/messages`` — Anthropic Messages (SSE when ``stream`` is true);
 * ``POST /v1/chat/completions`` and ``POST /chat/completions`` — OpenAI Chat Completions;

@@ -21,7 +21,7 @@ letting the HTTP library do it, one bounded step at a time:
 Codings: ``gzip`` (also ``x-gzip``; concatenated members are read in turn) and ``deflate``
 (the zlib format that RFC 9110 names, and the raw deflate some servers send instead, told apart by
 the zlib header). Brotli and zstd are neither asked for nor accepted: decoding them would need
-extra packages. ``identity`` means no coding. See ``docs/reliability-limits.md``.
+extra packages. ``identity`` means no coding. See ``docs/reliability.md``.
 """
 
 from __future__ import annotations

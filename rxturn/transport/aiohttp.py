@@ -5,8 +5,8 @@ time a request is sent (so constructing a client needs no loop) and closed by :m
 aiohttp's protocol turns TCP_NODELAY on for every connection, so small request bodies and SSE
 frames are never held back by Nagle's algorithm.
 
-Timeouts (reference §4.4): ``connect_timeout`` bounds the socket connect; ``read_timeout`` is an
-**idle** bound — the longest silence between two reads (including the wait for the response
+Timeouts (docs/behaviour.md §2.10): ``connect_timeout`` bounds the socket connect; ``read_timeout``
+is an **idle** bound — the longest silence between two reads (including the wait for the response
 headers) — not a deadline on the whole response, because a healthy stream may run for minutes.
 Whole-turn deadlines belong to the stream handler.
 
@@ -14,7 +14,7 @@ Safety: redirects are never followed (a 3xx comes back as a status, so a key is 
 another host); cookies are not kept between requests; every body read is capped (streams by the
 decoders' line limits, whole bodies by ``read(limit)``), and that includes decompressed bodies.
 
-The loop is never held (``docs/reliability-limits.md``): aiohttp's own decompression is off
+The loop is never held (``docs/reliability.md``): aiohttp's own decompression is off
 (``auto_decompress=False``); rxturn asks for ``gzip, deflate`` and inflates the body itself
 (:mod:`._inflate`), at most :data:`SLICE_BYTES` per step, with a cap on the decompressed bytes and
 on the expansion ratio. Reads take at most :data:`SLICE_BYTES` from aiohttp's buffer, and a body

@@ -1,8 +1,8 @@
 """Parse a prefix of a JSON document the way the official SDKs do (jiter ``partial_mode=True``).
 
 Why this exists: a tool block still open when a reply stops at ``max_tokens`` is a truncated reply,
-not a broken one. SPEC §3.2 says rxturn keeps the call "with the input parsed as far as it goes,
-exactly as the official SDK does", and the anthropic SDK does that with
+not a broken one. rxturn keeps the call with the input parsed as far as it goes, exactly as the
+official SDK does (docs/behaviour.md §6), and the anthropic SDK does that with
 ``jiter.from_json(buf, partial_mode=True)``. jiter is a compiled test-only dependency here, so this
 module re-implements its partial mode in pure Python. It runs once per still-open tool lane when a
 message is built, never per event, so clarity beats speed.

@@ -5,7 +5,7 @@ Theory of operation
 The stream is SSE (:mod:`rxturn.wire.sse`); every event's data is one JSON object tagged by its
 ``type``, decoded by one module-level ``msgspec`` decoder over a tagged union of wire Structs
 (unknown fields allowed: the API adds fields all the time). The decoder then maps wire events to
-canonical :mod:`rxturn.events` (reference §8.2, with the project's decisions):
+canonical :mod:`rxturn.events` (docs/behaviour.md §1) as follows:
 
 ==========================  ========================================================
 wire                        canonical
@@ -439,7 +439,7 @@ def _already_open(index: int, at: _At) -> StreamProtocolError:
     )
 
 
-# --- non-streaming reply (reference §8.2 "Non-streaming") -------------------------------------
+# --- non-streaming reply -----------------------------------------------------------------------
 
 
 class _ReplyText(msgspec.Struct, gc=False, tag="text"):

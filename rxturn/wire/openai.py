@@ -4,7 +4,7 @@ Theory of operation
 -------------------
 The stream is SSE whose every ``data:`` line is one ``chat.completion.chunk`` JSON object, ending
 with ``data: [DONE]``. Chunks carry no lane structure of their own, so the decoder builds it
-(reference §8.3, with the project's decisions):
+as follows:
 
 - lane **0** is the text lane, lane **1** the thinking lane, lane **2 + i** the tool call whose
   wire ``index`` is ``i`` (parallel calls interleave freely; each keeps its own lane), lane
@@ -407,7 +407,7 @@ Delta(index=0, text='Hi', kind='text')]
         self.saw_terminal = True
 
 
-# --- non-streaming reply (reference §8.3 "Non-streaming") -------------------------------------
+# --- non-streaming reply -----------------------------------------------------------------------
 
 
 class _ReplyFunction(msgspec.Struct, gc=False):

@@ -64,7 +64,7 @@ def _ollama(fake: FakeProvider, model: str, **kw: Any) -> HttpClient:
 PROVIDERS = [
     Provider("anthropic", _anthropic, ANTHROPIC_KEY, "request-id", streams_usage=True),
     Provider("openai", _openai, OPENAI_KEY, "x-request-id", streams_usage=True),
-    # stream_usage off: no stream_options, so the stream reports no usage (reference §8.3)
+    # stream_usage off: no stream_options, so the stream reports no usage (rxturn/clients/openai.py)
     Provider(
         "openai-ollama-profile", _openai_ollama_profile, None, "x-request-id", streams_usage=False
     ),

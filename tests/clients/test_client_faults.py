@@ -1,7 +1,8 @@
-"""HTTP faults → typed errors (reference §4), against the fake provider and small aiohttp.web
-servers of our own (for bytes the fake does not script: HTML pages, redirects, huge bodies).
+"""HTTP faults → typed errors (docs/reliability.md §3), against the fake provider and small
+aiohttp.web servers of our own (for bytes the fake does not script: HTML pages, redirects, huge
+bodies).
 
-Expected classes come from the status table of reference §4.4 / the error tree in
+Expected classes come from the status table of docs/behaviour.md §2.9 / the error tree in
 ``rxturn.errors``; retry hints from the scripted ``retry_after``.
 """
 

@@ -1,8 +1,8 @@
 """Each client x {stream, create} x reply shapes, against the fake provider on 127.0.0.1.
 
-Expected messages are written from the scenario (SPEC §3.3) and the Message JSON rules
-(SPEC §3.2): text parts, tool calls with parsed input, stop reason, usage; thinking never appears
-in a message but does reach the stream as thinking deltas.
+Expected messages are written from the scenario (docs/fake-provider.md) and the Message JSON rules
+(docs/behaviour.md §6): text parts, tool calls with parsed input, stop reason, usage; thinking never
+appears in a message but does reach the stream as thinking deltas.
 """
 
 from __future__ import annotations

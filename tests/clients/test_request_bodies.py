@@ -1,6 +1,7 @@
-"""Request bodies (reference §8.2, §8.3 and the §9.7 request-body tests), as pure functions.
+"""Request bodies of the Anthropic and OpenAI clients, as pure functions.
 
-Expected bodies are written out from the reference and the providers' API documentation.
+Expected bodies are written out from the providers' API documentation (docs/wire-formats.md for
+the request knobs).
 """
 
 from __future__ import annotations

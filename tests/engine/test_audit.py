@@ -1,4 +1,5 @@
-"""The audit trail: runs of turns, JSON lines round trip, and SPEC §3.2 part shapes."""
+"""The audit trail: runs of turns, JSON lines round trip, and Message JSON part shapes
+(docs/behaviour.md §6)."""
 
 from __future__ import annotations
 
@@ -139,7 +140,8 @@ def test_jsonl_is_one_object_per_turn_with_its_run_id() -> None:
 
 
 def test_tool_calls_use_the_message_json_part_shape() -> None:
-    # The same part inside a Message (SPEC §3.2) and inside the audit line encode identically.
+    # The same part inside a Message (docs/behaviour.md §6) and inside the audit line encode
+    # identically.
     call = ToolCallPart("c1", "f", {"x": 1})
     message = json.loads(msgspec.json.encode(Message(content=(TextPart("t"), call))))
     trail = AuditTrail()

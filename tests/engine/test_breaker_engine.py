@@ -1,4 +1,4 @@
-"""The model breaker wired into the engine (reference §6.4, §9.6; issue 5 'done when')."""
+"""The model breaker wired into the engine (docs/behaviour.md §3, §4.2; issue 5 'done when')."""
 
 from __future__ import annotations
 

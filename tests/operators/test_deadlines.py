@@ -1,5 +1,5 @@
-"""``deadlines``: first-event / idle timeouts and the consecutive-timeout rule (reference §2.3
-step 5), on virtual time."""
+"""``deadlines``: first-event / idle timeouts and the consecutive-timeout rule (docs/behaviour.md
+§2.3), on virtual time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``rate_limit_gate``: each subscription waits for a limiter token (reference §3.2)."""
+"""``rate_limit_gate``: each subscription waits for a limiter token (docs/behaviour.md §2.7)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``rescue``: one non-streaming request after a rescuable failure (reference §2.4)."""
+"""``rescue``: one non-streaming request after a rescuable failure (docs/behaviour.md §2.6)."""
 
 from __future__ import annotations
 

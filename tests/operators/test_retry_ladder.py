@@ -1,5 +1,5 @@
 """``retry_ladder``: resubscription on two ladders with separate budgets, ``AttemptReset`` marks
-(reference §2.3 steps 6-7), on virtual time."""
+(docs/behaviour.md §2.4), on virtual time."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``total_deadline``: one timer for the whole turn (reference §2.3), on virtual time."""
+"""``total_deadline``: one timer for the whole turn (docs/behaviour.md §2.5), on virtual
+time."""
 
 from __future__ import annotations
 

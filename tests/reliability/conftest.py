@@ -2,8 +2,8 @@
 
 Two kinds of server run on 127.0.0.1 inside the tests:
 
-- :class:`rxturn.testing.FakeProvider`, scripted by a scenario (SPEC §3.3), for every fault it
-  knows how to play;
+- :class:`rxturn.testing.FakeProvider`, scripted by a scenario (docs/fake-provider.md), for every
+  fault it knows how to play;
 - :class:`ScriptedProvider` below, which answers with exact bytes given by the test, for the
   faults the fake cannot play: a stream that ends *cleanly* without its terminal event, a closed
   tool block whose JSON is unfinished, a tool block still open at ``max_tokens``.

@@ -1,4 +1,4 @@
-"""Cancellation races end clean (docs/reliability-limits.md).
+"""Cancellation races end clean (docs/reliability.md §7).
 
 A cancel lands at every point of a turn — before the request is sent, during the connect, while
 waiting for the headers, mid-stream, while an error body is read, while a failing non-streaming

@@ -3,23 +3,24 @@
 A cell runs one :meth:`TurnEngine.run` against a loopback server whose first reply is the fault
 and whose next reply is healthy (``once`` matrix), or whose first four replies are the fault
 (``persistent`` table, resilient streaming only: it reaches the rescue and the rate-limit
-escalation). Expected outcomes come from SPEC §2.3-§2.4 and reference §2 (transport ladder of
+escalation). Expected outcomes come from docs/behaviour.md §2 (transport ladder of
 3 retries; rate-limit ladder retrying hits 1-3 and escalating hit 4; first-event fast-fail after
 2 timeouts; rescue after a spent budget or a total timeout, with a fresh first-event budget once
 the deadline passed; the non-streaming path makes exactly one attempt raced against the turn's
 total timeout; passthrough is one attempt without deadlines), from the fake provider's scenario
-semantics (SPEC §3.3) and from the wire formats — never from running the engine.
+semantics (docs/fake-provider.md) and from the wire formats — never from running the engine.
 
 Every cell is checked the same way (:func:`check_cell`):
 
 - the outcome: the reply's text, stop reason and usage, or the exact error class;
 - attempts (``AttemptReset`` count + 1), requests the server received, rescue;
-- the observer log: the text deltas of attempt *k* are exactly the text the server sent in reply
-  *k* (a failed attempt's partial text included, SPEC §4), the ``text_streamer`` saw the same
-  chunks, the folded message holds the served text once (no text of a failed attempt leaks
-  in, none is duplicated), thinking never enters the message;
+- the observer log: the text deltas of attempt *k* are exactly the text the server sent in reply *k*
+  (a failed attempt's partial text included: nothing sent before a failure is lost), the
+  ``text_streamer`` saw the same chunks, the folded message holds the served text once (no text of a
+  failed attempt leaks in, none is duplicated), thinking never enters the message;
 - the audit trail: one ``Turn`` for a served turn (input, output, attempts, rescued, tokens),
-  none for a failed one; ``on_stream_success`` / ``on_stream_failure`` and ``on_turn_end``.
+  and for a failed one a ``Turn`` with its error's class name and no output;
+  ``on_stream_success`` / ``on_stream_failure`` and ``on_turn_end``.
 
 The cells run concurrently (bounded) on one event loop in a module fixture, each inside its own
 ``wait_for``; each cell is then reported by its own test id:
@@ -84,9 +85,10 @@ CHUNK = 4
 USAGE = {"input_tokens": 11, "output_tokens": 7}
 AFTER = 6  # events a mid-stream fault lets through
 
-#: Events each wire format sends before the first text delta of a text-only reply (SPEC §3.3
-#: wire shapes): Anthropic ``message_start``, ``content_block_start``, ``ping``; OpenAI the role
-#: chunk; Ollama nothing (every line carries content).
+#: Events each wire format sends before the first text delta of a text-only reply (the fake
+#: provider's wire shapes, rxturn/testing/_emit.py): Anthropic ``message_start``,
+#: ``content_block_start``, ``ping``; OpenAI the role chunk; Ollama nothing (every line carries
+#: content).
 PREAMBLE = {"anthropic": 3, "openai": 1, "ollama": 0}
 
 RESILIENT_TIMEOUTS = TimeoutPolicy(first_event=0.3, per_event=0.3, total=2.0)

@@ -1,8 +1,8 @@
 """Fuzzing the wire layer: bytes from nowhere, cut anywhere, must end in events or a typed error.
 
-SPEC §4: malformed input of any kind ends in a typed error (an :class:`~rxturn.errors.RxturnError`)
-with a clear message — never another exception, never a hang, never unbounded memory. These
-hypothesis tests throw at the sans-IO parsers and the three decoders:
+docs/reliability.md: malformed input of any kind ends in a typed error (an
+:class:`~rxturn.errors.RxturnError`) with a clear message — never another exception, never a hang,
+never unbounded memory. These hypothesis tests throw at the sans-IO parsers and the three decoders:
 
 - random bytes and SSE / NDJSON shaped noise (field names, line ends, BOMs, NULs, bad UTF-8);
 - random chunk splits of everything (a network may cut a stream anywhere);
@@ -893,7 +893,9 @@ def test_memory_is_bounded_when_a_stream_never_ends_its_line_or_event(
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_events_before_an_over_long_line_are_not_lost(fmt: str) -> None:
-    """SPEC §4: nothing a provider sent before a failure is lost, whatever the chunk held.
+    """Nothing a provider sent before a failure is lost, whatever the chunk held.
+
+    docs/reliability.md states the promise.
 
     One chunk carries a good text delta and then a line over the cap: the delta must still be
     delivered (to observers and the audit) before the typed error ends the stream.

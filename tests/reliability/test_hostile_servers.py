@@ -1,7 +1,7 @@
 """Hostile servers: loopback aiohttp servers that misbehave on purpose, against the real clients.
 
 Each server below is what a broken proxy, a wedged model server or an attacker-controlled
-``base_url`` can do. The promise under test (SPEC §4, reference §4.4): every one ends in a typed
+``base_url`` can do. The promise under test (docs/reliability.md): every one ends in a typed
 error with a readable message — never a hang, never unbounded memory, never a leaked key:
 
 =============================  ===============================================================

@@ -1,4 +1,4 @@
-"""The event loop is never held, whatever a server sends (docs/reliability-limits.md).
+"""The event loop is never held, whatever a server sends (docs/reliability.md §5).
 
 Every test runs real rxturn clients against real aiohttp servers on 127.0.0.1 while a
 :class:`~._loopback.LagMonitor` records the longest time the loop was unavailable. The bound

@@ -1,4 +1,4 @@
-"""Secrets: an API key never shows up anywhere rxturn writes (SPEC §4).
+"""Secrets: an API key never shows up anywhere rxturn writes (docs/reliability.md §4).
 
 Two distinctive keys are used: one shaped like a real key (``sk-ant-…``, which the generic
 redaction pattern would catch anyway) and one that matches no key pattern at all, so only

@@ -1,7 +1,7 @@
-"""The model circuit breaker, case by case against reference §5 and its test list (§9.5).
+"""The model circuit breaker, case by case against docs/behaviour.md §3.
 
 Time is a plain float the tests advance by hand (and once a TestScheduler's virtual clock);
-nothing sleeps. Expected values come from the reference text, not from running the code.
+nothing sleeps. Expected values come from the rules written there, not from running the code.
 """
 
 from __future__ import annotations
@@ -265,7 +265,7 @@ def test_reset_clears_all_counters(clock: FakeClock) -> None:
     assert fm.consecutive_failures == 0 and fm.switched_at is None and fm.probe_successes == 0
 
 
-# with_max_fail_count: padding and clamping (reference §5.1)
+# with_max_fail_count: padding and clamping
 
 
 def failed_entry() -> FallbackEntry:

@@ -1,4 +1,4 @@
-"""The proactive token bucket (reference §3.1, §9.3), with the clock passed in."""
+"""The proactive token bucket (docs/behaviour.md §2.7), with the clock passed in."""
 
 from __future__ import annotations
 

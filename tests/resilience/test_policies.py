@@ -1,5 +1,5 @@
-"""Policies, backoff arithmetic and the ladder decision (reference §2.1, §2.3 step 6, §9.2 unit
-cases). Expected numbers come from the reference's defaults and formulas."""
+"""Policies, backoff arithmetic and the ladder decision (docs/behaviour.md §2.1,
+§2.4). Expected numbers come from the defaults and formulas written there."""
 
 from __future__ import annotations
 

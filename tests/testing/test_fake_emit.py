@@ -1,7 +1,7 @@
 """The pure byte emitter: shapes against recorded provider streams, delta splitting, faults.
 
 The recorded lines below are copied from real provider streams (the anthropic-sdk-python and
-openai-python test fixtures, see ``shared/fixtures``): the fake's events must carry the same
+openai-python test fixtures, see ``tests/fixtures``): the fake's events must carry the same
 keys as the real ones.
 """
 

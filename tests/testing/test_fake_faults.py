@@ -1,4 +1,5 @@
-"""Every scripted fault of SPEC §3.3, observed from the client side over real loopback HTTP.
+"""Every scripted fault of the fake provider (docs/fake-provider.md), observed from the client side
+over real loopback HTTP.
 
 Byte-level checks use a raw aiohttp client; SDK-level checks use the official SDKs, whose
 error classes say what a real client makes of the fault. Waits are bounded everywhere.

@@ -20,7 +20,7 @@ from rxturn.testing import (
     load_scenario,
 )
 
-SPEC_EXAMPLE: dict[str, Any] = {  # the example of SPEC §3.3, verbatim
+SPEC_EXAMPLE: dict[str, Any] = {  # docs/fake-provider.md's example, plus delay_ms
     "models": {
         "primary": [
             {"status": 529, "retry_after": 0.01},

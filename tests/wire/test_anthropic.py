@@ -1,4 +1,4 @@
-"""The Anthropic Messages decoder: recorded streams, the SDK as oracle, reference §8.2 / §9.7."""
+"""The Anthropic Messages decoder: recorded streams, the SDK as oracle, the edge cases."""
 
 from __future__ import annotations
 
@@ -223,7 +223,7 @@ def test_thinking_stream_with_signature_and_empty_delta() -> None:
     assert PartStop(0) in events and Delta(1, "Hi") in events
 
 
-# --- reference §9.7 emitter cases ----------------------------------------------------------------
+# --- emitter edge cases ---------------------------------------------------------------------------
 
 
 def test_ignores_events_after_message_stop() -> None:
@@ -285,7 +285,7 @@ def test_redacted_thinking_emits_one_empty_thinking_delta_and_its_data() -> None
 
 
 def test_block_left_open_at_message_stop_is_not_closed() -> None:
-    # project decision (SPEC §3.2): no synthesized PartStop, so a cut tool call keeps its input
+    # docs/behaviour.md §6: no synthesized PartStop, so a cut tool call keeps its input
     events = decode(
         sse(
             START,
@@ -372,7 +372,7 @@ def test_stop_reason_is_canonical_when_known_else_raw(
 
 
 def test_malformed_usage_counts_are_a_typed_error() -> None:
-    # the reference zeroes them; rxturn reports the malformed event (SPEC §2.4: never skip)
+    # zeroing them would hide a broken event; rxturn reports it (docs/reliability.md §1: never skip)
     data = sse(START, message_delta("end_turn", {"output_tokens": "many"}))  # type: ignore[dict-item]
     events, error = run(AnthropicDecoder, [data])
     assert events == [MessageStart("msg_1", "claude-test"), START_USAGE]
@@ -546,7 +546,7 @@ def test_truncated_stream_has_no_message_stop_at_any_cut() -> None:
         assert (events[-1:] == [MessageStop()]) is complete
 
 
-# --- non-streaming replies (reference §8.2) ------------------------------------------------------
+# --- non-streaming replies ------------------------------------------------------------------------
 
 
 def test_parse_message_text_and_tool_use_in_order() -> None:

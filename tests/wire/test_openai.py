@@ -1,4 +1,4 @@
-"""The OpenAI Chat Completions decoder: recorded streams, the SDK as oracle, reference §8.3."""
+"""The OpenAI Chat Completions decoder: recorded streams, the SDK as oracle, the edge cases."""
 
 from __future__ import annotations
 
@@ -208,7 +208,7 @@ def test_length_finish_closes_text_but_keeps_tool_lanes_open() -> None:
     ]
 
 
-# --- reference §9.7 emitter cases ----------------------------------------------------------------
+# --- emitter edge cases ---------------------------------------------------------------------------
 
 
 def test_usage_chunk_after_finish_carries_usage_in_delta() -> None:
@@ -453,7 +453,7 @@ def test_malformed_chunks(data: bytes, message: str) -> None:
     assert error.endswith(f"(line {3 if data.startswith(b'data') else 4})")
 
 
-# --- non-streaming replies (reference §8.3) ------------------------------------------------------
+# --- non-streaming replies ------------------------------------------------------------------------
 
 
 def _completion(message: dict[str, Any], finish: str | None = "stop", **extra: Any) -> bytes:

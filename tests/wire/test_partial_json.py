@@ -1,7 +1,8 @@
 """``parse_partial`` against its oracle, jiter ``from_json(..., partial_mode=True)``.
 
-jiter is what the official anthropic SDK uses to parse a tool call's unfinished input; SPEC §3.2
-asks rxturn to match it exactly. Every expectation here is computed by jiter in the test itself.
+jiter is what the official anthropic SDK uses to parse a tool call's unfinished input;
+docs/behaviour.md §6 asks rxturn to match it exactly. Every expectation here is computed by jiter in
+the test itself.
 """
 
 from __future__ import annotations

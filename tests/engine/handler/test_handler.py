@@ -1,10 +1,11 @@
-"""``StreamHandler.stream_turn``: every behavioural case of reference §9.2, on virtual time.
+"""``StreamHandler.stream_turn``: every behavioural case of docs/behaviour.md §2, on virtual
+time.
 
 A :class:`ScriptedClient` plays one recorded timeline per attempt on a TestScheduler and a
 scripted outcome for ``create()`` (the rescue). Each test asserts what a subscriber saw (events,
 ``AttemptReset`` marks, ``Fallback``), the typed error, how many ``stream()`` / ``create()``
 calls were made, when, and (the ``clean`` fixture) that no timer or task outlives the turn.
-Expected values come from the reference's rules and defaults.
+Expected values come from the rules and defaults of docs/behaviour.md §2.
 """
 
 from __future__ import annotations
@@ -506,9 +507,9 @@ async def test_a_hanging_rescue_is_cut_by_a_fresh_first_event_budget(
 async def test_a_deadline_expiring_during_backoff_goes_to_the_rescue(
     clean: TestScheduler,
 ) -> None:
-    # Adapted from the reference, whose loop opens one more (doomed) stream when the backoff,
-    # clamped to the deadline, wakes up exactly at it: here the total deadline is one timer,
-    # scheduled first, so it wins that instant and no request is wasted past the deadline.
+    # A ladder that sleeps and then checks the deadline opens one more (doomed) stream when the
+    # backoff, clamped to the deadline, wakes up exactly at it: here the total deadline is one
+    # timer, scheduled first, so it wins that instant and no request is wasted past the deadline.
     client = ScriptedClient(clean, [fails(ServerError("HTTP 500"), at=0.05)], create=[RESCUED])
     handler = make(
         timeouts=TimeoutPolicy(first_event=0.1, per_event=0.1, total=0.2),

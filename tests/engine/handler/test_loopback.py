@@ -1,12 +1,12 @@
 """The stream handler end to end: real clients, real HTTP on 127.0.0.1, the fake provider.
 
-Each fault of SPEC §3.3 (429 and 529 with ``retry_after``, 500, 401, 404, a dropped connection,
-a stall, a malformed event, an in-stream error, a truncated stream) runs through the default
-ladder on the asyncio scheduler, with small timeouts. Each test checks the attempts the server
-saw (streaming and not), the ``AttemptReset`` marks, whether the rescue ran, and the final
-message (folded from the handler's items) or the typed error. Teardown closes the clients and
-servers and then requires that no asyncio task is left; tests that cut a response off check
-that the server saw the client go away (``fake.disconnects``).
+Each fault of the fake provider (docs/fake-provider.md: 429 and 529 with ``retry_after``, 500, 401,
+404, a dropped connection, a stall, a malformed event, an in-stream error, a truncated stream) runs
+through the default ladder on the asyncio scheduler, with small timeouts. Each test checks the
+attempts the server saw (streaming and not), the ``AttemptReset`` marks, whether the rescue ran, and
+the final message (folded from the handler's items) or the typed error. Teardown closes the clients
+and servers and then requires that no asyncio task is left; tests that cut a response off check that
+the server saw the client go away (``fake.disconnects``).
 """
 
 from __future__ import annotations
