@@ -258,10 +258,10 @@ class HttpClient:
         api_key: str | None,
         base_url: str,
         max_tokens: int | None,
-        extra_headers: Mapping[str, str] | None,
-        transport: AsyncTransport | None,
-        connect_timeout: float,
-        read_timeout: float | None,
+        extra_headers: Mapping[str, str] | None = None,
+        transport: AsyncTransport | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 120.0,
     ) -> None:
         name = type(self).__name__
         if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]

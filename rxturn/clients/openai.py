@@ -31,8 +31,7 @@ Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
 import msgspec
 
@@ -57,9 +56,6 @@ from ._request import (
     resolve_temperature,
     resolve_tool_choice,
 )
-
-if TYPE_CHECKING:
-    from ..transport import AsyncTransport
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -293,20 +289,10 @@ class OpenAIClient(HttpClient):
         base_url: str = DEFAULT_BASE_URL,
         max_tokens: int | None = None,
         stream_usage: bool = True,
-        extra_headers: Mapping[str, str] | None = None,
-        transport: AsyncTransport | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 120.0,
+        **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            extra_headers=extra_headers,
-            transport=transport,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
         self._stream_usage = bool(stream_usage)
 

@@ -42,8 +42,7 @@ Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
 import msgspec
 
@@ -72,9 +71,6 @@ from ._http import (
 )
 from ._request import JSONBody
 from .openai import DEFAULT_BASE_URL, strict_schema
-
-if TYPE_CHECKING:
-    from ..transport import AsyncTransport
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -285,20 +281,10 @@ class OpenAIResponsesClient(HttpClient):
         api_key: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
         max_tokens: int | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        transport: AsyncTransport | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 120.0,
+        **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            extra_headers=extra_headers,
-            transport=transport,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
 
     @classmethod
