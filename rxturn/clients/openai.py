@@ -33,9 +33,6 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-import msgspec
-
-from ..errors import ConfigError
 from ..messages import (
     Message,
     RefusalPart,
@@ -48,6 +45,7 @@ from ..messages import (
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
+    encode_tool_arguments,
     from_env_key,
     merge_extra_body,
     reject_thinking,
@@ -72,15 +70,6 @@ DEFAULT_MODEL = "gpt-4o"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 
-_encoder = msgspec.json.Encoder()
-
-
-def _arguments(value: Any) -> str:
-    try:
-        return _encoder.encode(value).decode()
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
-
 
 def _messages(request: Request) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
@@ -103,7 +92,10 @@ def _messages(request: Request) -> list[dict[str, Any]]:
                     {
                         "id": call.id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": _arguments(call.input)},
+                        "function": {
+                            "name": call.name,
+                            "arguments": encode_tool_arguments(call.input),
+                        },
                     }
                     for call in calls
                 ]

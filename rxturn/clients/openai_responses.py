@@ -44,8 +44,6 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
-import msgspec
-
 from ..errors import ConfigError
 from ..messages import (
     Message,
@@ -58,9 +56,10 @@ from ..messages import (
     ToolResultPart,
 )
 from ._base import keeps_thinking
-from ._http import (
-    HttpClient,
-    HttpSettings,
+from ._http import HttpClient, HttpSettings
+from ._request import (
+    JSONBody,
+    encode_tool_arguments,
     from_env_key,
     merge_extra_body,
     reject_thinking,
@@ -69,7 +68,6 @@ from ._http import (
     resolve_temperature,
     resolve_tool_choice,
 )
-from ._request import JSONBody
 from .openai import DEFAULT_BASE_URL, strict_schema
 
 __all__ = [
@@ -81,15 +79,6 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "gpt-5-mini"
-
-_encoder = msgspec.json.Encoder()
-
-
-def _arguments(value: Any) -> str:
-    try:
-        return _encoder.encode(value).decode()
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
 
 
 def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:
@@ -122,7 +111,7 @@ def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
                     "type": "function_call",
                     "call_id": part.id,
                     "name": part.name,
-                    "arguments": _arguments(part.input),
+                    "arguments": encode_tool_arguments(part.input),
                 }
             )
         elif isinstance(part, ThinkingPart) and part.id:
