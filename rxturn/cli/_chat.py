@@ -28,7 +28,7 @@ _KEY_VARIABLES = {
     "openai-responses": "OPENAI_API_KEY",
 }
 _PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
-#: OpenAI's reasoning efforts (rxturn.clients._http.REASONING_EFFORTS, without importing it).
+#: OpenAI's reasoning efforts (rxturn.clients._request.REASONING_EFFORTS, without importing it).
 _EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"]
 _MIN_THINKING = 1024
 

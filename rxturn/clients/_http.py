@@ -53,48 +53,18 @@ from ..resilience.backoff import parse_retry_after
 from ..sources import from_async_iterable
 from ..transport._base import display_url as _safe_url
 from ._base import keeps_thinking
-from ._request import (
-    REASONING_EFFORTS,
-    THINKING_MIN_BUDGET,
-    ToolChoice,
-    check_max_tokens,
-    encode_body,
-    from_env_key,
-    merge_extra_body,
-    reject_reasoning_effort,
-    reject_thinking,
-    resolve_max_tokens,
-    resolve_model,
-    resolve_reasoning_effort,
-    resolve_temperature,
-    resolve_thinking,
-    resolve_tool_choice,
-)
+from ._request import check_max_tokens, encode_body, resolve_model
 
 if TYPE_CHECKING:
     from ..transport import AsyncTransport, HttpResponse
 
 __all__ = [
     "ERROR_BODY_LIMIT",
-    "REASONING_EFFORTS",
     "REPLY_BODY_LIMIT",
-    "THINKING_MIN_BUDGET",
     "HttpClient",
     "HttpSettings",
-    "ToolChoice",
-    "encode_body",
-    "from_env_key",
-    "merge_extra_body",
     "parse_retry_after",
     "parse_should_retry",
-    "reject_reasoning_effort",
-    "reject_thinking",
-    "resolve_max_tokens",
-    "resolve_model",
-    "resolve_reasoning_effort",
-    "resolve_temperature",
-    "resolve_thinking",
-    "resolve_tool_choice",
 ]
 
 #: Error bodies are read up to this many bytes (docs/reliability.md).
@@ -258,10 +228,10 @@ class HttpClient:
         api_key: str | None,
         base_url: str,
         max_tokens: int | None,
-        extra_headers: Mapping[str, str] | None,
-        transport: AsyncTransport | None,
-        connect_timeout: float,
-        read_timeout: float | None,
+        extra_headers: Mapping[str, str] | None = None,
+        transport: AsyncTransport | None = None,
+        connect_timeout: float = 10.0,
+        read_timeout: float | None = 120.0,
     ) -> None:
         name = type(self).__name__
         if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]

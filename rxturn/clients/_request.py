@@ -30,6 +30,7 @@ __all__ = [
     "ToolChoice",
     "check_max_tokens",
     "encode_body",
+    "encode_tool_arguments",
     "from_env_key",
     "merge_extra_body",
     "reject_reasoning_effort",
@@ -199,6 +200,14 @@ def encode_body(body: Mapping[str, object]) -> bytes:
         return _encoder.encode(body)
     except (TypeError, msgspec.EncodeError, OverflowError, RecursionError) as exc:
         raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
+
+
+def encode_tool_arguments(value: object) -> str:
+    """A tool call's input as the JSON text OpenAI's APIs carry in ``arguments``."""
+    try:
+        return _encoder.encode(value).decode()
+    except (TypeError, msgspec.EncodeError) as exc:
+        raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
 
 
 def check_max_tokens(client: str, value: int | None, *, required: bool) -> None:

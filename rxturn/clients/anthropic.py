@@ -35,8 +35,7 @@ then the client's and the options' extra headers.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Unpack, cast
+from typing import Any, Unpack, cast
 
 from ..errors import ConfigError
 from ..messages import (
@@ -60,9 +59,6 @@ from ._request import (
     resolve_thinking,
     resolve_tool_choice,
 )
-
-if TYPE_CHECKING:
-    from ..transport import AsyncTransport
 
 __all__ = [
     "ANTHROPIC_VERSION",
@@ -245,20 +241,10 @@ class AnthropicClient(HttpClient):
         api_key: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
         max_tokens: int = DEFAULT_MAX_TOKENS,
-        extra_headers: Mapping[str, str] | None = None,
-        transport: AsyncTransport | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 120.0,
+        **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            extra_headers=extra_headers,
-            transport=transport,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
 
     @classmethod

@@ -29,8 +29,7 @@ Ollama cannot force a tool call: ``tool_choice`` ``"any"`` or a tool name is a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Unpack
 
 from ..errors import ConfigError
 from ..messages import (
@@ -42,7 +41,7 @@ from ..messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ._http import HttpClient
+from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
     merge_extra_body,
@@ -52,9 +51,6 @@ from ._request import (
     resolve_thinking,
     resolve_tool_choice,
 )
-
-if TYPE_CHECKING:
-    from ..transport import AsyncTransport
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OllamaClient", "build_ollama_body"]
 
@@ -201,20 +197,10 @@ class OllamaClient(HttpClient):
         api_key: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
         max_tokens: int | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        transport: AsyncTransport | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 120.0,
+        **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            extra_headers=extra_headers,
-            transport=transport,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
 
     def _body(

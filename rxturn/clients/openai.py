@@ -31,12 +31,8 @@ Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Unpack
+from typing import Any, Unpack
 
-import msgspec
-
-from ..errors import ConfigError
 from ..messages import (
     Message,
     RefusalPart,
@@ -49,6 +45,7 @@ from ..messages import (
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
+    encode_tool_arguments,
     from_env_key,
     merge_extra_body,
     reject_thinking,
@@ -57,9 +54,6 @@ from ._request import (
     resolve_temperature,
     resolve_tool_choice,
 )
-
-if TYPE_CHECKING:
-    from ..transport import AsyncTransport
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -75,15 +69,6 @@ __all__ = [
 DEFAULT_MODEL = "gpt-4o"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
-
-_encoder = msgspec.json.Encoder()
-
-
-def _arguments(value: Any) -> str:
-    try:
-        return _encoder.encode(value).decode()
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
 
 
 def _messages(request: Request) -> list[dict[str, Any]]:
@@ -107,7 +92,10 @@ def _messages(request: Request) -> list[dict[str, Any]]:
                     {
                         "id": call.id,
                         "type": "function",
-                        "function": {"name": call.name, "arguments": _arguments(call.input)},
+                        "function": {
+                            "name": call.name,
+                            "arguments": encode_tool_arguments(call.input),
+                        },
                     }
                     for call in calls
                 ]
@@ -293,20 +281,10 @@ class OpenAIClient(HttpClient):
         base_url: str = DEFAULT_BASE_URL,
         max_tokens: int | None = None,
         stream_usage: bool = True,
-        extra_headers: Mapping[str, str] | None = None,
-        transport: AsyncTransport | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 120.0,
+        **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            extra_headers=extra_headers,
-            transport=transport,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
         self._stream_usage = bool(stream_usage)
 

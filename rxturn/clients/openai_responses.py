@@ -42,10 +42,7 @@ Headers: ``Authorization: Bearer <key>`` when a key is set, JSON content type, t
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Unpack
-
-import msgspec
+from typing import Any, Unpack
 
 from ..errors import ConfigError
 from ..messages import (
@@ -59,9 +56,10 @@ from ..messages import (
     ToolResultPart,
 )
 from ._base import keeps_thinking
-from ._http import (
-    HttpClient,
-    HttpSettings,
+from ._http import HttpClient, HttpSettings
+from ._request import (
+    JSONBody,
+    encode_tool_arguments,
     from_env_key,
     merge_extra_body,
     reject_thinking,
@@ -70,11 +68,7 @@ from ._http import (
     resolve_temperature,
     resolve_tool_choice,
 )
-from ._request import JSONBody
 from .openai import DEFAULT_BASE_URL, strict_schema
-
-if TYPE_CHECKING:
-    from ..transport import AsyncTransport
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -85,15 +79,6 @@ __all__ = [
 ]
 
 DEFAULT_MODEL = "gpt-5-mini"
-
-_encoder = msgspec.json.Encoder()
-
-
-def _arguments(value: Any) -> str:
-    try:
-        return _encoder.encode(value).decode()
-    except (TypeError, msgspec.EncodeError) as exc:
-        raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
 
 
 def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:
@@ -126,7 +111,7 @@ def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
                     "type": "function_call",
                     "call_id": part.id,
                     "name": part.name,
-                    "arguments": _arguments(part.input),
+                    "arguments": encode_tool_arguments(part.input),
                 }
             )
         elif isinstance(part, ThinkingPart) and part.id:
@@ -285,20 +270,10 @@ class OpenAIResponsesClient(HttpClient):
         api_key: str | None = None,
         base_url: str = DEFAULT_BASE_URL,
         max_tokens: int | None = None,
-        extra_headers: Mapping[str, str] | None = None,
-        transport: AsyncTransport | None = None,
-        connect_timeout: float = 10.0,
-        read_timeout: float | None = 120.0,
+        **settings: Unpack[HttpSettings],
     ) -> None:
         super().__init__(
-            model,
-            api_key=api_key,
-            base_url=base_url,
-            max_tokens=max_tokens,
-            extra_headers=extra_headers,
-            transport=transport,
-            connect_timeout=connect_timeout,
-            read_timeout=read_timeout,
+            model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
 
     @classmethod

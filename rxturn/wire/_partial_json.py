@@ -166,26 +166,11 @@ class _Parser:
             byte = self.skip_ws()
             if byte is None:
                 raise _Soft("EOF while parsing a list")
-            if byte == _CLOSE_ARRAY:
-                self.pos += 1
-                return items
-            items.append(self.value(byte, depth + 1))
-            while True:
-                byte = self.skip_ws()
-                if byte is None:
-                    raise _Soft("EOF while parsing a list")
-                if byte == _CLOSE_ARRAY:
-                    self.pos += 1
-                    return items
-                if byte != _COMMA:
-                    raise _Soft("expected `,` or `]`")
-                self.pos += 1
-                byte = self.skip_ws()
-                if byte is None:
-                    raise _Soft("EOF while parsing a value")
-                if byte == _CLOSE_ARRAY:
-                    raise _Hard("trailing comma")
+            while byte != _CLOSE_ARRAY:
                 items.append(self.value(byte, depth + 1))
+                byte = self.next_item(_CLOSE_ARRAY, "a list", "expected `,` or `]`")
+            self.pos += 1
+            return items
         except _Soft:
             return items
 
@@ -196,32 +181,34 @@ class _Parser:
             byte = self.skip_ws()
             if byte is None:
                 raise _Soft("EOF while parsing an object")
-            if byte == _CLOSE_OBJECT:
-                self.pos += 1
-                return members
-            if byte != _QUOTE:
-                raise _Hard("key must be a string")
-            while True:
-                key = self.key()
-                members[key] = self.value(self.peek(), depth + 1)
-                byte = self.skip_ws()
-                if byte is None:
-                    raise _Soft("EOF while parsing an object")
-                if byte == _CLOSE_OBJECT:
-                    self.pos += 1
-                    return members
-                if byte != _COMMA:
-                    raise _Soft("expected `,` or `}`")
-                self.pos += 1
-                byte = self.skip_ws()
-                if byte is None:
-                    raise _Soft("EOF while parsing a value")
-                if byte == _CLOSE_OBJECT:
-                    raise _Hard("trailing comma")
+            while byte != _CLOSE_OBJECT:
                 if byte != _QUOTE:
                     raise _Hard("key must be a string")
+                key = self.key()
+                members[key] = self.value(self.peek(), depth + 1)
+                byte = self.next_item(_CLOSE_OBJECT, "an object", "expected `,` or `}`")
+            self.pos += 1
+            return members
         except _Soft:
             return members
+
+    def next_item(self, close: int, container: str, expected: str) -> int:
+        """After a container's item: the first byte of the next item, or ``close`` (not
+        consumed) when the container ends there."""
+        byte = self.skip_ws()
+        if byte is None:
+            raise _Soft(f"EOF while parsing {container}")
+        if byte == close:
+            return byte
+        if byte != _COMMA:
+            raise _Soft(expected)
+        self.pos += 1
+        byte = self.skip_ws()
+        if byte is None:
+            raise _Soft("EOF while parsing a value")
+        if byte == close:
+            raise _Hard("trailing comma")
+        return byte
 
     def key(self) -> str:
         key = self.string()
