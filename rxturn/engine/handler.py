@@ -40,25 +40,15 @@ from typing import Any, ClassVar, Literal, Protocol, cast
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from .._batching import as_batches_, unbatch_
+from .._batching import unbatch_
 from ..clients._base import BatchingModelClient, ModelClient
-from ..errors import RateLimitError, RequestTimeoutError, RetryAfterBeyondDeadline
-from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream, StreamEvent
+from ..errors import RetryAfterBeyondDeadline
+from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream
 from ..messages import Message, Request, RequestOptions, Usage
-from ..operators import (
-    attempt_guard,
-    cancellable,
-    deadlines,
-    rate_limit_gate,
-    rescue,
-    retry_ladder,
-    total_deadline,
-)
-from ..operators._progress import TurnProgress
-from ..operators._scheduling import clock, resolve_scheduler
 from ..resilience.cancel import CancelToken
 from ..resilience.limiter import RateLimiter
 from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from ._ladder import Ladder
 
 __all__ = ["AttemptWatcher", "RetryAfterBeyondDeadline", "StreamHandler"]
 
@@ -93,75 +83,6 @@ def client_scrubber(client: object) -> Callable[[BaseException], None] | None:
     one; without it, nothing is scrubbed here."""
     scrub = getattr(client, "scrub", None)
     return cast("Callable[[BaseException], None]", scrub) if callable(scrub) else None
-
-
-def _watched(
-    source: Observable[Any],
-    watcher: AttemptWatcher | None,
-    progress: TurnProgress,
-    give_up_beyond_deadline: bool,
-    scrub: Callable[[BaseException], None] | None = None,
-) -> Observable[Any]:
-    """One streaming attempt, reported to ``watcher`` and with its errors annotated.
-
-    Every error of the attempt first goes through the client's ``scrub``: the attempt guard's
-    fold runs here, downstream of the client, and a tool call's unparsable arguments in an
-    :class:`~rxturn.errors.InvalidToolInputError` may quote the key (a hostile server).
-    A rate limit or a 408 learns what the attempt had received (``partial``, ``events``); with
-    ``give_up_beyond_deadline`` a rate limit whose Retry-After is longer than the turn has left
-    becomes :class:`~rxturn.errors.RetryAfterBeyondDeadline` (the ladder then lets it out at
-    once).
-    """
-
-    def subscribe(
-        observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
-    ) -> abc.DisposableBase:
-        ended = False
-        context = watcher.attempt_started("stream") if watcher is not None else None
-
-        def on_error(error: Exception) -> None:
-            nonlocal ended
-            ended = True
-            if scrub is not None:
-                scrub(error)
-            if isinstance(error, RateLimitError | RequestTimeoutError):
-                error.note_progress(partial=progress.partial, events=progress.events)
-            if give_up_beyond_deadline and isinstance(error, RateLimitError):
-                remaining = progress.remaining()
-                wait = error.retry_after
-                if remaining is not None and wait is not None and wait > remaining:
-                    replaced = RetryAfterBeyondDeadline(progress.attempts, wait, remaining)
-                    replaced.__cause__ = error
-                    error = replaced
-            if watcher is not None:
-                watcher.attempt_ended("stream", error, progress.shadow.usage)
-            observer.on_error(error)
-
-        def on_completed() -> None:
-            nonlocal ended
-            ended = True
-            if watcher is not None:
-                watcher.attempt_ended("stream", None, progress.shadow.usage)
-            observer.on_completed()
-
-        if context is None:
-            inner = source.subscribe(observer.on_next, on_error, on_completed, scheduler=scheduler)
-        else:
-            inner = context.run(
-                source.subscribe, observer.on_next, on_error, on_completed, scheduler=scheduler
-            )
-
-        def dispose() -> None:
-            nonlocal ended
-            if not ended:
-                ended = True
-                if watcher is not None:
-                    watcher.attempt_ended("stream", None, progress.shadow.usage, disposed=True)
-            inner.dispose()
-
-        return Disposable(dispose)
-
-    return Observable(subscribe)
 
 
 def _watched_rescue(source: Observable[Message], watcher: AttemptWatcher) -> Observable[Message]:
@@ -367,17 +288,16 @@ class StreamHandler:
         turns a rate limit whose Retry-After outlasts the turn into
         :class:`RetryAfterBeyondDeadline` instead of a wait (when another model could answer).
         """
-        return as_batches_(
-            self._items(
-                client,
-                request,
-                options,
-                cancel,
-                scheduler=scheduler,
-                deadline=deadline,
-                watcher=watcher,
-                give_up_beyond_deadline=give_up_beyond_deadline,
-            )
+        return self._items(
+            client,
+            request,
+            options,
+            cancel,
+            scheduler=scheduler,
+            deadline=deadline,
+            watcher=watcher,
+            give_up_beyond_deadline=give_up_beyond_deadline,
+            as_lists=True,
         )
 
     def _items(
@@ -391,72 +311,105 @@ class StreamHandler:
         deadline: float | None = None,
         watcher: AttemptWatcher | None = None,
         give_up_beyond_deadline: bool = False,
+        as_lists: bool = False,
     ) -> Observable[Any]:
         """The turn's items: event batches from a client with ``stream_batches`` (else single
-        events), and the handler's own single items."""
-        timeouts, retry, rate_limit = self._timeouts, self._retry, self._rate_limit
-        total = timeouts.total if deadline is None or timeouts.total is None else deadline
-        limiter, rng, on_wait = self._limiter, self._rng, self._on_wait
-        preferred = scheduler if scheduler is not None else self._scheduler
-        scrub = client_scrubber(client)
+        events) and the handler's own single items; with ``as_lists`` every item a list."""
+        plan = TurnPlan(
+            self,
+            client,
+            request,
+            options,
+            cancel,
+            preferred=scheduler if scheduler is not None else self._scheduler,
+            deadline=deadline,
+            watcher=watcher,
+            give_up=give_up_beyond_deadline,
+        )
+        return Observable(plan.subscribe_lists if as_lists else plan.subscribe)
 
-        # a client of your own may offer only the per-event ``stream``: the operators take both
-        attempt_source: Callable[
+
+class TurnPlan:
+    """One call of :meth:`StreamHandler.stream_turn` (or ``_batches``): what each of its
+    subscriptions needs, in one object. Subscribing starts a :class:`~._ladder.Ladder`: the
+    operators of the module docstring, fused (a fresh :class:`TurnProgress` each time)."""
+
+    __slots__ = (
+        "cancel",
+        "client",
+        "first_event",
+        "give_up",
+        "key",
+        "limiter",
+        "max_consecutive",
+        "on_wait",
+        "options",
+        "per_event",
+        "preferred",
+        "rate_limit",
+        "request",
+        "rescue",
+        "retry",
+        "rng",
+        "scrub",
+        "source",
+        "total",
+        "watcher",
+    )
+
+    def __init__(
+        self,
+        handler: StreamHandler,
+        client: ModelClient,
+        request: Request,
+        options: RequestOptions | None,
+        cancel: CancelToken | None,
+        *,
+        preferred: abc.SchedulerBase | None,
+        deadline: float | None,
+        watcher: AttemptWatcher | None,
+        give_up: bool,
+    ) -> None:
+        timeouts = handler.timeouts
+        self.client = client
+        self.request = request
+        self.options = options
+        self.cancel = cancel
+        self.preferred = preferred
+        self.total = timeouts.total if deadline is None or timeouts.total is None else deadline
+        self.first_event = timeouts.first_event
+        self.per_event = timeouts.per_event
+        self.max_consecutive = timeouts.max_consecutive_timeouts
+        self.rescue = timeouts.rescue
+        self.retry = handler.retry
+        self.rate_limit = handler.rate_limit
+        limiter = handler.limiter
+        self.limiter = limiter if limiter is not None and limiter.enabled else None
+        self.key = client.base_url if self.limiter is not None else ""
+        self.rng = handler._rng  # pyright: ignore[reportPrivateUsage]
+        self.on_wait = handler._on_wait  # pyright: ignore[reportPrivateUsage]
+        self.watcher = watcher
+        self.give_up = give_up
+        self.scrub = client_scrubber(client)
+        # a client of your own may offer only the per-event ``stream``: the ladder takes both
+        self.source: Callable[
             [Request, RequestOptions | None], EventStream | Observable[EventBatch]
         ] = client.stream_batches if isinstance(client, BatchingModelClient) else client.stream
 
-        def open_stream(
-            observer: abc.ObserverBase[StreamEvent | EventBatch],
-            scheduler_: abc.SchedulerBase | None = None,
-        ) -> abc.DisposableBase:
-            try:
-                source = attempt_source(request, options)
-            except Exception as error:  # a client that fails before returning its Observable
-                observer.on_error(error)
-                return Disposable()
-            return source.subscribe(observer, scheduler=scheduler_)
+    def create_request(self) -> Observable[Message]:
+        """The rescue: one non-streaming ``create``, reported to the watcher."""
+        from ..sources import from_awaitable
 
-        def create_request() -> Observable[Message]:
-            from ..sources import from_awaitable
+        client, request, options = self.client, self.request, self.options
+        request_ = from_awaitable(lambda: client.create(request, options))
+        return request_ if self.watcher is None else _watched_rescue(request_, self.watcher)
 
-            request_ = from_awaitable(lambda: client.create(request, options))
-            return request_ if watcher is None else _watched_rescue(request_, watcher)
+    def subscribe(
+        self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        return Ladder(self, observer, scheduler, as_lists=False).start()
 
-        def subscribe(
-            observer: abc.ObserverBase[HandlerEvent | EventBatch],
-            scheduler_: abc.SchedulerBase | None = None,
-        ) -> abc.DisposableBase:
-            sched = resolve_scheduler(preferred, scheduler_)
-            progress = TurnProgress(clock(sched), total=total)
-            attempt: Observable[Any] = Observable(open_stream).pipe(
-                attempt_guard(progress),
-                deadlines(
-                    timeouts.first_event,
-                    timeouts.per_event,
-                    timeouts.max_consecutive_timeouts,
-                    progress=progress,
-                    scheduler=sched,
-                ),
-            )
-            attempt = _watched(attempt, watcher, progress, give_up_beyond_deadline, scrub).pipe(
-                rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=sched)
-            )
-            turn: Observable[Any] = attempt.pipe(
-                retry_ladder(
-                    retry, rate_limit, rng=rng, progress=progress, scheduler=sched, on_wait=on_wait
-                )
-            )
-            turn = turn.pipe(total_deadline(total, progress=progress, scheduler=sched))
-            if timeouts.rescue:
-                turn = turn.pipe(
-                    rescue(
-                        create_request,
-                        timeout=timeouts.first_event,
-                        progress=progress,
-                        scheduler=sched,
-                    )
-                )
-            turn = turn.pipe(cancellable(cancel, progress=progress))
-            return turn.subscribe(observer, scheduler=sched)
-
-        return Observable(subscribe)
+    def subscribe_lists(
+        self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        return Ladder(self, observer, scheduler, as_lists=True).start()

@@ -74,6 +74,17 @@ class CancelToken:
 
         return Disposable(remove)
 
+    def add_callback(self, callback: Callable[[], None]) -> None:
+        """Run ``callback`` when the signal fires; :meth:`on_cancel` without the disposable
+        (the stream handler keeps one per turn and removes it with :meth:`remove_callback`).
+        The caller checks :attr:`cancelled` first: a fired signal does not call it."""
+        self._callbacks.append(callback)
+
+    def remove_callback(self, callback: Callable[[], None]) -> None:
+        """Forget ``callback`` (no effect if it is not registered, or the signal fired)."""
+        with contextlib.suppress(ValueError):
+            self._callbacks.remove(callback)
+
     def as_observable(self) -> Observable[None]:
         """An Observable that errors with :class:`Cancelled` when the signal fires."""
 
