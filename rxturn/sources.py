@@ -47,7 +47,7 @@ from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from .errors import Cancelled, ConfigError
 
-__all__ = ["from_async_iterable", "from_awaitable"]
+__all__ = ["Bridge", "from_async_iterable", "from_awaitable", "open_bridge"]
 
 _T = TypeVar("_T")
 
@@ -97,7 +97,7 @@ def from_async_iterable(
     """
     fixed_loop = _scheduler_loop(scheduler, "from_async_iterable")
 
-    async def produce(state: _Subscription[_T]) -> None:
+    async def produce(state: Bridge[_T]) -> None:
         iterator = factory()
         try:
             async for item in iterator:
@@ -131,7 +131,7 @@ def from_awaitable(
     """
     fixed_loop = _scheduler_loop(scheduler, "from_awaitable")
 
-    async def produce(state: _Subscription[_T]) -> None:
+    async def produce(state: Bridge[_T]) -> None:
         value = await factory()
         if not state.disposed:
             state.emit(value)
@@ -139,91 +139,118 @@ def from_awaitable(
     return _bridge(produce, fixed_loop, "from_awaitable")
 
 
-class _Subscription(Generic[_T]):
-    """Per-subscription state shared by the driving task and the disposable."""
+class Bridge(abc.DisposableBase, Generic[_T]):
+    """One subscription of a bridged source: the driving task, the flags and the disposable,
+    in one slotted object (no closures, no Rx subscription wrappers).
 
-    __slots__ = ("disposed", "emit", "finished", "task")
+    ``produce(bridge)`` is the coroutine that does the IO: it calls :meth:`emit` for each item
+    and stops once :attr:`disposed` is set. :func:`open_bridge` starts one; rxturn's clients
+    call it directly for the stream handler (``BatchSource.attach``).
+    """
 
-    def __init__(self, observer: abc.ObserverBase[_T]) -> None:
+    __slots__ = ("disposed", "emit", "finished", "loop", "observer", "produce", "task", "what")
+
+    def __init__(
+        self,
+        observer: abc.ObserverBase[_T],
+        loop: asyncio.AbstractEventLoop,
+        produce: Callable[[Bridge[_T]], Awaitable[None]],
+        what: str,
+    ) -> None:
+        self.observer = observer
         self.emit: Callable[[_T], None] = observer.on_next
+        self.loop = loop
+        self.produce = produce
+        self.what = what
         self.disposed = False
         self.finished = False
         self.task: asyncio.Task[None] | None = None
 
+    def start(self) -> None:  # on the loop's thread
+        if self.disposed:
+            return
+        task = self.loop.create_task(self.run())
+        self.task = task
+        _RUNNING.add(task)
+        task.add_done_callback(_RUNNING.discard)
+
+    async def run(self) -> None:
+        error: Exception | None = None
+        try:
+            await self.produce(self)
+        except asyncio.CancelledError:
+            if self.disposed:
+                return
+            # Not our dispose: asyncio cancelled the task (loop shutdown). Tell the observer,
+            # then let the cancellation finish the task.
+            self.finished = True
+            _deliver(
+                self.loop,
+                self.observer.on_error,
+                Cancelled(
+                    f"{self.what}: the asyncio task was cancelled (event loop shutting down?)"
+                ),
+            )
+            raise
+        except Exception as exc:
+            error = exc
+        if self.disposed:
+            return
+        self.finished = True
+        if error is None:
+            _deliver(self.loop, self.observer.on_completed)
+        else:
+            _deliver(self.loop, self.observer.on_error, error)
+
+    def cancel(self) -> None:  # on the loop's thread
+        task = self.task
+        # A dispose from inside on_next (e.g. ``take(n)``) runs in the task itself: never
+        # cancel the running task; it sees the flag and closes the iterator normally.
+        if task is not None and not task.done() and asyncio.current_task(self.loop) is not task:
+            task.cancel()
+
+    def dispose(self) -> None:
+        already = self.disposed or self.finished
+        self.disposed = True
+        if already:
+            return
+        loop = self.loop
+        if _running_loop() is loop:
+            self.cancel()
+        elif not loop.is_closed():
+            loop.call_soon_threadsafe(self.cancel)
+
+
+def open_bridge(
+    observer: abc.ObserverBase[_T],
+    scheduler: abc.SchedulerBase | None,
+    produce: Callable[[Bridge[_T]], Awaitable[None]],
+    fixed_loop: asyncio.AbstractEventLoop | None,
+    what: str,
+) -> abc.DisposableBase:
+    """Start driving ``produce`` for ``observer`` (see the module docstring); the disposable
+    cancels it. No loop to run on is a :class:`ConfigError` sent to ``on_error``."""
+    loop = fixed_loop or _running_loop() or _asyncio_loop_of(scheduler)
+    if loop is None or loop.is_closed():
+        observer.on_error(ConfigError(_NO_LOOP.format(what=what)))
+        return Disposable()
+    bridge = Bridge(observer, loop, produce, what)
+    if _running_loop() is loop:
+        bridge.start()
+    else:
+        loop.call_soon_threadsafe(bridge.start)
+    return bridge
+
 
 def _bridge(
-    produce: Callable[[_Subscription[_T]], Awaitable[None]],
+    produce: Callable[[Bridge[_T]], Awaitable[None]],
     fixed_loop: asyncio.AbstractEventLoop | None,
     what: str,
 ) -> Observable[_T]:
     def subscribe(
         observer: abc.ObserverBase[_T], subscribe_scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        loop = fixed_loop or _running_loop() or _asyncio_loop_of(subscribe_scheduler)
-        if loop is None or loop.is_closed():
-            observer.on_error(ConfigError(_NO_LOOP.format(what=what)))
-            return Disposable()
-        state: _Subscription[_T] = _Subscription(observer)
-
-        async def run() -> None:
-            error: Exception | None = None
-            try:
-                await produce(state)
-            except asyncio.CancelledError:
-                if state.disposed:
-                    return
-                # Not our dispose: asyncio cancelled the task (loop shutdown). Tell the observer,
-                # then let the cancellation finish the task.
-                state.finished = True
-                _deliver(
-                    loop,
-                    observer.on_error,
-                    Cancelled(
-                        f"{what}: the asyncio task was cancelled (event loop shutting down?)"
-                    ),
-                )
-                raise
-            except Exception as exc:
-                error = exc
-            if state.disposed:
-                return
-            state.finished = True
-            if error is None:
-                _deliver(loop, observer.on_completed)
-            else:
-                _deliver(loop, observer.on_error, error)
-
-        def start() -> None:  # on the loop's thread
-            if state.disposed:
-                return
-            task = loop.create_task(run())
-            state.task = task
-            _RUNNING.add(task)
-            task.add_done_callback(_RUNNING.discard)
-
-        def cancel() -> None:  # on the loop's thread
-            task = state.task
-            # A dispose from inside on_next (e.g. ``take(n)``) runs in the task itself: never
-            # cancel the running task; it sees the flag and closes the iterator normally.
-            if task is not None and not task.done() and asyncio.current_task(loop) is not task:
-                task.cancel()
-
-        if _running_loop() is loop:
-            start()
-        else:
-            loop.call_soon_threadsafe(start)
-
-        def dispose() -> None:
-            already = state.disposed or state.finished
-            state.disposed = True
-            if already:
-                return
-            if _running_loop() is loop:
-                cancel()
-            elif not loop.is_closed():
-                loop.call_soon_threadsafe(cancel)
-
-        return Disposable(dispose)
+        return open_bridge(observer, subscribe_scheduler, produce, fixed_loop, what)
 
     return reactivex.create(subscribe)
 

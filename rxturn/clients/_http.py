@@ -26,11 +26,12 @@ import asyncio
 import html
 import logging
 import re
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
 from urllib.parse import urlsplit
 
-from reactivex import Observable
+import reactivex
+from reactivex import Observable, abc
 
 from .._headers import header
 from .._validate import positive
@@ -50,7 +51,7 @@ from ..errors import (
 from ..events import EventBatch, StreamEvent
 from ..messages import Message, Request, RequestOptions
 from ..resilience.backoff import parse_retry_after
-from ..sources import from_async_iterable
+from ..sources import Bridge, open_bridge
 from ..transport._base import display_url as _safe_url
 from ._base import keeps_thinking
 from ._request import check_max_tokens, encode_body, resolve_model
@@ -348,7 +349,30 @@ class HttpClient:
         costs one Rx emission per chunk instead of one per event.
         """
         opts = options or RequestOptions()
-        return from_async_iterable(lambda: self._stream_batches(request, opts))
+
+        def subscribe(
+            observer: abc.ObserverBase[EventBatch], scheduler: abc.SchedulerBase | None = None
+        ) -> abc.DisposableBase:
+            return self.attach_batches(request, opts, observer, scheduler)
+
+        return reactivex.create(subscribe)
+
+    def attach_batches(
+        self,
+        request: Request,
+        options: RequestOptions | None,
+        observer: abc.ObserverBase[EventBatch],
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> abc.DisposableBase:
+        """One subscription of :meth:`stream_batches`, without Rx's subscription wrappers:
+        the attempt starts at once and pushes to ``observer``; the disposable lets it go.
+
+        This is how the stream handler runs an attempt (it is the one observer of it); the
+        items, errors and disposal are :meth:`stream_batches`'s. ``scheduler`` names the loop
+        when this is called off it (an asyncio scheduler), as the subscribe-time scheduler does.
+        """
+        opts = options or RequestOptions()
+        return open_bridge(observer, scheduler, _Attempt(self, request, opts).run, None, _WHAT)
 
     async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
         """One non-streaming request; the whole reply (id, model, stop reason, usage).
@@ -395,9 +419,11 @@ class HttpClient:
             self._log_failure(model, False, exc)
             raise
 
-    async def _stream_batches(
-        self, request: Request, options: RequestOptions
-    ) -> AsyncIterator[EventBatch]:
+    async def _stream_into(
+        self, request: Request, options: RequestOptions, bridge: Bridge[EventBatch]
+    ) -> None:
+        """Send one streaming request and push each chunk's events to ``bridge`` until the
+        body ends or the bridge is disposed (the response is closed either way)."""
         from ..wire import decoder_for
 
         url, headers, body, model = self._prepare(request, options, stream=True)
@@ -442,19 +468,24 @@ class HttpClient:
                         if not head or media not in self._stream_types or _looks_html(head):
                             raise self._unexpected(response, media, head, True)
                         return  # the stream's own type and no event: truncated; the handler decides
-                yield events
+                emit = bridge.emit
+                emit(events)
+                if bridge.disposed:
+                    return
                 decoder.check()
                 async for chunk in chunks:
                     events = feed(chunk)
                     if events:
-                        yield events
+                        emit(events)
+                        if bridge.disposed:
+                            return
                         # A decoder defers an error found after good events in the same chunk
                         # (so those reach observers first); surface it now, not at the next
                         # chunk, which may never come.
                         decoder.check()
                 events = decoder.close()
                 if events:
-                    yield events
+                    emit(events)
             finally:
                 await response.aclose()
         except Exception as exc:
@@ -673,3 +704,22 @@ def _judge(
     if failure is not None:
         return f"it does not decode ({failure})", True
     return "not a single event in it", True
+
+
+_WHAT = "from_async_iterable"  # what a missing event loop is reported as (stream_batches)
+
+
+class _Attempt:
+    """One streaming attempt's arguments, bound for the bridge that drives it."""
+
+    __slots__ = ("client", "options", "request")
+
+    def __init__(self, client: HttpClient, request: Request, options: RequestOptions) -> None:
+        self.client = client
+        self.request = request
+        self.options = options
+
+    def run(self, bridge: Bridge[EventBatch]) -> Awaitable[None]:
+        return self.client._stream_into(  # pyright: ignore[reportPrivateUsage]
+            self.request, self.options, bridge
+        )

@@ -9,7 +9,8 @@ stream. :class:`Ladder` runs the same steps, in the same order and with the same
 the methods of one slotted object:
 
 - **one subscription per attempt** to the client's stream (the only Rx subscription of a turn;
-  rxturn's own clients skip even that, see :meth:`rxturn.clients._http.BatchSource.attach`);
+  rxturn's own clients skip even that: :meth:`~rxturn.clients.AnthropicClient.attach_batches`
+  pushes an attempt's batches straight to the ladder);
 - **one timer per turn**: the first-event / idle deadline of the attempt, the turn's total
   deadline, the limiter's and the backoff's waits and the rescue's deadline are instants kept
   as numbers; the one timer is armed for the earliest (on asyncio a ``loop.call_at`` handle).
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 from reactivex import Observable, abc
@@ -227,16 +227,16 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             self._attempt_due = None
         self._schedule()
         self._progress.begin_attempt()
+        attach = plan.attach
+        if attach is not None:  # an rxturn client: the attempt pushes to this object directly
+            self._upstream = attach(plan.request, plan.options, self, self._sched)
+            return
         try:
             source = plan.source(plan.request, plan.options)
         except Exception as error:  # a client that fails before returning its Observable
             self._attempt_failed(error)
             return
-        attach = getattr(source, "attach", None)
-        if attach is not None:
-            self._upstream = cast("Callable[[Ladder], abc.DisposableBase]", attach)(self)
-        else:
-            self._upstream = cast("Observable[Any]", source).subscribe(self, scheduler=self._sched)
+        self._upstream = cast("Observable[Any]", source).subscribe(self, scheduler=self._sched)
 
     # ----------------------------------------------------------------------- the attempt
 

@@ -42,6 +42,7 @@ from reactivex.disposable import Disposable
 
 from .._batching import unbatch_
 from ..clients._base import BatchingModelClient, ModelClient
+from ..clients._http import HttpClient
 from ..errors import RetryAfterBeyondDeadline
 from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream
 from ..messages import Message, Request, RequestOptions, Usage
@@ -329,12 +330,21 @@ class StreamHandler:
         return Observable(plan.subscribe_lists if as_lists else plan.subscribe)
 
 
+#: ``client.attach_batches(request, options, observer, scheduler)``: see
+#: :meth:`rxturn.clients.AnthropicClient.attach_batches`.
+AttachBatches = Callable[
+    [Request, RequestOptions | None, abc.ObserverBase[Any], abc.SchedulerBase | None],
+    abc.DisposableBase,
+]
+
+
 class TurnPlan:
     """One call of :meth:`StreamHandler.stream_turn` (or ``_batches``): what each of its
     subscriptions needs, in one object. Subscribing starts a :class:`~._ladder.Ladder`: the
     operators of the module docstring, fused (a fresh :class:`TurnProgress` each time)."""
 
     __slots__ = (
+        "attach",
         "cancel",
         "client",
         "first_event",
@@ -392,9 +402,18 @@ class TurnPlan:
         self.give_up = give_up
         self.scrub = client_scrubber(client)
         # a client of your own may offer only the per-event ``stream``: the ladder takes both
+        batching = isinstance(client, BatchingModelClient)
         self.source: Callable[
             [Request, RequestOptions | None], EventStream | Observable[EventBatch]
-        ] = client.stream_batches if isinstance(client, BatchingModelClient) else client.stream
+        ] = client.stream_batches if batching else client.stream
+        # rxturn's HTTP clients start an attempt without an Rx subscription (``attach_batches``),
+        # unless a subclass changed what ``stream_batches`` does
+        self.attach: AttachBatches | None = (
+            client.attach_batches
+            if isinstance(client, HttpClient)
+            and type(client).stream_batches is HttpClient.stream_batches
+            else None
+        )
 
     def create_request(self) -> Observable[Message]:
         """The rescue: one non-streaming ``create``, reported to the watcher."""

@@ -90,7 +90,7 @@ CASES: dict[str, tuple[dict[str, Any], tuple[Any, ...], StopReason, Usage | None
 
 def bridge_tasks() -> list[asyncio.Task[Any]]:
     """Tasks driving a client stream (rxturn.sources), as opposed to the servers' own tasks."""
-    return [t for t in asyncio.all_tasks() if "_bridge" in t.get_coro().__qualname__]
+    return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Bridge.run"]
 
 
 def scenario(entry: dict[str, Any]) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def scenario(entry: dict[str, Any]) -> dict[str, Any]:
 
 def bridge_tasks() -> list[asyncio.Task[Any]]:
     """Tasks driving a client stream (rxturn.sources), as opposed to the servers' own tasks."""
-    return [t for t in asyncio.all_tasks() if "_bridge" in t.get_coro().__qualname__]
+    return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Bridge.run"]
 
 
 async def per_event(provider: Provider, entry: dict[str, Any]) -> tuple[list[StreamEvent], Any]:
