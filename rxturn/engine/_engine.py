@@ -344,22 +344,7 @@ class TurnEngine(TurnSetup, TurnCalls):
             message = await self._do_turn(legs, request, options)
         except BaseException as exc:
             cancelled = isinstance(exc, (Cancelled, asyncio.CancelledError))
-            attempt_log = legs.log.close(exc)
-            failed = Turn(
-                turn=turn,
-                input=query,
-                output="",
-                tool_calls=(),
-                input_tokens=0,
-                output_tokens=0,
-                model=legs.served,
-                attempts=legs.streaming_attempts() if self.mode == "streaming" else 1,
-                rescued=False,
-                discarded_usage=legs.log.discarded(),
-                attempt_log=attempt_log,
-                billed_usage=legs.log.billed(),
-                error=type(exc).__name__,
-            )
+            failed = self._audit_record(legs, query, None, None, exc)
             self.session.audit.append(failed)
             self._request_end(turn, turn_id, failed, None, exc)
             self.observers.emit(
@@ -372,31 +357,12 @@ class TurnEngine(TurnSetup, TurnCalls):
                 output_tokens=0,
             )
             raise
-        attempt_log = legs.log.close(None)
-        served = legs.served
-        stats = legs.stats
-        attempts = legs.streaming_attempts() if self.mode == "streaming" else 1
         usage = message.usage
         stop_reason = message.stop_reason or StopReason.END_TURN
         if stop_reason is StopReason.END_TURN and message.tool_calls:
             stop_reason = StopReason.TOOL_CALL
-        self.calibration.record(served, raw_estimate, usage.input_tokens if usage else None)
-        discarded = legs.log.discarded()
-        record = Turn(
-            turn=turn,
-            input=query,
-            output=message.text,
-            tool_calls=tuple(message.tool_calls),
-            input_tokens=usage.input_tokens if usage else 0,
-            output_tokens=usage.output_tokens if usage else 0,
-            model=served,
-            attempts=attempts,
-            rescued=stats.rescued,
-            stop_reason=stop_reason,
-            discarded_usage=discarded,
-            attempt_log=attempt_log,
-            billed_usage=legs.log.billed(),
-        )
+        record = self._audit_record(legs, query, message, stop_reason, None)
+        self.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
         self._request_end(turn, turn_id, record, message, None)
         self.observers.emit("on_response", turn=turn, text=message.text, usage=usage)
         self.session.history.append(message)
@@ -406,17 +372,45 @@ class TurnEngine(TurnSetup, TurnCalls):
             message=message,
             stop_reason=stop_reason,
             usage=usage,
-            model=served,
-            attempts=attempts,
-            rescued=stats.rescued,
-            discarded_usage=discarded,
-            attempt_log=attempt_log,
-            billed_usage=legs.log.billed(),
+            model=record.model,
+            attempts=record.attempts,
+            rescued=record.rescued,
+            discarded_usage=record.discarded_usage,
+            attempt_log=record.attempt_log,
+            billed_usage=record.billed_usage,
         )
         # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
         if not (self._in_run and stop_reason is StopReason.TOOL_CALL):
             self._emit_turn_end(result, started)
         return result
+
+    def _audit_record(
+        self,
+        legs: TurnLegs,
+        query: str,
+        message: Message | None,
+        stop_reason: StopReason | None,
+        error: BaseException | None,
+    ) -> Turn:
+        """The turn's audit entry, served (``message``) or failed (``error``); closes the log."""
+        attempt_log = legs.log.close(error)
+        usage = message.usage if message is not None else None
+        return Turn(
+            turn=legs.turn,
+            input=query,
+            output=message.text if message is not None else "",
+            tool_calls=tuple(message.tool_calls) if message is not None else (),
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            model=legs.served,
+            attempts=legs.streaming_attempts() if self.mode == "streaming" else 1,
+            rescued=message is not None and legs.stats.rescued,
+            stop_reason=stop_reason,
+            discarded_usage=legs.log.discarded(),
+            attempt_log=attempt_log,
+            billed_usage=legs.log.billed(),
+            error=type(error).__name__ if error is not None else None,
+        )
 
 
 _turn_ids = itertools.count(1)
