@@ -26,7 +26,7 @@ from typing import Any, Final
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider, get_logger_provider
-from opentelemetry.metrics import MeterProvider, NoOpMeter, get_meter_provider
+from opentelemetry.metrics import Histogram, Meter, MeterProvider, NoOpMeter, get_meter_provider
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from .._version import __version__
@@ -59,6 +59,16 @@ __all__ = ["OTelObserver", "error_type"]
 
 _SCOPE: Final = "rxturn"
 _RATE_LIMITED: Final = frozenset({"RateLimitError", "OverloadedError"})
+
+
+def _seconds(meter: Meter, name: str, description: str) -> Histogram:
+    """A histogram of durations in seconds, with the GenAI duration buckets."""
+    return meter.create_histogram(
+        name,
+        unit="s",
+        description=description,
+        explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+    )
 
 
 class OTelObserver(Observer):
@@ -95,34 +105,25 @@ class OTelObserver(Observer):
         self._tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider)
         meters = meter_provider if meter_provider is not None else get_meter_provider()
         meter = meters.get_meter(_SCOPE, __version__)
-        self._duration = meter.create_histogram(
-            n.METRIC_OPERATION_DURATION,
-            unit="s",
-            description="GenAI operation duration",
-            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
-        )
+        self._duration = _seconds(meter, n.METRIC_OPERATION_DURATION, "GenAI operation duration")
         self._tokens = meter.create_histogram(
             n.METRIC_TOKEN_USAGE,
             unit="{token}",
             description="Number of input and output tokens used",
             explicit_bucket_boundaries_advisory=n.TOKEN_BUCKETS,
         )
-        self._first_chunk = meter.create_histogram(
+        self._first_chunk = _seconds(
+            meter,
             n.METRIC_TIME_TO_FIRST_CHUNK,
-            unit="s",
-            description="Time to receive the first chunk of a streaming response",
-            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+            "Time to receive the first chunk of a streaming response",
         )
         self._attempt_counter = meter.create_counter(
             n.METRIC_ATTEMPTS,
             unit="{attempt}",
             description="Requests made to providers, by outcome",
         )
-        self._rate_limit_wait = meter.create_histogram(
-            n.METRIC_RATE_LIMIT_WAIT,
-            unit="s",
-            description="Time waited before retrying a rate-limited request",
-            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+        self._rate_limit_wait = _seconds(
+            meter, n.METRIC_RATE_LIMIT_WAIT, "Time waited before retrying a rate-limited request"
         )
         self._logger: Logger | None = None
         if self._content_as_event:
