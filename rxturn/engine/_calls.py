@@ -70,14 +70,7 @@ class TurnCalls(AgentLoop):
                 message = await self._create_turn(legs, request, options)
         except BaseException as exc:
             if isinstance(exc, Exception) and not legs.failure_recorded:
-                record_turn_failure(
-                    self.fallback,
-                    self.observers,
-                    turn=legs.turn,
-                    served=legs.served,
-                    error=exc,
-                    routed=self._is_routed(legs),
-                )
+                self._record_failure(legs, exc)
             raise
         record_turn_success(
             self.fallback,
@@ -123,6 +116,17 @@ class TurnCalls(AgentLoop):
             self.fallback is not None and self.fallback.routed_model() == legs.served
         )
 
+    def _record_failure(self, legs: TurnLegs, error: BaseException) -> None:
+        """The leg's failure on the breaker and the observers (docs/behaviour.md §4.2)."""
+        record_turn_failure(
+            self.fallback,
+            self.observers,
+            turn=legs.turn,
+            served=legs.served,
+            error=error,
+            routed=self._is_routed(legs),
+        )
+
     def _can_fail_over(self, legs: TurnLegs) -> bool:
         return (
             self.failover
@@ -136,14 +140,7 @@ class TurnCalls(AgentLoop):
         if not (self._can_fail_over(legs) and fails_over(error)):
             return None
         assert self.fallback is not None
-        record_turn_failure(
-            self.fallback,
-            self.observers,
-            turn=legs.turn,
-            served=legs.served,
-            error=error,
-            routed=self._is_routed(legs),
-        )
+        self._record_failure(legs, error)
         legs.failure_recorded = True
         target = self.fallback.failover_model(legs.tried)
         if target is None:
