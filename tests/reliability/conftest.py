@@ -21,14 +21,16 @@ quotes the API key, a broken status line).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import Any, Literal
 
 import msgspec
 from aiohttp import web
 
 from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient
+
+from ._loopback import Site, serve
 
 __all__ = [
     "FORMAT_NAMES",
@@ -440,59 +442,6 @@ def make_client(
     if fmt == "openai":
         return OpenAIClient(model, api_key=api_key, base_url=base.openai_base_url, **kwargs)
     return OllamaClient(model, api_key=api_key, base_url=base.base_url, **kwargs)
-
-
-class Site:
-    """A loopback server started by :func:`serve`: its base URLs and what it saw."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.requests: list[web.Request] = []
-        self.headers: list[dict[str, str]] = []
-        self.bodies: list[Any] = []
-        self.bytes_sent = 0
-        self.disconnected = asyncio.Event()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
-
-
-@asynccontextmanager
-async def serve(
-    handler: Callable[[web.Request, Site], Awaitable[web.StreamResponse]], host: str = "127.0.0.1"
-) -> AsyncGenerator[Site]:
-    """Serve ``handler`` for every path on ``host`` (port 0), stopping it afterwards."""
-    site_info = Site(host, 0)
-
-    async def endpoint(request: web.Request) -> web.StreamResponse:
-        site_info.requests.append(request)
-        site_info.headers.append({k.lower(): v for k, v in request.headers.items()})
-        raw = await request.read()
-        site_info.bodies.append(msgspec.json.decode(raw) if raw else None)
-        try:
-            return await handler(request, site_info)
-        except (ConnectionResetError, asyncio.CancelledError):
-            site_info.disconnected.set()
-            raise
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", endpoint)
-    runner = web.AppRunner(
-        app, handle_signals=False, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
-    )
-    await runner.setup()
-    site = web.TCPSite(runner, host, 0)
-    await site.start()
-    site_info.port = int(runner.addresses[0][1])
-    try:
-        yield site_info
-    finally:
-        await runner.cleanup()
 
 
 class RawRequest(msgspec.Struct, frozen=True):
