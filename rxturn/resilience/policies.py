@@ -14,10 +14,12 @@ disables a timeout.
 
 Policies are values, not builders: derive a variant with ``msgspec.structs.replace``. Building one
 never fails (it is just data); :meth:`validate` checks it against the rules of docs/behaviour.md
-§2.1 and raises :class:`~rxturn.errors.ConfigError` naming the first bad field. ``StreamHandler``
-calls it at construction. ``FallbackPolicy`` alone also validates when it is built, as it always
-has. :meth:`sanitized` is the forgiving path (§2.1, "Sanitizing"): a substitution that turns any
-policy into a valid one.
+§2.1 and raises :class:`~rxturn.errors.ConfigError` naming the first bad field. Each policy is
+validated by what uses it, when that is built: ``StreamHandler`` its timeout, retry and
+rate-limit policies, ``RateLimiter`` its ``LimiterPolicy``, ``FallbackManager`` its
+``FallbackPolicy`` (and ``set_policy`` a new one), so a bad value is a ``ConfigError`` before any
+request is sent. :meth:`sanitized` is the forgiving path (§2.1, "Sanitizing"): a substitution
+that turns any policy into a valid one.
 """
 
 from __future__ import annotations
@@ -287,7 +289,8 @@ class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """The model breaker's numbers (docs/behaviour.md §3). Validated on construction too.
+    """The model breaker's numbers (docs/behaviour.md §3). Validated by the
+    :class:`~.fallback.FallbackManager` that takes it (and by ``set_policy``).
 
     Attributes:
         trip_threshold: consecutive PRIMARY failures that trip the breaker (0 trips on the first).
@@ -302,9 +305,6 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
     recovery_timeout: float = C.BREAKER_RECOVERY_TIMEOUT
     recovery_successes: int = C.BREAKER_RECOVERY_SUCCESSES
     max_fail_count: int = C.BREAKER_MAX_FAIL_COUNT
-
-    def __post_init__(self) -> None:
-        self.validate()
 
     def validate(self) -> FallbackPolicy:
         """Check the counts are integers >= 0 and ``recovery_timeout`` is seconds >= 0
@@ -332,7 +332,7 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
         return self
 
     def sanitized(self) -> FallbackPolicy:
-        """``self`` if valid, else the defaults (a policy built normally is always valid)."""
+        """``self`` if valid, else the defaults."""
         try:
             return self.validate()
         except ConfigError:
