@@ -14,10 +14,25 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-__all__ = ["LagMonitor", "Site", "serve", "settled_tasks"]
+__all__ = ["LagMonitor", "LoopbackUrls", "Site", "serve", "settled_tasks"]
 
 
-class Site:
+class LoopbackUrls:
+    """The base URLs of a server on ``host``:``port`` (set ``port`` once it listens)."""
+
+    host = "127.0.0.1"
+    port = 0
+
+    @property
+    def base_url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def openai_base_url(self) -> str:
+        return self.base_url + "/v1"
+
+
+class Site(LoopbackUrls):
     """A loopback server started by :func:`serve`: its base URLs and what it saw."""
 
     def __init__(self, host: str, port: int) -> None:
@@ -28,14 +43,6 @@ class Site:
         self.bytes_sent = 0  # a handler that counts what it wrote keeps it here
         self.disconnected = asyncio.Event()
         self.handled = asyncio.Event()  # a handler was entered (the request is in)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
 
 
 Handler = Callable[[web.Request, Site], Awaitable[web.StreamResponse]]

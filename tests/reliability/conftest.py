@@ -29,8 +29,13 @@ import msgspec
 from aiohttp import web
 
 from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient
+from rxturn.engine import TurnEngine
+from rxturn.engine.handler import StreamHandler
+from rxturn.errors import RxturnError
+from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
+from rxturn.testing import assert_no_secret
 
-from ._loopback import Site, serve
+from ._loopback import LoopbackUrls, Site, serve
 
 __all__ = [
     "FORMAT_NAMES",
@@ -42,6 +47,8 @@ __all__ = [
     "Site",
     "ToolScript",
     "make_client",
+    "resilient",
+    "run_turn",
     "serve",
     "wire_reply",
     "wire_stream",
@@ -371,7 +378,7 @@ class ScriptedEntry(msgspec.Struct, frozen=True, kw_only=True):
     reply: bytes
 
 
-class ScriptedProvider:
+class ScriptedProvider(LoopbackUrls):
     """A loopback server answering each request with the next :class:`ScriptedEntry`.
 
     The last entry repeats, as in the fake. Streams are written in a few pieces and then
@@ -384,15 +391,7 @@ class ScriptedProvider:
         self.requests: list[Any] = []
         self.disconnects = 0
         self._runner: web.AppRunner | None = None
-        self._port = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
+        self.port = 0
 
     async def __aenter__(self) -> ScriptedProvider:
         app = web.Application()
@@ -404,7 +403,7 @@ class ScriptedProvider:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        self._port = int(self._runner.addresses[0][1])
+        self.port = int(self._runner.addresses[0][1])
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -431,6 +430,25 @@ class ScriptedProvider:
         except ConnectionResetError:
             self.disconnects += 1
         return response
+
+
+def resilient() -> StreamHandler:
+    """The reference ladder with tiny delays; no rescue, so the attempts are the stream's."""
+    return StreamHandler(
+        timeouts=TimeoutPolicy(first_event=5.0, per_event=5.0, total=20.0, rescue=False),
+        retry=RetryPolicy(base_delay=0.001, max_delay=0.01),
+    )
+
+
+async def run_turn(client: Any, handler: StreamHandler, mode: str) -> tuple[Any, Any]:
+    """One ``engine.run("hi")``, bounded: ``(result, None)`` or ``(None, error)``; the error
+    never holds the test key."""
+    engine = TurnEngine(client, handler=handler, mode=mode)  # type: ignore[arg-type]
+    try:
+        return await asyncio.wait_for(engine.run("hi"), 30), None
+    except RxturnError as exc:
+        assert_no_secret(exc, TEST_KEY, name="error")
+        return None, exc
 
 
 def make_client(
@@ -467,7 +485,7 @@ class RawRequest(msgspec.Struct, frozen=True):
         return doc.get("stream", default) is True
 
 
-class RawHTTPServer:
+class RawHTTPServer(LoopbackUrls):
     """An HTTP/1.1 server on 127.0.0.1 that answers each request with the exact bytes
     ``respond(request)`` returns (status line, headers, body), then closes the connection.
 
@@ -480,14 +498,6 @@ class RawHTTPServer:
         self.requests: list[RawRequest] = []
         self._server: asyncio.Server | None = None
         self.port = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
 
     async def __aenter__(self) -> RawHTTPServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
