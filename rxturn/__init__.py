@@ -5,7 +5,9 @@ the fold and replay, the resilience pieces, the turn, the clients. That import b
 table of the public surface: type checkers read it, and at run time it is read (once, on the
 first public name used) to resolve each name lazily from its module. So ``import rxturn`` stays
 light, and ``import rxturn.wire`` loads no asyncio, reactivex, aiohttp or tiktoken.
-``__all__`` repeats the names because type checkers require it; a test keeps the two equal.
+Each name is imported in the explicit re-export form ``from .x import A as A``, which type
+checkers take as the public surface; ``__all__`` is built from the same table at run time, on
+first use (``from rxturn import *``, ``dir(rxturn)``), so every name is spelled once.
 
 Reading order for a newcomer: :mod:`rxturn.events`, :mod:`rxturn.wire`, :mod:`rxturn.fold`,
 :mod:`rxturn.operators`, :mod:`rxturn.engine.handler`, :mod:`rxturn.engine`; docs/design.md
@@ -14,252 +16,150 @@ draws the layers.
 
 from __future__ import annotations
 
-import ast
-import importlib
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from . import _moved
-from ._version import __version__
+from ._lazy import LazyExports
+from ._version import __version__ as __version__
 
 _moved.install()
 
 if TYPE_CHECKING:  # the table of public names (see the module docstring)
     # -- the vocabulary: messages, stream events, one error tree
     from .messages import (
-        Message,
-        Request,
-        RequestOptions,
-        ResponseFormat,
-        StopReason,
-        TextPart,
-        ToolCallPart,
-        ToolResultPart,
-        ToolSchema,
-        Usage,
+        Message as Message,
+        Request as Request,
+        RequestOptions as RequestOptions,
+        ResponseFormat as ResponseFormat,
+        StopReason as StopReason,
+        TextPart as TextPart,
+        ToolCallPart as ToolCallPart,
+        ToolResultPart as ToolResultPart,
+        ToolSchema as ToolSchema,
+        Usage as Usage,
     )
     from .events import (
-        AttemptReset,
-        Delta,
-        EventBatch,
-        Fallback,
-        HandlerEvent,
-        MessageDelta,
-        MessageStart,
-        MessageStop,
-        PartStart,
-        PartStop,
-        Ping,
-        StreamEvent,
+        AttemptReset as AttemptReset,
+        Delta as Delta,
+        EventBatch as EventBatch,
+        Fallback as Fallback,
+        HandlerEvent as HandlerEvent,
+        MessageDelta as MessageDelta,
+        MessageStart as MessageStart,
+        MessageStop as MessageStop,
+        PartStart as PartStart,
+        PartStop as PartStop,
+        Ping as Ping,
+        StreamEvent as StreamEvent,
     )
     from .errors import (
-        APIStatusError,
-        AuthenticationError,
-        BadRequestError,
-        Cancelled,
-        ConfigError,
-        ConnectError,
-        ContextOverflowError,
-        DecompressionLimitError,
-        FallbackExhausted,
-        InvalidToolInputError,
-        NotFoundError,
-        OverloadedError,
-        PermissionDeniedError,
-        ProviderError,
-        ProviderStreamError,
-        RateLimitError,
-        RateLimitEscalation,
-        ReadError,
-        RequestTimeoutError,
-        RescueFailed,
-        RescueTimeoutError,
-        RetryAfterBeyondDeadline,
-        RxturnError,
-        ServerError,
-        StreamProtocolError,
-        StreamTimeoutError,
-        ToolTimeoutError,
-        TransportError,
-        TruncatedStreamError,
-        UnexpectedResponseError,
-        is_retryable,
+        APIStatusError as APIStatusError,
+        AuthenticationError as AuthenticationError,
+        BadRequestError as BadRequestError,
+        Cancelled as Cancelled,
+        ConfigError as ConfigError,
+        ConnectError as ConnectError,
+        ContextOverflowError as ContextOverflowError,
+        DecompressionLimitError as DecompressionLimitError,
+        FallbackExhausted as FallbackExhausted,
+        InvalidToolInputError as InvalidToolInputError,
+        NotFoundError as NotFoundError,
+        OverloadedError as OverloadedError,
+        PermissionDeniedError as PermissionDeniedError,
+        ProviderError as ProviderError,
+        ProviderStreamError as ProviderStreamError,
+        RateLimitError as RateLimitError,
+        RateLimitEscalation as RateLimitEscalation,
+        ReadError as ReadError,
+        RequestTimeoutError as RequestTimeoutError,
+        RescueFailed as RescueFailed,
+        RescueTimeoutError as RescueTimeoutError,
+        RetryAfterBeyondDeadline as RetryAfterBeyondDeadline,
+        RxturnError as RxturnError,
+        ServerError as ServerError,
+        StreamProtocolError as StreamProtocolError,
+        StreamTimeoutError as StreamTimeoutError,
+        ToolTimeoutError as ToolTimeoutError,
+        TransportError as TransportError,
+        TruncatedStreamError as TruncatedStreamError,
+        UnexpectedResponseError as UnexpectedResponseError,
+        is_retryable as is_retryable,
     )
 
     # -- the pure core: the fold, and replay of recorded bytes through it
-    from .fold import INITIAL_STATE, TurnState, fold, fold_batch, fold_handler
-    from .replay import replay, replay_batches, replay_message
+    from .fold import (
+        INITIAL_STATE as INITIAL_STATE,
+        TurnState as TurnState,
+        fold as fold,
+        fold_batch as fold_batch,
+        fold_handler as fold_handler,
+    )
+    from .replay import (
+        replay as replay,
+        replay_batches as replay_batches,
+        replay_message as replay_message,
+    )
 
     # -- resilience: policies, the limiter, the cancel token, the model breaker
-    from .resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
-    from .resilience.limiter import RateLimiter
-    from .resilience.cancel import CancelToken
-    from .resilience.fallback import BreakerState, FailureKind, FallbackManager, FallbackPolicy
+    from .resilience.policies import (
+        LimiterPolicy as LimiterPolicy,
+        RateLimitPolicy as RateLimitPolicy,
+        RetryPolicy as RetryPolicy,
+        TimeoutPolicy as TimeoutPolicy,
+    )
+    from .resilience.limiter import RateLimiter as RateLimiter
+    from .resilience.cancel import CancelToken as CancelToken
+    from .resilience.fallback import (
+        BreakerState as BreakerState,
+        FailureKind as FailureKind,
+        FallbackManager as FallbackManager,
+        FallbackPolicy as FallbackPolicy,
+    )
 
     # -- the turn: the handler, the engine, what it reports to, runs, records and counts
-    from .engine.handler import StreamHandler
-    from .engine import RunResult, Session, TurnEngine, TurnResult
-    from .engine.observers import LoggingObserver, Observer, ObserverSet, RecordingObserver
-    from .engine.tools import Tool, ToolRegistry, tool
-    from .engine.audit import AuditTrail, Run, Turn
-    from .engine.tokens import ContextEstimate, TiktokenCounter, TokenCounter, estimate_context
+    from .engine.handler import StreamHandler as StreamHandler
+    from .engine import (
+        RunResult as RunResult,
+        Session as Session,
+        TurnEngine as TurnEngine,
+        TurnResult as TurnResult,
+    )
+    from .engine.observers import (
+        LoggingObserver as LoggingObserver,
+        Observer as Observer,
+        ObserverSet as ObserverSet,
+        RecordingObserver as RecordingObserver,
+    )
+    from .engine.tools import Tool as Tool, ToolRegistry as ToolRegistry, tool as tool
+    from .engine.audit import AuditTrail as AuditTrail, Run as Run, Turn as Turn
+    from .engine.tokens import (
+        ContextEstimate as ContextEstimate,
+        TiktokenCounter as TiktokenCounter,
+        TokenCounter as TokenCounter,
+        estimate_context as estimate_context,
+    )
     from .engine.context import (
-        Calibration,
-        Compactor,
-        ContextContributor,
-        ContextWindow,
-        MemoryProvider,
-        SummarizingCompactor,
-        TruncatingCompactor,
+        Calibration as Calibration,
+        Compactor as Compactor,
+        ContextContributor as ContextContributor,
+        ContextWindow as ContextWindow,
+        MemoryProvider as MemoryProvider,
+        SummarizingCompactor as SummarizingCompactor,
+        TruncatingCompactor as TruncatingCompactor,
     )
 
     # -- the clients (aiohttp loads on first send)
     from .clients import (
-        AnthropicClient,
-        BatchingModelClient,
-        ModelClient,
-        OllamaClient,
-        OpenAIClient,
-        OpenAIResponsesClient,
+        AnthropicClient as AnthropicClient,
+        BatchingModelClient as BatchingModelClient,
+        ModelClient as ModelClient,
+        OllamaClient as OllamaClient,
+        OpenAIClient as OpenAIClient,
+        OpenAIResponsesClient as OpenAIResponsesClient,
     )
 
 
-def _export_table() -> dict[str, str]:
-    """Public name -> defining module, read from the ``if TYPE_CHECKING`` block above."""
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    table: dict[str, str] = {}
-    for node in tree.body:
-        if isinstance(node, ast.If) and isinstance(node.test, ast.Name):
-            if node.test.id != "TYPE_CHECKING":
-                continue
-            for stmt in node.body:
-                if isinstance(stmt, ast.ImportFrom) and stmt.module:
-                    module = "rxturn." + stmt.module
-                    table.update((alias.name, module) for alias in stmt.names)
-    return table
-
-
-_EXPORTS: dict[str, str] = {}
-
-
-def __getattr__(name: str) -> Any:
-    if not _EXPORTS:
-        _EXPORTS.update(_export_table())
-    module_name = _EXPORTS.get(name)
-    if module_name is None:
-        raise AttributeError(f"module 'rxturn' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module_name), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
-
-
-__all__ = [
-    "APIStatusError",
-    "AnthropicClient",
-    "AttemptReset",
-    "AuditTrail",
-    "AuthenticationError",
-    "BadRequestError",
-    "BatchingModelClient",
-    "BreakerState",
-    "Calibration",
-    "CancelToken",
-    "Cancelled",
-    "Compactor",
-    "ConfigError",
-    "ConnectError",
-    "ContextContributor",
-    "ContextEstimate",
-    "ContextOverflowError",
-    "ContextWindow",
-    "DecompressionLimitError",
-    "Delta",
-    "EventBatch",
-    "FailureKind",
-    "Fallback",
-    "FallbackExhausted",
-    "FallbackManager",
-    "FallbackPolicy",
-    "HandlerEvent",
-    "INITIAL_STATE",
-    "InvalidToolInputError",
-    "LimiterPolicy",
-    "LoggingObserver",
-    "MemoryProvider",
-    "Message",
-    "MessageDelta",
-    "MessageStart",
-    "MessageStop",
-    "ModelClient",
-    "NotFoundError",
-    "Observer",
-    "ObserverSet",
-    "OllamaClient",
-    "OpenAIClient",
-    "OpenAIResponsesClient",
-    "OverloadedError",
-    "PartStart",
-    "PartStop",
-    "PermissionDeniedError",
-    "Ping",
-    "ProviderError",
-    "ProviderStreamError",
-    "RateLimitError",
-    "RateLimitEscalation",
-    "RateLimitPolicy",
-    "RateLimiter",
-    "ReadError",
-    "RecordingObserver",
-    "Request",
-    "RequestOptions",
-    "RequestTimeoutError",
-    "RescueFailed",
-    "RescueTimeoutError",
-    "ResponseFormat",
-    "RetryAfterBeyondDeadline",
-    "RetryPolicy",
-    "Run",
-    "RunResult",
-    "RxturnError",
-    "ServerError",
-    "Session",
-    "StopReason",
-    "StreamEvent",
-    "StreamHandler",
-    "StreamProtocolError",
-    "StreamTimeoutError",
-    "SummarizingCompactor",
-    "TextPart",
-    "TiktokenCounter",
-    "TimeoutPolicy",
-    "TokenCounter",
-    "Tool",
-    "ToolCallPart",
-    "ToolRegistry",
-    "ToolResultPart",
-    "ToolSchema",
-    "ToolTimeoutError",
-    "TransportError",
-    "TruncatedStreamError",
-    "TruncatingCompactor",
-    "Turn",
-    "TurnEngine",
-    "TurnResult",
-    "TurnState",
-    "UnexpectedResponseError",
-    "Usage",
-    "__version__",
-    "estimate_context",
-    "fold",
-    "fold_batch",
-    "fold_handler",
-    "is_retryable",
-    "replay",
-    "replay_batches",
-    "replay_message",
-    "tool",
-]
+_exports = LazyExports(globals(), eager=("__version__",))
+_export_table = _exports.table
+__getattr__ = _exports.resolve
+__dir__ = _exports.names

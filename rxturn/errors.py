@@ -46,9 +46,9 @@ also drops chained third-party exceptions (they may hold the request and its hea
 
 from __future__ import annotations
 
-import re
-from typing import Any, ClassVar, cast
-from urllib.parse import quote
+from typing import ClassVar
+
+from ._redact import redact, scrub_exception
 
 __all__ = [
     "PERMANENT_SERVER_STATUSES",
@@ -88,31 +88,6 @@ __all__ = [
     "scrub_secrets",
     "status_error",
 ]
-
-# Bodies and messages we keep are capped so a hostile server cannot make an error huge.
-_MAX_BODY_CHARS = 8192
-
-_KEY_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|sk-ant-[A-Za-z0-9_\-]{6,})")
-
-
-def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """Remove API-key-looking tokens (and any given secrets) from ``text``; cap its length."""
-    text = _without_secrets(text, secrets)
-    if len(text) > _MAX_BODY_CHARS:
-        text = text[:_MAX_BODY_CHARS] + f"… [{len(text) - _MAX_BODY_CHARS} more chars]"
-    return text
-
-
-def _without_secrets(text: str, secrets: tuple[str, ...]) -> str:
-    """``text`` with every given secret (as is, and percent-encoded as a URL would carry it) and
-    every key-looking token replaced by ``[redacted]``; the length is not capped."""
-    for secret in secrets:
-        if len(secret) >= 8:  # a short "secret" would shred ordinary words
-            text = text.replace(secret, "[redacted]")
-            quoted = quote(secret, safe="")
-            if quoted != secret:
-                text = text.replace(quoted, "[redacted]")
-    return _KEY_PATTERN.sub("[redacted]", text)
 
 
 class RxturnError(Exception):
@@ -578,66 +553,7 @@ def scrub_secrets(exc: BaseException, secrets: tuple[str, ...]) -> None:
     keeps ``request_info`` with the request headers) — the rxturn error's message already says
     what it was. This is the boundary where the clients hand errors to their callers.
     """
-    _scrub(exc, secrets, set())
-
-
-def _scrub(exc: BaseException, secrets: tuple[str, ...], seen: set[int]) -> None:
-    if id(exc) in seen:
-        return
-    seen.add(id(exc))
-    if isinstance(exc, RxturnError):
-        exc.message = redact(exc.message, secrets)
-        exc.args = (exc.message,)
-        for name, value in list(vars(exc).items()):
-            if name != "message":
-                cleaned = _scrub_value(value, secrets, seen)
-                if cleaned is not value:
-                    setattr(exc, name, cleaned)
-    else:
-        exc.args = tuple(_scrub_value(arg, secrets, seen) for arg in exc.args)
-    notes: Any = getattr(exc, "__notes__", None)
-    if isinstance(notes, list):
-        exc.__notes__ = [  # type: ignore[attr-defined]
-            _without_secrets(note, secrets) if isinstance(note, str) else "[note]"
-            for note in notes  # pyright: ignore[reportUnknownVariableType]
-        ]
-    cause, context = exc.__cause__, exc.__context__
-    if isinstance(cause, RxturnError):
-        _scrub(cause, secrets, seen)
-    elif cause is not None:
-        exc.__cause__ = None
-    if isinstance(context, RxturnError):
-        _scrub(context, secrets, seen)
-    elif context is not None:
-        exc.__context__ = None
-        exc.__suppress_context__ = True
-
-
-def _scrub_value(value: Any, secrets: tuple[str, ...], seen: set[int]) -> Any:
-    if isinstance(value, str):
-        cleaned = _without_secrets(value, secrets)
-        return value if cleaned == value else cleaned
-    if isinstance(value, bytes):
-        cleaned_bytes = value
-        for secret in secrets:
-            if len(secret) >= 8:
-                cleaned_bytes = cleaned_bytes.replace(secret.encode(), b"[redacted]")
-        return value if cleaned_bytes == value else cleaned_bytes
-    if isinstance(value, BaseException):
-        _scrub(value, secrets, seen)
-        return value
-    if isinstance(value, tuple | list):
-        old_items = cast("list[Any] | tuple[Any, ...]", value)
-        items = [_scrub_value(item, secrets, seen) for item in old_items]
-        if all(new is old for new, old in zip(items, old_items, strict=True)):
-            return old_items
-        return tuple(items) if isinstance(old_items, tuple) else items
-    if isinstance(value, dict):
-        return {
-            _scrub_value(key, secrets, seen): _scrub_value(item, secrets, seen)
-            for key, item in cast("dict[Any, Any]", value).items()
-        }
-    return value
+    scrub_exception(exc, secrets, RxturnError)
 
 
 def is_retryable(exc: BaseException) -> bool:

@@ -42,7 +42,7 @@ which lane owns them (one ``(first fragment, lane)`` entry each time the receivi
 so once per lane unless lanes interleave), and the finished parts. Open lanes sit in a small
 tuple. Fragments are joined only when a lane closes or ``message()`` runs, so text never grows by
 ``+=``. A delta allocates one three-field ``TurnState`` and appends one string; everything else
-sits in a shared ``_Head`` that only the rarer events replace (see benchmarks/bench_replay.py).
+sits in a shared ``Head`` that only the rarer events replace (see benchmarks/bench_replay.py).
 
 States compare by identity (``eq=False``): two states are equivalent when their ``message()``
 and public fields are; the logs may hold data beyond what a state can see.
@@ -50,13 +50,21 @@ and public fields are; the logs may hold data beyond what a state can see.
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from collections.abc import Iterable
-from typing import Any, Final, TypeVar
+from typing import Final
 
 import msgspec
 
-from .errors import InvalidToolInputError, StreamProtocolError
+from ._fold_lanes import (
+    Head,
+    Lane,
+    append_log,
+    closed_lane_part,
+    fresh_log,
+    open_lane_part,
+    visible_log,
+)
+from .errors import StreamProtocolError
 from .events import (
     AttemptReset,
     Delta,
@@ -65,7 +73,6 @@ from .events import (
     MessageDelta,
     MessageStart,
     MessageStop,
-    PartKind,
     PartStart,
     PartStop,
     Ping,
@@ -75,14 +82,11 @@ from .messages import (
     ContentPart,
     Message,
     RedactedThinkingPart,
-    RefusalPart,
     StopReason,
-    TextPart,
     ThinkingPart,
     ToolCallPart,
     Usage,
 )
-from .wire._partial_json import parse_partial
 
 __all__ = [
     "INITIAL_STATE",
@@ -99,44 +103,7 @@ __all__ = [
 # them directly because a property or method call per event would cost the hot path.
 # pyright: reportPrivateUsage=false
 
-_T = TypeVar("_T")
 _replace = msgspec.structs.replace
-_json_decode = msgspec.json.decode
-
-
-class _Lane(msgspec.Struct, frozen=True, gc=False):
-    """An open lane. ``start`` is the fragment-log length when it opened: its fragments follow."""
-
-    serial: int
-    index: int
-    kind: PartKind
-    id: str
-    name: str
-    start: int
-    accepts: str = ""  # the Delta.kind this lane takes: "text", "tool_json", "thinking" ("" = none)
-    signature: str | None = None  # a kept thinking lane's latest signature delta
-    redacted: str | None = None  # a kept thinking lane's redacted data
-
-
-class _Head(msgspec.Struct, frozen=True, gc=False):
-    """Everything but the fragment log: it changes only on the (few) non-delta events."""
-
-    id: str = ""
-    model: str = ""
-    stop_reason: StopReason = StopReason.END_TURN
-    usage: Usage | None = None
-    started: bool = False
-    completed: bool = False
-    open: tuple[_Lane, ...] = ()
-    lanes: int = 0  # lanes opened so far == the next lane's serial number
-    parts: list[tuple[int, ContentPart]] | None = None  # (lane serial, part); shared, append-only
-    nparts: int = 0
-    runs: list[tuple[int, int]] | None = None  # (first fragment, lane serial); shared, append-only
-    nruns: int = 0
-    owner: int = -1  # the serial of the lane that received the latest fragment
-    hot: _Lane | None = None  # that lane while it is still the first open match for its deltas
-    rescued: Message | None = None  # set by a Fallback item: the reply, adopted wholesale
-    keep_thinking: bool = False  # thinking lanes become message parts
 
 
 class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
@@ -144,11 +111,11 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
     :meth:`message`.
 
     A delta — nearly every event of a long reply — only appends to the fragment log, so the state
-    keeps everything else in one shared ``_Head`` and a delta costs one three-field Struct. The
+    keeps everything else in one shared ``Head`` and a delta costs one three-field Struct. The
     public attributes below are read-only properties over it.
     """
 
-    _head: _Head = _Head()
+    _head: Head = Head()
     _frags: list[str] | None = None  # text and tool-JSON fragments; shared, append-only
     _nfrags: int = 0
 
@@ -198,7 +165,7 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
             return head.nparts > 0
         return any(
             not isinstance(part, ThinkingPart | RedactedThinkingPart)
-            for _, part in _visible(head.parts, head.nparts)
+            for _, part in visible_log(head.parts, head.nparts)
         )
 
     @property
@@ -220,9 +187,9 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
         head = self._head
         if head.rescued is not None:
             return head.rescued
-        by_serial: dict[int, ContentPart] = dict(_visible(head.parts, head.nparts))
+        by_serial: dict[int, ContentPart] = dict(visible_log(head.parts, head.nparts))
         for lane in head.open:
-            part = _open_lane_part(lane, self)
+            part = open_lane_part(lane, self)
             if part is not None:
                 by_serial[lane.serial] = part
         content = tuple(by_serial[serial] for serial in sorted(by_serial))
@@ -252,7 +219,7 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
 
 #: The state before any event.
 INITIAL_STATE: Final = TurnState()
-_INITIAL_KEEPING: Final = TurnState(_Head(keep_thinking=True))
+_INITIAL_KEEPING: Final = TurnState(Head(keep_thinking=True))
 
 
 def initial_state(*, keep_thinking: bool = False) -> TurnState:
@@ -304,7 +271,7 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
             if n and len(frags) == n:  # type: ignore[arg-type]
                 frags.append(text)  # type: ignore[union-attr]
             else:
-                frags = _fresh(frags, n, text)
+                frags = fresh_log(frags, n, text)
             return TurnState(head, frags, n + 1)
         if not head.started:
             raise StreamProtocolError("delta before message_start")
@@ -329,7 +296,7 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
             if lane.index == index and lane.kind == lane_kind:
                 frags, n = state._frags, state._nfrags
                 if lane.serial != head.owner:  # another lane's turn: start a new run
-                    runs = _append(head.runs, head.nruns, (n, lane.serial))
+                    runs = append_log(head.runs, head.nruns, (n, lane.serial))
                     head = _replace(
                         head, runs=runs, nruns=head.nruns + 1, owner=lane.serial, hot=lane
                     )
@@ -338,7 +305,7 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
                 if n and len(frags) == n:  # type: ignore[arg-type]
                     frags.append(text)  # type: ignore[union-attr]
                 else:
-                    frags = _fresh(frags, n, text)
+                    frags = fresh_log(frags, n, text)
                 return TurnState(head, frags, n + 1)
         return state  # no matching open lane: dropped (docs/behaviour.md §1 rule 3)
     if cls is Ping:
@@ -374,7 +341,7 @@ def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
     if cls is Fallback:
         fallback: Fallback = event  # type: ignore[assignment]  # narrowed by the type check above
         message = fallback.message
-        head = _Head(
+        head = Head(
             id=message.id,
             model=message.model,
             stop_reason=message.stop_reason or StopReason.END_TURN,
@@ -418,7 +385,7 @@ def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
             text = event.text
             if text:
                 if append is None:
-                    frags = _fresh(frags, n, text)
+                    frags = fresh_log(frags, n, text)
                     append = frags.append
                 else:
                     append(text)
@@ -462,7 +429,7 @@ def fold_events(
 # -- the rarer events ----------------------------------------------------------------------------
 
 
-def _started_head(state: TurnState, what: str) -> _Head:
+def _started_head(state: TurnState, what: str) -> Head:
     head = state._head
     if not head.started:
         raise StreamProtocolError(f"{what} before message_start")
@@ -472,14 +439,14 @@ def _started_head(state: TurnState, what: str) -> _Head:
 def _part_start(state: TurnState, event: PartStart) -> TurnState:
     head = _started_head(state, "part_start")
     if event.kind == "tool_call":
-        lane = _Lane(
+        lane = Lane(
             head.lanes, event.index, "tool_call", event.id, event.name, state._nfrags, "tool_json"
         )
     elif event.kind == "text" or event.kind == "refusal":
-        lane = _Lane(head.lanes, event.index, event.kind, "", "", state._nfrags, event.kind)
+        lane = Lane(head.lanes, event.index, event.kind, "", "", state._nfrags, event.kind)
     else:  # thinking enters the message only when kept
         accepts = "thinking" if head.keep_thinking else ""
-        lane = _Lane(head.lanes, event.index, event.kind, event.id, "", state._nfrags, accepts)
+        lane = Lane(head.lanes, event.index, event.kind, event.id, "", state._nfrags, accepts)
     head = _replace(head, open=(*head.open, lane), lanes=head.lanes + 1, hot=None)
     return TurnState(head, state._frags, state._nfrags)
 
@@ -499,11 +466,11 @@ def _part_stop(state: TurnState, event: PartStop) -> TurnState:
             return state
     lane = lanes[position]
     rest = lanes[:position] + lanes[position + 1 :]
-    part = _closed_lane_part(lane, state)
+    part = closed_lane_part(lane, state)
     if part is None:
         head = _replace(head, open=rest, hot=None)
     else:
-        parts = _append(head.parts, head.nparts, (lane.serial, part))
+        parts = append_log(head.parts, head.nparts, (lane.serial, part))
         head = _replace(head, open=rest, parts=parts, nparts=head.nparts + 1, hot=None)
     return TurnState(head, state._frags, state._nfrags)
 
@@ -538,98 +505,5 @@ def _thinking_extra(state: TurnState, delta: Delta) -> TurnState:
 def _message_stop(state: TurnState) -> TurnState:
     head = _started_head(state, "message_stop")
     for lane in head.open:  # fail now, where the SDK fails, not later in message()
-        _open_lane_part(lane, state)
+        open_lane_part(lane, state)
     return TurnState(_replace(head, completed=True), state._frags, state._nfrags)
-
-
-# -- lanes to parts ------------------------------------------------------------------------------
-
-
-def _lane_text(lane: _Lane, state: TurnState) -> str:
-    """Join the lane's fragments: those of the runs it owns, which all start after it opened."""
-    head, frags, n = state._head, state._frags, state._nfrags
-    runs, nruns = head.runs, head.nruns
-    if not nruns or runs is None or frags is None:
-        return ""
-    serial = lane.serial
-    first = bisect_left(runs, lane.start, 0, nruns, key=_run_start)
-    pieces: list[str] = []
-    for k in range(first, nruns):
-        start, owner = runs[k]
-        if owner == serial:
-            end = runs[k + 1][0] if k + 1 < nruns else n
-            pieces.extend(frags[start:end])
-    return "".join(pieces)
-
-
-def _run_start(run: tuple[int, int]) -> int:
-    return run[0]
-
-
-def _closed_lane_part(lane: _Lane, state: TurnState) -> ContentPart | None:
-    if lane.kind == "text":
-        text = _lane_text(lane, state)
-        return TextPart(text) if text else None
-    if lane.kind == "refusal":
-        text = _lane_text(lane, state)
-        return RefusalPart(text) if text else None
-    if lane.kind == "thinking":
-        if lane.accepts != "thinking":  # not kept
-            return None
-        if lane.redacted is not None:
-            return RedactedThinkingPart(lane.redacted)
-        return ThinkingPart(_lane_text(lane, state), lane.signature, lane.id)
-    if lane.kind != "tool_call" or not lane.name:
-        return None
-    raw = _lane_text(lane, state)
-    if not raw:
-        return ToolCallPart(lane.id, lane.name, {})
-    try:
-        value: Any = _json_decode(raw)
-    except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
-        detail = f"nested too deeply to decode ({exc})" if isinstance(exc, RecursionError) else exc
-        raise InvalidToolInputError(f"{detail} in {_describe(lane)}", raw) from None
-    return ToolCallPart(lane.id, lane.name, value)
-
-
-def _open_lane_part(lane: _Lane, state: TurnState) -> ContentPart | None:
-    if lane.kind != "tool_call" or not lane.name:
-        return _closed_lane_part(lane, state)  # text keeps its text; thinking gives nothing
-    raw = _lane_text(lane, state)
-    if not raw:
-        return ToolCallPart(lane.id, lane.name, {})
-    try:
-        value: Any = parse_partial(raw)
-    except ValueError as exc:
-        raise InvalidToolInputError(f"{exc} in unfinished {_describe(lane)}", raw) from None
-    return ToolCallPart(lane.id, lane.name, value)
-
-
-def _describe(lane: _Lane) -> str:
-    return f"tool call {lane.name!r} (id {lane.id!r}, index {lane.index})"
-
-
-# -- append-only shared logs ---------------------------------------------------------------------
-
-
-def _append(log: list[_T] | None, n: int, item: _T) -> list[_T]:
-    """The log a state seeing ``log[:n]`` gets after appending ``item`` (see module docstring)."""
-    if n and log is not None and len(log) == n:
-        log.append(item)
-        return log
-    return _fresh(log, n, item)
-
-
-def _fresh(log: list[_T] | None, n: int, item: _T) -> list[_T]:
-    """A new list: ``log[:n]`` plus ``item``.
-
-    ``n == 0`` always starts a fresh list, so a log is never shared with :data:`INITIAL_STATE`
-    (which would otherwise keep the first turn's text alive for the life of the process).
-    """
-    fresh = log[:n] if log is not None and n else []
-    fresh.append(item)
-    return fresh
-
-
-def _visible(log: list[_T] | None, n: int) -> list[_T]:
-    return log[:n] if log is not None and n else []

@@ -6,6 +6,8 @@ import importlib
 import subprocess
 import sys
 
+import pytest
+
 import rxturn
 
 
@@ -47,6 +49,21 @@ def test_all_matches_the_lazy_export_table() -> None:
     assert set(rxturn.__all__) == {*table, "__version__"}
     for name, module in table.items():
         assert name in vars(importlib.import_module(module)), (name, module)
+
+
+@pytest.mark.parametrize("package", ["rxturn", "rxturn.clients", "rxturn.transport"])
+def test_star_import_gives_the_table_spelled_once(package: str) -> None:
+    """Each lazy package spells its public names once, in its TYPE_CHECKING table; the runtime
+    ``__all__`` (what ``from package import *`` binds) is that table."""
+    module = importlib.import_module(package)
+    table = module._exports.table()
+    eager = {"__version__"} if package == "rxturn" else set()
+    assert set(module.__all__) == {*table, *eager}
+    namespace: dict[str, object] = {}
+    exec(f"from {package} import *", namespace)
+    assert set(namespace) - {"__builtins__"} == set(module.__all__)
+    for name, defining in table.items():
+        assert name in vars(importlib.import_module(defining)), (name, defining)
 
 
 def test_import_boundaries() -> None:

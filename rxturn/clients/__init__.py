@@ -14,44 +14,19 @@ Examples:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._base import BatchingModelClient, ModelClient, keeps_thinking
+from .._lazy import LazyExports
 
-__all__ = [
-    "AnthropicClient",
-    "BatchingModelClient",
-    "ModelClient",
-    "OllamaClient",
-    "OpenAIClient",
-    "OpenAIResponsesClient",
-    "keeps_thinking",
-]
+if TYPE_CHECKING:  # the table of public names (rxturn._lazy)
+    from ._base import BatchingModelClient as BatchingModelClient
+    from ._base import ModelClient as ModelClient
+    from ._base import keeps_thinking as keeps_thinking
+    from .anthropic import AnthropicClient as AnthropicClient
+    from .ollama import OllamaClient as OllamaClient
+    from .openai import OpenAIClient as OpenAIClient
+    from .openai_responses import OpenAIResponsesClient as OpenAIResponsesClient
 
-_LAZY = {
-    "AnthropicClient": "rxturn.clients.anthropic",
-    "OpenAIClient": "rxturn.clients.openai",
-    "OpenAIResponsesClient": "rxturn.clients.openai_responses",
-    "OllamaClient": "rxturn.clients.ollama",
-}
-
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rxturn.clients' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
-
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .anthropic import AnthropicClient
-    from .ollama import OllamaClient
-    from .openai import OpenAIClient
-    from .openai_responses import OpenAIResponsesClient
+_exports = LazyExports(globals())
+__getattr__ = _exports.resolve
+__dir__ = _exports.names

@@ -15,26 +15,26 @@ comes back. :class:`HttpClient` does the HTTP, the same way for all of them:
   read, the provider's error ``type`` and message are extracted, ``Retry-After`` /
   ``retry-after-ms``, ``x-should-retry`` and the request id are kept, and
   :func:`~rxturn.errors.status_error` picks the class.
-* Secrets: the key lives in a :class:`_Secret` (its repr is ``'***'``), is only ever placed in the
-  request headers, and is scrubbed from every error body; logs carry method, URL (without query),
-  model and stream flag — never headers.
+* Secrets: the key lives in a :class:`~rxturn.clients._connection.Secret` (its repr is
+  ``'***'``), is only ever placed in the request headers, and is scrubbed from every error body;
+  logs carry method, URL (without query), model and stream flag — never headers.
+
+The connection settings (headers, base URL, timeouts, the key) are checked in
+:mod:`rxturn.clients._connection`; reading error bodies and judging a 2xx that is not the body
+asked for are :mod:`rxturn.clients._responses`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import html
 import logging
-import re
 from collections.abc import Awaitable, Callable, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar, Self, TypedDict
-from urllib.parse import urlsplit
+from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import reactivex
 from reactivex import Observable, abc
 
 from .._headers import header
-from .._validate import positive
 from .._version import __version__
 from ..errors import (
     APIStatusError,
@@ -42,7 +42,6 @@ from ..errors import (
     ProviderError,
     RxturnError,
     StreamProtocolError,
-    TransportError,
     UnexpectedResponseError,
     redact,
     scrub_secrets,
@@ -54,7 +53,23 @@ from ..resilience.backoff import parse_retry_after
 from ..sources import Bridge, open_bridge
 from ..transport._base import display_url as _safe_url
 from ._base import keeps_thinking
+from ._connection import HttpSettings, check_base_url, check_headers, check_timeout
+from ._connection import Secret as _Secret  # the name the tests know
 from ._request import check_max_tokens, encode_body, resolve_model
+from ._responses import (
+    ERROR_BODY_LIMIT,
+    HEAD_BYTES,
+    HTML_TYPES,
+    is_json_type,
+    judge,
+    looks_html,
+    media_type,
+    parse_should_retry,
+    preview,
+    read_error_body,
+    read_head,
+    readable,
+)
 
 if TYPE_CHECKING:
     from ..transport import AsyncTransport, HttpResponse
@@ -68,8 +83,6 @@ __all__ = [
     "parse_should_retry",
 ]
 
-#: Error bodies are read up to this many bytes (docs/reliability.md).
-ERROR_BODY_LIMIT = 8 * 1024
 #: Non-streaming reply bodies larger than this are refused (docs/reliability.md).
 REPLY_BODY_LIMIT = 10 * 1000 * 1000
 #: Non-streaming replies larger than this are parsed in a worker thread, off the event loop
@@ -77,123 +90,7 @@ REPLY_BODY_LIMIT = 10 * 1000 * 1000
 _PARSE_INLINE_BYTES = 256 * 1024
 
 _log = logging.getLogger("rxturn.clients")
-_BAD_HEADER_CHARS = re.compile(r"[\r\n\x00]")
 _USER_AGENT = f"rxturn/{__version__}"
-
-
-class HttpSettings(TypedDict, total=False):
-    """The connection settings every client constructor takes as keywords (for ``**kwargs``
-    of the ``from_env`` constructors)."""
-
-    extra_headers: Mapping[str, str] | None
-    transport: AsyncTransport | None
-    connect_timeout: float
-    read_timeout: float | None
-
-
-class _Secret:
-    """An API key that never shows itself: ``repr``/``str`` are ``'***'``."""
-
-    __slots__ = ("_value",)
-
-    def __init__(self, value: str) -> None:
-        self._value = value
-
-    def reveal(self) -> str:
-        return self._value
-
-    def __repr__(self) -> str:
-        return "'***'"
-
-    __str__ = __repr__
-
-    def __reduce__(self) -> Any:
-        raise TypeError("an API key is not picklable")
-
-
-# --- header parsing (pure, unit-tested) -------------------------------------------------------
-
-
-def parse_should_retry(value: str | None) -> bool | None:
-    """The ``x-should-retry`` header verdict: ``"true"`` / ``"false"``, else ``None``."""
-    if value is None:
-        return None
-    lowered = value.strip().lower()
-    return True if lowered == "true" else False if lowered == "false" else None
-
-
-def _check_headers(headers: Mapping[str, str], where: str) -> None:
-    for name, value in headers.items():
-        if not isinstance(name, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"{where}: header names and values must be strings ({name!r})")
-        if not name or _BAD_HEADER_CHARS.search(name) or _BAD_HEADER_CHARS.search(value):
-            raise ConfigError(f"{where}: header {name!r} contains a line break or NUL character")
-
-
-def _check_base_url(base_url: str) -> str:
-    if not isinstance(base_url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"base_url must be a string, got {type(base_url).__name__}")
-    try:
-        parts = urlsplit(base_url.strip())
-        parts.port  # noqa: B018 - raises ValueError on a bad port
-    except ValueError as exc:
-        raise ConfigError(f"base_url {base_url!r} is not a valid URL: {exc}") from None
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"base_url must be an absolute http(s) URL such as 'https://api.example.com', "
-            f"got {redact(base_url)!r}"
-        )
-    if parts.username or parts.password:
-        raise ConfigError("base_url must not contain credentials; pass api_key instead")
-    return base_url.strip().rstrip("/")
-
-
-def _check_timeout(name: str, value: float | None, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if not positive(value):
-        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
-
-
-# --- error bodies -----------------------------------------------------------------------------
-
-_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
-_SCRIPT = re.compile(r"<(script|style)[^>]*>.*?</\1>", re.IGNORECASE | re.DOTALL)
-_TAG = re.compile(r"<[^>]+>")
-_SPACE = re.compile(r"\s+")
-
-
-def _readable(raw: bytes, content_type: str) -> str:
-    """A one-line summary of a non-JSON error body (an HTML page from a proxy, plain text)."""
-    text = raw.decode("utf-8", "replace").strip()
-    is_html = "html" in content_type.lower() or text[:1] == "<"
-    if is_html:
-        title = _TITLE.search(raw)
-        if title:
-            summary = _SPACE.sub(" ", html.unescape(title.group(1).decode("utf-8", "replace")))
-        else:
-            summary = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", _SCRIPT.sub(" ", text))))
-        summary = summary.strip()
-        return f"{summary[:200]} (HTML error page)" if summary else "(HTML error page)"
-    return _SPACE.sub(" ", text)[:300]
-
-
-async def _read_error_body(response: HttpResponse) -> tuple[bytes, str]:
-    """At most :data:`ERROR_BODY_LIMIT` bytes of an error body, and a note if reading failed.
-
-    The rest of a longer body is never read: closing the response drops the connection.
-    """
-    parts: list[bytes] = []
-    size = 0
-    try:
-        async for chunk in response.aiter_bytes():
-            parts.append(chunk)
-            size += len(chunk)
-            if size >= ERROR_BODY_LIMIT:
-                return b"".join(parts)[:ERROR_BODY_LIMIT], ""
-    except TransportError as exc:
-        return b"".join(parts), f" [error body unreadable: {exc}]"
-    return b"".join(parts), ""
 
 
 # --- the client base --------------------------------------------------------------------------
@@ -247,12 +144,12 @@ class HttpClient:
                 f"{name}: api_key must be a non-empty string without whitespace or control "
                 "characters"
             )
-        _check_timeout("connect_timeout", connect_timeout)
-        _check_timeout("read_timeout", read_timeout, optional=True)
+        check_timeout("connect_timeout", connect_timeout)
+        check_timeout("read_timeout", read_timeout, optional=True)
         headers = dict(extra_headers or {})
-        _check_headers(headers, f"{name}: extra_headers")
+        check_headers(headers, f"{name}: extra_headers")
         self._model = model
-        self._base_url = _check_base_url(base_url)
+        self._base_url = check_base_url(base_url)
         self._url = self._base_url + self._path
         self._key = _Secret(api_key) if api_key else None
         self._extra_headers = headers
@@ -395,9 +292,9 @@ class HttpClient:
             try:
                 if not 200 <= response.status < 300:
                     raise await self._status_error(response)
-                media = _media_type(response.headers)
-                if media in _HTML_TYPES:
-                    raise self._unexpected(response, media, await _read_head(response), False)
+                media = media_type(response.headers)
+                if media in HTML_TYPES:
+                    raise self._unexpected(response, media, await read_head(response), False)
                 data = await response.read(REPLY_BODY_LIMIT)
             finally:
                 await response.aclose()
@@ -411,7 +308,7 @@ class HttpClient:
                 # content block): parse it in a worker thread so the loop keeps running.
                 return await asyncio.to_thread(self._parse_reply, data, keep_thinking=keep)
             except StreamProtocolError as exc:
-                if type(exc) is not StreamProtocolError or _is_json_type(media):
+                if type(exc) is not StreamProtocolError or is_json_type(media):
                     raise  # a JSON reply that is broken, or an invalid tool input: as it is
                 raise self._unexpected(response, media, data, False, exc) from None
         except Exception as exc:
@@ -434,9 +331,9 @@ class HttpClient:
             try:
                 if not 200 <= response.status < 300:
                     raise await self._status_error(response)
-                media = _media_type(response.headers)
-                if media in _HTML_TYPES:
-                    raise self._unexpected(response, media, await _read_head(response), True)
+                media = media_type(response.headers)
+                if media in HTML_TYPES:
+                    raise self._unexpected(response, media, await read_head(response), True)
                 if media == "application/json" and media not in self._stream_types:
                     raise await self._json_instead_of_stream(response)
                 decoder = decoder_for(self.wire_format)
@@ -447,8 +344,8 @@ class HttpClient:
                 head = b""
                 events: list[StreamEvent] = []
                 async for chunk in chunks:
-                    if len(head) < _HEAD_BYTES:
-                        head += chunk[: _HEAD_BYTES - len(head)]
+                    if len(head) < HEAD_BYTES:
+                        head += chunk[: HEAD_BYTES - len(head)]
                     try:
                         events = feed(chunk)
                     except StreamProtocolError as exc:
@@ -465,7 +362,7 @@ class HttpClient:
                             raise
                         raise self._unexpected(response, media, head, True, exc) from None
                     if not events:
-                        if not head or media not in self._stream_types or _looks_html(head):
+                        if not head or media not in self._stream_types or looks_html(head):
                             raise self._unexpected(response, media, head, True)
                         return  # the stream's own type and no event: truncated; the handler decides
                 emit = bridge.emit
@@ -508,7 +405,7 @@ class HttpClient:
         headers.update(self._auth_headers(self._key.reveal() if self._key else None))
         headers.update(self._extra_headers)
         if options.extra_headers:
-            _check_headers(options.extra_headers, "RequestOptions.extra_headers")
+            check_headers(options.extra_headers, "RequestOptions.extra_headers")
             headers.update(options.extra_headers)
         if _log.isEnabledFor(logging.DEBUG):
             _log.debug("POST %s model=%s stream=%s", _safe_url(self._url), model, stream)
@@ -547,7 +444,7 @@ class HttpClient:
         from ..wire import parse_error_body
         from ..wire._errors import stream_error
 
-        raw, _ = await _read_error_body(response)
+        raw, _ = await read_error_body(response)
         error_type, error_message = parse_error_body(raw)
         if error_type is None and error_message is None:
             return self._unexpected(response, "application/json", raw, True)
@@ -567,19 +464,19 @@ class HttpClient:
         stream: bool,
         failure: StreamProtocolError | None = None,
     ) -> UnexpectedResponseError:
-        """The error for a 2xx whose body is not what was asked for; see :func:`_judge`."""
+        """The error for a 2xx whose body is not what was asked for; see :func:`judge`."""
         status = response.status
         expected = (
             ("an NDJSON stream" if self.wire_format == "ollama" else "an event stream")
             if stream
             else "a JSON reply"
         )
-        reason, retryable = _judge(status, media, head, stream, failure)
+        reason, retryable = judge(status, media, head, stream, failure)
         return UnexpectedResponseError(
             status_code=status,
             content_type=media,
             url=_safe_url(self._url),
-            head=_preview(head, self._secrets()),
+            head=preview(head, self._secrets()),
             expected=expected,
             reason=redact(reason, self._secrets()),
             retryable=retryable,
@@ -588,7 +485,7 @@ class HttpClient:
     async def _status_error(self, response: HttpResponse) -> APIStatusError:
         headers = response.headers
         status = response.status
-        raw, note = await _read_error_body(response)
+        raw, note = await read_error_body(response)
         from ..wire import parse_error_body
 
         error_type, error_message = parse_error_body(raw)
@@ -602,7 +499,7 @@ class HttpClient:
         elif error_message is not None:
             detail = f"{error_type}: {error_message}" if error_type else error_message
         else:
-            detail = _readable(raw, header(headers, "content-type") or "")
+            detail = readable(raw, header(headers, "content-type") or "")
         text = raw.decode("utf-8", "replace")
         return status_error(
             status,
@@ -624,86 +521,6 @@ class HttpClient:
                 type(exc).__name__,
                 redact(str(exc), self._secrets()),
             )
-
-
-# --- 2xx responses that are not what was asked for ------------------------------------------
-
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-#: Bytes of a body kept to show how it starts (more than the preview, so that a key cut by the
-#: preview's end is still whole when it is scrubbed).
-_HEAD_BYTES = 1024
-_PREVIEW_CHARS = 160
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
-
-
-def _media_type(headers: Mapping[str, str]) -> str:
-    """The declared media type, lower-cased, without parameters (``""`` when none)."""
-    content_type = header(headers, "content-type") or ""
-    return content_type.split(";", 1)[0].strip().lower()
-
-
-def _is_json_type(media: str) -> bool:
-    return media == "application/json" or media.endswith("+json")
-
-
-def _looks_html(head: bytes) -> bool:
-    return head.lstrip()[:1] == b"<"
-
-
-def _preview(head: bytes, secrets: tuple[str, ...]) -> str:
-    """How a body starts, on one line: secrets removed, whitespace collapsed, cut short."""
-    text = redact(head[: _HEAD_BYTES * 4].decode("utf-8", "replace"), secrets)
-    text = _CONTROL.sub(" ", _SPACE.sub(" ", text)).strip()
-    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
-
-
-async def _read_head(response: HttpResponse) -> bytes:
-    """The start of a body that will not be used (at most :data:`ERROR_BODY_LIMIT` bytes)."""
-    raw, _ = await _read_error_body(response)
-    return raw
-
-
-def _judge(
-    status: int, media: str, head: bytes, stream: bool, failure: StreamProtocolError | None
-) -> tuple[str, bool]:
-    """What a 2xx that is not the asked-for body most likely is, and whether a retry can help.
-
-    The rule of thumb: retry when something between us and the provider may have spoiled this
-    one response; do not when the response shows the request reached the wrong thing, which
-    answers the same way every time (``docs/reliability.md`` has the table).
-    """
-    if not head.strip():
-        if status in (204, 205):
-            # The server said on purpose that it has nothing for this request: the same request
-            # gets the same answer (a wrong endpoint that accepts any POST).
-            return "the server answered with no content", False
-        # An upstream or a proxy closed before writing anything; the same as a stream cut off
-        # before its first event, which the ladder retries.
-        return "the body is empty", True
-    if media in _HTML_TYPES or _looks_html(head):
-        # A web page for people: a captive portal, a proxy's login page, a wrong base_url. It
-        # will be the same page on the next attempt; retrying would only delay a clear error.
-        title = _TITLE.search(head)
-        named = ""
-        if title:
-            named = _SPACE.sub(" ", html.unescape(title.group(1).decode("utf-8", "replace")))
-            named = f" ({named.strip()[:80]!r})" if named.strip() else ""
-        return (
-            f"an HTML page{named}: a captive portal, a proxy's login page or a wrong base_url?",
-            False,
-        )
-    if stream and media == "application/json":
-        # A JSON document without an error object: the server ignores "stream": true, and will
-        # keep ignoring it.
-        return 'a JSON document: does the server ignore "stream": true?', False
-    if not stream and media == "text/event-stream":
-        # The mirror case: the server streams although "stream" was false; it always will.
-        return 'an event stream: does the server ignore "stream": false?', False
-    # Another content type (or none) whose body does not decode: a misrouted request or an
-    # intermediary's one-off answer; which one cannot be told, so a few quick retries decide.
-    if failure is not None:
-        return f"it does not decode ({failure})", True
-    return "not a single event in it", True
 
 
 _WHAT = "from_async_iterable"  # what a missing event loop is reported as (stream_batches)

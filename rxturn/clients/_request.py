@@ -33,6 +33,7 @@ __all__ = [
     "encode_tool_arguments",
     "from_env_key",
     "merge_extra_body",
+    "put_sampling",
     "reject_reasoning_effort",
     "reject_thinking",
     "resolve_max_tokens",
@@ -80,6 +81,31 @@ def resolve_temperature(options: RequestOptions) -> float | None:
     if not is_number(value) or not math.isfinite(value):  # RequestOptions is not type-checked
         raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
     return value
+
+
+def put_sampling(
+    target: dict[str, Any],
+    options: RequestOptions,
+    *,
+    max_tokens: int | None = None,
+    tokens_key: str | None = None,
+    stop_key: str | None = None,
+) -> int | None:
+    """Write the output cap (under ``tokens_key``, the client's ``max_tokens`` unless the options
+    override it), the temperature and the stop sequences (under ``stop_key``) into ``target``,
+    each only when set: every provider sends the same three, under its own names. Returns the
+    output cap written (``None``: none)."""
+    tokens = None
+    if tokens_key is not None:
+        tokens = resolve_max_tokens(options, max_tokens)
+        if tokens is not None:
+            target[tokens_key] = tokens
+    temperature = resolve_temperature(options)
+    if temperature is not None:
+        target["temperature"] = temperature
+    if stop_key is not None and options.stop_sequences:
+        target[stop_key] = list(options.stop_sequences)
+    return tokens
 
 
 def resolve_tool_choice(

@@ -53,9 +53,9 @@ from ._request import (
     JSONBody,
     from_env_key,
     merge_extra_body,
+    put_sampling,
     reject_reasoning_effort,
     resolve_max_tokens,
-    resolve_temperature,
     resolve_thinking,
     resolve_tool_choice,
 )
@@ -172,11 +172,7 @@ def build_anthropic_body(
             body["tool_choice"] = (
                 {"type": "tool", "name": name} if mode == "tool" else {"type": mode}
             )
-    temperature = resolve_temperature(options)
-    if temperature is not None:
-        body["temperature"] = temperature
-    if options.stop_sequences:
-        body["stop_sequences"] = list(options.stop_sequences)
+    put_sampling(body, options, stop_key="stop_sequences")
     if thinking is not None:
         forced = body.get("tool_choice", {}).get("type") in ("any", "tool")
         if forced:

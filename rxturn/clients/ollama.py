@@ -45,9 +45,8 @@ from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
     merge_extra_body,
-    resolve_max_tokens,
+    put_sampling,
     resolve_reasoning_effort,
-    resolve_temperature,
     resolve_thinking,
     resolve_tool_choice,
 )
@@ -128,14 +127,9 @@ def build_ollama_body(
             tools.append({"type": "function", "function": function})
         body["tools"] = tools
     model_options: dict[str, Any] = {}
-    tokens = resolve_max_tokens(options, max_tokens)
-    if tokens is not None:
-        model_options["num_predict"] = tokens
-    temperature = resolve_temperature(options)
-    if temperature is not None:
-        model_options["temperature"] = temperature
-    if options.stop_sequences:
-        model_options["stop"] = list(options.stop_sequences)
+    tokens = put_sampling(
+        model_options, options, max_tokens=max_tokens, tokens_key="num_predict", stop_key="stop"
+    )
     if model_options:
         body["options"] = model_options
     if fmt is not None:

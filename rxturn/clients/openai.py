@@ -48,10 +48,9 @@ from ._request import (
     encode_tool_arguments,
     from_env_key,
     merge_extra_body,
+    put_sampling,
     reject_thinking,
-    resolve_max_tokens,
     resolve_reasoning_effort,
-    resolve_temperature,
     resolve_tool_choice,
 )
 
@@ -220,14 +219,7 @@ def build_openai_body(
             "type": "json_schema",
             "json_schema": {"name": fmt.name, "schema": fmt.schema, "strict": fmt.strict},
         }
-    tokens = resolve_max_tokens(options, max_tokens)
-    if tokens is not None:
-        body["max_tokens"] = tokens
-    temperature = resolve_temperature(options)
-    if temperature is not None:
-        body["temperature"] = temperature
-    if options.stop_sequences:
-        body["stop"] = list(options.stop_sequences)
+    put_sampling(body, options, max_tokens=max_tokens, tokens_key="max_tokens", stop_key="stop")
     if effort is not None:
         body["reasoning_effort"] = effort
     return merge_extra_body(body, options)

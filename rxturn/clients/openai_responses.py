@@ -62,10 +62,9 @@ from ._request import (
     encode_tool_arguments,
     from_env_key,
     merge_extra_body,
+    put_sampling,
     reject_thinking,
-    resolve_max_tokens,
     resolve_reasoning_effort,
-    resolve_temperature,
     resolve_tool_choice,
 )
 from .openai import DEFAULT_BASE_URL, strict_schema
@@ -216,12 +215,7 @@ def build_responses_body(
                 "strict": fmt.strict,
             }
         }
-    tokens = resolve_max_tokens(options, max_tokens)
-    if tokens is not None:
-        body["max_output_tokens"] = tokens
-    temperature = resolve_temperature(options)
-    if temperature is not None:
-        body["temperature"] = temperature
+    put_sampling(body, options, max_tokens=max_tokens, tokens_key="max_output_tokens")
     if effort is not None:
         body["reasoning"] = {"effort": effort}
     if keep_thinking:

@@ -2,7 +2,8 @@
 
 - :mod:`~rxturn.engine.handler`: :class:`StreamHandler`, the public operators composed into
   the retry / rate-limit / deadline / rescue ladder;
-- :mod:`~rxturn.engine._engine`: :class:`TurnEngine`, request building and the two paths;
+- :mod:`~rxturn.engine._engine`: :class:`TurnEngine`, one turn from setup
+  (:mod:`~rxturn.engine._setup`) to the call on one of two paths (:mod:`~rxturn.engine._calls`);
 - :mod:`~rxturn.engine._outcome`: outcome recording, in its strict order;
 - :mod:`~rxturn.engine.observers`, :mod:`~rxturn.engine.tools`, :mod:`~rxturn.engine.audit`,
   :mod:`~rxturn.engine.tokens`, :mod:`~rxturn.engine.context`: what a turn reports to, runs,

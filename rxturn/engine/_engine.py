@@ -32,36 +32,30 @@
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
 
 import msgspec
-from reactivex import Observable, abc
+from reactivex import abc
 from reactivex.subject import Subject
 
 from .._validate import positive
-from ..clients._base import ModelClient, keeps_thinking
+from ..clients._base import ModelClient
 from ..errors import Cancelled, ConfigError
-from ..events import AttemptReset, HandlerEvent
-from ..fold import initial_state
+from ..events import HandlerEvent
 from ..messages import (
     Message,
     Request,
     RequestOptions,
     StopReason,
-    TextPart,
-    ToolResultPart,
 )
-from ..operators._scheduling import clock, resolve_scheduler
+from ..operators._scheduling import clock
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
-from ._attempts import AttemptHooks
-from ._failover import TurnLegs, fails_over
-from ._outcome import record_turn_failure, record_turn_success
-from ._paths import TurnStream, create_path, failover_stream, stream_path
+from ._calls import TurnCalls
+from ._failover import TurnLegs
+from ._paths import TurnStream
 from ._results import (
     RunResult,
     Session,
@@ -70,7 +64,7 @@ from ._results import (
     TurnResult,
     checked_transients,
 )
-from ._run import AgentLoop
+from ._setup import TurnSetup
 from .audit import Turn
 from .context import (
     Calibration,
@@ -79,8 +73,6 @@ from .context import (
     ContextWindow,
     MemoryProvider,
     TruncatingCompactor,
-    gather_transients,
-    memory_query,
 )
 from .handler import StreamHandler
 from .observers import Observer, ObserverSet
@@ -89,7 +81,6 @@ from .tokens import (
     OverheadCache,
     TiktokenCounter,
     TokenCounter,
-    estimate_context,
     warm_up_counter,
 )
 from .tools import Tool, ToolFunction, ToolRegistry
@@ -99,7 +90,7 @@ __all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
 log = logging.getLogger("rxturn.engine")
 
 
-class TurnEngine(AgentLoop):
+class TurnEngine(TurnSetup, TurnCalls):
     """Runs LLM turns against a client, with resilience and bookkeeping (docs/behaviour.md §4).
 
     Args:
@@ -252,21 +243,6 @@ class TurnEngine(AgentLoop):
         routed = self.fallback.routed_model() if self.fallback is not None else None
         return routed or self.request_options.model or self.client.model
 
-    def build_request(self, transient: Sequence[Message] = ()) -> Request:
-        """Transients first, then the conversation; system prompt and tools ride alongside."""
-        return Request(
-            messages=(*transient, *self.session.history),
-            system=self.system,
-            tools=self.tools.schemas(),
-        )
-
-    def routed_options(self) -> RequestOptions:
-        """The request options with the breaker's routed model as a per-request override."""
-        routed = self.fallback.routed_model() if self.fallback is not None else None
-        if routed is None or routed == self.request_options.model:
-            return self.request_options
-        return msgspec.structs.replace(self.request_options, model=routed)
-
     async def turn(self, transient: Sequence[Message] = ()) -> TurnResult:
         """Run one LLM turn over the current history (plus ``transient`` extras).
 
@@ -285,69 +261,6 @@ class TurnEngine(AgentLoop):
                 self.cancel_token.reset()
 
     # ----------------------------------------------------------------------------- one turn
-
-    def _turn_input(self) -> str:
-        """What the model is being asked this turn (for ``on_turn_start`` and the audit)."""
-        run = self.session.audit.current_run
-        if self._run_input is not None and not run.turns:
-            return self._run_input
-        if not self.session.history:
-            return ""
-        last = self.session.history[-1]
-        text = "".join(p.text for p in last.content if isinstance(p, TextPart))
-        if text:
-            return text
-        return "\n".join(p.content for p in last.content if isinstance(p, ToolResultPart))
-
-    def _note_routed_model(self, served: str) -> None:
-        if self._last_served is not None and self._last_served != served:
-            self.observers.emit("on_model_switched", from_model=self._last_served, to_model=served)
-        self._last_served = served
-
-    async def _transients(self, turn: int, query: str, extra: Sequence[Message]) -> list[Message]:
-        gathered = await gather_transients(
-            self.contributors,
-            self.memory,
-            turn=turn,
-            history=self.session.history,
-            query=memory_query(self.session.history) or query,
-            top_k=self.memory_top_k,
-        )
-        return [*gathered, *extra]
-
-    def _estimate(self, transients: Sequence[Message]) -> tuple[ContextEstimate, int]:
-        """The context estimate (calibrated when calibration is on) and the raw total.
-
-        Calibration learns from the raw total: fed its own scaled output, its factor would
-        chase itself instead of converging.
-        """
-        estimate = estimate_context(
-            self.counter,
-            history=self.session.history,
-            transients=transients,
-            system=self.system,
-            tools=self.tools.schemas(),
-            overhead_cache=self._overhead,
-        )
-        raw = estimate.total
-        if self.calibration.enabled:
-            scaled = self.calibration.scale(self.served_model(), raw)
-            estimate = msgspec.structs.replace(estimate, total=scaled)
-        self.last_estimate = estimate
-        return estimate, raw
-
-    async def _compact(self, estimate: ContextEstimate) -> None:
-        """The deferred turn's work: compact, reserving room for this turn's transients."""
-        assert self.context_window is not None
-        budget = self.context_window.compaction_budget(
-            overhead=estimate.overhead, reserved=estimate.transients
-        )
-        compacted = await self.compactor.compact(
-            self.session.history, budget=max(budget, 0), counter=self.counter
-        )
-        self.session.history[:] = compacted
-        after = self.counter.count_messages(compacted) + estimate.overhead + estimate.transients
-        self.observers.emit("on_compaction", before_tokens=estimate.total, after_tokens=after)
 
     async def summarize(self, messages: Sequence[Message]) -> str:
         """Condense ``messages`` with this engine's client (for a summarising compactor).
@@ -431,22 +344,7 @@ class TurnEngine(AgentLoop):
             message = await self._do_turn(legs, request, options)
         except BaseException as exc:
             cancelled = isinstance(exc, (Cancelled, asyncio.CancelledError))
-            attempt_log = legs.log.close(exc)
-            failed = Turn(
-                turn=turn,
-                input=query,
-                output="",
-                tool_calls=(),
-                input_tokens=0,
-                output_tokens=0,
-                model=legs.served,
-                attempts=legs.streaming_attempts() if self.mode == "streaming" else 1,
-                rescued=False,
-                discarded_usage=legs.log.discarded(),
-                attempt_log=attempt_log,
-                billed_usage=legs.log.billed(),
-                error=type(exc).__name__,
-            )
+            failed = self._audit_record(legs, query, None, None, exc)
             self.session.audit.append(failed)
             self._request_end(turn, turn_id, failed, None, exc)
             self.observers.emit(
@@ -459,31 +357,12 @@ class TurnEngine(AgentLoop):
                 output_tokens=0,
             )
             raise
-        attempt_log = legs.log.close(None)
-        served = legs.served
-        stats = legs.stats
-        attempts = legs.streaming_attempts() if self.mode == "streaming" else 1
         usage = message.usage
         stop_reason = message.stop_reason or StopReason.END_TURN
         if stop_reason is StopReason.END_TURN and message.tool_calls:
             stop_reason = StopReason.TOOL_CALL
-        self.calibration.record(served, raw_estimate, usage.input_tokens if usage else None)
-        discarded = legs.log.discarded()
-        record = Turn(
-            turn=turn,
-            input=query,
-            output=message.text,
-            tool_calls=tuple(message.tool_calls),
-            input_tokens=usage.input_tokens if usage else 0,
-            output_tokens=usage.output_tokens if usage else 0,
-            model=served,
-            attempts=attempts,
-            rescued=stats.rescued,
-            stop_reason=stop_reason,
-            discarded_usage=discarded,
-            attempt_log=attempt_log,
-            billed_usage=legs.log.billed(),
-        )
+        record = self._audit_record(legs, query, message, stop_reason, None)
+        self.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
         self._request_end(turn, turn_id, record, message, None)
         self.observers.emit("on_response", turn=turn, text=message.text, usage=usage)
         self.session.history.append(message)
@@ -493,226 +372,47 @@ class TurnEngine(AgentLoop):
             message=message,
             stop_reason=stop_reason,
             usage=usage,
-            model=served,
-            attempts=attempts,
-            rescued=stats.rescued,
-            discarded_usage=discarded,
-            attempt_log=attempt_log,
-            billed_usage=legs.log.billed(),
+            model=record.model,
+            attempts=record.attempts,
+            rescued=record.rescued,
+            discarded_usage=record.discarded_usage,
+            attempt_log=record.attempt_log,
+            billed_usage=record.billed_usage,
         )
         # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
         if not (self._in_run and stop_reason is StopReason.TOOL_CALL):
             self._emit_turn_end(result, started)
         return result
 
-    async def _do_turn(self, legs: TurnLegs, request: Request, options: RequestOptions) -> Message:
-        """One turn's call: cancel guard, one of two paths, outcome recording."""
-        try:
-            self.cancel_token.raise_if_cancelled()
-            if self.mode == "streaming":
-                message = await self._stream_turn(legs, request, options)
-            else:
-                message = await self._create_turn(legs, request, options)
-        except BaseException as exc:
-            if isinstance(exc, Exception) and not legs.failure_recorded:
-                record_turn_failure(
-                    self.fallback,
-                    self.observers,
-                    turn=legs.turn,
-                    served=legs.served,
-                    error=exc,
-                    routed=self._is_routed(legs),
-                )
-            raise
-        record_turn_success(
-            self.fallback,
-            self.observers,
-            turn=legs.turn,
-            served=legs.served,
-            usage=message.usage,
-            routed=self._is_routed(legs),
-        )
-        return message
-
-    # ----------------------------------------------------------------------------- observers
-
-    def _attempt_hooks(self, turn: int, turn_id: int) -> AttemptHooks | None:
-        observers = self.observers
-        if observers.interested("on_attempt_start") or observers.interested("on_attempt_end"):
-            return AttemptHooks(observers, turn, turn_id)
-        return None
-
-    def _request_end(
+    def _audit_record(
         self,
-        turn: int,
-        turn_id: int,
-        record: Turn,
+        legs: TurnLegs,
+        query: str,
         message: Message | None,
+        stop_reason: StopReason | None,
         error: BaseException | None,
-    ) -> None:
-        if self.observers.interested("on_request_end"):
-            self.observers.emit(
-                "on_request_end",
-                turn=turn,
-                turn_id=turn_id,
-                record=record,
-                message=message,
-                error=error,
-            )
-
-    # ----------------------------------------------------------------------------- failover
-
-    def _is_routed(self, legs: TurnLegs) -> bool:
-        """Whether the breaker routes to the model serving this leg (its outcome counts)."""
-        return legs.leg == 0 or (
-            self.fallback is not None and self.fallback.routed_model() == legs.served
-        )
-
-    def _can_fail_over(self, legs: TurnLegs) -> bool:
-        return (
-            self.failover
-            and self.fallback is not None
-            and legs.turn >= 0
-            and self.fallback.failover_model(legs.tried) is not None
-        )
-
-    def _fail_over(self, legs: TurnLegs, error: BaseException) -> str | None:
-        """Record the leg's failure and pick the next model; ``None``: the turn fails with it."""
-        if not (self._can_fail_over(legs) and fails_over(error)):
-            return None
-        assert self.fallback is not None
-        record_turn_failure(
-            self.fallback,
-            self.observers,
+    ) -> Turn:
+        """The turn's audit entry, served (``message``) or failed (``error``); closes the log."""
+        attempt_log = legs.log.close(error)
+        usage = message.usage if message is not None else None
+        return Turn(
             turn=legs.turn,
-            served=legs.served,
-            error=error,
-            routed=self._is_routed(legs),
-        )
-        legs.failure_recorded = True
-        target = self.fallback.failover_model(legs.tried)
-        if target is None:
-            return None
-        log.info("turn %d fails over from %r to %r: %s", legs.turn, legs.served, target, error)
-        legs.switch(target)
-        self._note_routed_model(target)
-        return target
-
-    def _failover_reset(self, legs: TurnLegs, error: BaseException) -> AttemptReset:
-        records = legs.log.records
-        return AttemptReset(
-            attempt=legs.streaming_attempts() + 1,
-            reason=f"failover to {legs.served}: {error}",
-            error_type=type(error).__name__,
-            usage=records[-1].usage if records else None,
+            input=query,
+            output=message.text if message is not None else "",
+            tool_calls=tuple(message.tool_calls) if message is not None else (),
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            model=legs.served,
+            attempts=legs.streaming_attempts() if self.mode == "streaming" else 1,
+            rescued=message is not None and legs.stats.rescued,
+            stop_reason=stop_reason,
+            discarded_usage=legs.log.discarded(),
+            attempt_log=attempt_log,
+            billed_usage=legs.log.billed(),
+            error=type(error).__name__ if error is not None else None,
         )
 
-    # ----------------------------------------------------------------------------- the paths
 
-    def _resolve_scheduler(self) -> abc.SchedulerBase:
-        return resolve_scheduler(self.scheduler)
-
-    async def _stream_turn(
-        self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
-    ) -> Message:
-        handler = self.handler or StreamHandler.passthrough()
-        scheduler = self._resolve_scheduler()
-        timeouts = handler.timeouts
-
-        def leg(leg_options: RequestOptions, deadline: float | None) -> Observable[Any]:
-            return handler.stream_turn_batches(
-                self.client,
-                request,
-                leg_options,
-                self.cancel_token,
-                scheduler=scheduler,
-                deadline=deadline,
-                watcher=legs.log,
-                give_up_beyond_deadline=not quiet and self._can_fail_over(legs),
-            )
-
-        def next_leg(error: Exception) -> Observable[list[HandlerEvent]] | None:
-            target = self._fail_over(legs, error)
-            if target is None:
-                return None
-            reset = self._failover_reset(legs, error)
-            deadline = legs.deadline(timeouts.total, timeouts.first_event)
-            following = leg(msgspec.structs.replace(options, model=target), deadline)
-            return _prefixed([reset], following)
-
-        # The fold keeps thinking when the request enables it (or the options say so).
-        seed = initial_state(keep_thinking=keeps_thinking(self.client, options))
-        stream = leg(options, None)
-        if self.failover and not quiet:
-            stream = failover_stream(stream, next_leg)
-        if quiet:
-            router = _QUIET.router(legs.turn, on_control=legs.stats.note)
-            return await stream_path(
-                stream, scheduler, router, lambda: legs.stats.rescued, seed=seed
-            )
-        sink = self.events if self.events.observers else None
-        router = self.observers.router(
-            legs.turn,
-            streamer=self.text_streamer,
-            sink=sink,
-            on_control=legs.stats.note,
-            on_first=self._first_chunk(legs),
-        )
-        turn, model = legs.turn, legs.served
-        return await stream_path(
-            stream,
-            scheduler,
-            router,
-            lambda: legs.stats.rescued,
-            publish_to=self.turn_streams,
-            turn_stream=lambda shared: TurnStream(turn, model, shared),
-            seed=seed,
-        )
-
-    def _first_chunk(self, legs: TurnLegs) -> Callable[[], None] | None:
-        hooks = legs.hooks
-        if hooks is None or not self.observers.interested("on_first_chunk"):
-            return None
-        observers, turn, turn_id = self.observers, hooks.turn, hooks.turn_id
-
-        def first() -> None:
-            observers.emit("on_first_chunk", turn=turn, turn_id=turn_id)
-
-        return first
-
-    async def _create_turn(
-        self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
-    ) -> Message:
-        handler = self.handler or StreamHandler.passthrough()
-        scheduler = self._resolve_scheduler()
-        deadline = handler.timeouts.total
-        while True:
-            log_ = legs.log
-            context = log_.attempt_started("create")
-            try:
-                message = await create_path(
-                    functools.partial(self.client.create, request, options),
-                    self.cancel_token,
-                    deadline,
-                    scheduler,
-                    context,
-                )
-            except BaseException as exc:
-                log_.attempt_ended("create", exc, None)
-                target = None if quiet else self._fail_over(legs, exc)
-                if target is None:
-                    raise
-                self.observers.emit(
-                    "on_attempt_reset", turn=legs.turn, reset=self._failover_reset(legs, exc)
-                )
-                options = msgspec.structs.replace(options, model=target)
-                deadline = legs.deadline(handler.timeouts.total, handler.timeouts.first_event)
-                continue
-            log_.attempt_ended("create", None, message.usage)
-            return message
-
-
-_QUIET = ObserverSet()
 _turn_ids = itertools.count(1)
 
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "ollama": "ollama"}
@@ -731,18 +431,3 @@ def provider_name(client: object) -> str:
             if wire.startswith(prefix):
                 return name
     return type(client).__name__
-
-
-def _prefixed(
-    first: list[HandlerEvent], then: Observable[list[HandlerEvent]]
-) -> Observable[list[HandlerEvent]]:
-    """``first`` as one batch, synchronously at subscription, then ``then``."""
-
-    def subscribe(
-        observer: abc.ObserverBase[list[HandlerEvent]],
-        scheduler: abc.SchedulerBase | None = None,
-    ) -> abc.DisposableBase:
-        observer.on_next(first)
-        return then.subscribe(observer, scheduler=scheduler)
-
-    return Observable(subscribe)

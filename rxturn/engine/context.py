@@ -353,6 +353,13 @@ def _check_budget(budget: int) -> None:
     _require_int(budget, "compaction budget", 0)
 
 
+def _over_budget(history: Sequence[Message], budget: int, counter: TokenCounter) -> _Plan | None:
+    """The plan of ``history`` when it does not fit ``budget``; ``None`` when it fits."""
+    _check_budget(budget)
+    plan = _Plan(history, counter)
+    return plan if plan.total > budget else None
+
+
 class TruncatingCompactor:
     """Drops the oldest units until the history fits the budget (the engine's default).
 
@@ -370,9 +377,8 @@ class TruncatingCompactor:
         self, history: Sequence[Message], *, budget: int, counter: TokenCounter
     ) -> list[Message]:
         """The newest units that fit ``budget`` (plus the mandatory tail), as a new list."""
-        _check_budget(budget)
-        plan = _Plan(history, counter)
-        if plan.total <= budget:
+        plan = _over_budget(history, budget, counter)
+        if plan is None:
             return list(history)
         keep = plan.tail_unit(budget)
         return list(history[plan.start_of(keep, len(history)) :])
@@ -413,9 +419,8 @@ class SummarizingCompactor:
         self, history: Sequence[Message], *, budget: int, counter: TokenCounter
     ) -> list[Message]:
         """Summary of the head + the newest units within the budget, as a new list."""
-        _check_budget(budget)
-        plan = _Plan(history, counter)
-        if plan.total <= budget:
+        plan = _over_budget(history, budget, counter)
+        if plan is None:
             return list(history)
         keep = plan.tail_unit(math.floor(budget * self._keep_fraction))
         head_end = plan.start_of(keep, len(history))

@@ -18,23 +18,20 @@ run's own task). docs/observability.md lists every name and what it means.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import sys
 import time
 from typing import Any, Final
-from urllib.parse import urlsplit
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider, get_logger_provider
-from opentelemetry.metrics import MeterProvider, NoOpMeter, get_meter_provider
-from opentelemetry.trace import Span, SpanKind, Status, StatusCode, TracerProvider
+from opentelemetry.metrics import Histogram, Meter, MeterProvider, NoOpMeter, get_meter_provider
+from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from .._version import __version__
 from ..engine.audit import AttemptRecord, Turn
 from ..engine.observers import ALL_CALLBACKS, Observer
-from ..errors import Cancelled, RxturnError
 from ..messages import Message, Request, RequestOptions, StopReason, ToolCallPart, ToolResultPart
 from . import _names as n
 from ._content import (
@@ -45,94 +42,33 @@ from ._content import (
     system_instructions,
     to_json,
 )
+from ._state import (
+    Attributes,
+    RunSpans,
+    TurnSpans,
+    attach,
+    cache_usage,
+    error_type,
+    outcome_error_type,
+    server_address,
+    set_usage,
+    tool_error,
+)
 
 __all__ = ["OTelObserver", "error_type"]
 
 _SCOPE: Final = "rxturn"
 _RATE_LIMITED: Final = frozenset({"RateLimitError", "OverloadedError"})
-_DEFAULT_PORTS: Final = {"http": 80, "https": 443}
-_Attributes = dict[str, Any]
 
 
-def error_type(error: BaseException) -> str:
-    """``error.type`` for an error: ``cancelled`` for a cancel, the class name for an rxturn
-    error, the qualified class name for anything else."""
-    if isinstance(error, Cancelled | asyncio.CancelledError):
-        return n.CANCELLED
-    cls = type(error)
-    if isinstance(error, RxturnError) or cls.__module__ == "builtins":
-        return cls.__name__
-    return f"{cls.__module__}.{cls.__qualname__}"
-
-
-def _outcome_error_type(outcome: str) -> str:
-    return outcome or n.CANCELLED
-
-
-def _server(base_url: str) -> tuple[str, int | None]:
-    try:
-        parts = urlsplit(base_url)
-        port = parts.port or _DEFAULT_PORTS.get(parts.scheme)
-    except ValueError:
-        return "", None
-    return parts.hostname or "", port
-
-
-class _TurnSpans:
-    """One turn in flight: its ``chat`` span, its open attempt spans, what its metrics need."""
-
-    __slots__ = (
-        "attempts",
-        "chat",
-        "chat_context",
-        "estimated_input",
-        "first_chunk",
-        "input_json",
-        "last_model",
-        "metric_attributes",
-        "provider",
-        "request_model",
-        "started",
-        "stream",
-        "system_json",
+def _seconds(meter: Meter, name: str, description: str) -> Histogram:
+    """A histogram of durations in seconds, with the GenAI duration buckets."""
+    return meter.create_histogram(
+        name,
+        unit="s",
+        description=description,
+        explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
     )
-
-    def __init__(
-        self,
-        chat: Span,
-        metric_attributes: _Attributes,
-        *,
-        provider: str,
-        request_model: str,
-        stream: bool,
-        estimated_input: int,
-    ) -> None:
-        self.chat = chat
-        self.chat_context = trace.set_span_in_context(chat)
-        self.attempts: dict[int, Span] = {}
-        self.metric_attributes = metric_attributes
-        self.provider = provider
-        self.request_model = request_model
-        self.stream = stream
-        self.estimated_input = estimated_input
-        self.started = time.monotonic()
-        self.first_chunk: float | None = None
-        self.last_model: str | None = None
-        self.input_json: str | None = None
-        self.system_json: str | None = None
-
-
-class _RunSpans:
-    """One ``engine.run`` in flight: its span, its context token, its open tool spans."""
-
-    __slots__ = ("last_error", "previous", "span", "token", "tools")
-
-    def __init__(self, span: Span, token: object, previous: contextvars.Token[Any]) -> None:
-        self.span = span
-        self.token = token
-        self.previous = previous
-        self.tools: dict[str, tuple[Span, object]] = {}
-        self.last_error: str | None = None
 
 
 class OTelObserver(Observer):
@@ -169,41 +105,32 @@ class OTelObserver(Observer):
         self._tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider)
         meters = meter_provider if meter_provider is not None else get_meter_provider()
         meter = meters.get_meter(_SCOPE, __version__)
-        self._duration = meter.create_histogram(
-            n.METRIC_OPERATION_DURATION,
-            unit="s",
-            description="GenAI operation duration",
-            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
-        )
+        self._duration = _seconds(meter, n.METRIC_OPERATION_DURATION, "GenAI operation duration")
         self._tokens = meter.create_histogram(
             n.METRIC_TOKEN_USAGE,
             unit="{token}",
             description="Number of input and output tokens used",
             explicit_bucket_boundaries_advisory=n.TOKEN_BUCKETS,
         )
-        self._first_chunk = meter.create_histogram(
+        self._first_chunk = _seconds(
+            meter,
             n.METRIC_TIME_TO_FIRST_CHUNK,
-            unit="s",
-            description="Time to receive the first chunk of a streaming response",
-            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+            "Time to receive the first chunk of a streaming response",
         )
         self._attempt_counter = meter.create_counter(
             n.METRIC_ATTEMPTS,
             unit="{attempt}",
             description="Requests made to providers, by outcome",
         )
-        self._rate_limit_wait = meter.create_histogram(
-            n.METRIC_RATE_LIMIT_WAIT,
-            unit="s",
-            description="Time waited before retrying a rate-limited request",
-            explicit_bucket_boundaries_advisory=n.DURATION_BUCKETS,
+        self._rate_limit_wait = _seconds(
+            meter, n.METRIC_RATE_LIMIT_WAIT, "Time waited before retrying a rate-limited request"
         )
         self._logger: Logger | None = None
         if self._content_as_event:
             logs = logger_provider if logger_provider is not None else get_logger_provider()
             self._logger = logs.get_logger(_SCOPE, __version__)
-        self._turns: dict[int, _TurnSpans] = {}
-        self._run: contextvars.ContextVar[_RunSpans | None] = contextvars.ContextVar(
+        self._turns: dict[int, TurnSpans] = {}
+        self._run: contextvars.ContextVar[RunSpans | None] = contextvars.ContextVar(
             f"rxturn.otel.run.{id(self)}", default=None
         )
         self._turn: contextvars.ContextVar[int | None] = contextvars.ContextVar(
@@ -241,7 +168,7 @@ class OTelObserver(Observer):
             },
         )
         token = otel_context.attach(trace.set_span_in_context(span))
-        state = _RunSpans(span, token, self._run.set(None))
+        state = RunSpans(span, token, self._run.set(None))
         self._run.set(state)
 
     def on_run_end(
@@ -281,8 +208,8 @@ class OTelObserver(Observer):
         stream: bool,
         estimated_input_tokens: int,
     ) -> None:
-        address, port = _server(base_url)
-        metric_attributes: _Attributes = {
+        address, port = server_address(base_url)
+        metric_attributes: Attributes = {
             n.GEN_AI_OPERATION_NAME: n.OPERATION_CHAT,
             n.GEN_AI_PROVIDER_NAME: provider,
             n.GEN_AI_REQUEST_MODEL: model,
@@ -306,7 +233,7 @@ class OTelObserver(Observer):
         chat = self._tracer.start_span(
             f"{n.OPERATION_CHAT} {model}", kind=SpanKind.CLIENT, attributes=attributes
         )
-        state = _TurnSpans(
+        state = TurnSpans(
             chat,
             metric_attributes,
             provider=provider,
@@ -350,14 +277,14 @@ class OTelObserver(Observer):
                 },
             )
         state.last_model = model
-        attributes: _Attributes = {
+        attributes: Attributes = {
             n.RXTURN_ATTEMPT_NUMBER: attempt,
             n.RXTURN_ATTEMPT_KIND: kind,
             n.GEN_AI_REQUEST_MODEL: model,
             n.RXTURN_ATTEMPT_WAIT: wait,
         }
         if after is not None:
-            attributes[n.RXTURN_ATTEMPT_AFTER] = _outcome_error_type(after)
+            attributes[n.RXTURN_ATTEMPT_AFTER] = outcome_error_type(after)
         span = self._tracer.start_span(
             n.SPAN_ATTEMPT,
             context=state.chat_context,
@@ -366,7 +293,7 @@ class OTelObserver(Observer):
         )
         state.attempts[attempt] = span
         # the request is sent in ``context``: make the attempt span current there
-        context.run(_attach, span)
+        context.run(attach, span)
         if after in _RATE_LIMITED and wait > 0:
             self._rate_limit_wait.record(
                 wait,
@@ -393,7 +320,7 @@ class OTelObserver(Observer):
         self._attempt_counter.add(
             1,
             {
-                n.RXTURN_ATTEMPT_OUTCOME: _outcome_error_type(record.outcome),
+                n.RXTURN_ATTEMPT_OUTCOME: outcome_error_type(record.outcome),
                 n.RXTURN_ATTEMPT_KIND: record.kind,
                 n.GEN_AI_PROVIDER_NAME: state.provider,
                 n.GEN_AI_REQUEST_MODEL: record.model,
@@ -404,7 +331,7 @@ class OTelObserver(Observer):
         if not span.is_recording():
             span.end()
             return
-        outcome = _outcome_error_type(record.outcome)
+        outcome = outcome_error_type(record.outcome)
         span.set_attribute(n.RXTURN_ATTEMPT_OUTCOME, outcome)
         status_code = getattr(error, "status_code", None)
         if isinstance(status_code, int):
@@ -462,13 +389,13 @@ class OTelObserver(Observer):
         if recording:
             chat.set_attribute(n.RXTURN_ATTEMPTS, len(record.attempt_log))
             chat.set_attribute(n.RXTURN_RESCUED, record.rescued)
-            _set_usage(
+            set_usage(
                 chat,
                 n.RXTURN_DISCARDED_INPUT_TOKENS,
                 n.RXTURN_DISCARDED_OUTPUT_TOKENS,
                 record.discarded_usage,
             )
-            _set_usage(
+            set_usage(
                 chat,
                 n.RXTURN_BILLED_INPUT_TOKENS,
                 n.RXTURN_BILLED_OUTPUT_TOKENS,
@@ -477,7 +404,7 @@ class OTelObserver(Observer):
             if state.first_chunk is not None:
                 chat.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, state.first_chunk)
         output_json: str | None = None
-        response: _Attributes = {}
+        response: Attributes = {}
         if message is not None and failure is None:
             served = message.model or record.model
             attributes = {**attributes, n.GEN_AI_RESPONSE_MODEL: served}
@@ -489,7 +416,7 @@ class OTelObserver(Observer):
             if usage is not None:
                 response[n.GEN_AI_USAGE_INPUT_TOKENS] = usage.input_tokens
                 response[n.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output_tokens
-                _cache_usage(response, usage)
+                cache_usage(response, usage)
             if recording:
                 chat.set_attribute(n.GEN_AI_RESPONSE_MODEL, served)
                 chat.set_attributes(response)
@@ -511,7 +438,7 @@ class OTelObserver(Observer):
         self._record_tokens(state, record, message, attributes)
 
     def _record_tokens(
-        self, state: _TurnSpans, record: Turn, message: Message | None, attributes: _Attributes
+        self, state: TurnSpans, record: Turn, message: Message | None, attributes: Attributes
     ) -> None:
         billed = record.billed_usage
         if billed is not None:
@@ -527,7 +454,7 @@ class OTelObserver(Observer):
             self._tokens.record(output, {**estimated, n.GEN_AI_TOKEN_TYPE: "output"})
 
     def _emit_details(
-        self, state: _TurnSpans, attributes: _Attributes, output_json: str | None
+        self, state: TurnSpans, attributes: Attributes, output_json: str | None
     ) -> None:
         """The turn's ``gen_ai.client.inference.operation.details`` record, in its span."""
         assert self._logger is not None
@@ -550,7 +477,7 @@ class OTelObserver(Observer):
         run = self._run.get()
         if run is None:
             return
-        attributes: _Attributes = {
+        attributes: Attributes = {
             n.GEN_AI_OPERATION_NAME: n.OPERATION_EXECUTE_TOOL,
             n.GEN_AI_TOOL_NAME: call.name,
             n.GEN_AI_TOOL_CALL_ID: call.id,
@@ -572,11 +499,11 @@ class OTelObserver(Observer):
         run = self._run.get()
         if run is None or result.tool_call_id not in run.tools:
             return
-        failure = _tool_error(result) if result.is_error else None
+        failure = tool_error(result) if result.is_error else None
         self._end_tool(run, result.tool_call_id, failure, result)
 
     def _end_tool(
-        self, run: _RunSpans, call_id: str, failure: str | None, result: ToolResultPart | None
+        self, run: RunSpans, call_id: str, failure: str | None, result: ToolResultPart | None
     ) -> None:
         span, token = run.tools.pop(call_id)
         if result is not None and self._content_on_span:
@@ -587,32 +514,6 @@ class OTelObserver(Observer):
         span.end()
         if result is not None:  # the normal order: detach what on_tool_call attached
             otel_context.detach(token)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
-
-
-def _attach(span: Span) -> None:
-    otel_context.attach(trace.set_span_in_context(span))
-
-
-def _set_usage(span: Span, input_key: str, output_key: str, usage: Any) -> None:
-    if usage is not None:
-        span.set_attribute(input_key, int(usage.input_tokens))
-        span.set_attribute(output_key, int(usage.output_tokens))
-
-
-def _cache_usage(attributes: _Attributes, usage: object) -> None:
-    """Cache tokens, when the usage type carries them (reported by the provider)."""
-    for field, key in (
-        ("cache_read_input_tokens", n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS),
-        ("cache_creation_input_tokens", n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS),
-    ):
-        value = getattr(usage, field, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            attributes[key] = value
-
-
-def _tool_error(result: ToolResultPart) -> str:
-    head = result.content.split(":", 1)[0].strip()
-    return head if head.isidentifier() else "tool_error"
 
 
 def _count_output(observer: OTelObserver, message: Message) -> int:

@@ -14,15 +14,18 @@ disables a timeout.
 
 Policies are values, not builders: derive a variant with ``msgspec.structs.replace``. Building one
 never fails (it is just data); :meth:`validate` checks it against the rules of docs/behaviour.md
-§2.1 and raises :class:`~rxturn.errors.ConfigError` naming the first bad field. ``StreamHandler``
-calls it at construction. ``FallbackPolicy`` alone also validates when it is built, as it always
-has. :meth:`sanitized` is the forgiving path (§2.1, "Sanitizing"): a substitution that turns any
-policy into a valid one.
+§2.1 and raises :class:`~rxturn.errors.ConfigError` naming the first bad field. Each policy is
+validated by what uses it, when that is built: ``StreamHandler`` its timeout, retry and
+rate-limit policies, ``RateLimiter`` its ``LimiterPolicy``, ``FallbackManager`` its
+``FallbackPolicy`` (and ``set_policy`` a new one), so a bad value is a ``ConfigError`` before any
+request is sent. :meth:`sanitized` is the forgiving path (§2.1, "Sanitizing"): a substitution
+that turns any policy into a valid one.
 """
 
 from __future__ import annotations
 
 import math
+from typing import Self
 
 import msgspec
 
@@ -30,10 +33,39 @@ from .. import _constants as C
 from .._validate import is_int, is_number, positive, seconds_problem
 from ..errors import ConfigError
 
-__all__ = ["FallbackPolicy", "LimiterPolicy", "RateLimitPolicy", "RetryPolicy", "TimeoutPolicy"]
+__all__ = [
+    "FallbackPolicy",
+    "LimiterPolicy",
+    "Policy",
+    "RateLimitPolicy",
+    "RetryPolicy",
+    "TimeoutPolicy",
+]
 
 
-class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
+class Policy(msgspec.Struct, frozen=True, kw_only=True):
+    """What every policy is: frozen keyword-only data, checked by :meth:`validate` when its user
+    is built, made valid by :meth:`sanitized`."""
+
+    def validate(self) -> Self:
+        """``self`` if every field is valid (so that ``policy.validate()`` can be used inline).
+
+        Raises:
+            ConfigError: naming the first bad field and its value.
+        """
+        raise NotImplementedError
+
+    def sanitized(self) -> Self:
+        """``self`` if valid, else the defaults: an invalid configuration is replaced by the
+        default one, never patched field by field (:class:`TimeoutPolicy` is the exception,
+        docs/behaviour.md §2.1, "Sanitizing")."""
+        try:
+            return self.validate()
+        except ConfigError:
+            return type(self)()
+
+
+class TimeoutPolicy(Policy, frozen=True, kw_only=True):
     """Deadlines of a streaming turn (docs/behaviour.md §2.1).
 
     Attributes:
@@ -125,7 +157,7 @@ class TimeoutPolicy(msgspec.Struct, frozen=True, kw_only=True):
         )
 
 
-class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
+class RetryPolicy(Policy, frozen=True, kw_only=True):
     """The transport ladder (docs/behaviour.md §2.1, §2.4).
 
     Retry ``k`` (0-based) sleeps ``min(base_delay·2^k, max_delay)·(1 + f·jitter)`` with ``f``
@@ -170,16 +202,8 @@ class RetryPolicy(msgspec.Struct, frozen=True, kw_only=True):
             )
         return self
 
-    def sanitized(self) -> RetryPolicy:
-        """``self`` if valid, else the defaults: an invalid configuration is replaced by the default
-        one, never patched field by field."""
-        try:
-            return self.validate()
-        except ConfigError:
-            return RetryPolicy()
 
-
-class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
+class RateLimitPolicy(Policy, frozen=True, kw_only=True):
     """The rate-limit ladder for 429 / 503 / 529 (docs/behaviour.md §2.1, §2.4).
 
     Its budget is independent of the transport ladder's. Hit ``n`` (1-based) retries after
@@ -243,15 +267,8 @@ class RateLimitPolicy(msgspec.Struct, frozen=True, kw_only=True):
             )
         return self
 
-    def sanitized(self) -> RateLimitPolicy:
-        """``self`` if valid, else the defaults (docs/behaviour.md §2.1, "Sanitizing")."""
-        try:
-            return self.validate()
-        except ConfigError:
-            return RateLimitPolicy()
 
-
-class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
+class LimiterPolicy(Policy, frozen=True, kw_only=True):
     """The proactive token bucket (docs/behaviour.md §2.7).
 
     Attributes:
@@ -278,16 +295,10 @@ class LimiterPolicy(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigError(f"LimiterPolicy.max_wait {problem}")
         return self
 
-    def sanitized(self) -> LimiterPolicy:
-        """``self`` if valid, else the defaults (a disabled limiter)."""
-        try:
-            return self.validate()
-        except ConfigError:
-            return LimiterPolicy()
 
-
-class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
-    """The model breaker's numbers (docs/behaviour.md §3). Validated on construction too.
+class FallbackPolicy(Policy, frozen=True, kw_only=True):
+    """The model breaker's numbers (docs/behaviour.md §3). Validated by the
+    :class:`~.fallback.FallbackManager` that takes it (and by ``set_policy``).
 
     Attributes:
         trip_threshold: consecutive PRIMARY failures that trip the breaker (0 trips on the first).
@@ -302,9 +313,6 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
     recovery_timeout: float = C.BREAKER_RECOVERY_TIMEOUT
     recovery_successes: int = C.BREAKER_RECOVERY_SUCCESSES
     max_fail_count: int = C.BREAKER_MAX_FAIL_COUNT
-
-    def __post_init__(self) -> None:
-        self.validate()
 
     def validate(self) -> FallbackPolicy:
         """Check the counts are integers >= 0 and ``recovery_timeout`` is seconds >= 0
@@ -330,13 +338,6 @@ class FallbackPolicy(msgspec.Struct, frozen=True, kw_only=True):
                 f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {timeout!r}"
             )
         return self
-
-    def sanitized(self) -> FallbackPolicy:
-        """``self`` if valid, else the defaults (a policy built normally is always valid)."""
-        try:
-            return self.validate()
-        except ConfigError:
-            return FallbackPolicy()
 
     @property
     def strikes(self) -> int:

@@ -37,8 +37,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 
 import msgspec
 
-from ..errors import StreamProtocolError
-from ..transport._base import display_url
+from ..transport._base import CappedBody, display_url
 
 __all__ = ["MockHttpResponse", "MockRequest", "MockResponse", "MockTransport"]
 
@@ -130,16 +129,12 @@ class MockHttpResponse:
             raise self._spec.error
 
     async def read(self, limit: int) -> bytes:
-        buffer = bytearray()
+        body = CappedBody(limit, self._where)
         for chunk in self._spec.chunks:
-            buffer += chunk
-            if len(buffer) > limit:
-                raise StreamProtocolError(
-                    f"response body exceeds the {limit}-byte limit", where=self._where
-                )
+            body.add(chunk)
         if self._spec.error is not None:
             raise self._spec.error
-        return bytes(buffer)
+        return body.value()
 
     async def aclose(self) -> None:
         self.closed = True

@@ -7,25 +7,15 @@ needs; :class:`AiohttpTransport` is the production implementation. It is resolve
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ._base import AsyncTransport, HttpResponse
+from .._lazy import LazyExports
 
-__all__ = ["AiohttpTransport", "AsyncTransport", "HttpResponse"]
+if TYPE_CHECKING:  # the table of public names (rxturn._lazy)
+    from ._base import AsyncTransport as AsyncTransport
+    from ._base import HttpResponse as HttpResponse
+    from .aiohttp import AiohttpTransport as AiohttpTransport
 
-
-def __getattr__(name: str) -> Any:
-    if name == "AiohttpTransport":
-        from .aiohttp import AiohttpTransport
-
-        globals()[name] = AiohttpTransport
-        return AiohttpTransport
-    raise AttributeError(f"module 'rxturn.transport' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return __all__
-
-
-if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .aiohttp import AiohttpTransport
+_exports = LazyExports(globals())
+__getattr__ = _exports.resolve
+__dir__ = _exports.names

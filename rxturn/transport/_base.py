@@ -25,7 +25,9 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
-__all__ = ["AsyncTransport", "HttpResponse", "display_url"]
+from ..errors import StreamProtocolError
+
+__all__ = ["AsyncTransport", "CappedBody", "HttpResponse", "display_url"]
 
 
 def display_url(url: str) -> str:
@@ -45,6 +47,33 @@ def display_url(url: str) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+class CappedBody:
+    """A response body read whole by :meth:`HttpResponse.read`, refused once it grows past
+    ``limit`` bytes (every transport reads it this way)."""
+
+    __slots__ = ("_buffer", "_limit", "_where")
+
+    def __init__(self, limit: int, where: str) -> None:
+        self._buffer = bytearray()
+        self._limit = limit
+        self._where = where
+
+    def add(self, chunk: bytes) -> None:
+        """Append ``chunk``.
+
+        Raises:
+            StreamProtocolError: the body is now larger than the limit.
+        """
+        self._buffer += chunk
+        if len(self._buffer) > self._limit:
+            raise StreamProtocolError(
+                f"response body exceeds the {self._limit}-byte limit", where=self._where
+            )
+
+    def value(self) -> bytes:
+        return bytes(self._buffer)
 
 
 @runtime_checkable

@@ -57,6 +57,7 @@ from ..errors import (
     StreamProtocolError,
     redact,
 )
+from ._base import CappedBody
 from ._base import display_url as _safe_url
 from ._inflate import (
     ACCEPT_ENCODING,
@@ -335,17 +336,13 @@ class _AiohttpResponse:
                 f"response body of {declared} bytes exceeds the {limit}-byte limit",
                 where=self._where,
             )
-        buffer = bytearray()
+        buffer = CappedBody(limit, self._where)
         body = self._body
         while True:
             chunk = await body.next_slice()
             if not chunk:
-                return bytes(buffer)
-            buffer += chunk
-            if len(buffer) > limit:
-                raise StreamProtocolError(
-                    f"response body exceeds the {limit}-byte limit", where=self._where
-                )
+                return buffer.value()
+            buffer.add(chunk)
 
     async def aclose(self) -> None:
         if self._closed:

@@ -73,6 +73,34 @@ from ..messages import (
 )
 from ._decoder import FramedDecoder
 from ._errors import bad_json, stream_error, tool_arguments
+from ._responses_types import (
+    KNOWN_TYPES,
+    ArgumentsDelta,
+    Completed,
+    Created,
+    ErrorEvent,
+    ErrorInfo,
+    Failed,
+    Incomplete,
+    InProgress,
+    Item,
+    ItemAdded,
+    ItemContent,
+    ItemDone,
+    Part,
+    PartAdded,
+    PartDone,
+    Queued,
+    ReasoningTextDelta,
+    RefusalDelta,
+    Response,
+    SummaryDelta,
+    SummaryPartAdded,
+    TextDelta,
+    WireUsage,
+    event_decoder,
+    type_decoder,
+)
 from .sse import RawEvents, SSEParser
 
 __all__ = ["OpenAIResponsesDecoder", "parse_openai_response"]
@@ -81,197 +109,6 @@ __all__ = ["OpenAIResponsesDecoder", "parse_openai_response"]
 SUMMARY_SEPARATOR = "\n\n"
 
 
-# --- wire Structs (unknown fields are ignored by msgspec) -------------------------------------
-
-
-class _Usage(msgspec.Struct, gc=False):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-
-
-class _Details(msgspec.Struct, gc=False):
-    reason: str | None = None
-
-
-class _ErrorInfo(msgspec.Struct, gc=False):
-    code: str | int | None = None
-    message: str | None = None
-    type: str | None = None
-
-
-class _Summary(msgspec.Struct, gc=False):
-    type: str = ""
-    text: str = ""
-
-
-class _ItemContent(msgspec.Struct, gc=False):
-    type: str = ""
-    text: str | None = None
-    refusal: str | None = None
-
-
-class _Item(msgspec.Struct, gc=False):
-    """Any output item; only ``message``, ``function_call`` and ``reasoning`` are modelled."""
-
-    type: str = ""
-    id: str | None = None
-    call_id: str | None = None
-    name: str | None = None
-    arguments: str | None = None
-    encrypted_content: str | None = None
-    summary: list[_Summary] | None = None
-    content: list[_ItemContent] | None = None
-
-
-class _Response(msgspec.Struct, gc=False):
-    id: str = ""
-    model: str = ""
-    status: str | None = None
-    usage: _Usage | None = None
-    incomplete_details: _Details | None = None
-    error: _ErrorInfo | None = None
-    output: list[_Item] | None = None
-
-
-class _Part(msgspec.Struct, gc=False):
-    type: str = ""
-    text: str | None = None
-    refusal: str | None = None
-
-
-class _TextDelta(msgspec.Struct, gc=False, tag="response.output_text.delta"):
-    delta: str = ""
-    output_index: int = 0
-    content_index: int = 0
-
-
-class _RefusalDelta(msgspec.Struct, gc=False, tag="response.refusal.delta"):
-    delta: str = ""
-    output_index: int = 0
-    content_index: int = 0
-
-
-class _ArgumentsDelta(msgspec.Struct, gc=False, tag="response.function_call_arguments.delta"):
-    delta: str = ""
-    output_index: int = 0
-
-
-class _SummaryDelta(msgspec.Struct, gc=False, tag="response.reasoning_summary_text.delta"):
-    delta: str = ""
-    output_index: int = 0
-
-
-class _ReasoningTextDelta(msgspec.Struct, gc=False, tag="response.reasoning_text.delta"):
-    delta: str = ""
-    output_index: int = 0
-
-
-class _SummaryPartAdded(msgspec.Struct, gc=False, tag="response.reasoning_summary_part.added"):
-    output_index: int = 0
-    summary_index: int = 0
-
-
-class _PartAdded(msgspec.Struct, gc=False, tag="response.content_part.added"):
-    part: _Part
-    output_index: int = 0
-    content_index: int = 0
-
-
-class _PartDone(msgspec.Struct, gc=False, tag="response.content_part.done"):
-    part: _Part
-    output_index: int = 0
-    content_index: int = 0
-
-
-class _ItemAdded(msgspec.Struct, gc=False, tag="response.output_item.added"):
-    item: _Item
-    output_index: int = 0
-
-
-class _ItemDone(msgspec.Struct, gc=False, tag="response.output_item.done"):
-    item: _Item
-    output_index: int = 0
-
-
-class _Created(msgspec.Struct, gc=False, tag="response.created"):
-    response: _Response
-
-
-class _InProgress(msgspec.Struct, gc=False, tag="response.in_progress"):
-    response: _Response
-
-
-class _Queued(msgspec.Struct, gc=False, tag="response.queued"):
-    response: _Response
-
-
-class _Completed(msgspec.Struct, gc=False, tag="response.completed"):
-    response: _Response
-
-
-class _Incomplete(msgspec.Struct, gc=False, tag="response.incomplete"):
-    response: _Response
-
-
-class _Failed(msgspec.Struct, gc=False, tag="response.failed"):
-    response: _Response
-
-
-class _ErrorEvent(msgspec.Struct, gc=False, tag="error"):
-    code: str | int | None = None
-    message: str | None = None
-    # some servers nest it, as the chat API does
-    error: _ErrorInfo | None = None
-
-
-_WireEvent = (
-    _TextDelta
-    | _RefusalDelta
-    | _ArgumentsDelta
-    | _SummaryDelta
-    | _ReasoningTextDelta
-    | _SummaryPartAdded
-    | _PartAdded
-    | _PartDone
-    | _ItemAdded
-    | _ItemDone
-    | _Created
-    | _InProgress
-    | _Queued
-    | _Completed
-    | _Incomplete
-    | _Failed
-    | _ErrorEvent
-)
-
-
-class _TypeOnly(msgspec.Struct, gc=False):
-    type: str = ""
-
-
-_decoder = msgspec.json.Decoder(_WireEvent)
-_type_decoder = msgspec.json.Decoder(_TypeOnly)
-_KNOWN = frozenset(
-    {
-        "response.output_text.delta",
-        "response.refusal.delta",
-        "response.function_call_arguments.delta",
-        "response.reasoning_summary_text.delta",
-        "response.reasoning_text.delta",
-        "response.reasoning_summary_part.added",
-        "response.content_part.added",
-        "response.content_part.done",
-        "response.output_item.added",
-        "response.output_item.done",
-        "response.created",
-        "response.in_progress",
-        "response.queued",
-        "response.completed",
-        "response.incomplete",
-        "response.failed",
-        "error",
-    }
-)
 _STOP = MessageStop()
 _ITEM = -1  # content index of a lane that is a whole item (function call, reasoning)
 
@@ -287,7 +124,7 @@ class _Lane:
         self.streamed = False
 
 
-def _usage(usage: _Usage | None) -> Usage | None:
+def _usage(usage: WireUsage | None) -> Usage | None:
     if usage is None:
         return None
     inp = usage.input_tokens or 0
@@ -295,7 +132,7 @@ def _usage(usage: _Usage | None) -> Usage | None:
     return Usage(input_tokens=inp, output_tokens=out) if inp or out else None
 
 
-def _error(info: _ErrorInfo | None, fallback: str) -> Exception:
+def _error(info: ErrorInfo | None, fallback: str) -> Exception:
     if info is None:
         return stream_error(None, fallback)
     return stream_error(info.type, info.message or fallback, info.code)
@@ -355,7 +192,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
 
     def _decode_into(self, frames: RawEvents, eof: bool, out: list[StreamEvent]) -> None:
         append = out.append
-        decode = _decoder.decode
+        decode = event_decoder.decode
         for at, payload in enumerate(frames.payloads):
             try:
                 event = decode(payload)
@@ -367,7 +204,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 self._on_undecodable(frames, at, payload, exc)
                 continue
             if (
-                type(event) is _TextDelta
+                type(event) is TextDelta
                 and event.output_index == self._hot_output
                 and event.content_index == self._hot_content
             ):  # the hot path: more text for the lane that took the last text
@@ -382,25 +219,25 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
 
     def _on_event(self, event: Any, frames: RawEvents, at: int, out: list[StreamEvent]) -> None:
         cls: object = type(cast(object, event))
-        if cls is _ErrorEvent:
+        if cls is ErrorEvent:
             info = event.error
             if info is not None:
                 raise _error(info, "stream failed")
             raise stream_error(None, event.message, event.code)
-        if cls is _Created or cls is _InProgress or cls is _Queued:
+        if cls is Created or cls is InProgress or cls is Queued:
             if not self._started:
                 self._started = True
                 out.append(MessageStart(event.response.id, event.response.model))
             return
-        if cls is _Failed:
+        if cls is Failed:
             raise _error(event.response.error, "response failed")
         if not self._started:
             raise StreamProtocolError(
                 f"{frames.name(at)!r} event before response.created",
                 where=f"line {frames.line(at)}",
             )
-        if cls is _TextDelta or cls is _RefusalDelta:
-            kind = "text" if cls is _TextDelta else "refusal"
+        if cls is TextDelta or cls is RefusalDelta:
+            kind = "text" if cls is TextDelta else "refusal"
             lane = self._content_lane(event.output_index, event.content_index, kind, out)
             if lane is not None and event.delta:
                 lane.streamed = True
@@ -409,31 +246,31 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                     self._hot_output = event.output_index
                     self._hot_content = event.content_index
                     self._hot = lane.index
-        elif cls is _ArgumentsDelta:
+        elif cls is ArgumentsDelta:
             lane = self._lanes.get((event.output_index, _ITEM))
             if lane is not None and lane.kind == "tool_call" and event.delta:
                 lane.streamed = True
                 out.append(Delta(lane.index, event.delta, "tool_json"))
-        elif cls is _SummaryDelta or cls is _ReasoningTextDelta:
+        elif cls is SummaryDelta or cls is ReasoningTextDelta:
             lane = self._lanes.get((event.output_index, _ITEM))
             if lane is not None and lane.kind == "thinking" and event.delta:
                 lane.streamed = True
                 out.append(Delta(lane.index, event.delta, "thinking"))
-        elif cls is _SummaryPartAdded:
+        elif cls is SummaryPartAdded:
             lane = self._lanes.get((event.output_index, _ITEM))
             if lane is not None and lane.kind == "thinking" and event.summary_index > 0:
                 out.append(Delta(lane.index, SUMMARY_SEPARATOR, "thinking"))
-        elif cls is _PartAdded:
+        elif cls is PartAdded:
             kind = _part_kind(event.part.type)
             if kind is not None:
                 self._content_lane(event.output_index, event.content_index, kind, out)
-        elif cls is _PartDone:
+        elif cls is PartDone:
             self._close_part(event.output_index, event.content_index, event.part, out)
-        elif cls is _ItemAdded:
+        elif cls is ItemAdded:
             self._on_item_added(event.item, event.output_index, out)
-        elif cls is _ItemDone:
+        elif cls is ItemDone:
             self._on_item_done(event.item, event.output_index, out)
-        elif cls is _Completed or cls is _Incomplete:
+        elif cls is Completed or cls is Incomplete:
             self._finish(event.response, out)
 
     def _content_lane(
@@ -458,7 +295,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         return lane
 
     def _close_part(
-        self, output_index: int, content_index: int, part: _Part, out: list[StreamEvent]
+        self, output_index: int, content_index: int, part: Part, out: list[StreamEvent]
     ) -> None:
         self._closed.add((output_index, content_index))
         lane = self._lanes.pop((output_index, content_index), None)
@@ -479,7 +316,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
             self._hot_output = self._hot_content = -1
         out.append(PartStop(lane.index))
 
-    def _on_item_added(self, item: _Item, output_index: int, out: list[StreamEvent]) -> None:
+    def _on_item_added(self, item: Item, output_index: int, out: list[StreamEvent]) -> None:
         key = (output_index, _ITEM)
         if key in self._lanes:
             return
@@ -492,14 +329,14 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         elif item.type == "reasoning":
             self._open(key, "thinking", out, item.id or "")
 
-    def _on_item_done(self, item: _Item, output_index: int, out: list[StreamEvent]) -> None:
+    def _on_item_done(self, item: Item, output_index: int, out: list[StreamEvent]) -> None:
         if item.type == "message":
             # parts no content_part event announced (some compatible servers): whole, now
             for position, content in enumerate(item.content or ()):
                 if (output_index, position) not in self._closed:
                     self._close_part(output_index, position, _as_part(content), out)
             for key in [k for k in self._lanes if k[0] == output_index and k[1] != _ITEM]:
-                self._close_part(key[0], key[1], _Part(), out)
+                self._close_part(key[0], key[1], Part(), out)
             return
         if item.type not in ("function_call", "reasoning"):
             return
@@ -522,7 +359,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
             return
         out.append(PartStop(lane.index))
 
-    def _finish(self, response: _Response, out: list[StreamEvent]) -> None:
+    def _finish(self, response: Response, out: list[StreamEvent]) -> None:
         final = response.output or []
         for output_index, (index, encrypted) in self._reasoning.items():
             if output_index < len(final) and final[output_index].type == "reasoning":
@@ -548,10 +385,10 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         what = f"data of event {name!r}" if name != "message" else "event data"
         if isinstance(exc, msgspec.ValidationError):
             try:
-                kind = _type_decoder.decode(payload).type
+                kind = type_decoder.decode(payload).type
             except msgspec.DecodeError:
                 kind = ""
-            if kind and kind not in _KNOWN:
+            if kind and kind not in KNOWN_TYPES:
                 return  # a newer or hosted-tool event: nothing the fold models
         raise bad_json(what, exc, frames.line(at)) from None
 
@@ -564,11 +401,11 @@ def _part_kind(part_type: str) -> str | None:
     return None
 
 
-def _as_part(content: _ItemContent) -> _Part:
-    return _Part(content.type, content.text, content.refusal)
+def _as_part(content: ItemContent) -> Part:
+    return Part(content.type, content.text, content.refusal)
 
 
-def _stop(response: _Response, function: bool, refused: bool) -> StopReason:
+def _stop(response: Response, function: bool, refused: bool) -> StopReason:
     details = response.incomplete_details
     if details is not None and details.reason:
         if details.reason == "max_output_tokens":
@@ -585,7 +422,7 @@ def _stop(response: _Response, function: bool, refused: bool) -> StopReason:
 # --- non-streaming reply ----------------------------------------------------------------------
 
 
-_response_decoder = msgspec.json.Decoder(_Response)
+_response_decoder = msgspec.json.Decoder(Response)
 
 
 def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Message:

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from ._support import RXTURN, clean_env, fake_server, received, run
 
 SECRET = "sk-ant-test-SECRET-0123456789"
 
@@ -28,42 +28,16 @@ SCENARIO = {
 }
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(extra)
-    return env
-
-
 @pytest.fixture(scope="module")
 def fake_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    path = tmp_path_factory.mktemp("chat") / "scenario.json"
-    path.write_text(json.dumps(SCENARIO))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline().strip()
-        assert first.startswith("listening on http://127.0.0.1:"), first
-        yield first.removeprefix("listening on ")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with fake_server(SCENARIO, tmp_path_factory.mktemp("chat")) as url:
+        yield url
 
 
-def chat(*args: str, stdin: str | None = None, env: dict[str, str] | None = None):
-    return subprocess.run(
-        [sys.executable, "-m", "rxturn", "chat", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env if env is not None else _env(),
-    )
+def chat(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return run("chat", *args, stdin=stdin, env=env)
 
 
 def test_one_shot_json(fake_url: str) -> None:
@@ -176,7 +150,7 @@ def test_interactive_failed_turn_reports_and_goes_on(fake_url: str) -> None:
 
 
 def test_the_key_never_reaches_the_output(fake_url: str) -> None:
-    env = _env(ANTHROPIC_API_KEY=SECRET)
+    env = clean_env(ANTHROPIC_API_KEY=SECRET)
     for model in ("good", "bad"):
         out = chat(
             "--provider",
@@ -196,67 +170,30 @@ def test_ctrl_c_cancels_the_running_turn_not_the_chat(tmp_path: Path) -> None:
     import signal
     import time
 
-    scenario = tmp_path / "stall.json"
-    scenario.write_text(
-        json.dumps(
-            {
-                "models": {
-                    "slow": [
-                        {"text": "never finishes", "stall_after_events": 2},
-                        {"text": "second answer"},
-                    ],
-                }
-            }
-        )
-    )
-    server = subprocess.Popen(
-        [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(scenario)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert server.stdout is not None
-        url = server.stdout.readline().strip().removeprefix("listening on ")
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "rxturn",
-                "chat",
-                "--provider",
-                "anthropic",
-                "--base-url",
-                url,
-                "--model",
-                "slow",
-                "--json",
+    stall = {
+        "models": {
+            "slow": [
+                {"text": "never finishes", "stall_after_events": 2},
+                {"text": "second answer"},
             ],
+        }
+    }
+    with fake_server(stall, tmp_path) as url:
+        args = ("chat", "--provider", "anthropic", "--base-url", url, "--model", "slow", "--json")
+        proc = subprocess.Popen(
+            [*RXTURN, *args],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=_env(),
+            env=clean_env(),
         )
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("first\n")
         proc.stdin.flush()
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:  # bounded: wait until the turn reached the server
-            requests = json.loads(
-                subprocess.run(
-                    [
-                        sys.executable,
-                        "-c",
-                        "import sys, urllib.request; "
-                        "print(urllib.request.urlopen(sys.argv[1]).read().decode())",
-                        f"{url}/_fake/requests",
-                    ],
-                    capture_output=True,
-                    text=True,
-                    timeout=10,
-                ).stdout
-            )
-            if requests:
+            if received(url):
                 break
             time.sleep(0.1)
         time.sleep(0.3)
@@ -267,17 +204,10 @@ def test_ctrl_c_cancels_the_running_turn_not_the_chat(tmp_path: Path) -> None:
         assert proc.returncode == 0, err
         second = json.loads(rest.strip().splitlines()[-1])
         assert second["message"]["content"][0]["text"] == "second answer"
-    finally:
-        server.terminate()
-        server.wait(timeout=10)
-        if server.stdout is not None:
-            server.stdout.close()
 
 
 def test_version_flag() -> None:
     from rxturn import __version__
 
-    out = subprocess.run(
-        [sys.executable, "-m", "rxturn", "--version"], capture_output=True, text=True, timeout=30
-    )
+    out = run("--version")
     assert out.returncode == 0 and out.stdout.strip() == f"rxturn {__version__}"

@@ -4,15 +4,12 @@ real processes, the fake server over loopback."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
-import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
+
+from ._support import fake_server, received, run
 
 SCENARIO = {
     "models": {
@@ -29,46 +26,14 @@ SCENARIO = {
 }
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    env.update(extra)
-    return env
-
-
 @pytest.fixture(scope="module")
 def fake_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    path: Path = tmp_path_factory.mktemp("chat-responses") / "scenario.json"
-    path.write_text(json.dumps(SCENARIO))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline().strip()
-        assert first.startswith("listening on http://127.0.0.1:"), first
-        yield first.removeprefix("listening on ")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with fake_server(SCENARIO, tmp_path_factory.mktemp("chat-responses")) as url:
+        yield url
 
 
 def chat(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "rxturn", "chat", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env if env is not None else _env(),
-    )
-
-
-def requests_seen(fake_url: str) -> list[dict[str, Any]]:
-    with urllib.request.urlopen(fake_url + "/_fake/requests", timeout=10) as resp:
-        return json.loads(resp.read())
+    return run("chat", *args, env=env)
 
 
 def test_one_shot_json_over_responses(fake_url: str) -> None:
@@ -93,7 +58,7 @@ def test_one_shot_json_over_responses(fake_url: str) -> None:
     assert message["content"][0]["id"].startswith("rs_")
     assert message["content"][1] == {"type": "text", "text": "Hello from Responses."}
     assert message["usage"] == {"input_tokens": 4, "output_tokens": 6}
-    sent = [r for r in requests_seen(fake_url) if r.get("model") == "gpt-r"][-1]
+    sent = [r for r in received(fake_url) if r.get("model") == "gpt-r"][-1]
     assert sent["input"] == [{"role": "user", "content": "Say hello"}]
     assert sent["reasoning"] == {"effort": "low"}
     assert sent["include"] == ["reasoning.encrypted_content"]
@@ -130,7 +95,7 @@ def test_thinking_is_requested_from_anthropic(fake_url: str) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == "Hi.\n"
-    sent = [r for r in requests_seen(fake_url) if r.get("model") == "claude"][-1]
+    sent = [r for r in received(fake_url) if r.get("model") == "claude"][-1]
     assert sent["thinking"] == {"type": "enabled", "budget_tokens": 2048}
 
 
@@ -148,13 +113,13 @@ def test_thinking_is_requested_from_anthropic(fake_url: str) -> None:
 def test_a_knob_the_provider_cannot_take_is_a_bad_argument(
     fake_url: str, args: list[str], says: str
 ) -> None:
-    before = len(requests_seen(fake_url))
+    before = len(received(fake_url))
     proc = chat(*args, "--model", "m", "--base-url", fake_url, "hello")
     assert proc.returncode == 2
     assert says in proc.stderr
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
-    assert len(requests_seen(fake_url)) == before  # nothing was sent
+    assert len(received(fake_url)) == before  # nothing was sent
 
 
 def test_missing_openai_key_for_the_real_responses_endpoint_exits_2() -> None:

@@ -14,19 +14,14 @@ from typing import Any
 import msgspec
 from aiohttp import web
 
-__all__ = ["LagMonitor", "Site", "serve", "settled_tasks"]
+__all__ = ["LagMonitor", "LoopbackUrls", "Site", "serve", "settled_tasks"]
 
 
-class Site:
-    """A loopback server: its base URLs and what it saw."""
+class LoopbackUrls:
+    """The base URLs of a server on ``host``:``port`` (set ``port`` once it listens)."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.requests = 0
-        self.headers: list[dict[str, str]] = []
-        self.bodies: list[Any] = []
-        self.disconnected = asyncio.Event()
-        self.handled = asyncio.Event()  # a handler was entered (the request is in)
+    host = "127.0.0.1"
+    port = 0
 
     @property
     def base_url(self) -> str:
@@ -37,16 +32,29 @@ class Site:
         return self.base_url + "/v1"
 
 
+class Site(LoopbackUrls):
+    """A loopback server started by :func:`serve`: its base URLs and what it saw."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self.host, self.port = host, port
+        self.requests: list[web.Request] = []
+        self.headers: list[dict[str, str]] = []
+        self.bodies: list[Any] = []
+        self.bytes_sent = 0  # a handler that counts what it wrote keeps it here
+        self.disconnected = asyncio.Event()
+        self.handled = asyncio.Event()  # a handler was entered (the request is in)
+
+
 Handler = Callable[[web.Request, Site], Awaitable[web.StreamResponse]]
 
 
 @asynccontextmanager
-async def serve(handler: Handler) -> AsyncGenerator[Site]:
-    """Serve ``handler`` for every path on 127.0.0.1 (port 0), stopping it afterwards."""
-    site_info = Site("127.0.0.1", 0)
+async def serve(handler: Handler, host: str = "127.0.0.1") -> AsyncGenerator[Site]:
+    """Serve ``handler`` for every path on ``host`` (port 0), stopping it afterwards."""
+    site_info = Site(host, 0)
 
     async def endpoint(request: web.Request) -> web.StreamResponse:
-        site_info.requests += 1
+        site_info.requests.append(request)
         site_info.headers.append({k.lower(): v for k, v in request.headers.items()})
         raw = await request.read()
         site_info.bodies.append(msgspec.json.decode(raw) if raw else None)
@@ -63,7 +71,7 @@ async def serve(handler: Handler) -> AsyncGenerator[Site]:
         app, handle_signals=False, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
     )
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, host, 0)
     await site.start()
     site_info.port = int(runner.addresses[0][1])
     try:

@@ -21,14 +21,21 @@ quotes the API key, a broken status line).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncGenerator, Awaitable, Callable, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import Callable, Sequence
+from contextlib import suppress
 from typing import Any, Literal
 
 import msgspec
 from aiohttp import web
 
 from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient
+from rxturn.engine import TurnEngine
+from rxturn.engine.handler import StreamHandler
+from rxturn.errors import RxturnError
+from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
+from rxturn.testing import assert_no_secret
+
+from ._loopback import LoopbackUrls, Site, serve
 
 __all__ = [
     "FORMAT_NAMES",
@@ -40,6 +47,8 @@ __all__ = [
     "Site",
     "ToolScript",
     "make_client",
+    "resilient",
+    "run_turn",
     "serve",
     "wire_reply",
     "wire_stream",
@@ -369,7 +378,7 @@ class ScriptedEntry(msgspec.Struct, frozen=True, kw_only=True):
     reply: bytes
 
 
-class ScriptedProvider:
+class ScriptedProvider(LoopbackUrls):
     """A loopback server answering each request with the next :class:`ScriptedEntry`.
 
     The last entry repeats, as in the fake. Streams are written in a few pieces and then
@@ -382,15 +391,7 @@ class ScriptedProvider:
         self.requests: list[Any] = []
         self.disconnects = 0
         self._runner: web.AppRunner | None = None
-        self._port = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self._port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
+        self.port = 0
 
     async def __aenter__(self) -> ScriptedProvider:
         app = web.Application()
@@ -402,7 +403,7 @@ class ScriptedProvider:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        self._port = int(self._runner.addresses[0][1])
+        self.port = int(self._runner.addresses[0][1])
         return self
 
     async def __aexit__(self, *exc: object) -> None:
@@ -431,6 +432,25 @@ class ScriptedProvider:
         return response
 
 
+def resilient() -> StreamHandler:
+    """The reference ladder with tiny delays; no rescue, so the attempts are the stream's."""
+    return StreamHandler(
+        timeouts=TimeoutPolicy(first_event=5.0, per_event=5.0, total=20.0, rescue=False),
+        retry=RetryPolicy(base_delay=0.001, max_delay=0.01),
+    )
+
+
+async def run_turn(client: Any, handler: StreamHandler, mode: str) -> tuple[Any, Any]:
+    """One ``engine.run("hi")``, bounded: ``(result, None)`` or ``(None, error)``; the error
+    never holds the test key."""
+    engine = TurnEngine(client, handler=handler, mode=mode)  # type: ignore[arg-type]
+    try:
+        return await asyncio.wait_for(engine.run("hi"), 30), None
+    except RxturnError as exc:
+        assert_no_secret(exc, TEST_KEY, name="error")
+        return None, exc
+
+
 def make_client(
     fmt: str, base: Any, *, model: str = "primary", api_key: str | None = TEST_KEY, **kwargs: Any
 ) -> Any:
@@ -440,59 +460,6 @@ def make_client(
     if fmt == "openai":
         return OpenAIClient(model, api_key=api_key, base_url=base.openai_base_url, **kwargs)
     return OllamaClient(model, api_key=api_key, base_url=base.base_url, **kwargs)
-
-
-class Site:
-    """A loopback server started by :func:`serve`: its base URLs and what it saw."""
-
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.requests: list[web.Request] = []
-        self.headers: list[dict[str, str]] = []
-        self.bodies: list[Any] = []
-        self.bytes_sent = 0
-        self.disconnected = asyncio.Event()
-
-    @property
-    def base_url(self) -> str:
-        return f"http://{self.host}:{self.port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
-
-
-@asynccontextmanager
-async def serve(
-    handler: Callable[[web.Request, Site], Awaitable[web.StreamResponse]], host: str = "127.0.0.1"
-) -> AsyncGenerator[Site]:
-    """Serve ``handler`` for every path on ``host`` (port 0), stopping it afterwards."""
-    site_info = Site(host, 0)
-
-    async def endpoint(request: web.Request) -> web.StreamResponse:
-        site_info.requests.append(request)
-        site_info.headers.append({k.lower(): v for k, v in request.headers.items()})
-        raw = await request.read()
-        site_info.bodies.append(msgspec.json.decode(raw) if raw else None)
-        try:
-            return await handler(request, site_info)
-        except (ConnectionResetError, asyncio.CancelledError):
-            site_info.disconnected.set()
-            raise
-
-    app = web.Application()
-    app.router.add_route("*", "/{tail:.*}", endpoint)
-    runner = web.AppRunner(
-        app, handle_signals=False, access_log=None, shutdown_timeout=0.5, handler_cancellation=True
-    )
-    await runner.setup()
-    site = web.TCPSite(runner, host, 0)
-    await site.start()
-    site_info.port = int(runner.addresses[0][1])
-    try:
-        yield site_info
-    finally:
-        await runner.cleanup()
 
 
 class RawRequest(msgspec.Struct, frozen=True):
@@ -518,7 +485,7 @@ class RawRequest(msgspec.Struct, frozen=True):
         return doc.get("stream", default) is True
 
 
-class RawHTTPServer:
+class RawHTTPServer(LoopbackUrls):
     """An HTTP/1.1 server on 127.0.0.1 that answers each request with the exact bytes
     ``respond(request)`` returns (status line, headers, body), then closes the connection.
 
@@ -531,14 +498,6 @@ class RawHTTPServer:
         self.requests: list[RawRequest] = []
         self._server: asyncio.Server | None = None
         self.port = 0
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    @property
-    def openai_base_url(self) -> str:
-        return self.base_url + "/v1"
 
     async def __aenter__(self) -> RawHTTPServer:
         self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)

@@ -140,7 +140,7 @@ async def test_a_cancel_before_the_request_is_sent(mode: str) -> None:
         async with watched():
             outcome = await run_and_cancel(engine, None)
         assert_cancelled(outcome, "token")
-        assert site.requests == 0
+        assert len(site.requests) == 0
 
 
 # ---------------------------------------------------------------------------- during connect
@@ -309,9 +309,11 @@ async def test_a_cancel_during_a_backoff_wait(how: str) -> None:
         handler = resilient(retry_max_retries=3, retry_base_delay=LONG, retry_max_delay=LONG)
         engine = TurnEngine(client, handler=handler)
         async with watched():
-            outcome = await run_and_cancel(engine, lambda: site.requests >= 1, how=how, after=0.2)
+            outcome = await run_and_cancel(
+                engine, lambda: len(site.requests) >= 1, how=how, after=0.2
+            )
         assert_cancelled(outcome, how)
-        assert site.requests == 1
+        assert len(site.requests) == 1
 
 
 @pytest.mark.parametrize("how", ["token", "task"])
@@ -321,9 +323,11 @@ async def test_a_cancel_during_a_rate_limit_wait(how: str) -> None:
         handler = resilient(rate_default_delay=LONG, rate_max_delay=LONG * 2)
         engine = TurnEngine(client, handler=handler)
         async with watched():
-            outcome = await run_and_cancel(engine, lambda: site.requests >= 1, how=how, after=0.2)
+            outcome = await run_and_cancel(
+                engine, lambda: len(site.requests) >= 1, how=how, after=0.2
+            )
         assert_cancelled(outcome, how)
-        assert site.requests == 1
+        assert len(site.requests) == 1
 
 
 @pytest.mark.parametrize("how", ["token", "task"])
@@ -340,20 +344,20 @@ async def test_a_cancel_while_the_limiter_holds_the_attempt(how: str) -> None:
         async with watched():
             outcome = await run_and_cancel(engine, lambda: True, how=how, after=0.2)
         assert_cancelled(outcome, how)
-        assert site.requests == 1, "the held attempt was sent anyway"
+        assert len(site.requests) == 1, "the held attempt was sent anyway"
 
 
 @pytest.mark.parametrize("how", ["token", "task"])
 async def test_a_cancel_during_the_rescue(how: str) -> None:
     async def stream_fails_rescue_hangs(request: web.Request, site: Site) -> web.StreamResponse:
-        if site.requests == 1:
+        if len(site.requests) == 1:
             return await failing_stream(500)(request, site)
         return await hold(request, site)
 
     async with serve(stream_fails_rescue_hangs) as site, make_client("anthropic", site) as client:
         engine = TurnEngine(client, handler=resilient(rescue=True))
         async with watched():
-            outcome = await run_and_cancel(engine, lambda: site.requests >= 2, how=how)
+            outcome = await run_and_cancel(engine, lambda: len(site.requests) >= 2, how=how)
         assert_cancelled(outcome, how)
         assert site.bodies[-1].get("stream") is not True, "the second request was not the rescue"
         await asyncio.wait_for(site.disconnected.wait(), 5)
@@ -364,7 +368,7 @@ async def test_a_served_rescue_leaves_nothing_behind() -> None:
     reply = wire_reply("anthropic", text="rescued")
 
     async def stream_fails(request: web.Request, site: Site) -> web.StreamResponse:
-        if site.requests == 1:
+        if len(site.requests) == 1:
             return await failing_stream(500)(request, site)
         return web.Response(body=reply, content_type="application/json")
 
@@ -372,7 +376,7 @@ async def test_a_served_rescue_leaves_nothing_behind() -> None:
         engine = TurnEngine(client, handler=resilient(rescue=True))
         async with watched():
             result = await engine.run("hi")
-        assert result.text == "rescued" and site.requests == 2
+        assert result.text == "rescued" and len(site.requests) == 2
 
 
 # ------------------------------------------------------------------ the hygiene check itself

@@ -29,13 +29,11 @@ import msgspec
 import pytest
 from aiohttp import ClientSession, web
 
-from rxturn.engine import TurnEngine
 from rxturn.engine.audit import AuditTrail
 from rxturn.engine.handler import StreamHandler
 from rxturn.errors import (
     ConfigError,
     InvalidToolInputError,
-    RxturnError,
     ServerError,
     StreamProtocolError,
     UnexpectedResponseError,
@@ -43,7 +41,6 @@ from rxturn.errors import (
 )
 from rxturn.messages import message_from_json
 from rxturn.replay import replay_message
-from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 from rxturn.testing import FakeProvider, load_scenario
 from rxturn.wire import (
     decoder_for,
@@ -61,6 +58,8 @@ from .conftest import (
     Site,
     ToolScript,
     make_client,
+    resilient,
+    run_turn,
     serve,
     wire_reply,
     wire_stream,
@@ -265,21 +264,6 @@ async def test_the_fake_provider_answers_a_deep_request_with_400(shape: str) -> 
 
 
 # ------------------------------------------------------------------------------ real servers
-
-
-def resilient() -> StreamHandler:
-    return StreamHandler(
-        timeouts=TimeoutPolicy(first_event=5.0, per_event=5.0, total=20.0, rescue=False),
-        retry=RetryPolicy(base_delay=0.001, max_delay=0.01),
-    )
-
-
-async def run_turn(client: Any, handler: StreamHandler, mode: str) -> tuple[Any, Any]:
-    engine = TurnEngine(client, handler=handler, mode=mode)  # type: ignore[arg-type]
-    try:
-        return await asyncio.wait_for(engine.run("hi"), 30), None
-    except RxturnError as exc:
-        return None, exc
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -288,7 +288,7 @@ async def test_by_default_a_compressed_flood_stops_at_the_expansion_ratio(
     assert isinstance(error, DecompressionLimitError), error
     assert error.limit == "max_expansion_ratio" and error.value == 100
     assert "max_expansion_ratio=100" in str(error)
-    assert site.requests == 1, "a decompression bomb was retried or rescued"
+    assert len(site.requests) == 1, "a decompression bomb was retried or rescued"
     assert_free(lag)
 
 
@@ -449,7 +449,7 @@ async def test_the_rescue_reads_a_huge_reply_without_holding_the_loop() -> None:
         handler=handler_with(first_event=5, per_event=5, total=20, rescue=True),
     )
     assert error is None, error
-    assert result.text == "ok" and site.requests == 2
+    assert result.text == "ok" and len(site.requests) == 2
     assert_free(lag)
 
 

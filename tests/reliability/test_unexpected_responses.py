@@ -23,25 +23,20 @@ and a 501 / 505 / 506 / 508 / 510 / 511 is a ``ServerError`` that is not retried
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any
 
 import pytest
 from aiohttp import web
 
-from rxturn.engine import TurnEngine
 from rxturn.engine.handler import StreamHandler
 from rxturn.errors import (
     OverloadedError,
     ProviderStreamError,
-    RxturnError,
     ServerError,
     UnexpectedResponseError,
     is_retryable,
     status_error,
 )
-from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
-from rxturn.testing import assert_no_secret
 
 from .conftest import (
     FORMAT_NAMES,
@@ -50,6 +45,8 @@ from .conftest import (
     RawRequest,
     Site,
     make_client,
+    resilient,
+    run_turn,
     serve,
     wire_reply,
     wire_stream,
@@ -62,23 +59,6 @@ PORTAL = (
     b"<!DOCTYPE html><html><head><title>Hotel WiFi - Sign in</title></head><body>"
     b"<form action='/login'>Room number <input name=room></form></body></html>"
 )
-
-
-def resilient() -> StreamHandler:
-    """The reference ladder with tiny delays; no rescue, so the attempts are the stream's."""
-    return StreamHandler(
-        timeouts=TimeoutPolicy(first_event=5.0, per_event=5.0, total=20.0, rescue=False),
-        retry=RetryPolicy(base_delay=0.001, max_delay=0.01),
-    )
-
-
-async def run_turn(client: Any, handler: StreamHandler, mode: str) -> tuple[Any, Any]:
-    engine = TurnEngine(client, handler=handler, mode=mode)  # type: ignore[arg-type]
-    try:
-        return await asyncio.wait_for(engine.run("hi"), 30), None
-    except RxturnError as exc:
-        assert_no_secret(exc, TEST_KEY, name="error")
-        return None, exc
 
 
 def healthy(fmt: str, streaming: bool) -> web.Response:

@@ -584,8 +584,14 @@ def test_served_model_can_be_given(clock: FakeClock) -> None:
     ],
 )
 def test_policy_rejects_bad_values(field: str, value: object, fragment: str) -> None:
+    # Like every policy, it is plain data until used: the manager that takes it validates it.
+    policy = FallbackPolicy(**{field: value})  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=fragment):
-        FallbackPolicy(**{field: value})  # type: ignore[arg-type]
+        policy.validate()
+    with pytest.raises(ConfigError, match=fragment):
+        FallbackManager("main", ["backup"], policy=policy)
+    with pytest.raises(ConfigError, match=fragment):
+        FallbackManager("main", ["backup"]).set_policy(policy)
 
 
 def test_policy_accepts_edge_values() -> None:

@@ -4,12 +4,12 @@ the fake server over loopback)."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 
 import pytest
+
+from ._support import fake_server, run
 
 SCENARIO = {
     "models": {
@@ -21,38 +21,14 @@ SCENARIO = {
 
 @pytest.fixture(scope="module")
 def fake_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    path = tmp_path_factory.mktemp("failover") / "scenario.json"
-    path.write_text(json.dumps(SCENARIO))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stdout is not None
-        first = proc.stdout.readline().strip()
-        assert first.startswith("listening on http://127.0.0.1:"), first
-        yield first.removeprefix("listening on ")
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+    with fake_server(SCENARIO, tmp_path_factory.mktemp("failover")) as url:
+        yield url
 
 
 def chat(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    return subprocess.run(
-        [
-            *(sys.executable, "-m", "rxturn", "chat", "--provider", "anthropic"),
-            *("--base-url", url, "--model", "gone", "--fallback", "backup", "--json"),
-            *args,
-            "hi",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
+    return run(
+        *("chat", "--provider", "anthropic", "--base-url", url, "--model", "gone"),
+        *("--fallback", "backup", "--json", *args, "hi"),
     )
 
 

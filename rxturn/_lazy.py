@@ -1,0 +1,76 @@
+"""Package exports spelled once, resolved lazily.
+
+A package ``__init__`` imports its public names in an ``if TYPE_CHECKING:`` block, in the explicit
+re-export form ``from .x import A as A`` that type checkers read as the public surface. At run
+time :class:`LazyExports` reads that same block (once, when the first public name is used) and
+resolves each name from its module on first access; ``__all__`` is built from it on first use
+(``from package import *``, ``dir(package)``). So every public name is written once, and importing
+the package imports none of the modules behind it.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LazyExports"]
+
+
+class LazyExports:
+    """The lazy exports of one package; its ``__getattr__`` is :meth:`resolve`, its ``__dir__``
+    :meth:`names`.
+
+    Args:
+        namespace: the package's ``globals()`` (resolved names are cached in it).
+        eager: public names the package binds itself at import (e.g. ``__version__``).
+    """
+
+    __slots__ = ("_eager", "_namespace", "_table")
+
+    def __init__(self, namespace: dict[str, Any], *, eager: Iterable[str] = ()) -> None:
+        self._namespace = namespace
+        self._eager = tuple(eager)
+        self._table: dict[str, str] | None = None
+
+    def table(self) -> dict[str, str]:
+        """Public name -> defining module, read from the package's ``if TYPE_CHECKING`` block."""
+        if self._table is None:
+            package: str = self._namespace["__name__"]
+            source = Path(self._namespace["__file__"]).read_text(encoding="utf-8")
+            table: dict[str, str] = {}
+            for node in ast.parse(source).body:
+                if not (isinstance(node, ast.If) and isinstance(node.test, ast.Name)):
+                    continue
+                if node.test.id != "TYPE_CHECKING":
+                    continue
+                for stmt in node.body:
+                    if isinstance(stmt, ast.ImportFrom):
+                        relative = "." * stmt.level + (stmt.module or "")
+                        module = importlib.util.resolve_name(relative, package)
+                        table.update((alias.name, module) for alias in stmt.names)
+            self._table = table
+        return self._table
+
+    def resolve(self, name: str) -> Any:
+        """The package's ``__getattr__``: a public name from its module, or ``__all__``."""
+        if name == "__all__":
+            names = sorted([*self.table(), *self._eager])
+            self._namespace["__all__"] = names
+            return names
+        module = self.table().get(name)
+        if module is None:
+            raise AttributeError(
+                f"module {self._namespace['__name__']!r} has no attribute {name!r}"
+            )
+        value = getattr(importlib.import_module(module), name)
+        self._namespace[name] = value
+        return value
+
+    def names(self) -> list[str]:
+        """The package's ``__dir__``: its ``__all__``."""
+        names: list[str] = self.resolve("__all__")
+        return names

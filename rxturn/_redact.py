@@ -1,0 +1,113 @@
+"""Keeping secrets out of what rxturn hands out: text with keys removed and capped
+(:func:`redact`), and an exception chain scrubbed in place (:func:`scrub_exception`, behind
+:func:`rxturn.errors.scrub_secrets`)."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol, cast
+from urllib.parse import quote
+
+__all__ = ["redact", "scrub_exception", "without_secrets"]
+
+
+class _Message(Protocol):
+    message: str
+
+
+# Bodies and messages we keep are capped so a hostile server cannot make an error huge.
+_MAX_BODY_CHARS = 8192
+
+_KEY_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|sk-ant-[A-Za-z0-9_\-]{6,})")
+
+
+def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
+    """Remove API-key-looking tokens (and any given secrets) from ``text``; cap its length."""
+    text = without_secrets(text, secrets)
+    if len(text) > _MAX_BODY_CHARS:
+        text = text[:_MAX_BODY_CHARS] + f"… [{len(text) - _MAX_BODY_CHARS} more chars]"
+    return text
+
+
+def without_secrets(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` with every given secret (as is, and percent-encoded as a URL would carry it) and
+    every key-looking token replaced by ``[redacted]``; the length is not capped."""
+    for secret in secrets:
+        if len(secret) >= 8:  # a short "secret" would shred ordinary words
+            text = text.replace(secret, "[redacted]")
+            quoted = quote(secret, safe="")
+            if quoted != secret:
+                text = text.replace(quoted, "[redacted]")
+    return _KEY_PATTERN.sub("[redacted]", text)
+
+
+def scrub_exception(
+    exc: BaseException, secrets: tuple[str, ...], ours: type[BaseException]
+) -> None:
+    """Remove ``secrets`` from ``exc`` in place; chained exceptions that are not ``ours`` are
+    dropped (see :func:`rxturn.errors.scrub_secrets`, which passes the error tree's root)."""
+    _scrub(exc, secrets, ours, set())
+
+
+def _scrub(
+    exc: BaseException, secrets: tuple[str, ...], ours: type[BaseException], seen: set[int]
+) -> None:
+    if id(exc) in seen:
+        return
+    seen.add(id(exc))
+    if isinstance(exc, ours):
+        own = cast("_Message", exc)  # the tree's root keeps its text in ``message``
+        own.message = redact(own.message, secrets)
+        exc.args = (own.message,)
+        for name, value in list(vars(exc).items()):
+            if name != "message":
+                cleaned = _scrub_value(value, secrets, ours, seen)
+                if cleaned is not value:
+                    setattr(exc, name, cleaned)
+    else:
+        exc.args = tuple(_scrub_value(arg, secrets, ours, seen) for arg in exc.args)
+    notes: Any = getattr(exc, "__notes__", None)
+    if isinstance(notes, list):
+        exc.__notes__ = [  # type: ignore[attr-defined]
+            without_secrets(note, secrets) if isinstance(note, str) else "[note]"
+            for note in notes  # pyright: ignore[reportUnknownVariableType]
+        ]
+    cause, context = exc.__cause__, exc.__context__
+    if isinstance(cause, ours):
+        _scrub(cause, secrets, ours, seen)
+    elif cause is not None:
+        exc.__cause__ = None
+    if isinstance(context, ours):
+        _scrub(context, secrets, ours, seen)
+    elif context is not None:
+        exc.__context__ = None
+        exc.__suppress_context__ = True
+
+
+def _scrub_value(
+    value: Any, secrets: tuple[str, ...], ours: type[BaseException], seen: set[int]
+) -> Any:
+    if isinstance(value, str):
+        cleaned = without_secrets(value, secrets)
+        return value if cleaned == value else cleaned
+    if isinstance(value, bytes):
+        cleaned_bytes = value
+        for secret in secrets:
+            if len(secret) >= 8:
+                cleaned_bytes = cleaned_bytes.replace(secret.encode(), b"[redacted]")
+        return value if cleaned_bytes == value else cleaned_bytes
+    if isinstance(value, BaseException):
+        _scrub(value, secrets, ours, seen)
+        return value
+    if isinstance(value, tuple | list):
+        old_items = cast("list[Any] | tuple[Any, ...]", value)
+        items = [_scrub_value(item, secrets, ours, seen) for item in old_items]
+        if all(new is old for new, old in zip(items, old_items, strict=True)):
+            return old_items
+        return tuple(items) if isinstance(old_items, tuple) else items
+    if isinstance(value, dict):
+        return {
+            _scrub_value(key, secrets, ours, seen): _scrub_value(item, secrets, ours, seen)
+            for key, item in cast("dict[Any, Any]", value).items()
+        }
+    return value

@@ -1,0 +1,82 @@
+"""A client's connection settings, checked once at construction: headers, base URL, timeouts,
+and the API key held so that it never shows itself."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
+from urllib.parse import urlsplit
+
+from .._validate import positive
+from ..errors import ConfigError, redact
+
+if TYPE_CHECKING:
+    from ..transport import AsyncTransport
+
+__all__ = ["HttpSettings", "Secret", "check_base_url", "check_headers", "check_timeout"]
+
+_BAD_HEADER_CHARS = re.compile(r"[\r\n\x00]")
+
+
+class HttpSettings(TypedDict, total=False):
+    """The connection settings every client constructor takes as keywords (for ``**kwargs``
+    of the ``from_env`` constructors)."""
+
+    extra_headers: Mapping[str, str] | None
+    transport: AsyncTransport | None
+    connect_timeout: float
+    read_timeout: float | None
+
+
+class Secret:
+    """An API key that never shows itself: ``repr``/``str`` are ``'***'``."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "'***'"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> Any:
+        raise TypeError("an API key is not picklable")
+
+
+def check_headers(headers: Mapping[str, str], where: str) -> None:
+    for name, value in headers.items():
+        if not isinstance(name, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"{where}: header names and values must be strings ({name!r})")
+        if not name or _BAD_HEADER_CHARS.search(name) or _BAD_HEADER_CHARS.search(value):
+            raise ConfigError(f"{where}: header {name!r} contains a line break or NUL character")
+
+
+def check_base_url(base_url: str) -> str:
+    if not isinstance(base_url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"base_url must be a string, got {type(base_url).__name__}")
+    try:
+        parts = urlsplit(base_url.strip())
+        parts.port  # noqa: B018 - raises ValueError on a bad port
+    except ValueError as exc:
+        raise ConfigError(f"base_url {base_url!r} is not a valid URL: {exc}") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"base_url must be an absolute http(s) URL such as 'https://api.example.com', "
+            f"got {redact(base_url)!r}"
+        )
+    if parts.username or parts.password:
+        raise ConfigError("base_url must not contain credentials; pass api_key instead")
+    return base_url.strip().rstrip("/")
+
+
+def check_timeout(name: str, value: float | None, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not positive(value):
+        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")

@@ -1,0 +1,169 @@
+"""Reading what came back: error bodies read up to a cap and summarised on one line, header
+verdicts, and what a 2xx that is not the asked-for body most likely is.
+
+Pure functions over an :class:`~rxturn.transport.HttpResponse` and its bytes; the client in
+:mod:`rxturn.clients._http` turns their verdicts into typed errors.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Mapping
+from typing import TYPE_CHECKING
+
+from .._headers import header
+from ..errors import StreamProtocolError, TransportError, redact
+
+if TYPE_CHECKING:
+    from ..transport import HttpResponse
+
+__all__ = [
+    "ERROR_BODY_LIMIT",
+    "HEAD_BYTES",
+    "HTML_TYPES",
+    "is_json_type",
+    "judge",
+    "looks_html",
+    "media_type",
+    "parse_should_retry",
+    "preview",
+    "read_error_body",
+    "read_head",
+    "readable",
+]
+
+#: Error bodies are read up to this many bytes (docs/reliability.md).
+ERROR_BODY_LIMIT = 8 * 1024
+
+
+# --- header parsing (pure, unit-tested) -------------------------------------------------------
+
+
+def parse_should_retry(value: str | None) -> bool | None:
+    """The ``x-should-retry`` header verdict: ``"true"`` / ``"false"``, else ``None``."""
+    if value is None:
+        return None
+    lowered = value.strip().lower()
+    return True if lowered == "true" else False if lowered == "false" else None
+
+
+# --- error bodies -----------------------------------------------------------------------------
+
+_TITLE = re.compile(rb"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
+_SCRIPT = re.compile(r"<(script|style)[^>]*>.*?</\1>", re.IGNORECASE | re.DOTALL)
+_TAG = re.compile(r"<[^>]+>")
+_SPACE = re.compile(r"\s+")
+
+
+def readable(raw: bytes, content_type: str) -> str:
+    """A one-line summary of a non-JSON error body (an HTML page from a proxy, plain text)."""
+    text = raw.decode("utf-8", "replace").strip()
+    is_html = "html" in content_type.lower() or text[:1] == "<"
+    if is_html:
+        title = _TITLE.search(raw)
+        if title:
+            summary = _SPACE.sub(" ", html.unescape(title.group(1).decode("utf-8", "replace")))
+        else:
+            summary = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", _SCRIPT.sub(" ", text))))
+        summary = summary.strip()
+        return f"{summary[:200]} (HTML error page)" if summary else "(HTML error page)"
+    return _SPACE.sub(" ", text)[:300]
+
+
+async def read_error_body(response: HttpResponse) -> tuple[bytes, str]:
+    """At most :data:`ERROR_BODY_LIMIT` bytes of an error body, and a note if reading failed.
+
+    The rest of a longer body is never read: closing the response drops the connection.
+    """
+    parts: list[bytes] = []
+    size = 0
+    try:
+        async for chunk in response.aiter_bytes():
+            parts.append(chunk)
+            size += len(chunk)
+            if size >= ERROR_BODY_LIMIT:
+                return b"".join(parts)[:ERROR_BODY_LIMIT], ""
+    except TransportError as exc:
+        return b"".join(parts), f" [error body unreadable: {exc}]"
+    return b"".join(parts), ""
+
+
+# --- 2xx responses that are not what was asked for ------------------------------------------
+
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+#: Bytes of a body kept to show how it starts (more than the preview, so that a key cut by the
+#: preview's end is still whole when it is scrubbed).
+HEAD_BYTES = 1024
+_PREVIEW_CHARS = 160
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
+
+
+def media_type(headers: Mapping[str, str]) -> str:
+    """The declared media type, lower-cased, without parameters (``""`` when none)."""
+    content_type = header(headers, "content-type") or ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def is_json_type(media: str) -> bool:
+    return media == "application/json" or media.endswith("+json")
+
+
+def looks_html(head: bytes) -> bool:
+    return head.lstrip()[:1] == b"<"
+
+
+def preview(head: bytes, secrets: tuple[str, ...]) -> str:
+    """How a body starts, on one line: secrets removed, whitespace collapsed, cut short."""
+    text = redact(head[: HEAD_BYTES * 4].decode("utf-8", "replace"), secrets)
+    text = _CONTROL.sub(" ", _SPACE.sub(" ", text)).strip()
+    return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
+
+
+async def read_head(response: HttpResponse) -> bytes:
+    """The start of a body that will not be used (at most :data:`ERROR_BODY_LIMIT` bytes)."""
+    raw, _ = await read_error_body(response)
+    return raw
+
+
+def judge(
+    status: int, media: str, head: bytes, stream: bool, failure: StreamProtocolError | None
+) -> tuple[str, bool]:
+    """What a 2xx that is not the asked-for body most likely is, and whether a retry can help.
+
+    The rule of thumb: retry when something between us and the provider may have spoiled this
+    one response; do not when the response shows the request reached the wrong thing, which
+    answers the same way every time (``docs/reliability.md`` has the table).
+    """
+    if not head.strip():
+        if status in (204, 205):
+            # The server said on purpose that it has nothing for this request: the same request
+            # gets the same answer (a wrong endpoint that accepts any POST).
+            return "the server answered with no content", False
+        # An upstream or a proxy closed before writing anything; the same as a stream cut off
+        # before its first event, which the ladder retries.
+        return "the body is empty", True
+    if media in HTML_TYPES or looks_html(head):
+        # A web page for people: a captive portal, a proxy's login page, a wrong base_url. It
+        # will be the same page on the next attempt; retrying would only delay a clear error.
+        title = _TITLE.search(head)
+        named = ""
+        if title:
+            named = _SPACE.sub(" ", html.unescape(title.group(1).decode("utf-8", "replace")))
+            named = f" ({named.strip()[:80]!r})" if named.strip() else ""
+        return (
+            f"an HTML page{named}: a captive portal, a proxy's login page or a wrong base_url?",
+            False,
+        )
+    if stream and media == "application/json":
+        # A JSON document without an error object: the server ignores "stream": true, and will
+        # keep ignoring it.
+        return 'a JSON document: does the server ignore "stream": true?', False
+    if not stream and media == "text/event-stream":
+        # The mirror case: the server streams although "stream" was false; it always will.
+        return 'an event stream: does the server ignore "stream": false?', False
+    # Another content type (or none) whose body does not decode: a misrouted request or an
+    # intermediary's one-off answer; which one cannot be told, so a few quick retries decide.
+    if failure is not None:
+        return f"it does not decode ({failure})", True
+    return "not a single event in it", True

@@ -1,0 +1,271 @@
+"""The fan-out: :class:`ObserverSet` and the per-turn :class:`TurnRouter`.
+
+An :class:`ObserverSet` calls the registered observers in registration order, each call
+isolated; the deltas, the hot path, walk precomputed lists of only the observers that override
+them. A turn's events reach the text streamer, the observers and ``engine.events`` through one
+:class:`TurnRouter` (:meth:`ObserverSet.router`), the engine's only fan-out.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Iterator
+
+from reactivex.subject import Subject
+
+from ..errors import ConfigError
+from ..events import AttemptReset, Delta, Fallback, HandlerEvent
+from ._callbacks import ALL_CALLBACKS, Observer
+
+__all__ = ["ObserverSet", "TurnRouter", "report_observer_error"]
+
+_log = logging.getLogger("rxturn.engine.observers")
+_engine_log = logging.getLogger("rxturn.engine")
+
+
+def _interested(observer: object, name: str) -> Callable[..., object] | None:
+    """``observer``'s bound callback ``name`` if it does something, else ``None``.
+
+    Inherited :class:`Observer` no-ops do nothing; anything else callable counts (duck-typed
+    observers included).
+    """
+    method = getattr(observer, name, None)
+    if method is None or not callable(method):
+        return None
+    if getattr(method, "__func__", None) is getattr(Observer, name):
+        return None
+    return method
+
+
+class ObserverSet:
+    """The registered observers, called in registration order with each call isolated.
+
+    Examples:
+        >>> rec = RecordingObserver()
+        >>> observers = ObserverSet([rec])
+        >>> observers.emit("on_turn_start", turn=0, query="hi")
+        >>> observers.text_delta(0, "Hel")
+        >>> rec.names()
+        ['on_turn_start', 'on_text_delta']
+    """
+
+    __slots__ = ("_by_name", "_observers", "_text", "_thinking", "text_single")
+
+    def __init__(self, observers: Iterable[Observer] = ()) -> None:
+        self._observers: list[Observer] = []
+        self._by_name: dict[str, tuple[tuple[Observer, Callable[..., object]], ...]] = {}
+        self._text: tuple[tuple[Observer, Callable[..., object]], ...] = ()
+        self._thinking: tuple[tuple[Observer, Callable[..., object]], ...] = ()
+        #: ``(observer, bound on_text_delta)`` when exactly one observer overrides it, else
+        #: ``None``: a hot loop calls it without iterating :meth:`targets`. Always current.
+        self.text_single: tuple[Observer, Callable[..., object]] | None = None
+        for observer in observers:
+            self._observers.append(observer)
+        self._recompute()
+
+    def __len__(self) -> int:
+        return len(self._observers)
+
+    def __iter__(self) -> Iterator[Observer]:
+        return iter(tuple(self._observers))
+
+    def __contains__(self, observer: object) -> bool:
+        return any(registered is observer for registered in self._observers)
+
+    def __repr__(self) -> str:
+        return f"ObserverSet({[type(o).__name__ for o in self._observers]})"
+
+    def add(self, observer: Observer) -> None:
+        """Register ``observer`` after the ones already there."""
+        if observer is None:  # pyright: ignore[reportUnnecessaryComparison]
+            raise ConfigError("observer must not be None")
+        self._observers.append(observer)
+        self._recompute()
+
+    def remove(self, observer: Observer) -> bool:
+        """Unregister ``observer`` (its first registration); ``False`` if it was not registered."""
+        for index, registered in enumerate(self._observers):
+            if registered is observer:
+                del self._observers[index]
+                self._recompute()
+                return True
+        return False
+
+    def interested(self, name: str) -> bool:
+        """Whether any observer overrides callback ``name`` (skip building its arguments if not)."""
+        return bool(self._by_name.get(name))
+
+    @property
+    def wants_deltas(self) -> bool:
+        """Whether any observer overrides ``on_text_delta`` or ``on_thinking_delta``."""
+        return bool(self._text or self._thinking)
+
+    def _recompute(self) -> None:
+        self._by_name = {
+            name: tuple(
+                (observer, method)
+                for observer in self._observers
+                if (method := _interested(observer, name)) is not None
+            )
+            for name in ALL_CALLBACKS
+        }
+        self._text = self._by_name["on_text_delta"]
+        self.text_single = self._text[0] if len(self._text) == 1 else None
+        self._thinking = self._by_name["on_thinking_delta"]
+
+    def emit(self, name: str, **kwargs: object) -> None:
+        """Call ``name(**kwargs)`` on every interested observer, in registration order.
+
+        Raises:
+            ConfigError: ``name`` is not one of :data:`ALL_CALLBACKS` (a typo must not go silent).
+        """
+        targets = self._by_name.get(name)
+        if targets is None:
+            raise ConfigError(
+                f"unknown observer callback {name!r}; expected one of {', '.join(ALL_CALLBACKS)}"
+            )
+        for observer, method in targets:
+            try:
+                method(**kwargs)
+            except Exception:
+                report_observer_error(observer, name)
+
+    def targets(self, name: str) -> tuple[tuple[Observer, Callable[..., object]], ...]:
+        """``(observer, bound method)`` for every observer that overrides ``name``, in
+        registration order: for a hot loop that calls them itself (catching and reporting
+        errors with :func:`report_observer_error`, as :meth:`emit` does). A snapshot: ask
+        again after observers may have changed (a callback may add or remove one).
+
+        Raises:
+            ConfigError: ``name`` is not one of :data:`ALL_CALLBACKS`.
+        """
+        targets = self._by_name.get(name)
+        if targets is None:
+            raise ConfigError(
+                f"unknown observer callback {name!r}; expected one of {', '.join(ALL_CALLBACKS)}"
+            )
+        return targets
+
+    def text_delta(self, turn: int, delta: str) -> None:
+        """``on_text_delta(turn=turn, delta=delta)`` on the observers that override it."""
+        single = self.text_single
+        if single is not None:  # the common case: one observer, no loop
+            try:
+                single[1](turn=turn, delta=delta)
+            except Exception:
+                report_observer_error(single[0], "on_text_delta")
+            return
+        for observer, method in self._text:
+            try:
+                method(turn=turn, delta=delta)
+            except Exception:
+                report_observer_error(observer, "on_text_delta")
+
+    def thinking_delta(self, turn: int, delta: str) -> None:
+        """``on_thinking_delta(turn=turn, delta=delta)`` on the observers that override it."""
+        for observer, method in self._thinking:
+            try:
+                method(turn=turn, delta=delta)
+            except Exception:
+                report_observer_error(observer, "on_thinking_delta")
+
+    def router(
+        self,
+        turn: int,
+        *,
+        streamer: Callable[[str], object] | None = None,
+        sink: Subject[HandlerEvent] | None = None,
+        on_control: Callable[[AttemptReset | Fallback], object] | None = None,
+        on_first: Callable[[], object] | None = None,
+    ) -> TurnRouter:
+        """The routing subscriber of one turn's handler stream (see :class:`TurnRouter`)."""
+        return TurnRouter(self, turn, streamer, sink, on_control, on_first)
+
+
+class TurnRouter:
+    """Routes a turn's handler events to their callbacks: the routing table, one event at a time.
+
+    It is one subscriber of the turn's shared batched stream (the fold is another, and so is
+    every ``engine.turn_streams`` subscription). Per event, in this order: a text delta goes to
+    the ``streamer``, then to ``on_text_delta``; a thinking delta to ``on_thinking_delta``; an
+    ``AttemptReset`` or ``Fallback`` to ``on_control``, and a reset to ``on_attempt_reset``;
+    then every event to ``sink`` (``engine.events``) when one is given. Observers are read per
+    event through the :class:`ObserverSet`, so one added or removed by a callback takes effect
+    at the next delta. Every callback is isolated: one that raises is logged and the turn goes
+    on. :meth:`stop` ends the routing at once, even mid-batch (a callback cancelled the turn: the
+    rest of its batch reaches nobody, exactly as one event at a time). ``on_first`` is called
+    once, before the first batch of reply content (not an ``AttemptReset``) is routed.
+    """
+
+    __slots__ = ("_control", "_first", "_observers", "_sink", "_streamer", "stopped", "turn")
+
+    def __init__(
+        self,
+        observers: ObserverSet,
+        turn: int,
+        streamer: Callable[[str], object] | None,
+        sink: Subject[HandlerEvent] | None,
+        on_control: Callable[[AttemptReset | Fallback], object] | None,
+        on_first: Callable[[], object] | None = None,
+    ) -> None:
+        self._observers = observers
+        self.turn = turn
+        self._streamer = streamer
+        self._sink = sink
+        self._control = on_control
+        self._first = on_first
+        self.stopped = False
+
+    def stop(self, *_: object) -> None:
+        self.stopped = True
+
+    def on_next(self, batch: list[HandlerEvent]) -> None:
+        if self._first is not None and type(batch[0]) is not AttemptReset and not self.stopped:
+            first, self._first = self._first, None
+            try:
+                first()
+            except Exception:
+                _engine_log.exception("a first-chunk callback raised; the turn goes on")
+        observers = self._observers
+        streamer = self._streamer
+        sink = self._sink
+        turn = self.turn
+        delta_cls = Delta
+        for event in batch:
+            if self.stopped:
+                return
+            if type(event) is delta_cls:
+                kind = event.kind  # type: ignore[union-attr]
+                if kind == "text":
+                    text = event.text  # type: ignore[union-attr]
+                    if streamer is not None:
+                        try:
+                            streamer(text)
+                        except Exception:
+                            _engine_log.exception("text_streamer raised; the turn goes on")
+                    # read per delta: a callback may add or remove an observer mid-batch
+                    single = observers.text_single
+                    if single is not None:  # the common case, without a call through text_delta
+                        try:
+                            single[1](turn=turn, delta=text)
+                        except Exception:
+                            report_observer_error(single[0], "on_text_delta")
+                    else:
+                        observers.text_delta(turn, text)
+                elif kind == "thinking":
+                    observers.thinking_delta(turn, event.text)  # type: ignore[union-attr]
+            elif type(event) is AttemptReset or type(event) is Fallback:
+                if self._control is not None:
+                    self._control(event)  # type: ignore[arg-type]
+                if type(event) is AttemptReset:
+                    observers.emit("on_attempt_reset", turn=turn, reset=event)
+            if sink is not None:
+                try:
+                    sink.on_next(event)
+                except Exception:
+                    _engine_log.exception("an engine.events subscriber raised; the turn goes on")
+
+
+def report_observer_error(observer: object, name: str) -> None:
+    """Log the exception being handled as a failing observer callback (the turn goes on)."""
+    _log.exception("observer %s.%s raised; ignored", type(observer).__name__, name)

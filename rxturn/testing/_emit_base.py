@@ -1,0 +1,258 @@
+"""What every wire's reply bytes share: the reply context, deterministic usage, ids, thinking
+signatures, the piecewise delta encoder and SSE framing (see :mod:`rxturn.testing._emit`)."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from collections.abc import Mapping
+from typing import Any, Literal, cast
+
+import msgspec
+
+from ._scenario import Entry, ScenarioStopReason
+
+__all__ = [
+    "ANTHROPIC_STOP",
+    "OLLAMA_DONE",
+    "OPENAI_FINISH",
+    "REFUSAL_TEXT",
+    "ReplyContext",
+    "Wire",
+    "anthropic_thinking_violation",
+    "content_type",
+    "created_at",
+    "default_usage",
+    "delta_events",
+    "encode",
+    "message_id",
+    "n_pieces",
+    "openai_head",
+    "prompt_words",
+    "refusal_text",
+    "sse",
+    "thinking_signature",
+    "tool_id",
+]
+
+
+Wire = Literal["anthropic", "openai", "openai-responses", "ollama"]
+
+#: What an OpenAI wire refuses with when a ``refusal`` entry scripts no text.
+REFUSAL_TEXT = "I'm sorry, but I can't help with that."
+
+# The fake's signing key. Not a secret: signatures only need to be deterministic and to change
+# when the thinking text does, so that a block edited or re-signed on the way back is caught.
+_SIGNING_KEY = b"rxturn fake provider: thinking signatures"
+
+
+def thinking_signature(thinking: str, *, kind: str = "anthropic") -> str:
+    """The signature the fake puts on a thinking block (base64, like the real opaque ones).
+
+    ``kind="openai-responses"`` gives a reasoning item's ``encrypted_content`` instead.
+    """
+    digest = hmac.new(
+        _SIGNING_KEY, kind.encode() + b"\x00" + thinking.encode(), hashlib.sha256
+    ).digest()
+    return base64.b64encode(digest).decode()
+
+
+encode = msgspec.json.encode
+
+ANTHROPIC_STOP: dict[ScenarioStopReason, str] = {
+    "end_turn": "end_turn",
+    "tool_call": "tool_use",
+    "max_tokens": "max_tokens",
+    "stop_sequence": "stop_sequence",
+    "refusal": "refusal",
+}
+OPENAI_FINISH: dict[ScenarioStopReason, str] = {
+    "end_turn": "stop",
+    "tool_call": "tool_calls",
+    "max_tokens": "length",
+    "stop_sequence": "stop",
+    "refusal": "stop",  # the refusal text says it; the finish is an ordinary stop
+}
+OLLAMA_DONE: dict[ScenarioStopReason, str] = {
+    "end_turn": "stop",
+    "tool_call": "stop",
+    "max_tokens": "length",
+    "stop_sequence": "stop",
+    "refusal": "stop",
+}
+
+
+class ReplyContext(msgspec.Struct, frozen=True, kw_only=True):
+    """What a reply echoes from its request.
+
+    Attributes:
+        model: the model name the request asked for (echoed like real providers do).
+        seq: the request's 1-based sequence number on this server (makes ids unique).
+        created: unix seconds stamped into the reply.
+        prompt_words: :func:`prompt_words` of the request (the default ``input_tokens``).
+        include_usage: OpenAI streaming only: the request set ``stream_options.include_usage``.
+        encrypted_reasoning: Responses only: the request asked to ``include``
+            ``reasoning.encrypted_content``, so reasoning items carry it.
+    """
+
+    model: str
+    seq: int = 1
+    created: int = 1_700_000_000
+    prompt_words: int = 0
+    include_usage: bool = False
+    encrypted_reasoning: bool = False
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def prompt_words(body: Mapping[str, Any]) -> int:
+    """Whitespace-separated words in every text of a request's system prompt and messages
+    (Responses: ``instructions`` and ``input``)."""
+    return (
+        _words(body.get("system"))
+        + _words(body.get("messages"))
+        + _words(body.get("instructions"))
+        + _words(body.get("input"))
+    )
+
+
+def refusal_text(entry: Entry) -> str:
+    return entry.text or REFUSAL_TEXT
+
+
+def anthropic_thinking_violation(body: Mapping[str, Any]) -> str | None:
+    """The Anthropic API's 400 message for a tool-use continuation that lost its thinking.
+
+    With extended thinking requested (``thinking.type`` ``enabled`` or ``adaptive``), the last
+    assistant message that has a ``tool_use`` block must start with a ``thinking`` (or
+    ``redacted_thinking``) block, and every ``thinking`` block in it must carry the signature
+    the fake gave it (:func:`thinking_signature`). ``None`` when the request is fine.
+    """
+    thinking: Any = body.get("thinking")
+    if not isinstance(thinking, dict):
+        return None
+    if cast("dict[str, Any]", thinking).get("type") not in ("enabled", "adaptive"):
+        return None
+    messages: Any = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    history = cast("list[Any]", messages)
+    for position in range(len(history) - 1, -1, -1):
+        message: Any = history[position]
+        if not isinstance(message, dict):
+            continue
+        fields = cast("dict[str, Any]", message)
+        if fields.get("role") != "assistant":
+            continue
+        content: Any = fields.get("content")
+        if not isinstance(content, list):
+            return None  # plain text: no tool_use
+        blocks = [
+            cast("dict[str, Any]", block)
+            for block in cast("list[Any]", content)
+            if isinstance(block, dict)
+        ]
+        if not any(block.get("type") == "tool_use" for block in blocks):
+            return None
+        first = blocks[0].get("type")
+        if first not in ("thinking", "redacted_thinking"):
+            return (
+                f"messages.{position}.content.0.type: Expected `thinking` or "
+                f"`redacted_thinking`, but found `{first}`. When `thinking` is enabled, a final "
+                "`assistant` message must start with a thinking block (preceeding the lastmost "
+                "set of `tool_use` and `tool_result` blocks). We recommend you include thinking "
+                "blocks from previous turns. To avoid this requirement, disable `thinking`. "
+                "Please consult our documentation at "
+                "https://docs.claude.com/en/docs/build-with-claude/extended-thinking"
+            )
+        for index, block in enumerate(blocks):
+            if block.get("type") != "thinking":
+                continue
+            text: Any = block.get("thinking")
+            signature: Any = block.get("signature")
+            if not isinstance(text, str) or signature != thinking_signature(text):
+                return (
+                    f"messages.{position}.content.{index}: Invalid `signature` in `thinking` block"
+                )
+        return None
+    return None
+
+
+def _words(node: Any) -> int:
+    if isinstance(node, str):
+        return len(node.split())
+    if isinstance(node, list):
+        items = cast("list[Any]", node)
+        return sum([_words(item) for item in items], 0)
+    if isinstance(node, dict):
+        mapping = cast("dict[str, Any]", node)
+        text: Any = mapping.get("text")
+        count = len(text.split()) if isinstance(text, str) else 0
+        return count + _words(mapping.get("content"))
+    return 0
+
+
+def n_pieces(text: str, size: int) -> int:
+    return -(-len(text) // size)
+
+
+def default_usage(entry: Entry, ctx: ReplyContext) -> tuple[int, int] | None:
+    """``(input_tokens, output_tokens)`` the reply reports, or ``None`` for ``usage: null``."""
+    if entry.usage is None:
+        return None
+    if isinstance(entry.usage, msgspec.UnsetType):
+        size = entry.chunk_chars
+        out = n_pieces(entry.text, size) + n_pieces(entry.thinking, size)
+        return ctx.prompt_words, out + len(entry.tool_calls)
+    return entry.usage.input_tokens, entry.usage.output_tokens
+
+
+def delta_events(prefix: bytes, suffix: bytes, text: str, size: int) -> list[bytes]:
+    """One event per ``size``-character piece of ``text``: ``prefix + "piece" + suffix``."""
+    if not text:
+        return []
+    if text.isascii():
+        encoded = encode(text)
+        if len(encoded) == len(text) + 2:  # nothing escaped: slice the encoding directly
+            inner = encoded[1:-1]
+            head, tail = prefix + b'"', b'"' + suffix
+            return [head + inner[i : i + size] + tail for i in range(0, len(inner), size)]
+    return [prefix + encode(text[i : i + size]) + suffix for i in range(0, len(text), size)]
+
+
+def tool_id(wire: Wire, ctx: ReplyContext, index: int, scripted: str | None) -> str:
+    if scripted is not None:
+        return scripted
+    return f"{'toolu' if wire == 'anthropic' else 'call'}_fake{ctx.seq:04d}_{index}"
+
+
+def message_id(wire: Wire, ctx: ReplyContext) -> str:
+    return f"msg_fake{ctx.seq:06d}" if wire == "anthropic" else f"chatcmpl-fake{ctx.seq:06d}"
+
+
+def created_at(ctx: ReplyContext) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(ctx.created))
+
+
+def content_type(wire: Wire, streaming: bool) -> str:
+    """The Content-Type header of a reply."""
+    if not streaming:
+        return "application/json"
+    return "application/x-ndjson" if wire == "ollama" else "text/event-stream; charset=utf-8"
+
+
+def sse(event: bytes, payload: Any) -> bytes:
+    return b"event: " + event + b"\ndata: " + encode(payload) + b"\n\n"
+
+
+def openai_head(ctx: ReplyContext) -> bytes:
+    return (
+        b'data: {"id":"'
+        + message_id("openai", ctx).encode()
+        + b'","object":"chat.completion.chunk","created":%d,"model":' % ctx.created
+        + encode(ctx.model)
+        + b',"system_fingerprint":"fp_rxturn_fake","choices":'
+    )
