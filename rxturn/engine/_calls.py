@@ -16,7 +16,6 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Callable
-from typing import Any
 
 import msgspec
 from reactivex import Observable, abc
@@ -31,7 +30,7 @@ from ..resilience.fallback import FallbackManager
 from ._attempts import AttemptHooks
 from ._failover import TurnLegs, fails_over
 from ._outcome import record_turn_failure, record_turn_success
-from ._paths import TurnStream, create_path, failover_stream, stream_path
+from ._paths import Subscribe, TurnStream, create_path, failover_stream, stream_path
 from ._results import TextStreamer, TurnMode
 from ._run import AgentLoop
 from .audit import Turn
@@ -54,8 +53,8 @@ class TurnCalls(AgentLoop):
     mode: TurnMode
     scheduler: abc.SchedulerBase | None
     failover: bool
-    events: Subject[HandlerEvent]
-    turn_streams: Subject[TurnStream]
+    _events: Subject[HandlerEvent] | None
+    _turn_streams: Subject[TurnStream] | None
 
     def _note_routed_model(self, served: str) -> None:
         raise NotImplementedError
@@ -169,55 +168,40 @@ class TurnCalls(AgentLoop):
     ) -> Message:
         handler = self.handler or StreamHandler.passthrough()
         scheduler = self._resolve_scheduler()
-        timeouts = handler.timeouts
-
-        def leg(leg_options: RequestOptions, deadline: float | None) -> Observable[Any]:
-            return handler.stream_turn_batches(
-                self.client,
-                request,
-                leg_options,
-                self.cancel_token,
-                scheduler=scheduler,
-                deadline=deadline,
-                watcher=legs.log,
-                give_up_beyond_deadline=not quiet and self._can_fail_over(legs),
-            )
-
-        def next_leg(error: Exception) -> Observable[list[HandlerEvent]] | None:
-            target = self._fail_over(legs, error)
-            if target is None:
-                return None
-            reset = self._failover_reset(legs, error)
-            deadline = legs.deadline(timeouts.total, timeouts.first_event)
-            following = leg(msgspec.structs.replace(options, model=target), deadline)
-            return _prefixed([reset], following)
-
+        plan = handler.plan_turn(
+            self.client,
+            request,
+            options,
+            self.cancel_token,
+            scheduler=scheduler,
+            watcher=legs.log,
+            give_up_beyond_deadline=not quiet and self._can_fail_over(legs),
+        )
+        start: Subscribe = plan.subscribe_lists
+        if self.failover and not quiet:
+            legs_after = _NextLeg(self, legs, request, options)
+            start = functools.partial(_subscribe, failover_stream(Observable(start), legs_after))
         # The fold keeps thinking when the request enables it (or the options say so).
         seed = initial_state(keep_thinking=keeps_thinking(self.client, options))
-        stream = leg(options, None)
-        if self.failover and not quiet:
-            stream = failover_stream(stream, next_leg)
         if quiet:
             router = _QUIET.router(legs.turn, on_control=legs.stats.note)
-            return await stream_path(
-                stream, scheduler, router, lambda: legs.stats.rescued, seed=seed
-            )
-        sink = self.events if self.events.observers else None
+            return await stream_path(start, scheduler, router, legs.stats, seed=seed)
+        events = self._events
         router = self.observers.router(
             legs.turn,
             streamer=self.text_streamer,
-            sink=sink,
+            sink=events if events is not None and events.observers else None,
             on_control=legs.stats.note,
             on_first=self._first_chunk(legs),
         )
-        turn, model = legs.turn, legs.served
+        streams = self._turn_streams
         return await stream_path(
-            stream,
+            start,
             scheduler,
             router,
-            lambda: legs.stats.rescued,
-            publish_to=self.turn_streams,
-            turn_stream=lambda shared: TurnStream(turn, model, shared),
+            legs.stats,
+            publish_to=streams if streams is not None and streams.observers else None,
+            turn=(legs.turn, legs.served),
             seed=seed,
         )
 
@@ -280,3 +264,46 @@ def _prefixed(
         return then.subscribe(observer, scheduler=scheduler)
 
     return Observable(subscribe)
+
+
+class _NextLeg:
+    """Same-turn failover's next leg: what follows a leg that failed definitively (``None``
+    lets the error out), built only when a leg fails."""
+
+    __slots__ = ("calls", "legs", "options", "request")
+
+    def __init__(
+        self, calls: TurnCalls, legs: TurnLegs, request: Request, options: RequestOptions
+    ) -> None:
+        self.calls = calls
+        self.legs = legs
+        self.request = request
+        self.options = options
+
+    def __call__(self, error: Exception) -> Observable[list[HandlerEvent]] | None:
+        calls, legs = self.calls, self.legs
+        target = calls._fail_over(legs, error)  # pyright: ignore[reportPrivateUsage]
+        if target is None:
+            return None
+        reset = calls._failover_reset(legs, error)  # pyright: ignore[reportPrivateUsage]
+        handler = calls.handler or StreamHandler.passthrough()
+        timeouts = handler.timeouts
+        plan = handler.plan_turn(
+            calls.client,
+            self.request,
+            msgspec.structs.replace(self.options, model=target),
+            calls.cancel_token,
+            scheduler=calls._resolve_scheduler(),  # pyright: ignore[reportPrivateUsage]
+            deadline=legs.deadline(timeouts.total, timeouts.first_event),
+            watcher=legs.log,
+            give_up_beyond_deadline=calls._can_fail_over(legs),  # pyright: ignore[reportPrivateUsage]
+        )
+        return _prefixed([reset], Observable(plan.subscribe_lists))
+
+
+def _subscribe(
+    stream: Observable[list[HandlerEvent]],
+    observer: abc.ObserverBase[list[HandlerEvent]],
+    scheduler: abc.SchedulerBase | None = None,
+) -> abc.DisposableBase:
+    return stream.subscribe(observer, scheduler=scheduler)

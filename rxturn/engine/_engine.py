@@ -189,8 +189,9 @@ class TurnEngine(TurnSetup, TurnCalls):
         self.calibration = calibration if calibration is not None else Calibration()
         self.last_estimate: ContextEstimate | None = None
         self._overhead = OverheadCache()
-        self.events: Subject[HandlerEvent] = Subject()
-        self.turn_streams: Subject[TurnStream] = Subject()
+        # made on first use: most engines never subscribe them
+        self._events: Subject[HandlerEvent] | None = None
+        self._turn_streams: Subject[TurnStream] | None = None
         self.failover = bool(failover)
         self._clock_cache: tuple[abc.SchedulerBase, Callable[[], float]] | None = None
         if fallback is not None and scheduler is not None:
@@ -200,6 +201,21 @@ class TurnEngine(TurnSetup, TurnCalls):
         self._last_served: str | None = None
         self._run_input: str | None = None
         self._in_run = False
+
+    @property
+    def events(self) -> Subject[HandlerEvent]:
+        """Every turn's handler events, one by one, as the engine folds them (a hot Subject:
+        subscribe before the turn; docs/engine.md)."""
+        if self._events is None:
+            self._events = Subject()
+        return self._events
+
+    @property
+    def turn_streams(self) -> Subject[TurnStream]:
+        """One :class:`TurnStream` per streaming turn, just before it starts (a hot Subject)."""
+        if self._turn_streams is None:
+            self._turn_streams = Subject()
+        return self._turn_streams
 
     def __repr__(self) -> str:
         return (

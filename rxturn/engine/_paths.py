@@ -34,6 +34,7 @@ from ..events import HandlerEvent
 from ..fold import INITIAL_STATE, TurnState, fold_batch
 from ..messages import Message
 from ..resilience.cancel import CancelToken
+from ._results import AttemptStats
 from .observers import TurnRouter
 
 __all__ = ["TurnStream", "create_path", "failover_stream", "stream_path"]
@@ -169,104 +170,105 @@ class Share(abc.ObserverBase[list[HandlerEvent]]):
             observer.on_completed()
 
 
-class _Fold(abc.ObserverBase[list[HandlerEvent]]):
-    """The accumulator subscriber: ``scan(fold_batch, INITIAL_STATE)`` → ``last``."""
+#: How a turn's stream is started: ``subscribe(observer, scheduler)`` → its disposable (a
+#: handler plan's ``subscribe_lists``, or an Observable's ``subscribe`` for failover).
+Subscribe = Callable[
+    [abc.ObserverBase[list[HandlerEvent]], abc.SchedulerBase | None], abc.DisposableBase
+]
 
-    __slots__ = ("_done", "_fail", "_finish", "state")
+
+class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
+    """The one subscriber of a turn's stream, in this order per batch: the routing (text
+    streamer, observers, ``engine.events``), the user's turn streams (a :class:`Share`, when
+    anybody subscribed ``engine.turn_streams``), then the fold (``scan(fold_batch)`` →
+    ``last``, settling ``done``)."""
+
+    __slots__ = ("_folding", "_router", "_share", "done", "state")
 
     def __init__(
         self,
-        finish: Callable[[TurnState], None],
-        fail: Callable[[Exception], None],
-        seed: TurnState = INITIAL_STATE,
+        router: TurnRouter,
+        share: Share | None,
+        seed: TurnState,
+        done: asyncio.Future[TurnState],
     ) -> None:
-        self.state = seed
-        self._finish = finish
-        self._fail = fail
-        self._done = False
-
-    def on_next(self, value: list[HandlerEvent]) -> None:
-        if self._done:
-            return
-        try:
-            self.state = fold_batch(self.state, value)
-        except Exception as error:  # as scan would: the fold's error ends the turn
-            self._done = True
-            self._fail(error)
-
-    def on_error(self, error: Exception) -> None:
-        if not self._done:
-            self._done = True
-            self._fail(error)
-
-    def on_completed(self) -> None:
-        if not self._done:
-            self._done = True
-            self._finish(self.state)
-
-
-class _Routing(abc.ObserverBase[list[HandlerEvent]]):
-    __slots__ = ("_router",)
-
-    def __init__(self, router: TurnRouter) -> None:
         self._router = router
+        self._share = share
+        self._folding = True
+        self.state = seed
+        self.done = done
 
     def on_next(self, value: list[HandlerEvent]) -> None:
         self._router.on_next(value)
+        if self._share is not None:
+            self._share.on_next(value)
+        if self._folding:
+            try:
+                self.state = fold_batch(self.state, value)
+            except Exception as error:  # as scan would: the fold's error ends the turn
+                self._folding = False
+                self._settle(error)
 
     def on_error(self, error: Exception) -> None:
         self._router.stop()
+        if self._share is not None:
+            self._share.on_error(error)
+        if self._folding:
+            self._folding = False
+            self._settle(error)
 
     def on_completed(self) -> None:
         self._router.stop()
+        if self._share is not None:
+            self._share.on_completed()
+        if self._folding:
+            self._folding = False
+            self._settle(None)
+
+    def _settle(self, error: Exception | None) -> None:
+        self._router.stop()
+        done = self.done
+        if done.done():
+            return
+        if error is None:
+            done.set_result(self.state)
+        else:
+            done.set_exception(error)
 
 
 async def stream_path(
-    stream: Observable[list[HandlerEvent]],
+    start: Subscribe,
     scheduler: abc.SchedulerBase,
     router: TurnRouter,
-    rescued: Callable[[], bool],
+    stats: AttemptStats,
     publish_to: Subject[TurnStream] | None = None,
-    turn_stream: Callable[[Share], TurnStream] | None = None,
+    turn: tuple[int, str] = (0, ""),
     seed: TurnState = INITIAL_STATE,
 ) -> Message:
     """Run the turn's stream to its last fold state; the message it folded to.
 
-    ``rescued()`` says whether a ``Fallback`` served the reply (then no ``MessageStop`` is
-    owed); a stream that completes without either is truncated. ``seed`` is the fold's first
-    state (:func:`rxturn.fold.initial_state`: whether thinking is kept).
+    ``stats.rescued`` says whether a ``Fallback`` served the reply (then no ``MessageStop`` is
+    owed); a stream that completes without either is truncated. ``publish_to`` (when it has
+    subscribers) gets a :class:`TurnStream` for ``turn`` (its index and model) before the
+    stream starts. ``seed`` is the fold's first state (:func:`rxturn.fold.initial_state`:
+    whether thinking is kept).
     """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[TurnState] = loop.create_future()
-
-    def finish(state: TurnState) -> None:
-        router.stop()
-        if not done.done():
-            done.set_result(state)
-
-    def fail(error: Exception) -> None:
-        router.stop()
-        if not done.done():
-            done.set_exception(error)
-
-    shared = Share()
-    # Subscribers in order: the routing (streamer, observers, engine.events), the user's
-    # turn streams, then the fold; the connection starts the turn.
-    shared.add(_Routing(router))
-    if publish_to is not None and turn_stream is not None and publish_to.observers:
+    done: asyncio.Future[TurnState] = asyncio.get_running_loop().create_future()
+    share: Share | None = None
+    if publish_to is not None:
+        share = Share()
         try:
-            publish_to.on_next(turn_stream(shared))
+            publish_to.on_next(TurnStream(turn[0], turn[1], share))
         except Exception:
             log.exception("an engine.turn_streams subscriber raised; the turn goes on")
-    shared.add(_Fold(finish, fail, seed))
-    connection = stream.subscribe(shared, scheduler=scheduler)
+    connection = start(_TurnSink(router, share, seed, done), scheduler)
     try:
         state = await done
     finally:
         connection.dispose()
         if done.done() and not done.cancelled():
             done.exception()  # an error that lost to an outer cancel is still retrieved
-    if not (state.completed or rescued()):
+    if not (state.completed or stats.rescued):
         raise TruncatedStreamError(0)
     return state.message()
 

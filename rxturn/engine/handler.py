@@ -262,7 +262,8 @@ class StreamHandler:
             Provider events (unwrapped), ``AttemptReset`` before attempts 2+, and a final
             ``Fallback`` if the rescue served the turn; or a typed error (see the module doc).
         """
-        return unbatch_(self._items(client, request, options, cancel, scheduler=scheduler))
+        plan = self.plan_turn(client, request, options, cancel, scheduler=scheduler)
+        return unbatch_(Observable(plan.subscribe))
 
     def stream_turn_batches(
         self,
@@ -289,7 +290,7 @@ class StreamHandler:
         turns a rate limit whose Retry-After outlasts the turn into
         :class:`RetryAfterBeyondDeadline` instead of a wait (when another model could answer).
         """
-        return self._items(
+        plan = self.plan_turn(
             client,
             request,
             options,
@@ -298,10 +299,10 @@ class StreamHandler:
             deadline=deadline,
             watcher=watcher,
             give_up_beyond_deadline=give_up_beyond_deadline,
-            as_lists=True,
         )
+        return Observable(plan.subscribe_lists)
 
-    def _items(
+    def plan_turn(
         self,
         client: ModelClient,
         request: Request,
@@ -312,11 +313,11 @@ class StreamHandler:
         deadline: float | None = None,
         watcher: AttemptWatcher | None = None,
         give_up_beyond_deadline: bool = False,
-        as_lists: bool = False,
-    ) -> Observable[Any]:
-        """The turn's items: event batches from a client with ``stream_batches`` (else single
-        events) and the handler's own single items; with ``as_lists`` every item a list."""
-        plan = TurnPlan(
+    ) -> TurnPlan:
+        """:meth:`stream_turn_batches` before it is wrapped in an Observable: its
+        ``subscribe_lists(observer, scheduler)`` starts one run of the turn and returns its
+        disposable (how the engine starts a turn, without a subscription layer)."""
+        return TurnPlan(
             self,
             client,
             request,
@@ -327,7 +328,6 @@ class StreamHandler:
             watcher=watcher,
             give_up=give_up_beyond_deadline,
         )
-        return Observable(plan.subscribe_lists if as_lists else plan.subscribe)
 
 
 #: ``client.attach_batches(request, options, observer, scheduler)``: see

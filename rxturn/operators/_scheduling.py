@@ -33,7 +33,20 @@ def resolve_scheduler(
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return TimeoutScheduler.singleton()
-    return AsyncIOScheduler(loop)
+    return _asyncio_scheduler(loop)
+
+
+# The last loop's scheduler: an AsyncIOScheduler holds nothing but its loop, so every turn on
+# that loop can share one instead of allocating its own.
+_last_scheduler: AsyncIOScheduler | None = None
+
+
+def _asyncio_scheduler(loop: asyncio.AbstractEventLoop) -> AsyncIOScheduler:
+    global _last_scheduler
+    last = _last_scheduler
+    if last is None or last._loop is not loop:  # pyright: ignore[reportPrivateUsage]
+        last = _last_scheduler = AsyncIOScheduler(loop)
+    return last
 
 
 def clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
