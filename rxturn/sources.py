@@ -47,7 +47,14 @@ from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from .errors import Cancelled, ConfigError
 
-__all__ = ["Bridge", "from_async_iterable", "from_awaitable", "open_bridge"]
+__all__ = [
+    "Bridge",
+    "bridge_loop",
+    "from_async_iterable",
+    "from_awaitable",
+    "open_bridge",
+    "start_bridge",
+]
 
 _T = TypeVar("_T")
 
@@ -148,23 +155,32 @@ class Bridge(abc.DisposableBase, Generic[_T]):
     call it directly for the stream handler (``BatchSource.attach``).
     """
 
-    __slots__ = ("disposed", "emit", "finished", "loop", "observer", "produce", "task", "what")
+    __slots__ = ("disposed", "finished", "loop", "observer", "producer", "task", "what")
 
     def __init__(
         self,
         observer: abc.ObserverBase[_T],
         loop: asyncio.AbstractEventLoop,
-        produce: Callable[[Bridge[_T]], Awaitable[None]],
+        produce: Callable[[Bridge[_T]], Awaitable[None]] | None,
         what: str,
     ) -> None:
         self.observer = observer
-        self.emit: Callable[[_T], None] = observer.on_next
         self.loop = loop
-        self.produce = produce
+        self.producer = produce
         self.what = what
         self.disposed = False
         self.finished = False
         self.task: asyncio.Task[None] | None = None
+
+    def emit(self, item: _T) -> None:
+        """Hand ``item`` to the observer."""
+        self.observer.on_next(item)
+
+    def produce(self) -> Awaitable[None]:
+        """The coroutine doing the IO: ``produce(bridge)`` as given (a subclass may instead
+        override this method)."""
+        assert self.producer is not None
+        return self.producer(self)
 
     def start(self) -> None:  # on the loop's thread
         if self.disposed:
@@ -177,7 +193,7 @@ class Bridge(abc.DisposableBase, Generic[_T]):
     async def run(self) -> None:
         error: Exception | None = None
         try:
-            await self.produce(self)
+            await self.produce()
         except asyncio.CancelledError:
             if self.disposed:
                 return
@@ -221,6 +237,21 @@ class Bridge(abc.DisposableBase, Generic[_T]):
             loop.call_soon_threadsafe(self.cancel)
 
 
+def bridge_loop(
+    observer: abc.ObserverBase[_T],
+    scheduler: abc.SchedulerBase | None,
+    fixed_loop: asyncio.AbstractEventLoop | None,
+    what: str,
+) -> asyncio.AbstractEventLoop | None:
+    """The loop a bridge runs on; ``None`` after sending ``observer`` the
+    :class:`ConfigError` that says there is none."""
+    loop = fixed_loop or _running_loop() or _asyncio_loop_of(scheduler)
+    if loop is None or loop.is_closed():
+        observer.on_error(ConfigError(_NO_LOOP.format(what=what)))
+        return None
+    return loop
+
+
 def open_bridge(
     observer: abc.ObserverBase[_T],
     scheduler: abc.SchedulerBase | None,
@@ -230,11 +261,15 @@ def open_bridge(
 ) -> abc.DisposableBase:
     """Start driving ``produce`` for ``observer`` (see the module docstring); the disposable
     cancels it. No loop to run on is a :class:`ConfigError` sent to ``on_error``."""
-    loop = fixed_loop or _running_loop() or _asyncio_loop_of(scheduler)
-    if loop is None or loop.is_closed():
-        observer.on_error(ConfigError(_NO_LOOP.format(what=what)))
+    loop = bridge_loop(observer, scheduler, fixed_loop, what)
+    if loop is None:
         return Disposable()
-    bridge = Bridge(observer, loop, produce, what)
+    return start_bridge(Bridge(observer, loop, produce, what))
+
+
+def start_bridge(bridge: Bridge[_T]) -> Bridge[_T]:
+    """Start ``bridge`` on its loop (from its thread, or scheduled from another)."""
+    loop = bridge.loop
     if _running_loop() is loop:
         bridge.start()
     else:

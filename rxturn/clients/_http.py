@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import reactivex
 from reactivex import Observable, abc
+from reactivex.disposable import Disposable
 
 from .._headers import header
 from .._version import __version__
@@ -50,7 +51,7 @@ from ..errors import (
 from ..events import EventBatch, StreamEvent
 from ..messages import Message, Request, RequestOptions
 from ..resilience.backoff import parse_retry_after
-from ..sources import Bridge, open_bridge
+from ..sources import Bridge, bridge_loop, start_bridge
 from ..transport._base import display_url as _safe_url
 from ._base import keeps_thinking
 from ._connection import HttpSettings, check_base_url, check_headers, check_timeout
@@ -268,8 +269,10 @@ class HttpClient:
         items, errors and disposal are :meth:`stream_batches`'s. ``scheduler`` names the loop
         when this is called off it (an asyncio scheduler), as the subscribe-time scheduler does.
         """
-        opts = options or RequestOptions()
-        return open_bridge(observer, scheduler, _Attempt(self, request, opts).run, None, _WHAT)
+        loop = bridge_loop(observer, scheduler, None, _WHAT)
+        if loop is None:
+            return Disposable()
+        return start_bridge(_Attempt(observer, loop, self, request, options or RequestOptions()))
 
     async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
         """One non-streaming request; the whole reply (id, model, stop reason, usage).
@@ -365,15 +368,15 @@ class HttpClient:
                         if not head or media not in self._stream_types or looks_html(head):
                             raise self._unexpected(response, media, head, True)
                         return  # the stream's own type and no event: truncated; the handler decides
-                emit = bridge.emit
-                emit(events)
+                observer = bridge.observer  # (no bound method kept alive while it streams)
+                observer.on_next(events)
                 if bridge.disposed:
                     return
                 decoder.check()
                 async for chunk in chunks:
                     events = feed(chunk)
                     if events:
-                        emit(events)
+                        observer.on_next(events)
                         if bridge.disposed:
                             return
                         # A decoder defers an error found after good events in the same chunk
@@ -382,7 +385,7 @@ class HttpClient:
                         decoder.check()
                 events = decoder.close()
                 if events:
-                    emit(events)
+                    observer.on_next(events)
             finally:
                 await response.aclose()
         except Exception as exc:
@@ -526,17 +529,25 @@ class HttpClient:
 _WHAT = "from_async_iterable"  # what a missing event loop is reported as (stream_batches)
 
 
-class _Attempt:
-    """One streaming attempt's arguments, bound for the bridge that drives it."""
+class _Attempt(Bridge[EventBatch]):
+    """One streaming attempt: the bridge that drives :meth:`HttpClient._stream_into`."""
 
     __slots__ = ("client", "options", "request")
 
-    def __init__(self, client: HttpClient, request: Request, options: RequestOptions) -> None:
+    def __init__(
+        self,
+        observer: abc.ObserverBase[EventBatch],
+        loop: asyncio.AbstractEventLoop,
+        client: HttpClient,
+        request: Request,
+        options: RequestOptions,
+    ) -> None:
+        super().__init__(observer, loop, None, _WHAT)
         self.client = client
         self.request = request
         self.options = options
 
-    def run(self, bridge: Bridge[EventBatch]) -> Awaitable[None]:
+    def produce(self) -> Awaitable[None]:
         return self.client._stream_into(  # pyright: ignore[reportPrivateUsage]
-            self.request, self.options, bridge
+            self.request, self.options, self
         )

@@ -30,7 +30,7 @@ from ..resilience.fallback import FallbackManager
 from ._attempts import AttemptHooks
 from ._failover import TurnLegs, fails_over
 from ._outcome import record_turn_failure, record_turn_success
-from ._paths import Subscribe, TurnStream, create_path, failover_stream, stream_path
+from ._paths import Composed, TurnSource, TurnStream, create_path, failover_stream, stream_path
 from ._results import TextStreamer, TurnMode
 from ._run import AgentLoop
 from .audit import Turn
@@ -177,15 +177,15 @@ class TurnCalls(AgentLoop):
             watcher=legs.log,
             give_up_beyond_deadline=not quiet and self._can_fail_over(legs),
         )
-        start: Subscribe = plan.subscribe_lists
+        source: TurnSource = plan
         if self.failover and not quiet:
             legs_after = _NextLeg(self, legs, request, options)
-            start = functools.partial(_subscribe, failover_stream(Observable(start), legs_after))
+            source = Composed(failover_stream(Observable(plan.subscribe_lists), legs_after))
         # The fold keeps thinking when the request enables it (or the options say so).
         seed = initial_state(keep_thinking=keeps_thinking(self.client, options))
         if quiet:
             router = _QUIET.router(legs.turn, on_control=legs.stats.note)
-            return await stream_path(start, scheduler, router, legs.stats, seed=seed)
+            return await stream_path(source, scheduler, router, legs.stats, seed=seed)
         events = self._events
         router = self.observers.router(
             legs.turn,
@@ -196,7 +196,7 @@ class TurnCalls(AgentLoop):
         )
         streams = self._turn_streams
         return await stream_path(
-            start,
+            source,
             scheduler,
             router,
             legs.stats,
@@ -299,11 +299,3 @@ class _NextLeg:
             give_up_beyond_deadline=calls._can_fail_over(legs),  # pyright: ignore[reportPrivateUsage]
         )
         return _prefixed([reset], Observable(plan.subscribe_lists))
-
-
-def _subscribe(
-    stream: Observable[list[HandlerEvent]],
-    observer: abc.ObserverBase[list[HandlerEvent]],
-    scheduler: abc.SchedulerBase | None = None,
-) -> abc.DisposableBase:
-    return stream.subscribe(observer, scheduler=scheduler)

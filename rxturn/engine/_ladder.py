@@ -81,7 +81,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         "_consecutive",
         "_context_ended",
         "_downstream",
-        "_emit",
         "_last",
         "_last_error",
         "_loop",
@@ -122,7 +121,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
     ) -> None:
         self._plan = plan
         self._downstream = observer
-        self._emit = observer.on_next
         self._wrap = as_lists
         sched = resolve_scheduler(plan.preferred, scheduler)
         self._sched = sched
@@ -151,7 +149,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         self._transport_retries = 0
         self._rate_limit_hits = 0
         self._waited = 0.0
-        self._pending: list[str] = []
+        self._pending: list[str] | None = None  # a tool-JSON run being collected
         self._reset_attempt_state(0.0)
 
     def _reset_attempt_state(self, started: float) -> None:
@@ -164,7 +162,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         self._shadow_started = False
         self._repeat_index = -1
         self._pending_index = -1
-        self._pending.clear()
+        self._pending = None
 
     # ------------------------------------------------------------------------------ start
 
@@ -227,12 +225,11 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             self._attempt_due = None
         self._schedule()
         self._progress.begin_attempt()
-        attach = plan.attach
-        if attach is not None:  # an rxturn client: the attempt pushes to this object directly
-            self._upstream = attach(plan.request, plan.options, self, self._sched)
+        if plan.direct:  # an rxturn client: the attempt pushes to this object directly
+            self._upstream = plan.attach(self, self._sched)
             return
         try:
-            source = plan.source(plan.request, plan.options)
+            source = plan.open()
         except Exception as error:  # a client that fails before returning its Observable
             self._attempt_failed(error)
             return
@@ -255,7 +252,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
                 return
         self._progress.events += 1
         self._count(1)
-        self._emit([value] if self._wrap else value)
+        self._downstream.on_next([value] if self._wrap else value)
 
     def _skip(self, event: Delta) -> bool:
         """Whether a delta after the reply started needs no shadow fold (see
@@ -265,7 +262,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             return event.index == self._repeat_index
         if kind == "tool_json":
             if event.index == self._pending_index:
-                self._pending.append(event.text)
+                self._pending.append(event.text)  # pyright: ignore[reportOptionalMemberAccess]
                 return True
             return False
         return True  # thinking: never stored
@@ -273,11 +270,12 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
     def _accept(self, event: StreamEvent) -> None:
         progress = self._progress
         pending = self._pending
-        if pending:
-            progress.shadow = fold(
-                progress.shadow, Delta(self._pending_index, "".join(pending), "tool_json")
-            )
-            pending.clear()
+        if pending is not None:
+            self._pending = None
+            if pending:
+                progress.shadow = fold(
+                    progress.shadow, Delta(self._pending_index, "".join(pending), "tool_json")
+                )
         progress.shadow = state = fold(progress.shadow, event)
         self._shadow_started = state.started
         self._repeat_index = self._pending_index = -1
@@ -287,21 +285,32 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
                     self._repeat_index = event.index
             elif event.kind == "tool_json":
                 self._pending_index = event.index
+                self._pending = []
 
     def _on_batch(self, batch: list[StreamEvent]) -> None:
         position = 0
         delta = Delta
         try:
             for position, event in enumerate(batch):  # noqa: B007 - kept for the error
-                if type(event) is delta and self._shadow_started and self._skip(event):
-                    continue
+                # :meth:`_skip`, written out: this loop runs per event
+                if type(event) is delta and self._shadow_started:
+                    kind = event.kind
+                    if kind == "text":
+                        if event.index == self._repeat_index:
+                            continue
+                    elif kind == "tool_json":
+                        if event.index == self._pending_index:
+                            self._pending.append(event.text)  # pyright: ignore[reportOptionalMemberAccess]  # pyright: ignore[reportOptionalMemberAccess]
+                            continue
+                    else:  # thinking: never stored
+                        continue
                 self._accept(event)
         except Exception as error:  # the fold's verdict: this attempt failed here
             self._drop_upstream()
             if position:
                 self._progress.events += position
                 self._count(position)
-                self._emit(batch[:position])
+                self._downstream.on_next(batch[:position])
                 if self._phase != _STREAMING:
                     return
             self._attempt_failed(error)
@@ -310,7 +319,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         if count:
             self._progress.events += count
             self._count(count)
-        self._emit(batch)
+        self._downstream.on_next(batch)
 
     def _count(self, count: int) -> None:
         """The deadlines' bookkeeping: an event's arrival instant (O(1), no timer work)."""
@@ -358,8 +367,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             self._attempt_due = None
         plan = self._plan
         progress = self._progress
-        if plan.scrub is not None:
-            plan.scrub(error)
+        plan.scrub(error)
         if isinstance(error, RateLimitError | RequestTimeoutError):
             error.note_progress(partial=progress.partial, events=progress.events)
         if plan.give_up and isinstance(error, RateLimitError):
@@ -431,7 +439,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             usage=progress.shadow.usage,
             events=progress.events,
         )
-        self._emit([reset] if self._wrap else reset)
+        self._downstream.on_next([reset] if self._wrap else reset)
         if self._phase != _DONE:
             self._next_attempt()
 
@@ -605,7 +613,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         self._phase = _DONE
         self._clear_timer()
         self._unregister()
-        self._emit([Fallback(message)] if self._wrap else Fallback(message))
+        self._downstream.on_next([Fallback(message)] if self._wrap else Fallback(message))
         self._downstream.on_completed()
 
     def _on_rescue_done(self) -> None:

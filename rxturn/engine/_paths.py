@@ -20,7 +20,7 @@ import asyncio
 import contextvars
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 import reactivex
 from reactivex import Observable, abc
@@ -37,7 +37,7 @@ from ..resilience.cancel import CancelToken
 from ._results import AttemptStats
 from .observers import TurnRouter
 
-__all__ = ["TurnStream", "create_path", "failover_stream", "stream_path"]
+__all__ = ["Composed", "TurnSource", "TurnStream", "create_path", "failover_stream", "stream_path"]
 
 log = logging.getLogger("rxturn.engine")
 
@@ -170,11 +170,31 @@ class Share(abc.ObserverBase[list[HandlerEvent]]):
             observer.on_completed()
 
 
-#: How a turn's stream is started: ``subscribe(observer, scheduler)`` → its disposable (a
-#: handler plan's ``subscribe_lists``, or an Observable's ``subscribe`` for failover).
-Subscribe = Callable[
-    [abc.ObserverBase[list[HandlerEvent]], abc.SchedulerBase | None], abc.DisposableBase
-]
+class TurnSource(Protocol):
+    """How a turn's stream is started: a handler's :class:`~.handler.TurnPlan`, or
+    :class:`Composed` around an Observable (same-turn failover)."""
+
+    def subscribe_lists(
+        self,
+        observer: abc.ObserverBase[list[HandlerEvent]],
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> abc.DisposableBase: ...
+
+
+class Composed:
+    """An Observable of batches as a :class:`TurnSource`."""
+
+    __slots__ = ("_stream",)
+
+    def __init__(self, stream: Observable[list[HandlerEvent]]) -> None:
+        self._stream = stream
+
+    def subscribe_lists(
+        self,
+        observer: abc.ObserverBase[list[HandlerEvent]],
+        scheduler: abc.SchedulerBase | None = None,
+    ) -> abc.DisposableBase:
+        return self._stream.subscribe(observer, scheduler=scheduler)
 
 
 class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
@@ -237,7 +257,7 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
 
 
 async def stream_path(
-    start: Subscribe,
+    source: TurnSource,
     scheduler: abc.SchedulerBase,
     router: TurnRouter,
     stats: AttemptStats,
@@ -261,7 +281,7 @@ async def stream_path(
             publish_to.on_next(TurnStream(turn[0], turn[1], share))
         except Exception:
             log.exception("an engine.turn_streams subscriber raised; the turn goes on")
-    connection = start(_TurnSink(router, share, seed, done), scheduler)
+    connection = source.subscribe_lists(_TurnSink(router, share, seed, done), scheduler)
     try:
         state = await done
     finally:

@@ -41,7 +41,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
 from .._batching import unbatch_
-from ..clients._base import BatchingModelClient, ModelClient
+from ..clients._base import ModelClient
 from ..clients._http import HttpClient
 from ..errors import RetryAfterBeyondDeadline
 from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream
@@ -330,23 +330,15 @@ class StreamHandler:
         )
 
 
-#: ``client.attach_batches(request, options, observer, scheduler)``: see
-#: :meth:`rxturn.clients.AnthropicClient.attach_batches`.
-AttachBatches = Callable[
-    [Request, RequestOptions | None, abc.ObserverBase[Any], abc.SchedulerBase | None],
-    abc.DisposableBase,
-]
-
-
 class TurnPlan:
     """One call of :meth:`StreamHandler.stream_turn` (or ``_batches``): what each of its
     subscriptions needs, in one object. Subscribing starts a :class:`~._ladder.Ladder`: the
     operators of the module docstring, fused (a fresh :class:`TurnProgress` each time)."""
 
     __slots__ = (
-        "attach",
         "cancel",
         "client",
+        "direct",
         "first_event",
         "give_up",
         "key",
@@ -361,8 +353,6 @@ class TurnPlan:
         "rescue",
         "retry",
         "rng",
-        "scrub",
-        "source",
         "total",
         "watcher",
     )
@@ -400,20 +390,32 @@ class TurnPlan:
         self.on_wait = handler._on_wait  # pyright: ignore[reportPrivateUsage]
         self.watcher = watcher
         self.give_up = give_up
-        self.scrub = client_scrubber(client)
-        # a client of your own may offer only the per-event ``stream``: the ladder takes both
-        batching = isinstance(client, BatchingModelClient)
-        self.source: Callable[
-            [Request, RequestOptions | None], EventStream | Observable[EventBatch]
-        ] = client.stream_batches if batching else client.stream
         # rxturn's HTTP clients start an attempt without an Rx subscription (``attach_batches``),
         # unless a subclass changed what ``stream_batches`` does
-        self.attach: AttachBatches | None = (
-            client.attach_batches
-            if isinstance(client, HttpClient)
+        self.direct = (
+            isinstance(client, HttpClient)
             and type(client).stream_batches is HttpClient.stream_batches
-            else None
         )
+
+    def open(self) -> EventStream | Observable[EventBatch]:
+        """One attempt's Observable: the client's ``stream_batches`` when it has one, else its
+        per-event ``stream`` (a client of your own may offer only that: the ladder takes both).
+        """
+        batches = getattr(self.client, "stream_batches", None)
+        if callable(batches):
+            return cast("Observable[EventBatch]", batches(self.request, self.options))
+        return self.client.stream(self.request, self.options)
+
+    def attach(self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase) -> Any:
+        """One attempt pushing to ``observer`` without Rx (only when :attr:`direct`)."""
+        client = cast(HttpClient, self.client)
+        return client.attach_batches(self.request, self.options, observer, scheduler)
+
+    def scrub(self, error: BaseException) -> None:
+        """Remove the client's key from ``error`` (its ``scrub``, when it has one)."""
+        scrub = client_scrubber(self.client)
+        if scrub is not None:
+            scrub(error)
 
     def create_request(self) -> Observable[Message]:
         """The rescue: one non-streaming ``create``, reported to the watcher."""

@@ -39,19 +39,23 @@ def resolve_scheduler(
 # The last loop's scheduler: an AsyncIOScheduler holds nothing but its loop, so every turn on
 # that loop can share one instead of allocating its own.
 _last_scheduler: AsyncIOScheduler | None = None
+_last_time: Callable[[], float] | None = None
 
 
 def _asyncio_scheduler(loop: asyncio.AbstractEventLoop) -> AsyncIOScheduler:
-    global _last_scheduler
+    global _last_scheduler, _last_time
     last = _last_scheduler
     if last is None or last._loop is not loop:  # pyright: ignore[reportPrivateUsage]
         last = _last_scheduler = AsyncIOScheduler(loop)
+        _last_time = loop.time
     return last
 
 
 def clock(scheduler: abc.SchedulerBase) -> Callable[[], float]:
     """A fast ``() -> seconds`` reading of ``scheduler``'s notion of time."""
     if isinstance(scheduler, AsyncIOScheduler):
+        if scheduler is _last_scheduler and _last_time is not None:
+            return _last_time  # one bound method for every turn on the loop
         return scheduler._loop.time  # pyright: ignore[reportPrivateUsage]
     if isinstance(scheduler, VirtualTimeScheduler):
         virtual = scheduler

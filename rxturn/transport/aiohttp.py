@@ -288,7 +288,7 @@ class _Chunks:
 class _AiohttpResponse:
     """:class:`~rxturn.transport.HttpResponse` over an :class:`aiohttp.ClientResponse`."""
 
-    __slots__ = ("_body", "_closed", "_response", "_where")
+    __slots__ = ("_body", "_closed", "_response", "_url")
 
     def __init__(
         self,
@@ -300,23 +300,25 @@ class _AiohttpResponse:
         max_expansion_ratio: float = DEFAULT_MAX_EXPANSION_RATIO,
     ) -> None:
         self._response = response
-        self._where = _safe_url(url)
+        self._url = url  # shown without its secrets (``display_url``) only when needed
         self._closed = False
         inflater: Inflater | None = None
         error: RxturnError | None = None
-        try:
-            inflater = inflater_for(
-                response.headers.get("content-encoding"),
-                max_bytes=max_decompressed_bytes,
-                max_ratio=max_expansion_ratio,
-                where=self._where,
-            )
-        except RxturnError as exc:  # raised when the body is read: the status still counts
-            error = exc
+        encoding = response.headers.get("content-encoding")
+        if encoding is not None:
+            try:
+                inflater = inflater_for(
+                    encoding,
+                    max_bytes=max_decompressed_bytes,
+                    max_ratio=max_expansion_ratio,
+                    where=_safe_url(url),
+                )
+            except RxturnError as exc:  # raised when the body is read: the status still counts
+                error = exc
         self._body = _Body(response.content, errors, inflater, error)
 
     def __repr__(self) -> str:
-        return f"<AiohttpResponse {self._response.status} {self._where}>"
+        return f"<AiohttpResponse {self._response.status} {_safe_url(self._url)}>"
 
     @property
     def status(self) -> int:
@@ -334,9 +336,9 @@ class _AiohttpResponse:
         if declared is not None and declared > limit:
             raise StreamProtocolError(
                 f"response body of {declared} bytes exceeds the {limit}-byte limit",
-                where=self._where,
+                where=_safe_url(self._url),
             )
-        buffer = CappedBody(limit, self._where)
+        buffer = CappedBody(limit, _safe_url(self._url))
         body = self._body
         while True:
             chunk = await body.next_slice()
