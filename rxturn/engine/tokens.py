@@ -211,7 +211,15 @@ class TiktokenCounter:
         6
     """
 
-    __slots__ = ("_cache", "_cache_size", "_encode", "_hits", "_misses", "encoding_name")
+    __slots__ = (
+        "_cache",
+        "_cache_size",
+        "_encode",
+        "_hits",
+        "_misses",
+        "_roles",
+        "encoding_name",
+    )
 
     def __init__(self, encoding: str = DEFAULT_ENCODING, *, cache_size: int = 4096) -> None:
         name: object = encoding
@@ -225,6 +233,7 @@ class TiktokenCounter:
         self._cache_size = cache_size
         self._cache: OrderedDict[Hashable, int] = OrderedDict()
         self._encode: _Encode | None = None
+        self._roles: dict[str, int] = {}  # tokens of each role name, counted once
         self._hits = 0
         self._misses = 0
 
@@ -315,7 +324,10 @@ class TiktokenCounter:
 
     def _tokenise(self, message: Message) -> int:
         encode = self._encoder()
-        total = MESSAGE_FRAMING_TOKENS + len(encode(message.role))
+        role = self._roles.get(message.role)
+        if role is None:
+            role = self._roles[message.role] = len(encode(message.role))
+        total = MESSAGE_FRAMING_TOKENS + role
         for part in message.content:
             if isinstance(part, TextPart):
                 total += len(encode(part.text)) if part.text else 0

@@ -95,7 +95,7 @@ class map_aiohttp_errors:
     ``__context__``, so the transport itself uses :meth:`translate`).
     """
 
-    __slots__ = ("_connect_timeout", "_read_timeout", "_secrets", "_url")
+    __slots__ = ("_connect_timeout", "_headers", "_read_timeout", "_secrets", "_url")
 
     def __init__(
         self,
@@ -104,11 +104,25 @@ class map_aiohttp_errors:
         connect_timeout: float | None = None,
         read_timeout: float | None = None,
         secrets: tuple[str, ...] = (),
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._url = url
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
-        self._secrets = secrets
+        self._secrets: tuple[str, ...] | None = secrets
+        # ``headers``: the request's, whose credentials (:func:`request_secrets`) are worked
+        # out only when an error needs them; a request that succeeds never pays for it
+        self._headers = headers
+        if headers is not None and not secrets:
+            self._secrets = None
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """The values no message may carry (``secrets``, or those of ``headers``)."""
+        secrets = self._secrets
+        if secrets is None:
+            secrets = self._secrets = request_secrets(self._url, self._headers or {})
+        return secrets
 
     def __enter__(self) -> None:
         return None
@@ -140,8 +154,8 @@ class map_aiohttp_errors:
     def map(self, exc: Exception) -> RxturnError | None:
         """The rxturn error for ``exc``, or ``None`` when it is not a transport failure."""
         mapped = self._map(exc)
-        if mapped is not None and self._secrets:
-            mapped.message = redact(mapped.message, self._secrets)
+        if mapped is not None and self.secrets:
+            mapped.message = redact(mapped.message, self.secrets)
             mapped.args = (mapped.message,)
         return mapped
 
@@ -494,7 +508,7 @@ class AiohttpTransport:
             url,
             connect_timeout=self.connect_timeout,
             read_timeout=self.read_timeout,
-            secrets=request_secrets(url, headers),
+            headers=headers,
         )
         sent = dict(headers)
         if not any(name.lower() == "accept-encoding" for name in sent):
