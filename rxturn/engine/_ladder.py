@@ -19,9 +19,10 @@ the methods of one slotted object:
 - the facts the operators share (:class:`~rxturn.operators.TurnProgress`), the decisions
   (:func:`rxturn.operators.decide`, :func:`rxturn.operators.is_rescuable`) and the errors are
   the operators' own, so a turn's items, errors and their timing are those of the composition.
-  ``tests/engine/test_ladder_equivalence.py`` runs both side by side on virtual time.
+  ``tests/engine/handler/test_ladder_equivalence.py`` runs both side by side on virtual time.
 
-The behaviour itself is described in docs/behaviour.md §2 and docs/engine.md.
+What an attempt's events meet (the shadow fold, the first-event and idle deadlines, the
+watcher's annotations) is :class:`~._attempt.AttemptSide`, the ladder's other half. The behaviour itself is described in docs/behaviour.md §2 and docs/engine.md.
 """
 
 from __future__ import annotations
@@ -34,22 +35,18 @@ from reactivex import Observable, abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from ..errors import (
-    RateLimitError,
-    RequestTimeoutError,
     RescueFailed,
     RescueTimeoutError,
-    RetryAfterBeyondDeadline,
     RxturnError,
     StreamTimeoutError,
-    TruncatedStreamError,
 )
-from ..events import AttemptReset, Delta, Fallback, StreamEvent
-from ..fold import fold
+from ..events import AttemptReset, Fallback
 from ..messages import Message
 from ..operators._progress import TurnProgress, stamp_attempts
 from ..operators._rescue import is_rescuable
 from ..operators._retry_ladder import decide
 from ..operators._scheduling import clock, resolve_scheduler
+from ._attempt import SLACK, STREAMING, AttemptSide
 
 if TYPE_CHECKING:
     from .handler import TurnPlan
@@ -58,18 +55,14 @@ __all__ = ["Ladder"]
 
 _log = logging.getLogger("rxturn.operators")
 
-# A deadline due within this many seconds counts as reached (timers may fire a hair early:
-# asyncio's clock resolution, a virtual clock's float arithmetic).
-_SLACK = 1e-6
-
 # What the turn is doing.
 _WAITING = 0  # for the limiter, or a backoff before the next attempt
-_STREAMING = 1  # an attempt is subscribed
+_STREAMING = STREAMING  # an attempt is subscribed
 _RESCUING = 2  # the non-streaming request is in flight
 _DONE = 3  # ended, disposed or cancelled: nothing more goes out
 
 
-class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
+class Ladder(AttemptSide, abc.DisposableBase):
     """One subscription of a handled turn. It observes the attempt in flight and is the
     disposable the turn's subscriber holds (see the module docstring)."""
 
@@ -152,18 +145,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         self._pending: list[str] | None = None  # a tool-JSON run being collected
         self._reset_attempt_state(0.0)
 
-    def _reset_attempt_state(self, started: float) -> None:
-        self._attempt_started = started
-        self._seen = 0
-        self._last = started
-        self._armed_from = started
-        self._seen_at_arm = 0
-        self._consecutive = 0
-        self._shadow_started = False
-        self._repeat_index = -1
-        self._pending_index = -1
-        self._pending = None
-
     # ------------------------------------------------------------------------------ start
 
     def start(self) -> Ladder:
@@ -235,159 +216,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             return
         self._upstream = cast("Observable[Any]", source).subscribe(self, scheduler=self._sched)
 
-    # ----------------------------------------------------------------------- the attempt
-
-    def on_next(self, value: Any) -> None:
-        if self._phase != _STREAMING:
-            return
-        if type(value) is list:
-            self._on_batch(cast("list[StreamEvent]", value))
-            return
-        event = cast(StreamEvent, value)
-        if not (type(event) is Delta and self._shadow_started and self._skip(event)):
-            try:
-                self._accept(event)
-            except Exception as error:  # the fold's verdict: this attempt failed here
-                self._attempt_failed(error, dispose=True)
-                return
-        self._progress.events += 1
-        self._count(1)
-        self._downstream.on_next([value] if self._wrap else value)
-
-    def _skip(self, event: Delta) -> bool:
-        """Whether a delta after the reply started needs no shadow fold (see
-        :mod:`rxturn.operators._attempt_guard`); a tool-JSON delta is collected."""
-        kind = event.kind
-        if kind == "text":
-            return event.index == self._repeat_index
-        if kind == "tool_json":
-            if event.index == self._pending_index:
-                self._pending.append(event.text)  # pyright: ignore[reportOptionalMemberAccess]
-                return True
-            return False
-        return True  # thinking: never stored
-
-    def _accept(self, event: StreamEvent) -> None:
-        progress = self._progress
-        pending = self._pending
-        if pending is not None:
-            self._pending = None
-            if pending:
-                progress.shadow = fold(
-                    progress.shadow, Delta(self._pending_index, "".join(pending), "tool_json")
-                )
-        progress.shadow = state = fold(progress.shadow, event)
-        self._shadow_started = state.started
-        self._repeat_index = self._pending_index = -1
-        if type(event) is Delta:
-            if event.kind == "text":
-                if event.text:
-                    self._repeat_index = event.index
-            elif event.kind == "tool_json":
-                self._pending_index = event.index
-                self._pending = []
-
-    def _on_batch(self, batch: list[StreamEvent]) -> None:
-        position = 0
-        delta = Delta
-        try:
-            for position, event in enumerate(batch):  # noqa: B007 - kept for the error
-                # :meth:`_skip`, written out: this loop runs per event
-                if type(event) is delta and self._shadow_started:
-                    kind = event.kind
-                    if kind == "text":
-                        if event.index == self._repeat_index:
-                            continue
-                    elif kind == "tool_json":
-                        if event.index == self._pending_index:
-                            self._pending.append(event.text)  # pyright: ignore[reportOptionalMemberAccess]  # pyright: ignore[reportOptionalMemberAccess]
-                            continue
-                    else:  # thinking: never stored
-                        continue
-                self._accept(event)
-        except Exception as error:  # the fold's verdict: this attempt failed here
-            self._drop_upstream()
-            if position:
-                self._progress.events += position
-                self._count(position)
-                self._downstream.on_next(batch[:position])
-                if self._phase != _STREAMING:
-                    return
-            self._attempt_failed(error)
-            return
-        count = len(batch)
-        if count:
-            self._progress.events += count
-            self._count(count)
-        self._downstream.on_next(batch)
-
-    def _count(self, count: int) -> None:
-        """The deadlines' bookkeeping: an event's arrival instant (O(1), no timer work)."""
-        self._last = self._now()
-        first = self._seen == 0
-        self._seen += count
-        if first:
-            plan = self._plan
-            per_event = plan.per_event
-            if per_event is None:
-                if self._attempt_due is not None:
-                    self._attempt_due = None
-                    self._schedule()
-            elif plan.first_event is None or self._armed_from + plan.first_event > (
-                self._last + per_event
-            ):
-                self._arm_attempt(per_event, self._last)
-
-    def on_completed(self) -> None:
-        if self._phase != _STREAMING:
-            return
-        if not self._progress.shadow.completed:
-            self._attempt_failed(TruncatedStreamError(self._progress.events))
-            return
-        self._upstream = None
-        self._end_attempt(None)
-        self._finish()
-
-    def on_error(self, error: Exception) -> None:
-        if self._phase != _STREAMING:
-            return
-        self._upstream = None
-        self._attempt_failed(error)
-
-    def _drop_upstream(self) -> None:
-        upstream, self._upstream = self._upstream, None
-        if upstream is not None:
-            upstream.dispose()
-
-    def _attempt_failed(self, error: Exception, *, dispose: bool = False) -> None:
-        """An attempt's error, annotated as the watcher step does, then the ladder's call."""
-        if dispose:
-            self._drop_upstream()
-        if self._attempt_due is not None:
-            self._attempt_due = None
-        plan = self._plan
-        progress = self._progress
-        plan.scrub(error)
-        if isinstance(error, RateLimitError | RequestTimeoutError):
-            error.note_progress(partial=progress.partial, events=progress.events)
-        if plan.give_up and isinstance(error, RateLimitError):
-            remaining = progress.remaining()
-            wait = error.retry_after
-            if remaining is not None and wait is not None and wait > remaining:
-                replaced = RetryAfterBeyondDeadline(progress.attempts, wait, remaining)
-                replaced.__cause__ = error
-                error = replaced
-        self._end_attempt(error)
-        self._decide(error)
-
-    def _end_attempt(self, error: BaseException | None, *, disposed: bool = False) -> None:
-        if self._context_ended:
-            return
-        self._context_ended = True
-        watcher = self._plan.watcher
-        if watcher is not None:
-            watcher.attempt_ended("stream", error, self._progress.shadow.usage, disposed=disposed)
-
     # ------------------------------------------------------------------------ the ladder
 
     def _decide(self, error: Exception) -> None:
@@ -445,12 +273,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
 
     # ------------------------------------------------------------------------ the timer
 
-    def _arm_attempt(self, delay: float, reference: float) -> None:
-        self._armed_from = reference
-        self._seen_at_arm = self._seen
-        self._attempt_due = self._now() + max(0.0, delay)
-        self._schedule()
-
     def _schedule(self) -> None:
         """Arm the one timer for the earliest instant the turn waits for."""
         due: float | None = None
@@ -487,12 +309,12 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             return
         t = self._now()
         total = self._total_due
-        if total is not None and total - t <= _SLACK and self._phase != _RESCUING:
+        if total is not None and total - t <= SLACK and self._phase != _RESCUING:
             self._total_due = None
             self._total_timeout(t)
             return
         wait = self._wait_due
-        if wait is not None and wait - t <= _SLACK:
+        if wait is not None and wait - t <= SLACK:
             self._wait_due = None
             if self._last_error is not None:
                 self._after_backoff()
@@ -502,14 +324,14 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
                 self._schedule()
             return
         attempt = self._attempt_due
-        if attempt is not None and attempt - t <= _SLACK:
+        if attempt is not None and attempt - t <= SLACK:
             self._attempt_due = None
             self._attempt_deadline(t)
             if self._phase != _DONE:
                 self._schedule()
             return
         rescue = self._rescue_due
-        if rescue is not None and rescue - t <= _SLACK:
+        if rescue is not None and rescue - t <= SLACK:
             if not self._rescue_expiring:
                 # One more scheduler turn: a reply that completed at this instant wins.
                 self._rescue_expiring = True
@@ -519,39 +341,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             self._rescue_failed(RescueTimeoutError(self._rescue_budget))
             return
         self._schedule()  # woken early: wait for what is left
-
-    def _attempt_deadline(self, t: float) -> None:
-        """The first-event / idle deadline's timer fired (``deadlines``' own rule)."""
-        plan = self._plan
-        seen = self._seen
-        if seen > self._seen_at_arm:  # events arrived since arming: measure from the last one
-            self._consecutive = 0
-            reference, period = self._last, plan.per_event
-        else:
-            reference = self._armed_from
-            period = plan.first_event if seen == 0 else plan.per_event
-        if period is None:
-            return
-        due = reference + period
-        if due - t > _SLACK:
-            self._arm_attempt(due - t, reference)
-            return
-        self._consecutive += 1
-        fast_fail = min(2, plan.max_consecutive)
-        if self._consecutive < (fast_fail if seen == 0 else plan.max_consecutive):
-            self._arm_attempt(period, t)
-            return
-        self._drop_upstream()
-        self._attempt_failed(
-            StreamTimeoutError(
-                "first_event" if seen == 0 else "idle",
-                after=period,
-                events=seen,
-                partial=self._progress.partial,
-                elapsed=t - self._attempt_started,
-                consecutive=self._consecutive,
-            )
-        )
 
     def _total_timeout(self, t: float) -> None:
         progress = self._progress
