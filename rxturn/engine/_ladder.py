@@ -22,7 +22,8 @@ the methods of one slotted object:
   ``tests/engine/handler/test_ladder_equivalence.py`` runs both side by side on virtual time.
 
 What an attempt's events meet (the shadow fold, the first-event and idle deadlines, the
-watcher's annotations) is :class:`~._attempt.AttemptSide`, the ladder's other half. The behaviour itself is described in docs/behaviour.md §2 and docs/engine.md.
+watcher's annotations) is :class:`~._attempt.AttemptSide`, the ladder's other half. The
+behaviour itself is described in docs/behaviour.md §2 and docs/engine.md.
 """
 
 from __future__ import annotations
