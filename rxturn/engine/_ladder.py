@@ -29,7 +29,6 @@ behaviour itself is described in docs/behaviour.md §2 and docs/engine.md.
 from __future__ import annotations
 
 import asyncio
-import logging
 from typing import TYPE_CHECKING, Any, cast
 
 from reactivex import Observable, abc
@@ -45,7 +44,7 @@ from ..events import AttemptReset, Fallback
 from ..messages import Message
 from ..operators._progress import TurnProgress, stamp_attempts
 from ..operators._rescue import is_rescuable
-from ..operators._retry_ladder import decide
+from ..operators._retry_ladder import decide, notify_wait
 from ..operators._scheduling import clock, resolve_scheduler
 from ._attempt import SLACK, STREAMING, AttemptSide
 
@@ -54,7 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Ladder"]
 
-_log = logging.getLogger("rxturn.operators")
 
 # What the turn is doing.
 _WAITING = 0  # for the limiter, or a backoff before the next attempt
@@ -240,17 +238,8 @@ class Ladder(AttemptSide, abc.DisposableBase):
             return
         if decision.ladder == "transport":
             self._transport_retries += 1
-        attempt = self._attempt
         if plan.on_wait is not None:
-            try:
-                plan.on_wait(
-                    reason="rate_limit" if decision.ladder == "rate_limit" else "backoff",
-                    seconds=decision.delay,
-                    attempt=attempt + 1,
-                    error=error,
-                )
-            except Exception:
-                _log.exception("on_wait raised; the turn goes on")
+            notify_wait(plan.on_wait, decision, self._attempt + 1, error)
         self._last_error = error  # for the reset, which comes after the wait
         self._phase = _WAITING
         self._wait_due = self._now() + decision.delay

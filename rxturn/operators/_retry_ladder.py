@@ -48,7 +48,7 @@ from ..resilience.policies import RateLimitPolicy, RetryPolicy
 from ._progress import TurnProgress, stamp_attempts
 from ._scheduling import resolve_scheduler
 
-__all__ = ["Decision", "WaitHook", "decide", "retry_ladder_"]
+__all__ = ["Decision", "WaitHook", "decide", "notify_wait", "retry_ladder_"]
 
 _T = TypeVar("_T")
 
@@ -111,6 +111,20 @@ def decide(
         return Decision("fail", error, ladder="transport")
     delay = clamp_to_deadline(jittered_delay(retry, transport_retries, rng), remaining)
     return Decision("retry", error, delay, ladder="transport")
+
+
+def notify_wait(on_wait: WaitHook, decision: Decision, attempt: int, error: Exception) -> None:
+    """Tell ``on_wait`` of the wait ``decision`` starts before ``attempt`` (see the module
+    docstring); what it raises is logged and the turn goes on."""
+    try:
+        on_wait(
+            reason="rate_limit" if decision.ladder == "rate_limit" else "backoff",
+            seconds=decision.delay,
+            attempt=attempt,
+            error=error,
+        )
+    except Exception:
+        _log.exception("on_wait raised; the turn goes on")
 
 
 @curry_flip
@@ -190,15 +204,7 @@ def retry_ladder_(
             )
 
             if on_wait is not None:
-                try:
-                    on_wait(
-                        reason="rate_limit" if decision.ladder == "rate_limit" else "backoff",
-                        seconds=decision.delay,
-                        attempt=attempt + 1,
-                        error=error,
-                    )
-                except Exception:
-                    _log.exception("on_wait raised; the turn goes on")
+                notify_wait(on_wait, decision, attempt + 1, error)
 
             def next_attempt(_: abc.SchedulerBase, __: Any = None) -> None:
                 observer.on_next(reset)
