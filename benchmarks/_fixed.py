@@ -33,6 +33,7 @@ ran in the same round, so they shared the machine's load), which is what the tar
 from __future__ import annotations
 
 import gc
+import random
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -111,19 +112,25 @@ async def _interleaved(
     """Run every variant once per round, ``n`` rounds (a variant in ``every`` only each k-th
     round), so that a change in machine load touches all of them alike.
 
-    Each round starts with a different variant. The first run after the round's
-    ``gc.collect()`` costs ~150 µs more than the others (measured with the two engine
-    variants in both orders: 773/618 and 611/516 µs), so a fixed order charged that to
-    whichever variant came first: the resilient turn, in the snapshot before this was fixed.
+    Each round runs its variants in a fresh random order (seeded: the same rounds every run).
+    Where a run falls matters: the first run after the round's ``gc.collect()`` costs ~150 µs
+    more than the others (measured with the two engine variants in both orders: 773/618 and
+    611/516 µs), and a run right after the official SDK's (megabytes of pydantic work through
+    the CPU caches) costs more than one after a light variant. A fixed order, even rotated,
+    gave one variant the same neighbour every round: rotating ``turn, turn_passthrough,
+    limit_http, sdk`` put the resilient turn right after the SDK or first in every round, and
+    the bare request after an rxturn turn, which made the resilient turn look ~180 µs dearer
+    than the same turn without deadlines (measured alone, they cost the same).
     """
     series = {name: _Series() for name in variants}
     names = list(variants)
+    shuffler = random.Random(18)
     for i in range(n):
         gc.collect()
-        start = i % len(names)
-        for name in names[start:] + names[:start]:
-            if i % every.get(name, 1) == 0:
-                await series[name].time(variants[name], i)
+        order = [name for name in names if i % every.get(name, 1) == 0]
+        shuffler.shuffle(order)
+        for name in order:
+            await series[name].time(variants[name], i)
     out = {name: s.summary() for name, s in series.items()}
     base = series.get("limit_http")
     if base is not None:
@@ -219,12 +226,22 @@ async def fixed_costs(env: Env, n: int, formats: tuple[str, ...]) -> dict[str, A
             "turn": lambda i, e=engines["turn"]: _engine_turn(e, i),
             "turn_passthrough": lambda i, e=engines["turn_passthrough"]: _engine_turn(e, i),
             "limit_http": raw,
+        }
+        heavy: dict[str, Callable[[int], Awaitable[Any]]] = {
+            "limit_http": raw,
             "sdk": sdk,
             "cold_turn": cold,
         }
-        for run in variants.values():  # warm: connections open, overhead cached
+        for run in (*variants.values(), *heavy.values()):  # warm: connections, overhead cache
             await run(-1)
-        out[fmt] = await _interleaved(n, variants, {"cold_turn": 10})
+        # Two interleaved groups, each paired with its own bare requests: the SDK's runs (and a
+        # cold turn's new connection) leave the CPU caches and the allocator to whatever runs
+        # next, so they are kept out of the rounds that compare rxturn with the bare request.
+        out[fmt] = await _interleaved(n, variants, {})
+        others = await _interleaved(n, heavy, {"cold_turn": 10})
+        out[fmt]["sdk"] = others["sdk"]
+        out[fmt]["cold_turn"] = others["cold_turn"]
+        out[fmt]["limit_http_beside_sdk"] = others["limit_http"]
 
     # Parts of a turn (format-independent except the body builder; Anthropic's is measured).
     engine = _engine(env, "anthropic", "default")
