@@ -97,7 +97,14 @@ def test_memory_fixed_cost_and_concurrency_are_reported(report: dict[str, Any]) 
 
     fixed = report["fixed_cost"]
     for fmt in FORMATS:
-        assert set(fixed[fmt]) == {"turn", "turn_passthrough", "limit_http", "sdk", "cold_turn"}
+        assert set(fixed[fmt]) == {
+            "turn",
+            "turn_passthrough",
+            "limit_http",
+            "sdk",
+            "cold_turn",
+            "limit_http_beside_sdk",
+        }
         for figures in fixed[fmt].values():
             assert all(_non_negative(figures[k]) for k in ("cpu_us_median", "wall_us_median"))
         for name in ("turn", "turn_passthrough", "limit_http", "sdk"):
