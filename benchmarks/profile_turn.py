@@ -89,21 +89,29 @@ async def profile_fixed(fmt: str, turns: int) -> str:
 
 #: (part of a turn, predicate on one frame (function, file)): a sample goes to the first part
 #: any frame of its stack matches, in this order.
+_STARTS = ("plan_turn", "TurnPlan", "Ladder.start", "attach_batches", "open_bridge", "Bridge.start")
+
 SPLIT: list[tuple[str, Any]] = [
-    ("token estimate (tiktoken)", lambda f, p: "tiktoken" in p or "rxturn/tokens.py" in p),
-    ("request build + body encode", lambda f, p: f.startswith("build_") and "/rxturn/" in p),
-    ("SSE + JSON decoding (rxturn/wire)", lambda f, p: "/rxturn/wire/" in p),
-    ("HTTP exchange (aiohttp, rxturn transport)", lambda f, p: "/aiohttp/" in p),
+    ("token estimate (tiktoken)", lambda f, p: "tiktoken" in p or "rxturn/engine/tokens.py" in p),
     (
-        "subscribing the Rx chain (handler operators, deadlines, engine tap)",
-        lambda f, p: f in ("subscribe", "Observable.subscribe", "pipe", "Observable.pipe"),
+        "request build + body encode",
+        lambda f, p: (f.startswith("build_") or "_prepare" in f) and "/rxturn/" in p,
     ),
-    ("per-chunk Rx emission: guard, deadlines, fan-out, fold", lambda f, p: "on_next" in f),
+    ("SSE + JSON decoding (rxturn/wire)", lambda f, p: "/rxturn/wire/" in p),
+    (
+        "HTTP exchange (aiohttp, rxturn transport)",
+        lambda f, p: "/aiohttp/" in p or "/rxturn/transport/" in p,
+    ),
+    ("starting the ladder and the attempt", lambda f, p: any(s in f for s in _STARTS)),
+    (
+        "per-chunk work: the ladder's checks, fan-out, fold",
+        lambda f, p: "on_next" in f or "_on_batch" in f or "fold" in f,
+    ),
     (
         "completion and tear-down (on_completed, dispose, timers)",
-        lambda f, p: "on_completed" in f or "dispose" in f or "TimerHandle" in f,
+        lambda f, p: "on_completed" in f or "dispose" in f or "_finish" in f or "Timer" in f,
     ),
-    ("engine bookkeeping (history, outcome, audit)", lambda f, p: "rxturn/engine.py" in p),
+    ("engine bookkeeping (turn, history, outcome, audit)", lambda f, p: "/rxturn/engine/" in p),
     ("other rxturn code", lambda f, p: "/rxturn/" in p),
     ("event loop waiting (select / epoll)", lambda f, p: f in ("select", "poll", "epoll.poll")),
     ("asyncio scheduling and the rest", lambda f, p: True),
