@@ -13,7 +13,9 @@ from __future__ import annotations
 import ast
 import importlib
 import importlib.util
-from collections.abc import Iterable
+import sys
+import types
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -74,3 +76,26 @@ class LazyExports:
         """The package's ``__dir__``: its ``__all__``."""
         names: list[str] = self.resolve("__all__")
         return names
+
+
+class _CallableModule(types.ModuleType):
+    """A module that is also its namesake function (see :func:`callable_module`)."""
+
+    __function__: Callable[..., Any]
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__function__(*args, **kwargs)
+
+
+def callable_module(name: str, function: Callable[..., Any]) -> None:
+    """Make the module ``name`` callable as ``function``.
+
+    ``rxturn.fold`` and ``rxturn.replay`` are modules and, in the package's table, functions of
+    the same name. Once such a module has been imported (by rxturn itself or by ``from
+    rxturn.fold import …``), the import system binds the *module* on the package, and ``from
+    rxturn import fold`` finds it instead of the function. Calling the module calls the
+    function, so the public name works either way, and the module keeps its attributes.
+    """
+    module = sys.modules[name]
+    module.__class__ = _CallableModule
+    module.__function__ = function  # pyright: ignore[reportAttributeAccessIssue]

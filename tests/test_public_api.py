@@ -122,3 +122,21 @@ def test_moved_errors_live_in_the_one_tree_and_keep_their_old_homes() -> None:
 
     assert rxturn.BatchingModelClient is BatchingModelClient
     assert rxturn.OpenAIResponsesClient is OpenAIResponsesClient
+
+
+def test_fold_and_replay_work_from_rxturn_after_their_modules_were_imported() -> None:
+    # The submodules rxturn.fold / rxturn.replay share their names with exported functions;
+    # importing a submodule binds it on the package, which must not break the public name.
+    code = (
+        "from rxturn.replay import replay_message\n"
+        "import rxturn.fold as module\n"
+        "from rxturn import INITIAL_STATE, fold, replay\n"
+        "from rxturn.events import MessageStart\n"
+        "state = fold(INITIAL_STATE, MessageStart(id='m'))\n"
+        "events = []\n"
+        'body = b\'{"message":{"role":"assistant","content":"hi"},"done":true}\\n\'\n'
+        "replay(body, 'ollama').subscribe(events.append)\n"
+        "print(state.started, module.fold_batch.__name__, type(events[0]).__name__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["True", "fold_batch", "MessageStart"]
