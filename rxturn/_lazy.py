@@ -81,13 +81,13 @@ class LazyExports:
 class _CallableModule(types.ModuleType):
     """A module that is also its namesake function (see :func:`callable_module`)."""
 
-    __function__: Callable[..., Any]
+    __function__: Callable[..., object]
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, *args: object, **kwargs: object) -> object:
         return self.__function__(*args, **kwargs)
 
 
-def callable_module(name: str, function: Callable[..., Any]) -> None:
+def callable_module(name: str, function: Callable[..., object]) -> None:
     """Make the module ``name`` callable as ``function``.
 
     ``rxturn.fold`` and ``rxturn.replay`` are modules and, in the package's table, functions of
