@@ -432,6 +432,28 @@ class ScriptedProvider(LoopbackUrls):
         return response
 
 
+def handler_with(
+    *,
+    first_event: float | None = None,
+    per_event: float | None = None,
+    total: float | None = None,
+    consecutive: int = 1,
+    rescue: bool = False,
+    retries: int = 0,
+) -> StreamHandler:
+    """A handler with exactly these deadlines and retries (tiny backoff delays)."""
+    return StreamHandler(
+        timeouts=TimeoutPolicy(
+            first_event=first_event,
+            per_event=per_event,
+            total=total,
+            max_consecutive_timeouts=consecutive,
+            rescue=rescue,
+        ),
+        retry=RetryPolicy(max_retries=retries, base_delay=0.001, max_delay=0.01),
+    )
+
+
 def resilient() -> StreamHandler:
     """The reference ladder with tiny delays; no rescue, so the attempts are the stream's."""
     return StreamHandler(

@@ -46,10 +46,10 @@ from rxturn.errors import (
     StreamProtocolError,
     StreamTimeoutError,
 )
-from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 from rxturn.testing import assert_no_secret
 
 from .conftest import FORMAT_NAMES, Site, make_client, serve, wire_reply
+from .conftest import handler_with as shared_handler_with
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -95,25 +95,10 @@ def text_delta(text: str) -> bytes:
     )
 
 
-def handler_with(
-    *,
-    first_event: float | None = 0.3,
-    per_event: float | None = 0.3,
-    total: float | None = 5.0,
-    consecutive: int = 10,
-    rescue: bool = False,
-    retries: int = 0,
-) -> StreamHandler:
-    return StreamHandler(
-        timeouts=TimeoutPolicy(
-            first_event=first_event,
-            per_event=per_event,
-            total=total,
-            max_consecutive_timeouts=consecutive,
-            rescue=rescue,
-        ),
-        retry=RetryPolicy(max_retries=retries, base_delay=0.001, max_delay=0.01),
-    )
+#: The hostile-server tests' deadlines unless a test says otherwise.
+handler_with = functools.partial(
+    shared_handler_with, first_event=0.3, per_event=0.3, total=5.0, consecutive=10
+)
 
 
 async def run_turn(

@@ -48,11 +48,10 @@ from rxturn.errors import (
     StreamTimeoutError,
     TruncatedStreamError,
 )
-from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 from rxturn.transport import AiohttpTransport
 
 from ._loopback import LagMonitor, Site, serve
-from .conftest import FORMAT_NAMES, make_client, wire_reply, wire_stream
+from .conftest import FORMAT_NAMES, handler_with, make_client, wire_reply, wire_stream
 
 KIB = 1 << 10
 MIB = 1 << 20
@@ -191,26 +190,6 @@ def endless(fmt: str, head: bytes, unit: bytes) -> Body:
             await asyncio.sleep(0)
 
     return handler
-
-
-def handler_with(
-    *,
-    first_event: float | None = None,
-    per_event: float | None = None,
-    total: float | None = None,
-    retries: int = 0,
-    rescue: bool = False,
-) -> StreamHandler:
-    return StreamHandler(
-        timeouts=TimeoutPolicy(
-            first_event=first_event,
-            per_event=per_event,
-            total=total,
-            max_consecutive_timeouts=1,
-            rescue=rescue,
-        ),
-        retry=RetryPolicy(max_retries=retries, base_delay=0.001, max_delay=0.01),
-    )
 
 
 async def turn_under_watch(
