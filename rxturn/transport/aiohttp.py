@@ -244,8 +244,12 @@ class _Body:
         self._eof = False
         self._since = time.monotonic()
 
-    async def next_slice(self) -> bytes:
-        """The next slice of the (decompressed) body; ``b""`` at its end."""
+    def __aiter__(self) -> _Body:
+        return self
+
+    async def __anext__(self) -> bytes:
+        """The next slice of the (decompressed) body (one coroutine per slice: the body is its
+        own async iterator, as ``aiter_bytes`` hands it out)."""
         if self._error is not None:
             raise self._error
         now = time.monotonic()
@@ -260,7 +264,7 @@ class _Body:
                     return out
                 continue
             if self._eof:
-                return b""
+                raise StopAsyncIteration
             error: RxturnError | None = None
             try:
                 raw = await self._content.read(SLICE_BYTES)
@@ -274,29 +278,18 @@ class _Body:
             if not raw:
                 self._eof = True
                 if inflater is not None:
-                    inflater.finish()
-                return b""
+                    inflater.finish()  # only checks: nothing is left to step out
+                raise StopAsyncIteration
             if inflater is None:
                 return raw
             inflater.feed(raw)
 
-
-class _Chunks:
-    """``aiter_bytes`` as a plain async iterator (no generator left for GC to finalize)."""
-
-    __slots__ = ("_body",)
-
-    def __init__(self, body: _Body) -> None:
-        self._body = body
-
-    def __aiter__(self) -> _Chunks:
-        return self
-
-    async def __anext__(self) -> bytes:
-        chunk = await self._body.next_slice()
-        if not chunk:
-            raise StopAsyncIteration
-        return chunk
+    async def next_slice(self) -> bytes:
+        """The next slice of the body; ``b""`` at its end."""
+        try:
+            return await self.__anext__()
+        except StopAsyncIteration:
+            return b""
 
 
 class _AiohttpResponse:
@@ -342,8 +335,8 @@ class _AiohttpResponse:
     def headers(self) -> Mapping[str, str]:
         return self._response.headers
 
-    def aiter_bytes(self) -> _Chunks:
-        return _Chunks(self._body)
+    def aiter_bytes(self) -> _Body:
+        return self._body
 
     async def read(self, limit: int) -> bytes:
         declared = self._response.content_length
