@@ -67,12 +67,12 @@ from ._results import (
 from ._setup import TurnSetup
 from .audit import Turn
 from .context import (
+    DEFAULT_COMPACTOR,
     Calibration,
     Compactor,
     ContextContributor,
     ContextWindow,
     MemoryProvider,
-    TruncatingCompactor,
 )
 from .handler import StreamHandler
 from .observers import Observer, ObserverSet
@@ -180,7 +180,7 @@ class TurnEngine(TurnSetup, TurnCalls):
         self.scheduler = scheduler
         self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
         self.context_window = context_window
-        self.compactor: Compactor = compactor if compactor is not None else TruncatingCompactor()
+        self.compactor: Compactor = compactor if compactor is not None else DEFAULT_COMPACTOR
         self.contributors: list[ContextContributor] = list(contributors)
         self.memory = memory
         if not positive(memory_top_k, integer=True, allow_zero=True):

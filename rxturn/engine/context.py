@@ -48,6 +48,7 @@ from ..messages import Message
 from .tokens import TokenCounter
 
 __all__ = [
+    "DEFAULT_COMPACTOR",
     "MEMORY_HEADER",
     "SUMMARY_HEADER",
     "Calibration",
@@ -373,6 +374,8 @@ class TruncatingCompactor:
         ['ok', 'next']
     """
 
+    __slots__ = ()  # stateless: engines share one (``DEFAULT_COMPACTOR``)
+
     async def compact(
         self, history: Sequence[Message], *, budget: int, counter: TokenCounter
     ) -> list[Message]:
@@ -382,6 +385,10 @@ class TruncatingCompactor:
             return list(history)
         keep = plan.tail_unit(budget)
         return list(history[plan.start_of(keep, len(history)) :])
+
+
+#: The compactor of every engine given none (it keeps no state).
+DEFAULT_COMPACTOR = TruncatingCompactor()
 
 
 class SummarizingCompactor:
