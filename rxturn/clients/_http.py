@@ -35,7 +35,6 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from .._headers import header
 from .._version import __version__
 from ..errors import (
     APIStatusError,
@@ -46,7 +45,6 @@ from ..errors import (
     UnexpectedResponseError,
     redact,
     scrub_secrets,
-    status_error,
 )
 from ..events import EventBatch, StreamEvent
 from ..messages import Message, Request, RequestOptions
@@ -61,15 +59,15 @@ from ._responses import (
     ERROR_BODY_LIMIT,
     HEAD_BYTES,
     HTML_TYPES,
+    ErrorContext,
     is_json_type,
-    judge,
+    json_instead_of_stream,
     looks_html,
     media_type,
     parse_should_retry,
-    preview,
-    read_error_body,
     read_head,
-    readable,
+    status_error_of,
+    unexpected,
 )
 
 if TYPE_CHECKING:
@@ -438,26 +436,8 @@ class HttpClient:
             scrub_secrets(error, self._secrets())
 
     async def _json_instead_of_stream(self, response: HttpResponse) -> ProviderError:
-        """A 2xx JSON body where an event stream was asked for: usually an error in disguise.
-
-        An error object keeps the provider's own classification (an overload still goes to the
-        rate-limit ladder), its message saying where it came from; any other JSON document is an
-        :class:`~rxturn.errors.UnexpectedResponseError`.
-        """
-        from ..wire import parse_error_body
-        from ..wire._errors import stream_error
-
-        raw, _ = await read_error_body(response)
-        error_type, error_message = parse_error_body(raw)
-        if error_type is None and error_message is None:
-            return self._unexpected(response, "application/json", raw, True)
-        error = stream_error(error_type, error_message)
-        error.message = (
-            f"{error.message} (HTTP {response.status} application/json from "
-            f"{_safe_url(self._url)} instead of an event stream)"
-        )
-        error.args = (error.message,)
-        return error
+        """A 2xx JSON body where an event stream was asked for (:func:`json_instead_of_stream`)."""
+        return await json_instead_of_stream(response, self._error_context())
 
     def _unexpected(
         self,
@@ -467,52 +447,15 @@ class HttpClient:
         stream: bool,
         failure: StreamProtocolError | None = None,
     ) -> UnexpectedResponseError:
-        """The error for a 2xx whose body is not what was asked for; see :func:`judge`."""
-        status = response.status
-        expected = (
-            ("an NDJSON stream" if self.wire_format == "ollama" else "an event stream")
-            if stream
-            else "a JSON reply"
-        )
-        reason, retryable = judge(status, media, head, stream, failure)
-        return UnexpectedResponseError(
-            status_code=status,
-            content_type=media,
-            url=_safe_url(self._url),
-            head=preview(head, self._secrets()),
-            expected=expected,
-            reason=redact(reason, self._secrets()),
-            retryable=retryable,
-        )
+        """The error for a 2xx whose body is not what was asked for (:func:`unexpected`)."""
+        return unexpected(response, media, head, stream, self._error_context(), failure)
 
     async def _status_error(self, response: HttpResponse) -> APIStatusError:
-        headers = response.headers
-        status = response.status
-        raw, note = await read_error_body(response)
-        from ..wire import parse_error_body
+        """The typed error for a non-2xx response (:func:`status_error_of`)."""
+        return await status_error_of(response, self._secrets())
 
-        error_type, error_message = parse_error_body(raw)
-        secrets = self._secrets()
-        if 300 <= status < 400:
-            location = header(headers, "location") or "(no location)"
-            detail = (
-                f"redirect to {redact(location, secrets)} not followed (rxturn never follows "
-                "redirects, so an API key is never sent to another host; fix base_url)"
-            )
-        elif error_message is not None:
-            detail = f"{error_type}: {error_message}" if error_type else error_message
-        else:
-            detail = readable(raw, header(headers, "content-type") or "")
-        text = raw.decode("utf-8", "replace")
-        return status_error(
-            status,
-            redact(text + note, secrets),
-            retry_after=parse_retry_after(headers),
-            request_id=header(headers, "request-id") or header(headers, "x-request-id"),
-            error_type=error_type,
-            error_message=redact(detail, secrets) if detail else None,
-            should_retry=parse_should_retry(header(headers, "x-should-retry")),
-        )
+    def _error_context(self) -> ErrorContext:
+        return ErrorContext(_safe_url(self._url), self._secrets(), self.wire_format == "ollama")
 
     def _log_failure(self, model: str, stream: bool, exc: Exception) -> None:
         if _log.isEnabledFor(logging.DEBUG):

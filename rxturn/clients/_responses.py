@@ -1,8 +1,9 @@
 """Reading what came back: error bodies read up to a cap and summarised on one line, header
 verdicts, and what a 2xx that is not the asked-for body most likely is.
 
-Pure functions over an :class:`~rxturn.transport.HttpResponse` and its bytes; the client in
-:mod:`rxturn.clients._http` turns their verdicts into typed errors.
+Functions over an :class:`~rxturn.transport.HttpResponse` and its bytes, and the typed errors
+built from them (:func:`status_error_of`, :func:`unexpected`, :func:`json_instead_of_stream`),
+which the client in :mod:`rxturn.clients._http` raises.
 """
 
 from __future__ import annotations
@@ -10,10 +11,19 @@ from __future__ import annotations
 import html
 import re
 from collections.abc import Mapping
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 from .._headers import header
-from ..errors import StreamProtocolError, TransportError, redact
+from ..errors import (
+    APIStatusError,
+    ProviderError,
+    StreamProtocolError,
+    TransportError,
+    UnexpectedResponseError,
+    redact,
+    status_error,
+)
+from ..resilience.backoff import parse_retry_after
 
 if TYPE_CHECKING:
     from ..transport import HttpResponse
@@ -22,7 +32,9 @@ __all__ = [
     "ERROR_BODY_LIMIT",
     "HEAD_BYTES",
     "HTML_TYPES",
+    "ErrorContext",
     "is_json_type",
+    "json_instead_of_stream",
     "judge",
     "looks_html",
     "media_type",
@@ -31,6 +43,8 @@ __all__ = [
     "read_error_body",
     "read_head",
     "readable",
+    "status_error_of",
+    "unexpected",
 ]
 
 #: Error bodies are read up to this many bytes (docs/reliability.md).
@@ -167,3 +181,95 @@ def judge(
     if failure is not None:
         return f"it does not decode ({failure})", True
     return "not a single event in it", True
+
+
+# -- the typed errors -------------------------------------------------------------------------
+
+
+class ErrorContext(NamedTuple):
+    """What an error about a response says besides the response: where it came from (shown
+    without secrets), the secrets to remove, and whether the stream asked for was NDJSON."""
+
+    url: str
+    secrets: tuple[str, ...]
+    ndjson: bool
+
+
+async def status_error_of(response: HttpResponse, secrets: tuple[str, ...]) -> APIStatusError:
+    """The typed error for a non-2xx response: its body read up to a cap, the provider's own
+    error type and message when it sent them, its Retry-After and x-should-retry; a redirect
+    says it was not followed. ``secrets`` never reach the message or the body."""
+    from ..wire import parse_error_body
+
+    headers = response.headers
+    status = response.status
+    raw, note = await read_error_body(response)
+    error_type, error_message = parse_error_body(raw)
+    if 300 <= status < 400:
+        location = header(headers, "location") or "(no location)"
+        detail = (
+            f"redirect to {redact(location, secrets)} not followed (rxturn never follows "
+            "redirects, so an API key is never sent to another host; fix base_url)"
+        )
+    elif error_message is not None:
+        detail = f"{error_type}: {error_message}" if error_type else error_message
+    else:
+        detail = readable(raw, header(headers, "content-type") or "")
+    text = raw.decode("utf-8", "replace")
+    return status_error(
+        status,
+        redact(text + note, secrets),
+        retry_after=parse_retry_after(headers),
+        request_id=header(headers, "request-id") or header(headers, "x-request-id"),
+        error_type=error_type,
+        error_message=redact(detail, secrets) if detail else None,
+        should_retry=parse_should_retry(header(headers, "x-should-retry")),
+    )
+
+
+def unexpected(
+    response: HttpResponse,
+    media: str,
+    head: bytes,
+    stream: bool,
+    context: ErrorContext,
+    failure: StreamProtocolError | None = None,
+) -> UnexpectedResponseError:
+    """The error for a 2xx whose body is not what was asked for; see :func:`judge`."""
+    status = response.status
+    expected = (
+        ("an NDJSON stream" if context.ndjson else "an event stream") if stream else "a JSON reply"
+    )
+    reason, retryable = judge(status, media, head, stream, failure)
+    return UnexpectedResponseError(
+        status_code=status,
+        content_type=media,
+        url=context.url,
+        head=preview(head, context.secrets),
+        expected=expected,
+        reason=redact(reason, context.secrets),
+        retryable=retryable,
+    )
+
+
+async def json_instead_of_stream(response: HttpResponse, context: ErrorContext) -> ProviderError:
+    """A 2xx JSON body where an event stream was asked for: usually an error in disguise.
+
+    An error object keeps the provider's own classification (an overload still goes to the
+    rate-limit ladder), its message saying where it came from; any other JSON document is an
+    :class:`~rxturn.errors.UnexpectedResponseError`.
+    """
+    from ..wire import parse_error_body
+    from ..wire._errors import stream_error
+
+    raw, _ = await read_error_body(response)
+    error_type, error_message = parse_error_body(raw)
+    if error_type is None and error_message is None:
+        return unexpected(response, "application/json", raw, True, context)
+    error = stream_error(error_type, error_message)
+    error.message = (
+        f"{error.message} (HTTP {response.status} application/json from {context.url} "
+        "instead of an event stream)"
+    )
+    error.args = (error.message,)
+    return error
