@@ -11,39 +11,6 @@ from typing import ClassVar
 
 from .._redact import redact
 
-__all__ = [
-    "APIStatusError",
-    "AuthenticationError",
-    "BadRequestError",
-    "Cancelled",
-    "ConfigError",
-    "ConnectError",
-    "ContextOverflowError",
-    "DecompressionLimitError",
-    "FallbackExhausted",
-    "InvalidToolInputError",
-    "NotFoundError",
-    "OverloadedError",
-    "PermissionDeniedError",
-    "ProviderError",
-    "ProviderStreamError",
-    "RateLimitError",
-    "RateLimitEscalation",
-    "ReadError",
-    "RequestTimeoutError",
-    "RescueFailed",
-    "RescueTimeoutError",
-    "RetryAfterBeyondDeadline",
-    "RxturnError",
-    "ServerError",
-    "StreamProtocolError",
-    "StreamTimeoutError",
-    "ToolTimeoutError",
-    "TransportError",
-    "TruncatedStreamError",
-    "UnexpectedResponseError",
-]
-
 
 class RxturnError(Exception):
     """Root of every error rxturn raises."""
