@@ -1,7 +1,7 @@
-"""``StreamHandler``: the resilience ladder of a streaming turn, composed from Rx operators.
+"""``StreamHandler``: the resilience ladder of a streaming turn, defined by Rx operators.
 
-What happens when a stream fails is decided here (docs/behaviour.md §2). The handler is
-nothing but the public operators of :mod:`rxturn.operators`, composed once per subscription::
+What happens when a stream fails is decided here (docs/behaviour.md §2). The handler is, by
+definition, the public operators of :mod:`rxturn.operators` composed once per subscription::
 
     one attempt = client.stream(request, options)        cold: one subscription, one HTTP request
                   ─► attempt_guard                      shadow fold: bad tool JSON, truncation
@@ -14,8 +14,11 @@ nothing but the public operators of :mod:`rxturn.operators`, composed once per s
                   ─► cancellable (if a token)           outermost: cancel ends every wait
 
 A :class:`~rxturn.operators.TurnProgress` created at subscription carries the turn's facts
-between them. Attempts subscribe the client's ``stream_batches`` when it has one, so events move
-through the ladder a network chunk at a time (the operators accept both shapes);
+between them. Each subscription runs that composition fused into one object with one timer
+(:class:`~rxturn.engine._ladder.Ladder`, the same steps and verdicts at a fraction of the
+objects per turn; a test holds the two to the same items and instants). Attempts subscribe
+the client's ``stream_batches`` when it has one, so events move through the ladder a network
+chunk at a time (the operators accept both shapes);
 :meth:`StreamHandler.stream_turn` hands them out one by one and
 :meth:`StreamHandler.stream_turn_batches` as lists.
 
