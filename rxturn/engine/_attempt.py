@@ -157,7 +157,7 @@ class AttemptSide(abc.ObserverBase[Any]):
                             continue
                     elif kind == "tool_json":
                         if event.index == self._pending_index:
-                            self._pending.append(event.text)  # pyright: ignore[reportOptionalMemberAccess]  # pyright: ignore[reportOptionalMemberAccess]
+                            self._pending.append(event.text)  # pyright: ignore[reportOptionalMemberAccess]
                             continue
                     else:  # thinking: never stored
                         continue
@@ -220,8 +220,7 @@ class AttemptSide(abc.ObserverBase[Any]):
         """An attempt's error, annotated as the watcher step does, then the ladder's call."""
         if dispose:
             self._drop_upstream()
-        if self._attempt_due is not None:
-            self._attempt_due = None
+        self._attempt_due = None  # the ladder's next step re-arms the timer
         plan = self._plan
         progress = self._progress
         plan.scrub(error)

@@ -272,7 +272,7 @@ class Ladder(AttemptSide, abc.DisposableBase):
         if due == self._timer_due:
             return
         timer, self._timer = self._timer, None
-        if timer is not None:
+        if timer is not None:  # a loop's TimerHandle, or a scheduler's disposable
             if self._loop is not None:
                 timer.cancel()
             else:
@@ -427,13 +427,7 @@ class Ladder(AttemptSide, abc.DisposableBase):
 
     def _clear_timer(self) -> None:
         self._total_due = self._attempt_due = self._wait_due = self._rescue_due = None
-        timer, self._timer = self._timer, None
-        self._timer_due = None
-        if timer is not None:
-            if self._loop is not None:
-                timer.cancel()
-            else:
-                timer.dispose()
+        self._schedule()  # nothing left to wait for: the timer goes
 
     def _unregister(self) -> None:
         cancel = self._plan.cancel

@@ -230,20 +230,22 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
                 self._settle(error)
 
     def on_error(self, error: Exception) -> None:
+        self._end(error)
+
+    def on_completed(self) -> None:
+        self._end(None)
+
+    def _end(self, error: Exception | None) -> None:
         self._router.stop()
-        if self._share is not None:
-            self._share.on_error(error)
+        share = self._share
+        if share is not None:
+            if error is None:
+                share.on_completed()
+            else:
+                share.on_error(error)
         if self._folding:
             self._folding = False
             self._settle(error)
-
-    def on_completed(self) -> None:
-        self._router.stop()
-        if self._share is not None:
-            self._share.on_completed()
-        if self._folding:
-            self._folding = False
-            self._settle(None)
 
     def _settle(self, error: Exception | None) -> None:
         self._router.stop()
