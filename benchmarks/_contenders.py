@@ -115,8 +115,8 @@ async def _limit(case: Case) -> Folded:
 async def _replay(case: Case) -> Folded:
     from reactivex import operators as ops
 
+    from rxturn import replay_batches
     from rxturn.fold import INITIAL_STATE, fold_batch
-    from rxturn.replay import replay_batches
 
     box: list[Any] = []
     errors: list[Exception] = []
@@ -133,8 +133,8 @@ async def _replay(case: Case) -> Folded:
 async def _replay_events(case: Case) -> Folded:
     from reactivex import operators as ops
 
+    from rxturn import replay
     from rxturn.fold import INITIAL_STATE, fold
-    from rxturn.replay import replay
 
     box: list[Any] = []
     errors: list[Exception] = []
@@ -147,7 +147,7 @@ async def _replay_events(case: Case) -> Folded:
 
 
 async def _replay_message(case: Case) -> Folded:
-    from rxturn.replay import replay_message
+    from rxturn import replay_message
 
     return _folded(replay_message(case.body, case.format))
 

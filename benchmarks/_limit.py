@@ -30,7 +30,7 @@ from rxturn.messages import Message, StopReason, TextPart, Usage
 
 __all__ = ["CHUNK", "LimitAnthropic", "LimitOpenAI", "limit_anthropic", "limit_openai"]
 
-#: Feed size, the same as :func:`rxturn.replay.replay` uses.
+#: Feed size, the same as :func:`rxturn.replay` uses.
 CHUNK: Final = 64 * 1024
 
 

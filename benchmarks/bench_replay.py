@@ -35,8 +35,8 @@ from typing import Any
 import msgspec
 from reactivex import operators as ops
 
+from rxturn import replay, replay_batches
 from rxturn.fold import INITIAL_STATE, fold, fold_batch, fold_events
-from rxturn.replay import replay, replay_batches
 from rxturn.wire import decoder_for
 
 __all__ = ["main"]

@@ -81,9 +81,9 @@ def _ndjson(data: bytes, chunks: list[bytes]) -> None:
 
 
 def _bodies(data: bytes, _chunks: list[bytes]) -> None:
+    from rxturn import replay_message
     from rxturn.errors import RxturnError, StreamProtocolError
     from rxturn.messages import message_to_json
-    from rxturn.replay import replay_message
     from rxturn.wire import (
         parse_anthropic_message,
         parse_error_body,
@@ -157,8 +157,8 @@ def main(argv: list[str]) -> None:
     import atheris  # pyright: ignore[reportMissingImports]
 
     with atheris.instrument_imports():  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+        import rxturn._replay  # pyright: ignore[reportUnusedImport]
         import rxturn.fold  # pyright: ignore[reportUnusedImport]
-        import rxturn.replay  # pyright: ignore[reportUnusedImport]
         import rxturn.wire  # noqa: F401  # pyright: ignore[reportUnusedImport]
 
     atheris.Setup(argv, one_input)  # pyright: ignore[reportUnknownMemberType]

@@ -1,13 +1,12 @@
 """rxturn: one LLM turn as a ReactiveX pipeline.
 
-The public names, imported once each below, in the order the pipeline runs: the vocabulary,
-the fold and replay, the resilience pieces, the turn, the clients. That import block is the one
-table of the public surface: type checkers read it, and at run time it is read (once, on the
-first public name used) to resolve each name lazily from its module. So ``import rxturn`` stays
-light, and ``import rxturn.wire`` loads no asyncio, reactivex, aiohttp or tiktoken.
-Each name is imported in the explicit re-export form ``from .x import A as A``, which type
-checkers take as the public surface; ``__all__`` is built from the same table at run time, on
-first use (``from rxturn import *``, ``dir(rxturn)``), so every name is spelled once.
+The public names, in the order the pipeline runs: the vocabulary, the fold and replay, the
+resilience pieces, the turn, the clients. Type checkers read them from the ``if TYPE_CHECKING:``
+imports below; at run time ``_HOMES`` maps each to its module, which is imported when the name is
+first used (PEP 562, :func:`rxturn._exports.lazy_getattr`). So ``import rxturn`` stays light, and
+``import rxturn.wire`` loads no asyncio, reactivex, aiohttp or tiktoken.
+
+The fold itself is :func:`rxturn.fold.fold`: ``rxturn.fold`` is its module.
 
 Reading order for a newcomer: :mod:`rxturn.events`, :mod:`rxturn.wire`, :mod:`rxturn.fold`,
 :mod:`rxturn.operators`, :mod:`rxturn.engine.handler`, :mod:`rxturn.engine`; docs/design.md
@@ -18,13 +17,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from . import _moved
-from ._lazy import LazyExports
+from ._exports import lazy_getattr
 from ._version import __version__ as __version__
 
-_moved.install()
-
-if TYPE_CHECKING:  # the table of public names (see the module docstring)
+if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
     # -- the vocabulary: messages, stream events, one error tree
     from .messages import (
         Message as Message,
@@ -90,11 +86,10 @@ if TYPE_CHECKING:  # the table of public names (see the module docstring)
     from .fold import (
         INITIAL_STATE as INITIAL_STATE,
         TurnState as TurnState,
-        fold as fold,
         fold_batch as fold_batch,
         fold_handler as fold_handler,
     )
-    from .replay import (
+    from ._replay import (
         replay as replay,
         replay_batches as replay_batches,
         replay_message as replay_message,
@@ -158,8 +153,112 @@ if TYPE_CHECKING:  # the table of public names (see the module docstring)
         OpenAIResponsesClient as OpenAIResponsesClient,
     )
 
+#: Each public name and its module, imported on first use of the name (PEP 562).
+_HOMES: dict[str, str] = {
+    "Message": ".messages",
+    "Request": ".messages",
+    "RequestOptions": ".messages",
+    "ResponseFormat": ".messages",
+    "StopReason": ".messages",
+    "TextPart": ".messages",
+    "ToolCallPart": ".messages",
+    "ToolResultPart": ".messages",
+    "ToolSchema": ".messages",
+    "Usage": ".messages",
+    "AttemptReset": ".events",
+    "Delta": ".events",
+    "EventBatch": ".events",
+    "Fallback": ".events",
+    "HandlerEvent": ".events",
+    "MessageDelta": ".events",
+    "MessageStart": ".events",
+    "MessageStop": ".events",
+    "PartStart": ".events",
+    "PartStop": ".events",
+    "Ping": ".events",
+    "StreamEvent": ".events",
+    "APIStatusError": ".errors",
+    "AuthenticationError": ".errors",
+    "BadRequestError": ".errors",
+    "Cancelled": ".errors",
+    "ConfigError": ".errors",
+    "ConnectError": ".errors",
+    "ContextOverflowError": ".errors",
+    "DecompressionLimitError": ".errors",
+    "FallbackExhausted": ".errors",
+    "InvalidToolInputError": ".errors",
+    "NotFoundError": ".errors",
+    "OverloadedError": ".errors",
+    "PermissionDeniedError": ".errors",
+    "ProviderError": ".errors",
+    "ProviderStreamError": ".errors",
+    "RateLimitError": ".errors",
+    "RateLimitEscalation": ".errors",
+    "ReadError": ".errors",
+    "RequestTimeoutError": ".errors",
+    "RescueFailed": ".errors",
+    "RescueTimeoutError": ".errors",
+    "RetryAfterBeyondDeadline": ".errors",
+    "RxturnError": ".errors",
+    "ServerError": ".errors",
+    "StreamProtocolError": ".errors",
+    "StreamTimeoutError": ".errors",
+    "ToolTimeoutError": ".errors",
+    "TransportError": ".errors",
+    "TruncatedStreamError": ".errors",
+    "UnexpectedResponseError": ".errors",
+    "is_retryable": ".errors",
+    "INITIAL_STATE": ".fold",
+    "TurnState": ".fold",
+    "fold_batch": ".fold",
+    "fold_handler": ".fold",
+    "replay": "._replay",
+    "replay_batches": "._replay",
+    "replay_message": "._replay",
+    "LimiterPolicy": ".resilience.policies",
+    "RateLimitPolicy": ".resilience.policies",
+    "RetryPolicy": ".resilience.policies",
+    "TimeoutPolicy": ".resilience.policies",
+    "RateLimiter": ".resilience.limiter",
+    "CancelToken": ".resilience.cancel",
+    "BreakerState": ".resilience.fallback",
+    "FailureKind": ".resilience.fallback",
+    "FallbackManager": ".resilience.fallback",
+    "FallbackPolicy": ".resilience.fallback",
+    "StreamHandler": ".engine.handler",
+    "RunResult": ".engine",
+    "Session": ".engine",
+    "TurnEngine": ".engine",
+    "TurnResult": ".engine",
+    "LoggingObserver": ".engine.observers",
+    "Observer": ".engine.observers",
+    "ObserverSet": ".engine.observers",
+    "RecordingObserver": ".engine.observers",
+    "Tool": ".engine.tools",
+    "ToolRegistry": ".engine.tools",
+    "tool": ".engine.tools",
+    "AuditTrail": ".engine.audit",
+    "Run": ".engine.audit",
+    "Turn": ".engine.audit",
+    "ContextEstimate": ".engine.tokens",
+    "TiktokenCounter": ".engine.tokens",
+    "TokenCounter": ".engine.tokens",
+    "estimate_context": ".engine.tokens",
+    "Calibration": ".engine.context",
+    "Compactor": ".engine.context",
+    "ContextContributor": ".engine.context",
+    "ContextWindow": ".engine.context",
+    "MemoryProvider": ".engine.context",
+    "SummarizingCompactor": ".engine.context",
+    "TruncatingCompactor": ".engine.context",
+    "AnthropicClient": ".clients",
+    "BatchingModelClient": ".clients",
+    "ModelClient": ".clients",
+    "OllamaClient": ".clients",
+    "OpenAIClient": ".clients",
+    "OpenAIResponsesClient": ".clients",
+}
 
-_exports = LazyExports(globals(), eager=("__version__",))
-_export_table = _exports.table
-__getattr__ = _exports.resolve
-__dir__ = _exports.names
+if not TYPE_CHECKING:  # type checkers take the public names from the imports above
+    __all__ = sorted([*_HOMES, "__version__"])
+__getattr__ = lazy_getattr(globals(), _HOMES)

@@ -64,7 +64,6 @@ from ._fold_lanes import (
     open_lane_part,
     visible_log,
 )
-from ._lazy import callable_module
 from .errors import StreamProtocolError
 from .events import (
     AttemptReset,
@@ -508,8 +507,3 @@ def _message_stop(state: TurnState) -> TurnState:
     for lane in head.open:  # fail now, where the SDK fails, not later in message()
         open_lane_part(lane, state)
     return TurnState(_replace(head, completed=True), state._frags, state._nfrags)
-
-
-# ``from rxturn import fold`` is the function; the module of the same name, once imported, is
-# callable as it too (:func:`rxturn._lazy.callable_module` says why).
-callable_module(__name__, fold)

@@ -2,7 +2,7 @@
 
 Each recorded stream (the fixtures corpus, README in its folder) is served over a loopback
 aiohttp server; the official ``anthropic`` / ``openai`` SDK is pointed at it and asked for its final
-message; rxturn folds the same bytes with :func:`rxturn.replay.replay_message`. The SDK is the
+message; rxturn folds the same bytes with :func:`rxturn.replay_message`. The SDK is the
 oracle: every expected value is computed from its result inside the test.
 
 Compared: text parts (Anthropic: non-empty text blocks in order, interleaved with tool calls;
@@ -33,6 +33,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from rxturn import replay_message
 from rxturn.errors import (
     InvalidToolInputError,
     OverloadedError,
@@ -51,7 +52,6 @@ from rxturn.messages import (
     ToolCallPart,
     message_to_json,
 )
-from rxturn.replay import replay_message
 
 ServerFactory = Callable[..., Awaitable[TestServer]]
 

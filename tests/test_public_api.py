@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ast
 import importlib
+import importlib.util
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +38,16 @@ def test_import_rxturn_loads_neither_aiohttp_nor_tiktoken() -> None:
     assert out.stdout.strip() == ""
 
 
+def test_import_rxturn_imports_none_of_the_modules_behind_its_names() -> None:
+    code = (
+        "import sys, rxturn\n"
+        "print(' '.join(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('rxturn', 'reactivex', 'asyncio', 'msgspec'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["rxturn", "rxturn._exports", "rxturn._version"]
+
+
 def test_error_tree_has_one_root() -> None:
     from rxturn import errors
 
@@ -44,26 +57,44 @@ def test_error_tree_has_one_root() -> None:
             assert issubclass(value, errors.RxturnError), name
 
 
-def test_all_matches_the_lazy_export_table() -> None:
-    table = rxturn._export_table()  # pyright: ignore[reportPrivateUsage]
-    assert set(rxturn.__all__) == {*table, "__version__"}
-    for name, module in table.items():
-        assert name in vars(importlib.import_module(module)), (name, module)
+def _type_checking_imports(package: str) -> dict[str, str]:
+    """Name -> defining module, read from the package's ``if TYPE_CHECKING:`` imports (what
+    type checkers see)."""
+    spec = importlib.util.find_spec(package)
+    assert spec is not None and spec.origin is not None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    imports: dict[str, str] = {}
+    for node in tree.body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for stmt in node.body:
+                assert isinstance(stmt, ast.ImportFrom), ast.unparse(stmt)
+                module = importlib.util.resolve_name(
+                    "." * stmt.level + (stmt.module or ""), package
+                )
+                for alias in stmt.names:
+                    assert alias.asname == alias.name, f"{alias.name}: use the `A as A` form"
+                    imports[alias.name] = module
+    return imports
 
 
 @pytest.mark.parametrize("package", ["rxturn", "rxturn.clients", "rxturn.transport"])
-def test_star_import_gives_the_table_spelled_once(package: str) -> None:
-    """Each lazy package spells its public names once, in its TYPE_CHECKING table; the runtime
-    ``__all__`` (what ``from package import *`` binds) is that table."""
+def test_all_is_the_exported_names_and_both_tables_agree(package: str) -> None:
+    """``__all__`` is exactly the names the package exports: the run-time table (name -> module,
+    resolved lazily) and the ``TYPE_CHECKING`` imports type checkers read list the same names
+    with the same modules, and each module defines its name."""
     module = importlib.import_module(package)
-    table = module._exports.table()
+    homes: dict[str, str] = {
+        name: importlib.util.resolve_name(home, package) for name, home in module._HOMES.items()
+    }
     eager = {"__version__"} if package == "rxturn" else set()
-    assert set(module.__all__) == {*table, *eager}
+    assert set(module.__all__) == {*homes, *eager}
+    assert len(module.__all__) == len(set(module.__all__))
+    assert _type_checking_imports(package) == homes
+    for name, defining in homes.items():
+        assert getattr(module, name) is getattr(importlib.import_module(defining), name), name
     namespace: dict[str, object] = {}
     exec(f"from {package} import *", namespace)
     assert set(namespace) - {"__builtins__"} == set(module.__all__)
-    for name, defining in table.items():
-        assert name in vars(importlib.import_module(defining)), (name, defining)
 
 
 def test_import_boundaries() -> None:
@@ -88,18 +119,7 @@ def test_import_boundaries() -> None:
     assert importers["tiktoken"] == {"engine/tokens.py"}
 
 
-def test_moved_modules_keep_their_old_import_paths() -> None:
-    """Modules that moved into ``resilience/`` and ``engine/`` import under their old names."""
-    from rxturn._moved import MOVED
-
-    for old, new in MOVED.items():
-        assert importlib.import_module(old) is importlib.import_module(new), old
-    from rxturn.handler import StreamHandler  # type: ignore[import-not-found]
-
-    assert StreamHandler is rxturn.StreamHandler
-
-
-def test_moved_errors_live_in_the_one_tree_and_keep_their_old_homes() -> None:
+def test_errors_live_in_the_one_tree_and_are_reexported() -> None:
     from rxturn import errors
     from rxturn.engine import RetryAfterBeyondDeadline as from_engine
     from rxturn.engine import ToolTimeoutError as tool_timeout_from_engine
@@ -124,19 +144,19 @@ def test_moved_errors_live_in_the_one_tree_and_keep_their_old_homes() -> None:
     assert rxturn.OpenAIResponsesClient is OpenAIResponsesClient
 
 
-def test_fold_and_replay_work_from_rxturn_after_their_modules_were_imported() -> None:
-    # The submodules rxturn.fold / rxturn.replay share their names with exported functions;
-    # importing a submodule binds it on the package, which must not break the public name.
+def test_fold_is_a_module_and_replay_a_function() -> None:
+    """``rxturn.fold`` is the fold's module (the function is ``rxturn.fold.fold``); ``from rxturn
+    import replay`` is the function, whatever was imported before it."""
     code = (
-        "from rxturn.replay import replay_message\n"
-        "import rxturn.fold as module\n"
-        "from rxturn import INITIAL_STATE, fold, replay\n"
+        "import rxturn.fold\n"
+        "from rxturn.cli import _replay\n"
+        "from rxturn import INITIAL_STATE, replay\n"
         "from rxturn.events import MessageStart\n"
-        "state = fold(INITIAL_STATE, MessageStart(id='m'))\n"
+        "state = rxturn.fold.fold(INITIAL_STATE, MessageStart(id='m'))\n"
         "events = []\n"
         'body = b\'{"message":{"role":"assistant","content":"hi"},"done":true}\\n\'\n'
         "replay(body, 'ollama').subscribe(events.append)\n"
-        "print(state.started, module.fold_batch.__name__, type(events[0]).__name__)\n"
+        "print(state.started, type(rxturn.fold).__name__, type(events[0]).__name__)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["True", "fold_batch", "MessageStart"]
+    assert out.stdout.split() == ["True", "module", "MessageStart"]

@@ -17,6 +17,7 @@ from reactivex import operators as ops
 from reactivex.testing import TestScheduler
 from recorded import FIXTURES
 
+from rxturn import replay, replay_message
 from rxturn.errors import (
     ConfigError,
     InvalidToolInputError,
@@ -28,7 +29,6 @@ from rxturn.errors import (
 from rxturn.events import MessageStart, MessageStop, StreamEvent
 from rxturn.fold import INITIAL_STATE, fold, fold_events
 from rxturn.messages import Message, StopReason, TextPart, Usage, message_to_json
-from rxturn.replay import replay, replay_message
 from rxturn.wire import decoder_for
 
 ALL = sorted(FIXTURES.glob("*/*.sse"))

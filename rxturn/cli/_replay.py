@@ -58,9 +58,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Replay ``args.file``; returns the exit code (0 ok, 2 unusable stream or file)."""
+    from .._replay import replay_message
     from ..errors import RxturnError
     from ..messages import message_to_json
-    from ..replay import replay_message
 
     source: str | bytes = args.file
     if args.file == "-":

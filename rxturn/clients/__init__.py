@@ -16,9 +16,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import LazyExports
+from .._exports import lazy_getattr
 
-if TYPE_CHECKING:  # the table of public names (rxturn._lazy)
+if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
     from ._base import BatchingModelClient as BatchingModelClient
     from ._base import ModelClient as ModelClient
     from ._base import keeps_thinking as keeps_thinking
@@ -27,6 +27,17 @@ if TYPE_CHECKING:  # the table of public names (rxturn._lazy)
     from .openai import OpenAIClient as OpenAIClient
     from .openai_responses import OpenAIResponsesClient as OpenAIResponsesClient
 
-_exports = LazyExports(globals())
-__getattr__ = _exports.resolve
-__dir__ = _exports.names
+#: Each public name and its module, imported on first use of the name (PEP 562).
+_HOMES: dict[str, str] = {
+    "BatchingModelClient": "._base",
+    "ModelClient": "._base",
+    "keeps_thinking": "._base",
+    "AnthropicClient": ".anthropic",
+    "OllamaClient": ".ollama",
+    "OpenAIClient": ".openai",
+    "OpenAIResponsesClient": ".openai_responses",
+}
+
+if not TYPE_CHECKING:  # type checkers take the public names from the imports above
+    __all__ = sorted(_HOMES)
+__getattr__ = lazy_getattr(globals(), _HOMES)

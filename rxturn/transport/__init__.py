@@ -9,13 +9,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._lazy import LazyExports
+from .._exports import lazy_getattr
 
-if TYPE_CHECKING:  # the table of public names (rxturn._lazy)
+if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
     from ._base import AsyncTransport as AsyncTransport
     from ._base import HttpResponse as HttpResponse
     from .aiohttp import AiohttpTransport as AiohttpTransport
 
-_exports = LazyExports(globals())
-__getattr__ = _exports.resolve
-__dir__ = _exports.names
+#: Each public name and its module, imported on first use of the name (PEP 562).
+_HOMES: dict[str, str] = {
+    "AsyncTransport": "._base",
+    "HttpResponse": "._base",
+    "AiohttpTransport": ".aiohttp",
+}
+
+if not TYPE_CHECKING:  # type checkers take the public names from the imports above
+    __all__ = sorted(_HOMES)
+__getattr__ = lazy_getattr(globals(), _HOMES)

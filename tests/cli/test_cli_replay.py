@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from recorded import FIXTURES
 
+from rxturn import replay_message
 from rxturn.cli import main
 from rxturn.messages import message_to_json
-from rxturn.replay import replay_message
 
 TOOL_USE = FIXTURES / "anthropic" / "tool_use_response.sse"
 PARALLEL = FIXTURES / "openai" / "multiple_tool_calls.sse"

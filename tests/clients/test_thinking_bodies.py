@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rxturn import replay_message
 from rxturn.clients.anthropic import build_anthropic_body
 from rxturn.messages import (
     Message,
@@ -12,7 +13,6 @@ from rxturn.messages import (
     RequestOptions,
     ToolResultPart,
 )
-from rxturn.replay import replay_message
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "anthropic"
 

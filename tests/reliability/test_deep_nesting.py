@@ -29,6 +29,7 @@ import msgspec
 import pytest
 from aiohttp import ClientSession, web
 
+from rxturn import replay_message
 from rxturn.engine.audit import AuditTrail
 from rxturn.engine.handler import StreamHandler
 from rxturn.errors import (
@@ -40,7 +41,6 @@ from rxturn.errors import (
     is_retryable,
 )
 from rxturn.messages import message_from_json
-from rxturn.replay import replay_message
 from rxturn.testing import FakeProvider, load_scenario
 from rxturn.wire import (
     decoder_for,

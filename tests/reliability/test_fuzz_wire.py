@@ -39,6 +39,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from recorded import RESPONSES_FIXTURES
 
+from rxturn import replay_message
 from rxturn.errors import RxturnError, StreamProtocolError
 from rxturn.events import (
     AttemptReset,
@@ -53,7 +54,6 @@ from rxturn.events import (
 )
 from rxturn.fold import INITIAL_STATE, fold, fold_events, fold_handler
 from rxturn.messages import message_to_json
-from rxturn.replay import replay_message
 from rxturn.wire import (
     FORMATS,
     decoder_for,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from rxturn import replay_message
 from rxturn.errors import (
     InvalidToolInputError,
     ProviderStreamError,
@@ -16,7 +17,6 @@ from rxturn.errors import (
 )
 from rxturn.events import Delta, MessageDelta, MessageStop, StreamEvent
 from rxturn.messages import RefusalPart, StopReason, TextPart, ToolCallPart, Usage
-from rxturn.replay import replay_message
 from rxturn.wire import OpenAIResponsesDecoder, decoder_for, parse_openai_response, sniff_format
 
 from ._support import bytewise, run

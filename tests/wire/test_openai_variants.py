@@ -12,10 +12,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from rxturn import replay_message
 from rxturn.events import Delta, PartStart
 from rxturn.fold import fold_events
 from rxturn.messages import RefusalPart, StopReason, TextPart, ToolCallPart, Usage
-from rxturn.replay import replay_message
 from rxturn.wire import OpenAIDecoder, parse_openai_completion
 
 from ._support import sdk_openai

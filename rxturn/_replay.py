@@ -31,7 +31,6 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 from reactivex.scheduler import CurrentThreadScheduler
 
-from ._lazy import callable_module
 from .errors import ConfigError, RxturnError, StreamProtocolError, TruncatedStreamError
 from .events import EventBatch, MessageStop, StreamEvent
 from .fold import fold, fold_batch, initial_state
@@ -270,8 +269,3 @@ def _located(exc: RxturnError, where: str) -> RxturnError:
     else:
         exc.add_note(where)
     return exc
-
-
-# ``from rxturn import replay`` is the function; the module of the same name, once imported, is
-# callable as it too (:func:`rxturn._lazy.callable_module` says why).
-callable_module(__name__, replay)
