@@ -1,17 +1,16 @@
-"""The fold's lanes and its shared logs: what :class:`~rxturn.fold.TurnState` is made of, and
-how a lane becomes a message part. Private to :mod:`rxturn.fold` (see its docstring)."""
+"""The fold's data: :class:`TurnState` (public as :class:`rxturn.fold.TurnState`), its lanes and
+shared logs, and how a lane becomes a message part. The transitions, event by event, are in
+:mod:`rxturn.fold` (its docstring says why the state looks the way it does)."""
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 
 from .errors import InvalidToolInputError
-from .events import (
-    PartKind,
-)
+from .events import PartKind
 from .messages import (
     ContentPart,
     Message,
@@ -25,12 +24,10 @@ from .messages import (
 )
 from .wire._partial_json import parse_partial
 
-if TYPE_CHECKING:
-    from .fold import TurnState
-
 __all__ = [
     "Head",
     "Lane",
+    "TurnState",
     "append_log",
     "closed_lane_part",
     "fresh_log",
@@ -79,6 +76,120 @@ class Head(msgspec.Struct, frozen=True, gc=False):
     hot: Lane | None = None  # that lane while it is still the first open match for its deltas
     rescued: Message | None = None  # set by a Fallback item: the reply, adopted wholesale
     keep_thinking: bool = False  # thinking lanes become message parts
+
+
+# -- the state -------------------------------------------------------------------------------------
+
+
+class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
+    """The fold's state after some prefix of a turn's events. Immutable; build a reply with
+    :meth:`message`.
+
+    A delta — nearly every event of a long reply — only appends to the fragment log, so the state
+    keeps everything else in one shared ``Head`` and a delta costs one three-field Struct. The
+    public attributes below are read-only properties over it.
+    """
+
+    _head: Head = Head()
+    _frags: list[str] | None = None  # text and tool-JSON fragments; shared, append-only
+    _nfrags: int = 0
+
+    @property
+    def id(self) -> str:
+        """The provider's message id (from ``MessageStart``)."""
+        return self._head.id
+
+    @property
+    def model(self) -> str:
+        """The model that is answering (from ``MessageStart``)."""
+        return self._head.model
+
+    @property
+    def stop_reason(self) -> StopReason:
+        """The folded stop reason: ``END_TURN`` until a ``MessageDelta`` says otherwise."""
+        return self._head.stop_reason
+
+    @property
+    def usage(self) -> Usage | None:
+        """The usage of the last ``MessageDelta`` (``None`` before one, or if it had none)."""
+        return self._head.usage
+
+    @property
+    def started(self) -> bool:
+        """A ``MessageStart`` has been folded."""
+        return self._head.started
+
+    @property
+    def completed(self) -> bool:
+        """A ``MessageStop`` has been folded: the reply is complete."""
+        return self._head.completed
+
+    @property
+    def keep_thinking(self) -> bool:
+        """Thinking lanes become message parts (see :func:`initial_state`)."""
+        return self._head.keep_thinking
+
+    @property
+    def has_partial_data(self) -> bool:
+        """At least one part is complete: a closed non-empty text lane or a closed tool call
+        (kept thinking does not count: it is not an answer)."""
+        head = self._head
+        if head.rescued is not None:
+            return bool(head.rescued.content)
+        if not head.keep_thinking:
+            return head.nparts > 0
+        return any(
+            not isinstance(part, ThinkingPart | RedactedThinkingPart)
+            for _, part in visible_log(head.parts, head.nparts)
+        )
+
+    @property
+    def open_lanes(self) -> int:
+        """How many lanes are open right now."""
+        return len(self._head.open)
+
+    def message(self) -> Message:
+        """Build the assistant message folded so far.
+
+        Parts come in the order their lanes opened, closed and still-open lanes alike: a
+        still-open text lane keeps its text (as the official SDKs do) and a still-open tool lane
+        keeps its call with the input parsed as far as it goes (docs/behaviour.md §6). ``END_TURN``
+        with tool calls present becomes ``TOOL_CALL`` (docs/behaviour.md §1).
+
+        Raises:
+            InvalidToolInputError: a still-open tool lane's JSON cannot be parsed even partially.
+        """
+        head = self._head
+        if head.rescued is not None:
+            return head.rescued
+        by_serial: dict[int, ContentPart] = dict(visible_log(head.parts, head.nparts))
+        for lane in head.open:
+            part = open_lane_part(lane, self)
+            if part is not None:
+                by_serial[lane.serial] = part
+        content = tuple(by_serial[serial] for serial in sorted(by_serial))
+        stop_reason = head.stop_reason
+        if stop_reason is StopReason.END_TURN and any(
+            isinstance(part, ToolCallPart) for part in content
+        ):
+            stop_reason = StopReason.TOOL_CALL
+        return Message(
+            id=head.id,
+            model=head.model,
+            role="assistant",
+            content=content,
+            stop_reason=stop_reason,
+            usage=head.usage,
+        )
+
+    def __repr__(self) -> str:
+        head = self._head
+        return (
+            f"TurnState(id={head.id!r}, model={head.model!r}, stop_reason={head.stop_reason.value},"
+            f" usage={head.usage!r}, started={head.started}, completed={head.completed},"
+            f" parts={head.nparts}, open_lanes={len(head.open)},"
+            f" rescued={head.rescued is not None})"
+        )
 
 
 # -- lanes to parts ------------------------------------------------------------------------------
