@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Protocol
 
 import reactivex
 from reactivex import Observable, abc
 from reactivex import operators as ops
-from reactivex.disposable import CompositeDisposable, Disposable
+from reactivex.disposable import Disposable
 from reactivex.subject import Subject
 
 from .._batching import unbatch_
@@ -34,6 +34,7 @@ from ..events import HandlerEvent
 from ..fold import INITIAL_STATE, TurnState, fold_batch
 from ..messages import Message
 from ..resilience.cancel import CancelToken
+from ._race import race
 from ._results import AttemptStats
 from .observers import TurnRouter
 
@@ -312,48 +313,18 @@ def failover_stream(
 
 
 async def create_path(
-    create: Callable[[], Any],
+    create: Callable[[], Coroutine[Any, Any, Message]],
     cancel_token: CancelToken,
     timeout: float | None,
     scheduler: abc.SchedulerBase,
     context: contextvars.Context | None = None,
 ) -> Message:
-    """One non-streaming attempt raced against cancel (checked first) and the timeout.
+    """One non-streaming attempt raced against cancel (checked first) and the timeout
+    (:func:`~._race.race`); the request is sent from a task running in ``context`` when one is
+    given."""
 
-    The request is sent from a task running in ``context`` when one is given.
-    """
-    loop = asyncio.get_running_loop()
-    outcome: asyncio.Future[str] = loop.create_future()
+    def expired() -> Message:
+        after = timeout or 0.0
+        raise StreamTimeoutError("total", after=after, events=0, partial=False, elapsed=after)
 
-    def settle(kind: str) -> None:
-        if not outcome.done():
-            outcome.set_result(kind)
-
-    reply: asyncio.Task[Message] = loop.create_task(create(), context=context)
-    reply.add_done_callback(lambda _: settle("reply"))
-    cleanup = CompositeDisposable(cancel_token.on_cancel(lambda: settle("cancel")))
-    if timeout is not None:
-
-        def on_timeout(*_: object) -> None:
-            settle("timeout")
-
-        cleanup.add(scheduler.schedule_relative(timeout, on_timeout))
-    try:
-        await outcome
-    finally:
-        cleanup.dispose()
-        if not reply.done():
-            reply.cancel()
-            await asyncio.gather(reply, return_exceptions=True)
-        elif not reply.cancelled():
-            # The reply may have failed in the same instant the cancel (or the deadline) won:
-            # retrieve its exception so asyncio does not report it as never retrieved.
-            reply.exception()
-    # Biased order: cancel first, then a finished reply (even at the deadline), then timeout.
-    if cancel_token.cancelled:
-        raise cancel_token.error()
-    if reply.done() and not reply.cancelled():
-        return reply.result()
-    raise StreamTimeoutError(
-        "total", after=timeout or 0.0, events=0, partial=False, elapsed=timeout or 0.0
-    )
+    return await race(create(), cancel_token, timeout, scheduler, expired, context=context)

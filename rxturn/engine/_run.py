@@ -12,15 +12,14 @@ thread's late result is dropped); a timeout becomes a failed tool result for the
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Sequence
 
 from reactivex import abc
-from reactivex.disposable import CompositeDisposable
 
 from ..errors import ConfigError
 from ..messages import Message, StopReason, ToolCallPart, ToolResultPart
 from ..resilience.cancel import CancelToken
+from ._race import race
 from ._results import RunResult, Session, TurnResult
 from .observers import ObserverSet
 from .tools import ToolRegistry, ToolTimeoutError, tool_error_result
@@ -129,34 +128,11 @@ class AgentLoop:
 
     async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
         """One call raced against the cancel signal (first) and the tool's timeout."""
-        loop = asyncio.get_running_loop()
-        outcome: asyncio.Future[str] = loop.create_future()
-
-        def settle(kind: str) -> None:
-            if not outcome.done():
-                outcome.set_result(kind)
-
-        running = loop.create_task(self.tools.run(call))
-        running.add_done_callback(lambda _: settle("done"))
-        cleanup = CompositeDisposable(self.cancel_token.on_cancel(lambda: settle("cancel")))
         found = self.tools.get(call.name)
         timeout = found.timeout if found is not None else None
-        if timeout is not None:
 
-            def expire(*_: object) -> None:
-                settle("timeout")
+        def expired() -> ToolResultPart:
+            return tool_error_result(call, ToolTimeoutError(call.name, timeout or 0.0))
 
-            cleanup.add(self._resolve_scheduler().schedule_relative(timeout, expire))
-        try:
-            await outcome
-        finally:
-            cleanup.dispose()
-            if not running.done():
-                running.cancel()  # a worker thread runs on, its result dropped
-                await asyncio.gather(running, return_exceptions=True)
-        if self.cancel_token.cancelled:
-            raise self.cancel_token.error()
-        if running.done() and not running.cancelled():
-            return running.result()
-        assert timeout is not None
-        return tool_error_result(call, ToolTimeoutError(call.name, timeout))
+        scheduler = self._resolve_scheduler()
+        return await race(self.tools.run(call), self.cancel_token, timeout, scheduler, expired)

@@ -1,0 +1,67 @@
+"""One awaitable raced against the turn's cancel signal and a timeout on the engine's clock.
+
+The non-streaming ``create`` and every tool call run this way: the work as a task, the cancel
+signal and the timer each settling one shared outcome, whichever comes first.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+from collections.abc import Callable, Coroutine
+from typing import Any, TypeVar
+
+from reactivex import abc
+from reactivex.disposable import CompositeDisposable
+
+from ..resilience.cancel import CancelToken
+
+__all__ = ["race"]
+
+_T = TypeVar("_T")
+
+
+async def race(
+    work: Coroutine[Any, Any, _T],
+    cancel_token: CancelToken,
+    timeout: float | None,
+    scheduler: abc.SchedulerBase,
+    expired: Callable[[], _T],
+    *,
+    context: contextvars.Context | None = None,
+) -> _T:
+    """Run ``work`` as a task (in ``context`` when given) until it finishes, ``cancel_token``
+    fires, or ``timeout`` seconds pass on ``scheduler``'s clock (``None``: no timer).
+
+    The verdict is biased, whatever settled first in the same instant: a cancel wins (raises
+    ``cancel_token.error()``), then a finished task (its result, or its error raised), then the
+    timeout (what ``expired()`` returns or raises). A task that lost is cancelled and awaited (a
+    worker thread it started runs on, its result dropped); an error it ended with is retrieved,
+    so asyncio never reports it as unretrieved.
+    """
+    loop = asyncio.get_running_loop()
+    outcome: asyncio.Future[None] = loop.create_future()
+
+    def settle(*_: object) -> None:
+        if not outcome.done():
+            outcome.set_result(None)
+
+    task: asyncio.Task[_T] = loop.create_task(work, context=context)
+    task.add_done_callback(settle)
+    cleanup = CompositeDisposable(cancel_token.on_cancel(settle))
+    if timeout is not None:
+        cleanup.add(scheduler.schedule_relative(timeout, settle))
+    try:
+        await outcome
+    finally:
+        cleanup.dispose()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+        elif not task.cancelled():
+            task.exception()  # it may have failed in the instant the cancel or the timer won
+    if cancel_token.cancelled:
+        raise cancel_token.error()
+    if not task.cancelled():
+        return task.result()
+    return expired()
