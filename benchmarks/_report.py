@@ -4,7 +4,7 @@ Every per-event figure is µs per *wire event* (one SSE ``data:`` line; a 100k-d
 reply has 100,006 of them), from CPU time unless a field says ``wall``. "xLIMIT" is a
 contender's median divided by LIMIT's median on the same stream in the same run.
 
-Targets (issue 18's table, plus issue 8's that it did not replace) each get a PASS or MISS
+Targets (the current table, plus the first round's that it did not replace) each get a PASS or MISS
 with the measured value next to the bound — never a silently moved bound; N/A when a run could
 not measure one, INFO for a figure reported next to a target but not judged. Per-event and
 memory targets are judged on the largest stream of the run, per format.
@@ -152,7 +152,7 @@ def judge(
     formats: tuple[str, ...],
     largest: int,
 ) -> list[Target]:
-    """Evaluate issue 18's targets (and issue 8's that still stand) against this run."""
+    """Evaluate the current targets (and the first round's that still stand) against this run."""
     targets: list[Target] = []
     targets += _fixed_targets(fixed, formats)
     if concurrency is not None:
@@ -341,7 +341,7 @@ def _concurrency_targets(concurrency: dict[str, Any]) -> list[Target]:
                 detail + f"; top types per turn: {top}",
             )
         )
-    # issue 8's bound on the latency rxturn's own code adds, kept as a regression guard
+    # the first round's bound on the latency rxturn's own code adds, kept as a regression guard
     point = _point(concurrency, concurrency.get("formats", ["anthropic"])[0], headline)
     if point and point.get("turn", {}).get("added"):
         a = point["turn"]["added"]
@@ -350,7 +350,7 @@ def _concurrency_targets(concurrency: dict[str, Any]) -> list[Target]:
         out.append(
             Target(
                 f"{turns:,} concurrent turns: latency rxturn's code adds per event, p99 < 1 ms "
-                "(issue 8)",
+                "(first round)",
                 "< 1000 µs",
                 a99,
                 None if a99 is None else a99 < 1000,
@@ -397,7 +397,7 @@ def _per_event_targets(
         speedup = _paired(sdk_row, turn_row)
         targets.append(
             Target(
-                f"{fmt}: full turn ≥ {need:g}x faster per event than the {fmt} SDK (issue 8)",
+                f"{fmt}: full turn ≥ {need:g}x faster per event than the {fmt} SDK (first round)",
                 f"≥ {need:g}",
                 speedup,
                 None if speedup is None else speedup >= need,

@@ -1,4 +1,4 @@
-"""Context-estimate cost: the first turn of a long conversation vs a later turn (issue 6).
+"""Context-estimate cost: the first turn of a long conversation vs a later turn.
 
 A 100-message, ~50k-token history (cl100k) is estimated the way the engine does before every
 call: ``estimate_context`` over history + transients + system prompt + tool schemas. The first

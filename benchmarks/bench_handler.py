@@ -1,4 +1,4 @@
-"""What the stream handler adds per event (issue 4: at most 1 µs/event over the bare fold).
+"""What the stream handler adds per event (the bound: at most 1 µs/event over the bare fold).
 
 A 100k-event synthetic reply, decoded in advance into a list, is pushed by a synchronous source
 (no IO, no decoding: only the pipeline is measured) through:

@@ -19,7 +19,7 @@ Measured (best of ``--repeat`` runs, µs per event):
 - ``batches+scan``: the batched Rx pipeline,
   ``replay_batches(body).pipe(ops.scan(fold_batch, INITIAL_STATE), ops.last())``.
 
-Issue 2 bounds rxturn's decode+fold at 1.5x the bare loop. Times are CPU seconds of this process
+The bound on rxturn's decode+fold is 1.5x the bare loop. Times are CPU seconds of this process
 (``time.process_time``), so other load on the machine disturbs them less than wall time would.
 """
 

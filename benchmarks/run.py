@@ -16,8 +16,8 @@ repeated; see :mod:`_measure`); peak memory is taken on the largest stream; the 
 a turn is measured against a bare request and the official SDKs (:mod:`_fixed`); finally the
 fake is replaced by the stamp server, the collector is put back as a fresh interpreter has it,
 and the objects per in-flight turn are counted and a thousand turns run at once, rxturn beside
-a bare aiohttp client and the official SDKs (:mod:`_concurrency`). Every target of issue 18 (and
-those of issue 8 it kept) is printed with its measurement and PASS/MISS. The process exits 0
+a bare aiohttp client and the official SDKs (:mod:`_concurrency`). Every current target (and
+those of the first round it kept) is printed with its measurement and PASS/MISS. The process exits 0
 even when a target is missed (benchmarks inform, they do not gate) and 1 if a contender
 produced a wrong reply or failed.
 """
@@ -144,7 +144,7 @@ MODES = {
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(description="rxturn benchmark suite (issues 8 and 18)")
+    parser = argparse.ArgumentParser(description="rxturn benchmark suite")
     group = parser.add_mutually_exclusive_group()
     group.add_argument("--quick", action="store_true", help="1k/10k events, fewer repeats")
     group.add_argument("--tiny", action="store_true", help="a few seconds (the smoke test)")

@@ -2,11 +2,11 @@
 
 The harness is run as the user runs it — a separate process — in its tiny mode (200-event
 streams, one repeat, five concurrent turns), writing into a temporary directory. The test checks
-the *shape* and sanity of what it wrote: every contender of issue 8 timed on both formats with a
-correct reply, non-negative numbers, memory, fixed cost (with its ratio to the bare request),
-the concurrency run on both formats with the official SDKs beside rxturn and the bare client
+the *shape* and sanity of what it wrote: every contender timed on both formats with a correct
+reply, non-negative numbers, memory, fixed cost (with its ratio to the bare request), the
+concurrency run on both formats with the official SDKs beside rxturn and the bare client
 (zero errors), the objects per in-flight turn, the collector's default settings in the judged
-phases, a verdict per target of issue 18's table, and a PNG. It never asserts a timing:
+phases, a verdict per target of the current table, and a PNG. It never asserts a timing:
 benchmarks inform, they do not gate.
 """
 
@@ -24,8 +24,8 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "run.py"
 
-#: Issue 8's contenders (LIMIT, replay, full turn, official SDK) plus the informational ones the
-#: README explains the costs with.
+#: The contenders (LIMIT, replay, full turn, official SDK) plus the informational ones the README
+#: explains the costs with.
 EXPECTED = {
     "limit",
     "replay",
@@ -164,9 +164,9 @@ def test_objects_per_in_flight_turn_are_counted(report: dict[str, Any]) -> None:
             assert entry["objects_per_turn"] > 0  # a turn in flight holds its engine and task
 
 
-#: Issue 18's table, per format where it says "both wire formats" (or the run has both), as
+#: The current targets table, per format where it says "both wire formats" (or the run has both), as
 #: substrings of the target names run.py prints.
-ISSUE_18_ROWS = (
+TARGET_ROWS = (
     "fixed CPU cost of a turn",
     "concurrent turns, 20 deltas each, unpaced",
     "in a steady state at 100 events/s, default gc",
@@ -177,10 +177,10 @@ ISSUE_18_ROWS = (
 )
 
 
-def test_every_target_of_issue_18_has_a_verdict(report: dict[str, Any]) -> None:
+def test_every_current_target_has_a_verdict(report: dict[str, Any]) -> None:
     targets = report["targets"]
     names = [t["name"] for t in targets]
-    for row in ISSUE_18_ROWS:
+    for row in TARGET_ROWS:
         for fmt in FORMATS:
             matching = [t for t in targets if row in t["name"] and t["name"].startswith(fmt)]
             assert len(matching) == 1, (row, fmt, names)

@@ -1,4 +1,4 @@
-"""The model breaker wired into the engine (docs/behaviour.md §3, §4.2; issue 5 'done when')."""
+"""The model breaker wired into the engine (docs/behaviour.md §3, §4.2)."""
 
 from __future__ import annotations
 

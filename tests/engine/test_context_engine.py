@@ -1,4 +1,4 @@
-"""Context accounting inside the engine: estimate, deferral, compaction, calibration (issue 6)."""
+"""Context accounting inside the engine: estimate, deferral, compaction, calibration."""
 
 from __future__ import annotations
 

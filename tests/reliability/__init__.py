@@ -1,2 +1,2 @@
-"""Reliability and security suite (issue 9): fault matrix, load, fuzzing, hostile servers,
+"""Reliability and security suite: fault matrix, load, fuzzing, hostile servers,
 secrets."""
