@@ -17,9 +17,11 @@ Two more part types appear in replies: :class:`RefusalPart` (an OpenAI refusal) 
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import msgspec
+
+from ._validate import as_messages, message_content
 
 __all__ = [
     "ContentPart",
@@ -153,6 +155,17 @@ ContentPart = (
     TextPart | ToolCallPart | ToolResultPart | ThinkingPart | RedactedThinkingPart | RefusalPart
 )
 
+#: Every part class of the union: what a message's content may hold (derived, never listed).
+_PART_TYPES: frozenset[type] = frozenset(get_args(ContentPart))
+
+
+def _text(text: object, where: str) -> TextPart:
+    if not isinstance(text, str):
+        from .errors import ConfigError
+
+        raise ConfigError(f"{where}(text) takes a str, got {type(text).__name__}")
+    return TextPart(text)
+
 
 class Message(msgspec.Struct, frozen=True, kw_only=True):
     """One conversation message. Assistant replies also carry id, model, stop reason and usage."""
@@ -164,15 +177,22 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     stop_reason: StopReason | None = None
     usage: Usage | None = None
 
+    def __post_init__(self) -> None:
+        # Checked when built: the role, and content made of the union's parts. A str, a list,
+        # or str / SDK-style dict parts are converted; anything else is a ConfigError here.
+        converted = message_content(self.role, self.content, _PART_TYPES)
+        if converted is not None:
+            msgspec.structs.force_setattr(self, "content", converted)
+
     @classmethod
     def user(cls, text: str) -> Message:
         """A user message holding one text part."""
-        return cls(role="user", content=(TextPart(text),))
+        return cls(role="user", content=(_text(text, "Message.user"),))
 
     @classmethod
     def assistant(cls, text: str) -> Message:
         """An assistant message holding one text part (handy for histories and tests)."""
-        return cls(role="assistant", content=(TextPart(text),))
+        return cls(role="assistant", content=(_text(text, "Message.assistant"),))
 
     @property
     def text(self) -> str:
@@ -262,6 +282,13 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     messages: tuple[Message, ...]
     system: str | None = None
     tools: tuple[ToolSchema, ...] | None = None
+
+    def __post_init__(self) -> None:
+        # the last gate before a request is encoded: dicts become messages, a str is refused
+        messages = self.messages
+        if type(messages) is not tuple or not all(type(m) is Message for m in messages):
+            checked = tuple(as_messages(messages, "Request.messages"))
+            msgspec.structs.force_setattr(self, "messages", checked)
 
 
 _message_decoder = msgspec.json.Decoder(Message)

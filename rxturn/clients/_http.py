@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
@@ -117,6 +118,11 @@ class HttpClient:
     #: whether the provider wants thinking back in later requests when the request enables it
     #: (:func:`rxturn.clients.keeps_thinking`).
     replays_thinking: ClassVar[bool] = False
+    #: the environment variable read for the key when none is given (as the provider's SDK
+    #: reads it); ``None``: the provider has no conventional one.
+    _key_variable: ClassVar[str | None] = None
+    #: the provider's own endpoint: with it, a missing key is a ConfigError at construction.
+    _own_base_url: ClassVar[str | None] = None
 
     def __init__(
         self,
@@ -150,7 +156,6 @@ class HttpClient:
         self._model = model
         self._base_url = check_base_url(base_url)
         self._url = self._base_url + self._path
-        self._key = _Secret(api_key) if api_key else None
         self._extra_headers = headers
         self._transport = transport
         self._owns_transport = transport is None
@@ -158,6 +163,34 @@ class HttpClient:
         self._read_timeout = read_timeout
         check_max_tokens(name, max_tokens, required=self._max_tokens_required)
         self._max_tokens = max_tokens
+        if api_key is None:
+            api_key = self._key_from_environment()
+        self._key = _Secret(api_key) if api_key else None
+
+    def _key_from_environment(self) -> str | None:
+        """The key the SDK would use when none is given: ``_key_variable`` from the environment.
+
+        An explicit ``api_key`` always wins. With the provider's own endpoint (no ``base_url``)
+        a missing key is a ConfigError now, not a 401 later; any other base URL (a local
+        server, the fake provider, a compatible API) may go without one.
+        """
+        variable = self._key_variable
+        if variable is None:
+            return None
+        value = os.environ.get(variable, "").strip()
+        if value:
+            if any(ch.isspace() or ord(ch) < 32 for ch in value):
+                raise ConfigError(
+                    f"{type(self).__name__}: {variable} holds whitespace or control characters"
+                )
+            return value
+        own = self._own_base_url
+        if own is not None and self._base_url == check_base_url(own):
+            raise ConfigError(
+                f"{type(self).__name__}: no API key for {self._base_url}: pass api_key= or set "
+                f"{variable}"
+            )
+        return None
 
     # -- identity ------------------------------------------------------------------------------
 

@@ -206,7 +206,9 @@ class AnthropicClient(HttpClient):
 
     Args:
         model: the default model (``RequestOptions.model`` overrides it per request).
-        api_key: sent as ``x-api-key``; ``None`` sends none (a local or fake server).
+        api_key: sent as ``x-api-key``; ``None`` reads ``ANTHROPIC_API_KEY`` (as the SDK does)
+            and, if that is unset too, sends none (a local or fake server) — except to the
+            default ``base_url``, where a missing key is a :class:`~rxturn.errors.ConfigError`.
         base_url: the API root, without ``/v1``.
         max_tokens: the default ``max_tokens`` (required by the API).
         extra_headers: added to every request (e.g. ``anthropic-beta``).
@@ -226,6 +228,8 @@ class AnthropicClient(HttpClient):
     """
 
     wire_format = "anthropic"
+    _key_variable = "ANTHROPIC_API_KEY"
+    _own_base_url = DEFAULT_BASE_URL
     _path = "/v1/messages"
     _max_tokens_required = True
     replays_thinking = True

@@ -243,7 +243,9 @@ class OpenAIClient(HttpClient):
 
     Args:
         model: the default model (``RequestOptions.model`` overrides it per request).
-        api_key: sent as ``Authorization: Bearer``; ``None`` sends none (local servers).
+        api_key: sent as ``Authorization: Bearer``; ``None`` reads ``OPENAI_API_KEY`` (as the
+            SDK does) and, if that is unset too, sends none (local servers) — except to the
+            default ``base_url``, where a missing key is a :class:`~rxturn.errors.ConfigError`.
         base_url: the API root including ``/v1`` (``https://api.openai.com/v1``).
         max_tokens: default ``max_tokens``; ``None`` omits it (the server decides).
         stream_usage: ask for usage in streams (``stream_options.include_usage``); some
@@ -263,6 +265,8 @@ class OpenAIClient(HttpClient):
     """
 
     wire_format = "openai"
+    _key_variable = "OPENAI_API_KEY"
+    _own_base_url = DEFAULT_BASE_URL
     _path = "/chat/completions"
 
     def __init__(
@@ -286,7 +290,9 @@ class OpenAIClient(HttpClient):
     ) -> OpenAIClient:
         """The Ollama profile of the OpenAI-compatible API: no key, no streamed usage."""
         kwargs.setdefault("stream_usage", False)
-        return cls(model, base_url=base_url, **kwargs)
+        client = cls(model, base_url=base_url, **kwargs)
+        client._key = None  # never OPENAI_API_KEY: it is not Ollama's
+        return client
 
     @classmethod
     def from_env(

@@ -236,7 +236,9 @@ class OpenAIResponsesClient(HttpClient):
 
     Args:
         model: the default model (``RequestOptions.model`` overrides it per request).
-        api_key: sent as ``Authorization: Bearer``; ``None`` sends none (local servers).
+        api_key: sent as ``Authorization: Bearer``; ``None`` reads ``OPENAI_API_KEY`` (as the
+            SDK does) and, if that is unset too, sends none (local servers) — except to the
+            default ``base_url``, where a missing key is a :class:`~rxturn.errors.ConfigError`.
         base_url: the API root including ``/v1`` (``https://api.openai.com/v1``).
         max_tokens: default ``max_output_tokens``; ``None`` omits it (the server decides).
         extra_headers: added to every request (e.g. ``OpenAI-Organization``).
@@ -254,6 +256,8 @@ class OpenAIResponsesClient(HttpClient):
     """
 
     wire_format = "openai-responses"
+    _key_variable = "OPENAI_API_KEY"
+    _own_base_url = DEFAULT_BASE_URL
     _path = "/responses"
     replays_thinking = True
 

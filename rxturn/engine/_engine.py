@@ -227,7 +227,13 @@ class TurnEngine(TurnSetup, TurnCalls):
 
     @property
     def history(self) -> list[Message]:
+        """The conversation: a list that checks (and converts) every message put into it."""
         return self.session.history
+
+    @history.setter
+    def history(self, messages: Iterable[Message]) -> None:
+        # ``engine.history = [...]`` and ``engine.history += [...]``: the same list, refilled
+        self.session.history[:] = list(messages)
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the running turn: it fails with :class:`Cancelled`; the breaker is untouched."""

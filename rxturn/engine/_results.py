@@ -8,6 +8,7 @@ from typing import Literal
 
 import msgspec
 
+from .._validate import MessageList, as_message
 from ..errors import ConfigError
 from ..events import AttemptReset, Fallback, HandlerEvent
 from ..messages import Message, StopReason, Usage
@@ -78,7 +79,7 @@ class Session:
 
     def __init__(self, history: Iterable[Message] = ()) -> None:
         self.id = f"session-{next(_session_ids)}"
-        self.history: list[Message] = list(history)
+        self.history: list[Message] = MessageList(history)  # checks what joins it
         self.audit = AuditTrail()
 
     @property
@@ -133,12 +134,5 @@ def checked_transients(transient: object) -> tuple[Message, ...]:
         raise ConfigError(
             f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"
         ) from None
-    messages: list[Message] = []
-    for item in items:
-        if not isinstance(item, Message):
-            raise ConfigError(
-                f"turn(transient=...) takes Message objects, got a {type(item).__name__} "
-                f"among them{hint}"
-            )
-        messages.append(item)
+    messages = [as_message(item, f"turn(transient=...)[{i}]") for i, item in enumerate(items)]
     return tuple(messages)

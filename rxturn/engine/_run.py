@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from reactivex import abc
 
+from .._validate import as_message
 from ..errors import ConfigError
 from ..messages import Message, StopReason, ToolCallPart, ToolResultPart
 from ..resilience.cancel import CancelToken
@@ -57,9 +58,12 @@ class AgentLoop:
         Raises:
             ConfigError: ``prompt`` is neither a string nor a :class:`Message`.
         """
-        if not isinstance(prompt, str | Message):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if isinstance(prompt, str):
+            message = Message.user(prompt)
+        elif isinstance(prompt, Message | dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+            message = as_message(prompt, "run(prompt)")
+        else:
             raise ConfigError(f"run(prompt) takes a str or a Message, got {type(prompt).__name__}")
-        message = Message.user(prompt) if isinstance(prompt, str) else prompt
         now = self._now()
         started = now()
         start_len = len(self.session.history)

@@ -42,7 +42,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from .._validate import is_int, is_number, positive
+from .._validate import as_message, is_int, is_number, positive
 from ..errors import ConfigError, redact
 from ..messages import Message
 from .tokens import TokenCounter
@@ -189,12 +189,12 @@ def _checked_messages(produced: object, index: int, contributor: object) -> Sequ
     if isinstance(produced, (str, bytes)) or not isinstance(produced, Sequence):
         raise ConfigError(f"{where} returned {type(produced).__name__}, expected a list of Message")
     items: Sequence[object] = produced  # pyright: ignore[reportUnknownVariableType]
-    for position, item in enumerate(items):
-        if not isinstance(item, Message):
-            raise ConfigError(
-                f"{where} returned {type(item).__name__} at position {position}, expected Message"
-            )
-    return items  # type: ignore[return-value]
+    if all(type(item) is Message for item in items):
+        return items  # type: ignore[return-value]
+    return [
+        as_message(item, f"{where}: the item at position {position}")
+        for position, item in enumerate(items)
+    ]
 
 
 async def _retrieve(

@@ -10,6 +10,13 @@ is an **idle** bound — the longest silence between two reads (including the wa
 headers) — not a deadline on the whole response, because a healthy stream may run for minutes.
 Whole-turn deadlines belong to the stream handler.
 
+The environment, as the SDKs' HTTP client reads it (``trust_env=True``, the default): the
+proxies in ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` (either case) with ``NO_PROXY``
+exemptions, read once when the connection pool opens, and the CA bundle in ``SSL_CERT_FILE`` /
+``SSL_CERT_DIR``, which replaces the system store as it does for OpenSSL. ``trust_env=False``
+ignores all of them (the system store comes from OpenSSL's compiled-in paths). ``.netrc`` is
+never read: a credential is sent only when the caller puts it in a header.
+
 Safety: redirects are never followed (a 3xx comes back as a status, so a key is never sent to
 another host); cookies are not kept between requests; every body read is capped (streams by the
 decoders' line limits, whole bodies by ``read(limit)``), and that includes decompressed bodies.
@@ -39,9 +46,12 @@ maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
 from __future__ import annotations
 
 import asyncio
+import functools
+import os
 import re
 import ssl as _ssl
 import time
+import urllib.request
 from collections.abc import Mapping
 from types import TracebackType
 from urllib.parse import parse_qsl, urlsplit
@@ -373,10 +383,13 @@ class AiohttpTransport:
         limit: most simultaneous connections in the pool.
         limit_per_host: most simultaneous connections to one host (0 = no per-host limit).
         keepalive_timeout: seconds an idle pooled connection is kept.
-        ssl: ``True`` (verify with the system store), ``False`` (no verification — only for
-            local servers), or an :class:`ssl.SSLContext` (custom CA).
-        trust_env: honour ``HTTP(S)_PROXY`` / ``NO_PROXY`` and ``.netrc`` (off by default:
-            no environment magic unless asked).
+        ssl: ``True`` (verify: with ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` when ``trust_env``
+            and they are set, else the system store), ``False`` (no verification — only for
+            local servers), or an :class:`ssl.SSLContext` (custom CA; the environment's is then
+            not read).
+        trust_env: honour the environment's proxies (``HTTPS_PROXY``, ``HTTP_PROXY``,
+            ``ALL_PROXY``, ``NO_PROXY``) and CA bundle (``SSL_CERT_FILE``, ``SSL_CERT_DIR``),
+            as the SDKs' HTTP client does (on by default); ``False`` ignores them all.
         max_decompressed_bytes: most bytes one compressed response may inflate to (256 MiB);
             past it the read fails with :class:`~rxturn.errors.DecompressionLimitError`.
         max_expansion_ratio: most decompressed bytes per compressed byte (100), checked once a
@@ -399,7 +412,7 @@ class AiohttpTransport:
         limit_per_host: int = 0,
         keepalive_timeout: float = 15.0,
         ssl: _ssl.SSLContext | bool = True,
-        trust_env: bool = False,
+        trust_env: bool = True,
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         max_expansion_ratio: float = DEFAULT_MAX_EXPANSION_RATIO,
     ) -> None:
@@ -428,8 +441,16 @@ class AiohttpTransport:
         self.limit = limit
         self.limit_per_host = limit_per_host
         self._keepalive_timeout = float(keepalive_timeout)
+        if not isinstance(ssl, bool | _ssl.SSLContext):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"AiohttpTransport: ssl must be True, False or an ssl.SSLContext, got {ssl!r}"
+            )
+        if not isinstance(trust_env, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"AiohttpTransport: trust_env must be a bool, got {trust_env!r}")
         self._ssl = ssl
         self._trust_env = trust_env
+        #: the environment's proxies, read when the pool opens (``trust_env``); ``{}`` = none
+        self._proxies: dict[str, str] = {}
         self.max_decompressed_bytes = max_decompressed_bytes
         self.max_expansion_ratio = float(max_expansion_ratio)
         self._session: aiohttp.ClientSession | None = None
@@ -469,6 +490,7 @@ class AiohttpTransport:
             keepalive_timeout=self._keepalive_timeout,
             ssl=self._ssl,
         )
+        self._proxies = _environment_proxies() if self._trust_env else {}
         session = aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(
@@ -476,7 +498,7 @@ class AiohttpTransport:
             ),
             cookie_jar=aiohttp.DummyCookieJar(),
             auto_decompress=False,  # rxturn inflates bodies itself, in bounded steps
-            trust_env=self._trust_env,
+            trust_env=False,  # proxies and CAs are read here, explicitly; .netrc never
             raise_for_status=False,
         )
         self._session, self._loop = session, loop
@@ -508,7 +530,13 @@ class AiohttpTransport:
             sent["accept-encoding"] = ACCEPT_ENCODING  # only what _inflate decodes
         try:
             response = await session.request(
-                method, url, headers=sent, data=body, allow_redirects=False
+                method,
+                url,
+                headers=sent,
+                data=body,
+                allow_redirects=False,
+                proxy=self._proxy_for(url) if self._proxies else None,
+                ssl=self._ssl_for(url),
             )
         except Exception as exc:
             error = errors.translate(exc)
@@ -524,11 +552,67 @@ class AiohttpTransport:
             )
         raise error  # outside the except block: no third-party __context__
 
+    def _proxy_for(self, url: str) -> str | None:
+        """The proxy the environment names for ``url`` (``None``: direct, or ``NO_PROXY``)."""
+        parts = urlsplit(url)
+        proxy = self._proxies.get(parts.scheme) or self._proxies.get("all")
+        if proxy is None or not parts.hostname:
+            return None
+        # urllib's NO_PROXY matching (hosts, domain suffixes, host:port, ``*``), as SDKs use it
+        if urllib.request.proxy_bypass_environment(parts.netloc, self._proxies):  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
+            return None
+        return proxy
+
+    def _ssl_for(self, url: str) -> _ssl.SSLContext | bool:
+        """What verifies an ``https`` URL: the caller's choice, else the (environment's) CAs."""
+        if self._ssl is not True or not url.startswith("https:"):
+            return self._ssl
+        if self._trust_env:
+            return _verifying_context(
+                os.environ.get("SSL_CERT_FILE"), os.environ.get("SSL_CERT_DIR")
+            )
+        return _verifying_context(None, None)
+
     async def aclose(self) -> None:
         """Close the session and its pooled connections (idempotent; a later send reopens)."""
         session, self._session, self._loop = self._session, None, None
         if session is not None and not session.closed:
             await session.close()
+
+
+def _environment_proxies() -> dict[str, str]:
+    """``{scheme: proxy URL}`` from ``*_PROXY`` (lower case wins), with ``no`` for ``NO_PROXY``.
+
+    A proxy URL without a scheme (``HTTPS_PROXY=proxy:3128``) is taken as ``http://``, as the
+    SDKs' client takes it.
+    """
+    proxies: dict[str, str] = {}
+    for scheme, value in urllib.request.getproxies_environment().items():
+        if scheme not in ("http", "https", "all", "no") or not value.strip():
+            continue
+        value = value.strip()
+        if scheme != "no" and "://" not in value:
+            value = "http://" + value
+        proxies[scheme] = value
+    return proxies
+
+
+@functools.lru_cache(maxsize=8)
+def _verifying_context(cafile: str | None, capath: str | None) -> _ssl.SSLContext:
+    """A verifying TLS context: the given CA file/directory, else OpenSSL's compiled-in store.
+
+    Built once per (file, directory) and process: loading a CA store takes milliseconds.
+    """
+    cafile = cafile or None
+    capath = capath or None
+    if cafile is None and capath is None:
+        paths = _ssl.get_default_verify_paths()
+        cafile = paths.openssl_cafile if os.path.isfile(paths.openssl_cafile) else None
+        capath = paths.openssl_capath if os.path.isdir(paths.openssl_capath) else None
+    try:
+        return _ssl.create_default_context(cafile=cafile, capath=capath)
+    except (OSError, _ssl.SSLError) as exc:
+        raise ConfigError(f"cannot load the CA bundle {cafile or capath!r}: {exc}") from None
 
 
 def _positive(name: str, value: object) -> None:

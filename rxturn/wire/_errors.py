@@ -27,6 +27,9 @@ from ..errors import (
 
 __all__ = [
     "JSON_ERRORS",
+    "MAX_INDEX",
+    "OUT_OF_RANGE",
+    "bad_index",
     "bad_json",
     "error_from_json",
     "nesting_detail",
@@ -40,6 +43,23 @@ __all__ = [
 #: is not a ``DecodeError``: every decode site catches both and treats them alike (malformed
 #: input: the attempt fails with a typed error and the retry ladder decides).
 JSON_ERRORS = (msgspec.DecodeError, RecursionError)
+
+#: The largest block / item / part / tool-call index a stream may name. Real replies use a
+#: handful; anything past it (or negative) is malformed input, refused before any state is keyed
+#: on it — so a huge index never allocates anything.
+MAX_INDEX = 1023
+OUT_OF_RANGE = f"is out of range (0..{MAX_INDEX})"
+
+
+def bad_index(what: str, index: int, rule: str, where: str | None = None) -> StreamProtocolError:
+    """The error for an index a stream may not use: ``what`` names it, ``rule`` says why.
+
+    Examples:
+        >>> str(bad_index("tool call index", -1, OUT_OF_RANGE))
+        'tool call index -1 is out of range (0..1023)'
+    """
+    return StreamProtocolError(f"{what} {index} {rule}", where=where)
+
 
 _RATE_LIMIT = frozenset(
     {"rate_limit_error", "rate_limit_exceeded", "rate_limited", "too_many_requests", "429"}

@@ -80,7 +80,7 @@ from ..messages import (
     Usage,
 )
 from ._decoder import FramedDecoder
-from ._errors import JSON_ERRORS, bad_json, stream_error
+from ._errors import JSON_ERRORS, MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error
 from .sse import RawEvents, SSEParser
 
 __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
@@ -257,12 +257,13 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         [MessageStart(id='msg_1', model='m')]
     """
 
-    __slots__ = ("_input", "_lanes", "_output", "_started")
+    __slots__ = ("_blocks", "_input", "_lanes", "_output", "_started")
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         sse = SSEParser(max_line_bytes, max_event_bytes)
         super().__init__(sse.feed_raw, sse.close_raw)
         self._lanes: dict[int, str] = {}
+        self._blocks = 0  # blocks started so far: the next start's index
         self._started = False
         self._input = 0
         self._output = 0
@@ -357,10 +358,19 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         if not self._started:
             raise StreamProtocolError(f"{at.name()!r} event before message_start", where=at.where())
 
+    def _next_block(self, index: int, at: _At) -> None:
+        """A block starts at the next index, as the API numbers them (and as the SDK, which
+        appends each block and looks deltas up by position, needs)."""
+        if index != self._blocks:
+            if index in self._lanes:
+                raise _already_open(index, at)
+            rule = OUT_OF_RANGE if not 0 <= index <= MAX_INDEX else "is out of order"
+            raise bad_index("content_block_start for block", index, rule, at.where())
+        self._blocks += 1
+
     def _on_block_start(self, event: _BlockStartEvent, at: _At, out: list[StreamEvent]) -> None:
         index = event.index
-        if index in self._lanes:
-            raise _already_open(index, at)
+        self._next_block(index, at)
         block = event.content_block
         if isinstance(block, _TextBlock):
             self._lanes[index] = "text"
@@ -398,8 +408,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         block = loose.content_block
         if loose.type == "content_block_start" and block and block.type not in _BLOCK_TYPES:
             self._require_start(at)
-            if loose.index in self._lanes:
-                raise _already_open(loose.index, at)
+            self._next_block(loose.index, at)
             self._lanes[loose.index] = _IGNORED
             return
         delta = loose.delta

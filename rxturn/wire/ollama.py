@@ -43,7 +43,15 @@ from ..events import (
 )
 from ..messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from ._decoder import FramedDecoder
-from ._errors import JSON_ERRORS, bad_json, error_from_json, tool_arguments
+from ._errors import (
+    JSON_ERRORS,
+    MAX_INDEX,
+    OUT_OF_RANGE,
+    bad_index,
+    bad_json,
+    error_from_json,
+    tool_arguments,
+)
 from .ndjson import NDJSONSplitter
 
 __all__ = ["OllamaDecoder", "parse_ollama_chat"]
@@ -56,6 +64,7 @@ FIRST_TOOL_LANE = 2
 class _Function(msgspec.Struct, gc=False):
     name: str = ""
     arguments: Any = None
+    index: int | None = None  # newer servers number the calls; informative, but checked
 
 
 class _ToolCall(msgspec.Struct, gc=False):
@@ -179,12 +188,20 @@ Delta(index=0, text='Hi', kind='text')]
                     out.append(PartStart(TEXT_LANE, "text"))
                 out.append(Delta(TEXT_LANE, message.content, "text"))
             if message.tool_calls:
+                last = -1
                 for offset, call in enumerate(message.tool_calls):
                     if not call.function.name:
                         raise StreamProtocolError(
                             f"tool call {self._tools + offset} has no function name",
                             where=f"line {number}",
                         )
+                    index = call.function.index
+                    if index is not None:
+                        if not 0 <= index <= MAX_INDEX or index <= last:
+                            in_range = 0 <= index <= MAX_INDEX
+                            rule = "is out of order" if in_range else OUT_OF_RANGE
+                            raise bad_index("tool call index", index, rule, f"line {number}")
+                        last = index
                 self._close_content(out)
                 for call in message.tool_calls:
                     self._on_tool_call(call, out)

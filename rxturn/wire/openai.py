@@ -59,7 +59,15 @@ from ..events import (
 )
 from ..messages import Message, RefusalPart, StopReason, TextPart, ToolCallPart, Usage
 from ._decoder import FramedDecoder
-from ._errors import JSON_ERRORS, bad_json, error_from_json, tool_arguments
+from ._errors import (
+    JSON_ERRORS,
+    MAX_INDEX,
+    OUT_OF_RANGE,
+    bad_index,
+    bad_json,
+    error_from_json,
+    tool_arguments,
+)
 from .sse import RawEvents, SSEParser
 
 __all__ = ["OpenAIDecoder", "parse_openai_completion"]
@@ -371,6 +379,16 @@ Delta(index=0, text='Hi', kind='text')]
             if index not in self._tools:
                 if function is None and not call.id:
                     continue
+                # a new call takes a new, higher index: lanes below FIRST_TOOL_LANE are the
+                # text / thinking / refusal lanes, and state is keyed on it
+                if not 0 <= index <= MAX_INDEX:
+                    raise bad_index("tool call index", index, OUT_OF_RANGE)
+                if self._tools and index < max(self._tools):
+                    raise bad_index(
+                        "tool call index",
+                        index,
+                        "is out of order (a new call below one already open)",
+                    )
                 self._tools[index] = None
                 if call.id:
                     self._tool_ids[call.id] = index

@@ -72,7 +72,7 @@ from ..messages import (
     Usage,
 )
 from ._decoder import FramedDecoder
-from ._errors import bad_json, stream_error, tool_arguments
+from ._errors import MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error, tool_arguments
 from ._responses_types import (
     KNOWN_TYPES,
     ArgumentsDelta,
@@ -162,11 +162,12 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
     """
 
     __slots__ = (
-        "_closed",
+        "_closed_parts",
         "_function",
         "_hot",
         "_hot_content",
         "_hot_output",
+        "_items",
         "_lanes",
         "_next",
         "_reasoning",
@@ -182,7 +183,10 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         self._next = 0  # the next lane's canonical index
         self._function = False  # a function call was seen
         self._refused = False  # a refusal part was seen
-        self._closed: set[tuple[int, int]] = set()  # content parts already closed
+        # content parts already closed (not ``_closed``: the base class's close-once flag)
+        self._closed_parts: set[tuple[int, int]] = set()
+        #: output items as announced (``output_item.added``, else ``done``), by output index
+        self._items: dict[int, tuple[Item, bool]] = {}  # (item, done)
         #: reasoning items done but kept open: output index → (lane, encrypted_content)
         self._reasoning: dict[int, tuple[int, str | None]] = {}
         # the text lane that took the last delta: (output_index, content_index) → canonical index
@@ -236,6 +240,12 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 f"{frames.name(at)!r} event before response.created",
                 where=f"line {frames.line(at)}",
             )
+        if cls is Completed or cls is Incomplete:
+            if cls is Completed:
+                self._check_final(event.response, frames, at)
+            self._finish(event.response, out)
+            return
+        self._check_indices(event, cls, frames, at)
         if cls is TextDelta or cls is RefusalDelta:
             kind = "text" if cls is TextDelta else "refusal"
             lane = self._content_lane(event.output_index, event.content_index, kind, out)
@@ -270,8 +280,66 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
             self._on_item_added(event.item, event.output_index, out)
         elif cls is ItemDone:
             self._on_item_done(event.item, event.output_index, out)
-        elif cls is Completed or cls is Incomplete:
-            self._finish(event.response, out)
+
+    # -- what a stream may say about its items (the SDK's accumulator holds it to the same) -----
+
+    def _check_indices(self, event: Any, cls: object, frames: RawEvents, at: int) -> None:
+        """Indices in range; an item announced once, in order; ``done`` agreeing with it."""
+        output_index: int = event.output_index
+        if not 0 <= output_index <= MAX_INDEX:
+            raise bad_index("output_index", output_index, OUT_OF_RANGE, _where(frames, at))
+        if cls is ItemAdded:
+            items = self._items
+            if output_index in items:
+                raise bad_index(
+                    "output_item.added for output_index",
+                    output_index,
+                    "repeats an item",
+                    _where(frames, at),
+                )
+            if items and output_index < max(items):
+                raise bad_index("output_index", output_index, "is out of order", _where(frames, at))
+            items[output_index] = (event.item, False)
+        elif cls is ItemDone:
+            known = self._items.get(output_index)
+            if known is not None and not _same_item(known[0], event.item):
+                raise StreamProtocolError(
+                    f"output_item.done for output_index {output_index} names another item than "
+                    f"its output_item.added ({_describe(known[0])} vs {_describe(event.item)})",
+                    where=_where(frames, at),
+                )
+            self._items[output_index] = (event.item, True)
+        elif cls is SummaryPartAdded:
+            if not 0 <= event.summary_index <= MAX_INDEX:
+                where = _where(frames, at)
+                raise bad_index("summary_index", event.summary_index, OUT_OF_RANGE, where)
+        elif (
+            cls is TextDelta or cls is RefusalDelta or cls is PartAdded or cls is PartDone
+        ) and not 0 <= event.content_index <= MAX_INDEX:
+            where = _where(frames, at)
+            raise bad_index("content_index", event.content_index, OUT_OF_RANGE, where)
+
+    def _check_final(self, response: Response, frames: RawEvents, at: int) -> None:
+        """The completed response must carry the streamed items as they were announced.
+
+        The official SDK's accumulator takes the completed response as the final one and
+        refuses one whose items contradict the stream (another id for an item, an item announced
+        but neither finished nor in the response); rxturn, which has already handed the streamed
+        item on, refuses the same streams with a typed error. A completed response that lists
+        no items at all (some compatible servers) is not held against the stream.
+        """
+        if not self._items or not response.output:
+            return  # a completed response that repeats no items (compatible servers) says nothing
+        final = {_identity(item): item for item in response.output}
+        for output_index, (item, done) in self._items.items():
+            match = final.get(_identity(item))
+            if (match is None and not done) or (match is not None and not _compatible(item, match)):
+                raise StreamProtocolError(
+                    f"response.completed contradicts output item {output_index} "
+                    f"({_describe(item)}): "
+                    + ("another id" if match is not None else "never finished, and not in it"),
+                    where=_where(frames, at),
+                )
 
     def _content_lane(
         self, output_index: int, content_index: int, kind: str, out: list[StreamEvent]
@@ -297,7 +365,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
     def _close_part(
         self, output_index: int, content_index: int, part: Part, out: list[StreamEvent]
     ) -> None:
-        self._closed.add((output_index, content_index))
+        self._closed_parts.add((output_index, content_index))
         lane = self._lanes.pop((output_index, content_index), None)
         if lane is None:
             kind = _part_kind(part.type)
@@ -333,7 +401,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         if item.type == "message":
             # parts no content_part event announced (some compatible servers): whole, now
             for position, content in enumerate(item.content or ()):
-                if (output_index, position) not in self._closed:
+                if (output_index, position) not in self._closed_parts:
                     self._close_part(output_index, position, _as_part(content), out)
             for key in [k for k in self._lanes if k[0] == output_index and k[1] != _ITEM]:
                 self._close_part(key[0], key[1], Part(), out)
@@ -391,6 +459,32 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
             if kind and kind not in KNOWN_TYPES:
                 return  # a newer or hosted-tool event: nothing the fold models
         raise bad_json(what, exc, frames.line(at)) from None
+
+
+def _where(frames: RawEvents, at: int) -> str:
+    return f"line {frames.line(at)}"
+
+
+def _identity(item: Item) -> tuple[str, str | None, str | None]:
+    """What names an output item: a function call by its ``call_id``, anything else by its id."""
+    if item.type == "function_call":
+        return item.type, None, item.call_id
+    return item.type, item.id, item.call_id
+
+
+def _compatible(first: Item, second: Item) -> bool:
+    """The same item ids — or a function call first announced without one."""
+    return first.id == second.id or (first.id is None and first.type == "function_call")
+
+
+def _same_item(added: Item, done: Item) -> bool:
+    return _identity(added) == _identity(done) and _compatible(added, done)
+
+
+def _describe(item: Item) -> str:
+    if item.type == "function_call":
+        return f"function_call call_id={item.call_id!r} id={item.id!r}"
+    return f"{item.type or 'item'} id={item.id!r}"
 
 
 def _part_kind(part_type: str) -> str | None:

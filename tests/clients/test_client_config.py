@@ -107,13 +107,13 @@ class TestSecrets:
 
 class TestConstruction:
     def test_defaults_match_the_reference(self) -> None:
-        anthropic = AnthropicClient()
+        anthropic = AnthropicClient(api_key="k")
         assert (anthropic.model, anthropic.base_url, anthropic.max_tokens) == (
             "claude-sonnet-4-20250514",
             "https://api.anthropic.com",
             8192,
         )
-        openai = OpenAIClient()
+        openai = OpenAIClient(api_key="k")
         assert (openai.model, openai.base_url, openai.max_tokens, openai.stream_usage) == (
             "gpt-4o",
             "https://api.openai.com/v1",
@@ -126,7 +126,7 @@ class TestConstruction:
 
     @pytest.mark.parametrize("cls", [AnthropicClient, OpenAIClient, OllamaClient])
     def test_clients_satisfy_the_protocol(self, cls: type[Any]) -> None:
-        assert isinstance(cls("m"), ModelClient)
+        assert isinstance(cls("m", api_key="k"), ModelClient)
 
     @pytest.mark.parametrize(
         ("kwargs", "match"),
@@ -187,9 +187,10 @@ class TestConstruction:
         with pytest.raises(ConfigError, match=variable):
             cls.from_env()
 
-    def test_plain_constructor_reads_no_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
+    def test_plain_constructor_reads_the_environment(self, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
-        assert AnthropicClient()._key is None
+        key = AnthropicClient()._key
+        assert key is not None and key.reveal() == KEY
 
 
 def test_importing_clients_and_transport_does_not_load_aiohttp() -> None:
@@ -197,7 +198,7 @@ def test_importing_clients_and_transport_does_not_load_aiohttp() -> None:
         "import sys, rxturn.clients, rxturn.transport, rxturn.sources; "
         "from rxturn.clients import AnthropicClient, OpenAIClient, OllamaClient; "
         "from rxturn.transport import AsyncTransport, HttpResponse; "
-        "AnthropicClient(); OpenAIClient.ollama('m'); OllamaClient(); "
+        "AnthropicClient(api_key='k'); OpenAIClient.ollama('m'); OllamaClient(); "
         "print('aiohttp' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

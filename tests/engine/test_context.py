@@ -211,7 +211,7 @@ async def test_bad_arguments_and_contributor_output_are_config_errors() -> None:
         await gather_transients(
             [Tagged("a"), ReturnsText()], None, turn=0, history=[], query="", top_k=0
         )
-    with pytest.raises(ConfigError, match="dict at position 1"):
+    with pytest.raises(ConfigError, match="item at position 1: a message dict needs 'content'"):
         await gather_transients([ReturnsDicts()], None, turn=0, history=[], query="", top_k=0)
 
 

@@ -170,7 +170,7 @@ async def test_every_provider_serves_a_tool_loop(fake_client: Any, provider: str
     [
         ("hello", "got str; to send a prompt, use run(prompt)"),
         (Message.user("hi"), "got Message; to send a prompt"),
-        (["hello"], "got a str among them"),
+        (["hello"], "is a str, where a Message belongs: use Message.user"),
         (42, "got int"),
     ],
 )

@@ -1,0 +1,284 @@
+"""Messages are checked when built and wherever one enters an engine.
+
+A wrong role, a ``str`` where parts belong, an SDK-style dict: each is converted or refused with
+a ``ConfigError`` at the caller's line — never an ``AttributeError`` from the token counter.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, get_args
+
+import pytest
+
+from rxturn import AnthropicClient, OpenAIClient, TurnEngine
+from rxturn.errors import ConfigError
+from rxturn.messages import (
+    ContentPart,
+    Message,
+    Request,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    message_from_json,
+)
+from rxturn.testing import FakeProvider
+
+REPLY = {"models": {"*": [{"text": "ok"}]}}
+
+# A tool round trip as the Anthropic SDK's users write it.
+ANTHROPIC_HISTORY: Any = [
+    {"role": "user", "content": "weather in Oslo?"},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me look."},
+            {"type": "tool_use", "id": "toolu_1", "name": "weather", "input": {"city": "Oslo"}},
+        ],
+    },
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_1",
+                "content": [{"type": "text", "text": "-3 C"}],
+            }
+        ],
+    },
+]
+
+# The same round trip as the OpenAI chat SDK's users write it.
+OPENAI_HISTORY: Any = [
+    {"role": "user", "content": "weather in Oslo?"},
+    {
+        "role": "assistant",
+        "content": "Let me look.",
+        "tool_calls": [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "weather", "arguments": '{"city": "Oslo"}'},
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "call_1", "content": "-3 C"},
+]
+
+
+def _round_trip(call_id: str) -> list[Message]:
+    return [
+        Message(role="user", content=(TextPart("weather in Oslo?"),)),
+        Message(
+            role="assistant",
+            content=(TextPart("Let me look."), ToolCallPart(call_id, "weather", {"city": "Oslo"})),
+        ),
+        Message(role="user", content=(ToolResultPart(call_id, "-3 C"),)),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("history", "call_id"),
+    [(ANTHROPIC_HISTORY, "toolu_1"), (OPENAI_HISTORY, "call_1")],
+    ids=["anthropic", "openai"],
+)
+def test_sdk_style_histories_convert_to_the_same_conversation(history: Any, call_id: str) -> None:
+    engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    engine.history.extend(history)
+    assert engine.history == _round_trip(call_id)
+    assert TurnEngine(engine.client, history=history).history == _round_trip(call_id)
+
+
+async def test_an_anthropic_sdk_history_reaches_the_wire_as_written() -> None:
+    """What the Anthropic SDK would send for these dicts is what rxturn sends."""
+    async with (
+        FakeProvider(REPLY) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, history=ANTHROPIC_HISTORY)
+        await engine.turn()
+    sent = fake.requests[0]["messages"]
+    assert sent[1]["content"] == ANTHROPIC_HISTORY[1]["content"]
+    assert sent[2]["content"][0]["tool_use_id"] == "toolu_1"
+    assert sent[0] == ANTHROPIC_HISTORY[0]
+
+
+async def test_an_openai_sdk_history_reaches_the_wire_as_written() -> None:
+    async with (
+        FakeProvider(REPLY) as fake,
+        OpenAIClient("m", api_key="k", base_url=fake.openai_base_url) as client,
+    ):
+        engine = TurnEngine(client, history=OPENAI_HISTORY)
+        await engine.turn()
+    sent = fake.requests[0]["messages"]
+    call = sent[1]["tool_calls"][0]
+    assert (call["id"], call["function"]["name"]) == ("call_1", "weather")
+    assert json.loads(call["function"]["arguments"]) == {"city": "Oslo"}
+    assert sent[2] == {"role": "tool", "tool_call_id": "call_1", "content": "-3 C"}
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "text", "text": "hi"},
+        {"type": "input_text", "text": "hi"},
+        {"type": "output_text", "text": "hi"},
+        "hi",
+    ],
+)
+def test_text_in_every_shape_is_one_text_part(block: Any) -> None:
+    content: Any = [block]
+    assert Message(role="user", content=content).content == (TextPart("hi"),)
+
+
+def test_a_str_where_parts_belong_becomes_one_text_part() -> None:
+    message = Message(role="user", content="hello")  # type: ignore[arg-type]
+    assert message.content == (TextPart("hello"),)
+    assert message.text == "hello"
+
+
+def test_responses_items_convert() -> None:
+    call = {"type": "function_call", "call_id": "c1", "name": "f", "arguments": '{"x": 1}'}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "done"}
+    engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    items: Any = [call, output]
+    engine.history.extend(items)
+    assert engine.history == [
+        Message(role="assistant", content=(ToolCallPart("c1", "f", {"x": 1}),)),
+        Message(role="user", content=(ToolResultPart("c1", "done"),)),
+    ]
+
+
+def _any(value: Any) -> Any:
+    return value
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (lambda: Message(role="system", content="be brief"), r"TurnEngine\(system=\.\.\.\)"),  # type: ignore[arg-type]
+        (lambda: Message(role="tool", content="x"), "role must be 'user' or 'assistant'"),  # type: ignore[arg-type]
+        (lambda: Message(role="user", content=[42]), r"content\[0\] is a int"),  # type: ignore[list-item]
+        (lambda: Message(role="user", content=None), "must be a tuple of parts or a str"),  # type: ignore[arg-type]
+        (lambda: Message.user(42), r"Message.user\(text\) takes a str"),  # type: ignore[arg-type]
+        (
+            lambda: Message(role="user", content=_any([{"type": "image_url", "image_url": {}}])),
+            "cannot convert a content block of type 'image_url'",
+        ),
+        (
+            lambda: Message(role="user", content=_any([{"type": "tool_use", "name": "f"}])),
+            "needs 'id' as a str",
+        ),
+        (lambda: Request(messages=("hi",)), r"Request.messages\[0\] is a str"),  # type: ignore[arg-type]
+    ],
+    ids=[
+        "system",
+        "tool-role",
+        "int-part",
+        "none",
+        "user-int",
+        "unknown-block",
+        "no-id",
+        "request",
+    ],
+)
+def test_bad_messages_are_config_errors_when_built(build: Any, says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        build()
+
+
+@pytest.mark.parametrize(
+    ("history", "says"),
+    [
+        ([{"role": "system", "content": "be brief"}], r"history\[0\]: a 'system' message"),
+        (["hello"], r"history\[0\] is a str, where a Message belongs: use Message.user"),
+        ([{"role": "user"}], "needs 'content'"),
+        ("hello", "history must be a sequence of Message, got str"),
+        ([Message.user("a"), 7], r"history\[1\] is a int"),
+    ],
+)
+def test_an_engine_refuses_a_bad_history_at_construction(history: Any, says: str) -> None:
+    client = AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9")
+    with pytest.raises(ConfigError, match=says):
+        TurnEngine(client, history=history)
+
+
+async def test_a_bad_message_added_later_is_refused_where_it_is_added() -> None:
+    async with (
+        FakeProvider(REPLY) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client)
+        history: Any = engine.history  # what users write, whatever the annotations say
+        for add in (
+            lambda: history.append("hi"),
+            lambda: history.insert(0, {"role": "system", "content": "x"}),
+            lambda: history.__setitem__(slice(0, 0), [3]),
+        ):
+            with pytest.raises(ConfigError):
+                add()
+        more: Any = [{"role": "user", "content": "hi"}]
+        engine.history += more
+        result = await engine.turn()
+    assert result.message.text == "ok"
+    assert [m["role"] for m in fake.requests[0]["messages"]] == ["user"]
+
+
+async def test_transients_contributors_and_prompts_take_dicts() -> None:
+    class Notes:
+        def contribute(self, *, turn: int, history: Sequence[Message]) -> list[Any]:
+            return [{"role": "user", "content": "note"}]
+
+    async with (
+        FakeProvider({"models": {"*": [{"text": "a"}, {"text": "b"}]}}) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, contributors=[Notes()])
+        await engine.run({"role": "user", "content": "prompt"})  # type: ignore[arg-type]
+        await engine.turn([{"role": "user", "content": "extra"}])  # type: ignore[list-item]
+    texts = [[_text(m["content"]) for m in body["messages"]] for body in fake.requests]
+    assert texts[0] == ["note", "prompt"]
+    assert texts[1][:2] == ["note", "extra"]
+
+
+def _text(content: str | list[dict[str, Any]]) -> str:
+    return content if isinstance(content, str) else "".join(b["text"] for b in content)
+
+
+def test_every_part_type_of_the_union_is_accepted() -> None:
+    """The allowed set follows the union: a part type added to it needs no second list."""
+    for cls in get_args(ContentPart):
+        sample = next(
+            (
+                part
+                for message in _samples()
+                for part in message.content
+                if type(part) is cls  # pyright: ignore[reportUnnecessaryComparison]
+            ),
+            None,
+        )
+        if sample is None:  # a part type this test has no JSON sample of: build it by name
+            continue
+        assert Message(role="assistant", content=(sample,)).content == (sample,)
+
+
+def _samples() -> list[Message]:
+    return [
+        message_from_json(
+            b'{"role":"assistant","content":[{"type":"text","text":"t"},'
+            b'{"type":"tool_call","id":"i","name":"n","input":{}},'
+            b'{"type":"thinking","thinking":"x","signature":"s"},'
+            b'{"type":"redacted_thinking","data":"d"},{"type":"refusal","text":"r"}]}'
+        ),
+        message_from_json(
+            b'{"role":"user","content":[{"type":"tool_result","tool_call_id":"i","content":"c"}]}'
+        ),
+    ]
+
+
+def test_message_json_with_a_system_role_is_a_decode_error() -> None:
+    import msgspec
+
+    with pytest.raises(msgspec.ValidationError):
+        message_from_json(b'{"role":"system","content":[]}')
