@@ -145,6 +145,8 @@ class AttemptSide(abc.ObserverBase[Any]):
                 self._pending = []
 
     def _on_batch(self, batch: list[StreamEvent]) -> None:
+        if not batch:  # a chunk that decoded to nothing: no event, nothing to forward
+            return
         position = 0
         delta = Delta
         try:
@@ -173,9 +175,8 @@ class AttemptSide(abc.ObserverBase[Any]):
             self._attempt_failed(error)
             return
         count = len(batch)
-        if count:
-            self._progress.events += count
-            self._count(count)
+        self._progress.events += count
+        self._count(count)
         self._downstream.on_next(batch)
 
     def _count(self, count: int) -> None:

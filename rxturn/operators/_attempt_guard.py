@@ -120,7 +120,10 @@ def attempt_guard_(source: Observable[_E], progress: TurnProgress | None = None)
             forward(item)
 
         def on_batch(batch: EventBatch) -> None:
-            """The same checks over a batch; forward what precedes a rejected event, if any."""
+            """The same checks over a batch; forward what precedes a rejected event, if any.
+            An empty batch is no event: nothing is forwarded."""
+            if not batch:
+                return
             delta = Delta
             position = 0
             try:
