@@ -33,7 +33,7 @@ from rxturn.resilience.limiter import gate_sleep
 from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy
 from rxturn.resilience.progress import FRESH_BUDGET, TurnProgress, rescue_budget, total_timeout
 from rxturn.resilience.retry import RetryBudget, beyond_deadline
-from rxturn.resilience.verdicts import FailureKind, classify, failure_kind, fails_over
+from rxturn.resilience.verdicts import FailureKind, classify, fails_over, failure_kind
 from rxturn.testing.virtual import reply
 
 # -- the shadow guard ---------------------------------------------------------------------------
