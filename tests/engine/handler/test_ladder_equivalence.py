@@ -6,9 +6,10 @@ changes: the same items at the same virtual instants, the same end (error type, 
 ``attempts``) at the same instant, the same requests made and let go at the same instants.
 Each scenario below runs twice on fresh TestSchedulers — once through
 ``handler.stream_turn_batches``, once through the public operators in the documented order
-(``attempt_guard`` → ``deadlines`` → ``rate_limit_gate`` → ``retry_ladder`` →
-``total_deadline`` → ``rescue`` → ``cancellable`` → ``as_batches``) — and the two recordings
-must be equal.
+(``attempt_guard`` → ``deadlines`` → ``annotate_progress`` → ``rate_limit_gate`` →
+``retry_ladder`` → ``total_deadline`` → ``rescue`` → ``cancellable`` → ``as_batches``) — and the two recordings
+must be equal. ``test_paths_equivalence.py`` does the same on the batched and the direct-attach
+paths, with a real client.
 """
 
 from __future__ import annotations
@@ -23,11 +24,12 @@ from reactivex import Observable
 from reactivex.testing import TestScheduler
 
 from rxturn.engine.handler import StreamHandler
-from rxturn.errors import RateLimitError, RequestTimeoutError, ServerError, status_error
+from rxturn.errors import ServerError, status_error
 from rxturn.events import Delta, Fallback, PartStart, PartStop
 from rxturn.messages import Message
 from rxturn.operators import (
     TurnProgress,
+    annotate_progress,
     as_batches,
     attempt_guard,
     cancellable,
@@ -151,26 +153,6 @@ def _limiter(case: Case) -> RateLimiter | None:
     return limiter
 
 
-def _annotated(progress: TurnProgress) -> Any:
-    """The handler's own step around each attempt (docs/engine.md): a rate limit or a 408
-    learns what the attempt had received."""
-
-    def operator(source: Observable[Any]) -> Observable[Any]:
-        def subscribe(observer: Any, scheduler: Any = None) -> Any:
-            def on_error(error: Exception) -> None:
-                if isinstance(error, RateLimitError | RequestTimeoutError):
-                    error.note_progress(partial=progress.partial, events=progress.events)
-                observer.on_error(error)
-
-            return source.subscribe(
-                observer.on_next, on_error, observer.on_completed, scheduler=scheduler
-            )
-
-        return Observable(subscribe)
-
-    return operator
-
-
 def _by_operators(
     case: Case, client: ScriptedClient, scheduler: TestScheduler, token: CancelToken
 ) -> Observable[Any]:
@@ -189,7 +171,7 @@ def _by_operators(
                 progress=progress,
                 scheduler=scheduler,
             ),
-            _annotated(progress),
+            annotate_progress(progress),
             rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=scheduler),
         )
         turn = attempt.pipe(
