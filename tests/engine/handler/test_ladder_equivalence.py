@@ -8,8 +8,8 @@ Each scenario below runs twice on fresh TestSchedulers — once through
 ``handler.stream_turn_batches``, once through the public operators in the documented order
 (``attempt_guard`` → ``deadlines`` → ``annotate_progress`` → ``rate_limit_gate`` →
 ``retry_ladder`` → ``total_deadline`` → ``rescue`` → ``cancellable`` → ``as_batches``) — and
-the two recordings must be equal. ``test_paths_equivalence.py`` does the same on the batched and the direct-attach
-paths, with a real client.
+the two recordings must be equal. ``test_paths_equivalence.py`` does the same on the batched
+and the direct-attach paths, with a real client.
 """
 
 from __future__ import annotations
