@@ -3,23 +3,29 @@
 What happens when a stream fails is decided here (docs/behaviour.md §2). The handler is, by
 definition, the public operators of :mod:`rxturn.operators` composed once per subscription::
 
-    one attempt = client.stream(request, options)        cold: one subscription, one HTTP request
-                  ─► attempt_guard                      shadow fold: bad tool JSON, truncation
-                  ─► deadlines(first_event, per_event)  one timer per attempt
+    one attempt = client.stream_batches(request, options)  cold: one subscription, one request
+                  ─► attempt_guard                       shadow fold: bad tool JSON, truncation
+                  ─► deadlines(first_event, per_event)   the attempt clock
+                  ─► scrubbed(client.scrub)              the key out of the attempt's error
+                  ─► annotate_progress                   what a 429 / 408 had received
+                  ─► give_up_beyond_deadline (if asked)  a Retry-After the turn cannot wait for
     the turn    = attempt
-                  ─► rate_limit_gate (if a limiter)     every attempt waits for a token
-                  ─► retry_ladder                       transport + rate-limit ladders, AttemptReset
-                  ─► total_deadline                     one timer from the turn's start
-                  ─► rescue (if enabled)                non-streaming request → Fallback
-                  ─► cancellable (if a token)           outermost: cancel ends every wait
+                  ─► rate_limit_gate (if a limiter)      every attempt waits for a token
+                  ─► retry_ladder                        two retry ladders, AttemptReset
+                  ─► total_deadline                      one deadline from the turn's start
+                  ─► rescue (if enabled)                 non-streaming request → Fallback
+                  ─► cancellable (if a token)            outermost: cancel ends every wait
 
 A :class:`~rxturn.operators.TurnProgress` created at subscription carries the turn's facts
-between them. Each subscription runs that composition fused into one object with one timer
-(:class:`~rxturn.engine._ladder.Ladder`, the same steps and verdicts at a fraction of the
-objects per turn; a test holds the two to the same items and instants). Attempts subscribe
-the client's ``stream_batches`` when it has one, so events move through the ladder a network
-chunk at a time (the operators accept both shapes);
-:meth:`StreamHandler.stream_turn` hands them out one by one and
+between them. Every operator is a shell over one rule of :mod:`rxturn.resilience` (the shadow
+guard, the attempt clock, the gate's sleep, the retry budget, the total deadline, the rescue's
+budget, the verdicts table). Each subscription drives that composition as one object with one
+timer (:class:`~rxturn.engine._ladder.Ladder`), asking the same rules in the same order; two
+tests hold the driver and the hand-composed operators to the same items, instants, errors and
+requests, on the per-event, the batched and the direct-attach paths. Attempts subscribe the
+client's ``stream_batches`` when it has one (rxturn's own clients attach without a
+subscription), so events move through a network chunk at a time (the operators accept both
+shapes); :meth:`StreamHandler.stream_turn` hands them out one by one and
 :meth:`StreamHandler.stream_turn_batches` as lists.
 
 Provider events flow through unwrapped; the only items the handler adds are

@@ -11,8 +11,8 @@ fresh schedulers, transports and clients:
   (the driver subscribes it);
 - ``composed``: the documented composition by hand over ``client.stream_batches``
   (``attempt_guard`` → ``deadlines`` → ``scrubbed`` → ``annotate_progress`` →
-  ``rate_limit_gate`` → ``retry_ladder`` → ``total_deadline`` → ``rescue`` → ``cancellable`` →
-  ``as_batches``);
+  ``give_up_beyond_deadline`` when asked → ``rate_limit_gate`` → ``retry_ladder`` →
+  ``total_deadline`` → ``rescue`` → ``cancellable`` → ``as_batches``);
 - ``per_event``: ``StreamHandler`` over a wrapper that only offers the per-event ``stream``.
 
 The first three must agree on every batch and its virtual instant, the end (error type,
@@ -43,6 +43,7 @@ from rxturn.operators import (
     attempt_guard,
     cancellable,
     deadlines,
+    give_up_beyond_deadline,
     rate_limit_gate,
     rescue,
     retry_ladder,
@@ -153,6 +154,7 @@ class Case:
     rate_limit: RateLimitPolicy = field(default_factory=RateLimitPolicy)
     limiter: tuple[int, float] | None = None
     cancel_at: float | None = None
+    give_up: bool = False  # a Retry-After beyond the deadline gives up (the engine's failover)
 
 
 CASES: dict[str, Case] = {
@@ -169,6 +171,10 @@ CASES: dict[str, Case] = {
     "total deadline, the rescue hangs": Case([HANG], None, TIGHT),
     "cancel during a backoff": Case([SERVER], cancel_at=0.005),
     "limiter waits, then a reply": Case([OK], limiter=(60, 30.0)),
+    "Retry-After beyond the deadline gives up": Case(
+        [_status(429, "rate_limit_error", "600")], RESCUED, FAST, give_up=True
+    ),
+    "Retry-After within the deadline waits": Case([LIMITED, OK], RESCUED, FAST, give_up=True),
 }
 
 
@@ -262,7 +268,14 @@ def _wait_facts(kw: dict[str, Any]) -> object:
 def direct(case: Case, http: Http, token: CancelToken, waits: list[object]) -> Observable[Any]:
     handler = _handler(case, waits)
     assert handler.plan_turn(http.client, REQUEST).direct
-    return handler.stream_turn_batches(http.client, REQUEST, None, token, scheduler=http.scheduler)
+    return handler.stream_turn_batches(
+        http.client,
+        REQUEST,
+        None,
+        token,
+        scheduler=http.scheduler,
+        give_up_beyond_deadline=case.give_up,
+    )
 
 
 def batched(case: Case, http: Http, token: CancelToken, waits: list[object]) -> Observable[Any]:
@@ -275,6 +288,7 @@ def batched(case: Case, http: Http, token: CancelToken, waits: list[object]) -> 
         None,
         token,
         scheduler=http.scheduler,
+        give_up_beyond_deadline=case.give_up,
     )
 
 
@@ -285,6 +299,7 @@ def per_event(case: Case, http: Http, token: CancelToken, waits: list[object]) -
         None,
         token,
         scheduler=http.scheduler,
+        give_up_beyond_deadline=case.give_up,
     )
 
 
@@ -307,6 +322,7 @@ def composed(case: Case, http: Http, token: CancelToken, waits: list[object]) ->
             ),
             scrubbed(client.scrub),
             annotate_progress(progress),
+            give_up_beyond_deadline(progress) if case.give_up else (lambda source: source),
             rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=scheduler),
         )
         turn = attempt.pipe(
@@ -415,5 +431,6 @@ def test_the_scenarios_reach_each_ending_and_each_shape() -> None:
         "Cancelled",
         "RescueFailed",
         "InvalidToolInputError",
+        "RetryAfterBeyondDeadline",
     } <= endings
     assert multi >= 5  # batches of several events, not one event per item
