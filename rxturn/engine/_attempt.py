@@ -97,7 +97,9 @@ class AttemptSide(abc.ObserverBase[Any]):
             return
         count = len(batch)
         self._progress.events += count
-        self._arrived(count)
+        clock = self._clock  # :meth:`_arrived`, written out: this runs per chunk
+        if clock is not None and clock.arrived(count, self._now()):
+            self._schedule()
         self._downstream.on_next(batch)
 
     def _arrived(self, count: int) -> None:

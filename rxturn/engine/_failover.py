@@ -40,7 +40,17 @@ class TurnLegs:
         hooks: where the attempt log reports to observers (``None``: nobody listens).
     """
 
-    __slots__ = ("failure_recorded", "hooks", "log", "now", "started", "stats", "tried", "turn")
+    __slots__ = (
+        "_earlier",
+        "failure_recorded",
+        "hooks",
+        "log",
+        "now",
+        "served",
+        "started",
+        "stats",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -50,7 +60,8 @@ class TurnLegs:
         hooks: AttemptHooks | None = None,
     ) -> None:
         self.turn = turn
-        self.tried = [served]
+        self.served = served
+        self._earlier: tuple[str, ...] = ()  # the models asked before ``served``
         self.now = now
         self.started = now()
         self.hooks = hooks
@@ -59,16 +70,17 @@ class TurnLegs:
         self.failure_recorded = False
 
     @property
-    def served(self) -> str:
-        return self.tried[-1]
+    def tried(self) -> tuple[str, ...]:
+        return (*self._earlier, self.served)
 
     @property
     def leg(self) -> int:
         """0 for the model the breaker routed the turn to, 1, 2, … for failover legs."""
-        return len(self.tried) - 1
+        return len(self._earlier)
 
     def switch(self, model: str) -> None:
-        self.tried.append(model)
+        self._earlier = (*self._earlier, self.served)
+        self.served = model
         self.log.model = model
         self.failure_recorded = False
 
