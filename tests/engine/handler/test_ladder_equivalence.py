@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import reactivex
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
@@ -27,19 +26,6 @@ from rxturn.engine.handler import StreamHandler
 from rxturn.errors import ServerError, status_error
 from rxturn.events import Delta, Fallback, PartStart, PartStop
 from rxturn.messages import Message
-from rxturn.operators import (
-    TurnProgress,
-    annotate_progress,
-    as_batches,
-    attempt_guard,
-    cancellable,
-    deadlines,
-    rate_limit_gate,
-    rescue,
-    retry_ladder,
-    total_deadline,
-)
-from rxturn.operators._scheduling import clock
 from rxturn.resilience.cancel import CancelToken
 from rxturn.resilience.limiter import RateLimiter
 from rxturn.resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
@@ -55,6 +41,8 @@ from rxturn.testing.virtual import (
     reply,
     timeline,
 )
+
+from .composition import composed_turn
 
 RESCUED = Message.assistant("rescued")
 
@@ -156,42 +144,17 @@ def _limiter(case: Case) -> RateLimiter | None:
 def _by_operators(
     case: Case, client: ScriptedClient, scheduler: TestScheduler, token: CancelToken
 ) -> Observable[Any]:
-    timeouts = case.timeouts
-    limiter = _limiter(case)
-    rng = random.Random(7)
-
-    def per_turn(_: Any) -> Observable[Any]:
-        progress = TurnProgress(clock(scheduler), total=timeouts.total)
-        attempt = reactivex.defer(lambda _: client.stream(REQUEST)).pipe(
-            attempt_guard(progress),
-            deadlines(
-                timeouts.first_event,
-                timeouts.per_event,
-                timeouts.max_consecutive_timeouts,
-                progress=progress,
-                scheduler=scheduler,
-            ),
-            annotate_progress(progress),
-            rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=scheduler),
-        )
-        turn = attempt.pipe(
-            retry_ladder(
-                case.retry, case.rate_limit, rng=rng, progress=progress, scheduler=scheduler
-            ),
-            total_deadline(timeouts.total, progress=progress, scheduler=scheduler),
-        )
-        if timeouts.rescue:
-            turn = turn.pipe(
-                rescue(
-                    lambda: from_awaitable(lambda: client.create(REQUEST)),
-                    timeout=timeouts.first_event,
-                    progress=progress,
-                    scheduler=scheduler,
-                )
-            )
-        return turn.pipe(cancellable(token, progress=progress), as_batches())
-
-    return reactivex.defer(per_turn)
+    return composed_turn(
+        lambda: client.stream(REQUEST),
+        lambda: from_awaitable(lambda: client.create(REQUEST)),
+        scheduler=scheduler,
+        token=token,
+        timeouts=case.timeouts,
+        retry=case.retry,
+        rate_limit=case.rate_limit,
+        limiter=_limiter(case),
+        key=client.base_url,
+    )
 
 
 def _by_handler(

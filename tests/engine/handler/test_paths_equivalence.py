@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import reactivex
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
@@ -36,27 +35,14 @@ from rxturn.clients import AnthropicClient
 from rxturn.engine.handler import StreamHandler
 from rxturn.errors import ReadError
 from rxturn.messages import Message, Request, RequestOptions
-from rxturn.operators import (
-    TurnProgress,
-    annotate_progress,
-    as_batches,
-    attempt_guard,
-    cancellable,
-    deadlines,
-    give_up_beyond_deadline,
-    rate_limit_gate,
-    rescue,
-    retry_ladder,
-    scrubbed,
-    total_deadline,
-)
-from rxturn.operators._scheduling import clock
 from rxturn.resilience.cancel import CancelToken
 from rxturn.resilience.limiter import RateLimiter
 from rxturn.resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from rxturn.sources import from_awaitable
 from rxturn.testing import MockRequest, MockResponse, MockTransport
 from rxturn.testing.virtual import Run, assert_clean, drive
+
+from .composition import composed_turn
 
 REQUEST = Request(messages=(Message.user("hi"),))
 BASE = "http://mock.invalid"
@@ -304,50 +290,21 @@ def per_event(case: Case, http: Http, token: CancelToken, waits: list[object]) -
 
 
 def composed(case: Case, http: Http, token: CancelToken, waits: list[object]) -> Observable[Any]:
-    timeouts = case.timeouts
-    limiter = _limiter(case)
-    rng = random.Random(7)
-    client, scheduler = http.client, http.scheduler
-
-    def per_turn(_: Any) -> Observable[Any]:
-        progress = TurnProgress(clock(scheduler), total=timeouts.total)
-        attempt = reactivex.defer(lambda _: client.stream_batches(REQUEST)).pipe(
-            attempt_guard(progress),
-            deadlines(
-                timeouts.first_event,
-                timeouts.per_event,
-                timeouts.max_consecutive_timeouts,
-                progress=progress,
-                scheduler=scheduler,
-            ),
-            scrubbed(client.scrub),
-            annotate_progress(progress),
-            give_up_beyond_deadline(progress) if case.give_up else (lambda source: source),
-            rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=scheduler),
-        )
-        turn = attempt.pipe(
-            retry_ladder(
-                case.retry,
-                case.rate_limit,
-                rng=rng,
-                progress=progress,
-                scheduler=scheduler,
-                on_wait=lambda **kw: waits.append(_wait_facts(kw)),
-            ),
-            total_deadline(timeouts.total, progress=progress, scheduler=scheduler),
-        )
-        if timeouts.rescue:
-            turn = turn.pipe(
-                rescue(
-                    lambda: from_awaitable(lambda: client.create(REQUEST)),
-                    timeout=timeouts.first_event,
-                    progress=progress,
-                    scheduler=scheduler,
-                )
-            )
-        return turn.pipe(cancellable(token, progress=progress), as_batches())
-
-    return reactivex.defer(per_turn)
+    client = http.client
+    return composed_turn(
+        lambda: client.stream_batches(REQUEST),
+        lambda: from_awaitable(lambda: client.create(REQUEST)),
+        scheduler=http.scheduler,
+        token=token,
+        timeouts=case.timeouts,
+        retry=case.retry,
+        rate_limit=case.rate_limit,
+        limiter=_limiter(case),
+        key=client.base_url,
+        scrub=client.scrub,
+        give_up=case.give_up,
+        on_wait=lambda **kw: waits.append(_wait_facts(kw)),
+    )
 
 
 @dataclass
