@@ -15,6 +15,10 @@ the events' own decoding and folding. These two operators turn such a stream int
 - ``as_batches`` — lists only, for consumers that loop over batches (the engine): a single
   item (``AttemptReset``, ``Fallback``, an event from a per-event client) becomes ``[item]``.
 
+An empty batch (a client of your own may emit one for a chunk that decoded to nothing) is no
+event: the handler's guard drops it where batches enter, and ``as_batches`` never hands one on,
+so a consumer may read ``batch[0]``.
+
 A batch is a ``Sequence`` in the signatures (read-only, so a batch of stream events is also a
 batch of handler items) and a ``list`` at run time: ``type(item) is list`` tells the shapes
 apart, as everywhere on the hot path.
@@ -63,7 +67,10 @@ def as_batches_(source: Observable[_T | Sequence[_T]]) -> Observable[list[_T]]:
         forward = observer.on_next
 
         def on_next(item: _T | Sequence[_T]) -> None:
-            forward(cast("list[_T]", item) if type(item) is list else [cast("_T", item)])
+            if type(item) is not list:
+                forward([cast("_T", item)])
+            elif item:  # an empty batch is no event: never handed on
+                forward(cast("list[_T]", item))
 
         return source.subscribe(
             on_next, observer.on_error, observer.on_completed, scheduler=scheduler

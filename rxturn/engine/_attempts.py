@@ -49,40 +49,46 @@ class AttemptHooks:
         self.end = observers.interested("on_attempt_end")
 
 
-class _Open:
-    __slots__ = ("kind", "model", "started")
-
-    def __init__(self, kind: AttemptKind, model: str, started: float) -> None:
-        self.kind: AttemptKind = kind
-        self.model = model
-        self.started = started
-
-
 class AttemptLog:
     """Records a turn's attempts (see the module docstring)."""
 
-    __slots__ = ("_clock", "_hooks", "_last_end", "_open", "_records", "model")
+    __slots__ = (
+        "_clock",
+        "_hooks",
+        "_last_end",
+        "_open_kind",
+        "_open_model",
+        "_open_started",
+        "_records",
+        "model",
+    )
 
     def __init__(
         self, clock: Callable[[], float], model: str, hooks: AttemptHooks | None = None
     ) -> None:
         self._clock = clock
         self.model = model
-        self._open: _Open | None = None
-        self._records: list[AttemptRecord] = []
+        # the attempt in flight (kind None: none), kept as slots: no object per attempt
+        self._open_kind: AttemptKind | None = None
+        self._open_model = model
+        self._open_started = 0.0
+        # grown one record at a time: no object until an attempt ends
+        self._records: tuple[AttemptRecord, ...] = ()
         self._hooks = hooks if hooks is not None and (hooks.start or hooks.end) else None
         self._last_end = clock() if self._hooks is not None else 0.0
 
     @property
     def records(self) -> tuple[AttemptRecord, ...]:
-        return tuple(self._records)
+        return self._records
 
     def attempt_started(self, kind: AttemptKind) -> contextvars.Context | None:
         """Open an attempt; the context to send it in when an observer asked for one."""
         if kind == "rescue":
             # a stream attempt let go before the rescue was cut by the total deadline
             self._settle("StreamTimeoutError", only="stream")
-        opened = self._open = _Open(kind, self.model, self._clock())
+        self._open_kind = kind
+        model = self._open_model = self.model
+        started = self._open_started = self._clock()
         hooks = self._hooks
         if hooks is None or not hooks.start:
             return None
@@ -94,8 +100,8 @@ class AttemptLog:
             turn_id=hooks.turn_id,
             attempt=len(records) + 1,
             kind=kind,
-            model=opened.model,
-            wait=max(0.0, opened.started - self._last_end),
+            model=model,
+            wait=max(0.0, started - self._last_end),
             after=records[-1].outcome if records else None,
             context=context,
         )
@@ -109,10 +115,11 @@ class AttemptLog:
         *,
         disposed: bool = False,
     ) -> None:
-        opened = self._open
-        self._open = None
-        started = opened.started if opened is not None else self._clock()
-        model = opened.model if opened is not None else self.model
+        if self._open_kind is not None:
+            self._open_kind = None
+            started, model = self._open_started, self._open_model
+        else:
+            started, model = self._clock(), self.model
         if disposed:
             outcome = _PENDING
         elif error is None:
@@ -127,7 +134,7 @@ class AttemptLog:
             started=started,
             ended=self._clock(),
         )
-        self._records.append(record)
+        self._records = (*self._records, record)
         if self._hooks is not None:
             self._last_end = record.ended
             if not disposed:
@@ -148,13 +155,15 @@ class AttemptLog:
     def _settle(self, outcome: str, *, only: Literal["stream", "rescue"] | None = None) -> None:
         for index, record in enumerate(self._records):
             if record.outcome == _PENDING and (only is None or record.kind == only):
-                settled = self._records[index] = _replace_outcome(record, outcome)
+                settled = _replace_outcome(record, outcome)
+                records = self._records
+                self._records = (*records[:index], settled, *records[index + 1 :])
                 self._ended(index + 1, settled, None)
 
     def close(self, error: BaseException | None) -> tuple[AttemptRecord, ...]:
         """Settle attempts let go from outside with the turn's ``error``; the final log."""
-        if self._open is not None:  # still open when the turn ended: let go with it
-            self.attempt_ended(self._open.kind, None, None, disposed=True)
+        if self._open_kind is not None:  # still open when the turn ended: let go with it
+            self.attempt_ended(self._open_kind, None, None, disposed=True)
         if any(record.outcome == _PENDING for record in self._records):
             if error is None or _is_cancel(error):
                 self._settle("cancelled")

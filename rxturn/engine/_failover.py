@@ -9,32 +9,21 @@ than the turn has left (:class:`~rxturn.engine.handler.RetryAfterBeyondDeadline`
 
 Not every error is the model's: a cancel is the user's, and a request the provider rejects as
 malformed (400, except a context overflow a bigger model may take) or a key it refuses (401)
-would fail the same way on any model of the chain. Those end the turn as they are.
+would fail the same way on any model of the chain. Those end the turn as they are: the
+"fails over" column of :mod:`rxturn.resilience.verdicts` (:func:`fails_over`). A leg's
+deadline is the rescue's budget (:func:`~rxturn.resilience.progress.rescue_budget`).
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 
-from ..errors import (
-    AuthenticationError,
-    BadRequestError,
-    Cancelled,
-    ConfigError,
-    ContextOverflowError,
-)
+from ..resilience.progress import rescue_budget
+from ..resilience.verdicts import fails_over
 from ._attempts import AttemptHooks, AttemptLog
 from ._results import AttemptStats
 
 __all__ = ["TurnLegs", "fails_over"]
-
-
-def fails_over(error: BaseException) -> bool:
-    """Whether ``error`` may send the turn to the next model of the chain."""
-    if isinstance(error, Cancelled | asyncio.CancelledError | ConfigError | AuthenticationError):
-        return False
-    return not (isinstance(error, BadRequestError) and not isinstance(error, ContextOverflowError))
 
 
 class TurnLegs:
@@ -51,7 +40,17 @@ class TurnLegs:
         hooks: where the attempt log reports to observers (``None``: nobody listens).
     """
 
-    __slots__ = ("failure_recorded", "hooks", "log", "now", "started", "stats", "tried", "turn")
+    __slots__ = (
+        "_earlier",
+        "failure_recorded",
+        "hooks",
+        "log",
+        "now",
+        "served",
+        "started",
+        "stats",
+        "turn",
+    )
 
     def __init__(
         self,
@@ -61,7 +60,8 @@ class TurnLegs:
         hooks: AttemptHooks | None = None,
     ) -> None:
         self.turn = turn
-        self.tried = [served]
+        self.served = served
+        self._earlier: tuple[str, ...] = ()  # the models asked before ``served``
         self.now = now
         self.started = now()
         self.hooks = hooks
@@ -70,27 +70,26 @@ class TurnLegs:
         self.failure_recorded = False
 
     @property
-    def served(self) -> str:
-        return self.tried[-1]
+    def tried(self) -> tuple[str, ...]:
+        return (*self._earlier, self.served)
 
     @property
     def leg(self) -> int:
         """0 for the model the breaker routed the turn to, 1, 2, … for failover legs."""
-        return len(self.tried) - 1
+        return len(self._earlier)
 
     def switch(self, model: str) -> None:
-        self.tried.append(model)
+        self._earlier = (*self._earlier, self.served)
+        self.served = model
         self.log.model = model
         self.failure_recorded = False
 
     def deadline(self, total: float | None, fresh: float | None) -> float | None:
-        """The next leg's total deadline: what the turn has left, or ``fresh`` once past."""
+        """The next leg's total deadline: what the turn has left, or ``fresh`` once past (the
+        rescue's budget, :func:`~rxturn.resilience.progress.rescue_budget`)."""
         if total is None:
             return None
-        remaining = total - (self.now() - self.started)
-        if remaining > 0:
-            return remaining
-        return fresh if fresh is not None else 120.0
+        return rescue_budget(total - (self.now() - self.started), fresh)
 
     def streaming_attempts(self) -> int:
         return max(1, sum(1 for record in self.log.records if record.kind == "stream"))

@@ -1,55 +1,51 @@
-"""The handler's ladder fused into one object per turn: what :class:`StreamHandler` runs.
+"""The handler's composition driven as one object per turn: what :class:`StreamHandler` runs.
 
-:mod:`rxturn.engine.handler` describes a turn as the public operators composed in order
-(guard → deadlines → watcher → limiter gate → retry ladder → total deadline → rescue →
-cancel). Composed as Rx operators, each layer costs a subscription per turn (an observer
-wrapper, disposables with a lock each, closures and their cells) and each deadline a scheduler
-item: ~500 objects a turn keeps alive, walked by every garbage collection while a thousand turns
-stream. :class:`Ladder` runs the same steps, in the same order and with the same verdicts, as
-the methods of one slotted object:
+:mod:`rxturn.engine.handler` defines a turn as the public operators composed in order
+(guard → deadlines → scrub → progress → give-up → limiter gate → retry ladder → total
+deadline → rescue → cancel). Each operator is a thin Rx shell over one rule of
+:mod:`rxturn.resilience` (docs/design.md lists each rule and where it lives). Composed as Rx
+operators, each layer costs a subscription per turn and each deadline a scheduler item: ~500
+objects a turn keeps alive. :class:`Ladder` drives the **same rules** — the same machine
+objects and functions the operators call, asked in the same order — with:
 
 - **one subscription per attempt** to the client's stream (the only Rx subscription of a turn;
   rxturn's own clients skip even that: :meth:`~rxturn.clients.AnthropicClient.attach_batches`
   pushes an attempt's batches straight to the ladder);
-- **one timer per turn**: the first-event / idle deadline of the attempt, the turn's total
-  deadline, the limiter's and the backoff's waits and the rescue's deadline are instants kept
-  as numbers; the one timer is armed for the earliest (on asyncio a ``loop.call_at`` handle).
-  When several fall due at the same instant, the total deadline is judged first, as its own
-  timer, armed at the turn's start, would have fired first;
-- the facts the operators share (:class:`~rxturn.operators.TurnProgress`), the decisions
-  (:func:`rxturn.operators.decide`, :func:`rxturn.operators.is_rescuable`) and the errors are
-  the operators' own, so a turn's items, errors and their timing are those of the composition.
-  ``tests/engine/handler/test_ladder_equivalence.py`` runs both side by side on virtual time.
+- **one timer per turn**: the attempt clock's ``due``, the turn's total deadline, the limiter's
+  and the backoff's waits and the rescue's deadline are instants kept as numbers; the one timer
+  is armed for the earliest (on asyncio a ``loop.call_at`` handle). When several fall due at
+  the same instant, the total deadline is judged first, as its own timer, armed at the turn's
+  start, would have fired first;
+- **phases**: waiting (limiter or backoff), streaming, rescuing, done.
 
-What an attempt's events meet (the shadow fold, the first-event and idle deadlines, the
-watcher's annotations) is :class:`~._attempt.AttemptSide`, the ladder's other half. The
-behaviour itself is described in docs/behaviour.md §2 and docs/engine.md.
+It holds no verdict of its own: the shadow guard, the attempt clock, the retry budget, the
+gate's sleep, the total deadline's error, the rescue's budget and which failures it takes all
+come from :mod:`rxturn.resilience`. ``tests/engine/handler/test_ladder_equivalence.py`` runs
+the driver and the hand-composed operators side by side on virtual time, on the per-event, the
+batched and the direct-attach paths.
+
+What an attempt's events meet is :class:`~._attempt.AttemptSide`, the ladder's other half.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 from reactivex import Observable, abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
-from ..errors import (
-    RescueFailed,
-    RescueTimeoutError,
-    RxturnError,
-    StreamTimeoutError,
-)
-from ..events import AttemptReset, Fallback
+from ..errors import RescueFailed, RescueTimeoutError, RxturnError
+from ..events import Fallback
 from ..messages import Message
-from ..operators._progress import TurnProgress, stamp_attempts
-from ..operators._rescue import is_rescuable
-from ..operators._retry_ladder import decide, notify_wait
 from ..operators._scheduling import clock, resolve_scheduler
-from ._attempt import SLACK, STREAMING, AttemptSide
-
-if TYPE_CHECKING:
-    from .handler import TurnPlan
+from ..resilience.clock import SLACK, AttemptClock
+from ..resilience.limiter import gate_sleep
+from ..resilience.progress import TurnProgress, rescue_budget, total_timeout
+from ..resilience.retry import RetryBudget
+from ..resilience.verdicts import is_rescuable
+from ._attempt import STREAMING, AttemptSide
+from ._plan import TurnSpec
 
 __all__ = ["Ladder"]
 
@@ -66,37 +62,25 @@ class Ladder(AttemptSide, abc.DisposableBase):
     disposable the turn's subscriber holds (see the module docstring)."""
 
     __slots__ = (
-        "_armed_from",
-        "_attempt",
-        "_attempt_due",
-        "_attempt_started",
-        "_consecutive",
+        "_budget",
+        "_clock",
         "_context_ended",
         "_downstream",
-        "_last",
-        "_last_error",
+        "_guard",
         "_loop",
         "_now",
-        "_pending",
-        "_pending_index",
         "_phase",
         "_plan",
         "_progress",
-        "_rate_limit_hits",
-        "_repeat_index",
         "_rescue",
         "_rescue_budget",
         "_rescue_due",
         "_rescue_error",
         "_rescue_expiring",
         "_sched",
-        "_seen",
-        "_seen_at_arm",
-        "_shadow_started",
         "_timer",
         "_timer_due",
         "_total_due",
-        "_transport_retries",
         "_upstream",
         "_wait_due",
         "_waited",
@@ -105,7 +89,7 @@ class Ladder(AttemptSide, abc.DisposableBase):
 
     def __init__(
         self,
-        plan: TurnPlan,
+        plan: TurnSpec,
         observer: abc.ObserverBase[Any],
         scheduler: abc.SchedulerBase | None,
         *,
@@ -123,26 +107,26 @@ class Ladder(AttemptSide, abc.DisposableBase):
         )
         self._now = now = clock(sched)
         self._progress = progress = TurnProgress(now, total=plan.total)
+        self._guard = progress.guard
+        self._clock: AttemptClock | None = (
+            None
+            if plan.first_event is None and plan.per_event is None
+            else AttemptClock(plan.first_event, plan.per_event, plan.max_consecutive)
+        )
+        self._budget: RetryBudget | None = None  # made at the first failure
         self._total_due = progress.deadline_at
         self._phase: int = _WAITING
         self._timer: Any = None
         self._timer_due: float | None = None
-        self._attempt_due: float | None = None
         self._wait_due: float | None = None
         self._rescue_due: float | None = None
         self._rescue_expiring = False
         self._rescue: abc.DisposableBase | None = None
         self._rescue_error: Exception | None = None
         self._rescue_budget = 0.0
-        self._last_error: Exception | None = None
         self._upstream: abc.DisposableBase | None = None
         self._context_ended = True
-        self._attempt = 0
-        self._transport_retries = 0
-        self._rate_limit_hits = 0
         self._waited = 0.0
-        self._pending: list[str] | None = None  # a tool-JSON run being collected
-        self._reset_attempt_state(0.0)
 
     # ------------------------------------------------------------------------------ start
 
@@ -159,34 +143,30 @@ class Ladder(AttemptSide, abc.DisposableBase):
         return self
 
     def _next_attempt(self) -> None:
-        """The retry ladder starts attempt ``n``: through the limiter's gate first."""
-        self._attempt += 1
+        """The retry ladder starts the next attempt: through the limiter's gate first."""
         self._waited = 0.0
         self._gate()
 
     def _gate(self) -> None:
-        plan = self._plan
-        limiter = plan.limiter
+        limiter = self._plan.limiter
         if limiter is not None:
-            wait = limiter.acquire(plan.key, self._now())
-            cap = limiter.max_wait
-            if wait > 0 and self._waited < cap:
-                sleep = min(wait, cap - self._waited)
-                remaining = self._progress.remaining()
-                if remaining is not None:
-                    sleep = min(sleep, remaining)
-                if sleep > 0:
-                    self._waited += sleep
-                    self._phase = _WAITING
-                    self._wait_due = self._now() + sleep
-                    self._schedule()
-                    return
+            sleep = gate_sleep(
+                limiter.acquire(self._plan.key, self._now()),
+                self._waited,
+                limiter.max_wait,
+                self._progress.remaining(),
+            )
+            if sleep > 0:
+                self._waited += sleep
+                self._phase = _WAITING
+                self._wait_due = self._now() + sleep
+                self._schedule()
+                return
         self._open()
 
     def _open(self) -> None:
         """Subscribe the attempt: watcher told, deadlines armed, shadow reset, request sent."""
-        plan = self._plan
-        watcher = plan.watcher
+        watcher = self._plan.watcher
         context = watcher.attempt_started("stream") if watcher is not None else None
         self._context_ended = False
         self._phase = _STREAMING
@@ -197,13 +177,10 @@ class Ladder(AttemptSide, abc.DisposableBase):
 
     def _subscribe_attempt(self) -> None:
         plan = self._plan
-        started = self._now()
-        self._reset_attempt_state(started)
-        if plan.first_event is not None:
-            self._attempt_due = started + plan.first_event
-        else:
-            self._attempt_due = None
-        self._schedule()
+        attempt_clock = self._clock
+        if attempt_clock is not None:
+            attempt_clock.begin(self._now())
+            self._schedule()
         self._progress.begin_attempt()
         if plan.direct:  # an rxturn client: the attempt pushes to this object directly
             self._upstream = plan.attach(self, self._sched)
@@ -218,45 +195,21 @@ class Ladder(AttemptSide, abc.DisposableBase):
     # ------------------------------------------------------------------------ the ladder
 
     def _decide(self, error: Exception) -> None:
-        plan = self._plan
-        progress = self._progress
-        decision = decide(
-            error,
-            transport_retries=self._transport_retries,
-            rate_limit_hits=self._rate_limit_hits,
-            retry=plan.retry,
-            rate_limit=plan.rate_limit,
-            rng=plan.rng,
-            remaining=progress.remaining(),
-        )
-        if decision.ladder == "rate_limit":
-            self._rate_limit_hits += 1
+        budget = self._budget
+        if budget is None:
+            plan = self._plan
+            budget = self._budget = RetryBudget(plan.retry, plan.rate_limit, plan.rng, plan.on_wait)
+        decision = budget.failed(error, self._progress.remaining())
         if decision.action != "retry":
-            if decision.action == "fail":
-                stamp_attempts(error, self._attempt)
             self._give_up(decision.error)
             return
-        if decision.ladder == "transport":
-            self._transport_retries += 1
-        if plan.on_wait is not None:
-            notify_wait(plan.on_wait, decision, self._attempt + 1, error)
-        self._last_error = error  # for the reset, which comes after the wait
         self._phase = _WAITING
         self._wait_due = self._now() + decision.delay
         self._schedule()
 
-    def _after_backoff(self) -> None:
-        error = self._last_error
-        self._last_error = None
+    def _after_backoff(self, budget: RetryBudget) -> None:
         progress = self._progress
-        assert error is not None
-        reset = AttemptReset(
-            attempt=self._attempt + 1,
-            reason=str(error),
-            error_type=type(error).__name__,
-            usage=progress.shadow.usage,
-            events=progress.events,
-        )
+        reset = budget.reset(progress.events, progress.shadow.usage)
         self._downstream.on_next([reset] if self._wrap else reset)
         if self._phase != _DONE:
             self._next_attempt()
@@ -265,8 +218,13 @@ class Ladder(AttemptSide, abc.DisposableBase):
 
     def _schedule(self) -> None:
         """Arm the one timer for the earliest instant the turn waits for."""
-        due: float | None = None
-        for candidate in (self._total_due, self._attempt_due, self._wait_due, self._rescue_due):
+        due = self._total_due
+        attempt_clock = self._clock
+        for candidate in (
+            None if attempt_clock is None else attempt_clock.due,
+            self._wait_due,
+            self._rescue_due,
+        ):
             if candidate is not None and (due is None or candidate < due):
                 due = candidate
         if due == self._timer_due:
@@ -306,16 +264,17 @@ class Ladder(AttemptSide, abc.DisposableBase):
         wait = self._wait_due
         if wait is not None and wait - t <= SLACK:
             self._wait_due = None
-            if self._last_error is not None:
-                self._after_backoff()
+            budget = self._budget
+            if budget is not None and budget.error is not None:
+                self._after_backoff(budget)
             else:
                 self._gate()
             if self._phase != _DONE:
                 self._schedule()
             return
-        attempt = self._attempt_due
+        attempt_clock = self._clock
+        attempt = None if attempt_clock is None else attempt_clock.due
         if attempt is not None and attempt - t <= SLACK:
-            self._attempt_due = None
             self._attempt_deadline(t)
             if self._phase != _DONE:
                 self._schedule()
@@ -335,20 +294,20 @@ class Ladder(AttemptSide, abc.DisposableBase):
     def _total_timeout(self, t: float) -> None:
         progress = self._progress
         self._drop_upstream()
-        self._attempt_due = self._wait_due = None
-        self._last_error = None
+        self._stop_waits()
         total = self._plan.total
         assert total is not None
-        error = StreamTimeoutError(
-            "total",
-            after=total,
-            events=progress.turn_events,
-            partial=progress.partial,
-            elapsed=t - progress.started_at,
-        )
-        progress.stamp(error)
+        error = progress.stamp(total_timeout(total, progress, t))
         self._end_attempt(None, disposed=True)
         self._give_up(error)
+
+    def _stop_waits(self) -> None:
+        """No attempt deadline, no limiter or backoff wait pending (and no retry owed)."""
+        if self._clock is not None:
+            self._clock.stop()
+        self._wait_due = None
+        if self._budget is not None:
+            self._budget.error = None
 
     # ------------------------------------------------------------------------ the rescue
 
@@ -360,15 +319,12 @@ class Ladder(AttemptSide, abc.DisposableBase):
             self._fail(error)
 
     def _start_rescue(self, stream_error: Exception) -> None:
-        # what ``rescue`` computes: the turn's time left if still in the future, else a fresh
-        # first-event budget; no deadline when the turn has none
         plan = self._plan
         self._phase = _RESCUING
-        self._attempt_due = self._wait_due = None
+        self._stop_waits()
         self._total_due = None
         self._rescue_error = stream_error
-        remaining = self._progress.remaining()
-        budget = None if remaining is None else remaining if remaining > 0 else plan.first_event
+        budget = rescue_budget(self._progress.remaining(), plan.first_event)
         if budget is not None:
             self._rescue_due = self._now() + max(0.0, budget)
             self._rescue_budget = budget
@@ -426,7 +382,8 @@ class Ladder(AttemptSide, abc.DisposableBase):
         self._downstream.on_error(error)
 
     def _clear_timer(self) -> None:
-        self._total_due = self._attempt_due = self._wait_due = self._rescue_due = None
+        self._stop_waits()
+        self._total_due = self._rescue_due = None
         self._schedule()  # nothing left to wait for: the timer goes
 
     def _unregister(self) -> None:

@@ -3,23 +3,29 @@
 What happens when a stream fails is decided here (docs/behaviour.md §2). The handler is, by
 definition, the public operators of :mod:`rxturn.operators` composed once per subscription::
 
-    one attempt = client.stream(request, options)        cold: one subscription, one HTTP request
-                  ─► attempt_guard                      shadow fold: bad tool JSON, truncation
-                  ─► deadlines(first_event, per_event)  one timer per attempt
+    one attempt = client.stream_batches(request, options)  cold: one subscription, one request
+                  ─► attempt_guard                       shadow fold: bad tool JSON, truncation
+                  ─► deadlines(first_event, per_event)   the attempt clock
+                  ─► scrubbed(client.scrub)              the key out of the attempt's error
+                  ─► annotate_progress                   what a 429 / 408 had received
+                  ─► give_up_beyond_deadline (if asked)  a Retry-After the turn cannot wait for
     the turn    = attempt
-                  ─► rate_limit_gate (if a limiter)     every attempt waits for a token
-                  ─► retry_ladder                       transport + rate-limit ladders, AttemptReset
-                  ─► total_deadline                     one timer from the turn's start
-                  ─► rescue (if enabled)                non-streaming request → Fallback
-                  ─► cancellable (if a token)           outermost: cancel ends every wait
+                  ─► rate_limit_gate (if a limiter)      every attempt waits for a token
+                  ─► retry_ladder                        two retry ladders, AttemptReset
+                  ─► total_deadline                      one deadline from the turn's start
+                  ─► rescue (if enabled)                 non-streaming request → Fallback
+                  ─► cancellable (if a token)            outermost: cancel ends every wait
 
 A :class:`~rxturn.operators.TurnProgress` created at subscription carries the turn's facts
-between them. Each subscription runs that composition fused into one object with one timer
-(:class:`~rxturn.engine._ladder.Ladder`, the same steps and verdicts at a fraction of the
-objects per turn; a test holds the two to the same items and instants). Attempts subscribe
-the client's ``stream_batches`` when it has one, so events move through the ladder a network
-chunk at a time (the operators accept both shapes);
-:meth:`StreamHandler.stream_turn` hands them out one by one and
+between them. Every operator is a shell over one rule of :mod:`rxturn.resilience` (the shadow
+guard, the attempt clock, the gate's sleep, the retry budget, the total deadline, the rescue's
+budget, the verdicts table). Each subscription drives that composition as one object with one
+timer (:class:`~rxturn.engine._ladder.Ladder`), asking the same rules in the same order; two
+tests hold the driver and the hand-composed operators to the same items, instants, errors and
+requests, on the per-event, the batched and the direct-attach paths. Attempts subscribe the
+client's ``stream_batches`` when it has one (rxturn's own clients attach without a
+subscription), so events move through a network chunk at a time (the operators accept both
+shapes); :meth:`StreamHandler.stream_turn` hands them out one by one and
 :meth:`StreamHandler.stream_turn_batches` as lists.
 
 Provider events flow through unwrapped; the only items the handler adds are
@@ -35,100 +41,24 @@ one attempt with no deadlines and no rescue: every failure surfaces directly.
 
 from __future__ import annotations
 
-import contextvars
 import random
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal, Protocol, cast
+from typing import Any, ClassVar
 
 from reactivex import Observable, abc
-from reactivex.disposable import Disposable
 
 from .._batching import unbatch_
 from ..clients._base import ModelClient
-from ..clients._http import HttpClient
 from ..errors import RetryAfterBeyondDeadline
-from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream
-from ..messages import Message, Request, RequestOptions, Usage
+from ..events import HandlerEvent, HandlerStream
+from ..messages import Request, RequestOptions
 from ..resilience.cancel import CancelToken
 from ..resilience.limiter import RateLimiter
 from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from ._ladder import Ladder
+from ._plan import AttemptWatcher, TurnSpec
 
 __all__ = ["AttemptWatcher", "RetryAfterBeyondDeadline", "StreamHandler"]
-
-
-class AttemptWatcher(Protocol):
-    """Told when each request of a turn starts and ends (the engine's attempt log uses it).
-
-    ``kind`` is ``"stream"`` or ``"rescue"``. ``error`` is ``None`` for an attempt that served;
-    ``disposed`` is true when the attempt was let go from outside (a cancel, or the turn's
-    total deadline) rather than ending by itself. ``usage`` is what the provider had reported.
-    Both calls happen synchronously, in the handler's own order, and must not raise.
-    ``attempt_started`` may return a :class:`contextvars.Context`: the request is then sent
-    inside it (the subscription that sends it runs in that context, so the task that sends
-    it inherits its variables — how an observer makes its span current for the HTTP client).
-    """
-
-    def attempt_started(self, kind: Literal["stream", "rescue"]) -> contextvars.Context | None: ...
-
-    def attempt_ended(
-        self,
-        kind: Literal["stream", "rescue"],
-        error: BaseException | None,
-        usage: Usage | None,
-        *,
-        disposed: bool = False,
-    ) -> None: ...
-
-
-def client_scrubber(client: object) -> Callable[[BaseException], None] | None:
-    """The client's ``scrub(error)`` method, if it has one (every HTTP client of rxturn does):
-    what removes its key from an error raised downstream of it. A client of your own may offer
-    one; without it, nothing is scrubbed here."""
-    scrub = getattr(client, "scrub", None)
-    return cast("Callable[[BaseException], None]", scrub) if callable(scrub) else None
-
-
-def _watched_rescue(source: Observable[Message], watcher: AttemptWatcher) -> Observable[Message]:
-    """The rescue request, reported to ``watcher``."""
-
-    def subscribe(
-        observer: abc.ObserverBase[Message], scheduler: abc.SchedulerBase | None = None
-    ) -> abc.DisposableBase:
-        ended = False
-        context = watcher.attempt_started("rescue")
-
-        def on_next(message: Message) -> None:
-            nonlocal ended
-            if not ended:
-                ended = True
-                watcher.attempt_ended("rescue", None, message.usage)
-            observer.on_next(message)
-
-        def on_error(error: Exception) -> None:
-            nonlocal ended
-            if not ended:
-                ended = True
-                watcher.attempt_ended("rescue", error, None)
-            observer.on_error(error)
-
-        if context is None:
-            inner = source.subscribe(on_next, on_error, observer.on_completed, scheduler=scheduler)
-        else:
-            inner = context.run(
-                source.subscribe, on_next, on_error, observer.on_completed, scheduler=scheduler
-            )
-
-        def dispose() -> None:
-            nonlocal ended
-            if not ended:
-                ended = True
-                watcher.attempt_ended("rescue", None, None, disposed=True)
-            inner.dispose()
-
-        return Disposable(dispose)
-
-    return Observable(subscribe)
 
 
 class StreamHandler:
@@ -321,11 +251,16 @@ class StreamHandler:
         ``subscribe_lists(observer, scheduler)`` starts one run of the turn and returns its
         disposable (how the engine starts a turn, without a subscription layer)."""
         return TurnPlan(
-            self,
             client,
             request,
             options,
             cancel,
+            timeouts=self._timeouts,
+            retry=self._retry,
+            rate_limit=self._rate_limit,
+            limiter=self._limiter,
+            rng=self._rng,
+            on_wait=self._on_wait,
             preferred=scheduler if scheduler is not None else self._scheduler,
             deadline=deadline,
             watcher=watcher,
@@ -333,100 +268,13 @@ class StreamHandler:
         )
 
 
-class TurnPlan:
-    """One call of :meth:`StreamHandler.stream_turn` (or ``_batches``): what each of its
-    subscriptions needs, in one object. Subscribing starts a :class:`~._ladder.Ladder`: the
-    operators of the module docstring, fused (a fresh :class:`TurnProgress` each time)."""
+class TurnPlan(TurnSpec):
+    """One call of :meth:`StreamHandler.stream_turn` (or ``_batches``): its
+    :class:`~._plan.TurnSpec`, and subscribing, which starts a :class:`~._ladder.Ladder` (the
+    composition of the module docstring, driven as one object with a fresh
+    :class:`~rxturn.operators.TurnProgress` each time)."""
 
-    __slots__ = (
-        "cancel",
-        "client",
-        "direct",
-        "first_event",
-        "give_up",
-        "key",
-        "limiter",
-        "max_consecutive",
-        "on_wait",
-        "options",
-        "per_event",
-        "preferred",
-        "rate_limit",
-        "request",
-        "rescue",
-        "retry",
-        "rng",
-        "total",
-        "watcher",
-    )
-
-    def __init__(
-        self,
-        handler: StreamHandler,
-        client: ModelClient,
-        request: Request,
-        options: RequestOptions | None,
-        cancel: CancelToken | None,
-        *,
-        preferred: abc.SchedulerBase | None,
-        deadline: float | None,
-        watcher: AttemptWatcher | None,
-        give_up: bool,
-    ) -> None:
-        timeouts = handler.timeouts
-        self.client = client
-        self.request = request
-        self.options = options
-        self.cancel = cancel
-        self.preferred = preferred
-        self.total = timeouts.total if deadline is None or timeouts.total is None else deadline
-        self.first_event = timeouts.first_event
-        self.per_event = timeouts.per_event
-        self.max_consecutive = timeouts.max_consecutive_timeouts
-        self.rescue = timeouts.rescue
-        self.retry = handler.retry
-        self.rate_limit = handler.rate_limit
-        limiter = handler.limiter
-        self.limiter = limiter if limiter is not None and limiter.enabled else None
-        self.key = client.base_url if self.limiter is not None else ""
-        self.rng = handler._rng  # pyright: ignore[reportPrivateUsage]
-        self.on_wait = handler._on_wait  # pyright: ignore[reportPrivateUsage]
-        self.watcher = watcher
-        self.give_up = give_up
-        # rxturn's HTTP clients start an attempt without an Rx subscription (``attach_batches``),
-        # unless a subclass changed what ``stream_batches`` does
-        self.direct = (
-            isinstance(client, HttpClient)
-            and type(client).stream_batches is HttpClient.stream_batches
-        )
-
-    def open(self) -> EventStream | Observable[EventBatch]:
-        """One attempt's Observable: the client's ``stream_batches`` when it has one, else its
-        per-event ``stream`` (a client of your own may offer only that: the ladder takes both).
-        """
-        batches = getattr(self.client, "stream_batches", None)
-        if callable(batches):
-            return cast("Observable[EventBatch]", batches(self.request, self.options))
-        return self.client.stream(self.request, self.options)
-
-    def attach(self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase) -> Any:
-        """One attempt pushing to ``observer`` without Rx (only when :attr:`direct`)."""
-        client = cast(HttpClient, self.client)
-        return client.attach_batches(self.request, self.options, observer, scheduler)
-
-    def scrub(self, error: BaseException) -> None:
-        """Remove the client's key from ``error`` (its ``scrub``, when it has one)."""
-        scrub = client_scrubber(self.client)
-        if scrub is not None:
-            scrub(error)
-
-    def create_request(self) -> Observable[Message]:
-        """The rescue: one non-streaming ``create``, reported to the watcher."""
-        from ..sources import from_awaitable
-
-        client, request, options = self.client, self.request, self.options
-        request_ = from_awaitable(lambda: client.create(request, options))
-        return request_ if self.watcher is None else _watched_rescue(request_, self.watcher)
+    __slots__ = ()
 
     def subscribe(
         self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None

@@ -5,6 +5,8 @@
     attempt = reactivex.defer(lambda _: client.stream(request)).pipe(
         attempt_guard(p),                                       # shadow fold, truncation
         deadlines(120.0, 180.0, 10, progress=p),                # one timer per attempt
+        scrubbed(client.scrub),                                 # the key out of its error
+        annotate_progress(p),                                   # what a 429 / 408 had received
     )
     turn = attempt.pipe(
         rate_limit_gate(limiter, client.base_url, progress=p),  # per attempt: retries re-gate
@@ -53,15 +55,18 @@ if TYPE_CHECKING:  # pragma: no cover
 __all__ = [
     "Decision",
     "TurnProgress",
+    "annotate_progress",
     "as_batches",
     "attempt_guard",
     "cancellable",
     "deadlines",
     "decide",
+    "give_up_beyond_deadline",
     "is_rescuable",
     "rate_limit_gate",
     "rescue",
     "retry_ladder",
+    "scrubbed",
     "total_deadline",
     "unbatch",
 ]
@@ -376,6 +381,58 @@ def rate_limit_gate(
 
     _check_seconds("rate_limit_gate", "max_wait", max_wait, allow_zero=True)
     return rate_limit_gate_(limiter, key, max_wait, progress, scheduler)
+
+
+def scrubbed(
+    scrub: Callable[[BaseException], None] | None,
+) -> Callable[[Observable[_T]], Observable[_T]]:
+    """Pass an attempt's error through ``scrub`` (a client's ``scrub``: its key out of the
+    error, in place) before anything downstream sees it; items pass untouched.
+
+    Args:
+        scrub: what cleans an error in place (``None``: the identity).
+
+    Examples:
+        >>> attempt.pipe(scrubbed(client.scrub))  # doctest: +SKIP
+    """
+    from ._progress import scrubbed_
+
+    return scrubbed_(scrub)
+
+
+def annotate_progress(progress: TurnProgress) -> Callable[[Observable[_T]], Observable[_T]]:
+    """A rate limit or a 408 that fails an attempt learns what the attempt had received
+    (``partial``, ``events``), from ``progress``; items pass untouched. Put it after
+    :func:`deadlines`, inside :func:`retry_ladder`.
+
+    Examples:
+        >>> attempt.pipe(annotate_progress(p))  # doctest: +SKIP
+    """
+    from ._progress import annotate_progress_
+
+    return annotate_progress_(progress)
+
+
+def give_up_beyond_deadline(
+    progress: TurnProgress,
+) -> Callable[[Observable[_T]], Observable[_T]]:
+    """Turn a rate limit whose ``Retry-After`` outlasts the turn (``progress``'s total deadline)
+    into :class:`~rxturn.errors.RetryAfterBeyondDeadline`: the ladder lets it out at once
+    instead of waiting, so another model can take the turn. Put it after
+    :func:`annotate_progress`, inside :func:`retry_ladder`.
+
+    .. code:: text
+
+        4 s left in the turn, Retry-After 30 s
+        source: -S-d-#(429)
+        result: -S-d-#(RetryAfterBeyondDeadline, caused by the 429)
+
+    Examples:
+        >>> attempt.pipe(give_up_beyond_deadline(p))  # doctest: +SKIP
+    """
+    from ._progress import give_up_beyond_deadline_
+
+    return give_up_beyond_deadline_(progress)
 
 
 def unbatch() -> Callable[[Observable[_T | Sequence[_T]]], Observable[_T]]:

@@ -20,7 +20,7 @@ from reactivex.disposable import CompositeDisposable, Disposable, SingleAssignme
 from reactivex.internal import curry_flip
 
 from ..resilience.cancel import CancelToken
-from ._progress import TurnProgress
+from ..resilience.progress import TurnProgress
 
 __all__ = ["cancellable_"]
 

@@ -1,6 +1,7 @@
 """``rate_limit_gate``: delay each subscription until the proactive limiter grants a token.
 
-docs/behaviour.md §2.7. Placed *inside* the retry ladder, every attempt is gated, so a retried
+docs/behaviour.md §2.7; an Rx shell over :func:`~rxturn.resilience.limiter.gate_sleep`, which
+holds the rule for each wait. Placed *inside* the retry ladder, every attempt is gated, so a retried
 attempt (after a 429, say) waits for a token again. The loop, per subscription:
 
 1. ask the limiter for a token for ``key`` at the scheduler's ``now``; granted → subscribe;
@@ -22,8 +23,8 @@ from reactivex import Observable, abc
 from reactivex.disposable import SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from ..resilience.limiter import RateLimiter
-from ._progress import TurnProgress
+from ..resilience.limiter import RateLimiter, gate_sleep
+from ..resilience.progress import TurnProgress
 from ._scheduling import clock, resolve_scheduler
 
 __all__ = ["rate_limit_gate_"]
@@ -60,14 +61,12 @@ def rate_limit_gate_(
 
         def attempt(_: abc.SchedulerBase | None = None, __: Any = None) -> None:
             nonlocal waited
-            wait = limiter.acquire(key, now())
-            if wait <= 0 or waited >= cap:
-                proceed()
-                return
-            sleep = min(wait, cap - waited)
-            remaining = progress.remaining() if progress is not None else None
-            if remaining is not None:
-                sleep = min(sleep, remaining)
+            sleep = gate_sleep(
+                limiter.acquire(key, now()),
+                waited,
+                cap,
+                progress.remaining() if progress is not None else None,
+            )
             if sleep <= 0:
                 proceed()
                 return

@@ -1,6 +1,10 @@
 """``rescue``: when streaming gave up on a transient failure, ask once more without streaming.
 
-docs/behaviour.md §2.6. The non-streaming rescue runs only for failures the ladder gave up on while
+docs/behaviour.md §2.6; an Rx shell over two rules: which failures are rescued
+(:func:`~rxturn.resilience.verdicts.is_rescuable`, one column of the classification table) and
+the rescue's budget (:func:`~rxturn.resilience.progress.rescue_budget`).
+
+The non-streaming rescue runs only for failures the ladder gave up on while
 the turn could still be saved: a spent transport budget, a total timeout, a rate-limit hard stop
 (:func:`is_rescuable`). Never for a permanent error (the request itself is wrong), a
 :class:`~rxturn.errors.Cancelled` (a user stop is not a failure) or a
@@ -10,7 +14,8 @@ same model, should answer next).
 Deadline arithmetic: with a shared :class:`~rxturn.operators.TurnProgress`, the rescue gets
 what is left of the turn's total deadline if that is still in the future; if it has already
 passed (the usual case after a total timeout), a *fresh* ``timeout`` budget from now; and no
-deadline at all when the turn has no total deadline. Without a ``TurnProgress``, ``timeout``
+deadline at all when the turn has no total deadline (a disabled ``timeout`` means the default
+first-event timeout there). Without a ``TurnProgress``, ``timeout``
 applies as is.
 
 The rescue request is raced against that deadline. A reply that completes at the same instant
@@ -31,20 +36,11 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from ..errors import (
-    Cancelled,
-    ConfigError,
-    RateLimitEscalation,
-    RescueFailed,
-    RescueTimeoutError,
-    RxturnError,
-    StreamTimeoutError,
-    is_rate_limit,
-    is_retryable,
-)
+from ..errors import RescueFailed, RescueTimeoutError, RxturnError
 from ..events import Fallback
 from ..messages import Message
-from ._progress import TurnProgress
+from ..resilience.progress import TurnProgress, rescue_budget
+from ..resilience.verdicts import is_rescuable
 from ._scheduling import resolve_scheduler
 
 __all__ = ["is_rescuable", "rescue_"]
@@ -52,27 +48,10 @@ __all__ = ["is_rescuable", "rescue_"]
 _T = TypeVar("_T")
 
 
-def is_rescuable(error: BaseException) -> bool:
-    """Whether a failure that reached the rescue should get a non-streaming attempt.
-
-    Behind the retry ladder, a transient error that still arrives means a budget was spent (or a
-    rate-limit hard stop, or a total timeout), so: every timeout, every rate limit, every
-    retryable error; never a cancel, an escalation, a configuration error or a permanent error.
-    """
-    if isinstance(error, Cancelled | RateLimitEscalation | RescueFailed | ConfigError):
-        return False
-    if isinstance(error, StreamTimeoutError):
-        return True
-    return is_rate_limit(error) or is_retryable(error)
-
-
 def _budget(progress: TurnProgress | None, timeout: float | None) -> float | None:
     if progress is None:
         return timeout
-    remaining = progress.remaining()
-    if remaining is None:
-        return None
-    return remaining if remaining > 0 else timeout
+    return rescue_budget(progress.remaining(), timeout)
 
 
 @curry_flip

@@ -1,5 +1,8 @@
 """``total_deadline``: one wall-clock budget for a whole turn, all attempts and waits included.
 
+An Rx shell over the rule in :mod:`rxturn.resilience.progress` (the deadline instant and
+:func:`~rxturn.resilience.progress.total_timeout`, the error).
+
 docs/behaviour.md §2.5: ``total_deadline = turn start + total`` covers every attempt, every backoff
 and every limiter wait. Placed *outside* the retry ladder, the timer's error is never seen by the
 ladder, so a total timeout is never followed by another streaming attempt (a total timeout goes to
@@ -21,8 +24,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from ..errors import StreamTimeoutError
-from ._progress import TurnProgress
+from ..resilience.progress import TurnProgress, total_timeout
 from ._scheduling import clock, resolve_scheduler
 
 __all__ = ["total_deadline_"]
@@ -46,25 +48,15 @@ def total_deadline_(
     ) -> abc.DisposableBase:
         sched = resolve_scheduler(scheduler, scheduler_)
         now = clock(sched)
-        if progress is not None:
-            started = progress.started_at
-            deadline = (
-                progress.deadline_at if progress.deadline_at is not None else (started + seconds)
-            )
-        else:
-            started = now()
-            deadline = started + seconds
+        facts = progress if progress is not None else TurnProgress(now)
+        deadline = facts.deadline_at
+        if deadline is None:
+            deadline = facts.started_at + seconds
         upstream = SingleAssignmentDisposable()
 
         def fire(_: abc.SchedulerBase, __: Any = None) -> None:
             upstream.dispose()
-            error = StreamTimeoutError(
-                "total",
-                after=seconds,
-                events=progress.turn_events if progress is not None else 0,
-                partial=progress.partial if progress is not None else False,
-                elapsed=now() - started,
-            )
+            error = total_timeout(seconds, facts, now())
             if progress is not None:
                 progress.stamp(error)
             observer.on_error(error)

@@ -4,14 +4,14 @@ story and holds the manager that runs it)."""
 
 from __future__ import annotations
 
-import asyncio
 import enum
 from collections.abc import Mapping
 from typing import Final
 
 import msgspec
 
-from ..errors import Cancelled, ConfigError, RateLimitEscalation
+from ..errors import ConfigError
+from .verdicts import FailureKind, failure_kind
 
 __all__ = [
     "TRANSITIONS",
@@ -32,28 +32,6 @@ class BreakerState(enum.Enum):
     PRIMARY = "primary"
     FALLBACK = "fallback"
     RECOVERING = "recovering"
-
-
-class FailureKind(enum.Enum):
-    """How a failed turn counts. The two differ only while RECOVERING (docs/behaviour.md §3)."""
-
-    #: Timeouts, 5xx, network trouble, malformed streams: everything but an escalation.
-    TRANSIENT = "transient"
-    #: The stream handler's rate-limit ladder gave up (:class:`~rxturn.errors.RateLimitEscalation`).
-    RATE_LIMIT = "rate_limit"
-
-
-def failure_kind(error: BaseException) -> FailureKind | None:
-    """Classify a turn's error for the breaker; ``None`` for a cancel, which is no model failure.
-
-    >>> failure_kind(RateLimitEscalation(4))
-    <FailureKind.RATE_LIMIT: 'rate_limit'>
-    """
-    if isinstance(error, (Cancelled, asyncio.CancelledError)):
-        return None
-    if isinstance(error, RateLimitEscalation):
-        return FailureKind.RATE_LIMIT
-    return FailureKind.TRANSIENT
 
 
 class Trigger(enum.Enum):

@@ -23,7 +23,7 @@ import threading
 
 from .policies import LimiterPolicy
 
-__all__ = ["RateLimiter", "TokenBucket"]
+__all__ = ["RateLimiter", "TokenBucket", "gate_sleep"]
 
 
 class TokenBucket:
@@ -141,3 +141,21 @@ class RateLimiter:
             return math.inf
         with self._lock:
             return self._bucket(key, now).available(now)
+
+
+def gate_sleep(wait: float, waited: float, cap: float, remaining: float | None) -> float:
+    """The limiter gate's next sleep before an attempt (``<= 0``: go ahead now).
+
+    The gate asks the limiter for a token; refused with a wait ``wait``, it sleeps
+    ``min(wait, cap - waited, remaining)`` and asks again: ``waited`` is what this attempt
+    already slept, ``cap`` the gate's ``max_wait``, ``remaining`` the time left before the
+    turn's total deadline (``None``: none). Once ``max_wait`` is spent, or the deadline has
+    passed, the attempt goes ahead **without** a token (the reactive rate-limit ladder takes
+    over if the provider objects).
+    """
+    if wait <= 0 or waited >= cap:
+        return 0.0
+    sleep = min(wait, cap - waited)
+    if remaining is not None:
+        sleep = min(sleep, remaining)
+    return sleep

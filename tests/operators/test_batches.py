@@ -373,3 +373,19 @@ async def test_an_empty_batch_is_no_event_for_the_deadlines(clean: TestScheduler
     assert isinstance(run.error, StreamTimeoutError)
     assert run.error.kind == "first_event" and run.error.events == 0
     assert run.end_time == pytest.approx(3.0)
+
+
+async def test_the_guard_drops_empty_batches(clean: TestScheduler) -> None:
+    events = reply("one two")
+    source = clean.create_cold_observable(timeline([[], events[:3], [], events[3:], []]))
+    progress = TurnProgress(lambda: 0.0)
+    run = await drive(clean, source.pipe(attempt_guard(progress)))
+    assert run.values == [events[:3], events[3:]]
+    assert run.completed and progress.events == len(events)
+
+
+async def test_as_batches_never_hands_on_an_empty_batch(clean: TestScheduler) -> None:
+    source = clean.create_cold_observable(timeline([[], START, [], [MessageStop()]]))
+    run = await drive(clean, source.pipe(as_batches()))
+    assert run.values == [[START], [MessageStop()]]
+    assert run.completed

@@ -6,9 +6,10 @@ changes: the same items at the same virtual instants, the same end (error type, 
 ``attempts``) at the same instant, the same requests made and let go at the same instants.
 Each scenario below runs twice on fresh TestSchedulers — once through
 ``handler.stream_turn_batches``, once through the public operators in the documented order
-(``attempt_guard`` → ``deadlines`` → ``rate_limit_gate`` → ``retry_ladder`` →
-``total_deadline`` → ``rescue`` → ``cancellable`` → ``as_batches``) — and the two recordings
-must be equal.
+(``attempt_guard`` → ``deadlines`` → ``annotate_progress`` → ``rate_limit_gate`` →
+``retry_ladder`` → ``total_deadline`` → ``rescue`` → ``cancellable`` → ``as_batches``) — and
+the two recordings must be equal. ``test_paths_equivalence.py`` does the same on the batched
+and the direct-attach paths, with a real client.
 """
 
 from __future__ import annotations
@@ -18,26 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-import reactivex
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
 from rxturn.engine.handler import StreamHandler
-from rxturn.errors import RateLimitError, RequestTimeoutError, ServerError, status_error
+from rxturn.errors import ServerError, status_error
 from rxturn.events import Delta, Fallback, PartStart, PartStop
 from rxturn.messages import Message
-from rxturn.operators import (
-    TurnProgress,
-    as_batches,
-    attempt_guard,
-    cancellable,
-    deadlines,
-    rate_limit_gate,
-    rescue,
-    retry_ladder,
-    total_deadline,
-)
-from rxturn.operators._scheduling import clock
 from rxturn.resilience.cancel import CancelToken
 from rxturn.resilience.limiter import RateLimiter
 from rxturn.resilience.policies import LimiterPolicy, RateLimitPolicy, RetryPolicy, TimeoutPolicy
@@ -53,6 +41,8 @@ from rxturn.testing.virtual import (
     reply,
     timeline,
 )
+
+from .composition import composed_turn
 
 RESCUED = Message.assistant("rescued")
 
@@ -151,65 +141,20 @@ def _limiter(case: Case) -> RateLimiter | None:
     return limiter
 
 
-def _annotated(progress: TurnProgress) -> Any:
-    """The handler's own step around each attempt (docs/engine.md): a rate limit or a 408
-    learns what the attempt had received."""
-
-    def operator(source: Observable[Any]) -> Observable[Any]:
-        def subscribe(observer: Any, scheduler: Any = None) -> Any:
-            def on_error(error: Exception) -> None:
-                if isinstance(error, RateLimitError | RequestTimeoutError):
-                    error.note_progress(partial=progress.partial, events=progress.events)
-                observer.on_error(error)
-
-            return source.subscribe(
-                observer.on_next, on_error, observer.on_completed, scheduler=scheduler
-            )
-
-        return Observable(subscribe)
-
-    return operator
-
-
 def _by_operators(
     case: Case, client: ScriptedClient, scheduler: TestScheduler, token: CancelToken
 ) -> Observable[Any]:
-    timeouts = case.timeouts
-    limiter = _limiter(case)
-    rng = random.Random(7)
-
-    def per_turn(_: Any) -> Observable[Any]:
-        progress = TurnProgress(clock(scheduler), total=timeouts.total)
-        attempt = reactivex.defer(lambda _: client.stream(REQUEST)).pipe(
-            attempt_guard(progress),
-            deadlines(
-                timeouts.first_event,
-                timeouts.per_event,
-                timeouts.max_consecutive_timeouts,
-                progress=progress,
-                scheduler=scheduler,
-            ),
-            _annotated(progress),
-            rate_limit_gate(limiter, client.base_url, progress=progress, scheduler=scheduler),
-        )
-        turn = attempt.pipe(
-            retry_ladder(
-                case.retry, case.rate_limit, rng=rng, progress=progress, scheduler=scheduler
-            ),
-            total_deadline(timeouts.total, progress=progress, scheduler=scheduler),
-        )
-        if timeouts.rescue:
-            turn = turn.pipe(
-                rescue(
-                    lambda: from_awaitable(lambda: client.create(REQUEST)),
-                    timeout=timeouts.first_event,
-                    progress=progress,
-                    scheduler=scheduler,
-                )
-            )
-        return turn.pipe(cancellable(token, progress=progress), as_batches())
-
-    return reactivex.defer(per_turn)
+    return composed_turn(
+        lambda: client.stream(REQUEST),
+        lambda: from_awaitable(lambda: client.create(REQUEST)),
+        scheduler=scheduler,
+        token=token,
+        timeouts=case.timeouts,
+        retry=case.retry,
+        rate_limit=case.rate_limit,
+        limiter=_limiter(case),
+        key=client.base_url,
+    )
 
 
 def _by_handler(
