@@ -201,6 +201,7 @@ class TurnEngine(TurnSetup, TurnCalls):
         self._last_served: str | None = None
         self._run_input: str | None = None
         self._in_run = False
+        self._busy: str | None = None  # "run" or "turn" while one is in flight
 
     @property
     def events(self) -> Subject[HandlerEvent]:
@@ -267,14 +268,16 @@ class TurnEngine(TurnSetup, TurnCalls):
 
         Raises:
             ConfigError: ``transient`` is not a sequence of :class:`Message` (a prompt string is
-                the usual mistake: :meth:`run` takes one).
+                the usual mistake: :meth:`run` takes one); a ``run()`` or ``turn()`` of this
+                engine is in flight (one engine is one conversation).
         """
         transient = checked_transients(transient)
+        self._claim("turn")
         try:
             return await self._turn(transient)
         finally:
-            if not self._in_run:
-                self.cancel_token.reset()
+            self._busy = None
+            self.cancel_token.reset()
 
     # ----------------------------------------------------------------------------- one turn
 
