@@ -7,7 +7,9 @@ same annotations, so what the model is told and what the function receives can n
 
 Running a call never raises: a bad argument, an unknown tool or an exception inside the tool
 becomes an error result (``is_error=True``) that goes back to the model, which can then fix
-its call. Only cancellation propagates.
+its call. An exception inside the tool is also logged, with its traceback, at WARNING on the
+``rxturn.engine`` logger: it is a bug of yours more often than the model's. Only cancellation
+propagates.
 
 Tools never hold the event loop: an ``async`` tool runs on the loop, a plain function in a worker
 thread (``asyncio.to_thread``), so deadlines, cancellation, other turns and the text streamer stay
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_type_hints, overload
@@ -31,6 +34,8 @@ from ..errors import ConfigError, ToolTimeoutError
 from ..messages import ToolCallPart, ToolResultPart, ToolSchema
 
 __all__ = ["Tool", "ToolRegistry", "ToolTimeoutError", "tool"]
+
+log = logging.getLogger("rxturn.engine")
 
 
 def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:
@@ -88,10 +93,22 @@ class Tool:
 
     async def call(self, arguments: object) -> str:
         """Convert ``arguments``, run the function (awaiting it if needed), render the result."""
+        return await self.invoke(self.convert(arguments))
+
+    def convert(self, arguments: object) -> dict[str, Any]:
+        """The model's ``arguments`` as the function's keyword arguments.
+
+        Raises:
+            ConfigError: not a JSON object, an unknown or a missing argument.
+            msgspec.ValidationError: a value of the wrong type.
+        """
         if not isinstance(arguments, dict):
             raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
         # a decoded JSON object: its keys are strings
-        kwargs = _convert_arguments(self._types, cast("dict[str, Any]", arguments))
+        return _convert_arguments(self._types, cast("dict[str, Any]", arguments))
+
+    async def invoke(self, kwargs: dict[str, Any]) -> str:
+        """Run the function with converted arguments (awaiting it if needed); render the result."""
         if self._is_async:
             result = self.function(**kwargs)
         else:  # a plain function runs in a worker thread: the loop stays live
@@ -174,10 +191,19 @@ class ToolRegistry:
                 call.id, f"unknown tool {call.name!r} (available: {known})", is_error=True
             )
         try:
-            return ToolResultPart(call.id, await found.call(call.input))
+            kwargs = found.convert(call.input)
         except (msgspec.ValidationError, ConfigError, TypeError) as exc:
             return ToolResultPart(call.id, f"invalid arguments for {call.name}: {exc}", True)
-        except Exception as exc:  # the tool's own failure goes back to the model
+        try:
+            return ToolResultPart(call.id, await found.invoke(kwargs))
+        except Exception as exc:  # the tool's own failure goes back to the model, and the log
+            log.warning(
+                "tool %r raised %s (call id %s); the model gets it as an error result",
+                call.name,
+                type(exc).__name__,
+                call.id,
+                exc_info=exc,
+            )
             return tool_error_result(call, exc)
 
 
