@@ -32,8 +32,11 @@
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import logging
+import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
 
 import msgspec
@@ -42,6 +45,7 @@ from reactivex.subject import Subject
 
 from .._validate import positive
 from ..clients._base import ModelClient
+from ..clients._http import HttpClient
 from ..errors import Cancelled, ConfigError
 from ..events import HandlerEvent
 from ..messages import (
@@ -81,6 +85,8 @@ from .tokens import (
     OverheadCache,
     TiktokenCounter,
     TokenCounter,
+    counter_loaded,
+    prefetch_counter,
     warm_up_counter,
 )
 from .tools import Tool, ToolFunction, ToolRegistry
@@ -179,6 +185,8 @@ class TurnEngine(TurnSetup, TurnCalls):
         self.max_turns = max_turns
         self.scheduler = scheduler
         self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
+        prefetch_counter(self.counter)  # first-use costs load now, off the first turn's path
+        prefetch_transport(client)
         self.context_window = context_window
         self.compactor: Compactor = compactor if compactor is not None else DEFAULT_COMPACTOR
         self.contributors: list[ContextContributor] = list(contributors)
@@ -323,10 +331,20 @@ class TurnEngine(TurnSetup, TurnCalls):
         turn = len(self.session.audit.current_run.turns)
         query = self._turn_input()
         transients = await self._transients(turn, query, transient)
-        await warm_up_counter(self.counter)  # a tokenizer loads in a thread, not on the loop
-        estimate, raw_estimate = self._estimate(transients)
         window = self.context_window
-        if window is not None and window.should_compact(estimate.total):
+        # Nothing first-use between a turn's start and its request: a tokenizer still loading
+        # is waited for only when the request needs the estimate (compaction, on_request).
+        estimate_first = (
+            window is not None
+            or counter_loaded(self.counter)
+            or self.observers.interested("on_request")
+        )
+        estimate: ContextEstimate | None = None
+        raw_estimate = 0
+        if estimate_first:
+            await warm_up_counter(self.counter)  # a tokenizer loads in a thread, not on the loop
+            estimate, raw_estimate = self._estimate(transients)
+        if window is not None and estimate is not None and window.should_compact(estimate.total):
             # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
             await self._compact(estimate)
             query = self._turn_input()
@@ -356,7 +374,7 @@ class TurnEngine(TurnSetup, TurnCalls):
                 provider=provider_name(self.client),
                 base_url=self.client.base_url,
                 stream=self.mode == "streaming",
-                estimated_input_tokens=estimate.total,
+                estimated_input_tokens=estimate.total if estimate is not None else 0,
             )
         started = legs.started
         try:
@@ -376,6 +394,9 @@ class TurnEngine(TurnSetup, TurnCalls):
                 output_tokens=0,
             )
             raise
+        if estimate is None:  # the request went out first; the reply is not in the history yet
+            await warm_up_counter(self.counter)
+            estimate, raw_estimate = self._estimate(transients)
         usage = message.usage
         stop_reason = message.stop_reason or StopReason.END_TURN
         if stop_reason is StopReason.END_TURN and message.tool_calls:
@@ -435,6 +456,24 @@ class TurnEngine(TurnSetup, TurnCalls):
 _turn_ids = itertools.count(1)
 
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "ollama": "ollama"}
+
+
+def prefetch_transport(client: object) -> None:
+    """Import the default transport of an HTTP client in a background thread, once per process,
+    so the first request does not stop to import aiohttp."""
+    global _transport_prefetched
+    if _transport_prefetched or not isinstance(client, HttpClient):
+        return
+    _transport_prefetched = True
+    threading.Thread(
+        target=importlib.import_module,
+        args=("rxturn.transport.aiohttp",),
+        name="rxturn-import-transport",
+        daemon=True,
+    ).start()
+
+
+_transport_prefetched = "rxturn.transport.aiohttp" in sys.modules
 
 
 def provider_name(client: object) -> str:
