@@ -32,6 +32,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import importlib
 import itertools
 import logging
@@ -66,9 +67,11 @@ from ._results import (
     TextStreamer,
     TurnMode,
     TurnResult,
+    checked_prompt,
     checked_transients,
 )
 from ._setup import TurnSetup
+from ._stream import DEFAULT_MAX_BUFFERED, RunStream
 from .audit import Turn
 from .context import (
     DEFAULT_COMPACTOR,
@@ -262,6 +265,38 @@ class TurnEngine(TurnSetup, TurnCalls):
         if previous != model:
             self.observers.emit("on_model_switched", from_model=previous, to_model=model)
         self._last_served = model
+
+    def stream(
+        self, prompt: str | Message, *, max_buffered: int = DEFAULT_MAX_BUFFERED
+    ) -> RunStream:
+        """:meth:`run` on ``prompt``, consumed with ``async for`` (docs/engine.md).
+
+        ``async with engine.stream(prompt) as s: async for event in s`` yields every handler
+        event of the run's turns (``AttemptReset`` and ``Fallback`` included); ``s.text_stream``
+        yields the text, announcing withdrawn text with the event that withdraws it;
+        ``s.result`` is the :class:`RunResult` once done. Leaving the block early cancels the
+        run. At most ``max_buffered`` events wait for the consumer (beyond: the run is
+        cancelled). A non-streaming engine has no handler events: the iteration just ends
+        with the run.
+
+        Raises:
+            ConfigError: ``prompt`` is neither a string nor a :class:`Message`; (on entering
+                the block) a ``run()``, ``turn()`` or ``stream()`` of this engine is in flight.
+        """
+        checked = checked_prompt(prompt, "stream")
+
+        def release() -> None:
+            self._busy = None
+
+        return RunStream(
+            prompt=checked,
+            events=self.events,
+            run=self._run,
+            claim=functools.partial(self._claim, "stream"),
+            release=release,
+            cancel=self.cancel,
+            max_buffered=max_buffered,
+        )
 
     def served_model(self) -> str:
         """The model the next request goes to: routed backup, options override, or client's."""

@@ -20,6 +20,7 @@ __all__ = [
     "TextStreamer",
     "TurnMode",
     "TurnResult",
+    "checked_prompt",
     "checked_transients",
     "sum_usage",
 ]
@@ -164,6 +165,13 @@ class AttemptStats:
         if not self.saw_discarded:
             return None
         return Usage(input_tokens=self.discarded_in, output_tokens=self.discarded_out)
+
+
+def checked_prompt(prompt: object, method: str) -> str | Message:
+    """``prompt`` when it is a ``str`` or a :class:`Message`, else a ConfigError naming it."""
+    if not isinstance(prompt, str | Message):
+        raise ConfigError(f"{method}(prompt) takes a str or a Message, got {type(prompt).__name__}")
+    return prompt
 
 
 def checked_transients(transient: object) -> tuple[Message, ...]:

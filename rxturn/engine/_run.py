@@ -21,7 +21,7 @@ from reactivex.disposable import CompositeDisposable
 from ..errors import ConfigError
 from ..messages import Message, StopReason, ToolCallPart, ToolResultPart
 from ..resilience.cancel import CancelToken
-from ._results import RunResult, Session, TurnResult
+from ._results import RunResult, Session, TurnResult, checked_prompt
 from .observers import ObserverSet
 from .tools import ToolRegistry, ToolTimeoutError, tool_error_result
 
@@ -60,11 +60,10 @@ class AgentLoop:
             ConfigError: ``prompt`` is neither a string nor a :class:`Message`; a ``run()`` or
                 ``turn()`` of this engine is in flight (one engine is one conversation).
         """
-        if not isinstance(prompt, str | Message):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"run(prompt) takes a str or a Message, got {type(prompt).__name__}")
+        checked = checked_prompt(prompt, "run")
         self._claim("run")
         try:
-            return await self._run(prompt)
+            return await self._run(checked)
         finally:
             self._busy = None
 

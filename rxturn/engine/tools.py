@@ -95,7 +95,7 @@ class Tool:
         """Convert ``arguments``, run the function (awaiting it if needed), render the result."""
         return await self.invoke(self.convert(arguments))
 
-    def convert(self, arguments: object) -> dict[str, Any]:
+    def convert(self, arguments: object) -> dict[str, object]:
         """The model's ``arguments`` as the function's keyword arguments.
 
         Raises:
@@ -107,7 +107,7 @@ class Tool:
         # a decoded JSON object: its keys are strings
         return _convert_arguments(self._types, cast("dict[str, Any]", arguments))
 
-    async def invoke(self, kwargs: dict[str, Any]) -> str:
+    async def invoke(self, kwargs: dict[str, object]) -> str:
         """Run the function with converted arguments (awaiting it if needed); render the result."""
         if self._is_async:
             result = self.function(**kwargs)
