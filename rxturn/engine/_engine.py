@@ -39,14 +39,17 @@ import logging
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 import msgspec
 from reactivex import abc
 from reactivex.subject import Subject
 
+from .._arguments import check_bool, check_callable, check_instance, check_items
 from .._validate import positive
 from ..clients._base import ModelClient
 from ..clients._http import HttpClient
+from ..clients._request import check_options
 from ..errors import Cancelled, ConfigError
 from ..events import HandlerEvent
 from ..messages import (
@@ -166,10 +169,11 @@ class TurnEngine(TurnSetup, TurnCalls):
         failover: bool = False,
         keep_thinking: bool | None = None,
     ) -> None:
+        _check_arguments(locals())
         if mode not in ("streaming", "non_streaming"):
             raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
         if not positive(max_turns, integer=True):
-            raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
+            raise ConfigError(f"max_turns must be at least 1, got {max_turns!r}")
         self.client = client
         self.system = system
         self.tools = ToolRegistry(tools)
@@ -195,7 +199,7 @@ class TurnEngine(TurnSetup, TurnCalls):
         self.contributors: list[ContextContributor] = list(contributors)
         self.memory = memory
         if not positive(memory_top_k, integer=True, allow_zero=True):
-            raise ConfigError(f"memory_top_k must be >= 0, got {memory_top_k}")
+            raise ConfigError(f"memory_top_k must be an int >= 0, got {memory_top_k!r}")
         self.memory_top_k = memory_top_k
         self.calibration = calibration if calibration is not None else Calibration()
         self.last_estimate: ContextEstimate | None = None
@@ -489,6 +493,70 @@ class TurnEngine(TurnSetup, TurnCalls):
 
 
 _turn_ids = itertools.count(1)
+
+_INSTANCES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("client", ModelClient, "a model client (AnthropicClient, OpenAIClient, ...)"),
+    ("system", str, "a str"),
+    ("handler", StreamHandler, "a StreamHandler"),
+    ("fallback", FallbackManager, "a FallbackManager"),
+    ("request_options", RequestOptions, "a RequestOptions"),
+    ("counter", TokenCounter, "a TokenCounter (count_messages, count_text)"),
+    ("context_window", ContextWindow, "a ContextWindow"),
+    ("compactor", Compactor, "a Compactor (an async compact method)"),
+    ("memory", MemoryProvider, "a MemoryProvider"),
+    ("calibration", Calibration, "a Calibration"),
+    ("scheduler", abc.SchedulerBase, "a reactivex scheduler"),
+)
+
+
+def _check_arguments(arguments: dict[str, object]) -> None:
+    """Every argument of :class:`TurnEngine` of the right type, and the options that could
+    not act refused; a ConfigError names the argument (``TurnEngine(<name>=...)``)."""
+    for name, expected, what in _INSTANCES:
+        check_instance(
+            arguments[name], expected, f"TurnEngine({name}=...)", what, optional=name != "client"
+        )
+    check_callable(
+        arguments["text_streamer"], "TurnEngine(text_streamer=...)", "a callable", optional=True
+    )
+    check_bool(arguments["failover"], "TurnEngine(failover=...)")
+    check_bool(arguments["keep_thinking"], "TurnEngine(keep_thinking=...)", optional=True)
+    check_items(
+        arguments["history"],
+        "TurnEngine(history=...)",
+        "Message",
+        lambda item, where: check_instance(item, Message, where, "a Message"),
+    )
+    check_items(
+        arguments["contributors"],
+        "TurnEngine(contributors=...)",
+        "ContextContributor",
+        lambda item, where: check_instance(item, ContextContributor, where, "a ContextContributor"),
+    )
+    check_items(arguments["tools"], "TurnEngine(tools=...)", "Tool or function")
+    check_items(arguments["observers"], "TurnEngine(observers=...)", "Observer")
+    options = arguments["request_options"]
+    if options is not None:
+        check_options(options)
+    fallback = cast("FallbackManager | None", arguments["fallback"])
+    if arguments["failover"] and (fallback is None or not fallback.fallback_models()):
+        raise ConfigError(
+            "TurnEngine(failover=True) needs a fallback chain to fail over to: pass "
+            "fallback=FallbackManager(primary, [backup, ...]) with at least one backup"
+        )
+    # The primary is the engine's model while the breaker is closed (it overrides the client's,
+    # by design); two explicit choices that disagree are refused.
+    own = cast("RequestOptions | None", options)
+    asked = own.model if own is not None else None
+    primary = fallback.primary if fallback is not None else None
+    if primary is not None and asked is not None and asked != primary:
+        raise ConfigError(
+            f"TurnEngine(fallback=...): the breaker's primary {primary!r} and "
+            f"request_options.model {asked!r} disagree: the primary is the model the "
+            "engine serves while the breaker is closed; name the same model in both, or "
+            "leave one of them unset"
+        )
+
 
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "ollama": "ollama"}
 
