@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
+from .._arguments import check_bool
 from ..messages import (
     Message,
     RefusalPart,
@@ -246,7 +247,8 @@ class OpenAIClient(HttpClient):
         super().__init__(
             model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
-        self._stream_usage = bool(stream_usage)
+        check_bool(stream_usage, f"{type(self).__name__}: stream_usage")
+        self._stream_usage = stream_usage
 
     @classmethod
     def ollama(

@@ -51,7 +51,12 @@ from ..events import EventBatch, EventStream, HandlerEvent, HandlerStream
 from ..messages import Message, Request, RequestOptions, Usage
 from ..resilience.cancel import CancelToken
 from ..resilience.limiter import RateLimiter
-from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from ..resilience.policies import (
+    RateLimitPolicy,
+    RetryPolicy,
+    TimeoutPolicy,
+    check_handler_arguments,
+)
 from ._ladder import Ladder
 
 __all__ = ["AttemptWatcher", "RetryAfterBeyondDeadline", "StreamHandler"]
@@ -178,6 +183,7 @@ class StreamHandler:
         scheduler: abc.SchedulerBase | None = None,
         on_wait: Callable[..., object] | None = None,
     ) -> None:
+        check_handler_arguments(timeouts, retry, rate_limit, limiter, rng, scheduler, on_wait)
         self._timeouts = timeouts.validate()
         self._retry = retry.validate()
         self._rate_limit = rate_limit.validate()

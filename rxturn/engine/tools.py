@@ -30,6 +30,7 @@ from typing import Any, cast, get_type_hints, overload
 
 import msgspec
 
+from .._arguments import check_callable, check_instance, check_items, described
 from ..errors import ConfigError, ToolTimeoutError
 from ..messages import ToolCallPart, ToolResultPart, ToolSchema
 
@@ -67,6 +68,12 @@ class Tool:
             or timeout <= 0
         ):
             raise ConfigError(f"tool timeout must be a positive number of seconds, got {timeout!r}")
+        check_callable(function, "Tool(function=...)", "a function (sync or async)")
+        check_instance(name, str, "Tool(name=...)", "a str", optional=True)
+        check_instance(description, str, "Tool(description=...)", "a str", optional=True)
+        check_instance(
+            input_schema, Mapping, "Tool(input_schema=...)", "a JSON Schema dict", optional=True
+        )
         self.function = function
         self.timeout = None if timeout is None else float(timeout)
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
@@ -158,10 +165,12 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool | ToolFunction] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        for item in tools:
-            self.register(item)
+        for item in check_items(tools, "tools", "Tool objects or functions"):
+            self.register(cast("Tool | ToolFunction", item))  # register checks it
 
     def register(self, item: Tool | ToolFunction) -> Tool:
+        if not isinstance(item, Tool) and not callable(item):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"tools must be Tool objects or functions, got {described(item)}")
         registered = item if isinstance(item, Tool) else Tool(item)
         if registered.name in self._tools:
             raise ConfigError(f"a tool named {registered.name!r} is already registered")
