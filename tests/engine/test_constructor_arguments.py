@@ -202,7 +202,7 @@ def test_failover_without_a_chain_is_refused(chain: list[str]) -> None:
 
 
 def test_a_primary_that_disagrees_with_the_options_model_is_refused() -> None:
-    with pytest.raises(ConfigError, match="primary 'a' and request_options.model 'b' disagree"):
+    with pytest.raises(ConfigError, match=r"primary 'a' and request_options\.model 'b' disagree"):
         engine(fallback=FallbackManager("a", ["c"]), request_options=RequestOptions(model="b"))
     # the documented rule: a primary is the engine's model while the breaker is closed
     served = engine(fallback=FallbackManager("a", ["c"]))
