@@ -36,6 +36,7 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
+from .._arguments import check_instance
 from .._version import __version__
 from ..errors import (
     APIStatusError,
@@ -151,6 +152,11 @@ class HttpClient:
             )
         check_timeout("connect_timeout", connect_timeout)
         check_timeout("read_timeout", read_timeout, optional=True)
+        check_instance(extra_headers, Mapping, f"{name}: extra_headers", "a dict", optional=True)
+        if transport is not None:
+            from ..transport._base import AsyncTransport as Transport
+
+            check_instance(transport, Transport, f"{name}: transport", "an AsyncTransport")
         headers = dict(extra_headers or {})
         check_headers(headers, f"{name}: extra_headers")
         self._model = model

@@ -14,14 +14,15 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 import msgspec
 
 from .._validate import is_number, positive
 from ..errors import ConfigError
-from ..messages import RequestOptions, ToolSchema
+from ..messages import RequestOptions, ResponseFormat, ToolSchema
 
 __all__ = [
     "REASONING_EFFORTS",
@@ -29,6 +30,7 @@ __all__ = [
     "JSONBody",
     "ToolChoice",
     "check_max_tokens",
+    "check_options",
     "encode_body",
     "encode_tool_arguments",
     "from_env_key",
@@ -42,6 +44,8 @@ __all__ = [
     "resolve_temperature",
     "resolve_thinking",
     "resolve_tool_choice",
+    "response_schema",
+    "strict_schema",
 ]
 
 _encoder = msgspec.json.Encoder()
@@ -218,6 +222,139 @@ def merge_extra_body(body: dict[str, Any], options: RequestOptions) -> dict[str,
             raise ConfigError(f"RequestOptions.extra_body may not set {key!r} ({hint})")
     body.update(extra)
     return body
+
+
+def strict_schema(schema: object, *, require_all: bool = True) -> object:
+    """A copy of a JSON Schema tightened for strict mode, the same on every wire.
+
+    Every object schema gets ``additionalProperties: false`` (unless it says otherwise) and,
+    with ``require_all`` (the default), lists all of its properties as ``required``; nested
+    schemas (properties, items, ``anyOf`` …, ``$defs``) are tightened too. ``require_all=False``
+    only closes the objects (what Anthropic's structured output demands of every schema). The
+    caller's dict is never modified.
+
+    Examples:
+        >>> strict_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+        {'type': 'object', 'properties': {'a': {'type': 'string'}}, \
+'additionalProperties': False, 'required': ['a']}
+    """
+    if isinstance(schema, list):
+        items: list[object] = schema  # pyright: ignore[reportUnknownVariableType] - user JSON
+        return [strict_schema(item, require_all=require_all) for item in items]
+    if not isinstance(schema, dict):
+        return schema
+    source: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
+    out: dict[str, Any] = {}
+    for key, value in source.items():
+        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(
+            value, dict
+        ):
+            nested: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
+            out[key] = {
+                name: strict_schema(sub, require_all=require_all) for name, sub in nested.items()
+            }
+        elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems", "not", "additionalItems"):
+            out[key] = strict_schema(value, require_all=require_all)
+        else:
+            out[key] = value
+    is_object = (
+        source.get("type") == "object"
+        or (isinstance(source.get("type"), list) and "object" in source["type"])
+        or "properties" in source
+    )
+    if is_object:
+        out.setdefault("additionalProperties", False)
+        properties: Any = out.get("properties")
+        if require_all and isinstance(properties, dict):
+            out["required"] = list(properties)  # pyright: ignore[reportUnknownArgumentType]
+    return out
+
+
+def response_schema(fmt: ResponseFormat, *, close_objects: bool = False) -> dict[str, Any]:
+    """The schema a response format sends: tightened by :func:`strict_schema` when the format
+    is ``strict`` (as ``strict_tools`` tightens tools), its objects closed when the wire demands
+    it (``close_objects``), else the caller's schema unchanged."""
+    if fmt.strict:
+        return cast("dict[str, Any]", strict_schema(fmt.schema))
+    if close_objects:
+        return cast("dict[str, Any]", strict_schema(fmt.schema, require_all=False))
+    return fmt.schema
+
+
+_FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def _problem(name: str, value: object) -> str | None:
+    """Why ``RequestOptions.<name>`` = ``value`` has the wrong type or range (``None``: fine)."""
+    if value is None and name not in ("strict_tools", "stop_sequences", "extra_headers"):
+        return None
+    if name in ("model", "tool_choice"):
+        if not isinstance(value, str) or not value.strip():
+            return "must be a non-empty string"
+    elif name == "reasoning_effort":
+        if value not in REASONING_EFFORTS:
+            return f"must be one of {', '.join(REASONING_EFFORTS)}"
+    elif name == "max_tokens":  # thinking: each wire's own rule (resolve_thinking)
+        if not positive(value, integer=True):
+            return "must be a positive integer"
+    elif name == "temperature":
+        if not is_number(value) or not math.isfinite(value) or value < 0:
+            return "must be a finite number >= 0"
+    elif name in ("strict_tools", "keep_thinking"):
+        if not isinstance(value, bool):
+            return "must be a bool" + (" or None" if name == "keep_thinking" else "")
+    elif name == "response_format":
+        return _format_problem(value)
+    elif name == "stop_sequences":
+        if not isinstance(value, tuple | list) or not all(
+            isinstance(item, str) and item
+            for item in cast("tuple[object, ...]", value)  # checked just above
+        ):
+            return "must be a tuple of non-empty strings"
+    elif name in ("extra_headers", "extra_body"):
+        if not isinstance(value, dict):
+            return "must be a dict"
+        if not all(isinstance(key, str) and key for key in cast("dict[object, object]", value)):
+            return "keys must be non-empty strings"
+        if name == "extra_headers" and not all(
+            isinstance(item, str) for item in cast("dict[str, object]", value).values()
+        ):
+            return "must map header names to strings"
+    return None
+
+
+def _format_problem(value: object) -> str | None:
+    if not isinstance(value, ResponseFormat):
+        return "must be a ResponseFormat(name=..., schema={...})"
+    if not isinstance(value.name, str) or not _FORMAT_NAME.match(value.name):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return (
+            "name must be 1-64 letters, digits, '_' or '-' (the providers' rule), "
+            f"got {value.name!r}"
+        )
+    if not isinstance(value.schema, dict) or value.schema.get("type", "object") != "object":  # pyright: ignore[reportUnnecessaryIsInstance]
+        return "schema must be a JSON Schema object schema (a dict with type 'object')"
+    if not isinstance(value.strict, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        return f"strict must be a bool, got {value.strict!r}"
+    return None
+
+
+def check_options(options: object) -> RequestOptions:
+    """``options`` when it is a :class:`RequestOptions` whose every field has a usable type and
+    range; else a :class:`ConfigError` naming the field (``RequestOptions.<field> ...``).
+
+    The wire-specific rules (a knob one provider lacks, a thinking budget's floor) stay with
+    each wire's body builder; this is what holds on every wire.
+    """
+    if not isinstance(options, RequestOptions):
+        raise ConfigError(f"request_options must be a RequestOptions, got {type(options).__name__}")
+    for name in options.__struct_fields__:
+        value = getattr(options, name)
+        problem = _problem(name, value)
+        if problem is not None:
+            if name == "response_format" and isinstance(value, ResponseFormat):
+                raise ConfigError(f"RequestOptions.response_format: {problem}")
+            raise ConfigError(f"RequestOptions.{name} {problem}, got {value!r}")
+    return options
 
 
 def encode_body(body: Mapping[str, object]) -> bytes:

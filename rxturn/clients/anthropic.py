@@ -11,23 +11,29 @@ Request body, built by the pure :func:`build_anthropic_body`:
   ``tool_result {tool_use_id, content, is_error only when true}`` — tool results first, as the
   API requires of a user message that carries them;
 * ``system`` when the request has one, ``stream``;
-* ``tools`` ``[{name, description, input_schema}]`` (omitted when none) and ``tool_choice`` from
-  the options (``auto`` / ``any`` / ``none`` / ``{"type": "tool", "name": …}``);
+* ``tools`` ``[{name, description, input_schema}]`` (omitted when none; ``strict: true`` under
+  ``strict_tools``) and ``tool_choice`` from the options (``auto`` / ``any`` / ``none`` /
+  ``{"type": "tool", "name": …}``);
+* ``output_config`` for a ``response_format`` (below);
 * ``temperature``, ``stop_sequences`` when given;
 * ``thinking: {type: enabled, budget_tokens: N}`` from ``RequestOptions.thinking`` (at least
   1024, below ``max_tokens``; the API allows only ``auto`` / ``none`` tool choice with it, so a
-  forced tool — ``any``, a tool name, a response format — is rejected before anything is sent);
+  forced tool — ``any`` or a tool name — is rejected before anything is sent, and so is a
+  ``temperature`` other than 1, which the API refuses with thinking);
   ``reasoning_effort`` is OpenAI's and is rejected;
 * ``RequestOptions.extra_body`` merged in last.
 
 With thinking enabled the client keeps the reply's thinking blocks (``replays_thinking``): the
 API rejects a tool-use continuation whose assistant message lost them (docs/wire-formats.md).
 
-A ``response_format`` becomes a single forced tool named after the format (its schema as the
-tool's input schema; the caller's tools are dropped) — Anthropic's way to get schema-shaped JSON;
-a ``strict`` format cannot be guaranteed that way and is rejected before anything is sent.
-``strict_tools`` has no Anthropic equivalent and is ignored (``RequestOptions`` documents it as
-"where the provider supports them").
+A ``response_format`` is sent as the API's native structured output, ``output_config:
+{format: {type: json_schema, schema}}`` (generally available: no beta header), and the reply is
+the JSON as its text, after one request — a plain assistant text message the next request
+carries back as it is. The API demands ``additionalProperties: false`` on every object of such a
+schema, so objects are closed on the way out; a ``strict`` format also lists every property as
+required, as ``strict_tools`` does (:func:`~rxturn.clients._request.strict_schema`). The
+caller's tools are left out under a format, as on the other wires. ``strict_tools`` sends each
+tool with ``strict: true`` and its schema tightened the same way.
 
 Headers: ``x-api-key`` (when a key is set), ``anthropic-version: 2023-06-01``, JSON content type,
 then the client's and the options' extra headers.
@@ -47,10 +53,12 @@ from ..messages import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    ToolSchema,
 )
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
+    check_options,
     from_env_key,
     merge_extra_body,
     put_sampling,
@@ -58,6 +66,8 @@ from ._request import (
     resolve_max_tokens,
     resolve_thinking,
     resolve_tool_choice,
+    response_schema,
+    strict_schema,
 )
 
 __all__ = [
@@ -74,8 +84,6 @@ ANTHROPIC_VERSION = "2023-06-01"
 DEFAULT_MODEL = "claude-sonnet-4-20250514"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
-
-_FORMAT_TOOL_DESCRIPTION = "Respond by calling this tool with a JSON object matching its schema."
 
 
 def _message(message: Message) -> dict[str, Any]:
@@ -128,9 +136,9 @@ def build_anthropic_body(
         stream: whether to ask for an SSE stream.
 
     Raises:
-        ConfigError: ``max_tokens`` is not a positive integer; a ``strict`` response format;
-            a ``tool_choice`` that the request's tools cannot satisfy; a bad ``thinking``
-            budget, or one with a forced tool; a ``reasoning_effort``; a bad ``extra_body``.
+        ConfigError: a field of ``options`` with a wrong type or range; a ``tool_choice``
+            that the request's tools cannot satisfy; a bad ``thinking`` budget, or one with a
+            forced tool or a temperature other than 1; a ``reasoning_effort``.
 
     Examples:
         >>> body = build_anthropic_body(Request(messages=(Message.user("hi"),)), RequestOptions(),
@@ -139,12 +147,8 @@ def build_anthropic_body(
         {'model': 'm', 'max_tokens': 100, 'messages': [{'role': 'user', 'content': 'hi'}], \
 'stream': True}
     """
+    check_options(options)
     fmt = options.response_format
-    if fmt is not None and fmt.strict:
-        raise ConfigError(
-            f"response format {fmt.name!r} is strict, which the Anthropic Messages API cannot "
-            "guarantee (it is emulated with a forced tool call); use strict=False"
-        )
     reject_reasoning_effort(options, "the Anthropic Messages API", "use thinking=<budget>")
     tokens = resolve_max_tokens(options, max_tokens)
     thinking = resolve_thinking(options, tokens)
@@ -157,15 +161,11 @@ def build_anthropic_body(
         body["system"] = request.system
     body["stream"] = stream
     if fmt is not None:
-        body["tools"] = [
-            {"name": fmt.name, "description": _FORMAT_TOOL_DESCRIPTION, "input_schema": fmt.schema}
-        ]
-        body["tool_choice"] = {"type": "tool", "name": fmt.name}
+        schema = response_schema(fmt, close_objects=True)
+        body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
     else:
         if request.tools:
-            body["tools"] = [
-                _tool(tool.name, tool.description, tool.input_schema) for tool in request.tools
-            ]
+            body["tools"] = [_tool(tool, strict=options.strict_tools) for tool in request.tools]
         choice = resolve_tool_choice(options, request.tools)
         if choice is not None:
             mode, name = choice
@@ -178,19 +178,26 @@ def build_anthropic_body(
         if forced:
             raise ConfigError(
                 "RequestOptions.thinking cannot be combined with a forced tool call "
-                f"(tool_choice={options.tool_choice!r}, response_format="
-                f"{fmt.name if fmt else None!r}): the API allows only 'auto' or 'none' with "
-                "extended thinking"
+                f"(tool_choice={options.tool_choice!r}): the API allows only 'auto' or 'none' "
+                "with extended thinking"
+            )
+        if options.temperature is not None and options.temperature != 1:
+            raise ConfigError(
+                f"RequestOptions.temperature={options.temperature!r} cannot be combined with "
+                "RequestOptions.thinking: the API takes extended thinking only at temperature 1 "
+                "(leave temperature unset)"
             )
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking}
     return merge_extra_body(body, options)
 
 
-def _tool(name: str, description: str, schema: dict[str, Any]) -> dict[str, Any]:
-    tool: dict[str, Any] = {"name": name}
-    if description:
-        tool["description"] = description
-    tool["input_schema"] = schema
+def _tool(schema: ToolSchema, *, strict: bool) -> dict[str, Any]:
+    tool: dict[str, Any] = {"name": schema.name}
+    if schema.description:
+        tool["description"] = schema.description
+    tool["input_schema"] = strict_schema(schema.input_schema) if strict else schema.input_schema
+    if strict:
+        tool["strict"] = True
     return tool
 
 

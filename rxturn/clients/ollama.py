@@ -17,7 +17,8 @@ Request body, built by the pure :func:`build_ollama_body`:
 * ``tools`` ``[{type: function, function {name, description, parameters}}]`` when any (and no
   ``response_format``);
 * ``options`` — ``num_predict`` from ``max_tokens``, ``temperature``, ``stop`` — when any is set;
-* ``format`` — the response format's JSON schema;
+* ``format`` — the response format's JSON schema (a strict format's tightened as
+  ``strict_tools`` tightens tools: every object closed, every property required);
 * ``think`` — ``true`` for a ``thinking`` budget (Ollama takes no budget), the effort for
   ``reasoning_effort`` ``low`` / ``medium`` / ``high`` (``"none"``: ``false``; other efforts are
   rejected);
@@ -44,11 +45,13 @@ from ..messages import (
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
+    check_options,
     merge_extra_body,
     put_sampling,
     resolve_reasoning_effort,
     resolve_thinking,
     resolve_tool_choice,
+    response_schema,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL", "OllamaClient", "build_ollama_body"]
@@ -108,6 +111,7 @@ def build_ollama_body(
         {'model': 'm', 'messages': [{'role': 'user', 'content': 'hi'}], 'stream': False, \
 'options': {'num_predict': 50}}
     """
+    check_options(options)
     body: dict[str, Any] = {"model": model, "messages": _messages(request), "stream": stream}
     fmt = options.response_format
     choice = resolve_tool_choice(options, request.tools)
@@ -133,7 +137,7 @@ def build_ollama_body(
     if model_options:
         body["options"] = model_options
     if fmt is not None:
-        body["format"] = fmt.schema
+        body["format"] = response_schema(fmt)
     think = _think(options, tokens)
     if think is not None:
         body["think"] = think

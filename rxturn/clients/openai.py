@@ -20,7 +20,9 @@ Request body, built by the pure :func:`build_openai_body`:
   ``strict_tools`` — omitted when none, and suppressed under a ``response_format``;
 * ``tool_choice`` — ``auto`` / ``required`` (from ``any``) / ``none`` /
   ``{type: function, function {name}}``;
-* ``response_format: {type: json_schema, json_schema {name, schema, strict}}``;
+* ``response_format: {type: json_schema, json_schema {name, schema, strict}}`` — a strict
+  format's schema tightened as ``strict_tools`` tightens tools (:func:`strict_schema`); the
+  reply is the JSON as text;
 * ``max_tokens``, ``temperature``, ``stop`` when set;
 * ``reasoning_effort`` from the options (``thinking``, Anthropic's budget, is rejected: use
   ``reasoning_effort``, or ``extra_body`` for a compatible server's own field);
@@ -33,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
+from .._arguments import check_bool
 from ..messages import (
     Message,
     RefusalPart,
@@ -45,6 +48,7 @@ from ..messages import (
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
+    check_options,
     encode_tool_arguments,
     from_env_key,
     merge_extra_body,
@@ -52,6 +56,8 @@ from ._request import (
     reject_thinking,
     resolve_reasoning_effort,
     resolve_tool_choice,
+    response_schema,
+    strict_schema,
 )
 
 __all__ = [
@@ -110,48 +116,6 @@ def _messages(request: Request) -> list[dict[str, Any]]:
     return out
 
 
-def strict_schema(schema: object) -> object:
-    """A copy of a JSON Schema tightened for OpenAI strict mode.
-
-    Every object schema gets ``additionalProperties: false`` (unless it says otherwise) and lists
-    all of its properties as ``required``; nested schemas (properties, items, ``anyOf`` …,
-    ``$defs``) are tightened too. The caller's dict is never modified.
-
-    Examples:
-        >>> strict_schema({"type": "object", "properties": {"a": {"type": "string"}}})
-        {'type': 'object', 'properties': {'a': {'type': 'string'}}, \
-'additionalProperties': False, 'required': ['a']}
-    """
-    if isinstance(schema, list):
-        items: list[object] = schema  # pyright: ignore[reportUnknownVariableType] - user JSON
-        return [strict_schema(item) for item in items]
-    if not isinstance(schema, dict):
-        return schema
-    source: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
-    out: dict[str, Any] = {}
-    for key, value in source.items():
-        if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(
-            value, dict
-        ):
-            nested: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
-            out[key] = {name: strict_schema(sub) for name, sub in nested.items()}
-        elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems", "not", "additionalItems"):
-            out[key] = strict_schema(value)
-        else:
-            out[key] = value
-    is_object = (
-        source.get("type") == "object"
-        or (isinstance(source.get("type"), list) and "object" in source["type"])
-        or "properties" in source
-    )
-    if is_object:
-        out.setdefault("additionalProperties", False)
-        properties: Any = out.get("properties")
-        if isinstance(properties, dict):
-            out["required"] = list(properties)  # pyright: ignore[reportUnknownArgumentType]
-    return out
-
-
 def build_openai_body(
     request: Request,
     options: RequestOptions,
@@ -182,6 +146,7 @@ def build_openai_body(
         {'model': 'm', 'messages': [{'role': 'system', 'content': 'be brief'}, \
 {'role': 'user', 'content': 'hi'}], 'stream': True, 'stream_options': {'include_usage': True}}
     """
+    check_options(options)
     reject_thinking(
         options, "Chat Completions", "use reasoning_effort, or extra_body for a server's own field"
     )
@@ -217,7 +182,11 @@ def build_openai_body(
     else:
         body["response_format"] = {
             "type": "json_schema",
-            "json_schema": {"name": fmt.name, "schema": fmt.schema, "strict": fmt.strict},
+            "json_schema": {
+                "name": fmt.name,
+                "schema": response_schema(fmt),
+                "strict": fmt.strict,
+            },
         }
     put_sampling(body, options, max_tokens=max_tokens, tokens_key="max_tokens", stop_key="stop")
     if effort is not None:
@@ -282,7 +251,8 @@ class OpenAIClient(HttpClient):
         super().__init__(
             model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
-        self._stream_usage = bool(stream_usage)
+        check_bool(stream_usage, f"{type(self).__name__}: stream_usage")
+        self._stream_usage = stream_usage
 
     @classmethod
     def ollama(

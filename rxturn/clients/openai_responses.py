@@ -59,6 +59,7 @@ from ._base import keeps_thinking
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
+    check_options,
     encode_tool_arguments,
     from_env_key,
     merge_extra_body,
@@ -66,8 +67,10 @@ from ._request import (
     reject_thinking,
     resolve_reasoning_effort,
     resolve_tool_choice,
+    response_schema,
+    strict_schema,
 )
-from .openai import DEFAULT_BASE_URL, strict_schema
+from .openai import DEFAULT_BASE_URL
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -171,6 +174,7 @@ def build_responses_body(
         {'model': 'm', 'input': [{'role': 'user', 'content': 'hi'}], 'stream': True, \
 'instructions': 'be brief'}
     """
+    check_options(options)
     reject_thinking(options, "the Responses API", "use reasoning_effort")
     if options.stop_sequences:
         raise ConfigError(
@@ -211,7 +215,7 @@ def build_responses_body(
             "format": {
                 "type": "json_schema",
                 "name": fmt.name,
-                "schema": fmt.schema,
+                "schema": response_schema(fmt),
                 "strict": fmt.strict,
             }
         }

@@ -7,13 +7,15 @@
 - :mod:`~rxturn.engine._outcome`: outcome recording, in its strict order;
 - :mod:`~rxturn.engine.observers`, :mod:`~rxturn.engine.tools`, :mod:`~rxturn.engine.audit`,
   :mod:`~rxturn.engine.tokens`, :mod:`~rxturn.engine.context`: what a turn reports to, runs,
-  records and counts.
+  records and counts;
+- :mod:`~rxturn.engine._stream`: :class:`RunStream`, a run consumed with ``async for``.
 
 See docs/design.md for how these fit together.
 """
 
 from ._engine import RunResult, Session, TurnEngine, TurnMode, TurnResult
 from ._paths import TurnStream
+from ._stream import RunStream, TextPiece
 from .audit import AttemptRecord
 from .handler import RetryAfterBeyondDeadline
 from .tools import ToolTimeoutError
@@ -22,7 +24,9 @@ __all__ = [
     "AttemptRecord",
     "RetryAfterBeyondDeadline",
     "RunResult",
+    "RunStream",
     "Session",
+    "TextPiece",
     "ToolTimeoutError",
     "TurnEngine",
     "TurnMode",

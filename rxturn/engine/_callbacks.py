@@ -8,13 +8,15 @@ can share them.
 from __future__ import annotations
 
 import contextvars
-from typing import Final
+from typing import Final, cast
 
+from .._arguments import described
+from ..errors import ConfigError
 from ..events import AttemptReset
 from ..messages import Message, Request, RequestOptions, ToolCallPart, ToolResultPart, Usage
 from .audit import AttemptRecord, Turn
 
-__all__ = ["ALL_CALLBACKS", "CALLBACKS", "REQUEST_CALLBACKS", "Observer"]
+__all__ = ["ALL_CALLBACKS", "CALLBACKS", "REQUEST_CALLBACKS", "Observer", "checked_observer"]
 
 #: Every callback name, in the order of the table above.
 CALLBACKS: Final[tuple[str, ...]] = (
@@ -174,3 +176,19 @@ class Observer:
     ) -> None:
         """The turn's model call ended: ``record`` is its audit entry, ``message`` the reply
         (``None`` when it failed with ``error``)."""
+
+
+def checked_observer(value: object, where: str) -> Observer:
+    """``value`` when it can be an observer — an instance with at least one ``on_…`` callback
+    (an :class:`Observer` subclass, or any object with such methods) — else a ConfigError
+    naming ``where``."""
+    if isinstance(value, Observer) and not isinstance(value, type):
+        return value
+    if isinstance(value, type):
+        raise ConfigError(f"{where} must be an observer instance, got the class {value.__name__}")
+    if not any(callable(getattr(value, name, None)) for name in ALL_CALLBACKS):
+        raise ConfigError(
+            f"{where} must be an observer (an Observer subclass or an object with on_... "
+            f"callbacks such as on_text_delta), got {described(value)}"
+        )
+    return cast(Observer, value)  # duck-typed: it has callbacks of the table

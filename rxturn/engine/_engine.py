@@ -32,16 +32,24 @@
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib
 import itertools
 import logging
+import sys
+import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 import msgspec
 from reactivex import abc
 from reactivex.subject import Subject
 
+from .._arguments import check_bool, check_callable, check_instance, check_items
 from .._validate import positive
 from ..clients._base import ModelClient
+from ..clients._http import HttpClient
+from ..clients._request import check_options
 from ..errors import Cancelled, ConfigError
 from ..events import HandlerEvent
 from ..messages import (
@@ -62,9 +70,11 @@ from ._results import (
     TextStreamer,
     TurnMode,
     TurnResult,
+    checked_prompt,
     checked_transients,
 )
 from ._setup import TurnSetup
+from ._stream import DEFAULT_MAX_BUFFERED, RunStream
 from .audit import Turn
 from .context import (
     DEFAULT_COMPACTOR,
@@ -81,6 +91,8 @@ from .tokens import (
     OverheadCache,
     TiktokenCounter,
     TokenCounter,
+    counter_loaded,
+    prefetch_counter,
     warm_up_counter,
 )
 from .tools import Tool, ToolFunction, ToolRegistry
@@ -157,10 +169,11 @@ class TurnEngine(TurnSetup, TurnCalls):
         failover: bool = False,
         keep_thinking: bool | None = None,
     ) -> None:
+        _check_arguments(locals())
         if mode not in ("streaming", "non_streaming"):
             raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
         if not positive(max_turns, integer=True):
-            raise ConfigError(f"max_turns must be at least 1, got {max_turns}")
+            raise ConfigError(f"max_turns must be at least 1, got {max_turns!r}")
         self.client = client
         self.system = system
         self.tools = ToolRegistry(tools)
@@ -179,12 +192,14 @@ class TurnEngine(TurnSetup, TurnCalls):
         self.max_turns = max_turns
         self.scheduler = scheduler
         self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
+        prefetch_counter(self.counter)  # first-use costs load now, off the first turn's path
+        prefetch_transport(client)
         self.context_window = context_window
         self.compactor: Compactor = compactor if compactor is not None else DEFAULT_COMPACTOR
         self.contributors: list[ContextContributor] = list(contributors)
         self.memory = memory
         if not positive(memory_top_k, integer=True, allow_zero=True):
-            raise ConfigError(f"memory_top_k must be >= 0, got {memory_top_k}")
+            raise ConfigError(f"memory_top_k must be an int >= 0, got {memory_top_k!r}")
         self.memory_top_k = memory_top_k
         self.calibration = calibration if calibration is not None else Calibration()
         self.last_estimate: ContextEstimate | None = None
@@ -201,6 +216,7 @@ class TurnEngine(TurnSetup, TurnCalls):
         self._last_served: str | None = None
         self._run_input: str | None = None
         self._in_run = False
+        self._busy: str | None = None  # "run" or "turn" while one is in flight
 
     @property
     def events(self) -> Subject[HandlerEvent]:
@@ -260,6 +276,38 @@ class TurnEngine(TurnSetup, TurnCalls):
             self.observers.emit("on_model_switched", from_model=previous, to_model=model)
         self._last_served = model
 
+    def stream(
+        self, prompt: str | Message, *, max_buffered: int = DEFAULT_MAX_BUFFERED
+    ) -> RunStream:
+        """:meth:`run` on ``prompt``, consumed with ``async for`` (docs/engine.md).
+
+        ``async with engine.stream(prompt) as s: async for event in s`` yields every handler
+        event of the run's turns (``AttemptReset`` and ``Fallback`` included); ``s.text_stream``
+        yields the text, announcing withdrawn text with the event that withdraws it;
+        ``s.result`` is the :class:`RunResult` once done. Leaving the block early cancels the
+        run. At most ``max_buffered`` events wait for the consumer (beyond: the run is
+        cancelled). A non-streaming engine has no handler events: the iteration just ends
+        with the run.
+
+        Raises:
+            ConfigError: ``prompt`` is neither a string nor a :class:`Message`; (on entering
+                the block) a ``run()``, ``turn()`` or ``stream()`` of this engine is in flight.
+        """
+        checked = checked_prompt(prompt, "stream")
+
+        def release() -> None:
+            self._busy = None
+
+        return RunStream(
+            prompt=checked,
+            events=self.events,
+            run=self._run,
+            claim=functools.partial(self._claim, "stream"),
+            release=release,
+            cancel=self.cancel,
+            max_buffered=max_buffered,
+        )
+
     def served_model(self) -> str:
         """The model the next request goes to: routed backup, options override, or client's."""
         routed = self.fallback.routed_model() if self.fallback is not None else None
@@ -273,14 +321,16 @@ class TurnEngine(TurnSetup, TurnCalls):
 
         Raises:
             ConfigError: ``transient`` is not a sequence of :class:`Message` (a prompt string is
-                the usual mistake: :meth:`run` takes one).
+                the usual mistake: :meth:`run` takes one); a ``run()`` or ``turn()`` of this
+                engine is in flight (one engine is one conversation).
         """
         transient = checked_transients(transient)
+        self._claim("turn")
         try:
             return await self._turn(transient)
         finally:
-            if not self._in_run:
-                self.cancel_token.reset()
+            self._busy = None
+            self.cancel_token.reset()
 
     # ----------------------------------------------------------------------------- one turn
 
@@ -326,10 +376,20 @@ class TurnEngine(TurnSetup, TurnCalls):
         turn = len(self.session.audit.current_run.turns)
         query = self._turn_input()
         transients = await self._transients(turn, query, transient)
-        await warm_up_counter(self.counter)  # a tokenizer loads in a thread, not on the loop
-        estimate, raw_estimate = self._estimate(transients)
         window = self.context_window
-        if window is not None and window.should_compact(estimate.total):
+        # Nothing first-use between a turn's start and its request: a tokenizer still loading
+        # is waited for only when the request needs the estimate (compaction, on_request).
+        estimate_first = (
+            window is not None
+            or counter_loaded(self.counter)
+            or self.observers.interested("on_request")
+        )
+        estimate: ContextEstimate | None = None
+        raw_estimate = 0
+        if estimate_first:
+            await warm_up_counter(self.counter)  # a tokenizer loads in a thread, not on the loop
+            estimate, raw_estimate = self._estimate(transients)
+        if window is not None and estimate is not None and window.should_compact(estimate.total):
             # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
             await self._compact(estimate)
             query = self._turn_input()
@@ -359,7 +419,7 @@ class TurnEngine(TurnSetup, TurnCalls):
                 provider=provider_name(self.client),
                 base_url=self.client.base_url,
                 stream=self.mode == "streaming",
-                estimated_input_tokens=estimate.total,
+                estimated_input_tokens=estimate.total if estimate is not None else 0,
             )
         started = legs.started
         try:
@@ -379,6 +439,9 @@ class TurnEngine(TurnSetup, TurnCalls):
                 output_tokens=0,
             )
             raise
+        if estimate is None:  # the request went out first; the reply is not in the history yet
+            await warm_up_counter(self.counter)
+            estimate, raw_estimate = self._estimate(transients)
         usage = message.usage
         stop_reason = message.stop_reason or StopReason.END_TURN
         if stop_reason is StopReason.END_TURN and message.tool_calls:
@@ -437,7 +500,89 @@ class TurnEngine(TurnSetup, TurnCalls):
 
 _turn_ids = itertools.count(1)
 
+_INSTANCES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+    ("client", ModelClient, "a model client (AnthropicClient, OpenAIClient, ...)"),
+    ("system", str, "a str"),
+    ("handler", StreamHandler, "a StreamHandler"),
+    ("fallback", FallbackManager, "a FallbackManager"),
+    ("request_options", RequestOptions, "a RequestOptions"),
+    ("counter", TokenCounter, "a TokenCounter (count_messages, count_text)"),
+    ("context_window", ContextWindow, "a ContextWindow"),
+    ("compactor", Compactor, "a Compactor (an async compact method)"),
+    ("memory", MemoryProvider, "a MemoryProvider"),
+    ("calibration", Calibration, "a Calibration"),
+    ("scheduler", abc.SchedulerBase, "a reactivex scheduler"),
+)
+
+
+def _check_arguments(arguments: dict[str, object]) -> None:
+    """Every argument of :class:`TurnEngine` of the right type, and the options that could
+    not act refused; a ConfigError names the argument (``TurnEngine(<name>=...)``)."""
+    for name, expected, what in _INSTANCES:
+        check_instance(
+            arguments[name], expected, f"TurnEngine({name}=...)", what, optional=name != "client"
+        )
+    check_callable(
+        arguments["text_streamer"], "TurnEngine(text_streamer=...)", "a callable", optional=True
+    )
+    check_bool(arguments["failover"], "TurnEngine(failover=...)")
+    check_bool(arguments["keep_thinking"], "TurnEngine(keep_thinking=...)", optional=True)
+    check_items(
+        arguments["history"],
+        "TurnEngine(history=...)",
+        "Message",
+        lambda item, where: check_instance(item, Message, where, "a Message"),
+    )
+    check_items(
+        arguments["contributors"],
+        "TurnEngine(contributors=...)",
+        "ContextContributor",
+        lambda item, where: check_instance(item, ContextContributor, where, "a ContextContributor"),
+    )
+    check_items(arguments["tools"], "TurnEngine(tools=...)", "Tool or function")
+    check_items(arguments["observers"], "TurnEngine(observers=...)", "Observer")
+    options = arguments["request_options"]
+    if options is not None:
+        check_options(options)
+    fallback = cast("FallbackManager | None", arguments["fallback"])
+    if arguments["failover"] and (fallback is None or not fallback.fallback_models()):
+        raise ConfigError(
+            "TurnEngine(failover=True) needs a fallback chain to fail over to: pass "
+            "fallback=FallbackManager(primary, [backup, ...]) with at least one backup"
+        )
+    # The primary is the engine's model while the breaker is closed (it overrides the client's,
+    # by design); two explicit choices that disagree are refused.
+    own = cast("RequestOptions | None", options)
+    asked = own.model if own is not None else None
+    primary = fallback.primary if fallback is not None else None
+    if primary is not None and asked is not None and asked != primary:
+        raise ConfigError(
+            f"TurnEngine(fallback=...): the breaker's primary {primary!r} and "
+            f"request_options.model {asked!r} disagree: the primary is the model the "
+            "engine serves while the breaker is closed; name the same model in both, or "
+            "leave one of them unset"
+        )
+
+
 _PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "ollama": "ollama"}
+
+
+def prefetch_transport(client: object) -> None:
+    """Import the default transport of an HTTP client in a background thread, once per process,
+    so the first request does not stop to import aiohttp."""
+    global _transport_prefetched
+    if _transport_prefetched or not isinstance(client, HttpClient):
+        return
+    _transport_prefetched = True
+    threading.Thread(
+        target=importlib.import_module,
+        args=("rxturn.transport.aiohttp",),
+        name="rxturn-import-transport",
+        daemon=True,
+    ).start()
+
+
+_transport_prefetched = "rxturn.transport.aiohttp" in sys.modules
 
 
 def provider_name(client: object) -> str:

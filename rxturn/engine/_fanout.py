@@ -13,9 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 from reactivex.subject import Subject
 
+from .._arguments import check_items
 from ..errors import ConfigError
 from ..events import AttemptReset, Delta, Fallback, HandlerEvent
-from ._callbacks import ALL_CALLBACKS, Observer
+from ._callbacks import ALL_CALLBACKS, Observer, checked_observer
 
 __all__ = ["ObserverSet", "TurnRouter", "report_observer_error"]
 
@@ -59,8 +60,8 @@ class ObserverSet:
         #: ``(observer, bound on_text_delta)`` when exactly one observer overrides it, else
         #: ``None``: a hot loop calls it without iterating :meth:`targets`. Always current.
         self.text_single: tuple[Observer, Callable[..., object]] | None = None
-        for observer in observers:
-            self._observers.append(observer)
+        for observer in check_items(observers, "ObserverSet(observers=...)", "observers"):
+            self._observers.append(checked_observer(observer, "ObserverSet(observers=...)"))
         self._recompute()
 
     def __len__(self) -> int:
@@ -77,9 +78,7 @@ class ObserverSet:
 
     def add(self, observer: Observer) -> None:
         """Register ``observer`` after the ones already there."""
-        if observer is None:  # pyright: ignore[reportUnnecessaryComparison]
-            raise ConfigError("observer must not be None")
-        self._observers.append(observer)
+        self._observers.append(checked_observer(observer, "observer"))
         self._recompute()
 
     def remove(self, observer: Observer) -> bool:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -21,7 +21,9 @@ __all__ = [
     "TextStreamer",
     "TurnMode",
     "TurnResult",
+    "checked_prompt",
     "checked_transients",
+    "sum_usage",
 ]
 
 TurnMode = Literal["streaming", "non_streaming"]
@@ -56,10 +58,36 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True):
-    """The outcome of :meth:`TurnEngine.run`: every turn, and the final reply."""
+    """The outcome of :meth:`TurnEngine.run`: every turn, the final reply, and the run's totals.
+
+    ``usage`` and ``billed_usage`` are the sums over the run's turns (``None`` when no turn
+    reported any), ``attempt_log`` the turns' attempt logs one after the other, ``model`` the
+    model that served the last turn; ``text``, ``message`` and ``stop_reason`` are the last
+    turn's.
+    """
 
     turns: tuple[TurnResult, ...]
     hit_max_turns: bool = False
+
+    @property
+    def usage(self) -> Usage | None:
+        """What the run's kept replies cost: the sum of its turns' ``usage``."""
+        return sum_usage(turn.usage for turn in self.turns)
+
+    @property
+    def billed_usage(self) -> Usage | None:
+        """What the provider billed for every attempt of every turn of the run."""
+        return sum_usage(turn.billed_usage for turn in self.turns)
+
+    @property
+    def attempt_log(self) -> tuple[AttemptRecord, ...]:
+        """Every attempt of the run, turn by turn, in order."""
+        return tuple(record for turn in self.turns for record in turn.attempt_log)
+
+    @property
+    def model(self) -> str:
+        """The model that served the run's last turn."""
+        return self.turns[-1].model
 
     @property
     def message(self) -> Message:
@@ -72,6 +100,26 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def stop_reason(self) -> StopReason:
         return self.turns[-1].stop_reason
+
+
+def sum_usage(usages: Iterable[Usage | None]) -> Usage | None:
+    """The field-by-field sum of the reported usages (``None`` when none was reported)."""
+    reported = [usage for usage in usages if usage is not None]
+    if not reported:
+        return None
+    if len(reported) == 1:
+        return reported[0]
+    fields: dict[str, Any] = {name: _sum_field(reported, name) for name in Usage.__struct_fields__}
+    return Usage(**fields)
+
+
+def _sum_field(usages: list[Usage], name: str) -> object:
+    """One field summed: numbers add up, ``None`` (not reported) is skipped."""
+    values: list[object] = [getattr(usage, name) for usage in usages]
+    numbers = [value for value in values if isinstance(value, int | float)]
+    if not numbers:
+        return None if all(value is None for value in values) else values[-1]
+    return sum(numbers)
 
 
 class Session:
@@ -118,6 +166,14 @@ class AttemptStats:
         if not self.saw_discarded:
             return None
         return Usage(input_tokens=self.discarded_in, output_tokens=self.discarded_out)
+
+
+def checked_prompt(prompt: object, method: str) -> str | Message:
+    """``prompt`` as a ``str`` or a :class:`Message` (an SDK-style dict converted), else a
+    ConfigError naming it."""
+    if isinstance(prompt, str):
+        return prompt
+    return as_message(prompt, f"{method}(prompt)")
 
 
 def checked_transients(transient: object) -> tuple[Message, ...]:

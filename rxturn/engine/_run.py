@@ -21,7 +21,7 @@ from ..errors import ConfigError
 from ..messages import Message, StopReason, ToolCallPart, ToolResultPart
 from ..resilience.cancel import CancelToken
 from ._race import race
-from ._results import RunResult, Session, TurnResult
+from ._results import RunResult, Session, TurnResult, checked_prompt
 from .observers import ObserverSet
 from .tools import ToolRegistry, ToolTimeoutError, tool_error_result
 
@@ -39,6 +39,7 @@ class AgentLoop:
     max_turns: int
     _run_input: str | None
     _in_run: bool
+    _busy: str | None
 
     async def _turn(self, transient: Sequence[Message]) -> TurnResult:
         raise NotImplementedError
@@ -56,14 +57,30 @@ class AgentLoop:
         turns stay in the audit trail. The cancel signal is re-armed when the run ends.
 
         Raises:
-            ConfigError: ``prompt`` is neither a string nor a :class:`Message`.
+            ConfigError: ``prompt`` is neither a string nor a :class:`Message`; a ``run()`` or
+                ``turn()`` of this engine is in flight (one engine is one conversation).
         """
-        if isinstance(prompt, str):
-            message = Message.user(prompt)
-        elif isinstance(prompt, Message | dict):  # pyright: ignore[reportUnnecessaryIsInstance]
-            message = as_message(prompt, "run(prompt)")
-        else:
-            raise ConfigError(f"run(prompt) takes a str or a Message, got {type(prompt).__name__}")
+        checked = checked_prompt(prompt, "run")
+        self._claim("run")
+        try:
+            return await self._run(checked)
+        finally:
+            self._busy = None
+
+    def _claim(self, call: str) -> None:
+        """Mark the engine busy with ``call``; a second call while one is in flight is refused
+        at once, before anything is sent or added to the history."""
+        busy = self._busy
+        if busy is not None:
+            raise ConfigError(
+                f"TurnEngine.{call}() while a {busy}() is in flight on the same engine: one "
+                "engine is one conversation (one history, one audit trail); use a TurnEngine per "
+                "concurrent conversation (engines may share a client)"
+            )
+        self._busy = call
+
+    async def _run(self, prompt: str | Message) -> RunResult:
+        message = Message.user(prompt) if isinstance(prompt, str) else prompt
         now = self._now()
         started = now()
         start_len = len(self.session.history)

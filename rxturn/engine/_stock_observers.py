@@ -9,6 +9,9 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
+from .._arguments import check_bool, check_instance, described
+from .._validate import is_int
+from ..errors import ConfigError
 from ..events import AttemptReset
 from ..messages import Message, Request, RequestOptions, ToolCallPart, ToolResultPart, Usage
 from ._callbacks import CALLBACKS, REQUEST_CALLBACKS, Observer
@@ -25,6 +28,7 @@ class RecordingObserver(Observer):
     """
 
     def __init__(self, *, requests: bool = False) -> None:
+        check_bool(requests, "RecordingObserver(requests=...)")
         self.calls: list[tuple[str, dict[str, Any]]] = []
         if requests:
             _opt_in(self, self.calls)
@@ -125,6 +129,16 @@ class LoggingObserver(Observer):
         delta_level: int = logging.DEBUG,
         requests: bool = False,
     ) -> None:
+        check_instance(
+            logger, logging.Logger, "LoggingObserver(logger=...)", "a logging.Logger", optional=True
+        )
+        for name, value in (("level", level), ("delta_level", delta_level)):
+            if not is_int(value) or value < 0:
+                raise ConfigError(
+                    f"LoggingObserver({name}=...) must be a logging level (an int >= 0 such as "
+                    f"logging.INFO), got {described(value)}"
+                )
+        check_bool(requests, "LoggingObserver(requests=...)")
         self.logger = logger if logger is not None else logging.getLogger("rxturn.turn")
         self.level = level
         self.delta_level = delta_level

@@ -42,6 +42,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
+from .._arguments import check_bool
 from .._validate import as_message, is_int, is_number, positive
 from ..errors import ConfigError, redact
 from ..messages import Message
@@ -478,6 +479,7 @@ class Calibration:
 
     def __init__(self, *, enabled: bool = False, window: int = 20) -> None:
         _require_int(window, "Calibration window", 1)
+        check_bool(enabled, "Calibration(enabled=...)")
         self.enabled = enabled
         self.window = window
         self._samples: dict[str, deque[CalibrationSample]] = {}

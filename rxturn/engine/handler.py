@@ -54,7 +54,12 @@ from ..events import HandlerEvent, HandlerStream
 from ..messages import Request, RequestOptions
 from ..resilience.cancel import CancelToken
 from ..resilience.limiter import RateLimiter
-from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from ..resilience.policies import (
+    RateLimitPolicy,
+    RetryPolicy,
+    TimeoutPolicy,
+    check_handler_arguments,
+)
 from ._ladder import Ladder
 from ._plan import AttemptWatcher, TurnSpec
 
@@ -108,6 +113,7 @@ class StreamHandler:
         scheduler: abc.SchedulerBase | None = None,
         on_wait: Callable[..., object] | None = None,
     ) -> None:
+        check_handler_arguments(timeouts, retry, rate_limit, limiter, rng, scheduler, on_wait)
         self._timeouts = timeouts.validate()
         self._retry = retry.validate()
         self._rate_limit = rate_limit.validate()

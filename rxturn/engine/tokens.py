@@ -42,9 +42,12 @@ must not cost O(history) on every turn. Three decisions follow:
 
 * **Loading off the loop.** Loading a BPE table takes a noticeable fraction of a second of CPU.
   :meth:`TiktokenCounter.warm_up` (and :func:`warm_up` for an encoding name) load it in a worker
-  thread (``asyncio.to_thread``), so the event loop keeps running meanwhile; the engine awaits
-  :func:`warm_up_counter` before its first estimate. Call either ahead of time to have the table
-  ready before the first turn. A synchronous first count still loads it inline.
+  thread (``asyncio.to_thread``), so the event loop keeps running meanwhile.
+  :meth:`TiktokenCounter.prefetch` (and :func:`prefetch`) start the same load in a background
+  thread and return at once, with no event loop needed: the engine calls it when it is built,
+  so the table loads while the caller prepares the first turn, and a first turn that needs no
+  estimate before its request (no ``context_window``, no ``on_request`` observer) sends the
+  request first and estimates after. A synchronous first count still loads it inline.
 """
 
 from __future__ import annotations
@@ -82,7 +85,10 @@ __all__ = [
     "TiktokenCounter",
     "TokenCounter",
     "count_overhead",
+    "counter_loaded",
     "estimate_context",
+    "prefetch",
+    "prefetch_counter",
     "warm_up",
     "warm_up_counter",
 ]
@@ -122,6 +128,7 @@ class TokenCounter(Protocol):
 
 _encodings: dict[str, Encoding] = {}
 _encodings_lock = threading.Lock()
+_prefetched: set[str] = set()  # encodings a background load was started for
 
 
 class _DownloadRefused(Exception):
@@ -268,7 +275,13 @@ class TiktokenCounter:
     @property
     def loaded(self) -> bool:
         """Whether the encoding is loaded (counting will not stop to load it)."""
-        return self._encode is not None
+        return self._encode is not None or self.encoding_name in _encodings
+
+    def prefetch(self) -> None:
+        """Start loading the encoding in a background thread and return at once (see
+        :func:`prefetch`); a later count or :meth:`warm_up` shares that load."""
+        if self._encode is None:
+            prefetch(self.encoding_name)
 
     async def warm_up(self) -> None:
         """Load the encoding in a worker thread; the event loop keeps running meanwhile.
@@ -355,6 +368,46 @@ async def warm_up(encoding: str = DEFAULT_ENCODING) -> None:
     """
     if encoding not in _encodings:
         await asyncio.to_thread(_load_encoding, encoding)
+
+
+def prefetch(encoding: str = DEFAULT_ENCODING) -> None:
+    """Start loading the tiktoken encoding ``encoding`` in a background thread, once per
+    process, and return at once (no event loop needed).
+
+    A count or a :func:`warm_up` that comes while it loads waits for the same load instead of
+    starting another. A failure is not reported here: the first count raises it as a
+    :class:`ConfigError`.
+    """
+    if encoding in _encodings:
+        return
+    with _encodings_lock:
+        if encoding in _prefetched or encoding in _encodings:
+            return
+        _prefetched.add(encoding)
+    threading.Thread(
+        target=_load_quietly, args=(encoding,), name=f"rxturn-tokenizer-{encoding}", daemon=True
+    ).start()
+
+
+def _load_quietly(encoding: str) -> None:
+    try:
+        _load_encoding(encoding)
+    except Exception:  # the first count reports it, as a ConfigError
+        with _encodings_lock:
+            _prefetched.discard(encoding)
+
+
+def prefetch_counter(counter: TokenCounter) -> None:
+    """Call ``counter.prefetch()`` when the counter has one (a custom counter may not)."""
+    start = getattr(counter, "prefetch", None)
+    if start is not None:
+        start()
+
+
+def counter_loaded(counter: TokenCounter) -> bool:
+    """Whether ``counter`` counts without loading anything first (a counter without a
+    ``loaded`` attribute is taken to be ready)."""
+    return bool(getattr(counter, "loaded", True))
 
 
 async def warm_up_counter(counter: TokenCounter) -> None:

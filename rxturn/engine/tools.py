@@ -7,7 +7,9 @@ same annotations, so what the model is told and what the function receives can n
 
 Running a call never raises: a bad argument, an unknown tool or an exception inside the tool
 becomes an error result (``is_error=True``) that goes back to the model, which can then fix
-its call. Only cancellation propagates.
+its call. An exception inside the tool is also logged, with its traceback, at WARNING on the
+``rxturn.engine`` logger: it is a bug of yours more often than the model's. Only cancellation
+propagates.
 
 Tools never hold the event loop: an ``async`` tool runs on the loop, a plain function in a worker
 thread (``asyncio.to_thread``), so deadlines, cancellation, other turns and the text streamer stay
@@ -21,16 +23,20 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_type_hints, overload
 
 import msgspec
 
+from .._arguments import check_callable, check_instance, check_items, described
 from ..errors import ConfigError, ToolTimeoutError
 from ..messages import ToolCallPart, ToolResultPart, ToolSchema
 
 __all__ = ["Tool", "ToolRegistry", "ToolTimeoutError", "tool"]
+
+log = logging.getLogger("rxturn.engine")
 
 
 def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:
@@ -62,6 +68,12 @@ class Tool:
             or timeout <= 0
         ):
             raise ConfigError(f"tool timeout must be a positive number of seconds, got {timeout!r}")
+        check_callable(function, "Tool(function=...)", "a function (sync or async)")
+        check_instance(name, str, "Tool(name=...)", "a str", optional=True)
+        check_instance(description, str, "Tool(description=...)", "a str", optional=True)
+        check_instance(
+            input_schema, Mapping, "Tool(input_schema=...)", "a JSON Schema dict", optional=True
+        )
         self.function = function
         self.timeout = None if timeout is None else float(timeout)
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
@@ -88,10 +100,22 @@ class Tool:
 
     async def call(self, arguments: object) -> str:
         """Convert ``arguments``, run the function (awaiting it if needed), render the result."""
+        return await self.invoke(self.convert(arguments))
+
+    def convert(self, arguments: object) -> dict[str, object]:
+        """The model's ``arguments`` as the function's keyword arguments.
+
+        Raises:
+            ConfigError: not a JSON object, an unknown or a missing argument.
+            msgspec.ValidationError: a value of the wrong type.
+        """
         if not isinstance(arguments, dict):
             raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
         # a decoded JSON object: its keys are strings
-        kwargs = _convert_arguments(self._types, cast("dict[str, Any]", arguments))
+        return _convert_arguments(self._types, cast("dict[str, Any]", arguments))
+
+    async def invoke(self, kwargs: dict[str, object]) -> str:
+        """Run the function with converted arguments (awaiting it if needed); render the result."""
         if self._is_async:
             result = self.function(**kwargs)
         else:  # a plain function runs in a worker thread: the loop stays live
@@ -141,10 +165,12 @@ class ToolRegistry:
 
     def __init__(self, tools: Iterable[Tool | ToolFunction] = ()) -> None:
         self._tools: dict[str, Tool] = {}
-        for item in tools:
-            self.register(item)
+        for item in check_items(tools, "tools", "Tool objects or functions"):
+            self.register(cast("Tool | ToolFunction", item))  # register checks it
 
     def register(self, item: Tool | ToolFunction) -> Tool:
+        if not isinstance(item, Tool) and not callable(item):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"tools must be Tool objects or functions, got {described(item)}")
         registered = item if isinstance(item, Tool) else Tool(item)
         if registered.name in self._tools:
             raise ConfigError(f"a tool named {registered.name!r} is already registered")
@@ -174,10 +200,19 @@ class ToolRegistry:
                 call.id, f"unknown tool {call.name!r} (available: {known})", is_error=True
             )
         try:
-            return ToolResultPart(call.id, await found.call(call.input))
+            kwargs = found.convert(call.input)
         except (msgspec.ValidationError, ConfigError, TypeError) as exc:
             return ToolResultPart(call.id, f"invalid arguments for {call.name}: {exc}", True)
-        except Exception as exc:  # the tool's own failure goes back to the model
+        try:
+            return ToolResultPart(call.id, await found.invoke(kwargs))
+        except Exception as exc:  # the tool's own failure goes back to the model, and the log
+            log.warning(
+                "tool %r raised %s (call id %s); the model gets it as an error result",
+                call.name,
+                type(exc).__name__,
+                call.id,
+                exc_info=exc,
+            )
             return tool_error_result(call, exc)
 
 

@@ -59,9 +59,11 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
+from typing import cast
 
 import msgspec
 
+from .._arguments import check_callable, check_instance, check_items
 from .._validate import positive
 from ..errors import ConfigError, FallbackExhausted
 from ._breaker import (
@@ -138,16 +140,22 @@ class FallbackManager:
         policy: FallbackPolicy = FallbackPolicy(),  # noqa: B008 - frozen, shared safely
         clock: Callable[[], float] | None = None,
     ) -> None:
-        if not isinstance(policy, FallbackPolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"policy must be a FallbackPolicy, got {type(policy).__name__}")
+        check_instance(policy, FallbackPolicy, "FallbackManager(policy=...)", "a FallbackPolicy")
         if isinstance(chain, str):
             raise ConfigError(f"chain must be a sequence of model names, not the string {chain!r}")
+        names = check_items(chain, "FallbackManager(chain=...)", "model names")
+        check_callable(
+            clock, "FallbackManager(clock=...)", "a () -> seconds callable", optional=True
+        )
         policy.validate()
         self._policy = policy
         self._clock: Callable[[], float] = clock if clock is not None else time.monotonic
         self._clock_given = clock is not None
         self._primary = None if primary is None else clean_model_name(primary, "primary model")
-        self._entries: list[FallbackEntry] = [self._new_entry(name) for name in chain]
+        self._entries: list[FallbackEntry] = [
+            self._new_entry(cast(str, name))
+            for name in names  # each checked by _new_entry
+        ]
         self._state = BreakerState.PRIMARY
         self._failures = 0
         self._successes = 0

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import threading
 
+from .._arguments import check_instance
 from .policies import LimiterPolicy
 
 __all__ = ["RateLimiter", "TokenBucket", "gate_sleep"]
@@ -90,6 +91,9 @@ class RateLimiter:
     __slots__ = ("_buckets", "_lock", "policy")
 
     def __init__(self, policy: LimiterPolicy | None = None) -> None:
+        check_instance(
+            policy, LimiterPolicy, "RateLimiter(policy=...)", "a LimiterPolicy", optional=True
+        )
         self.policy = (policy if policy is not None else LimiterPolicy()).validate()
         self._buckets: dict[str, TokenBucket] = {}
         self._lock = threading.Lock()

@@ -29,9 +29,12 @@ __all__ = [
     "encode",
     "message_id",
     "n_pieces",
+    "open_object_path",
     "openai_head",
     "prompt_words",
     "refusal_text",
+    "requested_schema",
+    "schema_instance",
     "sse",
     "thinking_signature",
     "tool_id",
@@ -256,3 +259,86 @@ def openai_head(ctx: ReplyContext) -> bytes:
         + encode(ctx.model)
         + b',"system_fingerprint":"fp_rxturn_fake","choices":'
     )
+
+
+def requested_schema(body: Mapping[str, Any], wire: Wire) -> dict[str, Any] | None:
+    """The JSON Schema a request asks its reply to follow, in the wire's native form
+    (Anthropic ``output_config.format``, OpenAI ``response_format``, Responses ``text.format``,
+    Ollama ``format``), or ``None``."""
+    found: Any = None
+    if wire == "anthropic":
+        found = _dig(body, "output_config", "format", "schema")
+    elif wire == "openai":
+        found = _dig(body, "response_format", "json_schema", "schema")
+    elif wire == "openai-responses":
+        found = _dig(body, "text", "format", "schema")
+    else:
+        found = body.get("format")
+    return cast("dict[str, Any]", found) if isinstance(found, dict) else None
+
+
+def _dig(node: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(node, dict):
+            return None
+        node = cast("dict[str, Any]", node).get(key)
+    return node
+
+
+def open_object_path(schema: Any, path: str = "schema") -> str | None:
+    """Where ``schema`` has an object without ``additionalProperties: false`` (which Anthropic's
+    structured output refuses), or ``None``."""
+    if isinstance(schema, list):
+        for index, item in enumerate(cast("list[Any]", schema)):
+            found = open_object_path(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+        return None
+    if not isinstance(schema, dict):
+        return None
+    node = cast("dict[str, Any]", schema)
+    if (node.get("type") == "object" or "properties" in node) and node.get(
+        "additionalProperties"
+    ) is not False:
+        return path
+    for key, value in node.items():
+        if key in ("properties", "$defs", "definitions") and isinstance(value, dict):
+            for name, sub in cast("dict[str, Any]", value).items():
+                found = open_object_path(sub, f"{path}.{key}.{name}")
+                if found is not None:
+                    return found
+        elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems"):
+            found = open_object_path(value, f"{path}.{key}")
+            if found is not None:
+                return found
+    return None
+
+
+def schema_instance(schema: Any) -> Any:
+    """A small value that follows ``schema``: what the fake replies to a structured-output
+    request whose entry scripts no text (every property present; the first enum value or
+    ``const``; ``""``, ``0``, ``false``, ``[]`` by type)."""
+    if not isinstance(schema, dict):
+        return None
+    node = cast("dict[str, Any]", schema)
+    if "const" in node:
+        return node["const"]
+    enum = node.get("enum")
+    if isinstance(enum, list) and enum:
+        return cast("list[Any]", enum)[0]
+    for key in ("anyOf", "oneOf"):
+        options = node.get(key)
+        if isinstance(options, list) and options:
+            return schema_instance(cast("list[Any]", options)[0])
+    kind = node.get("type")
+    if isinstance(kind, list):
+        kind = next((k for k in cast("list[Any]", kind) if k != "null"), "null")
+    if kind == "object" or "properties" in node:
+        properties = node.get("properties")
+        if not isinstance(properties, dict):
+            return {}
+        return {
+            name: schema_instance(sub) for name, sub in cast("dict[str, Any]", properties).items()
+        }
+    defaults: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
+    return [] if kind == "array" else defaults.get(cast("str", kind))

@@ -10,7 +10,10 @@ Routes (docs/fake-provider.md):
 
 Each request takes the next entry of its model's scenario list (see :mod:`._scenario`); an
 unknown model with no ``"*"`` list gets a 404 in the provider's error format, a body that is
-not a JSON object a 400. Like the real Anthropic API, a request with extended thinking whose
+not a JSON object a 400. A structured-output request (each wire's native format field) whose
+entry scripts no text answers with a JSON value that follows the schema, and, like the real
+Anthropic API, an Anthropic format schema with an object not closed by ``additionalProperties:
+false`` gets a 400. Like the real Anthropic API, a request with extended thinking whose
 last tool-using assistant message lost its thinking block (or carries a signature the fake did
 not give) gets a 400 ``invalid_request_error`` before it takes an entry
 (:func:`._emit.anthropic_thinking_violation`). The bytes come from :mod:`._emit`; this module
@@ -48,6 +51,7 @@ from aiohttp import web
 
 from . import _emit
 from ._emit import ReplyContext, Wire
+from ._emit_base import open_object_path, requested_schema, schema_instance
 from ._scenario import DEFAULT_SCENARIO, Entry, Scenario, load_scenario
 
 __all__ = ["FakeProvider", "ReceivedRequest"]
@@ -253,6 +257,15 @@ class FakeProvider:
             violation = _emit.anthropic_thinking_violation(body)
             if violation is not None:
                 return self._error(wire, 400, "invalid_request_error", violation, seq)
+        schema = requested_schema(body, wire)
+        if schema is not None and wire == "anthropic":
+            where = open_object_path(schema)
+            if where is not None:
+                text = (
+                    f"output_config.format.{where}: For 'object' type, 'additionalProperties' "
+                    "must be explicitly set to false"
+                )
+                return self._error(wire, 400, "invalid_request_error", text, seq)
         entry = self.next_entry(model)
         if entry is None:
             text = f"model {model!r} not found (the fake provider's scenario has no list for it)"
@@ -261,6 +274,10 @@ class FakeProvider:
             return self._error(
                 wire, entry.status, entry.error_type, entry.error_message, seq, entry.retry_after
             )
+        if schema is not None and not (entry.text or entry.tool_calls or entry.stop_reason):
+            # a structured-output request the entry scripts no reply for: answer in the format
+            reply = msgspec.json.encode(schema_instance(schema)).decode()
+            entry = msgspec.structs.replace(entry, text=reply)
         options: Any = body.get("stream_options")
         include: Any = body.get("include")
         ctx = ReplyContext(

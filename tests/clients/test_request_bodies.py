@@ -175,21 +175,81 @@ class TestAnthropic:
         with pytest.raises(ConfigError, match="max_tokens must be a positive integer"):
             self.build(request(), RequestOptions(max_tokens=bad))
 
-    def test_response_format_is_a_forced_tool_and_drops_caller_tools(self) -> None:
+    def test_response_format_is_the_native_output_config_and_drops_caller_tools(self) -> None:
         fmt = ResponseFormat(
             name="answer", schema={"type": "object", "properties": {"x": {"type": "integer"}}}
         )
         body = self.build(
             request(tools=(WEATHER,)), RequestOptions(response_format=fmt, tool_choice="auto")
         )
-        assert [tool["name"] for tool in body["tools"]] == ["answer"]
-        assert body["tools"][0]["input_schema"] == fmt.schema
-        assert body["tool_choice"] == {"type": "tool", "name": "answer"}
+        assert "tools" not in body and "tool_choice" not in body
+        # the API demands closed objects; a non-strict format keeps its own required list
+        assert body["output_config"] == {
+            "format": {
+                "type": "json_schema",
+                "schema": {
+                    "type": "object",
+                    "properties": {"x": {"type": "integer"}},
+                    "additionalProperties": False,
+                },
+            }
+        }
+        assert fmt.schema == {"type": "object", "properties": {"x": {"type": "integer"}}}
 
-    def test_strict_response_format_is_rejected_loudly(self) -> None:
-        fmt = ResponseFormat(name="answer", schema={"type": "object"}, strict=True)
-        with pytest.raises(ConfigError, match="strict"):
-            self.build(request(), RequestOptions(response_format=fmt))
+    def test_strict_response_format_requires_every_property(self) -> None:
+        schema = {
+            "type": "object",
+            "properties": {
+                "x": {"type": "integer"},
+                "inner": {"type": "object", "properties": {"y": {"type": "string"}}},
+            },
+        }
+        fmt = ResponseFormat(name="answer", schema=schema, strict=True)
+        sent = self.build(request(), RequestOptions(response_format=fmt))["output_config"]
+        assert sent["format"]["schema"] == {
+            "type": "object",
+            "properties": {
+                "x": {"type": "integer"},
+                "inner": {
+                    "type": "object",
+                    "properties": {"y": {"type": "string"}},
+                    "additionalProperties": False,
+                    "required": ["y"],
+                },
+            },
+            "additionalProperties": False,
+            "required": ["x", "inner"],
+        }
+
+    def test_response_format_combines_with_thinking(self) -> None:
+        fmt = ResponseFormat(name="answer", schema={"type": "object"})
+        body = self.build(request(), RequestOptions(response_format=fmt, thinking=1024))
+        assert body["thinking"] == {"type": "enabled", "budget_tokens": 1024}
+        assert "output_config" in body
+
+    def test_strict_tools_are_strict_and_tightened(self) -> None:
+        body = self.build(request(tools=(WEATHER,)), RequestOptions(strict_tools=True))
+        assert body["tools"] == [
+            {
+                "name": "get_weather",
+                "description": "Weather for a city",
+                "input_schema": {
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "additionalProperties": False,
+                    "required": ["city"],
+                },
+                "strict": True,
+            }
+        ]
+        assert "strict" not in self.build(request(tools=(WEATHER,)))["tools"][0]
+
+    @pytest.mark.parametrize("temperature", [0.0, 0.5, 0.99])
+    def test_thinking_refuses_a_temperature_other_than_1(self, temperature: float) -> None:
+        with pytest.raises(ConfigError, match="temperature"):
+            self.build(request(), RequestOptions(thinking=1024, temperature=temperature))
+        body = self.build(request(), RequestOptions(thinking=1024, temperature=1))
+        assert body["temperature"] == 1
 
 
 class TestOpenAI:
@@ -336,7 +396,11 @@ class TestOpenAI:
         assert "tools" not in body and "tool_choice" not in body
         assert body["response_format"] == {
             "type": "json_schema",
-            "json_schema": {"name": "answer", "schema": {"type": "object"}, "strict": True},
+            "json_schema": {
+                "name": "answer",
+                "schema": {"type": "object", "additionalProperties": False},
+                "strict": True,
+            },
         }
 
     def test_optional_fields(self) -> None:

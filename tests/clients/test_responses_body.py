@@ -164,7 +164,7 @@ def test_response_format_is_text_format_json_schema() -> None:
         "format": {
             "type": "json_schema",
             "name": "answer",
-            "schema": {"type": "object"},
+            "schema": {"type": "object", "additionalProperties": False},
             "strict": True,
         }
     }

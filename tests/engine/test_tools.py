@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import msgspec
 import pytest
 
@@ -102,3 +104,34 @@ def test_decorator_forms() -> None:
 
     assert isinstance(plain, Tool) and plain.name == "plain"
     assert (other.name, other.schema.description) == ("renamed", "custom")
+
+
+async def test_a_tool_that_raises_is_logged_with_its_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def broken(city: str) -> str:
+        raise TypeError(f"no weather station in {city}")  # a bug inside the tool, not bad args
+
+    registry = ToolRegistry([broken])
+    with caplog.at_level(logging.WARNING, logger="rxturn.engine"):
+        result = await registry.run(ToolCallPart(id="c1", name="broken", input={"city": "Oslo"}))
+    assert result.is_error
+    assert result.content == "TypeError: no weather station in Oslo"
+    (record,) = [r for r in caplog.records if r.name == "rxturn.engine"]
+    assert record.levelno == logging.WARNING
+    assert "'broken'" in record.getMessage() and "c1" in record.getMessage()
+    assert record.exc_info is not None and record.exc_info[0] is TypeError
+    assert "no weather station" in caplog.text and "Traceback" in caplog.text
+
+
+async def test_bad_arguments_are_the_models_mistake_and_not_logged(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def weather(city: str) -> str:
+        return city
+
+    registry = ToolRegistry([weather])
+    with caplog.at_level(logging.WARNING, logger="rxturn.engine"):
+        result = await registry.run(ToolCallPart(id="c1", name="weather", input={"town": "x"}))
+    assert result.is_error and "invalid arguments" in result.content
+    assert not [r for r in caplog.records if r.name == "rxturn.engine"]

@@ -1,0 +1,85 @@
+"""Type checks for constructor arguments, written once.
+
+Python enforces no annotation, so a public constructor given a wrong type would otherwise fail
+later, deep inside, with an ``AttributeError`` or a ``TypeError`` about something the caller
+never wrote. Each constructor calls these on its arguments instead, and a wrong type is a
+:class:`~rxturn.errors.ConfigError` that names the argument (``where``) and says what it
+expected and what it got. Numbers and their ranges are :mod:`rxturn._validate`'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import TypeVar, cast
+
+from .errors import ConfigError
+
+__all__ = ["check_bool", "check_callable", "check_instance", "check_items", "described"]
+
+_T = TypeVar("_T")
+
+
+def described(value: object) -> str:
+    """``value`` for an error message: its type, and a short repr.
+
+    Examples:
+        >>> described(3), described("x" * 80)[:22]
+        ('int 3', "str 'xxxxxxxxxxxxxxxxx")
+    """
+    text = repr(value)
+    if len(text) > 60:
+        text = text[:57] + "..."
+    return f"{type(value).__name__} {text}"
+
+
+def check_instance(
+    value: object,
+    expected: type[_T] | tuple[type, ...],
+    where: str,
+    what: str,
+    *,
+    optional: bool = False,
+) -> None:
+    """``value`` is an instance of ``expected`` (or ``None`` when ``optional``); a class given
+    where an instance belongs is named as such."""
+    if optional and value is None:
+        return
+    if isinstance(value, expected) and not isinstance(value, type):
+        return
+    got = f"the class {value.__name__} (pass an instance)" if isinstance(value, type) else None
+    raise ConfigError(
+        f"{where} must be {what}{' or None' if optional else ''}, got {got or described(value)}"
+    )
+
+
+def check_bool(value: object, where: str, *, optional: bool = False) -> None:
+    """``value`` is ``True`` or ``False`` (or ``None`` when ``optional``)."""
+    if isinstance(value, bool) or (optional and value is None):
+        return
+    raise ConfigError(
+        f"{where} must be True or False{' or None' if optional else ''}, got {described(value)}"
+    )
+
+
+def check_callable(value: object, where: str, what: str, *, optional: bool = False) -> None:
+    """``value`` is callable (or ``None`` when ``optional``)."""
+    if callable(value) or (optional and value is None):
+        return
+    raise ConfigError(
+        f"{where} must be {what}{' or None' if optional else ''}, got {described(value)}"
+    )
+
+
+def check_items(
+    value: object, where: str, what: str, check: Callable[[object, str], None] | None = None
+) -> tuple[object, ...]:
+    """``value`` as a tuple of items: an iterable (never a string, bytes or a mapping, which
+    iterate as something else) whose items each pass ``check(item, f"{where}[i]")``."""
+    got: object = value
+    if isinstance(got, str | bytes | Mapping) or not isinstance(got, Iterable):
+        raise ConfigError(f"{where} must be an iterable of {what}, got {described(value)}")
+    items = tuple(cast("Iterable[object]", value))
+    if check is not None:
+        for index, item in enumerate(items):
+            check(item, f"{where}[{index}]")
+    return items

@@ -1,0 +1,76 @@
+"""Every ``RequestOptions`` field is checked for type and range on every wire: a wrong value is
+a ConfigError naming the field before anything is sent (msgspec Structs built in Python do not
+check their annotations)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from rxturn.clients.anthropic import build_anthropic_body
+from rxturn.clients.ollama import build_ollama_body
+from rxturn.clients.openai import build_openai_body
+from rxturn.clients.openai_responses import build_responses_body
+from rxturn.errors import ConfigError
+from rxturn.messages import Message, Request, RequestOptions, ResponseFormat
+
+HI = Request(messages=(Message.user("hi"),))
+BUILDERS = {
+    "anthropic": lambda o: build_anthropic_body(HI, o, model="c", max_tokens=8192, stream=True),
+    "openai": lambda o: build_openai_body(HI, o, model="g", max_tokens=None, stream=True),
+    "openai-responses": lambda o: build_responses_body(
+        HI, o, model="r", max_tokens=None, stream=True
+    ),
+    "ollama": lambda o: build_ollama_body(HI, o, model="l", max_tokens=None, stream=True),
+}
+BAD: list[tuple[str, Any]] = [
+    ("model", 3),
+    ("model", "  "),
+    ("max_tokens", 0),
+    ("max_tokens", "100"),
+    ("max_tokens", True),
+    ("temperature", -0.5),
+    ("temperature", float("inf")),
+    ("temperature", "0.2"),
+    ("tool_choice", 1),
+    ("strict_tools", "yes"),
+    ("strict_tools", None),
+    ("response_format", {"name": "x", "schema": {}}),
+    ("stop_sequences", "STOP"),
+    ("stop_sequences", ("ok", "")),
+    ("extra_headers", [("a", "b")]),
+    ("extra_headers", {"a": 1}),
+    ("reasoning_effort", "max"),
+    ("extra_body", "x"),
+    ("keep_thinking", "auto"),
+]
+BAD_FORMATS = [
+    ResponseFormat(name="", schema={"type": "object"}),
+    ResponseFormat(name="has space", schema={"type": "object"}),
+    ResponseFormat(name="x" * 65, schema={"type": "object"}),
+    ResponseFormat(name="ok", schema={"type": "array"}),
+    ResponseFormat(name="ok", schema="{}"),  # type: ignore[arg-type]
+    ResponseFormat(name="ok", schema={"type": "object"}, strict="yes"),  # type: ignore[arg-type]
+]
+
+
+@pytest.mark.parametrize("wire", BUILDERS)
+@pytest.mark.parametrize(("field", "bad"), BAD, ids=[f"{f}={v!r}" for f, v in BAD])
+def test_a_wrong_field_is_refused_on_every_wire(wire: str, field: str, bad: Any) -> None:
+    options = RequestOptions(**{field: bad})
+    with pytest.raises(ConfigError, match=f"RequestOptions.{field}"):
+        BUILDERS[wire](options)
+
+
+@pytest.mark.parametrize("wire", BUILDERS)
+@pytest.mark.parametrize("fmt", BAD_FORMATS, ids=range(len(BAD_FORMATS)))
+def test_a_wrong_response_format_is_refused_on_every_wire(wire: str, fmt: ResponseFormat) -> None:
+    with pytest.raises(ConfigError, match=r"RequestOptions\.response_format"):
+        BUILDERS[wire](RequestOptions(response_format=fmt))
+
+
+@pytest.mark.parametrize("wire", BUILDERS)
+def test_good_values_pass(wire: str) -> None:
+    fmt = ResponseFormat(name="answer_1", schema={"type": "object", "properties": {}})
+    BUILDERS[wire](RequestOptions(max_tokens=100, temperature=0, response_format=fmt))

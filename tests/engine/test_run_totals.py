@@ -1,0 +1,46 @@
+"""``engine.run()``'s result carries the run's totals: usage, billed usage, the attempt log of
+every turn in order, and the model that served last."""
+
+from __future__ import annotations
+
+from rxturn import AnthropicClient, RetryPolicy, StreamHandler, TurnEngine, Usage
+from rxturn.testing import FakeProvider
+
+SCENARIO = {
+    "models": {
+        "*": [
+            {"status": 500},
+            {
+                "tool_calls": [{"id": "t1", "name": "clock", "input": {}}],
+                "usage": {"input_tokens": 10, "output_tokens": 5},
+            },
+            {"text": "It is noon.", "usage": {"input_tokens": 20, "output_tokens": 7}},
+        ]
+    }
+}
+
+
+def clock() -> str:
+    return "12:00"
+
+
+async def test_run_result_sums_its_turns() -> None:
+    async with (
+        FakeProvider(SCENARIO) as fake,
+        AnthropicClient("claude-x", api_key="k", base_url=fake.base_url) as client,
+    ):
+        handler = StreamHandler(retry=RetryPolicy(max_retries=2, base_delay=0.001, jitter=0))
+        engine = TurnEngine(client, tools=[clock], handler=handler)
+        result = await engine.run("What time is it?")
+    assert result.text == "It is noon."
+    assert len(result.turns) == 2
+    assert result.usage == Usage(input_tokens=30, output_tokens=12)
+    assert result.billed_usage == Usage(input_tokens=30, output_tokens=12)
+    assert [(a.model, a.outcome) for a in result.attempt_log] == [
+        ("claude-x", "ServerError"),
+        ("claude-x", "served"),
+        ("claude-x", "served"),
+    ]
+    assert result.model == "claude-x"
+    audit = engine.session.runs[0].turns
+    assert result.attempt_log == (*audit[0].attempt_log, *audit[1].attempt_log)

@@ -1,0 +1,130 @@
+"""Structured output on every wire: one request, the JSON as the reply text.
+
+Each client sends its provider's native structured-output field (Anthropic ``output_config``,
+OpenAI ``response_format``, Responses ``text.format``, Ollama ``format``). The fake provider
+answers such a request with a value that follows the schema, and — like the real Anthropic API
+— refuses an Anthropic format schema whose objects are not closed. So a client that forced a
+tool instead (and let the agent loop run it turn after turn) or sent an open schema fails here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rxturn import (
+    AnthropicClient,
+    OllamaClient,
+    OpenAIClient,
+    OpenAIResponsesClient,
+    RequestOptions,
+    StopReason,
+    TurnEngine,
+)
+from rxturn.messages import ResponseFormat
+from rxturn.testing import FakeProvider
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "city": {"type": "string"},
+        "temperature": {"type": "integer"},
+        "sky": {"type": "string", "enum": ["clear", "cloudy"]},
+        "wind": {"type": "object", "properties": {"speed": {"type": "number"}}},
+    },
+    "required": ["city"],
+}
+WIRES = ["anthropic", "openai", "openai-responses", "ollama"]
+
+
+def _client(wire: str, fake: FakeProvider) -> Any:
+    if wire == "anthropic":
+        return AnthropicClient("m", api_key="k", base_url=fake.base_url)
+    if wire == "openai":
+        return OpenAIClient("m", api_key="k", base_url=fake.openai_base_url)
+    if wire == "openai-responses":
+        return OpenAIResponsesClient("m", api_key="k", base_url=fake.openai_base_url)
+    return OllamaClient("m", base_url=fake.base_url)
+
+
+def _sent_schema(wire: str, body: dict[str, Any]) -> dict[str, Any]:
+    if wire == "anthropic":
+        return body["output_config"]["format"]["schema"]
+    if wire == "openai":
+        return body["response_format"]["json_schema"]["schema"]
+    if wire == "openai-responses":
+        return body["text"]["format"]["schema"]
+    return body["format"]
+
+
+def calls_nobody(city: str) -> str:
+    raise AssertionError("a structured-output reply is not a tool call")
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("wire", WIRES)
+async def test_one_request_and_the_json_is_the_reply_text(wire: str, mode: Any) -> None:
+    fmt = ResponseFormat(name="weather", schema=SCHEMA)
+    async with FakeProvider({"models": {"*": [{}]}}) as fake, _client(wire, fake) as client:
+        engine = TurnEngine(
+            client,
+            tools=[calls_nobody],
+            mode=mode,
+            request_options=RequestOptions(response_format=fmt),
+        )
+        result = await engine.run("Weather in Oslo?")
+        assert len(fake.requests) == 1
+        assert result.stop_reason is StopReason.END_TURN
+        assert not result.message.tool_calls
+        assert json.loads(result.text) == {
+            "city": "",
+            "temperature": 0,
+            "sky": "clear",
+            "wind": {"speed": 0},
+        }
+        # the history keeps a form the API takes: a second run goes through, one request more
+        again = await engine.run("And in Bergen?")
+        assert json.loads(again.text)["city"] == ""
+        assert len(fake.requests) == 2
+        assert [m.role for m in engine.history] == ["user", "assistant"] * 2
+        sent = fake.requests[1]
+        assert "tools" not in sent
+        assert "properties" in _sent_schema(wire, sent)
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_strict_format_is_tightened_the_same_way_on_every_wire(wire: str) -> None:
+    fmt = ResponseFormat(name="weather", schema=SCHEMA, strict=True)
+    async with FakeProvider({"models": {"*": [{}]}}) as fake, _client(wire, fake) as client:
+        engine = TurnEngine(client, request_options=RequestOptions(response_format=fmt))
+        await engine.run("Weather in Oslo?")
+        schema = _sent_schema(wire, fake.requests[0])
+    assert schema["additionalProperties"] is False
+    assert schema["required"] == ["city", "temperature", "sky", "wind"]
+    assert schema["properties"]["wind"] == {
+        "type": "object",
+        "properties": {"speed": {"type": "number"}},
+        "additionalProperties": False,
+        "required": ["speed"],
+    }
+    assert SCHEMA["required"] == ["city"], "the caller's schema is never modified"
+
+
+async def test_the_fake_refuses_an_open_anthropic_format_schema() -> None:
+    """What the Anthropic client's closing of objects is for: the API's 400 otherwise."""
+    from rxturn import BadRequestError
+
+    async with (
+        FakeProvider({"models": {"*": [{}]}}) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(
+            client,
+            request_options=RequestOptions(
+                extra_body={"output_config": {"format": {"type": "json_schema", "schema": SCHEMA}}}
+            ),
+        )
+        with pytest.raises(BadRequestError, match="additionalProperties"):
+            await engine.run("Weather in Oslo?")
