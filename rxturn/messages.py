@@ -46,12 +46,13 @@ __all__ = [
     "StopReason",
     "TextPart",
     "ThinkingPart",
-    "ToolResultContent",
     "ToolCallPart",
+    "ToolResultContent",
     "ToolResultPart",
     "ToolSchema",
     "UrlSource",
     "Usage",
+    "content_text",
     "describe_part",
     "message_from_json",
     "message_to_json",
@@ -356,6 +357,29 @@ class CachePoint(msgspec.Struct, frozen=True, tag="cache_point"):
     """
 
     ttl: CacheTTL | None = None
+
+
+def content_text(parts: tuple[object, ...] | list[object]) -> str:
+    """Parts as one line of text for records and spans: text joined, each media part as its
+    placeholder (:func:`describe_part`), a tool result's content likewise; no bytes ever.
+
+    Examples:
+        >>> content_text((TextPart("What is this?"), ImagePart(UrlSource("https://x.test/a.png"))))
+        'What is this? [image: https://x.test/a.png]'
+    """
+    pieces: list[str] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, ToolResultPart):
+            content = part.content
+            pieces.append(content if isinstance(content, str) else content_text(content))
+        else:
+            placeholder = describe_part(part)
+            if placeholder:
+                sep = " " if pieces and pieces[-1] and not pieces[-1].endswith((" ", "\n")) else ""
+                pieces.append(sep + placeholder)
+    return "".join(pieces)
 
 
 def describe_part(part: object) -> str:

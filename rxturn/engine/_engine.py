@@ -81,6 +81,7 @@ from .tokens import (
     OverheadCache,
     TiktokenCounter,
     TokenCounter,
+    media_rule_of,
     warm_up_counter,
 )
 from .tools import Tool, ToolFunction, ToolRegistry
@@ -178,7 +179,11 @@ class TurnEngine(TurnSetup, TurnCalls):
             )
         self.max_turns = max_turns
         self.scheduler = scheduler
-        self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
+        self.counter: TokenCounter = (
+            counter
+            if counter is not None
+            else TiktokenCounter(media_rule=media_rule_of(str(getattr(client, "wire_format", ""))))
+        )
         self.context_window = context_window
         self.compactor: Compactor = compactor if compactor is not None else DEFAULT_COMPACTOR
         self.contributors: list[ContextContributor] = list(contributors)

@@ -19,7 +19,7 @@ from reactivex import abc
 from reactivex.disposable import CompositeDisposable
 
 from ..errors import ConfigError
-from ..messages import Message, StopReason, ToolCallPart, ToolResultPart
+from ..messages import Message, StopReason, ToolCallPart, ToolResultPart, content_text
 from ..resilience.cancel import CancelToken
 from ._results import RunResult, Session, TurnResult
 from .observers import ObserverSet
@@ -65,7 +65,7 @@ class AgentLoop:
         started = now()
         start_len = len(self.session.history)
         run = self.session.audit.start_run()
-        self._run_input = message.text
+        self._run_input = content_text(message.content)
         self._in_run = True
         self.observers.emit("on_run_start", session_id=self.session.id)
         results: list[TurnResult] = []

@@ -134,7 +134,7 @@ def memory_query(history: Sequence[Message]) -> str:
         if message.role == "user":
             results = message.tool_results
             if results:
-                return "\n".join(result.content for result in results)
+                return "\n".join(result.text for result in results)
             return message.text
     return ""
 
