@@ -36,14 +36,16 @@ def _items(body: Mapping[str, Any]) -> tuple[list[tuple[Any, int]], list[int]]:
     items: list[tuple[Any, int]] = []
     marks: list[int] = []
 
-    def add(item: Any, role: Any = None) -> None:
+    def add(item: object, role: object = None) -> None:
         size = count_words(item)
+        stored: object = item
         if isinstance(item, dict) and "cache_control" in item:
             marks.append(len(items))
             fields = cast("dict[str, Any]", item)
-            item = {key: value for key, value in fields.items() if key != "cache_control"}
-        entry: Any = {"role": role, "block": item} if role is not None else item
-        items.append((entry, size))
+            stored = {key: value for key, value in fields.items() if key != "cache_control"}
+        if role is not None:
+            stored = {"role": role, "block": stored}
+        items.append((stored, size))
 
     tools: Any = body.get("tools")
     if isinstance(tools, list):
