@@ -54,6 +54,7 @@ __all__ = [
     "Usage",
     "content_text",
     "describe_part",
+    "media_from_path",
     "message_from_json",
     "message_to_json",
 ]
@@ -160,25 +161,8 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
         """
         if not isinstance(data, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"media data must be bytes, got {type(data).__name__}")
-        raw = bytes(data)
-        label = f" ({name})" if name else ""
-        if not raw:
-            raise ConfigError(f"media data{label} is empty")
-        if media_type is not None:
-            found = _media.canonical(media_type)
-            if _media.kind_of(found) is None:
-                known = ", ".join(_media.MEDIA_TYPES)
-                raise ConfigError(f"unknown media type {media_type!r}{label}; known: {known}")
-        else:
-            sniffed = _media.sniff(raw, name)
-            if sniffed is None:
-                known = ", ".join(_media.MEDIA_TYPES)
-                raise ConfigError(
-                    f"cannot tell the media type of{label or ' the data'} ({len(raw)} bytes): "
-                    f"not one of {known}; pass media_type="
-                )
-            found = sniffed
-        return cls(found, raw)
+        what = repr(name) if name else "the media data"
+        return cls._checked(bytes(data), media_type, what, name)
 
     @classmethod
     def from_path(cls, path: str | Path, media_type: str | None = None) -> Self:
@@ -194,12 +178,25 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
         except OSError as exc:
             reason = exc.strerror or type(exc).__name__
             raise ConfigError(f"cannot read media file {str(where)!r}: {reason}") from None
+        return cls._checked(raw, media_type, f"media file {str(where)!r}", where.name)
+
+    @classmethod
+    def _checked(cls, raw: bytes, media_type: str | None, what: str, name: str = "") -> Self:
         if not raw:
-            raise ConfigError(f"media file {str(where)!r} is empty")
-        try:
-            return cls.from_bytes(raw, media_type, name=where.name)
-        except ConfigError as exc:
-            raise ConfigError(f"{exc.message} (file {str(where)!r})") from None
+            raise ConfigError(f"{what} is empty")
+        known = ", ".join(_media.MEDIA_TYPES)
+        if media_type is not None:
+            found = _media.canonical(media_type)
+            if _media.kind_of(found) is None:
+                raise ConfigError(f"{what}: unknown media type {media_type!r} (known: {known})")
+            return cls(found, raw)
+        sniffed = _media.sniff(raw, name)
+        if sniffed is None:
+            raise ConfigError(
+                f"{what}: cannot tell its media type ({len(raw)} bytes, not one of {known}); "
+                "pass media_type="
+            )
+        return cls(sniffed, raw)
 
 
 class UrlSource(msgspec.Struct, frozen=True, tag="url"):
@@ -342,6 +339,23 @@ class AudioPart(_FromSource, msgspec.Struct, frozen=True, tag="audio"):
 
 
 MediaPart = ImagePart | DocumentPart | AudioPart
+
+
+def media_from_path(path: str | Path) -> MediaPart:
+    """The media part for the file at ``path``, by its media type: an image, a document (PDF,
+    plain text) or audio.
+
+    Raises:
+        ConfigError: the file cannot be read, is empty, or is of no known media type.
+    """
+    source = InlineSource.from_path(path)
+    kind = _media.kind_of(source.media_type)
+    if kind == "image":
+        return ImagePart(source)
+    if kind == "audio":
+        return AudioPart(source)
+    return DocumentPart(source, filename=Path(path).name)
+
 
 CacheTTL = Literal["5m", "1h"]
 
