@@ -27,6 +27,12 @@ _moved.install()
 if TYPE_CHECKING:  # the table of public names (see the module docstring)
     # -- the vocabulary: messages, stream events, one error tree
     from .messages import (
+        AudioPart as AudioPart,
+        CachePoint as CachePoint,
+        DocumentPart as DocumentPart,
+        FileIdSource as FileIdSource,
+        ImagePart as ImagePart,
+        InlineSource as InlineSource,
         Message as Message,
         Request as Request,
         RequestOptions as RequestOptions,
@@ -36,6 +42,7 @@ if TYPE_CHECKING:  # the table of public names (see the module docstring)
         ToolCallPart as ToolCallPart,
         ToolResultPart as ToolResultPart,
         ToolSchema as ToolSchema,
+        UrlSource as UrlSource,
         Usage as Usage,
     )
     from .events import (

@@ -86,9 +86,21 @@ def _magic(head: bytes) -> str | None:
         return "audio/wav"
     if head.startswith(b"%PDF-"):
         return "application/pdf"
-    if head.startswith(b"ID3") or (len(head) > 1 and head[0] == 0xFF and head[1] & 0xE0 == 0xE0):
+    if head.startswith(b"ID3") or _mp3_frame(head):
         return "audio/mpeg"
     return None
+
+
+def _mp3_frame(head: bytes) -> bool:
+    """An MPEG audio layer III frame header: 11 sync bits, a real version, layer III, a
+    bitrate index that is neither free nor bad, a sampling rate that is not reserved."""
+    if len(head) < 3 or head[0] != 0xFF or head[1] & 0xE0 != 0xE0:
+        return False
+    version = (head[1] >> 3) & 3
+    layer = (head[1] >> 1) & 3
+    bitrate = head[2] >> 4
+    rate = (head[2] >> 2) & 3
+    return version != 1 and layer == 1 and bitrate not in (0, 15) and rate != 3
 
 
 def sniff(data: bytes, name: str = "") -> str | None:

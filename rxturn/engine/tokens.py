@@ -34,7 +34,7 @@ must not cost O(history) on every turn. Three decisions follow:
   ``media_rule`` picks the provider (the engine takes it from its client's wire):
 
   * images (width and height read from the PNG / JPEG / GIF / WebP header):
-    ``"anthropic"`` — scaled to fit 1568 px on the long side and 1.15 megapixels, then
+    ``"anthropic"`` — scaled to fit 1568 px on the long side and ~1,600 tokens, then
     ``ceil(width * height / 750)``; ``"openai"`` — fitted within 2048 x 2048, the short side
     then scaled down to 768, ``85 + 170 x (512-px tiles)`` (``detail="low"``: 85). An image
     whose size cannot be read (a URL, a file id) counts as the rule's largest image: 1,600
@@ -550,9 +550,10 @@ def estimate_context(
 
 MediaRule = Literal["anthropic", "openai"]
 
-#: Anthropic: long side at most 1568 px and at most ~1.15 megapixels; tokens = pixels / 750.
+#: Anthropic: an image over 1568 px on its long side or over ~1,600 tokens is scaled down
+#: first (its vision guide: 1092 x 1092 is the largest square kept as sent); tokens = pixels / 750.
 _ANTHROPIC_LONG_SIDE = 1568
-_ANTHROPIC_MAX_PIXELS = 1_150_000
+_ANTHROPIC_MAX_PIXELS = 1600 * 750
 _ANTHROPIC_PIXELS_PER_TOKEN = 750
 _ANTHROPIC_UNKNOWN_IMAGE = 1600
 #: OpenAI: 85 base tokens + 170 per 512-px tile (fit 2048, short side 768); low detail 85.
