@@ -155,7 +155,13 @@ def test_tool_result_content_string_or_parts() -> None:
     back = message_from_json(message_to_json(Message(role="user", content=(rich,))))
     assert back.content[0] == rich
     assert rich.text == "screen:" and rich.media == (shot,)
-    bad = b'{"role":"user","content":[{"type":"tool_result","tool_call_id":"c","content":[{"type":"audio","source":{"type":"url","url":"u"}}]}]}'
+    audio = {"type": "audio", "source": {"type": "url", "url": "u"}}
+    bad = msgspec.json.encode(
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_call_id": "c", "content": [audio]}],
+        }
+    )
     with pytest.raises(msgspec.ValidationError):
         message_from_json(bad)  # audio is not a tool result's content
 
