@@ -101,12 +101,18 @@ def check_source(part: MediaPart, wire: str, provider: str) -> MediaSource:
 
 class Limits:
     """The inline-size limits a provider documents, in base64 characters (what the API
-    measures). ``None``: not documented (the provider's own 400 then speaks)."""
+    measures), each with the figure as the provider writes it (``"5 MB"``). ``None``: not
+    documented (the provider's own 400 then speaks)."""
 
     __slots__ = ("image", "provider", "request", "source")
 
     def __init__(
-        self, provider: str, *, image: int | None, request: int | None, source: str
+        self,
+        provider: str,
+        *,
+        image: tuple[int, str] | None,
+        request: tuple[int, str] | None,
+        source: str,
     ) -> None:
         self.provider = provider
         self.image = image
@@ -140,15 +146,15 @@ def check_inline_limits(request: Request, limits: Limits) -> None:
             continue
         size = _b64_length(len(source.data))
         total += size
-        if limits.image is not None and isinstance(part, ImagePart) and size > limits.image:
+        if limits.image is not None and isinstance(part, ImagePart) and size > limits.image[0]:
             raise ConfigError(
-                f"{limits.provider} accepts images up to {describe_size(limits.image)} each "
+                f"{limits.provider} accepts images up to {limits.image[1]} each "
                 f"(base64, {limits.source}); this {source.media_type} image is "
                 f"{describe_size(size)} in base64: resize it, or send a URL or a file id"
             )
-    if limits.request is not None and total > limits.request:
+    if limits.request is not None and total > limits.request[0]:
         raise ConfigError(
-            f"{limits.provider} accepts requests up to {describe_size(limits.request)} "
+            f"{limits.provider} accepts requests up to {limits.request[1]} "
             f"({limits.source}); this request's inline media alone is {describe_size(total)} "
             "in base64: send fewer or smaller files, or URLs / file ids"
         )

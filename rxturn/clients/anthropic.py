@@ -99,8 +99,8 @@ WIRE = "the Anthropic Messages API"
 #: per request (docs.anthropic.com: vision, and the API's request size limits).
 LIMITS = Limits(
     "Anthropic",
-    image=5 * 1024 * 1024,
-    request=32 * 1024 * 1024,
+    image=(5 * 1024 * 1024, "5 MB"),
+    request=(32 * 1024 * 1024, "32 MB"),
     source="Anthropic's documented vision and request size limits",
 )
 #: The most ``cache_control`` breakpoints one request may carry.
@@ -273,6 +273,9 @@ def build_anthropic_body(
     tokens = resolve_max_tokens(options, max_tokens)
     thinking = resolve_thinking(options, tokens)
     check_inline_limits(request, LIMITS)
+    system_ttl = cache_value(options.cache_system, "RequestOptions.cache_system")
+    tools_ttl = cache_value(options.cache_tools, "RequestOptions.cache_tools")
+    messages_ttl = cache_value(options.cache_messages, "RequestOptions.cache_messages")
     marks: list[dict[str, Any]] = []
     body: dict[str, Any] = {
         "model": model,
@@ -281,7 +284,6 @@ def build_anthropic_body(
     }
     fixed = 0
     if request.system:
-        system_ttl = cache_value(options.cache_system, "RequestOptions.cache_system")
         if system_ttl is None:
             body["system"] = request.system
         else:
@@ -310,11 +312,9 @@ def build_anthropic_body(
             body["tool_choice"] = (
                 {"type": "tool", "name": name} if mode == "tool" else {"type": mode}
             )
-    tools_ttl = cache_value(options.cache_tools, "RequestOptions.cache_tools")
     if tools_ttl is not None and body.get("tools"):
         body["tools"][-1]["cache_control"] = _cache_control(tools_ttl)
         fixed += 1
-    messages_ttl = cache_value(options.cache_messages, "RequestOptions.cache_messages")
     if messages_ttl is not None:
         body["cache_control"] = _cache_control(messages_ttl)
         fixed += 1

@@ -93,7 +93,10 @@ OLLAMA_BASE_URL = "http://localhost:11434/v1"
 WIRE = "OpenAI Chat Completions"
 #: OpenAI's documented limit for image inputs: 50 MB of total payload per request.
 LIMITS = Limits(
-    "OpenAI", image=None, request=50 * 1000 * 1000, source="OpenAI's documented image input limit"
+    "OpenAI",
+    image=None,
+    request=(50 * 1000 * 1000, "50 MB"),
+    source="OpenAI's documented image input limit",
 )
 _AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
 
