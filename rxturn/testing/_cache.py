@@ -7,8 +7,10 @@ caching) is a breakpoint on the last item. The prefix up to a breakpoint is iden
 canonical JSON of its items (``cache_control`` itself left out, so moving a breakpoint forward
 still reads the prefix an earlier one wrote).
 
-Per request: the longest breakpoint prefix seen before is a cache *read*; the items from there
-to the last breakpoint are a cache *write* (each breakpoint's prefix is then remembered). Sizes
+Per request: the longest prefix seen before is a cache *read* — a prefix ending at a
+breakpoint or at one of the 20 block boundaries before one, as the API looks back for hits —
+and the items from there to the last breakpoint are a cache *write* (each breakpoint's prefix
+is then remembered). So a rolling breakpoint (automatic caching) reads the previous round. Sizes
 are in the fake's token unit, whitespace-separated words (``prompt_words``), so
 ``input_tokens`` + ``cache_read_input_tokens`` + ``cache_creation_input_tokens`` is the
 request's ``prompt_words``. Unlike the real API there is no minimum cacheable length and
@@ -25,9 +27,12 @@ import msgspec
 
 from ._emit_base import count_words
 
-__all__ = ["PromptCache"]
+__all__ = ["LOOKBACK", "PromptCache"]
 
 _encoder = msgspec.json.Encoder(order="sorted")
+
+#: How many block boundaries before a breakpoint the API also checks for a cache hit.
+LOOKBACK = 20
 
 
 def _items(body: Mapping[str, Any]) -> tuple[list[tuple[Any, int]], list[int]]:
@@ -94,19 +99,22 @@ class PromptCache:
         if not marks:
             return 0, 0
         digests: list[bytes] = []
-        running = hashlib.sha256()
         sizes: list[int] = []
+        running = hashlib.sha256()
         size = 0
-        for index, (item, words) in enumerate(items[: marks[-1] + 1]):
+        for item, words in items[: marks[-1] + 1]:
             running.update(_encoder.encode(item))
             size += words
-            if index in marks:
-                digests.append(running.copy().digest())
-                sizes.append(size)
+            digests.append(running.copy().digest())
+            sizes.append(size)
+        # a read: the longest prefix seen before that ends at a breakpoint or at one of the
+        # LOOKBACK blocks before one (the API checks those boundaries too)
         read = 0
-        for digest, prefix in zip(digests, sizes, strict=True):
-            if digest in self._seen:
-                read = prefix
+        for mark in marks:
+            for index in range(mark, max(-1, mark - LOOKBACK - 1), -1):
+                if digests[index] in self._seen:
+                    read = max(read, sizes[index])
+                    break
         write = sizes[-1] - read
-        self._seen.update(digests)
+        self._seen.update(digests[mark] for mark in marks)
         return read, write
