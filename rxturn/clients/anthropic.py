@@ -217,6 +217,33 @@ def _mark(block: dict[str, Any] | None, point: CachePoint, marks: list[dict[str,
     block["cache_control"] = _cache_control(cast(str, ttl))
 
 
+def _check_ttl_order(body: dict[str, Any], marks: list[dict[str, Any]]) -> None:
+    """The API caches in the order tools, system, messages, and a 1-hour breakpoint may not
+    follow a 5-minute one: refuse that order here rather than as a 400."""
+    controls: list[tuple[str, Any]] = []
+    tools: Any = body.get("tools")
+    if tools and "cache_control" in tools[-1]:
+        controls.append(("the last tool", tools[-1]["cache_control"]))
+    system: Any = body.get("system")
+    if not isinstance(system, str) and system is not None:
+        controls.append(("the system prompt", system[0]["cache_control"]))
+    controls.extend(
+        ("a CachePoint", block["cache_control"]) for block in marks if "cache_control" in block
+    )
+    if "cache_control" in body:
+        controls.append(("cache_messages", body["cache_control"]))
+    short: str | None = None
+    for where, control in controls:
+        if control.get("ttl") == "1h":
+            if short is not None:
+                raise ConfigError(
+                    f"a 1h cache breakpoint ({where}) after a 5m one ({short}): Anthropic "
+                    "needs longer-lived breakpoints first (tools, system, then messages)"
+                )
+        elif short is None:
+            short = where
+
+
 def _trim_breakpoints(marks: list[dict[str, Any]], fixed: int) -> None:
     """Keep at most :data:`MAX_CACHE_BREAKPOINTS`, dropping the oldest message markers."""
     excess = len(marks) + fixed - MAX_CACHE_BREAKPOINTS
@@ -319,6 +346,7 @@ def build_anthropic_body(
         body["cache_control"] = _cache_control(messages_ttl)
         fixed += 1
     _trim_breakpoints(marks, fixed)
+    _check_ttl_order(body, marks)
     put_sampling(body, options, stop_key="stop_sequences")
     if thinking is not None:
         forced = body.get("tool_choice", {}).get("type") in ("any", "tool")

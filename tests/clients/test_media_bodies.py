@@ -314,3 +314,27 @@ async def test_an_undocumented_limit_lets_the_providers_400_through_unretried() 
             await client.create(user(TextPart("what?"), IMAGE))
     assert not is_retryable(caught.value)
     assert len(fake.requests) == 1
+
+
+def test_a_1h_breakpoint_after_a_5m_one_is_refused() -> None:
+    request = Request(
+        messages=(
+            Message.user("a", CachePoint("5m")),
+            Message.assistant("b"),
+            Message.user("c", CachePoint("1h")),
+        ),
+        system="s",
+    )
+    with pytest.raises(ConfigError, match=r"a 1h cache breakpoint \(a CachePoint\) after a 5m one"):
+        anthropic(request)
+    with pytest.raises(
+        ConfigError, match=r"\(cache_messages\) after a 5m one \(the system prompt\)"
+    ):
+        anthropic(
+            Request(messages=(Message.user("x"),), system="s"),
+            RequestOptions(cache_system=True, cache_messages="1h"),
+        )
+    # longer first is fine
+    ordered = Request(messages=(Message.user("a", CachePoint("1h")),), system="s")
+    body = anthropic(ordered, RequestOptions(cache_system="1h", cache_messages="5m"))
+    assert body["system"][0]["cache_control"]["ttl"] == "1h"
