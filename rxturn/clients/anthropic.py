@@ -9,7 +9,11 @@ Request body, built by the pure :func:`build_anthropic_body`:
   kept ``thinking {thinking, signature}`` and ``redacted_thinking {data}`` unchanged (refusal
   parts, which Anthropic has no block for, are skipped),
   ``tool_result {tool_use_id, content, is_error only when true}`` — tool results first, as the
-  API requires of a user message that carries them;
+  API requires of a user message that carries them; images and documents as ``image`` /
+  ``document`` blocks with a ``base64``, ``url`` or ``file`` source (plain text: a ``text``
+  source; ``title``, ``context``, ``citations`` on documents), also inside a tool result's
+  content; audio is refused; a ``CachePoint`` puts ``cache_control`` on the block before it
+  (see below);
 * ``system`` when the request has one, ``stream``;
 * ``tools`` ``[{name, description, input_schema}]`` (omitted when none) and ``tool_choice`` from
   the options (``auto`` / ``any`` / ``none`` / ``{"type": "tool", "name": …}``);
@@ -18,6 +22,15 @@ Request body, built by the pure :func:`build_anthropic_body`:
   1024, below ``max_tokens``; the API allows only ``auto`` / ``none`` tool choice with it, so a
   forced tool — ``any``, a tool name, a response format — is rejected before anything is sent);
   ``reasoning_effort`` is OpenAI's and is rejected;
+* ``cache_control`` — ``{"type": "ephemeral"}`` (``"ttl": "1h"`` / ``"5m"`` when asked) on the
+  block before each :class:`~rxturn.messages.CachePoint`, on the system prompt (then sent as one
+  text block) with ``cache_system``, on the last tool with ``cache_tools``, and at the top level
+  with ``cache_messages`` (the API's automatic caching of the last cacheable block). At most
+  :data:`MAX_CACHE_BREAKPOINTS`: the oldest markers are dropped first, with a warning on the
+  ``rxturn.clients`` logger. A marker first in its message or right after a thinking block, and a
+  1h breakpoint after a 5m one, are refused; ``prompt_cache_key`` / ``prompt_cache_options``
+  (OpenAI's) are ignored;
+* inline media over Anthropic's documented limits (5 MB an image, 32 MB a request) is refused;
 * ``RequestOptions.extra_body`` merged in last.
 
 With thinking enabled the client keeps the reply's thinking blocks (``replays_thinking``): the

@@ -12,7 +12,9 @@ Request body, built by the pure :func:`build_ollama_body`:
   from an OpenAI-style provider: Ollama has no refusal field) as the message's text, after any
   text; kept thinking parts are left out on purpose (Ollama's chat templates drop earlier turns'
   thinking anyway); each tool result its own ``tool`` message (with ``tool_name`` when the
-  matching call is in the history), accompanying text after them;
+  matching call is in the history), accompanying text after them; a user message's inline
+  images as raw base64 in ``images`` and plain-text documents appended to its text (PDFs,
+  audio, URLs, file ids and media in tool results are refused); cache markers are ignored;
 * ``stream`` (always sent: Ollama streams by default);
 * ``tools`` ``[{type: function, function {name, description, parameters}}]`` when any (and no
   ``response_format``);

@@ -11,7 +11,14 @@ Request body, built by the pure :func:`build_openai_body`:
   thinking parts are left out on purpose — the API has no input field for them, and servers
   that stream ``reasoning_content`` (DeepSeek and others) reject it in input; every tool result
   becomes its own ``tool`` message (``tool_call_id``), and text accompanying results follows
-  them as a ``user`` message;
+  them as a ``user`` message; a user message with media has a list of content parts
+  (``text``, ``image_url`` with a ``data:`` URL or the URL, ``file`` with ``file_data`` or
+  ``file_id``, ``input_audio``; a plain-text document as ``text``); media elsewhere, or in a
+  tool result without ``tool_media_in_user`` (which moves it into a user message after the
+  tool messages), is refused;
+* ``prompt_cache_key`` and ``prompt_cache_options`` passed through; with ``{"mode":
+  "explicit"}`` each :class:`~rxturn.messages.CachePoint` becomes a ``prompt_cache_breakpoint``
+  on the content part before it (else markers are dropped: OpenAI caches by itself);
 * ``stream``; ``stream_options: {include_usage: true}`` only when streaming with
   ``stream_usage`` on (the default; the Ollama profile turns it off, and streamed usage is then
   ``None``);

@@ -11,8 +11,10 @@ Request body, built by the pure :func:`build_responses_body`:
 * ``instructions`` — the system prompt, when the request has one;
 * ``input`` — a list of items, in the conversation's order and each message's part order:
 
-  - a user message's text as ``{"role": "user", "content": text}``; its tool results first,
-    each as ``{"type": "function_call_output", "call_id", "output"}``;
+  - a user message's text as ``{"role": "user", "content": text}`` — with media, a list of
+    ``input_text`` / ``input_image`` (``detail`` always, ``auto`` by default) / ``input_file``
+    parts; its tool results first, each as ``{"type": "function_call_output", "call_id",
+    "output"}``, the output a string or a list of those parts; audio is refused;
   - an assistant message's consecutive text (and refusal text, which the API has no input
     field for) as ``{"role": "assistant", "content": text}``; each tool call as
     ``{"type": "function_call", "call_id", "name", "arguments": JSON string}``; each kept
@@ -34,6 +36,8 @@ Request body, built by the pure :func:`build_responses_body`:
   ``reasoning_effort`` is set): ``store: false`` and ``include: ["reasoning.encrypted_content"]``
   — the reasoning items come back with their encrypted content and travel in the next request
   instead of living on OpenAI's side;
+* ``prompt_cache_key`` / ``prompt_cache_options`` as for chat (explicit breakpoints on the
+  part before each marker in explicit mode);
 * ``RequestOptions.extra_body`` merged in last (e.g. ``{"reasoning": {"effort": "high",
   "summary": "auto"}}`` for reasoning summaries, replacing the ``reasoning`` above whole).
 
