@@ -23,6 +23,12 @@ from ._version import __version__ as __version__
 if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
     # -- the vocabulary: messages, stream events, one error tree
     from .messages import (
+        AudioPart as AudioPart,
+        CachePoint as CachePoint,
+        DocumentPart as DocumentPart,
+        FileIdSource as FileIdSource,
+        ImagePart as ImagePart,
+        InlineSource as InlineSource,
         Message as Message,
         Request as Request,
         RequestOptions as RequestOptions,
@@ -32,6 +38,7 @@ if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
         ToolCallPart as ToolCallPart,
         ToolResultPart as ToolResultPart,
         ToolSchema as ToolSchema,
+        UrlSource as UrlSource,
         Usage as Usage,
     )
     from .events import (

@@ -17,14 +17,26 @@ Two more part types appear in replies: :class:`RefusalPart` (an OpenAI refusal) 
 from __future__ import annotations
 
 import enum
-from typing import Any, Literal, get_args
+from pathlib import Path
+from typing import Any, ClassVar, Literal, Self, get_args
 
 import msgspec
 
+from . import _media
 from ._validate import as_messages, message_content
+from .errors import ConfigError
 
 __all__ = [
+    "AudioPart",
+    "CachePoint",
+    "CacheTTL",
     "ContentPart",
+    "DocumentPart",
+    "FileIdSource",
+    "ImagePart",
+    "InlineSource",
+    "MediaPart",
+    "MediaSource",
     "Message",
     "RedactedThinkingPart",
     "RefusalPart",
@@ -36,9 +48,14 @@ __all__ = [
     "TextPart",
     "ThinkingPart",
     "ToolCallPart",
+    "ToolResultContent",
     "ToolResultPart",
     "ToolSchema",
+    "UrlSource",
     "Usage",
+    "content_text",
+    "describe_part",
+    "media_from_path",
     "message_from_json",
     "message_to_json",
 ]
@@ -118,12 +135,316 @@ class ToolCallPart(msgspec.Struct, frozen=True, tag="tool_call"):
     input: Any = msgspec.field(default_factory=dict[str, Any])
 
 
+# --- media: images, documents, audio, and where their bytes come from -------------------------
+
+
+class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
+    """Media sent inside the request: the bytes and their media type.
+
+    In the Message JSON ``data`` is base64 (msgspec encodes ``bytes`` so). Its repr shows the
+    media type and the length, never the bytes. Build one with :meth:`from_path` or
+    :meth:`from_bytes`, which infer the media type.
+    """
+
+    media_type: str
+    data: bytes
+
+    def __repr__(self) -> str:
+        return f"InlineSource(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str | None = None, *, name: str = "") -> Self:
+        """Inline ``data``; its media type is ``media_type`` or inferred (magic bytes, then the
+        extension of ``name``).
+
+        Raises:
+            ConfigError: empty data, or a media type that is not known or cannot be inferred.
+        """
+        if not isinstance(data, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"media data must be bytes, got {type(data).__name__}")
+        what = repr(name) if name else "the media data"
+        return cls._checked(bytes(data), media_type, what, name)
+
+    @classmethod
+    def from_path(cls, path: str | Path, media_type: str | None = None) -> Self:
+        """Inline the file at ``path`` (read now), its media type inferred unless given.
+
+        Raises:
+            ConfigError: the file cannot be read, is empty, or is of no known media type;
+                the message names the path.
+        """
+        where = Path(path)
+        try:
+            raw = where.read_bytes()
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise ConfigError(f"cannot read media file {str(where)!r}: {reason}") from None
+        return cls._checked(raw, media_type, f"media file {str(where)!r}", where.name)
+
+    @classmethod
+    def _checked(cls, raw: bytes, media_type: str | None, what: str, name: str = "") -> Self:
+        if not raw:
+            raise ConfigError(f"{what} is empty")
+        known = ", ".join(_media.MEDIA_TYPES)
+        if media_type is not None:
+            found = _media.canonical(media_type)
+            if _media.kind_of(found) is None:
+                raise ConfigError(f"{what}: unknown media type {media_type!r} (known: {known})")
+            return cls(found, raw)
+        sniffed = _media.sniff(raw, name)
+        if sniffed is None:
+            raise ConfigError(
+                f"{what}: cannot tell its media type ({len(raw)} bytes, not one of {known}); "
+                "pass media_type="
+            )
+        return cls(sniffed, raw)
+
+
+class UrlSource(msgspec.Struct, frozen=True, tag="url"):
+    """Media the provider fetches itself from ``url`` (an ``https://`` URL).
+
+    Not every wire fetches URLs for every kind of part: one that needs the bytes refuses a URL
+    with a :class:`~rxturn.errors.ConfigError` before anything is sent.
+    """
+
+    url: str
+
+
+class FileIdSource(msgspec.Struct, frozen=True, tag="file_id"):
+    """Media already uploaded to a provider's file store: its id there, and which provider
+    (``"anthropic"``, ``"openai"``) the id belongs to — ids do not travel between providers."""
+
+    file_id: str
+    provider: str
+
+
+MediaSource = InlineSource | UrlSource | FileIdSource
+
+ImageDetail = Literal["auto", "low", "high", "original"]
+
+
+class _FromSource:
+    """``from_path`` / ``from_bytes`` for the media parts: inline the bytes, check the kind."""
+
+    _kind: ClassVar[str]
+
+    @classmethod
+    def _inline(cls, source: InlineSource) -> InlineSource:
+        kind = _media.kind_of(source.media_type)
+        if kind != cls._kind:
+            raise ConfigError(
+                f"{cls.__name__} takes {cls._kind} media, got {source.media_type} "
+                f"({len(source.data)} bytes)"
+            )
+        return source
+
+
+class ImagePart(_FromSource, msgspec.Struct, frozen=True, tag="image", omit_defaults=True):
+    """An image in a user message or a tool result (PNG, JPEG, GIF or WebP).
+
+    ``detail`` is OpenAI's image detail (``auto``, ``low``, ``high``, ``original``); ``None``
+    lets the wire decide (the Responses API always gets one: ``auto``). Other wires ignore it.
+    """
+
+    _kind: ClassVar[str] = "image"
+
+    source: MediaSource
+    detail: ImageDetail | None = None
+
+    @classmethod
+    def from_path(cls, path: str | Path, *, detail: ImageDetail | None = None) -> ImagePart:
+        """An inline image read from ``path`` (media type inferred).
+
+        Raises:
+            ConfigError: unreadable, empty, unknown, or not an image.
+        """
+        return cls(cls._inline(InlineSource.from_path(path)), detail)
+
+    @classmethod
+    def from_bytes(
+        cls, data: bytes, media_type: str | None = None, *, detail: ImageDetail | None = None
+    ) -> ImagePart:
+        """An inline image from ``data`` (media type inferred unless given)."""
+        return cls(cls._inline(InlineSource.from_bytes(data, media_type)), detail)
+
+
+class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omit_defaults=True):
+    """A document: a PDF, or plain text (``text/plain``, UTF-8).
+
+    ``title``, ``context`` and ``citations`` go where Anthropic takes them (a ``document``
+    block); ``filename`` is what OpenAI's ``file`` parts carry (``from_path`` sets it).
+    """
+
+    _kind: ClassVar[str] = "document"
+
+    source: MediaSource
+    title: str | None = None
+    context: str | None = None
+    citations: bool = False
+    filename: str | None = None
+
+    @classmethod
+    def from_path(
+        cls,
+        path: str | Path,
+        *,
+        title: str | None = None,
+        context: str | None = None,
+        citations: bool = False,
+    ) -> DocumentPart:
+        """An inline document read from ``path``; ``filename`` is the path's name.
+
+        Raises:
+            ConfigError: unreadable, empty, unknown, or not a PDF or text file.
+        """
+        source = cls._inline(InlineSource.from_path(path))
+        return cls(source, title, context, citations, Path(path).name)
+
+    @classmethod
+    def from_bytes(
+        cls,
+        data: bytes,
+        media_type: str | None = None,
+        *,
+        title: str | None = None,
+        context: str | None = None,
+        citations: bool = False,
+        filename: str | None = None,
+    ) -> DocumentPart:
+        """An inline document from ``data`` (media type inferred unless given)."""
+        source = cls._inline(InlineSource.from_bytes(data, media_type, name=filename or ""))
+        return cls(source, title, context, citations, filename)
+
+    @classmethod
+    def from_text(cls, text: str, *, title: str | None = None) -> DocumentPart:
+        """A plain-text document."""
+        return cls(InlineSource("text/plain", text.encode()), title)
+
+
+class AudioPart(_FromSource, msgspec.Struct, frozen=True, tag="audio"):
+    """Audio in a user message (WAV or MP3); only OpenAI Chat takes it (``input_audio``)."""
+
+    _kind: ClassVar[str] = "audio"
+
+    source: MediaSource
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> AudioPart:
+        """Inline audio read from ``path`` (media type inferred)."""
+        return cls(cls._inline(InlineSource.from_path(path)))
+
+    @classmethod
+    def from_bytes(cls, data: bytes, media_type: str | None = None) -> AudioPart:
+        """Inline audio from ``data`` (media type inferred unless given)."""
+        return cls(cls._inline(InlineSource.from_bytes(data, media_type)))
+
+
+MediaPart = ImagePart | DocumentPart | AudioPart
+
+
+def media_from_path(path: str | Path) -> MediaPart:
+    """The media part for the file at ``path``, by its media type: an image, a document (PDF,
+    plain text) or audio.
+
+    Raises:
+        ConfigError: the file cannot be read, is empty, or is of no known media type.
+    """
+    source = InlineSource.from_path(path)
+    kind = _media.kind_of(source.media_type)
+    if kind == "image":
+        return ImagePart(source)
+    if kind == "audio":
+        return AudioPart(source)
+    return DocumentPart(source, filename=Path(path).name)
+
+
+CacheTTL = Literal["5m", "1h"]
+
+
+class CachePoint(msgspec.Struct, frozen=True, tag="cache_point"):
+    """A prompt-cache breakpoint: everything before it is a prefix worth caching.
+
+    Anthropic puts ``cache_control`` on the block before the marker (``ttl`` ``"5m"`` or
+    ``"1h"``; ``None`` is the API's default, 5 minutes); OpenAI sends it as an explicit
+    breakpoint only when ``RequestOptions.prompt_cache_options`` asks for explicit mode;
+    Ollama ignores it. Markers stay in the history, so every round of a tool loop reads the
+    cached prefix (docs/content.md).
+    """
+
+    ttl: CacheTTL | None = None
+
+
+def content_text(parts: tuple[object, ...] | list[object]) -> str:
+    """Parts as one line of text for records and spans: text joined, each media part as its
+    placeholder (:func:`describe_part`), a tool result's content likewise; no bytes ever.
+
+    Examples:
+        >>> content_text((TextPart("What is this?"), ImagePart(UrlSource("https://x.test/a.png"))))
+        'What is this? [image: https://x.test/a.png]'
+    """
+    pieces: list[str] = []
+    for part in parts:
+        if isinstance(part, TextPart):
+            pieces.append(part.text)
+        elif isinstance(part, ToolResultPart):
+            content = part.content
+            pieces.append(content if isinstance(content, str) else content_text(content))
+        else:
+            placeholder = describe_part(part)
+            if placeholder:
+                sep = " " if pieces and pieces[-1] and not pieces[-1].endswith((" ", "\n")) else ""
+                pieces.append(sep + placeholder)
+    return "".join(pieces)
+
+
+def describe_part(part: object) -> str:
+    """A media part as a short placeholder, ``[image: image/png, 1234 bytes]``, never its
+    bytes; other parts as ``""`` (for audit input text, logs and spans).
+
+    Examples:
+        >>> describe_part(ImagePart(UrlSource("https://example.com/cat.png")))
+        '[image: https://example.com/cat.png]'
+    """
+    if not isinstance(part, ImagePart | DocumentPart | AudioPart):
+        return ""
+    kind = part.__struct_config__.tag
+    source = part.source
+    if isinstance(source, InlineSource):
+        return f"[{kind}: {source.media_type}, {_media.describe_size(len(source.data))}]"
+    if isinstance(source, UrlSource):
+        return f"[{kind}: {source.url}]"
+    return f"[{kind}: {source.provider} file {source.file_id}]"
+
+
+ToolResultContent = TextPart | ImagePart | DocumentPart
+
+
 class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
-    """The result of running a tool, sent back to the model in a user message."""
+    """The result of running a tool, sent back to the model in a user message.
+
+    ``content`` is a string, or a tuple of text, image and document parts (a tool that returns
+    a screenshot); :attr:`text` is its text either way.
+    """
 
     tool_call_id: str
-    content: str
+    content: str | tuple[ToolResultContent, ...]
     is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """The content's text: the string, or the text parts joined (media left out)."""
+        content = self.content
+        if isinstance(content, str):
+            return content
+        return "".join(part.text for part in content if isinstance(part, TextPart))
+
+    @property
+    def media(self) -> tuple[ImagePart | DocumentPart, ...]:
+        """The content's media parts (``()`` for a string)."""
+        content = self.content
+        if isinstance(content, str):
+            return ()
+        return tuple(part for part in content if not isinstance(part, TextPart))
 
 
 class ThinkingPart(msgspec.Struct, frozen=True, tag="thinking", omit_defaults=True):
@@ -152,7 +473,16 @@ class RefusalPart(msgspec.Struct, frozen=True, tag="refusal"):
 
 
 ContentPart = (
-    TextPart | ToolCallPart | ToolResultPart | ThinkingPart | RedactedThinkingPart | RefusalPart
+    TextPart
+    | ToolCallPart
+    | ToolResultPart
+    | ThinkingPart
+    | RedactedThinkingPart
+    | RefusalPart
+    | ImagePart
+    | DocumentPart
+    | AudioPart
+    | CachePoint
 )
 
 #: Every part class of the union: what a message's content may hold (derived, never listed).
@@ -185,9 +515,10 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
             msgspec.structs.force_setattr(self, "content", converted)
 
     @classmethod
-    def user(cls, text: str) -> Message:
-        """A user message holding one text part."""
-        return cls(role="user", content=(_text(text, "Message.user"),))
+    def user(cls, text: str, *attachments: ContentPart) -> Message:
+        """A user message holding one text part, then any ``attachments`` (images,
+        documents, a :class:`CachePoint`…) in order."""
+        return cls(role="user", content=(_text(text, "Message.user"), *attachments))
 
     @classmethod
     def assistant(cls, text: str) -> Message:
@@ -255,6 +586,21 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
       the provider wants it back (Anthropic ``thinking``, Responses ``reasoning_effort``); see
       :func:`rxturn.clients.keeps_thinking`.
 
+    Prompt caching and media (docs/content.md):
+
+    * ``cache_system`` / ``cache_tools`` — a cache breakpoint on the system prompt / the last
+      tool (Anthropic ``cache_control``); ``True`` or a ttl (``"5m"``, ``"1h"``);
+    * ``cache_messages`` — cache the rolling conversation (Anthropic's top-level
+      ``cache_control``: the API puts the breakpoint on the last cacheable block), ``True`` or
+      a ttl; it counts toward Anthropic's 4 breakpoints;
+    * ``prompt_cache_key`` — OpenAI's cache routing key, passed through (Chat and Responses);
+    * ``prompt_cache_options`` — OpenAI's ``prompt_cache_options`` object, passed through;
+      with ``{"mode": "explicit"}`` :class:`CachePoint` markers become explicit
+      ``prompt_cache_breakpoint`` s (else OpenAI caches implicitly and markers are dropped);
+    * ``tool_media_in_user`` — OpenAI Chat only: a ``tool`` message carries text only, so a
+      tool result's images and documents are refused unless this moves them into a user
+      message right after the tool messages.
+
     A value a provider cannot take is a :class:`~rxturn.errors.ConfigError` when the request is
     built, before anything is sent.
     """
@@ -271,6 +617,12 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     reasoning_effort: str | None = None
     extra_body: dict[str, Any] = msgspec.field(default_factory=dict[str, Any])
     keep_thinking: bool | None = None
+    cache_system: bool | CacheTTL = False
+    cache_tools: bool | CacheTTL = False
+    cache_messages: bool | CacheTTL = False
+    prompt_cache_key: str | None = None
+    prompt_cache_options: dict[str, Any] | None = None
+    tool_media_in_user: bool = False
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True):

@@ -5,7 +5,9 @@ prompt per stdin line; Ctrl-C cancels the running turn only; ``/model [NAME]``, 
 ``/stats``, ``/help``, ``/quit``; EOF ends with exit 0). The stream handler always has the
 default policies (not passthrough) and ``--fallback`` adds a fallback manager with the
 default policy plus same-turn failover (``--no-failover`` keeps the breaker
-alone). ``--json`` prints one JSON object per turn instead of the reply text.
+alone). ``--json`` prints one JSON object per turn instead of the reply text. ``--image`` and
+``--file`` attach files to the (first) prompt; one that cannot be read, or that the provider
+cannot take, is a bad argument.
 
 Exit codes: 0 served, 1 the turn failed, 2 bad arguments or input (an empty prompt, a missing
 key, a malformed URL: nothing is sent), 130 cancelled by Ctrl-C, 141 stdout closed early.
@@ -76,6 +78,21 @@ def add_parser(subparsers: Any) -> None:
         "reasoning items are kept and sent back",
     )
     parser.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="attach an image (PNG, JPEG, GIF, WebP) to the prompt (repeatable)",
+    )
+    parser.add_argument(
+        "--file",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="attach a file to the prompt: a PDF or text document, an image, or audio (WAV, "
+        "MP3; OpenAI chat only) (repeatable)",
+    )
+    parser.add_argument(
         "prompt",
         nargs="?",
         default=None,
@@ -90,6 +107,26 @@ def _fail(message: str) -> int:
     sys.stderr.write(f"rxturn chat: error: {message}\n")
     sys.stderr.flush()
     return 2
+
+
+def _attachments(args: argparse.Namespace) -> tuple[Any, ...]:
+    """``--image`` and ``--file`` read into media parts, in that order (a ConfigError names the
+    path of a file that cannot be used)."""
+    from rxturn.errors import ConfigError
+    from rxturn.messages import ImagePart, media_from_path
+
+    parts: list[Any] = []
+    for path in args.image:
+        try:
+            parts.append(ImagePart.from_path(path))
+        except ConfigError as exc:
+            raise ConfigError(f"--image: {exc}") from None
+    for path in args.file:
+        try:
+            parts.append(media_from_path(path))
+        except ConfigError as exc:
+            raise ConfigError(f"--file: {exc}") from None
+    return tuple(parts)
 
 
 def _read_stdin() -> str | None:
@@ -131,7 +168,11 @@ def run(args: argparse.Namespace) -> int:
     from rxturn.cli._chat_session import ChatSession, check_options
     from rxturn.errors import ConfigError
 
-    if args.thinking is not None or args.reasoning_effort is not None:
+    try:
+        args.attachments = _attachments(args)
+    except ConfigError as exc:  # unreadable, empty, or of no known type: nothing was sent
+        return _fail(str(exc))
+    if args.thinking is not None or args.reasoning_effort is not None or args.attachments:
         try:
             check_options(args)
         except ConfigError as exc:  # a knob this provider cannot take: bad arguments

@@ -19,7 +19,7 @@ import msgspec
 from ..engine import RunResult, TurnEngine
 from ..engine.handler import StreamHandler
 from ..errors import Cancelled, RxturnError
-from ..messages import RequestOptions
+from ..messages import Message, RequestOptions
 from ..resilience.fallback import FallbackManager
 from ..transport._base import display_url
 from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, one_line, paint, wants_color, write
@@ -75,10 +75,10 @@ def check_options(args: argparse.Namespace) -> None:
     Raises:
         ConfigError: what the client would raise at the first turn.
     """
-    from ..messages import Message, Request
+    from ..messages import Request
 
     client = _client(args, None)
-    request = Request(messages=(Message.user("check"),))
+    request = Request(messages=(Message.user("check", *getattr(args, "attachments", ())),))
     client._body(request, _options(args), model=args.model, stream=True)
 
 
@@ -178,8 +178,10 @@ class ChatSession:
         """Run one prompt; the error if the turn failed (already reported)."""
         assert self.engine is not None
         self._turn_running = True
+        attachments: tuple[Any, ...] = getattr(self.args, "attachments", ())
+        self.args.attachments = ()  # --image / --file go with the first prompt only
         try:
-            result = await self.engine.run(prompt)
+            result = await self.engine.run(Message.user(prompt, *attachments))
         except RxturnError as exc:
             self.view.turn_failed()
             self._report_error(exc)

@@ -99,7 +99,14 @@ def _fail(text: str) -> int:
 
 
 def _render(message: Any) -> str:
-    from ..messages import RedactedThinkingPart, RefusalPart, TextPart, ThinkingPart, ToolCallPart
+    from ..messages import (
+        RedactedThinkingPart,
+        RefusalPart,
+        TextPart,
+        ThinkingPart,
+        ToolCallPart,
+        describe_part,
+    )
 
     lines: list[str] = []
     for part in message.content:
@@ -115,6 +122,8 @@ def _render(message: Any) -> str:
             lines.append(f"[thinking] {part.thinking}")
         elif isinstance(part, RedactedThinkingPart):
             lines.append("[redacted_thinking]")
+        elif describe_part(part):  # media: a placeholder, never the bytes
+            lines.append(describe_part(part))
     usage = message.usage
     spent = (
         "usage: none"

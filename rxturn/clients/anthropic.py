@@ -9,7 +9,11 @@ Request body, built by the pure :func:`build_anthropic_body`:
   kept ``thinking {thinking, signature}`` and ``redacted_thinking {data}`` unchanged (refusal
   parts, which Anthropic has no block for, are skipped),
   ``tool_result {tool_use_id, content, is_error only when true}`` — tool results first, as the
-  API requires of a user message that carries them;
+  API requires of a user message that carries them; images and documents as ``image`` /
+  ``document`` blocks with a ``base64``, ``url`` or ``file`` source (plain text: a ``text``
+  source; ``title``, ``context``, ``citations`` on documents), also inside a tool result's
+  content; audio is refused; a ``CachePoint`` puts ``cache_control`` on the block before it
+  (see below);
 * ``system`` when the request has one, ``stream``;
 * ``tools`` ``[{name, description, input_schema}]`` (omitted when none; ``strict: true`` under
   ``strict_tools``) and ``tool_choice`` from the options (``auto`` / ``any`` / ``none`` /
@@ -21,6 +25,15 @@ Request body, built by the pure :func:`build_anthropic_body`:
   forced tool — ``any`` or a tool name — is rejected before anything is sent, and so is a
   ``temperature`` other than 1, which the API refuses with thinking);
   ``reasoning_effort`` is OpenAI's and is rejected;
+* ``cache_control`` — ``{"type": "ephemeral"}`` (``"ttl": "1h"`` / ``"5m"`` when asked) on the
+  block before each :class:`~rxturn.messages.CachePoint`, on the system prompt (then sent as one
+  text block) with ``cache_system``, on the last tool with ``cache_tools``, and at the top level
+  with ``cache_messages`` (the API's automatic caching of the last cacheable block). At most
+  :data:`MAX_CACHE_BREAKPOINTS`: the oldest markers are dropped first, with a warning on the
+  ``rxturn.clients`` logger. A marker first in its message or right after a thinking block, and a
+  1h breakpoint after a 5m one, are refused; ``prompt_cache_key`` / ``prompt_cache_options``
+  (OpenAI's) are ignored;
+* inline media over Anthropic's documented limits (5 MB an image, 32 MB a request) is refused;
 * ``RequestOptions.extra_body`` merged in last.
 
 With thinking enabled the client keeps the reply's thinking blocks (``replays_thinking``): the
@@ -45,6 +58,12 @@ from typing import Any, Unpack, cast
 
 from ..errors import ConfigError
 from ..messages import (
+    AudioPart,
+    CachePoint,
+    DocumentPart,
+    FileIdSource,
+    ImagePart,
+    MediaPart,
     Message,
     RedactedThinkingPart,
     Request,
@@ -54,6 +73,16 @@ from ..messages import (
     ToolCallPart,
     ToolResultPart,
     ToolSchema,
+    UrlSource,
+)
+from ._content import (
+    Limits,
+    cache_value,
+    check_inline_limits,
+    check_source,
+    logger,
+    plain_text,
+    refuse,
 )
 from ._http import HttpClient, HttpSettings
 from ._request import (
@@ -86,36 +115,171 @@ DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MAX_TOKENS = 8192
 
 
-def _message(message: Message) -> dict[str, Any]:
+WIRE = "the Anthropic Messages API"
+#: Anthropic's documented limits: 5 MB per image (the API measures the base64 text) and 32 MB
+#: per request (docs.anthropic.com: vision, and the API's request size limits).
+LIMITS = Limits(
+    "Anthropic",
+    image=(5 * 1024 * 1024, "5 MB"),
+    request=(32 * 1024 * 1024, "32 MB"),
+    source="Anthropic's documented vision and request size limits",
+)
+#: The most ``cache_control`` breakpoints one request may carry.
+MAX_CACHE_BREAKPOINTS = 4
+
+
+def _cache_control(ttl: str) -> dict[str, Any]:
+    return {"type": "ephemeral", "ttl": ttl} if ttl else {"type": "ephemeral"}
+
+
+def _source(part: MediaPart) -> dict[str, Any]:
+    source = check_source(part, WIRE, "anthropic")
+    if isinstance(source, UrlSource):
+        return {"type": "url", "url": source.url}
+    if isinstance(source, FileIdSource):
+        return {"type": "file", "file_id": source.file_id}
+    if source.media_type == "text/plain":
+        text = plain_text(cast(DocumentPart, part), source, WIRE)
+        return {"type": "text", "media_type": "text/plain", "data": text}
+    # bytes: the JSON encoder writes them as base64, without a copy as str first
+    return {"type": "base64", "media_type": source.media_type, "data": source.data}
+
+
+def _media_block(part: MediaPart) -> dict[str, Any]:
+    if isinstance(part, AudioPart):
+        raise refuse(part, WIRE, "it takes no audio (OpenAI Chat's input_audio does)")
+    if isinstance(part, ImagePart):
+        return {"type": "image", "source": _source(part)}
+    block: dict[str, Any] = {"type": "document", "source": _source(part)}
+    if part.title is not None:
+        block["title"] = part.title
+    if part.context is not None:
+        block["context"] = part.context
+    if part.citations:
+        block["citations"] = {"enabled": True}
+    return block
+
+
+def _result_content(part: ToolResultPart) -> str | list[dict[str, Any]]:
+    content = part.content
+    if isinstance(content, str):
+        return content
+    blocks: list[dict[str, Any]] = []
+    for item in content:
+        if isinstance(item, TextPart):
+            if item.text:
+                blocks.append({"type": "text", "text": item.text})
+        else:
+            blocks.append(_media_block(item))
+    return blocks
+
+
+def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
     parts = message.content
     if len(parts) == 1 and isinstance(parts[0], TextPart):
         return {"role": message.role, "content": parts[0].text}
     results: list[dict[str, Any]] = []
     blocks: list[dict[str, Any]] = []
+    previous: dict[str, Any] | None = None
     for part in parts:
+        block: dict[str, Any]
         if isinstance(part, TextPart):
-            if part.text:
-                blocks.append({"type": "text", "text": part.text})
+            if not part.text:
+                continue
+            block = {"type": "text", "text": part.text}
         elif isinstance(part, ToolCallPart):
-            blocks.append(
-                {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
-            )
+            block = {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
         elif isinstance(part, ThinkingPart):
-            blocks.append(
-                {"type": "thinking", "thinking": part.thinking, "signature": part.signature or ""}
-            )
+            block = {
+                "type": "thinking",
+                "thinking": part.thinking,
+                "signature": part.signature or "",
+            }
         elif isinstance(part, RedactedThinkingPart):
-            blocks.append({"type": "redacted_thinking", "data": part.data})
+            block = {"type": "redacted_thinking", "data": part.data}
+        elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+            block = _media_block(part)
+        elif isinstance(part, CachePoint):
+            _mark(previous, part, marks)
+            continue
         elif isinstance(part, ToolResultPart):
-            result: dict[str, Any] = {
+            block = {
                 "type": "tool_result",
                 "tool_use_id": part.tool_call_id,
-                "content": part.content,
+                "content": _result_content(part),
             }
             if part.is_error:
-                result["is_error"] = True
-            results.append(result)
+                block["is_error"] = True
+            results.append(block)
+            previous = block
+            continue
+        else:  # a refusal: Anthropic has no block for it
+            continue
+        blocks.append(block)
+        previous = block
     return {"role": message.role, "content": results + blocks}
+
+
+def _mark(block: dict[str, Any] | None, point: CachePoint, marks: list[dict[str, Any]]) -> None:
+    """Put the marker's ``cache_control`` on the block before it (see the module docstring)."""
+    ttl = cache_value(point.ttl or True, "CachePoint.ttl")
+    if block is None:
+        raise ConfigError(
+            "a CachePoint first in a message has no block before it to cache; put it after "
+            "the content whose prefix is to be cached"
+        )
+    if block["type"] in ("thinking", "redacted_thinking"):
+        raise ConfigError(
+            "a CachePoint right after a thinking block: Anthropic cannot put cache_control on "
+            "a thinking block; put the marker after the message's text or tool blocks"
+        )
+    if "cache_control" not in block:
+        marks.append(block)
+    block["cache_control"] = _cache_control(cast(str, ttl))
+
+
+def _check_ttl_order(body: dict[str, Any], marks: list[dict[str, Any]]) -> None:
+    """The API caches in the order tools, system, messages, and a 1-hour breakpoint may not
+    follow a 5-minute one: refuse that order here rather than as a 400."""
+    controls: list[tuple[str, Any]] = []
+    tools: Any = body.get("tools")
+    if tools and "cache_control" in tools[-1]:
+        controls.append(("the last tool", tools[-1]["cache_control"]))
+    system: Any = body.get("system")
+    if not isinstance(system, str) and system is not None:
+        controls.append(("the system prompt", system[0]["cache_control"]))
+    controls.extend(
+        ("a CachePoint", block["cache_control"]) for block in marks if "cache_control" in block
+    )
+    if "cache_control" in body:
+        controls.append(("cache_messages", body["cache_control"]))
+    short: str | None = None
+    for where, control in controls:
+        if control.get("ttl") == "1h":
+            if short is not None:
+                raise ConfigError(
+                    f"a 1h cache breakpoint ({where}) after a 5m one ({short}): Anthropic "
+                    "needs longer-lived breakpoints first (tools, system, then messages)"
+                )
+        elif short is None:
+            short = where
+
+
+def _trim_breakpoints(marks: list[dict[str, Any]], fixed: int) -> None:
+    """Keep at most :data:`MAX_CACHE_BREAKPOINTS`, dropping the oldest message markers."""
+    excess = len(marks) + fixed - MAX_CACHE_BREAKPOINTS
+    if excess <= 0:
+        return
+    for block in marks[:excess]:
+        del block["cache_control"]
+    logger.warning(
+        "Anthropic takes at most %d cache breakpoints per request; dropped the %d oldest "
+        "CachePoint marker(s) of %d (system/tools/messages switches use %d)",
+        MAX_CACHE_BREAKPOINTS,
+        excess,
+        len(marks),
+        fixed,
+    )
 
 
 def build_anthropic_body(
@@ -152,13 +316,29 @@ def build_anthropic_body(
     reject_reasoning_effort(options, "the Anthropic Messages API", "use thinking=<budget>")
     tokens = resolve_max_tokens(options, max_tokens)
     thinking = resolve_thinking(options, tokens)
+    check_inline_limits(request, LIMITS)
+    system_ttl = cache_value(options.cache_system, "RequestOptions.cache_system")
+    tools_ttl = cache_value(options.cache_tools, "RequestOptions.cache_tools")
+    messages_ttl = cache_value(options.cache_messages, "RequestOptions.cache_messages")
+    marks: list[dict[str, Any]] = []
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": tokens,
-        "messages": [_message(message) for message in request.messages],
+        "messages": [_message(message, marks) for message in request.messages],
     }
+    fixed = 0
     if request.system:
-        body["system"] = request.system
+        if system_ttl is None:
+            body["system"] = request.system
+        else:
+            body["system"] = [
+                {
+                    "type": "text",
+                    "text": request.system,
+                    "cache_control": _cache_control(system_ttl),
+                }
+            ]
+            fixed += 1
     body["stream"] = stream
     if fmt is not None:
         schema = response_schema(fmt, close_objects=True)
@@ -172,6 +352,14 @@ def build_anthropic_body(
             body["tool_choice"] = (
                 {"type": "tool", "name": name} if mode == "tool" else {"type": mode}
             )
+    if tools_ttl is not None and body.get("tools"):
+        body["tools"][-1]["cache_control"] = _cache_control(tools_ttl)
+        fixed += 1
+    if messages_ttl is not None:
+        body["cache_control"] = _cache_control(messages_ttl)
+        fixed += 1
+    _trim_breakpoints(marks, fixed)
+    _check_ttl_order(body, marks)
     put_sampling(body, options, stop_key="stop_sequences")
     if thinking is not None:
         forced = body.get("tool_choice", {}).get("type") in ("any", "tool")

@@ -12,7 +12,9 @@ Request body, built by the pure :func:`build_ollama_body`:
   from an OpenAI-style provider: Ollama has no refusal field) as the message's text, after any
   text; kept thinking parts are left out on purpose (Ollama's chat templates drop earlier turns'
   thinking anyway); each tool result its own ``tool`` message (with ``tool_name`` when the
-  matching call is in the history), accompanying text after them;
+  matching call is in the history), accompanying text after them; a user message's inline
+  images as raw base64 in ``images`` and plain-text documents appended to its text (PDFs,
+  audio, URLs, file ids and media in tool results are refused); cache markers are ignored;
 * ``stream`` (always sent: Ollama streams by default);
 * ``tools`` ``[{type: function, function {name, description, parameters}}]`` when any (and no
   ``response_format``);
@@ -34,6 +36,10 @@ from typing import Any, Unpack
 
 from ..errors import ConfigError
 from ..messages import (
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    InlineSource,
     Message,
     RefusalPart,
     Request,
@@ -42,6 +48,7 @@ from ..messages import (
     ToolCallPart,
     ToolResultPart,
 )
+from ._content import b64, check_source, plain_text, refuse
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
@@ -60,14 +67,40 @@ DEFAULT_MODEL = "llama3.2"
 DEFAULT_BASE_URL = "http://localhost:11434"
 
 
+WIRE = "Ollama's /api/chat"
+
+
+def _user_content(message: Message) -> tuple[str, list[str]]:
+    """A user message's text (plain-text documents appended) and its images as raw base64."""
+    text: list[str] = []
+    images: list[str] = []
+    for part in message.content:
+        if isinstance(part, TextPart):
+            text.append(part.text)
+        elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+            source = check_source(part, WIRE, "ollama")
+            if not isinstance(source, InlineSource):
+                raise refuse(part, WIRE, "it takes inline bytes only (no URLs, no file ids)")
+            if isinstance(part, ImagePart):
+                images.append(b64(source.data))
+            elif isinstance(part, DocumentPart) and source.media_type == "text/plain":
+                text.append(plain_text(part, source, WIRE))
+            else:
+                raise refuse(part, WIRE, "it takes images and plain text only")
+    return "".join(text), images
+
+
 def _messages(request: Request) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
     tool_names: dict[str, str] = {}
     for message in request.messages:
-        text = "".join(part.text for part in message.content if isinstance(part, TextPart))
         if message.role == "assistant":
+            for part in message.content:
+                if isinstance(part, ImagePart | DocumentPart | AudioPart):
+                    raise refuse(part, WIRE, "media goes in user messages only")
+            text = "".join(part.text for part in message.content if isinstance(part, TextPart))
             calls = [part for part in message.content if isinstance(part, ToolCallPart)]
             refusal = "".join(p.text for p in message.content if isinstance(p, RefusalPart))
             entry: dict[str, Any] = {"role": "assistant", "content": text + refusal}
@@ -80,13 +113,23 @@ def _messages(request: Request) -> list[dict[str, Any]]:
             continue
         results = [part for part in message.content if isinstance(part, ToolResultPart)]
         for result in results:
-            tool: dict[str, Any] = {"role": "tool", "content": result.content}
+            if result.media:
+                raise refuse(
+                    result.media[0],
+                    WIRE,
+                    "a tool message takes text only; send it in a user message",
+                )
+            tool: dict[str, Any] = {"role": "tool", "content": result.text}
             name = tool_names.get(result.tool_call_id)
             if name is not None:
                 tool["tool_name"] = name
             out.append(tool)
-        if text or not results:
-            out.append({"role": "user", "content": text})
+        text, images = _user_content(message)
+        if text or images or not results:
+            user: dict[str, Any] = {"role": "user", "content": text}
+            if images:
+                user["images"] = images
+            out.append(user)
     return out
 
 

@@ -11,7 +11,14 @@ Request body, built by the pure :func:`build_openai_body`:
   thinking parts are left out on purpose — the API has no input field for them, and servers
   that stream ``reasoning_content`` (DeepSeek and others) reject it in input; every tool result
   becomes its own ``tool`` message (``tool_call_id``), and text accompanying results follows
-  them as a ``user`` message;
+  them as a ``user`` message; a user message with media has a list of content parts
+  (``text``, ``image_url`` with a ``data:`` URL or the URL, ``file`` with ``file_data`` or
+  ``file_id``, ``input_audio``; a plain-text document as ``text``); media elsewhere, or in a
+  tool result without ``tool_media_in_user`` (which moves it into a user message after the
+  tool messages), is refused;
+* ``prompt_cache_key`` and ``prompt_cache_options`` passed through; with ``{"mode":
+  "explicit"}`` each :class:`~rxturn.messages.CachePoint` becomes a ``prompt_cache_breakpoint``
+  on the content part before it (else markers are dropped: OpenAI caches by itself);
 * ``stream``; ``stream_options: {include_usage: true}`` only when streaming with
   ``stream_usage`` on (the default; the Ollama profile turns it off, and streamed usage is then
   ``None``);
@@ -36,7 +43,15 @@ from __future__ import annotations
 from typing import Any, Unpack
 
 from .._arguments import check_bool
+from ..errors import ConfigError
 from ..messages import (
+    AudioPart,
+    CachePoint,
+    DocumentPart,
+    FileIdSource,
+    ImagePart,
+    InlineSource,
+    MediaPart,
     Message,
     RefusalPart,
     Request,
@@ -44,6 +59,18 @@ from ..messages import (
     TextPart,
     ToolCallPart,
     ToolResultPart,
+    UrlSource,
+)
+from ._content import (
+    EXPLICIT_BREAKPOINT,
+    Limits,
+    b64,
+    check_inline_limits,
+    check_source,
+    data_url,
+    plain_text,
+    prompt_cache_fields,
+    refuse,
 )
 from ._http import HttpClient, HttpSettings
 from ._request import (
@@ -76,43 +103,168 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 OLLAMA_BASE_URL = "http://localhost:11434/v1"
 
 
-def _messages(request: Request) -> list[dict[str, Any]]:
+WIRE = "OpenAI Chat Completions"
+#: OpenAI's documented limit for image inputs: 50 MB of total payload per request.
+LIMITS = Limits(
+    "OpenAI",
+    image=None,
+    request=(50 * 1000 * 1000, "50 MB"),
+    source="OpenAI's documented image input limit",
+)
+_AUDIO_FORMATS = {"audio/wav": "wav", "audio/mpeg": "mp3"}
+
+
+def _media_part(part: MediaPart) -> dict[str, Any]:
+    """A user message's content part for an image, document or audio part."""
+    source = check_source(part, WIRE, "openai")
+    if isinstance(part, ImagePart):
+        if isinstance(source, FileIdSource):
+            raise refuse(part, WIRE, "image_url takes a URL or inline bytes, not a file id")
+        url = source.url if isinstance(source, UrlSource) else data_url(source)
+        image: dict[str, Any] = {"url": url}
+        if part.detail is not None:
+            image["detail"] = part.detail
+        return {"type": "image_url", "image_url": image}
+    if isinstance(part, AudioPart):
+        if not isinstance(source, InlineSource):
+            raise refuse(part, WIRE, "input_audio takes inline bytes (wav or mp3) only")
+        return {
+            "type": "input_audio",
+            "input_audio": {"data": b64(source.data), "format": _AUDIO_FORMATS[source.media_type]},
+        }
+    if isinstance(source, UrlSource):
+        raise refuse(part, WIRE, "a file part takes inline bytes or a file id, not a URL")
+    if isinstance(source, FileIdSource):
+        return {"type": "file", "file": {"file_id": source.file_id}}
+    if source.media_type == "text/plain":
+        return {"type": "text", "text": plain_text(part, source, WIRE)}
+    return {
+        "type": "file",
+        "file": {"filename": part.filename or "document.pdf", "file_data": data_url(source)},
+    }
+
+
+class _Content:
+    """One message's content parts as they are built; markers attach to the last part."""
+
+    __slots__ = ("explicit", "parts")
+
+    def __init__(self, explicit: bool) -> None:
+        self.parts: list[dict[str, Any]] = []
+        self.explicit = explicit
+
+    def text(self, text: str) -> None:
+        if text:
+            self.parts.append({"type": "text", "text": text})
+
+    def mark(self, last: dict[str, Any] | None) -> None:
+        """A :class:`CachePoint`: an explicit breakpoint on ``last`` in explicit mode."""
+        if not self.explicit:
+            return
+        if last is None:
+            raise ConfigError(
+                "a CachePoint first in a message has no content part before it to mark; put it "
+                "after the content whose prefix is to be cached"
+            )
+        last["prompt_cache_breakpoint"] = EXPLICIT_BREAKPOINT
+
+    def value(self) -> str | list[dict[str, Any]]:
+        """A plain string when every part is unmarked text (what the API has always got)."""
+        if all(p["type"] == "text" and len(p) == 2 for p in self.parts):
+            return "".join(p["text"] for p in self.parts)
+        return self.parts
+
+
+def _tool_message(
+    result: ToolResultPart, options: RequestOptions, media: list[MediaPart]
+) -> dict[str, Any]:
+    if result.media and not options.tool_media_in_user:
+        raise refuse(
+            result.media[0],
+            WIRE,
+            "a tool message carries text only; set RequestOptions(tool_media_in_user=True) to "
+            "send a tool result's media in a user message after the tool messages",
+        )
+    media.extend(result.media)
+    return {"role": "tool", "tool_call_id": result.tool_call_id, "content": result.text}
+
+
+def _user_messages(
+    message: Message, options: RequestOptions, explicit: bool, out: list[dict[str, Any]]
+) -> None:
+    content = _Content(explicit)
+    moved: list[MediaPart] = []
+    last: dict[str, Any] | None = None
+    tools = 0
+    for part in message.content:
+        if isinstance(part, TextPart):
+            content.text(part.text)
+            last = content.parts[-1] if part.text else last
+        elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+            last = _media_part(part)
+            content.parts.append(last)
+        elif isinstance(part, ToolResultPart):
+            entry = _tool_message(part, options, moved)
+            out.append(entry)
+            tools += 1
+            if explicit:  # a marker after a result marks the tool message's text
+                entry["content"] = [{"type": "text", "text": entry["content"]}]
+                last = entry["content"][0]
+        elif isinstance(part, CachePoint):
+            content.mark(last)
+    if explicit:  # unmarked tool messages keep their plain string
+        for entry in out[len(out) - tools :]:
+            if len(entry["content"][0]) == 2:
+                entry["content"] = entry["content"][0]["text"]
+    if moved:
+        content.parts[:0] = [_media_part(part) for part in moved]
+    if content.parts or not tools:
+        out.append({"role": "user", "content": content.value()})
+
+
+def _messages(request: Request, options: RequestOptions, explicit: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     if request.system:
         out.append({"role": "system", "content": request.system})
     for message in request.messages:
+        if message.role != "assistant":
+            _user_messages(message, options, explicit, out)
+            continue
+        for part in message.content:
+            if isinstance(part, ImagePart | DocumentPart | AudioPart):
+                raise refuse(part, WIRE, "media goes in user messages only")
         texts = [part.text for part in message.content if isinstance(part, TextPart)]
         text = "".join(texts)
-        if message.role == "assistant":
-            calls = [part for part in message.content if isinstance(part, ToolCallPart)]
-            refusal = "".join(p.text for p in message.content if isinstance(p, RefusalPart))
-            entry: dict[str, Any] = {
-                "role": "assistant",
-                "content": text if text or not (calls or refusal) else None,
-            }
-            if refusal:
-                entry["refusal"] = refusal
-            if calls:
-                entry["tool_calls"] = [
-                    {
-                        "id": call.id,
-                        "type": "function",
-                        "function": {
-                            "name": call.name,
-                            "arguments": encode_tool_arguments(call.input),
-                        },
-                    }
-                    for call in calls
-                ]
-            out.append(entry)
-            continue
-        results = [part for part in message.content if isinstance(part, ToolResultPart)]
-        for result in results:
-            out.append(
-                {"role": "tool", "tool_call_id": result.tool_call_id, "content": result.content}
-            )
-        if text or not results:
-            out.append({"role": "user", "content": text})
+        calls = [part for part in message.content if isinstance(part, ToolCallPart)]
+        refusal = "".join(p.text for p in message.content if isinstance(p, RefusalPart))
+        entry: dict[str, Any] = {
+            "role": "assistant",
+            "content": text if text or not (calls or refusal) else None,
+        }
+        if explicit and any(isinstance(part, CachePoint) for part in message.content):
+            if not text:
+                raise ConfigError(
+                    "a CachePoint in an assistant message without text: OpenAI puts explicit "
+                    "breakpoints on content parts, and this message has none"
+                )
+            entry["content"] = [
+                {"type": "text", "text": text, "prompt_cache_breakpoint": EXPLICIT_BREAKPOINT}
+            ]
+        if refusal:
+            entry["refusal"] = refusal
+        if calls:
+            entry["tool_calls"] = [
+                {
+                    "id": call.id,
+                    "type": "function",
+                    "function": {
+                        "name": call.name,
+                        "arguments": encode_tool_arguments(call.input),
+                    },
+                }
+                for call in calls
+            ]
+        out.append(entry)
     return out
 
 
@@ -151,7 +303,15 @@ def build_openai_body(
         options, "Chat Completions", "use reasoning_effort, or extra_body for a server's own field"
     )
     effort = resolve_reasoning_effort(options)
-    body: dict[str, Any] = {"model": model, "messages": _messages(request), "stream": stream}
+    check_inline_limits(request, LIMITS)
+    cache: dict[str, Any] = {}
+    explicit = prompt_cache_fields(options, cache)
+    body: dict[str, Any] = {
+        "model": model,
+        "messages": _messages(request, options, explicit),
+        "stream": stream,
+    }
+    body.update(cache)
     if stream and stream_usage:
         body["stream_options"] = {"include_usage": True}
     fmt = options.response_format

@@ -11,8 +11,10 @@ Request body, built by the pure :func:`build_responses_body`:
 * ``instructions`` — the system prompt, when the request has one;
 * ``input`` — a list of items, in the conversation's order and each message's part order:
 
-  - a user message's text as ``{"role": "user", "content": text}``; its tool results first,
-    each as ``{"type": "function_call_output", "call_id", "output"}``;
+  - a user message's text as ``{"role": "user", "content": text}`` — with media, a list of
+    ``input_text`` / ``input_image`` (``detail`` always, ``auto`` by default) / ``input_file``
+    parts; its tool results first, each as ``{"type": "function_call_output", "call_id",
+    "output"}``, the output a string or a list of those parts; audio is refused;
   - an assistant message's consecutive text (and refusal text, which the API has no input
     field for) as ``{"role": "assistant", "content": text}``; each tool call as
     ``{"type": "function_call", "call_id", "name", "arguments": JSON string}``; each kept
@@ -34,6 +36,8 @@ Request body, built by the pure :func:`build_responses_body`:
   ``reasoning_effort`` is set): ``store: false`` and ``include: ["reasoning.encrypted_content"]``
   — the reasoning items come back with their encrypted content and travel in the next request
   instead of living on OpenAI's side;
+* ``prompt_cache_key`` / ``prompt_cache_options`` as for chat (explicit breakpoints on the
+  part before each marker in explicit mode);
 * ``RequestOptions.extra_body`` merged in last (e.g. ``{"reasoning": {"effort": "high",
   "summary": "auto"}}`` for reasoning summaries, replacing the ``reasoning`` above whole).
 
@@ -46,6 +50,12 @@ from typing import Any, Unpack
 
 from ..errors import ConfigError
 from ..messages import (
+    AudioPart,
+    CachePoint,
+    DocumentPart,
+    FileIdSource,
+    ImagePart,
+    MediaPart,
     Message,
     RefusalPart,
     Request,
@@ -54,8 +64,18 @@ from ..messages import (
     ThinkingPart,
     ToolCallPart,
     ToolResultPart,
+    UrlSource,
 )
 from ._base import keeps_thinking
+from ._content import (
+    EXPLICIT_BREAKPOINT,
+    check_inline_limits,
+    check_source,
+    data_url,
+    plain_text,
+    prompt_cache_fields,
+    refuse,
+)
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
@@ -70,7 +90,7 @@ from ._request import (
     response_schema,
     strict_schema,
 )
-from .openai import DEFAULT_BASE_URL
+from .openai import DEFAULT_BASE_URL, LIMITS
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -122,24 +142,97 @@ def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
     flush()
 
 
-def _input(request: Request) -> list[dict[str, Any]]:
+WIRE = "the OpenAI Responses API"
+
+
+def _input_part(part: MediaPart | TextPart) -> dict[str, Any]:
+    """An ``input_text`` / ``input_image`` / ``input_file`` content part."""
+    if isinstance(part, TextPart):
+        return {"type": "input_text", "text": part.text}
+    if isinstance(part, AudioPart):
+        raise refuse(part, WIRE, "it takes no audio input (OpenAI Chat's input_audio does)")
+    source = check_source(part, WIRE, "openai")
+    if isinstance(part, ImagePart):
+        image: dict[str, Any] = {"type": "input_image", "detail": part.detail or "auto"}
+        if isinstance(source, FileIdSource):
+            image["file_id"] = source.file_id
+        else:
+            image["image_url"] = source.url if isinstance(source, UrlSource) else data_url(source)
+        return image
+    if isinstance(source, FileIdSource):
+        return {"type": "input_file", "file_id": source.file_id}
+    if isinstance(source, UrlSource):
+        return {"type": "input_file", "file_url": source.url}
+    if source.media_type == "text/plain":
+        return {"type": "input_text", "text": plain_text(part, source, WIRE)}
+    return {
+        "type": "input_file",
+        "filename": part.filename or "document.pdf",
+        "file_data": data_url(source),
+    }
+
+
+def _output(result: ToolResultPart) -> str | list[dict[str, Any]]:
+    content = result.content
+    if isinstance(content, str):
+        return content
+    return [_input_part(part) for part in content if not isinstance(part, TextPart) or part.text]
+
+
+def _mark(last: dict[str, Any] | None, explicit: bool) -> None:
+    if not explicit:
+        return
+    if last is None:
+        raise ConfigError(
+            "a CachePoint first in a message has no content part before it to mark; put it "
+            "after the content whose prefix is to be cached"
+        )
+    if last.get("type") == "function_call_output":  # a string output becomes a text part
+        output = last["output"]
+        if isinstance(output, str):
+            last["output"] = [{"type": "input_text", "text": output}]
+        last = last["output"][-1]
+    last["prompt_cache_breakpoint"] = EXPLICIT_BREAKPOINT  # pyright: ignore[reportOptionalSubscript]
+
+
+def _user_items(message: Message, explicit: bool, out: list[dict[str, Any]]) -> None:
+    parts: list[dict[str, Any]] = []
+    last: dict[str, Any] | None = None
+    results = 0
+    for part in message.content:
+        if isinstance(part, ToolResultPart):
+            last = {
+                "type": "function_call_output",
+                "call_id": part.tool_call_id,
+                "output": _output(part),
+            }
+            out.append(last)
+            results += 1
+        elif isinstance(part, TextPart):
+            if part.text:
+                last = _input_part(part)
+                parts.append(last)
+        elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+            last = _input_part(part)
+            parts.append(last)
+        elif isinstance(part, CachePoint):
+            _mark(last, explicit)
+    if parts or not results:
+        plain = all(p["type"] == "input_text" and len(p) == 2 for p in parts)
+        content = "".join(p["text"] for p in parts) if plain else parts
+        out.append({"role": "user", "content": content})
+
+
+def _input(request: Request, explicit: bool) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for message in request.messages:
         if message.role == "assistant":
+            for part in message.content:
+                if isinstance(part, ImagePart | DocumentPart | AudioPart):
+                    raise refuse(part, WIRE, "media goes in user messages and tool results only")
             _assistant_items(message, out)
             continue
-        results = [part for part in message.content if isinstance(part, ToolResultPart)]
-        for result in results:
-            out.append(
-                {
-                    "type": "function_call_output",
-                    "call_id": result.tool_call_id,
-                    "output": result.content,
-                }
-            )
-        text = "".join(part.text for part in message.content if isinstance(part, TextPart))
-        if text or not results:
-            out.append({"role": "user", "content": text})
+        _user_items(message, explicit, out)
     return out
 
 
@@ -182,7 +275,11 @@ def build_responses_body(
             "OpenAIClient for Chat Completions' stop)"
         )
     effort = resolve_reasoning_effort(options)
-    body: dict[str, Any] = {"model": model, "input": _input(request), "stream": stream}
+    check_inline_limits(request, LIMITS)
+    cache: dict[str, Any] = {}
+    explicit = prompt_cache_fields(options, cache)
+    body: dict[str, Any] = {"model": model, "input": _input(request, explicit), "stream": stream}
+    body.update(cache)
     if request.system:
         body["instructions"] = request.system
     fmt = options.response_format

@@ -92,6 +92,7 @@ from .tokens import (
     TiktokenCounter,
     TokenCounter,
     counter_loaded,
+    media_rule_of,
     prefetch_counter,
     warm_up_counter,
 )
@@ -191,7 +192,11 @@ class TurnEngine(TurnSetup, TurnCalls):
             )
         self.max_turns = max_turns
         self.scheduler = scheduler
-        self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
+        self.counter: TokenCounter = (
+            counter
+            if counter is not None
+            else TiktokenCounter(media_rule=media_rule_of(str(getattr(client, "wire_format", ""))))
+        )
         prefetch_counter(self.counter)  # first-use costs load now, off the first turn's path
         prefetch_transport(client)
         self.context_window = context_window

@@ -16,9 +16,8 @@ from collections.abc import Callable, Sequence
 
 from reactivex import abc
 
-from .._validate import as_message
 from ..errors import ConfigError
-from ..messages import Message, StopReason, ToolCallPart, ToolResultPart
+from ..messages import Message, StopReason, ToolCallPart, ToolResultPart, content_text
 from ..resilience.cancel import CancelToken
 from ._race import race
 from ._results import RunResult, Session, TurnResult, checked_prompt
@@ -85,7 +84,7 @@ class AgentLoop:
         started = now()
         start_len = len(self.session.history)
         run = self.session.audit.start_run()
-        self._run_input = message.text
+        self._run_input = content_text(message.content)
         self._in_run = True
         self.observers.emit("on_run_start", session_id=self.session.id)
         results: list[TurnResult] = []

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 import msgspec
 
 from ..clients._base import ModelClient
-from ..messages import Message, Request, RequestOptions, TextPart, ToolResultPart
+from ..messages import Message, Request, RequestOptions, ToolResultPart, content_text
 from ..resilience.fallback import FallbackManager
 from ._results import Session
 from .context import (
@@ -82,10 +82,10 @@ class TurnSetup:
         if not self.session.history:
             return ""
         last = self.session.history[-1]
-        text = "".join(p.text for p in last.content if isinstance(p, TextPart))
+        text = content_text(last.content)
         if text:
             return text
-        return "\n".join(p.content for p in last.content if isinstance(p, ToolResultPart))
+        return "\n".join(content_text((p,)) for p in last.content if isinstance(p, ToolResultPart))
 
     def _note_routed_model(self, served: str) -> None:
         if self._last_served is not None and self._last_served != served:

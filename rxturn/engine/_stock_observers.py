@@ -90,7 +90,8 @@ def _fmt(value: object) -> str:
         return f"{value.name}#{value.id}"  # inputs may be large or private: not logged
     if isinstance(value, ToolResultPart):
         flag = " error" if value.is_error else ""
-        return f"#{value.tool_call_id}{flag} ({len(value.content)} chars)"
+        media = f", {len(value.media)} media" if value.media else ""
+        return f"#{value.tool_call_id}{flag} ({len(value.text)} chars{media})"
     if isinstance(value, AttemptReset):
         return f"attempt {value.attempt} after {value.error_type or 'error'}"
     if isinstance(value, float):

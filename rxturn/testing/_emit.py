@@ -156,8 +156,8 @@ def _anthropic_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
                     "stop_sequence": None,
                     "usage": {
                         "input_tokens": in_tokens,
-                        "cache_creation_input_tokens": 0,
-                        "cache_read_input_tokens": 0,
+                        "cache_creation_input_tokens": ctx.cache_write,
+                        "cache_read_input_tokens": ctx.cache_read,
                         "output_tokens": min(out_tokens, 1),
                         "service_tier": "standard",
                     },
@@ -348,8 +348,8 @@ def reply_body(entry: Entry, wire: Wire, ctx: ReplyContext) -> bytes:
             "stop_sequence": None,
             "usage": {
                 "input_tokens": in_tokens,
-                "cache_creation_input_tokens": 0,
-                "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": ctx.cache_write,
+                "cache_read_input_tokens": ctx.cache_read,
                 "output_tokens": out_tokens,
                 "service_tier": "standard",
             },

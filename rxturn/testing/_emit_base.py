@@ -23,6 +23,7 @@ __all__ = [
     "Wire",
     "anthropic_thinking_violation",
     "content_type",
+    "count_words",
     "created_at",
     "default_usage",
     "delta_events",
@@ -98,6 +99,10 @@ class ReplyContext(msgspec.Struct, frozen=True, kw_only=True):
         include_usage: OpenAI streaming only: the request set ``stream_options.include_usage``.
         encrypted_reasoning: Responses only: the request asked to ``include``
             ``reasoning.encrypted_content``, so reasoning items carry it.
+        cache_read: Anthropic only: prompt tokens read from the fake's prompt cache
+            (``cache_read_input_tokens``; see :mod:`._cache`).
+        cache_write: Anthropic only: prompt tokens written to it
+            (``cache_creation_input_tokens``).
     """
 
     model: str
@@ -106,6 +111,8 @@ class ReplyContext(msgspec.Struct, frozen=True, kw_only=True):
     prompt_words: int = 0
     include_usage: bool = False
     encrypted_reasoning: bool = False
+    cache_read: int = 0
+    cache_write: int = 0
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -196,6 +203,11 @@ def _words(node: Any) -> int:
         count = len(text.split()) if isinstance(text, str) else 0
         return count + _words(mapping.get("content"))
     return 0
+
+
+def count_words(node: Any) -> int:
+    """Whitespace-separated words of the texts in a JSON value (``text`` and ``content``)."""
+    return _words(node)
 
 
 def n_pieces(text: str, size: int) -> int:

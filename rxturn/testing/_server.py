@@ -50,6 +50,7 @@ import msgspec
 from aiohttp import web
 
 from . import _emit
+from ._cache import PromptCache
 from ._emit import ReplyContext, Wire
 from ._emit_base import open_object_path, requested_schema, schema_instance
 from ._scenario import DEFAULT_SCENARIO, Entry, Scenario, load_scenario
@@ -112,6 +113,8 @@ class FakeProvider:
         self.requests: list[dict[str, Any]] = []
         self.received: list[ReceivedRequest] = []
         self.disconnects = 0
+        #: Anthropic prompt-cache prefixes seen (cache reads and writes in usage).
+        self.prompt_cache = PromptCache()
         self._requested_port = port
         self._port: int | None = None
         self._cursors: dict[str, int] = {}
@@ -195,11 +198,13 @@ class FakeProvider:
         await self.stop()
 
     def reset(self) -> None:
-        """Forget received requests and restart every model's list from its first entry."""
+        """Forget received requests and the prompt cache, and restart every model's list from
+        its first entry."""
         self.requests.clear()
         self.received.clear()
         self._cursors.clear()
         self.disconnects = 0
+        self.prompt_cache.clear()
 
     def next_entry(self, model: str) -> Entry | None:
         """Take the next entry for ``model`` (``None``: no list serves it). The last repeats."""
@@ -280,11 +285,14 @@ class FakeProvider:
             entry = msgspec.structs.replace(entry, text=reply)
         options: Any = body.get("stream_options")
         include: Any = body.get("include")
+        read, write = self.prompt_cache.account(body) if wire == "anthropic" else (0, 0)
         ctx = ReplyContext(
             model=model,
             seq=seq,
             created=int(time.time()),
-            prompt_words=_emit.prompt_words(body),
+            prompt_words=max(0, _emit.prompt_words(body) - read - write),
+            cache_read=read,
+            cache_write=write,
             include_usage=isinstance(options, dict)
             and cast("dict[str, Any]", options).get("include_usage") is True,
             encrypted_reasoning=isinstance(include, list)

@@ -1,0 +1,217 @@
+"""Media facts read from bytes, no IO and no dependencies: what a file is, how large an image is.
+
+:func:`sniff` names a media type from a file's first bytes (its magic number), falling back to
+the file name's extension; :func:`image_size` reads an image's width and height from its header
+(PNG, JPEG, GIF, WebP), which the token estimates need (a provider counts an image by its pixels,
+never by its byte length). Both read a few bytes at most: no image is ever decoded.
+"""
+
+from __future__ import annotations
+
+import struct
+
+__all__ = [
+    "AUDIO_TYPES",
+    "DOCUMENT_TYPES",
+    "IMAGE_TYPES",
+    "MEDIA_TYPES",
+    "describe_size",
+    "image_size",
+    "kind_of",
+    "sniff",
+]
+
+#: The image types every wire that takes images accepts.
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+#: The document types: PDF, and plain text (sent as text where a wire has no document block).
+DOCUMENT_TYPES = ("application/pdf", "text/plain")
+#: The audio types OpenAI Chat takes (``input_audio`` formats ``wav`` and ``mp3``).
+AUDIO_TYPES = ("audio/wav", "audio/mpeg")
+MEDIA_TYPES = IMAGE_TYPES + DOCUMENT_TYPES + AUDIO_TYPES
+
+_EXTENSIONS = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".gif": "image/gif",
+    ".webp": "image/webp",
+    ".pdf": "application/pdf",
+    ".txt": "text/plain",
+    ".text": "text/plain",
+    ".md": "text/plain",
+    ".markdown": "text/plain",
+    ".csv": "text/plain",
+    ".log": "text/plain",
+    ".rst": "text/plain",
+    ".wav": "audio/wav",
+    ".mp3": "audio/mpeg",
+}
+
+#: Accepted spellings of the same types (what other tools call them).
+_ALIASES = {
+    "image/jpg": "image/jpeg",
+    "audio/x-wav": "audio/wav",
+    "audio/wave": "audio/wav",
+    "audio/mp3": "audio/mpeg",
+}
+
+
+def kind_of(media_type: str) -> str | None:
+    """``"image"``, ``"document"`` or ``"audio"`` for a known media type, else ``None``."""
+    if media_type in IMAGE_TYPES:
+        return "image"
+    if media_type in DOCUMENT_TYPES:
+        return "document"
+    if media_type in AUDIO_TYPES:
+        return "audio"
+    return None
+
+
+def canonical(media_type: str) -> str:
+    """The media type in the spelling the wires use (``image/jpg`` → ``image/jpeg``)."""
+    lowered = media_type.strip().lower()
+    return _ALIASES.get(lowered, lowered)
+
+
+def _magic(head: bytes) -> str | None:
+    if head.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if head.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if head.startswith((b"GIF87a", b"GIF89a")):
+        return "image/gif"
+    if head.startswith(b"RIFF") and head[8:12] == b"WEBP":
+        return "image/webp"
+    if head.startswith(b"RIFF") and head[8:12] == b"WAVE":
+        return "audio/wav"
+    if head.startswith(b"%PDF-"):
+        return "application/pdf"
+    if head.startswith(b"ID3") or _mp3_frame(head):
+        return "audio/mpeg"
+    return None
+
+
+def _mp3_frame(head: bytes) -> bool:
+    """An MPEG audio layer III frame header: 11 sync bits, a real version, layer III, a
+    bitrate index that is neither free nor bad, a sampling rate that is not reserved."""
+    if len(head) < 3 or head[0] != 0xFF or head[1] & 0xE0 != 0xE0:
+        return False
+    version = (head[1] >> 3) & 3
+    layer = (head[1] >> 1) & 3
+    bitrate = head[2] >> 4
+    rate = (head[2] >> 2) & 3
+    return version != 1 and layer == 1 and bitrate not in (0, 15) and rate != 3
+
+
+def sniff(data: bytes, name: str = "") -> str | None:
+    """The media type of ``data``: its magic bytes first, else ``name``'s extension.
+
+    A plain-text extension counts only when the bytes are UTF-8 text. ``None`` when neither
+    tells (the caller says what it got).
+
+    Examples:
+        >>> sniff(b"%PDF-1.7 ...")
+        'application/pdf'
+        >>> sniff(b"hello", "notes.txt")
+        'text/plain'
+        >>> sniff(b"hello", "notes.bin") is None
+        True
+    """
+    found = _magic(data[:16])
+    if found is not None:
+        return found
+    dot = name.rfind(".")
+    if dot < 0:
+        return None
+    by_name = _EXTENSIONS.get(name[dot:].lower())
+    if by_name == "text/plain":
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return by_name
+    # an image, PDF or audio extension whose bytes carry no such header is not that file
+    return None
+
+
+def describe_size(size: int) -> str:
+    """``1234`` → ``"1234 bytes"``; larger sizes in KB / MB (for placeholders and errors)."""
+    if size < 10_000:
+        return f"{size} bytes"
+    if size < 10_000_000:
+        return f"{size / 1000:.0f} KB"
+    return f"{size / 1_000_000:.1f} MB"
+
+
+def image_size(data: bytes) -> tuple[int, int] | None:
+    """``(width, height)`` from a PNG, JPEG, GIF or WebP header; ``None`` when it cannot tell.
+
+    Examples:
+        >>> image_size(b"GIF89a" + (640).to_bytes(2, "little") + (480).to_bytes(2, "little"))
+        (640, 480)
+    """
+    try:
+        if data.startswith(b"\x89PNG\r\n\x1a\n") and data[12:16] == b"IHDR":
+            width, height = struct.unpack(">II", data[16:24])
+            return _checked(width, height)
+        if data.startswith((b"GIF87a", b"GIF89a")):
+            width, height = struct.unpack("<HH", data[6:10])
+            return _checked(width, height)
+        if data.startswith(b"RIFF") and data[8:12] == b"WEBP":
+            return _webp(data)
+        if data.startswith(b"\xff\xd8"):
+            return _jpeg(data)
+    except struct.error:
+        return None
+    return None
+
+
+def _checked(width: int, height: int) -> tuple[int, int] | None:
+    return (width, height) if width > 0 and height > 0 else None
+
+
+def _webp(data: bytes) -> tuple[int, int] | None:
+    chunk = data[12:16]
+    if chunk == b"VP8X":
+        width = int.from_bytes(data[24:27], "little") + 1
+        height = int.from_bytes(data[27:30], "little") + 1
+        return _checked(width, height)
+    if chunk == b"VP8 ":
+        # frame tag (3 bytes), start code 9d 01 2a, then 14-bit width and height
+        if data[23:26] != b"\x9d\x01\x2a":
+            return None
+        width, height = struct.unpack("<HH", data[26:30])
+        return _checked(width & 0x3FFF, height & 0x3FFF)
+    if chunk == b"VP8L":
+        if data[20] != 0x2F:
+            return None
+        bits = int.from_bytes(data[21:25], "little")
+        return _checked((bits & 0x3FFF) + 1, ((bits >> 14) & 0x3FFF) + 1)
+    return None
+
+
+# JPEG start-of-frame markers (baseline, progressive, …; not DHT c4, JPG c8, DAC cc)
+_SOF = frozenset(range(0xC0, 0xD0)) - {0xC4, 0xC8, 0xCC}
+
+
+def _jpeg(data: bytes) -> tuple[int, int] | None:
+    index = 2
+    end = len(data)
+    while index + 4 <= end:
+        if data[index] != 0xFF:
+            return None
+        marker = data[index + 1]
+        if marker == 0xFF:  # fill byte
+            index += 1
+            continue
+        if marker in (0x01, *range(0xD0, 0xD8)):  # markers without a length
+            index += 2
+            continue
+        (length,) = struct.unpack(">H", data[index + 2 : index + 4])
+        if marker in _SOF:
+            height, width = struct.unpack(">HH", data[index + 5 : index + 9])
+            return _checked(width, height)
+        if length < 2:
+            return None
+        index += 2 + length
+    return None

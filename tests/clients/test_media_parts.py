@@ -1,0 +1,229 @@
+"""Media parts: media types inferred from real file headers, bad files refused with the path
+named, the Message JSON of the new parts, reprs without bytes, image sizes and token counts
+by the providers' documented rules."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import msgspec
+import pytest
+from _media_files import MP3, gif, jpeg, pdf, png, wav, webp_vp8, webp_vp8l, webp_vp8x
+
+from rxturn import (
+    AudioPart,
+    CachePoint,
+    DocumentPart,
+    FileIdSource,
+    ImagePart,
+    InlineSource,
+    Message,
+    UrlSource,
+)
+from rxturn._media import image_size, sniff
+from rxturn.engine.tokens import TiktokenCounter, image_tokens
+from rxturn.errors import ConfigError
+from rxturn.messages import (
+    TextPart,
+    ToolResultPart,
+    content_text,
+    media_from_path,
+    message_from_json,
+    message_to_json,
+)
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (png(3, 2), "image/png"),
+        (jpeg(3, 2), "image/jpeg"),
+        (gif(3, 2), "image/gif"),
+        (webp_vp8x(3, 2), "image/webp"),
+        (pdf(1), "application/pdf"),
+        (wav(0.1), "audio/wav"),
+        (MP3, "audio/mpeg"),
+    ],
+)
+def test_media_type_from_magic_bytes_whatever_the_name(data: bytes, expected: str) -> None:
+    assert sniff(data) == expected
+    assert sniff(data, "misnamed.txt") == expected  # the bytes win over the extension
+    assert InlineSource.from_bytes(data).media_type == expected
+
+
+def test_plain_text_by_extension_only_when_utf8() -> None:
+    assert InlineSource.from_bytes(b"# notes\n", name="a.md").media_type == "text/plain"
+    with pytest.raises(ConfigError, match="cannot tell its media type"):
+        InlineSource.from_bytes(b"\xff\xfe\x00bad", name="a.txt")
+    # an image extension on bytes that are no image is not an image
+    with pytest.raises(ConfigError, match="cannot tell its media type"):
+        InlineSource.from_bytes(b"hello", name="cat.png")
+
+
+def test_explicit_media_type_is_checked_and_normalised() -> None:
+    assert InlineSource.from_bytes(b"x", "image/JPG").media_type == "image/jpeg"
+    with pytest.raises(ConfigError, match="unknown media type 'image/bmp'"):
+        InlineSource.from_bytes(b"BM...", "image/bmp")
+
+
+def test_from_path_reads_and_infers(tmp_path: Path) -> None:
+    (tmp_path / "cat.png").write_bytes(png(4, 4))
+    (tmp_path / "report.pdf").write_bytes(pdf(2))
+    (tmp_path / "notes.txt").write_text("hello")
+    image = ImagePart.from_path(tmp_path / "cat.png", detail="low")
+    assert image.source == InlineSource("image/png", png(4, 4)) and image.detail == "low"
+    doc = DocumentPart.from_path(tmp_path / "report.pdf", title="Q3", citations=True)
+    assert (doc.filename, doc.title, doc.citations) == ("report.pdf", "Q3", True)
+    assert isinstance(media_from_path(tmp_path / "notes.txt"), DocumentPart)
+    assert isinstance(media_from_path(tmp_path / "cat.png"), ImagePart)
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda p: None, "cannot read media file '{}': No such file or directory"),
+        (lambda p: p.write_bytes(b""), "media file '{}' is empty"),
+        (lambda p: p.mkdir(), "cannot read media file '{}': Is a directory"),
+        (lambda p: p.write_bytes(b"\x00\x01\x02"), "media file '{}': cannot tell its media type"),
+    ],
+    ids=["missing", "empty", "directory", "unknown"],
+)
+def test_bad_files_are_config_errors_naming_the_path(tmp_path: Path, setup, message: str) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "input.png"
+    setup(path)
+    with pytest.raises(ConfigError) as caught:
+        ImagePart.from_path(path)
+    assert message.format(path) in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_part_refuses_media_of_another_kind(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="ImagePart takes image media, got application/pdf"):
+        ImagePart.from_bytes(pdf(1))
+    with pytest.raises(ConfigError, match="AudioPart takes audio media"):
+        AudioPart.from_bytes(png(1, 1))
+    assert DocumentPart.from_bytes(b"plain", "text/plain").source.media_type == "text/plain"
+
+
+def test_reprs_and_placeholders_never_show_the_bytes() -> None:
+    secret = b"\x89PNG\r\n\x1a\n" + b"TOPSECRETPIXELS" * 100
+    part = ImagePart(InlineSource("image/png", secret))
+    for text in (repr(part), str(part), repr(Message.user("look", part)), content_text((part,))):
+        assert "TOPSECRET" not in text
+        assert base64.b64encode(secret).decode()[:40] not in text
+    assert "data=<1508 bytes>" in repr(part)
+    assert content_text((TextPart("look"), part)) == "look [image: image/png, 1508 bytes]"
+
+
+def test_message_json_of_the_new_parts_round_trips() -> None:
+    message = Message.user(
+        "compare",
+        ImagePart(InlineSource("image/gif", gif(1, 1)), detail="high"),
+        DocumentPart(UrlSource("https://example.com/a.pdf"), title="A"),
+        AudioPart(FileIdSource("file-1", "openai")),
+        CachePoint("1h"),
+    )
+    raw = msgspec.json.decode(message_to_json(message))
+    assert raw["content"][1:] == [
+        {
+            "type": "image",
+            "source": {
+                "type": "inline",
+                "media_type": "image/gif",
+                "data": base64.b64encode(gif(1, 1)).decode(),
+            },
+            "detail": "high",
+        },
+        {
+            "type": "document",
+            "source": {"type": "url", "url": "https://example.com/a.pdf"},
+            "title": "A",
+        },
+        {"type": "audio", "source": {"type": "file_id", "file_id": "file-1", "provider": "openai"}},
+        {"type": "cache_point", "ttl": "1h"},
+    ]
+    assert message_from_json(message_to_json(message)) == message
+
+
+def test_tool_result_content_string_or_parts() -> None:
+    old = b'{"role":"user","content":[{"type":"tool_result","tool_call_id":"c","content":"42"}]}'
+    result = message_from_json(old).content[0]
+    assert isinstance(result, ToolResultPart) and result.content == "42" and result.text == "42"
+    shot = ImagePart(InlineSource("image/png", png(2, 2)))
+    rich = ToolResultPart("c", (TextPart("screen:"), shot))
+    back = message_from_json(message_to_json(Message(role="user", content=(rich,))))
+    assert back.content[0] == rich
+    assert rich.text == "screen:" and rich.media == (shot,)
+    audio = {"type": "audio", "source": {"type": "url", "url": "u"}}
+    bad = msgspec.json.encode(
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_call_id": "c", "content": [audio]}],
+        }
+    )
+    with pytest.raises(msgspec.ValidationError):
+        message_from_json(bad)  # audio is not a tool result's content
+
+
+@pytest.mark.parametrize(
+    "build", [png, jpeg, gif, webp_vp8x, webp_vp8l, webp_vp8], ids=lambda f: f.__name__
+)
+def test_image_size_from_headers(build) -> None:  # type: ignore[no-untyped-def]
+    assert image_size(build(1234, 567)) == (1234, 567)
+
+
+def test_image_size_of_garbage_is_none() -> None:
+    assert image_size(b"\xff\xd8\xff\xe0") is None
+    assert image_size(b"\x89PNG\r\n\x1a\n") is None
+    assert image_size(b"nothing") is None
+
+
+# The providers' own worked examples: Anthropic's vision guide table (200x200 ≈ 54 tokens,
+# 1000x1000 ≈ 1334, 1092x1092 ≈ 1590) and OpenAI's vision guide (1024x1024 high: 765;
+# 2048x4096 high: 1105; any size low: 85).
+@pytest.mark.parametrize(
+    ("size", "rule", "detail", "tokens"),
+    [
+        ((200, 200), "anthropic", None, 54),
+        ((1000, 1000), "anthropic", None, 1334),
+        ((1092, 1092), "anthropic", None, 1590),
+        ((1024, 1024), "openai", None, 765),
+        ((2048, 4096), "openai", "high", 1105),
+        ((4096, 8192), "openai", "low", 85),
+    ],
+)
+def test_image_tokens_match_the_documented_examples(
+    size: tuple[int, int], rule: str, detail: str | None, tokens: int
+) -> None:
+    assert image_tokens(*size, rule, detail) == tokens  # type: ignore[arg-type]
+
+
+def test_token_counter_counts_images_by_pixels_not_bytes() -> None:
+    anthropic = TiktokenCounter(media_rule="anthropic")
+    openai = TiktokenCounter(media_rule="openai")
+    text_only = anthropic.count_message(Message.user("look"))
+    big = ImagePart(InlineSource("image/png", png(1000, 1000)))
+    assert anthropic.count_message(Message.user("look", big)) == text_only + 1334
+    assert openai.count_message(Message.user("look", big)) == text_only + 765
+    # a URL image (size unknown) counts as the rule's largest image
+    url = ImagePart(UrlSource("https://example.com/x.png"))
+    assert anthropic.count_message(Message.user("look", url)) == text_only + 1600
+    # a marker costs nothing; media inside a tool result counts too
+    assert anthropic.count_message(Message.user("look", CachePoint())) == text_only
+    result = Message(role="user", content=(ToolResultPart("c", (big,)),))
+    assert (
+        anthropic.count_message(result)
+        == anthropic.count_message(Message(role="user", content=())) + 1334
+    )
+
+
+def test_token_counter_pdf_pages_and_audio_seconds() -> None:
+    counter = TiktokenCounter()
+    empty = counter.count_message(Message(role="user", content=()))
+    three = DocumentPart(InlineSource("application/pdf", pdf(3)))
+    assert counter.count_message(Message(role="user", content=(three,))) == empty + 3 * 3000
+    clip = AudioPart(InlineSource("audio/wav", wav(2.5)))
+    assert counter.count_message(Message(role="user", content=(clip,))) == empty + 25
+    with pytest.raises(ConfigError, match="media_rule"):
+        TiktokenCounter(media_rule="gemini")  # type: ignore[arg-type]
