@@ -132,6 +132,7 @@ if TYPE_CHECKING:  # the table of public names (see the module docstring)
     )
     from .engine.tools import Tool as Tool, ToolRegistry as ToolRegistry, tool as tool
     from .engine.audit import AuditTrail as AuditTrail, Run as Run, Turn as Turn
+    from .cost import Cost as Cost  # priced with the rxturn[cost] extra
     from .engine.tokens import (
         ContextEstimate as ContextEstimate,
         TiktokenCounter as TiktokenCounter,

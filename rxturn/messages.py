@@ -183,7 +183,7 @@ def sum_usage(usages: Iterable[Usage | None]) -> Usage | None:
     return total
 
 
-def usage_to_json(usage: Usage | None) -> dict[str, Any] | None:
+def usage_to_json(usage: Usage | None) -> dict[str, object] | None:
     """A usage as its JSON object (``None`` stays ``None``): ``input_tokens`` and
     ``output_tokens`` always, every other count only when it was reported. The one place that
     shapes usage for the CLI, the audit lines, batch output and telemetry."""

@@ -26,6 +26,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Literal
 
+from ..cost import Cost, Pricer, total_cost
 from ..errors import Cancelled, RescueFailed
 from ..messages import Usage
 from .audit import AttemptKind, AttemptRecord, billed
@@ -61,12 +62,17 @@ class _Open:
 class AttemptLog:
     """Records a turn's attempts (see the module docstring)."""
 
-    __slots__ = ("_clock", "_hooks", "_last_end", "_open", "_records", "model")
+    __slots__ = ("_clock", "_hooks", "_last_end", "_open", "_pricer", "_records", "model")
 
     def __init__(
-        self, clock: Callable[[], float], model: str, hooks: AttemptHooks | None = None
+        self,
+        clock: Callable[[], float],
+        model: str,
+        hooks: AttemptHooks | None = None,
+        pricer: Pricer | None = None,
     ) -> None:
         self._clock = clock
+        self._pricer = pricer
         self.model = model
         self._open: _Open | None = None
         self._records: list[AttemptRecord] = []
@@ -126,6 +132,7 @@ class AttemptLog:
             usage=usage,
             started=started,
             ended=self._clock(),
+            cost=self._pricer.price(model, usage) if self._pricer is not None else None,
         )
         self._records.append(record)
         if self._hooks is not None:
@@ -167,6 +174,10 @@ class AttemptLog:
     def billed(self) -> Usage | None:
         return billed(self._records)
 
+    def cost(self) -> Cost | None:
+        """Every attempt's cost, summed (``None`` without pricing)."""
+        return total_cost(self._records) if self._pricer is not None else None
+
     def discarded(self) -> Usage | None:
         """Usage of every attempt that did not serve."""
         return billed(record for record in self._records if record.outcome != "served")
@@ -188,4 +199,5 @@ def _replace_outcome(record: AttemptRecord, outcome: str) -> AttemptRecord:
         usage=record.usage,
         started=record.started,
         ended=record.ended,
+        cost=record.cost,
     )

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 
+from ..cost import Pricer
 from ..errors import (
     AuthenticationError,
     BadRequestError,
@@ -59,13 +60,14 @@ class TurnLegs:
         served: str,
         now: Callable[[], float],
         hooks: AttemptHooks | None = None,
+        pricer: Pricer | None = None,
     ) -> None:
         self.turn = turn
         self.tried = [served]
         self.now = now
         self.started = now()
         self.hooks = hooks
-        self.log = AttemptLog(now, served, hooks)
+        self.log = AttemptLog(now, served, hooks, pricer)
         self.stats = AttemptStats()
         self.failure_recorded = False
 

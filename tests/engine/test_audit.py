@@ -136,6 +136,7 @@ def test_jsonl_is_one_object_per_turn_with_its_run_id() -> None:
         "attempt_log",
         "billed_usage",
         "error",
+        "cost",
     }
 
 
