@@ -48,7 +48,10 @@ __all__ = [
     "Cost",
     "Pricer",
     "cost_available",
+    "cost_to_json",
+    "describe_cost",
     "enable_price_updates",
+    "format_decimal",
     "total_cost",
 ]
 
@@ -298,6 +301,31 @@ def _tier_start(model_price: object) -> int | None:
         if isinstance(value, TieredPrices):
             starts.extend(tier.start for tier in value.tiers)
     return min(starts) if starts else None
+
+
+def cost_to_json(cost: Cost | None) -> dict[str, object] | None:
+    """A cost as its JSON object: ``{"total": "0.0123", "unpriced_attempts": 0, "currency":
+    "USD"}`` (the total a decimal string, exact; as in the audit's JSON lines), ``None`` staying
+    ``None``. The one place that shapes a cost for the CLI and batch output."""
+    if cost is None:
+        return None
+    return msgspec.to_builtins(cost)
+
+
+def format_decimal(value: Decimal) -> str:
+    """A decimal as plain digits, without trailing zeros or an exponent (``0.006``)."""
+    return format(value.normalize(), "f")
+
+
+def describe_cost(cost: Cost | None) -> str:
+    """One line for people: ``$0.006``, ``$0.006 (1 attempt unpriced)``, or ``unpriced``."""
+    if cost is None:
+        return "not priced (pip install 'rxturn[cost]')"
+    text = f"${format_decimal(cost.total)}"
+    if cost.unpriced_attempts:
+        plural = "s" if cost.unpriced_attempts != 1 else ""
+        text += f" ({cost.unpriced_attempts} attempt{plural} unpriced)"
+    return text
 
 
 def total_cost(records: Iterable[AttemptRecord]) -> Cost | None:
