@@ -163,3 +163,30 @@ async def test_garbage_raw_usage_is_the_clients_typed_error() -> None:
 def test_raw_usage_is_validated_strictly(entry: dict[str, Any], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         load_scenario({"models": {"m": [entry]}})
+
+
+GARBAGE = {
+    "anthropic": {"input_tokens": "lots", "output_tokens": 1},
+    "openai": {"prompt_tokens": 3, "completion_tokens": -2},
+    "openai-responses": {"input_tokens": 2**60, "output_tokens": 1},
+    "ollama": {"prompt_eval_count": -4, "eval_count": 1},
+}
+
+
+@pytest.mark.parametrize("wire", list(GARBAGE))
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+async def test_garbage_usage_on_every_wire_is_a_typed_error(wire: str, mode: str) -> None:
+    script = {"models": {"*": [{"text": "x", "raw_usage": GARBAGE[wire]}]}}
+    async with FakeProvider(script) as fake:
+        client: Any
+        if wire == "anthropic":
+            client = AnthropicClient("m", api_key="k", base_url=fake.base_url)
+        elif wire == "openai":
+            client = OpenAIClient("m", api_key="k", base_url=fake.openai_base_url)
+        elif wire == "openai-responses":
+            client = OpenAIResponsesClient("m", api_key="k", base_url=fake.openai_base_url)
+        else:
+            client = OllamaClient("m", base_url=fake.base_url)
+        async with client:
+            with pytest.raises(StreamProtocolError, match=r"malformed .*usage"):
+                await TurnEngine(client, mode=mode).run("hi")  # type: ignore[arg-type]
