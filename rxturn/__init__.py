@@ -134,6 +134,7 @@ if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
     )
     from .engine.tools import Tool as Tool, ToolRegistry as ToolRegistry, tool as tool
     from .engine.audit import AuditTrail as AuditTrail, Run as Run, Turn as Turn
+    from .cost import Cost as Cost  # priced with the rxturn[cost] extra
     from .engine.tokens import (
         ContextEstimate as ContextEstimate,
         TiktokenCounter as TiktokenCounter,

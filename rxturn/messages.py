@@ -17,6 +17,7 @@ Two more part types appear in replies: :class:`RefusalPart` (an OpenAI refusal) 
 from __future__ import annotations
 
 import enum
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, get_args
 
@@ -58,6 +59,8 @@ __all__ = [
     "media_from_path",
     "message_from_json",
     "message_to_json",
+    "sum_usage",
+    "usage_to_json",
 ]
 
 Role = Literal["user", "assistant"]
@@ -110,15 +113,102 @@ _STOP_ALIASES: dict[str, StopReason] = {
 }
 
 
-class Usage(msgspec.Struct, frozen=True, kw_only=True):
-    """Token usage a provider reported. Optional everywhere: code against ``Usage | None``."""
+class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, repr_omit_defaults=True):
+    """Token usage a provider reported. Optional everywhere: code against ``Usage | None``.
 
-    input_tokens: int = 0
-    output_tokens: int = 0
+    ``input_tokens`` is the **total** input on every wire (Anthropic's uncached input plus its
+    cache writes and reads; OpenAI and Ollama report it that way), ``output_tokens`` the total
+    output (reasoning included). The other counts say what part of those totals was what, and
+    are ``None`` when the provider did not report them (``0``: reported as zero):
+
+    * ``cache_read_tokens`` / ``cache_write_tokens``: input read from / written to the prompt
+      cache; ``cache_write_5m_tokens`` / ``cache_write_1h_tokens`` split the writes by TTL
+      (Anthropic; only when the split adds up to ``cache_write_tokens``);
+    * ``output_reasoning_tokens``: output spent on reasoning (thinking);
+    * ``input_audio_tokens`` / ``output_audio_tokens``: audio in and out;
+    * ``details``: any other whole-number counts, under the provider's own dotted names
+      (``server_tool_use.web_search_requests``); ``None`` when there are none;
+    * ``provider_cost``: what the provider itself said the call cost, in USD, when it says so
+      (OpenRouter's ``usage.cost``).
+
+    The JSON form carries ``input_tokens`` and ``output_tokens`` always and the rest only when
+    reported (:func:`usage_to_json`). ``a + b`` sums two usages (a count reported by either is
+    reported in the sum); docs/usage-and-cost.md has the per-wire mapping.
+    """
+
+    input_tokens: int = msgspec.field(default_factory=int)  # a factory: always encoded, even 0
+    output_tokens: int = msgspec.field(default_factory=int)
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
+    cache_write_5m_tokens: int | None = None
+    cache_write_1h_tokens: int | None = None
+    output_reasoning_tokens: int | None = None
+    input_audio_tokens: int | None = None
+    output_audio_tokens: int | None = None
+    details: dict[str, int] | None = None
+    provider_cost: float | None = None
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        if not isinstance(other, Usage):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return NotImplemented
+        write_5m = _add(self.cache_write_5m_tokens, other.cache_write_5m_tokens)
+        write_1h = _add(self.cache_write_1h_tokens, other.cache_write_1h_tokens)
+        writes = _add(self.cache_write_tokens, other.cache_write_tokens)
+        if (write_5m is not None or write_1h is not None) and (
+            writes is None or (write_5m or 0) + (write_1h or 0) != writes
+        ):
+            write_5m = write_1h = None  # a split that no longer adds up says nothing
+        details = self.details
+        if other.details:
+            details = dict(details) if details else {}
+            for key, value in other.details.items():
+                details[key] = details.get(key, 0) + value
+        cost = self.provider_cost
+        if other.provider_cost is not None:
+            cost = other.provider_cost if cost is None else cost + other.provider_cost
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=_add(self.cache_read_tokens, other.cache_read_tokens),
+            cache_write_tokens=writes,
+            cache_write_5m_tokens=write_5m,
+            cache_write_1h_tokens=write_1h,
+            output_reasoning_tokens=_add(
+                self.output_reasoning_tokens, other.output_reasoning_tokens
+            ),
+            input_audio_tokens=_add(self.input_audio_tokens, other.input_audio_tokens),
+            output_audio_tokens=_add(self.output_audio_tokens, other.output_audio_tokens),
+            details=details,
+            provider_cost=cost,
+        )
+
+
+def _add(a: int | None, b: int | None) -> int | None:
+    if a is None:
+        return b
+    return a if b is None else a + b
+
+
+def sum_usage(usages: Iterable[Usage | None]) -> Usage | None:
+    """The sum of the usages that were reported (``None`` when none was)."""
+    total: Usage | None = None
+    for usage in usages:
+        if usage is not None:
+            total = usage if total is None else total + usage
+    return total
+
+
+def usage_to_json(usage: Usage | None) -> dict[str, object] | None:
+    """A usage as its JSON object (``None`` stays ``None``): ``input_tokens`` and
+    ``output_tokens`` always, every other count only when it was reported. The one place that
+    shapes usage for the CLI, the audit lines, batch output and telemetry."""
+    if usage is None:
+        return None
+    return msgspec.to_builtins(usage)
 
 
 class TextPart(msgspec.Struct, frozen=True, tag="text"):

@@ -6,8 +6,9 @@ message; rxturn folds the same bytes with :func:`rxturn.replay_message`. The SDK
 oracle: every expected value is computed from its result inside the test.
 
 Compared: text parts (Anthropic: non-empty text blocks in order, interleaved with tool calls;
-OpenAI: ``choices[0].message.content``), tool calls (id, name, parsed input), usage (input / output
-tokens) and the stop reason (mapped with ``StopReason.parse``; a reason rxturn does not know
+OpenAI: ``choices[0].message.content``), tool calls (id, name, parsed input), usage (every count:
+the SDK's folded usage object mapped as docs/usage-and-cost.md says, ``tests/usage_oracle.py``)
+and the stop reason (mapped with ``StopReason.parse``; a reason rxturn does not know
 leaves rxturn at ``end_turn``, which is asserted explicitly; a refusal is ``refusal``). With
 ``keep_thinking``, thinking blocks are compared too; the OpenAI Responses streams are compared with
 the SDK's ``responses.stream`` final response.
@@ -32,6 +33,7 @@ import openai
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from usage_oracle import anthropic_expected, chat_expected, responses_expected
 
 from rxturn import replay_message
 from rxturn.errors import (
@@ -157,7 +159,12 @@ async def test_anthropic_fixture_matches_the_sdk(aiohttp_server: ServerFactory, 
     assert list(ours.content) == expected_parts
 
     assert (ours.id, ours.model) == (sdk.id, sdk.model)
-    assert _usage(ours) == (sdk.usage.input_tokens, sdk.usage.output_tokens)
+    assert ours.usage == anthropic_expected(sdk.usage)
+    assert ours.usage is not None and ours.usage.input_tokens == (
+        sdk.usage.input_tokens
+        + (sdk.usage.cache_creation_input_tokens or 0)
+        + (sdk.usage.cache_read_input_tokens or 0)
+    )
     expected_stop = _expected_stop(sdk.stop_reason, bool(ours.tool_calls))
     assert ours.stop_reason is expected_stop
     if StopReason.parse(sdk.stop_reason) is None:  # e.g. "pause_turn": rxturn keeps its default
@@ -188,10 +195,10 @@ async def test_openai_fixture_matches_the_sdk(aiohttp_server: ServerFactory, pat
 
     assert ours.id == sdk.id
     assert ours.model == sdk.model
-    expected_usage = (
+    assert ours.usage == chat_expected(sdk.usage)
+    assert _usage(ours) == (
         None if sdk.usage is None else (sdk.usage.prompt_tokens, sdk.usage.completion_tokens)
     )
-    assert _usage(ours) == expected_usage
     expected_stop = _expected_stop(choice.finish_reason, bool(expected_calls))
     if choice.message.refusal and expected_stop is StopReason.END_TURN:
         expected_stop = StopReason.REFUSAL  # refused in words
@@ -475,6 +482,7 @@ async def test_responses_fixture_matches_the_sdk(aiohttp_server: ServerFactory, 
         ]
     assert list(kept.content) == expected
     assert (ours.id, ours.model) == (final.id, final.model)
+    assert ours.usage == responses_expected(final.usage)
     assert _usage(ours) == (
         None if final.usage is None else (final.usage.input_tokens, final.usage.output_tokens)
     )
@@ -547,3 +555,173 @@ async def test_a_refusal_with_a_tool_call_ends_the_agent_loop(
     assert result.stop_reason is StopReason.REFUSAL
     assert result.message.tool_calls and not ran
     assert len(result.turns) == 1 and len(requests) == 1
+
+
+# -- usage objects beyond the recordings: every count, folded as the SDK folds it -------------
+
+
+def _with_anthropic_usage(start: dict[str, Any], delta: dict[str, Any]) -> bytes:
+    """The recorded basic stream with its ``message_start`` / ``message_delta`` usage replaced."""
+    blocks = []
+    for block in _events((ROOT / "anthropic" / "basic_response.sse").read_bytes()):
+        lines = block.splitlines()
+        for i, line in enumerate(lines):
+            if line.startswith(b"data:"):
+                event = json.loads(line[5:])
+                if event["type"] == "message_start":
+                    event["message"]["usage"] = start
+                elif event["type"] == "message_delta":
+                    event["usage"] = delta
+                lines[i] = b"data: " + json.dumps(event).encode()
+        blocks.append(b"\n".join(lines))
+    return _join(blocks)
+
+
+_SPLIT = {"ephemeral_5m_input_tokens": 300, "ephemeral_1h_input_tokens": 200}
+ANTHROPIC_USAGES = {
+    "cache_write_split": (
+        {
+            "input_tokens": 12,
+            "cache_creation_input_tokens": 500,
+            "cache_read_input_tokens": 0,
+            "cache_creation": _SPLIT,
+            "output_tokens": 1,
+        },
+        {"output_tokens": 9},
+    ),
+    "cache_read_and_thinking": (
+        {"input_tokens": 4, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 9000},
+        {"output_tokens": 70, "output_tokens_details": {"thinking_tokens": 50}},
+    ),
+    # a delta's counts win where not null: the total of writes moves, the split no longer adds up
+    "delta_overrides_and_split_dropped": (
+        {
+            "input_tokens": 3,
+            "cache_creation_input_tokens": 500,
+            "cache_read_input_tokens": 7,
+            "cache_creation": _SPLIT,
+            "output_tokens": 1,
+        },
+        {
+            "input_tokens": 5,
+            "cache_creation_input_tokens": 650,
+            "cache_read_input_tokens": None,
+            "output_tokens": 40,
+            "server_tool_use": {"web_search_requests": 2, "web_fetch_requests": 1},
+        },
+    ),
+    "unknown_counts_in_details": (
+        {"input_tokens": 8, "output_tokens": 1, "service_tier": "standard", "new_thing": 4},
+        {"output_tokens": 3, "fallback_credit": {"status": {"type": "redeemed"}}},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", ANTHROPIC_USAGES, ids=list(ANTHROPIC_USAGES))
+async def test_anthropic_usage_folds_as_the_sdk(aiohttp_server: ServerFactory, case: str) -> None:
+    start, delta = ANTHROPIC_USAGES[case]
+    body = _with_anthropic_usage(start, delta)
+    sdk = await _anthropic_final(aiohttp_server, body)
+    ours = replay_message(body, "anthropic")
+    assert ours.usage == anthropic_expected(sdk.usage)
+    assert ours.usage is not None
+    if case == "cache_write_split":
+        assert (ours.usage.cache_write_5m_tokens, ours.usage.cache_write_1h_tokens) == (300, 200)
+        assert ours.usage.input_tokens == 12 + 500
+    if case == "delta_overrides_and_split_dropped":
+        assert ours.usage.cache_write_5m_tokens is None
+        assert ours.usage.input_tokens == 5 + 650 + 7  # the start's reads stand: null keeps them
+        assert ours.usage.details == {
+            "server_tool_use.web_search_requests": 2,
+            "server_tool_use.web_fetch_requests": 1,
+        }
+
+
+def _with_openai_usage(usage: dict[str, Any]) -> bytes:
+    blocks = []
+    for block in _events((ROOT / "openai" / "plain_text.sse").read_bytes()):
+        if block.startswith(b"data: {") and b'"usage":{' in block:
+            chunk = json.loads(block[6:])
+            chunk["usage"] = usage
+            block = b"data: " + json.dumps(chunk).encode()
+        blocks.append(block)
+    return _join(blocks)
+
+
+OPENAI_USAGES = {
+    "cached_audio_reasoning": {
+        "prompt_tokens": 2000,
+        "completion_tokens": 300,
+        "total_tokens": 2300,
+        "prompt_tokens_details": {"cached_tokens": 1536, "audio_tokens": 40, "image_tokens": 85},
+        "completion_tokens_details": {
+            "reasoning_tokens": 200,
+            "audio_tokens": 12,
+            "accepted_prediction_tokens": 0,
+            "rejected_prediction_tokens": 3,
+        },
+    },
+    "openrouter_cost": {
+        "prompt_tokens": 14,
+        "completion_tokens": 30,
+        "total_tokens": 44,
+        "cost": 0.000123,
+        "is_byok": False,
+        "cost_details": {"upstream_inference_cost": None},
+    },
+}
+
+
+@pytest.mark.parametrize("case", OPENAI_USAGES, ids=list(OPENAI_USAGES))
+async def test_openai_usage_folds_as_the_sdk(aiohttp_server: ServerFactory, case: str) -> None:
+    body = _with_openai_usage(OPENAI_USAGES[case])
+    sdk = await _openai_final(aiohttp_server, body)
+    ours = replay_message(body, "openai")
+    assert ours.usage == chat_expected(sdk.usage)
+    assert ours.usage is not None
+    if case == "openrouter_cost":
+        assert ours.usage.provider_cost == 0.000123
+    else:
+        assert ours.usage.details == {
+            "prompt_tokens_details.image_tokens": 85,
+            "completion_tokens_details.accepted_prediction_tokens": 0,
+            "completion_tokens_details.rejected_prediction_tokens": 3,
+        }
+
+
+BAD_USAGES = [
+    ({"prompt_tokens": -5, "completion_tokens": 1}, "'prompt_tokens' is -5"),
+    ({"prompt_tokens": "12", "completion_tokens": 1}, "'prompt_tokens' is '12'"),
+    ({"prompt_tokens": 1.5, "completion_tokens": 1}, "'prompt_tokens' is 1.5"),
+    ({"prompt_tokens": 10**30, "completion_tokens": 1}, "'prompt_tokens' is 1000000"),
+    (
+        {"prompt_tokens": 3, "prompt_tokens_details": {"cached_tokens": True}},
+        "'prompt_tokens_details.cached_tokens' is True",
+    ),
+]
+
+
+@pytest.mark.parametrize(("usage", "message"), BAD_USAGES, ids=[m for _, m in BAD_USAGES])
+def test_garbage_usage_is_a_typed_error(usage: dict[str, Any], message: str) -> None:
+    body = _with_openai_usage(usage)
+    with pytest.raises(StreamProtocolError, match="malformed OpenAI usage") as info:
+        replay_message(body, "openai")
+    assert message in str(info.value)
+    assert "line " in str(info.value)
+
+
+def test_unknown_and_null_usage_fields_are_not_an_error() -> None:
+    usage = {
+        "prompt_tokens": 5,
+        "completion_tokens": None,  # null: not reported
+        "prompt_tokens_details": None,
+        "odd": -3,  # not a count: left out
+        "label": "x",
+        "nested": {"deep": {"count": 4}},
+        "list": [1, 2],
+    }
+    message = replay_message(_with_openai_usage(usage), "openai")
+    assert message.usage is not None
+    assert (message.usage.input_tokens, message.usage.output_tokens) == (5, 0)
+    assert message.usage.cache_read_tokens is None
+    assert message.usage.details == {"nested.deep.count": 4}

@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from ..cost import Cost, cost_to_json, describe_cost
 from ..engine import RunResult, TurnEngine
 from ..engine.handler import StreamHandler
 from ..errors import Cancelled, RxturnError
@@ -202,6 +203,7 @@ class ChatSession:
                 "model": last.model,
                 "attempts": last.attempts,
                 "rescued": last.rescued,
+                "cost": cost_to_json(result.cost),
                 "turns": list(run.turns),
             }
             write(self.out, msgspec.json.encode(record).decode() + "\n")
@@ -291,9 +293,15 @@ class ChatSession:
         attempts = sum(t.attempts for t in turns)
         rescued = sum(1 for t in turns if t.rescued)
         breaker = self.engine.fallback.state.name.lower() if self.engine.fallback else "off"
+        cost: Cost | None = None
+        for turn in turns:
+            if turn.cost is not None:
+                cost = turn.cost if cost is None else cost + turn.cost
+        last = describe_cost(turns[-1].cost) if turns else "none yet"
         return (
             f"turns {len(turns)} ({served} served, "
             f"{len(turns) - served} failed) · attempts {attempts} · rescued {rescued} · "
-            f"tokens in {tokens_in} out {tokens_out} · model {self.engine.served_model()} · "
+            f"tokens in {tokens_in} out {tokens_out} · cost {describe_cost(cost)} "
+            f"(last turn {last}) · model {self.engine.served_model()} · "
             f"breaker {breaker} · messages {len(self.engine.history)}"
         )

@@ -19,7 +19,10 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from ..messages import Usage
 
 __all__ = ["add_parser", "run"]
 
@@ -124,12 +127,7 @@ def _render(message: Any) -> str:
             lines.append("[redacted_thinking]")
         elif describe_part(part):  # media: a placeholder, never the bytes
             lines.append(describe_part(part))
-    usage = message.usage
-    spent = (
-        "usage: none"
-        if usage is None
-        else f"usage: {usage.input_tokens} in, {usage.output_tokens} out"
-    )
+    spent = _spent(message.usage)
     reason = message.stop_reason.value if message.stop_reason is not None else "none"
     lines.append(f"-- stop: {reason}, {spent}")
     return "\n".join(lines) + "\n"
@@ -151,3 +149,30 @@ def _write(stream: TextIO, data: bytes) -> None:
             buffer.flush()
         view = view[written or 0 :]
     buffer.flush()
+
+
+def _spent(usage: Usage | None) -> str:
+    """``usage: 5020 in (4000 cache read, 1000 cache write), 90 out (60 reasoning)``: the
+    parts in brackets only when the provider reported them above zero."""
+    if usage is None:
+        return "usage: none"
+    inside = [
+        f"{count} {label}"
+        for count, label in (
+            (usage.cache_read_tokens, "cache read"),
+            (usage.cache_write_tokens, "cache write"),
+            (usage.input_audio_tokens, "audio"),
+        )
+        if count
+    ]
+    outside = [
+        f"{count} {label}"
+        for count, label in (
+            (usage.output_reasoning_tokens, "reasoning"),
+            (usage.output_audio_tokens, "audio"),
+        )
+        if count
+    ]
+    inp = f"{usage.input_tokens} in" + (f" ({', '.join(inside)})" if inside else "")
+    out = f"{usage.output_tokens} out" + (f" ({', '.join(outside)})" if outside else "")
+    return f"usage: {inp}, {out}"

@@ -26,6 +26,7 @@ import contextvars
 from collections.abc import Callable
 from typing import Literal
 
+from ..cost import Cost, Pricer, total_cost
 from ..errors import Cancelled, RescueFailed
 from ..messages import Usage
 from .audit import AttemptKind, AttemptRecord, billed
@@ -59,14 +60,20 @@ class AttemptLog:
         "_open_kind",
         "_open_model",
         "_open_started",
+        "_pricer",
         "_records",
         "model",
     )
 
     def __init__(
-        self, clock: Callable[[], float], model: str, hooks: AttemptHooks | None = None
+        self,
+        clock: Callable[[], float],
+        model: str,
+        hooks: AttemptHooks | None = None,
+        pricer: Pricer | None = None,
     ) -> None:
         self._clock = clock
+        self._pricer = pricer
         self.model = model
         # the attempt in flight (kind None: none), kept as slots: no object per attempt
         self._open_kind: AttemptKind | None = None
@@ -133,6 +140,7 @@ class AttemptLog:
             usage=usage,
             started=started,
             ended=self._clock(),
+            cost=self._pricer.price(model, usage) if self._pricer is not None else None,
         )
         self._records = (*self._records, record)
         if self._hooks is not None:
@@ -176,6 +184,10 @@ class AttemptLog:
     def billed(self) -> Usage | None:
         return billed(self._records)
 
+    def cost(self) -> Cost | None:
+        """Every attempt's cost, summed (``None`` without pricing)."""
+        return total_cost(self._records) if self._pricer is not None else None
+
     def discarded(self) -> Usage | None:
         """Usage of every attempt that did not serve."""
         return billed(record for record in self._records if record.outcome != "served")
@@ -197,4 +209,5 @@ def _replace_outcome(record: AttemptRecord, outcome: str) -> AttemptRecord:
         usage=record.usage,
         started=record.started,
         ended=record.ended,
+        cost=record.cost,
     )

@@ -50,6 +50,7 @@ from .._validate import positive
 from ..clients._base import ModelClient
 from ..clients._http import HttpClient
 from ..clients._request import check_options
+from ..cost import Pricer, cost_available
 from ..errors import Cancelled, ConfigError
 from ..events import HandlerEvent
 from ..messages import (
@@ -207,6 +208,12 @@ class TurnEngine(TurnSetup, TurnCalls):
             raise ConfigError(f"memory_top_k must be an int >= 0, got {memory_top_k!r}")
         self.memory_top_k = memory_top_k
         self.calibration = calibration if calibration is not None else Calibration()
+        # the rxturn[cost] extra prices every attempt; its data loads here, not in a turn
+        self._pricer = (
+            Pricer(provider_name(client), getattr(client, "base_url", None))
+            if cost_available()
+            else None
+        )
         self.last_estimate: ContextEstimate | None = None
         self._overhead = OverheadCache()
         # made on first use: most engines never subscribe them
@@ -412,7 +419,7 @@ class TurnEngine(TurnSetup, TurnCalls):
         self._note_routed_model(served)
         self.observers.emit("on_turn_start", turn=turn, query=query)
         turn_id = next(_turn_ids)
-        legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id))
+        legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id), self._pricer)
         if self.observers.interested("on_request"):
             self.observers.emit(
                 "on_request",
@@ -468,6 +475,7 @@ class TurnEngine(TurnSetup, TurnCalls):
             discarded_usage=record.discarded_usage,
             attempt_log=record.attempt_log,
             billed_usage=record.billed_usage,
+            cost=record.cost,
         )
         # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
         if not (self._in_run and stop_reason is StopReason.TOOL_CALL):
@@ -500,6 +508,7 @@ class TurnEngine(TurnSetup, TurnCalls):
             attempt_log=attempt_log,
             billed_usage=legs.log.billed(),
             error=type(error).__name__ if error is not None else None,
+            cost=legs.log.cost(),
         )
 
 

@@ -20,6 +20,14 @@ from collections.abc import Callable
 
 from ..resilience.progress import rescue_budget
 from ..resilience.verdicts import fails_over
+from ..cost import Pricer
+from ..errors import (
+    AuthenticationError,
+    BadRequestError,
+    Cancelled,
+    ConfigError,
+    ContextOverflowError,
+)
 from ._attempts import AttemptHooks, AttemptLog
 from ._results import AttemptStats
 
@@ -58,6 +66,7 @@ class TurnLegs:
         served: str,
         now: Callable[[], float],
         hooks: AttemptHooks | None = None,
+        pricer: Pricer | None = None,
     ) -> None:
         self.turn = turn
         self.served = served
@@ -65,7 +74,7 @@ class TurnLegs:
         self.now = now
         self.started = now()
         self.hooks = hooks
-        self.log = AttemptLog(now, served, hooks)
+        self.log = AttemptLog(now, served, hooks, pricer)
         self.stats = AttemptStats()
         self.failure_recorded = False
 

@@ -9,6 +9,7 @@ from typing import Any, Literal
 import msgspec
 
 from .._validate import MessageList, as_message
+from ..cost import Cost
 from ..errors import ConfigError
 from ..events import AttemptReset, Fallback, HandlerEvent
 from ..messages import Message, StopReason, Usage
@@ -38,7 +39,8 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
     ``stop_reason`` is the engine's verdict: ``end_turn`` with tool calls present counts as
     ``tool_call`` (the only reason that continues an agent loop). ``model`` is the model that
     served (after routing and failover); ``usage`` what the reply cost, ``billed_usage`` what
-    every attempt of the turn was billed, itemised in ``attempt_log``.
+    every attempt of the turn was billed, itemised in ``attempt_log``; ``cost`` that in USD (the
+    ``rxturn[cost]`` extra; ``None`` without it).
     """
 
     turn: int
@@ -51,6 +53,7 @@ class TurnResult(msgspec.Struct, frozen=True, kw_only=True):
     discarded_usage: Usage | None = None
     attempt_log: tuple[AttemptRecord, ...] = ()
     billed_usage: Usage | None = None
+    cost: Cost | None = None
 
     @property
     def text(self) -> str:
@@ -101,6 +104,18 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     def stop_reason(self) -> StopReason:
         return self.turns[-1].stop_reason
 
+    @property
+    def cost(self) -> Cost | None:
+        """What every turn of the run cost, summed (``None`` without the ``rxturn[cost]``
+        extra)."""
+        costs = [turn.cost for turn in self.turns if turn.cost is not None]
+        if not costs:
+            return None
+        total = costs[0]
+        for cost in costs[1:]:
+            total = total + cost
+        return total
+
 
 def sum_usage(usages: Iterable[Usage | None]) -> Usage | None:
     """The field-by-field sum of the reported usages (``None`` when none was reported)."""
@@ -142,30 +157,23 @@ class Session:
 class AttemptStats:
     """Facts the handler stream reveals about attempts: resets, rescue, discarded usage."""
 
-    __slots__ = ("attempts", "discarded_in", "discarded_out", "rescued", "saw_discarded")
+    __slots__ = ("attempts", "discarded_usage", "rescued")
 
     def __init__(self) -> None:
         self.attempts = 1
         self.rescued = False
-        self.saw_discarded = False
-        self.discarded_in = 0
-        self.discarded_out = 0
+        #: usage of the attempts reset away, summed (``None`` while none reported any)
+        self.discarded_usage: Usage | None = None
 
     def note(self, event: HandlerEvent) -> None:
         if isinstance(event, AttemptReset):
             self.attempts += 1
-            if event.usage is not None:
-                self.saw_discarded = True
-                self.discarded_in += event.usage.input_tokens
-                self.discarded_out += event.usage.output_tokens
+            usage = event.usage
+            if usage is not None:
+                seen = self.discarded_usage
+                self.discarded_usage = usage if seen is None else seen + usage
         elif isinstance(event, Fallback):
             self.rescued = True
-
-    @property
-    def discarded_usage(self) -> Usage | None:
-        if not self.saw_discarded:
-            return None
-        return Usage(input_tokens=self.discarded_in, output_tokens=self.discarded_out)
 
 
 def checked_prompt(prompt: object, method: str) -> str | Message:

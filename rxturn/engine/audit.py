@@ -27,12 +27,14 @@ A run with no turns has no line, so it does not survive a round trip.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ..cost import Cost
 from ..errors import ConfigError
-from ..messages import StopReason, ToolCallPart, Usage
+from ..messages import StopReason, ToolCallPart, Usage, sum_usage
 
 __all__ = ["AttemptKind", "AttemptRecord", "AuditTrail", "Run", "Turn", "billed"]
 
@@ -56,6 +58,8 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
             failed before its usage arrived). A failed attempt's usage is billed all the same.
         started: when it started, in seconds on the engine's clock (its scheduler's).
         ended: when it ended, on the same clock.
+        cost: what its usage cost in USD (the ``rxturn[cost]`` extra; ``None`` when it could not
+            be priced — no usage, an unknown model — or the extra is not installed).
     """
 
     model: str
@@ -64,17 +68,12 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     usage: Usage | None = None
     started: float = 0.0
     ended: float = 0.0
+    cost: Decimal | None = None
 
 
 def billed(attempts: Iterable[AttemptRecord]) -> Usage | None:
     """The sum of every reported usage (``None`` when no attempt reported any)."""
-    reported = [a.usage for a in attempts if a.usage is not None]
-    if not reported:
-        return None
-    return Usage(
-        input_tokens=sum(u.input_tokens for u in reported),
-        output_tokens=sum(u.output_tokens for u in reported),
-    )
+    return sum_usage(a.usage for a in attempts)
 
 
 class Turn(msgspec.Struct, frozen=True, kw_only=True):
@@ -99,6 +98,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
             where ``input_tokens`` / ``output_tokens`` are what the kept reply cost.
         error: for a failed turn, the class name of its error (``"Cancelled"`` for a cancel);
             its ``output`` is empty and its reply tokens 0. ``None`` for a served turn.
+        cost: what every attempt cost, summed, and how many could not be priced (the
+            ``rxturn[cost]`` extra; ``None`` without it).
     """
 
     turn: _Count
@@ -115,6 +116,7 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     attempt_log: tuple[AttemptRecord, ...] = ()
     billed_usage: Usage | None = None
     error: str | None = None
+    cost: Cost | None = None
 
 
 class Run(msgspec.Struct, kw_only=True):

@@ -29,6 +29,7 @@ GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
 GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
 GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
+GEN_AI_USAGE_REASONING_OUTPUT_TOKENS: Final = "gen_ai.usage.reasoning.output_tokens"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
@@ -59,6 +60,7 @@ GEN_AI_ATTRIBUTES: Final[tuple[str, ...]] = (
     GEN_AI_USAGE_OUTPUT_TOKENS,
     GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS,
     GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS,
+    GEN_AI_USAGE_REASONING_OUTPUT_TOKENS,
     GEN_AI_TOKEN_TYPE,
     GEN_AI_INPUT_MESSAGES,
     GEN_AI_OUTPUT_MESSAGES,
@@ -118,6 +120,9 @@ RXTURN_DISCARDED_OUTPUT_TOKENS: Final = "rxturn.usage.discarded.output_tokens"
 RXTURN_BILLED_INPUT_TOKENS: Final = "rxturn.usage.billed.input_tokens"
 RXTURN_BILLED_OUTPUT_TOKENS: Final = "rxturn.usage.billed.output_tokens"
 RXTURN_USAGE_SOURCE: Final = "rxturn.usage.source"
+#: what the turn (on an attempt span: the attempt) cost in USD, with the rxturn[cost] extra
+RXTURN_COST_USD: Final = "rxturn.cost.usd"
+RXTURN_COST_UNPRICED: Final = "rxturn.cost.unpriced_attempts"
 RXTURN_FROM_MODEL: Final = "rxturn.from_model"
 RXTURN_TO_MODEL: Final = "rxturn.to_model"
 EVENT_FAILOVER: Final = "rxturn.failover"

@@ -339,8 +339,14 @@ class OTelObserver(Observer):
             span.set_attribute(n.HTTP_RESPONSE_STATUS_CODE, status_code)
         usage = record.usage
         if usage is not None:
-            span.set_attribute(n.GEN_AI_USAGE_INPUT_TOKENS, usage.input_tokens)
-            span.set_attribute(n.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output_tokens)
+            counts: Attributes = {
+                n.GEN_AI_USAGE_INPUT_TOKENS: usage.input_tokens,
+                n.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output_tokens,
+            }
+            cache_usage(counts, usage)
+            span.set_attributes(counts)
+        if record.cost is not None:
+            span.set_attribute(n.RXTURN_COST_USD, float(record.cost))
         if outcome != "served":
             span.set_attribute(n.ERROR_TYPE, outcome)
             span.set_status(Status(StatusCode.ERROR, outcome))
@@ -404,6 +410,9 @@ class OTelObserver(Observer):
             )
             if state.first_chunk is not None:
                 chat.set_attribute(n.GEN_AI_RESPONSE_TIME_TO_FIRST_CHUNK, state.first_chunk)
+            if record.cost is not None:  # every attempt's, as billed_usage
+                chat.set_attribute(n.RXTURN_COST_USD, float(record.cost.total))
+                chat.set_attribute(n.RXTURN_COST_UNPRICED, record.cost.unpriced_attempts)
         output_json: str | None = None
         response: Attributes = {}
         if message is not None and failure is None:

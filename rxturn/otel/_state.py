@@ -14,7 +14,7 @@ from opentelemetry import trace
 from opentelemetry.trace import Span
 
 from ..errors import Cancelled, RxturnError
-from ..messages import ToolResultPart
+from ..messages import ToolResultPart, Usage
 from . import _names as n
 
 __all__ = [
@@ -125,15 +125,14 @@ def set_usage(span: Span, input_key: str, output_key: str, usage: Any) -> None:
         span.set_attribute(output_key, int(usage.output_tokens))
 
 
-def cache_usage(attributes: Attributes, usage: object) -> None:
-    """Cache tokens, when the usage type carries them (reported by the provider)."""
-    for field, key in (
-        ("cache_read_input_tokens", n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS),
-        ("cache_creation_input_tokens", n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS),
-    ):
-        value = getattr(usage, field, None)
-        if isinstance(value, int) and not isinstance(value, bool):
-            attributes[key] = value
+def cache_usage(attributes: Attributes, usage: Usage) -> None:
+    """The cache and reasoning counts the provider reported (none when it did not)."""
+    if usage.cache_read_tokens is not None:
+        attributes[n.GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS] = usage.cache_read_tokens
+    if usage.cache_write_tokens is not None:
+        attributes[n.GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS] = usage.cache_write_tokens
+    if usage.output_reasoning_tokens is not None:
+        attributes[n.GEN_AI_USAGE_REASONING_OUTPUT_TOKENS] = usage.output_reasoning_tokens
 
 
 def tool_error(result: ToolResultPart) -> str:

@@ -137,6 +137,10 @@ def _anthropic_block(index: int, block: dict[str, Any], deltas: list[bytes]) -> 
     return [start, *deltas, stop]
 
 
+#: the counts of a ``raw_usage`` that go in ``message_delta`` (the rest go in ``message_start``)
+_A_DELTA_USAGE = ("output_tokens", "output_tokens_details")
+
+
 def _anthropic_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
     usage = default_usage(entry, ctx)
     in_tokens, out_tokens = usage if usage is not None else (0, 0)
@@ -160,7 +164,9 @@ def _anthropic_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
                         "cache_read_input_tokens": ctx.cache_read,
                         "output_tokens": min(out_tokens, 1),
                         "service_tier": "standard",
-                    },
+                    }
+                    if entry.raw_usage is None
+                    else {k: v for k, v in entry.raw_usage.items() if k not in _A_DELTA_USAGE},
                 },
             },
         )
@@ -204,7 +210,9 @@ def _anthropic_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
                     "stop_reason": ANTHROPIC_STOP[entry.resolved_stop_reason],
                     "stop_sequence": None,
                 },
-                "usage": {"output_tokens": out_tokens},
+                "usage": {"output_tokens": out_tokens}
+                if entry.raw_usage is None
+                else {k: v for k, v in entry.raw_usage.items() if k in _A_DELTA_USAGE},
             },
         )
     )
@@ -238,7 +246,10 @@ def _openai_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
     finish = OPENAI_FINISH[entry.resolved_stop_reason].encode()
     events.append(head + b'{},"logprobs":null,"finish_reason":"' + finish + b'"}]}\n\n')
     usage = default_usage(entry, ctx)
-    if ctx.include_usage and usage is not None:
+    if ctx.include_usage and entry.raw_usage is not None:
+        raw = encode({"usage": entry.raw_usage})
+        events.append(openai_head(ctx) + b"[]," + raw[1:] + b"\n\n")
+    elif ctx.include_usage and usage is not None:
         events.append(openai_head(ctx) + b"[]," + _openai_usage(usage)[1:] + b"\n\n")
     events.append(b"data: [DONE]\n\n")
     return events
@@ -304,6 +315,7 @@ def _ollama_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
         "message": {"role": "assistant", "content": ""},
     }
     final |= _ollama_stats(entry.resolved_stop_reason, default_usage(entry, ctx))
+    final |= entry.raw_usage or {}
     events.append(encode(final) + b"\n")
     return events
 
@@ -389,6 +401,8 @@ def reply_body(entry: Entry, wire: Wire, ctx: ReplyContext) -> bytes:
         }
         if usage is not None:
             body |= msgspec.json.decode(_openai_usage(usage))
+        if entry.raw_usage is not None:
+            body["usage"] = entry.raw_usage
     elif wire == "openai-responses":
         return encode(responses_object(entry, ctx, responses_output(entry, ctx), usage))
     else:
@@ -399,4 +413,8 @@ def reply_body(entry: Entry, wire: Wire, ctx: ReplyContext) -> bytes:
             ollama_message["tool_calls"] = _ollama_tool_calls(entry, ctx)
         body = {"model": ctx.model, "created_at": created_at(ctx), "message": ollama_message}
         body |= _ollama_stats(stop, usage)
+        body |= entry.raw_usage or {}
+        return encode(body)
+    if wire == "anthropic" and entry.raw_usage is not None:
+        body["usage"] = entry.raw_usage
     return encode(body)

@@ -117,6 +117,8 @@ def responses_object(
             },
             "total_tokens": prompt + completion,
         }
+    if final and entry.raw_usage is not None:
+        usage_object = entry.raw_usage
     return {
         "id": _responses_ids(ctx)[0],
         "object": "response",

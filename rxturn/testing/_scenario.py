@@ -22,7 +22,8 @@ Defaults worth knowing (documented once, here):
 * ``stop_reason`` absent: ``tool_call`` when the entry has tool calls, else ``end_turn``;
   ``"refusal"`` makes each wire's refusal (see :mod:`._emit`).
 * ``usage`` absent: deterministic counts (see :func:`rxturn.testing._emit.default_usage`);
-  ``usage: null``: the reply reports no usage at all.
+  ``usage: null``: the reply reports no usage at all. ``raw_usage`` (an object in the wire's
+  own shape, sent as it is) replaces it.
 * ``stall_seconds`` absent: the stall lasts until the client goes away or the server stops.
 
 One key for special cases: ``error_message`` replaces the default message of a scripted error
@@ -94,9 +95,15 @@ class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     stall_seconds: _NonNegFloat | None = None
     malformed_after_events: _NonNegInt | None = None
     error_event_after_events: _NonNegInt | None = None
+    raw_usage: dict[str, Any] | None = None
 
     def __post_init__(self) -> None:
         # msgspec turns a ValueError raised here into a ValidationError that carries the path.
+        if self.raw_usage is not None:
+            if not isinstance(self.usage, msgspec.UnsetType):
+                raise ValueError("raw_usage replaces usage: script one of them")
+            if self.status is not None:
+                raise ValueError("raw_usage needs a reply, not an HTTP error (status)")
         if self.retry_after is not None and self.status is None:
             raise ValueError("retry_after needs status (it is the Retry-After of an HTTP error)")
         if self.stall_seconds is not None and self.stall_after_events is None:

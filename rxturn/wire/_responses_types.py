@@ -34,17 +34,11 @@ __all__ = [
     "TextDelta",
     "TypeOnly",
     "WireEvent",
-    "WireUsage",
     "event_decoder",
     "type_decoder",
 ]
 
 # --- wire Structs (unknown fields are ignored by msgspec) -------------------------------------
-
-
-class WireUsage(msgspec.Struct, gc=False):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
 
 
 class Details(msgspec.Struct, gc=False):
@@ -85,7 +79,7 @@ class Response(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
     status: str | None = None
-    usage: WireUsage | None = None
+    usage: object = None  # as sent: mapped by ._usage
     incomplete_details: Details | None = None
     error: ErrorInfo | None = None
     output: list[Item] | None = None

@@ -77,10 +77,10 @@ from ..messages import (
     TextPart,
     ThinkingPart,
     ToolCallPart,
-    Usage,
 )
 from ._decoder import FramedDecoder
 from ._errors import JSON_ERRORS, MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error
+from ._usage import anthropic_usage, merge_anthropic_delta, usage_object
 from .sse import RawEvents, SSEParser
 
 __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
@@ -89,15 +89,10 @@ __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
 # --- wire Structs (mirror the provider JSON; unknown fields are ignored by msgspec) -----------
 
 
-class _Usage(msgspec.Struct, gc=False):
-    input_tokens: int | None = None
-    output_tokens: int | None = None
-
-
 class _MessageInfo(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
-    usage: _Usage | None = None
+    usage: object = None  # the usage object as sent: folded and mapped by ._usage
 
 
 class _TextBlock(msgspec.Struct, gc=False, tag="text"):
@@ -167,7 +162,7 @@ class _BlockStopEvent(msgspec.Struct, gc=False, tag="content_block_stop"):
 
 class _MessageDeltaEvent(msgspec.Struct, gc=False, tag="message_delta"):
     delta: _StopInfo = msgspec.field(default_factory=_StopInfo)
-    usage: _Usage | None = None
+    usage: object = None
 
 
 class _MessageStopEvent(msgspec.Struct, gc=False, tag="message_stop"):
@@ -257,7 +252,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         [MessageStart(id='msg_1', model='m')]
     """
 
-    __slots__ = ("_blocks", "_input", "_lanes", "_output", "_started")
+    __slots__ = ("_blocks", "_lanes", "_started", "_usage")
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         sse = SSEParser(max_line_bytes, max_event_bytes)
@@ -265,8 +260,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         self._lanes: dict[int, str] = {}
         self._blocks = 0  # blocks started so far: the next start's index
         self._started = False
-        self._input = 0
-        self._output = 0
+        self._usage: dict[str, object] = {}  # message_start's usage, deltas laid over it
 
     def _decode_into(self, frames: RawEvents, eof: bool, out: list[StreamEvent]) -> None:
         append = out.append
@@ -321,17 +315,11 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                     out.append(PartStop(index))
             case _MessageDeltaEvent(delta=info, usage=usage):
                 self._require_start(at)
-                inp = self._input
-                outp = self._output
-                if usage is not None:
-                    if usage.input_tokens is not None:
-                        inp = usage.input_tokens
-                    if usage.output_tokens is not None:
-                        outp = usage.output_tokens
+                where = at.where()
+                self._usage = merge_anthropic_delta(self._usage, usage, where)
                 out.append(
                     MessageDelta(
-                        _stop_reason(info.stop_reason),
-                        Usage(input_tokens=inp, output_tokens=outp) if inp or outp else None,
+                        _stop_reason(info.stop_reason), anthropic_usage(self._usage, where)
                     )
                 )
             case _MessageStopEvent():
@@ -342,12 +330,11 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 if not self._started:  # a duplicate keeps the first id, model and usage
                     self._started = True
                     out.append(MessageStart(info.id, info.model))
-                    usage = info.usage
-                    if usage is not None:
-                        inp = self._input = usage.input_tokens or 0
-                        outp = self._output = usage.output_tokens or 0
-                        if inp or outp:  # billed from here on, even if the attempt then fails
-                            usage_now = Usage(input_tokens=inp, output_tokens=outp)
+                    if info.usage is not None:
+                        where = at.where()
+                        self._usage = usage_object(info.usage, "Anthropic", where)
+                        usage_now = anthropic_usage(self._usage, where)
+                        if usage_now is not None:  # billed from here on, even if it then fails
                             out.append(MessageDelta(None, usage_now))
             case _ErrorEvent(error=error):
                 raise stream_error(error.type, error.message)
@@ -476,7 +463,7 @@ class _Reply(msgspec.Struct, gc=False):
     model: str = ""
     content: list[msgspec.Raw] = msgspec.field(default_factory=list[msgspec.Raw])
     stop_reason: str | None = None
-    usage: _Usage | None = None
+    usage: object = None
     error: _ErrorInfo | None = None
 
 
@@ -535,13 +522,10 @@ def parse_anthropic_message(body: bytes, *, keep_thinking: bool = False) -> Mess
             parts.append(ThinkingPart(block.thinking, block.signature))
         else:
             parts.append(RedactedThinkingPart(block.data))
-    usage = reply.usage
-    inp = (usage.input_tokens or 0) if usage else 0
-    outp = (usage.output_tokens or 0) if usage else 0
     return Message(
         id=reply.id,
         model=reply.model,
         content=tuple(parts),
         stop_reason=StopReason.parse(reply.stop_reason) or StopReason.END_TURN,
-        usage=Usage(input_tokens=inp, output_tokens=outp) if inp or outp else None,
+        usage=anthropic_usage(reply.usage),
     )

@@ -52,6 +52,7 @@ from ._errors import (
     error_from_json,
     tool_arguments,
 )
+from ._usage import checked_count
 from .ndjson import NDJSONSplitter
 
 __all__ = ["OllamaDecoder", "parse_ollama_chat"]
@@ -98,9 +99,9 @@ def _message_id(created_at: str) -> str:
     return f"ollama-{created_at}" if created_at else ""
 
 
-def _usage(line: _Line) -> Usage | None:
-    inp = line.prompt_eval_count or 0
-    out = line.eval_count or 0
+def _usage(line: _Line, where: str | None = None) -> Usage | None:
+    inp = checked_count(line.prompt_eval_count, "prompt_eval_count", "Ollama", where) or 0
+    out = checked_count(line.eval_count, "eval_count", "Ollama", where) or 0
     return Usage(input_tokens=inp, output_tokens=out) if inp or out else None
 
 
@@ -207,7 +208,11 @@ Delta(index=0, text='Hi', kind='text')]
                     self._on_tool_call(call, out)
         if line.done:
             self._close_content(out)
-            out.append(MessageDelta(_stop(line.done_reason, self._tools > 0), _usage(line)))
+            out.append(
+                MessageDelta(
+                    _stop(line.done_reason, self._tools > 0), _usage(line, f"line {number}")
+                )
+            )
             out.append(_STOP)
             self.saw_terminal = self._done = True  # lines after it are ignored
 

@@ -68,6 +68,7 @@ from ._errors import (
     error_from_json,
     tool_arguments,
 )
+from ._usage import openai_chat_usage
 from .sse import RawEvents, SSEParser
 
 __all__ = ["OpenAIDecoder", "parse_openai_completion"]
@@ -121,29 +122,16 @@ class _Choice(msgspec.Struct, gc=False):
     finish_reason: str | None = None
 
 
-class _Usage(msgspec.Struct, gc=False):
-    prompt_tokens: int | None = None
-    completion_tokens: int | None = None
-
-
 class _Chunk(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
     choices: list[_Choice] | None = None
-    usage: _Usage | None = None
+    usage: object = None  # as sent: mapped by ._usage
     error: Any = None
 
 
 _decoder = msgspec.json.Decoder(_Chunk)
 _STOP = MessageStop()
-
-
-def _usage(usage: _Usage | None) -> Usage | None:
-    if usage is None:
-        return None
-    inp = usage.prompt_tokens or 0
-    out = usage.completion_tokens or 0
-    return Usage(input_tokens=inp, output_tokens=out) if inp or out else None
 
 
 class OpenAIDecoder(FramedDecoder[RawEvents]):
@@ -203,15 +191,16 @@ Delta(index=0, text='Hi', kind='text')]
         append = out.append
         decode = _decoder.decode
         # True while a plain content delta needs nothing but its Delta: the text lane is open,
-        # no thinking lane, no finish yet. Only the slow path below can change that.
-        texting = self._text_open and not self._thinking_open and not self._finished
+        # no thinking lane, no finish yet, no usage to forget. Only the slow path below can
+        # change that.
+        texting = self._texting()
         for at, payload in enumerate(frames.payloads):
             try:
                 chunk = decode(payload)
             except JSON_ERRORS as exc:
                 if self._on_undecodable(frames, at, exc, eof, out):
                     break
-                texting = self._text_open and not self._thinking_open and not self._finished
+                texting = self._texting()
                 continue
             if texting and chunk.usage is None and chunk.error is None:
                 choices = chunk.choices
@@ -233,9 +222,17 @@ Delta(index=0, text='Hi', kind='text')]
                             append(Delta(TEXT_LANE, delta.content, "text"))  # type: ignore[arg-type]
                         continue
             self._decode_chunk(chunk, frames, at, out)
-            texting = self._text_open and not self._thinking_open and not self._finished
+            texting = self._texting()
         if eof and not self._done and self._started and self._finished:
             self._terminate(out)  # the body ended after a finish_reason: the message is whole
+
+    def _texting(self) -> bool:
+        return (
+            self._text_open
+            and not self._thinking_open
+            and not self._finished
+            and self._usage is None
+        )
 
     def _decode_chunk(
         self, chunk: _Chunk, frames: RawEvents, at: int, out: list[StreamEvent]
@@ -278,8 +275,8 @@ Delta(index=0, text='Hi', kind='text')]
                     self._on_function_call(delta.function_call, out)
             if choice.finish_reason:
                 self._finish(choice.finish_reason, out)
-        if chunk.usage is not None:
-            self._on_usage(chunk.usage, out)
+        if chunk.usage is not None or self._usage is not None:
+            self._on_usage(chunk.usage, frames, at, out)
 
     def _on_undecodable(
         self,
@@ -355,13 +352,17 @@ Delta(index=0, text='Hi', kind='text')]
             self._text_open = True
             out.append(PartStart(TEXT_LANE, "text"))
 
-    def _on_usage(self, wire: _Usage, out: list[StreamEvent]) -> None:
-        usage = _usage(wire)
-        if usage is not None:
-            self._usage = usage
+    def _on_usage(self, raw: object, frames: RawEvents, at: int, out: list[StreamEvent]) -> None:
+        """Each chunk's ``usage`` replaces the last (``null`` included), as the SDK folds it."""
+        usage = openai_chat_usage(raw, f"line {frames.line(at)}") if raw is not None else None
+        changed = usage != self._usage
+        self._usage = usage
         if self._pending:
-            self._pending = False
-            out.append(MessageDelta(self._stop, self._usage))
+            if raw is not None:
+                self._pending = False
+                out.append(MessageDelta(self._stop, usage))
+        elif changed and self._finished:  # a chunk after the usage chunk changed it again
+            out.append(MessageDelta(self._stop, usage))
 
     def _on_tool_calls(self, calls: list[_ToolCallDelta], out: list[StreamEvent]) -> None:
         for call in calls:
@@ -455,7 +456,7 @@ class _Reply(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
     choices: list[_ReplyChoice] = msgspec.field(default_factory=list[_ReplyChoice])
-    usage: _Usage | None = None
+    usage: object = None
     error: Any = None
 
 
@@ -510,5 +511,5 @@ def parse_openai_completion(body: bytes) -> Message:
         model=reply.model,
         content=tuple(parts),
         stop_reason=stop,
-        usage=_usage(reply.usage),
+        usage=openai_chat_usage(reply.usage),
     )

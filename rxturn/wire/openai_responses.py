@@ -41,7 +41,8 @@ other types                                nothing (newer events, hosted tools, 
 Stop reason: ``incomplete_details.reason`` ``max_output_tokens`` → ``max_tokens`` (a function
 call still open then stays open: the fold keeps its partial input), ``content_filter`` →
 ``refusal``; else a function call → ``tool_call``, a refusal → ``refusal``, else ``end_turn``.
-Usage is ``response.usage`` (``input_tokens`` / ``output_tokens``), ``None`` when absent or zero.
+Usage is ``response.usage`` of the terminal event, mapped by :mod:`._usage` (``None`` when absent
+or zero).
 The official SDK's final response is the terminal event's ``response``; the deltas add up to it.
 """
 
@@ -69,7 +70,6 @@ from ..messages import (
     TextPart,
     ThinkingPart,
     ToolCallPart,
-    Usage,
 )
 from ._decoder import FramedDecoder
 from ._errors import MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error, tool_arguments
@@ -97,10 +97,10 @@ from ._responses_types import (
     SummaryDelta,
     SummaryPartAdded,
     TextDelta,
-    WireUsage,
     event_decoder,
     type_decoder,
 )
+from ._usage import responses_usage
 from .sse import RawEvents, SSEParser
 
 __all__ = ["OpenAIResponsesDecoder", "parse_openai_response"]
@@ -122,14 +122,6 @@ class _Lane:
         self.index = index
         self.kind = kind
         self.streamed = False
-
-
-def _usage(usage: WireUsage | None) -> Usage | None:
-    if usage is None:
-        return None
-    inp = usage.input_tokens or 0
-    out = usage.output_tokens or 0
-    return Usage(input_tokens=inp, output_tokens=out) if inp or out else None
 
 
 def _error(info: ErrorInfo | None, fallback: str) -> Exception:
@@ -440,7 +432,9 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 del self._lanes[key]
                 out.append(PartStop(lane.index))
         out.append(
-            MessageDelta(_stop(response, self._function, self._refused), _usage(response.usage))
+            MessageDelta(
+                _stop(response, self._function, self._refused), responses_usage(response.usage)
+            )
         )
         out.append(_STOP)
         self.saw_terminal = self._done = True
@@ -564,5 +558,5 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
         model=reply.model,
         content=tuple(parts),
         stop_reason=_stop(reply, function, refused),
-        usage=_usage(reply.usage),
+        usage=responses_usage(reply.usage),
     )

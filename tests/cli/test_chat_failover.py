@@ -44,7 +44,12 @@ def test_fallback_fails_over_and_json_reports_the_served_model(fake_url: str) ->
         ("backup", "stream", "served"),
     ]
     assert all(a["ended"] >= a["started"] for a in turn["attempt_log"])
-    assert turn["billed_usage"] == {"input_tokens": 6, "output_tokens": 2}
+    assert turn["billed_usage"] == {
+        "input_tokens": 6,
+        "output_tokens": 2,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
     assert (turn["input_tokens"], turn["output_tokens"]) == (6, 2)
 
 

@@ -122,3 +122,46 @@ def test_an_unknown_command_says_so_and_sends_nothing(url: str) -> None:
     assert out.returncode == 0
     assert out.stderr.startswith("unknown command /frobnicate; commands: ")
     assert len(received(url)) == before
+
+
+def test_stats_say_what_the_turns_cost(url: str) -> None:
+    """Model "m" is no model genai-prices knows: its turn is unpriced, and says so."""
+    out = chat(url, stdin="one\n/stats\n")
+    (stats,) = [line for line in out.stderr.splitlines() if line.startswith("turns ")]
+    assert "cost $0 (1 attempt unpriced) (last turn $0 (1 attempt unpriced))" in stats
+
+
+def test_json_and_stats_carry_a_priced_turns_cost(tmp_path_factory: pytest.TempPathFactory) -> None:
+    import json
+    from decimal import Decimal
+
+    import genai_prices
+
+    scenario = {
+        "models": {"*": [{"text": "ok", "usage": {"input_tokens": 2000, "output_tokens": 300}}]}
+    }
+    with fake_server(scenario, tmp_path_factory.mktemp("chat-cost")) as base:
+        out = chat(base, "--json", "hi", model="claude-sonnet-4-5")
+        stats = chat(base, stdin="one\n/stats\n", model="claude-sonnet-4-5")
+    assert out.returncode == 0, out.stderr
+    record = json.loads(out.stdout)
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(
+            input_tokens=2000, output_tokens=300, cache_read_tokens=0, cache_write_tokens=0
+        ),
+        "claude-sonnet-4-5",
+        provider_id="anthropic",
+    ).total_price
+    assert Decimal(record["cost"]["total"]) == expected
+    assert record["cost"]["unpriced_attempts"] == 0 and record["cost"]["currency"] == "USD"
+    (turn,) = record["turns"]
+    assert Decimal(turn["cost"]["total"]) == expected
+    assert Decimal(turn["attempt_log"][0]["cost"]) == expected
+    assert turn["billed_usage"] == {
+        "input_tokens": 2000,
+        "output_tokens": 300,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
+    line = next(x for x in stats.stderr.splitlines() if x.startswith("turns "))
+    assert f"cost ${format(expected.normalize(), 'f')} " in line

@@ -46,12 +46,20 @@ def test_one_shot_json(fake_url: str) -> None:
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1
     record = json.loads(lines[0])
-    assert set(record) == {"message", "model", "attempts", "rescued", "turns"}
+    assert set(record) == {"message", "model", "attempts", "rescued", "cost", "turns"}
+    # "good" is no model genai-prices knows: the turn's one attempt is unpriced
+    assert record["cost"] == {"total": "0", "unpriced_attempts": 1, "currency": "USD"}
     message = record["message"]
     assert set(message) == {"id", "model", "role", "content", "stop_reason", "usage"}
     assert message["content"] == [{"type": "text", "text": "Hello from the fake."}]
     assert message["stop_reason"] == "end_turn"
-    assert message["usage"] == {"input_tokens": 3, "output_tokens": 5}
+    # the scripted counts, and the cache counts Anthropic reports (zero: no cache here)
+    assert message["usage"] == {
+        "input_tokens": 3,
+        "output_tokens": 5,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+    }
     assert record["model"] == "good"
     assert record["attempts"] == 1 and record["rescued"] is False
     assert len(record["turns"]) == 1

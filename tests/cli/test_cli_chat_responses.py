@@ -57,7 +57,14 @@ def test_one_shot_json_over_responses(fake_url: str) -> None:
     assert message["content"][0]["thinking"] == "Short answer."
     assert message["content"][0]["id"].startswith("rs_")
     assert message["content"][1] == {"type": "text", "text": "Hello from Responses."}
-    assert message["usage"] == {"input_tokens": 4, "output_tokens": 6}
+    # the scripted counts, and what the fake's Responses wire adds: no cache hit, and one
+    # reasoning token per thinking piece
+    assert message["usage"] == {
+        "input_tokens": 4,
+        "output_tokens": 6,
+        "cache_read_tokens": 0,
+        "output_reasoning_tokens": 2,
+    }
     sent = [r for r in received(fake_url) if r.get("model") == "gpt-r"][-1]
     assert sent["input"] == [{"role": "user", "content": "Say hello"}]
     assert sent["reasoning"] == {"effort": "low"}

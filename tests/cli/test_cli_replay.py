@@ -72,6 +72,32 @@ def test_text_output_with_parallel_calls_and_no_text(capsys: pytest.CaptureFixtu
     assert lines[-1].startswith("-- stop: tool_call, usage: ")
 
 
+def test_text_output_names_the_cache_and_reasoning_counts(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A recorded Responses stream with a cache hit and reasoning: the counts the provider
+    reported above zero are named beside the totals (read from the recording's own usage)."""
+    path = (
+        Path(__file__).resolve().parents[1]
+        / "fixtures/openai-responses/reasoning_code_interpreter.sse"
+    )
+    data = path.read_bytes()
+    usage = next(
+        json.loads(line[5:])["response"]["usage"]
+        for line in data.splitlines()
+        if line.startswith(b"data:") and b'"response.completed"' in line
+    )
+    assert main(["replay", str(path)]) == 0
+    last = capsys.readouterr().out.splitlines()[-1]
+    cached = usage["input_tokens_details"]["cached_tokens"]
+    reasoning = usage["output_tokens_details"]["reasoning_tokens"]
+    assert cached and reasoning  # the recording has both
+    assert last.endswith(
+        f"usage: {usage['input_tokens']} in ({cached} cache read), "
+        f"{usage['output_tokens']} out ({reasoning} reasoning)"
+    )
+
+
 def test_help_lists_replay() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "rxturn", "--help"],

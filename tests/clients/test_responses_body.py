@@ -206,7 +206,10 @@ async def test_client_streams_and_creates_with_reasoning_kept() -> None:
     streamed = fold_batch(initial_state(keep_thinking=True), events).message()
     for message in (streamed, created):
         assert message.stop_reason is StopReason.TOOL_CALL
-        assert message.usage == Usage(input_tokens=12, output_tokens=4)
+        # the fake reports no cache hits and one reasoning token per thinking piece
+        assert message.usage == Usage(
+            input_tokens=12, output_tokens=4, cache_read_tokens=0, output_reasoning_tokens=2
+        )
         thinking, call = message.content
         assert isinstance(thinking, ThinkingPart)
         assert thinking.thinking == "Need the tool."

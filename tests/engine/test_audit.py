@@ -136,6 +136,7 @@ def test_jsonl_is_one_object_per_turn_with_its_run_id() -> None:
         "attempt_log",
         "billed_usage",
         "error",
+        "cost",
     }
 
 
@@ -238,3 +239,38 @@ def test_run_is_a_plain_record() -> None:
     assert run.turns == []
     run.turns.append(make_turn(0))
     assert Run(run_id=3).turns == []  # no shared default list
+
+
+def test_round_trip_keeps_every_usage_count_and_the_cost() -> None:
+    from decimal import Decimal
+
+    from rxturn import Cost
+    from rxturn.engine.audit import AttemptRecord
+
+    usage = Usage(
+        input_tokens=5020,
+        output_tokens=90,
+        cache_read_tokens=4000,
+        cache_write_tokens=1000,
+        cache_write_5m_tokens=600,
+        cache_write_1h_tokens=400,
+        output_reasoning_tokens=60,
+        details={"server_tool_use.web_search_requests": 1},
+    )
+    attempt = AttemptRecord(
+        model="m", kind="stream", outcome="served", usage=usage, cost=Decimal("0.0123")
+    )
+    trail = AuditTrail()
+    trail.append(
+        make_turn(
+            0,
+            attempt_log=(attempt,),
+            billed_usage=usage,
+            cost=Cost(total=Decimal("0.0123"), unpriced_attempts=2),
+        )
+    )
+    line = json.loads(trail.to_jsonl())
+    assert line["cost"] == {"total": "0.0123", "unpriced_attempts": 2, "currency": "USD"}
+    assert line["billed_usage"]["cache_write_1h_tokens"] == 400
+    assert "input_audio_tokens" not in line["billed_usage"]  # not reported: not there
+    assert AuditTrail.from_jsonl(trail.to_jsonl()).runs == trail.runs

@@ -21,7 +21,9 @@ from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 pytestmark = pytest.mark.timeout(30)
 
 FAST_RETRY = RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.01, jitter=0.0)
-KEPT = Usage(input_tokens=42, output_tokens=3)
+# the fake Anthropic wire reports its cache counts as zero, as the real API does
+ZERO_CACHE = {"cache_read_tokens": 0, "cache_write_tokens": 0}
+KEPT = Usage(input_tokens=42, output_tokens=3, **ZERO_CACHE)
 
 
 def scenario(fault: dict[str, Any]) -> dict[str, Any]:
@@ -41,7 +43,7 @@ def scenario(fault: dict[str, Any]) -> dict[str, Any]:
 
 
 # message_start reports output_tokens min(9, 1) = 1 in the fake, as the API usually does
-FAILED = Usage(input_tokens=42, output_tokens=1)
+FAILED = Usage(input_tokens=42, output_tokens=1, **ZERO_CACHE)
 
 
 @pytest.mark.parametrize(
@@ -71,9 +73,9 @@ async def test_a_failed_attempt_keeps_message_start_usage(
     if "stall_after_events" in fault:
         assert failed.outcome == StreamTimeoutError.__name__
     assert (kept.outcome, kept.usage) == ("served", KEPT)
-    assert result.billed_usage == Usage(input_tokens=84, output_tokens=4)
+    assert result.billed_usage == Usage(input_tokens=84, output_tokens=4, **ZERO_CACHE)
     (record,) = engine.session.runs[0].turns
-    assert record.billed_usage == Usage(input_tokens=84, output_tokens=4)
+    assert record.billed_usage == Usage(input_tokens=84, output_tokens=4, **ZERO_CACHE)
     assert record.discarded_usage == FAILED
     assert (record.input_tokens, record.output_tokens) == (42, 3)  # the reply's own
 

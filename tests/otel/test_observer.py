@@ -606,3 +606,56 @@ async def test_200_concurrent_turns_never_cross_parent(telemetry: Telemetry) -> 
         assert len(children[chat.context.span_id]) == (2 if index % 3 == 0 else 1)
     assert sum(p.count for p in telemetry.points("gen_ai.client.operation.duration")) == count
     assert_secret_absent(telemetry, SECRET)
+
+
+# ----------------------------------------------------------------------------- cache and cost
+
+
+async def test_cache_reasoning_and_cost_attributes(telemetry: Telemetry) -> None:
+    """The conventions' cache and reasoning counts on the chat and attempt spans (the provider
+    reported them), and ``rxturn.cost.usd``: genai-prices' figure for the turn."""
+    import genai_prices
+
+    raw = {
+        "input_tokens": 100,
+        "cache_creation_input_tokens": 2000,
+        "cache_read_input_tokens": 30000,
+        "output_tokens": 50,
+        "output_tokens_details": {"thinking_tokens": 20},
+    }
+    script = {"models": {"*": [{"text": "cached", "raw_usage": raw}]}}
+    result, _ = await run(telemetry, script, model="claude-sonnet-4-5")
+    chat = the(telemetry.named("chat "))
+    (attempt,) = telemetry.children(chat)
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(
+            input_tokens=32100,
+            output_tokens=50,
+            cache_read_tokens=30000,
+            cache_write_tokens=2000,
+            output_reasoning_tokens=20,
+        ),
+        "claude-sonnet-4-5",
+        provider_id="anthropic",
+    ).total_price
+    for span in (chat, attempt):
+        a = attrs(span)
+        assert a["gen_ai.usage.input_tokens"] == 32100  # the total: uncached + writes + reads
+        assert a["gen_ai.usage.cache_read.input_tokens"] == 30000
+        assert a["gen_ai.usage.cache_creation.input_tokens"] == 2000
+        assert a["gen_ai.usage.reasoning.output_tokens"] == 20
+        assert a["rxturn.cost.usd"] == float(expected)
+    assert attrs(chat)["rxturn.cost.unpriced_attempts"] == 0
+    assert result.cost is not None and result.cost.total == expected
+
+
+async def test_no_cache_attributes_when_none_were_reported(telemetry: Telemetry) -> None:
+    script = {
+        "models": {"*": [{"text": "hi", "raw_usage": {"input_tokens": 5, "output_tokens": 1}}]}
+    }
+    await run(telemetry, script)
+    a = attrs(the(telemetry.named("chat ")))
+    assert a["gen_ai.usage.input_tokens"] == 5
+    assert not any("cache" in key or "reasoning" in key for key in a)
+    # model "primary" is unknown to genai-prices: unpriced, a cost of 0 with one attempt counted
+    assert a["rxturn.cost.usd"] == 0.0 and a["rxturn.cost.unpriced_attempts"] == 1

@@ -10,6 +10,7 @@ import jiter
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from usage_oracle import anthropic_expected
 
 from rxturn.errors import (
     OverloadedError,
@@ -139,8 +140,13 @@ def test_recorded_stream_agrees_with_the_sdk(path: Path) -> None:
     assert (start.id, start.model) == (message.id, message.model)
     last_delta = [e for e in events if isinstance(e, MessageDelta)][-1]
     assert last_delta.stop_reason == (StopReason.parse(message.stop_reason) or message.stop_reason)
-    assert last_delta.usage == Usage(
-        input_tokens=message.usage.input_tokens, output_tokens=message.usage.output_tokens
+    assert last_delta.usage == anthropic_expected(message.usage)
+    # the SDK's total input is rxturn's: uncached + cache writes + cache reads
+    assert last_delta.usage is not None
+    assert last_delta.usage.input_tokens == (
+        message.usage.input_tokens
+        + (message.usage.cache_creation_input_tokens or 0)
+        + (message.usage.cache_read_input_tokens or 0)
     )
 
 
@@ -175,7 +181,10 @@ def test_tool_use_response() -> None:
         'is"}',
     ]
     assert PartStop(1) in events
-    assert events[-2] == MessageDelta("tool_call", Usage(input_tokens=377, output_tokens=65))
+    assert events[-2] == MessageDelta(
+        "tool_call",
+        Usage(input_tokens=377, output_tokens=65, cache_read_tokens=0, cache_write_tokens=0),
+    )
 
 
 def test_incomplete_tool_json_stays_open_at_max_tokens() -> None:
@@ -183,7 +192,10 @@ def test_incomplete_tool_json_stays_open_at_max_tokens() -> None:
     assert PartStart(1, "tool_call", "toolu_01EKqbqmZrGRXy18eN7m9kvY", "make_file") in events
     assert PartStop(1) not in events  # no synthesized close: the fold keeps the partial input
     assert events[-2:] == [
-        MessageDelta("max_tokens", Usage(input_tokens=450, output_tokens=124)),
+        MessageDelta(
+            "max_tokens",
+            Usage(input_tokens=450, output_tokens=124, cache_read_tokens=0, cache_write_tokens=0),
+        ),
         MessageStop(),
     ]
 
@@ -376,7 +388,8 @@ def test_malformed_usage_counts_are_a_typed_error() -> None:
     data = sse(START, message_delta("end_turn", {"output_tokens": "many"}))  # type: ignore[dict-item]
     events, error = run(AnthropicDecoder, [data])
     assert events == [MessageStart("msg_1", "claude-test"), START_USAGE]
-    assert error is not None and error.startswith("StreamProtocolError: unexpected JSON shape")
+    assert error is not None
+    assert error.startswith("StreamProtocolError: malformed Anthropic usage: 'output_tokens'")
     assert error.endswith("(line 5)")
 
 

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from usage_oracle import chat_expected
 
 from rxturn.errors import (
     InvalidToolInputError,
@@ -30,6 +31,12 @@ from rxturn.messages import RefusalPart, StopReason, TextPart, ToolCallPart, Usa
 from rxturn.wire import OpenAIDecoder, parse_openai_completion
 
 from ._support import OPENAI_FILES, bytewise, chunked, lanes, run, sdk_openai
+
+
+def fold_usage(events: list[Any]) -> Usage | None:
+    deltas = [e for e in events if isinstance(e, MessageDelta)]
+    return deltas[-1].usage if deltas else None
+
 
 FILE_IDS = [path.stem for path in OPENAI_FILES]
 DONE = b"data: [DONE]\n\n"
@@ -137,10 +144,7 @@ def test_recorded_stream_agrees_with_the_sdk(path: Path) -> None:
     if choice.message.refusal and expected is StopReason.END_TURN:
         expected = StopReason.REFUSAL  # a refusal in words ends as a refusal
     assert last.stop_reason == expected
-    assert last.usage == Usage(
-        input_tokens=completion.usage.prompt_tokens,
-        output_tokens=completion.usage.completion_tokens,
-    )
+    assert last.usage == chat_expected(completion.usage)
 
 
 def _file(name: str) -> bytes:
@@ -156,7 +160,9 @@ def test_refusal_is_not_text_but_a_refusal_lane_and_stop() -> None:
     assert refusal == "I'm sorry, I can't assist with that request."  # read from the file
     assert events[-3:] == [
         PartStop(-1),
-        MessageDelta("refusal", Usage(input_tokens=79, output_tokens=11)),
+        MessageDelta(
+            "refusal", Usage(input_tokens=79, output_tokens=11, output_reasoning_tokens=0)
+        ),
         MessageStop(),
     ]
 
@@ -177,7 +183,9 @@ def test_parallel_tool_calls_get_their_own_lanes() -> None:
     assert events[-4:] == [
         PartStop(2),
         PartStop(3),
-        MessageDelta("tool_call", Usage(input_tokens=149, output_tokens=60)),
+        MessageDelta(
+            "tool_call", Usage(input_tokens=149, output_tokens=60, output_reasoning_tokens=0)
+        ),
         MessageStop(),
     ]
 
@@ -186,7 +194,9 @@ def test_length_finish_closes_text_but_keeps_tool_lanes_open() -> None:
     assert decode(_file("max_tokens_reached"))[-4:] == [
         Delta(0, '{"'),
         PartStop(0),
-        MessageDelta("max_tokens", Usage(input_tokens=79, output_tokens=1)),
+        MessageDelta(
+            "max_tokens", Usage(input_tokens=79, output_tokens=1, output_reasoning_tokens=0)
+        ),
         MessageStop(),
     ]
     events = decode(
@@ -361,13 +371,29 @@ def test_finish_then_end_of_body_without_done_completes() -> None:
     assert events[-2:] == [MessageDelta("end_turn", None), MessageStop()]
 
 
-def test_usage_before_finish_is_remembered() -> None:
-    events = decode(
-        chunk({"content": "a"}, usage={"prompt_tokens": 4, "completion_tokens": 1})
+def test_each_chunks_usage_replaces_the_last_as_the_sdk_folds_it() -> None:
+    """The SDK's snapshot takes every chunk's ``usage``, ``null`` included: a usage sent
+    before the finish and not repeated is gone; one on the last chunk stands."""
+    forgotten = (
+        chunk(
+            {"content": "a"}, usage={"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5}
+        )
+        + chunk({"content": "b"})
         + chunk(finish="stop")
         + DONE
     )
-    assert events[-2] == MessageDelta("end_turn", Usage(input_tokens=4, output_tokens=1))
+    assert sdk_openai(forgotten).usage is None
+    assert decode(forgotten)[-2] == MessageDelta("end_turn", None)
+    first = {"prompt_tokens": 4, "completion_tokens": 1, "total_tokens": 5}
+    last = {"prompt_tokens": 4, "completion_tokens": 2, "total_tokens": 6}
+    kept = chunk({"content": "a"}, usage=first) + chunk(finish="stop", usage=last)
+    expected = chat_expected(sdk_openai(kept + DONE).usage)
+    assert expected == Usage(input_tokens=4, output_tokens=2)
+    assert decode(kept + DONE)[-2] == MessageDelta("end_turn", expected)
+    # a chunk after the usage chunk that drops it again: the message ends without usage
+    dropped = chunk({"content": "a"}, "stop") + usage_chunk(3, 1) + chunk(choices=[]) + DONE
+    assert sdk_openai(dropped).usage is None
+    assert fold_usage(decode(dropped)) is None
 
 
 # --- truncation ----------------------------------------------------------------------------------
@@ -587,10 +613,11 @@ def test_empty_data_choice_without_delta_and_zero_usage() -> None:
         + usage_chunk(0, 0)
         + DONE
     )
-    # the all-zero usage chunk releases the deferred delta but keeps the usage seen before
+    # the all-zero usage chunk releases the deferred delta; as the SDK's, its usage is the
+    # last chunk's, which reports nothing
     assert events[-3:] == [
         PartStop(0),
-        MessageDelta("end_turn", Usage(input_tokens=2, output_tokens=1)),
+        MessageDelta("end_turn", None),
         MessageStop(),
     ]
 

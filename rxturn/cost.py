@@ -1,0 +1,342 @@
+"""What a turn cost, in US dollars: each attempt's usage priced with ``genai-prices``.
+
+Pricing is the optional extra ``rxturn[cost]`` (``pip install 'rxturn[cost]'``), on the maintained
+`genai-prices <https://pypi.org/project/genai-prices/>`_ data, which ships inside the package: it
+prices offline, and its network updater runs only if you start it
+(:func:`enable_price_updates`). ``import rxturn`` never imports it; an engine looks for it once,
+when it is built.
+
+Each attempt is priced on its own (a tiered price applies to that attempt's input), at the time
+it ended:
+
+* the provider's own figure wins when it reported one (``Usage.provider_cost``, OpenRouter's
+  ``usage.cost``);
+* else the provider is found by the client's base URL (``provider_api_url``), then by the wire's
+  provider id (``anthropic``, ``openai``…), and the model by its name;
+* an attempt with no usage, an unknown provider or model, or usage the price data cannot take is
+  *unpriced*: its cost is ``None`` and it is counted in :attr:`Cost.unpriced_attempts`.
+
+A turn's :class:`Cost` sums its attempts; a turn whose attempts were all unpriced costs 0 with
+every attempt counted. Without the extra, costs are ``None`` everywhere.
+
+Pricing stays off the hot path: ``genai-prices`` is linear in the counts below its first price
+tier, so the first price of a (model, day, set of counts) is its full calculation and later ones
+use the per-token rates that calculation implies (asked of ``genai-prices`` itself, one count at
+a time). A usage at or past a tier, or one whose counts do not add up, takes the full
+calculation again. docs/usage-and-cost.md has a worked example.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Iterable
+from datetime import UTC, date, datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from .messages import Usage
+
+if TYPE_CHECKING:
+    from genai_prices import UpdatePrices
+    from genai_prices.types import PriceCalculation
+
+    from .engine.audit import AttemptRecord
+
+__all__ = [
+    "Cost",
+    "Pricer",
+    "cost_available",
+    "cost_to_json",
+    "describe_cost",
+    "enable_price_updates",
+    "format_decimal",
+    "total_cost",
+]
+
+_ZERO = Decimal(0)
+
+
+class Cost(msgspec.Struct, frozen=True, kw_only=True):
+    """What some attempts cost: ``total`` over the attempts that could be priced, and how many
+    could not (``unpriced_attempts``: no usage, unknown model or provider)."""
+
+    total: Decimal
+    unpriced_attempts: int = 0
+    currency: str = "USD"
+
+    def __add__(self, other: Cost) -> Cost:
+        if not isinstance(other, Cost):  # pyright: ignore[reportUnnecessaryIsInstance]
+            return NotImplemented
+        return Cost(
+            total=self.total + other.total,
+            unpriced_attempts=self.unpriced_attempts + other.unpriced_attempts,
+            currency=self.currency,
+        )
+
+
+_available: bool | None = None
+
+
+def cost_available() -> bool:
+    """True when the ``rxturn[cost]`` extra (``genai-prices``) is installed."""
+    global _available
+    if _available is None:
+        try:
+            _available = importlib.util.find_spec("genai_prices") is not None
+        except (ImportError, ValueError):  # blocked or half-installed: not available
+            _available = False
+    return _available
+
+
+def enable_price_updates(update_interval: float = 3600.0) -> UpdatePrices:
+    """Start ``genai-prices``' own updater, which fetches fresh prices over the network every
+    ``update_interval`` seconds in a background thread. Never started unless you call this.
+
+    Returns:
+        the ``genai_prices.UpdatePrices`` instance; call its ``stop()`` when done.
+
+    Raises:
+        ConfigError: the ``rxturn[cost]`` extra is not installed.
+    """
+    _require()
+    import genai_prices
+
+    updater = genai_prices.UpdatePrices(update_interval=update_interval)
+    updater.start()
+    return updater
+
+
+def _require() -> None:
+    if not cost_available():
+        from .errors import ConfigError
+
+        raise ConfigError("pricing needs the cost extra: pip install 'rxturn[cost]'")
+
+
+#: Usage fields passed to genai-prices under its own names, and the counts each is a part of
+#: (a probe for its rate reports those as well, so that it is a usage the data accepts).
+_PARTS: dict[str, tuple[str, ...]] = {
+    "input_tokens": (),
+    "output_tokens": (),
+    "cache_read_tokens": ("input_tokens",),
+    "cache_write_tokens": ("input_tokens",),
+    "cache_write_5m_tokens": ("input_tokens", "cache_write_tokens"),
+    "cache_write_1h_tokens": ("input_tokens", "cache_write_tokens"),
+    "input_audio_tokens": ("input_tokens",),
+    "output_audio_tokens": ("output_tokens",),
+    "output_reasoning_tokens": ("output_tokens",),
+}
+#: ``details`` keys genai-prices prices, by its name for them
+_DETAILS = {"server_tool_use.web_search_requests": "web_searches"}
+
+
+def _counts(usage: Usage) -> dict[str, int]:
+    counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    for name in (
+        "cache_read_tokens",
+        "cache_write_tokens",
+        "cache_write_5m_tokens",
+        "cache_write_1h_tokens",
+        "input_audio_tokens",
+        "output_audio_tokens",
+        "output_reasoning_tokens",
+    ):
+        value = getattr(usage, name)
+        if value is not None:
+            counts[name] = value
+    if usage.details:
+        for detail, name in _DETAILS.items():
+            value = usage.details.get(detail)
+            if value is not None:
+                counts[name] = value
+    return counts
+
+
+def _adds_up(counts: dict[str, int]) -> bool:
+    inp = counts["input_tokens"]
+    out = counts["output_tokens"]
+    writes = counts.get("cache_write_tokens", 0)
+    return (
+        counts.get("cache_read_tokens", 0) + writes <= inp
+        and counts.get("cache_write_5m_tokens", 0) + counts.get("cache_write_1h_tokens", 0)
+        <= writes
+        and counts.get("input_audio_tokens", 0) <= inp
+        and counts.get("output_audio_tokens", 0) + counts.get("output_reasoning_tokens", 0) <= out
+    )
+
+
+class _Rates:
+    """The per-count rates of one (model, day, set of counts), valid below ``tier_start``."""
+
+    __slots__ = ("rates", "tier_start")
+
+    def __init__(self, rates: dict[str, Decimal], tier_start: int | None) -> None:
+        self.rates = rates
+        self.tier_start = tier_start
+
+
+class Pricer:
+    """Prices usage for one client: its wire's provider id and its base URL.
+
+    Building one imports ``genai-prices`` and loads its bundled data (a first-use cost, paid
+    once per process); :meth:`price` is then cheap (see the module docstring).
+
+    Raises:
+        ConfigError: the ``rxturn[cost]`` extra is not installed.
+    """
+
+    __slots__ = ("_rates", "_where", "base_url", "provider_id")
+
+    def __init__(self, provider_id: str, base_url: str | None = None) -> None:
+        _require()
+        from genai_prices import data_snapshot
+
+        data_snapshot.get_snapshot()  # the bundled data loads now, not in a turn
+        self.provider_id = provider_id
+        self.base_url = base_url
+        #: (model, day, counts reported) → rates; None: that model cannot be priced
+        self._rates: dict[tuple[str, date, frozenset[str]], _Rates | None] = {}
+        #: model → how genai-prices finds its provider (by URL or by id), once it did
+        self._where: dict[str, tuple[str, str]] = {}
+
+    def __repr__(self) -> str:
+        return f"Pricer({self.provider_id!r}, base_url={self.base_url!r})"
+
+    def price(
+        self, model: str, usage: Usage | None, when: datetime | None = None
+    ) -> Decimal | None:
+        """What ``usage`` of ``model`` cost in USD at ``when`` (default: now); ``None`` when it
+        cannot be priced. Never raises."""
+        if usage is None:
+            return None
+        if usage.provider_cost is not None:
+            return Decimal(repr(usage.provider_cost))
+        try:
+            return self._price(model, usage, when or datetime.now(UTC))
+        except Exception:  # a price lookup that fails leaves the attempt unpriced
+            return None
+
+    def _price(self, model: str, usage: Usage, when: datetime) -> Decimal | None:
+        counts = _counts(usage)
+        key = (model, when.date(), frozenset(counts))
+        rates = self._rates.get(key, _MISSING)
+        if rates is _MISSING:
+            total = self._full(model, counts, when)
+            self._rates[key] = self._derive(model, counts, when) if total is not None else None
+            return total
+        if rates is None:
+            return None
+        assert isinstance(rates, _Rates)
+        if (rates.tier_start is not None and counts["input_tokens"] >= rates.tier_start) or (
+            not _adds_up(counts)
+        ):
+            return self._full(model, counts, when)
+        per = rates.rates
+        return sum((per[name] * value for name, value in counts.items() if value), _ZERO)
+
+    def _full(self, model: str, counts: dict[str, int], when: datetime) -> Decimal | None:
+        """genai-prices' own calculation (its provider found as the module docstring says)."""
+        where = self._where.get(model)
+        if where is not None:
+            return _calc(counts, model, when, where).total_price
+        ways: list[tuple[str, str]] = []
+        if self.base_url:
+            ways.append(("url", self.base_url))
+        ways.append(("id", self.provider_id))
+        for way in ways:
+            try:
+                result = _calc(counts, model, when, way)
+            except LookupError:
+                continue
+            self._where[model] = way
+            return result.total_price
+        return None
+
+    def _derive(self, model: str, counts: dict[str, int], when: datetime) -> _Rates | None:
+        """Each count's rate, from genai-prices' price of a one-token probe of it."""
+        where = self._where[model]
+        names = tuple(counts)
+
+        def probe(ones: Iterable[str]) -> PriceCalculation:
+            values = dict.fromkeys(names, 0)
+            for name in ones:
+                values[name] = 1
+            return _calc(values, model, when, where)
+
+        base = probe(())
+        rates: dict[str, Decimal] = {}
+        for name in names:
+            parts = _PARTS.get(name, ())
+            with_it = probe((*parts, name)).total_price
+            without = probe(parts).total_price if parts else base.total_price
+            rates[name] = with_it - without
+        return _Rates(rates, _tier_start(base.model_price))
+
+
+_MISSING = object()
+
+
+def _calc(
+    counts: dict[str, int], model: str, when: datetime, where: tuple[str, str]
+) -> PriceCalculation:
+    import genai_prices
+
+    usage = genai_prices.Usage(**counts)
+    if where[0] == "url":
+        return genai_prices.calc_price(
+            usage, model, provider_api_url=where[1], genai_request_timestamp=when
+        )
+    return genai_prices.calc_price(usage, model, provider_id=where[1], genai_request_timestamp=when)
+
+
+def _tier_start(model_price: object) -> int | None:
+    """The lowest input count at which any of a model's prices changes tier (``None``: none)."""
+    from genai_prices.types import TieredPrices
+
+    starts: list[int] = []
+    prices: dict[str, object] = vars(model_price)
+    for value in prices.values():
+        if isinstance(value, TieredPrices):
+            starts.extend(tier.start for tier in value.tiers)
+    return min(starts) if starts else None
+
+
+def cost_to_json(cost: Cost | None) -> dict[str, object] | None:
+    """A cost as its JSON object: ``{"total": "0.0123", "unpriced_attempts": 0, "currency":
+    "USD"}`` (the total a decimal string, exact; as in the audit's JSON lines), ``None`` staying
+    ``None``. The one place that shapes a cost for the CLI and batch output."""
+    if cost is None:
+        return None
+    return msgspec.to_builtins(cost)
+
+
+def format_decimal(value: Decimal) -> str:
+    """A decimal as plain digits, without trailing zeros or an exponent (``0.006``)."""
+    return format(value.normalize(), "f")
+
+
+def describe_cost(cost: Cost | None) -> str:
+    """One line for people: ``$0.006``, ``$0.006 (1 attempt unpriced)``, or ``unpriced``."""
+    if cost is None:
+        return "not priced (pip install 'rxturn[cost]')"
+    text = f"${format_decimal(cost.total)}"
+    if cost.unpriced_attempts:
+        plural = "s" if cost.unpriced_attempts != 1 else ""
+        text += f" ({cost.unpriced_attempts} attempt{plural} unpriced)"
+    return text
+
+
+def total_cost(records: Iterable[AttemptRecord]) -> Cost | None:
+    """The cost of some attempts (``None`` without the ``rxturn[cost]`` extra)."""
+    if not cost_available():
+        return None
+    total = _ZERO
+    unpriced = 0
+    for record in records:
+        if record.cost is None:
+            unpriced += 1
+        else:
+            total += record.cost
+    return Cost(total=total, unpriced_attempts=unpriced)

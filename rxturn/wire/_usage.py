@@ -1,0 +1,290 @@
+"""Usage objects as each wire sends them → :class:`~rxturn.messages.Usage`.
+
+The decoders keep a wire's usage object as the JSON it is (a ``dict``, decoded once or twice per
+stream, never per event) and fold it as that wire's official SDK does; the functions here then
+map the folded object onto the canonical counts, once, in one place per wire:
+
+============  ============================================================================
+wire          mapping
+============  ============================================================================
+Anthropic     ``input_tokens`` = ``input_tokens + cache_creation_input_tokens +
+              cache_read_input_tokens``; cache write / read from those two;
+              ``cache_creation.ephemeral_5m_input_tokens`` / ``…_1h_…`` the TTL split (kept
+              only when it adds up to the cache writes); ``output_tokens_details.
+              thinking_tokens`` reasoning
+OpenAI Chat   ``prompt_tokens`` / ``completion_tokens``; ``prompt_tokens_details.
+              cached_tokens`` / ``cache_write_tokens`` / ``audio_tokens``;
+              ``completion_tokens_details.reasoning_tokens`` / ``audio_tokens``; ``cost``
+              (OpenRouter) the provider's own cost
+Responses     ``input_tokens`` / ``output_tokens``; ``input_tokens_details.cached_tokens`` /
+              ``cache_write_tokens``; ``output_tokens_details.reasoning_tokens``; ``cost``
+Ollama        ``prompt_eval_count`` / ``eval_count`` (in the decoder itself)
+============  ============================================================================
+
+Every other whole-number count in the object lands in ``details`` under its dotted path
+(``server_tool_use.web_search_requests``); strings, booleans, fractions, lists and ``total_tokens``
+(a sum of what is already there) do not. A mapped count that is ``null`` or absent is not
+reported (``None``); one that is not a whole number from 0 to 2**40 (negative, a string, a
+fraction, absurdly large) is a :class:`~rxturn.errors.StreamProtocolError` naming the field: a
+usage that cannot be trusted is not billed as if it could. An unknown field with such a value is
+not a count and is left out.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from ..errors import StreamProtocolError
+from ..messages import Usage
+
+__all__ = [
+    "MAX_COUNT",
+    "anthropic_usage",
+    "checked_count",
+    "merge_anthropic_delta",
+    "openai_chat_usage",
+    "responses_usage",
+    "usage_object",
+]
+
+#: Counts above this are not believed: no request is a trillion tokens.
+MAX_COUNT = 1 << 40
+
+#: The ``message_delta`` usage fields the Anthropic SDK copies over ``message_start``'s when not
+#: null (``output_tokens`` always, when present).
+_ANTHROPIC_DELTA_FIELDS = (
+    "input_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+    "server_tool_use",
+    "output_tokens_details",
+)
+
+_ANTHROPIC_MAPPED = frozenset(
+    {
+        "input_tokens",
+        "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
+        "cache_creation.ephemeral_5m_input_tokens",
+        "cache_creation.ephemeral_1h_input_tokens",
+        "output_tokens_details.thinking_tokens",
+    }
+)
+_CHAT_MAPPED = frozenset(
+    {
+        "prompt_tokens",
+        "completion_tokens",
+        "total_tokens",
+        "prompt_tokens_details.cached_tokens",
+        "prompt_tokens_details.cache_write_tokens",
+        "prompt_tokens_details.audio_tokens",
+        "completion_tokens_details.reasoning_tokens",
+        "completion_tokens_details.audio_tokens",
+    }
+)
+_RESPONSES_MAPPED = frozenset(
+    {
+        "input_tokens",
+        "output_tokens",
+        "total_tokens",
+        "input_tokens_details.cached_tokens",
+        "input_tokens_details.cache_write_tokens",
+        "output_tokens_details.reasoning_tokens",
+    }
+)
+
+
+def checked_count(value: object, name: str, wire: str, where: str | None = None) -> int | None:
+    """A count the mapping relies on: ``None`` when not reported, else a whole number."""
+    if value is None:
+        return None
+    if type(value) is int and 0 <= value <= MAX_COUNT:
+        return value
+    raise StreamProtocolError(
+        f"malformed {wire} usage: {name!r} is {_shown(value)}, not a token count "
+        f"(a whole number from 0 to {MAX_COUNT})",
+        where=where,
+    )
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _get(usage: Mapping[str, object], path: str) -> object:
+    head, _, rest = path.partition(".")
+    value = usage.get(head)
+    if not rest:
+        return value
+    return value.get(rest) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+
+
+def _count(usage: Mapping[str, object], path: str, wire: str, where: str | None) -> int | None:
+    return checked_count(_get(usage, path), path, wire, where)
+
+
+def _details(usage: Mapping[str, object], mapped: frozenset[str]) -> dict[str, int] | None:
+    found: dict[str, int] = {}
+    _collect(usage, "", mapped, found)
+    return found or None
+
+
+def _collect(
+    obj: Mapping[str, object], prefix: str, mapped: frozenset[str], found: dict[str, int]
+) -> None:
+    for key, value in obj.items():
+        name = prefix + key
+        if type(value) is int:
+            if name not in mapped and 0 <= value <= MAX_COUNT:
+                found[name] = value
+        elif isinstance(value, dict) and prefix.count(".") < 4:
+            _collect(value, name + ".", mapped, found)  # pyright: ignore[reportUnknownArgumentType]
+
+
+def _cost(usage: Mapping[str, object]) -> float | None:
+    cost = usage.get("cost")
+    if type(cost) is float or type(cost) is int:
+        value = float(cost)
+        if math.isfinite(value) and value >= 0:
+            return value
+    return None
+
+
+def _as_object(raw: object, wire: str, where: str | None) -> Mapping[str, object] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise StreamProtocolError(
+            f"malformed {wire} usage: expected an object, got {_shown(raw)}", where=where
+        )
+    return raw  # pyright: ignore[reportUnknownVariableType]
+
+
+def usage_object(raw: object, wire: str, where: str | None = None) -> dict[str, object]:
+    """A usage object as sent, copied (``{}`` for ``null``); anything else is malformed."""
+    usage = _as_object(raw, wire, where)
+    return {} if usage is None else dict(usage)
+
+
+def merge_anthropic_delta(
+    start: dict[str, object], delta: object, where: str | None = None
+) -> dict[str, object]:
+    """``message_start``'s usage with a ``message_delta``'s laid over it, as the SDK does: each
+    of its fields that is not null replaces the earlier value (counts are cumulative)."""
+    fields = _as_object(delta, "Anthropic", where)
+    if fields is None:
+        return start
+    merged = dict(start)
+    output = fields.get("output_tokens")
+    if output is not None:
+        merged["output_tokens"] = output
+    for name in _ANTHROPIC_DELTA_FIELDS:
+        value = fields.get(name)
+        if value is not None:
+            merged[name] = value
+    return merged
+
+
+def anthropic_usage(raw: object, where: str | None = None) -> Usage | None:
+    """An Anthropic usage object (``message_start``'s, folded with ``message_delta``'s)."""
+    usage = _as_object(raw, "Anthropic", where)
+    if usage is None:
+        return None
+    wire = "Anthropic"
+    uncached = _count(usage, "input_tokens", wire, where)
+    writes = _count(usage, "cache_creation_input_tokens", wire, where)
+    reads = _count(usage, "cache_read_input_tokens", wire, where)
+    output = _count(usage, "output_tokens", wire, where)
+    write_5m = _count(usage, "cache_creation.ephemeral_5m_input_tokens", wire, where)
+    write_1h = _count(usage, "cache_creation.ephemeral_1h_input_tokens", wire, where)
+    if (write_5m is not None or write_1h is not None) and (
+        writes is None or (write_5m or 0) + (write_1h or 0) != writes
+    ):
+        write_5m = write_1h = None  # the split of an earlier total: no longer true
+    total_in = (uncached or 0) + (writes or 0) + (reads or 0)
+    return _usage_or_none(
+        total_in,
+        output or 0,
+        cache_read_tokens=reads,
+        cache_write_tokens=writes,
+        cache_write_5m_tokens=write_5m,
+        cache_write_1h_tokens=write_1h,
+        output_reasoning_tokens=_count(usage, "output_tokens_details.thinking_tokens", wire, where),
+        details=_details(usage, _ANTHROPIC_MAPPED),
+        provider_cost=None,
+    )
+
+
+def openai_chat_usage(raw: object, where: str | None = None) -> Usage | None:
+    """An OpenAI Chat Completions ``usage`` object (the usage chunk's, or a completion's)."""
+    usage = _as_object(raw, "OpenAI", where)
+    if usage is None:
+        return None
+    wire = "OpenAI"
+    return _usage_or_none(
+        _count(usage, "prompt_tokens", wire, where) or 0,
+        _count(usage, "completion_tokens", wire, where) or 0,
+        cache_read_tokens=_count(usage, "prompt_tokens_details.cached_tokens", wire, where),
+        cache_write_tokens=_count(usage, "prompt_tokens_details.cache_write_tokens", wire, where),
+        input_audio_tokens=_count(usage, "prompt_tokens_details.audio_tokens", wire, where),
+        output_reasoning_tokens=_count(
+            usage, "completion_tokens_details.reasoning_tokens", wire, where
+        ),
+        output_audio_tokens=_count(usage, "completion_tokens_details.audio_tokens", wire, where),
+        details=_details(usage, _CHAT_MAPPED),
+        provider_cost=_cost(usage),
+    )
+
+
+def responses_usage(raw: object, where: str | None = None) -> Usage | None:
+    """An OpenAI Responses ``response.usage`` object (from the terminal event, or a reply)."""
+    usage = _as_object(raw, "OpenAI Responses", where)
+    if usage is None:
+        return None
+    wire = "OpenAI Responses"
+    return _usage_or_none(
+        _count(usage, "input_tokens", wire, where) or 0,
+        _count(usage, "output_tokens", wire, where) or 0,
+        cache_read_tokens=_count(usage, "input_tokens_details.cached_tokens", wire, where),
+        cache_write_tokens=_count(usage, "input_tokens_details.cache_write_tokens", wire, where),
+        output_reasoning_tokens=_count(
+            usage, "output_tokens_details.reasoning_tokens", wire, where
+        ),
+        details=_details(usage, _RESPONSES_MAPPED),
+        provider_cost=_cost(usage),
+    )
+
+
+def _usage_or_none(
+    input_tokens: int,
+    output_tokens: int,
+    *,
+    cache_read_tokens: int | None = None,
+    cache_write_tokens: int | None = None,
+    cache_write_5m_tokens: int | None = None,
+    cache_write_1h_tokens: int | None = None,
+    output_reasoning_tokens: int | None = None,
+    input_audio_tokens: int | None = None,
+    output_audio_tokens: int | None = None,
+    details: dict[str, int] | None,
+    provider_cost: float | None,
+) -> Usage | None:
+    """``None`` for a usage that says nothing (no tokens either way, no cost)."""
+    if not input_tokens and not output_tokens and provider_cost is None:
+        return None
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read_tokens,
+        cache_write_tokens=cache_write_tokens,
+        cache_write_5m_tokens=cache_write_5m_tokens,
+        cache_write_1h_tokens=cache_write_1h_tokens,
+        output_reasoning_tokens=output_reasoning_tokens,
+        input_audio_tokens=input_audio_tokens,
+        output_audio_tokens=output_audio_tokens,
+        details=details,
+        provider_cost=provider_cost,
+    )

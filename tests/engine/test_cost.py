@@ -1,0 +1,282 @@
+"""Cost: every attempt priced with genai-prices, compared with genai-prices' own figure.
+
+The oracle is ``genai_prices`` itself: for each case the expected figure is what
+``genai_prices.calc_price`` (or ``extract_usage(...).calc_price``, straight from the wire's JSON)
+says for the same usage, model, provider and time.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+import genai_prices
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rxturn import AnthropicClient, Cost, OpenAIClient, StreamHandler, TurnEngine
+from rxturn.cost import Pricer, total_cost
+from rxturn.engine.audit import AttemptRecord
+from rxturn.messages import Usage
+from rxturn.replay import replay_message
+from rxturn.resilience.policies import RetryPolicy
+from rxturn.testing import FakeProvider
+
+pytestmark = pytest.mark.timeout(60)
+
+WHEN = datetime(2026, 6, 1, tzinfo=UTC)
+FAST = RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.01, jitter=0.0)
+
+
+def _oracle(usage: dict[str, int], model: str, provider_id: str) -> Decimal:
+    return genai_prices.calc_price(
+        genai_prices.Usage(**usage), model, provider_id=provider_id, genai_request_timestamp=WHEN
+    ).total_price
+
+
+def test_a_priced_attempt_is_genai_prices_own_figure() -> None:
+    pricer = Pricer("anthropic", "http://127.0.0.1:9")  # a loopback URL: found by provider id
+    usage = Usage(
+        input_tokens=12_000,
+        output_tokens=800,
+        cache_read_tokens=9_000,
+        cache_write_tokens=2_000,
+        cache_write_5m_tokens=500,
+        cache_write_1h_tokens=1_500,
+    )
+    expected = _oracle(
+        {
+            "input_tokens": 12_000,
+            "output_tokens": 800,
+            "cache_read_tokens": 9_000,
+            "cache_write_tokens": 2_000,
+            "cache_write_5m_tokens": 500,
+            "cache_write_1h_tokens": 1_500,
+        },
+        "claude-sonnet-4-5",
+        "anthropic",
+    )
+    first = pricer.price("claude-sonnet-4-5", usage, WHEN)
+    again = pricer.price("claude-sonnet-4-5", usage, WHEN)  # from the rates of the first
+    assert first == again == expected
+    assert expected > 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    uncached=st.integers(0, 400_000),
+    reads=st.integers(0, 100_000),
+    writes=st.integers(0, 50_000),
+    output=st.integers(0, 50_000),
+    reasoning=st.integers(0, 50_000),
+)
+def test_any_usage_prices_as_genai_prices_says(
+    uncached: int, reads: int, writes: int, output: int, reasoning: int
+) -> None:
+    """Below a tier, past it (Sonnet's 200k input tier), with every count: rxturn's price of an
+    attempt equals genai-prices' for the same usage, model and time, the first time and after."""
+    reasoning = min(reasoning, output)
+    counts = {
+        "input_tokens": uncached + reads + writes,
+        "output_tokens": output,
+        "cache_read_tokens": reads,
+        "cache_write_tokens": writes,
+        "output_reasoning_tokens": reasoning,
+    }
+    usage = Usage(
+        input_tokens=counts["input_tokens"],
+        output_tokens=output,
+        cache_read_tokens=reads,
+        cache_write_tokens=writes,
+        output_reasoning_tokens=reasoning,
+    )
+    pricer = _SHARED
+    for model in ("claude-sonnet-4-5", "claude-haiku-4-5"):
+        assert pricer.price(model, usage, WHEN) == _oracle(counts, model, "anthropic")
+
+
+_SHARED = Pricer("anthropic")
+
+
+def test_the_base_url_finds_the_provider_first() -> None:
+    """A base URL genai-prices knows wins over the wire's id: OpenRouter's prices, not OpenAI's."""
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    counts = {"input_tokens": 1_000_000, "output_tokens": 1_000_000}
+    by_url = Pricer("openai", "https://openrouter.ai/api/v1").price("openai/gpt-4o", usage, WHEN)
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(**counts),
+        "openai/gpt-4o",
+        provider_api_url="https://openrouter.ai/api/v1",
+        genai_request_timestamp=WHEN,
+    ).total_price
+    assert by_url == expected
+    assert Pricer("openai").price("gpt-4o", usage, WHEN) == _oracle(counts, "gpt-4o", "openai")
+
+
+def test_the_providers_own_cost_wins() -> None:
+    usage = Usage(input_tokens=78, output_tokens=37, provider_cost=0.0000113)
+    assert Pricer("openai").price("gpt-4o", usage, WHEN) == Decimal("0.0000113")
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "usage"),
+    [
+        ("anthropic", "claude-sonnet-4-5", None),  # no usage
+        ("anthropic", "no-such-model-xyz", Usage(input_tokens=5, output_tokens=1)),
+        ("ollama", "llama3.2", Usage(input_tokens=5, output_tokens=1)),
+        # counts that do not add up: genai-prices refuses them
+        ("anthropic", "claude-sonnet-4-5", Usage(input_tokens=5, cache_read_tokens=50)),
+    ],
+    ids=["no-usage", "unknown-model", "ollama", "inconsistent"],
+)
+def test_what_cannot_be_priced_is_unpriced_not_a_crash(
+    provider: str, model: str, usage: Usage | None
+) -> None:
+    pricer = Pricer(provider)
+    assert pricer.price(model, usage, WHEN) is None
+    assert pricer.price(model, usage, WHEN) is None  # and stays so
+
+
+def test_a_turns_cost_sums_its_attempts_and_counts_the_unpriced() -> None:
+    records = [
+        AttemptRecord(model="m", kind="stream", outcome="OverloadedError", cost=None),
+        AttemptRecord(model="m", kind="stream", outcome="ReadError", cost=Decimal("0.25")),
+        AttemptRecord(model="m", kind="stream", outcome="served", cost=Decimal("0.5")),
+    ]
+    assert total_cost(records) == Cost(total=Decimal("0.75"), unpriced_attempts=1)
+    assert total_cost(records[:1]) == Cost(total=Decimal(0), unpriced_attempts=1)
+    assert Cost(total=Decimal(1)) + Cost(total=Decimal(2), unpriced_attempts=3) == Cost(
+        total=Decimal(3), unpriced_attempts=3
+    )
+
+
+async def test_a_turn_prices_every_attempt_and_the_run_sums_its_turns() -> None:
+    """A 529 (no usage: unpriced), a dropped stream (its message_start usage: billed and
+    priced), then the reply; a second turn; each attempt's cost is genai-prices' figure for
+    its usage at the time it was priced, and the run's cost their sum."""
+    script = {
+        "models": {
+            "*": [
+                {"status": 529, "retry_after": 0.001},
+                {
+                    "text": "a reply cut off",
+                    "chunk_chars": 3,
+                    "drop_after_events": 4,
+                    "usage": {"input_tokens": 3000, "output_tokens": 50},
+                },
+                {"text": "Hello!", "usage": {"input_tokens": 3000, "output_tokens": 400}},
+            ]
+        }
+    }
+    async with (
+        FakeProvider(script) as fake,
+        AnthropicClient("claude-sonnet-4-5", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, handler=StreamHandler(retry=FAST))
+        first = await engine.run("hi")
+        second = await engine.run("again")
+    log = first.turns[0].attempt_log
+    assert [a.outcome for a in log] == ["OverloadedError", "ReadError", "served"]
+    assert log[0].usage is None and log[0].cost is None
+    for record in log[1:]:
+        assert record.usage is not None
+        counts = {
+            "input_tokens": record.usage.input_tokens,
+            "output_tokens": record.usage.output_tokens,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+        }
+        assert (
+            record.cost
+            == genai_prices.calc_price(
+                genai_prices.Usage(**counts), "claude-sonnet-4-5", provider_id="anthropic"
+            ).total_price
+        )
+    assert log[1].cost is not None and log[2].cost is not None
+    cost = first.turns[0].cost
+    assert cost == Cost(total=log[1].cost + log[2].cost, unpriced_attempts=1)
+    assert first.cost == cost
+    assert engine.session.runs[0].turns[0].cost == cost  # the audit keeps it
+    assert second.cost is not None and second.cost.unpriced_attempts == 0
+    assert second.cost.total == second.turns[0].attempt_log[0].cost
+
+
+async def test_an_all_unpriced_turn_costs_zero_with_every_attempt_counted() -> None:
+    async with (
+        FakeProvider({"models": {"*": [{"text": "ok", "usage": None}]}}) as fake,
+        OpenAIClient("gpt-4o", api_key="k", base_url=fake.openai_base_url) as client,
+    ):
+        result = await TurnEngine(client).run("hi")
+    assert result.turns[0].cost == Cost(total=Decimal(0), unpriced_attempts=1)
+
+
+def test_openrouter_cost_from_the_recorded_stream_is_the_cost() -> None:
+    """A recorded OpenRouter stream reports ``usage.cost``: that is the attempt's cost."""
+    from recorded import RESPONSES_FIXTURES
+
+    path = next(p for p in RESPONSES_FIXTURES if p.name == "openrouter_raw_reasoning.sse")
+    usage = replay_message(path).usage
+    raw = json.loads(
+        next(
+            line[5:]
+            for line in path.read_bytes().splitlines()
+            if b'"response.completed"' in line and line.startswith(b"data:")
+        )
+    )["response"]["usage"]
+    assert Pricer("openai", "https://openrouter.ai/api/v1").price("any", usage) == Decimal(
+        repr(raw["cost"])
+    )
+
+
+def test_recorded_usage_prices_as_genai_prices_extracts_it() -> None:
+    """The recorded Anthropic stream's final usage object, as genai-prices extracts it from the
+    wire JSON itself, prices the same as rxturn's folded usage."""
+    from recorded import ANTHROPIC_FIXTURES
+
+    for path in ANTHROPIC_FIXTURES:
+        message = replay_message(path)
+        start = delta = None
+        for line in path.read_bytes().splitlines():
+            if line.startswith(b"data:"):
+                event: dict[str, Any] = json.loads(line[5:])
+                if event["type"] == "message_start":
+                    start = event["message"]["usage"]
+                elif event["type"] == "message_delta":
+                    delta = event["usage"]
+        assert start is not None and delta is not None
+        folded = {**start, **{k: v for k, v in delta.items() if v is not None}}
+        extracted = genai_prices.extract_usage(
+            {"model": "claude-sonnet-4-5", "usage": folded}, provider_id="anthropic"
+        )
+        expected = extracted.calc_price(genai_request_timestamp=WHEN).total_price
+        assert Pricer("anthropic").price("claude-sonnet-4-5", message.usage, WHEN) == expected
+
+
+def test_import_rxturn_does_not_load_genai_prices_and_without_it_costs_are_none() -> None:
+    code = (
+        "import sys\n"
+        "import rxturn\n"
+        "assert 'genai_prices' not in sys.modules\n"
+        "sys.modules['genai_prices'] = None  # not installed\n"
+        "import asyncio\n"
+        "from rxturn import AnthropicClient, TurnEngine\n"
+        "from rxturn.testing import FakeProvider\n"
+        "async def main():\n"
+        "    async with FakeProvider({'models': {'*': [{'text': 'ok'}]}}) as fake, "
+        "AnthropicClient('claude-sonnet-4-5', api_key='k', base_url=fake.base_url) as c:\n"
+        "        r = await TurnEngine(c).run('hi')\n"
+        "    assert r.cost is None and r.turns[0].cost is None, r.cost\n"
+        "    assert r.turns[0].attempt_log[0].cost is None\n"
+        "    print('ok')\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -1,0 +1,68 @@
+"""The usage mappings on arbitrary JSON: a Usage, None, or the typed error — never a crash."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from rxturn.errors import StreamProtocolError
+from rxturn.messages import Usage
+from rxturn.wire._usage import (
+    anthropic_usage,
+    merge_anthropic_delta,
+    openai_chat_usage,
+    responses_usage,
+)
+
+_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**64), 2**64),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=5),
+)
+_json: Any = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_keys = st.sampled_from(
+    [
+        "input_tokens",
+        "output_tokens",
+        "prompt_tokens",
+        "completion_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+        "cache_creation",
+        "prompt_tokens_details",
+        "input_tokens_details",
+        "output_tokens_details",
+        "cost",
+        "other",
+    ]
+)
+_usage_like = st.one_of(_json, st.dictionaries(_keys, _json, max_size=6))
+
+
+@settings(max_examples=300, deadline=None)
+@given(raw=_usage_like, delta=_usage_like)
+def test_any_json_maps_to_usage_or_the_typed_error(raw: Any, delta: Any) -> None:
+    for mapping in (openai_chat_usage, responses_usage, anthropic_usage):
+        try:
+            usage = mapping(raw)
+        except StreamProtocolError as exc:
+            assert "usage" in str(exc)
+            continue
+        assert usage is None or isinstance(usage, Usage)
+        if usage is not None:
+            assert usage.input_tokens >= 0 and usage.output_tokens >= 0
+            assert all(v >= 0 for v in (usage.details or {}).values())
+    if isinstance(raw, dict):
+        with contextlib.suppress(StreamProtocolError):
+            anthropic_usage(merge_anthropic_delta(dict(raw), delta))  # type: ignore[arg-type]
