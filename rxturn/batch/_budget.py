@@ -114,6 +114,15 @@ class Budget:
         self._tokens += tokens
         return ticket
 
+    def restamp(self, ticket: int, now: float) -> None:
+        """Move a grant to ``now``, when its request is really sent (a grant's request may
+        leave a little after the grant: the window counts what the provider sees)."""
+        entry = self._open.get(ticket)
+        if entry is not None and entry[0] < now:
+            self._log.remove(entry)
+            entry[0] = now
+            self._log.append(entry)
+
     def correct(self, ticket: int, tokens: int) -> None:
         """Replace a grant's estimated tokens by the reported ones (if still in the window)."""
         entry = self._open.get(ticket)
@@ -144,6 +153,10 @@ class Gate(Protocol):
         ...
 
     def correct(self, ticket: int, tokens: int) -> None: ...
+
+    def restamp(self, ticket: int) -> None:
+        """The request of a grant is being sent now."""
+        ...
 
     def pause(self, seconds: float) -> None:
         """A provider's Retry-After: no request of any worker before it expires."""
@@ -188,6 +201,10 @@ class LocalGate:
     def correct(self, ticket: int, tokens: int) -> None:
         if ticket >= 0:
             self.budget.correct(ticket, tokens)
+
+    def restamp(self, ticket: int) -> None:
+        if ticket >= 0:
+            self.budget.restamp(ticket, self.now())
 
     def pause(self, seconds: float) -> None:
         self.budget.pause(seconds, self.now())

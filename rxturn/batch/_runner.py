@@ -29,7 +29,7 @@ from ..clients._base import ModelClient
 from ..engine import TurnEngine
 from ..engine.handler import StreamHandler
 from ..engine.observers import Observer
-from ..engine.tokens import TokenCounter
+from ..engine.tokens import TiktokenCounter, TokenCounter, warm_up_counter
 from ..errors import APIStatusError, Cancelled, ConfigError, RxturnError
 from ..messages import Message, RequestOptions, Usage
 from ..resilience.fallback import FallbackManager
@@ -215,11 +215,13 @@ class _Slot(Observer):
 
     def permit(self) -> float:
         """Called (synchronously) before each streaming attempt: 0 to go, else a wait."""
-        if self.prepaid:
-            self.prepaid = False
-            return 0.0
         gate = self.runner.gate
         assert gate is not None
+        if self.prepaid:
+            self.prepaid = False
+            if self.tickets:
+                gate.restamp(self.tickets[-1])  # the window counts when it is sent
+            return 0.0
         pending = self.pending
         if pending is None:
             self.pending = asyncio.ensure_future(gate.acquire(self.tokens))
@@ -367,7 +369,8 @@ class Runner:
             self._transport = AiohttpTransport(limit=config.concurrency)
             self._own = make_client(config, api_key, transport=self._transport)
         self.client: ModelClient = client if client is not None else self._own
-        self.counter = counter
+        self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
+        self._warm: asyncio.Future[None] | None = None
         self.base_options = config.options()
         self.default_max_tokens = int(getattr(self.client, "max_tokens", None) or 4096)
         self.paused_by_provider = 0
@@ -412,6 +415,9 @@ class Runner:
         Raises:
             Cancelled: the row was cancelled (it gets no line; a later run sends it again).
         """
+        if self._warm is None:  # load the tokenizer once, before any budget is granted
+            self._warm = asyncio.ensure_future(warm_up_counter(self.counter))
+        await asyncio.shield(self._warm)
         slot = await self._slot()
         try:
             return await slot.run(row, sha, run)

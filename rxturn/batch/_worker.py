@@ -55,6 +55,9 @@ class RemoteGate:
     def correct(self, ticket: int, tokens: int) -> None:
         self._send(Message(t="correct", n=ticket, tokens=tokens))
 
+    def restamp(self, ticket: int) -> None:
+        self._send(Message(t="restamp", n=ticket))
+
     def pause(self, seconds: float) -> None:
         self._send(Message(t="pause", seconds=seconds))
 

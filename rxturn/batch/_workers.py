@@ -6,8 +6,8 @@ Each worker is ``python -m rxturn.batch._worker``, talking JSON lines over its s
 * parent → worker: ``config`` (once), ``row`` (an input line and its number), ``grant`` (a
   budget grant answering an ``acquire``);
 * worker → parent: ``acquire`` (wait for budget), ``charge`` (spend budget now: a rescue),
-  ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``done`` (a finished
-  output line).
+  ``restamp`` (the granted request is being sent), ``correct`` (reported usage), ``pause``
+  (a provider's Retry-After), ``done`` (a finished output line).
 
 The budget lives here, in one :class:`~._budget.LocalGate`, so ``--rpm``/``--tpm`` and a
 Retry-After pause hold across all workers. A worker that dies (killed, crashed) loses no row:
@@ -86,12 +86,14 @@ class _Worker:
 class WorkerPool:
     """N worker processes behind one gate (the ``Backend`` of ``--workers N``)."""
 
-    def __init__(self, config: BatchConfig, run: int, *, workers: int) -> None:
+    def __init__(
+        self, config: BatchConfig, run: int, *, workers: int, gate: LocalGate | None = None
+    ) -> None:
         self.config = config
         self.run = run
         self.size = workers
         self.capacity = workers * config.concurrency
-        self.gate = LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
+        self.gate = gate if gate is not None else LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
         self.workers: list[_Worker] = []
         self.respawns = 0
         self.closing = False
@@ -164,6 +166,10 @@ class WorkerPool:
             ticket = worker.tickets.pop(message.n, None)
             if ticket is not None:
                 self.gate.correct(ticket, message.tokens)
+        elif kind == "restamp":
+            ticket = worker.tickets.get(message.n)
+            if ticket is not None:
+                self.gate.restamp(ticket)
         elif kind == "pause":
             self.gate.pause(message.seconds)
 

@@ -46,6 +46,9 @@ class BudgetActor:
     async def correct(self, ticket: int, tokens: int) -> None:
         self._gate().correct(ticket, tokens)
 
+    async def restamp(self, ticket: int) -> None:
+        self._gate().restamp(ticket)
+
     async def pause(self, seconds: float) -> None:
         self._gate().pause(seconds)
 
@@ -94,6 +97,9 @@ class RayGate:
         ref = self._pending.pop(ticket, None)
         # an ObjectRef passed as an argument reaches the actor as its value
         self._actor.correct.remote(ref if ref is not None else ticket, tokens)
+
+    def restamp(self, ticket: int) -> None:
+        self._actor.restamp.remote(self._pending.get(ticket, ticket))
 
     def pause(self, seconds: float) -> None:
         self._actor.pause.remote(seconds)
