@@ -444,9 +444,12 @@ async def drive(
         running.discard(future)
         places.release()
 
-    for job in jobs:
-        await places.acquire()
-        if stop is not None and stop.is_set():
+    end = object()
+    iterator = iter(jobs)
+    while True:
+        await places.acquire()  # a place first, then the next job: no job waits in memory
+        job = end if stop is not None and stop.is_set() else next(iterator, end)
+        if job is end:
             places.release()
             break
         future = start(job)

@@ -65,8 +65,9 @@ def budget_actor(
 ) -> object:
     """The named budget actor ``name``: the running one, or a new one with these limits.
 
-    Create it in the driver before the actor pool (the driver then owns it, and its limits are
-    the ones given here); an actor that finds it running shares it.
+    Create it in the driver before the actor pool and keep the handle: the driver then owns it
+    (it lives as long as the handle does) and its limits are the ones given here; an actor
+    that finds it running shares it.
     """
     Budget(rpm=rpm, tpm=tpm, window=window)  # a bad limit fails here, in the caller
     ray = ray_module()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import threading
 from collections.abc import Mapping, Sequence
@@ -46,6 +47,8 @@ def _plain(value: object) -> object:
         return [_plain(item) for item in cast("list[object]", value)]
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in cast("dict[object, object]", value).items()}
+    if isinstance(value, float) and math.isnan(value):  # a missing value in a numpy column
+        return None
     return value
 
 
@@ -174,7 +177,8 @@ def _append(columns: dict[str, list[object]], key: str, result: object) -> None:
             "",
         )
     elif isinstance(result, BatchInputError):
-        values = (key, "error", "", "", "", 0, 0, 0, type(result).__name__, str(result))
+        what = str(result).split(": ", 1)[-1]  # the row's place in its block means nothing here
+        values = (key, "error", "", "", "", 0, 0, 0, type(result).__name__, what)
     else:
         error = cast("Any", result)
         values = (
