@@ -23,6 +23,7 @@ _COMMANDS = {
     "replay": "rxturn.cli._replay",
     "fake-server": "rxturn.cli._fake_server",
     "chat": "rxturn.cli._chat",
+    "batch": "rxturn.cli._batch",
 }
 
 

@@ -18,16 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from ..cost import Pricer
 from ..resilience.progress import rescue_budget
 from ..resilience.verdicts import fails_over
-from ..cost import Pricer
-from ..errors import (
-    AuthenticationError,
-    BadRequestError,
-    Cancelled,
-    ConfigError,
-    ContextOverflowError,
-)
 from ._attempts import AttemptHooks, AttemptLog
 from ._results import AttemptStats
 

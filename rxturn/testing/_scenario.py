@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_CHUNK_CHARS",
     "DEFAULT_SCENARIO",
     "Entry",
+    "RateLimitWindow",
     "Scenario",
     "ScenarioToolCall",
     "ScenarioUsage",
@@ -86,6 +87,7 @@ class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     usage: ScenarioUsage | msgspec.UnsetType | None = msgspec.UNSET
     chunk_chars: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_CHUNK_CHARS
     delay_ms: _NonNegFloat = 0.0
+    delay_ms_max: _NonNegFloat | None = None
     status: Annotated[int, msgspec.Meta(ge=400, le=599)] | None = None
     retry_after: _NonNegFloat | None = None
     error_type: Annotated[str, msgspec.Meta(min_length=1)] | None = None
@@ -106,6 +108,8 @@ class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
                 raise ValueError("raw_usage needs a reply, not an HTTP error (status)")
         if self.retry_after is not None and self.status is None:
             raise ValueError("retry_after needs status (it is the Retry-After of an HTTP error)")
+        if self.delay_ms_max is not None and self.delay_ms_max < self.delay_ms:
+            raise ValueError("delay_ms_max must be at least delay_ms")
         if self.stall_seconds is not None and self.stall_after_events is None:
             raise ValueError("stall_seconds needs stall_after_events")
         for name in ("error_type", "error_message"):
@@ -124,10 +128,32 @@ class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
         return "tool_call" if self.tool_calls else "end_turn"
 
 
+class RateLimitWindow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
+    """A stretch of time during which every request gets an HTTP error (a 429 storm).
+
+    ``after_s`` counts from the first request the server received; the window lasts
+    ``seconds``; ``status`` (default 429) and ``retry_after`` are the error's.
+    """
+
+    after_s: _NonNegFloat = 0.0
+    seconds: Annotated[float, msgspec.Meta(gt=0)]
+    status: Annotated[int, msgspec.Meta(ge=400, le=599)] = 429
+    retry_after: _NonNegFloat | None = None
+
+
 class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """Model name (or ``"*"``) → the entries its requests take, in order."""
+    """Model name (or ``"*"``) → the entries its requests take, in order; and the windows of
+    time in which every request is refused (``rate_limit_windows``)."""
 
     models: dict[str, tuple[Entry, ...]]
+    rate_limit_windows: tuple[RateLimitWindow, ...] = ()
+
+    def window_at(self, elapsed: float) -> RateLimitWindow | None:
+        """The rate-limit window ``elapsed`` seconds after the first request falls in."""
+        for window in self.rate_limit_windows:
+            if window.after_s <= elapsed < window.after_s + window.seconds:
+                return window
+        return None
 
     def entries_for(self, model: str) -> tuple[str, tuple[Entry, ...]] | None:
         """The list serving ``model`` and its key (``model`` itself or ``"*"``), if any."""
@@ -142,7 +168,7 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
 
 _PATH_RE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-.:/]*$")
-_TOP_KEYS = frozenset({"models"})
+_TOP_KEYS = frozenset({"models", "rate_limit_windows"})
 
 
 def _describe(what: str, path: str) -> str:
@@ -223,7 +249,9 @@ def load_scenario(
     top = cast("dict[Any, Any]", raw)
     for key in top:
         if key not in _TOP_KEYS:
-            raise ConfigError(f"scenario: unknown field {key!r} (expected 'models')")
+            raise ConfigError(
+                f"scenario: unknown field {key!r} (expected 'models' or 'rate_limit_windows')"
+            )
     if "models" not in top:
         raise ConfigError("scenario: missing required field 'models'")
     models_raw: Any = top["models"]
@@ -244,7 +272,11 @@ def load_scenario(
         if not entries:
             raise ConfigError(f"scenario {prefix}: expected a non-empty list of entries")
         models[model] = entries
-    return Scenario(models=models)
+    try:
+        windows = msgspec.convert(top.get("rate_limit_windows", ()), tuple[RateLimitWindow, ...])
+    except msgspec.ValidationError as exc:
+        raise _validation_error(exc, "rate_limit_windows") from None
+    return Scenario(models=models, rate_limit_windows=windows)
 
 
 #: Served by ``rxturn fake-server`` when no ``--scenario`` is given.

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import random
 import time
 from collections.abc import Mapping
 from types import TracebackType
@@ -76,6 +77,7 @@ class ReceivedRequest(msgspec.Struct, frozen=True, kw_only=True):
     path: str
     headers: dict[str, str]
     body: Any
+    arrived: float = 0.0  # time.monotonic() when the request arrived
 
 
 class FakeProvider:
@@ -122,6 +124,8 @@ class FakeProvider:
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
         self._stopping = False
+        self._first_arrival: float | None = None  # what rate_limit_windows count from
+        self._rng = random.Random(0)  # delay_ms_max draws: the same run, the same latencies
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -205,6 +209,7 @@ class FakeProvider:
         self._cursors.clear()
         self.disconnects = 0
         self.prompt_cache.clear()
+        self._first_arrival = None
 
     def next_entry(self, model: str) -> Entry | None:
         """Take the next entry for ``model`` (``None``: no list serves it). The last repeats."""
@@ -244,6 +249,9 @@ class FakeProvider:
         if not isinstance(decoded, dict):
             return self._error(wire, 400, None, "request body must be a JSON object", 0)
         body = cast("dict[str, Any]", decoded)
+        arrived = time.monotonic()
+        if self._first_arrival is None:
+            self._first_arrival = arrived
         self.requests.append(body)
         self.received.append(
             ReceivedRequest(
@@ -251,6 +259,7 @@ class FakeProvider:
                 path=request.path,
                 headers={name.lower(): value for name, value in request.headers.items()},
                 body=body,
+                arrived=arrived,
             )
         )
         self._seq += 1
@@ -271,6 +280,9 @@ class FakeProvider:
                     "must be explicitly set to false"
                 )
                 return self._error(wire, 400, "invalid_request_error", text, seq)
+        window = self.scenario.window_at(arrived - self._first_arrival)
+        if window is not None:
+            return self._error(wire, window.status, None, None, seq, window.retry_after)
         entry = self.next_entry(model)
         if entry is None:
             text = f"model {model!r} not found (the fake provider's scenario has no list for it)"
@@ -351,6 +363,12 @@ class FakeProvider:
             return False
         return True
 
+    def _delay(self, entry: Entry) -> float:
+        """Seconds between events: ``delay_ms``, or a draw up to ``delay_ms_max`` per request."""
+        if entry.delay_ms_max is None:
+            return entry.delay_ms / 1000
+        return self._rng.uniform(entry.delay_ms, entry.delay_ms_max) / 1000
+
     @staticmethod
     def _hang_up(request: web.Request) -> None:
         transport = request.transport
@@ -361,7 +379,8 @@ class FakeProvider:
         self, request: web.Request, entry: Entry, wire: Wire, ctx: ReplyContext
     ) -> web.StreamResponse:
         body = _emit.reply_body(entry, wire, ctx)
-        closing = bool(entry.delay_ms) and await self._pause(entry.delay_ms / 1000)
+        delay = self._delay(entry)
+        closing = bool(delay) and await self._pause(delay)
         if not closing and entry.stall_after_events is not None:
             closing = await self._pause(entry.stall_seconds)
         if closing or entry.drop_after_events is not None:
@@ -377,7 +396,7 @@ class FakeProvider:
         events = _emit.stream_events(entry, wire, ctx)
         response = web.StreamResponse(headers=self._headers(wire, ctx.seq, streaming=True))
         await response.prepare(request)
-        delay = entry.delay_ms / 1000
+        delay = self._delay(entry)
         written = 0
         for position, action in _emit.fault_plan(entry, len(events)):
             if not await self._write(response, events, written, position, delay):

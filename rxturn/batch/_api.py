@@ -1,0 +1,277 @@
+"""The Python API over any iterable of rows: a coroutine, and an Observable of row results."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, cast
+
+import msgspec
+import reactivex
+from reactivex import Observable, abc
+from reactivex.disposable import Disposable
+
+from ..clients._base import ModelClient
+from ..errors import Cancelled
+from ._budget import Budget, Gate, LocalGate
+from ._input import BatchRow, decode_row, input_sha
+from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
+
+__all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
+
+RowInput = Mapping[str, Any] | BatchRow
+
+
+class BatchSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """How a run ended.
+
+    Attributes:
+        total: rows of the input.
+        ok: rows whose last result is served.
+        error: rows whose last result is an error.
+        pending: rows with no result yet (not reached, cancelled, or interrupted).
+        skipped: rows a resumed run did not send again (their earlier line stands).
+        input_tokens: input tokens reported by the rows served in this run.
+        output_tokens: output tokens reported by the rows served in this run.
+        seconds: wall-clock duration of this run.
+        interrupted: the run was stopped before every row was sent.
+    """
+
+    total: int
+    ok: int
+    error: int
+    pending: int
+    skipped: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    seconds: float = 0.0
+    interrupted: bool = False
+
+    @property
+    def exit_code(self) -> int:
+        """The CLI's: 130 interrupted, 0 every row ok, 3 some rows failed or are pending."""
+        if self.interrupted:
+            return 130
+        return 0 if self.ok == self.total else 3
+
+
+class Tally:
+    """Running counts (what the progress display and the summary read)."""
+
+    __slots__ = ("done", "error", "input_tokens", "ok", "output_tokens", "started", "total")
+
+    def __init__(self, total: int, *, ok: int = 0, error: int = 0) -> None:
+        self.total = total
+        self.ok = ok
+        self.error = error
+        self.done = ok + error
+        self.input_tokens = 0
+        self.output_tokens = 0
+        self.started = time.monotonic()
+
+    def add(self, result: RowResult, previous: str | None = None) -> None:
+        """Count ``result``; ``previous`` is the status it supersedes (a retried row)."""
+        usage = result.usage if isinstance(result, RowOk) else None
+        self.count(
+            "ok" if isinstance(result, RowOk) else "error",
+            usage.input_tokens if usage is not None else 0,
+            usage.output_tokens if usage is not None else 0,
+            previous,
+        )
+
+    def count(
+        self, status: str, input_tokens: int, output_tokens: int, previous: str | None
+    ) -> None:
+        if previous == "ok":
+            self.ok -= 1
+        elif previous == "error":
+            self.error -= 1
+        else:
+            self.done += 1
+        if status == "ok":
+            self.ok += 1
+        else:
+            self.error += 1
+        self.input_tokens += input_tokens
+        self.output_tokens += output_tokens
+
+    def summary(self, *, skipped: int = 0, interrupted: bool = False) -> BatchSummary:
+        return BatchSummary(
+            total=self.total,
+            ok=self.ok,
+            error=self.error,
+            pending=max(self.total - self.ok - self.error, 0),
+            skipped=skipped,
+            input_tokens=self.input_tokens,
+            output_tokens=self.output_tokens,
+            seconds=time.monotonic() - self.started,
+            interrupted=interrupted,
+        )
+
+
+def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
+    """Each row decoded (any shape) with its ``input_sha``; the row's index is its line."""
+    seen: set[str] = set()
+    for number, item in enumerate(rows, start=1):
+        if isinstance(item, BatchRow):
+            row, sha = item, input_sha(item)
+        else:
+            obj = dict(item)
+            row, sha = decode_row(obj, number), input_sha(obj)
+        if row.key in seen:
+            from ._errors import BatchInputError
+
+            raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
+        seen.add(row.key)
+        yield row, sha
+
+
+def default_gate(config: BatchConfig) -> LocalGate:
+    return LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
+
+
+async def _run(
+    rows: Iterable[RowInput],
+    config: BatchConfig,
+    emit: Callable[[RowResult], object],
+    *,
+    api_key: str | None,
+    gate: Gate | None,
+    client: Any,
+    stop: asyncio.Event | None,
+) -> None:
+    gate = gate if gate is not None else default_gate(config)
+    tasks: set[asyncio.Future[RowResult]] = set()
+    async with Runner(config, api_key=api_key, gate=gate, client=client) as runner:
+        failures: list[BaseException] = []
+
+        def start(job: tuple[BatchRow, str]) -> asyncio.Future[RowResult]:
+            task = asyncio.ensure_future(runner.run_row(job[0], job[1]))
+            tasks.add(task)
+
+            def done(future: asyncio.Future[RowResult]) -> None:
+                tasks.discard(future)
+                if future.cancelled():
+                    return
+                error = future.exception()
+                if error is None:
+                    emit(future.result())
+                elif not isinstance(error, Cancelled):
+                    failures.append(error)
+                    if stop is not None:
+                        stop.set()
+
+            task.add_done_callback(done)
+            return task
+
+        try:
+            running = await drive(_rows(rows), start, limit=config.concurrency, stop=stop)
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+        finally:
+            for future in list(tasks):
+                future.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+        if failures:
+            raise failures[0]
+
+
+async def run_batch(
+    rows: Iterable[RowInput],
+    config: BatchConfig,
+    *,
+    api_key: str | None = None,
+    on_result: Callable[[RowResult], object] | None = None,
+    gate: Gate | None = None,
+    client: ModelClient | None = None,
+    progress: bool = False,
+) -> BatchSummary:
+    """Run every row as one turn, ``config.concurrency`` at a time; the summary.
+
+    ``rows`` is any iterable of rows (native, OpenAI Batch or Anthropic batch shapes, as
+    mappings, or :class:`~rxturn.batch.BatchRow`), read lazily. A row's failure is a
+    :class:`RowError` passed to ``on_result``, not an exception. ``progress`` shows a progress
+    bar (a notebook widget in Jupyter).
+
+    Raises:
+        BatchInputError: a row of no known shape, or a duplicate key.
+        ConfigError: a bad setting in ``config``.
+    """
+    total = len(rows) if hasattr(rows, "__len__") else 0  # pyright: ignore[reportArgumentType]
+    tally = Tally(total)
+    bar = _bar(total) if progress else None
+
+    def emit(result: RowResult) -> None:
+        tally.add(result)
+        if bar is not None:
+            bar.update(1)
+        if on_result is not None:
+            on_result(result)
+
+    try:
+        await _run(rows, config, emit, api_key=api_key, gate=gate, client=client, stop=None)
+    finally:
+        if bar is not None:
+            bar.close()
+    if not total:
+        tally.total = tally.done
+    return tally.summary()
+
+
+def _bar(total: int) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total or None, unit="row", desc="rxturn batch")
+
+
+def batch_results(
+    rows: Iterable[RowInput],
+    config: BatchConfig,
+    *,
+    api_key: str | None = None,
+    gate: Gate | None = None,
+    client: ModelClient | None = None,
+) -> Observable[RowResult]:
+    """The same run as a cold Observable: one :class:`RowOk` / :class:`RowError` per row, in
+    completion order, then completion. Subscribe on a running asyncio loop; disposing the
+    subscription cancels the rows in flight. Compose it with any Rx operator::
+
+        batch_results(rows, config).pipe(ops.filter(lambda r: r.status == "ok"))
+    """
+
+    def subscribe(
+        observer: abc.ObserverBase[RowResult], scheduler: abc.SchedulerBase | None = None
+    ) -> abc.DisposableBase:
+        stop = asyncio.Event()
+        task = asyncio.ensure_future(
+            _run(
+                rows,
+                config,
+                observer.on_next,
+                api_key=api_key,
+                gate=gate,
+                client=client,
+                stop=stop,
+            )
+        )
+
+        def finished(future: asyncio.Future[None]) -> None:
+            if future.cancelled():
+                return
+            error = future.exception()
+            if error is None:
+                observer.on_completed()
+            else:
+                observer.on_error(cast(Exception, error))
+
+        task.add_done_callback(finished)
+
+        def dispose() -> None:
+            stop.set()
+            task.cancel()
+
+        return Disposable(dispose)
+
+    return reactivex.create(subscribe)

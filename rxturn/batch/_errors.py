@@ -1,0 +1,30 @@
+"""The batch runner's errors: bad input, an output that cannot be resumed or written."""
+
+from __future__ import annotations
+
+from ..errors import RxturnError
+
+__all__ = ["BatchError", "BatchInputError", "BatchLockedError", "BatchOutputError"]
+
+
+class BatchError(RxturnError):
+    """A batch run cannot start or go on (the rows' own failures are output lines, not this)."""
+
+
+class BatchInputError(BatchError):
+    """The input is not a batch: a line that is not JSON, a duplicate key, a row of no known
+    shape, or (on resume) a row edited since its output line was written. ``line`` is the input
+    line number when one is to blame."""
+
+    def __init__(self, message: str, *, line: int | None = None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+class BatchOutputError(BatchError):
+    """The output cannot be used: another run's manifest, a corrupt line, a full or read-only
+    disk. Nothing already written is lost."""
+
+
+class BatchLockedError(BatchOutputError):
+    """Another run holds the output's lock."""

@@ -1,0 +1,356 @@
+"""A batch run from an input file to an output file, resumable: what ``rxturn batch run`` does.
+
+:class:`FileRun` does the set-up in this order, before any request: take the output's lock, read
+the output back (repairing a torn tail), check the manifest's fingerprint, then scan the whole
+input once (keys and line numbers only), comparing each row that already has an output line with
+that line's ``input_sha``. Then it reads the input again, lazily, and hands each pending line to
+a backend: this process's :class:`~._runner.Runner` (one asyncio process), a pool of worker
+processes, or Ray actors. Every backend returns finished output lines to this process, the one
+writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, Protocol
+
+import msgspec
+
+from ._api import BatchSummary, Tally
+from ._budget import Budget, Gate, LocalGate
+from ._errors import BatchInputError, BatchOutputError
+from ._input import InputIndex, input_sha, iter_lines, parse_row, scan_input
+from ._output import (
+    Manifest,
+    OutputLock,
+    OutputState,
+    OutputWriter,
+    fingerprint,
+    read_output,
+    repair_tail,
+)
+from ._runner import BatchConfig, RowOk, Runner, drive, encode_result
+
+__all__ = ["Backend", "Done", "FileRun", "LocalBackend"]
+
+
+class Done(msgspec.Struct, frozen=True, array_like=True):
+    """A finished row as the writer needs it: its output line and what to count."""
+
+    line: bytes
+    key: str
+    status: str
+    input_tokens: int
+    output_tokens: int
+
+
+class Backend(Protocol):
+    """Where rows run: ``submit`` one input line, get its finished output line back."""
+
+    gate: Gate
+
+    async def start(self) -> None: ...
+
+    def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]: ...
+
+    async def aclose(self) -> None: ...
+
+
+async def run_line(runner: Runner, number: int, raw: bytes, run: int) -> Done:
+    """Decode one input line, run it, and encode its output line (every backend's unit)."""
+    row, obj = parse_row(raw, number)
+    result = await runner.run_row(row, input_sha(obj), run)
+    usage = result.usage if isinstance(result, RowOk) else None
+    return Done(
+        encode_result(result),
+        row.key,
+        "ok" if isinstance(result, RowOk) else "error",
+        usage.input_tokens if usage is not None else 0,
+        usage.output_tokens if usage is not None else 0,
+    )
+
+
+class LocalBackend:
+    """Rows run on this process's event loop."""
+
+    def __init__(self, config: BatchConfig, api_key: str | None, run: int) -> None:
+        self.gate = LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
+        self.runner = Runner(config, api_key=api_key, gate=self.gate)
+        self.run = run
+
+    async def start(self) -> None:
+        return None
+
+    def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
+        return asyncio.ensure_future(run_line(self.runner, number, raw, self.run))
+
+    async def aclose(self) -> None:
+        await self.runner.aclose()
+
+
+class FileRun:
+    """One ``rxturn batch run``: set-up (:meth:`prepare`), then :meth:`run`, then :meth:`close`.
+
+    Args:
+        input_path: the input JSONL (already spooled when it was stdin).
+        output_path: the output JSONL (created if missing).
+        config: the run's settings.
+        retry_errors: run rows whose last line is an error again.
+        force: accept a changed manifest (rewritten) and changed rows (run again).
+        notice: called with one-line notices (the torn-tail repair).
+    """
+
+    def __init__(
+        self,
+        input_path: Path,
+        output_path: Path,
+        config: BatchConfig,
+        *,
+        retry_errors: bool = False,
+        force: bool = False,
+        notice: Callable[[str], object] = lambda _: None,
+    ) -> None:
+        self.input_path = input_path
+        self.output_path = output_path
+        self.config = config.check()
+        self.retry_errors = retry_errors
+        self.force = force
+        self.notice = notice
+        self.lock = OutputLock(output_path)
+        self.state = OutputState()
+        self.index = InputIndex()
+        self.pending = bytearray()
+        self.skipped = 0
+        self.run_number = 1
+        self.tally = Tally(0)
+        self.writer: OutputWriter | None = None
+        self.fatal: BaseException | None = None
+
+    # ------------------------------------------------------------------ set-up
+
+    def prepare(self) -> None:
+        """Everything before the first request.
+
+        Raises:
+            BatchLockedError: another run holds the output.
+            BatchOutputError: the output belongs to a run with other settings (without
+                ``force``), or cannot be read or written.
+            BatchInputError: a bad input line, or a row changed since its line (without
+                ``force``).
+        """
+        self.lock.acquire()
+        try:
+            self._prepare()
+        except BaseException:
+            self.lock.release()
+            raise
+
+    def _prepare(self) -> None:
+        output = self.output_path
+        self.state = state = read_output(output)
+        dropped = repair_tail(output, state)
+        if dropped:
+            self.notice(
+                f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
+                "its row runs again"
+            )
+        config = self.config
+        options = config.options()
+        mark = fingerprint(config.provider, config.model, config.fallback, config.system, options)
+        manifest = Manifest.load(output)
+        if manifest is not None and manifest.fingerprint != mark and not self.force:
+            raise BatchOutputError(
+                f"{str(output)!r} was written by a run with other settings "
+                f"({_difference(manifest, config, options)}); use another output, or --force "
+                "to continue it with these settings"
+            )
+        if manifest is None and state.last and not self.force:
+            raise BatchOutputError(
+                f"{str(output)!r} has lines but no manifest "
+                f"({str(Manifest.path_for(output))!r}); use --force to adopt it"
+            )
+        self._scan()
+        self.run_number = (manifest.runs if manifest is not None else 0) + 1
+        Manifest(
+            fingerprint=mark,
+            provider=config.provider,
+            model=config.model,
+            fallback=config.fallback,
+            system=config.system,
+            options=options,
+            runs=self.run_number,
+        ).save(output)
+        self.writer = OutputWriter(output)
+
+    def _scan(self) -> None:
+        last = self.state.last
+        run_keys: list[int] = []
+        ok = error = 0
+        force, retry = self.force, self.retry_errors
+
+        def check(key: str, obj: Any, line: int) -> None:
+            nonlocal ok, error
+            seen = last.get(key)
+            if seen is None:
+                run_keys.append(line)
+                return
+            status, sha, _ = seen
+            changed = bool(sha) and sha != input_sha(obj)
+            if changed and not force:
+                raise BatchInputError(
+                    f"line {line}: row {key!r} changed since its output line was written "
+                    "(use --force to run it again)",
+                    line=line,
+                )
+            if status == "ok":
+                ok += 1
+            else:
+                error += 1
+            if changed or (status != "ok" and retry):
+                run_keys.append(line)
+            else:
+                self.skipped += 1
+
+        self.index = index = scan_input(self.input_path, check)
+        pending = bytearray(index.lines + 1)
+        for line in run_keys:
+            pending[line] = 1
+        self.pending = pending
+        self.tally = Tally(index.total, ok=ok, error=error)
+
+    # ------------------------------------------------------------------ the run
+
+    def lines(self) -> Iterator[tuple[int, bytes]]:
+        """The pending input lines, read lazily."""
+        pending = self.pending
+        with open(self.input_path, "rb") as file:
+            for number, raw in iter_lines(file):
+                if number < len(pending) and pending[number]:
+                    yield number, raw
+
+    def _write(self, done: Done) -> None:
+        writer = self.writer
+        assert writer is not None
+        previous = self.state.last.get(done.key)
+        writer.write(done.line)
+        self.tally.count(
+            done.status,
+            done.input_tokens,
+            done.output_tokens,
+            previous[0] if previous is not None else None,
+        )
+        if previous is not None:  # a later line of this run supersedes nothing more
+            del self.state.last[done.key]
+
+    async def run(self, backend: Backend, stop: asyncio.Event) -> BatchSummary:
+        """Send every pending row through ``backend``, writing each finished line.
+
+        Stops sending when ``stop`` is set (a signal), cancels the rows in flight, and returns
+        with ``interrupted``. A write failure stops the run the same way and is raised.
+        """
+        tasks: set[asyncio.Future[Done]] = set()
+
+        def finished(future: asyncio.Future[Done]) -> None:
+            tasks.discard(future)
+            if future.cancelled() or self.fatal is not None:
+                return
+            error = future.exception()
+            if error is not None:
+                self.fatal = error
+                stop.set()
+                return
+            try:
+                self._write(future.result())
+            except BatchOutputError as exc:
+                self.fatal = exc
+                stop.set()
+
+        def start(job: tuple[int, bytes]) -> asyncio.Future[Done]:
+            future = backend.submit(*job)
+            tasks.add(future)
+            future.add_done_callback(finished)
+            return future
+
+        syncer = asyncio.ensure_future(self._sync_every_second())
+        stopper = asyncio.ensure_future(stop.wait())
+        await backend.start()
+        try:
+            feeding = asyncio.ensure_future(
+                drive(self.lines(), start, limit=_in_flight(backend, self.config), stop=stop)
+            )
+            await asyncio.wait({feeding, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            if not stop.is_set():
+                running = feeding.result()
+                if running:
+                    await asyncio.wait({*running, stopper}, return_when=asyncio.FIRST_COMPLETED)
+                    while tasks and not stop.is_set():
+                        await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
+            feeding.cancel()
+        finally:
+            for future in list(tasks):
+                future.cancel()
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+            stopper.cancel()
+            syncer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await syncer
+            await backend.aclose()
+        if self.fatal is not None:
+            raise self.fatal
+        interrupted = stop.is_set()
+        return self.tally.summary(skipped=self.skipped, interrupted=interrupted)
+
+    async def _sync_every_second(self) -> None:
+        writer = self.writer
+        assert writer is not None
+        while True:
+            await asyncio.sleep(0.2)
+            if writer.due():
+                try:
+                    writer.sync()
+                except BatchOutputError as exc:
+                    self.fatal = exc
+                    return
+
+    def close(self) -> None:
+        try:
+            if self.writer is not None:
+                self.writer.close()
+        finally:
+            self.lock.release()
+
+
+def _in_flight(backend: Backend, config: BatchConfig) -> int:
+    return int(getattr(backend, "capacity", config.concurrency))
+
+
+def _difference(manifest: Manifest, config: BatchConfig, options: dict[str, Any]) -> str:
+    for name, before, now in (
+        ("provider", manifest.provider, config.provider),
+        ("model", manifest.model, config.model),
+        ("fallback", list(manifest.fallback), list(config.fallback)),
+        ("system", manifest.system, config.system),
+        ("options", manifest.options, options),
+    ):
+        if before != now:
+            return f"{name} {_show(before)}, now {_show(now)}"
+    return "another fingerprint"
+
+
+def _show(value: object) -> str:
+    text = msgspec.json.encode(value).decode()
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def output_path_ok(path: Path) -> None:
+    """A clear error up front for an output whose directory is missing or not writable."""
+    directory = path.parent if str(path.parent) else Path(".")
+    if not directory.is_dir():
+        raise BatchOutputError(f"cannot write {str(path)!r}: {str(directory)!r} is not a directory")
+    if not os.access(directory, os.W_OK):
+        raise BatchOutputError(f"cannot write {str(path)!r}: {str(directory)!r} is read-only")

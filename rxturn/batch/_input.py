@@ -1,0 +1,339 @@
+"""Batch input: the row shapes, decoded with msgspec, and the one scan before any request.
+
+A row is one JSON object per line, in one of four shapes:
+
+* native prompt: ``{"id", "prompt", "system"?, "model"?, "options"?}``;
+* native messages: ``{"id", "messages": [Message JSON…], "system"?, "model"?, "options"?}``
+  (``options`` holds :class:`~rxturn.messages.RequestOptions` fields);
+* an OpenAI Batch line: ``{"custom_id", "method", "url", "body": {"model", "messages", …}}``;
+* an Anthropic Message Batches request: ``{"custom_id", "params": {"model", "messages", …}}``.
+
+The key of a row is its ``id`` / ``custom_id``; a native row without one is keyed by its line
+number and content. :func:`decode_row` is the one place that knows the shapes; the scan, the
+runner and the workers all call it. :func:`input_sha` is the sha256 of a row's canonical JSON
+(sorted keys, no whitespace), which tells an edited row from the one an output line answered.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any, BinaryIO, cast
+
+import msgspec
+
+from ..messages import Message, RequestOptions, TextPart
+from ._errors import BatchInputError
+
+__all__ = [
+    "BatchRow",
+    "InputIndex",
+    "decode_row",
+    "input_sha",
+    "iter_lines",
+    "scan_input",
+    "spool_stdin",
+]
+
+#: The request fields a row may set, beside its messages and system prompt.
+_OPTION_FIELDS = frozenset(RequestOptions.__struct_fields__) - {"extra_headers"}
+_NATIVE_KEYS = frozenset({"id", "prompt", "messages", "system", "model", "options"})
+_ROLES = frozenset({"user", "assistant"})
+_canonical = msgspec.json.Encoder(order="sorted")
+_decode_any = msgspec.json.Decoder()
+
+
+class BatchRow(msgspec.Struct, frozen=True, kw_only=True):
+    """One decoded row: what one turn asks.
+
+    Attributes:
+        key: the row's key (``id`` / ``custom_id``; line number and content when it has none).
+        messages: the conversation the turn answers (ends with a user message).
+        system: the row's own system prompt (``None``: the run's).
+        model: the row's own model (``None``: the run's ``--model``).
+        options: the row's request options (``max_tokens``, ``temperature``…), ``None`` when
+            the row sets none.
+    """
+
+    key: str
+    messages: tuple[Message, ...]
+    system: str | None = None
+    model: str | None = None
+    options: dict[str, Any] | None = None
+
+
+def input_sha(obj: object) -> str:
+    """sha256 (hex) of ``obj``'s canonical JSON: keys sorted, no whitespace."""
+    return hashlib.sha256(_canonical.encode(obj)).hexdigest()
+
+
+def _fail(line: int, what: str) -> BatchInputError:
+    return BatchInputError(f"line {line}: {what}", line=line)
+
+
+def _text(value: object, line: int, where: str) -> str:
+    if not isinstance(value, str):
+        raise _fail(line, f"{where} must be a string, got {type(value).__name__}")
+    return value
+
+
+def _key(value: object, line: int, field: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int):
+        raise _fail(line, f"{field} must be a string or an integer")
+    key = str(value)
+    if not key.strip():
+        raise _fail(line, f"{field} must not be empty")
+    return key
+
+
+def _options(raw: object, line: int, where: str) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise _fail(line, f"{where} must be an object")
+    options = cast("dict[str, Any]", raw)
+    for name in options:
+        if name not in _OPTION_FIELDS:
+            raise _fail(line, f"{where}: unknown request option {name!r}")
+    try:
+        msgspec.convert(options, RequestOptions)
+    except msgspec.ValidationError as exc:
+        raise _fail(line, f"{where}: {exc}") from None
+    return options or None
+
+
+def _parts(content: object, line: int, where: str) -> tuple[TextPart, ...]:
+    """A provider message's ``content``: a string, or a list of text parts."""
+    if isinstance(content, str):
+        return (TextPart(content),)
+    if not isinstance(content, list):
+        raise _fail(line, f"{where}.content must be a string or a list of parts")
+    parts: list[TextPart] = []
+    for i, part in enumerate(cast("list[Any]", content)):
+        if not isinstance(part, dict) or cast("dict[str, Any]", part).get("type") != "text":
+            raise _fail(line, f"{where}.content[{i}]: only text parts are supported in batches")
+        parts.append(TextPart(_text(cast("dict[str, Any]", part).get("text"), line, where)))
+    return tuple(parts)
+
+
+def _wire_messages(
+    raw: object, line: int, where: str, *, system_role: bool
+) -> tuple[tuple[Message, ...], str | None]:
+    """OpenAI / Anthropic ``messages``: (messages, system text from ``system`` roles)."""
+    if not isinstance(raw, list) or not raw:
+        raise _fail(line, f"{where}.messages must be a non-empty list")
+    messages: list[Message] = []
+    system: list[str] = []
+    for i, item in enumerate(cast("list[Any]", raw)):
+        at = f"{where}.messages[{i}]"
+        if not isinstance(item, dict):
+            raise _fail(line, f"{at} must be an object")
+        entry = cast("dict[str, Any]", item)
+        role = entry.get("role")
+        if system_role and role in ("system", "developer"):
+            system.append("".join(p.text for p in _parts(entry.get("content"), line, at)))
+            continue
+        if role not in _ROLES:
+            raise _fail(line, f"{at}.role must be 'user' or 'assistant', got {role!r}")
+        messages.append(Message(role=role, content=_parts(entry.get("content"), line, at)))
+    return tuple(messages), ("\n\n".join(system) if system else None)
+
+
+def _check_turn(messages: tuple[Message, ...], line: int) -> tuple[Message, ...]:
+    if not messages or messages[-1].role != "user":
+        raise _fail(line, "the conversation must end with a user message")
+    return messages
+
+
+def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
+    for name in obj:
+        if name not in _NATIVE_KEYS:
+            raise _fail(line, f"unknown field {name!r} in a row with 'prompt' or 'messages'")
+    if "prompt" in obj and "messages" in obj:
+        raise _fail(line, "a row has either 'prompt' or 'messages', not both")
+    if "prompt" in obj:
+        prompt = _text(obj["prompt"], line, "prompt")
+        if not prompt.strip():
+            raise _fail(line, "prompt is empty")
+        messages: tuple[Message, ...] = (Message.user(prompt),)
+    else:
+        try:
+            messages = msgspec.convert(obj["messages"], tuple[Message, ...])
+        except msgspec.ValidationError as exc:
+            raise _fail(line, f"messages: {exc}") from None
+        for i, message in enumerate(messages):
+            if message.role not in _ROLES:
+                raise _fail(line, f"messages[{i}].role must be 'user' or 'assistant'")
+    system = obj.get("system")
+    model = obj.get("model")
+    key = (
+        _key(obj["id"], line, "id")
+        if "id" in obj
+        else f"line-{line}-{hashlib.sha256(raw.strip()).hexdigest()[:16]}"
+    )
+    return BatchRow(
+        key=key,
+        messages=_check_turn(messages, line),
+        system=None if system is None else _text(system, line, "system"),
+        model=None if model is None else _text(model, line, "model") or None,
+        options=_options(obj.get("options"), line, "options"),
+    )
+
+
+def _split_body(body: dict[str, Any], line: int, where: str, skip: frozenset[str]) -> Any:
+    """The request fields of a provider body that map onto request options."""
+    options: dict[str, Any] = {}
+    for name, value in body.items():
+        if name in skip:
+            continue
+        if name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
+            options["max_tokens"] = value
+        elif name in ("temperature", "stop_sequences", "reasoning_effort"):
+            options[name] = value
+        elif name == "stop":
+            options["stop_sequences"] = [value] if isinstance(value, str) else value
+        else:
+            options.setdefault("extra_body", {})[name] = value
+    return _options(options, line, where)
+
+
+def _openai(obj: dict[str, Any], line: int) -> BatchRow:
+    body = obj.get("body")
+    if not isinstance(body, dict):
+        raise _fail(line, "an OpenAI Batch line needs a 'body' object")
+    body = cast("dict[str, Any]", body)
+    messages, system = _wire_messages(body.get("messages"), line, "body", system_role=True)
+    model = body.get("model")
+    skip = frozenset({"model", "messages", "stream", "stream_options"})
+    return BatchRow(
+        key=_key(obj["custom_id"], line, "custom_id"),
+        messages=_check_turn(messages, line),
+        system=system,
+        model=None if model is None else _text(model, line, "body.model") or None,
+        options=_split_body(body, line, "body", skip),
+    )
+
+
+def _anthropic(obj: dict[str, Any], line: int) -> BatchRow:
+    params = obj.get("params")
+    if not isinstance(params, dict):
+        raise _fail(line, "an Anthropic batch request needs a 'params' object")
+    params = cast("dict[str, Any]", params)
+    messages, _ = _wire_messages(params.get("messages"), line, "params", system_role=False)
+    raw_system = params.get("system")
+    system: str | None = None
+    if raw_system is not None:
+        system = "".join(p.text for p in _parts(raw_system, line, "params.system"))
+    model = params.get("model")
+    skip = frozenset({"model", "messages", "system", "stream"})
+    return BatchRow(
+        key=_key(obj["custom_id"], line, "custom_id"),
+        messages=_check_turn(messages, line),
+        system=system,
+        model=None if model is None else _text(model, line, "params.model") or None,
+        options=_split_body(params, line, "params", skip),
+    )
+
+
+def parse_row(raw: bytes, line: int) -> tuple[BatchRow, Any]:
+    """Decode one input line: the row and the decoded JSON object (for :func:`input_sha`).
+
+    Raises:
+        BatchInputError: not JSON, not an object, or no known shape; the message names ``line``.
+    """
+    try:
+        obj: Any = _decode_any.decode(raw)
+    except (msgspec.DecodeError, RecursionError) as exc:
+        raise _fail(line, f"not valid JSON ({exc})") from None
+    if not isinstance(obj, dict):
+        raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
+    row_obj = cast("dict[str, Any]", obj)
+    return decode_row(row_obj, line, raw), row_obj
+
+
+def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchRow:
+    """One row object in any of the four shapes, as a :class:`BatchRow`.
+
+    Raises:
+        BatchInputError: a row of no known shape or with a bad field; names ``line``.
+    """
+    obj = cast("dict[str, Any]", row)
+    if "custom_id" in obj and "params" in obj:
+        return _anthropic(obj, line)
+    if "custom_id" in obj and "body" in obj:
+        return _openai(obj, line)
+    if "prompt" in obj or "messages" in obj:
+        return _native(obj, line, raw or _canonical.encode(obj))
+    fields = ", ".join(sorted(obj)[:6]) or "none"
+    raise _fail(
+        line,
+        f"a row of no known shape (fields: {fields}); expected 'prompt' or 'messages', an "
+        "OpenAI Batch line (custom_id, body) or an Anthropic batch request (custom_id, params)",
+    )
+
+
+def iter_lines(file: BinaryIO) -> Iterator[tuple[int, bytes]]:
+    """``(line number from 1, line bytes)`` for every non-blank line, read lazily."""
+    for number, raw in enumerate(file, start=1):
+        if raw.strip():
+            yield number, raw
+
+
+class InputIndex:
+    """What the scan keeps: every key (in input order) and its line number, nothing else."""
+
+    __slots__ = ("keys", "lines")
+
+    def __init__(self) -> None:
+        self.keys: dict[str, int] = {}  # key -> line number; dicts keep input order
+        self.lines = 0
+
+    @property
+    def total(self) -> int:
+        return len(self.keys)
+
+
+def scan_input(
+    path: str | os.PathLike[str],
+    check: Callable[[str, object, int], None] | None = None,
+) -> InputIndex:
+    """Validate every line of ``path`` once, keeping keys and line numbers only.
+
+    Args:
+        path: the input file.
+        check: called with ``(key, decoded object, line)`` for each row (the resume check).
+
+    Raises:
+        BatchInputError: unreadable, not UTF-8 JSON, a duplicate key, a row of no known shape.
+    """
+    index = InputIndex()
+    try:
+        with open(path, "rb") as file:
+            for line, raw in iter_lines(file):
+                row, obj = parse_row(raw, line)
+                first = index.keys.setdefault(row.key, line)
+                if first != line:
+                    raise _fail(line, f"duplicate key {row.key!r} (first on line {first})")
+                if check is not None:
+                    check(row.key, obj, line)
+                index.lines = line
+    except OSError as exc:
+        raise BatchInputError(f"cannot read {os.fspath(path)!r}: {exc.strerror or exc}") from None
+    return index
+
+
+def spool_stdin(directory: str | None = None) -> Path:
+    """Copy all of stdin to a temporary file (the scan and the run each read it once)."""
+    handle, name = tempfile.mkstemp(prefix="rxturn-batch-", suffix=".jsonl", dir=directory)
+    with os.fdopen(handle, "wb") as out:
+        source = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+        if source is None:
+            out.write(sys.stdin.read().encode())
+        else:
+            shutil.copyfileobj(source, out, 1 << 20)
+    return Path(name)

@@ -1,0 +1,344 @@
+"""The output file, which is the checkpoint: reading it back, repairing it, writing to it.
+
+* :func:`read_output` reads every line, keeps the **last** line of each key (status and
+  ``input_sha`` only), and finds a torn tail (no final newline, or a last line that is not
+  JSON), which :func:`repair_tail` truncates away.
+* :class:`OutputLock` is the exclusive ``OUT.lock`` (``fcntl.flock``; released by the kernel
+  when the process dies, even by ``kill -9``).
+* :class:`Manifest` is ``OUT.manifest.json``: the run's fingerprint (provider, model,
+  fallbacks, system prompt, request options) and the number of runs; replaced atomically.
+* :class:`OutputWriter` is the one writer: each line goes out whole in one ``write`` to a file
+  opened for appending, and is fsynced at least every second and every 256 lines. A failed
+  write (disk full, read-only) truncates the partial line back and raises
+  :class:`~._errors.BatchOutputError`; the lines before it stay.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import time
+from pathlib import Path
+from typing import IO, Any
+
+import msgspec
+
+from ._errors import BatchInputError, BatchLockedError, BatchOutputError
+
+__all__ = [
+    "FSYNC_LINES",
+    "FSYNC_SECONDS",
+    "Manifest",
+    "OutputLock",
+    "OutputState",
+    "OutputWriter",
+    "fingerprint",
+    "read_output",
+    "repair_tail",
+]
+
+FSYNC_LINES = 256
+FSYNC_SECONDS = 1.0
+
+
+class _Seen(msgspec.Struct, frozen=True):
+    """The fields of an output line the resume reads."""
+
+    id: str
+    status: str
+    input_sha: str = ""
+    run: int = 0
+
+
+_seen_decoder = msgspec.json.Decoder(_Seen)
+
+
+class OutputState:
+    """The last line of each key in an output file."""
+
+    __slots__ = ("good_size", "last", "lines", "size")
+
+    def __init__(self) -> None:
+        #: key -> (status, input_sha, byte offset of its last line)
+        self.last: dict[str, tuple[str, str, int]] = {}
+        self.lines = 0
+        self.size = 0  # bytes in the file
+        self.good_size = 0  # bytes up to the end of the last whole, valid line
+
+    @property
+    def torn_bytes(self) -> int:
+        return self.size - self.good_size
+
+    def counts(self) -> tuple[int, int]:
+        """(keys whose last line is ok, keys whose last line is error)."""
+        ok = sum(1 for status, _, _ in self.last.values() if status == "ok")
+        return ok, len(self.last) - ok
+
+
+def read_output(path: Path) -> OutputState:
+    """Read ``path`` (a missing file is an empty output).
+
+    Raises:
+        BatchOutputError: a line before the last is not an output line (not a torn tail: the
+            file was edited or is not an rxturn output).
+    """
+    state = OutputState()
+    try:
+        file = open(path, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return state
+    except OSError as exc:
+        raise BatchOutputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+    with file:
+        offset = 0
+        pending_error: str | None = None
+        for number, raw in enumerate(file, start=1):
+            if pending_error is not None:  # a bad line that turned out not to be the last
+                raise BatchOutputError(pending_error)
+            length = len(raw)
+            if not raw.endswith(b"\n"):
+                offset += length
+                break  # torn tail: no newline
+            try:
+                seen = _seen_decoder.decode(raw)
+            except msgspec.DecodeError:
+                pending_error = f"{str(path)!r} line {number} is not an rxturn batch output line"
+                offset += length
+                continue
+            state.last[seen.id] = (seen.status, seen.input_sha, offset)
+            state.lines = number
+            offset += length
+            state.good_size = offset
+        state.size = offset
+    return state
+
+
+def repair_tail(path: Path, state: OutputState) -> int:
+    """Truncate a torn tail away; the number of bytes dropped (0 when there was none)."""
+    dropped = state.torn_bytes
+    if dropped:
+        try:
+            with open(path, "r+b") as file:
+                file.truncate(state.good_size)
+                os.fsync(file.fileno())
+        except OSError as exc:
+            raise BatchOutputError(
+                f"cannot repair the torn end of {str(path)!r}: {exc.strerror or exc}"
+            ) from None
+        state.size = state.good_size
+    return dropped
+
+
+class OutputLock:
+    """The exclusive lock of one output (``OUT.jsonl.lock``), held for the whole run."""
+
+    def __init__(self, output: Path) -> None:
+        self.path = output.with_name(output.name + ".lock")
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        import fcntl
+
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise BatchOutputError(
+                f"cannot create the lock {str(self.path)!r}: {exc.strerror or exc}"
+            ) from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise BatchLockedError(
+                f"another run is writing {str(self.path.with_suffix(''))!r} (it holds "
+                f"{str(self.path)!r})"
+            ) from None
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+
+class Manifest(msgspec.Struct, kw_only=True):
+    """``OUT.jsonl.manifest.json``: what the output's rows were asked with."""
+
+    fingerprint: str
+    provider: str
+    model: str
+    fallback: tuple[str, ...] = ()
+    system: str | None = None
+    options: dict[str, Any] = msgspec.field(default_factory=dict[str, Any])
+    runs: int = 0
+    version: int = 1
+
+    @staticmethod
+    def path_for(output: Path) -> Path:
+        return output.with_name(output.name + ".manifest.json")
+
+    @classmethod
+    def load(cls, output: Path) -> Manifest | None:
+        path = cls.path_for(output)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            raise BatchOutputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        try:
+            return msgspec.json.decode(data, type=cls)
+        except msgspec.DecodeError as exc:
+            raise BatchOutputError(f"{str(path)!r} is not a batch manifest ({exc})") from None
+
+    def save(self, output: Path) -> None:
+        """Write atomically: a temporary file, fsync, rename over, fsync the directory."""
+        path = self.path_for(output)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        try:
+            with open(tmp, "wb") as file:
+                file.write(msgspec.json.encode(self) + b"\n")
+                file.flush()
+                os.fsync(file.fileno())
+            os.replace(tmp, path)
+            _fsync_dir(path.parent)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            raise BatchOutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+
+
+def _fsync_dir(directory: Path) -> None:
+    with contextlib.suppress(OSError):  # not every file system lets a directory be fsynced
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def fingerprint(
+    provider: str,
+    model: str,
+    fallback: tuple[str, ...],
+    system: str | None,
+    options: dict[str, Any],
+) -> str:
+    """What makes two runs' rows comparable: sha256 of their settings' canonical JSON."""
+    canonical = msgspec.json.encode(
+        {
+            "provider": provider,
+            "model": model,
+            "fallback": list(fallback),
+            "system": system,
+            "options": options,
+        },
+        order="sorted",
+    )
+    return hashlib.sha256(canonical).hexdigest()
+
+
+class OutputWriter:
+    """Appends whole lines to the output, fsyncing at least every second and 256 lines."""
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        fsync_lines: int = FSYNC_LINES,
+        fsync_seconds: float = FSYNC_SECONDS,
+        clock: Any = time.monotonic,
+    ) -> None:
+        self.path = path
+        self.fsync_lines = fsync_lines
+        self.fsync_seconds = fsync_seconds
+        self._clock = clock
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise BatchOutputError(_write_error(path, exc)) from None
+        self._size = os.fstat(self._fd).st_size
+        self._unsynced = 0
+        self._first_unsynced = 0.0
+        self.written = 0
+
+    def write(self, line: bytes) -> None:
+        """Append one line (``line`` ends with ``\\n``), whole or not at all.
+
+        Raises:
+            BatchOutputError: the write failed (disk full, read-only, I/O error); the file is
+                truncated back to its last whole line.
+        """
+        try:
+            done = os.write(self._fd, line)
+            while done < len(line):  # a short write: finish it or fail below
+                more = os.write(self._fd, line[done:])
+                if more <= 0:
+                    raise OSError(errno.EIO, "short write")
+                done += more
+        except OSError as exc:
+            self._undo()
+            raise BatchOutputError(_write_error(self.path, exc)) from None
+        self._size += len(line)
+        self.written += 1
+        if self._unsynced == 0:
+            self._first_unsynced = self._clock()
+        self._unsynced += 1
+        if self._unsynced >= self.fsync_lines:
+            self.sync()
+
+    def due(self) -> bool:
+        """Whether unsynced lines have waited a second (the caller's timer asks)."""
+        return self._unsynced > 0 and self._clock() - self._first_unsynced >= self.fsync_seconds
+
+    def sync(self) -> None:
+        if self._unsynced:
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise BatchOutputError(_write_error(self.path, exc)) from None
+            self._unsynced = 0
+
+    def _undo(self) -> None:
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._size)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            try:
+                self.sync()
+            finally:
+                os.close(self._fd)
+                self._fd = -1
+
+
+def _write_error(path: Path, exc: OSError) -> str:
+    reason = {
+        errno.ENOSPC: "the disk is full",
+        errno.EDQUOT: "the disk quota is exceeded",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied",
+        errno.EPERM: "permission denied",
+    }.get(exc.errno or 0, exc.strerror or str(exc))
+    return (
+        f"cannot write {str(path)!r}: {reason}; every line written before is kept, re-run "
+        "the same command to continue"
+    )
+
+
+def check_changed(state: OutputState, key: str, sha: str, line: int) -> None:
+    """A row edited since its output line was written (same key, other ``input_sha``)."""
+    seen = state.last.get(key)
+    if seen is not None and seen[1] and seen[1] != sha:
+        raise BatchInputError(
+            f"line {line}: row {key!r} changed since its output line was written (use --force "
+            "to run it again)",
+            line=line,
+        )
+
+
+def read_line_at(file: IO[bytes], offset: int) -> bytes:
+    file.seek(offset)
+    return file.readline()

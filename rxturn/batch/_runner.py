@@ -1,0 +1,458 @@
+"""The runner: each row one :class:`~rxturn.engine.TurnEngine` turn, ``concurrency`` at a time.
+
+A runner owns one client (one connection pool sized to its concurrency) and one engine per
+concurrency slot, each with the resilient :class:`~rxturn.engine.handler.StreamHandler` (the
+default policies, as ``rxturn chat`` uses) and, with fallbacks, a
+:class:`~rxturn.resilience.fallback.FallbackManager` with same-turn failover per model. A slot's
+engine is reused row after row: each row gets a fresh session (history = the row's messages,
+an empty audit trail), its own system prompt and request options.
+
+Budget: before a row's turn starts, its slot waits for a grant of the run's :class:`Gate` (one
+request, estimated input + max tokens). Every later request of the turn (a retry, a failover
+leg) asks the gate again through the handler's proactive-limiter hook, and the non-streaming
+rescue is charged when it starts: every attempt spends budget. A rate limit with a Retry-After
+that any attempt meets pauses the gate, so every worker stops sending until it expires. What
+the provider reports replaces each request's estimate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections import deque
+from collections.abc import Callable, Iterable
+from typing import Any, Literal
+
+import msgspec
+
+from ..clients._base import ModelClient
+from ..engine import TurnEngine
+from ..engine.handler import StreamHandler
+from ..engine.observers import Observer
+from ..engine.tokens import TiktokenCounter, TokenCounter, warm_up_counter
+from ..errors import APIStatusError, Cancelled, ConfigError, RxturnError
+from ..messages import Message, RequestOptions, Usage
+from ..resilience.fallback import FallbackManager
+from ..resilience.limiter import RateLimiter
+from ..resilience.policies import LimiterPolicy
+from ._budget import Gate
+from ._input import BatchRow
+
+__all__ = [
+    "PROVIDERS",
+    "BatchConfig",
+    "ErrorInfo",
+    "RowError",
+    "RowOk",
+    "RowResult",
+    "Runner",
+    "encode_result",
+]
+
+Provider = Literal["anthropic", "openai", "openai-responses", "ollama"]
+PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "openai-responses", "ollama")
+
+#: seconds a retry waits between asks when the budget lives in another process
+_POLL = 0.02
+
+
+class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
+    """How every row of a run is asked (a row's own model, system and options win).
+
+    Attributes:
+        provider: ``anthropic``, ``openai``, ``openai-responses`` or ``ollama``.
+        model: the default model.
+        base_url: the endpoint (``None``: the provider's own).
+        fallback: backup models: a breaker per slot, with same-turn failover.
+        failover: same-turn failover to the next backup (on by default with ``fallback``).
+        system: the default system prompt.
+        max_tokens: the default reply budget (``None``: the client's).
+        temperature: the default temperature.
+        concurrency: turns in flight at once (per worker).
+        rpm: requests per minute over the whole run (``None``: unlimited).
+        tpm: tokens per minute (estimated input + max tokens, corrected by usage).
+    """
+
+    provider: Provider
+    model: str
+    base_url: str | None = None
+    fallback: tuple[str, ...] = ()
+    failover: bool = True
+    system: str | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    concurrency: int = 64
+    rpm: int | None = None
+    tpm: int | None = None
+
+    def check(self) -> BatchConfig:
+        """Raises ConfigError for a value no run can use."""
+        if self.provider not in PROVIDERS:
+            raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}")
+        if not self.model.strip():
+            raise ConfigError("model must not be empty")
+        if any(not name.strip() for name in self.fallback):
+            raise ConfigError("fallback models must not be empty")
+        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"base URL must start with http:// or https://, got {self.base_url!r}"
+            )
+        for name in ("concurrency", "max_tokens", "rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or value < 1):
+                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.temperature is not None and not (
+            math.isfinite(self.temperature) and self.temperature >= 0
+        ):
+            raise ConfigError(f"temperature must be a number >= 0, got {self.temperature!r}")
+        return self
+
+    def options(self) -> dict[str, object]:
+        """The request options every row gets (what the manifest fingerprints)."""
+        options: dict[str, object] = {}
+        if self.max_tokens is not None:
+            options["max_tokens"] = self.max_tokens
+        if self.temperature is not None:
+            options["temperature"] = self.temperature
+        return options
+
+
+class ErrorInfo(msgspec.Struct, frozen=True):
+    type: str
+    message: str
+
+
+class RowOk(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="ok"):
+    """A served row: its output line (``status`` ``"ok"``)."""
+
+    id: str
+    message: Message
+    model: str
+    attempts: int
+    rescued: bool
+    usage: Usage | None
+    billed_usage: Usage | None
+    input_sha: str
+    run: int
+
+    @property
+    def text(self) -> str:
+        return self.message.text
+
+
+class RowError(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="error"):
+    """A failed row: its output line (``status`` ``"error"``); a row's failure, not the run's."""
+
+    id: str
+    error: ErrorInfo
+    attempts: int
+    billed_usage: Usage | None
+    input_sha: str
+    run: int
+
+
+RowResult = RowOk | RowError
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_result(result: RowResult) -> bytes:
+    """The output line of ``result`` (Message JSON inside, ending with a newline)."""
+    return _encoder.encode(result) + b"\n"
+
+
+def estimate_tokens(row: BatchRow, system: str | None, max_tokens: int) -> int:
+    """What the budget charges for a row's request before usage is known: about four
+    characters per input token, plus the reply's ``max_tokens``."""
+    chars = len(system or "")
+    for message in row.messages:
+        chars += len(message.text)
+    return chars // 4 + 8 * len(row.messages) + max_tokens
+
+
+class _SlotLimiter(RateLimiter):
+    """The handler's proactive-limiter hook, asking the run's gate for each later attempt."""
+
+    __slots__ = ("slot",)
+
+    def __init__(self, slot: _Slot) -> None:
+        super().__init__(LimiterPolicy(requests_per_minute=1))
+        self.slot = slot
+
+    @property
+    def enabled(self) -> bool:
+        return True
+
+    @property
+    def max_wait(self) -> float:
+        return math.inf
+
+    def acquire(self, key: str, now: float) -> float:
+        return self.slot.permit()
+
+
+class _Slot(Observer):
+    """One concurrency slot: an engine reused row after row, and its budget bookkeeping."""
+
+    def __init__(self, runner: Runner) -> None:
+        self.runner = runner
+        gate = runner.gate
+        limiter = _SlotLimiter(self) if gate is not None and runner.limited else None
+        self.engine = TurnEngine(
+            runner.client,
+            handler=StreamHandler(limiter=limiter),
+            observers=(self,),
+            counter=runner.counter,
+            failover=bool(runner.config.fallback) and runner.config.failover,
+        )
+        self.managers: dict[str, FallbackManager] = {}
+        self.tokens = 0  # the current row's estimate per request
+        self.tickets: deque[int] = deque()
+        self.prepaid = False
+        self.pending: asyncio.Task[int] | None = None
+
+    # --------------------------------------------------------------- budget
+
+    def permit(self) -> float:
+        """Called (synchronously) before each streaming attempt: 0 to go, else a wait."""
+        gate = self.runner.gate
+        assert gate is not None
+        if self.prepaid:
+            self.prepaid = False
+            if self.tickets:
+                gate.restamp(self.tickets[-1])  # the window counts when it is sent
+            return 0.0
+        pending = self.pending
+        if pending is None:
+            self.pending = asyncio.ensure_future(gate.acquire(self.tokens))
+            return _POLL
+        if not pending.done():
+            return _POLL
+        self.pending = None
+        self.tickets.append(pending.result())
+        return 0.0
+
+    def on_attempt_start(self, *, kind: str, **_: object) -> None:
+        gate = self.runner.gate
+        if kind == "rescue" and gate is not None and self.runner.limited:
+            self.tickets.append(gate.charge(self.tokens))
+
+    def on_attempt_end(self, *, record: Any, error: BaseException | None, **_: object) -> None:
+        gate = self.runner.gate
+        if gate is None:
+            return
+        if self.runner.limited and self.tickets:
+            ticket = self.tickets.popleft()
+            usage: Usage | None = record.usage
+            if usage is not None:
+                gate.correct(ticket, usage.input_tokens + usage.output_tokens)
+        if isinstance(error, APIStatusError) and error.status_code in (429, 503, 529):
+            retry_after = error.retry_after
+            if retry_after is not None and retry_after > 0:
+                gate.pause(retry_after)
+                self.runner.paused_by_provider += 1
+
+    # --------------------------------------------------------------- one row
+
+    def _prepare(self, row: BatchRow) -> None:
+        runner, config = self.runner, self.runner.config
+        engine = self.engine
+        engine.session = type(engine.session)(row.messages)
+        engine.system = row.system if row.system is not None else config.system
+        model = row.model or config.model
+        fields = dict(runner.base_options)
+        if row.options:
+            fields.update(row.options)
+        fields["model"] = model
+        engine.request_options = msgspec.convert(fields, RequestOptions)
+        if config.fallback:
+            manager = self.managers.get(model)
+            if manager is None:
+                chain = [name for name in config.fallback if name != model]
+                manager = self.managers[model] = FallbackManager(model, chain)
+            engine.fallback = manager
+        max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
+        self.tokens = estimate_tokens(row, engine.system, max_tokens)
+
+    async def run(self, row: BatchRow, sha: str, run: int) -> RowResult:
+        self._prepare(row)
+        gate, runner = self.runner.gate, self.runner
+        if gate is not None:
+            ticket = await gate.acquire(self.tokens)
+            if runner.limited:
+                self.tickets.append(ticket)
+                self.prepaid = True
+        engine = self.engine
+        try:
+            result = await engine.turn()
+        except RxturnError as exc:
+            if isinstance(exc, Cancelled):
+                raise
+            turns = engine.session.audit.all_turns()
+            last = turns[-1] if turns else None
+            return RowError(
+                id=row.key,
+                error=ErrorInfo(type(exc).__name__, str(exc)),
+                attempts=last.attempts if last is not None else 1,
+                billed_usage=last.billed_usage if last is not None else None,
+                input_sha=sha,
+                run=run,
+            )
+        finally:
+            self.prepaid = False
+            self.tickets.clear()
+            if self.pending is not None:
+                self.pending.cancel()
+                self.pending = None
+        return RowOk(
+            id=row.key,
+            message=result.message,
+            model=result.model,
+            attempts=result.attempts,
+            rescued=result.rescued,
+            usage=result.usage,
+            billed_usage=result.billed_usage,
+            input_sha=sha,
+            run=run,
+        )
+
+
+def make_client(config: BatchConfig, api_key: str | None, *, transport: Any) -> Any:
+    """The provider's client, sending through ``transport``."""
+    kwargs: dict[str, Any] = {"transport": transport}
+    if config.base_url is not None:
+        kwargs["base_url"] = config.base_url
+    if config.provider == "anthropic":
+        from ..clients import AnthropicClient
+
+        return AnthropicClient(config.model, api_key=api_key, **kwargs)
+    if config.provider == "openai":
+        from ..clients import OpenAIClient
+
+        return OpenAIClient(config.model, api_key=api_key, **kwargs)
+    if config.provider == "openai-responses":
+        from ..clients import OpenAIResponsesClient
+
+        return OpenAIResponsesClient(config.model, api_key=api_key, **kwargs)
+    from ..clients import OllamaClient
+
+    return OllamaClient(config.model, **kwargs)
+
+
+class Runner:
+    """Runs rows as turns on ``config.concurrency`` slots (use ``async with``).
+
+    Args:
+        config: the run's settings.
+        api_key: the provider key (never stored anywhere but the client).
+        gate: the run's budget (``None``: no budget and no shared Retry-After pause).
+        client: a client to use instead of building one from ``config`` (not closed here).
+    """
+
+    def __init__(
+        self,
+        config: BatchConfig,
+        *,
+        api_key: str | None = None,
+        gate: Gate | None = None,
+        client: ModelClient | None = None,
+        counter: TokenCounter | None = None,
+    ) -> None:
+        self.config = config.check()
+        self.gate = gate
+        self.limited = config.rpm is not None or config.tpm is not None
+        self._transport: Any = None
+        self._own: Any = None
+        if client is None:
+            from ..transport.aiohttp import AiohttpTransport
+
+            self._transport = AiohttpTransport(limit=config.concurrency)
+            self._own = make_client(config, api_key, transport=self._transport)
+        self.client: ModelClient = client if client is not None else self._own
+        self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
+        self._warm: asyncio.Future[None] | None = None
+        self.base_options = config.options()
+        self.default_max_tokens = int(getattr(self.client, "max_tokens", None) or 4096)
+        self.paused_by_provider = 0
+        self._free: list[_Slot] = []
+        self._made = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def __aenter__(self) -> Runner:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        if self._own is not None:
+            await self._own.aclose()
+            await self._transport.aclose()
+            self._own = None
+
+    async def _slot(self) -> _Slot:
+        if self._free:
+            return self._free.pop()
+        if self._made < self.config.concurrency:
+            self._made += 1
+            return _Slot(self)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        await waiter
+        return self._free.pop()
+
+    def _release(self, slot: _Slot) -> None:
+        self._free.append(slot)
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+    async def run_row(self, row: BatchRow, sha: str, run: int = 1) -> RowResult:
+        """Run one row on a free slot (waiting for one); its result, error or not.
+
+        Raises:
+            Cancelled: the row was cancelled (it gets no line; a later run sends it again).
+        """
+        if self._warm is None:  # load the tokenizer once, before any budget is granted
+            self._warm = asyncio.ensure_future(warm_up_counter(self.counter))
+        await asyncio.shield(self._warm)
+        slot = await self._slot()
+        try:
+            return await slot.run(row, sha, run)
+        finally:
+            self._release(slot)
+
+
+async def drive(
+    jobs: Iterable[Any],
+    start: Callable[[Any], asyncio.Future[Any]],
+    *,
+    limit: int,
+    stop: asyncio.Event | None = None,
+) -> list[asyncio.Future[Any]]:
+    """Start ``start(job)`` for each job, at most ``limit`` unfinished at once, reading
+    ``jobs`` only as fast as places free up (memory stays bounded by the jobs in flight).
+
+    Stops taking jobs once ``stop`` is set; returns the futures still running then.
+    """
+    places = asyncio.Semaphore(limit)
+    running: set[asyncio.Future[Any]] = set()
+
+    def finished(future: asyncio.Future[Any]) -> None:
+        running.discard(future)
+        places.release()
+
+    end = object()
+    iterator = iter(jobs)
+    while True:
+        await places.acquire()  # a place first, then the next job: no job waits in memory
+        job = end if stop is not None and stop.is_set() else next(iterator, end)
+        if job is end:
+            places.release()
+            break
+        future = start(job)
+        running.add(future)
+        future.add_done_callback(finished)
+    return list(running)

@@ -1,0 +1,232 @@
+"""``--workers N``: rows run in N worker processes; this process stays the one writer.
+
+Each worker is ``python -m rxturn.batch._worker``, talking JSON lines over its stdin/stdout
+(msgspec-encoded :class:`Message` values, one per line):
+
+* parent → worker: ``config`` (once), ``row`` (an input line and its number), ``grant`` (a
+  budget grant answering an ``acquire``);
+* worker → parent: ``acquire`` (wait for budget), ``charge`` (spend budget now: a rescue),
+  ``restamp`` (the granted request is being sent), ``correct`` (reported usage), ``pause``
+  (a provider's Retry-After), ``done`` (a finished output line).
+
+The budget lives here, in one :class:`~._budget.LocalGate`, so ``--rpm``/``--tpm`` and a
+Retry-After pause hold across all workers. A worker that dies (killed, crashed) loses no row:
+its rows in flight are sent to another worker, and a new worker takes its place. The API key
+never crosses the pipe: a worker reads it from the environment variable the parent names.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import sys
+from typing import Any
+
+import msgspec
+
+from ._budget import Budget, LocalGate
+from ._errors import BatchError
+from ._file import Done
+from ._runner import BatchConfig
+
+__all__ = ["Message", "WorkerPool", "decode_message", "encode_message"]
+
+_LINE_LIMIT = 1 << 30
+_MAX_RESPAWNS_PER_WORKER = 5
+
+
+class Message(msgspec.Struct, frozen=True, omit_defaults=True):
+    """One line on a worker pipe (``t`` says which; the other fields as that kind needs)."""
+
+    t: str
+    n: int = 0  # input line number (row, done) or request id (acquire, charge, grant, correct)
+    raw: str = ""
+    tokens: int = 0
+    seconds: float = 0.0
+    done: Done | None = None
+    config: BatchConfig | None = None
+    run: int = 0
+    key_env: str = ""
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Message)
+
+
+def encode_message(message: Message) -> bytes:
+    return _encoder.encode(message) + b"\n"
+
+
+def decode_message(line: bytes) -> Message:
+    return _decoder.decode(line)
+
+
+_KEY_ENV = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
+
+
+class _Worker:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.inflight: dict[int, tuple[asyncio.Future[Done], bytes]] = {}
+        self.tickets: dict[int, int] = {}  # the worker's request id -> the budget's ticket
+        self.alive = True
+        self.reader: asyncio.Task[None] | None = None
+
+    def send(self, message: Message) -> None:
+        stdin = self.process.stdin
+        if self.alive and stdin is not None and not stdin.is_closing():
+            stdin.write(encode_message(message))
+
+
+class WorkerPool:
+    """N worker processes behind one gate (the ``Backend`` of ``--workers N``)."""
+
+    def __init__(
+        self, config: BatchConfig, run: int, *, workers: int, gate: LocalGate | None = None
+    ) -> None:
+        self.config = config
+        self.run = run
+        self.size = workers
+        self.capacity = workers * config.concurrency
+        self.gate = gate if gate is not None else LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
+        self.workers: list[_Worker] = []
+        self.respawns = 0
+        self.closing = False
+        self._tasks: set[asyncio.Future[Any]] = set()
+
+    async def _spawn(self) -> _Worker:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "rxturn.batch._worker",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            limit=_LINE_LIMIT,
+            env=os.environ.copy(),
+        )
+        worker = _Worker(process)
+        worker.send(
+            Message(
+                t="config",
+                config=self.config,
+                run=self.run,
+                key_env=_KEY_ENV.get(self.config.provider, ""),
+            )
+        )
+        worker.reader = asyncio.ensure_future(self._read(worker))
+        self.workers.append(worker)
+        return worker
+
+    async def start(self) -> None:
+        for _ in range(self.size):
+            await self._spawn()
+
+    def _pick(self) -> _Worker:
+        alive = [w for w in self.workers if w.alive]
+        if not alive:
+            raise BatchError("every batch worker process has died; re-run to continue")
+        return min(alive, key=lambda w: len(w.inflight))
+
+    def _send_row(self, number: int, raw: bytes, future: asyncio.Future[Done]) -> None:
+        worker = self._pick()
+        worker.inflight[number] = (future, raw)
+        worker.send(Message(t="row", n=number, raw=raw.decode("utf-8")))
+
+    def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
+        future: asyncio.Future[Done] = asyncio.get_running_loop().create_future()
+        self._send_row(number, raw, future)
+        return future
+
+    def _spawn_later(self, task: Any) -> None:
+        future = asyncio.ensure_future(task)
+        self._tasks.add(future)
+        future.add_done_callback(self._tasks.discard)
+
+    async def _grant(self, worker: _Worker, request: int, tokens: int) -> None:
+        ticket = await self.gate.acquire(tokens)
+        worker.tickets[request] = ticket
+        worker.send(Message(t="grant", n=request))
+
+    def _handle(self, worker: _Worker, message: Message) -> None:
+        kind = message.t
+        if kind == "done":
+            entry = worker.inflight.pop(message.n, None)
+            if entry is not None and not entry[0].done() and message.done is not None:
+                entry[0].set_result(message.done)
+        elif kind == "acquire":
+            self._spawn_later(self._grant(worker, message.n, message.tokens))
+        elif kind == "charge":
+            worker.tickets[message.n] = self.gate.charge(message.tokens)
+        elif kind == "correct":
+            ticket = worker.tickets.pop(message.n, None)
+            if ticket is not None:
+                self.gate.correct(ticket, message.tokens)
+        elif kind == "restamp":
+            ticket = worker.tickets.get(message.n)
+            if ticket is not None:
+                self.gate.restamp(ticket)
+        elif kind == "pause":
+            self.gate.pause(message.seconds)
+
+    async def _read(self, worker: _Worker) -> None:
+        stdout = worker.process.stdout
+        assert stdout is not None
+        try:
+            while True:
+                line = await stdout.readline()
+                if not line:
+                    break
+                try:
+                    message = decode_message(line)
+                except msgspec.DecodeError:
+                    continue  # not ours (a stray print); the row stays in flight
+                self._handle(worker, message)
+        finally:
+            worker.alive = False
+            await self._lost(worker)
+
+    async def _lost(self, worker: _Worker) -> None:
+        """A worker's pipe closed: send its rows in flight to the others."""
+        orphans = [(n, f, raw) for n, (f, raw) in worker.inflight.items() if not f.done()]
+        worker.inflight.clear()
+        if self.closing:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            await worker.process.wait()
+        if self.respawns < _MAX_RESPAWNS_PER_WORKER * self.size:
+            self.respawns += 1
+            sys.stderr.write(
+                f"rxturn batch: worker {worker.process.pid} exited "
+                f"({worker.process.returncode}); its {len(orphans)} rows in flight run again\n"
+            )
+            await self._spawn()
+        for number, future, raw in orphans:
+            try:
+                self._send_row(number, raw, future)
+            except BatchError as exc:
+                future.set_exception(exc)
+
+    async def aclose(self) -> None:
+        self.closing = True
+        for future in list(self._tasks):
+            future.cancel()
+        for worker in self.workers:
+            stdin = worker.process.stdin
+            if stdin is not None and not stdin.is_closing():
+                stdin.close()
+        for worker in self.workers:
+            try:
+                await asyncio.wait_for(worker.process.wait(), 10.0)
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    worker.process.kill()
+                await worker.process.wait()
+            if worker.reader is not None:
+                worker.reader.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await worker.reader

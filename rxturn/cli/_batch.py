@@ -1,0 +1,317 @@
+"""``rxturn batch run | status | export``: many prompts, one command, nothing lost.
+
+``run`` sends each input row as one turn and appends one line per row to the output, which is
+the checkpoint: the same command again continues where the last run stopped (docs/batch.md).
+``status`` counts an output's rows; ``export`` prints the last line of each input key in input
+order.
+
+Exit codes: 0 every row has an ``ok`` line, 3 some rows failed (or are still pending), 2 bad
+input or arguments (nothing was sent), 1 the output could not be written (every line written
+before is kept), 130 interrupted (SIGINT/SIGTERM: no new row is sent, the rows in flight are
+cancelled, what finished is written), 141 stdout closed early. Errors are one line on stderr,
+``rxturn batch: error: …``. Module-level imports are stdlib only (``--help`` imports every
+command).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+_KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
+_PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    return value
+
+
+def _workers(text: str) -> int:
+    if text == "auto":
+        return os.cpu_count() or 1
+    return _positive(text)
+
+
+def _temperature(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
+    return value
+
+
+def add_parser(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "batch",
+        help="run many prompts from a JSONL file, resumably",
+        description="Batch runs: each input row one turn; the output file is the checkpoint "
+        "(re-run the same command to continue). See docs/batch.md.",
+    )
+
+    def usage(_args: argparse.Namespace) -> int:
+        return _usage(parser)
+
+    parser.set_defaults(run=usage)
+    sub = parser.add_subparsers(dest="batch_command", metavar="COMMAND")
+
+    run_p = sub.add_parser(
+        "run",
+        help="run every row of INPUT, appending to OUT",
+        description="Run each row of INPUT (JSONL; '-' = stdin) as one turn and append one "
+        "line per row to OUT. Rows with an ok line in OUT are skipped (resume).",
+    )
+    run_p.add_argument("input", metavar="INPUT.jsonl")
+    run_p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
+    run_p.add_argument("--provider", required=True, choices=_PROVIDERS)
+    run_p.add_argument("--model", required=True)
+    run_p.add_argument("--fallback", action="append", default=[], metavar="MODEL")
+    run_p.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
+    run_p.add_argument("--system", default=None, metavar="TEXT")
+    run_p.add_argument("--max-tokens", type=_positive, default=None, metavar="N")
+    run_p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
+    run_p.add_argument("--concurrency", type=_positive, default=64, metavar="N")
+    run_p.add_argument("--rpm", type=_positive, default=None, metavar="N", help="requests/min")
+    run_p.add_argument("--tpm", type=_positive, default=None, metavar="N", help="tokens/min")
+    run_p.add_argument(
+        "--workers", type=_workers, default=1, metavar="1|N|auto", help="worker processes"
+    )
+    run_p.add_argument("--ray", default=None, metavar="auto|ADDRESS", help="run on Ray actors")
+    run_p.add_argument("--retry-errors", action="store_true", help="run error rows again")
+    run_p.add_argument(
+        "--force", action="store_true", help="continue despite changed settings or rows"
+    )
+    run_p.add_argument(
+        "--progress", choices=["auto", "bar", "json", "none"], default="auto", help="on stderr"
+    )
+    run_p.set_defaults(run=_run)
+
+    status_p = sub.add_parser("status", help="count the rows of an output")
+    status_p.add_argument("output", metavar="OUT.jsonl")
+    status_p.add_argument("--input", default=None, metavar="INPUT.jsonl")
+    status_p.add_argument("--json", action="store_true")
+    status_p.set_defaults(run=_status)
+
+    export_p = sub.add_parser("export", help="the last line of each input key, in input order")
+    export_p.add_argument("output", metavar="OUT.jsonl")
+    export_p.add_argument("--input", required=True, metavar="INPUT.jsonl")
+    export_p.set_defaults(run=_export)
+
+
+def run(args: argparse.Namespace) -> int:
+    return int(args.run(args))
+
+
+def _usage(parser: argparse.ArgumentParser) -> int:
+    parser.print_usage(sys.stderr)
+    sys.stderr.write("rxturn batch: error: a command is required (run, status or export)\n")
+    return 2
+
+
+def _fail(message: str, code: int = 2) -> int:
+    from ._console import one_line, write
+
+    write(sys.stderr, f"rxturn batch: error: {one_line(message, 500)}\n")
+    return code
+
+
+def _notice(text: str) -> None:
+    from ._console import write
+
+    write(sys.stderr, f"rxturn batch: {text}\n")
+
+
+def _run(args: argparse.Namespace) -> int:
+    from rxturn.batch import BatchConfig, BatchError, FileRun
+    from rxturn.errors import ConfigError
+
+    variable = _KEY_VARIABLES.get(args.provider)
+    key = os.environ.get(variable) if variable else None
+    if variable and not key and args.base_url is None:
+        return _fail(f"{variable} is not set (needed for the {args.provider} API)")
+    if args.ray is not None and args.workers != 1:
+        return _fail("--ray and --workers are exclusive")
+    try:
+        config = BatchConfig(
+            provider=args.provider,
+            model=args.model,
+            base_url=args.base_url,
+            fallback=tuple(args.fallback),
+            system=args.system,
+            max_tokens=args.max_tokens,
+            temperature=args.temperature,
+            concurrency=args.concurrency,
+            rpm=args.rpm,
+            tpm=args.tpm,
+        ).check()
+    except ConfigError as exc:
+        return _fail(str(exc))
+    spooled: Path | None = None
+    if args.input == "-":
+        from rxturn.batch._input import spool_stdin
+
+        spooled = spool_stdin()
+        input_path = spooled
+    else:
+        input_path = Path(args.input)
+    try:
+        file_run = FileRun(
+            input_path,
+            Path(args.output),
+            config,
+            retry_errors=args.retry_errors,
+            force=args.force,
+            notice=_notice,
+        )
+        try:
+            file_run.prepare()
+        except BatchError as exc:
+            return _fail(str(exc))
+        try:
+            return _execute(args, file_run, key)
+        finally:
+            file_run.close()
+    finally:
+        if spooled is not None:
+            spooled.unlink(missing_ok=True)
+
+
+def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
+    import asyncio
+
+    from rxturn.batch import BatchError, BatchOutputError
+
+    from ._console import is_terminal
+
+    mode = args.progress
+    if mode == "auto":
+        mode = "bar" if is_terminal(sys.stderr) else "none"
+    try:
+        summary = asyncio.run(_main(args, file_run, key, mode))
+    except BatchOutputError as exc:
+        return _fail(str(exc), 1)
+    except BatchError as exc:  # e.g. a worker could not start
+        return _fail(str(exc), 1)
+    except KeyboardInterrupt:
+        return 130
+    _notice(
+        f"{summary.total} rows: {summary.ok} ok, {summary.error} error, {summary.pending} "
+        f"pending ({summary.skipped} done before) in {summary.seconds:.1f}s -> {args.output}"
+        + (" (interrupted)" if summary.interrupted else "")
+    )
+    return summary.exit_code
+
+
+async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: str) -> Any:
+    import asyncio
+    import signal
+
+    from rxturn.batch._progress import Reporter
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    backend = _backend(args, file_run, key)
+    reporter = Reporter(mode, file_run.tally, sys.stderr, waiting=lambda: backend.gate.waited)
+    reporter.start()
+    try:
+        return await file_run.run(backend, stop)
+    finally:
+        reporter.stop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+
+
+def _backend(args: argparse.Namespace, file_run: Any, key: str | None) -> Any:
+    if args.ray is not None:
+        from rxturn.ray._backend import RayBackend
+
+        return RayBackend(file_run.config, key, file_run.run_number, address=args.ray)
+    if args.workers > 1:
+        from rxturn.batch._workers import WorkerPool
+
+        return WorkerPool(file_run.config, file_run.run_number, workers=args.workers)
+    from rxturn.batch import LocalBackend
+
+    return LocalBackend(file_run.config, key, file_run.run_number)
+
+
+def _status(args: argparse.Namespace) -> int:
+    import msgspec
+
+    from rxturn.batch import BatchError
+    from rxturn.batch._input import scan_input
+    from rxturn.batch._output import read_output
+
+    from ._console import write
+
+    try:
+        state = read_output(Path(args.output))
+        if args.input is not None:
+            index = scan_input(args.input)
+            ok = error = 0
+            for key in index.keys:
+                seen = state.last.get(key)
+                if seen is not None:
+                    if seen[0] == "ok":
+                        ok += 1
+                    else:
+                        error += 1
+            total = index.total
+        else:
+            ok, error = state.counts()
+            total = ok + error
+    except BatchError as exc:
+        return _fail(str(exc))
+    counts = {"ok": ok, "error": error, "pending": total - ok - error, "total": total}
+    if args.json:
+        write(sys.stdout, msgspec.json.encode(counts).decode() + "\n")
+    else:
+        torn = f" (a torn last line of {state.torn_bytes} bytes)" if state.torn_bytes else ""
+        write(
+            sys.stdout,
+            f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}\n",
+        )
+    return 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from rxturn.batch import BatchError
+    from rxturn.batch._input import scan_input
+    from rxturn.batch._output import read_line_at, read_output
+
+    from ._console import STATE, write
+
+    try:
+        state = read_output(Path(args.output))
+        index = scan_input(args.input)
+        with open(args.output, "rb") as file:
+            for key in index.keys:
+                seen = state.last.get(key)
+                if seen is None:
+                    continue
+                line = read_line_at(file, seen[2]).decode("utf-8", "replace")
+                if not write(sys.stdout, line) or STATE.closed:
+                    break
+    except BatchError as exc:
+        return _fail(str(exc))
+    except OSError as exc:
+        return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}")
+    return 0

@@ -1,0 +1,124 @@
+"""``rxturn batch run --ray``: rows run on Ray actors; the driver stays the one writer."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import uuid
+from typing import Any
+
+from ..batch._file import Done, run_line
+from ..batch._runner import BatchConfig, Runner
+from ._budget import RayGate, budget_actor, ray_module
+
+__all__ = ["RayBackend", "RowActor"]
+
+_KEY_ENV = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
+
+
+class RowActor:
+    """One Ray actor: a :class:`~rxturn.batch.Runner` taking input lines, giving output lines."""
+
+    def __init__(self, config: BatchConfig, run: int, budget: object, key_env: str) -> None:
+        self.config = config
+        self.run = run
+        self.budget = budget
+        self.key_env = key_env
+        self.runner: Runner | None = None
+
+    async def run_line(self, number: int, raw: bytes) -> Done:
+        if self.runner is None:
+            api_key = os.environ.get(self.key_env) if self.key_env else None
+            gate = RayGate(self.budget) if self.budget is not None else None
+            self.runner = Runner(self.config, api_key=api_key, gate=gate)
+        return await run_line(self.runner, number, raw, self.run)
+
+
+class _Waited:
+    waited = 0.0
+
+
+class RayBackend:
+    """Rows on ``actors`` Ray actors (default: one per CPU of the cluster)."""
+
+    def __init__(
+        self,
+        config: BatchConfig,
+        api_key: str | None,
+        run: int,
+        *,
+        address: str = "auto",
+        actors: int | None = None,
+    ) -> None:
+        self.config = config
+        self.run = run
+        self.address = address
+        self.actors_wanted = actors
+        self._api_key = api_key
+        self.gate = _Waited()
+        self.capacity = config.concurrency
+        self._actors: list[Any] = []
+        self._load: list[int] = []
+        self._started_ray = False
+
+    def _init(self) -> None:
+        ray = ray_module()
+        if not ray.is_initialized():
+            kwargs: dict[str, Any] = {
+                "include_dashboard": False,
+                "log_to_driver": False,
+                "logging_level": "ERROR",
+            }
+            if self.address == "auto":
+                try:
+                    ray.init(address="auto", **kwargs)
+                except ConnectionError:  # no cluster running: start a local one
+                    ray.init(**kwargs)
+            else:
+                ray.init(address=self.address, **kwargs)
+            self._started_ray = True
+        count = self.actors_wanted or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        config = self.config
+        budget = None
+        if config.rpm is not None or config.tpm is not None:
+            budget = budget_actor(
+                f"rxturn-budget-{uuid.uuid4().hex[:12]}", rpm=config.rpm, tpm=config.tpm
+            )
+        key_env = _KEY_ENV.get(config.provider, "")
+        env = {key_env: self._api_key} if key_env and self._api_key else {}
+        remote = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(RowActor)
+        self._actors = [
+            remote.options(runtime_env={"env_vars": env} if env else None).remote(
+                config, self.run, budget, key_env
+            )
+            for _ in range(count)
+        ]
+        self._load = [0] * count
+        self.capacity = count * config.concurrency
+
+    async def start(self) -> None:
+        self._init()  # in the main thread (Ray sets signal handlers there); nothing runs yet
+
+    def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
+        index = min(range(len(self._actors)), key=self._load.__getitem__)
+        self._load[index] += 1
+        ref = self._actors[index].run_line.remote(number, raw)
+        future: asyncio.Future[Done] = asyncio.wrap_future(ref.future())
+
+        def release(_: object) -> None:
+            self._load[index] -= 1
+
+        future.add_done_callback(release)
+        return future
+
+    async def aclose(self) -> None:
+        ray = ray_module()
+        for actor in self._actors:
+            ray.kill(actor)
+        self._actors = []
+        if self._started_ray:
+            await asyncio.to_thread(ray.shutdown)

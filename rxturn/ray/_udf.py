@@ -1,0 +1,197 @@
+"""``TurnUDF``: the callable class ``Dataset.map_batches`` runs on each actor of the pool."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any, cast
+
+from ..batch._budget import Budget, Gate, LocalGate
+from ..batch._errors import BatchInputError
+from ..batch._input import decode_row, input_sha
+from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
+from ._budget import DEFAULT_NAME, RayGate, budget_actor
+
+__all__ = ["COLUMNS", "TurnUDF"]
+
+#: The output columns, in order, each of one type (``str`` or ``int``) in every row.
+COLUMNS = (
+    "id",
+    "status",
+    "text",
+    "stop_reason",
+    "model",
+    "input_tokens",
+    "output_tokens",
+    "attempts",
+    "error_type",
+    "error_message",
+)
+
+_KEY_ENV = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
+
+
+def _plain(value: object) -> object:
+    """A numpy / Arrow value as plain Python (lists of dicts, str, int)."""
+    tolist = getattr(value, "tolist", None)
+    if callable(tolist):
+        value = tolist()
+    if isinstance(value, list):
+        return [_plain(item) for item in cast("list[object]", value)]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in cast("dict[object, object]", value).items()}
+    if isinstance(value, float) and math.isnan(value):  # a missing value in a numpy column
+        return None
+    return value
+
+
+class TurnUDF:
+    """Run a batch's rows as turns on this actor's event loop; fixed-type result columns.
+
+    Args:
+        provider: ``anthropic``, ``openai``, ``openai-responses`` or ``ollama``.
+        model: the default model (a row's ``model`` column wins).
+        base_url: the endpoint (``None``: the provider's own).
+        api_key: the key (default: ``ANTHROPIC_API_KEY`` / ``OPENAI_API_KEY`` of the actor's
+            environment, which a cluster sets through ``runtime_env``).
+        system: the default system prompt.
+        max_tokens: the reply budget.
+        concurrency: turns in flight at once on this actor.
+        rpm: requests per minute over every actor (the named budget actor).
+        tpm: tokens per minute over every actor.
+        budget_name: the budget actor's name (one per run).
+
+    Input columns: ``id`` and ``prompt``, or ``id`` and ``messages`` (Message JSON); optional
+    ``system`` and ``model``. A row that is malformed or whose turn fails comes back with
+    ``status`` ``"error"`` and its ``error_type`` / ``error_message``.
+    """
+
+    def __init__(
+        self,
+        provider: Provider,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        system: str | None = None,
+        max_tokens: int | None = None,
+        concurrency: int = 16,
+        rpm: int | None = None,
+        tpm: int | None = None,
+        budget_name: str = DEFAULT_NAME,
+    ) -> None:
+        self.config = BatchConfig(
+            provider=provider,
+            model=model,
+            base_url=base_url,
+            system=system,
+            max_tokens=max_tokens,
+            concurrency=concurrency,
+            rpm=rpm,
+            tpm=tpm,
+        ).check()
+        if api_key is None and provider in _KEY_ENV:
+            api_key = os.environ.get(_KEY_ENV[provider])
+        self._gate: Gate | None = (
+            RayGate(budget_actor(budget_name, rpm=rpm, tpm=tpm))
+            if rpm is not None or tpm is not None
+            else None
+        )
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(
+            target=self._loop.run_forever, name="rxturn-turnudf", daemon=True
+        )
+        self._thread.start()
+        self._runner = self._call(self._make_runner(api_key))
+
+    def __repr__(self) -> str:
+        return f"TurnUDF(provider={self.config.provider!r}, model={self.config.model!r})"
+
+    def _call(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+
+    async def _make_runner(self, api_key: str | None) -> Runner:
+        gate = self._gate if self._gate is not None else LocalGate(Budget())
+        return Runner(self.config, api_key=api_key, gate=gate)
+
+    async def _one(self, index: int, item: dict[str, object]) -> RowResult | BatchInputError:
+        try:
+            row = decode_row(item, index)
+        except BatchInputError as exc:
+            return exc
+        return await self._runner.run_row(row, input_sha(item))
+
+    async def _all(self, items: list[dict[str, object]]) -> list[RowResult | BatchInputError]:
+        return list(
+            await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
+        )
+
+    def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, list[object]]:
+        """One batch (columns) in, one row of results per input row out, in order."""
+        names = list(batch)
+        size = len(batch[names[0]]) if names else 0
+        items: list[dict[str, object]] = []
+        for i in range(size):
+            item: dict[str, object] = {}
+            for name in names:
+                value = _plain(batch[name][i])
+                if value is not None:
+                    item[name] = value
+            if "id" in item:
+                item["id"] = str(item["id"])
+            items.append(item)
+        results = self._call(self._all(items))
+        columns: dict[str, list[object]] = {name: [] for name in COLUMNS}
+        for item, result in zip(items, results, strict=True):
+            _append(columns, str(item.get("id", "")), result)
+        return columns
+
+    def close(self) -> None:
+        """Close the client and stop this actor's loop (Ray does it when the actor ends)."""
+        if self._loop.is_running():
+            self._call(self._runner.aclose())
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(timeout=10)
+
+
+def _append(columns: dict[str, list[object]], key: str, result: object) -> None:
+    if isinstance(result, RowOk):
+        usage = result.usage
+        values: tuple[object, ...] = (
+            result.id,
+            "ok",
+            result.message.text,
+            result.message.stop_reason or "",
+            result.model,
+            usage.input_tokens if usage is not None else 0,
+            usage.output_tokens if usage is not None else 0,
+            result.attempts,
+            "",
+            "",
+        )
+    elif isinstance(result, BatchInputError):
+        what = str(result).split(": ", 1)[-1]  # the row's place in its block means nothing here
+        values = (key, "error", "", "", "", 0, 0, 0, type(result).__name__, what)
+    else:
+        error = cast("Any", result)
+        values = (
+            error.id,
+            "error",
+            "",
+            "",
+            "",
+            0,
+            0,
+            error.attempts,
+            error.error.type,
+            error.error.message,
+        )
+    for name, value in zip(COLUMNS, values, strict=True):
+        columns[name].append(value)

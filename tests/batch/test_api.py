@@ -1,0 +1,209 @@
+"""The Python API: a coroutine over any iterable of rows, and an Observable of row results."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from reactivex import operators as ops
+
+from rxturn.batch import (
+    BatchConfig,
+    BatchInputError,
+    RowError,
+    RowOk,
+    RowResult,
+    batch_results,
+    run_batch,
+)
+from rxturn.batch._runner import drive
+from rxturn.testing import FakeProvider
+
+from ._support import cli, prompts, write_rows
+
+SCENARIO = {
+    "models": {
+        "m": [{"text": "an answer", "chunk_chars": 3}],
+        "bad": [{"status": 404, "error_message": "no such model"}],
+    }
+}
+
+
+def _config(url: str, **kwargs: Any) -> BatchConfig:
+    return BatchConfig(provider="openai", model="m", base_url=url, **kwargs)
+
+
+async def test_run_batch_returns_a_summary_and_reports_each_row() -> None:
+    rows = prompts(40)
+    rows[3]["model"] = "bad"
+    seen: list[RowResult] = []
+    async with FakeProvider(SCENARIO) as fake:
+        summary = await run_batch(rows, _config(fake.openai_base_url), on_result=seen.append)
+    assert (summary.total, summary.ok, summary.error, summary.pending) == (40, 39, 1, 0)
+    assert summary.exit_code == 3
+    assert sorted(r.id for r in seen) == sorted(r["id"] for r in rows)
+    failed = [r for r in seen if isinstance(r, RowError)]
+    assert [r.id for r in failed] == ["r3"]
+    assert failed[0].error.type == "NotFoundError"
+    served = [r for r in seen if isinstance(r, RowOk)]
+    assert all(r.text == "an answer" for r in served)
+    assert summary.output_tokens == sum(r.usage.output_tokens for r in served if r.usage)
+
+
+async def test_the_observable_composes_with_rx_operators() -> None:
+    rows = prompts(25)
+    rows[0]["model"] = "bad"
+    async with FakeProvider(SCENARIO) as fake:
+        done: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+        batch_results(rows, _config(fake.openai_base_url, concurrency=5)).pipe(
+            ops.filter(lambda r: isinstance(r, RowOk)),
+            ops.map(lambda r: r.id),
+            ops.to_list(),
+        ).subscribe(on_next=done.set_result, on_error=done.set_exception)
+        ids = await asyncio.wait_for(done, 30)
+    assert sorted(ids) == sorted(f"r{i}" for i in range(1, 25))
+
+
+async def test_disposing_the_observable_cancels_the_rows_in_flight() -> None:
+    slow = {"models": {"*": [{"text": "slow", "stall_after_events": 1}]}}
+    async with FakeProvider(slow) as fake:
+        results: list[RowResult] = []
+        subscription = batch_results(prompts(10), _config(fake.openai_base_url)).subscribe(
+            results.append
+        )
+        for _ in range(500):
+            if len(fake.requests) == 10:
+                break
+            await asyncio.sleep(0.01)
+        assert len(fake.requests) == 10
+        subscription.dispose()
+        for _ in range(500):
+            if fake.disconnects == 10:
+                break
+            await asyncio.sleep(0.01)
+        assert fake.disconnects == 10  # every stream in flight was closed
+    assert results == []
+
+
+async def test_a_bad_row_is_a_typed_error_naming_it() -> None:
+    async with FakeProvider(SCENARIO) as fake:
+        try:
+            await run_batch([{"id": "a", "prompt": "x"}, {"id": "b"}], _config(fake.base_url))
+        except BatchInputError as exc:
+            assert str(exc).startswith("line 2: a row of no known shape")
+        else:
+            raise AssertionError("no error")
+
+
+async def test_rows_are_read_only_as_fast_as_places_free_up() -> None:
+    pulled = 0
+    finished = 0
+    most_ahead = 0
+
+    def rows() -> Iterator[int]:
+        nonlocal pulled, most_ahead
+        for i in range(200):
+            pulled += 1
+            most_ahead = max(most_ahead, pulled - finished)
+            yield i
+
+    async def work(_: int) -> None:
+        nonlocal finished
+        await asyncio.sleep(0)
+        finished += 1
+
+    running = await drive(rows(), lambda job: asyncio.ensure_future(work(job)), limit=7)
+    await asyncio.gather(*running)
+    assert finished == 200
+    assert most_ahead <= 7  # never more rows in memory than places
+
+
+def test_importing_rxturn_batch_loads_neither_ray_nor_pyarrow() -> None:
+    code = (
+        "import sys, rxturn.batch, rxturn.ray\n"
+        "print(','.join(m for m in ('ray', 'pyarrow', 'pandas') if m in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.strip() == ""
+
+
+async def test_the_fake_provider_holds_150_streams_at_once() -> None:
+    # every reply takes 10 events 100 ms apart: all 150 requests arrive before any finishes
+    scenario = {"models": {"*": [{"text": "x" * 40, "chunk_chars": 4, "delay_ms": 100}]}}
+    first_done: list[float] = []
+    async with FakeProvider(scenario) as fake:
+        summary = await run_batch(
+            prompts(150),
+            _config(fake.openai_base_url, concurrency=150),
+            on_result=lambda _: first_done.append(time.monotonic()),
+        )
+        arrivals = [r.arrived for r in fake.received]
+    assert summary.ok == 150
+    assert sum(1 for t in arrivals if t < min(first_done)) == 150
+
+
+def test_progress_json_has_exactly_the_documented_keys(tmp_path: Path) -> None:
+    from cli._support import fake_server
+
+    slow = {"models": {"*": [{"text": "slow reply", "chunk_chars": 2, "delay_ms": 40}]}}
+    inp = write_rows(tmp_path / "in.jsonl", prompts(60))
+    with fake_server(slow, tmp_path) as url:
+        done = cli(
+            "batch", "run", str(inp), "-o", str(tmp_path / "out.jsonl"), "--provider", "openai",
+            "--model", "m", "--base-url", url, "--concurrency", "10", "--progress", "json",
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    reports = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    assert len(reports) >= 2
+    keys = {"done", "total", "ok", "error", "rows_per_s", "tokens_per_s", "waiting_s", "eta_s"}
+    assert all(set(report) == keys for report in reports)
+    assert reports[-1]["done"] == reports[-1]["total"] == 60
+    assert [r["done"] for r in reports] == sorted(r["done"] for r in reports)
+
+
+def test_nothing_reaches_a_pipe_unless_asked(tmp_path: Path) -> None:
+    from cli._support import fake_server
+
+    inp = write_rows(tmp_path / "in.jsonl", prompts(5))
+    with fake_server({"models": {"*": [{"text": "ok"}]}}, tmp_path) as url:
+        done = cli(
+            "batch", "run", str(inp), "-o", str(tmp_path / "out.jsonl"), "--provider", "openai",
+            "--model", "m", "--base-url", url,
+        )  # fmt: skip
+    assert done.returncode == 0
+    assert done.stdout == ""
+    assert done.stderr.count("\n") == 1  # the summary line only
+    assert done.stderr.startswith("rxturn batch: 5 rows: 5 ok, 0 error, 0 pending")
+
+
+def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    inp = write_rows(tmp_path / "in.jsonl", prompts(3000))
+    out = tmp_path / "out.jsonl"
+    out.write_text(
+        "".join(
+            json.dumps({"id": f"r{i}", "status": "error", "error": {"type": "X", "message": "m"}})
+            + "\n"
+            for i in range(3000)
+        )
+    )
+    from cli._support import RXTURN, clean_env
+
+    shell = subprocess.run(
+        f"{' '.join(RXTURN)} batch export {out} --input {inp} | head -1",
+        shell=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(),
+    )
+    assert shell.stdout.count("\n") == 1
+    assert shell.stderr == ""

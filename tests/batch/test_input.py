@@ -1,0 +1,154 @@
+"""Input rows: the four shapes decode to the same turn, and every bad line names its number."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from rxturn.batch import BatchInputError, decode_row, input_sha, scan_input
+from rxturn.messages import Message
+
+
+def test_the_four_shapes_ask_the_same_question() -> None:
+    native = decode_row({"id": "a", "prompt": "hi"}, 1)
+    messages = decode_row(
+        {"id": "a", "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}]},
+        1,
+    )
+    openai = decode_row(
+        {
+            "custom_id": "a",
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {"model": "gpt-x", "messages": [{"role": "user", "content": "hi"}]},
+        },
+        1,
+    )
+    anthropic = decode_row(
+        {
+            "custom_id": "a",
+            "params": {
+                "model": "claude-x",
+                "max_tokens": 50,
+                "messages": [{"role": "user", "content": [{"type": "text", "text": "hi"}]}],
+            },
+        },
+        1,
+    )
+    for row in (native, messages, openai, anthropic):
+        assert row.key == "a"
+        assert row.messages == (Message.user("hi"),)
+    assert native.model is None
+    assert openai.model == "gpt-x"
+    assert anthropic.model == "claude-x"
+    assert anthropic.options == {"max_tokens": 50}
+
+
+def test_a_system_role_and_body_fields_become_system_and_options() -> None:
+    row = decode_row(
+        {
+            "custom_id": 7,
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {
+                "model": "gpt-x",
+                "max_completion_tokens": 20,
+                "temperature": 0.5,
+                "messages": [
+                    {"role": "system", "content": "be brief"},
+                    {"role": "user", "content": "hi"},
+                    {"role": "assistant", "content": "hello"},
+                    {"role": "user", "content": "again"},
+                ],
+            },
+        },
+        3,
+    )
+    assert row.key == "7"
+    assert row.system == "be brief"
+    assert [m.role for m in row.messages] == ["user", "assistant", "user"]
+    assert row.options == {"max_tokens": 20, "temperature": 0.5}
+
+
+def test_a_row_without_an_id_is_keyed_by_line_and_content() -> None:
+    first = decode_row({"prompt": "hi"}, 4, b'{"prompt": "hi"}\n')
+    again = decode_row({"prompt": "hi"}, 4, b'{"prompt": "hi"}\n')
+    other = decode_row({"prompt": "hi"}, 5, b'{"prompt": "hi"}\n')
+    assert first.key == again.key
+    assert first.key != other.key
+    assert first.key.startswith("line-4-")
+
+
+def test_input_sha_is_the_sha256_of_canonical_json() -> None:
+    row = {"prompt": "h\u00e9", "id": "a", "options": {"temperature": 1, "max_tokens": 5}}
+    canonical = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert input_sha(row) == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ("not json at all", "not valid JSON"),
+        ("[1, 2]", "expected a JSON object"),
+        ('{"id": "x", "question": "hi"}', "no known shape"),
+        ('{"id": "x", "prompt": "   "}', "prompt is empty"),
+        ('{"id": "x", "prompt": 5}', "prompt must be a string"),
+        ('{"id": "x", "prompt": "hi", "colour": "red"}', "unknown field 'colour'"),
+        ('{"id": "x", "prompt": "hi", "options": {"tempo": 1}}', "unknown request option"),
+        ('{"id": "x", "prompt": "hi", "options": {"max_tokens": "many"}}', "options"),
+        ('{"id": "", "prompt": "hi"}', "id must not be empty"),
+        ('{"id": true, "prompt": "hi"}', "id must be a string or an integer"),
+        ('{"id": "x", "messages": []}', "end with a user message"),
+        (
+            '{"id": "x", "messages": [{"role": "user", "content": [{"type": "text", '
+            '"text": "a"}]}, {"role": "assistant", "content": [{"type": "text", "text": "b"}]}]}',
+            "end with a user message",
+        ),
+        ('{"custom_id": "x", "params": {"messages": "hi"}}', "messages must be a non-empty list"),
+        (
+            '{"custom_id": "x", "params": {"messages": [{"role": "user", "content": '
+            '[{"type": "image"}]}]}}',
+            "only text parts",
+        ),
+        ('{"custom_id": "x", "method": "POST", "url": "/", "body": 3}', "'body' object"),
+    ],
+)
+def test_every_bad_line_is_a_typed_error_naming_its_line(
+    tmp_path: Path, line: str, words: str
+) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text('{"id": "ok", "prompt": "fine"}\n\n' + line + "\n")
+    with pytest.raises(BatchInputError) as caught:
+        scan_input(path)
+    assert caught.value.line == 3
+    assert str(caught.value).startswith("line 3: ")
+    assert words in str(caught.value)
+    assert "\n" not in str(caught.value)
+
+
+def test_a_duplicate_key_names_both_lines(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text(
+        '{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n'
+        '{"custom_id": "a", "params": {"messages": [{"role": "user", "content": "z"}]}}\n'
+    )
+    with pytest.raises(BatchInputError, match=r"line 3: duplicate key 'a' \(first on line 1\)"):
+        scan_input(path)
+
+
+def test_the_scan_keeps_keys_in_input_order(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps({"id": f"k{i}", "prompt": "p"}) + "\n" for i in (3, 1, 2)))
+    index = scan_input(path)
+    assert list(index.keys) == ["k3", "k1", "k2"]
+    assert index.total == 3
+
+
+def test_non_utf8_input_is_a_line_error(tmp_path: Path) -> None:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(b'{"id": "a", "prompt": "\xff"}\n')
+    with pytest.raises(BatchInputError, match="line 1: not valid JSON"):
+        scan_input(path)

@@ -1,0 +1,149 @@
+"""Ray Data: ``TurnUDF`` in an actor pool, the shared budget actor, and ``batch run --ray``.
+
+One local Ray cluster (2 CPUs) for the module; the provider is the fake, served from a thread
+of this process so its request arrival times can be read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import json
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the ray extra: pip install -e '.[ray]'")
+
+from rxturn.ray import COLUMNS, TurnUDF, budget_actor  # noqa: E402
+from rxturn.testing import FakeProvider  # noqa: E402
+
+# Ray's own deprecation notices (about its defaults, not rxturn's calls) are not failures here
+pytestmark = pytest.mark.filterwarnings("ignore:::ray")
+
+SCENARIO = {
+    "models": {
+        "m": [{"text": "an answer"}],
+        "bad": [{"status": 400, "error_message": "refused"}],
+    }
+}
+
+
+class ThreadedFake:
+    """A FakeProvider on its own event loop in a thread (Ray's calls block this one)."""
+
+    def __init__(self, scenario: dict[str, Any]) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+        self.fake = FakeProvider(scenario)
+        asyncio.run_coroutine_threadsafe(self.fake.start(), self.loop).result(30)
+
+    def close(self) -> None:
+        asyncio.run_coroutine_threadsafe(self.fake.stop(), self.loop).result(30)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(10)
+        self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeProvider]:
+    served = ThreadedFake(SCENARIO)
+    try:
+        yield served.fake
+    finally:
+        served.close()
+
+
+@pytest.mark.timeout(300)
+def test_every_row_comes_back_as_a_row_with_fixed_types(cluster: None, fake: FakeProvider) -> None:
+    items: list[dict[str, Any]] = [
+        {"id": f"r{i}", "prompt": f"question {i}", "model": None} for i in range(40)
+    ]
+    items[5]["model"] = "bad"  # the provider refuses it
+    items[9]["prompt"] = "   "  # not a row at all
+    ds = ray.data.from_items(items).map_batches(
+        TurnUDF,
+        fn_constructor_kwargs={
+            "provider": "openai",
+            "model": "m",
+            "base_url": fake.openai_base_url,
+            "concurrency": 8,
+        },
+        compute=ray.data.ActorPoolStrategy(size=2),
+        batch_size=10,
+    )
+    rows = ds.take_all()
+    assert len(rows) == 40
+    assert {row["id"] for row in rows} == {item["id"] for item in items}
+    for row in rows:
+        assert tuple(row) == COLUMNS
+        assert all(isinstance(row[n], str) for n in COLUMNS if n not in _INTS)
+        assert all(isinstance(row[n], int) for n in _INTS)
+    by_id = {row["id"]: row for row in rows}
+    assert by_id["r0"]["status"] == "ok" and by_id["r0"]["text"] == "an answer"
+    assert by_id["r0"]["output_tokens"] > 0 and by_id["r0"]["stop_reason"] == "end_turn"
+    assert by_id["r5"]["status"] == "error" and by_id["r5"]["error_type"] == "BadRequestError"
+    assert by_id["r9"]["status"] == "error" and by_id["r9"]["error_type"] == "BatchInputError"
+    assert sum(row["status"] == "ok" for row in rows) == 38, [
+        (r["id"], r["error_type"], r["error_message"]) for r in rows if r["status"] != "ok"
+    ][:4]
+    assert len(fake.requests) == 39  # the malformed row was never sent
+
+
+_INTS = ("input_tokens", "output_tokens", "attempts")
+
+
+@pytest.mark.timeout(300)
+def test_the_named_budget_actor_holds_the_rate_over_every_actor(
+    cluster: None, fake: FakeProvider
+) -> None:
+    # created by the driver with a one-second window, so the test stays short
+    # (the driver owns it: the actor lives as long as this handle)
+    budget = budget_actor("rxturn-test-budget", rpm=8, window=1.0)
+    items = [{"id": f"r{i}", "prompt": "q"} for i in range(30)]
+    ds = ray.data.from_items(items).map_batches(
+        TurnUDF,
+        fn_constructor_kwargs={
+            "provider": "anthropic",
+            "model": "m",
+            "base_url": fake.base_url,
+            "rpm": 8,
+            "budget_name": "rxturn-test-budget",
+        },
+        compute=ray.data.ActorPoolStrategy(size=2),
+        batch_size=5,
+    )
+    assert all(row["status"] == "ok" for row in ds.take_all())
+    arrivals = sorted(r.arrived for r in fake.received)
+    most = max(bisect.bisect_left(arrivals, t + 0.95) - i for i, t in enumerate(arrivals))
+    assert most <= 8
+    assert arrivals[-1] - arrivals[0] >= 3.0
+    ray.kill(budget)
+
+
+@pytest.mark.timeout(300)
+def test_batch_run_on_ray_actors_writes_one_line_per_row(
+    cluster: None, fake: FakeProvider, tmp_path: Path
+) -> None:
+    from batch._support import assert_complete, prompts, run_batch, write_rows
+
+    inp = write_rows(tmp_path / "in.jsonl", prompts(60))
+    out = tmp_path / "out.jsonl"
+    address = ray.get_runtime_context().gcs_address
+    done = run_batch(inp, out, fake.base_url, "--ray", address, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_complete(out, [f"r{i}" for i in range(60)])
+    assert json.loads((tmp_path / "out.jsonl.manifest.json").read_text())["runs"] == 1
