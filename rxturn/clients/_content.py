@@ -18,7 +18,6 @@ from .._media import describe_size, kind_of
 from ..errors import ConfigError
 from ..messages import (
     AudioPart,
-    CachePoint,
     DocumentPart,
     FileIdSource,
     ImagePart,
@@ -41,7 +40,6 @@ __all__ = [
     "check_inline_limits",
     "check_source",
     "data_url",
-    "has_cache_point",
     "logger",
     "plain_text",
     "prompt_cache_fields",
@@ -170,13 +168,6 @@ def cache_value(value: object, where: str) -> str | None:
     if isinstance(value, str) and value in CACHE_TTLS:
         return value
     raise ConfigError(f"{where} must be True, False, '5m' or '1h', got {value!r}")
-
-
-def has_cache_point(request: Request) -> bool:
-    """Whether any message of the request carries a :class:`CachePoint`."""
-    return any(
-        isinstance(part, CachePoint) for message in request.messages for part in message.content
-    )
 
 
 def prompt_cache_fields(options: RequestOptions, body: dict[str, Any]) -> bool:

@@ -8,6 +8,7 @@ import logging
 from typing import Any
 
 import pytest
+from _client_support import PROVIDER_IDS, PROVIDERS, Provider, run_stream
 from _media_files import MP3, pdf, png
 
 from rxturn import (
@@ -338,3 +339,15 @@ def test_a_1h_breakpoint_after_a_5m_one_is_refused() -> None:
     ordered = Request(messages=(Message.user("a", CachePoint("1h")),), system="s")
     body = anthropic(ordered, RequestOptions(cache_system="1h", cache_messages="5m"))
     assert body["system"][0]["cache_control"]["ttl"] == "1h"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS, ids=PROVIDER_IDS)
+async def test_every_route_of_the_fake_takes_an_image_streaming(provider: Provider) -> None:
+    request = user(TextPart("what is it?"), IMAGE, CachePoint())
+    async with FakeProvider({"models": {"*": [{"text": "a square"}]}}) as fake:
+        async with provider.client(fake) as client:
+            events, error = await run_stream(client.stream(request))
+        assert error is None
+        assert events
+        [body] = fake.requests
+    assert base64.b64encode(PNG).decode() in str(body)

@@ -69,10 +69,10 @@ async def test_anthropic_media_and_cache_match_the_sdk() -> None:
                     context="Q3 numbers",
                     citations=True,
                 ),
-                CachePoint(),
+                CachePoint("1h"),
                 DocumentPart(InlineSource("text/plain", b"plain notes"), title="Notes"),
                 DocumentPart(UrlSource("https://example.com/a.pdf")),
-                CachePoint("1h"),
+                CachePoint(),
             ),
             Message(
                 role="assistant",
@@ -89,7 +89,7 @@ async def test_anthropic_media_and_cache_match_the_sdk() -> None:
             ),
         ),
     )
-    options = RequestOptions(cache_system=True, cache_tools="1h")
+    options = RequestOptions(cache_system="1h", cache_tools="1h")
     async with FakeProvider() as fake:
         async with AnthropicClient("claude-test", api_key="k", base_url=fake.base_url) as client:
             await client.create(request, options)
@@ -103,7 +103,7 @@ async def test_anthropic_media_and_cache_match_the_sdk() -> None:
                     {
                         "type": "text",
                         "text": "You read documents.",
-                        "cache_control": {"type": "ephemeral"},
+                        "cache_control": {"type": "ephemeral", "ttl": "1h"},
                     }
                 ],
                 tools=[
@@ -141,7 +141,7 @@ async def test_anthropic_media_and_cache_match_the_sdk() -> None:
                                 "title": "Report",
                                 "context": "Q3 numbers",
                                 "citations": {"enabled": True},
-                                "cache_control": {"type": "ephemeral"},
+                                "cache_control": {"type": "ephemeral", "ttl": "1h"},
                             },
                             {
                                 "type": "document",
@@ -155,7 +155,7 @@ async def test_anthropic_media_and_cache_match_the_sdk() -> None:
                             {
                                 "type": "document",
                                 "source": {"type": "url", "url": "https://example.com/a.pdf"},
-                                "cache_control": {"type": "ephemeral", "ttl": "1h"},
+                                "cache_control": {"type": "ephemeral"},
                             },
                         ],
                     },
