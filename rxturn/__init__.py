@@ -3,7 +3,7 @@
 The public names, in the order the pipeline runs: the vocabulary, the fold and replay, the
 resilience pieces, the turn, the clients. Type checkers read them from the ``if TYPE_CHECKING:``
 imports below; at run time ``_HOMES`` maps each to its module, which is imported when the name is
-first used (PEP 562, :func:`rxturn._exports.lazy_getattr`). So ``import rxturn`` stays light, and
+first used (PEP 562, :func:`rxturn._exports.lazy_exports`). So ``import rxturn`` stays light, and
 ``import rxturn.wire`` loads no asyncio, reactivex, aiohttp or tiktoken.
 
 The fold itself is :func:`rxturn.fold.fold`: ``rxturn.fold`` is its module.
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ._exports import lazy_getattr
+from ._exports import lazy_exports
 from ._version import __version__ as __version__
 
 if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
@@ -269,4 +269,4 @@ _HOMES: dict[str, str] = {
 
 if not TYPE_CHECKING:  # type checkers take the public names from the imports above
     __all__ = sorted([*_HOMES, "__version__"])
-__getattr__ = lazy_getattr(globals(), _HOMES)
+__getattr__, __dir__ = lazy_exports(globals(), _HOMES)

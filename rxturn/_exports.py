@@ -2,8 +2,8 @@
 
 A package lists its public names twice, both plain: an ``if TYPE_CHECKING:`` block of
 ``from .x import A as A`` imports, which type checkers read, and a dict ``name -> module`` that
-:func:`lazy_getattr` turns into the package's ``__getattr__``. tests/test_public_api.py checks
-that the two lists, ``__all__`` and the modules agree.
+:func:`lazy_exports` turns into the package's ``__getattr__`` and ``__dir__``.
+tests/test_public_api.py checks that the two lists, ``__all__`` and the modules agree.
 """
 
 from __future__ import annotations
@@ -11,15 +11,18 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 
-__all__ = ["lazy_getattr"]
+__all__ = ["lazy_exports"]
 
 
-def lazy_getattr(namespace: dict[str, object], homes: Mapping[str, str]) -> Callable[[str], object]:
-    """The module ``__getattr__`` of the package whose ``globals()`` is ``namespace``.
+def lazy_exports(
+    namespace: dict[str, object], homes: Mapping[str, str]
+) -> tuple[Callable[[str], object], Callable[[], list[str]]]:
+    """The module ``__getattr__`` and ``__dir__`` of the package whose ``globals()`` is
+    ``namespace``.
 
     ``homes`` maps each public name to its module, relative to the package (``".messages"``).
     The first access imports that module and caches the value in the package, so later accesses
-    are plain attribute lookups.
+    are plain attribute lookups. ``__dir__`` lists the lazy names too (for completion).
     """
     package = str(namespace["__name__"])
 
@@ -31,4 +34,7 @@ def lazy_getattr(namespace: dict[str, object], homes: Mapping[str, str]) -> Call
         namespace[name] = value
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *homes})
+
+    return __getattr__, __dir__

@@ -21,6 +21,8 @@ from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # runs the benchmark harness as a subprocess
+
 ROOT = Path(__file__).resolve().parent.parent
 RUN = ROOT / "benchmarks" / "run.py"
 

@@ -211,6 +211,7 @@ def comparable(nb: Any) -> list[list[Any]]:
     return cells
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("fresh_kernel_env")
 def test_turn_pipeline_notebook_runs() -> None:
     nb = executed("01_turn_pipeline.ipynb")
@@ -226,6 +227,7 @@ def test_turn_pipeline_notebook_runs() -> None:
     assert "network chunk" in text and " 1 batches" not in text
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("fresh_kernel_env")
 def test_resilience_lab_notebook_runs() -> None:
     nb = executed("02_resilience_lab.ipynb")
@@ -233,6 +235,7 @@ def test_resilience_lab_notebook_runs() -> None:
     assert png_count(nb) >= 2  # scenarios side by side, and the breaker over virtual time
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("fresh_kernel_env")
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_stored_outputs_are_fresh(path: Path) -> None:

@@ -32,6 +32,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_quickstart_runs_offline() -> None:
     text = README.read_text()
     section = text.split("## Quickstart", 1)[1]
@@ -51,6 +52,7 @@ def test_the_first_example_uses_the_resilient_handler() -> None:
     assert "passthrough" in README.read_text().split("## Pointing it at", 1)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("index", range(len(_blocks())), ids=lambda i: f"block{i + 1}")
 def test_every_python_block_runs(index: int) -> None:
     out = _run(_blocks()[index])
@@ -58,6 +60,7 @@ def test_every_python_block_runs(index: int) -> None:
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_the_composing_example_folds_only_the_attempt_that_served() -> None:
     (block,) = [b for b in _blocks() if "fold_handler" in b]
     out = _run(block)

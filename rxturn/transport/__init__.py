@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .._exports import lazy_getattr
+from .._exports import lazy_exports
 
 if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
     from ._base import AsyncTransport as AsyncTransport
@@ -25,4 +25,4 @@ _HOMES: dict[str, str] = {
 
 if not TYPE_CHECKING:  # type checkers take the public names from the imports above
     __all__ = sorted(_HOMES)
-__getattr__ = lazy_getattr(globals(), _HOMES)
+__getattr__, __dir__ = lazy_exports(globals(), _HOMES)

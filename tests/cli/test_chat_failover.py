@@ -11,6 +11,8 @@ import pytest
 
 from ._support import fake_server, run
 
+pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
+
 SCENARIO = {
     "models": {
         "gone": [{"status": 404, "error_type": "not_found_error"}],

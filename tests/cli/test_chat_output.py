@@ -15,6 +15,8 @@ import pytest
 
 from ._support import SGR, clean_env, fake_server, run, run_tty, screen
 
+pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
+
 FAILED_Q = "qqqq qqqq qqqq qqqq qqqq qqqq"
 FAILED_Z = "zzzz zzzz zzzz zzzz"
 CLEAN = "the clean reply"

@@ -10,6 +10,8 @@ import pytest
 
 from ._support import fake_server, received, run
 
+pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
+
 SCENARIO = {
     "models": {
         "bad": [{"status": 401}],

@@ -11,6 +11,8 @@ import pytest
 
 from ._support import RXTURN, clean_env, fake_server, received, run
 
+pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
+
 SECRET = "sk-ant-test-SECRET-0123456789"
 
 SCENARIO = {

@@ -29,6 +29,7 @@ def _error_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if ERROR_LINE.match(line)]
 
 
+@pytest.mark.slow
 def test_a_closed_port_is_one_error_line_naming_the_url() -> None:
     port = closed_port()
     out = run("chat", "--provider", "anthropic", "--base-url", f"http://127.0.0.1:{port}",
@@ -45,6 +46,7 @@ def test_a_closed_port_is_one_error_line_naming_the_url() -> None:
     assert "Traceback" not in out.stderr
 
 
+@pytest.mark.slow
 def test_a_wrong_url_names_the_status_and_the_url(url: str) -> None:
     out = run("chat", "--provider", "anthropic", "--base-url", f"{url}/nope", "--model", "m", "hi")
     assert out.returncode == 1
@@ -53,6 +55,7 @@ def test_a_wrong_url_names_the_status_and_the_url(url: str) -> None:
     assert error.endswith(f"(model m at {url}/nope)")
 
 
+@pytest.mark.slow
 def test_an_http_error_names_the_model_and_the_url(url: str) -> None:
     out = run("chat", "--provider", "openai", "--base-url", url, "--model", "bad", "hi")
     assert out.returncode == 1
@@ -61,6 +64,7 @@ def test_an_http_error_names_the_model_and_the_url(url: str) -> None:
     assert error.endswith(f"(model bad at {url})")
 
 
+@pytest.mark.slow
 def test_a_malformed_base_url_is_a_usage_error_and_nothing_is_sent() -> None:
     out = run("chat", "--provider", "ollama", "--base-url", "localhost:11434", "--model", "m", "hi")
     assert out.returncode == 2
@@ -68,6 +72,7 @@ def test_a_malformed_base_url_is_a_usage_error_and_nothing_is_sent() -> None:
     assert "--base-url must start with http:// or https://" in out.stderr
 
 
+@pytest.mark.slow
 def test_every_command_uses_the_same_error_style(tmp_path: Path) -> None:
     bad_scenario = tmp_path / "bad.json"
     bad_scenario.write_text('{"models": {"*": [{"txet": "typo"}]}}')

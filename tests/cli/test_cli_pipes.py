@@ -16,6 +16,8 @@ from rxturn.testing._emit import ReplyContext, stream_events
 
 from ._support import RXTURN, TIMEOUT, clean_env, fake_server, run
 
+pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
+
 BASIC = FIXTURES / "anthropic" / "basic_response.sse"
 TOOL_USE = FIXTURES / "anthropic" / "tool_use_response.sse"
 

@@ -33,6 +33,7 @@ def rxturn(*args: str | Path) -> subprocess.CompletedProcess[str]:
 # -- success -------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", sorted(FIXTURES.glob("*/*.sse")), ids=lambda p: p.name)
 def test_json_prints_exactly_one_message_object(path: Path) -> None:
     result = rxturn(path, "--json")
@@ -43,6 +44,7 @@ def test_json_prints_exactly_one_message_object(path: Path) -> None:
     assert document == json.loads(message_to_json(replay_message(path)))
 
 
+@pytest.mark.slow
 def test_explicit_format_gives_the_same_json() -> None:
     assert (
         rxturn(PARALLEL, "--json", "--format", "openai").stdout == rxturn(PARALLEL, "--json").stdout
@@ -98,6 +100,7 @@ def test_text_output_names_the_cache_and_reasoning_counts(
     )
 
 
+@pytest.mark.slow
 def test_help_lists_replay() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "rxturn", "--help"],
@@ -179,6 +182,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", CASES)
 def test_failure_in_a_subprocess(tmp_path: Path, case: str) -> None:
     file, expected, extra = _bad_inputs(tmp_path)[case]
@@ -218,6 +222,7 @@ RESPONSES_CALL = (
 )
 
 
+@pytest.mark.slow
 def test_keep_thinking_adds_the_thinking_part_and_nothing_else() -> None:
     plain = json.loads(rxturn(THINKING, "--json").stdout)
     kept = json.loads(rxturn(THINKING, "--json", "--keep-thinking").stdout)
@@ -237,6 +242,7 @@ def test_keep_thinking_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[0].startswith("[thinking] ")
 
 
+@pytest.mark.slow
 def test_responses_format_explicit_and_auto() -> None:
     explicit = rxturn(RESPONSES_CALL, "--json", "--format", "openai-responses")
     assert (explicit.returncode, explicit.stderr) == (0, "")
@@ -254,6 +260,7 @@ def test_refusal_text_output(capsys: pytest.CaptureFixture[str]) -> None:
     assert lines[1].startswith("-- stop: refusal,")
 
 
+@pytest.mark.slow
 def test_wrong_format_for_a_responses_stream_is_exit_2() -> None:
     result = rxturn(RESPONSES_CALL, "--format", "anthropic")
     assert result.returncode == 2 and result.stdout == ""

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
+
+import pytest
 
 
-def test_demo_plays_the_story_and_exits_0() -> None:
-    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
-    out = subprocess.run(
-        [sys.executable, "-m", "rxturn", "demo"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=env,
-    )
-    assert out.returncode == 0, out.stdout + out.stderr
+@pytest.mark.slow
+def test_demo_plays_the_story_and_exits_0(piped_demo: subprocess.CompletedProcess[str]) -> None:
+    out = piped_demo
     text = out.stdout
     notices = out.stderr  # retries, rescue, failures, breaker and model switches: on stderr
     assert "\033[" not in text  # no colour when stdout is not a terminal

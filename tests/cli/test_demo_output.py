@@ -9,7 +9,9 @@ import pytest
 
 from rxturn.cli import _demo_story as story
 
-from ._support import SGR, clean_env, run, run_tty, screen
+from ._support import SGR, clean_env, run_tty, screen
+
+pytestmark = pytest.mark.slow  # each test plays the demo in real time (the piped run is shared)
 
 REPLIES = {story._T1, story._T2, story._T3, story._T5, story._T6A, story._T6B, story._T7}
 
@@ -26,24 +28,17 @@ def _reply_lines(lines: list[str]) -> list[str]:
     ]
 
 
-@pytest.fixture(scope="module")
-def piped() -> subprocess.CompletedProcess[str]:
-    out = run("demo")
-    assert out.returncode == 0, out.stdout + out.stderr
-    return out
-
-
 def test_piped_demo_writes_only_whole_served_replies(
-    piped: subprocess.CompletedProcess[str],
+    piped_demo: subprocess.CompletedProcess[str],
 ) -> None:
-    replies = _reply_lines(piped.stdout.splitlines())
+    replies = _reply_lines(piped_demo.stdout.splitlines())
     assert sorted(replies) == sorted(REPLIES)  # each once, whole: no dropped or truncated part
 
 
 def test_piped_demo_tells_notices_in_order_on_stderr(
-    piped: subprocess.CompletedProcess[str],
+    piped_demo: subprocess.CompletedProcess[str],
 ) -> None:
-    out = piped
+    out = piped_demo
     notices = out.stderr.splitlines()
     assert all(line.startswith("  ") for line in notices)  # nothing else on stderr
     failures = [i for i, line in enumerate(notices) if "rx-primary failed: RescueFailed" in line]

@@ -51,6 +51,7 @@ def test_the_key_table_lists_exactly_the_entry_keys() -> None:
     assert sorted(documented) == sorted(Entry.__struct_fields__)
 
 
+@pytest.mark.slow
 def test_fake_server_help_points_at_the_document() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "rxturn", "fake-server", "--help"],
@@ -63,6 +64,7 @@ def test_fake_server_help_points_at_the_document() -> None:
     assert "SPEC" not in out.stdout
 
 
+@pytest.mark.slow
 def test_the_assertion_recipe_runs() -> None:
     (code,) = re.findall(r"^```python\n(.*?)^```", DOC.read_text(), re.S | re.M)
     env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
@@ -106,6 +108,7 @@ async def _run(
         return outcomes, len(fake.requests)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("title", "text", "attempts"),
     [
@@ -126,17 +129,20 @@ async def test_a_fault_example_is_absorbed_as_documented(
     assert requests == attempts
 
 
+@pytest.mark.slow
 async def test_a_permanent_error_fails_at_once() -> None:
     ([error], requests) = await _run(EXAMPLES["A permanent error"])
     assert isinstance(error, AuthenticationError)
     assert requests == 1  # never retried, never rescued
 
 
+@pytest.mark.slow
 async def test_a_scripted_error_text_is_recognised() -> None:
     ([error], _) = await _run(EXAMPLES["A scripted error text"])
     assert isinstance(error, ContextOverflowError)
 
 
+@pytest.mark.slow
 async def test_a_server_error_is_rescued_then_trips_the_breaker() -> None:
     outcomes, _ = await _run(
         EXAMPLES["A server error"],
@@ -149,6 +155,7 @@ async def test_a_server_error_is_rescued_then_trips_the_breaker() -> None:
     assert outcomes[3].turns[-1].model == "backup"
 
 
+@pytest.mark.slow
 async def test_a_stall_finishes_by_default_and_is_retried_with_a_short_idle_deadline() -> None:
     scenario = EXAMPLES["A stall"]
     ([patient], _) = await _run(scenario)
@@ -158,6 +165,7 @@ async def test_a_stall_finishes_by_default_and_is_retried_with_a_short_idle_dead
     assert (impatient.text, impatient.turns[-1].attempts) == ("quick this time", 2)
 
 
+@pytest.mark.slow
 async def test_a_tool_call_then_the_answer() -> None:
     cities: list[str] = []
 
@@ -172,6 +180,7 @@ async def test_a_tool_call_then_the_answer() -> None:
     assert requests == 2
 
 
+@pytest.mark.slow
 async def test_thinking_a_truncated_reply_no_usage() -> None:
     ([result], _) = await _run(EXAMPLES["Thinking, a truncated reply, no usage"])
     assert result.text == "Four."

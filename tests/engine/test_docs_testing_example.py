@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 
 
+@pytest.mark.slow
 def test_the_documented_example_passes(tmp_path: Path) -> None:
     text = DOC.read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.DOTALL)

@@ -7,9 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "observability.md"
 
 
+@pytest.mark.slow
 def test_the_console_example_runs() -> None:
     example = re.findall(r"```python\n(.*?)```", DOC.read_text(), re.DOTALL)[0]
     out = subprocess.run(

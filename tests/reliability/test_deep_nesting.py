@@ -224,6 +224,7 @@ def test_replay_raises_a_located_protocol_error(fmt: str, shape: str) -> None:
     assert "line" in str(caught.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape", SHAPES)
 def test_rxturn_replay_prints_one_line_and_exits_2(shape: str, tmp_path: Path) -> None:
     path = tmp_path / "deep.sse"
@@ -354,6 +355,7 @@ async def _run_cli(*argv: str, env: dict[str, str] | None = None) -> tuple[int, 
     return process.returncode, out.decode(), err.decode()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("no_stream", [False, True], ids=["stream", "no-stream"])
 @pytest.mark.parametrize("fmt", FORMAT_NAMES)
 async def test_chat_json_reports_a_deep_reply_as_one_error_object(

@@ -76,7 +76,8 @@ from ._support import (
     split_at,
 )
 
-pytestmark = pytest.mark.timeout(90)
+# the fuzz suite, many generated inputs per test: out of the inner loop
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(90)]
 
 EXAMPLES = int(os.environ.get("RXTURN_FUZZ_EXAMPLES", "150"))
 FUZZ = settings(

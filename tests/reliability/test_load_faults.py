@@ -185,6 +185,7 @@ def _broken_cells(
     return failures, slowest
 
 
+@pytest.mark.slow
 async def test_500_concurrent_turns_with_faults_all_end_cleanly(
     capsys: pytest.CaptureFixture[str],
 ) -> None:

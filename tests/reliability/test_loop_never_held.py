@@ -235,6 +235,7 @@ def assert_free(lag: float) -> None:
 # ----------------------------------------------------------------- floods of tiny events
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "name", "unit"), TINY_EVENTS, ids=TINY_IDS)
 async def test_a_compressed_flood_of_tiny_events_never_holds_the_loop(
     fmt: str, name: str, unit: bytes
@@ -252,6 +253,7 @@ async def test_a_compressed_flood_of_tiny_events_never_holds_the_loop(
     assert_free(lag)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "name", "unit"), ONE_PER_FORMAT, ids=ONE_PER_FORMAT_IDS)
 async def test_by_default_a_compressed_flood_stops_at_the_expansion_ratio(
     fmt: str, name: str, unit: bytes
@@ -271,6 +273,7 @@ async def test_by_default_a_compressed_flood_stops_at_the_expansion_ratio(
     assert_free(lag)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("fmt", "name", "unit"), TINY_EVENTS, ids=TINY_IDS)
 async def test_an_uncompressed_flood_of_tiny_events_never_holds_the_loop(
     fmt: str, name: str, unit: bytes
@@ -398,6 +401,7 @@ def many_blocks_reply(fmt: str, size: int = 9_800_000) -> bytes:
     return head + unit * ((size - len(head) - len(tail)) // len(unit)) + tail
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("encoding", [None, "gzip"], ids=["identity", "gzip"])
 @pytest.mark.parametrize("fmt", ["anthropic", "openai"])
 async def test_a_huge_valid_reply_is_parsed_without_holding_the_loop(
@@ -414,6 +418,7 @@ async def test_a_huge_valid_reply_is_parsed_without_holding_the_loop(
     assert_free(lag)
 
 
+@pytest.mark.slow
 async def test_the_rescue_reads_a_huge_reply_without_holding_the_loop() -> None:
     """The stream fails, the non-streaming rescue gets the ~10 MB gzip reply: served."""
     broken = HEADS["anthropic"] + b"data: {not json\n\n"

@@ -14,6 +14,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+pytestmark = pytest.mark.slow  # each test runs rxturn fake-server as a subprocess
+
 LISTENING = re.compile(r"listening on http://127\.0\.0\.1:(\d+)\n")
 
 

@@ -238,6 +238,7 @@ def _encoded(draw: st.DrawFn) -> str:
     return json.dumps(value, ensure_ascii=ensure_ascii, indent=draw(st.integers(0, 2)))
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_encoded())
 @example('{"filename": "taxes.txt", "lines_of_text": ["# GUIDE", "", "## INTRO"]}')
@@ -252,12 +253,14 @@ def test_every_prefix_of_a_valid_document_agrees(document: str) -> None:
 _ALPHABET = [*list('{}[]:,"\\ -+.0123456789eEtrufalsnNIiy\t\nxé'), "\\u", "\\ud83d", "\\ude00"]
 
 
+@pytest.mark.slow
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(st.sampled_from(_ALPHABET), max_size=24).map("".join))
 def test_arbitrary_text_agrees(text: str) -> None:
     _assert_agrees(text)
 
 
+@pytest.mark.slow
 @settings(max_examples=300, deadline=None)
 @given(_encoded(), st.integers(0, 10_000), st.sampled_from(_ALPHABET))
 def test_corrupted_documents_agree(document: str, where: int, noise: str) -> None:
