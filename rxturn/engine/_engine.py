@@ -6,7 +6,10 @@
    turn event when every backup has failed);
 2. transients — context contributors, then at most one memory message, then the caller's
    own — placed *before* the conversation and never persisted;
-3. the context estimate, and a deferred turn (no turn events) when compaction is due;
+3. the context estimate, and a deferred turn (no turn events) when compaction is due — or,
+   when nothing before the request needs the estimate (no context window, no ``on_request``
+   observer) and the tokenizer is still loading, the estimate after the request, so that no
+   first-use cost sits between a process's first turn and its first request;
 4. the routed model as a per-request override (the shared client is never mutated) and
    ``on_model_switched`` whenever the serving model changes;
 5. ``on_turn_start``, then :meth:`_do_turn` on one of two paths:
