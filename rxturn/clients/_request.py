@@ -354,6 +354,12 @@ def check_options(options: object) -> RequestOptions:
             if name == "response_format" and isinstance(value, ResponseFormat):
                 raise ConfigError(f"RequestOptions.response_format: {problem}")
             raise ConfigError(f"RequestOptions.{name} {problem}, got {value!r}")
+    if options.response_format is not None and options.tool_choice not in (None, "auto", "none"):
+        raise ConfigError(
+            f"RequestOptions.tool_choice={options.tool_choice!r} cannot act with a "
+            "response_format: a structured-output request sends no tools (the reply is the "
+            "JSON); leave tool_choice unset"
+        )
     return options
 
 
