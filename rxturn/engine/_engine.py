@@ -334,7 +334,8 @@ class TurnEngine(TurnSetup, TurnCalls):
     async def summarize(self, messages: Sequence[Message]) -> str:
         """Condense ``messages`` with this engine's client (for a summarising compactor).
 
-        One request outside the conversation: no turn events, no history, no audit record.
+        One request outside the conversation: no turn events, no history, no audit record; a
+        plain-text request (the engine's response format and tool choice are left out).
         """
         transcript = "\n".join(f"{m.role}: {m.text}" for m in messages if m.text)
         request = Request(
@@ -346,6 +347,8 @@ class TurnEngine(TurnSetup, TurnCalls):
             ),
         )
         options = self.routed_options()
+        if options.response_format is not None or options.tool_choice is not None:
+            options = msgspec.structs.replace(options, response_format=None, tool_choice=None)
         legs = TurnLegs(-1, options.model or self.client.model, self._now())
         if self.mode == "streaming":
             message = await self._stream_turn(legs, request, options, quiet=True)
