@@ -286,7 +286,7 @@ _FORMAT_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 def _problem(name: str, value: object) -> str | None:
     """Why ``RequestOptions.<name>`` = ``value`` has the wrong type or range (``None``: fine)."""
-    if value is None and name not in ("strict_tools", "stop_sequences", "extra_headers"):
+    if value is None and name not in _NEVER_NONE:
         return None
     if name in ("model", "tool_choice"):
         if not isinstance(value, str) or not value.strip():
@@ -347,14 +347,32 @@ def check_options(options: object) -> RequestOptions:
     """
     if not isinstance(options, RequestOptions):
         raise ConfigError(f"request_options must be a RequestOptions, got {type(options).__name__}")
+    if options is _checked[0]:  # the same (frozen) options as the last request: checked
+        return options
     for name in options.__struct_fields__:
         value = getattr(options, name)
+        if value is None and name not in _NEVER_NONE:
+            continue
+        if not value and type(value) in (tuple, dict):  # the empty defaults
+            continue
         problem = _problem(name, value)
         if problem is not None:
             if name == "response_format" and isinstance(value, ResponseFormat):
                 raise ConfigError(f"RequestOptions.response_format: {problem}")
             raise ConfigError(f"RequestOptions.{name} {problem}, got {value!r}")
+    if options.response_format is not None and options.tool_choice not in (None, "auto", "none"):
+        raise ConfigError(
+            f"RequestOptions.tool_choice={options.tool_choice!r} cannot act with a "
+            "response_format: a structured-output request sends no tools (the reply is the "
+            "JSON); leave tool_choice unset"
+        )
+    _checked[0] = options
     return options
+
+
+#: The last options :func:`check_options` passed (an engine sends the same object every turn).
+_checked: list[RequestOptions | None] = [None]
+_NEVER_NONE = frozenset({"strict_tools", "stop_sequences", "extra_headers", "extra_body"})
 
 
 def encode_body(body: Mapping[str, object]) -> bytes:

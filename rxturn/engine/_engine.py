@@ -6,7 +6,10 @@
    turn event when every backup has failed);
 2. transients — context contributors, then at most one memory message, then the caller's
    own — placed *before* the conversation and never persisted;
-3. the context estimate, and a deferred turn (no turn events) when compaction is due;
+3. the context estimate, and a deferred turn (no turn events) when compaction is due — or,
+   when nothing before the request needs the estimate (no context window, no ``on_request``
+   observer) and the tokenizer is still loading, the estimate after the request, so that no
+   first-use cost sits between a process's first turn and its first request;
 4. the routed model as a per-request override (the shared client is never mutated) and
    ``on_model_switched`` whenever the serving model changes;
 5. ``on_turn_start``, then :meth:`_do_turn` on one of two paths:
@@ -349,7 +352,8 @@ class TurnEngine(TurnSetup, TurnCalls):
     async def summarize(self, messages: Sequence[Message]) -> str:
         """Condense ``messages`` with this engine's client (for a summarising compactor).
 
-        One request outside the conversation: no turn events, no history, no audit record.
+        One request outside the conversation: no turn events, no history, no audit record; a
+        plain-text request (the engine's response format and tool choice are left out).
         """
         transcript = "\n".join(f"{m.role}: {m.text}" for m in messages if m.text)
         request = Request(
@@ -361,6 +365,8 @@ class TurnEngine(TurnSetup, TurnCalls):
             ),
         )
         options = self.routed_options()
+        if options.response_format is not None or options.tool_choice is not None:
+            options = msgspec.structs.replace(options, response_format=None, tool_choice=None)
         legs = TurnLegs(-1, options.model or self.client.model, self._now())
         if self.mode == "streaming":
             message = await self._stream_turn(legs, request, options, quiet=True)

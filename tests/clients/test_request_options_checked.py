@@ -30,6 +30,9 @@ BAD: list[tuple[str, Any]] = [
     ("max_tokens", 0),
     ("max_tokens", "100"),
     ("max_tokens", True),
+    ("max_tokens", False),
+    ("temperature", False),
+    ("extra_body", None),
     ("temperature", -0.5),
     ("temperature", float("inf")),
     ("temperature", "0.2"),
@@ -74,3 +77,13 @@ def test_a_wrong_response_format_is_refused_on_every_wire(wire: str, fmt: Respon
 def test_good_values_pass(wire: str) -> None:
     fmt = ResponseFormat(name="answer_1", schema={"type": "object", "properties": {}})
     BUILDERS[wire](RequestOptions(max_tokens=100, temperature=0, response_format=fmt))
+
+
+@pytest.mark.parametrize("wire", BUILDERS)
+@pytest.mark.parametrize("choice", ["any", "required", "get_weather"])
+def test_a_forced_tool_choice_cannot_act_with_a_response_format(wire: str, choice: str) -> None:
+    fmt = ResponseFormat(name="answer", schema={"type": "object"})
+    with pytest.raises(ConfigError, match=r"tool_choice=.* cannot act with a response_format"):
+        BUILDERS[wire](RequestOptions(response_format=fmt, tool_choice=choice))
+    for harmless in ("auto", "none", None):
+        BUILDERS[wire](RequestOptions(response_format=fmt, tool_choice=harmless))

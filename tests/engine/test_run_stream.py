@@ -11,6 +11,7 @@ from rxturn import (
     AnthropicClient,
     Cancelled,
     ConfigError,
+    FallbackManager,
     RateLimitPolicy,
     RetryPolicy,
     StreamHandler,
@@ -210,3 +211,25 @@ def test_max_buffered_must_be_a_positive_int(bad: Any) -> None:
     engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
     with pytest.raises(ConfigError, match="max_buffered"):
         engine.stream("hi", max_buffered=bad)
+
+
+async def test_a_failover_reset_is_an_event_and_withdraws_nothing_unshown() -> None:
+    scenario = {"models": {"primary": [{"status": 404}], "backup": [OK]}}
+    async with (
+        FakeProvider(scenario) as fake,
+        AnthropicClient("primary", api_key="k", base_url=fake.base_url) as client,
+    ):
+
+        def build() -> TurnEngine:
+            return TurnEngine(
+                client, fallback=FallbackManager("primary", ["backup"]), failover=True
+            )
+
+        async with build().stream("hi") as s:
+            events = [event async for event in s]
+        (reset,) = [e for e in events if isinstance(e, AttemptReset)]
+        assert "failover to backup" in reset.reason
+        assert s.result.model == "backup"
+        async with build().stream("hi") as s:
+            pieces = [piece async for piece in s.text_stream]
+        assert pieces == ["Hell", "o fr", "om t", "he f", "ake"]  # the 404 showed no text

@@ -16,6 +16,7 @@ import pytest
 
 from rxturn import (
     AnthropicClient,
+    Message,
     OllamaClient,
     OpenAIClient,
     OpenAIResponsesClient,
@@ -128,3 +129,16 @@ async def test_the_fake_refuses_an_open_anthropic_format_schema() -> None:
         )
         with pytest.raises(BadRequestError, match="additionalProperties"):
             await engine.run("Weather in Oslo?")
+
+
+async def test_a_summary_for_compaction_is_plain_text() -> None:
+    """The engine's format shapes its replies, not the summary its compactor asks for."""
+    fmt = ResponseFormat(name="weather", schema=SCHEMA)
+    async with (
+        FakeProvider({"models": {"*": [{"text": "They talked about Oslo."}]}}) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, request_options=RequestOptions(response_format=fmt))
+        summary = await engine.summarize([Message.user("Weather in Oslo?")])
+        assert summary == "They talked about Oslo."
+        assert "output_config" not in fake.requests[0]
