@@ -129,12 +129,14 @@ def message_content(
     """
     from .errors import ConfigError
 
-    problem = _role_problem(role)
-    if problem is not None:
-        raise ConfigError(f"Message: {problem}")
+    if role != "user" and role != "assistant":
+        raise ConfigError(f"Message: {_role_problem(role)}")
     if type(content) is tuple:
         items: tuple[object, ...] = content  # pyright: ignore[reportUnknownVariableType]
-        if all(type(part) in part_types for part in items):
+        for part in items:  # the hot path: a loop allocates nothing
+            if type(part) not in part_types:
+                break
+        else:
             return None
     elif isinstance(content, str):
         return (_text_part(content),)
@@ -352,6 +354,12 @@ def as_messages(items: object, where: str) -> list[Message]:
     return [as_message(item, f"{where}[{index}]") for index, item in enumerate(sequence)]
 
 
+def _message_class() -> type[Message]:
+    from .messages import Message
+
+    return Message
+
+
 class MessageList(list["Message"]):
     """A conversation's history: a list that checks (and converts) what is put into it.
 
@@ -366,7 +374,9 @@ class MessageList(list["Message"]):
         super().__init__(as_messages(items, where))
 
     def append(self, item: object, /) -> None:
-        super().append(as_message(item, f"history[{len(self)}]"))
+        if type(item) is not _message_class():  # a reply joining the history: nothing to do
+            item = as_message(item, f"history[{len(self)}]")
+        super().append(item)  # pyright: ignore[reportArgumentType]
 
     def extend(self, items: Iterable[object], /) -> None:
         super().extend(as_messages(items, "history.extend(...)"))
