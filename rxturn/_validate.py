@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, TypeGuard
 
 import msgspec
 
+from .errors import ConfigError
+
 if TYPE_CHECKING:
     from .messages import ContentPart, Message, TextPart
 
@@ -127,8 +129,6 @@ def message_content(
         >>> message_content("user", "hi", frozenset({TextPart}))
         (TextPart(text='hi'),)
     """
-    from .errors import ConfigError
-
     if role != "user" and role != "assistant":
         raise ConfigError(f"Message: {_role_problem(role)}")
     if type(content) is tuple:
@@ -156,8 +156,6 @@ def _text_part(text: str) -> TextPart:
 
 
 def _as_part(part: object, index: int, part_types: frozenset[type]) -> ContentPart:
-    from .errors import ConfigError
-
     if type(part) in part_types:
         return part  # type: ignore[return-value]
     if isinstance(part, str):
@@ -172,8 +170,6 @@ def _as_part(part: object, index: int, part_types: frozenset[type]) -> ContentPa
 
 
 def _field(block: Mapping[str, object], key: str, where: str, kind: type = str) -> Any:
-    from .errors import ConfigError
-
     value = block.get(key)
     if not isinstance(value, kind):
         raise ConfigError(
@@ -184,8 +180,6 @@ def _field(block: Mapping[str, object], key: str, where: str, kind: type = str) 
 
 
 def _json_arguments(raw: object, where: str) -> object:
-    from .errors import ConfigError
-
     if not isinstance(raw, str):
         return raw if raw is not None else {}
     try:
@@ -196,8 +190,6 @@ def _json_arguments(raw: object, where: str) -> object:
 
 def _result_text(content: object, where: str) -> str:
     """A tool result's content: a str, or a list of text blocks joined (Anthropic's form)."""
-    from .errors import ConfigError
-
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -220,7 +212,6 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
     blocks), ``function_call_output``, ``refusal`` (``{"refusal": ...}``). Anything else is a
     :class:`~rxturn.errors.ConfigError` naming the block's type.
     """
-    from .errors import ConfigError
     from .messages import (
         ContentPart,
         RefusalPart,
@@ -269,7 +260,6 @@ def as_message(item: object, where: str) -> Message:
     ``function_call_output`` items likewise. A ``system`` message, a bare ``str`` and anything
     else are a :class:`~rxturn.errors.ConfigError` that says what to do instead.
     """
-    from .errors import ConfigError
     from .messages import Message, ToolCallPart, ToolResultPart
 
     if type(item) is Message:
@@ -345,8 +335,6 @@ def as_message(item: object, where: str) -> Message:
 
 def as_messages(items: object, where: str) -> list[Message]:
     """Every item of ``items`` through :func:`as_message` (a ``str`` or a non-iterable refused)."""
-    from .errors import ConfigError
-
     kind = type(items).__name__
     if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
         raise ConfigError(f"{where} must be a sequence of Message, got {kind}")
