@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, SupportsIndex, TypeGuard
 
 import msgspec
 
+from .errors import ConfigError
+
 if TYPE_CHECKING:
     from .messages import ContentPart, Message, TextPart
 
@@ -127,14 +129,14 @@ def message_content(
         >>> message_content("user", "hi", frozenset({TextPart}))
         (TextPart(text='hi'),)
     """
-    from .errors import ConfigError
-
-    problem = _role_problem(role)
-    if problem is not None:
-        raise ConfigError(f"Message: {problem}")
+    if role != "user" and role != "assistant":
+        raise ConfigError(f"Message: {_role_problem(role)}")
     if type(content) is tuple:
         items: tuple[object, ...] = content  # pyright: ignore[reportUnknownVariableType]
-        if all(type(part) in part_types for part in items):
+        for part in items:  # the hot path: a loop allocates nothing
+            if type(part) not in part_types:
+                break
+        else:
             return None
     elif isinstance(content, str):
         return (_text_part(content),)
@@ -154,8 +156,6 @@ def _text_part(text: str) -> TextPart:
 
 
 def _as_part(part: object, index: int, part_types: frozenset[type]) -> ContentPart:
-    from .errors import ConfigError
-
     if type(part) in part_types:
         return part  # type: ignore[return-value]
     if isinstance(part, str):
@@ -170,8 +170,6 @@ def _as_part(part: object, index: int, part_types: frozenset[type]) -> ContentPa
 
 
 def _field(block: Mapping[str, object], key: str, where: str, kind: type = str) -> Any:
-    from .errors import ConfigError
-
     value = block.get(key)
     if not isinstance(value, kind):
         raise ConfigError(
@@ -182,8 +180,6 @@ def _field(block: Mapping[str, object], key: str, where: str, kind: type = str) 
 
 
 def _json_arguments(raw: object, where: str) -> object:
-    from .errors import ConfigError
-
     if not isinstance(raw, str):
         return raw if raw is not None else {}
     try:
@@ -194,8 +190,6 @@ def _json_arguments(raw: object, where: str) -> object:
 
 def _result_text(content: object, where: str) -> str:
     """A tool result's content: a str, or a list of text blocks joined (Anthropic's form)."""
-    from .errors import ConfigError
-
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -218,7 +212,6 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
     blocks), ``function_call_output``, ``refusal`` (``{"refusal": ...}``). Anything else is a
     :class:`~rxturn.errors.ConfigError` naming the block's type.
     """
-    from .errors import ConfigError
     from .messages import (
         ContentPart,
         RefusalPart,
@@ -267,7 +260,6 @@ def as_message(item: object, where: str) -> Message:
     ``function_call_output`` items likewise. A ``system`` message, a bare ``str`` and anything
     else are a :class:`~rxturn.errors.ConfigError` that says what to do instead.
     """
-    from .errors import ConfigError
     from .messages import Message, ToolCallPart, ToolResultPart
 
     if type(item) is Message:
@@ -343,13 +335,17 @@ def as_message(item: object, where: str) -> Message:
 
 def as_messages(items: object, where: str) -> list[Message]:
     """Every item of ``items`` through :func:`as_message` (a ``str`` or a non-iterable refused)."""
-    from .errors import ConfigError
-
     kind = type(items).__name__
     if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
         raise ConfigError(f"{where} must be a sequence of Message, got {kind}")
     sequence: Iterable[object] = items  # pyright: ignore[reportUnknownVariableType]
     return [as_message(item, f"{where}[{index}]") for index, item in enumerate(sequence)]
+
+
+def _message_class() -> type[Message]:
+    from .messages import Message
+
+    return Message
 
 
 class MessageList(list["Message"]):
@@ -366,7 +362,9 @@ class MessageList(list["Message"]):
         super().__init__(as_messages(items, where))
 
     def append(self, item: object, /) -> None:
-        super().append(as_message(item, f"history[{len(self)}]"))
+        if type(item) is not _message_class():  # a reply joining the history: nothing to do
+            item = as_message(item, f"history[{len(self)}]")
+        super().append(item)  # pyright: ignore[reportArgumentType]
 
     def extend(self, items: Iterable[object], /) -> None:
         super().extend(as_messages(items, "history.extend(...)"))

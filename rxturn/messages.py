@@ -728,9 +728,14 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
     def __post_init__(self) -> None:
         # the last gate before a request is encoded: dicts become messages, a str is refused
         messages = self.messages
-        if type(messages) is not tuple or not all(type(m) is Message for m in messages):
-            checked = tuple(as_messages(messages, "Request.messages"))
-            msgspec.structs.force_setattr(self, "messages", checked)
+        if type(messages) is tuple:
+            for message in messages:  # the hot path: a loop allocates nothing
+                if type(message) is not Message:
+                    break
+            else:
+                return
+        checked = tuple(as_messages(messages, "Request.messages"))
+        msgspec.structs.force_setattr(self, "messages", checked)
 
 
 _message_decoder = msgspec.json.Decoder(Message)

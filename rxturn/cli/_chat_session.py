@@ -83,8 +83,10 @@ def check_options(args: argparse.Namespace) -> None:
     client._body(request, _options(args), model=args.model, stream=True)
 
 
-def _error_json(exc: BaseException) -> bytes:
-    return msgspec.json.encode({"error": {"type": type(exc).__name__, "message": str(exc)}})
+def _error_json(exc: BaseException, turns: list[Any]) -> bytes:
+    """A failed turn as JSON: the error beside the run's audit (its failed turn included)."""
+    error = {"type": type(exc).__name__, "message": str(exc)}
+    return msgspec.json.encode({"error": error, "turns": turns})
 
 
 class _Failures(TurnView):
@@ -122,7 +124,7 @@ class ChatSession:
         self.notices = Notices(
             self.err, format=_notice, color=wants_color(self.err), before=self._flush_out
         )
-        self.view = _Failures(self.out, self.notices, live=self.live)
+        self.view = _Failures(self.out, self.notices, live=self.live, color=wants_color(self.out))
 
     def _flush_out(self) -> None:
         write(self.out, "")  # flushes; a closed stdout is noted, not raised
@@ -147,7 +149,8 @@ class ChatSession:
 
     async def main(self) -> int:
         client = _client(self.args, self.api_key)
-        self.url = display_url(client.base_url)
+        # the full URL requested (base URL plus path): a wrong base path shows in it
+        self.url = display_url(getattr(client, "url", client.base_url))
         async with client:
             self.engine = self._build_engine(client)
             if self.args.prompt is not None:
@@ -184,7 +187,10 @@ class ChatSession:
         try:
             result = await self.engine.run(Message.user(prompt, *attachments))
         except RxturnError as exc:
-            self.view.turn_failed()
+            if isinstance(exc, Cancelled):
+                self.view.turn_cancelled()  # a terminal keeps what was shown, marked
+            else:
+                self.view.turn_failed()
             self._report_error(exc)
             self.view.flush()
             return exc
@@ -219,9 +225,12 @@ class ChatSession:
 
     def _report_error(self, exc: RxturnError) -> None:
         if self.args.json:
-            write(self.out, _error_json(exc).decode() + "\n")
+            runs = self.engine.session.runs if self.engine is not None else []
+            turns = list(runs[-1].turns) if runs else []
+            write(self.out, _error_json(exc, turns).decode() + "\n")
         elif isinstance(exc, Cancelled):
-            self.notices.line("cancel", one_line(str(exc)))
+            if not self.live:  # a terminal shows "[cancelled]" after the text it kept
+                self.notices.line("cancel", one_line(str(exc)))
         else:
             model = self.view.failed_model
             where = f"model {model} at {self.url}" if model else self.url

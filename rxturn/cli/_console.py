@@ -155,14 +155,20 @@ class LiveText:
     :meth:`erase` removes everything written since the last :meth:`end` (the rows it covers
     are counted from the terminal's width), :meth:`end` keeps it and finishes its line.
     ``prefix`` is written before the first fragment (the demo indents replies).
+
+    :meth:`thinking` shows the model's thinking before the reply, dimmed when ``color`` (else
+    after a ``[thinking]`` mark); the reply then starts on a line of its own. Thinking is part
+    of the attempt: erased with it, kept with it.
     """
 
-    __slots__ = ("_chunks", "out", "prefix")
+    __slots__ = ("_chunks", "_in_thinking", "color", "out", "prefix")
 
-    def __init__(self, out: TextIO, *, prefix: str = "") -> None:
+    def __init__(self, out: TextIO, *, prefix: str = "", color: bool = False) -> None:
         self.out = out
         self.prefix = prefix
+        self.color = color
         self._chunks: list[str] = []
+        self._in_thinking = False
 
     @property
     def shown(self) -> bool:
@@ -173,13 +179,28 @@ class LiveText:
         clean = chunk.translate(_CONTROLS)
         if not clean:
             return
-        if not self._chunks:
+        if self._in_thinking:
+            self._in_thinking = False
+            clean = "\n" + clean  # the reply on a line of its own
+        elif not self._chunks:
             clean = self.prefix + clean
         self._chunks.append(clean)
         write(self.out, clean)
 
+    def thinking(self, chunk: str) -> None:
+        """Show a fragment of thinking (dimmed); only before the reply's own text."""
+        clean = chunk.translate(_CONTROLS)
+        if not clean or (self._chunks and not self._in_thinking):
+            return
+        if not self._in_thinking:
+            self._in_thinking = True
+            clean = self.prefix + (clean if self.color else "[thinking] " + clean)
+        self._chunks.append(clean)  # counted without the escape codes: they take no cells
+        write(self.out, paint(clean, "2", self.color))
+
     def erase(self) -> None:
         """Remove the current attempt's text from the screen (nothing if none is shown)."""
+        self._in_thinking = False
         if not self._chunks:
             return
         text = "".join(self._chunks)
@@ -191,13 +212,19 @@ class LiveText:
         up = _rows(text, columns) - 1
         write(self.out, "\r" + ("\033[A" * up) + "\033[J")
 
-    def end(self) -> None:
-        """Keep the shown text and end its line."""
+    def end(self, mark: str = "") -> None:
+        """Keep the shown text and end its line, after ``mark`` (dimmed) if one is given."""
+        self._in_thinking = False
         if not self._chunks:
+            if mark:
+                write(self.out, paint(mark, "2", self.color) + "\n")
             return
         text = self._chunks[-1]
         self._chunks.clear()
-        if not text.endswith("\n"):
+        if mark:
+            space = "" if text.endswith(("\n", " ")) else " "
+            write(self.out, space + paint(mark, "2", self.color) + "\n")
+        elif not text.endswith("\n"):
             write(self.out, "\n")
 
 

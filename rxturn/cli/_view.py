@@ -22,7 +22,7 @@ from typing import Any, TextIO
 
 from ..engine.observers import Observer
 from ..errors import Cancelled, ConfigError, RescueFailed
-from ..events import AttemptReset, Fallback
+from ..events import AttemptReset, Delta, Fallback
 from ..messages import Usage
 from ._console import LONG_WAIT, LiveText, Notices, one_line
 
@@ -71,8 +71,9 @@ class TurnView(Observer):
         prefix: str = "",
         commit: Callable[[str], object] | None = None,
         report_failures: bool = False,
+        color: bool = False,
     ) -> None:
-        self.reply = LiveText(out, prefix=prefix) if live else None
+        self.reply = LiveText(out, prefix=prefix, color=color) if live else None
         self.notices = notices
         self.commit = commit
         self.report_failures = report_failures
@@ -99,6 +100,11 @@ class TurnView(Observer):
         )
 
     def handler_event(self, event: Any) -> None:
+        if type(event) is Delta:
+            # thinking, on a terminal only (the reply's text comes through ``text``)
+            if event.kind == "thinking" and self.reply is not None:
+                self.reply.thinking(event.text)
+            return
         if type(event) is Fallback:
             if self.reply is not None:
                 self.reply.erase()
@@ -131,6 +137,9 @@ class TurnView(Observer):
             self.commit(text)
 
     def on_stream_failure(self, *, turn: int, model: str, error: BaseException) -> None:
+        if isinstance(error, Cancelled):
+            self.notices.settle()  # the command marks the kept text (turn_cancelled)
+            return
         self.turn_failed()
         if self.report_failures:
             detail = one_line(describe_error(error), 160)
@@ -150,6 +159,13 @@ class TurnView(Observer):
         """The turn failed or was cancelled: erase its text, end any countdown."""
         if self.reply is not None:
             self.reply.erase()
+        self.notices.settle()
+        self._announced = 0
+
+    def turn_cancelled(self) -> None:
+        """The user cancelled the turn: on a terminal the text already shown stays, marked."""
+        if self.reply is not None:
+            self.reply.end("[cancelled]")
         self.notices.settle()
         self._announced = 0
 

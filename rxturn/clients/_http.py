@@ -211,6 +211,11 @@ class HttpClient:
         return self._base_url
 
     @property
+    def url(self) -> str:
+        """The URL a request is sent to: :attr:`base_url` plus the API's path."""
+        return self._url
+
+    @property
     def max_tokens(self) -> int | None:
         """The default output-token cap of a request (``None``: omitted, the server decides;
         Ollama's ``num_predict``). ``RequestOptions.max_tokens`` overrides it per request."""

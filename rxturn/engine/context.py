@@ -190,7 +190,10 @@ def _checked_messages(produced: object, index: int, contributor: object) -> Sequ
     if isinstance(produced, (str, bytes)) or not isinstance(produced, Sequence):
         raise ConfigError(f"{where} returned {type(produced).__name__}, expected a list of Message")
     items: Sequence[object] = produced  # pyright: ignore[reportUnknownVariableType]
-    if all(type(item) is Message for item in items):
+    for item in items:
+        if type(item) is not Message:
+            break
+    else:
         return items  # type: ignore[return-value]
     return [
         as_message(item, f"{where}: the item at position {position}")

@@ -209,7 +209,8 @@ def test_ctrl_c_cancels_the_running_turn_not_the_chat(tmp_path: Path) -> None:
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         first = json.loads(proc.stdout.readline())
-        assert first == {"error": {"type": "Cancelled", "message": "cancelled by Ctrl-C"}}
+        assert first["error"] == {"type": "Cancelled", "message": "cancelled by Ctrl-C"}
+        assert [turn["error"] for turn in first["turns"]] == ["Cancelled"]  # its audit
         rest, err = proc.communicate("second\n", timeout=30)
         assert proc.returncode == 0, err
         second = json.loads(rest.strip().splitlines()[-1])

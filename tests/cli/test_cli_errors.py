@@ -52,7 +52,7 @@ def test_a_wrong_url_names_the_status_and_the_url(url: str) -> None:
     assert out.returncode == 1
     (error,) = out.stderr.splitlines()  # a 404 is not retried: no notices either
     assert error.startswith("rxturn chat: error: HTTP 404")
-    assert error.endswith(f"(model m at {url}/nope)")
+    assert error.endswith(f"(model m at {url}/nope/v1/messages)")  # the full URL requested
 
 
 @pytest.mark.slow
@@ -61,7 +61,7 @@ def test_an_http_error_names_the_model_and_the_url(url: str) -> None:
     assert out.returncode == 1
     (error,) = out.stderr.splitlines()
     assert error.startswith("rxturn chat: error: HTTP 401")
-    assert error.endswith(f"(model bad at {url})")
+    assert error.endswith(f"(model bad at {url}/chat/completions)")
 
 
 @pytest.mark.slow

@@ -372,6 +372,6 @@ async def test_chat_json_reports_a_deep_reply_as_one_error_object(
     lines = out.strip().splitlines()
     assert len(lines) == 1, out
     record = msgspec.json.decode(lines[0])
-    assert set(record) == {"error"}, record
+    assert set(record) == {"error", "turns"}, record  # the failed turn's audit beside it
     assert record["error"]["type"] in {"StreamProtocolError", "RescueFailed"}, record
     assert TOO_DEEP in record["error"]["message"], record

@@ -315,6 +315,6 @@ def test_chat_json_output_never_contains_the_key(
     if served:
         assert code == 0 and "message" in record, record
     else:
-        assert code == 1 and set(record) == {"error"} and record["error"]["type"], record
+        assert code == 1 and set(record) == {"error", "turns"} and record["error"]["type"], record
     found = leaks(key, out, err, *log_texts(caplog.records))
     assert not found, f"the key leaked into {found}"
