@@ -52,6 +52,7 @@ from rxturn.messages import (
     TextPart,
     ThinkingPart,
     ToolCallPart,
+    Usage,
     message_to_json,
 )
 
@@ -725,3 +726,16 @@ def test_unknown_and_null_usage_fields_are_not_an_error() -> None:
     assert (message.usage.input_tokens, message.usage.output_tokens) == (5, 0)
     assert message.usage.cache_read_tokens is None
     assert message.usage.details == {"nested.deep.count": 4}
+
+
+@pytest.mark.parametrize("delta", [{"output_tokens": None}, {}], ids=["null", "absent"])
+async def test_anthropic_delta_output_tokens_always_replaces(
+    aiohttp_server: ServerFactory, delta: dict[str, Any]
+) -> None:
+    """The SDK copies ``message_delta``'s ``output_tokens`` over the start's unconditionally: a
+    null or missing one leaves the reply's output unreported, in the SDK and in rxturn."""
+    body = _with_anthropic_usage({"input_tokens": 11, "output_tokens": 1}, delta)
+    sdk = await _anthropic_final(aiohttp_server, body)
+    assert sdk.usage.output_tokens is None
+    ours = replay_message(body, "anthropic")
+    assert ours.usage == anthropic_expected(sdk.usage) == Usage(input_tokens=11)

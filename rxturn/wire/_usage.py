@@ -52,7 +52,7 @@ __all__ = [
 MAX_COUNT = 1 << 40
 
 #: The ``message_delta`` usage fields the Anthropic SDK copies over ``message_start``'s when not
-#: null (``output_tokens`` always, when present).
+#: null (``output_tokens`` always: a null or missing one leaves it unreported, as in the SDK).
 _ANTHROPIC_DELTA_FIELDS = (
     "input_tokens",
     "cache_creation_input_tokens",
@@ -178,9 +178,7 @@ def merge_anthropic_delta(
     if fields is None:
         return start
     merged = dict(start)
-    output = fields.get("output_tokens")
-    if output is not None:
-        merged["output_tokens"] = output
+    merged["output_tokens"] = fields.get("output_tokens")  # always, null or absent too
     for name in _ANTHROPIC_DELTA_FIELDS:
         value = fields.get(name)
         if value is not None:

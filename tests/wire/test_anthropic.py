@@ -662,8 +662,12 @@ def test_feed_and_close_after_message_stop_return_nothing() -> None:
 
 
 def test_delta_usage_with_input_tokens_only() -> None:
-    events = decode(sse(START, message_delta("end_turn", {"input_tokens": 30}), STOP))
-    assert events[2] == MessageDelta("end_turn", Usage(input_tokens=30, output_tokens=1))
+    # the SDK copies the delta's output_tokens over the start's even when it is missing
+    data = sse(START, message_delta("end_turn", {"input_tokens": 30}), STOP)
+    events = decode(data)
+    assert sdk_anthropic(data).usage.output_tokens is None
+    assert events[2] == MessageDelta("end_turn", Usage(input_tokens=30))
+    assert events[2].usage == anthropic_expected(sdk_anthropic(data).usage)
 
 
 def test_unknown_block_types_still_follow_the_lane_rules() -> None:
