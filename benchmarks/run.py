@@ -157,6 +157,12 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--no-concurrency", action="store_true", help="skip the 1,000-turn run")
     parser.add_argument("--no-chart", action="store_true", help="do not draw the PNG")
     parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="add the batch phase: rxturn batch run vs a bare aiohttp loop, --workers 2, peak "
+        "RSS on a 10^6-line input (bench_batch.py; a few minutes)",
+    )
+    parser.add_argument(
         "--loop",
         choices=("asyncio", "uvloop"),
         default="asyncio",
@@ -353,6 +359,10 @@ def main(argv: list[str] | None = None) -> int:
         loop_factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         report, failures = runner.run(_suite(mode, args.out, not args.no_concurrency))
+    if args.batch:  # its own processes and loops, after the suite's
+        from bench_batch import run_phase
+
+        report["batch"] = run_phase(rows=1000 if args.tiny else 5000, rss=not args.tiny)
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "latest.json").write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n")
     if not args.no_chart:

@@ -277,8 +277,8 @@ class FileRun:
 
         syncer = asyncio.ensure_future(self._sync_every_second())
         stopper = asyncio.ensure_future(stop.wait())
-        await backend.start()
         try:
+            await backend.start()
             feeding = asyncio.ensure_future(
                 drive(self.lines(), start, limit=_in_flight(backend, self.config), stop=stop)
             )

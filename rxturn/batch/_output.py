@@ -319,6 +319,7 @@ def _write_error(path: Path, exc: OSError) -> str:
         errno.ENOSPC: "the disk is full",
         errno.EDQUOT: "the disk quota is exceeded",
         errno.EROFS: "the file system is read-only",
+        errno.EFBIG: "the file has reached its size limit",
         errno.EACCES: "permission denied",
         errno.EPERM: "permission denied",
     }.get(exc.errno or 0, exc.strerror or str(exc))

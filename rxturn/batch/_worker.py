@@ -83,7 +83,11 @@ async def _main() -> None:
     async with Runner(setup.config, api_key=api_key, gate=gate) as runner:
 
         async def one(number: int, raw: bytes) -> None:
-            done = await run_line(runner, number, raw, setup.run)
+            try:
+                done = await run_line(runner, number, raw, setup.run)
+            except Exception as exc:  # not a row's failure (those are lines): stop the run
+                send(Message(t="failed", n=number, raw=f"{type(exc).__name__}: {exc}"))
+                return
             send(Message(t="done", n=number, done=done))
 
         try:

@@ -158,6 +158,12 @@ class WorkerPool:
             entry = worker.inflight.pop(message.n, None)
             if entry is not None and not entry[0].done() and message.done is not None:
                 entry[0].set_result(message.done)
+        elif kind == "failed":
+            entry = worker.inflight.pop(message.n, None)
+            if entry is not None and not entry[0].done():
+                entry[0].set_exception(
+                    BatchError(f"a worker failed on line {message.n}: {message.raw}")
+                )
         elif kind == "acquire":
             self._spawn_later(self._grant(worker, message.n, message.tokens))
         elif kind == "charge":

@@ -138,6 +138,13 @@ def _notice(text: str) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    try:
+        return _run_command(args)
+    except KeyboardInterrupt:  # Ctrl-C before the run took over the signals (the scan)
+        return 130
+
+
+def _run_command(args: argparse.Namespace) -> int:
     from rxturn.batch import BatchConfig, BatchError, FileRun
     from rxturn.errors import ConfigError
 
@@ -195,7 +202,8 @@ def _run(args: argparse.Namespace) -> int:
 def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
     import asyncio
 
-    from rxturn.batch import BatchError, BatchOutputError
+    from rxturn.batch import BatchOutputError
+    from rxturn.errors import RxturnError
 
     from ._console import is_terminal
 
@@ -206,7 +214,7 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
         summary = asyncio.run(_main(args, file_run, key, mode))
     except BatchOutputError as exc:
         return _fail(str(exc), 1)
-    except BatchError as exc:  # e.g. a worker could not start
+    except RxturnError as exc:  # a worker failed, Ray could not start: not a row's failure
         return _fail(str(exc), 1)
     except KeyboardInterrupt:
         return 130
@@ -262,6 +270,8 @@ def _status(args: argparse.Namespace) -> int:
 
     from ._console import write
 
+    if args.input is None and not Path(args.output).exists():
+        return _fail(f"{args.output!r} does not exist (with --input, every row counts as pending)")
     try:
         state = read_output(Path(args.output))
         if args.input is not None:

@@ -44,6 +44,7 @@ import os
 import random
 import time
 from collections.abc import Mapping
+from time import monotonic as _monotonic  # (tests replace ``time`` to pin ``created``)
 from types import TracebackType
 from typing import Any, Self, cast
 
@@ -249,7 +250,7 @@ class FakeProvider:
         if not isinstance(decoded, dict):
             return self._error(wire, 400, None, "request body must be a JSON object", 0)
         body = cast("dict[str, Any]", decoded)
-        arrived = time.monotonic()
+        arrived = _monotonic()
         if self._first_arrival is None:
             self._first_arrival = arrived
         self.requests.append(body)

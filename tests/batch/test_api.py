@@ -207,3 +207,19 @@ def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
     )
     assert shell.stdout.count("\n") == 1
     assert shell.stderr == ""
+
+
+async def test_no_output_line_holds_the_api_key() -> None:
+    from rxturn.batch._runner import encode_result
+    from rxturn.testing import assert_no_secret
+
+    secret = "sk-ant-batch-SECRET-0123456789"
+    scenario = {"models": {"*": [{"status": 401, "error_message": f"bad key {secret}"}]}}
+    seen: list[RowResult] = []
+    async with FakeProvider(scenario) as fake:
+        config = BatchConfig(provider="anthropic", model="m", base_url=fake.base_url)
+        await run_batch(prompts(3), config, api_key=secret, on_result=seen.append)
+    assert len(seen) == 3 and all(isinstance(r, RowError) for r in seen)
+    for result in seen:
+        assert_no_secret(result, secret)
+        assert secret.encode() not in encode_result(result)

@@ -167,7 +167,7 @@ async def test_a_request_budget_holds_across_two_workers_at_the_server(tmp_path:
     assert len(arrivals) == 35
     # no window holds more than the budget (a little slack for the trip from grant to server)
     assert _most_in_window(arrivals, 0.95) <= 10
-    assert arrivals[-1] - arrivals[0] >= 3.0  # 35 requests at 10 per second need 3 windows
+    assert arrivals[-1] - arrivals[0] >= 2.5  # 35 requests at 10 per second span 3 windows
 
 
 async def test_a_retry_after_seen_by_one_worker_pauses_every_worker(tmp_path: Path) -> None:

@@ -130,7 +130,7 @@ def test_the_named_budget_actor_holds_the_rate_over_every_actor(
     arrivals = sorted(r.arrived for r in fake.received)
     most = max(bisect.bisect_left(arrivals, t + 0.95) - i for i, t in enumerate(arrivals))
     assert most <= 8
-    assert arrivals[-1] - arrivals[0] >= 3.0
+    assert arrivals[-1] - arrivals[0] >= 2.5  # 30 requests at 8 per second span 4 windows
     ray.kill(budget)
 
 
