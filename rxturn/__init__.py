@@ -164,6 +164,13 @@ if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
 #: Each public name and its module, imported on first use of the name (PEP 562).
 _HOMES: dict[str, str] = {
     "Message": ".messages",
+    "AudioPart": ".messages",
+    "CachePoint": ".messages",
+    "DocumentPart": ".messages",
+    "FileIdSource": ".messages",
+    "ImagePart": ".messages",
+    "InlineSource": ".messages",
+    "UrlSource": ".messages",
     "Request": ".messages",
     "RequestOptions": ".messages",
     "ResponseFormat": ".messages",
@@ -248,6 +255,7 @@ _HOMES: dict[str, str] = {
     "AuditTrail": ".engine.audit",
     "Run": ".engine.audit",
     "Turn": ".engine.audit",
+    "Cost": ".cost",
     "ContextEstimate": ".engine.tokens",
     "TiktokenCounter": ".engine.tokens",
     "TokenCounter": ".engine.tokens",

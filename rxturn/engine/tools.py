@@ -122,7 +122,7 @@ class Tool:
         # a decoded JSON object: its keys are strings
         return _convert_arguments(self._types, cast("dict[str, Any]", arguments))
 
-    async def invoke(self, kwargs: dict[str, object]) -> str:
+    async def invoke(self, kwargs: dict[str, object]) -> str | tuple[ToolResultContent, ...]:
         """Run the function with converted arguments (awaiting it if needed); render the result."""
         if self._is_async:
             result = self.function(**kwargs)
