@@ -42,7 +42,6 @@ if TYPE_CHECKING:
     from genai_prices import UpdatePrices
     from genai_prices.types import PriceCalculation
 
-    from .engine.audit import AttemptRecord
 
 __all__ = [
     "Cost",
@@ -328,15 +327,16 @@ def describe_cost(cost: Cost | None) -> str:
     return text
 
 
-def total_cost(records: Iterable[AttemptRecord]) -> Cost | None:
-    """The cost of some attempts (``None`` without the ``rxturn[cost]`` extra)."""
+def total_cost(costs: Iterable[Decimal | None]) -> Cost | None:
+    """The cost of some attempts, given each one's (``None``: unpriced); ``None`` without the
+    ``rxturn[cost]`` extra."""
     if not cost_available():
         return None
     total = _ZERO
     unpriced = 0
-    for record in records:
-        if record.cost is None:
+    for cost in costs:
+        if cost is None:
             unpriced += 1
         else:
-            total += record.cost
+            total += cost
     return Cost(total=total, unpriced_attempts=unpriced)

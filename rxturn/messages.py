@@ -17,14 +17,14 @@ Two more part types appear in replies: :class:`RefusalPart` (an OpenAI refusal) 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+import json
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self, get_args
+from typing import Any, ClassVar, Literal, Self, SupportsIndex, get_args
 
 import msgspec
 
 from . import _media
-from ._validate import as_messages, message_content
 from .errors import ConfigError
 
 __all__ = [
@@ -754,3 +754,279 @@ def message_from_json(data: bytes | str) -> Message:
         return _message_decoder.decode(data)
     except RecursionError as exc:
         raise msgspec.DecodeError(f"JSON nested too deeply to decode ({exc})") from None
+
+
+# -- messages ---------------------------------------------------------------------------------
+#
+# A message is checked when it is built (``Message.__post_init__`` calls
+# :func:`message_content`) and wherever one enters an engine (:func:`as_message`), so a wrong
+# role, a ``str`` where parts belong or an SDK-style dict is settled at the caller's line, never
+# as an ``AttributeError`` inside the token counter. The accepted forms are listed in
+# docs/messages.md.
+
+_ROLES = ("user", "assistant")
+_SYSTEM_HINT = "pass the system prompt as TurnEngine(system=...) (or Request(system=...))"
+
+
+def _role_problem(role: object) -> str | None:
+    if role in _ROLES:
+        return None
+    if role in ("system", "developer"):
+        return f"a {role!r} message is not part of the conversation: {_SYSTEM_HINT}"
+    return f"role must be 'user' or 'assistant', got {role!r}"
+
+
+def message_content(
+    role: object, content: object, part_types: frozenset[type]
+) -> tuple[ContentPart, ...] | None:
+    """Check a message's role and content; the content converted, or ``None`` when it is fine.
+
+    ``part_types`` is the set of part classes the message union allows. A tuple of those parts
+    is returned as ``None`` (nothing to convert, nothing allocated); a ``str`` becomes one text
+    part, a list becomes a tuple, and a ``str`` or an SDK-style ``dict`` among the parts is
+    converted (:func:`part_from_dict`). Anything else is a :class:`~rxturn.errors.ConfigError`.
+
+    Examples:
+        >>> from rxturn.messages import TextPart
+        >>> message_content("user", (TextPart("hi"),), frozenset({TextPart})) is None
+        True
+        >>> message_content("user", "hi", frozenset({TextPart}))
+        (TextPart(text='hi'),)
+    """
+    if role != "user" and role != "assistant":
+        raise ConfigError(f"Message: {_role_problem(role)}")
+    if type(content) is tuple:
+        items: tuple[object, ...] = content  # pyright: ignore[reportUnknownVariableType]
+        for part in items:  # the hot path: a loop allocates nothing
+            if type(part) not in part_types:
+                break
+        else:
+            return None
+    elif isinstance(content, str):
+        return (_text_part(content),)
+    elif isinstance(content, list | tuple):
+        items = tuple(content)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
+    else:
+        raise ConfigError(
+            f"Message.content must be a tuple of parts or a str, got {type(content).__name__}"
+        )
+    return tuple(_as_part(part, index, part_types) for index, part in enumerate(items))
+
+
+def _text_part(text: str) -> TextPart:
+
+    return TextPart(text)
+
+
+def _as_part(part: object, index: int, part_types: frozenset[type]) -> ContentPart:
+    if type(part) in part_types:
+        return part  # type: ignore[return-value]
+    if isinstance(part, str):
+        return _text_part(part)
+    if isinstance(part, dict):
+        return part_from_dict(part, f"Message.content[{index}]")  # pyright: ignore[reportUnknownArgumentType]
+    names = ", ".join(sorted(cls.__name__ for cls in part_types))
+    raise ConfigError(
+        f"Message.content[{index}] is a {type(part).__name__}; a part is one of {names}, "
+        "a str (text) or an SDK-style dict (docs/messages.md)"
+    )
+
+
+def _field(block: Mapping[str, object], key: str, where: str, kind: type = str) -> Any:
+    value = block.get(key)
+    if not isinstance(value, kind):
+        raise ConfigError(
+            f"{where}: a {block.get('type')!r} block needs {key!r} as a {kind.__name__}, "
+            f"got {type(value).__name__}"
+        )
+    return value
+
+
+def _json_arguments(raw: object, where: str) -> object:
+    if not isinstance(raw, str):
+        return raw if raw is not None else {}
+    try:
+        return json.loads(raw) if raw else {}
+    except ValueError:
+        raise ConfigError(f"{where}: tool call arguments are not valid JSON") from None
+
+
+def _result_text(content: object, where: str) -> str:
+    """A tool result's content: a str, or a list of text blocks joined (Anthropic's form)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        texts: list[str] = []
+        for block in content:  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(block, dict) and isinstance(block.get("text"), str):  # pyright: ignore[reportUnknownMemberType]
+                texts.append(block["text"])  # pyright: ignore[reportUnknownArgumentType]
+            else:
+                raise ConfigError(f"{where}: a tool result's content blocks must be text blocks")
+        return "".join(texts)
+    raise ConfigError(f"{where}: a tool result's content must be a str or a list of text blocks")
+
+
+def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
+    """One content part from a dict: rxturn's Message JSON form, or an Anthropic/OpenAI block.
+
+    rxturn's own part JSON (``{"type": "tool_call", ...}``, every part type of the union) is
+    decoded as is; the SDK shapes are mapped: ``text`` / ``input_text`` / ``output_text``,
+    ``tool_use``, ``function_call``, ``tool_result`` (``tool_use_id``; content a str or text
+    blocks), ``function_call_output``, ``refusal`` (``{"refusal": ...}``). Anything else is a
+    :class:`~rxturn.errors.ConfigError` naming the block's type.
+    """
+
+    try:
+        return msgspec.convert(block, ContentPart)
+    except msgspec.ValidationError:
+        pass
+    kind = block.get("type")
+    if kind in ("text", "input_text", "output_text"):
+        return TextPart(_field(block, "text", where))
+    if kind == "tool_use":
+        raw_input = block.get("input", {})
+        return ToolCallPart(_field(block, "id", where), _field(block, "name", where), raw_input)
+    if kind == "function_call":
+        arguments = _json_arguments(block.get("arguments"), where)
+        return ToolCallPart(
+            _field(block, "call_id", where), _field(block, "name", where), arguments
+        )
+    if kind == "tool_result":
+        is_error = bool(block.get("is_error", False))
+        content = _result_text(block.get("content", ""), where)
+        return ToolResultPart(_field(block, "tool_use_id", where), content, is_error)
+    if kind == "function_call_output":
+        output = _result_text(block.get("output", ""), where)
+        return ToolResultPart(_field(block, "call_id", where), output)
+    if kind == "refusal" and isinstance(block.get("refusal"), str):
+        return RefusalPart(_field(block, "refusal", where))
+    raise ConfigError(
+        f"{where}: cannot convert a content block of type {kind!r}; build the part from "
+        "rxturn.messages (docs/messages.md lists the dict forms accepted)"
+    )
+
+
+def as_message(item: object, where: str) -> Message:
+    """``item`` as a :class:`~rxturn.messages.Message`: a Message as is, a dict converted.
+
+    Accepted dicts: rxturn's Message JSON; ``{"role": "user" | "assistant", "content": str |
+    [blocks]}`` in the Anthropic and OpenAI shapes (an OpenAI assistant's ``tool_calls`` become
+    tool-call parts); an OpenAI ``{"role": "tool", "tool_call_id": ..., "content": ...}`` becomes
+    a user message with a tool result; the Responses ``function_call`` /
+    ``function_call_output`` items likewise. A ``system`` message, a bare ``str`` and anything
+    else are a :class:`~rxturn.errors.ConfigError` that says what to do instead.
+    """
+
+    if type(item) is Message:
+        return item
+    if isinstance(item, str):
+        raise ConfigError(
+            f"{where} is a str, where a Message belongs: use Message.user(text) "
+            "(or Message.assistant(text))"
+        )
+    if not isinstance(item, dict):
+        raise ConfigError(
+            f"{where} is a {type(item).__name__}, where a Message (or an SDK-style message "
+            "dict) belongs"
+        )
+    data: dict[str, object] = item  # pyright: ignore[reportUnknownVariableType]
+    if "role" in data and data.get("content") is None and not data.get("tool_calls"):
+        raise ConfigError(f"{where}: a message dict needs 'content' (a str or a list of blocks)")
+    role = data.get("role")
+    kind = data.get("type")
+    if role is None:
+        if kind in ("function_call", "function_call_output"):
+            part = part_from_dict(data, where)
+            role = "assistant" if kind == "function_call" else "user"
+            return Message(role=role, content=(part,))
+        raise ConfigError(f"{where}: a message dict needs a 'role' ('user' or 'assistant')")
+    try:
+        return msgspec.convert(data, Message)
+    except msgspec.ValidationError:
+        pass
+    if role == "tool":
+        content = _result_text(data.get("content", ""), where)
+        call_id = _field(data, "tool_call_id", where)
+        return Message(role="user", content=(ToolResultPart(call_id, content),))
+    problem = _role_problem(role)
+    if problem is not None:
+        raise ConfigError(f"{where}: {problem}")
+    content = data.get("content")
+    parts: list[ContentPart] = []
+    if isinstance(content, str):
+        if content:
+            parts.append(_text_part(content))
+    elif isinstance(content, list):
+        blocks: list[object] = content  # pyright: ignore[reportUnknownVariableType]
+        for index, block in enumerate(blocks):
+            if isinstance(block, str):
+                parts.append(_text_part(block))
+            elif isinstance(block, dict):
+                parts.append(part_from_dict(block, f"{where}.content[{index}]"))  # pyright: ignore[reportUnknownArgumentType]
+            else:
+                raise ConfigError(
+                    f"{where}.content[{index}] is a {type(block).__name__}; expected a block dict"
+                )
+    elif content is not None:
+        raise ConfigError(
+            f"{where}: 'content' must be a str or a list of blocks, got {type(content).__name__}"
+        )
+    calls: object = data.get("tool_calls") or []
+    if not isinstance(calls, list):
+        raise ConfigError(f"{where}: 'tool_calls' must be a list")
+    call_list: list[object] = calls  # pyright: ignore[reportUnknownVariableType]
+    for call in call_list:
+        call_map: dict[str, object] = call if isinstance(call, dict) else {}  # pyright: ignore[reportUnknownVariableType]
+        function = call_map.get("function")
+        if not isinstance(function, dict):
+            raise ConfigError(f"{where}: a tool call needs a 'function' object")
+        fn: dict[str, object] = function  # pyright: ignore[reportUnknownVariableType]
+        arguments = _json_arguments(fn.get("arguments"), where)
+        parts.append(
+            ToolCallPart(_field(call_map, "id", where), _field(fn, "name", where), arguments)
+        )
+    return Message(role=role, content=tuple(parts))  # pyright: ignore[reportArgumentType]
+
+
+def as_messages(items: object, where: str) -> list[Message]:
+    """Every item of ``items`` through :func:`as_message` (a ``str`` or a non-iterable refused)."""
+    kind = type(items).__name__
+    if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
+        raise ConfigError(f"{where} must be a sequence of Message, got {kind}")
+    sequence: Iterable[object] = items  # pyright: ignore[reportUnknownVariableType]
+    return [as_message(item, f"{where}[{index}]") for index, item in enumerate(sequence)]
+
+
+class MessageList(list["Message"]):
+    """A conversation's history: a list that checks (and converts) what is put into it.
+
+    ``append``, ``extend``, ``insert``, ``+=`` and item assignment run :func:`as_message`, so a
+    dict or a ``str`` added to ``engine.history`` is converted or refused at that line, not
+    when the next turn reads it. Reading costs what a list costs.
+    """
+
+    __slots__ = ()
+
+    def __init__(self, items: Iterable[object] = (), where: str = "history") -> None:
+        super().__init__(as_messages(items, where))
+
+    def append(self, item: object, /) -> None:
+        if type(item) is not Message:  # a reply joining the history: nothing to do
+            item = as_message(item, f"history[{len(self)}]")
+        super().append(item)  # pyright: ignore[reportArgumentType]
+
+    def extend(self, items: Iterable[object], /) -> None:
+        super().extend(as_messages(items, "history.extend(...)"))
+
+    def insert(self, index: SupportsIndex, item: object, /) -> None:
+        super().insert(index, as_message(item, "history.insert(...)"))
+
+    def __iadd__(self, items: Iterable[object]) -> MessageList:  # type: ignore[override]
+        self.extend(items)
+        return self
+
+    def __setitem__(self, index: SupportsIndex | slice, value: Any) -> None:  # type: ignore[override]
+        if isinstance(index, slice):
+            super().__setitem__(index, as_messages(value, "history[...]"))
+        else:
+            super().__setitem__(index, as_message(value, f"history[{index}]"))

@@ -408,10 +408,10 @@ class OpenAIClient(HttpClient):
         stream_usage: bool = True,
         **settings: Unpack[HttpSettings],
     ) -> None:
+        check_bool(stream_usage, f"{type(self).__name__}: stream_usage")  # before the key's check
         super().__init__(
             model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
-        check_bool(stream_usage, f"{type(self).__name__}: stream_usage")
         self._stream_usage = stream_usage
 
     @classmethod

@@ -186,7 +186,11 @@ class AttemptLog:
 
     def cost(self) -> Cost | None:
         """Every attempt's cost, summed (``None`` without pricing)."""
-        return total_cost(self._records) if self._pricer is not None else None
+        return (
+            total_cost(record.cost for record in self._records)
+            if self._pricer is not None
+            else None
+        )
 
     def discarded(self) -> Usage | None:
         """Usage of every attempt that did not serve."""

@@ -547,12 +547,7 @@ def _check_arguments(arguments: dict[str, object]) -> None:
     )
     check_bool(arguments["failover"], "TurnEngine(failover=...)")
     check_bool(arguments["keep_thinking"], "TurnEngine(keep_thinking=...)", optional=True)
-    check_items(
-        arguments["history"],
-        "TurnEngine(history=...)",
-        "Message",
-        lambda item, where: check_instance(item, Message, where, "a Message"),
-    )
+    # the history is checked (and SDK-style dicts converted) by the session's MessageList
     check_items(
         arguments["contributors"],
         "TurnEngine(contributors=...)",

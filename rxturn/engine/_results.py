@@ -8,11 +8,10 @@ from typing import Any, Literal
 
 import msgspec
 
-from .._validate import MessageList, as_message
 from ..cost import Cost
 from ..errors import ConfigError
 from ..events import AttemptReset, Fallback, HandlerEvent
-from ..messages import Message, StopReason, Usage
+from ..messages import Message, MessageList, StopReason, Usage, as_message
 from .audit import AttemptRecord, AuditTrail, Run
 
 __all__ = [
@@ -181,7 +180,9 @@ def checked_prompt(prompt: object, method: str) -> str | Message:
     ConfigError naming it."""
     if isinstance(prompt, str):
         return prompt
-    return as_message(prompt, f"{method}(prompt)")
+    if isinstance(prompt, Message | dict):
+        return as_message(prompt, f"{method}(prompt)")
+    raise ConfigError(f"{method}(prompt) takes a str or a Message, got {type(prompt).__name__}")
 
 
 def checked_transients(transient: object) -> tuple[Message, ...]:

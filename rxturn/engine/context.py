@@ -43,9 +43,9 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from .._arguments import check_bool
-from .._validate import as_message, is_int, is_number, positive
+from .._validate import is_int, is_number, positive
 from ..errors import ConfigError, redact
-from ..messages import CachePoint, Message
+from ..messages import CachePoint, Message, as_message
 from .tokens import TokenCounter
 
 __all__ = [

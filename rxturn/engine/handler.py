@@ -47,6 +47,7 @@ from typing import Any, ClassVar
 
 from reactivex import Observable, abc
 
+from .._arguments import check_callable, check_instance
 from .._batching import unbatch_
 from ..clients._base import ModelClient
 from ..errors import RetryAfterBeyondDeadline
@@ -58,7 +59,6 @@ from ..resilience.policies import (
     RateLimitPolicy,
     RetryPolicy,
     TimeoutPolicy,
-    check_handler_arguments,
 )
 from ._ladder import Ladder
 from ._plan import AttemptWatcher, TurnSpec
@@ -291,3 +291,34 @@ class TurnPlan(TurnSpec):
         self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         return Ladder(self, observer, scheduler, as_lists=True).start()
+
+
+def check_handler_arguments(
+    timeouts: object,
+    retry: object,
+    rate_limit: object,
+    limiter: object,
+    rng: object,
+    scheduler: object,
+    on_wait: object,
+) -> None:
+    """The types of :class:`StreamHandler`'s arguments, each a
+    ConfigError naming the argument (the policies' values are their own ``validate``'s)."""
+    for name, value, expected in (
+        ("timeouts", timeouts, TimeoutPolicy),
+        ("retry", retry, RetryPolicy),
+        ("rate_limit", rate_limit, RateLimitPolicy),
+    ):
+        check_instance(value, expected, f"StreamHandler({name}=...)", f"a {expected.__name__}")
+    check_instance(
+        limiter, RateLimiter, "StreamHandler(limiter=...)", "a RateLimiter", optional=True
+    )
+    check_instance(rng, random.Random, "StreamHandler(rng=...)", "a random.Random", optional=True)
+    check_instance(
+        scheduler,
+        abc.SchedulerBase,
+        "StreamHandler(scheduler=...)",
+        "a reactivex scheduler",
+        optional=True,
+    )
+    check_callable(on_wait, "StreamHandler(on_wait=...)", "a callable", optional=True)

@@ -30,7 +30,6 @@ from typing import Self
 import msgspec
 
 from .. import _constants as C
-from .._arguments import check_callable, check_instance
 from .._validate import is_int, is_number, positive, seconds_problem
 from ..errors import ConfigError
 
@@ -41,7 +40,6 @@ __all__ = [
     "RateLimitPolicy",
     "RetryPolicy",
     "TimeoutPolicy",
-    "check_handler_arguments",
 ]
 
 
@@ -345,40 +343,3 @@ class FallbackPolicy(Policy, frozen=True, kw_only=True):
     def strikes(self) -> int:
         """``max_fail_count`` clamped to at least 1: what each chain entry actually gets."""
         return max(1, self.max_fail_count)
-
-
-def check_handler_arguments(
-    timeouts: object,
-    retry: object,
-    rate_limit: object,
-    limiter: object,
-    rng: object,
-    scheduler: object,
-    on_wait: object,
-) -> None:
-    """The types of :class:`~rxturn.engine.handler.StreamHandler`'s arguments, each a
-    ConfigError naming the argument (the policies' values are their own ``validate``'s)."""
-    import random
-
-    from reactivex import abc
-
-    from .limiter import RateLimiter
-
-    for name, value, expected in (
-        ("timeouts", timeouts, TimeoutPolicy),
-        ("retry", retry, RetryPolicy),
-        ("rate_limit", rate_limit, RateLimitPolicy),
-    ):
-        check_instance(value, expected, f"StreamHandler({name}=...)", f"a {expected.__name__}")
-    check_instance(
-        limiter, RateLimiter, "StreamHandler(limiter=...)", "a RateLimiter", optional=True
-    )
-    check_instance(rng, random.Random, "StreamHandler(rng=...)", "a random.Random", optional=True)
-    check_instance(
-        scheduler,
-        abc.SchedulerBase,
-        "StreamHandler(scheduler=...)",
-        "a reactivex scheduler",
-        optional=True,
-    )
-    check_callable(on_wait, "StreamHandler(on_wait=...)", "a callable", optional=True)

@@ -19,11 +19,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rxturn import AnthropicClient, Cost, OpenAIClient, StreamHandler, TurnEngine
+from rxturn import AnthropicClient, Cost, OpenAIClient, StreamHandler, TurnEngine, replay_message
 from rxturn.cost import Pricer, total_cost
 from rxturn.engine.audit import AttemptRecord
 from rxturn.messages import Usage
-from rxturn.replay import replay_message
 from rxturn.resilience.policies import RetryPolicy
 from rxturn.testing import FakeProvider
 

@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 from recorded import ANTHROPIC_FIXTURES, OPENAI_FIXTURES, RESPONSES_FIXTURES
 
 import rxturn
+from rxturn import replay_message
 from rxturn.errors import StreamProtocolError
 from rxturn.messages import Message, ToolCallPart
-from rxturn.replay import replay_message
 from rxturn.wire import decoder_for
 
 # --- streams built around the index under test ------------------------------------------------
