@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 
@@ -181,7 +181,7 @@ def checked_prompt(prompt: object, method: str) -> str | Message:
     if isinstance(prompt, str):
         return prompt
     if isinstance(prompt, Message | dict):
-        return as_message(prompt, f"{method}(prompt)")
+        return as_message(cast(object, prompt), f"{method}(prompt)")
     raise ConfigError(f"{method}(prompt) takes a str or a Message, got {type(prompt).__name__}")
 
 

@@ -147,8 +147,8 @@ def test_a_turns_cost_sums_its_attempts_and_counts_the_unpriced() -> None:
         AttemptRecord(model="m", kind="stream", outcome="ReadError", cost=Decimal("0.25")),
         AttemptRecord(model="m", kind="stream", outcome="served", cost=Decimal("0.5")),
     ]
-    assert total_cost(records) == Cost(total=Decimal("0.75"), unpriced_attempts=1)
-    assert total_cost(records[:1]) == Cost(total=Decimal(0), unpriced_attempts=1)
+    assert total_cost(r.cost for r in records) == Cost(total=Decimal("0.75"), unpriced_attempts=1)
+    assert total_cost(r.cost for r in records[:1]) == Cost(total=Decimal(0), unpriced_attempts=1)
     assert Cost(total=Decimal(1)) + Cost(total=Decimal(2), unpriced_attempts=3) == Cost(
         total=Decimal(3), unpriced_attempts=3
     )
