@@ -69,8 +69,29 @@ class AttemptSide(abc.ObserverBase[Any]):
     def on_next(self, value: Any) -> None:
         if self._phase != STREAMING:
             return
-        if type(value) is list:
-            self._on_batch(cast("list[StreamEvent]", value))
+        if type(value) is list:  # a batch: the path every chunk takes, written out in full
+            batch = cast("list[StreamEvent]", value)
+            if not batch:  # a chunk that decoded to nothing: no event, nothing to forward
+                return
+            guard = self._guard
+            error = guard.batch(batch)
+            if error is not None:  # the guard's verdict: the accepted prefix, then the error
+                self._drop_upstream()
+                accepted = guard.accepted
+                if accepted:
+                    self._progress.events += accepted
+                    self._arrived(accepted)
+                    self._downstream.on_next(batch[:accepted])
+                    if self._phase != STREAMING:
+                        return
+                self._attempt_failed(error)
+                return
+            count = len(batch)
+            self._progress.events += count
+            clock = self._clock
+            if clock is not None and clock.arrived(count, self._now()):
+                self._schedule()
+            self._downstream.on_next(batch)
             return
         error = self._guard.event(value)
         if error is not None:  # the guard's verdict: this attempt failed here
@@ -79,28 +100,6 @@ class AttemptSide(abc.ObserverBase[Any]):
         self._progress.events += 1
         self._arrived(1)
         self._downstream.on_next([value] if self._wrap else value)
-
-    def _on_batch(self, batch: list[StreamEvent]) -> None:
-        if not batch:  # a chunk that decoded to nothing: no event, nothing to forward
-            return
-        error = self._guard.batch(batch)
-        if error is not None:  # the guard's verdict: the accepted prefix, then the error
-            self._drop_upstream()
-            accepted = self._guard.accepted
-            if accepted:
-                self._progress.events += accepted
-                self._arrived(accepted)
-                self._downstream.on_next(batch[:accepted])
-                if self._phase != STREAMING:
-                    return
-            self._attempt_failed(error)
-            return
-        count = len(batch)
-        self._progress.events += count
-        clock = self._clock  # :meth:`_arrived`, written out: this runs per chunk
-        if clock is not None and clock.arrived(count, self._now()):
-            self._schedule()
-        self._downstream.on_next(batch)
 
     def _arrived(self, count: int) -> None:
         clock = self._clock

@@ -19,9 +19,10 @@ objects and functions the operators call, asked in the same order — with:
 - **phases**: waiting (limiter or backoff), streaming, rescuing, done.
 
 It holds no verdict of its own: the shadow guard, the attempt clock, the retry budget, the
-gate's sleep, the total deadline's error, the rescue's budget and which failures it takes all
-come from :mod:`rxturn.resilience`. ``tests/engine/handler/test_ladder_equivalence.py`` runs
-the driver and the hand-composed operators side by side on virtual time, on the per-event, the
+gate's sleep, the total deadline's error, the rescue's budget, its race and which failures it
+takes all come from :mod:`rxturn.resilience`.
+``tests/engine/handler/test_ladder_equivalence.py`` and ``test_paths_equivalence.py`` run the
+driver and the hand-composed operators side by side on virtual time, on the per-event, the
 batched and the direct-attach paths.
 
 What an attempt's events meet is :class:`~._attempt.AttemptSide`, the ladder's other half.
@@ -35,13 +36,13 @@ from typing import Any, cast
 from reactivex import Observable, abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
-from ..errors import RescueFailed, RescueTimeoutError, RxturnError
+from ..errors import RescueFailed, RxturnError
 from ..events import Fallback
 from ..messages import Message
 from ..operators._scheduling import clock, resolve_scheduler
 from ..resilience.clock import SLACK, AttemptClock
 from ..resilience.limiter import gate_sleep
-from ..resilience.progress import TurnProgress, rescue_budget, total_timeout
+from ..resilience.progress import RescueRace, TurnProgress, rescue_budget, total_timeout
 from ..resilience.retry import RetryBudget
 from ..resilience.verdicts import is_rescuable
 from ._attempt import STREAMING, AttemptSide
@@ -72,11 +73,10 @@ class Ladder(AttemptSide, abc.DisposableBase):
         "_phase",
         "_plan",
         "_progress",
+        "_race",
         "_rescue",
-        "_rescue_budget",
         "_rescue_due",
         "_rescue_error",
-        "_rescue_expiring",
         "_sched",
         "_timer",
         "_timer_due",
@@ -120,10 +120,9 @@ class Ladder(AttemptSide, abc.DisposableBase):
         self._timer_due: float | None = None
         self._wait_due: float | None = None
         self._rescue_due: float | None = None
-        self._rescue_expiring = False
+        self._race: RescueRace | None = None  # made when the rescue starts
         self._rescue: abc.DisposableBase | None = None
         self._rescue_error: Exception | None = None
-        self._rescue_budget = 0.0
         self._upstream: abc.DisposableBase | None = None
         self._context_ended = True
         self._waited = 0.0
@@ -241,7 +240,7 @@ class Ladder(AttemptSide, abc.DisposableBase):
         loop = self._loop
         if loop is not None:
             self._timer = loop.call_at(due, self._fire)
-        elif self._rescue_expiring and due == self._rescue_due:
+        elif self._race is not None and self._race.expiring and due == self._rescue_due:
             self._timer = self._sched.schedule(self._fire_scheduled)
         else:
             delay = max(0.0, due - self._now())
@@ -280,14 +279,14 @@ class Ladder(AttemptSide, abc.DisposableBase):
                 self._schedule()
             return
         rescue = self._rescue_due
-        if rescue is not None and rescue - t <= SLACK:
-            if not self._rescue_expiring:
-                # One more scheduler turn: a reply that completed at this instant wins.
-                self._rescue_expiring = True
+        race = self._race
+        if rescue is not None and race is not None and rescue - t <= SLACK:
+            error = race.deadline()
+            if error is None:  # judged again one scheduler turn later (race.expiring)
                 self._schedule()
                 return
             self._rescue_due = None
-            self._rescue_failed(RescueTimeoutError(self._rescue_budget))
+            self._rescue_failed(error)
             return
         self._schedule()  # woken early: wait for what is left
 
@@ -325,9 +324,9 @@ class Ladder(AttemptSide, abc.DisposableBase):
         self._total_due = None
         self._rescue_error = stream_error
         budget = rescue_budget(self._progress.remaining(), plan.first_event)
+        self._race = RescueRace(budget)
         if budget is not None:
             self._rescue_due = self._now() + max(0.0, budget)
-            self._rescue_budget = budget
         self._schedule()
         try:
             request = plan.create_request()
@@ -343,7 +342,8 @@ class Ladder(AttemptSide, abc.DisposableBase):
             self._rescue = rescue
 
     def _on_rescue_reply(self, message: Message) -> None:
-        if self._phase != _RESCUING:
+        race = self._race
+        if self._phase != _RESCUING or race is None or not race.outcome():
             return
         self._phase = _DONE
         self._clear_timer()
@@ -355,7 +355,8 @@ class Ladder(AttemptSide, abc.DisposableBase):
         self._rescue_failed(RxturnError("fallback request ended without a reply"))
 
     def _rescue_failed(self, rescue_error: BaseException) -> None:
-        if self._phase != _RESCUING:
+        race = self._race
+        if self._phase != _RESCUING or race is None or not race.outcome():
             return
         stream_error = self._rescue_error
         assert stream_error is not None

@@ -18,7 +18,8 @@ deadline at all when the turn has no total deadline (a disabled ``timeout`` mean
 first-event timeout there). Without a ``TurnProgress``, ``timeout``
 applies as is.
 
-The rescue request is raced against that deadline. A reply that completes at the same instant
+The rescue request is raced against that deadline
+(:class:`~rxturn.resilience.progress.RescueRace`). A reply that completes at the same instant
 the deadline fires wins: the deadline's failure is deferred by one scheduler turn, so a result
 already delivered (or queued) first is accepted. Success emits
 :class:`~rxturn.events.Fallback` and completes; failure emits
@@ -36,10 +37,10 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from ..errors import RescueFailed, RescueTimeoutError, RxturnError
+from ..errors import RescueFailed, RxturnError
 from ..events import Fallback
 from ..messages import Message
-from ..resilience.progress import TurnProgress, rescue_budget
+from ..resilience.progress import RescueRace, TurnProgress, rescue_budget
 from ..resilience.verdicts import is_rescuable
 from ._scheduling import resolve_scheduler
 
@@ -74,13 +75,11 @@ def rescue_(
         def start_rescue(stream_error: Exception) -> None:
             sched = resolve_scheduler(scheduler, scheduler_)
             budget = _budget(progress, timeout)
-            finished = False
+            race = RescueRace(budget)
 
             def fail(rescue_error: BaseException) -> None:
-                nonlocal finished
-                if finished:
+                if not race.outcome():
                     return
-                finished = True
                 timer.disposable = None
                 current.disposable = None
                 error = RescueFailed(stream_error, rescue_error)
@@ -89,10 +88,8 @@ def rescue_(
                 observer.on_error(error)
 
             def on_reply(message: Message) -> None:
-                nonlocal finished
-                if finished:
+                if not race.outcome():
                     return
-                finished = True
                 timer.disposable = None
                 observer.on_next(Fallback(message))
                 observer.on_completed()
@@ -102,12 +99,12 @@ def rescue_(
 
             if budget is not None:
 
-                def expire(_: abc.SchedulerBase, __: Any = None) -> None:
-                    fail(RescueTimeoutError(budget))
-
                 def deadline(_: abc.SchedulerBase, __: Any = None) -> None:
-                    # One more scheduler turn: a reply that completed at this instant wins.
-                    timer.disposable = sched.schedule(expire)
+                    error = race.deadline()
+                    if error is not None:
+                        fail(error)
+                    elif race.expiring and not race.settled:  # judged one scheduler turn later
+                        timer.disposable = sched.schedule(deadline)
 
                 timer.disposable = sched.schedule_relative(max(0.0, budget), deadline)
             subscription = SingleAssignmentDisposable()

