@@ -51,6 +51,13 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     loop_hygiene.uninstall()
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Freeze what imports and collection built (libraries, SDK models, test tables): no test
+    made it, so the full collections of the hygiene checks need not scan it again per module."""
+    gc.collect()
+    gc.freeze()
+
+
 def _fail_on(reports: list[str], where: str) -> None:
     if reports:
         shown = "\n  ".join(report[:600] for report in reports[:10])
