@@ -95,7 +95,7 @@ async def test_after_the_delay_the_reply_is_the_same_reply(
 ) -> None:
     slow = {**SLOW, "first_content_delay_ms": 20}
     fake = await serve({"models": {"*": [{"text": SLOW["text"]}, slow]}})
-    replies = []
+    replies: list[list[bytes]] = []
     for _ in range(2):
         async with http.post(fake.base_url + PATHS[wire], json=_body(wire)) as resp:
             replies.append(_same(_split(wire, await resp.read())))
