@@ -49,7 +49,7 @@ class RaceWatcher(Protocol):
     ``"hedge_lost"``), a racer that failed while others ran on (``error``), or one let go with
     the race (``disposed``). ``racer_adopted`` names the racer whose end the downstream will
     report with the stream's own end (the winner, the racer whose error ends the race, or the
-    one still running when the race is disposed).
+    one still running when the race is disposed); ``won`` says it won the race.
     """
 
     def racer_started(self, index: int, model: str) -> contextvars.Context | None: ...
@@ -64,7 +64,7 @@ class RaceWatcher(Protocol):
         disposed: bool = False,
     ) -> None: ...
 
-    def racer_adopted(self, index: int) -> None: ...
+    def racer_adopted(self, index: int, *, won: bool = False) -> None: ...
 
 
 class _Seat(abc.ObserverBase[Any]):
@@ -259,7 +259,7 @@ class _Race(abc.DisposableBase):
     def _win(self, index: int) -> None:
         seat = self.seats[index]
         if self.watcher is not None:
-            self.watcher.racer_adopted(index)
+            self.watcher.racer_adopted(index, won=True)
         self.forwarding = seat
         held, seat.held = seat.held, []
         downstream = self.downstream

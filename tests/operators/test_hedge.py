@@ -94,8 +94,8 @@ class Rig:
                 what = outcome or ("disposed" if disposed else type(error).__name__)
                 rig.watch.append(("ended", index, what, usage, rig.now))
 
-            def racer_adopted(self, index: int) -> None:
-                rig.watch.append(("adopted", index, rig.now))
+            def racer_adopted(self, index: int, *, won: bool = False) -> None:
+                rig.watch.append(("won" if won else "adopted", index, rig.now))
 
         self.operator = hedge(
             self.policy,
@@ -178,7 +178,7 @@ async def test_the_hedge_wins_and_the_primary_is_closed_before_its_first_event_g
         ("started", 1, "backup", 2.0),
         ("ended", 0, "hedge_lost", Usage(input_tokens=11, output_tokens=0), 2.5),
     ]
-    assert rig.watch[3] == ("adopted", 1, 2.5)
+    assert rig.watch[3] == ("won", 1, 2.5)
     assert leftovers(rig.scheduler) == []
 
 
