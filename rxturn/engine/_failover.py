@@ -49,9 +49,21 @@ class TurnLegs:
         started: the turn's start on the engine's clock.
         failure_recorded: the current leg's failure was already recorded with the breaker.
         hooks: where the attempt log reports to observers (``None``: nobody listens).
+        raced: the models a hedged first token sent hedges to (failover skips them).
     """
 
-    __slots__ = ("failure_recorded", "hooks", "log", "now", "started", "stats", "tried", "turn")
+    __slots__ = (
+        "failure_recorded",
+        "hooks",
+        "log",
+        "now",
+        "raced",
+        "started",
+        "stats",
+        "tried",
+        "turn",
+        "turn_id",
+    )
 
     def __init__(
         self,
@@ -68,6 +80,8 @@ class TurnLegs:
         self.log = AttemptLog(now, served, hooks)
         self.stats = AttemptStats()
         self.failure_recorded = False
+        self.raced: list[str] = []
+        self.turn_id = hooks.turn_id if hooks is not None else -1
 
     @property
     def served(self) -> str:
@@ -82,6 +96,17 @@ class TurnLegs:
         self.tried.append(model)
         self.log.model = model
         self.failure_recorded = False
+
+    def hedge_won(self, model: str) -> None:
+        """A hedge to ``model`` won the turn's race: it serves the turn from now on (no
+        failover: no ``on_model_switched``, the breaker judges the turn by who served)."""
+        if model != self.served:
+            self.tried.append(model)
+        self.log.model = model
+
+    def asked(self) -> list[str]:
+        """Every model the turn has asked, racers included (what failover skips)."""
+        return [*self.tried, *self.raced]
 
     def deadline(self, total: float | None, fresh: float | None) -> float | None:
         """The next leg's total deadline: what the turn has left, or ``fresh`` once past."""

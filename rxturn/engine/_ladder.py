@@ -187,7 +187,8 @@ class Ladder(AttemptSide, abc.DisposableBase):
         """Subscribe the attempt: watcher told, deadlines armed, shadow reset, request sent."""
         plan = self._plan
         watcher = plan.watcher
-        context = watcher.attempt_started("stream") if watcher is not None else None
+        racing = plan.race is not None and self._attempt == 1  # it reports its racers
+        context = watcher.attempt_started("stream") if watcher and not racing else None
         self._context_ended = False
         self._phase = _STREAMING
         if context is None:
@@ -205,11 +206,12 @@ class Ladder(AttemptSide, abc.DisposableBase):
             self._attempt_due = None
         self._schedule()
         self._progress.begin_attempt()
-        if plan.direct:  # an rxturn client: the attempt pushes to this object directly
+        race = plan.race if self._attempt == 1 else None  # a hedged first token
+        if plan.direct and race is None:  # an rxturn client: it pushes to this object directly
             self._upstream = plan.attach(self, self._sched)
             return
         try:
-            source = plan.open()
+            source = plan.open() if race is None else race(cast("Observable[Any]", plan.open()))
         except Exception as error:  # a client that fails before returning its Observable
             self._attempt_failed(error)
             return

@@ -351,6 +351,7 @@ class TurnPlan:
         "options",
         "per_event",
         "preferred",
+        "race",
         "rate_limit",
         "request",
         "rescue",
@@ -393,8 +394,24 @@ class TurnPlan:
         self.on_wait = handler._on_wait  # pyright: ignore[reportPrivateUsage]
         self.watcher = watcher
         self.give_up = give_up
+        #: what the first attempt is piped through when the turn hedges its first token
+        #: (set by the engine: :class:`~rxturn.engine._hedging.TurnRace`); it reports the
+        #: racers to the watcher itself
+        self.race: Callable[[Observable[Any]], Observable[Any]] | None = None
         # rxturn's HTTP clients start an attempt without an Rx subscription (``attach_batches``),
         # unless a subclass changed what ``stream_batches`` does
+        self.direct = (
+            isinstance(client, HttpClient)
+            and type(client).stream_batches is HttpClient.stream_batches
+        )
+
+    def retarget(self, client: ModelClient, options: RequestOptions | None) -> None:
+        """Send the turn's later attempts (and its rescue) to ``client`` with ``options``:
+        a hedge won the race, and the ladder climbs on the winner's target."""
+        self.client = client
+        self.options = options
+        if self.limiter is not None:
+            self.key = client.base_url
         self.direct = (
             isinstance(client, HttpClient)
             and type(client).stream_batches is HttpClient.stream_batches
