@@ -35,6 +35,7 @@ CALLBACKS: Final[tuple[str, ...]] = (
     "on_compaction",
     "on_hedge",
     "on_hedge_skipped",
+    "on_hedge_won",
 )
 
 #: The request callbacks, for tracers (see the module docstring). :class:`RecordingObserver` and
@@ -129,6 +130,12 @@ class Observer:
         self, *, turn: int, turn_id: int, model: str, hedge_model: str | None, reason: str
     ) -> None:
         """A hedge was due but not sent (``"breaker_open"``, ``"rate_limited"``, ``"budget"``)."""
+
+    def on_hedge_won(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str, after: float
+    ) -> None:
+        """The hedge to ``hedge_model`` produced content first: it serves the turn (the primary
+        ``model`` was cut; nothing of it was shown). ``after`` counts from the turn's start."""
 
     def on_request(
         self,

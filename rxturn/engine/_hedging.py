@@ -161,9 +161,21 @@ class TurnRace:
         self.legs.log.racer_ended(index, error, usage, outcome=outcome, disposed=disposed)
 
     def racer_adopted(self, index: int, *, won: bool = False) -> None:
-        self.legs.log.racer_adopted(index)
+        legs = self.legs
+        legs.log.racer_adopted(index)
         if won and index > 0:
             target = self._targets[index]
             model = self._model(target)
+            primary = legs.served
             self.plan.retarget(self._client(target), self._options(target))
-            self.legs.hedge_won(model)
+            legs.hedge_won(model)
+            observers = self.observers
+            if observers.interested("on_hedge_won"):
+                observers.emit(
+                    "on_hedge_won",
+                    turn=legs.turn,
+                    turn_id=legs.turn_id,
+                    model=primary,
+                    hedge_model=model,
+                    after=legs.now() - legs.started,
+                )

@@ -49,6 +49,9 @@ on_hedge             turn: int, turn_id: int, model: str, hedge_model: str, reas
 on_hedge_skipped     turn: int, turn_id: int, model: str, hedge_model: str | None, reason: str
                      → a hedge was due but not sent: ``reason`` ``"breaker_open"``,
                      ``"rate_limited"`` (the primary's quota) or ``"budget"``
+on_hedge_won         turn: int, turn_id: int, model: str, hedge_model: str, after: float
+                     → the hedge to ``hedge_model`` won the race ``after`` seconds in: it
+                     serves the turn (a primary that wins fires nothing)
 on_request           turn: int, turn_id: int, model: str, request: Request,
                      options: RequestOptions, provider: str, base_url: str, stream: bool,
                      estimated_input_tokens: int

@@ -60,6 +60,7 @@ SAMPLE_KWARGS: dict[str, dict[str, Any]] = {
         "hedge_model": "b",
         "reason": "budget",
     },
+    "on_hedge_won": {"turn": 0, "turn_id": 7, "model": "m", "hedge_model": "b", "after": 2.5},
 }
 
 
