@@ -62,8 +62,6 @@ __all__ = ["FakeProvider", "ReceivedRequest", "RequestRecord"]
 _WRITE_SLICE = 256 * 1024
 _MAX_REQUEST_BYTES = 64 * 1024 * 1024
 _SHUTDOWN_TIMEOUT = 2.0
-_DROPPED = "rxturn.fake.dropped"  # set on a request whose connection the server closed
-_GONE = "rxturn.fake.gone"  # set on a request whose client was gone when the server wrote
 
 
 def _decimal(value: float) -> str:
@@ -144,6 +142,9 @@ class FakeProvider:
         self._requested_port = port
         self._port: int | None = None
         self._cursors: dict[str, int] = {}
+        #: requests in flight whose end the server already knows: "dropped" (it closed the
+        #: connection) or "gone" (a write found the client gone), by ``id(request)``
+        self._ended: dict[int, str] = {}
         self._seq = 0  # never reset: ids stay unique for the server's lifetime
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -283,9 +284,10 @@ class FakeProvider:
             end = "dropped" if self._stopping else "disconnected"
             raise
         finally:
-            if request.get(_DROPPED):
+            ended = self._ended.pop(id(request), None)
+            if ended == "dropped":
                 end = "dropped"
-            elif request.get(_GONE):
+            elif ended == "gone":
                 end = "dropped" if self._stopping else "disconnected"
             record.ended = asyncio.get_running_loop().time()
             record.end = end
@@ -341,7 +343,7 @@ class FakeProvider:
                 self.disconnects += 1
             raise
         except ConnectionResetError:  # a write found the connection gone
-            request[_GONE] = True
+            self._ended[id(request)] = "gone"
             if not self._stopping:
                 self.disconnects += 1
             return web.StreamResponse()
@@ -385,9 +387,8 @@ class FakeProvider:
             return False
         return True
 
-    @staticmethod
-    def _hang_up(request: web.Request) -> None:
-        request[_DROPPED] = True
+    def _hang_up(self, request: web.Request) -> None:
+        self._ended[id(request)] = "dropped"
         transport = request.transport
         if transport is not None:
             transport.close()  # flushes what was written, then FIN: the body is left unfinished
