@@ -80,7 +80,7 @@ class TurnLegs:
         self.log = AttemptLog(now, served, hooks)
         self.stats = AttemptStats()
         self.failure_recorded = False
-        self.raced: list[str] = []
+        self.raced: tuple[str, ...] = ()  # grows only when a turn hedges
         self.turn_id = hooks.turn_id if hooks is not None else -1
 
     @property

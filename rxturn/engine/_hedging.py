@@ -119,7 +119,7 @@ class TurnRace:
         self, *, index: int, model: str, target: HedgeTarget, reason: str, after: float
     ) -> None:
         self._targets[index] = target
-        self.legs.raced.append(model)
+        self.legs.raced = (*self.legs.raced, model)
         observers = self.observers
         if observers.interested("on_hedge"):
             observers.emit(

@@ -15,9 +15,17 @@ from rxturn import (
     StreamHandler,
     TurnEngine,
 )
-from rxturn.errors import Cancelled, ConfigError, NotFoundError, ReadError
+from rxturn.errors import (
+    Cancelled,
+    ConfigError,
+    NotFoundError,
+    OverloadedError,
+    RateLimitError,
+    ReadError,
+    ServerError,
+)
 from rxturn.events import Delta, MessageDelta, MessageStart, MessageStop, PartStart, PartStop
-from rxturn.messages import Message, Usage
+from rxturn.messages import Message, RequestOptions, Usage
 from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 from rxturn.testing.virtual import (
     Script,
@@ -272,3 +280,56 @@ def test_hedge_is_refused_where_it_cannot_act(scheduler: TestScheduler) -> None:
         TurnEngine(client, hedge=HedgePolicy((HedgeTarget("b"),)), mode="non_streaming")
     with pytest.raises(ConfigError, match="HedgePolicy"):
         TurnEngine(client, hedge=HedgeTarget("b"))  # type: ignore[arg-type]
+
+
+async def test_the_same_model_on_another_client_is_a_target(clean: TestScheduler) -> None:
+    primary = ScriptedClient(clean, models={"m": [slow("from the first endpoint", 30.0)]})
+    other = ScriptedClient(
+        clean,
+        models={"m": [timeline(reply("from the second endpoint"), start=0.3)]},
+        base_url="http://second.invalid",
+    )
+    engine, observer, shown = engine_for(
+        primary,
+        clean,
+        HedgePolicy((HedgeTarget(client=other),), delay=1.5),
+        request_options=RequestOptions(model="m"),
+    )
+    result = await run_virtual(clean, engine.turn())
+    assert result.message.text == "from the second endpoint" and result.model == "m"
+    assert "".join(shown) == "from the second endpoint"
+    assert primary.models_asked == ["m"] and other.models_asked == ["m"]
+    assert other.spans[0][0] == 1.5
+    assert [a.outcome for a in result.attempt_log] == ["hedge_lost", "served"]
+    won = observer.calls_of("on_hedge_won")
+    assert [(w["model"], w["hedge_model"]) for w in won] == [("m", "m")]
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        RateLimitError("HTTP 429", status_code=429, retry_after=60.0),
+        OverloadedError("HTTP 529", status_code=529),
+        ServerError("HTTP 500", status_code=500),
+        ReadError("connection dropped"),
+    ],
+)
+async def test_a_primary_failing_before_the_delay_sends_the_hedge_at_once(
+    clean: TestScheduler, error: Exception
+) -> None:
+    client = ScriptedClient(
+        clean,
+        models={
+            "scripted": [[on_next(0.01, MessageStart()), on_error(0.3, error)]],
+            "backup": [timeline(reply("the backup"), start=0.1)],
+        },
+    )
+    engine, observer, _ = engine_for(
+        client, clean, HedgePolicy((HedgeTarget("backup"),), delay=5.0)
+    )
+    result = await run_virtual(clean, engine.turn())
+    assert result.message.text == "the backup" and result.model == "backup"
+    assert client.spans[1][0] == 0.3  # at the failure, not at the 5 s delay
+    assert [h["reason"] for h in observer.calls_of("on_hedge")] == ["error"]
+    assert [a.outcome for a in result.attempt_log] == [type(error).__name__, "served"]
+    assert observer.calls_of("on_attempt_reset") == []  # nothing was shown before the win
