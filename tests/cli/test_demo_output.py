@@ -11,7 +11,16 @@ from rxturn.cli import _demo_story as story
 
 from ._support import SGR, clean_env, run, run_tty, screen
 
-REPLIES = {story._T1, story._T2, story._T3, story._T5, story._T6A, story._T6B, story._T7}
+REPLIES = {
+    story._T1,
+    story._T2,
+    story._T3,
+    story._T5,
+    story._T6A,
+    story._T6B,
+    story._T7,
+    story._T8,
+}
 
 
 _NOT_REPLIES = ("  🔧", "  ↻", "  ⏳", "  ✗", "  ⚡", "  ⇄")  # tool lines and notices
