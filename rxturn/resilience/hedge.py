@@ -49,15 +49,9 @@ from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
 from .._validate import is_int, is_number, positive, seconds_problem
-from ..errors import (
-    AuthenticationError,
-    BadRequestError,
-    Cancelled,
-    ConfigError,
-    PermissionDeniedError,
-    RateLimitError,
-)
+from ..errors import ConfigError
 from ..events import Delta, MessageStop, PartStart, StreamEvent
+from .verdicts import ends_race, is_rate_limit
 
 __all__ = [
     "BUDGET_WINDOW",
@@ -110,16 +104,11 @@ def is_content(event: StreamEvent) -> bool:
 
 def error_kind(error: BaseException) -> ErrorKind:
     """How a racer's error weighs on the race: ``"fatal"`` when no other request would fare
-    better (cancel, 400/422, 401, 403, configuration), ``"rate_limit"`` for 429/503/529,
-    else ``"other"``."""
-    if isinstance(
-        error,
-        Cancelled | ConfigError | BadRequestError | AuthenticationError | PermissionDeniedError,
-    ):
+    better (cancel, 400, 401, 403, configuration), ``"rate_limit"`` for 429/503/529, else
+    ``"other"`` (the handler's table, :mod:`rxturn.resilience.verdicts`, decides each)."""
+    if ends_race(error):
         return "fatal"
-    if type(error).__name__ == "CancelledError":
-        return "fatal"
-    if isinstance(error, RateLimitError):
+    if is_rate_limit(error):
         return "rate_limit"
     return "other"
 

@@ -12,6 +12,7 @@ from rxturn.errors import (
     BadRequestError,
     Cancelled,
     ConfigError,
+    ContextOverflowError,
     OverloadedError,
     PermissionDeniedError,
     RateLimitError,
@@ -86,6 +87,8 @@ def test_content_is_what_shows_an_answer(event: object, content: bool) -> None:
         (BadRequestError("HTTP 400", status_code=400), "fatal"),
         (AuthenticationError("HTTP 401", status_code=401), "fatal"),
         (PermissionDeniedError("HTTP 403", status_code=403), "fatal"),
+        # a bigger model may take what overflowed this one: the race goes on
+        (ContextOverflowError("prompt is too long", status_code=400), "other"),
         (RateLimitError("HTTP 429", status_code=429), "rate_limit"),
         (OverloadedError("HTTP 529", status_code=529), "rate_limit"),
         (ServerError("HTTP 500", status_code=500), "other"),
