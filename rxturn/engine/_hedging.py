@@ -22,6 +22,7 @@ from ..messages import Request, RequestOptions, Usage
 from ..operators import hedge
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
+from ._plan import open_attempt
 from .observers import ObserverSet
 
 if TYPE_CHECKING:
@@ -95,12 +96,8 @@ class TurnRace:
         return msgspec.structs.replace(self.options, model=self._model(target))
 
     def _open(self, target: HedgeTarget) -> Observable[Any]:
-        client = self._client(target)
-        options = self._options(target)
-        batches = getattr(client, "stream_batches", None)
-        if callable(batches):
-            return cast("Observable[Any]", batches(self.request, options))
-        return client.stream(self.request, options)
+        source = open_attempt(self._client(target), self.request, self._options(target))
+        return cast("Observable[Any]", source)
 
     def _blocked(self, target: HedgeTarget) -> bool:
         """Whether the target's breaker is open: the primary while the breaker routes away

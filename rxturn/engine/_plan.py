@@ -30,7 +30,7 @@ from ..resilience.limiter import RateLimiter
 from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from ..resilience.retry import WaitHook
 
-__all__ = ["AttemptWatcher", "TurnSpec", "client_scrubber"]
+__all__ = ["AttemptWatcher", "TurnSpec", "client_scrubber", "open_attempt"]
 
 
 class AttemptWatcher(Protocol):
@@ -63,6 +63,18 @@ def client_scrubber(client: object) -> Callable[[BaseException], None] | None:
     one; without it, nothing is scrubbed here."""
     scrub = getattr(client, "scrub", None)
     return cast("Callable[[BaseException], None]", scrub) if callable(scrub) else None
+
+
+def open_attempt(
+    client: ModelClient, request: Request, options: RequestOptions | None
+) -> EventStream | Observable[EventBatch]:
+    """One streaming request's Observable: the client's ``stream_batches`` when it has one,
+    else its per-event ``stream`` (a client of your own may offer only that: the ladder and the
+    hedge race take both)."""
+    batches = getattr(client, "stream_batches", None)
+    if callable(batches):
+        return cast("Observable[EventBatch]", batches(request, options))
+    return client.stream(request, options)
 
 
 def _watched_rescue(source: Observable[Message], watcher: AttemptWatcher) -> Observable[Message]:
@@ -195,13 +207,8 @@ class TurnSpec:
         self.direct = _attaches(client)
 
     def open(self) -> EventStream | Observable[EventBatch]:
-        """One attempt's Observable: the client's ``stream_batches`` when it has one, else its
-        per-event ``stream`` (a client of your own may offer only that: the ladder takes both).
-        """
-        batches = getattr(self.client, "stream_batches", None)
-        if callable(batches):
-            return cast("Observable[EventBatch]", batches(self.request, self.options))
-        return self.client.stream(self.request, self.options)
+        """One attempt's Observable (:func:`open_attempt` on the turn's client)."""
+        return open_attempt(self.client, self.request, self.options)
 
     def attach(self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase) -> Any:
         """One attempt pushing to ``observer`` without Rx (only when :attr:`direct`)."""
