@@ -16,10 +16,11 @@ repeated; see :mod:`_measure`); peak memory is taken on the largest stream; the 
 a turn is measured against a bare request and the official SDKs (:mod:`_fixed`); finally the
 fake is replaced by the stamp server, the collector is put back as a fresh interpreter has it,
 and the objects per in-flight turn are counted and a thousand turns run at once, rxturn beside
-a bare aiohttp client and the official SDKs (:mod:`_concurrency`). Every current target (and
-those of the first round it kept) is printed with its measurement and PASS/MISS. The process exits 0
-even when a target is missed (benchmarks inform, they do not gate) and 1 if a contender
-produced a wrong reply or failed.
+a bare aiohttp client and the official SDKs (:mod:`_concurrency`); last, the time to first
+text with and without a hedged first token against a heavy-tailed fake (:mod:`bench_hedge`).
+Every current target (and those of the first round it kept) is printed with its measurement and
+PASS/MISS. The process exits 0 even when a target is missed (benchmarks inform, they do not
+gate) and 1 if a contender produced a wrong reply or failed.
 """
 
 from __future__ import annotations
@@ -47,6 +48,8 @@ from _measure import Cell, measure_case, peak_memory
 from _report import cell_json, chart, judge, table
 from _servers import ChildServer
 from _streams import capture, write_scenario
+from bench_hedge import HedgeBench, run_hedge_bench
+from bench_hedge import table as hedge_table
 
 __all__ = ["MODES", "Mode", "main"]
 
@@ -156,6 +159,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--no-concurrency", action="store_true", help="skip the 1,000-turn run")
     parser.add_argument("--no-chart", action="store_true", help="do not draw the PNG")
+    parser.add_argument("--no-hedge", action="store_true", help="skip the hedged-first-token phase")
     parser.add_argument(
         "--batch",
         action="store_true",
@@ -359,6 +363,17 @@ def main(argv: list[str] | None = None) -> int:
         loop_factory = uvloop.new_event_loop
     with asyncio.Runner(loop_factory=loop_factory) as runner:
         report, failures = runner.run(_suite(mode, args.out, not args.no_concurrency))
+        if not args.no_hedge:  # the last phase: time to first text with and without hedging
+            turns = {"tiny": 40, "quick": 200}.get(mode.name, 400)
+            bench = HedgeBench(turns=turns, concurrency=min(20, turns))
+            try:
+                report["hedge"] = runner.run(run_hedge_bench(bench))
+            except Exception as exc:
+                print(f"hedge phase failed: {exc!r}")
+                failures = True
+            else:
+                print()
+                print(hedge_table(report["hedge"]))
     if args.batch:  # its own processes and loops, after the suite's
         from bench_batch import run_phase
 

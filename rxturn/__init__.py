@@ -102,7 +102,7 @@ if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
         replay_message as replay_message,
     )
 
-    # -- resilience: policies, the limiter, the cancel token, the model breaker
+    # -- resilience: policies, the limiter, the cancel token, the model breaker, the hedge
     from .resilience.policies import (
         LimiterPolicy as LimiterPolicy,
         RateLimitPolicy as RateLimitPolicy,
@@ -116,6 +116,10 @@ if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
         FailureKind as FailureKind,
         FallbackManager as FallbackManager,
         FallbackPolicy as FallbackPolicy,
+    )
+    from .resilience.hedge import (
+        HedgePolicy as HedgePolicy,
+        HedgeTarget as HedgeTarget,
     )
 
     # -- the turn: the handler, the engine, what it reports to, runs, records and counts

@@ -212,3 +212,15 @@ def test_ratios_are_judged_round_by_round() -> None:
     assert paired_ratio(contender, limit) == pytest.approx(1.2)
     assert paired_ratio([2.0, 6.0], [1.0, 3.0, 1.0]) == pytest.approx(2.0)  # rounds both ran
     assert math.isnan(paired_ratio([], [1.0]))
+
+
+def test_the_hedge_phase_reports_both_runs_side_by_side(report: dict[str, Any]) -> None:
+    hedge = report["hedge"]
+    for name in ("plain", "hedged"):
+        row = hedge[name]
+        assert row["turns"] == 40
+        for key in ("p50_ms", "p90_ms", "p99_ms", "mean_ms", "extra_requests_per_turn"):
+            assert _non_negative(row[key]), (name, key)
+        assert row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"]
+    assert hedge["plain"]["extra_requests_per_turn"] == 0  # no hedge, no extra request
+    assert "Hedged first token: time to first text" in report["_stdout"]

@@ -58,6 +58,23 @@ def add_parser(subparsers: Any) -> None:
         action="store_true",
         help="with --fallback: keep the breaker alone (a failed turn is not retried on a backup)",
     )
+    parser.add_argument(
+        "--hedge",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="hedged first token: when the model has sent no content within the hedge delay, "
+        "also ask MODEL (same endpoint; repeatable: targets in order) and keep whichever "
+        "answers first (streaming only)",
+    )
+    parser.add_argument(
+        "--hedge-delay",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --hedge: seconds without content before the hedge (default: adaptive, "
+        "from the observed time to first content, 0.5 to 10 s)",
+    )
     parser.add_argument("--system", default=None, metavar="TEXT", help="system prompt")
     parser.add_argument("--no-stream", action="store_true", help="non-streaming requests")
     parser.add_argument("--json", action="store_true", help="one JSON object per turn")
@@ -145,6 +162,14 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--model must not be empty")
     if any(not name.strip() for name in args.fallback):
         return _fail("--fallback must not be empty")
+    if any(not name.strip() for name in args.hedge):
+        return _fail("--hedge must not be empty")
+    if args.hedge_delay is not None and not args.hedge:
+        return _fail("--hedge-delay needs --hedge MODEL")
+    if args.hedge_delay is not None and not (0 <= args.hedge_delay < float("inf")):
+        return _fail(f"--hedge-delay must be a number of seconds >= 0, got {args.hedge_delay}")
+    if args.hedge and args.no_stream:
+        return _fail("--hedge races streams for their first token: it cannot act with --no-stream")
     if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
         return _fail(f"--base-url must start with http:// or https://, got {args.base_url!r}")
     if args.thinking is not None and args.thinking < _MIN_THINKING:

@@ -22,6 +22,7 @@ from ..engine.handler import StreamHandler
 from ..errors import Cancelled, RxturnError
 from ..messages import Message, RequestOptions
 from ..resilience.fallback import FallbackManager
+from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
 from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, one_line, paint, wants_color, write
 from ._view import TurnView, describe_error
@@ -33,11 +34,27 @@ _HELP = (
     "/stats · /help · /quit (or /exit, or EOF)"
 )
 
-_COLORS = {"retry": "33", "wait": "33", "rescue": "33", "breaker": "35", "model": "36"}
+_COLORS = {
+    "retry": "33",
+    "wait": "33",
+    "rescue": "33",
+    "breaker": "35",
+    "model": "36",
+    "hedge": "36",
+}
 
 
 def _notice(kind: str, text: str, color: bool) -> str:
     return paint(f"[{text}]", _COLORS.get(kind, "2"), color)
+
+
+def _hedge(args: argparse.Namespace) -> HedgePolicy | None:
+    """``--hedge MODEL`` (repeatable) and ``--hedge-delay S`` as a policy (default budget)."""
+    models: list[str] = getattr(args, "hedge", None) or []
+    if not models:
+        return None
+    targets = tuple(HedgeTarget(model.strip()) for model in models)
+    return HedgePolicy(targets, delay=getattr(args, "hedge_delay", None))
 
 
 def _client(args: argparse.Namespace, api_key: str | None) -> Any:
@@ -143,6 +160,7 @@ class ChatSession:
             text_streamer=self.view.text if self.live else None,
             observers=(self.view,),
             request_options=_options(self.args),
+            hedge=_hedge(self.args),
         )
         engine.events.subscribe(self.view.handler_event)  # the rescue's Fallback
         return engine

@@ -1,8 +1,8 @@
 """``rxturn demo``: the whole resilience story, offline, in a few seconds.
 
 The embedded fake provider plays a script whose entries are consumed in request order
-(docs/fake-provider.md), so the story below is exactly reproducible. Seven chapters, one run
-each (chapter 4 has three), all on one engine with the default stream handler
+(docs/fake-provider.md), so the story below is exactly reproducible. Eight chapters, one run
+each (chapter 4 has three), the first seven on one engine with the default stream handler
 (docs/behaviour.md §2.1) and a fallback manager:
 
 1. a 529 *overloaded* absorbed by the rate-limit ladder (it honours ``Retry-After``);
@@ -14,7 +14,11 @@ each (chapter 4 has three), all on one engine with the default stream handler
 5. the backup model serves (``on_fallback``, ``on_model_switched``);
 6. the cooldown passes — the breaker's clock is advanced by 60 s instead of waiting — and two
    successful probes route back to the primary;
-7. a tool call: the model asks for the weather, the tool runs, the model answers.
+7. a tool call: the model asks for the weather, the tool runs, the model answers;
+8. a hedged first token: the primary sends its headers and ``message_start`` at once but no
+   text for seconds; after the hedge delay a second request goes to another model, which
+   answers first, and the primary's connection is closed before any of the reply is shown
+   (an engine of its own, with ``hedge=HedgePolicy(...)``: docs/engine.md).
 
 The demo checks its own story (attempts, rescues, models) and exits 1 if anything went
 differently, so ``rxturn demo`` doubles as an end-to-end smoke test. The story (headings,
@@ -33,6 +37,7 @@ from ..engine import TurnEngine
 from ..engine.handler import StreamHandler
 from ..errors import RxturnError
 from ..resilience.fallback import FallbackManager, FallbackPolicy
+from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, paint, wants_color, write
 from ._view import TurnView
 
@@ -40,6 +45,8 @@ __all__ = ["DEMO_SCENARIO", "play"]
 
 PRIMARY = "rx-primary"
 BACKUP = "rx-backup"
+HEDGE = "rx-hedge"
+HEDGE_DELAY = 0.4
 COOLDOWN = 60.0
 
 _T1 = "The 529 was absorbed: one short wait, then this reply."
@@ -49,6 +56,7 @@ _T5 = "Backup model here: the breaker routed this turn to me."
 _T6A = "Primary again: probe one of two succeeded."
 _T6B = "Probe two succeeded too: the breaker is closed."
 _T7 = "It is 21 °C and sunny in Lisbon, according to the tool."
+_T8 = "Hedge model here: I answered first, the slow primary was cut."
 
 _SLOW = {"chunk_chars": 4, "delay_ms": 12}
 
@@ -76,8 +84,11 @@ DEMO_SCENARIO: dict[str, Any] = {
                 ]
             },
             {"text": _T7, **_SLOW},
+            # 8. a slow first token: preamble at once, then 30 s of silence (it is cut first)
+            {"text": "The primary, much too late.", "first_content_delay_ms": 30_000},
         ],
         BACKUP: [{"text": _T5, **_SLOW}],
+        HEDGE: [{"text": _T8, **_SLOW}],
     }
 }
 
@@ -109,9 +120,9 @@ class _Row:
 
 
 _GLYPHS = {"retry": "↻", "wait": "⏳", "rescue": "↻", "failure": "✗", "breaker": "⚡"}
-_GLYPHS["model"] = "⇄"
+_GLYPHS["model"] = _GLYPHS["hedge"] = "⇄"
 _CODES = {"retry": "33", "wait": "33", "rescue": "33", "failure": "31", "breaker": "35"}
-_CODES["model"] = "36"
+_CODES["model"] = _CODES["hedge"] = "36"
 
 
 def _notice(kind: str, text: str, color: bool) -> str:
@@ -158,6 +169,14 @@ class _Narrator(TurnView):
         self.notes.append(f"switch:{to_model}")
         super().on_model_switched(from_model=from_model, to_model=to_model)
 
+    def on_hedge_won(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str, after: float
+    ) -> None:
+        self.notes.append(f"hedge_won:{hedge_model}")
+        super().on_hedge_won(
+            turn=turn, turn_id=turn_id, model=model, hedge_model=hedge_model, after=after
+        )
+
     def on_tool_call(self, *, turn: int, call: Any) -> None:
         self.painter.line(f"  🔧 tool call {call.name}({call.input})", "34")
 
@@ -176,6 +195,7 @@ _CHAPTERS = [
     ("6a probe", "Is the primary back?"),
     ("6b probe", "Once more?"),
     ("7 tool call", "What's the weather in Lisbon?"),
+    ("8 hedge", "Quick, anyone? (the primary's first token is slow)"),
 ]
 
 # What each run must show: (ok, attempts, rescued, model)
@@ -190,6 +210,7 @@ _EXPECTED = [
     (True, 1, False, PRIMARY),
     (True, 1, False, PRIMARY),
     (True, 2, False, PRIMARY),
+    (True, 2, False, HEDGE),  # two requests: the primary (cut, billed) and the hedge that served
 ]
 
 
@@ -233,6 +254,14 @@ async def play(
                 text_streamer=narrator.text if live else None,
             )
             engine.events.subscribe(narrator.handler_event)  # the rescue's Fallback
+            hedged = TurnEngine(
+                client,
+                system="You are the rxturn demo.",
+                handler=StreamHandler(on_wait=narrator.on_wait),
+                hedge=HedgePolicy((HedgeTarget(HEDGE),), delay=HEDGE_DELAY),
+                observers=[narrator],
+                text_streamer=narrator.text if live else None,
+            )
             for chapter, prompt in _CHAPTERS:
                 if STATE.closed:  # the reader went away (``rxturn demo | head``)
                     return PIPE_CLOSED
@@ -240,10 +269,11 @@ async def play(
                     clock.offset += COOLDOWN
                     painter.line(f"⏩ {COOLDOWN:.0f} s later (breaker clock advanced)", "2")
                 painter.line(f"▶ {chapter}: {prompt}", "1")
-                row = _Row(chapter, model=engine.served_model())
+                playing = hedged if chapter.startswith("8") else engine
+                row = _Row(chapter, model=playing.served_model())
                 t0 = time.monotonic()
                 try:
-                    result = await engine.run(prompt)
+                    result = await playing.run(prompt)
                 except RxturnError as exc:
                     row.outcome = f"failed: {type(exc).__name__}"
                 else:
@@ -294,4 +324,6 @@ def _check(rows: list[_Row], notes: list[str]) -> list[str]:
         problems.append("the breaker never tripped")
     if f"switch:{BACKUP}" not in notes or f"switch:{PRIMARY}" not in notes:
         problems.append("the serving model did not switch to the backup and back")
+    if f"hedge_won:{HEDGE}" not in notes:
+        problems.append("the hedge did not win the slow primary's race")
     return problems

@@ -153,6 +153,28 @@ class TurnView(Observer):
         self.flush()
         self.notices.line("model", f"serving model: {from_model} → {to_model}")
 
+    def on_hedge(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str, reason: str, after: float
+    ) -> None:
+        why = "failed" if reason == "error" else "no first token"
+        self.notices.line(
+            "hedge", f"hedge: {model} {why} after {after:.1f}s; also asking {hedge_model}"
+        )
+
+    def on_hedge_skipped(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str | None, reason: str
+    ) -> None:
+        why = {"breaker_open": "its breaker is open", "rate_limited": "the quota is rate limited"}
+        text = why.get(reason, "the hedge budget is spent")
+        self.notices.line("hedge", f"hedge to {hedge_model} skipped: {text}")
+
+    def on_hedge_won(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str, after: float
+    ) -> None:
+        self.notices.line(
+            "hedge", f"{hedge_model} answered first; the request to {model} was closed"
+        )
+
     # -- for the command -----------------------------------------------------------------------
 
     def turn_failed(self) -> None:

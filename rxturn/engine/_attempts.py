@@ -12,6 +12,13 @@ An attempt let go from outside (``disposed``) learns its outcome later: a cancel
 a rescue cut by its deadline is a ``RescueTimeoutError``. :meth:`AttemptLog.close` settles them
 with the turn's own error.
 
+A hedged first token (docs/engine.md) runs several stream attempts at once: the race reports
+each racer (:meth:`AttemptLog.racer_started`, :meth:`~AttemptLog.racer_ended`) and names the one
+whose end the handler reports as the attempt's (:meth:`~AttemptLog.racer_adopted`). A loser is
+recorded ``"hedge_lost"`` with the usage it reported before the cut, or, when it reported none,
+the turn's offline input estimate in ``estimated_usage``. Racers are kept apart from the one
+attempt in flight, which stays in slots: a turn that does not hedge makes no racer object.
+
 Given :class:`AttemptHooks`, the log is also where the observers' ``on_attempt_start`` and
 ``on_attempt_end`` fire (docs/observability.md): the start with a fresh copy of the current
 :mod:`contextvars` context, which :meth:`AttemptLog.attempt_started` returns so that the caller
@@ -26,6 +33,8 @@ import contextvars
 from collections.abc import Callable
 from typing import Literal
 
+import msgspec
+
 from ..cost import Cost, Pricer, total_cost
 from ..errors import Cancelled, RescueFailed
 from ..messages import Usage
@@ -35,6 +44,7 @@ from .observers import ObserverSet
 __all__ = ["AttemptHooks", "AttemptLog"]
 
 _PENDING = ""
+HEDGE_LOST = "hedge_lost"
 
 
 class AttemptHooks:
@@ -50,6 +60,17 @@ class AttemptHooks:
         self.end = observers.interested("on_attempt_end")
 
 
+class _Racer:
+    """A racer of a hedged race, open (the race's other racers run beside the attempt)."""
+
+    __slots__ = ("model", "number", "started")
+
+    def __init__(self, model: str, started: float, number: int) -> None:
+        self.model = model
+        self.started = started
+        self.number = number  # its attempt number, given at its start
+
+
 class AttemptLog:
     """Records a turn's attempts (see the module docstring)."""
 
@@ -57,11 +78,15 @@ class AttemptLog:
         "_clock",
         "_hooks",
         "_last_end",
+        "_numbered",
         "_open_kind",
         "_open_model",
+        "_open_number",
         "_open_started",
         "_pricer",
+        "_racers",
         "_records",
+        "estimate",
         "model",
     )
 
@@ -79,8 +104,15 @@ class AttemptLog:
         self._open_kind: AttemptKind | None = None
         self._open_model = model
         self._open_started = 0.0
+        self._open_number = 0  # an adopted racer's number (0: numbered by the records)
         # grown one record at a time: no object until an attempt ends
         self._records: tuple[AttemptRecord, ...] = ()
+        # a hedged race only: its open racers, and (record position, number) of racers
+        # numbered at their start
+        self._racers: dict[int, _Racer] | None = None
+        self._numbered: tuple[tuple[int, int], ...] = ()
+        #: the turn's offline input estimate (tokens), for a hedge loser that reported none
+        self.estimate: int | None = None
         self._hooks = hooks if hooks is not None and (hooks.start or hooks.end) else None
         self._last_end = clock() if self._hooks is not None else 0.0
 
@@ -124,15 +156,33 @@ class AttemptLog:
     ) -> None:
         if self._open_kind is not None:
             self._open_kind = None
-            started, model = self._open_started, self._open_model
+            started, model, number = self._open_started, self._open_model, self._open_number
+            self._open_number = 0
         else:
-            started, model = self._clock(), self.model
-        if disposed:
-            outcome = _PENDING
-        elif error is None:
-            outcome = "served"
-        else:
-            outcome = _outcome_of(error)
+            started, model, number = self._clock(), self.model, 0
+        self._record(kind, started, model, number, error, usage, disposed, None)
+
+    def _record(
+        self,
+        kind: AttemptKind,
+        started: float,
+        model: str,
+        number: int,
+        error: BaseException | None,
+        usage: Usage | None,
+        disposed: bool,
+        outcome: str | None,
+    ) -> None:
+        if outcome is None:
+            if disposed:
+                outcome = _PENDING
+            elif error is None:
+                outcome = "served"
+            else:
+                outcome = _outcome_of(error)
+        estimated = None
+        if outcome == HEDGE_LOST and usage is None and self.estimate is not None:
+            estimated = Usage(input_tokens=self.estimate, output_tokens=0)
         record = AttemptRecord(
             model=model,
             kind=kind,
@@ -141,12 +191,78 @@ class AttemptLog:
             started=started,
             ended=self._clock(),
             cost=self._pricer.price(model, usage) if self._pricer is not None else None,
+            estimated_usage=estimated,
         )
-        self._records = (*self._records, record)
+        records = self._records = (*self._records, record)
+        if number:
+            self._numbered = (*self._numbered, (len(records) - 1, number))
+        else:
+            number = len(records)
         if self._hooks is not None:
             self._last_end = record.ended
             if not disposed:
-                self._ended(len(self._records), record, error)
+                self._ended(number, record, error)
+
+    # -- a hedged race ----------------------------------------------------------------------
+
+    def racer_started(self, index: int, model: str) -> contextvars.Context | None:
+        """A racer of a hedged race starts (``index`` 0 is the primary)."""
+        racers = self._racers
+        if racers is None:
+            racers = self._racers = {}
+        number = len(self._records) + len(racers) + (self._open_kind is not None) + 1
+        racer = racers[index] = _Racer(model, self._clock(), number)
+        hooks = self._hooks
+        if hooks is None or not hooks.start:
+            return None
+        context = contextvars.copy_context()
+        records = self._records
+        hooks.observers.emit(
+            "on_attempt_start",
+            turn=hooks.turn,
+            turn_id=hooks.turn_id,
+            attempt=number,
+            kind="stream",
+            model=model,
+            wait=0.0 if index else max(0.0, racer.started - self._last_end),
+            after=records[-1].outcome if records and not index else None,
+            context=context,
+        )
+        return context
+
+    def racer_ended(
+        self,
+        index: int,
+        error: BaseException | None,
+        usage: Usage | None,
+        *,
+        outcome: str | None = None,
+        disposed: bool = False,
+    ) -> None:
+        """A racer whose end the handler does not report: a loser, a failure others
+        outran, or one let go with the race."""
+        racers = self._racers
+        racer = racers.pop(index, None) if racers is not None else None
+        if racer is not None:
+            self._record(
+                "stream", racer.started, racer.model, racer.number, error, usage, disposed, outcome
+            )
+
+    def racer_adopted(self, index: int) -> None:
+        """The racer whose end the handler will report as the attempt's own."""
+        racers = self._racers
+        racer = racers.pop(index, None) if racers is not None else None
+        if racer is not None:
+            self._open_kind = "stream"
+            self._open_model = racer.model
+            self._open_started = racer.started
+            self._open_number = racer.number
+
+    def _number_of(self, position: int) -> int:
+        for where, number in self._numbered:
+            if where == position:
+                return number
+        return position + 1
 
     def _ended(self, attempt: int, record: AttemptRecord, error: BaseException | None) -> None:
         hooks = self._hooks
@@ -166,12 +282,15 @@ class AttemptLog:
                 settled = _replace_outcome(record, outcome)
                 records = self._records
                 self._records = (*records[:index], settled, *records[index + 1 :])
-                self._ended(index + 1, settled, None)
+                self._ended(self._number_of(index), settled, None)
 
     def close(self, error: BaseException | None) -> tuple[AttemptRecord, ...]:
         """Settle attempts let go from outside with the turn's ``error``; the final log."""
         if self._open_kind is not None:  # still open when the turn ended: let go with it
             self.attempt_ended(self._open_kind, None, None, disposed=True)
+        if self._racers:
+            for index in list(self._racers):
+                self.racer_ended(index, None, None, disposed=True)
         if any(record.outcome == _PENDING for record in self._records):
             if error is None or _is_cancel(error):
                 self._settle("cancelled")
@@ -206,12 +325,4 @@ def _outcome_of(error: BaseException) -> str:
 
 
 def _replace_outcome(record: AttemptRecord, outcome: str) -> AttemptRecord:
-    return AttemptRecord(
-        model=record.model,
-        kind=record.kind,
-        outcome=outcome,
-        usage=record.usage,
-        started=record.started,
-        ended=record.ended,
-        cost=record.cost,
-    )
+    return msgspec.structs.replace(record, outcome=outcome)

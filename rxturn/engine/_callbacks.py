@@ -35,6 +35,9 @@ CALLBACKS: Final[tuple[str, ...]] = (
     "on_tool_call",
     "on_tool_result",
     "on_compaction",
+    "on_hedge",
+    "on_hedge_skipped",
+    "on_hedge_won",
 )
 
 #: The request callbacks, for tracers (see the module docstring). :class:`RecordingObserver` and
@@ -111,6 +114,30 @@ class Observer:
 
     def on_compaction(self, *, before_tokens: int, after_tokens: int) -> None:
         """The conversation was compacted from ``before_tokens`` to ``after_tokens``."""
+
+    def on_hedge(
+        self,
+        *,
+        turn: int,
+        turn_id: int,
+        model: str,
+        hedge_model: str,
+        reason: str,
+        after: float,
+    ) -> None:
+        """A hedged first token sent a hedge to ``hedge_model``, ``after`` seconds into the
+        race (``reason``: ``"delay"``, or ``"error"`` when the racers failed before it)."""
+
+    def on_hedge_skipped(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str | None, reason: str
+    ) -> None:
+        """A hedge was due but not sent (``"breaker_open"``, ``"rate_limited"``, ``"budget"``)."""
+
+    def on_hedge_won(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str, after: float
+    ) -> None:
+        """The hedge to ``hedge_model`` produced content first: it serves the turn (the primary
+        ``model`` was cut; nothing of it was shown). ``after`` counts from the turn's start."""
 
     def on_request(
         self,

@@ -27,6 +27,7 @@ from ..fold import initial_state
 from ..messages import Message, Request, RequestOptions
 from ..operators._scheduling import resolve_scheduler
 from ..resilience.fallback import FallbackManager
+from ..resilience.hedge import HedgePolicy
 from ._attempts import AttemptHooks
 from ._failover import TurnLegs, fails_over
 from ._outcome import record_turn_failure, record_turn_success
@@ -53,6 +54,7 @@ class TurnCalls(AgentLoop):
     mode: TurnMode
     scheduler: abc.SchedulerBase | None
     failover: bool
+    hedge: HedgePolicy | None
     _events: Subject[HandlerEvent] | None
     _turn_streams: Subject[TurnStream] | None
 
@@ -131,7 +133,7 @@ class TurnCalls(AgentLoop):
             self.failover
             and self.fallback is not None
             and legs.turn >= 0
-            and self.fallback.failover_model(legs.tried) is not None
+            and self.fallback.failover_model(legs.asked()) is not None
         )
 
     def _fail_over(self, legs: TurnLegs, error: BaseException) -> str | None:
@@ -141,7 +143,7 @@ class TurnCalls(AgentLoop):
         assert self.fallback is not None
         self._record_failure(legs, error)
         legs.failure_recorded = True
-        target = self.fallback.failover_model(legs.tried)
+        target = self.fallback.failover_model(legs.asked())
         if target is None:
             return None
         log.info("turn %d fails over from %r to %r: %s", legs.turn, legs.served, target, error)
@@ -177,6 +179,12 @@ class TurnCalls(AgentLoop):
             watcher=legs.log,
             give_up_beyond_deadline=not quiet and self._can_fail_over(legs),
         )
+        if self.hedge is not None and not quiet:
+            from ._hedging import TurnRace
+
+            plan.race = TurnRace(
+                self.hedge, self.client, request, options, legs, plan, self.fallback, self.observers
+            )
         source: TurnSource = plan
         if self.failover and not quiet:
             legs_after = _NextLeg(self, legs, request, options)

@@ -65,6 +65,7 @@ from ..messages import (
 from ..operators._scheduling import clock
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
+from ..resilience.hedge import HedgePolicy
 from ._calls import TurnCalls
 from ._failover import TurnLegs
 from ._paths import TurnStream
@@ -135,6 +136,10 @@ class TurnEngine(TurnSetup, TurnCalls):
         failover: same-turn failover (off by default): a turn whose model fails definitively
             continues on the next healthy model of ``fallback``'s chain, after an
             ``AttemptReset``, within what is left of the turn's deadline (docs/engine.md).
+        hedge: a hedged first token (off by default): when a streaming turn's first attempt
+            has produced no content within the policy's delay, a hedge request goes to one of
+            its targets and the first to produce content serves the turn (docs/engine.md).
+            Streaming mode only (never the rescue).
         keep_thinking: keep the replies' thinking in the history and send it back (written
             into ``request_options.keep_thinking``); ``None`` (default) keeps it exactly when
             the request enables thinking (:func:`rxturn.clients.keeps_thinking`).
@@ -173,6 +178,7 @@ class TurnEngine(TurnSetup, TurnCalls):
         scheduler: abc.SchedulerBase | None = None,
         failover: bool = False,
         keep_thinking: bool | None = None,
+        hedge: HedgePolicy | None = None,
     ) -> None:
         _check_arguments(locals())
         if mode not in ("streaming", "non_streaming"):
@@ -223,6 +229,14 @@ class TurnEngine(TurnSetup, TurnCalls):
         self._events: Subject[HandlerEvent] | None = None
         self._turn_streams: Subject[TurnStream] | None = None
         self.failover = bool(failover)
+        if hedge is not None and not isinstance(hedge, HedgePolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"hedge must be a HedgePolicy or None, got {hedge!r}")
+        if hedge is not None and mode != "streaming":
+            raise ConfigError(
+                "hedge=HedgePolicy(...) races streams for their first content: it cannot act "
+                "in non_streaming mode (drop hedge= or use mode='streaming')"
+            )
+        self.hedge = hedge
         self._clock_cache: tuple[abc.SchedulerBase, Callable[[], float]] | None = None
         if fallback is not None and scheduler is not None:
             fallback.adopt_clock(self._now())
@@ -426,6 +440,8 @@ class TurnEngine(TurnSetup, TurnCalls):
         self.observers.emit("on_turn_start", turn=turn, query=query)
         turn_id = next(_turn_ids)
         legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id), self._pricer)
+        legs.turn_id = turn_id
+        legs.log.estimate = estimate.total
         if self.observers.interested("on_request"):
             self.observers.emit(
                 "on_request",

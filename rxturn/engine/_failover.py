@@ -39,6 +39,7 @@ class TurnLegs:
         started: the turn's start on the engine's clock.
         failure_recorded: the current leg's failure was already recorded with the breaker.
         hooks: where the attempt log reports to observers (``None``: nobody listens).
+        raced: the models a hedged first token sent hedges to (failover skips them).
     """
 
     __slots__ = (
@@ -47,10 +48,12 @@ class TurnLegs:
         "hooks",
         "log",
         "now",
+        "raced",
         "served",
         "started",
         "stats",
         "turn",
+        "turn_id",
     )
 
     def __init__(
@@ -70,6 +73,8 @@ class TurnLegs:
         self.log = AttemptLog(now, served, hooks, pricer)
         self.stats = AttemptStats()
         self.failure_recorded = False
+        self.raced: tuple[str, ...] = ()  # grows only when a turn hedges
+        self.turn_id = hooks.turn_id if hooks is not None else -1
 
     @property
     def tried(self) -> tuple[str, ...]:
@@ -85,6 +90,18 @@ class TurnLegs:
         self.served = model
         self.log.model = model
         self.failure_recorded = False
+
+    def hedge_won(self, model: str) -> None:
+        """A hedge to ``model`` won the turn's race: it serves the turn from now on (no
+        failover: no ``on_model_switched``, the breaker judges the turn by who served)."""
+        if model != self.served:
+            self._earlier = (*self._earlier, self.served)
+            self.served = model
+        self.log.model = model
+
+    def asked(self) -> tuple[str, ...]:
+        """Every model the turn has asked, racers included (what failover skips)."""
+        return (*self._earlier, self.served, *self.raced)
 
     def deadline(self, total: float | None, fresh: float | None) -> float | None:
         """The next leg's total deadline: what the turn has left, or ``fresh`` once past (the

@@ -165,8 +165,12 @@ class Ladder(AttemptSide, abc.DisposableBase):
 
     def _open(self) -> None:
         """Subscribe the attempt: watcher told, deadlines armed, shadow reset, request sent."""
-        watcher = self._plan.watcher
-        context = watcher.attempt_started("stream") if watcher is not None else None
+        plan = self._plan
+        watcher = plan.watcher
+        # the first attempt (no failure yet, so no retry budget) of a hedged turn: the race
+        # reports its racers itself
+        racing = plan.race is not None and self._budget is None
+        context = watcher.attempt_started("stream") if watcher and not racing else None
         self._context_ended = False
         self._phase = _STREAMING
         if context is None:
@@ -181,11 +185,14 @@ class Ladder(AttemptSide, abc.DisposableBase):
             attempt_clock.begin(self._now())
             self._schedule()
         self._progress.begin_attempt()
-        if plan.direct:  # an rxturn client: the attempt pushes to this object directly
+        hedged = plan.race if self._budget is None else None  # a hedged first token
+        if plan.direct and hedged is None:  # an rxturn client: it pushes to this object directly
             self._upstream = plan.attach(self, self._sched)
             return
         try:
             source = plan.open()
+            if hedged is not None:
+                source = hedged(cast("Observable[Any]", source))
         except Exception as error:  # a client that fails before returning its Observable
             self._attempt_failed(error)
             return

@@ -3,7 +3,10 @@ the engine hands it.
 
 A :class:`TurnSpec` is built once per call of :meth:`~.handler.StreamHandler.stream_turn` (or
 ``_batches``) from the handler's policies and the call's arguments; each subscription's driver
-(:class:`~._ladder.Ladder`) reads it and never changes it. It also knows how to reach the client:
+(:class:`~._ladder.Ladder`) reads it and never changes it. Two things the engine may set on it
+when a turn hedges its first token: :attr:`TurnSpec.race`, the race the first attempt goes
+through, and :meth:`TurnSpec.retarget`, called when a hedge wins so that the later attempts (and
+the rescue) go to the winner's target. It also knows how to reach the client:
 open one attempt (``stream_batches`` or ``stream``, or the direct attach of rxturn's own HTTP
 clients), scrub an error, and make the rescue's non-streaming request.
 """
@@ -27,7 +30,7 @@ from ..resilience.limiter import RateLimiter
 from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from ..resilience.retry import WaitHook
 
-__all__ = ["AttemptWatcher", "TurnSpec", "client_scrubber"]
+__all__ = ["AttemptWatcher", "TurnSpec", "client_scrubber", "open_attempt"]
 
 
 class AttemptWatcher(Protocol):
@@ -60,6 +63,18 @@ def client_scrubber(client: object) -> Callable[[BaseException], None] | None:
     one; without it, nothing is scrubbed here."""
     scrub = getattr(client, "scrub", None)
     return cast("Callable[[BaseException], None]", scrub) if callable(scrub) else None
+
+
+def open_attempt(
+    client: ModelClient, request: Request, options: RequestOptions | None
+) -> EventStream | Observable[EventBatch]:
+    """One streaming request's Observable: the client's ``stream_batches`` when it has one,
+    else its per-event ``stream`` (a client of your own may offer only that: the ladder and the
+    hedge race take both)."""
+    batches = getattr(client, "stream_batches", None)
+    if callable(batches):
+        return cast("Observable[EventBatch]", batches(request, options))
+    return client.stream(request, options)
 
 
 def _watched_rescue(source: Observable[Message], watcher: AttemptWatcher) -> Observable[Message]:
@@ -104,6 +119,15 @@ def _watched_rescue(source: Observable[Message], watcher: AttemptWatcher) -> Obs
     return Observable(subscribe)
 
 
+def _attaches(client: ModelClient) -> bool:
+    """Whether an attempt on ``client`` starts without an Rx subscription: rxturn's HTTP clients
+    push to the driver directly (``attach_batches``), unless a subclass changed what
+    ``stream_batches`` does."""
+    return (
+        isinstance(client, HttpClient) and type(client).stream_batches is HttpClient.stream_batches
+    )
+
+
 class TurnSpec:
     """One call of :meth:`~.handler.StreamHandler.stream_turn` (or ``_batches``): what each of
     its subscriptions needs, in one object (see the module docstring)."""
@@ -121,6 +145,7 @@ class TurnSpec:
         "options",
         "per_event",
         "preferred",
+        "race",
         "rate_limit",
         "request",
         "rescue",
@@ -166,21 +191,24 @@ class TurnSpec:
         self.on_wait = on_wait
         self.watcher = watcher
         self.give_up = give_up
-        # rxturn's HTTP clients start an attempt without an Rx subscription (``attach_batches``),
-        # unless a subclass changed what ``stream_batches`` does
-        self.direct = (
-            isinstance(client, HttpClient)
-            and type(client).stream_batches is HttpClient.stream_batches
-        )
+        #: what the first attempt is piped through when the turn hedges its first token (set
+        #: by the engine: :class:`~rxturn.engine._hedging.TurnRace`); it reports the racers to
+        #: the watcher itself
+        self.race: Callable[[Observable[Any]], Observable[Any]] | None = None
+        self.direct = _attaches(client)
+
+    def retarget(self, client: ModelClient, options: RequestOptions | None) -> None:
+        """Send the turn's later attempts (and its rescue) to ``client`` with ``options``:
+        a hedge won the race, and the ladder climbs on the winner's target."""
+        self.client = client
+        self.options = options
+        if self.limiter is not None:
+            self.key = client.base_url
+        self.direct = _attaches(client)
 
     def open(self) -> EventStream | Observable[EventBatch]:
-        """One attempt's Observable: the client's ``stream_batches`` when it has one, else its
-        per-event ``stream`` (a client of your own may offer only that: the ladder takes both).
-        """
-        batches = getattr(self.client, "stream_batches", None)
-        if callable(batches):
-            return cast("Observable[EventBatch]", batches(self.request, self.options))
-        return self.client.stream(self.request, self.options)
+        """One attempt's Observable (:func:`open_attempt` on the turn's client)."""
+        return open_attempt(self.client, self.request, self.options)
 
     def attach(self, observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase) -> Any:
         """One attempt pushing to ``observer`` without Rx (only when :attr:`direct`)."""

@@ -52,14 +52,19 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
         model: the model asked (after fallback routing and failover).
         kind: ``"stream"``, ``"rescue"`` (the non-streaming rescue) or ``"create"`` (a turn in
             ``non_streaming`` mode).
-        outcome: ``"served"`` (its reply is the turn's), ``"cancelled"``, or the class name of
-            the error that ended it (``"RateLimitError"``, ``"StreamTimeoutError"``…).
+        outcome: ``"served"`` (its reply is the turn's), ``"cancelled"``, ``"hedge_lost"`` (a
+            racer of a hedged first token that another racer beat: docs/engine.md), or the
+            class name of the error that ended it (``"RateLimitError"``,
+            ``"StreamTimeoutError"``…).
         usage: the tokens the provider reported for it (``None``: it reported none, e.g. it
             failed before its usage arrived). A failed attempt's usage is billed all the same.
         started: when it started, in seconds on the engine's clock (its scheduler's).
         ended: when it ended, on the same clock.
         cost: what its usage cost in USD (the ``rxturn[cost]`` extra; ``None`` when it could not
             be priced — no usage, an unknown model — or the extra is not installed).
+        estimated_usage: for a hedge loser that reported no usage before it was cut, the
+            engine's offline estimate of its input tokens (output 0); never part of
+            ``billed_usage``, which sums what providers reported.
     """
 
     model: str
@@ -69,6 +74,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
     started: float = 0.0
     ended: float = 0.0
     cost: Decimal | None = None
+    estimated_usage: Usage | None = None
 
 
 def billed(attempts: Iterable[AttemptRecord]) -> Usage | None:

@@ -4,6 +4,7 @@ What happens when a stream fails is decided here (docs/behaviour.md §2). The ha
 definition, the public operators of :mod:`rxturn.operators` composed once per subscription::
 
     one attempt = client.stream_batches(request, options)  cold: one subscription, one request
+                  ─► hedge (first attempt, if raced)     a hedged first token (plan's ``race``)
                   ─► attempt_guard                       shadow fold: bad tool JSON, truncation
                   ─► deadlines(first_event, per_event)   the attempt clock
                   ─► scrubbed(client.scrub)              the key out of the attempt's error
@@ -22,7 +23,8 @@ guard, the attempt clock, the gate's sleep, the retry budget, the total deadline
 budget, the verdicts table). Each subscription drives that composition as one object with one
 timer (:class:`~rxturn.engine._ladder.Ladder`), asking the same rules in the same order; two
 tests hold the driver and the hand-composed operators to the same items, instants, errors and
-requests, on the per-event, the batched and the direct-attach paths. Attempts subscribe the
+requests, on the per-event, the batched and the direct-attach paths, and with a raced first
+attempt. Attempts subscribe the
 client's ``stream_batches`` when it has one (rxturn's own clients attach without a
 subscription), so events move through a network chunk at a time (the operators accept both
 shapes); :meth:`StreamHandler.stream_turn` hands them out one by one and

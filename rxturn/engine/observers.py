@@ -41,6 +41,17 @@ on_tool_result       turn: int, result: ToolResultPart
                      → a tool's result goes back to the model
 on_compaction        before_tokens: int, after_tokens: int
                      → the conversation was compacted
+on_hedge             turn: int, turn_id: int, model: str, hedge_model: str, reason: str,
+                     after: float
+                     → a hedged first token sent a hedge to ``hedge_model`` ``after`` seconds
+                     into the race (``reason`` ``"delay"``, or ``"error"``: the racers
+                     failed before the delay)
+on_hedge_skipped     turn: int, turn_id: int, model: str, hedge_model: str | None, reason: str
+                     → a hedge was due but not sent: ``reason`` ``"breaker_open"``,
+                     ``"rate_limited"`` (the primary's quota) or ``"budget"``
+on_hedge_won         turn: int, turn_id: int, model: str, hedge_model: str, after: float
+                     → the hedge to ``hedge_model`` won the race ``after`` seconds in: it
+                     serves the turn (a primary that wins fires nothing)
 on_request           turn: int, turn_id: int, model: str, request: Request,
                      options: RequestOptions, provider: str, base_url: str, stream: bool,
                      estimated_input_tokens: int

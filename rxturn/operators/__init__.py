@@ -46,14 +46,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from ..events import AttemptReset, EventBatch, Fallback, StreamEvent
     from ..messages import Message
     from ..resilience.cancel import CancelToken
+    from ..resilience.hedge import HedgePolicy, HedgeTarget
     from ..resilience.limiter import RateLimiter
     from ..resilience.policies import RateLimitPolicy, RetryPolicy
+    from ._hedge import RaceWatcher
     from ._progress import TurnProgress
     from ._rescue import is_rescuable
     from ._retry_ladder import Decision, decide
 
 __all__ = [
     "Decision",
+    "RaceWatcher",
     "TurnProgress",
     "annotate_progress",
     "as_batches",
@@ -62,6 +65,7 @@ __all__ = [
     "deadlines",
     "decide",
     "give_up_beyond_deadline",
+    "hedge",
     "is_rescuable",
     "rate_limit_gate",
     "rescue",
@@ -79,6 +83,7 @@ _LAZY: dict[str, str] = {
     "Decision": "._retry_ladder",
     "decide": "._retry_ladder",
     "TurnProgress": "._progress",
+    "RaceWatcher": "._hedge",
     "is_rescuable": "._rescue",
 }
 
@@ -433,6 +438,75 @@ def give_up_beyond_deadline(
     from ._progress import give_up_beyond_deadline_
 
     return give_up_beyond_deadline_(progress)
+
+
+def hedge(
+    policy: HedgePolicy,
+    open_target: Callable[[HedgeTarget], Observable[_E]],
+    *,
+    model: str,
+    client: object | None = None,
+    blocked: Callable[[HedgeTarget], bool] | None = None,
+    rate_limited: bool = False,
+    watcher: RaceWatcher | None = None,
+    on_hedge: Callable[..., object] | None = None,
+    on_skip: Callable[..., object] | None = None,
+    scheduler: abc.SchedulerBase | None = None,
+) -> Callable[[Observable[_E]], Observable[_E]]:
+    """Race the source (one attempt) against hedges; the first racer with content is the stream.
+
+    The source starts at once; if it has produced no content (a text, thinking, refusal or
+    tool-JSON delta, a tool call's start, or the end of a reply; never ``MessageStart``, pings
+    or an empty role chunk) within the policy's delay, ``open_target(target)`` is subscribed on
+    the first eligible target of ``policy`` (:mod:`rxturn.resilience.hedge` has the rules:
+    budget, breakers, quota, ``max_hedges``). Each racer's items are held until one produces
+    content; then every other racer is disposed and only then are the winner's held items
+    forwarded, followed by the rest of its stream. A fatal error (cancel, 400, 401, 403,
+    configuration) ends the race with that error; another error hands over to the racers still
+    running, or sends the pending hedge at once, or (nobody left) goes out.
+
+    .. code:: text
+
+        delay=2
+        source:  -S----------------d-d-M-|          (slow first content)
+        hedge:           -S-d-d-M-|                 (subscribed at 2 s)
+        result:              S-d-d-M-|              (the source disposed first)
+
+    Args:
+        policy: targets, delay, budget (shared: it learns and spends across races).
+        open_target: a cold Observable of one request to ``target``.
+        model: the source's model (the adaptive delay's key; a target's default model).
+        client: the source's client (identity only: which targets are the same request).
+        blocked: whether a target's breaker is open (skipped).
+        rate_limited: the source's quota was already rate limited this turn.
+        watcher: told of each racer's start and end (:class:`RaceWatcher`).
+        on_hedge: called by keyword when a hedge is sent (``index``, ``model``, ``target``,
+            ``reason`` ``"delay"`` or ``"error"``, ``after`` seconds since the race began).
+        on_skip: called by keyword when a due hedge is not sent (``target``, ``model``,
+            ``reason``: ``"breaker_open"``, ``"rate_limited"`` or ``"budget"``).
+        scheduler: where time comes from.
+
+    Returns:
+        An operator over one attempt's items (events or batches).
+
+    Examples:
+        >>> race = hedge(policy, lambda t: client.stream(req, opts(t)), model="m")  # doctest: +SKIP
+        >>> attempt.pipe(race)  # doctest: +SKIP
+    """
+    from ._hedge import hedge_
+
+    return hedge_(
+        policy,
+        open_target,
+        model,
+        client,
+        blocked,
+        rate_limited,
+        watcher,
+        on_hedge,
+        on_skip,
+        scheduler,
+    )
 
 
 def unbatch() -> Callable[[Observable[_T | Sequence[_T]]], Observable[_T]]:

@@ -115,6 +115,11 @@ RXTURN_ATTEMPT_WAIT: Final = "rxturn.attempt.wait"
 RXTURN_ATTEMPT_AFTER: Final = "rxturn.attempt.after"
 RXTURN_ATTEMPTS: Final = "rxturn.attempts"
 RXTURN_RESCUED: Final = "rxturn.rescued"
+#: hedges a hedged first token sent in the turn, and whether one of them won the race
+RXTURN_HEDGES: Final = "rxturn.hedges"
+RXTURN_HEDGE_WON: Final = "rxturn.hedge.won"
+#: an attempt's outcome when another racer of a hedged first token beat it (not an error)
+HEDGE_LOST: Final = "hedge_lost"
 RXTURN_DISCARDED_INPUT_TOKENS: Final = "rxturn.usage.discarded.input_tokens"
 RXTURN_DISCARDED_OUTPUT_TOKENS: Final = "rxturn.usage.discarded.output_tokens"
 RXTURN_BILLED_INPUT_TOKENS: Final = "rxturn.usage.billed.input_tokens"

@@ -268,7 +268,7 @@ class OTelObserver(Observer):
         state = self._turns.get(turn_id)
         if state is None:
             return
-        if state.last_model is not None and model != state.last_model:
+        if state.last_model is not None and model != state.last_model and model not in state.raced:
             state.chat.add_event(
                 n.EVENT_FAILOVER,
                 {
@@ -347,10 +347,32 @@ class OTelObserver(Observer):
             span.set_attributes(counts)
         if record.cost is not None:
             span.set_attribute(n.RXTURN_COST_USD, float(record.cost))
-        if outcome != "served":
+        if outcome not in ("served", n.HEDGE_LOST):  # a race's loser was slow, not failed
             span.set_attribute(n.ERROR_TYPE, outcome)
             span.set_status(Status(StatusCode.ERROR, outcome))
         span.end()
+
+    def on_hedge(
+        self,
+        *,
+        turn: int,
+        turn_id: int,
+        model: str,
+        hedge_model: str,
+        reason: str,
+        after: float,
+    ) -> None:
+        state = self._turns.get(turn_id)
+        if state is not None:
+            state.hedges += 1
+            state.raced = state.raced | {model, hedge_model}
+
+    def on_hedge_won(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str, after: float
+    ) -> None:
+        state = self._turns.get(turn_id)
+        if state is not None:
+            state.hedge_won = True
 
     def on_first_chunk(self, *, turn: int, turn_id: int) -> None:
         state = self._turns.get(turn_id)
@@ -396,6 +418,9 @@ class OTelObserver(Observer):
         if recording:
             chat.set_attribute(n.RXTURN_ATTEMPTS, len(record.attempt_log))
             chat.set_attribute(n.RXTURN_RESCUED, record.rescued)
+            if state.hedges:
+                chat.set_attribute(n.RXTURN_HEDGES, state.hedges)
+                chat.set_attribute(n.RXTURN_HEDGE_WON, state.hedge_won)
             set_usage(
                 chat,
                 n.RXTURN_DISCARDED_INPUT_TOKENS,

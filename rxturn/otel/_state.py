@@ -67,10 +67,13 @@ class TurnSpans:
         "chat_context",
         "estimated_input",
         "first_chunk",
+        "hedge_won",
+        "hedges",
         "input_json",
         "last_model",
         "metric_attributes",
         "provider",
+        "raced",
         "request_model",
         "started",
         "stream",
@@ -98,6 +101,9 @@ class TurnSpans:
         self.started = time.monotonic()
         self.first_chunk: float | None = None
         self.last_model: str | None = None
+        self.hedges = 0  # hedges sent (a hedged first token)
+        self.hedge_won = False
+        self.raced: frozenset[str] = frozenset()  # the race's models: no failover between them
         self.input_json: str | None = None
         self.system_json: str | None = None
 

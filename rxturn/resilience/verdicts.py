@@ -30,6 +30,11 @@ never rescued (the same request would fail again) but may fail over: another mod
 know the model name that was not found, or serve the endpoint that is gone; a context
 overflow is "other": a bigger model may take the request. A refused key or a malformed
 request would fail the same way on every model of the chain, so it never fails over.
+
+A hedged first token's race (:mod:`rxturn.resilience.hedge`) reads the same table: a racer's
+failure that fails over to no model ends the race (:func:`ends_race`, which adds a refused
+permission, 403), a rate limit marks the primary's quota, anything else hands over to the
+racers still running.
 """
 
 from __future__ import annotations
@@ -44,6 +49,7 @@ from ..errors import (
     Cancelled,
     ConfigError,
     ContextOverflowError,
+    PermissionDeniedError,
     RateLimitError,
     RateLimitEscalation,
     RescueFailed,
@@ -56,8 +62,10 @@ __all__ = [
     "FailureKind",
     "Verdict",
     "classify",
+    "ends_race",
     "fails_over",
     "failure_kind",
+    "is_rate_limit",
     "is_rescuable",
 ]
 
@@ -148,6 +156,18 @@ def is_rescuable(error: BaseException) -> bool:
 def fails_over(error: BaseException) -> bool:
     """Whether ``error`` may send the turn to the next model of the chain."""
     return classify(error).fails_over
+
+
+def ends_race(error: BaseException) -> bool:
+    """Whether a racer failing with ``error`` ends a hedged race: no other request would fare
+    better (a cancel, a configuration error, a refused key or permission, a malformed request).
+    """
+    return not classify(error).fails_over or isinstance(error, PermissionDeniedError)
+
+
+def is_rate_limit(error: BaseException) -> bool:
+    """Whether ``error`` is the provider's rate limit (429, 503, 529): the rate-limit ladder's."""
+    return classify(error) is RATE_LIMIT
 
 
 def failure_kind(error: BaseException) -> FailureKind | None:

@@ -38,7 +38,7 @@ from ._scenario import (
     load_scenario,
 )
 from ._secrets import assert_no_secret, find_secret
-from ._server import FakeProvider, ReceivedRequest
+from ._server import FakeProvider, ReceivedRequest, RequestRecord
 from .virtual import (
     HANG,
     Later,
@@ -63,6 +63,7 @@ __all__ = [
     "MockResponse",
     "MockTransport",
     "ReceivedRequest",
+    "RequestRecord",
     "Run",
     "Scenario",
     "ScenarioToolCall",

@@ -104,6 +104,7 @@ __all__ = [
     "fault_plan",
     "malformed_body",
     "malformed_event",
+    "preamble_length",
     "prompt_words",
     "reply_body",
     "stream_events",
@@ -122,6 +123,17 @@ def stream_events(entry: Entry, wire: Wire, ctx: ReplyContext) -> list[bytes]:
     if wire == "openai-responses":
         return responses_events(entry, ctx)
     return _ollama_events(entry, ctx)
+
+
+#: Events a wire sends before any content (what ``first_content_delay_ms`` lets out at once).
+_PREAMBLE: dict[Wire, int] = {"anthropic": 1, "openai": 1, "openai-responses": 2, "ollama": 0}
+
+
+def preamble_length(wire: Wire) -> int:
+    """How many of :func:`stream_events`' first events carry no content on ``wire``:
+    Anthropic's ``message_start``, the OpenAI role chunk, the Responses ``response.created``
+    and ``response.in_progress``; an Ollama line always carries content."""
+    return _PREAMBLE[wire]
 
 
 _A_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":'

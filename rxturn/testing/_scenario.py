@@ -25,6 +25,9 @@ Defaults worth knowing (documented once, here):
   ``usage: null``: the reply reports no usage at all. ``raw_usage`` (an object in the wire's
   own shape, sent as it is) replaces it.
 * ``stall_seconds`` absent: the stall lasts until the client goes away or the server stops.
+* ``first_content_delay_ms``: the preamble (headers, Anthropic ``message_start``, the OpenAI
+  role chunk, the Responses ``response.created``/``in_progress`` events; Ollama has none) goes
+  out at once, then nothing for that long before the first content event: a slow model.
 
 One key for special cases: ``error_message`` replaces the default message of a scripted error
 (status or in-stream), e.g. to script a context-overflow 400 whose text a client must recognise.
@@ -98,6 +101,7 @@ class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     malformed_after_events: _NonNegInt | None = None
     error_event_after_events: _NonNegInt | None = None
     raw_usage: dict[str, Any] | None = None
+    first_content_delay_ms: _NonNegFloat = 0.0
 
     def __post_init__(self) -> None:
         # msgspec turns a ValueError raised here into a ValidationError that carries the path.

@@ -6,7 +6,10 @@ Routes (docs/fake-provider.md):
 * ``POST /v1/chat/completions`` and ``POST /chat/completions`` — OpenAI Chat Completions;
 * ``POST /v1/responses`` and ``POST /responses`` — the OpenAI Responses API;
 * ``POST /api/chat`` — Ollama native chat (NDJSON; ``stream`` defaults to true, as in Ollama);
-* ``GET /_fake/requests`` — every request body received so far, in order, as a JSON array.
+* ``GET /_fake/requests`` — every request body received so far, in order, as a JSON array;
+  ``GET /_fake/requests?records=1`` — the same requests as :class:`RequestRecord` objects:
+  path, model, when each arrived and, once it ended, when and how (``completed``,
+  ``disconnected`` by the client, or ``dropped`` by the server), with the body.
 
 Each request takes the next entry of its model's scenario list (see :mod:`._scenario`); an
 unknown model with no ``"*"`` list gets a 404 in the provider's error format, a body that is
@@ -30,6 +33,8 @@ only does the IO:
   connection before answering, ``stall`` waits before answering, ``malformed`` sends half
   the JSON body and ``error_event`` is ignored (it is a streaming fault); ``delay_ms`` is
   waited once before a non-streaming answer;
+* **slow first content** — ``first_content_delay_ms`` writes the wire's preamble (see
+  :func:`._emit.preamble_length`) at once, then waits before the first content event;
 * **disconnects** — :attr:`FakeProvider.disconnects` counts responses whose client went away
   before the server finished them, so tests can assert that disposing a stream closes it.
 
@@ -57,7 +62,7 @@ from ._emit import ReplyContext, Wire
 from ._emit_base import open_object_path, requested_schema, schema_instance
 from ._scenario import DEFAULT_SCENARIO, Entry, Scenario, load_scenario
 
-__all__ = ["FakeProvider", "ReceivedRequest"]
+__all__ = ["FakeProvider", "ReceivedRequest", "RequestRecord"]
 
 # Bytes per ``resp.write`` on the unpaced path: large enough that the per-write cost vanishes,
 # small enough that a slow reader applies back-pressure through ``drain``.
@@ -81,6 +86,29 @@ class ReceivedRequest(msgspec.Struct, frozen=True, kw_only=True):
     arrived: float = 0.0  # time.monotonic() when the request arrived
 
 
+class RequestRecord(msgspec.Struct, kw_only=True):
+    """One request's life on the fake server: times on the server's event loop clock
+    (``loop.time()``, the clock an asyncio scheduler reads).
+
+    Attributes:
+        path: the route it came to.
+        model: the ``model`` it asked for (``None`` if it named none).
+        arrived: when its body had been read.
+        ended: when the server was done with it (``None`` while in flight).
+        end: how it ended: ``"completed"`` (the whole response was written, an error response
+            included), ``"disconnected"`` (the client went away first) or ``"dropped"`` (the
+            server closed the connection: a scripted drop, or the server stopping).
+        body: the request body.
+    """
+
+    path: str
+    model: str | None
+    arrived: float
+    ended: float | None = None
+    end: str | None = None
+    body: Any = None
+
+
 class FakeProvider:
     """A scripted provider server on ``host:port`` (port 0 picks a free one).
 
@@ -92,6 +120,8 @@ class FakeProvider:
     Attributes:
         scenario: the validated scenario being served.
         requests: every request body received (parsed JSON), in order.
+        records: the same requests with their arrival and, once ended, how and when they
+            ended (:class:`RequestRecord`).
         received: the same requests with method, path and headers (test-side detail only; the
             ``/_fake/requests`` route serves bodies alone).
         disconnects: responses whose client went away before the server finished them
@@ -115,12 +145,16 @@ class FakeProvider:
         self.host = host
         self.requests: list[dict[str, Any]] = []
         self.received: list[ReceivedRequest] = []
+        self.records: list[RequestRecord] = []
         self.disconnects = 0
         #: Anthropic prompt-cache prefixes seen (cache reads and writes in usage).
         self.prompt_cache = PromptCache()
         self._requested_port = port
         self._port: int | None = None
         self._cursors: dict[str, int] = {}
+        #: requests in flight whose end the server already knows: "dropped" (it closed the
+        #: connection) or "gone" (a write found the client gone), by ``id(request)``
+        self._ended: dict[int, str] = {}
         self._seq = 0  # never reset: ids stay unique for the server's lifetime
         self._runner: web.AppRunner | None = None
         self._closing = asyncio.Event()
@@ -207,6 +241,7 @@ class FakeProvider:
         its first entry."""
         self.requests.clear()
         self.received.clear()
+        self.records.clear()
         self._cursors.clear()
         self.disconnects = 0
         self.prompt_cache.clear()
@@ -237,9 +272,8 @@ class FakeProvider:
         return await self._serve(request, "ollama")
 
     async def _list_requests(self, request: web.Request) -> web.Response:
-        return web.Response(
-            body=msgspec.json.encode(self.requests), content_type="application/json"
-        )
+        shown = self.records if request.query.get("records") == "1" else self.requests
+        return web.Response(body=msgspec.json.encode(shown), content_type="application/json")
 
     async def _serve(self, request: web.Request, wire: Wire) -> web.StreamResponse:
         raw = await request.read()
@@ -250,6 +284,32 @@ class FakeProvider:
         if not isinstance(decoded, dict):
             return self._error(wire, 400, None, "request body must be a JSON object", 0)
         body = cast("dict[str, Any]", decoded)
+        named: Any = body.get("model")
+        record = RequestRecord(
+            path=request.path,
+            model=named if isinstance(named, str) else None,
+            arrived=asyncio.get_running_loop().time(),
+            body=body,
+        )
+        self.records.append(record)
+        end = "completed"
+        try:
+            return await self._answer(request, wire, body)
+        except asyncio.CancelledError:  # handler_cancellation: the client went away
+            end = "dropped" if self._stopping else "disconnected"
+            raise
+        finally:
+            ended = self._ended.pop(id(request), None)
+            if ended == "dropped":
+                end = "dropped"
+            elif ended == "gone":
+                end = "dropped" if self._stopping else "disconnected"
+            record.ended = asyncio.get_running_loop().time()
+            record.end = end
+
+    async def _answer(
+        self, request: web.Request, wire: Wire, body: dict[str, Any]
+    ) -> web.StreamResponse:
         arrived = _monotonic()
         if self._first_arrival is None:
             self._first_arrival = arrived
@@ -321,6 +381,7 @@ class FakeProvider:
                 self.disconnects += 1
             raise
         except ConnectionResetError:  # a write found the connection gone
+            self._ended[id(request)] = "gone"
             if not self._stopping:
                 self.disconnects += 1
             return web.StreamResponse()
@@ -370,8 +431,8 @@ class FakeProvider:
             return entry.delay_ms / 1000
         return self._rng.uniform(entry.delay_ms, entry.delay_ms_max) / 1000
 
-    @staticmethod
-    def _hang_up(request: web.Request) -> None:
+    def _hang_up(self, request: web.Request) -> None:
+        self._ended[id(request)] = "dropped"
         transport = request.transport
         if transport is not None:
             transport.close()  # flushes what was written, then FIN: the body is left unfinished
@@ -399,7 +460,17 @@ class FakeProvider:
         await response.prepare(request)
         delay = self._delay(entry)
         written = 0
-        for position, action in _emit.fault_plan(entry, len(events)):
+        plan = _emit.fault_plan(entry, len(events))
+        if entry.first_content_delay_ms:
+            preamble = min(_emit.preamble_length(wire), len(events))
+            if plan:
+                preamble = min(preamble, plan[0][0])
+            closing = not await self._write(response, events, 0, preamble, 0.0)
+            written = preamble
+            if closing or await self._pause(entry.first_content_delay_ms / 1000):
+                self._hang_up(request)
+                return response
+        for position, action in plan:
             if not await self._write(response, events, written, position, delay):
                 self._hang_up(request)
                 return response

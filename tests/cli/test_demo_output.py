@@ -13,7 +13,16 @@ from ._support import SGR, clean_env, run_tty, screen
 
 pytestmark = pytest.mark.slow  # each test plays the demo in real time (the piped run is shared)
 
-REPLIES = {story._T1, story._T2, story._T3, story._T5, story._T6A, story._T6B, story._T7}
+REPLIES = {
+    story._T1,
+    story._T2,
+    story._T3,
+    story._T5,
+    story._T6A,
+    story._T6B,
+    story._T7,
+    story._T8,
+}
 
 
 _NOT_REPLIES = ("  🔧", "  ↻", "  ⏳", "  ✗", "  ⚡", "  ⇄")  # tool lines and notices

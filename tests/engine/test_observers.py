@@ -45,6 +45,22 @@ SAMPLE_KWARGS: dict[str, dict[str, Any]] = {
     "on_tool_call": {"turn": 0, "call": ToolCallPart("c1", "lookup", {"q": "x"})},
     "on_tool_result": {"turn": 0, "result": ToolResultPart("c1", "found")},
     "on_compaction": {"before_tokens": 9000, "after_tokens": 1200},
+    "on_hedge": {
+        "turn": 0,
+        "turn_id": 7,
+        "model": "m",
+        "hedge_model": "b",
+        "reason": "delay",
+        "after": 2.0,
+    },
+    "on_hedge_skipped": {
+        "turn": 0,
+        "turn_id": 7,
+        "model": "m",
+        "hedge_model": "b",
+        "reason": "budget",
+    },
+    "on_hedge_won": {"turn": 0, "turn_id": 7, "model": "m", "hedge_model": "b", "after": 2.5},
 }
 
 

@@ -1,0 +1,178 @@
+"""The hedged first token in a turn: the engine's side of :func:`rxturn.operators.hedge`.
+
+With ``TurnEngine(..., hedge=HedgePolicy(...))`` a streaming turn's first attempt is a race
+(docs/engine.md): :class:`TurnRace` is what the handler pipes that attempt through. It opens a
+hedge's request (the target's client, or the turn's, with the target's model), tells the race
+which targets' breakers are open, reports each racer to the turn's attempt log, fires the
+observers' ``on_hedge`` / ``on_hedge_skipped``, and, when a hedge wins, moves the rest of the
+turn to the winner's target: the handler's later attempts and rescue (``TurnSpec.retarget``)
+and the served model (``TurnLegs.hedge_won``). The rules of the race are
+:mod:`rxturn.resilience.hedge`'s.
+"""
+
+from __future__ import annotations
+
+import contextvars
+from typing import TYPE_CHECKING, Any, cast
+
+import msgspec
+from reactivex import Observable
+
+from ..messages import Request, RequestOptions, Usage
+from ..operators import hedge
+from ..resilience.fallback import FallbackManager
+from ..resilience.hedge import HedgePolicy, HedgeTarget
+from ._plan import open_attempt
+from .observers import ObserverSet
+
+if TYPE_CHECKING:
+    from ..clients._base import ModelClient
+    from ._failover import TurnLegs
+    from ._plan import TurnSpec
+
+__all__ = ["TurnRace"]
+
+
+class TurnRace:
+    """One turn's race: the operator around its first attempt, and the race's watcher."""
+
+    __slots__ = (
+        "_targets",
+        "client",
+        "fallback",
+        "legs",
+        "observers",
+        "options",
+        "plan",
+        "policy",
+        "request",
+    )
+
+    def __init__(
+        self,
+        policy: HedgePolicy,
+        client: ModelClient,
+        request: Request,
+        options: RequestOptions,
+        legs: TurnLegs,
+        plan: TurnSpec,
+        fallback: FallbackManager | None,
+        observers: ObserverSet,
+    ) -> None:
+        self.policy = policy
+        self.client = client
+        self.request = request
+        self.options = options
+        self.legs = legs
+        self.plan = plan
+        self.fallback = fallback
+        self.observers = observers
+        self._targets: dict[int, HedgeTarget] = {}
+
+    def __call__(self, primary: Observable[Any]) -> Observable[Any]:
+        """The first attempt, raced."""
+        return primary.pipe(
+            hedge(
+                self.policy,
+                self._open,
+                model=self.legs.served,
+                client=self.client,
+                blocked=self._blocked,
+                watcher=self,
+                on_hedge=self._on_hedge,
+                on_skip=self._on_skip,
+            )
+        )
+
+    # -- targets ---------------------------------------------------------------------------
+
+    def _model(self, target: HedgeTarget) -> str:
+        return target.model if target.model is not None else self.legs.served
+
+    def _client(self, target: HedgeTarget) -> ModelClient:
+        return cast("ModelClient", target.client) if target.client is not None else self.client
+
+    def _options(self, target: HedgeTarget) -> RequestOptions:
+        return msgspec.structs.replace(self.options, model=self._model(target))
+
+    def _open(self, target: HedgeTarget) -> Observable[Any]:
+        source = open_attempt(self._client(target), self.request, self._options(target))
+        return cast("Observable[Any]", source)
+
+    def _blocked(self, target: HedgeTarget) -> bool:
+        """Whether the target's breaker is open: the primary while the breaker routes away
+        from it, or a backup out of rotation."""
+        fallback = self.fallback
+        if fallback is None:
+            return False
+        model = self._model(target)
+        if model == fallback.primary and fallback.routed_model() != fallback.primary:
+            return True
+        return model in fallback.failed_fallbacks()
+
+    # -- callbacks -------------------------------------------------------------------------
+
+    def _on_hedge(
+        self, *, index: int, model: str, target: HedgeTarget, reason: str, after: float
+    ) -> None:
+        self._targets[index] = target
+        self.legs.raced = (*self.legs.raced, model)
+        observers = self.observers
+        if observers.interested("on_hedge"):
+            observers.emit(
+                "on_hedge",
+                turn=self.legs.turn,
+                turn_id=self.legs.turn_id,
+                model=self.legs.served,
+                hedge_model=model,
+                reason=reason,
+                after=after,
+            )
+
+    def _on_skip(self, *, target: HedgeTarget | None, model: str | None, reason: str) -> None:
+        observers = self.observers
+        if observers.interested("on_hedge_skipped"):
+            observers.emit(
+                "on_hedge_skipped",
+                turn=self.legs.turn,
+                turn_id=self.legs.turn_id,
+                model=self.legs.served,
+                hedge_model=model,
+                reason=reason,
+            )
+
+    # -- the race's watcher (the attempt log, and the switch to a winning hedge) ------------
+
+    def racer_started(self, index: int, model: str) -> contextvars.Context | None:
+        return self.legs.log.racer_started(index, model)
+
+    def racer_ended(
+        self,
+        index: int,
+        error: BaseException | None,
+        usage: Usage | None,
+        *,
+        outcome: str | None = None,
+        disposed: bool = False,
+    ) -> None:
+        self.legs.log.racer_ended(index, error, usage, outcome=outcome, disposed=disposed)
+
+    def racer_adopted(self, index: int, *, won: bool = False) -> None:
+        legs = self.legs
+        legs.log.racer_adopted(index)
+        if won and index > 0:
+            target = self._targets[index]
+            model = self._model(target)
+            primary = legs.served
+            self.plan.retarget(self._client(target), self._options(target))
+            legs.hedge_won(model)
+            observers = self.observers
+            if observers.interested("on_hedge_won"):
+                observers.emit(
+                    "on_hedge_won",
+                    turn=legs.turn,
+                    turn_id=legs.turn_id,
+                    model=primary,
+                    hedge_model=model,
+                    after=legs.now() - legs.started,
+                )
