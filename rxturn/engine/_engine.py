@@ -410,11 +410,13 @@ class TurnEngine(TurnSetup, TurnCalls):
         transients = await self._transients(turn, query, transient)
         window = self.context_window
         # Nothing first-use between a turn's start and its request: a tokenizer still loading
-        # is waited for only when the request needs the estimate (compaction, on_request).
+        # is waited for only when the turn needs the estimate before its reply (compaction,
+        # on_request, a hedge loser's offline estimate).
         estimate_first = (
             window is not None
             or counter_loaded(self.counter)
             or self.observers.interested("on_request")
+            or self.hedge is not None
         )
         estimate: ContextEstimate | None = None
         raw_estimate = 0
@@ -441,7 +443,7 @@ class TurnEngine(TurnSetup, TurnCalls):
         turn_id = next(_turn_ids)
         legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id), self._pricer)
         legs.turn_id = turn_id
-        legs.log.estimate = estimate.total
+        legs.log.estimate = estimate.total if estimate is not None else None
         if self.observers.interested("on_request"):
             self.observers.emit(
                 "on_request",
