@@ -26,6 +26,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..clients._base import ModelClient
+from ..cost import Cost
 from ..engine import TurnEngine
 from ..engine.handler import StreamHandler
 from ..engine.observers import Observer
@@ -134,6 +135,8 @@ class RowOk(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="
     billed_usage: Usage | None
     input_sha: str
     run: int
+    #: what the row's attempts cost (``None`` without the ``rxturn[cost]`` extra)
+    cost: Cost | None = None
 
     @property
     def text(self) -> str:
@@ -149,6 +152,7 @@ class RowError(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", ta
     billed_usage: Usage | None
     input_sha: str
     run: int
+    cost: Cost | None = None
 
 
 RowResult = RowOk | RowError
@@ -297,6 +301,7 @@ class _Slot(Observer):
                 billed_usage=last.billed_usage if last is not None else None,
                 input_sha=sha,
                 run=run,
+                cost=last.cost if last is not None else None,
             )
         finally:
             self.prepaid = False
@@ -314,6 +319,7 @@ class _Slot(Observer):
             billed_usage=result.billed_usage,
             input_sha=sha,
             run=run,
+            cost=result.cost,
         )
 
 

@@ -22,7 +22,7 @@ from rxturn.batch import (
     batch_results,
     run_batch,
 )
-from rxturn.batch._runner import drive
+from rxturn.batch._runner import drive, encode_result
 from rxturn.testing import FakeProvider
 
 from ._support import cli, prompts, write_rows
@@ -223,3 +223,43 @@ async def test_no_output_line_holds_the_api_key() -> None:
     for result in seen:
         assert_no_secret(result, secret)
         assert secret.encode() not in encode_result(result)
+
+
+async def test_each_output_line_carries_the_rows_cost() -> None:
+    """A served row's cost is genai-prices' own figure for its usage; a failed row's attempts
+    that reported no usage count as unpriced."""
+    import genai_prices
+
+    scenario = {
+        "models": {
+            "claude-sonnet-4-5": [
+                {"text": "priced", "usage": {"input_tokens": 1000, "output_tokens": 200}}
+            ],
+            "gone": [{"status": 404, "error_message": "no such model"}],
+        }
+    }
+    rows: list[dict[str, Any]] = [
+        {"id": "a", "prompt": "x"},
+        {"id": "b", "prompt": "y", "model": "gone"},
+    ]
+    seen: list[RowResult] = []
+    async with FakeProvider(scenario) as fake:
+        config = BatchConfig(
+            provider="anthropic", model="claude-sonnet-4-5", base_url=fake.base_url
+        )
+        await run_batch(rows, config, api_key="k", on_result=seen.append)
+    by_id = {r.id: r for r in seen}
+    served, failed = by_id["a"], by_id["b"]
+    assert isinstance(served, RowOk) and isinstance(failed, RowError)
+    assert served.usage is not None and served.cost is not None
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(
+            input_tokens=served.usage.input_tokens, output_tokens=served.usage.output_tokens
+        ),
+        "claude-sonnet-4-5",
+        provider_id="anthropic",
+    ).total_price
+    assert served.cost.total == expected and served.cost.unpriced_attempts == 0
+    line = json.loads(encode_result(served))
+    assert line["cost"] == {"total": str(expected), "unpriced_attempts": 0, "currency": "USD"}
+    assert failed.cost is not None and failed.cost.unpriced_attempts >= 1
