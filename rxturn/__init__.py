@@ -244,6 +244,8 @@ _HOMES: dict[str, str] = {
     "FailureKind": ".resilience.fallback",
     "FallbackManager": ".resilience.fallback",
     "FallbackPolicy": ".resilience.fallback",
+    "HedgePolicy": ".resilience.hedge",
+    "HedgeTarget": ".resilience.hedge",
     "StreamHandler": ".engine.handler",
     "RunResult": ".engine",
     "Session": ".engine",
