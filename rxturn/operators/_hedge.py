@@ -19,9 +19,9 @@ from typing import Any, Protocol, cast
 
 from reactivex import Observable, abc
 
-from ..errors import TruncatedStreamError
 from ..events import MessageDelta, MessageStop
 from ..messages import Usage
+from ..resilience.guard import truncation
 from ..resilience.hedge import (
     Action,
     Arm,
@@ -115,12 +115,13 @@ class _Seat(abc.ObserverBase[Any]):
             or (type(item) is list and any(type(e) is MessageStop for e in item))  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
             for item in self.held
         )
-        if stopped:  # a complete reply (maybe an empty one) is an answer
+        events = sum(len(i) if type(i) is list else 1 for i in self.held)  # pyright: ignore[reportUnknownArgumentType]
+        error = truncation(stopped, events)
+        if error is None:  # a complete reply (maybe an empty one) is an answer
             self.completed = True
             race.run(race.machine.content(self.index, race.now()))
         else:
-            events = sum(len(i) if type(i) is list else 1 for i in self.held)  # pyright: ignore[reportUnknownArgumentType]
-            self.on_error(TruncatedStreamError(events))
+            self.on_error(error)
 
     def on_error(self, error: Exception) -> None:
         race = self.race

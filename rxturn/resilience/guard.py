@@ -36,7 +36,14 @@ from ..errors import TruncatedStreamError
 from ..events import Delta, StreamEvent
 from ..fold import INITIAL_STATE, TurnState, fold
 
-__all__ = ["ShadowGuard"]
+__all__ = ["ShadowGuard", "truncation"]
+
+
+def truncation(stopped: bool, events: int) -> TruncatedStreamError | None:
+    """The verdict on a stream that completed after ``events`` events: ``None`` when it had
+    reached ``MessageStop`` (``stopped``), else the truncation. The shadow guard asks it for an
+    attempt, the hedge race for a racer that ends before the race is decided."""
+    return None if stopped else TruncatedStreamError(events)
 
 
 class ShadowGuard:
@@ -116,7 +123,7 @@ class ShadowGuard:
     def truncated(self, events: int) -> TruncatedStreamError | None:
         """The verdict on the attempt's completion after ``events`` events: ``None`` when the
         shadow saw ``MessageStop``, else the truncation."""
-        return None if self.shadow.completed else TruncatedStreamError(events)
+        return truncation(self.shadow.completed, events)
 
     def _accept(self, event: StreamEvent) -> None:
         pending = self._pending
