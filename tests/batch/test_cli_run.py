@@ -24,8 +24,8 @@ from ._support import (
 )
 
 OK_KEYS = {"id", "status", "message", "model", "attempts", "rescued", "usage", "billed_usage"}
-OK_KEYS |= {"input_sha", "run"}
-ERROR_KEYS = {"id", "status", "error", "attempts", "billed_usage", "input_sha", "run"}
+OK_KEYS |= {"input_sha", "run", "cost"}
+ERROR_KEYS = {"id", "status", "error", "attempts", "billed_usage", "input_sha", "run", "cost"}
 
 
 @pytest.fixture(scope="module")

@@ -53,6 +53,7 @@ CASES: list[tuple[str, Callable[..., object], str, object]] = [
     # TurnEngine
     ("TurnEngine", lambda v: TurnEngine(v), "client", "claude"),
     ("TurnEngine", lambda v: TurnEngine(v), "client", None),
+    ("TurnEngine", lambda v: engine(hedge=v), "hedge", "claude-haiku-4-5"),
     ("TurnEngine", lambda v: engine(system=v), "system", 3),
     ("TurnEngine", lambda v: engine(tools=v), "tools", 3),
     ("TurnEngine", lambda v: engine(tools=v), "tools", [3]),

@@ -99,9 +99,11 @@ async def test_anthropic_loser_is_closed_before_the_winner_shows_and_both_are_bi
     # billing: Anthropic reports the input in message_start (output 1 until message_delta)
     log = result.attempt_log
     assert [(a.model, a.outcome) for a in log] == [("primary", "hedge_lost"), ("backup", "served")]
-    assert log[0].usage == Usage(input_tokens=40, output_tokens=1)
-    assert result.billed_usage == Usage(input_tokens=40 + 12, output_tokens=1 + 5)
-    assert result.usage == Usage(input_tokens=12, output_tokens=5)
+    # Anthropic reports its cache counts with the input (zero: no breakpoints were sent)
+    zero_cache = {"cache_read_tokens": 0, "cache_write_tokens": 0}
+    assert log[0].usage == Usage(input_tokens=40, output_tokens=1, **zero_cache)
+    assert result.billed_usage == Usage(input_tokens=40 + 12, output_tokens=1 + 5, **zero_cache)
+    assert result.usage == Usage(input_tokens=12, output_tokens=5, **zero_cache)
 
 
 async def test_openai_loser_reports_nothing_so_its_estimate_stays_out_of_the_bill() -> None:
