@@ -26,6 +26,7 @@ from typing import Any, Literal
 import msgspec
 
 from ..clients._base import ModelClient
+from ..clients._factory import client_for
 from ..cost import Cost
 from ..engine import TurnEngine
 from ..engine.handler import StreamHandler
@@ -325,24 +326,10 @@ class _Slot(Observer):
 
 def make_client(config: BatchConfig, api_key: str | None, *, transport: Any) -> Any:
     """The provider's client, sending through ``transport``."""
-    kwargs: dict[str, Any] = {"transport": transport}
+    settings: dict[str, Any] = {"transport": transport}
     if config.base_url is not None:
-        kwargs["base_url"] = config.base_url
-    if config.provider == "anthropic":
-        from ..clients import AnthropicClient
-
-        return AnthropicClient(config.model, api_key=api_key, **kwargs)
-    if config.provider == "openai":
-        from ..clients import OpenAIClient
-
-        return OpenAIClient(config.model, api_key=api_key, **kwargs)
-    if config.provider == "openai-responses":
-        from ..clients import OpenAIResponsesClient
-
-        return OpenAIResponsesClient(config.model, api_key=api_key, **kwargs)
-    from ..clients import OllamaClient
-
-    return OllamaClient(config.model, **kwargs)
+        settings["base_url"] = config.base_url
+    return client_for(config.provider, config.model, api_key, **settings)
 
 
 class Runner:

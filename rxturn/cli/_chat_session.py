@@ -16,6 +16,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from ..clients._factory import client_for
 from ..cost import Cost, cost_to_json, describe_cost
 from ..engine import RunResult, TurnEngine
 from ..engine.handler import StreamHandler
@@ -58,24 +59,10 @@ def _hedge(args: argparse.Namespace) -> HedgePolicy | None:
 
 
 def _client(args: argparse.Namespace, api_key: str | None) -> Any:
-    kwargs: dict[str, Any] = {}
+    settings: dict[str, Any] = {}
     if args.base_url is not None:
-        kwargs["base_url"] = args.base_url
-    if args.provider == "anthropic":
-        from ..clients import AnthropicClient
-
-        return AnthropicClient(args.model, api_key=api_key, **kwargs)
-    if args.provider == "openai":
-        from ..clients import OpenAIClient
-
-        return OpenAIClient(args.model, api_key=api_key, **kwargs)
-    if args.provider == "openai-responses":
-        from ..clients import OpenAIResponsesClient
-
-        return OpenAIResponsesClient(args.model, api_key=api_key, **kwargs)
-    from ..clients import OllamaClient
-
-    return OllamaClient(args.model, **kwargs)
+        settings["base_url"] = args.base_url
+    return client_for(args.provider, args.model, api_key, **settings)
 
 
 def _options(args: argparse.Namespace) -> RequestOptions:
