@@ -32,6 +32,11 @@ def described(value: object) -> str:
     return f"{type(value).__name__} {text}"
 
 
+#: (class of a value, what it was checked against) pairs already accepted, bounded
+_ACCEPTED: set[tuple[type, object]] = set()
+_ACCEPTED_MAX = 1024
+
+
 def check_instance(
     value: object,
     expected: type[_T] | tuple[type, ...],
@@ -44,7 +49,12 @@ def check_instance(
     where an instance belongs is named as such."""
     if optional and value is None:
         return
+    key = (type(value), expected)
+    if key in _ACCEPTED:  # a runtime Protocol's isinstance walks the class: once per class
+        return
     if isinstance(value, expected) and not isinstance(value, type):
+        if len(_ACCEPTED) < _ACCEPTED_MAX:
+            _ACCEPTED.add(key)
         return
     got = f"the class {value.__name__} (pass an instance)" if isinstance(value, type) else None
     raise ConfigError(

@@ -28,6 +28,7 @@ calculation again. docs/usage-and-cost.md has a worked example.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
@@ -51,6 +52,7 @@ __all__ = [
     "describe_cost",
     "enable_price_updates",
     "format_decimal",
+    "pricer_for",
     "total_cost",
 ]
 
@@ -300,6 +302,14 @@ def _tier_start(model_price: object) -> int | None:
         if isinstance(value, TieredPrices):
             starts.extend(tier.start for tier in value.tiers)
     return min(starts) if starts else None
+
+
+@functools.lru_cache(maxsize=64)
+def pricer_for(provider_id: str, base_url: str | None = None) -> Pricer:
+    """The process's one :class:`Pricer` for a provider and endpoint: every engine of that
+    endpoint shares its rate cache, so an engine per conversation prices from the cache
+    instead of asking genai-prices again."""
+    return Pricer(provider_id, base_url)
 
 
 def cost_to_json(cost: Cost | None) -> dict[str, object] | None:

@@ -53,7 +53,7 @@ from .._validate import positive
 from ..clients._base import ModelClient
 from ..clients._http import HttpClient
 from ..clients._request import check_options
-from ..cost import Pricer, cost_available
+from ..cost import cost_available, pricer_for
 from ..errors import Cancelled, ConfigError
 from ..events import HandlerEvent
 from ..messages import (
@@ -219,7 +219,7 @@ class TurnEngine(TurnSetup, TurnCalls):
         self.calibration = calibration if calibration is not None else Calibration()
         # the rxturn[cost] extra prices every attempt; its data loads here, not in a turn
         self._pricer = (
-            Pricer(provider_name(client), getattr(client, "base_url", None))
+            pricer_for(provider_name(client), getattr(client, "base_url", None))
             if cost_available()
             else None
         )
