@@ -239,6 +239,13 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
     media_type: str
     data: bytes
 
+    def __post_init__(self) -> None:
+        _check_str(self.media_type, "InlineSource.media_type")
+        if not isinstance(self.data, bytes) or not self.data:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"InlineSource.data must be non-empty bytes, got {_described(self.data)}"
+            )
+
     def __repr__(self) -> str:
         return f"InlineSource(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
 
@@ -299,6 +306,9 @@ class UrlSource(msgspec.Struct, frozen=True, tag="url"):
 
     url: str
 
+    def __post_init__(self) -> None:
+        _check_str(self.url, "UrlSource.url")
+
 
 class FileIdSource(msgspec.Struct, frozen=True, tag="file_id"):
     """Media already uploaded to a provider's file store: its id there, and which provider
@@ -307,10 +317,34 @@ class FileIdSource(msgspec.Struct, frozen=True, tag="file_id"):
     file_id: str
     provider: str
 
+    def __post_init__(self) -> None:
+        _check_str(self.file_id, "FileIdSource.file_id")
+        _check_str(self.provider, "FileIdSource.provider")
+
 
 MediaSource = InlineSource | UrlSource | FileIdSource
 
 ImageDetail = Literal["auto", "low", "high", "original"]
+
+
+_DETAILS: tuple[str | None, ...] = (None, *get_args(ImageDetail))
+
+
+def _described(value: object) -> str:
+    return f"{type(value).__name__} {value!r}"[:80]
+
+
+def _check_str(value: object, where: str) -> None:
+    if not isinstance(value, str) or not value:
+        raise ConfigError(f"{where} must be a non-empty str, got {_described(value)}")
+
+
+def _check_source(source: object, part: str) -> None:
+    if not isinstance(source, InlineSource | UrlSource | FileIdSource):
+        raise ConfigError(
+            f"{part}.source must be an InlineSource, UrlSource or FileIdSource (or use "
+            f"{part}.from_path / from_bytes), got {_described(source)}"
+        )
 
 
 class _FromSource:
@@ -340,6 +374,14 @@ class ImagePart(_FromSource, msgspec.Struct, frozen=True, tag="image", omit_defa
 
     source: MediaSource
     detail: ImageDetail | None = None
+
+    def __post_init__(self) -> None:
+        _check_source(self.source, "ImagePart")
+        if self.detail not in _DETAILS:
+            raise ConfigError(
+                f"ImagePart.detail must be one of {', '.join(map(repr, _DETAILS))}, "
+                f"got {_described(self.detail)}"
+            )
 
     @classmethod
     def from_path(cls, path: str | Path, *, detail: ImageDetail | None = None) -> ImagePart:
@@ -372,6 +414,19 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
     context: str | None = None
     citations: bool = False
     filename: str | None = None
+
+    def __post_init__(self) -> None:
+        _check_source(self.source, "DocumentPart")
+        for name in ("title", "context", "filename"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigError(
+                    f"DocumentPart.{name} must be a str or None, got {_described(value)}"
+                )
+        if not isinstance(self.citations, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"DocumentPart.citations must be True or False, got {_described(self.citations)}"
+            )
 
     @classmethod
     def from_path(
@@ -418,6 +473,9 @@ class AudioPart(_FromSource, msgspec.Struct, frozen=True, tag="audio"):
 
     source: MediaSource
 
+    def __post_init__(self) -> None:
+        _check_source(self.source, "AudioPart")
+
     @classmethod
     def from_path(cls, path: str | Path) -> AudioPart:
         """Inline audio read from ``path`` (media type inferred)."""
@@ -462,6 +520,12 @@ class CachePoint(msgspec.Struct, frozen=True, tag="cache_point"):
     """
 
     ttl: CacheTTL | None = None
+
+    def __post_init__(self) -> None:
+        if self.ttl not in (None, "5m", "1h"):
+            raise ConfigError(
+                f"CachePoint.ttl must be None, '5m' or '1h', got {_described(self.ttl)}"
+            )
 
 
 def content_text(parts: tuple[object, ...] | list[object]) -> str:
