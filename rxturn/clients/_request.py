@@ -311,7 +311,16 @@ def _problem(name: str, value: object) -> str | None:
             for item in cast("tuple[object, ...]", value)  # checked just above
         ):
             return "must be a tuple of non-empty strings"
-    elif name in ("extra_headers", "extra_body"):
+    elif name in ("cache_system", "cache_tools", "cache_messages"):
+        if not isinstance(value, bool) and value not in ("5m", "1h"):
+            return "must be True, False, '5m' or '1h'"
+    elif name == "tool_media_in_user":
+        if not isinstance(value, bool):
+            return "must be a bool"
+    elif name == "prompt_cache_key":
+        if not isinstance(value, str) or not value:
+            return "must be a non-empty string"
+    elif name in ("extra_headers", "extra_body", "prompt_cache_options"):
         if not isinstance(value, dict):
             return "must be a dict"
         if not all(isinstance(key, str) and key for key in cast("dict[object, object]", value)):

@@ -47,6 +47,12 @@ BAD: list[tuple[str, Any]] = [
     ("reasoning_effort", "max"),
     ("extra_body", "x"),
     ("keep_thinking", "auto"),
+    ("cache_system", "forever"),
+    ("cache_tools", 1),
+    ("cache_messages", "10m"),
+    ("prompt_cache_key", ""),
+    ("prompt_cache_options", "explicit"),
+    ("tool_media_in_user", "yes"),
 ]
 BAD_FORMATS = [
     ResponseFormat(name="", schema={"type": "object"}),
