@@ -32,15 +32,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import random
 import signal
+import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Final, Self
 
-__all__ = ["PLACEHOLDER", "ChildServer", "stamp_model"]
+__all__ = ["PLACEHOLDER", "ChildServer", "FakeServerProcess", "stamp_model"]
 
 #: The text of every delta the stamp server sends, replaced by the send time in nanoseconds.
 PLACEHOLDER: Final = b"@" * 19
@@ -209,6 +212,34 @@ async def _until_stopped() -> None:
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     await stop.wait()
+
+
+class FakeServerProcess:
+    """``rxturn fake-server`` in a child process scripted by ``scenario`` (its CPU is not the
+    measuring process's); ``url`` once it listens, :meth:`close` to stop it."""
+
+    def __init__(self, scenario: dict[str, Any]) -> None:
+        self._dir = tempfile.TemporaryDirectory()
+        path = Path(self._dir.name) / "scenario.json"
+        path.write_text(json.dumps(scenario))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(path)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline().strip()
+        if not line.startswith("listening on "):
+            self.close()
+            raise RuntimeError(f"fake-server did not start: {line!r}")
+        self.url = line.removeprefix("listening on ")
+
+    def close(self) -> None:
+        self._proc.terminate()
+        self._proc.wait(timeout=10)
+        if self._proc.stdout is not None:
+            self._proc.stdout.close()
+        self._dir.cleanup()
 
 
 def _main(argv: list[str]) -> int:

@@ -24,13 +24,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from pathlib import Path
+
+from _servers import FakeServerProcess
 
 from rxturn import AnthropicClient, StreamHandler, TurnEngine
 from rxturn.cost import Pricer, cost_available
@@ -40,34 +38,13 @@ TARGET = 1.02
 MODEL = "claude-sonnet-4-5"
 
 
-class _Fake:
+def _fake(turns: int) -> FakeServerProcess:
     """The fake provider in a child process, usage varying per request."""
-
-    def __init__(self, turns: int) -> None:
-        replies = [
-            {"text": "ok", "usage": {"input_tokens": 400 + i, "output_tokens": 1 + i % 7}}
-            for i in range(turns)
-        ]
-        self._dir = tempfile.TemporaryDirectory()
-        path = Path(self._dir.name) / "scenario.json"
-        path.write_text(json.dumps({"models": {"*": replies}}))
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(path)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline().strip()
-        if not line.startswith("listening on "):
-            raise RuntimeError(f"fake-server did not start: {line!r}")
-        self.url = line.removeprefix("listening on ")
-
-    def close(self) -> None:
-        self._proc.terminate()
-        self._proc.wait(timeout=10)
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
-        self._dir.cleanup()
+    replies = [
+        {"text": "ok", "usage": {"input_tokens": 400 + i, "output_tokens": 1 + i % 7}}
+        for i in range(turns)
+    ]
+    return FakeServerProcess({"models": {"*": replies}})
 
 
 async def main(rounds: int) -> int:
@@ -75,7 +52,7 @@ async def main(rounds: int) -> int:
         print("bench_cost: the cost extra is not installed (pip install '.[cost]')")
         return 1
     warmup = 20
-    fake = _Fake(2 * (rounds + warmup) + 10)
+    fake = _fake(2 * (rounds + warmup) + 10)
     try:
         async with AnthropicClient(MODEL, api_key="bench-key", base_url=fake.url) as client:
             priced = TurnEngine(client, handler=StreamHandler.default())

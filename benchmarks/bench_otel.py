@@ -31,16 +31,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import json
 import statistics
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
+from _servers import FakeServerProcess
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -61,33 +57,11 @@ PROMPT = (
 )
 
 
-class _Fake:
+def _fake() -> FakeServerProcess:
     """The fake provider in a child process (its CPU is not this process's)."""
-
-    def __init__(self) -> None:
-        scenario = {
-            "models": {"*": [{"text": "ok", "usage": {"input_tokens": 40, "output_tokens": 1}}]}
-        }
-        self._dir = tempfile.TemporaryDirectory()
-        path = Path(self._dir.name) / "scenario.json"
-        path.write_text(json.dumps(scenario))
-        self._proc = subprocess.Popen(
-            [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(path)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self._proc.stdout is not None
-        line = self._proc.stdout.readline().strip()
-        if not line.startswith("listening on "):
-            raise RuntimeError(f"fake-server did not start: {line!r}")
-        self.url = line.removeprefix("listening on ")
-
-    def close(self) -> None:
-        self._proc.terminate()
-        self._proc.wait(timeout=10)
-        if self._proc.stdout is not None:
-            self._proc.stdout.close()
-        self._dir.cleanup()
+    return FakeServerProcess(
+        {"models": {"*": [{"text": "ok", "usage": {"input_tokens": 40, "output_tokens": 1}}]}}
+    )
 
 
 class _Variant:
@@ -131,7 +105,7 @@ async def _turn(engine: TurnEngine, i: int) -> None:
 
 
 async def main(rounds: int, concurrency: int, batches: int) -> None:
-    fake = _Fake()
+    fake = _fake()
     try:
         async with AnthropicClient("bench", api_key="bench-key", base_url=fake.url) as client:
             variants = [_Variant(name) for name in VARIANTS]
