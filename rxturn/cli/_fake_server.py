@@ -40,7 +40,7 @@ def add_parser(subparsers: Any) -> None:
             "Serve the fake provider on HOST:PORT until interrupted. The first stdout line is "
             "'listening on http://HOST:PORT'. Without --scenario every model answers "
             "'Hello from the rxturn fake provider.' GET /_fake/requests returns every request "
-            "body received, in order."
+            "received, in order: its body, model, arrival and how it ended."
         ),
         epilog=(
             "The scenario format (every entry key, an example per fault, and how to use "

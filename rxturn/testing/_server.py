@@ -6,10 +6,10 @@ Routes (docs/fake-provider.md):
 * ``POST /v1/chat/completions`` and ``POST /chat/completions`` — OpenAI Chat Completions;
 * ``POST /v1/responses`` and ``POST /responses`` — the OpenAI Responses API;
 * ``POST /api/chat`` — Ollama native chat (NDJSON; ``stream`` defaults to true, as in Ollama);
-* ``GET /_fake/requests`` — every request body received so far, in order, as a JSON array;
-  ``GET /_fake/requests?records=1`` — the same requests as :class:`RequestRecord` objects:
-  path, model, when each arrived and, once it ended, when and how (``completed``,
-  ``disconnected`` by the client, or ``dropped`` by the server), with the body.
+* ``GET /_fake/requests`` — every request received so far, in order, as a JSON array of
+  :class:`RequestRecord` objects: path, model, when each arrived and, once it ended, when and
+  how (``completed``, ``disconnected`` by the client, or ``dropped`` by the server), with its
+  body; ``GET /_fake/requests?bodies=1`` — the bodies alone.
 
 Each request takes the next entry of its model's scenario list (see :mod:`._scenario`); an
 unknown model with no ``"*"`` list gets a 404 in the provider's error format, a body that is
@@ -123,7 +123,7 @@ class FakeProvider:
         records: the same requests with their arrival and, once ended, how and when they
             ended (:class:`RequestRecord`).
         received: the same requests with method, path and headers (test-side detail only; the
-            ``/_fake/requests`` route serves bodies alone).
+            ``/_fake/requests`` route serves :attr:`records`).
         disconnects: responses whose client went away before the server finished them
             (streaming or not). Only a response still in flight can notice: to assert that
             disposing a stream closes it, script ``stall_after_events`` or ``delay_ms`` so the
@@ -272,7 +272,7 @@ class FakeProvider:
         return await self._serve(request, "ollama")
 
     async def _list_requests(self, request: web.Request) -> web.Response:
-        shown = self.records if request.query.get("records") == "1" else self.requests
+        shown = self.requests if request.query.get("bodies") == "1" else self.records
         return web.Response(body=msgspec.json.encode(shown), content_type="application/json")
 
     async def _serve(self, request: web.Request, wire: Wire) -> web.StreamResponse:

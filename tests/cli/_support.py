@@ -234,10 +234,10 @@ def fake_server(scenario: dict[str, Any], tmp_path: Path) -> Iterator[str]:
 
 
 def received(url: str) -> list[dict[str, Any]]:
-    """Every request body the fake server received (``GET /_fake/requests``)."""
+    """Every request body the fake server received (``GET /_fake/requests``: its records)."""
     with urllib.request.urlopen(f"{url}/_fake/requests", timeout=10) as response:
-        bodies: list[dict[str, Any]] = json.load(response)
-    return bodies
+        records: list[dict[str, Any]] = json.load(response)
+    return [record["body"] for record in records]
 
 
 def closed_port() -> int:

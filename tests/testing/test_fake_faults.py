@@ -366,6 +366,11 @@ async def test_requests_route_lists_bodies_in_order(
             await resp.read()
     async with http.get(fake.base_url + "/_fake/requests") as resp:
         assert resp.status == 200
+        records = await resp.json()
+    assert [r["body"] for r in records] == sent
+    assert [r["model"] for r in records] == [f"model-{i}" for i in range(4)]
+    assert all(r["end"] == "completed" for r in records)
+    async with http.get(fake.base_url + "/_fake/requests?bodies=1") as resp:
         assert await resp.json() == sent
     assert fake.requests == sent
     assert [r.path for r in fake.received] == [

@@ -62,7 +62,7 @@ async def _until_quiet(resp: aiohttp.ClientResponse, quiet: float = 0.3) -> byte
 
 
 async def _records(http: aiohttp.ClientSession, fake: FakeProvider) -> list[dict[str, Any]]:
-    async with http.get(fake.base_url + "/_fake/requests?records=1") as resp:
+    async with http.get(fake.base_url + "/_fake/requests") as resp:
         assert resp.status == 200
         return await resp.json()
 
@@ -120,7 +120,7 @@ async def test_records_route_lists_model_arrival_and_end_in_order(
     arrived = [r["arrived"] for r in records]
     assert arrived == sorted(arrived)
     assert all(r["ended"] >= r["arrived"] for r in records)
-    async with http.get(fake.base_url + "/_fake/requests") as resp:  # unchanged: bodies
+    async with http.get(fake.base_url + "/_fake/requests?bodies=1") as resp:  # bodies alone
         assert await resp.json() == fake.requests
 
 
