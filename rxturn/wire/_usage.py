@@ -72,28 +72,26 @@ _ANTHROPIC_MAPPED = frozenset(
         "output_tokens_details.thinking_tokens",
     }
 )
-_CHAT_MAPPED = frozenset(
-    {
-        "prompt_tokens",
-        "completion_tokens",
-        "total_tokens",
-        "prompt_tokens_details.cached_tokens",
-        "prompt_tokens_details.cache_write_tokens",
-        "prompt_tokens_details.audio_tokens",
-        "completion_tokens_details.reasoning_tokens",
-        "completion_tokens_details.audio_tokens",
-    }
-)
-_RESPONSES_MAPPED = frozenset(
-    {
-        "input_tokens",
-        "output_tokens",
-        "total_tokens",
-        "input_tokens_details.cached_tokens",
-        "input_tokens_details.cache_write_tokens",
-        "output_tokens_details.reasoning_tokens",
-    }
-)
+#: Each OpenAI wire's mapping: a ``Usage`` field → the dotted path it is read from (the two
+#: totals are checked by their own fields; ``total_tokens`` is derived, so only marked mapped).
+_CHAT_FIELDS: dict[str, str] = {
+    "input_tokens": "prompt_tokens",
+    "output_tokens": "completion_tokens",
+    "cache_read_tokens": "prompt_tokens_details.cached_tokens",
+    "cache_write_tokens": "prompt_tokens_details.cache_write_tokens",
+    "input_audio_tokens": "prompt_tokens_details.audio_tokens",
+    "output_reasoning_tokens": "completion_tokens_details.reasoning_tokens",
+    "output_audio_tokens": "completion_tokens_details.audio_tokens",
+}
+_RESPONSES_FIELDS: dict[str, str] = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_read_tokens": "input_tokens_details.cached_tokens",
+    "cache_write_tokens": "input_tokens_details.cache_write_tokens",
+    "output_reasoning_tokens": "output_tokens_details.reasoning_tokens",
+}
+_CHAT_MAPPED = frozenset({*_CHAT_FIELDS.values(), "total_tokens"})
+_RESPONSES_MAPPED = frozenset({*_RESPONSES_FIELDS.values(), "total_tokens"})
 
 
 def checked_count(value: object, name: str, wire: str, where: str | None = None) -> int | None:
@@ -218,40 +216,30 @@ def anthropic_usage(raw: object, where: str | None = None) -> Usage | None:
 
 def openai_chat_usage(raw: object, where: str | None = None) -> Usage | None:
     """An OpenAI Chat Completions ``usage`` object (the usage chunk's, or a completion's)."""
-    usage = _as_object(raw, "OpenAI", where)
-    if usage is None:
-        return None
-    wire = "OpenAI"
-    return _usage_or_none(
-        _count(usage, "prompt_tokens", wire, where) or 0,
-        _count(usage, "completion_tokens", wire, where) or 0,
-        cache_read_tokens=_count(usage, "prompt_tokens_details.cached_tokens", wire, where),
-        cache_write_tokens=_count(usage, "prompt_tokens_details.cache_write_tokens", wire, where),
-        input_audio_tokens=_count(usage, "prompt_tokens_details.audio_tokens", wire, where),
-        output_reasoning_tokens=_count(
-            usage, "completion_tokens_details.reasoning_tokens", wire, where
-        ),
-        output_audio_tokens=_count(usage, "completion_tokens_details.audio_tokens", wire, where),
-        details=_details(usage, _CHAT_MAPPED),
-        provider_cost=_cost(usage),
-    )
+    return _openai_usage(raw, "OpenAI", _CHAT_FIELDS, _CHAT_MAPPED, where)
 
 
 def responses_usage(raw: object, where: str | None = None) -> Usage | None:
     """An OpenAI Responses ``response.usage`` object (from the terminal event, or a reply)."""
-    usage = _as_object(raw, "OpenAI Responses", where)
+    return _openai_usage(raw, "OpenAI Responses", _RESPONSES_FIELDS, _RESPONSES_MAPPED, where)
+
+
+def _openai_usage(
+    raw: object,
+    wire: str,
+    fields: dict[str, str],
+    mapped: frozenset[str],
+    where: str | None,
+) -> Usage | None:
+    usage = _as_object(raw, wire, where)
     if usage is None:
         return None
-    wire = "OpenAI Responses"
+    counts = {field: _count(usage, path, wire, where) for field, path in fields.items()}
     return _usage_or_none(
-        _count(usage, "input_tokens", wire, where) or 0,
-        _count(usage, "output_tokens", wire, where) or 0,
-        cache_read_tokens=_count(usage, "input_tokens_details.cached_tokens", wire, where),
-        cache_write_tokens=_count(usage, "input_tokens_details.cache_write_tokens", wire, where),
-        output_reasoning_tokens=_count(
-            usage, "output_tokens_details.reasoning_tokens", wire, where
-        ),
-        details=_details(usage, _RESPONSES_MAPPED),
+        counts.pop("input_tokens") or 0,
+        counts.pop("output_tokens") or 0,
+        **counts,
+        details=_details(usage, mapped),
         provider_cost=_cost(usage),
     )
 
