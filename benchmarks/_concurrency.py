@@ -463,8 +463,8 @@ async def make_clients(
     a coroutine function that closes their pools."""
     from rxturn.clients import AnthropicClient, OpenAIClient
     from rxturn.engine import TurnEngine
+    from rxturn.engine.context.tokens import TiktokenCounter
     from rxturn.engine.handler import StreamHandler
-    from rxturn.engine.tokens import TiktokenCounter
     from rxturn.messages import RequestOptions
     from rxturn.transport.aiohttp import AiohttpTransport
 

@@ -44,7 +44,7 @@ import aiohttp
 from _limit import LimitAnthropic, LimitOpenAI, limit_anthropic, limit_openai
 from _streams import Case, endpoint, request_body
 
-from rxturn.engine.observers import Observer
+from rxturn.engine.observation.observers import Observer
 
 __all__ = [
     "PROMPT",
@@ -173,7 +173,7 @@ def _env_contenders(env: Env) -> list[Contender]:
         return _folded(folder.message())
 
     async def decode_fold_http(case: Case) -> Folded:
-        from rxturn.engine.observers import ObserverSet
+        from rxturn.engine.observation.observers import ObserverSet
         from rxturn.events import Delta
         from rxturn.fold import INITIAL_STATE, fold
         from rxturn.wire import decoder_for
@@ -433,7 +433,7 @@ def client_for(env: Env, fmt: str) -> Any:
 
 def counter_for(env: Env) -> Any:
     if env.counter is None:
-        from rxturn.engine.tokens import TiktokenCounter
+        from rxturn.engine.context.tokens import TiktokenCounter
 
         env.counter = TiktokenCounter()
     return env.counter

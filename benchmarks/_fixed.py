@@ -169,7 +169,7 @@ async def _engine_turn(engine: Any, i: int) -> None:
 async def fixed_costs(env: Env, n: int, formats: tuple[str, ...]) -> dict[str, Any]:
     """Measure every fixed cost described in the module docstring (``n`` turns each)."""
     from rxturn.clients.anthropic import build_anthropic_body
-    from rxturn.engine.tokens import OverheadCache, estimate_context
+    from rxturn.engine.context.tokens import OverheadCache, estimate_context
     from rxturn.messages import Message, RequestOptions
 
     out: dict[str, Any] = {}

@@ -18,7 +18,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from rxturn.engine.tokens import OverheadCache, TiktokenCounter, estimate_context
+from rxturn.engine.context.tokens import OverheadCache, TiktokenCounter, estimate_context
 from rxturn.messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSchema
 
 __all__ = ["main"]

@@ -46,7 +46,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import NoOpTracerProvider
 
 from rxturn import AnthropicClient, StreamHandler, TurnEngine
-from rxturn.engine.observers import Observer
+from rxturn.engine.observation.observers import Observer
 from rxturn.otel import OTelObserver
 
 TARGET = 1.05

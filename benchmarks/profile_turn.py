@@ -92,7 +92,10 @@ async def profile_fixed(fmt: str, turns: int) -> str:
 _STARTS = ("plan_turn", "TurnPlan", "Ladder.start", "attach_batches", "open_bridge", "Bridge.start")
 
 SPLIT: list[tuple[str, Any]] = [
-    ("token estimate (tiktoken)", lambda f, p: "tiktoken" in p or "rxturn/engine/tokens.py" in p),
+    (
+        "token estimate (tiktoken)",
+        lambda f, p: "tiktoken" in p or "rxturn/engine/context/tokens.py" in p,
+    ),
     (
         "request build + body encode",
         lambda f, p: (f.startswith("build_") or "_prepare" in f) and "/rxturn/" in p,

@@ -130,22 +130,22 @@ if TYPE_CHECKING:  # what type checkers read; at run time, _HOMES below
         TurnEngine as TurnEngine,
         TurnResult as TurnResult,
     )
-    from .engine.observers import (
+    from .engine.observation.observers import (
         LoggingObserver as LoggingObserver,
         Observer as Observer,
         ObserverSet as ObserverSet,
         RecordingObserver as RecordingObserver,
     )
-    from .engine.tools import Tool as Tool, ToolRegistry as ToolRegistry, tool as tool
-    from .engine.audit import AuditTrail as AuditTrail, Run as Run, Turn as Turn
+    from .engine.agent.tools import Tool as Tool, ToolRegistry as ToolRegistry, tool as tool
+    from .engine.records.audit import AuditTrail as AuditTrail, Run as Run, Turn as Turn
     from .cost import Cost as Cost  # priced with the rxturn[cost] extra
-    from .engine.tokens import (
+    from .engine.context.tokens import (
         ContextEstimate as ContextEstimate,
         TiktokenCounter as TiktokenCounter,
         TokenCounter as TokenCounter,
         estimate_context as estimate_context,
     )
-    from .engine.context import (
+    from .engine.context.window import (
         Calibration as Calibration,
         Compactor as Compactor,
         ContextContributor as ContextContributor,
@@ -251,28 +251,28 @@ _HOMES: dict[str, str] = {
     "Session": ".engine",
     "TurnEngine": ".engine",
     "TurnResult": ".engine",
-    "LoggingObserver": ".engine.observers",
-    "Observer": ".engine.observers",
-    "ObserverSet": ".engine.observers",
-    "RecordingObserver": ".engine.observers",
-    "Tool": ".engine.tools",
-    "ToolRegistry": ".engine.tools",
-    "tool": ".engine.tools",
-    "AuditTrail": ".engine.audit",
-    "Run": ".engine.audit",
-    "Turn": ".engine.audit",
+    "LoggingObserver": ".engine.observation.observers",
+    "Observer": ".engine.observation.observers",
+    "ObserverSet": ".engine.observation.observers",
+    "RecordingObserver": ".engine.observation.observers",
+    "Tool": ".engine.agent.tools",
+    "ToolRegistry": ".engine.agent.tools",
+    "tool": ".engine.agent.tools",
+    "AuditTrail": ".engine.records.audit",
+    "Run": ".engine.records.audit",
+    "Turn": ".engine.records.audit",
     "Cost": ".cost",
-    "ContextEstimate": ".engine.tokens",
-    "TiktokenCounter": ".engine.tokens",
-    "TokenCounter": ".engine.tokens",
-    "estimate_context": ".engine.tokens",
-    "Calibration": ".engine.context",
-    "Compactor": ".engine.context",
-    "ContextContributor": ".engine.context",
-    "ContextWindow": ".engine.context",
-    "MemoryProvider": ".engine.context",
-    "SummarizingCompactor": ".engine.context",
-    "TruncatingCompactor": ".engine.context",
+    "ContextEstimate": ".engine.context.tokens",
+    "TiktokenCounter": ".engine.context.tokens",
+    "TokenCounter": ".engine.context.tokens",
+    "estimate_context": ".engine.context.tokens",
+    "Calibration": ".engine.context.window",
+    "Compactor": ".engine.context.window",
+    "ContextContributor": ".engine.context.window",
+    "ContextWindow": ".engine.context.window",
+    "MemoryProvider": ".engine.context.window",
+    "SummarizingCompactor": ".engine.context.window",
+    "TruncatingCompactor": ".engine.context.window",
     "AnthropicClient": ".clients",
     "BatchingModelClient": ".clients",
     "ModelClient": ".clients",

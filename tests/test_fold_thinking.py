@@ -108,7 +108,7 @@ def test_signature_for_a_lane_that_is_not_open_is_dropped() -> None:
 
 
 def test_kept_thinking_and_refusals_count_in_the_context_estimate() -> None:
-    from rxturn.engine.tokens import TiktokenCounter
+    from rxturn.engine.context.tokens import TiktokenCounter
     from rxturn.messages import Message, RefusalPart
 
     counter = TiktokenCounter()

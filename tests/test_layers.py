@@ -68,7 +68,7 @@ def test_no_layer_imports_one_above_it(layer: str) -> None:
 
 def test_the_resolver_sees_relative_imports() -> None:
     # the check itself: the handler's ladder (engine) does import the operators, relatively
-    imported = _imports(PACKAGE / "engine" / "_ladder.py")
+    imported = _imports(PACKAGE / "engine" / "handler" / "_ladder.py")
     assert any(_within(module, "rxturn.operators") for module in imported)
 
 
@@ -153,7 +153,7 @@ def test_the_cycle_check_sees_type_only_and_package_imports() -> None:
     graph = _import_graph()
     # a TYPE_CHECKING-only import is an edge (the cost module names genai-prices' types that way,
     # and the plan names the client's)
-    assert "rxturn.clients._base" in graph["rxturn.engine._plan"]
+    assert "rxturn.clients._base" in graph["rxturn.engine.handler._plan"]
     # ``from .. import _constants`` is the submodule, not the package
     assert "rxturn._constants" in graph["rxturn.resilience.policies"]
     assert "rxturn" not in graph["rxturn.resilience.policies"]

@@ -1,10 +1,11 @@
 """rxturn.notebook: the recorder, the live display, the timeline and the breaker plot.
 
 Expected values come from the callback sequences the tests script themselves (order, times,
-counts), from the observer contract (``engine/observers.py``), from a ``RecordingObserver`` watching
-the same engine turn (an independent count of every delta and reset), and, for the breaker, from
-the breaker's documented transitions worked out by hand: trip on the 3rd consecutive failure, a 60 s
-cooldown measured from the trip, and 2 probe successes to close.
+counts), from the observer contract (``engine/observation/observers.py``), from a
+``RecordingObserver`` watching the same engine turn (an independent count of every delta and
+reset), and, for the breaker, from the breaker's documented transitions worked out by hand:
+trip on the 3rd consecutive failure, a 60 s cooldown measured from the trip, and 2 probe
+successes to close.
 """
 
 from __future__ import annotations
@@ -112,7 +113,8 @@ def test_import_needs_neither_matplotlib_nor_ipython() -> None:
 
 
 def drive_turn_with_one_reset(rec: TurnRecorder, clock: ManualClock) -> None:
-    """The observer order of a streamed turn with a retry (rxturn.engine.observers docstring)."""
+    """The observer order of a streamed turn with a retry (the docstring of
+    rxturn.engine.observation.observers)."""
     clock.advance_to(1.0)
     rec.on_turn_start(turn=0, query="hi")
     clock.advance_to(1.5)
@@ -308,7 +310,7 @@ async def run_engine(scenario: dict[str, Any], **handler: Any) -> tuple[Any, Any
     from rxturn.clients import AnthropicClient
     from rxturn.engine import TurnEngine
     from rxturn.engine.handler import StreamHandler
-    from rxturn.engine.observers import RecordingObserver
+    from rxturn.engine.observation.observers import RecordingObserver
     from rxturn.resilience.policies import RetryPolicy
     from rxturn.testing import FakeProvider
 

@@ -117,15 +117,15 @@ def test_import_boundaries() -> None:
             for root in roots & importers.keys():
                 importers[root].add(path.relative_to(package).as_posix())
     assert importers["aiohttp"] == {"transport/aiohttp.py", "testing/_server.py"}
-    assert importers["tiktoken"] == {"engine/tokens.py"}
+    assert importers["tiktoken"] == {"engine/context/tokens.py"}
 
 
 def test_errors_live_in_the_one_tree_and_are_reexported() -> None:
     from rxturn import errors
     from rxturn.engine import RetryAfterBeyondDeadline as from_engine
     from rxturn.engine import ToolTimeoutError as tool_timeout_from_engine
+    from rxturn.engine.agent.tools import ToolTimeoutError as from_tools
     from rxturn.engine.handler import RetryAfterBeyondDeadline as from_handler
-    from rxturn.engine.tools import ToolTimeoutError as from_tools
 
     assert from_handler is from_engine is errors.RetryAfterBeyondDeadline
     assert from_tools is tool_timeout_from_engine is errors.ToolTimeoutError

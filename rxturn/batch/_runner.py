@@ -29,9 +29,9 @@ from ..clients._base import ModelClient
 from ..clients._factory import client_for
 from ..cost import Cost
 from ..engine import TurnEngine
-from ..engine.handler import StreamHandler
-from ..engine.observers import Observer
-from ..engine.tokens import TiktokenCounter, TokenCounter, warm_up_counter
+from ..engine.context.tokens import TiktokenCounter, TokenCounter, warm_up_counter
+from ..engine.handler._handler import StreamHandler
+from ..engine.observation.observers import Observer
 from ..errors import APIStatusError, Cancelled, ConfigError, RxturnError
 from ..messages import Message, RequestOptions, Usage
 from ..resilience.fallback import FallbackManager

@@ -19,7 +19,7 @@ import msgspec
 from ..clients._factory import client_for
 from ..cost import Cost, cost_to_json, describe_cost
 from ..engine import RunResult, TurnEngine
-from ..engine.handler import StreamHandler
+from ..engine.handler._handler import StreamHandler
 from ..errors import Cancelled, RxturnError
 from ..messages import Message, RequestOptions
 from ..resilience.fallback import FallbackManager

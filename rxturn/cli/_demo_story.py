@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from ..engine import TurnEngine
-from ..engine.handler import StreamHandler
+from ..engine.handler._handler import StreamHandler
 from ..errors import RxturnError
 from ..resilience.fallback import FallbackManager, FallbackPolicy
 from ..resilience.hedge import HedgePolicy, HedgeTarget

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TextIO
 
-from ..engine.observers import Observer
+from ..engine.observation.observers import Observer
 from ..errors import Cancelled, ConfigError, RescueFailed
 from ..events import AttemptReset, Delta, Fallback
 from ..messages import Usage

@@ -1,24 +1,27 @@
-"""The turn: one model call as a pipeline, and the agent loop around it.
+"""The engine: a turn as one pipeline, the agent loop around it, grouped by concern.
 
-- :mod:`~rxturn.engine.handler`: :class:`StreamHandler`, the public operators composed into
-  the retry / rate-limit / deadline / rescue ladder;
-- :mod:`~rxturn.engine._engine`: :class:`TurnEngine`, one turn from setup
-  (:mod:`~rxturn.engine._setup`) to the call on one of two paths (:mod:`~rxturn.engine._calls`);
-- :mod:`~rxturn.engine._outcome`: outcome recording, in its strict order;
-- :mod:`~rxturn.engine.observers`, :mod:`~rxturn.engine.tools`, :mod:`~rxturn.engine.audit`,
-  :mod:`~rxturn.engine.tokens`, :mod:`~rxturn.engine.context`: what a turn reports to, runs,
-  records and counts;
-- :mod:`~rxturn.engine._stream`: :class:`RunStream`, a run consumed with ``async for``.
+One subpackage per concern:
 
-See docs/design.md for how these fit together.
+- :mod:`~rxturn.engine.handler`: :class:`StreamHandler`, the retry / rate-limit / deadline /
+  rescue ladder (its policy, its plan, the driver that runs it, a hedged first attempt);
+- :mod:`~rxturn.engine.turn`: one turn's setup, its call on one of two paths and its outcome;
+- :mod:`~rxturn.engine.failover`: moving on to the next model of the chain, on both paths;
+- :mod:`~rxturn.engine.fanout`: the shared turn stream and its consumers, :class:`RunStream`;
+- :mod:`~rxturn.engine.agent`: the agent loop and the tools it runs;
+- :mod:`~rxturn.engine.records`: results, the attempt log, the audit trail;
+- :mod:`~rxturn.engine.observation`: the observer contract and the stock observers;
+- :mod:`~rxturn.engine.context`: token counting and the context window.
+
+:class:`TurnEngine` (:mod:`~rxturn.engine._engine`) is the front door that wires them: it owns
+one collaborator per concern and runs a turn through them. See docs/design.md.
 """
 
 from ._engine import RunResult, Session, TurnEngine, TurnMode, TurnResult
-from ._paths import TurnStream
-from ._stream import RunStream, TextPiece
-from .audit import AttemptRecord
-from .handler import RetryAfterBeyondDeadline
-from .tools import ToolTimeoutError
+from .agent.tools import ToolTimeoutError
+from .fanout._run_stream import RunStream, TextPiece
+from .fanout._turn_stream import TurnStream
+from .handler._handler import RetryAfterBeyondDeadline
+from .records.audit import AttemptRecord
 
 __all__ = [
     "AttemptRecord",

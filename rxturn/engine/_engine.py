@@ -24,7 +24,8 @@
    - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
      and the turn timeout (none configured = an arm that never fires);
 
-6. the outcome is recorded in a fixed order (:mod:`rxturn.engine._outcome`, docs/behaviour.md §4.2);
+6. the outcome is recorded in a fixed order (:mod:`rxturn.engine.turn._outcome`,
+   docs/behaviour.md §4.2);
 7. the reply joins the history and the audit trail (with every attempt and what was billed;
    a failed turn is recorded too); ``on_response`` and ``on_turn_end``.
 
@@ -66,32 +67,8 @@ from ..operators._scheduling import clock
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy
-from ._calls import TurnCalls
-from ._failover import TurnLegs
-from ._paths import TurnStream
-from ._results import (
-    RunResult,
-    Session,
-    TextStreamer,
-    TurnMode,
-    TurnResult,
-    checked_prompt,
-    checked_transients,
-)
-from ._setup import TurnSetup
-from ._stream import DEFAULT_MAX_BUFFERED, RunStream
-from .audit import Turn
-from .context import (
-    DEFAULT_COMPACTOR,
-    Calibration,
-    Compactor,
-    ContextContributor,
-    ContextWindow,
-    MemoryProvider,
-)
-from .handler import StreamHandler
-from .observers import Observer, ObserverSet
-from .tokens import (
+from .agent.tools import Tool, ToolFunction, ToolRegistry
+from .context.tokens import (
     ContextEstimate,
     OverheadCache,
     TiktokenCounter,
@@ -101,7 +78,31 @@ from .tokens import (
     prefetch_counter,
     warm_up_counter,
 )
-from .tools import Tool, ToolFunction, ToolRegistry
+from .context.window import (
+    DEFAULT_COMPACTOR,
+    Calibration,
+    Compactor,
+    ContextContributor,
+    ContextWindow,
+    MemoryProvider,
+)
+from .failover._legs import TurnLegs
+from .fanout._run_stream import DEFAULT_MAX_BUFFERED, RunStream
+from .fanout._turn_stream import TurnStream
+from .handler._handler import StreamHandler
+from .observation.observers import Observer, ObserverSet
+from .records._results import (
+    RunResult,
+    Session,
+    TextStreamer,
+    TurnMode,
+    TurnResult,
+    checked_prompt,
+    checked_transients,
+)
+from .records.audit import Turn
+from .turn._calls import TurnCalls
+from .turn._setup import TurnSetup
 
 __all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
 
@@ -114,7 +115,8 @@ class TurnEngine(TurnSetup, TurnCalls):
     Args:
         client: the provider client (Anthropic, OpenAI-compatible, Ollama, or your own).
         system: the system prompt, sent alongside (never inside) the messages.
-        tools: Python callables or :class:`~rxturn.engine.tools.Tool` objects the model may call.
+        tools: Python callables or :class:`~rxturn.engine.agent.tools.Tool` objects the model
+            may call.
         handler: the stream handler; ``None`` means passthrough (one attempt, no deadlines).
         fallback: a :class:`~rxturn.resilience.fallback.FallbackManager` routing between models.
         observers: callbacks, called in registration order, each isolated.
@@ -125,7 +127,8 @@ class TurnEngine(TurnSetup, TurnCalls):
         counter: counts tokens for the context estimate (default: tiktoken, offline cl100k).
         context_window: when set, a turn whose estimate passes its threshold is deferred
             and the conversation compacted first.
-        compactor: how to compact (default: :class:`~rxturn.engine.context.TruncatingCompactor`).
+        compactor: how to compact (default:
+            :class:`~rxturn.engine.context.window.TruncatingCompactor`).
         contributors: per-turn transient messages, in registration order.
         memory: a memory provider whose top ``memory_top_k`` entries become one message.
         calibration: records estimate vs. reported input tokens per model.

@@ -4,8 +4,8 @@ A resilient turn is hard to read from its final reply alone: the reply hides the
 that was retried, the 529 that was waited out, the rescue that saved it and the breaker that
 moved it to a backup model. This module makes that story visible, in Jupyter or a script:
 
-- :class:`TurnRecorder` is an :class:`~rxturn.engine.observers.Observer` that also listens to
-  ``engine.events`` (:meth:`TurnRecorder.attach`). It keeps a compact, timestamped log of
+- :class:`TurnRecorder` is an :class:`~rxturn.engine.observation.observers.Observer` that also
+  listens to ``engine.events`` (:meth:`TurnRecorder.attach`). It keeps a compact, timestamped log of
   :class:`Record` entries — one per callback, never one per delta: text deltas only bump
   per-attempt counters in time bins (:class:`DeltaDensity`), so a 100k-delta reply costs a few
   kilobytes of log. It also holds what a live display needs: the current attempt's text (wiped

@@ -23,7 +23,7 @@ from reactivex import Observable, abc
 from reactivex import operators as ops
 
 from .._validate import positive
-from ..engine.observers import Observer
+from ..engine.observation.observers import Observer
 from ..errors import ConfigError
 from ..events import AttemptReset, Delta, Fallback, HandlerEvent, MessageStart, MessageStop
 from ..messages import ToolCallPart, ToolResultPart, Usage

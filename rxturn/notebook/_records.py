@@ -17,7 +17,7 @@ import msgspec
 if TYPE_CHECKING:  # pragma: no cover
     from reactivex import Observable
 
-    from ..engine.observers import Observer, ObserverSet
+    from ..engine.observation.observers import Observer, ObserverSet
     from ..events import HandlerEvent
 
 __all__ = [

@@ -30,8 +30,8 @@ from opentelemetry.metrics import Histogram, Meter, MeterProvider, NoOpMeter, ge
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
 from .._version import __version__
-from ..engine.audit import AttemptRecord, Turn
-from ..engine.observers import ALL_CALLBACKS, Observer
+from ..engine.observation.observers import ALL_CALLBACKS, Observer
+from ..engine.records.audit import AttemptRecord, Turn
 from ..messages import Message, Request, RequestOptions, StopReason, ToolCallPart, ToolResultPart
 from . import _names as n
 from ._content import (
@@ -554,7 +554,7 @@ class OTelObserver(Observer):
 def _count_output(observer: OTelObserver, message: Message) -> int:
     counter = observer._counter  # pyright: ignore[reportPrivateUsage]
     if counter is None:
-        from ..engine.tokens import TiktokenCounter
+        from ..engine.context.tokens import TiktokenCounter
 
         counter = observer._counter = TiktokenCounter()  # pyright: ignore[reportPrivateUsage]
     return int(counter.count_messages([message]))

@@ -22,7 +22,7 @@ from rxturn import (
     UrlSource,
 )
 from rxturn._media import image_size, sniff
-from rxturn.engine.tokens import TiktokenCounter, image_tokens
+from rxturn.engine.context.tokens import TiktokenCounter, image_tokens
 from rxturn.errors import ConfigError
 from rxturn.messages import (
     TextPart,

@@ -8,7 +8,7 @@ import json
 import msgspec
 import pytest
 
-from rxturn.engine.audit import AuditTrail, Run, Turn
+from rxturn.engine.records.audit import AuditTrail, Run, Turn
 from rxturn.errors import ConfigError
 from rxturn.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 
@@ -245,7 +245,7 @@ def test_round_trip_keeps_every_usage_count_and_the_cost() -> None:
     from decimal import Decimal
 
     from rxturn import Cost
-    from rxturn.engine.audit import AttemptRecord
+    from rxturn.engine.records.audit import AttemptRecord
 
     usage = Usage(
         input_tokens=5020,

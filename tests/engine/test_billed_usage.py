@@ -12,7 +12,7 @@ import pytest
 from reactivex.testing import TestScheduler
 
 from rxturn import StreamHandler, TurnEngine
-from rxturn.engine.audit import AttemptRecord
+from rxturn.engine.records.audit import AttemptRecord
 from rxturn.errors import Cancelled, RateLimitError, RescueFailed, ServerError
 from rxturn.events import Delta, MessageDelta, MessageStart, PartStart, PartStop
 from rxturn.messages import Message, StopReason, TextPart, Usage

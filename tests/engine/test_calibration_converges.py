@@ -15,8 +15,8 @@ import reactivex
 from reactivex import Observable
 
 from rxturn import TurnEngine
-from rxturn.engine.context import Calibration
-from rxturn.engine.tokens import REPLY_PRIMER_TOKENS
+from rxturn.engine.context.tokens import REPLY_PRIMER_TOKENS
+from rxturn.engine.context.window import Calibration
 from rxturn.events import Delta, MessageDelta, MessageStart, MessageStop, PartStart, PartStop
 from rxturn.messages import Message, Request, RequestOptions, Usage
 

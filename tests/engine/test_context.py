@@ -16,7 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rxturn.engine.context import (
+from rxturn.engine.context.tokens import TiktokenCounter, estimate_context
+from rxturn.engine.context.window import (
     Calibration,
     Compactor,
     ContextContributor,
@@ -28,7 +29,6 @@ from rxturn.engine.context import (
     memory_message,
     memory_query,
 )
-from rxturn.engine.tokens import TiktokenCounter, estimate_context
 from rxturn.errors import ConfigError
 from rxturn.messages import Message, TextPart, ToolCallPart, ToolResultPart
 

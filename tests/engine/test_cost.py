@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 
 from rxturn import AnthropicClient, Cost, OpenAIClient, StreamHandler, TurnEngine, replay_message
 from rxturn.cost import Pricer, total_cost
-from rxturn.engine.audit import AttemptRecord
+from rxturn.engine.records.audit import AttemptRecord
 from rxturn.messages import Usage
 from rxturn.resilience.policies import RetryPolicy
 from rxturn.testing import FakeProvider

@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from rxturn.engine import RunResult, TurnResult
-from rxturn.engine._paths import TurnStream
-from rxturn.engine.audit import AttemptRecord, Turn
+from rxturn.engine.fanout._turn_stream import TurnStream
+from rxturn.engine.records.audit import AttemptRecord, Turn
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]

@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from rxturn import AnthropicClient, TurnEngine
-from rxturn.engine import tokens
-from rxturn.engine.context import ContextWindow
+from rxturn.engine.context import tokens
+from rxturn.engine.context.window import ContextWindow
 from rxturn.testing import FakeProvider
 
 

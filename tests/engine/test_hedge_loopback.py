@@ -18,7 +18,7 @@ from rxturn import (
     StreamHandler,
     TurnEngine,
 )
-from rxturn.engine.observers import Observer
+from rxturn.engine.observation.observers import Observer
 from rxturn.messages import Usage
 from rxturn.testing import FakeProvider
 

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from reactivex.testing import TestScheduler
 
 from rxturn import HedgePolicy, HedgeTarget, StreamHandler, TurnEngine
-from rxturn.engine.observers import Observer
+from rxturn.engine.observation.observers import Observer
 from rxturn.errors import AuthenticationError, ReadError, ServerError
 from rxturn.events import Delta, MessageDelta, MessageStart, MessageStop, PartStart, PartStop
 from rxturn.messages import Message, Usage

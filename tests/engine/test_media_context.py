@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rxturn import CachePoint, ImagePart, InlineSource, Message, SummarizingCompactor
-from rxturn.engine.context import memory_query
-from rxturn.engine.tokens import TiktokenCounter
+from rxturn.engine.context.tokens import TiktokenCounter
+from rxturn.engine.context.window import memory_query
 from rxturn.messages import TextPart, ToolResultPart
 
 COUNTER = TiktokenCounter()

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-import rxturn.engine.observers as observers_module
-from rxturn.engine.observers import (
+import rxturn.engine.observation.observers as observers_module
+from rxturn.engine.observation.observers import (
     CALLBACKS,
     LoggingObserver,
     Observer,
@@ -20,8 +20,8 @@ from rxturn.errors import ConfigError, ServerError
 from rxturn.events import AttemptReset
 from rxturn.messages import ToolCallPart, ToolResultPart, Usage
 
-# One valid keyword set per callback (rxturn.engine.observers.Observer), used to drive every
-# callback.
+# One valid keyword set per callback (rxturn.engine.observation.observers.Observer), used to
+# drive every callback.
 SAMPLE_KWARGS: dict[str, dict[str, Any]] = {
     "on_run_start": {"session_id": "s1"},
     "on_run_end": {"success": True, "error": None, "total_turns": 2, "duration_ms": 12.5},

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rxturn import AnthropicClient, ConfigError, Message, RequestOptions, TurnEngine
-from rxturn.engine.observers import Observer
+from rxturn.engine.observation.observers import Observer
 from rxturn.testing import FakeProvider
 
 SLOW = {"models": {"*": [{"text": "first reply", "delay_ms": 40, "chunk_chars": 2}]}}

@@ -1,4 +1,4 @@
-"""The one race of an awaitable against the cancel signal and a timeout (engine/_race.py), on
+"""The one race of an awaitable against the cancel signal and a timeout (engine/turn/_race.py), on
 TestScheduler virtual time: the verdict's order, and that the loser is cancelled and its error
 retrieved."""
 
@@ -10,7 +10,7 @@ import gc
 import pytest
 from reactivex.testing import TestScheduler
 
-from rxturn.engine._race import race
+from rxturn.engine.turn._race import race
 from rxturn.errors import Cancelled
 from rxturn.resilience.cancel import CancelToken
 from rxturn.testing.virtual import run_virtual

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rxturn import AnthropicClient, StreamHandler, TurnEngine
-from rxturn.engine.observers import LoggingObserver, Observer, RecordingObserver
+from rxturn.engine.observation.observers import LoggingObserver, Observer, RecordingObserver
 from rxturn.events import EventBatch
 from rxturn.messages import Request, RequestOptions
 from rxturn.sources import from_async_iterable
@@ -78,7 +78,7 @@ async def test_order_and_arguments_of_a_retried_turn() -> None:
 
 
 def test_the_default_recorder_keeps_the_reference_surface() -> None:
-    from rxturn.engine.observers import ObserverSet
+    from rxturn.engine.observation.observers import ObserverSet
 
     assert not ObserverSet([RecordingObserver()]).interested("on_request")
     assert ObserverSet([RecordingObserver(requests=True)]).interested("on_request")

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 import tiktoken
 
-from rxturn.engine.tokens import (
+from rxturn.engine.context.tokens import (
     ContextEstimate,
     OverheadCache,
     TiktokenCounter,
@@ -69,7 +69,8 @@ def _history(n: int) -> list[Message]:
 
 def test_importing_tokens_and_context_does_not_import_tiktoken() -> None:
     code = (
-        "import sys, rxturn.engine.tokens, rxturn.engine.context; print('tiktoken' in sys.modules)"
+        "import sys, rxturn.engine.context.tokens, rxturn.engine.context.window; "
+        "print('tiktoken' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -343,7 +344,7 @@ _OFFLINE_SCRIPT = textwrap.dedent(
 
     from rxturn.errors import ConfigError
     from rxturn.messages import Message
-    from rxturn.engine.tokens import TiktokenCounter
+    from rxturn.engine.context.tokens import TiktokenCounter
 
     default = TiktokenCounter()
     print(default.count_text("hello world"), default.count_message(Message.user("hello world")))

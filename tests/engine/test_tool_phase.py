@@ -14,7 +14,7 @@ import pytest
 from reactivex.testing import TestScheduler
 
 from rxturn import TurnEngine
-from rxturn.engine.tools import Tool
+from rxturn.engine.agent.tools import Tool
 from rxturn.errors import Cancelled, ConfigError
 from rxturn.events import Delta as D
 from rxturn.events import MessageDelta, MessageStart, MessageStop, PartStart, PartStop

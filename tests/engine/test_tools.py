@@ -7,7 +7,7 @@ import logging
 import msgspec
 import pytest
 
-from rxturn.engine.tools import Tool, ToolRegistry, tool
+from rxturn.engine.agent.tools import Tool, ToolRegistry, tool
 from rxturn.errors import ConfigError
 from rxturn.messages import ToolCallPart
 

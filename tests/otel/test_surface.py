@@ -194,7 +194,7 @@ def test_on_no_op_providers_the_observer_is_inert() -> None:
     from opentelemetry.metrics import NoOpMeterProvider
     from opentelemetry.trace import NoOpTracerProvider
 
-    from rxturn.engine.observers import ALL_CALLBACKS, ObserverSet
+    from rxturn.engine.observation.observers import ALL_CALLBACKS, ObserverSet
 
     inert = OTelObserver(tracer_provider=NoOpTracerProvider(), meter_provider=NoOpMeterProvider())
     assert inert.inert
@@ -203,7 +203,7 @@ def test_on_no_op_providers_the_observer_is_inert() -> None:
 
 
 def test_with_a_recording_tracer_the_observer_listens(telemetry: Telemetry) -> None:
-    from rxturn.engine.observers import ObserverSet
+    from rxturn.engine.observation.observers import ObserverSet
 
     observer = telemetry.observer()
     assert not observer.inert

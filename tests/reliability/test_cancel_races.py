@@ -27,7 +27,7 @@ from aiohttp import web
 
 from rxturn.engine import TurnEngine
 from rxturn.engine.handler import StreamHandler
-from rxturn.engine.observers import Observer
+from rxturn.engine.observation.observers import Observer
 from rxturn.errors import Cancelled
 from rxturn.resilience.limiter import RateLimiter
 from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy

@@ -30,8 +30,8 @@ import pytest
 from aiohttp import ClientSession, web
 
 from rxturn import replay_message
-from rxturn.engine.audit import AuditTrail
 from rxturn.engine.handler import StreamHandler
+from rxturn.engine.records.audit import AuditTrail
 from rxturn.errors import (
     ConfigError,
     InvalidToolInputError,

@@ -42,9 +42,9 @@ import jiter
 import pytest
 
 from rxturn.engine import RunResult, TurnEngine
+from rxturn.engine.context.tokens import TiktokenCounter
 from rxturn.engine.handler import StreamHandler
-from rxturn.engine.observers import RecordingObserver
-from rxturn.engine.tokens import TiktokenCounter
+from rxturn.engine.observation.observers import RecordingObserver
 from rxturn.errors import (
     AuthenticationError,
     ContextOverflowError,

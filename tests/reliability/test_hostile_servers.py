@@ -36,7 +36,7 @@ from aiohttp import web
 
 from rxturn.engine import TurnEngine
 from rxturn.engine.handler import StreamHandler
-from rxturn.engine.observers import RecordingObserver
+from rxturn.engine.observation.observers import RecordingObserver
 from rxturn.errors import (
     APIStatusError,
     OverloadedError,

@@ -35,7 +35,7 @@ import pytest
 from aiohttp import web
 
 from rxturn.engine import TurnEngine
-from rxturn.engine import tokens as tokens_module
+from rxturn.engine.context import tokens as tokens_module
 from rxturn.engine.handler import StreamHandler
 from rxturn.errors import (
     Cancelled,

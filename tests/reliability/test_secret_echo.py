@@ -29,7 +29,7 @@ import pytest
 
 from rxturn.engine import TurnEngine
 from rxturn.engine.handler import StreamHandler
-from rxturn.engine.observers import RecordingObserver
+from rxturn.engine.observation.observers import RecordingObserver
 from rxturn.errors import RxturnError
 from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
 from rxturn.testing import assert_no_secret

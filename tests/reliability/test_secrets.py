@@ -8,7 +8,7 @@ both paths and all three wire formats, in:
 - ``repr`` / ``str`` of every object a user holds: clients, transport, engine, handler,
   session, requests, results, observer records;
 - every log record at DEBUG, from every logger (``caplog`` on the root logger), including the
-  :class:`~rxturn.engine.observers.LoggingObserver`'s lines;
+  :class:`~rxturn.engine.observation.observers.LoggingObserver`'s lines;
 - exception messages, ``args``, ``repr`` and attributes, along the whole cause chain;
 - the audit trail JSON;
 - ``rxturn chat --json`` output (stdout and stderr), served and failed.
@@ -31,7 +31,7 @@ from aiohttp import web
 
 from rxturn.engine import TurnEngine
 from rxturn.engine.handler import StreamHandler
-from rxturn.engine.observers import LoggingObserver, RecordingObserver
+from rxturn.engine.observation.observers import LoggingObserver, RecordingObserver
 from rxturn.errors import RxturnError
 from rxturn.messages import Request, message_to_json
 from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy

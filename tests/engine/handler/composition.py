@@ -1,5 +1,5 @@
 """The handler's composition written by hand from the public operators, for the equivalence
-tests: what ``StreamHandler`` promises to behave as (rxturn/engine/handler.py draws it)."""
+tests: what ``StreamHandler`` promises to behave as (rxturn/engine/handler/_handler.py draws it)."""
 
 from __future__ import annotations
 

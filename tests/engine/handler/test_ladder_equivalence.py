@@ -1,7 +1,7 @@
 """The handler's fused ladder against the public operators composed by hand.
 
-``StreamHandler`` runs a turn as one object (``rxturn/engine/_ladder.py``) rather than a chain
-of Rx operators, for its cost per turn. The promise is that nothing a subscriber can see
+``StreamHandler`` runs a turn as one object (``rxturn/engine/handler/_ladder.py``) rather than a
+chain of Rx operators, for its cost per turn. The promise is that nothing a subscriber can see
 changes: the same items at the same virtual instants, the same end (error type, message,
 ``attempts``) at the same instant, the same requests made and let go at the same instants.
 Each scenario below runs twice on fresh TestSchedulers — once through

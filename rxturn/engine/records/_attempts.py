@@ -35,11 +35,11 @@ from typing import Literal
 
 import msgspec
 
-from ..cost import Cost, Pricer, total_cost
-from ..errors import Cancelled, RescueFailed
-from ..messages import Usage
+from ...cost import Cost, Pricer, total_cost
+from ...errors import Cancelled, RescueFailed
+from ...messages import Usage
+from ..observation.observers import ObserverSet
 from .audit import AttemptKind, AttemptRecord, billed
-from .observers import ObserverSet
 
 __all__ = ["AttemptHooks", "AttemptLog"]
 

@@ -97,8 +97,8 @@ them through one :class:`TurnRouter` (:meth:`ObserverSet.router`), the engine's 
 
 from __future__ import annotations
 
+from ..fanout._router import ObserverSet, TurnRouter, report_observer_error
 from ._callbacks import ALL_CALLBACKS, CALLBACKS, REQUEST_CALLBACKS, Observer
-from ._fanout import ObserverSet, TurnRouter, report_observer_error
 from ._stock_observers import LoggingObserver, RecordingObserver
 
 __all__ = [

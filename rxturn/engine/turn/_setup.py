@@ -13,11 +13,12 @@ from collections.abc import Sequence
 
 import msgspec
 
-from ..clients._base import ModelClient
-from ..messages import Message, Request, RequestOptions, ToolResultPart, content_text
-from ..resilience.fallback import FallbackManager
-from ._results import Session
-from .context import (
+from ...clients._base import ModelClient
+from ...messages import Message, Request, RequestOptions, ToolResultPart, content_text
+from ...resilience.fallback import FallbackManager
+from ..agent.tools import ToolRegistry
+from ..context.tokens import ContextEstimate, OverheadCache, TokenCounter, estimate_context
+from ..context.window import (
     Calibration,
     Compactor,
     ContextContributor,
@@ -26,9 +27,8 @@ from .context import (
     gather_transients,
     memory_query,
 )
-from .observers import ObserverSet
-from .tokens import ContextEstimate, OverheadCache, TokenCounter, estimate_context
-from .tools import ToolRegistry
+from ..observation.observers import ObserverSet
+from ..records._results import Session
 
 __all__ = ["TurnSetup"]
 

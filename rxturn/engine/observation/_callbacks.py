@@ -1,8 +1,8 @@
 """The observer protocol: every callback's name and its no-op default.
 
-The table of what each callback receives and when it fires is :mod:`rxturn.engine.observers`'
-docstring; the names and the defaults live here so that the fan-out and the stock observers
-can share them.
+The table of what each callback receives and when it fires is
+:mod:`rxturn.engine.observation.observers`' docstring; the names and the defaults live here so
+that the fan-out and the stock observers can share them.
 """
 
 from __future__ import annotations
@@ -10,11 +10,11 @@ from __future__ import annotations
 import contextvars
 from typing import Final, cast
 
-from .._arguments import described
-from ..errors import ConfigError
-from ..events import AttemptReset
-from ..messages import Message, Request, RequestOptions, ToolCallPart, ToolResultPart, Usage
-from .audit import AttemptRecord, Turn
+from ..._arguments import described
+from ...errors import ConfigError
+from ...events import AttemptReset
+from ...messages import Message, Request, RequestOptions, ToolCallPart, ToolResultPart, Usage
+from ..records.audit import AttemptRecord, Turn
 
 __all__ = ["ALL_CALLBACKS", "CALLBACKS", "REQUEST_CALLBACKS", "Observer", "checked_observer"]
 

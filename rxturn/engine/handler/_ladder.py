@@ -36,15 +36,15 @@ from typing import Any, cast
 from reactivex import Observable, abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
-from ..errors import RescueFailed, RxturnError
-from ..events import Fallback
-from ..messages import Message
-from ..operators._scheduling import clock, resolve_scheduler
-from ..resilience.clock import SLACK, AttemptClock
-from ..resilience.limiter import gate_sleep
-from ..resilience.progress import RescueRace, TurnProgress, rescue_budget, total_timeout
-from ..resilience.retry import RetryBudget
-from ..resilience.verdicts import is_rescuable
+from ...errors import RescueFailed, RxturnError
+from ...events import Fallback
+from ...messages import Message
+from ...operators._scheduling import clock, resolve_scheduler
+from ...resilience.clock import SLACK, AttemptClock
+from ...resilience.limiter import gate_sleep
+from ...resilience.progress import RescueRace, TurnProgress, rescue_budget, total_timeout
+from ...resilience.retry import RetryBudget
+from ...resilience.verdicts import is_rescuable
 from ._attempt import STREAMING, AttemptSide
 from ._plan import TurnSpec
 

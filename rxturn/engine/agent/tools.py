@@ -30,9 +30,9 @@ from typing import Any, cast, get_type_hints, overload
 
 import msgspec
 
-from .._arguments import check_callable, check_instance, check_items, described
-from ..errors import ConfigError, ToolTimeoutError
-from ..messages import (
+from ..._arguments import check_callable, check_instance, check_items, described
+from ...errors import ConfigError, ToolTimeoutError
+from ...messages import (
     DocumentPart,
     ImagePart,
     TextPart,

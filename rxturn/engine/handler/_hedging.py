@@ -18,16 +18,16 @@ from typing import TYPE_CHECKING, Any, cast
 import msgspec
 from reactivex import Observable
 
-from ..messages import Request, RequestOptions, Usage
-from ..operators import hedge
-from ..resilience.fallback import FallbackManager
-from ..resilience.hedge import HedgePolicy, HedgeTarget
+from ...messages import Request, RequestOptions, Usage
+from ...operators import hedge
+from ...resilience.fallback import FallbackManager
+from ...resilience.hedge import HedgePolicy, HedgeTarget
+from ..observation.observers import ObserverSet
 from ._plan import open_attempt
-from .observers import ObserverSet
 
 if TYPE_CHECKING:
-    from ..clients._base import ModelClient
-    from ._failover import TurnLegs
+    from ...clients._base import ModelClient
+    from ..failover._legs import TurnLegs
     from ._plan import TurnSpec
 
 __all__ = ["TurnRace"]

@@ -18,11 +18,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ..cost import Pricer
-from ..resilience.progress import rescue_budget
-from ..resilience.verdicts import fails_over
-from ._attempts import AttemptHooks, AttemptLog
-from ._results import AttemptStats
+from ...cost import Pricer
+from ...resilience.progress import rescue_budget
+from ...resilience.verdicts import fails_over
+from ..records._attempts import AttemptHooks, AttemptLog
+from ..records._results import AttemptStats
 
 __all__ = ["TurnLegs", "fails_over"]
 

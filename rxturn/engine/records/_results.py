@@ -8,10 +8,10 @@ from typing import Any, Literal, cast
 
 import msgspec
 
-from ..cost import Cost
-from ..errors import ConfigError
-from ..events import AttemptReset, Fallback, HandlerEvent
-from ..messages import Message, MessageList, StopReason, Usage, as_message
+from ...cost import Cost
+from ...errors import ConfigError
+from ...events import AttemptReset, Fallback, HandlerEvent
+from ...messages import Message, MessageList, StopReason, Usage, as_message
 from .audit import AttemptRecord, AuditTrail, Run
 
 __all__ = [

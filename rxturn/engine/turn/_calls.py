@@ -1,7 +1,7 @@
 """One turn's call: the cancel guard, the two paths, same-turn failover, the observer hooks.
 
 :class:`TurnCalls` is the part of :class:`~rxturn.engine.TurnEngine` that makes a prepared
-turn's call and records its outcome (:mod:`rxturn.engine._outcome`):
+turn's call and records its outcome (:mod:`rxturn.engine.turn._outcome`):
 
 - **streaming**: one subscription to the handler's batched stream, multicast to the routing
   (text streamer, observers, ``engine.events``), to ``engine.turn_streams`` and to the fold;
@@ -21,22 +21,29 @@ import msgspec
 from reactivex import Observable, abc
 from reactivex.subject import Subject
 
-from ..clients._base import ModelClient, keeps_thinking
-from ..events import AttemptReset, HandlerEvent
-from ..fold import initial_state
-from ..messages import Message, Request, RequestOptions
-from ..operators._scheduling import resolve_scheduler
-from ..resilience.fallback import FallbackManager
-from ..resilience.hedge import HedgePolicy
-from ._attempts import AttemptHooks
-from ._failover import TurnLegs, fails_over
+from ...clients._base import ModelClient, keeps_thinking
+from ...events import AttemptReset, HandlerEvent
+from ...fold import initial_state
+from ...messages import Message, Request, RequestOptions
+from ...operators._scheduling import resolve_scheduler
+from ...resilience.fallback import FallbackManager
+from ...resilience.hedge import HedgePolicy
+from ..agent._loop import AgentLoop
+from ..failover._legs import TurnLegs, fails_over
+from ..fanout._turn_stream import (
+    Composed,
+    TurnSource,
+    TurnStream,
+    create_path,
+    failover_stream,
+    stream_path,
+)
+from ..handler._handler import StreamHandler
+from ..observation.observers import ObserverSet
+from ..records._attempts import AttemptHooks
+from ..records._results import TextStreamer, TurnMode
+from ..records.audit import Turn
 from ._outcome import record_turn_failure, record_turn_success
-from ._paths import Composed, TurnSource, TurnStream, create_path, failover_stream, stream_path
-from ._results import TextStreamer, TurnMode
-from ._run import AgentLoop
-from .audit import Turn
-from .handler import StreamHandler
-from .observers import ObserverSet
 
 __all__ = ["TurnCalls"]
 
@@ -180,7 +187,7 @@ class TurnCalls(AgentLoop):
             give_up_beyond_deadline=not quiet and self._can_fail_over(legs),
         )
         if self.hedge is not None and not quiet:
-            from ._hedging import TurnRace
+            from ..handler._hedging import TurnRace
 
             plan.race = TurnRace(
                 self.hedge, self.client, request, options, legs, plan, self.fallback, self.observers

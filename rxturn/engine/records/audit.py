@@ -32,9 +32,9 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-from ..cost import Cost
-from ..errors import ConfigError
-from ..messages import StopReason, ToolCallPart, Usage, sum_usage
+from ...cost import Cost
+from ...errors import ConfigError
+from ...messages import StopReason, ToolCallPart, Usage, sum_usage
 
 __all__ = ["AttemptKind", "AttemptRecord", "AuditTrail", "Run", "Turn", "billed"]
 

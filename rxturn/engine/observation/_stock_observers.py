@@ -9,13 +9,13 @@ import logging
 from collections.abc import Callable
 from typing import Any, Final
 
-from .._arguments import check_bool, check_instance, described
-from .._validate import is_int
-from ..errors import ConfigError
-from ..events import AttemptReset
-from ..messages import Message, Request, RequestOptions, ToolCallPart, ToolResultPart, Usage
+from ..._arguments import check_bool, check_instance, described
+from ..._validate import is_int
+from ...errors import ConfigError
+from ...events import AttemptReset
+from ...messages import Message, Request, RequestOptions, ToolCallPart, ToolResultPart, Usage
+from ..records.audit import AttemptRecord, Turn
 from ._callbacks import CALLBACKS, REQUEST_CALLBACKS, Observer
-from .audit import AttemptRecord, Turn
 
 __all__ = ["LoggingObserver", "RecordingObserver"]
 

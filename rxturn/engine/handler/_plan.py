@@ -21,14 +21,14 @@ from typing import Any, Literal, Protocol, cast
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from ..clients._base import ModelClient
-from ..clients._http import HttpClient
-from ..events import EventBatch, EventStream
-from ..messages import Message, Request, RequestOptions, Usage
-from ..resilience.cancel import CancelToken
-from ..resilience.limiter import RateLimiter
-from ..resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
-from ..resilience.retry import WaitHook
+from ...clients._base import ModelClient
+from ...clients._http import HttpClient
+from ...events import EventBatch, EventStream
+from ...messages import Message, Request, RequestOptions, Usage
+from ...resilience.cancel import CancelToken
+from ...resilience.limiter import RateLimiter
+from ...resilience.policies import RateLimitPolicy, RetryPolicy, TimeoutPolicy
+from ...resilience.retry import WaitHook
 
 __all__ = ["AttemptWatcher", "TurnSpec", "client_scrubber", "open_attempt"]
 
@@ -192,8 +192,8 @@ class TurnSpec:
         self.watcher = watcher
         self.give_up = give_up
         #: what the first attempt is piped through when the turn hedges its first token (set
-        #: by the engine: :class:`~rxturn.engine._hedging.TurnRace`); it reports the racers to
-        #: the watcher itself
+        #: by the engine: :class:`~rxturn.engine.handler._hedging.TurnRace`); it reports the
+        #: racers to the watcher itself
         self.race: Callable[[Observable[Any]], Observable[Any]] | None = None
         self.direct = _attaches(client)
 
@@ -223,7 +223,7 @@ class TurnSpec:
 
     def create_request(self) -> Observable[Message]:
         """The rescue: one non-streaming ``create``, reported to the watcher."""
-        from ..sources import from_awaitable
+        from ...sources import from_awaitable
 
         client, request, options = self.client, self.request, self.options
         request_ = from_awaitable(lambda: client.create(request, options))

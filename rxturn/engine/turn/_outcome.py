@@ -20,10 +20,10 @@ for the breaker either; its failure costs that backup a strike, and ``on_stream_
 
 from __future__ import annotations
 
-from ..errors import Cancelled
-from ..messages import Usage
-from ..resilience.fallback import FallbackManager
-from .observers import ObserverSet
+from ...errors import Cancelled
+from ...messages import Usage
+from ...resilience.fallback import FallbackManager
+from ..observation.observers import ObserverSet
 
 __all__ = ["record_turn_failure", "record_turn_success"]
 

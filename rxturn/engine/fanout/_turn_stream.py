@@ -28,15 +28,15 @@ from reactivex import operators as ops
 from reactivex.disposable import Disposable
 from reactivex.subject import Subject
 
-from .._batching import unbatch_
-from ..errors import StreamTimeoutError, TruncatedStreamError
-from ..events import HandlerEvent
-from ..fold import INITIAL_STATE, TurnState, fold_batch
-from ..messages import Message
-from ..resilience.cancel import CancelToken
-from ._race import race
-from ._results import AttemptStats
-from .observers import TurnRouter
+from ..._batching import unbatch_
+from ...errors import StreamTimeoutError, TruncatedStreamError
+from ...events import HandlerEvent
+from ...fold import INITIAL_STATE, TurnState, fold_batch
+from ...messages import Message
+from ...resilience.cancel import CancelToken
+from ..observation.observers import TurnRouter
+from ..records._results import AttemptStats
+from ..turn._race import race
 
 __all__ = ["Composed", "TurnSource", "TurnStream", "create_path", "failover_stream", "stream_path"]
 

@@ -16,12 +16,12 @@ from collections.abc import Callable, Sequence
 
 from reactivex import abc
 
-from ..errors import ConfigError
-from ..messages import Message, StopReason, ToolCallPart, ToolResultPart, content_text
-from ..resilience.cancel import CancelToken
-from ._race import race
-from ._results import RunResult, Session, TurnResult, checked_prompt
-from .observers import ObserverSet
+from ...errors import ConfigError
+from ...messages import Message, StopReason, ToolCallPart, ToolResultPart, content_text
+from ...resilience.cancel import CancelToken
+from ..observation.observers import ObserverSet
+from ..records._results import RunResult, Session, TurnResult, checked_prompt
+from ..turn._race import race
 from .tools import ToolRegistry, ToolTimeoutError, tool_error_result
 
 __all__ = ["AgentLoop"]

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any, cast
 
 from reactivex import abc
 
-from ..events import StreamEvent
-from ..resilience.clock import AttemptClock
-from ..resilience.guard import ShadowGuard
-from ..resilience.progress import TurnProgress, note_progress
-from ..resilience.retry import beyond_deadline
+from ...events import StreamEvent
+from ...resilience.clock import AttemptClock
+from ...resilience.guard import ShadowGuard
+from ...resilience.progress import TurnProgress, note_progress
+from ...resilience.retry import beyond_deadline
 
 if TYPE_CHECKING:
     from collections.abc import Callable

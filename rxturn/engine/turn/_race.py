@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from reactivex import abc
 from reactivex.disposable import CompositeDisposable
 
-from ..resilience.cancel import CancelToken
+from ...resilience.cancel import CancelToken
 
 __all__ = ["race"]
 

@@ -13,10 +13,10 @@ from collections.abc import Callable, Iterable, Iterator
 
 from reactivex.subject import Subject
 
-from .._arguments import check_items
-from ..errors import ConfigError
-from ..events import AttemptReset, Delta, Fallback, HandlerEvent
-from ._callbacks import ALL_CALLBACKS, Observer, checked_observer
+from ..._arguments import check_items
+from ...errors import ConfigError
+from ...events import AttemptReset, Delta, Fallback, HandlerEvent
+from ..observation._callbacks import ALL_CALLBACKS, Observer, checked_observer
 
 __all__ = ["ObserverSet", "TurnRouter", "report_observer_error"]
 

@@ -32,11 +32,11 @@ from typing import Self
 from reactivex import abc
 from reactivex.subject import Subject
 
-from .._validate import positive
-from ..errors import ConfigError
-from ..events import AttemptReset, Delta, Fallback, HandlerEvent
-from ..messages import Message
-from ._results import RunResult
+from ..._validate import positive
+from ...errors import ConfigError
+from ...events import AttemptReset, Delta, Fallback, HandlerEvent
+from ...messages import Message
+from ..records._results import RunResult
 
 __all__ = ["DEFAULT_MAX_BUFFERED", "RunStream", "TextPiece"]
 
