@@ -25,7 +25,13 @@ takes all come from :mod:`rxturn.resilience`.
 driver and the hand-composed operators side by side on virtual time, on the per-event, the
 batched and the direct-attach paths.
 
-What an attempt's events meet is :class:`~._attempt.AttemptSide`, the ladder's other half.
+The ladder is also the observer of the attempt in flight: per item it asks the attempt's
+:class:`~rxturn.resilience.guard.ShadowGuard` for its verdict and tells the attempt's
+:class:`~rxturn.resilience.clock.AttemptClock` what arrived (re-arming the turn's one timer only
+when the clock's ``due`` moved); a failed attempt's error goes through the steps the handler's
+composition places after the deadlines — the client's scrub, the progress a rate limit or a 408
+learns, :func:`~rxturn.resilience.retry.beyond_deadline` when the caller asked for it — and on
+to the retry ladder's call.
 """
 
 from __future__ import annotations
@@ -37,15 +43,20 @@ from reactivex import Observable, abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from ...errors import RescueFailed, RxturnError
-from ...events import Fallback
+from ...events import Fallback, StreamEvent
 from ...messages import Message
 from ...operators._scheduling import clock, resolve_scheduler
 from ...resilience.clock import SLACK, AttemptClock
 from ...resilience.limiter import gate_sleep
-from ...resilience.progress import RescueRace, TurnProgress, rescue_budget, total_timeout
-from ...resilience.retry import RetryBudget
+from ...resilience.progress import (
+    RescueRace,
+    TurnProgress,
+    note_progress,
+    rescue_budget,
+    total_timeout,
+)
+from ...resilience.retry import RetryBudget, beyond_deadline
 from ...resilience.verdicts import is_rescuable
-from ._attempt import STREAMING, AttemptSide
 from ._plan import TurnSpec
 
 __all__ = ["Ladder"]
@@ -53,12 +64,12 @@ __all__ = ["Ladder"]
 
 # What the turn is doing.
 _WAITING = 0  # for the limiter, or a backoff before the next attempt
-_STREAMING = STREAMING  # an attempt is subscribed
+_STREAMING = 1  # an attempt is subscribed
 _RESCUING = 2  # the non-streaming request is in flight
 _DONE = 3  # ended, disposed or cancelled: nothing more goes out
 
 
-class Ladder(AttemptSide, abc.DisposableBase):
+class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
     """One subscription of a handled turn. It observes the attempt in flight and is the
     disposable the turn's subscriber holds (see the module docstring)."""
 
@@ -197,6 +208,102 @@ class Ladder(AttemptSide, abc.DisposableBase):
             self._attempt_failed(error)
             return
         self._upstream = cast("Observable[Any]", source).subscribe(self, scheduler=self._sched)
+
+    # ----------------------------------------------------------------------- the attempt
+
+    def on_next(self, value: Any) -> None:
+        if self._phase != _STREAMING:
+            return
+        if type(value) is list:  # a batch: the path every chunk takes, written out in full
+            batch = cast("list[StreamEvent]", value)
+            if not batch:  # a chunk that decoded to nothing: no event, nothing to forward
+                return
+            guard = self._guard
+            error = guard.batch(batch)
+            if error is not None:  # the guard's verdict: the accepted prefix, then the error
+                self._drop_upstream()
+                accepted = guard.accepted
+                if accepted:
+                    self._progress.events += accepted
+                    self._arrived(accepted)
+                    self._downstream.on_next(batch[:accepted])
+                    if self._phase != _STREAMING:
+                        return
+                self._attempt_failed(error)
+                return
+            count = len(batch)
+            self._progress.events += count
+            clock = self._clock
+            if clock is not None and clock.arrived(count, self._now()):
+                self._schedule()
+            self._downstream.on_next(batch)
+            return
+        error = self._guard.event(value)
+        if error is not None:  # the guard's verdict: this attempt failed here
+            self._attempt_failed(error, dispose=True)
+            return
+        self._progress.events += 1
+        self._arrived(1)
+        self._downstream.on_next([value] if self._wrap else value)
+
+    def _arrived(self, count: int) -> None:
+        clock = self._clock
+        if clock is not None and clock.arrived(count, self._now()):
+            self._schedule()
+
+    def on_completed(self) -> None:
+        if self._phase != _STREAMING:
+            return
+        error = self._guard.truncated(self._progress.events)
+        if error is not None:
+            self._attempt_failed(error)
+            return
+        self._upstream = None
+        self._end_attempt(None)
+        self._finish()
+
+    def on_error(self, error: Exception) -> None:
+        if self._phase != _STREAMING:
+            return
+        self._upstream = None
+        self._attempt_failed(error)
+
+    def _drop_upstream(self) -> None:
+        upstream, self._upstream = self._upstream, None
+        if upstream is not None:
+            upstream.dispose()
+
+    def _attempt_failed(self, error: Exception, *, dispose: bool = False) -> None:
+        """An attempt's error, through the steps after the deadlines, then the ladder's call."""
+        if dispose:
+            self._drop_upstream()
+        if self._clock is not None:
+            self._clock.stop()  # the ladder's next step re-arms the timer
+        plan = self._plan
+        progress = self._progress
+        plan.scrub(error)
+        note_progress(error, progress)
+        if plan.give_up:
+            error = beyond_deadline(error, progress.attempts, progress.remaining())
+        self._end_attempt(error)
+        self._decide(error)
+
+    def _end_attempt(self, error: BaseException | None, *, disposed: bool = False) -> None:
+        if self._context_ended:
+            return
+        self._context_ended = True
+        watcher = self._plan.watcher
+        if watcher is not None:
+            watcher.attempt_ended("stream", error, self._progress.shadow.usage, disposed=disposed)
+
+    def _attempt_deadline(self, t: float) -> None:
+        """The attempt clock's instant came: its verdict."""
+        clock = self._clock
+        assert clock is not None
+        error = clock.expired(t, self._progress.partial)
+        if error is not None:
+            self._drop_upstream()
+            self._attempt_failed(error)
 
     # ------------------------------------------------------------------------ the ladder
 
