@@ -35,10 +35,8 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import importlib
-import itertools
 import logging
 import sys
 import threading
@@ -55,28 +53,24 @@ from ..clients._base import ModelClient
 from ..clients._http import HttpClient
 from ..clients._request import check_options
 from ..cost import cost_available, pricer_for
-from ..errors import Cancelled, ConfigError
+from ..errors import ConfigError
 from ..events import HandlerEvent
 from ..messages import (
     Message,
     Request,
     RequestOptions,
-    StopReason,
 )
-from ..operators._scheduling import clock
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy
+from .agent._loop import AgentLoop
 from .agent.tools import Tool, ToolFunction, ToolRegistry
 from .context.tokens import (
     ContextEstimate,
-    OverheadCache,
     TiktokenCounter,
     TokenCounter,
-    counter_loaded,
     media_rule_of,
     prefetch_counter,
-    warm_up_counter,
 )
 from .context.window import (
     DEFAULT_COMPACTOR,
@@ -100,8 +94,7 @@ from .records._results import (
     checked_prompt,
     checked_transients,
 )
-from .records.audit import Turn
-from .turn._calls import TurnCalls
+from .turn._calls import TurnCalls, provider_name
 from .turn._setup import TurnSetup
 
 __all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
@@ -109,7 +102,7 @@ __all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
 log = logging.getLogger("rxturn.engine")
 
 
-class TurnEngine(TurnSetup, TurnCalls):
+class TurnEngine:
     """Runs LLM turns against a client, with resilience and bookkeeping (docs/behaviour.md §4).
 
     Args:
@@ -221,16 +214,12 @@ class TurnEngine(TurnSetup, TurnCalls):
         self.memory_top_k = memory_top_k
         self.calibration = calibration if calibration is not None else Calibration()
         # the rxturn[cost] extra prices every attempt; its data loads here, not in a turn
-        self._pricer = (
+        pricer = (
             pricer_for(provider_name(client), getattr(client, "base_url", None))
             if cost_available()
             else None
         )
         self.last_estimate: ContextEstimate | None = None
-        self._overhead = OverheadCache()
-        # made on first use: most engines never subscribe them
-        self._events: Subject[HandlerEvent] | None = None
-        self._turn_streams: Subject[TurnStream] | None = None
         self.failover = bool(failover)
         if hedge is not None and not isinstance(hedge, HedgePolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"hedge must be a HedgePolicy or None, got {hedge!r}")
@@ -240,30 +229,32 @@ class TurnEngine(TurnSetup, TurnCalls):
                 "in non_streaming mode (drop hedge= or use mode='streaming')"
             )
         self.hedge = hedge
-        self._clock_cache: tuple[abc.SchedulerBase, Callable[[], float]] | None = None
-        if fallback is not None and scheduler is not None:
-            fallback.adopt_clock(self._now())
         self.session = Session(history)
         self.cancel_token = CancelToken()
-        self._last_served: str | None = None
-        self._run_input: str | None = None
-        self._in_run = False
-        self._busy: str | None = None  # "run" or "turn" while one is in flight
+        # one collaborator per concern, made once per engine: each reads the engine's public
+        # attributes when it runs, so reassigning one (``engine.system = ...``) takes effect
+        self._setup = TurnSetup(self)
+        self._calls = TurnCalls(self, self._setup, pricer)
+        self._loop = AgentLoop(self, self._calls)
+        if fallback is not None and scheduler is not None:
+            fallback.adopt_clock(self._now())
 
     @property
     def events(self) -> Subject[HandlerEvent]:
         """Every turn's handler events, one by one, as the engine folds them (a hot Subject:
         subscribe before the turn; docs/engine.md)."""
-        if self._events is None:
-            self._events = Subject()
-        return self._events
+        calls = self._calls
+        if calls.events is None:
+            calls.events = Subject()
+        return calls.events
 
     @property
     def turn_streams(self) -> Subject[TurnStream]:
         """One :class:`TurnStream` per streaming turn, just before it starts (a hot Subject)."""
-        if self._turn_streams is None:
-            self._turn_streams = Subject()
-        return self._turn_streams
+        calls = self._calls
+        if calls.turn_streams is None:
+            calls.turn_streams = Subject()
+        return calls.turn_streams
 
     def __repr__(self) -> str:
         return (
@@ -306,7 +297,7 @@ class TurnEngine(TurnSetup, TurnCalls):
             self.fallback.reset()
         if previous != model:
             self.observers.emit("on_model_switched", from_model=previous, to_model=model)
-        self._last_served = model
+        self._setup.last_served = model
 
     def stream(
         self, prompt: str | Message, *, max_buffered: int = DEFAULT_MAX_BUFFERED
@@ -327,14 +318,16 @@ class TurnEngine(TurnSetup, TurnCalls):
         """
         checked = checked_prompt(prompt, "stream")
 
+        loop = self._loop
+
         def release() -> None:
-            self._busy = None
+            loop.busy = None
 
         return RunStream(
             prompt=checked,
             events=self.events,
-            run=self._run,
-            claim=functools.partial(self._claim, "stream"),
+            run=loop.run_checked,
+            claim=functools.partial(loop.claim, "stream"),
             release=release,
             cancel=self.cancel,
             max_buffered=max_buffered,
@@ -342,8 +335,27 @@ class TurnEngine(TurnSetup, TurnCalls):
 
     def served_model(self) -> str:
         """The model the next request goes to: routed backup, options override, or client's."""
-        routed = self.fallback.routed_model() if self.fallback is not None else None
-        return routed or self.request_options.model or self.client.model
+        return self._setup.served_model()
+
+    def build_request(self, transient: Sequence[Message] = ()) -> Request:
+        """Transients first, then the conversation; system prompt and tools ride alongside."""
+        return self._setup.build_request(transient)
+
+    def routed_options(self) -> RequestOptions:
+        """The request options with the breaker's routed model as a per-request override."""
+        return self._setup.routed_options()
+
+    async def run(self, prompt: str | Message) -> RunResult:
+        """The agent loop: add ``prompt``, then run turns while the model calls tools.
+
+        A failed or cancelled run discards the messages it added to the history; its served
+        turns stay in the audit trail. The cancel signal is re-armed when the run ends.
+
+        Raises:
+            ConfigError: ``prompt`` is neither a string nor a :class:`Message`; a ``run()`` or
+                ``turn()`` of this engine is in flight (one engine is one conversation).
+        """
+        return await self._loop.run(prompt)
 
     async def turn(self, transient: Sequence[Message] = ()) -> TurnResult:
         """Run one LLM turn over the current history (plus ``transient`` extras).
@@ -357,11 +369,12 @@ class TurnEngine(TurnSetup, TurnCalls):
                 engine is in flight (one engine is one conversation).
         """
         transient = checked_transients(transient)
-        self._claim("turn")
+        loop = self._loop
+        loop.claim("turn")
         try:
-            return await self._turn(transient)
+            return await loop.turn(transient)
         finally:
-            self._busy = None
+            loop.busy = None
             self.cancel_token.reset()
 
     # ----------------------------------------------------------------------------- one turn
@@ -385,161 +398,17 @@ class TurnEngine(TurnSetup, TurnCalls):
         if options.response_format is not None or options.tool_choice is not None:
             options = msgspec.structs.replace(options, response_format=None, tool_choice=None)
         legs = TurnLegs(-1, options.model or self.client.model, self._now())
+        calls = self._calls
         if self.mode == "streaming":
-            message = await self._stream_turn(legs, request, options, quiet=True)
+            message = await calls.stream_turn(legs, request, options, quiet=True)
         else:
-            message = await self._create_turn(legs, request, options, quiet=True)
+            message = await calls.create_turn(legs, request, options, quiet=True)
         return message.text
 
     def _now(self) -> Callable[[], float]:
         """The engine's clock: its scheduler's (asyncio's loop time by default)."""
-        scheduler = self._resolve_scheduler()
-        cached = self._clock_cache
-        if cached is not None and cached[0] is scheduler:
-            return cached[1]
-        now = clock(scheduler)
-        if self.scheduler is not None:
-            self._clock_cache = (scheduler, now)
-        return now
+        return self._calls.now()
 
-    async def _turn(self, transient: Sequence[Message]) -> TurnResult:
-        now = self._now()
-        if self.fallback is not None:
-            if self.scheduler is not None:
-                self.fallback.adopt_clock(now)
-            self.fallback.begin_turn()
-        turn = len(self.session.audit.current_run.turns)
-        query = self._turn_input()
-        transients = await self._transients(turn, query, transient)
-        window = self.context_window
-        # Nothing first-use between a turn's start and its request: a tokenizer still loading
-        # is waited for only when the turn needs the estimate before its reply (compaction,
-        # on_request, a hedge loser's offline estimate).
-        estimate_first = (
-            window is not None
-            or counter_loaded(self.counter)
-            or self.observers.interested("on_request")
-            or self.hedge is not None
-        )
-        estimate: ContextEstimate | None = None
-        raw_estimate = 0
-        if estimate_first:
-            await warm_up_counter(self.counter)  # a tokenizer loads in a thread, not on the loop
-            estimate, raw_estimate = self._estimate(transients)
-        if window is not None and estimate is not None and window.should_compact(estimate.total):
-            # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
-            await self._compact(estimate)
-            query = self._turn_input()
-            transients = await self._transients(turn, query, transient)
-            estimate, raw_estimate = self._estimate(transients)
-            if window.should_compact(estimate.total):
-                log.warning(
-                    "context still %d tokens after compaction (threshold %d); sending anyway",
-                    estimate.total,
-                    window.threshold,
-                )
-        request = self.build_request(transients)
-        options = self.routed_options()
-        served = options.model or self.client.model
-        self._note_routed_model(served)
-        self.observers.emit("on_turn_start", turn=turn, query=query)
-        turn_id = next(_turn_ids)
-        legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id), self._pricer)
-        legs.turn_id = turn_id
-        legs.log.estimate = estimate.total if estimate is not None else None
-        if self.observers.interested("on_request"):
-            self.observers.emit(
-                "on_request",
-                turn=turn,
-                turn_id=turn_id,
-                model=served,
-                request=request,
-                options=options,
-                provider=provider_name(self.client),
-                base_url=self.client.base_url,
-                stream=self.mode == "streaming",
-                estimated_input_tokens=estimate.total if estimate is not None else 0,
-            )
-        started = legs.started
-        try:
-            message = await self._do_turn(legs, request, options)
-        except BaseException as exc:
-            cancelled = isinstance(exc, (Cancelled, asyncio.CancelledError))
-            failed = self._audit_record(legs, query, None, None, exc)
-            self.session.audit.append(failed)
-            self._request_end(turn, turn_id, failed, None, exc)
-            self.observers.emit(
-                "on_turn_end",
-                turn=turn,
-                success=False,
-                error="cancelled" if cancelled else (str(exc) or type(exc).__name__),
-                duration_ms=(now() - started) * 1000,
-                input_tokens=0,
-                output_tokens=0,
-            )
-            raise
-        if estimate is None:  # the request went out first; the reply is not in the history yet
-            await warm_up_counter(self.counter)
-            estimate, raw_estimate = self._estimate(transients)
-        usage = message.usage
-        stop_reason = message.stop_reason or StopReason.END_TURN
-        if stop_reason is StopReason.END_TURN and message.tool_calls:
-            stop_reason = StopReason.TOOL_CALL
-        record = self._audit_record(legs, query, message, stop_reason, None)
-        self.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
-        self._request_end(turn, turn_id, record, message, None)
-        self.observers.emit("on_response", turn=turn, text=message.text, usage=usage)
-        self.session.history.append(message)
-        self.session.audit.append(record)
-        result = TurnResult(
-            turn=turn,
-            message=message,
-            stop_reason=stop_reason,
-            usage=usage,
-            model=record.model,
-            attempts=record.attempts,
-            rescued=record.rescued,
-            discarded_usage=record.discarded_usage,
-            attempt_log=record.attempt_log,
-            billed_usage=record.billed_usage,
-            cost=record.cost,
-        )
-        # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
-        if not (self._in_run and stop_reason is StopReason.TOOL_CALL):
-            self._emit_turn_end(result, started)
-        return result
-
-    def _audit_record(
-        self,
-        legs: TurnLegs,
-        query: str,
-        message: Message | None,
-        stop_reason: StopReason | None,
-        error: BaseException | None,
-    ) -> Turn:
-        """The turn's audit entry, served (``message``) or failed (``error``); closes the log."""
-        attempt_log = legs.log.close(error)
-        usage = message.usage if message is not None else None
-        return Turn(
-            turn=legs.turn,
-            input=query,
-            output=message.text if message is not None else "",
-            tool_calls=tuple(message.tool_calls) if message is not None else (),
-            input_tokens=usage.input_tokens if usage else 0,
-            output_tokens=usage.output_tokens if usage else 0,
-            model=legs.served,
-            attempts=legs.streaming_attempts() if self.mode == "streaming" else 1,
-            rescued=message is not None and legs.stats.rescued,
-            stop_reason=stop_reason,
-            discarded_usage=legs.log.discarded(),
-            attempt_log=attempt_log,
-            billed_usage=legs.log.billed(),
-            error=type(error).__name__ if error is not None else None,
-            cost=legs.log.cost(),
-        )
-
-
-_turn_ids = itertools.count(1)
 
 _INSTANCES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("client", ModelClient, "a model client (AnthropicClient, OpenAIClient, ...)"),
@@ -600,9 +469,6 @@ def _check_arguments(arguments: dict[str, object]) -> None:
         )
 
 
-_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "ollama": "ollama"}
-
-
 def prefetch_transport(client: object) -> None:
     """Import the default transport of an HTTP client in a background thread, once per process,
     so the first request does not stop to import aiohttp."""
@@ -619,18 +485,3 @@ def prefetch_transport(client: object) -> None:
 
 
 _transport_prefetched = "rxturn.transport.aiohttp" in sys.modules
-
-
-def provider_name(client: object) -> str:
-    """The provider a client speaks to, as telemetry names it (``"anthropic"``, ``"openai"``,
-    ``"ollama"``); a client of your own may say with a ``provider`` attribute, else its class
-    name is used."""
-    own = getattr(client, "provider", None)
-    if isinstance(own, str) and own:
-        return own
-    wire = getattr(client, "wire_format", None)
-    if isinstance(wire, str):
-        for prefix, name in _PROVIDERS.items():
-            if wire.startswith(prefix):
-                return name
-    return type(client).__name__

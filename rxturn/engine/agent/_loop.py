@@ -1,9 +1,10 @@
 """The agent loop around the turn: turns continue while the model calls tools.
 
-:class:`AgentLoop` is the part of :class:`~rxturn.engine.TurnEngine` that runs a prompt to a
-final reply: add the prompt, run turns while the stop reason is ``tool_call``, and run the
-reply's tool calls between them (their results become the next user message). A failed or
-cancelled run discards the messages it added to the history; its turns stay in the audit trail.
+:class:`AgentLoop` is the collaborator of :class:`~rxturn.engine.TurnEngine` (one per engine)
+that runs a prompt to a final reply: add the prompt, run turns while the stop reason is
+``tool_call``, and run the reply's tool calls between them (their results become the next user
+message). A failed or cancelled run discards the messages it added to the history; its turns
+stay in the audit trail.
 
 Each tool call is raced against the cancel signal and the tool's ``timeout`` (on the engine's
 clock): a cancel ends the run with ``Cancelled`` at once, the tool's task cancelled (a worker
@@ -12,42 +13,53 @@ thread's late result is dropped); a timeout becomes a failed tool result for the
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-
-from reactivex import abc
+from collections.abc import Sequence
+from typing import Protocol
 
 from ...errors import ConfigError
 from ...messages import Message, StopReason, ToolCallPart, ToolResultPart, content_text
 from ...resilience.cancel import CancelToken
 from ..observation.observers import ObserverSet
 from ..records._results import RunResult, Session, TurnResult, checked_prompt
+from ..turn._calls import TurnCalls
+from ..turn._outcome import emit_turn_end
 from ..turn._race import race
 from .tools import ToolRegistry, ToolTimeoutError, tool_error_result
 
-__all__ = ["AgentLoop"]
+__all__ = ["AgentLoop", "LoopHost"]
 
 
-class AgentLoop:
-    """``run(prompt)`` and the tool phase, over the engine's one-turn ``_turn``."""
+class LoopHost(Protocol):
+    """What the agent loop reads on its engine."""
 
-    # provided by the engine
     session: Session
     observers: ObserverSet
     cancel_token: CancelToken
     tools: ToolRegistry
     max_turns: int
-    _run_input: str | None
-    _in_run: bool
-    _busy: str | None
 
-    async def _turn(self, transient: Sequence[Message]) -> TurnResult:
-        raise NotImplementedError
 
-    def _now(self) -> Callable[[], float]:
-        raise NotImplementedError
+class AgentLoop:
+    """``run(prompt)`` and the tool phase, over the turn's call (:class:`TurnCalls`).
 
-    def _resolve_scheduler(self) -> abc.SchedulerBase:
-        raise NotImplementedError
+    Attributes:
+        run_input: the prompt of the run in progress (the audit's input of its first turn).
+        in_run: a run is in progress (its tool phase, not the turn, ends a tool-calling turn).
+        busy: ``"run"``, ``"turn"`` or ``"stream"`` while one is in flight, else ``None``.
+    """
+
+    __slots__ = ("busy", "calls", "host", "in_run", "run_input")
+
+    def __init__(self, host: LoopHost, calls: TurnCalls) -> None:
+        self.host = host
+        self.calls = calls
+        self.run_input: str | None = None
+        self.in_run = False
+        self.busy: str | None = None
+
+    async def turn(self, transient: Sequence[Message]) -> TurnResult:
+        """One turn over the history, as the loop runs it (no claim: the caller holds it)."""
+        return await self.calls.turn(transient, run_input=self.run_input, in_run=self.in_run)
 
     async def run(self, prompt: str | Message) -> RunResult:
         """The agent loop: add ``prompt``, then run turns while the model calls tools.
@@ -60,47 +72,48 @@ class AgentLoop:
                 ``turn()`` of this engine is in flight (one engine is one conversation).
         """
         checked = checked_prompt(prompt, "run")
-        self._claim("run")
+        self.claim("run")
         try:
-            return await self._run(checked)
+            return await self.run_checked(checked)
         finally:
-            self._busy = None
+            self.busy = None
 
-    def _claim(self, call: str) -> None:
+    def claim(self, call: str) -> None:
         """Mark the engine busy with ``call``; a second call while one is in flight is refused
         at once, before anything is sent or added to the history."""
-        busy = self._busy
+        busy = self.busy
         if busy is not None:
             raise ConfigError(
                 f"TurnEngine.{call}() while a {busy}() is in flight on the same engine: one "
                 "engine is one conversation (one history, one audit trail); use a TurnEngine per "
                 "concurrent conversation (engines may share a client)"
             )
-        self._busy = call
+        self.busy = call
 
-    async def _run(self, prompt: str | Message) -> RunResult:
+    async def run_checked(self, prompt: str | Message) -> RunResult:
+        """The run of an already checked and claimed ``prompt``."""
         message = Message.user(prompt) if isinstance(prompt, str) else prompt
-        now = self._now()
+        now = self.calls.now()
         started = now()
-        start_len = len(self.session.history)
-        run = self.session.audit.start_run()
-        self._run_input = content_text(message.content)
-        self._in_run = True
-        self.observers.emit("on_run_start", session_id=self.session.id)
+        start_len = len(self.host.session.history)
+        run = self.host.session.audit.start_run()
+        self.run_input = content_text(message.content)
+        self.in_run = True
+        self.host.observers.emit("on_run_start", session_id=self.host.session.id)
         results: list[TurnResult] = []
         try:
-            self.cancel_token.raise_if_cancelled()
-            self.session.history.append(message)
-            for _ in range(self.max_turns):
-                result = await self._turn(())
+            self.host.cancel_token.raise_if_cancelled()
+            self.host.session.history.append(message)
+            for _ in range(self.host.max_turns):
+                result = await self.turn(())
                 results.append(result)
                 if result.stop_reason is not StopReason.TOOL_CALL:
                     break
-                await self._tool_phase(result)
+                await self.tool_phase(result)
             hit_max = bool(results) and results[-1].stop_reason is StopReason.TOOL_CALL
         except BaseException as exc:
-            del self.session.history[start_len:]
-            self.observers.emit(
+            del self.host.session.history[start_len:]
+            self.host.observers.emit(
                 "on_run_end",
                 success=False,
                 error=str(exc) or type(exc).__name__,
@@ -109,10 +122,10 @@ class AgentLoop:
             )
             raise
         finally:
-            self._in_run = False
-            self._run_input = None
-            self.cancel_token.reset()
-        self.observers.emit(
+            self.in_run = False
+            self.run_input = None
+            self.host.cancel_token.reset()
+        self.host.observers.emit(
             "on_run_end",
             success=True,
             error=None,
@@ -121,38 +134,29 @@ class AgentLoop:
         )
         return RunResult(turns=tuple(results), hit_max_turns=hit_max)
 
-    def _emit_turn_end(self, result: TurnResult, started: float) -> None:
-        now = self._now()
-        self.observers.emit(
-            "on_turn_end",
-            turn=result.turn,
-            success=True,
-            error=None,
-            duration_ms=(now() - started) * 1000,
-            input_tokens=result.usage.input_tokens if result.usage else 0,
-            output_tokens=result.usage.output_tokens if result.usage else 0,
-        )
-
-    async def _tool_phase(self, result: TurnResult) -> None:
+    async def tool_phase(self, result: TurnResult) -> None:
         """Run the reply's tool calls in order; their results become the next user message."""
-        started = self._now()()
+        now = self.calls.now()
+        started = now()
         outputs: list[ToolResultPart] = []
         for call in result.message.tool_calls:
-            self.cancel_token.raise_if_cancelled()
-            self.observers.emit("on_tool_call", turn=result.turn, call=call)
-            output = await self._run_tool(call)
-            self.observers.emit("on_tool_result", turn=result.turn, result=output)
+            self.host.cancel_token.raise_if_cancelled()
+            self.host.observers.emit("on_tool_call", turn=result.turn, call=call)
+            output = await self.run_tool(call)
+            self.host.observers.emit("on_tool_result", turn=result.turn, result=output)
             outputs.append(output)
-        self.session.history.append(Message(role="user", content=tuple(outputs)))
-        self._emit_turn_end(result, started)
+        self.host.session.history.append(Message(role="user", content=tuple(outputs)))
+        emit_turn_end(self.host.observers, now, result, started)
 
-    async def _run_tool(self, call: ToolCallPart) -> ToolResultPart:
+    async def run_tool(self, call: ToolCallPart) -> ToolResultPart:
         """One call raced against the cancel signal (first) and the tool's timeout."""
-        found = self.tools.get(call.name)
+        found = self.host.tools.get(call.name)
         timeout = found.timeout if found is not None else None
 
         def expired() -> ToolResultPart:
             return tool_error_result(call, ToolTimeoutError(call.name, timeout or 0.0))
 
-        scheduler = self._resolve_scheduler()
-        return await race(self.tools.run(call), self.cancel_token, timeout, scheduler, expired)
+        scheduler = self.calls.scheduler()
+        return await race(
+            self.host.tools.run(call), self.host.cancel_token, timeout, scheduler, expired
+        )

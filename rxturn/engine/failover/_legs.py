@@ -12,19 +12,33 @@ malformed (400, except a context overflow a bigger model may take) or a key it r
 would fail the same way on any model of the chain. Those end the turn as they are: the
 "fails over" column of :mod:`rxturn.resilience.verdicts` (:func:`fails_over`). A leg's
 deadline is the rescue's budget (:func:`~rxturn.resilience.progress.rescue_budget`).
+
+Both paths fail over through the same three steps here: :func:`can_fail_over` (the engine's
+switch, a chain, a model not yet asked), :func:`fail_over` (the verdict, the leg's failure on
+the breaker, the switch to the next model) and :meth:`TurnLegs.reset` (the ``AttemptReset``
+that tells the turn's consumers). The streaming path continues in the same stream
+(:class:`~rxturn.engine.failover._next_leg.NextLeg`); the non-streaming path loops over
+``create``.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from ...cost import Pricer
+from ...events import AttemptReset
+from ...resilience.fallback import FallbackManager
 from ...resilience.progress import rescue_budget
 from ...resilience.verdicts import fails_over
+from ..observation.observers import ObserverSet
 from ..records._attempts import AttemptHooks, AttemptLog
 from ..records._results import AttemptStats
+from ..turn._outcome import record_turn_failure
 
-__all__ = ["TurnLegs", "fails_over"]
+__all__ = ["TurnLegs", "can_fail_over", "fail_over", "fails_over", "record_leg_failure"]
+
+log = logging.getLogger("rxturn.engine")
 
 
 class TurnLegs:
@@ -112,3 +126,69 @@ class TurnLegs:
 
     def streaming_attempts(self) -> int:
         return max(1, sum(1 for record in self.log.records if record.kind == "stream"))
+
+    def is_routed(self, fallback: FallbackManager | None) -> bool:
+        """Whether the breaker routes to the model serving this leg (its outcome counts)."""
+        return self.leg == 0 or (fallback is not None and fallback.routed_model() == self.served)
+
+    def reset(self, error: BaseException) -> AttemptReset:
+        """The ``AttemptReset`` that announces a failover to the model now serving."""
+        records = self.log.records
+        return AttemptReset(
+            attempt=self.streaming_attempts() + 1,
+            reason=f"failover to {self.served}: {error}",
+            error_type=type(error).__name__,
+            usage=records[-1].usage if records else None,
+        )
+
+
+def record_leg_failure(
+    legs: TurnLegs,
+    error: BaseException,
+    fallback: FallbackManager | None,
+    observers: ObserverSet,
+) -> None:
+    """The leg's failure on the breaker and the observers (docs/behaviour.md §4.2)."""
+    record_turn_failure(
+        fallback,
+        observers,
+        turn=legs.turn,
+        served=legs.served,
+        error=error,
+        routed=legs.is_routed(fallback),
+    )
+
+
+def can_fail_over(legs: TurnLegs, fallback: FallbackManager | None, enabled: bool) -> bool:
+    """Whether the turn may move on: failover on, a chain with a model not yet asked."""
+    return (
+        enabled
+        and fallback is not None
+        and legs.turn >= 0
+        and fallback.failover_model(legs.asked()) is not None
+    )
+
+
+def fail_over(
+    legs: TurnLegs,
+    error: BaseException,
+    fallback: FallbackManager | None,
+    observers: ObserverSet,
+    *,
+    enabled: bool,
+    note_model: Callable[[str], None],
+) -> str | None:
+    """Record the leg's failure and switch to the next model; ``None``: the turn fails with
+    ``error`` (failover off or impossible, or an error that does not fail over)."""
+    if not (can_fail_over(legs, fallback, enabled) and fails_over(error)):
+        return None
+    assert fallback is not None
+    record_leg_failure(legs, error, fallback, observers)
+    legs.failure_recorded = True
+    target = fallback.failover_model(legs.asked())
+    if target is None:
+        return None
+    log.info("turn %d fails over from %r to %r: %s", legs.turn, legs.served, target, error)
+    legs.switch(target)
+    note_model(target)
+    return target

@@ -1,35 +1,43 @@
-"""One turn's call: the cancel guard, the two paths, same-turn failover, the observer hooks.
+"""One turn, from its setup to its recorded outcome: the call on one of two paths.
 
-:class:`TurnCalls` is the part of :class:`~rxturn.engine.TurnEngine` that makes a prepared
-turn's call and records its outcome (:mod:`rxturn.engine.turn._outcome`):
+:class:`TurnCalls` is the collaborator of :class:`~rxturn.engine.TurnEngine` (one per engine)
+that runs a turn: it asks :class:`~rxturn.engine.turn._setup.TurnSetup` for the request and the
+estimate, makes the call, records the outcome (:mod:`rxturn.engine.turn._outcome`) and the audit
+entry. The call goes one of two ways:
 
 - **streaming**: one subscription to the handler's batched stream, multicast to the routing
   (text streamer, observers, ``engine.events``), to ``engine.turn_streams`` and to the fold;
   with ``failover=True`` a leg that fails definitively continues, in the same stream, on the
-  next model of the chain after an ``AttemptReset``;
+  next model of the chain after an ``AttemptReset`` (:mod:`rxturn.engine.failover`);
 - **non-streaming**: exactly one ``create`` per leg, raced against the cancel signal and the
-  turn timeout.
+  turn timeout; failover loops over the legs with the same steps.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 import msgspec
 from reactivex import Observable, abc
 from reactivex.subject import Subject
 
-from ...clients._base import ModelClient, keeps_thinking
-from ...events import AttemptReset, HandlerEvent
+from ...clients._base import keeps_thinking
+from ...cost import Pricer
+from ...errors import Cancelled
+from ...events import HandlerEvent
 from ...fold import initial_state
-from ...messages import Message, Request, RequestOptions
-from ...operators._scheduling import resolve_scheduler
-from ...resilience.fallback import FallbackManager
+from ...messages import Message, Request, RequestOptions, StopReason
+from ...operators._scheduling import clock, resolve_scheduler
+from ...resilience.cancel import CancelToken
 from ...resilience.hedge import HedgePolicy
-from ..agent._loop import AgentLoop
-from ..failover._legs import TurnLegs, fails_over
+from ..context.tokens import ContextEstimate, counter_loaded, warm_up_counter
+from ..failover._legs import TurnLegs, can_fail_over, fail_over, record_leg_failure
+from ..failover._next_leg import NextLeg
 from ..fanout._turn_stream import (
     Composed,
     TurnSource,
@@ -41,59 +49,258 @@ from ..fanout._turn_stream import (
 from ..handler._handler import StreamHandler
 from ..observation.observers import ObserverSet
 from ..records._attempts import AttemptHooks
-from ..records._results import TextStreamer, TurnMode
+from ..records._results import TextStreamer, TurnMode, TurnResult
 from ..records.audit import Turn
-from ._outcome import record_turn_failure, record_turn_success
+from ._outcome import emit_turn_end, record_turn_success
+from ._setup import SetupHost, TurnSetup
 
-__all__ = ["TurnCalls"]
+__all__ = ["CallsHost", "TurnCalls", "provider_name"]
 
 log = logging.getLogger("rxturn.engine")
 
+_PROVIDERS = {"anthropic": "anthropic", "openai": "openai", "ollama": "ollama"}
 
-class TurnCalls(AgentLoop):
-    """``_do_turn`` and what it runs on: the streaming and non-streaming paths, failover."""
 
-    # provided by the engine
-    client: ModelClient
+def provider_name(client: object) -> str:
+    """The provider a client speaks to, as telemetry names it (``"anthropic"``, ``"openai"``,
+    ``"ollama"``); a client of your own may say with a ``provider`` attribute, else its class
+    name is used."""
+    own = getattr(client, "provider", None)
+    if isinstance(own, str) and own:
+        return own
+    wire = getattr(client, "wire_format", None)
+    if isinstance(wire, str):
+        for prefix, name in _PROVIDERS.items():
+            if wire.startswith(prefix):
+                return name
+    return type(client).__name__
+
+
+_turn_ids = itertools.count(1)
+
+
+class CallsHost(SetupHost, Protocol):
+    """What the turn's call reads on its engine (beyond what setup reads)."""
+
     handler: StreamHandler | None
-    fallback: FallbackManager | None
     text_streamer: TextStreamer | None
     mode: TurnMode
     scheduler: abc.SchedulerBase | None
     failover: bool
     hedge: HedgePolicy | None
-    _events: Subject[HandlerEvent] | None
-    _turn_streams: Subject[TurnStream] | None
+    cancel_token: CancelToken
 
-    def _note_routed_model(self, served: str) -> None:
-        raise NotImplementedError
 
-    async def _do_turn(self, legs: TurnLegs, request: Request, options: RequestOptions) -> Message:
-        """One turn's call: cancel guard, one of two paths, outcome recording."""
+class TurnCalls:
+    """One turn (:meth:`turn`) and what it runs on: the two paths, the failover legs.
+
+    Attributes:
+        setup: the engine's turn setup.
+        pricer: prices every attempt (``None`` without the ``rxturn[cost]`` extra).
+        events: the engine's ``events`` Subject once someone asked for it.
+        turn_streams: the engine's ``turn_streams`` Subject once someone asked for it.
+    """
+
+    __slots__ = ("_clock_cache", "events", "host", "pricer", "setup", "turn_streams")
+
+    def __init__(self, host: CallsHost, setup: TurnSetup, pricer: Pricer | None) -> None:
+        self.host = host
+        self.setup = setup
+        self.pricer = pricer
+        # made on first use: most engines never subscribe them
+        self.events: Subject[HandlerEvent] | None = None
+        self.turn_streams: Subject[TurnStream] | None = None
+        self._clock_cache: tuple[abc.SchedulerBase, Callable[[], float]] | None = None
+
+    # ----------------------------------------------------------------------------- time
+
+    def scheduler(self) -> abc.SchedulerBase:
+        """The engine's scheduler, else asyncio on the running loop."""
+        return resolve_scheduler(self.host.scheduler)
+
+    def now(self) -> Callable[[], float]:
+        """The engine's clock: its scheduler's (asyncio's loop time by default)."""
+        scheduler = self.scheduler()
+        cached = self._clock_cache
+        if cached is not None and cached[0] is scheduler:
+            return cached[1]
+        now = clock(scheduler)
+        if self.host.scheduler is not None:
+            self._clock_cache = (scheduler, now)
+        return now
+
+    # ----------------------------------------------------------------------------- one turn
+
+    async def turn(
+        self, transient: Sequence[Message], *, run_input: str | None, in_run: bool
+    ) -> TurnResult:
+        """One turn over the history (plus ``transient``): setup, the call, the outcome, the
+        audit entry. ``run_input`` is the prompt of the run in progress, ``in_run`` whether one
+        is (its tool phase then ends a tool-calling turn)."""
+        host, setup = self.host, self.setup
+        now = self.now()
+        if host.fallback is not None:
+            if host.scheduler is not None:
+                host.fallback.adopt_clock(now)
+            host.fallback.begin_turn()
+        turn = len(host.session.audit.current_run.turns)
+        query = setup.turn_input(run_input)
+        transients = await setup.transients(turn, query, transient)
+        window = host.context_window
+        # Nothing first-use between a turn's start and its request: a tokenizer still loading
+        # is waited for only when the turn needs the estimate before its reply (compaction,
+        # on_request, a hedge loser's offline estimate).
+        estimate_first = (
+            window is not None
+            or counter_loaded(host.counter)
+            or host.observers.interested("on_request")
+            or host.hedge is not None
+        )
+        estimate: ContextEstimate | None = None
+        raw_estimate = 0
+        if estimate_first:
+            await warm_up_counter(host.counter)  # a tokenizer loads in a thread, not on the loop
+            estimate, raw_estimate = setup.estimate(transients)
+        if window is not None and estimate is not None and window.should_compact(estimate.total):
+            # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
+            await setup.compact(estimate)
+            query = setup.turn_input(run_input)
+            transients = await setup.transients(turn, query, transient)
+            estimate, raw_estimate = setup.estimate(transients)
+            if window.should_compact(estimate.total):
+                log.warning(
+                    "context still %d tokens after compaction (threshold %d); sending anyway",
+                    estimate.total,
+                    window.threshold,
+                )
+        request = setup.build_request(transients)
+        options = setup.routed_options()
+        served = options.model or host.client.model
+        setup.note_routed_model(served)
+        host.observers.emit("on_turn_start", turn=turn, query=query)
+        turn_id = next(_turn_ids)
+        legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id), self.pricer)
+        legs.turn_id = turn_id
+        legs.log.estimate = estimate.total if estimate is not None else None
+        if host.observers.interested("on_request"):
+            host.observers.emit(
+                "on_request",
+                turn=turn,
+                turn_id=turn_id,
+                model=served,
+                request=request,
+                options=options,
+                provider=provider_name(host.client),
+                base_url=host.client.base_url,
+                stream=host.mode == "streaming",
+                estimated_input_tokens=estimate.total if estimate is not None else 0,
+            )
+        started = legs.started
         try:
-            self.cancel_token.raise_if_cancelled()
-            if self.mode == "streaming":
-                message = await self._stream_turn(legs, request, options)
+            message = await self.do_turn(legs, request, options)
+        except BaseException as exc:
+            cancelled = isinstance(exc, (Cancelled, asyncio.CancelledError))
+            failed = self._audit_record(legs, query, None, None, exc)
+            host.session.audit.append(failed)
+            self._request_end(turn, turn_id, failed, None, exc)
+            host.observers.emit(
+                "on_turn_end",
+                turn=turn,
+                success=False,
+                error="cancelled" if cancelled else (str(exc) or type(exc).__name__),
+                duration_ms=(now() - started) * 1000,
+                input_tokens=0,
+                output_tokens=0,
+            )
+            raise
+        if estimate is None:  # the request went out first; the reply is not in the history yet
+            await warm_up_counter(host.counter)
+            estimate, raw_estimate = setup.estimate(transients)
+        usage = message.usage
+        stop_reason = message.stop_reason or StopReason.END_TURN
+        if stop_reason is StopReason.END_TURN and message.tool_calls:
+            stop_reason = StopReason.TOOL_CALL
+        record = self._audit_record(legs, query, message, stop_reason, None)
+        host.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
+        self._request_end(turn, turn_id, record, message, None)
+        host.observers.emit("on_response", turn=turn, text=message.text, usage=usage)
+        host.session.history.append(message)
+        host.session.audit.append(record)
+        result = TurnResult(
+            turn=turn,
+            message=message,
+            stop_reason=stop_reason,
+            usage=usage,
+            model=record.model,
+            attempts=record.attempts,
+            rescued=record.rescued,
+            discarded_usage=record.discarded_usage,
+            attempt_log=record.attempt_log,
+            billed_usage=record.billed_usage,
+            cost=record.cost,
+        )
+        # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
+        if not (in_run and stop_reason is StopReason.TOOL_CALL):
+            emit_turn_end(host.observers, now, result, started)
+        return result
+
+    def _audit_record(
+        self,
+        legs: TurnLegs,
+        query: str,
+        message: Message | None,
+        stop_reason: StopReason | None,
+        error: BaseException | None,
+    ) -> Turn:
+        """The turn's audit entry, served (``message``) or failed (``error``); closes the log."""
+        attempt_log = legs.log.close(error)
+        usage = message.usage if message is not None else None
+        return Turn(
+            turn=legs.turn,
+            input=query,
+            output=message.text if message is not None else "",
+            tool_calls=tuple(message.tool_calls) if message is not None else (),
+            input_tokens=usage.input_tokens if usage else 0,
+            output_tokens=usage.output_tokens if usage else 0,
+            model=legs.served,
+            attempts=legs.streaming_attempts() if self.host.mode == "streaming" else 1,
+            rescued=message is not None and legs.stats.rescued,
+            stop_reason=stop_reason,
+            discarded_usage=legs.log.discarded(),
+            attempt_log=attempt_log,
+            billed_usage=legs.log.billed(),
+            error=type(error).__name__ if error is not None else None,
+            cost=legs.log.cost(),
+        )
+
+    async def do_turn(self, legs: TurnLegs, request: Request, options: RequestOptions) -> Message:
+        """One turn's call: cancel guard, one of two paths, outcome recording."""
+        host = self.host
+        try:
+            host.cancel_token.raise_if_cancelled()
+            if host.mode == "streaming":
+                message = await self.stream_turn(legs, request, options)
             else:
-                message = await self._create_turn(legs, request, options)
+                message = await self.create_turn(legs, request, options)
         except BaseException as exc:
             if isinstance(exc, Exception) and not legs.failure_recorded:
-                self._record_failure(legs, exc)
+                record_leg_failure(legs, exc, host.fallback, host.observers)
             raise
         record_turn_success(
-            self.fallback,
-            self.observers,
+            host.fallback,
+            host.observers,
             turn=legs.turn,
             served=legs.served,
             usage=message.usage,
-            routed=self._is_routed(legs),
+            routed=legs.is_routed(host.fallback),
         )
         return message
 
     # ----------------------------------------------------------------------------- observers
 
     def _attempt_hooks(self, turn: int, turn_id: int) -> AttemptHooks | None:
-        observers = self.observers
+        host = self.host
+        observers = host.observers
         if observers.interested("on_attempt_start") or observers.interested("on_attempt_end"):
             return AttemptHooks(observers, turn, turn_id)
         return None
@@ -106,8 +313,9 @@ class TurnCalls(AgentLoop):
         message: Message | None,
         error: BaseException | None,
     ) -> None:
-        if self.observers.interested("on_request_end"):
-            self.observers.emit(
+        host = self.host
+        if host.observers.interested("on_request_end"):
+            host.observers.emit(
                 "on_request_end",
                 turn=turn,
                 turn_id=turn_id,
@@ -118,98 +326,78 @@ class TurnCalls(AgentLoop):
 
     # ----------------------------------------------------------------------------- failover
 
-    def _is_routed(self, legs: TurnLegs) -> bool:
-        """Whether the breaker routes to the model serving this leg (its outcome counts)."""
-        return legs.leg == 0 or (
-            self.fallback is not None and self.fallback.routed_model() == legs.served
+    def fail_over(self, legs: TurnLegs, error: BaseException) -> str | None:
+        """Record the leg's failure and switch to the next model (``None``: the turn fails)."""
+        host = self.host
+        return fail_over(
+            legs,
+            error,
+            host.fallback,
+            host.observers,
+            enabled=host.failover,
+            note_model=self.setup.note_routed_model,
         )
 
-    def _record_failure(self, legs: TurnLegs, error: BaseException) -> None:
-        """The leg's failure on the breaker and the observers (docs/behaviour.md §4.2)."""
-        record_turn_failure(
-            self.fallback,
-            self.observers,
-            turn=legs.turn,
-            served=legs.served,
-            error=error,
-            routed=self._is_routed(legs),
+    def plan_leg(
+        self, legs: TurnLegs, request: Request, options: RequestOptions
+    ) -> Observable[list[HandlerEvent]]:
+        """The handled stream of a failover leg, within what is left of the turn's deadline."""
+        host = self.host
+        handler = host.handler or StreamHandler.passthrough()
+        timeouts = handler.timeouts
+        plan = handler.plan_turn(
+            host.client,
+            request,
+            options,
+            host.cancel_token,
+            scheduler=self.scheduler(),
+            deadline=legs.deadline(timeouts.total, timeouts.first_event),
+            watcher=legs.log,
+            give_up_beyond_deadline=can_fail_over(legs, host.fallback, host.failover),
         )
-
-    def _can_fail_over(self, legs: TurnLegs) -> bool:
-        return (
-            self.failover
-            and self.fallback is not None
-            and legs.turn >= 0
-            and self.fallback.failover_model(legs.asked()) is not None
-        )
-
-    def _fail_over(self, legs: TurnLegs, error: BaseException) -> str | None:
-        """Record the leg's failure and pick the next model; ``None``: the turn fails with it."""
-        if not (self._can_fail_over(legs) and fails_over(error)):
-            return None
-        assert self.fallback is not None
-        self._record_failure(legs, error)
-        legs.failure_recorded = True
-        target = self.fallback.failover_model(legs.asked())
-        if target is None:
-            return None
-        log.info("turn %d fails over from %r to %r: %s", legs.turn, legs.served, target, error)
-        legs.switch(target)
-        self._note_routed_model(target)
-        return target
-
-    def _failover_reset(self, legs: TurnLegs, error: BaseException) -> AttemptReset:
-        records = legs.log.records
-        return AttemptReset(
-            attempt=legs.streaming_attempts() + 1,
-            reason=f"failover to {legs.served}: {error}",
-            error_type=type(error).__name__,
-            usage=records[-1].usage if records else None,
-        )
+        return Observable(plan.subscribe_lists)
 
     # ----------------------------------------------------------------------------- the paths
 
-    def _resolve_scheduler(self) -> abc.SchedulerBase:
-        return resolve_scheduler(self.scheduler)
-
-    async def _stream_turn(
+    async def stream_turn(
         self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
     ) -> Message:
-        handler = self.handler or StreamHandler.passthrough()
-        scheduler = self._resolve_scheduler()
+        host = self.host
+        handler = host.handler or StreamHandler.passthrough()
+        scheduler = self.scheduler()
         plan = handler.plan_turn(
-            self.client,
+            host.client,
             request,
             options,
-            self.cancel_token,
+            host.cancel_token,
             scheduler=scheduler,
             watcher=legs.log,
-            give_up_beyond_deadline=not quiet and self._can_fail_over(legs),
+            give_up_beyond_deadline=not quiet and can_fail_over(legs, host.fallback, host.failover),
         )
-        if self.hedge is not None and not quiet:
+        if host.hedge is not None and not quiet:
             from ..handler._hedging import TurnRace
 
             plan.race = TurnRace(
-                self.hedge, self.client, request, options, legs, plan, self.fallback, self.observers
+                host.hedge, host.client, request, options, legs, plan, host.fallback, host.observers
             )
         source: TurnSource = plan
-        if self.failover and not quiet:
-            legs_after = _NextLeg(self, legs, request, options)
+        if host.failover and not quiet:
+            legs_after = NextLeg(self, legs, request, options)
             source = Composed(failover_stream(Observable(plan.subscribe_lists), legs_after))
         # The fold keeps thinking when the request enables it (or the options say so).
-        seed = initial_state(keep_thinking=keeps_thinking(self.client, options))
+        seed = initial_state(keep_thinking=keeps_thinking(host.client, options))
         if quiet:
             router = _QUIET.router(legs.turn, on_control=legs.stats.note)
             return await stream_path(source, scheduler, router, legs.stats, seed=seed)
-        events = self._events
-        router = self.observers.router(
+        events = self.events
+        router = host.observers.router(
             legs.turn,
-            streamer=self.text_streamer,
+            streamer=host.text_streamer,
             sink=events if events is not None and events.observers else None,
             on_control=legs.stats.note,
             on_first=self._first_chunk(legs),
         )
-        streams = self._turn_streams
+        streams = self.turn_streams
         return await stream_path(
             source,
             scheduler,
@@ -221,41 +409,41 @@ class TurnCalls(AgentLoop):
         )
 
     def _first_chunk(self, legs: TurnLegs) -> Callable[[], None] | None:
+        host = self.host
         hooks = legs.hooks
-        if hooks is None or not self.observers.interested("on_first_chunk"):
+        if hooks is None or not host.observers.interested("on_first_chunk"):
             return None
-        observers, turn, turn_id = self.observers, hooks.turn, hooks.turn_id
+        observers, turn, turn_id = host.observers, hooks.turn, hooks.turn_id
 
         def first() -> None:
             observers.emit("on_first_chunk", turn=turn, turn_id=turn_id)
 
         return first
 
-    async def _create_turn(
+    async def create_turn(
         self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
     ) -> Message:
-        handler = self.handler or StreamHandler.passthrough()
-        scheduler = self._resolve_scheduler()
+        host = self.host
+        handler = host.handler or StreamHandler.passthrough()
+        scheduler = self.scheduler()
         deadline = handler.timeouts.total
         while True:
             log_ = legs.log
             context = log_.attempt_started("create")
             try:
                 message = await create_path(
-                    functools.partial(self.client.create, request, options),
-                    self.cancel_token,
+                    functools.partial(host.client.create, request, options),
+                    host.cancel_token,
                     deadline,
                     scheduler,
                     context,
                 )
             except BaseException as exc:
                 log_.attempt_ended("create", exc, None)
-                target = None if quiet else self._fail_over(legs, exc)
+                target = None if quiet else self.fail_over(legs, exc)
                 if target is None:
                     raise
-                self.observers.emit(
-                    "on_attempt_reset", turn=legs.turn, reset=self._failover_reset(legs, exc)
-                )
+                host.observers.emit("on_attempt_reset", turn=legs.turn, reset=legs.reset(exc))
                 options = msgspec.structs.replace(options, model=target)
                 deadline = legs.deadline(handler.timeouts.total, handler.timeouts.first_event)
                 continue
@@ -264,53 +452,3 @@ class TurnCalls(AgentLoop):
 
 
 _QUIET = ObserverSet()
-
-
-def _prefixed(
-    first: list[HandlerEvent], then: Observable[list[HandlerEvent]]
-) -> Observable[list[HandlerEvent]]:
-    """``first`` as one batch, synchronously at subscription, then ``then``."""
-
-    def subscribe(
-        observer: abc.ObserverBase[list[HandlerEvent]],
-        scheduler: abc.SchedulerBase | None = None,
-    ) -> abc.DisposableBase:
-        observer.on_next(first)
-        return then.subscribe(observer, scheduler=scheduler)
-
-    return Observable(subscribe)
-
-
-class _NextLeg:
-    """Same-turn failover's next leg: what follows a leg that failed definitively (``None``
-    lets the error out), built only when a leg fails."""
-
-    __slots__ = ("calls", "legs", "options", "request")
-
-    def __init__(
-        self, calls: TurnCalls, legs: TurnLegs, request: Request, options: RequestOptions
-    ) -> None:
-        self.calls = calls
-        self.legs = legs
-        self.request = request
-        self.options = options
-
-    def __call__(self, error: Exception) -> Observable[list[HandlerEvent]] | None:
-        calls, legs = self.calls, self.legs
-        target = calls._fail_over(legs, error)  # pyright: ignore[reportPrivateUsage]
-        if target is None:
-            return None
-        reset = calls._failover_reset(legs, error)  # pyright: ignore[reportPrivateUsage]
-        handler = calls.handler or StreamHandler.passthrough()
-        timeouts = handler.timeouts
-        plan = handler.plan_turn(
-            calls.client,
-            self.request,
-            msgspec.structs.replace(self.options, model=target),
-            calls.cancel_token,
-            scheduler=calls._resolve_scheduler(),  # pyright: ignore[reportPrivateUsage]
-            deadline=legs.deadline(timeouts.total, timeouts.first_event),
-            watcher=legs.log,
-            give_up_beyond_deadline=calls._can_fail_over(legs),  # pyright: ignore[reportPrivateUsage]
-        )
-        return _prefixed([reset], Observable(plan.subscribe_lists))

@@ -20,12 +20,15 @@ for the breaker either; its failure costs that backup a strike, and ``on_stream_
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from ...errors import Cancelled
 from ...messages import Usage
 from ...resilience.fallback import FallbackManager
 from ..observation.observers import ObserverSet
+from ..records._results import TurnResult
 
-__all__ = ["record_turn_failure", "record_turn_success"]
+__all__ = ["emit_turn_end", "record_turn_failure", "record_turn_success"]
 
 
 def record_turn_success(
@@ -67,3 +70,18 @@ def record_turn_failure(
         else:
             fallback.record_failover_failure(error, served=served)
     observers.emit("on_stream_failure", turn=turn, model=served, error=error)
+
+
+def emit_turn_end(
+    observers: ObserverSet, now: Callable[[], float], result: TurnResult, started: float
+) -> None:
+    """``on_turn_end`` of a served turn (after its tool phase, when it asked for tools)."""
+    observers.emit(
+        "on_turn_end",
+        turn=result.turn,
+        success=True,
+        error=None,
+        duration_ms=(now() - started) * 1000,
+        input_tokens=result.usage.input_tokens if result.usage else 0,
+        output_tokens=result.usage.output_tokens if result.usage else 0,
+    )

@@ -1,7 +1,8 @@
 """Turn setup: what one turn sends, before anything is sent.
 
-:class:`TurnSetup` is the part of :class:`~rxturn.engine.TurnEngine` that prepares a turn:
-the request (transients first, then the conversation; the system prompt and tools alongside),
+:class:`TurnSetup` is the collaborator of :class:`~rxturn.engine.TurnEngine` (one per engine)
+that prepares a turn: the request (transients first, then the conversation; the system prompt
+and tools alongside),
 the breaker's routed model as a per-request override, the turn's input for ``on_turn_start``
 and the audit, the transients (contributors, then memory, then the caller's own), the context
 estimate, and the compaction of a deferred turn (docs/behaviour.md §4.1, §4.5).
@@ -10,6 +11,7 @@ estimate, and the compaction of a deferred turn (docs/behaviour.md §4.1, §4.5)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Protocol
 
 import msgspec
 
@@ -30,13 +32,12 @@ from ..context.window import (
 from ..observation.observers import ObserverSet
 from ..records._results import Session
 
-__all__ = ["TurnSetup"]
+__all__ = ["SetupHost", "TurnSetup"]
 
 
-class TurnSetup:
-    """Request building, routing, transients, the context estimate and compaction."""
+class SetupHost(Protocol):
+    """What turn setup reads (and, for ``last_estimate``, writes) on its engine."""
 
-    # provided by the engine
     client: ModelClient
     system: str | None
     tools: ToolRegistry
@@ -52,87 +53,108 @@ class TurnSetup:
     memory_top_k: int
     calibration: Calibration
     last_estimate: ContextEstimate | None
-    _overhead: OverheadCache
-    _last_served: str | None
-    _run_input: str | None
+
+
+class TurnSetup:
+    """Request building, routing, transients, the context estimate and compaction.
+
+    Attributes:
+        last_served: the model the previous request went to (``on_model_switched`` fires when
+            the next one differs).
+    """
+
+    __slots__ = ("host", "last_served", "overhead")
+
+    def __init__(self, host: SetupHost) -> None:
+        self.host = host
+        self.last_served: str | None = None
+        self.overhead = OverheadCache()
 
     def served_model(self) -> str:
-        raise NotImplementedError
+        """The model the next request goes to: routed backup, options override, or client's."""
+        host = self.host
+        routed = host.fallback.routed_model() if host.fallback is not None else None
+        return routed or host.request_options.model or host.client.model
 
     def build_request(self, transient: Sequence[Message] = ()) -> Request:
         """Transients first, then the conversation; system prompt and tools ride alongside."""
         return Request(
-            messages=(*transient, *self.session.history),
-            system=self.system,
-            tools=self.tools.schemas(),
+            messages=(*transient, *self.host.session.history),
+            system=self.host.system,
+            tools=self.host.tools.schemas(),
         )
 
     def routed_options(self) -> RequestOptions:
         """The request options with the breaker's routed model as a per-request override."""
-        routed = self.fallback.routed_model() if self.fallback is not None else None
-        if routed is None or routed == self.request_options.model:
-            return self.request_options
-        return msgspec.structs.replace(self.request_options, model=routed)
+        routed = self.host.fallback.routed_model() if self.host.fallback is not None else None
+        if routed is None or routed == self.host.request_options.model:
+            return self.host.request_options
+        return msgspec.structs.replace(self.host.request_options, model=routed)
 
-    def _turn_input(self) -> str:
-        """What the model is being asked this turn (for ``on_turn_start`` and the audit)."""
-        run = self.session.audit.current_run
-        if self._run_input is not None and not run.turns:
-            return self._run_input
-        if not self.session.history:
+    def turn_input(self, run_input: str | None) -> str:
+        """What the model is being asked this turn (for ``on_turn_start`` and the audit):
+        ``run_input`` (the prompt of the run in progress) on a run's first turn."""
+        run = self.host.session.audit.current_run
+        if run_input is not None and not run.turns:
+            return run_input
+        if not self.host.session.history:
             return ""
-        last = self.session.history[-1]
+        last = self.host.session.history[-1]
         text = content_text(last.content)
         if text:
             return text
         return "\n".join(content_text((p,)) for p in last.content if isinstance(p, ToolResultPart))
 
-    def _note_routed_model(self, served: str) -> None:
-        if self._last_served is not None and self._last_served != served:
-            self.observers.emit("on_model_switched", from_model=self._last_served, to_model=served)
-        self._last_served = served
+    def note_routed_model(self, served: str) -> None:
+        if self.last_served is not None and self.last_served != served:
+            self.host.observers.emit(
+                "on_model_switched", from_model=self.last_served, to_model=served
+            )
+        self.last_served = served
 
-    async def _transients(self, turn: int, query: str, extra: Sequence[Message]) -> list[Message]:
+    async def transients(self, turn: int, query: str, extra: Sequence[Message]) -> list[Message]:
         gathered = await gather_transients(
-            self.contributors,
-            self.memory,
+            self.host.contributors,
+            self.host.memory,
             turn=turn,
-            history=self.session.history,
-            query=memory_query(self.session.history) or query,
-            top_k=self.memory_top_k,
+            history=self.host.session.history,
+            query=memory_query(self.host.session.history) or query,
+            top_k=self.host.memory_top_k,
         )
         return [*gathered, *extra]
 
-    def _estimate(self, transients: Sequence[Message]) -> tuple[ContextEstimate, int]:
+    def estimate(self, transients: Sequence[Message]) -> tuple[ContextEstimate, int]:
         """The context estimate (calibrated when calibration is on) and the raw total.
 
         Calibration learns from the raw total: fed its own scaled output, its factor would
         chase itself instead of converging.
         """
         estimate = estimate_context(
-            self.counter,
-            history=self.session.history,
+            self.host.counter,
+            history=self.host.session.history,
             transients=transients,
-            system=self.system,
-            tools=self.tools.schemas(),
-            overhead_cache=self._overhead,
+            system=self.host.system,
+            tools=self.host.tools.schemas(),
+            overhead_cache=self.overhead,
         )
         raw = estimate.total
-        if self.calibration.enabled:
-            scaled = self.calibration.scale(self.served_model(), raw)
+        if self.host.calibration.enabled:
+            scaled = self.host.calibration.scale(self.served_model(), raw)
             estimate = msgspec.structs.replace(estimate, total=scaled)
-        self.last_estimate = estimate
+        self.host.last_estimate = estimate
         return estimate, raw
 
-    async def _compact(self, estimate: ContextEstimate) -> None:
+    async def compact(self, estimate: ContextEstimate) -> None:
         """The deferred turn's work: compact, reserving room for this turn's transients."""
-        assert self.context_window is not None
-        budget = self.context_window.compaction_budget(
+        assert self.host.context_window is not None
+        budget = self.host.context_window.compaction_budget(
             overhead=estimate.overhead, reserved=estimate.transients
         )
-        compacted = await self.compactor.compact(
-            self.session.history, budget=max(budget, 0), counter=self.counter
+        compacted = await self.host.compactor.compact(
+            self.host.session.history, budget=max(budget, 0), counter=self.host.counter
         )
-        self.session.history[:] = compacted
-        after = self.counter.count_messages(compacted) + estimate.overhead + estimate.transients
-        self.observers.emit("on_compaction", before_tokens=estimate.total, after_tokens=after)
+        self.host.session.history[:] = compacted
+        after = (
+            self.host.counter.count_messages(compacted) + estimate.overhead + estimate.transients
+        )
+        self.host.observers.emit("on_compaction", before_tokens=estimate.total, after_tokens=after)
