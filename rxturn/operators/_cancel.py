@@ -9,6 +9,7 @@ and then reports ``Cancelled``. Nothing upstream can retry or rescue it, because
 upstream is still subscribed.
 
 Disposing the subscription instead tears everything down silently, as disposal does in Rx.
+The error is :func:`~rxturn.resilience.cancel.cancel_error`, as the handler's driver reports it.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from ..resilience.cancel import CancelToken
+from ..resilience.cancel import CancelToken, cancel_error
 from ..resilience.progress import TurnProgress
 
 __all__ = ["cancellable_"]
@@ -39,10 +40,7 @@ def cancellable_(
         observer: abc.ObserverBase[_T], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         def cancelled() -> None:
-            error = token.error()
-            if progress is not None:
-                progress.stamp(error)
-            observer.on_error(error)
+            observer.on_error(cancel_error(token, progress))
 
         if token.cancelled:
             cancelled()

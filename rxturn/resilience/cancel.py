@@ -8,12 +8,18 @@ backoff, rescue) races against it. Callbacks run synchronously in the thread tha
 Disposing an Rx subscription is the other way to stop: it tears the pipeline down silently.
 Cancelling instead makes the turn *fail* with :class:`~rxturn.errors.Cancelled`, so the
 caller learns that it stopped and why.
+
+The cancel rule lives here once: a token already fired when a turn starts fails it before the
+provider is called, one that fires later ends every wait, and either way the turn ends with
+:func:`cancel_error` (the token's reason, stamped with the streaming attempts made). The
+``cancellable`` operator and the handler's driver both apply it.
 """
 
 from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import reactivex
 from reactivex import Observable, abc
@@ -21,7 +27,10 @@ from reactivex.disposable import Disposable
 
 from ..errors import Cancelled
 
-__all__ = ["CancelToken"]
+if TYPE_CHECKING:
+    from .progress import TurnProgress
+
+__all__ = ["CancelToken", "cancel_error"]
 
 
 class CancelToken:
@@ -94,3 +103,12 @@ class CancelToken:
             return self.on_cancel(lambda: observer.on_error(self.error()))
 
         return reactivex.create(subscribe)
+
+
+def cancel_error(token: CancelToken, progress: TurnProgress | None = None) -> Cancelled:
+    """The error a cancelled turn ends with: :class:`Cancelled` with the token's reason, its
+    ``attempts`` the streaming attempts the turn made (when its ``progress`` is known)."""
+    error = token.error()
+    if progress is not None:
+        progress.stamp(error)
+    return error

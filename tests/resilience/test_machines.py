@@ -347,3 +347,19 @@ def test_a_context_overflow_may_fail_over_a_refused_key_may_not() -> None:
     assert isinstance(status_error(400, "prompt is too long"), ContextOverflowError)
     assert isinstance(status_error(401, "x"), AuthenticationError)
     assert isinstance(status_error(400, "x"), BadRequestError)
+
+
+def test_a_cancelled_turn_ends_with_the_tokens_reason_and_its_attempts() -> None:
+    from rxturn.resilience.cancel import CancelToken, cancel_error
+
+    token = CancelToken()
+    token.cancel("user left")
+    progress = TurnProgress(lambda: 0.0)
+    progress.begin_attempt()
+    progress.begin_attempt()
+    error = cancel_error(token, progress)
+    assert isinstance(error, Cancelled)
+    assert str(error) == "user left"
+    assert error.attempts == 2  # pyright: ignore[reportAttributeAccessIssue]
+    # without a turn's progress (a tool call, a non-streaming create) nothing is stamped
+    assert not hasattr(cancel_error(token), "attempts")

@@ -46,6 +46,7 @@ from ...errors import RescueFailed, RxturnError
 from ...events import Fallback, StreamEvent
 from ...messages import Message
 from ...operators._scheduling import clock, resolve_scheduler
+from ...resilience.cancel import cancel_error
 from ...resilience.clock import SLACK, AttemptClock
 from ...resilience.limiter import gate_sleep
 from ...resilience.progress import (
@@ -529,9 +530,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         cancel = self._plan.cancel
         assert cancel is not None
         self._phase = _DONE
-        error = cancel.error()
-        self._progress.stamp(error)
-        self._downstream.on_error(error)
+        self._downstream.on_error(cancel_error(cancel, self._progress))
 
     def dispose(self) -> None:
         if self._phase != _DONE:

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from reactivex import abc
 from reactivex.disposable import CompositeDisposable
 
-from ...resilience.cancel import CancelToken
+from ...resilience.cancel import CancelToken, cancel_error
 
 __all__ = ["race"]
 
@@ -34,7 +34,7 @@ async def race(
     fires, or ``timeout`` seconds pass on ``scheduler``'s clock (``None``: no timer).
 
     The verdict is biased, whatever settled first in the same instant: a cancel wins (raises
-    ``cancel_token.error()``), then a finished task (its result, or its error raised), then the
+    ``cancel_error(cancel_token)``), then a finished task (its result, or its error raised), then the
     timeout (what ``expired()`` returns or raises). A task that lost is cancelled and awaited (a
     worker thread it started runs on, its result dropped); an error it ended with is retrieved,
     so asyncio never reports it as unretrieved.
@@ -61,7 +61,7 @@ async def race(
         elif not task.cancelled():
             task.exception()  # it may have failed in the instant the cancel or the timer won
     if cancel_token.cancelled:
-        raise cancel_token.error()
+        raise cancel_error(cancel_token)
     if not task.cancelled():
         return task.result()
     return expired()
