@@ -86,9 +86,15 @@ def check_items(
     """``value`` as a tuple of items: an iterable (never a string, bytes or a mapping, which
     iterate as something else) whose items each pass ``check(item, f"{where}[i]")``."""
     got: object = value
-    if isinstance(got, str | bytes | Mapping) or not isinstance(got, Iterable):
+    kind = type(got)
+    if kind is tuple:  # the usual case skips the ABC checks and the copy
+        items = cast("tuple[object, ...]", value)
+    elif kind is not list and (
+        isinstance(got, str | bytes | Mapping) or not isinstance(got, Iterable)
+    ):
         raise ConfigError(f"{where} must be an iterable of {what}, got {described(value)}")
-    items = tuple(cast("Iterable[object]", value))
+    else:
+        items = tuple(cast("Iterable[object]", value))
     if check is not None:
         for index, item in enumerate(items):
             check(item, f"{where}[{index}]")

@@ -198,7 +198,7 @@ class Pricer:
         self.provider_id = provider_id
         self.base_url = base_url
         #: (model, day, counts reported) → rates; None: that model cannot be priced
-        self._rates: dict[tuple[str, date, frozenset[str]], _Rates | None] = {}
+        self._rates: dict[tuple[str, date, tuple[str, ...]], _Rates | None] = {}
         #: model → how genai-prices finds its provider (by URL or by id), once it did
         self._where: dict[str, tuple[str, str]] = {}
 
@@ -221,7 +221,7 @@ class Pricer:
 
     def _price(self, model: str, usage: Usage, when: datetime) -> Decimal | None:
         counts = _counts(usage)
-        key = (model, when.date(), frozenset(counts))
+        key = (model, when.date(), tuple(counts))  # _counts lists them in one fixed order
         rates = self._rates.get(key, _MISSING)
         if rates is _MISSING:
             total = self._full(model, counts, when)
@@ -231,11 +231,15 @@ class Pricer:
             return None
         assert isinstance(rates, _Rates)
         if (rates.tier_start is not None and counts["input_tokens"] >= rates.tier_start) or (
-            not _adds_up(counts)
+            len(counts) > 2 and not _adds_up(counts)  # input and output alone always add up
         ):
             return self._full(model, counts, when)
         per = rates.rates
-        return sum((per[name] * value for name, value in counts.items() if value), _ZERO)
+        total = _ZERO
+        for name, value in counts.items():
+            if value:
+                total += per[name] * value
+        return total
 
     def _full(self, model: str, counts: dict[str, int], when: datetime) -> Decimal | None:
         """genai-prices' own calculation (its provider found as the module docstring says)."""

@@ -61,6 +61,7 @@ _T = TypeVar("_T")
 # asyncio keeps only weak references to tasks; a subscription whose disposable is dropped must
 # still run to completion, so running bridge tasks are held here until they finish.
 _RUNNING: set[asyncio.Task[None]] = set()
+_FORGET = _RUNNING.discard  # one bound method for every task's done callback, not one per task
 
 _NO_LOOP = (
     "{what} must be subscribed from code running on an asyncio event loop (for example inside "
@@ -188,7 +189,7 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         task = self.loop.create_task(self.run())
         self.task = task
         _RUNNING.add(task)
-        task.add_done_callback(_RUNNING.discard)
+        task.add_done_callback(_FORGET)
 
     async def run(self) -> None:
         error: Exception | None = None

@@ -61,17 +61,17 @@ _ANTHROPIC_DELTA_FIELDS = (
     "output_tokens_details",
 )
 
-_ANTHROPIC_MAPPED = frozenset(
-    {
-        "input_tokens",
-        "output_tokens",
-        "cache_creation_input_tokens",
-        "cache_read_input_tokens",
-        "cache_creation.ephemeral_5m_input_tokens",
-        "cache_creation.ephemeral_1h_input_tokens",
-        "output_tokens_details.thinking_tokens",
-    }
-)
+#: The Anthropic mapping: a ``Usage`` field (or, for the input, its uncached part) → its path.
+_ANTHROPIC_FIELDS: dict[str, str] = {
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "cache_write_tokens": "cache_creation_input_tokens",
+    "cache_read_tokens": "cache_read_input_tokens",
+    "cache_write_5m_tokens": "cache_creation.ephemeral_5m_input_tokens",
+    "cache_write_1h_tokens": "cache_creation.ephemeral_1h_input_tokens",
+    "output_reasoning_tokens": "output_tokens_details.thinking_tokens",
+}
+_ANTHROPIC_MAPPED = frozenset(_ANTHROPIC_FIELDS.values())
 #: Each OpenAI wire's mapping: a ``Usage`` field → the dotted path it is read from (the two
 #: totals are checked by their own fields; ``total_tokens`` is derived, so only marked mapped).
 _CHAT_FIELDS: dict[str, str] = {
@@ -112,16 +112,37 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def _get(usage: Mapping[str, object], path: str) -> object:
-    head, _, rest = path.partition(".")
-    value = usage.get(head)
-    if not rest:
-        return value
-    return value.get(rest) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+#: A wire's mapping as a table to walk: (``Usage`` field, first key, second key or ``""``, the
+#: dotted path for an error), split once at import rather than per usage.
+_Table = tuple[tuple[str, str, str, str], ...]
 
 
-def _count(usage: Mapping[str, object], path: str, wire: str, where: str | None) -> int | None:
-    return checked_count(_get(usage, path), path, wire, where)
+def _table(fields: dict[str, str]) -> _Table:
+    return tuple(
+        (field, path.partition(".")[0], path.partition(".")[2], path)
+        for field, path in fields.items()
+    )
+
+
+def _walk(
+    usage: Mapping[str, object], table: _Table, wire: str, where: str | None
+) -> dict[str, int | None]:
+    """Each field of ``table`` read from ``usage`` and checked as :func:`checked_count` does."""
+    counts: dict[str, int | None] = {}
+    for field, head, rest, path in table:
+        value: object = usage.get(head)
+        if rest and value is not None:
+            value = value.get(rest) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
+        if value is None or (type(value) is int and 0 <= value <= MAX_COUNT):  # pyright: ignore[reportUnknownArgumentType]
+            counts[field] = value  # pyright: ignore[reportArgumentType]
+        else:
+            counts[field] = checked_count(value, path, wire, where)  # raises  # pyright: ignore[reportUnknownArgumentType]
+    return counts
+
+
+_ANTHROPIC_TABLE = _table(_ANTHROPIC_FIELDS)
+_CHAT_TABLE = _table(_CHAT_FIELDS)
+_RESPONSES_TABLE = _table(_RESPONSES_FIELDS)
 
 
 def _details(usage: Mapping[str, object], mapped: frozenset[str]) -> dict[str, int] | None:
@@ -189,13 +210,12 @@ def anthropic_usage(raw: object, where: str | None = None) -> Usage | None:
     usage = _as_object(raw, "Anthropic", where)
     if usage is None:
         return None
-    wire = "Anthropic"
-    uncached = _count(usage, "input_tokens", wire, where)
-    writes = _count(usage, "cache_creation_input_tokens", wire, where)
-    reads = _count(usage, "cache_read_input_tokens", wire, where)
-    output = _count(usage, "output_tokens", wire, where)
-    write_5m = _count(usage, "cache_creation.ephemeral_5m_input_tokens", wire, where)
-    write_1h = _count(usage, "cache_creation.ephemeral_1h_input_tokens", wire, where)
+    counts = _walk(usage, _ANTHROPIC_TABLE, "Anthropic", where)
+    uncached = counts["input_tokens"]
+    writes = counts["cache_write_tokens"]
+    reads = counts["cache_read_tokens"]
+    write_5m = counts["cache_write_5m_tokens"]
+    write_1h = counts["cache_write_1h_tokens"]
     if (write_5m is not None or write_1h is not None) and (
         writes is None or (write_5m or 0) + (write_1h or 0) != writes
     ):
@@ -203,12 +223,12 @@ def anthropic_usage(raw: object, where: str | None = None) -> Usage | None:
     total_in = (uncached or 0) + (writes or 0) + (reads or 0)
     return _usage_or_none(
         total_in,
-        output or 0,
+        counts["output_tokens"] or 0,
         cache_read_tokens=reads,
         cache_write_tokens=writes,
         cache_write_5m_tokens=write_5m,
         cache_write_1h_tokens=write_1h,
-        output_reasoning_tokens=_count(usage, "output_tokens_details.thinking_tokens", wire, where),
+        output_reasoning_tokens=counts["output_reasoning_tokens"],
         details=_details(usage, _ANTHROPIC_MAPPED),
         provider_cost=None,
     )
@@ -216,32 +236,31 @@ def anthropic_usage(raw: object, where: str | None = None) -> Usage | None:
 
 def openai_chat_usage(raw: object, where: str | None = None) -> Usage | None:
     """An OpenAI Chat Completions ``usage`` object (the usage chunk's, or a completion's)."""
-    return _openai_usage(raw, "OpenAI", _CHAT_FIELDS, _CHAT_MAPPED, where)
+    return _openai_usage(raw, "OpenAI", _CHAT_TABLE, _CHAT_MAPPED, where)
 
 
 def responses_usage(raw: object, where: str | None = None) -> Usage | None:
     """An OpenAI Responses ``response.usage`` object (from the terminal event, or a reply)."""
-    return _openai_usage(raw, "OpenAI Responses", _RESPONSES_FIELDS, _RESPONSES_MAPPED, where)
+    return _openai_usage(raw, "OpenAI Responses", _RESPONSES_TABLE, _RESPONSES_MAPPED, where)
 
 
 def _openai_usage(
     raw: object,
     wire: str,
-    fields: dict[str, str],
+    table: _Table,
     mapped: frozenset[str],
     where: str | None,
 ) -> Usage | None:
     usage = _as_object(raw, wire, where)
     if usage is None:
         return None
-    counts = {field: _count(usage, path, wire, where) for field, path in fields.items()}
-    return _usage_or_none(
-        counts.pop("input_tokens") or 0,
-        counts.pop("output_tokens") or 0,
-        **counts,
-        details=_details(usage, mapped),
-        provider_cost=_cost(usage),
-    )
+    counts = _walk(usage, table, wire, where)
+    cost = _cost(usage)
+    if not counts["input_tokens"] and not counts["output_tokens"] and cost is None:
+        return None  # a usage that says nothing, as _usage_or_none has it
+    counts["input_tokens"] = counts["input_tokens"] or 0
+    counts["output_tokens"] = counts["output_tokens"] or 0
+    return Usage(**counts, details=_details(usage, mapped), provider_cost=cost)  # pyright: ignore[reportArgumentType]
 
 
 def _usage_or_none(

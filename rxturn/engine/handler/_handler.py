@@ -68,6 +68,11 @@ from ._plan import AttemptWatcher, TurnSpec
 __all__ = ["AttemptWatcher", "RetryAfterBeyondDeadline", "StreamHandler"]
 
 
+#: The jitter source of every handler given no ``rng``: unseeded, so as unpredictable as one
+#: per handler, without reading the OS's entropy for each (an engine per conversation makes one).
+_JITTER = random.Random()
+
+
 class StreamHandler:
     """Retries, rate limits, timeouts, rescue, limiter and cancellation for streaming turns.
 
@@ -76,7 +81,8 @@ class StreamHandler:
         retry: the transport ladder.
         rate_limit: the rate-limit ladder (its own budget).
         limiter: a proactive :class:`~rxturn.resilience.limiter.RateLimiter`, shared across turns.
-        rng: the jitter source (default: a fresh ``random.Random()``).
+        rng: the jitter source (default: one ``random.Random()`` shared by the handlers made
+            without one, seeded from the OS once per process rather than once per handler).
         scheduler: where time comes from (default: the one given to :meth:`stream_turn`, then
             the subscribe-time scheduler, then asyncio on the running loop).
         on_wait: told of each retry wait as it starts, by keyword (``reason``
@@ -120,7 +126,7 @@ class StreamHandler:
         self._retry = retry.validate()
         self._rate_limit = rate_limit.validate()
         self._limiter = limiter
-        self._rng = rng if rng is not None else random.Random()
+        self._rng = rng if rng is not None else _JITTER
         self._scheduler = scheduler
         self._on_wait = on_wait
 
