@@ -12,7 +12,7 @@
    first-use cost sits between a process's first turn and its first request;
 4. the routed model as a per-request override (the shared client is never mutated) and
    ``on_model_switched`` whenever the serving model changes;
-5. ``on_turn_start``, then :meth:`_do_turn` on one of two paths:
+5. ``on_turn_start``, then the call on one of two paths:
 
    - **streaming** (default): one subscription to the handler's batched stream
      (:meth:`StreamHandler.stream_turn_batches`, one item per network chunk), multicast to
@@ -31,13 +31,18 @@
 
 :meth:`TurnEngine.run` is the agent loop around it: turns continue while the stop reason is
 ``tool_call``, running registered tools between them.
+
+The engine holds the attributes users set and read, and one collaborator per concern, made
+once per engine: :class:`~rxturn.engine.turn._setup.TurnSetup` (steps 1 to 4),
+:class:`~rxturn.engine.turn._calls.TurnCalls` (the turn: steps 5 to 7) and
+:class:`~rxturn.engine.agent._loop.AgentLoop` (``run()`` and the tool phase). Each reads the
+engine through a ``Protocol`` of the attributes it needs.
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
-import logging
 import sys
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -98,8 +103,6 @@ from .turn._calls import TurnCalls, provider_name
 from .turn._setup import TurnSetup
 
 __all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
-
-log = logging.getLogger("rxturn.engine")
 
 
 class TurnEngine:

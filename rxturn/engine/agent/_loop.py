@@ -62,15 +62,8 @@ class AgentLoop:
         return await self.calls.turn(transient, run_input=self.run_input, in_run=self.in_run)
 
     async def run(self, prompt: str | Message) -> RunResult:
-        """The agent loop: add ``prompt``, then run turns while the model calls tools.
-
-        A failed or cancelled run discards the messages it added to the history; its served
-        turns stay in the audit trail. The cancel signal is re-armed when the run ends.
-
-        Raises:
-            ConfigError: ``prompt`` is neither a string nor a :class:`Message`; a ``run()`` or
-                ``turn()`` of this engine is in flight (one engine is one conversation).
-        """
+        """:meth:`TurnEngine.run <rxturn.engine.TurnEngine.run>`: check ``prompt``, claim the
+        engine, run."""
         checked = checked_prompt(prompt, "run")
         self.claim("run")
         try:

@@ -117,28 +117,24 @@ class TurnRace:
     ) -> None:
         self._targets[index] = target
         self.legs.raced = (*self.legs.raced, model)
-        observers = self.observers
-        if observers.interested("on_hedge"):
-            observers.emit(
-                "on_hedge",
-                turn=self.legs.turn,
-                turn_id=self.legs.turn_id,
-                model=self.legs.served,
-                hedge_model=model,
-                reason=reason,
-                after=after,
-            )
+        self._report("on_hedge", self.legs.served, model, reason=reason, after=after)
 
     def _on_skip(self, *, target: HedgeTarget | None, model: str | None, reason: str) -> None:
+        self._report("on_hedge_skipped", self.legs.served, model, reason=reason)
+
+    def _report(self, callback: str, model: str, hedge_model: str | None, **fields: object) -> None:
+        """One of the hedge's callbacks, when an observer listens: the turn, the model serving
+        it (``model``), the hedge's (``hedge_model``) and the callback's own ``fields``."""
         observers = self.observers
-        if observers.interested("on_hedge_skipped"):
+        if observers.interested(callback):
+            legs = self.legs
             observers.emit(
-                "on_hedge_skipped",
-                turn=self.legs.turn,
-                turn_id=self.legs.turn_id,
-                model=self.legs.served,
-                hedge_model=model,
-                reason=reason,
+                callback,
+                turn=legs.turn,
+                turn_id=legs.turn_id,
+                model=model,
+                hedge_model=hedge_model,
+                **fields,
             )
 
     # -- the race's watcher (the attempt log, and the switch to a winning hedge) ------------
@@ -166,13 +162,5 @@ class TurnRace:
             primary = legs.served
             self.plan.retarget(self._client(target), self._options(target))
             legs.hedge_won(model)
-            observers = self.observers
-            if observers.interested("on_hedge_won"):
-                observers.emit(
-                    "on_hedge_won",
-                    turn=legs.turn,
-                    turn_id=legs.turn_id,
-                    model=primary,
-                    hedge_model=model,
-                    after=legs.now() - legs.started,
-                )
+            if self.observers.interested("on_hedge_won"):
+                self._report("on_hedge_won", primary, model, after=legs.now() - legs.started)

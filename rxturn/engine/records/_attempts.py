@@ -131,17 +131,36 @@ class AttemptLog:
         hooks = self._hooks
         if hooks is None or not hooks.start:
             return None
-        context = contextvars.copy_context()
         records = self._records
+        return self._announce(
+            hooks,
+            len(records) + 1,
+            kind,
+            model,
+            max(0.0, started - self._last_end),
+            records[-1].outcome if records else None,
+        )
+
+    def _announce(
+        self,
+        hooks: AttemptHooks,
+        attempt: int,
+        kind: AttemptKind,
+        model: str,
+        wait: float,
+        after: str | None,
+    ) -> contextvars.Context:
+        """``on_attempt_start``, with the context the attempt's request is sent in."""
+        context = contextvars.copy_context()
         hooks.observers.emit(
             "on_attempt_start",
             turn=hooks.turn,
             turn_id=hooks.turn_id,
-            attempt=len(records) + 1,
+            attempt=attempt,
             kind=kind,
             model=model,
-            wait=max(0.0, started - self._last_end),
-            after=records[-1].outcome if records else None,
+            wait=wait,
+            after=after,
             context=context,
         )
         return context
@@ -215,20 +234,15 @@ class AttemptLog:
         hooks = self._hooks
         if hooks is None or not hooks.start:
             return None
-        context = contextvars.copy_context()
         records = self._records
-        hooks.observers.emit(
-            "on_attempt_start",
-            turn=hooks.turn,
-            turn_id=hooks.turn_id,
-            attempt=number,
-            kind="stream",
-            model=model,
-            wait=0.0 if index else max(0.0, racer.started - self._last_end),
-            after=records[-1].outcome if records and not index else None,
-            context=context,
+        return self._announce(
+            hooks,
+            number,
+            "stream",
+            model,
+            0.0 if index else max(0.0, racer.started - self._last_end),
+            records[-1].outcome if records and not index else None,
         )
-        return context
 
     def racer_ended(
         self,

@@ -46,7 +46,7 @@ from ..fanout._turn_stream import (
     failover_stream,
     stream_path,
 )
-from ..handler._handler import StreamHandler
+from ..handler._handler import StreamHandler, TurnPlan
 from ..observation.observers import ObserverSet
 from ..records._attempts import AttemptHooks
 from ..records._results import TextStreamer, TurnMode, TurnResult
@@ -343,19 +343,40 @@ class TurnCalls:
     ) -> Observable[list[HandlerEvent]]:
         """The handled stream of a failover leg, within what is left of the turn's deadline."""
         host = self.host
+        timeouts = (host.handler or StreamHandler.passthrough()).timeouts
+        plan = self._plan(
+            legs,
+            request,
+            options,
+            self.scheduler(),
+            deadline=legs.deadline(timeouts.total, timeouts.first_event),
+            give_up=can_fail_over(legs, host.fallback, host.failover),
+        )
+        return Observable(plan.subscribe_lists)
+
+    def _plan(
+        self,
+        legs: TurnLegs,
+        request: Request,
+        options: RequestOptions,
+        scheduler: abc.SchedulerBase,
+        *,
+        deadline: float | None,
+        give_up: bool,
+    ) -> TurnPlan:
+        """One leg's plan from the engine's handler (passthrough when none is configured)."""
+        host = self.host
         handler = host.handler or StreamHandler.passthrough()
-        timeouts = handler.timeouts
-        plan = handler.plan_turn(
+        return handler.plan_turn(
             host.client,
             request,
             options,
             host.cancel_token,
-            scheduler=self.scheduler(),
-            deadline=legs.deadline(timeouts.total, timeouts.first_event),
+            scheduler=scheduler,
+            deadline=deadline,
             watcher=legs.log,
-            give_up_beyond_deadline=can_fail_over(legs, host.fallback, host.failover),
+            give_up_beyond_deadline=give_up,
         )
-        return Observable(plan.subscribe_lists)
 
     # ----------------------------------------------------------------------------- the paths
 
@@ -363,16 +384,14 @@ class TurnCalls:
         self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
     ) -> Message:
         host = self.host
-        handler = host.handler or StreamHandler.passthrough()
         scheduler = self.scheduler()
-        plan = handler.plan_turn(
-            host.client,
+        plan = self._plan(
+            legs,
             request,
             options,
-            host.cancel_token,
-            scheduler=scheduler,
-            watcher=legs.log,
-            give_up_beyond_deadline=not quiet and can_fail_over(legs, host.fallback, host.failover),
+            scheduler,
+            deadline=None,
+            give_up=not quiet and can_fail_over(legs, host.fallback, host.failover),
         )
         if host.hedge is not None and not quiet:
             from ..handler._hedging import TurnRace

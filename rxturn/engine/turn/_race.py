@@ -34,7 +34,7 @@ async def race(
     fires, or ``timeout`` seconds pass on ``scheduler``'s clock (``None``: no timer).
 
     The verdict is biased, whatever settled first in the same instant: a cancel wins (raises
-    ``cancel_error(cancel_token)``), then a finished task (its result, or its error raised), then the
+    :func:`cancel_error`), then a finished task (its result, or its error raised), then the
     timeout (what ``expired()`` returns or raises). A task that lost is cancelled and awaited (a
     worker thread it started runs on, its result dropped); an error it ended with is retrieved,
     so asyncio never reports it as unretrieved.
