@@ -33,9 +33,17 @@ def _interested(observer: object, name: str) -> Callable[..., object] | None:
     method = getattr(observer, name, None)
     if method is None or not callable(method):
         return None
-    if getattr(method, "__func__", None) is getattr(Observer, name):
+    if getattr(method, "__func__", None) is _NO_OPS[name]:
         return None
     return method
+
+
+#: :class:`Observer`'s own no-op for each callback, looked up once
+_NO_OPS: dict[str, object] = {name: getattr(Observer, name) for name in ALL_CALLBACKS}
+#: the routing table of an empty set
+_NOBODY: dict[str, tuple[tuple[Observer, Callable[..., object]], ...]] = dict.fromkeys(
+    ALL_CALLBACKS, ()
+)
 
 
 class ObserverSet:
@@ -100,6 +108,11 @@ class ObserverSet:
         return bool(self._text or self._thinking)
 
     def _recompute(self) -> None:
+        if not self._observers:  # an engine's set before its observers are added
+            self._by_name = _NOBODY  # never mutated: replaced whole, as here
+            self._text = self._thinking = ()
+            self.text_single = None
+            return
         self._by_name = {
             name: tuple(
                 (observer, method)

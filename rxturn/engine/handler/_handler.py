@@ -45,7 +45,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from reactivex import Observable, abc
 
@@ -66,6 +66,21 @@ from ._ladder import Ladder
 from ._plan import AttemptWatcher, TurnSpec
 
 __all__ = ["AttemptWatcher", "RetryAfterBeyondDeadline", "StreamHandler"]
+
+
+#: The last timeouts, retry and rate-limit policies a handler validated. Policies are frozen,
+#: so one that passed stays valid; a handler per conversation passes the same objects (the
+#: defaults) each time, and their checks run once instead of per handler.
+_VALIDATED: list[object] = [None, None, None]
+
+_P = TypeVar("_P", TimeoutPolicy, RetryPolicy, RateLimitPolicy)
+
+
+def _validated(policy: _P, slot: int) -> _P:
+    if _VALIDATED[slot] is not policy:
+        policy.validate()  # raises on a bad field
+        _VALIDATED[slot] = policy
+    return policy
 
 
 #: The jitter source of every handler given no ``rng``: unseeded, so as unpredictable as one
@@ -122,9 +137,9 @@ class StreamHandler:
         on_wait: Callable[..., object] | None = None,
     ) -> None:
         check_handler_arguments(timeouts, retry, rate_limit, limiter, rng, scheduler, on_wait)
-        self._timeouts = timeouts.validate()
-        self._retry = retry.validate()
-        self._rate_limit = rate_limit.validate()
+        self._timeouts = _validated(timeouts, 0)
+        self._retry = _validated(retry, 1)
+        self._rate_limit = _validated(rate_limit, 2)
         self._limiter = limiter
         self._rng = rng if rng is not None else _JITTER
         self._scheduler = scheduler
