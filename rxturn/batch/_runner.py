@@ -44,7 +44,7 @@ from ..errors import APIStatusError, Cancelled, ConfigError, RxturnError
 from ..messages import Message, RequestOptions, Usage
 from ..resilience.fallback import FallbackManager
 from ..resilience.limiter import RateLimiter
-from ..resilience.policies import LimiterPolicy
+from ..resilience.policies import LimiterPolicy, TimeoutPolicy
 from ._budget import Gate
 from ._input import BatchRow
 
@@ -236,18 +236,28 @@ class _Slot(Observer):
         gate = runner.gate
         # every attempt after the first asks the gate: for budget, or for a Retry-After pause
         limiter = _SlotLimiter(self) if gate is not None else None
+        self.managers: dict[str, FallbackManager] = {}
+        config = runner.config
         self.engine = TurnEngine(
             runner.client,
-            handler=StreamHandler(limiter=limiter),
+            handler=StreamHandler(timeouts=runner.timeouts, limiter=limiter),
             observers=(self,),
             counter=runner.counter,
-            failover=bool(runner.config.fallback) and runner.config.failover,
+            fallback=self._manager(config.model) if config.fallback else None,
+            failover=bool(config.fallback) and config.failover,
         )
-        self.managers: dict[str, FallbackManager] = {}
         self.tokens = 0  # the current row's estimate per request
         self.tickets: deque[int] = deque()
         self.prepaid = False
         self.pending: asyncio.Task[int] | None = None
+
+    def _manager(self, model: str) -> FallbackManager:
+        """The breaker and failover chain of rows asking ``model`` (one per model)."""
+        manager = self.managers.get(model)
+        if manager is None:
+            chain = [name for name in self.runner.config.fallback if name != model]
+            manager = self.managers[model] = FallbackManager(model, chain)
+        return manager
 
     # --------------------------------------------------------------- budget
 
@@ -298,11 +308,7 @@ class _Slot(Observer):
         model = row.model or config.model
         engine.request_options = runner.options_for(model, row.options)
         if config.fallback:
-            manager = self.managers.get(model)
-            if manager is None:
-                chain = [name for name in config.fallback if name != model]
-                manager = self.managers[model] = FallbackManager(model, chain)
-            engine.fallback = manager
+            engine.fallback = self._manager(model)
         max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
         self.tokens = estimate_tokens(row, engine.system, max_tokens)
 
@@ -397,6 +403,11 @@ class Runner:
         api_key: the provider key (never stored anywhere but the client).
         gate: the run's budget (``None``: no budget and no shared Retry-After pause).
         client: a client to use instead of building one from ``config`` (not closed here).
+            The runner's own client sends the non-streaming rescue through a transport that
+            waits for its grant; a client passed in has no such transport, so with ``rpm`` or
+            ``tpm`` its turns run without the rescue (no request leaves without a grant).
+        counter: the engine's token counter (default: :class:`CharCounter`).
+        timeouts: the turns' deadlines (default: the stream handler's).
     """
 
     def __init__(
@@ -407,10 +418,15 @@ class Runner:
         gate: Gate | None = None,
         client: ModelClient | None = None,
         counter: TokenCounter | None = None,
+        timeouts: TimeoutPolicy | None = None,
     ) -> None:
         self.config = config.check()
-        self.gate = gate
         self.limited = config.rpm is not None or config.tpm is not None
+        timeouts = timeouts if timeouts is not None else TimeoutPolicy()
+        if client is not None and self.limited and timeouts.rescue:
+            timeouts = msgspec.structs.replace(timeouts, rescue=False)
+        self.timeouts = timeouts
+        self.gate = gate
         self._transport: Any = None
         self._own: Any = None
         if client is None:
