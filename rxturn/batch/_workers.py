@@ -28,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from ._budget import Budget, LocalGate
+from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchError
 from ._file import Done
 from ._runner import BatchConfig
@@ -97,7 +97,9 @@ class WorkerPool:
         self.run = run
         self.size = workers
         self.capacity = workers * config.concurrency
-        self.gate = gate if gate is not None else LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
+        self.gate: Gate = (
+            gate if gate is not None else LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
+        )
         self.workers: list[_Worker] = []
         self.respawns = 0
         self.closing = False
