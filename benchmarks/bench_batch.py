@@ -182,10 +182,21 @@ def peak_rss_mb(url: str, inp: Path, out: Path, seconds: float) -> float:
             break
         time.sleep(0.05)
     time.sleep(seconds)
+    peak = _high_water_mb(process.pid)
     process.send_signal(signal.SIGTERM)
-    _, status, usage = os.wait4(process.pid, 0)
-    del status
-    return usage.ru_maxrss / 1024
+    process.wait(timeout=120)
+    return peak
+
+
+def _high_water_mb(pid: int) -> float:
+    """``VmHWM`` of ``pid``: its peak RSS since it exec'd. (``ru_maxrss`` from ``wait4`` would
+    also count the copy of this process a fork made before the exec: inside ``run.py``, whose
+    own RSS is large, that floor hides the command's.)"""
+    with open(f"/proc/{pid}/status") as file:
+        for line in file:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
 
 
 def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
