@@ -11,7 +11,9 @@ A row is one JSON object per line, in one of four shapes:
 Messages go through the package's one converter (:func:`~rxturn.messages.as_message`), so a
 row's media parts, tool calls and tool results become the parts a conversation would get; what
 is batch-specific here is the row shapes, the ``system`` role lifted into the system prompt, and
-the body's fields mapped onto request options. The key of a row is its ``id`` / ``custom_id``; a native row without one is keyed by its line
+the body's fields mapped onto request options.
+
+The key of a row is its ``id`` / ``custom_id``; a native row without one is keyed by its line
 number and content. :func:`decode_row` is the one place that knows the shapes; the scan, the
 runner and the workers all call it. :func:`input_sha` is the sha256 of a row's canonical JSON
 (sorted keys, no whitespace), which tells an edited row from the one an output line answered.
