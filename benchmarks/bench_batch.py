@@ -11,7 +11,10 @@ gets and what is measured is the client side. In order:
    batch's token counter), no batch layer at all: the most ``rxturn batch run`` could reach;
 3. **rxturn 1 worker**: ``rxturn batch run --concurrency 100`` on the same rows (every row a
    full turn with the resilient handler, written to the output and fsynced in groups); its
-   rows/s is taken from its own summary (the run, without interpreter start-up and the scan);
+   rows/s and CPU per row are the steady state: a run of 200 rows is subtracted from the full
+   run (rows, the seconds of their summary lines, CPU), so what every run pays once (start-up,
+   the first turn's imports and set-up, the scan) is left out, as the in-process loops leave
+   out their warm-up;
 4. **rxturn --workers 2**: the same with two worker processes;
 5. **peak RSS** of ``rxturn batch run`` on a 10^6-line input (written to a temporary file),
    stopped with SIGTERM after a few seconds of running, beside the same on 10^4 lines: the
@@ -19,10 +22,10 @@ gets and what is measured is the client side. In order:
 
 Beside rows/s (wall clock, which moves with whatever else the machine runs), each contender's
 **CPU per row**: this process's CPU time for the in-process loops; for ``rxturn batch run``,
-the CPU of the command and its worker processes (``wait4``) minus that of the same command
-run again on its finished output (start-up, the scan, nothing sent); and the server's CPU per
-row over each contender's run (from ``/proc``). CPU per row is the steadier measure on a
-shared machine, and ``1e6 / CPU µs per row`` is the rows/s one free core would give.
+the CPU of the command and its worker processes (``wait4``), as the difference above; and the
+server's CPU per request over each contender's run (from ``/proc``). CPU per row is the
+steadier measure on a shared machine, and ``1e6 / CPU µs per row`` is the rows/s one free core
+would give.
 
 The target: rxturn 1 worker at least 0.7x the bare loop's rows/s (printed PASS/MISS; a
 benchmark informs, it does not gate). ``--workers 2`` is judged against one worker: it scales
@@ -57,6 +60,8 @@ from rxturn.transport.aiohttp import AiohttpTransport
 
 TARGET = 0.7
 SCALES = 1.2
+#: rows of the short run whose cost ``rxturn_run`` subtracts
+WARM = 200
 CONCURRENCY = 100
 _TEXT = ("lorem ipsum dolor sit amet " * 20)[:400]
 SCENARIO = {"models": {"*": [{"text": _TEXT, "chunk_chars": 20}]}}
@@ -154,19 +159,26 @@ def _run_cli(command: list[str]) -> tuple[str, int, float]:
     return text, process.returncode, usage.ru_utime + usage.ru_stime
 
 
-def rxturn_run(url: str, inp: Path, out: Path, *extra: str) -> tuple[float, float]:
-    """Rows/s of ``rxturn batch run`` from its summary line, and its CPU µs per row (the run's
-    CPU minus that of the same command again on the finished output: nothing to send)."""
-    command = _command(url, inp, out, *extra)
+def _timed_run(command: list[str]) -> tuple[int, float, float]:
+    """Run ``rxturn batch run``: rows done, seconds from its summary line, CPU seconds."""
     stderr, code, cpu = _run_cli(command)
     match = _SUMMARY.search(stderr)
     if code != 0 or match is None:
         raise RuntimeError(f"rxturn batch run failed ({code}): {stderr[-500:]}")
-    rows = int(match.group(2))
-    _, again, idle = _run_cli(command)
-    if again != 0:
-        raise RuntimeError(f"rxturn batch run on its finished output exited {again}")
-    return rows / float(match.group(3)), max(cpu - idle, 0.0) / rows * 1e6
+    return int(match.group(2)), float(match.group(3)), cpu
+
+
+def rxturn_run(url: str, inputs: tuple[Path, Path], out: Path, *extra: str) -> tuple[float, float]:
+    """Steady-state rows/s and CPU µs per row of ``rxturn batch run``: a short run (``inputs[0]``,
+    :data:`WARM` rows) and the full one (``inputs[1]``), each on a fresh output; the difference
+    between the two is what the extra rows cost, without what every run pays once (start-up,
+    the imports and set-up of its first turn, the scan)."""
+    rows_a, seconds_a, cpu_a = _timed_run(
+        _command(url, inputs[0], out.with_suffix(".warm"), *extra)
+    )
+    rows_b, seconds_b, cpu_b = _timed_run(_command(url, inputs[1], out, *extra))
+    rows = rows_b - rows_a
+    return rows / max(seconds_b - seconds_a, 1e-9), max(cpu_b - cpu_a, 0.0) / rows * 1e6
 
 
 def peak_rss_mb(url: str, inp: Path, out: Path, seconds: float) -> float:
@@ -213,22 +225,26 @@ def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
         try:
             inp = directory / "in.jsonl"
             write_input(inp, rows)
+            short = directory / "short.jsonl"
+            write_input(short, WARM)
+            inputs = (short, inp)
             asyncio.run(bare_loop(server.url, min(rows, 500)))  # warm the server up
             measured: dict[str, tuple[float, float, float]] = {}
 
-            def measure(name: str, run: Any) -> None:
+            def measure(name: str, run: Any, requests: int = rows) -> None:
                 before = server_cpu(server.pid)
                 rate, cpu = run()
                 served = server_cpu(server.pid) - before
-                measured[name] = (rate, cpu, served / rows * 1e6)
+                measured[name] = (rate, cpu, served / requests * 1e6)
 
             measure("bare", lambda: asyncio.run(bare_loop(server.url, rows)))
             measure("engine", lambda: asyncio.run(engine_loop(server.url, rows)))
-            measure("one", lambda: rxturn_run(server.url, inp, directory / "out1.jsonl"))
-            measure(
-                "two",
-                lambda: rxturn_run(server.url, inp, directory / "out2.jsonl", "--workers", "2"),
+            one_run = lambda: rxturn_run(server.url, inputs, directory / "out1.jsonl")  # noqa: E731
+            two_run = lambda: rxturn_run(  # noqa: E731
+                server.url, inputs, directory / "out2.jsonl", "--workers", "2"
             )
+            measure("one", one_run, rows + WARM)
+            measure("two", two_run, rows + WARM)
             (bare, bare_cpu, bare_srv), (engine, engine_cpu, engine_srv) = (
                 measured["bare"],
                 measured["engine"],
