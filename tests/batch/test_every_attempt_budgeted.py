@@ -1,7 +1,7 @@
 """Every attempt of a row spends budget: the first request, the retries, the non-streaming
 rescue and the failover legs each wait for a grant, and one that cannot get it before its
 deadline ends the row with a typed error instead of going out. Measured from the fake server's
-own arrival times (one-second or thirty-second windows keep the tests short)."""
+own arrival times (two-second or thirty-second windows keep the tests short)."""
 
 from __future__ import annotations
 
@@ -31,13 +31,13 @@ async def test_retries_the_rescue_and_the_failover_leg_each_wait_for_a_grant() -
             fallback=("backup",),
             base_url=fake.base_url,
             concurrency=2,
-            rpm=3,
+            rpm=4,
         )
         results: list[object] = []
         summary = await run_rows(
             [{"id": "a", "prompt": "one"}, {"id": "b", "prompt": "two"}],
             config,
-            gate=LocalGate(Budget(rpm=3, window=1.0)),
+            gate=LocalGate(Budget(rpm=4, window=2.0)),
             on_result=results.append,
         )
         received = list(fake.received)
@@ -49,9 +49,9 @@ async def test_retries_the_rescue_and_the_failover_leg_each_wait_for_a_grant() -
     assert len(rescues) == 2
     assert len(primary) == 2 * 5
     assert len(received) == 2 * 6
-    # every one of them had a grant: no window (a little under a second, for the trip from
-    # grant to server) holds more than the budget
-    assert _most_in_window([r.arrived for r in received], 0.95) <= 3
+    # every one of them had a grant: no window holds more than the budget (a window a quarter
+    # second short of the budget's, for the trip from grant to server on a busy machine)
+    assert _most_in_window([r.arrived for r in received], 1.75) <= 4
 
 
 async def test_an_attempt_whose_grant_would_come_after_its_deadline_is_not_sent() -> None:
