@@ -234,6 +234,11 @@ class FakeServerProcess:
             raise RuntimeError(f"fake-server did not start: {line!r}")
         self.url = line.removeprefix("listening on ")
 
+    @property
+    def pid(self) -> int:
+        """The server process's id (to read its CPU time)."""
+        return self._proc.pid
+
     def close(self) -> None:
         self._proc.terminate()
         self._proc.wait(timeout=10)

@@ -1,30 +1,41 @@
 """The batch phase: rows per second of ``rxturn batch run`` against a bare aiohttp loop.
 
 Run alone (``python benchmarks/bench_batch.py [--rows N] [--no-rss]``) or from ``run.py
---batch``. One ``rxturn fake-server`` child process serves both contenders the same reply:
+--batch``. One ``rxturn fake-server`` child process serves every contender the same reply:
 about 100 tokens (400 characters) in 20 deltas, no delay, so the provider is as fast as it
 gets and what is measured is the client side. In order:
 
 1. **bare**: an aiohttp loop, 100 requests in flight, each reading its whole SSE body: the
    most a client can do against this server on this machine;
-2. **rxturn 1 worker**: ``rxturn batch run --concurrency 100`` on the same rows (every row a
+2. **engine**: 100 ``TurnEngine`` turns in flight in this process (the resilient handler, the
+   batch's token counter), no batch layer at all: the most ``rxturn batch run`` could reach;
+3. **rxturn 1 worker**: ``rxturn batch run --concurrency 100`` on the same rows (every row a
    full turn with the resilient handler, written to the output and fsynced in groups); its
-   rows/s is taken from its own summary (the run, without interpreter start-up and the scan);
-3. **rxturn --workers 2**: the same with two worker processes (on a 2-core machine that also
-   runs the server, the gain is bounded by the cores);
-4. **peak RSS** of ``rxturn batch run`` on a 10^6-line input (written to a temporary file),
+   rows/s and CPU per row are the steady state: a run of 200 rows is subtracted from the full
+   run (rows, the seconds of their summary lines, CPU), so what every run pays once (start-up,
+   the first turn's imports and set-up, the scan) is left out, as the in-process loops leave
+   out their warm-up;
+4. **rxturn --workers 2**: the same with two worker processes;
+5. **peak RSS** of ``rxturn batch run`` on a 10^6-line input (written to a temporary file),
    stopped with SIGTERM after a few seconds of running, beside the same on 10^4 lines: the
    difference is what a million keys cost; the rows in flight cost the same in both.
 
+Beside rows/s (wall clock, which moves with whatever else the machine runs), each contender's
+**CPU per row**: this process's CPU time for the in-process loops; for ``rxturn batch run``,
+the CPU of the command and its worker processes (``wait4``), as the difference above; and the
+server's CPU per request over each contender's run (from ``/proc``). CPU per row is the
+steadier measure on a shared machine, and ``1e6 / CPU µs per row`` is the rows/s one free core
+would give.
+
 The target: rxturn 1 worker at least 0.7x the bare loop's rows/s (printed PASS/MISS; a
-benchmark informs, it does not gate).
+benchmark informs, it does not gate). ``--workers 2`` is judged against one worker: it scales
+when it gives at least 1.2x.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import re
 import shutil
@@ -37,8 +48,20 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+from _servers import FakeServerProcess
+
+from rxturn.batch._runner import CharCounter
+from rxturn.clients._factory import client_for
+from rxturn.engine import TurnEngine
+from rxturn.engine._results import Session
+from rxturn.engine.handler import StreamHandler
+from rxturn.messages import Message
+from rxturn.transport.aiohttp import AiohttpTransport
 
 TARGET = 0.7
+SCALES = 1.2
+#: rows of the short run whose cost ``rxturn_run`` subtracts
+WARM = 200
 CONCURRENCY = 100
 _TEXT = ("lorem ipsum dolor sit amet " * 20)[:400]
 SCENARIO = {"models": {"*": [{"text": _TEXT, "chunk_chars": 20}]}}
@@ -47,33 +70,16 @@ RXTURN = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "rxturn"]
 _SUMMARY = re.compile(r"(\d+) rows: (\d+) ok.* in ([0-9.]+)s")
 
 
-class FakeServer:
-    """``rxturn fake-server`` in a child process."""
-
-    def __init__(self, directory: Path) -> None:
-        path = directory / "scenario.json"
-        path.write_text(json.dumps(SCENARIO))
-        self.process = subprocess.Popen(
-            [*RXTURN, "fake-server", "--scenario", str(path)],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.process.stdout is not None
-        line = self.process.stdout.readline().strip()
-        if not line.startswith("listening on "):
-            self.close()
-            raise RuntimeError(f"fake-server did not start: {line!r}")
-        self.url = line.removeprefix("listening on ")
-
-    def close(self) -> None:
-        self.process.terminate()
-        self.process.wait(timeout=10)
-        if self.process.stdout is not None:
-            self.process.stdout.close()
+def server_cpu(pid: int) -> float:
+    """CPU seconds (user + system) the process ``pid`` has used so far."""
+    with open(f"/proc/{pid}/stat") as file:
+        fields = file.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-async def bare_loop(url: str, rows: int) -> float:
-    """Rows/s of a plain aiohttp client: POST, read the whole stream, ``CONCURRENCY`` at once."""
+async def bare_loop(url: str, rows: int) -> tuple[float, float]:
+    """Rows/s of a plain aiohttp client (POST, read the whole stream, ``CONCURRENCY`` at once)
+    and its CPU µs per row."""
     connector = aiohttp.TCPConnector(limit=CONCURRENCY)
     places = asyncio.Semaphore(CONCURRENCY)
     headers = {"x-api-key": "bench", "anthropic-version": "2023-06-01"}
@@ -91,9 +97,38 @@ async def bare_loop(url: str, rows: int) -> float:
             assert r.status == 200
 
     async with aiohttp.ClientSession(connector=connector) as session:
-        started = time.perf_counter()
+        cpu, started = time.process_time(), time.perf_counter()
         await asyncio.gather(*(one(session, i) for i in range(rows)))
-        return rows / (time.perf_counter() - started)
+        wall = time.perf_counter() - started
+        return rows / wall, (time.process_time() - cpu) / rows * 1e6
+
+
+async def engine_loop(url: str, rows: int) -> tuple[float, float]:
+    """Rows/s and CPU µs per row of ``CONCURRENCY`` ``TurnEngine`` loops, each a fresh
+    one-message history per turn: the turn a batch row is, without the batch layer."""
+    transport = AiohttpTransport(limit=CONCURRENCY)
+    client = client_for("anthropic", "m", None, base_url=url, transport=transport)
+    counter = CharCounter()
+    engines = [
+        TurnEngine(client, handler=StreamHandler(), counter=counter) for _ in range(CONCURRENCY)
+    ]
+
+    async def loop(engine: TurnEngine, numbers: range) -> None:
+        for i in numbers:
+            engine.session = Session((Message.user(f"question number {i}"),))
+            await engine.turn()
+
+    try:
+        await asyncio.gather(*(loop(engine, range(2)) for engine in engines))  # warm up
+        cpu, started = time.process_time(), time.perf_counter()
+        await asyncio.gather(
+            *(loop(engine, range(k, rows, CONCURRENCY)) for k, engine in enumerate(engines))
+        )
+        wall = time.perf_counter() - started
+        return rows / wall, (time.process_time() - cpu) / rows * 1e6
+    finally:
+        await client.aclose()
+        await transport.aclose()
 
 
 def write_input(path: Path, rows: int) -> None:
@@ -112,19 +147,38 @@ def _command(url: str, inp: Path, out: Path, *extra: str) -> list[str]:
     ]
 
 
-def rxturn_run(url: str, inp: Path, out: Path, *extra: str) -> float:
-    """Rows/s of ``rxturn batch run`` from its summary line."""
-    done = subprocess.run(
-        _command(url, inp, out, *extra),
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        env={k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")},
+def _run_cli(command: list[str]) -> tuple[str, int, float]:
+    """Run ``command``; its stderr, exit code and CPU seconds (with its children's)."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    with tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=err, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        err.seek(0)
+        text = err.read().decode("utf-8", "replace")
+    return text, process.returncode, usage.ru_utime + usage.ru_stime
+
+
+def _timed_run(command: list[str]) -> tuple[int, float, float]:
+    """Run ``rxturn batch run``: rows done, seconds from its summary line, CPU seconds."""
+    stderr, code, cpu = _run_cli(command)
+    match = _SUMMARY.search(stderr)
+    if code != 0 or match is None:
+        raise RuntimeError(f"rxturn batch run failed ({code}): {stderr[-500:]}")
+    return int(match.group(2)), float(match.group(3)), cpu
+
+
+def rxturn_run(url: str, inputs: tuple[Path, Path], out: Path, *extra: str) -> tuple[float, float]:
+    """Steady-state rows/s and CPU µs per row of ``rxturn batch run``: a short run (``inputs[0]``,
+    :data:`WARM` rows) and the full one (``inputs[1]``), each on a fresh output; the difference
+    between the two is what the extra rows cost, without what every run pays once (start-up,
+    the imports and set-up of its first turn, the scan)."""
+    rows_a, seconds_a, cpu_a = _timed_run(
+        _command(url, inputs[0], out.with_suffix(".warm"), *extra)
     )
-    match = _SUMMARY.search(done.stderr)
-    if done.returncode != 0 or match is None:
-        raise RuntimeError(f"rxturn batch run failed ({done.returncode}): {done.stderr[-500:]}")
-    return int(match.group(2)) / float(match.group(3))
+    rows_b, seconds_b, cpu_b = _timed_run(_command(url, inputs[1], out, *extra))
+    rows = rows_b - rows_a
+    return rows / max(seconds_b - seconds_a, 1e-9), max(cpu_b - cpu_a, 0.0) / rows * 1e6
 
 
 def peak_rss_mb(url: str, inp: Path, out: Path, seconds: float) -> float:
@@ -140,33 +194,101 @@ def peak_rss_mb(url: str, inp: Path, out: Path, seconds: float) -> float:
             break
         time.sleep(0.05)
     time.sleep(seconds)
+    peak = _high_water_mb(process.pid)
     process.send_signal(signal.SIGTERM)
-    _, status, usage = os.wait4(process.pid, 0)
-    del status
-    return usage.ru_maxrss / 1024
+    process.wait(timeout=120)
+    return peak
+
+
+def _high_water_mb(pid: int) -> float:
+    """``VmHWM`` of ``pid``: its peak RSS since it exec'd. (``ru_maxrss`` from ``wait4`` would
+    also count the copy of this process a fork made before the exec: inside ``run.py``, whose
+    own RSS is large, that floor hides the command's.)"""
+    with open(f"/proc/{pid}/status") as file:
+        for line in file:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmHWM for process {pid}")
 
 
 def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
     """The whole phase; prints its lines and returns its numbers."""
     results: dict[str, Any] = {"rows": rows, "concurrency": CONCURRENCY}
+    load = os.getloadavg()[0]
+    print(
+        f"batch: {os.cpu_count()} CPUs, load average {load:.1f} at start (wall-clock rows/s "
+        "move with the machine's other work; CPU per row much less)"
+    )
+    server = FakeServerProcess(SCENARIO)
     with tempfile.TemporaryDirectory(prefix="rxturn-bench-batch-") as tmp:
         directory = Path(tmp)
-        server = FakeServer(directory)
         try:
             inp = directory / "in.jsonl"
             write_input(inp, rows)
+            short = directory / "short.jsonl"
+            write_input(short, WARM)
+            inputs = (short, inp)
             asyncio.run(bare_loop(server.url, min(rows, 500)))  # warm the server up
-            bare = asyncio.run(bare_loop(server.url, rows))
-            one = rxturn_run(server.url, inp, directory / "out1.jsonl")
-            two = rxturn_run(server.url, inp, directory / "out2.jsonl", "--workers", "2")
-            results.update(bare_rows_per_s=bare, rxturn_rows_per_s=one, workers2_rows_per_s=two)
-            ratio = one / bare
+            measured: dict[str, tuple[float, float, float]] = {}
+
+            def measure(name: str, run: Any, requests: int = rows) -> None:
+                before = server_cpu(server.pid)
+                rate, cpu = run()
+                served = server_cpu(server.pid) - before
+                measured[name] = (rate, cpu, served / requests * 1e6)
+
+            measure("bare", lambda: asyncio.run(bare_loop(server.url, rows)))
+            measure("engine", lambda: asyncio.run(engine_loop(server.url, rows)))
+            one_run = lambda: rxturn_run(server.url, inputs, directory / "out1.jsonl")  # noqa: E731
+            two_run = lambda: rxturn_run(  # noqa: E731
+                server.url, inputs, directory / "out2.jsonl", "--workers", "2"
+            )
+            measure("one", one_run, rows + WARM)
+            measure("two", two_run, rows + WARM)
+            (bare, bare_cpu, bare_srv), (engine, engine_cpu, engine_srv) = (
+                measured["bare"],
+                measured["engine"],
+            )
+            (one, one_cpu, one_srv), (two, two_cpu, two_srv) = measured["one"], measured["two"]
+            ratio, scaling = one / bare, two / one
             verdict = "PASS" if ratio >= TARGET else "MISS"
-            print(f"batch: bare aiohttp loop            {bare:8.0f} rows/s")
-            print(f"batch: rxturn batch run (1 worker)  {one:8.0f} rows/s  {ratio:.2f}x bare")
-            print(f"batch: rxturn batch run --workers 2 {two:8.0f} rows/s  {two / one:.2f}x one")
-            print(f"batch: target >= {TARGET}x bare: {verdict} ({ratio:.2f}x)")
-            results.update(ratio=ratio, verdict=verdict)
+            scales = "scales" if scaling >= SCALES else "does not scale"
+            print(
+                f"batch: {'contender':<34} {'rows/s':>8} {'':>13} {'CPU µs/row':>10} {'server':>7}"
+            )
+            engine_note = f"{engine / bare:.2f}x bare"
+            for name, rate, note, cpu, srv in (
+                ("bare aiohttp loop", bare, "", bare_cpu, bare_srv),
+                ("TurnEngine loop (no batch layer)", engine, engine_note, engine_cpu, engine_srv),
+                ("rxturn batch run (1 worker)", one, f"{ratio:.2f}x bare", one_cpu, one_srv),
+                ("rxturn batch run --workers 2", two, f"{scaling:.2f}x one", two_cpu, two_srv),
+            ):
+                print(f"batch: {name:<34} {rate:8.0f} {note:>13} {cpu:10.0f} {srv:7.0f}")
+            print(
+                f"batch: target >= {TARGET}x bare: {verdict} ({ratio:.2f}x rows/s); bare's CPU per "
+                f"row is {bare_cpu / one_cpu:.2f}x rxturn's, {bare_cpu / engine_cpu:.2f}x the "
+                "TurnEngine loop's"
+            )
+            print(
+                f"batch: --workers 2 vs 1 worker: {scaling:.2f}x, {scales} (>= {SCALES}x); "
+                f"2 workers spend {two_cpu - one_cpu:+.0f} µs CPU/row more (the parent's relay)"
+            )
+            results.update(
+                bare_rows_per_s=bare,
+                engine_rows_per_s=engine,
+                rxturn_rows_per_s=one,
+                workers2_rows_per_s=two,
+                bare_cpu_us_per_row=bare_cpu,
+                engine_cpu_us_per_row=engine_cpu,
+                rxturn_cpu_us_per_row=one_cpu,
+                workers2_cpu_us_per_row=two_cpu,
+                server_cpu_us_per_row=bare_srv,
+                ratio=ratio,
+                verdict=verdict,
+                workers2_scaling=scaling,
+                workers2_verdict=scales,
+                load_average=load,
+            )
             if rss:
                 small, big = directory / "small.jsonl", directory / "big.jsonl"
                 write_input(small, 10_000)

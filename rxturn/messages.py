@@ -16,11 +16,13 @@ Two more part types appear in replies: :class:`RefusalPart` (an OpenAI refusal) 
 
 from __future__ import annotations
 
+import base64
+import binascii
 import enum
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self, SupportsIndex, get_args
+from typing import Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
 
 import msgspec
 
@@ -351,6 +353,11 @@ class _FromSource:
     """``from_path`` / ``from_bytes`` for the media parts: inline the bytes, check the kind."""
 
     _kind: ClassVar[str]
+
+    @classmethod
+    def check_kind(cls, source: MediaSource) -> MediaSource:
+        """``source`` if it is not inline, or inline bytes of this part's kind of media."""
+        return cls._inline(source) if isinstance(source, InlineSource) else source
 
     @classmethod
     def _inline(cls, source: InlineSource) -> InlineSource:
@@ -964,10 +971,135 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
         return ToolResultPart(_field(block, "call_id", where), output)
     if kind == "refusal" and isinstance(block.get("refusal"), str):
         return RefusalPart(_field(block, "refusal", where))
+    try:
+        media = _media_from_dict(block, kind, where)
+    except ConfigError as exc:  # a media part's own check: say where the block sat
+        if str(exc).startswith(where):
+            raise
+        raise ConfigError(f"{where}: {exc}") from None
+    if media is not None:
+        return media
     raise ConfigError(
         f"{where}: cannot convert a content block of type {kind!r}; build the part from "
         "rxturn.messages (docs/messages.md lists the dict forms accepted)"
     )
+
+
+def _base64(data: object, where: str) -> bytes:
+    if not isinstance(data, str) or not data:
+        raise ConfigError(f"{where}: media data must be a non-empty base64 str")
+    try:
+        return base64.b64decode(data, validate=True)
+    except (binascii.Error, ValueError):
+        raise ConfigError(f"{where}: media data is not valid base64") from None
+
+
+def _inner(fields: Mapping[str, object], key: str, where: str, holder: str) -> str:
+    """A str field of a block's nested object (``image_url.url``, ``source.media_type``)."""
+    value = fields.get(key)
+    if not isinstance(value, str):
+        raise ConfigError(f"{where}: needs '{holder}.{key}' as a str, got {type(value).__name__}")
+    return value
+
+
+def _data_url(url: str, where: str) -> InlineSource | None:
+    """A ``data:<type>;base64,<data>`` URL's bytes (``None``: not a data URL)."""
+    if not url.startswith("data:"):
+        return None
+    head, comma, data = url[5:].partition(",")
+    media_type, _, encoding = head.partition(";")
+    if not comma or encoding != "base64" or not media_type:
+        raise ConfigError(f"{where}: a data URL must be data:<media type>;base64,<data>")
+    return InlineSource.from_bytes(_base64(data, where), media_type)
+
+
+def _anthropic_source(raw: object, where: str) -> MediaSource:
+    """An Anthropic block's ``source``: ``base64``, ``text`` (documents), ``url`` or ``file``."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{where}: a media block needs a 'source' object")
+    source: dict[str, object] = raw  # pyright: ignore[reportUnknownVariableType]
+    kind = source.get("type")
+    if kind == "base64":
+        media_type = _inner(source, "media_type", where, "source")
+        return InlineSource.from_bytes(_base64(source.get("data"), where), media_type)
+    if kind == "text":
+        text = _inner(source, "data", where, "source")
+        return InlineSource.from_bytes(text.encode(), "text/plain")
+    if kind == "url":
+        return UrlSource(_inner(source, "url", where, "source"))
+    if kind == "file":
+        return FileIdSource(_inner(source, "file_id", where, "source"), "anthropic")
+    raise ConfigError(f"{where}: unknown media source type {kind!r}")
+
+
+def _url_source(url: str, where: str) -> MediaSource:
+    inline = _data_url(url, where)
+    return inline if inline is not None else UrlSource(url)
+
+
+def _media_from_dict(block: Mapping[str, object], kind: object, where: str) -> ContentPart | None:
+    """The Anthropic and OpenAI (Chat, Responses) media blocks as media parts; ``None`` for a
+    block of another type."""
+    if kind == "image":  # Anthropic
+        return ImagePart(ImagePart.check_kind(_anthropic_source(block.get("source"), where)))
+    if kind == "document":  # Anthropic
+        citations = block.get("citations")
+        enabled = isinstance(citations, dict) and bool(
+            cast("dict[str, object]", citations).get("enabled")
+        )
+        return DocumentPart(
+            DocumentPart.check_kind(_anthropic_source(block.get("source"), where)),
+            title=block.get("title"),  # pyright: ignore[reportArgumentType]
+            context=block.get("context"),  # pyright: ignore[reportArgumentType]
+            citations=enabled,
+        )
+    if kind == "image_url":  # OpenAI Chat
+        image = block.get("image_url")
+        if isinstance(image, str):
+            image = {"url": image}
+        if not isinstance(image, dict):
+            raise ConfigError(f"{where}: an 'image_url' block needs an 'image_url' object")
+        fields = cast("dict[str, object]", image)
+        source = _url_source(_inner(fields, "url", where, "image_url"), where)
+        return ImagePart(ImagePart.check_kind(source), fields.get("detail"))  # pyright: ignore[reportArgumentType]
+    if kind == "input_image":  # Responses
+        file_id = block.get("file_id")
+        source = (
+            FileIdSource(file_id, "openai")
+            if isinstance(file_id, str)
+            else _url_source(_field(block, "image_url", where), where)
+        )
+        return ImagePart(ImagePart.check_kind(source), block.get("detail"))  # pyright: ignore[reportArgumentType]
+    if kind in ("file", "input_file"):  # OpenAI Chat (fields under "file"), Responses (flat)
+        raw = block.get("file") if kind == "file" else block
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}: a 'file' block needs a 'file' object")
+        file: dict[str, object] = raw  # pyright: ignore[reportUnknownVariableType]
+        filename = file.get("filename")
+        file_id = file.get("file_id")
+        if isinstance(file_id, str):
+            source = FileIdSource(file_id, "openai")
+        else:
+            data = _inner(file, "file_data", where, "file")
+            inline = _data_url(data, where)
+            if inline is None:
+                name = filename if isinstance(filename, str) else ""
+                inline = InlineSource.from_bytes(_base64(data, where), name=name)
+            source = inline
+        return DocumentPart(
+            DocumentPart.check_kind(source),
+            filename=filename,  # pyright: ignore[reportArgumentType]
+        )
+    if kind == "input_audio":  # OpenAI Chat
+        raw = block.get("input_audio")
+        if not isinstance(raw, dict):
+            raise ConfigError(f"{where}: an 'input_audio' block needs an 'input_audio' object")
+        audio: dict[str, object] = raw  # pyright: ignore[reportUnknownVariableType]
+        form = _inner(audio, "format", where, "input_audio")
+        data = _base64(audio.get("data"), where)
+        media_type = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(form, f"audio/{form}")
+        return AudioPart(AudioPart.check_kind(InlineSource.from_bytes(data, media_type)))
+    return None
 
 
 def as_message(item: object, where: str) -> Message:

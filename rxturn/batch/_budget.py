@@ -11,7 +11,7 @@ until a Retry-After expires.
 
 :class:`LocalGate` puts a :class:`Budget` on the asyncio loop: waiters queue in order and sleep
 until the budget grants. Worker processes and Ray actors reach the one gate of the run through
-a proxy with the same three methods (:class:`Gate`), so the budget is global in every mode.
+a proxy with the same methods (:class:`Gate`), so the budget is global in every mode.
 """
 
 from __future__ import annotations
@@ -148,10 +148,6 @@ class Gate(Protocol):
         """Wait until a request of ``tokens`` is granted; its ticket."""
         ...
 
-    def charge(self, tokens: int) -> int:
-        """Spend budget for a request that goes out now regardless (a rescue); its ticket."""
-        ...
-
     def correct(self, ticket: int, tokens: int) -> None: ...
 
     def restamp(self, ticket: int) -> None:
@@ -194,9 +190,6 @@ class LocalGate:
                     return ticket
                 self.waited += wait
                 await asyncio.sleep(wait)
-
-    def charge(self, tokens: int) -> int:
-        return self.budget.charge(tokens, self.now())
 
     def correct(self, ticket: int, tokens: int) -> None:
         if ticket >= 0:

@@ -8,6 +8,11 @@ A row is one JSON object per line, in one of four shapes:
 * an OpenAI Batch line: ``{"custom_id", "method", "url", "body": {"model", "messages", …}}``;
 * an Anthropic Message Batches request: ``{"custom_id", "params": {"model", "messages", …}}``.
 
+Messages go through the package's one converter (:func:`~rxturn.messages.as_message`), so a
+row's media parts, tool calls and tool results become the parts a conversation would get; what
+is batch-specific here is the row shapes, the ``system`` role lifted into the system prompt, and
+the body's fields mapped onto request options.
+
 The key of a row is its ``id`` / ``custom_id``; a native row without one is keyed by its line
 number and content. :func:`decode_row` is the one place that knows the shapes; the scan, the
 runner and the workers all call it. :func:`input_sha` is the sha256 of a row's canonical JSON
@@ -27,7 +32,8 @@ from typing import Any, BinaryIO, cast
 
 import msgspec
 
-from ..messages import Message, RequestOptions, TextPart
+from ..errors import ConfigError
+from ..messages import Message, RequestOptions, as_message
 from ._errors import BatchInputError
 
 __all__ = [
@@ -43,7 +49,6 @@ __all__ = [
 #: The request fields a row may set, beside its messages and system prompt.
 _OPTION_FIELDS = frozenset(RequestOptions.__struct_fields__) - {"extra_headers"}
 _NATIVE_KEYS = frozenset({"id", "prompt", "messages", "system", "model", "options"})
-_ROLES = frozenset({"user", "assistant"})
 _canonical = msgspec.json.Encoder(order="sorted")
 _decode_any = msgspec.json.Decoder()
 
@@ -107,40 +112,44 @@ def _options(raw: object, line: int, where: str) -> dict[str, Any] | None:
     return options or None
 
 
-def _parts(content: object, line: int, where: str) -> tuple[TextPart, ...]:
-    """A provider message's ``content``: a string, or a list of text parts."""
+def _system_text(content: object, line: int, where: str) -> str:
+    """A system prompt given as a message's or a body's content: a string, or text blocks."""
     if isinstance(content, str):
-        return (TextPart(content),)
-    if not isinstance(content, list):
-        raise _fail(line, f"{where}.content must be a string or a list of parts")
-    parts: list[TextPart] = []
-    for i, part in enumerate(cast("list[Any]", content)):
-        if not isinstance(part, dict) or cast("dict[str, Any]", part).get("type") != "text":
-            raise _fail(line, f"{where}.content[{i}]: only text parts are supported in batches")
-        parts.append(TextPart(_text(cast("dict[str, Any]", part).get("text"), line, where)))
-    return tuple(parts)
+        return content
+    if isinstance(content, list):
+        texts: list[str] = []
+        for i, block in enumerate(cast("list[Any]", content)):
+            entry = cast("dict[str, Any]", block) if isinstance(block, dict) else {}
+            text = entry.get("text")
+            if entry.get("type") not in ("text", "input_text") or not isinstance(text, str):
+                raise _fail(line, f"{where}[{i}]: a system prompt holds text blocks only")
+            texts.append(text)
+        return "".join(texts)
+    raise _fail(line, f"{where} must be a string or a list of text blocks")
 
 
-def _wire_messages(
+def _messages(
     raw: object, line: int, where: str, *, system_role: bool
 ) -> tuple[tuple[Message, ...], str | None]:
-    """OpenAI / Anthropic ``messages``: (messages, system text from ``system`` roles)."""
+    """``messages`` of any shape, through the package's one converter
+    (:func:`~rxturn.messages.as_message`: Message JSON, the Anthropic and OpenAI shapes, media
+    parts, tool calls and results); with ``system_role``, ``system``/``developer`` messages
+    become the system prompt (OpenAI's way of sending it)."""
     if not isinstance(raw, list) or not raw:
-        raise _fail(line, f"{where}.messages must be a non-empty list")
+        raise _fail(line, f"{where} must be a non-empty list")
     messages: list[Message] = []
     system: list[str] = []
-    for i, item in enumerate(cast("list[Any]", raw)):
-        at = f"{where}.messages[{i}]"
-        if not isinstance(item, dict):
-            raise _fail(line, f"{at} must be an object")
-        entry = cast("dict[str, Any]", item)
-        role = entry.get("role")
-        if system_role and role in ("system", "developer"):
-            system.append("".join(p.text for p in _parts(entry.get("content"), line, at)))
+    items: list[object] = cast("list[object]", raw)
+    for i, item in enumerate(items):
+        at = f"{where}[{i}]"
+        entry: dict[str, object] = cast("dict[str, object]", item) if type(item) is dict else {}
+        if system_role and entry.get("role") in ("system", "developer"):
+            system.append(_system_text(entry.get("content"), line, f"{at}.content"))
             continue
-        if role not in _ROLES:
-            raise _fail(line, f"{at}.role must be 'user' or 'assistant', got {role!r}")
-        messages.append(Message(role=role, content=_parts(entry.get("content"), line, at)))
+        try:
+            messages.append(as_message(cast(object, item), at))
+        except ConfigError as exc:
+            raise _fail(line, str(exc)) from None
     return tuple(messages), ("\n\n".join(system) if system else None)
 
 
@@ -162,13 +171,7 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
             raise _fail(line, "prompt is empty")
         messages: tuple[Message, ...] = (Message.user(prompt),)
     else:
-        try:
-            messages = msgspec.convert(obj["messages"], tuple[Message, ...])
-        except msgspec.ValidationError as exc:
-            raise _fail(line, f"messages: {exc}") from None
-        for i, message in enumerate(messages):
-            if message.role not in _ROLES:
-                raise _fail(line, f"messages[{i}].role must be 'user' or 'assistant'")
+        messages, _ = _messages(obj["messages"], line, "messages", system_role=False)
     system = obj.get("system")
     model = obj.get("model")
     key = (
@@ -207,7 +210,7 @@ def _openai(obj: dict[str, Any], line: int) -> BatchRow:
     if not isinstance(body, dict):
         raise _fail(line, "an OpenAI Batch line needs a 'body' object")
     body = cast("dict[str, Any]", body)
-    messages, system = _wire_messages(body.get("messages"), line, "body", system_role=True)
+    messages, system = _messages(body.get("messages"), line, "body.messages", system_role=True)
     model = body.get("model")
     skip = frozenset({"model", "messages", "stream", "stream_options"})
     return BatchRow(
@@ -224,11 +227,9 @@ def _anthropic(obj: dict[str, Any], line: int) -> BatchRow:
     if not isinstance(params, dict):
         raise _fail(line, "an Anthropic batch request needs a 'params' object")
     params = cast("dict[str, Any]", params)
-    messages, _ = _wire_messages(params.get("messages"), line, "params", system_role=False)
+    messages, _ = _messages(params.get("messages"), line, "params.messages", system_role=False)
     raw_system = params.get("system")
-    system: str | None = None
-    if raw_system is not None:
-        system = "".join(p.text for p in _parts(raw_system, line, "params.system"))
+    system = None if raw_system is None else _system_text(raw_system, line, "params.system")
     model = params.get("model")
     skip = frozenset({"model", "messages", "system", "stream"})
     return BatchRow(

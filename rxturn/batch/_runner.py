@@ -8,11 +8,18 @@ engine is reused row after row: each row gets a fresh session (history = the row
 an empty audit trail), its own system prompt and request options.
 
 Budget: before a row's turn starts, its slot waits for a grant of the run's :class:`Gate` (one
-request, estimated input + max tokens). Every later request of the turn (a retry, a failover
-leg) asks the gate again through the handler's proactive-limiter hook, and the non-streaming
-rescue is charged when it starts: every attempt spends budget. A rate limit with a Retry-After
-that any attempt meets pauses the gate, so every worker stops sending until it expires. What
-the provider reports replaces each request's estimate.
+request, estimated input + max tokens). Every later streaming request of the turn (a retry, a
+failover leg) asks the gate again through the handler's proactive-limiter hook, before the
+attempt's clock starts; the non-streaming rescue waits for its grant in the transport, inside
+the rescue's own deadline (a rescue that cannot get one in time fails, as a rescue that timed
+out does). So every attempt spends budget, and none is sent without a grant. A rate limit with
+a Retry-After that any attempt meets pauses the gate, so every worker stops sending until it
+expires. What the provider reports replaces each request's estimate.
+
+Per row, the slot only swaps the engine's session, system prompt and request options (the
+options of a row that sets none are built once per model). The engine's context estimate uses a
+character count (:class:`CharCounter`): a batch turn has no context window to keep, so a
+tokenizer pass per row (and the tokenizer's load at start) would buy nothing.
 """
 
 from __future__ import annotations
@@ -20,7 +27,8 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from contextvars import ContextVar
 from typing import Any, Literal
 
 import msgspec
@@ -29,20 +37,21 @@ from ..clients._base import ModelClient
 from ..clients._factory import client_for
 from ..cost import Cost
 from ..engine import TurnEngine
-from ..engine.context.tokens import TiktokenCounter, TokenCounter, warm_up_counter
-from ..engine.handler._handler import StreamHandler
+from ..engine.context.tokens import TokenCounter, counter_loaded, warm_up_counter
+from ..engine.handler import StreamHandler
 from ..engine.observation.observers import Observer
 from ..errors import APIStatusError, Cancelled, ConfigError, RxturnError
 from ..messages import Message, RequestOptions, Usage
 from ..resilience.fallback import FallbackManager
 from ..resilience.limiter import RateLimiter
-from ..resilience.policies import LimiterPolicy
+from ..resilience.policies import LimiterPolicy, TimeoutPolicy
 from ._budget import Gate
 from ._input import BatchRow
 
 __all__ = [
     "PROVIDERS",
     "BatchConfig",
+    "CharCounter",
     "ErrorInfo",
     "RowError",
     "RowOk",
@@ -175,6 +184,29 @@ def estimate_tokens(row: BatchRow, system: str | None, max_tokens: int) -> int:
     return chars // 4 + 8 * len(row.messages) + max_tokens
 
 
+class CharCounter:
+    """A :class:`~rxturn.engine.tokens.TokenCounter` that counts about four characters per
+    token (plus a few per message), with nothing to load: the engine's context estimate of a
+    batch turn, which no context window reads."""
+
+    __slots__ = ()
+
+    loaded = True
+
+    def count_text(self, text: str) -> int:
+        return len(text) // 4
+
+    def count_message(self, message: Message) -> int:
+        return len(message.text) // 4 + 8
+
+    def count_messages(self, messages: Iterable[Message]) -> int:
+        return sum(len(message.text) // 4 + 8 for message in messages)
+
+
+#: the slot whose turn is running in this task (the budget transport charges it)
+_current_slot: ContextVar[_Slot | None] = ContextVar("rxturn_batch_slot", default=None)
+
+
 class _SlotLimiter(RateLimiter):
     """The handler's proactive-limiter hook, asking the run's gate for each later attempt."""
 
@@ -202,19 +234,30 @@ class _Slot(Observer):
     def __init__(self, runner: Runner) -> None:
         self.runner = runner
         gate = runner.gate
-        limiter = _SlotLimiter(self) if gate is not None and runner.limited else None
+        # every attempt after the first asks the gate: for budget, or for a Retry-After pause
+        limiter = _SlotLimiter(self) if gate is not None else None
+        self.managers: dict[str, FallbackManager] = {}
+        config = runner.config
         self.engine = TurnEngine(
             runner.client,
-            handler=StreamHandler(limiter=limiter),
+            handler=StreamHandler(timeouts=runner.timeouts, limiter=limiter),
             observers=(self,),
             counter=runner.counter,
-            failover=bool(runner.config.fallback) and runner.config.failover,
+            fallback=self._manager(config.model) if config.fallback else None,
+            failover=bool(config.fallback) and config.failover,
         )
-        self.managers: dict[str, FallbackManager] = {}
         self.tokens = 0  # the current row's estimate per request
         self.tickets: deque[int] = deque()
         self.prepaid = False
         self.pending: asyncio.Task[int] | None = None
+
+    def _manager(self, model: str) -> FallbackManager:
+        """The breaker and failover chain of rows asking ``model`` (one per model)."""
+        manager = self.managers.get(model)
+        if manager is None:
+            chain = [name for name in self.runner.config.fallback if name != model]
+            manager = self.managers[model] = FallbackManager(model, chain)
+        return manager
 
     # --------------------------------------------------------------- budget
 
@@ -234,13 +277,11 @@ class _Slot(Observer):
         if not pending.done():
             return _POLL
         self.pending = None
-        self.tickets.append(pending.result())
+        ticket = pending.result()
+        if self.runner.limited:
+            self.tickets.append(ticket)
+            gate.restamp(ticket)  # granted up to a poll ago: the window counts from now
         return 0.0
-
-    def on_attempt_start(self, *, kind: str, **_: object) -> None:
-        gate = self.runner.gate
-        if kind == "rescue" and gate is not None and self.runner.limited:
-            self.tickets.append(gate.charge(self.tokens))
 
     def on_attempt_end(self, *, record: Any, error: BaseException | None, **_: object) -> None:
         gate = self.runner.gate
@@ -265,17 +306,9 @@ class _Slot(Observer):
         engine.session = type(engine.session)(row.messages)
         engine.system = row.system if row.system is not None else config.system
         model = row.model or config.model
-        fields = dict(runner.base_options)
-        if row.options:
-            fields.update(row.options)
-        fields["model"] = model
-        engine.request_options = msgspec.convert(fields, RequestOptions)
+        engine.request_options = runner.options_for(model, row.options)
         if config.fallback:
-            manager = self.managers.get(model)
-            if manager is None:
-                chain = [name for name in config.fallback if name != model]
-                manager = self.managers[model] = FallbackManager(model, chain)
-            engine.fallback = manager
+            engine.fallback = self._manager(model)
         max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
         self.tokens = estimate_tokens(row, engine.system, max_tokens)
 
@@ -286,8 +319,9 @@ class _Slot(Observer):
             ticket = await gate.acquire(self.tokens)
             if runner.limited:
                 self.tickets.append(ticket)
-                self.prepaid = True
+            self.prepaid = True
         engine = self.engine
+        current = _current_slot.set(self)
         try:
             result = await engine.turn()
         except RxturnError as exc:
@@ -305,6 +339,7 @@ class _Slot(Observer):
                 cost=last.cost if last is not None else None,
             )
         finally:
+            _current_slot.reset(current)
             self.prepaid = False
             self.tickets.clear()
             if self.pending is not None:
@@ -324,6 +359,34 @@ class _Slot(Observer):
         )
 
 
+class _BudgetTransport:
+    """The runner's transport: a non-streaming request (the rescue) waits for a grant of the
+    run's gate before it is sent, charged to the slot whose turn sends it. Streaming requests
+    got theirs before their attempt started, and pass straight through."""
+
+    __slots__ = ("_inner", "_runner")
+
+    def __init__(self, inner: Any, runner: Runner) -> None:
+        self._inner = inner
+        self._runner = runner
+
+    async def send(
+        self, method: str, url: str, *, headers: Mapping[str, str], body: bytes, stream: bool
+    ) -> Any:
+        runner = self._runner
+        gate = runner.gate
+        if not stream and gate is not None and runner.limited:
+            slot = _current_slot.get()
+            tokens = slot.tokens if slot is not None else len(body) // 4 + runner.default_max_tokens
+            ticket = await gate.acquire(tokens)  # cancelled with the rescue at its deadline
+            if slot is not None:
+                slot.tickets.append(ticket)
+        return await self._inner.send(method, url, headers=headers, body=body, stream=stream)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+
 def make_client(config: BatchConfig, api_key: str | None, *, transport: Any) -> Any:
     """The provider's client, sending through ``transport``."""
     settings: dict[str, Any] = {"transport": transport}
@@ -340,6 +403,11 @@ class Runner:
         api_key: the provider key (never stored anywhere but the client).
         gate: the run's budget (``None``: no budget and no shared Retry-After pause).
         client: a client to use instead of building one from ``config`` (not closed here).
+            The runner's own client sends the non-streaming rescue through a transport that
+            waits for its grant; a client passed in has no such transport, so with ``rpm`` or
+            ``tpm`` its turns run without the rescue (no request leaves without a grant).
+        counter: the engine's token counter (default: :class:`CharCounter`).
+        timeouts: the turns' deadlines (default: the stream handler's).
     """
 
     def __init__(
@@ -350,21 +418,29 @@ class Runner:
         gate: Gate | None = None,
         client: ModelClient | None = None,
         counter: TokenCounter | None = None,
+        timeouts: TimeoutPolicy | None = None,
     ) -> None:
         self.config = config.check()
-        self.gate = gate
         self.limited = config.rpm is not None or config.tpm is not None
+        timeouts = timeouts if timeouts is not None else TimeoutPolicy()
+        if client is not None and self.limited and timeouts.rescue:
+            timeouts = msgspec.structs.replace(timeouts, rescue=False)
+        self.timeouts = timeouts
+        self.gate = gate
         self._transport: Any = None
         self._own: Any = None
         if client is None:
             from ..transport.aiohttp import AiohttpTransport
 
             self._transport = AiohttpTransport(limit=config.concurrency)
-            self._own = make_client(config, api_key, transport=self._transport)
+            budgeted = _BudgetTransport(self._transport, self)
+            self._own = make_client(config, api_key, transport=budgeted)
         self.client: ModelClient = client if client is not None else self._own
-        self.counter: TokenCounter = counter if counter is not None else TiktokenCounter()
+        self.counter: TokenCounter = counter if counter is not None else CharCounter()
         self._warm: asyncio.Future[None] | None = None
         self.base_options = config.options()
+        self._options: dict[str, RequestOptions] = {}
+        #: a request's reply budget when neither the run nor the row sets one
         self.default_max_tokens = int(getattr(self.client, "max_tokens", None) or 4096)
         self.paused_by_provider = 0
         self._free: list[_Slot] = []
@@ -382,6 +458,16 @@ class Runner:
             await self._own.aclose()
             await self._transport.aclose()
             self._own = None
+
+    def options_for(self, model: str, own: Mapping[str, Any] | None) -> RequestOptions:
+        """The request options of a row: the run's, the row's own over them, its model."""
+        if not own:
+            options = self._options.get(model)
+            if options is None:
+                fields = {**self.base_options, "model": model}
+                options = self._options[model] = msgspec.convert(fields, RequestOptions)
+            return options
+        return msgspec.convert({**self.base_options, **own, "model": model}, RequestOptions)
 
     async def _slot(self) -> _Slot:
         if self._free:
@@ -408,9 +494,15 @@ class Runner:
         Raises:
             Cancelled: the row was cancelled (it gets no line; a later run sends it again).
         """
-        if self._warm is None:  # load the tokenizer once, before any budget is granted
-            self._warm = asyncio.ensure_future(warm_up_counter(self.counter))
-        await asyncio.shield(self._warm)
+        warm = self._warm
+        if warm is None or not warm.done():  # a tokenizer loads once, before any grant
+            if warm is None:
+                if counter_loaded(self.counter):
+                    warm = self._warm = asyncio.get_running_loop().create_future()
+                    warm.set_result(None)
+                else:
+                    warm = self._warm = asyncio.ensure_future(warm_up_counter(self.counter))
+            await asyncio.shield(warm)
         slot = await self._slot()
         try:
             return await slot.run(row, sha, run)

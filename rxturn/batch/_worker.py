@@ -1,9 +1,11 @@
 """A batch worker process (``python -m rxturn.batch._worker``): see :mod:`._workers`.
 
 It runs the rows its parent sends on its own :class:`~._runner.Runner`, asks the parent's gate
-for budget, and sends each finished output line back. It ignores SIGINT (a Ctrl-C on a
-terminal reaches the whole process group; the parent decides), and ends, cancelling what is in
-flight, when its stdin closes.
+for budget (only when the run has ``--rpm``/``--tpm``: without, a row waits only for a
+Retry-After pause, which the parent broadcasts to every worker), and sends each finished output
+line back; its messages are flushed once per turn of its event loop, not one write each. It
+ignores SIGINT (a Ctrl-C on a terminal reaches the whole process group; the parent decides),
+and ends, cancelling what is in flight, when its stdin closes.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import signal
 import sys
 from typing import Any
 
+from ._budget import Budget, LocalGate
 from ._file import run_line
 from ._runner import Runner
 from ._workers import Message, decode_message, encode_message
@@ -24,20 +27,31 @@ __all__ = ["RemoteGate", "main"]
 
 
 class RemoteGate:
-    """The parent's gate, asked over the pipe. Tickets are this worker's request ids."""
+    """The parent's gate, asked over the pipe. Tickets are this worker's request ids.
 
-    def __init__(self, send: Any) -> None:
+    Without a budget (``limited`` false) nothing is asked: a request waits only for the pause
+    the parent broadcasts when any worker meets a Retry-After (:meth:`paused`).
+    """
+
+    def __init__(self, send: Any, *, limited: bool = True) -> None:
         self._send = send
         self._ids = itertools.count(1)
+        self.limited = limited
         self.waiting: dict[int, asyncio.Future[None]] = {}
+        self._local = LocalGate(Budget())  # the broadcast pauses
 
     async def acquire(self, tokens: int) -> int:
+        if not self.limited:
+            return await self._local.acquire(tokens)
         request = next(self._ids)
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.waiting[request] = future
         self._send(Message(t="acquire", n=request, tokens=tokens))
         try:
             await future
+        except asyncio.CancelledError:  # the attempt gave up waiting (its deadline, a stop)
+            self._send(Message(t="cancel", n=request))
+            raise
         finally:
             self.waiting.pop(request, None)
         return request
@@ -47,18 +61,20 @@ class RemoteGate:
         if future is not None and not future.done():
             future.set_result(None)
 
-    def charge(self, tokens: int) -> int:
-        request = next(self._ids)
-        self._send(Message(t="charge", n=request, tokens=tokens))
-        return request
+    def paused(self, seconds: float) -> None:
+        """The parent's broadcast: some worker met a Retry-After."""
+        self._local.pause(seconds)
 
     def correct(self, ticket: int, tokens: int) -> None:
-        self._send(Message(t="correct", n=ticket, tokens=tokens))
+        if self.limited:
+            self._send(Message(t="correct", n=ticket, tokens=tokens))
 
     def restamp(self, ticket: int) -> None:
-        self._send(Message(t="restamp", n=ticket))
+        if self.limited:
+            self._send(Message(t="restamp", n=ticket))
 
     def pause(self, seconds: float) -> None:
+        self._local.pause(seconds)
         self._send(Message(t="pause", seconds=seconds))
 
 
@@ -67,10 +83,17 @@ async def _main() -> None:
     reader = asyncio.StreamReader(limit=1 << 30)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
     out = sys.stdout.buffer
+    queued: list[bytes] = []
+
+    def flush() -> None:
+        out.write(b"".join(queued))
+        queued.clear()
+        out.flush()
 
     def send(message: Message) -> None:
-        out.write(encode_message(message))
-        out.flush()
+        if not queued:
+            loop.call_soon(flush)
+        queued.append(encode_message(message))
 
     first = await reader.readline()
     if not first:
@@ -78,7 +101,8 @@ async def _main() -> None:
     setup = decode_message(first)
     assert setup.config is not None
     api_key = os.environ.get(setup.key_env) if setup.key_env else None
-    gate = RemoteGate(send)
+    limited = setup.config.rpm is not None or setup.config.tpm is not None
+    gate = RemoteGate(send, limited=limited)
     tasks: set[asyncio.Future[None]] = set()
     async with Runner(setup.config, api_key=api_key, gate=gate) as runner:
 
@@ -102,11 +126,15 @@ async def _main() -> None:
                     task.add_done_callback(tasks.discard)
                 elif message.t == "grant":
                     gate.granted(message.n)
+                elif message.t == "pause":
+                    gate.paused(message.seconds)
         finally:
             for task in list(tasks):
                 task.cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
+            if queued:
+                flush()
 
 
 def main() -> None:

@@ -4,15 +4,18 @@ Each worker is ``python -m rxturn.batch._worker``, talking JSON lines over its s
 (msgspec-encoded :class:`Message` values, one per line):
 
 * parent → worker: ``config`` (once), ``row`` (an input line and its number), ``grant`` (a
-  budget grant answering an ``acquire``);
-* worker → parent: ``acquire`` (wait for budget), ``charge`` (spend budget now: a rescue),
-  ``restamp`` (the granted request is being sent), ``correct`` (reported usage), ``pause``
-  (a provider's Retry-After), ``done`` (a finished output line).
+  budget grant answering an ``acquire``), ``pause`` (a Retry-After some worker met: every
+  worker holds its new requests until it expires);
+* worker → parent: ``acquire`` (wait for budget), ``cancel`` (an ``acquire`` no longer
+  wanted: its attempt gave up), ``restamp`` (the granted request is being sent), ``correct``
+  (reported usage), ``pause`` (a provider's Retry-After), ``done`` (a finished output line).
 
 The budget lives here, in one :class:`~._budget.LocalGate`, so ``--rpm``/``--tpm`` and a
-Retry-After pause hold across all workers. A worker that dies (killed, crashed) loses no row:
-its rows in flight are sent to another worker, and a new worker takes its place. The API key
-never crosses the pipe: a worker reads it from the environment variable the parent names.
+Retry-After pause hold across all workers. Without ``--rpm``/``--tpm`` a worker asks nothing
+before a request (no round trip per row); it only honours the pauses this process broadcasts.
+A worker that dies (killed, crashed) loses no row: its rows in flight are sent to another
+worker, and a new worker takes its place. The API key never crosses the pipe: a worker reads
+it from the environment variable the parent names.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 import msgspec
 
-from ._budget import Budget, LocalGate
+from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchError
 from ._file import Done
 from ._runner import BatchConfig
@@ -40,7 +43,7 @@ class Message(msgspec.Struct, frozen=True, omit_defaults=True):
     """One line on a worker pipe (``t`` says which; the other fields as that kind needs)."""
 
     t: str
-    n: int = 0  # input line number (row, done) or request id (acquire, charge, grant, correct)
+    n: int = 0  # input line number (row, done) or request id (acquire, cancel, grant, correct)
     raw: str = ""
     tokens: int = 0
     seconds: float = 0.0
@@ -74,6 +77,7 @@ class _Worker:
         self.process = process
         self.inflight: dict[int, tuple[asyncio.Future[Done], bytes]] = {}
         self.tickets: dict[int, int] = {}  # the worker's request id -> the budget's ticket
+        self.asking: dict[int, asyncio.Future[None]] = {}  # request id -> its grant, waiting
         self.alive = True
         self.reader: asyncio.Task[None] | None = None
 
@@ -93,7 +97,9 @@ class WorkerPool:
         self.run = run
         self.size = workers
         self.capacity = workers * config.concurrency
-        self.gate = gate if gate is not None else LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
+        self.gate: Gate = (
+            gate if gate is not None else LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
+        )
         self.workers: list[_Worker] = []
         self.respawns = 0
         self.closing = False
@@ -142,13 +148,17 @@ class WorkerPool:
         self._send_row(number, raw, future)
         return future
 
-    def _spawn_later(self, task: Any) -> None:
+    def _spawn_later(self, task: Any) -> asyncio.Future[Any]:
         future = asyncio.ensure_future(task)
         self._tasks.add(future)
         future.add_done_callback(self._tasks.discard)
+        return future
 
     async def _grant(self, worker: _Worker, request: int, tokens: int) -> None:
-        ticket = await self.gate.acquire(tokens)
+        try:
+            ticket = await self.gate.acquire(tokens)
+        finally:
+            worker.asking.pop(request, None)
         worker.tickets[request] = ticket
         worker.send(Message(t="grant", n=request))
 
@@ -165,9 +175,13 @@ class WorkerPool:
                     BatchError(f"a worker failed on line {message.n}: {message.raw}")
                 )
         elif kind == "acquire":
-            self._spawn_later(self._grant(worker, message.n, message.tokens))
-        elif kind == "charge":
-            worker.tickets[message.n] = self.gate.charge(message.tokens)
+            worker.asking[message.n] = self._spawn_later(
+                self._grant(worker, message.n, message.tokens)
+            )
+        elif kind == "cancel":
+            asking = worker.asking.pop(message.n, None)
+            if asking is not None:
+                asking.cancel()
         elif kind == "correct":
             ticket = worker.tickets.pop(message.n, None)
             if ticket is not None:
@@ -178,6 +192,8 @@ class WorkerPool:
                 self.gate.restamp(ticket)
         elif kind == "pause":
             self.gate.pause(message.seconds)
+            for other in self.workers:
+                other.send(Message(t="pause", seconds=message.seconds))
 
     async def _read(self, worker: _Worker) -> None:
         stdout = worker.process.stdout

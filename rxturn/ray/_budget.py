@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
 from ..batch._budget import Budget, LocalGate
@@ -39,9 +38,6 @@ class BudgetActor:
 
     async def acquire(self, tokens: int) -> int:
         return await self._gate().acquire(tokens)
-
-    async def charge(self, tokens: int) -> int:
-        return self._gate().charge(tokens)
 
     async def correct(self, ticket: int, tokens: int) -> None:
         self._gate().correct(ticket, tokens)
@@ -80,8 +76,6 @@ class RayGate:
 
     def __init__(self, actor: object) -> None:
         self._actor: Any = actor
-        self._pending: dict[int, object] = {}  # local id -> the ObjectRef of a charge's ticket
-        self._ids = itertools.count(-2, -1)
         #: what the progress display reads (the actor keeps the true count)
         self.waited = 0.0
 
@@ -89,18 +83,11 @@ class RayGate:
         ticket: int = await self._actor.acquire.remote(tokens)
         return ticket
 
-    def charge(self, tokens: int) -> int:
-        local = next(self._ids)
-        self._pending[local] = self._actor.charge.remote(tokens)
-        return local
-
     def correct(self, ticket: int, tokens: int) -> None:
-        ref = self._pending.pop(ticket, None)
-        # an ObjectRef passed as an argument reaches the actor as its value
-        self._actor.correct.remote(ref if ref is not None else ticket, tokens)
+        self._actor.correct.remote(ticket, tokens)
 
     def restamp(self, ticket: int) -> None:
-        self._actor.restamp.remote(self._pending.get(ticket, ticket))
+        self._actor.restamp.remote(ticket)
 
     def pause(self, seconds: float) -> None:
         self._actor.pause.remote(seconds)

@@ -101,7 +101,7 @@ def test_input_sha_is_the_sha256_of_canonical_json() -> None:
         ('{"id": "x", "prompt": "hi", "options": {"max_tokens": "many"}}', "options"),
         ('{"id": "", "prompt": "hi"}', "id must not be empty"),
         ('{"id": true, "prompt": "hi"}', "id must be a string or an integer"),
-        ('{"id": "x", "messages": []}', "end with a user message"),
+        ('{"id": "x", "messages": []}', "messages must be a non-empty list"),
         (
             '{"id": "x", "messages": [{"role": "user", "content": [{"type": "text", '
             '"text": "a"}]}, {"role": "assistant", "content": [{"type": "text", "text": "b"}]}]}',
@@ -111,7 +111,7 @@ def test_input_sha_is_the_sha256_of_canonical_json() -> None:
         (
             '{"custom_id": "x", "params": {"messages": [{"role": "user", "content": '
             '[{"type": "image"}]}]}}',
-            "only text parts",
+            "params.messages[0].content[0]: a media block needs a 'source' object",
         ),
         ('{"custom_id": "x", "method": "POST", "url": "/", "body": 3}', "'body' object"),
     ],

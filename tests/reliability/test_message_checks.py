@@ -163,8 +163,8 @@ def _any(value: Any) -> Any:
         (lambda: Message(role="user", content=None), "must be a tuple of parts or a str"),  # type: ignore[arg-type]
         (lambda: Message.user(42), r"Message.user\(text\) takes a str"),  # type: ignore[arg-type]
         (
-            lambda: Message(role="user", content=_any([{"type": "image_url", "image_url": {}}])),
-            "cannot convert a content block of type 'image_url'",
+            lambda: Message(role="user", content=_any([{"type": "video", "video": {}}])),
+            "cannot convert a content block of type 'video'",
         ),
         (
             lambda: Message(role="user", content=_any([{"type": "tool_use", "name": "f"}])),
