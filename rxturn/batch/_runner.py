@@ -185,7 +185,7 @@ def estimate_tokens(row: BatchRow, system: str | None, max_tokens: int) -> int:
 
 
 class CharCounter:
-    """A :class:`~rxturn.engine.tokens.TokenCounter` that counts about four characters per
+    """A :class:`~rxturn.engine.context.tokens.TokenCounter` that counts about four characters per
     token (plus a few per message), with nothing to load: the engine's context estimate of a
     batch turn, which no context window reads."""
 
