@@ -156,18 +156,19 @@ async def _file_run(
 
 
 async def test_a_request_budget_holds_across_two_workers_at_the_server(tmp_path: Path) -> None:
-    # A one-second window keeps the test short; the CLI's window is sixty seconds.
+    # A two-second window keeps the test short (the CLI's is sixty seconds) and leaves a
+    # quarter second for the trip from grant to server on a loaded machine.
     async with FakeProvider({"models": {"*": [{"text": "ok"}]}}) as fake:
         config = BatchConfig(
             provider="anthropic", model="m", base_url=fake.base_url, concurrency=8, rpm=10
         )
-        gate = LocalGate(Budget(rpm=10, window=1.0))
+        gate = LocalGate(Budget(rpm=10, window=2.0))
         await _file_run(tmp_path, fake.base_url, 35, config, gate, workers=2)
         arrivals = [r.arrived for r in fake.received]
     assert len(arrivals) == 35
-    # no window holds more than the budget (a little slack for the trip from grant to server)
-    assert _most_in_window(arrivals, 0.95) <= 10
-    assert arrivals[-1] - arrivals[0] >= 2.5  # 35 requests at 10 per second span 3 windows
+    # no window holds more than the budget (the slack: the trip from grant to server)
+    assert _most_in_window(arrivals, 1.75) <= 10
+    assert arrivals[-1] - arrivals[0] >= 5.5  # 35 requests at 10 per two seconds span 4 windows
 
 
 async def test_a_retry_after_seen_by_one_worker_pauses_every_worker(tmp_path: Path) -> None:
