@@ -459,7 +459,7 @@ class Runner:
             await self._transport.aclose()
             self._own = None
 
-    def options_for(self, model: str, own: Mapping[str, Any] | None) -> RequestOptions:
+    def options_for(self, model: str, own: Mapping[str, object] | None) -> RequestOptions:
         """The request options of a row: the run's, the row's own over them, its model."""
         if not own:
             options = self._options.get(model)

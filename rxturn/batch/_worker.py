@@ -3,9 +3,9 @@
 It runs the rows its parent sends on its own :class:`~._runner.Runner`, asks the parent's gate
 for budget (only when the run has ``--rpm``/``--tpm``: without, a row waits only for a
 Retry-After pause, which the parent broadcasts to every worker), and sends each finished output
-line back; its messages are flushed once per turn of its event loop, not one write each. It
-ignores SIGINT (a Ctrl-C on a terminal reaches the whole process group; the parent decides),
-and ends, cancelling what is in flight, when its stdin closes.
+line back; its finished lines are flushed once per turn of its event loop, not one write each
+(budget messages at once). It ignores SIGINT (a Ctrl-C on a terminal reaches the whole process
+group; the parent decides), and ends, cancelling what is in flight, when its stdin closes.
 """
 
 from __future__ import annotations
@@ -91,9 +91,15 @@ async def _main() -> None:
         out.flush()
 
     def send(message: Message) -> None:
-        if not queued:
-            loop.call_soon(flush)
+        if message.t == "done":  # finished lines go out together, once per turn of the loop
+            if not queued:
+                loop.call_soon(flush)
+            queued.append(encode_message(message))
+            return
+        # a budget message goes out now: a restamp that waited for the end of a long turn of
+        # the loop would leave the parent counting its grant from too early
         queued.append(encode_message(message))
+        flush()
 
     first = await reader.readline()
     if not first:
