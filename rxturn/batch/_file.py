@@ -132,7 +132,7 @@ class FileRun:
         self.retry_errors = retry_errors
         self.force = force
         self.notice = notice
-        self.lock = OutputLock(output_path)
+        self.lock: OutputLock | None = None  # taken by prepare()
         self.state = OutputState()
         self.index = InputIndex()
         self.pending = bytearray()
@@ -160,11 +160,12 @@ class FileRun:
                 ``force``).
         """
         check_paths(self.input_path, self.output_path)
-        self.lock.acquire()
+        self.lock = lock = OutputLock(self.output_path)
+        lock.acquire()
         try:
             self._prepare()
         except BaseException:
-            self.lock.release()
+            lock.release()
             raise
 
     def _prepare(self) -> None:
@@ -371,7 +372,8 @@ class FileRun:
                 writer, self.writer = self.writer, None
                 writer.close()
         finally:
-            self.lock.release()
+            if self.lock is not None:
+                self.lock.release()
 
 
 def _in_flight(backend: Backend, config: BatchConfig) -> int:

@@ -312,14 +312,16 @@ def _backend(args: argparse.Namespace, file_run: Any, key: str | None) -> Any:
     return LocalBackend(file_run.config, key, file_run.run_number)
 
 
+def _stdout_failed(exc: OSError) -> int:
+    return _fail(f"cannot write to stdout: {exc.strerror or exc}", 1)
+
+
 def _status(args: argparse.Namespace) -> int:
     import msgspec
 
     from rxturn.batch import BatchError
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_output
-
-    from ._console import write
 
     if args.input is None and not Path(args.output).exists():
         return _fail(f"{args.output!r} does not exist (with --input, every row counts as pending)")
@@ -340,17 +342,14 @@ def _status(args: argparse.Namespace) -> int:
             ok, error = state.counts()
             total = ok + error
     except BatchError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), _exit_code(exc))
     counts = {"ok": ok, "error": error, "pending": total - ok - error, "total": total}
     if args.json:
-        write(sys.stdout, msgspec.json.encode(counts).decode() + "\n")
+        text = msgspec.json.encode(counts).decode()
     else:
         torn = f" (a torn last line of {state.torn_bytes} bytes)" if state.torn_bytes else ""
-        write(
-            sys.stdout,
-            f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}\n",
-        )
-    return 0
+        text = f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}"
+    return _emit(text + "\n") or 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -358,21 +357,47 @@ def _export(args: argparse.Namespace) -> int:
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_line_at, read_output
 
-    from ._console import STATE, write
-
     try:
         state = read_output(Path(args.output))
         index = scan_input(args.input)
-        with open(args.output, "rb") as file:
-            for key in index.keys:
-                seen = state.last.get(key)
-                if seen is None:
-                    continue
-                line = read_line_at(file, seen[2]).decode("utf-8", "replace")
-                if not write(sys.stdout, line) or STATE.closed:
-                    break
     except BatchError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), _exit_code(exc))
+    try:
+        file = open(args.output, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return 0  # no output yet: no row has a line
     except OSError as exc:
-        return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}")
+        return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}", 1)
+    with file:
+        chunk: list[str] = []
+        size = 0
+        for key in index.keys:
+            seen = state.last.get(key)
+            if seen is None:
+                continue
+            try:
+                line = read_line_at(file, seen[2]).decode("utf-8", "replace")
+            except OSError as exc:
+                return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}", 1)
+            chunk.append(line)
+            size += len(line)
+            if size >= 1 << 16:  # write in slices: a closed pipe stops it early
+                code = _emit("".join(chunk))
+                if code is not None:
+                    return code
+                chunk, size = [], 0
+        if chunk:
+            return _emit("".join(chunk)) or 0
     return 0
+
+
+def _emit(text: str) -> int | None:
+    """Write ``text`` to stdout: ``None`` to go on, else the exit code to end with."""
+    from ._console import STATE, write
+
+    try:
+        if not write(sys.stdout, text) or STATE.closed:
+            return 0  # the reader went away: main() ends with 141
+    except OSError as exc:
+        return _stdout_failed(exc)
+    return None
