@@ -201,13 +201,15 @@ def run(
     }
     try:
         command = batch_command(inp, out, server.url, workers, concurrency)
-        # a first, uninterrupted estimate of how long a whole run lasts: rows / (concurrency
-        # rows per ~25 ms), at least 2 s; kills land anywhere in it, and a little before (the
-        # scan) and after
-        expected = max(2.0, rows / concurrency * 0.025 * 1.5)
+        # Kills land anywhere in what is left of the run: its length is estimated from the
+        # pace seen so far (rows written per second once the lock is held). One kill in five
+        # lands at a random moment of start-up instead (the interpreter, the scan).
+        rate = 200.0
         for index in range(kills):
             how = rng.choices(["kill", "int", "term"], weights=[6, 1, 1])[0]
-            delay = rng.uniform(0.0, expected)
+            early = how == "kill" and rng.random() < 0.2
+            done_before = len(check_output(out, torn_tail_ok=True))
+            delay = rng.uniform(0.0, 1.0 if early else max(1.0, (rows - done_before) / rate))
             before = check_output(out, torn_tail_ok=True)
             started = time.monotonic()
             proc = subprocess.Popen(
@@ -218,8 +220,9 @@ def run(
                 env=_env(),
                 stdin=subprocess.DEVNULL,
             )
-            if how != "kill":  # a signal must find rxturn loaded: wait for its lock first
+            if not early:  # a signal must find rxturn loaded: wait for its lock first
                 _wait_for_lock(proc, out)
+            locked = time.monotonic()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=delay)
             children = _children(proc.pid)
@@ -238,6 +241,9 @@ def run(
                 if not _gone(child):
                     raise Failed(f"worker {child} outlived its parent ({how})")
             after = check_output(out, torn_tail_ok=how == "kill")
+            ran = time.monotonic() - locked
+            if not early and ran > 1.0 and len(after) > done_before:
+                rate = (len(after) - done_before) / ran
             lost = [key for key in before if key not in after]
             if lost:
                 raise Failed(f"interruption {index + 1}: rows {lost[:5]} lost their lines")
@@ -251,7 +257,8 @@ def run(
                 }
             )
             print(
-                f"  {index + 1}: {how:4} after {delay:5.2f}s -> exit {code}, {len(after)} rows "
+                f"  {index + 1}: {how:4} {'at start-up' if early else 'running'} after "
+                f"{delay:5.2f}s -> exit {code}, {len(after)} rows "
                 "with a line" + (" (a torn tail was repaired first)" if "dropped" in err else ""),
                 file=sys.stderr,
             )
