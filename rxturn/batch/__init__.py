@@ -19,7 +19,13 @@ from __future__ import annotations
 
 from ._api import BatchSummary, batch_results, run_batch
 from ._budget import Budget, Gate, LocalGate
-from ._errors import BatchError, BatchInputError, BatchLockedError, BatchOutputError
+from ._errors import (
+    BatchError,
+    BatchInputError,
+    BatchLockedError,
+    BatchOutputError,
+    BatchWriteError,
+)
 from ._file import FileRun, LocalBackend
 from ._input import BatchRow, decode_row, input_sha, scan_input
 from ._runner import BatchConfig, ErrorInfo, RowError, RowOk, RowResult, Runner
@@ -32,6 +38,7 @@ __all__ = [
     "BatchOutputError",
     "BatchRow",
     "BatchSummary",
+    "BatchWriteError",
     "Budget",
     "ErrorInfo",
     "FileRun",

@@ -13,8 +13,9 @@ from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
 from ..clients._base import ModelClient
-from ..errors import Cancelled
+from ..errors import Cancelled, ConfigError
 from ._budget import Budget, Gate, LocalGate
+from ._errors import BatchInputError
 from ._input import BatchRow, decode_row, input_sha
 from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
 
@@ -113,18 +114,33 @@ class Tally:
 def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
     """Each row decoded (any shape) with its ``input_sha``; the row's index is its line."""
     seen: set[str] = set()
-    for number, item in enumerate(rows, start=1):
+    for number, item in enumerate(cast("Iterable[object]", rows), start=1):
         if isinstance(item, BatchRow):
             row, sha = item, input_sha(item)
         else:
-            obj = dict(item)
+            if not isinstance(item, Mapping):
+                raise BatchInputError(
+                    f"row {number}: expected a mapping (one of the row shapes) or a BatchRow, "
+                    f"got {type(item).__name__}",
+                    line=number,
+                )
+            obj = dict(cast("Mapping[str, Any]", item))
             row, sha = decode_row(obj, number), input_sha(obj)
         if row.key in seen:
-            from ._errors import BatchInputError
-
             raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
         seen.add(row.key)
         yield row, sha
+
+
+def _check_arguments(rows: object, config: object) -> None:
+    """Raises ConfigError for arguments no run can take."""
+    if not isinstance(config, BatchConfig):
+        raise ConfigError(f"config must be a BatchConfig, got {type(config).__name__}")
+    config.check()
+    if isinstance(rows, str | bytes) or not hasattr(rows, "__iter__") or hasattr(rows, "keys"):
+        raise ConfigError(
+            f"rows must be an iterable of rows (mappings or BatchRow), got {type(rows).__name__}"
+        )
 
 
 def default_gate(config: BatchConfig) -> LocalGate:
@@ -141,7 +157,9 @@ async def _run(
     client: Any,
     stop: asyncio.Event | None,
 ) -> None:
+    _check_arguments(rows, config)
     gate = gate if gate is not None else default_gate(config)
+    stop = stop if stop is not None else asyncio.Event()
     tasks: set[asyncio.Future[RowResult]] = set()
     async with Runner(config, api_key=api_key, gate=gate, client=client) as runner:
         failures: list[BaseException] = []
@@ -156,11 +174,14 @@ async def _run(
                     return
                 error = future.exception()
                 if error is None:
-                    emit(future.result())
+                    try:
+                        emit(future.result())
+                    except Exception as exc:  # the caller's callback: stop, and raise it
+                        failures.append(exc)
+                        stop.set()
                 elif not isinstance(error, Cancelled):
                     failures.append(error)
-                    if stop is not None:
-                        stop.set()
+                    stop.set()
 
             task.add_done_callback(done)
             return task

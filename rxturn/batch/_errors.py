@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from ..errors import RxturnError
 
-__all__ = ["BatchError", "BatchInputError", "BatchLockedError", "BatchOutputError"]
+__all__ = [
+    "BatchError",
+    "BatchInputError",
+    "BatchLockedError",
+    "BatchOutputError",
+    "BatchWriteError",
+]
 
 
 class BatchError(RxturnError):
@@ -22,8 +28,15 @@ class BatchInputError(BatchError):
 
 
 class BatchOutputError(BatchError):
-    """The output cannot be used: another run's manifest, a corrupt line, a full or read-only
-    disk. Nothing already written is lost."""
+    """The output cannot be continued: another run's manifest, a line that is not an output
+    line, another run holding it; or (:class:`BatchWriteError`) it cannot be written. Nothing
+    already written is lost."""
+
+
+class BatchWriteError(BatchOutputError):
+    """The output, its lock or its manifest could not be written (or read) by the system: a
+    full disk, a read-only file system, a permission, an I/O error. Every line written before
+    is kept; the same run continues once the cause is fixed."""
 
 
 class BatchLockedError(BatchOutputError):

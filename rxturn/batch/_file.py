@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Protocol
@@ -22,7 +23,7 @@ import msgspec
 
 from ._api import BatchSummary, Tally
 from ._budget import Budget, Gate, LocalGate
-from ._errors import BatchInputError, BatchOutputError
+from ._errors import BatchInputError, BatchOutputError, BatchWriteError
 from ._input import InputIndex, input_sha, iter_lines, parse_row, scan_input
 from ._output import (
     Manifest,
@@ -39,13 +40,15 @@ __all__ = ["Backend", "Done", "FileRun", "LocalBackend"]
 
 
 class Done(msgspec.Struct, frozen=True, array_like=True):
-    """A finished row as the writer needs it: its output line and what to count."""
+    """A finished row as the writer needs it: its output line and what to count (``error``:
+    ``"Type: message"`` of a failed row, for the run's summary)."""
 
     line: bytes
     key: str
     status: str
     input_tokens: int
     output_tokens: int
+    error: str = ""
 
 
 class Backend(Protocol):
@@ -64,13 +67,22 @@ async def run_line(runner: Runner, number: int, raw: bytes, run: int) -> Done:
     """Decode one input line, run it, and encode its output line (every backend's unit)."""
     row, obj = parse_row(raw, number)
     result = await runner.run_row(row, input_sha(obj), run)
-    usage = result.usage if isinstance(result, RowOk) else None
+    if isinstance(result, RowOk):
+        usage = result.usage
+        return Done(
+            encode_result(result),
+            row.key,
+            "ok",
+            usage.input_tokens if usage is not None else 0,
+            usage.output_tokens if usage is not None else 0,
+        )
     return Done(
         encode_result(result),
         row.key,
-        "ok" if isinstance(result, RowOk) else "error",
-        usage.input_tokens if usage is not None else 0,
-        usage.output_tokens if usage is not None else 0,
+        "error",
+        0,
+        0,
+        f"{result.error.type}: {result.error.message}",
     )
 
 
@@ -120,7 +132,7 @@ class FileRun:
         self.retry_errors = retry_errors
         self.force = force
         self.notice = notice
-        self.lock = OutputLock(output_path)
+        self.lock: OutputLock | None = None  # taken by prepare()
         self.state = OutputState()
         self.index = InputIndex()
         self.pending = bytearray()
@@ -129,6 +141,10 @@ class FileRun:
         self.tally = Tally(0)
         self.writer: OutputWriter | None = None
         self.fatal: BaseException | None = None
+        self._submitted: dict[asyncio.Future[Done], int] = {}  # a row in flight -> its line
+        #: the error types of the rows that failed in this run, and the first one's error
+        self.errors: Counter[str] = Counter()
+        self.first_error = ""
 
     # ------------------------------------------------------------------ set-up
 
@@ -138,15 +154,18 @@ class FileRun:
         Raises:
             BatchLockedError: another run holds the output.
             BatchOutputError: the output belongs to a run with other settings (without
-                ``force``), or cannot be read or written.
+                ``force``), holds a line that is not an output line, or is not a file path.
+            BatchWriteError: the output, its lock or its manifest cannot be read or written.
             BatchInputError: a bad input line, or a row changed since its line (without
                 ``force``).
         """
-        self.lock.acquire()
+        check_paths(self.input_path, self.output_path)
+        self.lock = lock = OutputLock(self.output_path)
+        lock.acquire()
         try:
             self._prepare()
         except BaseException:
-            self.lock.release()
+            lock.release()
             raise
 
     def _prepare(self) -> None:
@@ -216,6 +235,8 @@ class FileRun:
                 self.skipped += 1
 
         self.index = index = scan_input(self.input_path, check)
+        if not index.keys:
+            raise BatchInputError("the input has no rows (it is empty, or only blank lines)")
         pending = bytearray(index.lines + 1)
         for line in run_keys:
             pending[line] = 1
@@ -232,9 +253,21 @@ class FileRun:
                 if number < len(pending) and pending[number]:
                     yield number, raw
 
-    def _write(self, done: Done) -> None:
+    def _write(self, done: Done, line: int) -> None:
         writer = self.writer
         assert writer is not None
+        if self.index.keys.get(done.key) != line:  # the input changed under the run
+            raise BatchInputError(
+                f"line {line}: the input changed during the run (this line now holds row "
+                f"{done.key!r}, which the scan found "
+                + (
+                    f"on line {self.index.keys[done.key]})"
+                    if done.key in self.index.keys
+                    else "nowhere)"
+                )
+                + "; nothing of it was written",
+                line=line,
+            )
         previous = self.state.last.get(done.key)
         writer.write(done.line)
         self.tally.count(
@@ -245,6 +278,10 @@ class FileRun:
         )
         if previous is not None:  # a later line of this run supersedes nothing more
             del self.state.last[done.key]
+        if done.error:
+            self.errors[done.error.partition(":")[0]] += 1
+            if not self.first_error:
+                self.first_error = done.error
 
     async def run(self, backend: Backend, stop: asyncio.Event) -> BatchSummary:
         """Send every pending row through ``backend``, writing each finished line.
@@ -254,8 +291,11 @@ class FileRun:
         """
         tasks: set[asyncio.Future[Done]] = set()
 
+        submitted = self._submitted
+
         def finished(future: asyncio.Future[Done]) -> None:
             tasks.discard(future)
+            line = submitted.pop(future, 0)
             if future.cancelled() or self.fatal is not None:
                 return
             error = future.exception()
@@ -264,18 +304,19 @@ class FileRun:
                 stop.set()
                 return
             try:
-                self._write(future.result())
-            except BatchOutputError as exc:
+                self._write(future.result(), line)
+            except (BatchOutputError, BatchInputError) as exc:
                 self.fatal = exc
                 stop.set()
 
         def start(job: tuple[int, bytes]) -> asyncio.Future[Done]:
             future = backend.submit(*job)
             tasks.add(future)
+            submitted[future] = job[0]
             future.add_done_callback(finished)
             return future
 
-        syncer = asyncio.ensure_future(self._sync_every_second())
+        syncer = asyncio.ensure_future(self._sync_every_second(stop))
         stopper = asyncio.ensure_future(stop.wait())
         try:
             await backend.start()
@@ -305,7 +346,7 @@ class FileRun:
         interrupted = stop.is_set()
         return self.tally.summary(skipped=self.skipped, interrupted=interrupted)
 
-    async def _sync_every_second(self) -> None:
+    async def _sync_every_second(self, stop: asyncio.Event) -> None:
         writer = self.writer
         assert writer is not None
         while True:
@@ -313,16 +354,26 @@ class FileRun:
             if writer.due():
                 try:
                     writer.sync()
-                except BatchOutputError as exc:
-                    self.fatal = exc
+                except BatchWriteError as exc:
+                    if self.fatal is None:
+                        self.fatal = exc
+                    stop.set()
                     return
 
     def close(self) -> None:
+        """Sync and close the output, release the lock (always, even when the sync fails).
+
+        Raises:
+            BatchWriteError: the last sync failed (the lines may not all be on disk; a later
+                run sends the missing ones again).
+        """
         try:
             if self.writer is not None:
-                self.writer.close()
+                writer, self.writer = self.writer, None
+                writer.close()
         finally:
-            self.lock.release()
+            if self.lock is not None:
+                self.lock.release()
 
 
 def _in_flight(backend: Backend, config: BatchConfig) -> int:
@@ -347,10 +398,24 @@ def _show(value: object) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def output_path_ok(path: Path) -> None:
-    """A clear error up front for an output whose directory is missing or not writable."""
-    directory = path.parent if str(path.parent) else Path(".")
+def check_paths(input_path: Path, output: Path) -> None:
+    """A clear error up front for an output path no run can use: one naming no file, in a
+    directory that does not exist, a directory itself, or the input file.
+
+    Raises:
+        BatchOutputError: as above (a read-only place is found when it is written to).
+    """
+    if not output.name or output.name in (".", ".."):
+        raise BatchOutputError(f"the output {str(output)!r} names no file")
+    directory = output.parent
     if not directory.is_dir():
-        raise BatchOutputError(f"cannot write {str(path)!r}: {str(directory)!r} is not a directory")
-    if not os.access(directory, os.W_OK):
-        raise BatchOutputError(f"cannot write {str(path)!r}: {str(directory)!r} is read-only")
+        raise BatchOutputError(
+            f"cannot write {str(output)!r}: {str(directory)!r} is not a directory"
+        )
+    if output.is_dir():
+        raise BatchOutputError(f"{str(output)!r} is a directory, not an output file")
+    with contextlib.suppress(OSError):  # either missing: nothing to compare
+        if os.path.samefile(input_path, output):
+            raise BatchOutputError(
+                f"the output {str(output)!r} is the input file: write to another file"
+            )

@@ -34,6 +34,7 @@ import msgspec
 
 from ..errors import ConfigError
 from ..messages import Message, RequestOptions, as_message
+from ._checks import MAX_LINE_BYTES, duplicate_key, json_problem, too_long
 from ._errors import BatchInputError
 
 __all__ = [
@@ -79,6 +80,10 @@ def input_sha(obj: object) -> str:
 
 def _fail(line: int, what: str) -> BatchInputError:
     return BatchInputError(f"line {line}: {what}", line=line)
+
+
+def _twice(line: int, key: str) -> BatchInputError:
+    return _fail(line, f"the key {key!r} appears twice in one object")
 
 
 def _text(value: object, line: int, where: str) -> str:
@@ -250,7 +255,7 @@ def parse_row(raw: bytes, line: int) -> tuple[BatchRow, Any]:
     try:
         obj: Any = _decode_any.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
-        raise _fail(line, f"not valid JSON ({exc})") from None
+        raise _fail(line, json_problem(raw, str(exc))) from None
     if not isinstance(obj, dict):
         raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
     row_obj = cast("dict[str, Any]", obj)
@@ -279,8 +284,15 @@ def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchR
 
 
 def iter_lines(file: BinaryIO) -> Iterator[tuple[int, bytes]]:
-    """``(line number from 1, line bytes)`` for every non-blank line, read lazily."""
-    for number, raw in enumerate(file, start=1):
+    """``(line number from 1, line bytes)`` for every non-blank line, read lazily.
+
+    Raises:
+        BatchInputError: a line longer than ``MAX_LINE_BYTES`` (read no further than that).
+    """
+    read, limit = file.readline, MAX_LINE_BYTES
+    for number, raw in enumerate(iter(lambda: read(limit + 1), b""), start=1):
+        if len(raw) > limit and (problem := too_long(raw, limit)):
+            raise _fail(number, problem)
         if raw.strip():
             yield number, raw
 
@@ -316,7 +328,16 @@ def scan_input(
     try:
         with open(path, "rb") as file:
             for line, raw in iter_lines(file):
-                row, obj = parse_row(raw, line)
+                try:
+                    row, obj = parse_row(raw, line)
+                except BatchInputError:
+                    twice = duplicate_key(raw)  # a key given twice explains a bad shape best
+                    if twice is None:
+                        raise
+                    raise _twice(line, twice) from None
+                twice = duplicate_key(raw, obj)
+                if twice is not None:
+                    raise _twice(line, twice)
                 first = index.keys.setdefault(row.key, line)
                 if first != line:
                     raise _fail(line, f"duplicate key {row.key!r} (first on line {first})")
@@ -331,10 +352,14 @@ def scan_input(
 def spool_stdin(directory: str | None = None) -> Path:
     """Copy all of stdin to a temporary file (the scan and the run each read it once)."""
     handle, name = tempfile.mkstemp(prefix="rxturn-batch-", suffix=".jsonl", dir=directory)
-    with os.fdopen(handle, "wb") as out:
-        source = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
-        if source is None:
-            out.write(sys.stdin.read().encode())
-        else:
-            shutil.copyfileobj(source, out, 1 << 20)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            source = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
+            if source is None:
+                out.write(sys.stdin.read().encode())
+            else:
+                shutil.copyfileobj(source, out, 1 << 20)
+    except BaseException:  # a full disk, an interrupt: leave no temporary file behind
+        Path(name).unlink(missing_ok=True)
+        raise
     return Path(name)

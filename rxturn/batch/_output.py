@@ -10,7 +10,12 @@
 * :class:`OutputWriter` is the one writer: each line goes out whole in one ``write`` to a file
   opened for appending, and is fsynced at least every second and every 256 lines. A failed
   write (disk full, read-only) truncates the partial line back and raises
-  :class:`~._errors.BatchOutputError`; the lines before it stay.
+  :class:`~._errors.BatchWriteError`; the lines before it stay.
+
+What the system refuses (a full disk, a read-only file system, a permission, an I/O error) is a
+:class:`~._errors.BatchWriteError`; what the output *holds* that no run of these settings can
+continue (a foreign line, another run's manifest, another run's lock) is a
+:class:`~._errors.BatchOutputError`.
 """
 
 from __future__ import annotations
@@ -21,11 +26,11 @@ import hashlib
 import os
 import time
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Literal
 
 import msgspec
 
-from ._errors import BatchInputError, BatchLockedError, BatchOutputError
+from ._errors import BatchInputError, BatchLockedError, BatchOutputError, BatchWriteError
 
 __all__ = [
     "FSYNC_LINES",
@@ -47,7 +52,7 @@ class _Seen(msgspec.Struct, frozen=True):
     """The fields of an output line the resume reads."""
 
     id: str
-    status: str
+    status: Literal["ok", "error"]
     input_sha: str = ""
     run: int = 0
 
@@ -80,17 +85,23 @@ class OutputState:
 def read_output(path: Path) -> OutputState:
     """Read ``path`` (a missing file is an empty output).
 
+    A torn tail is what a crash can leave: a last line without its newline, or one that is not
+    JSON. A whole JSON line that is not an output line is no crash's doing, wherever it is.
+
     Raises:
-        BatchOutputError: a line before the last is not an output line (not a torn tail: the
-            file was edited or is not an rxturn output).
+        BatchOutputError: a line before the last is not an output line, or the last is JSON
+            but not an output line (the file was edited, or is not an rxturn output).
+        BatchWriteError: the file cannot be read.
     """
     state = OutputState()
     try:
         file = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
         return state
+    except IsADirectoryError:
+        raise BatchOutputError(f"{str(path)!r} is a directory, not an output file") from None
     except OSError as exc:
-        raise BatchOutputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+        raise BatchWriteError(f"cannot read {str(path)!r}: {_reason(exc)}") from None
     with file:
         offset = 0
         pending_error: str | None = None
@@ -104,7 +115,12 @@ def read_output(path: Path) -> OutputState:
             try:
                 seen = _seen_decoder.decode(raw)
             except msgspec.DecodeError:
-                pending_error = f"{str(path)!r} line {number} is not an rxturn batch output line"
+                pending_error = (
+                    f"{str(path)!r} line {number} is not an rxturn batch output line (remove "
+                    "it, or write to another output)"
+                )
+                if _is_json(raw):  # whole and JSON: not torn, foreign
+                    raise BatchOutputError(pending_error) from None
                 offset += length
                 continue
             state.last[seen.id] = (seen.status, seen.input_sha, offset)
@@ -124,8 +140,8 @@ def repair_tail(path: Path, state: OutputState) -> int:
                 file.truncate(state.good_size)
                 os.fsync(file.fileno())
         except OSError as exc:
-            raise BatchOutputError(
-                f"cannot repair the torn end of {str(path)!r}: {exc.strerror or exc}"
+            raise BatchWriteError(
+                f"cannot repair the torn end of {str(path)!r}: {_reason(exc)}"
             ) from None
         state.size = state.good_size
     return dropped
@@ -144,8 +160,8 @@ class OutputLock:
         try:
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise BatchOutputError(
-                f"cannot create the lock {str(self.path)!r}: {exc.strerror or exc}"
+            raise BatchWriteError(
+                f"cannot create the lock {str(self.path)!r}: {_reason(exc)}"
             ) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -187,14 +203,18 @@ class Manifest(msgspec.Struct, kw_only=True):
         except FileNotFoundError:
             return None
         except OSError as exc:
-            raise BatchOutputError(f"cannot read {str(path)!r}: {exc.strerror or exc}") from None
+            raise BatchWriteError(f"cannot read {str(path)!r}: {_reason(exc)}") from None
         try:
             return msgspec.json.decode(data, type=cls)
         except msgspec.DecodeError as exc:
             raise BatchOutputError(f"{str(path)!r} is not a batch manifest ({exc})") from None
 
     def save(self, output: Path) -> None:
-        """Write atomically: a temporary file, fsync, rename over, fsync the directory."""
+        """Write atomically: a temporary file, fsync, rename over, fsync the directory.
+
+        Raises:
+            BatchWriteError: it could not be written (the manifest before stays as it was).
+        """
         path = self.path_for(output)
         tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
         try:
@@ -203,11 +223,15 @@ class Manifest(msgspec.Struct, kw_only=True):
                 file.flush()
                 os.fsync(file.fileno())
             os.replace(tmp, path)
-            _fsync_dir(path.parent)
-        except OSError as exc:
+        except BaseException as exc:  # an interrupt too: leave no temporary file behind
             with contextlib.suppress(OSError):
                 tmp.unlink()
-            raise BatchOutputError(f"cannot write {str(path)!r}: {exc.strerror or exc}") from None
+            if isinstance(exc, OSError):
+                raise BatchWriteError(
+                    f"cannot write {str(path)!r}: {_reason(exc)}; nothing was sent"
+                ) from None
+            raise
+        _fsync_dir(path.parent)
 
 
 def _fsync_dir(directory: Path) -> None:
@@ -258,7 +282,7 @@ class OutputWriter:
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
-            raise BatchOutputError(_write_error(path, exc)) from None
+            raise BatchWriteError(_write_error(path, exc)) from None
         self._size = os.fstat(self._fd).st_size
         self._unsynced = 0
         self._first_unsynced = 0.0
@@ -268,7 +292,7 @@ class OutputWriter:
         """Append one line (``line`` ends with ``\\n``), whole or not at all.
 
         Raises:
-            BatchOutputError: the write failed (disk full, read-only, I/O error); the file is
+            BatchWriteError: the write failed (disk full, read-only, I/O error); the file is
                 truncated back to its last whole line.
         """
         try:
@@ -280,7 +304,7 @@ class OutputWriter:
                 done += more
         except OSError as exc:
             self._undo()
-            raise BatchOutputError(_write_error(self.path, exc)) from None
+            raise BatchWriteError(_write_error(self.path, exc)) from None
         self._size += len(line)
         self.written += 1
         if self._unsynced == 0:
@@ -294,11 +318,17 @@ class OutputWriter:
         return self._unsynced > 0 and self._clock() - self._first_unsynced >= self.fsync_seconds
 
     def sync(self) -> None:
+        """fsync what was written since the last sync.
+
+        Raises:
+            BatchWriteError: the system could not (an I/O error, a full disk on some file
+                systems); the lines may not be on disk, and a later run sends them again.
+        """
         if self._unsynced:
             try:
                 os.fsync(self._fd)
             except OSError as exc:
-                raise BatchOutputError(_write_error(self.path, exc)) from None
+                raise BatchWriteError(_write_error(self.path, exc)) from None
             self._unsynced = 0
 
     def _undo(self) -> None:
@@ -314,8 +344,9 @@ class OutputWriter:
                 self._fd = -1
 
 
-def _write_error(path: Path, exc: OSError) -> str:
-    reason = {
+def _reason(exc: OSError) -> str:
+    """Why the system refused, in words."""
+    return {
         errno.ENOSPC: "the disk is full",
         errno.EDQUOT: "the disk quota is exceeded",
         errno.EROFS: "the file system is read-only",
@@ -323,10 +354,21 @@ def _write_error(path: Path, exc: OSError) -> str:
         errno.EACCES: "permission denied",
         errno.EPERM: "permission denied",
     }.get(exc.errno or 0, exc.strerror or str(exc))
+
+
+def _write_error(path: Path, exc: OSError) -> str:
     return (
-        f"cannot write {str(path)!r}: {reason}; every line written before is kept, re-run "
+        f"cannot write {str(path)!r}: {_reason(exc)}; every line written before is kept, re-run "
         "the same command to continue"
     )
+
+
+def _is_json(raw: bytes) -> bool:
+    try:
+        msgspec.json.decode(raw)
+    except msgspec.DecodeError:
+        return False
+    return True
 
 
 def check_changed(state: OutputState, key: str, sha: str, line: int) -> None:

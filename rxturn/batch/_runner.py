@@ -100,6 +100,10 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         """Raises ConfigError for a value no run can use."""
         if self.provider not in PROVIDERS:
             raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}")
+        try:  # the fields' types (a Struct takes anything it is given)
+            msgspec.convert(msgspec.to_builtins(self), type(self))
+        except (msgspec.ValidationError, TypeError) as exc:
+            raise ConfigError(f"BatchConfig: {exc}") from None
         if not self.model.strip():
             raise ConfigError("model must not be empty")
         if any(not name.strip() for name in self.fallback):

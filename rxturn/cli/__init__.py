@@ -59,7 +59,18 @@ def _tolerate_encoding() -> None:
             reconfigure(errors="replace")
 
 
+#: Exit status after Ctrl-C (128 + SIGINT, as a shell reports it).
+INTERRUPTED = 130
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:  # Ctrl-C while starting up, before a command took the signal
+        return INTERRUPTED
+
+
+def _main(argv: Sequence[str] | None) -> int:
     from ._console import PIPE_CLOSED, STATE, silence
 
     STATE.closed = False

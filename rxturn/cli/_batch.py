@@ -6,11 +6,12 @@ the checkpoint: the same command again continues where the last run stopped (doc
 order.
 
 Exit codes: 0 every row has an ``ok`` line, 3 some rows failed (or are still pending), 2 bad
-input or arguments (nothing was sent), 1 the output could not be written (every line written
-before is kept), 130 interrupted (SIGINT/SIGTERM: no new row is sent, the rows in flight are
-cancelled, what finished is written), 141 stdout closed early. Errors are one line on stderr,
-``rxturn batch: error: …``. Module-level imports are stdlib only (``--help`` imports every
-command).
+input or arguments, or an output no run of these settings can continue (nothing was sent), 1
+the system refused (a full disk, a read-only output: every line written before is kept) or the
+run could not go on (every worker died), 130 interrupted (SIGINT/SIGTERM: no new row is sent,
+the rows in flight are cancelled, what finished is written), 141 stdout closed early. Errors
+are one line on stderr, ``rxturn batch: error: …``. Module-level imports are stdlib only
+(``--help`` imports every command).
 """
 
 from __future__ import annotations
@@ -137,11 +138,31 @@ def _notice(text: str) -> None:
     write(sys.stderr, f"rxturn batch: {text}\n")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def _run(args: argparse.Namespace) -> int:
+    import signal
+
+    # Until the run's event loop takes SIGINT and SIGTERM over (and again after it), both end
+    # the command the same way, with 130: a SIGTERM during the scan too.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         return _run_command(args)
     except KeyboardInterrupt:  # Ctrl-C before the run took over the signals (the scan)
         return 130
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _exit_code(exc: BaseException) -> int:
+    """2 for what the input or the output holds (nothing was sent), 1 for the rest."""
+    from rxturn.batch import BatchInputError, BatchOutputError, BatchWriteError
+
+    if isinstance(exc, BatchWriteError):
+        return 1
+    return 2 if isinstance(exc, BatchInputError | BatchOutputError) else 1
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -173,7 +194,16 @@ def _run_command(args: argparse.Namespace) -> int:
     if args.input == "-":
         from rxturn.batch._input import spool_stdin
 
-        spooled = spool_stdin()
+        try:
+            spooled = spool_stdin()
+        except OSError as exc:
+            import tempfile
+
+            return _fail(
+                f"cannot copy stdin to a temporary file in {tempfile.gettempdir()!r} "
+                f"({exc.strerror or exc}); set TMPDIR to a place with room, or pass a file",
+                1,
+            )
         input_path = spooled
     else:
         input_path = Path(args.input)
@@ -189,11 +219,17 @@ def _run_command(args: argparse.Namespace) -> int:
         try:
             file_run.prepare()
         except BatchError as exc:
-            return _fail(str(exc))
+            return _fail(str(exc), _exit_code(exc))
+        code = 1
         try:
-            return _execute(args, file_run, key)
+            code = _execute(args, file_run, key)
         finally:
-            file_run.close()
+            try:
+                file_run.close()
+            except BatchError as exc:
+                if code != 1:  # the run's own failure was said already
+                    code = _fail(str(exc), _exit_code(exc))
+        return code
     finally:
         if spooled is not None:
             spooled.unlink(missing_ok=True)
@@ -202,7 +238,6 @@ def _run_command(args: argparse.Namespace) -> int:
 def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
     import asyncio
 
-    from rxturn.batch import BatchOutputError
     from rxturn.errors import RxturnError
 
     from ._console import is_terminal
@@ -212,18 +247,34 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
         mode = "bar" if is_terminal(sys.stderr) else "none"
     try:
         summary = asyncio.run(_main(args, file_run, key, mode))
-    except BatchOutputError as exc:
-        return _fail(str(exc), 1)
-    except RxturnError as exc:  # a worker failed, Ray could not start: not a row's failure
-        return _fail(str(exc), 1)
+    except RxturnError as exc:  # the disk, a worker, Ray: not a row's failure
+        return _fail(str(exc), _exit_code(exc))
     except KeyboardInterrupt:
         return 130
     _notice(
         f"{summary.total} rows: {summary.ok} ok, {summary.error} error, {summary.pending} "
         f"pending ({summary.skipped} done before) in {summary.seconds:.1f}s -> {args.output}"
         + (" (interrupted)" if summary.interrupted else "")
+        + _errors_seen(file_run)
     )
     return summary.exit_code
+
+
+def _errors_seen(file_run: Any) -> str:
+    """``; errors: 3 BadRequestError (first: …)`` for the rows that failed in this run."""
+    from ._console import one_line
+
+    errors = file_run.errors
+    if not errors:
+        return ""
+    kinds = ", ".join(f"{count} {kind}" for kind, count in errors.most_common(3))
+    more = len(errors) - 3
+    first = file_run.first_error
+    return (
+        f"; errors: {kinds}"
+        + (f" and {more} more kinds" if more > 0 else "")
+        + (f" (first: {one_line(first, 300)})" if first else "")
+    )
 
 
 async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: str) -> Any:
@@ -261,14 +312,16 @@ def _backend(args: argparse.Namespace, file_run: Any, key: str | None) -> Any:
     return LocalBackend(file_run.config, key, file_run.run_number)
 
 
+def _stdout_failed(exc: OSError) -> int:
+    return _fail(f"cannot write to stdout: {exc.strerror or exc}", 1)
+
+
 def _status(args: argparse.Namespace) -> int:
     import msgspec
 
     from rxturn.batch import BatchError
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_output
-
-    from ._console import write
 
     if args.input is None and not Path(args.output).exists():
         return _fail(f"{args.output!r} does not exist (with --input, every row counts as pending)")
@@ -289,17 +342,14 @@ def _status(args: argparse.Namespace) -> int:
             ok, error = state.counts()
             total = ok + error
     except BatchError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), _exit_code(exc))
     counts = {"ok": ok, "error": error, "pending": total - ok - error, "total": total}
     if args.json:
-        write(sys.stdout, msgspec.json.encode(counts).decode() + "\n")
+        text = msgspec.json.encode(counts).decode()
     else:
         torn = f" (a torn last line of {state.torn_bytes} bytes)" if state.torn_bytes else ""
-        write(
-            sys.stdout,
-            f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}\n",
-        )
-    return 0
+        text = f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}"
+    return _emit(text + "\n") or 0
 
 
 def _export(args: argparse.Namespace) -> int:
@@ -307,21 +357,47 @@ def _export(args: argparse.Namespace) -> int:
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_line_at, read_output
 
-    from ._console import STATE, write
-
     try:
         state = read_output(Path(args.output))
         index = scan_input(args.input)
-        with open(args.output, "rb") as file:
-            for key in index.keys:
-                seen = state.last.get(key)
-                if seen is None:
-                    continue
-                line = read_line_at(file, seen[2]).decode("utf-8", "replace")
-                if not write(sys.stdout, line) or STATE.closed:
-                    break
     except BatchError as exc:
-        return _fail(str(exc))
+        return _fail(str(exc), _exit_code(exc))
+    try:
+        file = open(args.output, "rb")  # noqa: SIM115 - closed below
+    except FileNotFoundError:
+        return 0  # no output yet: no row has a line
     except OSError as exc:
-        return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}")
+        return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}", 1)
+    with file:
+        chunk: list[str] = []
+        size = 0
+        for key in index.keys:
+            seen = state.last.get(key)
+            if seen is None:
+                continue
+            try:
+                line = read_line_at(file, seen[2]).decode("utf-8", "replace")
+            except OSError as exc:
+                return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}", 1)
+            chunk.append(line)
+            size += len(line)
+            if size >= 1 << 16:  # write in slices: a closed pipe stops it early
+                code = _emit("".join(chunk))
+                if code is not None:
+                    return code
+                chunk, size = [], 0
+        if chunk:
+            return _emit("".join(chunk)) or 0
     return 0
+
+
+def _emit(text: str) -> int | None:
+    """Write ``text`` to stdout: ``None`` to go on, else the exit code to end with."""
+    from ._console import STATE, write
+
+    try:
+        if not write(sys.stdout, text) or STATE.closed:
+            return 0  # the reader went away: main() ends with 141
+    except OSError as exc:
+        return _stdout_failed(exc)
+    return None

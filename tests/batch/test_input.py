@@ -150,5 +150,5 @@ def test_the_scan_keeps_keys_in_input_order(tmp_path: Path) -> None:
 def test_non_utf8_input_is_a_line_error(tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
     path.write_bytes(b'{"id": "a", "prompt": "\xff"}\n')
-    with pytest.raises(BatchInputError, match="line 1: not valid JSON"):
+    with pytest.raises(BatchInputError, match=r"line 1: not UTF-8 text \(byte 0xff at column 24\)"):
         scan_input(path)

@@ -1,0 +1,193 @@
+"""Input faults the scan must refuse with the line number, in process: a key twice in one JSON
+object, a byte order mark, bytes that are not UTF-8, a line too long to be one request, an
+input with no rows, rows given to the Python API that are no rows at all."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rxturn.batch import BatchConfig, BatchInputError, FileRun, run_batch, scan_input
+from rxturn.batch import _input as input_module
+from rxturn.batch._checks import duplicate_key
+from rxturn.errors import ConfigError
+
+GOOD = '{"id": "ok", "prompt": "fine"}\n'
+
+
+def _scan_error(tmp_path: Path, data: bytes) -> BatchInputError:
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(data)
+    with pytest.raises(BatchInputError) as caught:
+        scan_input(path)
+    assert "\n" not in str(caught.value)
+    return caught.value
+
+
+@pytest.mark.parametrize(
+    ("line", "key"),
+    [
+        ('{"id": "a", "prompt": "x", "prompt": "y"}', "prompt"),
+        ('{"id": "a", "id": "b", "prompt": "x"}', "id"),
+        (
+            '{"id": "a", "prompt": "x", "options": {"temperature": 1, "temperature": 0}}',
+            "temperature",
+        ),
+        (
+            '{"custom_id": "a", "params": {"messages": [{"role": "user", "role": "assistant",'
+            ' "content": "q"}]}}',
+            "role",
+        ),
+        ('{"id": "a", "prompt" : "x",\t"prompt"\t:"y"}', "prompt"),  # spaces before the colon
+    ],
+)
+def test_a_key_twice_in_one_object_names_the_line_and_the_key(
+    tmp_path: Path, line: str, key: str
+) -> None:
+    error = _scan_error(tmp_path, (GOOD + line + "\n").encode())
+    assert error.line == 2
+    assert str(error) == f"line 2: the key {key!r} appears twice in one object"
+
+
+@pytest.mark.parametrize(
+    "row",
+    [
+        {"id": "a", "prompt": 'say "x": and "y":'},  # quotes and colons inside a string
+        {"id": "a", "prompt": "x", "options": {"stop_sequences": ['":', '" :']}},
+        {"id": "a", "messages": [{"role": "user", "content": [{"type": "text", "text": "q"}]}]},
+        {"id": "a", "prompt": "x", "system": "a: b"},
+    ],
+)
+def test_the_same_key_in_different_objects_or_inside_strings_is_no_duplicate(
+    row: dict[str, Any],
+) -> None:
+    raw = json.dumps(row).encode()
+    assert duplicate_key(raw, json.loads(raw)) is None
+
+
+def test_a_byte_order_mark_is_named(tmp_path: Path) -> None:
+    error = _scan_error(tmp_path, b"\xef\xbb\xbf" + GOOD.encode())
+    assert str(error).startswith("line 1: starts with a UTF-8 byte order mark (BOM)")
+
+
+def test_bytes_that_are_not_utf8_are_named_with_their_column(tmp_path: Path) -> None:
+    error = _scan_error(tmp_path, GOOD.encode() + b'{"id": "b", "prompt": "caf\xe9"}\n')
+    assert str(error) == "line 2: not UTF-8 text (byte 0xe9 at column 27)"
+
+
+def test_a_line_longer_than_a_request_is_refused_without_reading_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(input_module, "MAX_LINE_BYTES", 1000)
+    long_row = json.dumps({"id": "b", "prompt": "y" * 5000})
+    error = _scan_error(tmp_path, (GOOD + long_row + "\n").encode())
+    assert str(error) == "line 2: longer than 1000 bytes (a row is one request)"
+
+    class Reader:  # what iter_lines asks of the file
+        def __init__(self, data: bytes) -> None:
+            self.file = io.BytesIO(data)
+            self.asked: list[int] = []
+
+        def readline(self, limit: int = -1) -> bytes:
+            self.asked.append(limit)
+            return self.file.readline(limit)
+
+    reader = Reader((GOOD + long_row + "\n").encode())
+    with pytest.raises(BatchInputError):
+        list(input_module.iter_lines(reader))  # type: ignore[arg-type]
+    assert reader.asked == [1001, 1001]  # never more than the limit and one byte at once
+
+
+def test_the_limit_is_32_mib() -> None:
+    assert input_module.MAX_LINE_BYTES == 32 << 20
+
+
+def test_a_line_just_under_the_limit_is_a_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(input_module, "MAX_LINE_BYTES", 1000)
+    row = json.dumps({"id": "b", "prompt": "y" * 100})
+    row += " " * (1000 - len(row))  # 1000 bytes and the newline
+    path = tmp_path / "in.jsonl"
+    path.write_text(GOOD + row + "\n")
+    assert list(scan_input(path).keys) == ["ok", "b"]
+
+
+@pytest.mark.parametrize("data", [b"", b"\n\n  \n\t\n", b"\r\n"])
+def test_an_input_without_rows_is_refused_before_anything_is_written(
+    tmp_path: Path, data: bytes
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(data)
+    out = tmp_path / "out.jsonl"
+    config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:1")
+    file_run = FileRun(inp, out, config)
+    with pytest.raises(BatchInputError, match=r"^the input has no rows"):
+        file_run.prepare()
+    assert not out.exists()
+    assert not (tmp_path / "out.jsonl.manifest.json").exists()
+    with pytest.raises(BatchInputError):  # the lock was released: not BatchLockedError
+        FileRun(inp, out, config).prepare()
+
+
+def test_blank_lines_between_rows_keep_the_line_numbers(tmp_path: Path) -> None:
+    error = _scan_error(tmp_path, (GOOD + "\n\n" + "{oops\n").encode())
+    assert error.line == 4
+
+
+@pytest.mark.parametrize(
+    ("rows", "words"),
+    [
+        (None, "rows must be an iterable of rows (mappings or BatchRow), got NoneType"),
+        (5, "got int"),
+        ("abc", "got str"),
+        ({"id": "a", "prompt": "x"}, "got dict"),
+    ],
+)
+async def test_the_python_api_refuses_rows_that_are_not_an_iterable_of_rows(
+    rows: Any, words: str
+) -> None:
+    config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:1")
+    with pytest.raises(ConfigError, match=re.escape(words)):
+        await run_batch(rows, config)
+
+
+@pytest.mark.parametrize("item", [1, None, "a row", ["id", "a"]])
+async def test_the_python_api_names_a_row_that_is_not_a_mapping(item: Any) -> None:
+    config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:1")
+    with pytest.raises(BatchInputError, match=r"^row 1: expected a mapping") as caught:
+        await run_batch([item], config)
+    assert caught.value.line == 1
+
+
+@pytest.mark.parametrize(
+    ("config", "words"),
+    [
+        ({"provider": "anthropic", "model": "m"}, "config must be a BatchConfig, got dict"),
+        (None, "config must be a BatchConfig, got NoneType"),
+        (
+            BatchConfig(provider="anthropic", model="m", concurrency="5"),  # type: ignore[arg-type]
+            "BatchConfig: Expected `int`, got `str` - at `$.concurrency`",
+        ),
+        (
+            BatchConfig(provider="anthropic", model=None),  # type: ignore[arg-type]
+            "BatchConfig: Expected `str`, got `null` - at `$.model`",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", fallback="backup"),  # type: ignore[arg-type]
+            "BatchConfig: Expected `array`, got `str` - at `$.fallback`",
+        ),
+        (BatchConfig(provider="gemini", model="m"), "provider must be one of"),  # type: ignore[arg-type]
+    ],
+)
+async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(
+    config: Any, words: str
+) -> None:
+    with pytest.raises(ConfigError) as caught:
+        await run_batch([{"id": "a", "prompt": "x"}], config)
+    assert words in str(caught.value)
