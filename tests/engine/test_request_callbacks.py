@@ -145,3 +145,31 @@ async def test_logging_observer_summarises_requests(caplog: pytest.LogCaptureFix
     assert any(line.startswith("on_request ") and "<1 messages>" in line for line in lines)
     assert any(line.startswith("on_attempt_end ") for line in lines)
     assert not any("PRIVATE" in line for line in lines if not line.startswith("on_turn_start"))
+
+
+class _FirstChunkOnly(Observer):
+    """Overrides ``on_first_chunk`` and nothing else (no attempt hooks)."""
+
+    def __init__(self) -> None:
+        self.heard: list[tuple[int, int]] = []
+
+    def on_first_chunk(self, *, turn: int, turn_id: int) -> None:
+        self.heard.append((turn, turn_id))
+
+
+async def test_an_observer_of_the_first_chunk_alone_hears_it_with_the_turns_id() -> None:
+    first, recorder = _FirstChunkOnly(), RecordingObserver(requests=True)
+    async with (
+        FakeProvider({"models": {"*": [{"text": "Hello"}, {"text": "again"}]}}) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        alone = TurnEngine(client, observers=[first])
+        await alone.run("hi")
+        await alone.run("and again")
+        both = TurnEngine(client, observers=[first, recorder])
+        await both.run("hi")
+    assert [turn for turn, _ in first.heard] == [0, 0, 0]  # each run's first turn
+    ids = [turn_id for _, turn_id in first.heard]
+    assert len(set(ids)) == 3 and min(ids) >= 0
+    (request,) = recorder.calls_of("on_request")
+    assert ids[2] == request["turn_id"]

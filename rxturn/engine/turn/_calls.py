@@ -428,11 +428,11 @@ class TurnCalls:
         )
 
     def _first_chunk(self, legs: TurnLegs) -> Callable[[], None] | None:
-        host = self.host
-        hooks = legs.hooks
-        if hooks is None or not host.observers.interested("on_first_chunk"):
+        # Asked of the observers alone: one that hears only the first chunk still hears it.
+        observers = self.host.observers
+        if not observers.interested("on_first_chunk"):
             return None
-        observers, turn, turn_id = host.observers, hooks.turn, hooks.turn_id
+        turn, turn_id = legs.turn, legs.turn_id
 
         def first() -> None:
             observers.emit("on_first_chunk", turn=turn, turn_id=turn_id)
