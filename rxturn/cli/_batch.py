@@ -153,7 +153,9 @@ def _run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:  # Ctrl-C before the run took over the signals (the scan)
         return 130
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        # From here on the run has ended and its exit code says how: a SIGTERM on the way out
+        # must not kill the exiting process (exit -15) after a complete run.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN if previous == signal.SIG_DFL else previous)
 
 
 def _exit_code(exc: BaseException) -> int:
