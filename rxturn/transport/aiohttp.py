@@ -8,7 +8,12 @@ frames are never held back by Nagle's algorithm.
 Timeouts (docs/behaviour.md §2.10): ``connect_timeout`` bounds the socket connect; ``read_timeout``
 is an **idle** bound — the longest silence between two reads (including the wait for the response
 headers) — not a deadline on the whole response, because a healthy stream may run for minutes.
-Whole-turn deadlines belong to the stream handler.
+Whole-turn deadlines belong to the stream handler. aiohttp keeps that bound by cancelling its
+timer and arming a new one for every chunk that arrives; the connections of this transport keep
+it on one timer per response instead (:class:`_IdleTimedProtocol`): a chunk only records when it
+came, and the timer, when it fires, re-arms for what is left of the silence since the last one.
+The bound is the same, to the chunk; a stream of many small chunks no longer pays a timer per
+chunk, nor leaves a cancelled timer per chunk on the event loop's heap.
 
 The environment, as the SDKs' HTTP client reads it (``trust_env=True``, the default): the
 proxies in ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` (either case) with ``NO_PROXY``
@@ -57,6 +62,7 @@ from types import TracebackType
 from urllib.parse import parse_qsl, urlsplit
 
 import aiohttp
+from aiohttp.client_proto import ResponseHandler
 
 from .._validate import positive
 from ..errors import (
@@ -373,6 +379,51 @@ class _AiohttpResponse:
             self._response.close()  # unread body: drop the connection; the server sees it
 
 
+def _lazy_read_timer_supported() -> bool:
+    """Whether aiohttp's protocol still has the read-timer hooks :class:`_IdleTimedProtocol`
+    overrides (checked once: another aiohttp keeps its own timer, with the same bound)."""
+    probe = ResponseHandler
+    hooks = ("_reschedule_timeout", "_drop_timeout", "_on_read_timeout", "start_timeout")
+    return all(callable(getattr(probe, name, None)) for name in hooks)
+
+
+class _IdleTimedProtocol(ResponseHandler):
+    """aiohttp's response protocol, its read timeout kept on one lazily re-armed timer.
+
+    aiohttp re-arms ``sock_read`` on every ``data_received`` (cancel, then a new timer). Here a
+    chunk only stamps its arrival; the one timer, armed when the request went out (aiohttp's
+    ``start_timeout``), re-arms itself on firing at ``last chunk + read_timeout`` while data
+    keeps coming, and raises aiohttp's own timeout error once the silence really reached it.
+    Pausing and resuming (flow control) drop and re-arm it as aiohttp does.
+    """
+
+    _last_data = 0.0
+
+    def _reschedule_timeout(self) -> None:
+        timeout = self._read_timeout
+        if not timeout:
+            self._drop_timeout()
+            return
+        now = self._loop.time()
+        self._last_data = now
+        if self._read_timeout_handle is None:
+            self._read_timeout_handle = self._loop.call_at(now + timeout, self._on_read_timeout)
+
+    def _on_read_timeout(self) -> None:
+        self._read_timeout_handle = None
+        timeout = self._read_timeout
+        if not timeout:
+            return
+        due = self._last_data + timeout
+        if due > self._loop.time():  # data came since the timer was armed: wait for the rest
+            self._read_timeout_handle = self._loop.call_at(due, self._on_read_timeout)
+            return
+        super()._on_read_timeout()
+
+
+_LAZY_READ_TIMER = _lazy_read_timer_supported()
+
+
 class AiohttpTransport:
     """An :class:`~rxturn.transport.AsyncTransport` over one pooled aiohttp session.
 
@@ -490,6 +541,13 @@ class AiohttpTransport:
             keepalive_timeout=self._keepalive_timeout,
             ssl=self._ssl,
         )
+        factory = getattr(connector, "_factory", None)
+        if (
+            _LAZY_READ_TIMER
+            and isinstance(factory, functools.partial)
+            and factory.func is ResponseHandler  # pyright: ignore[reportUnknownMemberType]
+        ):
+            connector._factory = functools.partial(_IdleTimedProtocol, loop=loop)  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
         self._proxies = _environment_proxies() if self._trust_env else {}
         session = aiohttp.ClientSession(
             connector=connector,

@@ -276,6 +276,92 @@ async def test_idle_read_timeout_is_a_read_error(aiohttp_server: ServerFactory) 
         await transport.aclose()
 
 
+async def test_a_trickling_stream_outlasting_the_read_timeout_is_not_timed_out(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """The read timeout bounds the silence between chunks, not the response: chunks 30 ms
+    apart for well over the 100 ms bound keep it from firing (its one timer re-arms itself
+    while data keeps coming); the silence after the last chunk then does fire it, and no
+    sooner than the bound after that chunk."""
+    release = asyncio.Event()
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        for i in range(12):
+            await response.write(f"data: {i}\n\n".encode())
+            await asyncio.sleep(0.03)
+        await release.wait()
+        return response
+
+    server = await serve(aiohttp_server, {"/trickle": handler})
+    transport = AiohttpTransport(read_timeout=0.1)
+    loop = asyncio.get_running_loop()
+    received: list[bytes] = []
+    last = 0.0
+    try:
+        response = await send(transport, url(server, "/trickle"))
+        try:
+            with pytest.raises(ReadError, match=r"read timed out after 0\.1s"):
+                async for chunk in response.aiter_bytes():
+                    received.append(chunk)
+                    last = loop.time()
+            silence = loop.time() - last
+        finally:
+            await response.aclose()
+    finally:
+        release.set()
+        await transport.aclose()
+    assert b"".join(received) == b"".join(f"data: {i}\n\n".encode() for i in range(12))
+    assert silence >= 0.1 - 0.01  # the loop's clock granularity, not a performance bound
+
+
+async def test_the_read_timeout_arms_one_timer_per_response_not_one_per_chunk(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """200 chunks of one response arm the read timeout's timer a handful of times, where a
+    timer per chunk would arm it 200 times (and leave each cancelled one on the loop's heap)."""
+
+    async def handler(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        for i in range(200):
+            await response.write(f"data: {i}\n\n".encode())
+            await asyncio.sleep(0)  # one chunk on the wire at a time
+        return response
+
+    server = await serve(aiohttp_server, {"/many": handler})
+    transport = AiohttpTransport(read_timeout=30.0)
+    loop = asyncio.get_running_loop()
+    armed: list[float] = []
+    call_at, call_later = loop.call_at, loop.call_later
+
+    def counting_call_at(when: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(callback, "__name__", "") == "_on_read_timeout":
+            armed.append(when)
+        return call_at(when, callback, *args, **kwargs)
+
+    def counting_call_later(delay: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(callback, "__name__", "") == "_on_read_timeout":
+            armed.append(delay)
+        return call_later(delay, callback, *args, **kwargs)
+
+    loop.call_at = counting_call_at  # type: ignore[method-assign]
+    loop.call_later = counting_call_later  # type: ignore[method-assign]
+    try:
+        response = await send(transport, url(server, "/many"))
+        try:
+            chunks = [chunk async for chunk in response.aiter_bytes()]
+        finally:
+            await response.aclose()
+    finally:
+        del loop.call_at, loop.call_later  # back to the class's methods
+        await transport.aclose()
+    assert b"".join(chunks).count(b"data: ") == 200
+    assert len(chunks) > 20  # the stream really came in many reads
+    assert 1 <= len(armed) <= 3, armed
+
+
 async def test_server_dropping_a_chunked_stream_is_a_read_error(
     aiohttp_server: ServerFactory, transport: AiohttpTransport
 ) -> None:
