@@ -149,8 +149,11 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
                 self._cancelled()
                 return self
             cancel.add_callback(self._on_cancel)
-        self._schedule()  # the total deadline
         self._next_attempt()
+        if self._phase != _DONE:
+            # The total deadline, unless opening the attempt already armed the timer for the
+            # earliest instant (total included): one timer armed per turn, not armed twice.
+            self._schedule()
         return self
 
     def _next_attempt(self) -> None:
