@@ -59,9 +59,11 @@ __all__ = [
 _T = TypeVar("_T")
 
 # asyncio keeps only weak references to tasks; a subscription whose disposable is dropped must
-# still run to completion, so running bridge tasks are held here until they finish.
+# still run to completion, so running bridge tasks are held here until they finish. A task
+# leaves the set as its coroutine ends (``Bridge.run``), or when it is cancelled before its
+# coroutine started (``Bridge.cancel``): no done callback, so no callback handle and no copy of
+# the context per attempt.
 _RUNNING: set[asyncio.Task[None]] = set()
-_FORGET = _RUNNING.discard  # one bound method for every task's done callback, not one per task
 
 _NO_LOOP = (
     "{what} must be subscribed from code running on an asyncio event loop (for example inside "
@@ -156,7 +158,7 @@ class Bridge(abc.DisposableBase, Generic[_T]):
     call it directly for the stream handler (``BatchSource.attach``).
     """
 
-    __slots__ = ("disposed", "finished", "loop", "observer", "producer", "task", "what")
+    __slots__ = ("disposed", "finished", "loop", "observer", "producer", "started", "task", "what")
 
     def __init__(
         self,
@@ -171,6 +173,7 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         self.what = what
         self.disposed = False
         self.finished = False
+        self.started = False
         self.task: asyncio.Task[None] | None = None
 
     def emit(self, item: _T) -> None:
@@ -189,13 +192,14 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         task = self.loop.create_task(self.run())
         self.task = task
         _RUNNING.add(task)
-        task.add_done_callback(_FORGET)
 
     async def run(self) -> None:
+        self.started = True
         error: Exception | None = None
         try:
             await self.produce()
         except asyncio.CancelledError:
+            _RUNNING.discard(self.task)  # pyright: ignore[reportArgumentType]
             if self.disposed:
                 return
             # Not our dispose: asyncio cancelled the task (loop shutdown). Tell the observer,
@@ -209,8 +213,13 @@ class Bridge(abc.DisposableBase, Generic[_T]):
                 ),
             )
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            _RUNNING.discard(self.task)  # pyright: ignore[reportArgumentType]
+            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: as they are
+                raise
             error = exc
+        else:
+            _RUNNING.discard(self.task)  # pyright: ignore[reportArgumentType]
         if self.disposed:
             return
         self.finished = True
@@ -225,6 +234,8 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         # cancel the running task; it sees the flag and closes the iterator normally.
         if task is not None and not task.done() and asyncio.current_task(self.loop) is not task:
             task.cancel()
+            if not self.started:  # its coroutine will never run to take it out
+                _RUNNING.discard(task)
 
     def dispose(self) -> None:
         already = self.disposed or self.finished
