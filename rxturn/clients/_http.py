@@ -53,6 +53,7 @@ from ..messages import Message, Request, RequestOptions
 from ..resilience.backoff import parse_retry_after
 from ..sources import Bridge, bridge_loop, start_bridge
 from ..transport._base import display_url as _safe_url
+from ..wire import decoder_for
 from ._base import keeps_thinking
 from ._connection import HttpSettings, check_base_url, check_headers, check_timeout
 from ._connection import Secret as _Secret  # the name the tests know
@@ -366,7 +367,6 @@ class HttpClient:
     ) -> None:
         """Send one streaming request and push each chunk's events to ``bridge`` until the
         body ends or the bridge is disposed (the response is closed either way)."""
-        from ..wire import decoder_for
 
         url, headers, body, model = self._prepare(request, options, stream=True)
         try:

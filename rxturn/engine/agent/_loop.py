@@ -13,8 +13,8 @@ thread's late result is dropped); a timeout becomes a failed tool result for the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Protocol
+from collections.abc import Coroutine, Sequence
+from typing import Any, Protocol
 
 from ...errors import ConfigError
 from ...messages import Message, StopReason, ToolCallPart, ToolResultPart, content_text
@@ -57,9 +57,13 @@ class AgentLoop:
         self.in_run = False
         self.busy: str | None = None
 
-    async def turn(self, transient: Sequence[Message]) -> TurnResult:
-        """One turn over the history, as the loop runs it (no claim: the caller holds it)."""
-        return await self.calls.turn(transient, run_input=self.run_input, in_run=self.in_run)
+    def turn(self, transient: Sequence[Message]) -> Coroutine[Any, Any, TurnResult]:
+        """One turn over the history, as the loop runs it (no claim: the caller holds it).
+
+        The call's own coroutine, handed back (no coroutine of this method around it: one
+        layer less for each turn to create and for each of its resumptions to pass through).
+        """
+        return self.calls.turn(transient, run_input=self.run_input, in_run=self.in_run)
 
     async def run(self, prompt: str | Message) -> RunResult:
         """:meth:`TurnEngine.run <rxturn.engine.TurnEngine.run>`: check ``prompt``, claim the

@@ -19,8 +19,8 @@ import asyncio
 import functools
 import itertools
 import logging
-from collections.abc import Callable, Sequence
-from typing import Protocol
+from collections.abc import Callable, Coroutine, Sequence
+from typing import Any, Protocol
 
 import msgspec
 from reactivex import Observable, abc
@@ -145,21 +145,25 @@ class TurnCalls:
             host.fallback.begin_turn()
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input)
-        transients = await setup.transients(turn, query, transient)
+        transients = (
+            await setup.transients(turn, query, transient) if setup.gathers() else [*transient]
+        )
         window = host.context_window
         # Nothing first-use between a turn's start and its request: a tokenizer still loading
         # is waited for only when the turn needs the estimate before its reply (compaction,
         # on_request, a hedge loser's offline estimate).
+        loaded = counter_loaded(host.counter)
         estimate_first = (
             window is not None
-            or counter_loaded(host.counter)
+            or loaded
             or host.observers.interested("on_request")
             or host.hedge is not None
         )
         estimate: ContextEstimate | None = None
         raw_estimate = 0
         if estimate_first:
-            await warm_up_counter(host.counter)  # a tokenizer loads in a thread, not on the loop
+            if not loaded:  # a tokenizer loads in a thread, not on the loop
+                await warm_up_counter(host.counter)
             estimate, raw_estimate = setup.estimate(transients)
         if window is not None and estimate is not None and window.should_compact(estimate.total):
             # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
@@ -214,7 +218,8 @@ class TurnCalls:
             )
             raise
         if estimate is None:  # the request went out first; the reply is not in the history yet
-            await warm_up_counter(host.counter)
+            if not counter_loaded(host.counter):
+                await warm_up_counter(host.counter)
             estimate, raw_estimate = setup.estimate(transients)
         usage = message.usage
         stop_reason = message.stop_reason or StopReason.END_TURN
@@ -380,9 +385,11 @@ class TurnCalls:
 
     # ----------------------------------------------------------------------------- the paths
 
-    async def stream_turn(
+    def stream_turn(
         self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
-    ) -> Message:
+    ) -> Coroutine[Any, Any, Message]:
+        """The streaming call: its plan, router and fold seed built now, and the coroutine
+        that runs it (:func:`stream_path`'s own: no coroutine of this method around it)."""
         host = self.host
         scheduler = self.scheduler()
         plan = self._plan(
@@ -407,7 +414,7 @@ class TurnCalls:
         seed = initial_state(keep_thinking=keeps_thinking(host.client, options))
         if quiet:
             router = _QUIET.router(legs.turn, on_control=legs.stats.note)
-            return await stream_path(source, scheduler, router, legs.stats, seed=seed)
+            return stream_path(source, scheduler, router, legs.stats, seed=seed)
         events = self.events
         router = host.observers.router(
             legs.turn,
@@ -417,7 +424,7 @@ class TurnCalls:
             on_first=self._first_chunk(legs),
         )
         streams = self.turn_streams
-        return await stream_path(
+        return stream_path(
             source,
             scheduler,
             router,

@@ -112,6 +112,13 @@ class TurnSetup:
             )
         self.last_served = served
 
+    def gathers(self) -> bool:
+        """Whether a turn has transients to gather: contributors, or a memory to ask (without
+        either, a turn's transients are its ``extra`` messages, and :meth:`transients` need
+        not run)."""
+        host = self.host
+        return bool(host.contributors) or (host.memory is not None and host.memory_top_k > 0)
+
     async def transients(self, turn: int, query: str, extra: Sequence[Message]) -> list[Message]:
         gathered = await gather_transients(
             self.host.contributors,
