@@ -145,8 +145,8 @@ class TurnCalls:
             host.fallback.begin_turn()
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input)
-        transients = (
-            await setup.transients(turn, query, transient) if setup.gathers() else [*transient]
+        transients: Sequence[Message] = (
+            await setup.transients(turn, query, transient) if setup.gathers() else transient
         )
         window = host.context_window
         # Nothing first-use between a turn's start and its request: a tokenizer still loading
