@@ -91,8 +91,9 @@ class CancelToken:
 
     def remove_callback(self, callback: Callable[[], None]) -> None:
         """Forget ``callback`` (no effect if it is not registered, or the signal fired)."""
-        with contextlib.suppress(ValueError):
-            self._callbacks.remove(callback)
+        callbacks = self._callbacks
+        if callback in callbacks:  # (once per turn: no context manager made for it)
+            callbacks.remove(callback)
 
     def as_observable(self) -> Observable[None]:
         """An Observable that errors with :class:`Cancelled` when the signal fires."""

@@ -197,7 +197,8 @@ class ToolRegistry:
 
     def schemas(self) -> tuple[ToolSchema, ...] | None:
         """The schemas to send, or ``None`` (the request has no tools) when none is registered."""
-        return tuple(t.schema for t in self._tools.values()) or None
+        tools = self._tools
+        return tuple([t.schema for t in tools.values()]) if tools else None
 
     async def run(self, call: ToolCallPart) -> ToolResultPart:
         """Run one call. Every failure becomes an error result for the model."""

@@ -125,11 +125,15 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
     cost: Cost | None = None
 
 
+def _no_turns() -> list[Turn]:
+    return []
+
+
 class Run(msgspec.Struct, kw_only=True):
     """One ``engine.run(...)``: its turns, in order."""
 
     run_id: int
-    turns: list[Turn] = msgspec.field(default_factory=lambda: list[Turn]())
+    turns: list[Turn] = msgspec.field(default_factory=_no_turns)
 
 
 class _TurnLine(Turn, frozen=True, kw_only=True):
