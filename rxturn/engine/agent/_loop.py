@@ -65,15 +65,13 @@ class AgentLoop:
         """
         return self.calls.turn(transient, run_input=self.run_input, in_run=self.in_run)
 
-    async def run(self, prompt: str | Message) -> RunResult:
-        """:meth:`TurnEngine.run <rxturn.engine.TurnEngine.run>`: check ``prompt``, claim the
-        engine, run."""
+    def run(self, prompt: str | Message) -> Coroutine[Any, Any, RunResult]:
+        """:meth:`TurnEngine.run <rxturn.engine.TurnEngine.run>`: check ``prompt`` and claim
+        the engine now; the run's coroutine (:meth:`run_checked`, which frees the engine when
+        it ends) is handed back to be awaited at once."""
         checked = checked_prompt(prompt, "run")
         self.claim("run")
-        try:
-            return await self.run_checked(checked)
-        finally:
-            self.busy = None
+        return self.run_checked(checked, release=True)
 
     def claim(self, call: str) -> None:
         """Mark the engine busy with ``call``; a second call while one is in flight is refused
@@ -87,49 +85,54 @@ class AgentLoop:
             )
         self.busy = call
 
-    async def run_checked(self, prompt: str | Message) -> RunResult:
-        """The run of an already checked and claimed ``prompt``."""
-        message = Message.user(prompt) if isinstance(prompt, str) else prompt
-        now = self.calls.now()
-        started = now()
-        start_len = len(self.host.session.history)
-        run = self.host.session.audit.start_run()
-        self.run_input = content_text(message.content)
-        self.in_run = True
-        self.host.observers.emit("on_run_start", session_id=self.host.session.id)
-        results: list[TurnResult] = []
+    async def run_checked(self, prompt: str | Message, *, release: bool = False) -> RunResult:
+        """The run of an already checked and claimed ``prompt``; ``release``: free the engine
+        when the run ends, however it ends (a stream frees it itself)."""
         try:
-            self.host.cancel_token.raise_if_cancelled()
-            self.host.session.history.append(message)
-            for _ in range(self.host.max_turns):
-                result = await self.turn(())
-                results.append(result)
-                if result.stop_reason is not StopReason.TOOL_CALL:
-                    break
-                await self.tool_phase(result)
-            hit_max = bool(results) and results[-1].stop_reason is StopReason.TOOL_CALL
-        except BaseException as exc:
-            del self.host.session.history[start_len:]
+            message = Message.user(prompt) if isinstance(prompt, str) else prompt
+            now = self.calls.now()
+            started = now()
+            start_len = len(self.host.session.history)
+            run = self.host.session.audit.start_run()
+            self.run_input = content_text(message.content)
+            self.in_run = True
+            self.host.observers.emit("on_run_start", session_id=self.host.session.id)
+            results: list[TurnResult] = []
+            try:
+                self.host.cancel_token.raise_if_cancelled()
+                self.host.session.history.append(message)
+                for _ in range(self.host.max_turns):
+                    result = await self.turn(())
+                    results.append(result)
+                    if result.stop_reason is not StopReason.TOOL_CALL:
+                        break
+                    await self.tool_phase(result)
+                hit_max = bool(results) and results[-1].stop_reason is StopReason.TOOL_CALL
+            except BaseException as exc:
+                del self.host.session.history[start_len:]
+                self.host.observers.emit(
+                    "on_run_end",
+                    success=False,
+                    error=str(exc) or type(exc).__name__,
+                    total_turns=len(run.turns),
+                    duration_ms=(now() - started) * 1000,
+                )
+                raise
+            finally:
+                self.in_run = False
+                self.run_input = None
+                self.host.cancel_token.reset()
             self.host.observers.emit(
                 "on_run_end",
-                success=False,
-                error=str(exc) or type(exc).__name__,
+                success=True,
+                error=None,
                 total_turns=len(run.turns),
                 duration_ms=(now() - started) * 1000,
             )
-            raise
+            return RunResult(turns=tuple(results), hit_max_turns=hit_max)
         finally:
-            self.in_run = False
-            self.run_input = None
-            self.host.cancel_token.reset()
-        self.host.observers.emit(
-            "on_run_end",
-            success=True,
-            error=None,
-            total_turns=len(run.turns),
-            duration_ms=(now() - started) * 1000,
-        )
-        return RunResult(turns=tuple(results), hit_max_turns=hit_max)
+            if release:
+                self.busy = None
 
     async def tool_phase(self, result: TurnResult) -> None:
         """Run the reply's tool calls in order; their results become the next user message."""
