@@ -20,24 +20,36 @@ chunk is often a single event, so even a per-chunk call would be a per-event cos
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from ..errors import ProviderError, StreamProtocolError
 from ..events import StreamEvent
 
-__all__ = ["FramedDecoder"]
+__all__ = ["FramedDecoder", "Framer"]
 
 _Frames = TypeVar("_Frames")
+_FramesOut = TypeVar("_FramesOut", covariant=True)
+
+
+class Framer(Protocol[_FramesOut]):
+    """What cuts a body into payloads (SSE events, NDJSON lines) for a :class:`FramedDecoder`."""
+
+    def feed_frames(self, data: bytes, /) -> _FramesOut:
+        """A chunk in, its complete payloads out (raises ``StreamProtocolError`` on bad
+        framing)."""
+        ...
+
+    def close_frames(self) -> _FramesOut:
+        """The payloads still held at the end of the body."""
+        ...
 
 
 class FramedDecoder(Generic[_Frames]):
     """The ``feed`` / ``close`` scaffolding of a wire decoder (see the module docstring).
 
     Args:
-        feed_frames: the framer's ``feed``: a chunk in, its complete payloads out (raises
-            ``StreamProtocolError`` on bad framing).
-        close_frames: the framer's ``close``: the payloads it still held at the end of the body.
+        framer: what cuts the body into payloads (kept as the object: its two methods are
+            looked up per call, not held as two bound-method objects per decoder).
 
     Subclasses implement :meth:`_decode_into` and set ``_done`` when input is over (with
     :attr:`saw_terminal` for a terminal event; OpenAI's ``[DONE]`` sets ``_done`` alone).
@@ -46,13 +58,10 @@ class FramedDecoder(Generic[_Frames]):
         saw_terminal: the provider's terminal event arrived (without it the reply is truncated).
     """
 
-    __slots__ = ("_close_frames", "_closed", "_done", "_error", "_feed_frames", "saw_terminal")
+    __slots__ = ("_closed", "_done", "_error", "_framer", "saw_terminal")
 
-    def __init__(
-        self, feed_frames: Callable[[bytes], _Frames], close_frames: Callable[[], _Frames]
-    ) -> None:
-        self._feed_frames = feed_frames
-        self._close_frames = close_frames
+    def __init__(self, framer: Framer[_Frames]) -> None:
+        self._framer = framer
         self._error: ProviderError | None = None
         self._done = False  # nothing more is read
         self._closed = False
@@ -65,7 +74,7 @@ class FramedDecoder(Generic[_Frames]):
         if self._done:
             return []
         try:
-            frames = self._feed_frames(data)
+            frames = self._framer.feed_frames(data)
         except StreamProtocolError as exc:
             self._error = exc  # framing errors are final too
             raise
@@ -95,7 +104,7 @@ class FramedDecoder(Generic[_Frames]):
             return []
         self._closed = True
         try:
-            frames = self._close_frames()
+            frames = self._framer.close_frames()
         except StreamProtocolError as exc:
             self._error = exc  # framing errors are final too
             raise

@@ -57,6 +57,10 @@ class NDJSONSplitter:
         """End of stream: return the final line if it had no line end and is not blank."""
         return self._keep(self._lines.close())
 
+    # a decoder's framer (``rxturn.wire._decoder.Framer``)
+    feed_frames = feed
+    close_frames = close
+
     def _keep(self, lines: list[bytes]) -> list[bytes]:
         number = self._lines.lines - len(lines)
         kept: list[bytes] = []

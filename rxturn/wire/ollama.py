@@ -147,7 +147,7 @@ Delta(index=0, text='Hi', kind='text')]
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         del max_event_bytes  # NDJSON has no multi-line events; accepted for a uniform signature
         lines = NDJSONSplitter(max_line_bytes)
-        super().__init__(lines.feed, lines.close)
+        super().__init__(lines)
         self._lines = lines
         self._started = False
         self._text_open = False

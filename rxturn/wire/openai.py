@@ -173,7 +173,7 @@ Delta(index=0, text='Hi', kind='text')]
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         sse = SSEParser(max_line_bytes, max_event_bytes)
-        super().__init__(sse.feed_raw, sse.close_raw)
+        super().__init__(sse)
         self._started = False
         self._finished = False
         self._text_open = False

@@ -169,7 +169,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         sse = SSEParser(max_line_bytes, max_event_bytes)
-        super().__init__(sse.feed_raw, sse.close_raw)
+        super().__init__(sse)
         self._started = False
         self._lanes: dict[tuple[int, int], _Lane] = {}
         self._next = 0  # the next lane's canonical index

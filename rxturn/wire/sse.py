@@ -237,6 +237,10 @@ class SSEParser(PartialLine):
         self._run(None, out, False)
         return out
 
+    # a decoder's framer (``rxturn.wire._decoder.Framer``): the raw forms
+    feed_frames = feed_raw
+    close_frames = close_raw
+
     # --- framing ------------------------------------------------------------------------------
 
     def _run(self, data: bytes | None, out: Any, typed: bool) -> None:
