@@ -32,6 +32,19 @@ If asyncio itself cancels the task (the loop is shutting down) the observer gets
 
 Subscribing where no event loop can be found is a :class:`~rxturn.errors.ConfigError`, sent to
 ``on_error`` with a message that says how to fix it.
+
+Driven by the subscriber's own task
+-----------------------------------
+A subscriber that will do nothing but wait for the stream's end — the engine's turn, awaiting its
+reply — may drive the first bridge its subscription starts itself: during
+:func:`subscribe_driving` (one synchronous subscribe, in that task) the first bridge started on
+its loop is handed over instead of getting a task, and the subscriber awaits
+:meth:`Bridge.drive`. Items,
+errors and disposal are the same; a turn saves a task (its object, a copy of the context, a step
+handle) and, at the end, the loop iteration that would wake it. A dispose from outside the task
+cancels that task (the ``CancelledError`` lands in the pending read, as it would in the bridge's
+own task) and :meth:`~Bridge.drive` takes that cancellation back (``Task.uncancel``), so the
+subscriber's task goes on; a cancellation of the subscriber's task itself passes through.
 """
 
 from __future__ import annotations
@@ -54,9 +67,11 @@ __all__ = [
     "from_awaitable",
     "open_bridge",
     "start_bridge",
+    "subscribe_driving",
 ]
 
 _T = TypeVar("_T")
+_S = TypeVar("_S")
 
 # asyncio keeps only weak references to tasks; a subscription whose disposable is dropped must
 # still run to completion, so running bridge tasks are held here until they finish. A task
@@ -64,6 +79,14 @@ _T = TypeVar("_T")
 # coroutine started (``Bridge.cancel``): no done callback, so no callback handle and no copy of
 # the context per attempt.
 _RUNNING: set[asyncio.Task[None]] = set()
+
+#: The claim a subscribing task holds, during its synchronous subscribe, on the first bridge
+#: that subscription starts (see "Driven by the subscriber's own task"): its loop and a list
+#: that receives the bridge. A module slot rather than a context variable: setting one would
+#: leave new context mappings alive in the task for the rest of the turn. A bridge honours a
+#: claim of its own loop only, so a claim seen from another thread's loop is never taken (the
+#: other thread's bridge just gets its task, as without a claim).
+_claim: tuple[asyncio.AbstractEventLoop, list[Bridge[Any]]] | None = None
 
 _NO_LOOP = (
     "{what} must be subscribed from code running on an asyncio event loop (for example inside "
@@ -158,7 +181,17 @@ class Bridge(abc.DisposableBase, Generic[_T]):
     call it directly for the stream handler (``BatchSource.attach``).
     """
 
-    __slots__ = ("disposed", "finished", "loop", "observer", "producer", "started", "task", "what")
+    __slots__ = (
+        "cancelling",
+        "disposed",
+        "finished",
+        "loop",
+        "observer",
+        "producer",
+        "started",
+        "task",
+        "what",
+    )
 
     def __init__(
         self,
@@ -174,6 +207,7 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         self.disposed = False
         self.finished = False
         self.started = False
+        self.cancelling = False  # a dispose cancelled the subscriber's task (``drive``)
         self.task: asyncio.Task[None] | None = None
 
     def emit(self, item: _T) -> None:
@@ -188,6 +222,10 @@ class Bridge(abc.DisposableBase, Generic[_T]):
 
     def start(self) -> None:  # on the loop's thread
         if self.disposed:
+            return
+        claim = _claim
+        if claim is not None and claim[0] is self.loop and not claim[1]:
+            claim[1].append(self)  # the subscribing task drives it (``drive``)
             return
         task = self.loop.create_task(self.run())
         self.task = task
@@ -228,11 +266,48 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         else:
             _deliver(self.loop, self.observer.on_error, error)
 
+    async def drive(self) -> None:
+        """Run the bridge in the calling task: the one that claimed it
+        (:func:`subscribe_driving`).
+
+        Returns when the bridge ended or was disposed; raises only what the task itself is
+        sent (a cancellation of the task, ``KeyboardInterrupt``)."""
+        task = asyncio.current_task(self.loop)
+        assert task is not None
+        self.task = task
+        self.started = True
+        if self.disposed:
+            return
+        error: Exception | None = None
+        try:
+            await self.produce()
+        except asyncio.CancelledError:
+            if self.cancelling:  # our dispose's cancel: take it back, unless another came too
+                self.cancelling = False
+                if task.uncancel() > 0:
+                    raise
+                return
+            # The task's own cancellation (its caller's): the bridge has nothing to report;
+            # the caller disposes the subscription as it unwinds.
+            raise
+        except Exception as exc:
+            error = exc
+        # (A dispose cancels the task only while it waits here, inside ``produce``: the
+        # cancellation always lands in it, and was taken back above.)
+        if self.disposed:
+            return
+        self.finished = True
+        if error is None:
+            _deliver(self.loop, self.observer.on_completed)
+        else:
+            _deliver(self.loop, self.observer.on_error, error)
+
     def cancel(self) -> None:  # on the loop's thread
         task = self.task
         # A dispose from inside on_next (e.g. ``take(n)``) runs in the task itself: never
         # cancel the running task; it sees the flag and closes the iterator normally.
         if task is not None and not task.done() and asyncio.current_task(self.loop) is not task:
+            self.cancelling = True  # (``drive`` takes it back from the subscriber's task)
             task.cancel()
             if not self.started:  # its coroutine will never run to take it out
                 _RUNNING.discard(task)
@@ -287,6 +362,22 @@ def start_bridge(bridge: Bridge[_T]) -> Bridge[_T]:
     else:
         loop.call_soon_threadsafe(bridge.start)
     return bridge
+
+
+def subscribe_driving(
+    loop: asyncio.AbstractEventLoop, subscribe: Callable[..., _S], *args: Any
+) -> tuple[_S, Bridge[Any] | None]:
+    """``subscribe(*args)``, claiming for the calling task the first bridge it starts on
+    ``loop`` (see the module docstring): its result, and the bridge the caller must
+    :meth:`~Bridge.drive` (``None``: the subscription needs no driving by this task)."""
+    global _claim
+    claimed: list[Bridge[Any]] = []
+    previous, _claim = _claim, (loop, claimed)
+    try:
+        result = subscribe(*args)
+    finally:
+        _claim = previous
+    return result, (claimed[0] if claimed else None)
 
 
 def _bridge(

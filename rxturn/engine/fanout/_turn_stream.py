@@ -34,6 +34,7 @@ from ...events import HandlerEvent
 from ...fold import INITIAL_STATE, TurnState, fold_batch
 from ...messages import Message
 from ...resilience.cancel import CancelToken
+from ...sources import subscribe_driving
 from ..observation.observers import TurnRouter
 from ..records._results import AttemptStats
 from ..turn._race import race
@@ -267,6 +268,7 @@ async def stream_path(
     publish_to: Subject[TurnStream] | None = None,
     turn: tuple[int, str] = (0, ""),
     seed: TurnState = INITIAL_STATE,
+    drive: bool = True,
 ) -> Message:
     """Run the turn's stream to its last fold state; the message it folded to.
 
@@ -274,9 +276,12 @@ async def stream_path(
     owed); a stream that completes without either is truncated. ``publish_to`` (when it has
     subscribers) gets a :class:`TurnStream` for ``turn`` (its index and model) before the
     stream starts. ``seed`` is the fold's first state (:func:`rxturn.fold.initial_state`:
-    whether thinking is kept).
+    whether thinking is kept). ``drive``: the turn's task drives its first attempt's IO itself
+    (not when each attempt must be sent in a context of its own: an observer's
+    ``on_attempt_start`` hands one out).
     """
-    done: asyncio.Future[TurnState] = asyncio.get_running_loop().create_future()
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[TurnState] = loop.create_future()
     share: Share | None = None
     if publish_to is not None:
         share = Share()
@@ -284,8 +289,17 @@ async def stream_path(
             publish_to.on_next(TurnStream(turn[0], turn[1], share))
         except Exception:
             log.exception("an engine.turn_streams subscriber raised; the turn goes on")
-    connection = source.subscribe_lists(_TurnSink(router, share, seed, done), scheduler)
+    # The turn's task has nothing to do but wait for its reply: it drives the first attempt's
+    # IO itself rather than a task of its own (rxturn.sources, "Driven by the subscriber's own
+    # task"); later attempts (retries, a hedge, a rescue) get their own tasks.
+    sink = _TurnSink(router, share, seed, done)
+    if drive:
+        connection, first = subscribe_driving(loop, source.subscribe_lists, sink, scheduler)
+    else:
+        connection, first = source.subscribe_lists(sink, scheduler), None
     try:
+        if first is not None:
+            await first.drive()
         state = await done
     finally:
         connection.dispose()

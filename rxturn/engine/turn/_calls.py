@@ -412,9 +412,12 @@ class TurnCalls:
             source = Composed(failover_stream(Observable(plan.subscribe_lists), legs_after))
         # The fold keeps thinking when the request enables it (or the options say so).
         seed = initial_state(keep_thinking=keeps_thinking(host.client, options))
+        # Attempts sent in contexts of their own (an observer's on_attempt_start hands one out)
+        # each get a task; otherwise the turn's task drives the first one itself.
+        drive = legs.hooks is None or not legs.hooks.start
         if quiet:
             router = _QUIET.router(legs.turn, on_control=legs.stats.note)
-            return stream_path(source, scheduler, router, legs.stats, seed=seed)
+            return stream_path(source, scheduler, router, legs.stats, seed=seed, drive=drive)
         events = self.events
         router = host.observers.router(
             legs.turn,
@@ -432,6 +435,7 @@ class TurnCalls:
             publish_to=streams if streams is not None and streams.observers else None,
             turn=(legs.turn, legs.served),
             seed=seed,
+            drive=drive,
         )
 
     def _first_chunk(self, legs: TurnLegs) -> Callable[[], None] | None:
