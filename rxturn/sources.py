@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, ParamSpec, TypeVar, cast
 
 import reactivex
 from reactivex import Observable, abc
@@ -72,6 +72,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 _S = TypeVar("_S")
+_P = ParamSpec("_P")
 
 # asyncio keeps only weak references to tasks; a subscription whose disposable is dropped must
 # still run to completion, so running bridge tasks are held here until they finish. A task
@@ -365,19 +366,22 @@ def start_bridge(bridge: Bridge[_T]) -> Bridge[_T]:
 
 
 def subscribe_driving(
-    loop: asyncio.AbstractEventLoop, subscribe: Callable[..., _S], *args: Any
-) -> tuple[_S, Bridge[Any] | None]:
-    """``subscribe(*args)``, claiming for the calling task the first bridge it starts on
+    loop: asyncio.AbstractEventLoop,
+    subscribe: Callable[_P, _S],
+    *args: _P.args,
+    **kwargs: _P.kwargs,
+) -> tuple[_S, Bridge[object] | None]:
+    """``subscribe(*args, **kwargs)``, claiming for the calling task the first bridge it starts on
     ``loop`` (see the module docstring): its result, and the bridge the caller must
     :meth:`~Bridge.drive` (``None``: the subscription needs no driving by this task)."""
     global _claim
     claimed: list[Bridge[Any]] = []
     previous, _claim = _claim, (loop, claimed)
     try:
-        result = subscribe(*args)
+        result = subscribe(*args, **kwargs)
     finally:
         _claim = previous
-    return result, (claimed[0] if claimed else None)
+    return result, (cast("Bridge[object]", claimed[0]) if claimed else None)
 
 
 def _bridge(
