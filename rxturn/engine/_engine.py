@@ -45,8 +45,9 @@ import functools
 import importlib
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import cast
+import weakref
+from collections.abc import Callable, Coroutine, Iterable, Sequence
+from typing import Any, cast
 
 import msgspec
 from reactivex import abc
@@ -235,10 +236,16 @@ class TurnEngine:
         self.session = Session(history)
         self.cancel_token = CancelToken()
         # one collaborator per concern, made once per engine: each reads the engine's public
-        # attributes when it runs, so reassigning one (``engine.system = ...``) takes effect
-        self._setup = TurnSetup(self)
-        self._calls = TurnCalls(self, self._setup, pricer)
-        self._loop = AgentLoop(self, self._calls)
+        # attributes when it runs, so reassigning one (``engine.system = ...``) takes effect.
+        # They see the engine through a weak proxy: a strong reference back would make every
+        # engine a reference cycle, freed (with its history and audit trail) only by the
+        # cyclic collector — under many short-lived engines, full collections that stall the
+        # loop. They only run while the engine is alive: from its own methods, or from a
+        # stream, which holds the engine.
+        host = cast("TurnEngine", weakref.proxy(self))
+        self._setup = TurnSetup(host)
+        self._calls = TurnCalls(host, self._setup, pricer)
+        self._loop = AgentLoop(host, self._calls)
         if fallback is not None and scheduler is not None:
             fallback.adopt_clock(self._now())
 
@@ -329,7 +336,7 @@ class TurnEngine:
         return RunStream(
             prompt=checked,
             events=self.events,
-            run=loop.run_checked,
+            run=self._run_checked,  # (a method of the engine: the stream keeps it alive)
             claim=functools.partial(loop.claim, "stream"),
             release=release,
             cancel=self.cancel,
@@ -339,6 +346,9 @@ class TurnEngine:
     def served_model(self) -> str:
         """The model the next request goes to: routed backup, options override, or client's."""
         return self._setup.served_model()
+
+    def _run_checked(self, prompt: str | Message) -> Coroutine[Any, Any, RunResult]:
+        return self._loop.run_checked(prompt)
 
     def build_request(self, transient: Sequence[Message] = ()) -> Request:
         """Transients first, then the conversation; system prompt and tools ride alongside."""

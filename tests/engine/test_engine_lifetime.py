@@ -1,0 +1,98 @@
+"""An engine nobody holds is freed at once, by reference counting, not by the cyclic collector.
+
+Many short-lived engines (one per request in a server, one per concurrent conversation) are a
+common pattern. If an engine were part of a reference cycle, each one — its history, audit
+trail, records — would wait for a full collection, and under load those collections stall the
+event loop for hundreds of milliseconds. The engine's collaborators therefore see it through a
+weak proxy; these tests hold that line for every kind of turn, and show that an engine only a
+stream holds still runs.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from rxturn import FallbackManager, StreamHandler, TurnEngine
+from rxturn.engine.agent.tools import tool
+from rxturn.engine.observation.observers import RecordingObserver
+
+REPLY = {"models": {"*": [{"text": "hello there", "chunk_chars": 3}]}}
+
+
+@pytest.fixture
+def no_collector() -> Iterator[None]:
+    """The cyclic collector off: what is freed is freed by reference counting alone."""
+    gc.collect()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+@tool
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"handler": StreamHandler.default()},
+        {"handler": StreamHandler.passthrough()},
+        {"mode": "non_streaming", "handler": StreamHandler.default()},
+        {"observers": "recording"},
+        {"fallback": "breaker", "failover": True},
+    ],
+    ids=["default", "passthrough", "non_streaming", "observers", "failover"],
+)
+async def test_an_engine_nobody_holds_is_freed_without_the_collector(
+    fake_client: Any, no_collector: None, options: dict[str, Any]
+) -> None:
+    kwargs = dict(options)
+    if kwargs.get("observers") == "recording":
+        kwargs["observers"] = [RecordingObserver()]
+    if kwargs.get("fallback") == "breaker":
+        kwargs["fallback"] = FallbackManager("primary", ["backup"])
+    async with fake_client(REPLY) as (_, client):
+        engine = TurnEngine(client, **kwargs)
+        result = await engine.run("q")
+        assert result.text == "hello there"
+        gone = weakref.ref(engine)
+        del engine, result
+        assert gone() is None
+
+
+async def test_a_tool_calling_run_leaves_no_cycle(fake_client: Any, no_collector: None) -> None:
+    script = {
+        "models": {
+            "*": [
+                {"tool_calls": [{"name": "add", "input": {"a": 2, "b": 3}}]},
+                {"text": "five"},
+            ]
+        }
+    }
+    async with fake_client(script) as (_, client):
+        engine = TurnEngine(client, tools=[add], handler=StreamHandler.default())
+        assert (await engine.run("2+3?")).text == "five"
+        gone = weakref.ref(engine)
+        del engine
+        assert gone() is None
+
+
+async def test_an_engine_only_its_stream_holds_still_runs(fake_client: Any) -> None:
+    async with fake_client(REPLY) as (_, client):
+        texts: list[str] = []
+        async with TurnEngine(client, handler=StreamHandler.default()).stream("q") as stream:
+            gc.collect()  # nothing but the stream refers to the engine now
+            async for event in stream:
+                text = getattr(event, "text", None)
+                if isinstance(text, str):
+                    texts.append(text)
+        assert "".join(texts) == "hello there"
