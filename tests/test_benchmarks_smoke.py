@@ -224,3 +224,22 @@ def test_the_hedge_phase_reports_both_runs_side_by_side(report: dict[str, Any]) 
         assert row["p50_ms"] <= row["p90_ms"] <= row["p99_ms"]
     assert hedge["plain"]["extra_requests_per_turn"] == 0  # no hedge, no extra request
     assert "Hedged first token: time to first text" in report["_stdout"]
+
+
+def test_every_benchmark_script_imports() -> None:
+    """Each script of ``benchmarks/`` imports (the modules it names exist): a script that only a
+    person runs, by hand, must not be the place a moved module is first noticed."""
+    scripts = sorted(path.stem for path in (ROOT / "benchmarks").glob("*.py"))
+    assert "bench_batch" in scripts and "run" in scripts
+    code = "\n".join(
+        [
+            "import importlib, sys",
+            f"sys.path.insert(0, {str(ROOT / 'benchmarks')!r})",
+            f"for name in {scripts!r}:",
+            "    importlib.import_module(name)",
+        ]
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
