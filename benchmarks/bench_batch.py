@@ -53,8 +53,8 @@ from _servers import FakeServerProcess
 from rxturn.batch._runner import CharCounter
 from rxturn.clients._factory import client_for
 from rxturn.engine import TurnEngine
-from rxturn.engine.records._results import Session
 from rxturn.engine.handler import StreamHandler
+from rxturn.engine.records._results import Session
 from rxturn.messages import Message
 from rxturn.transport.aiohttp import AiohttpTransport
 
