@@ -50,6 +50,7 @@ class RemoteGate:
         try:
             await future
         except asyncio.CancelledError:  # the attempt gave up waiting (its deadline, a stop)
+            # the parent drops the ask, or gives the grant back if it was already made
             self._send(Message(t="cancel", n=request))
             raise
         finally:
@@ -72,6 +73,10 @@ class RemoteGate:
     def restamp(self, ticket: int) -> None:
         if self.limited:
             self._send(Message(t="restamp", n=ticket))
+
+    def release(self, ticket: int) -> None:
+        if self.limited and ticket >= 0:
+            self._send(Message(t="release", n=ticket))
 
     def pause(self, seconds: float) -> None:
         self._local.pause(seconds)
