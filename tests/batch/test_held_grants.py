@@ -17,6 +17,7 @@ import pytest
 import rxturn.transport.aiohttp
 from rxturn.batch import BatchConfig, Budget, LocalGate, RowOk, Runner, decode_row
 from rxturn.batch import run_batch as run_rows
+from rxturn.batch._workers import Message, WorkerPool, _Worker  # pyright: ignore[reportPrivateUsage]
 from rxturn.testing import FakeProvider
 from rxturn.transport.aiohttp import AiohttpTransport
 
@@ -126,3 +127,57 @@ async def test_a_row_cancelled_after_its_grant_sends_it_or_gives_it_back() -> No
         # every request that reached the server was stamped sent (a send cut off on its way
         # counts as sent too: it may have arrived)
         assert len(fake.received) <= len(gate.sent)
+
+
+class _NoProcess:
+    """A worker process that is not there: the pool's messages to it go nowhere."""
+
+    stdin = None
+    pid = 0
+    returncode = 0
+
+
+async def _turns() -> None:
+    for _ in range(20):  # the pool's grant tasks run on this loop: a few turns finish them
+        await asyncio.sleep(0)
+
+
+async def test_the_worker_pool_gives_back_every_grant_a_worker_will_not_send() -> None:
+    """The parent's side of the worker pipe, driven message by message."""
+    config = BatchConfig(provider="anthropic", model="m", rpm=1)
+    gate = LocalGate(Budget(rpm=1, window=3600.0))
+    pool = WorkerPool(config, 1, workers=1, gate=gate)
+    worker = _Worker(_NoProcess())  # pyright: ignore[reportArgumentType]
+    budget = gate.budget
+
+    # an ask the worker cancelled after the parent granted it: the grant goes back
+    pool._handle(worker, Message(t="acquire", n=1, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    await _turns()
+    assert budget.held == 1
+    pool._handle(worker, Message(t="cancel", n=1))  # pyright: ignore[reportPrivateUsage]
+    assert budget.held == 0
+
+    # a grant the worker will not send (its row ended first): released on its word
+    pool._handle(worker, Message(t="acquire", n=2, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    await _turns()
+    pool._handle(worker, Message(t="release", n=2))  # pyright: ignore[reportPrivateUsage]
+    assert budget.held == 0
+
+    # an ask cancelled while it waits is never granted, even once the budget frees up
+    pool._handle(worker, Message(t="acquire", n=3, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    await _turns()
+    pool._handle(worker, Message(t="acquire", n=4, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    await _turns()
+    pool._handle(worker, Message(t="cancel", n=4))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="release", n=3))  # pyright: ignore[reportPrivateUsage]
+    await _turns()
+    assert budget.held == 0 and budget.in_window(gate.now()) == (0, 0.0)
+
+    # a worker that dies holding a grant: it counts as sent (its request may have left)
+    pool._handle(worker, Message(t="acquire", n=5, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    await _turns()
+    assert budget.held == 1
+    worker.alive = False
+    pool.closing = True  # no new worker for this one
+    await pool._lost(worker)  # pyright: ignore[reportPrivateUsage]
+    assert budget.held == 0 and budget.in_window(gate.now()) == (1, 1.0)
