@@ -4,7 +4,7 @@ and the outputs stored in them are what such a run produces.
 Each notebook is executed by ``nbclient`` in a new ``python3`` kernel whose kernelspec is written
 for *this* interpreter into a private directory placed first on ``JUPYTER_PATH`` (so the kernel
 imports the rxturn under test, never whatever ``python`` is on ``PATH``), with a private IPython
-profile directory (no user startup files) and a per-cell timeout.
+profile directory (no user startup files) and a per-cell timeout (:mod:`jupyter_kernel`).
 
 The stored notebooks carry their outputs, so a reader on GitHub sees the plots. To refresh them
 after a change, run ``python tests/test_notebooks_execute.py`` from the repository root: it executes
@@ -18,14 +18,12 @@ fake provider listens on a free port chosen per run; outputs show it as ``127.0.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
-from contextlib import contextmanager
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -33,11 +31,11 @@ from typing import Any
 import nbclient
 import nbformat
 import pytest
+from jupyter_kernel import JUPYTER_STACK, KERNEL, kernel_env
 
 NOTEBOOK_DIR = Path(__file__).resolve().parent.parent / "notebooks"
 NOTEBOOKS = sorted(NOTEBOOK_DIR.glob("*.ipynb"))
 CELL_TIMEOUT = 60  # seconds per cell; each notebook as a whole runs in a few seconds
-KERNEL = "python3"
 TIMING_TAG = "timing-dependent"
 PORT = re.compile(r"127\.0\.0\.1:\d+")
 
@@ -63,43 +61,10 @@ def test_stored_notebooks_are_valid_and_executed_in_order(path: Path) -> None:
     assert PORT.search(stored) is None, f"{path.name}: a port number in the stored outputs"
 
 
-@contextmanager
-def kernel_env(root: Path) -> Iterator[None]:
-    """A ``python3`` kernelspec for this interpreter, first on ``JUPYTER_PATH``.
-
-    The spec is written by hand rather than with ``ipykernel.kernelspec.install``: that would
-    import IPython into the test process, which fails when the process has no stdin (CI).
-    """
-    for needed in ("ipykernel", "matplotlib"):  # test dependencies: missing is a failure
-        assert importlib.util.find_spec(needed) is not None, f"{needed} is not installed"
-    data = root / "share" / "jupyter"
-    kernel_dir = data / "kernels" / KERNEL
-    kernel_dir.mkdir(parents=True)
-    spec = {
-        "argv": [sys.executable, "-m", "ipykernel_launcher", "-f", "{connection_file}"],
-        "display_name": "rxturn tests",
-        "language": "python",
-        "metadata": {"debugger": False},
-    }
-    (kernel_dir / "kernel.json").write_text(json.dumps(spec))
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("JUPYTER_PATH", str(data))
-        patch.setenv("JUPYTER_PLATFORM_DIRS", "1")
-        patch.setenv("JUPYTER_RUNTIME_DIR", str(root / "runtime"))
-        patch.setenv("IPYTHONDIR", str(root / "ipython"))
-        patch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
-        yield
-
-
 @pytest.fixture(scope="module")
 def fresh_kernel_env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     with kernel_env(tmp_path_factory.mktemp("jupyter")):
         yield
-
-
-# The Jupyter client stack's own deprecation notices (it tracks zmq, tornado, platformdirs
-# and Python itself) are not what this test is about; rxturn's code runs in the kernel.
-_JUPYTER_STACK = r"(jupyter_client|jupyter_core|nbclient|nbformat|zmq|traitlets)(\.|$)"
 
 
 def execute(path: Path) -> Any:
@@ -116,7 +81,7 @@ def execute(path: Path) -> Any:
     )
     with warnings.catch_warnings():
         for category in (DeprecationWarning, PendingDeprecationWarning):
-            warnings.filterwarnings("ignore", category=category, module=_JUPYTER_STACK)
+            warnings.filterwarnings("ignore", category=category, module=JUPYTER_STACK)
         client.execute()  # raises CellExecutionError, naming the cell, on the first error
     # the language_info of the kernel that ran it (its Python version) churns between machines
     nb.metadata.language_info = {"name": "python"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, cast
@@ -207,22 +208,27 @@ async def run_batch(
     on_result: Callable[[RowResult], object] | None = None,
     gate: Gate | None = None,
     client: ModelClient | None = None,
-    progress: bool = False,
+    progress: bool | None = None,
 ) -> BatchSummary:
     """Run every row as one turn, ``config.concurrency`` at a time; the summary.
 
     ``rows`` is any iterable of rows (native, OpenAI Batch or Anthropic batch shapes, as
     mappings, or :class:`~rxturn.batch.BatchRow`), read lazily. A row's failure is a
-    :class:`RowError` passed to ``on_result``, not an exception. ``progress`` shows a progress
-    bar (a notebook widget in Jupyter).
+    :class:`RowError` passed to ``on_result``, not an exception. ``progress``: ``None`` (the
+    default) shows a progress bar where someone watches, a widget in a Jupyter kernel (with
+    ipywidgets installed) or a text bar when stderr is a terminal, and nothing otherwise (a
+    pipe, a log file); ``True`` always shows one, ``False`` never.
 
     Raises:
         BatchInputError: a row of no known shape, or a duplicate key.
-        ConfigError: a bad setting in ``config``.
+        ConfigError: a bad setting in ``config``, or a ``progress`` that is not a bool or None.
     """
+    if progress is not None and not isinstance(progress, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"progress must be True, False or None, got {progress!r}")
     total = len(rows) if hasattr(rows, "__len__") else 0  # pyright: ignore[reportArgumentType]
     tally = Tally(total)
-    bar = _bar(total) if progress else None
+    show = progress if progress is not None else watched()
+    bar = _bar(total) if show else None
 
     def emit(result: RowResult) -> None:
         tally.add(result)
@@ -241,7 +247,23 @@ async def run_batch(
     return tally.summary()
 
 
+def watched() -> bool:
+    """Whether a progress bar has a reader: this runs in a Jupyter kernel, or stderr is a
+    terminal."""
+    ipython: Any = sys.modules.get("IPython")  # a kernel has imported it; never imported here
+    if ipython is not None:
+        shell = ipython.get_ipython()
+        if shell is not None and "IPKernelApp" in shell.config:
+            return True
+    isatty = getattr(sys.stderr, "isatty", None)
+    try:
+        return bool(isatty()) if isatty is not None else False
+    except (OSError, ValueError):  # a closed stream
+        return False
+
+
 def _bar(total: int) -> Any:
+    """A tqdm bar: ``tqdm.auto`` draws a widget in a Jupyter kernel, text on stderr elsewhere."""
     from tqdm.auto import tqdm
 
     return tqdm(total=total or None, unit="row", desc="rxturn batch")

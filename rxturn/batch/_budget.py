@@ -1,22 +1,35 @@
 """Global request and token budgets: a sliding-window log, and the gates that wait on it.
 
-:class:`Budget` is sans-IO (the caller passes ``now``): a log of ``(time, tokens)`` grants over
-the last ``window`` seconds. A request is granted at ``now`` only if the grants in
-``(now - window, now]`` plus this one stay within ``rpm`` requests and ``tpm`` tokens, so no
-window of that length, anywhere, ever holds more than the budget: there is no burst at a window
-boundary, as there is with fixed minutes. A grant's tokens are an estimate (input plus
-``max_tokens``); :meth:`Budget.correct` replaces it with what the provider reported, in place, so
-the correction leaves the window when the grant does. :meth:`Budget.pause` stops every grant
-until a Retry-After expires.
+:class:`Budget` is sans-IO (the caller passes ``now``). A request goes through two states:
+
+* **granted** (:meth:`Budget.take`): not sent yet. It counts in *every* window, the current
+  one and every later one, because it may be sent at any moment from now on;
+* **sent** (:meth:`Budget.restamp`, called once the request has reached the provider, or
+  later): it now counts in the windows that hold its send time, and leaves the log ``window``
+  seconds after it.
+
+A grant whose request is never sent (its row was cancelled, the run stopped, its attempt gave up
+at a deadline) is given back with :meth:`Budget.release`; until then it holds its share of the
+budget. A request is granted at ``now`` only if the sent requests in ``(now - window, now]``
+plus every grant not yet sent plus this one stay within ``rpm`` requests and ``tpm`` tokens.
+So as long as each request is stamped at or after the moment the provider saw it, no window of
+that length, anywhere, ever holds more than the budget at the provider: however long a granted
+request waits before it leaves, it is counted all the while. There is no burst at a window
+boundary either, as there is with fixed minutes. A grant's tokens are an estimate (input plus
+``max_tokens``); :meth:`Budget.correct` replaces it with what the provider reported, in place,
+so the correction leaves the window when the request does. :meth:`Budget.pause` stops every
+grant until a Retry-After expires.
 
 :class:`LocalGate` puts a :class:`Budget` on the asyncio loop: waiters queue in order and sleep
-until the budget grants. Worker processes and Ray actors reach the one gate of the run through
-a proxy with the same methods (:class:`Gate`), so the budget is global in every mode.
+until the budget grants (woken early when a grant is sent, released or corrected). Worker
+processes and Ray actors reach the one gate of the run through a proxy with the same methods
+(:class:`Gate`), so the budget is global in every mode.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 from collections import deque
 from collections.abc import Callable
@@ -34,11 +47,31 @@ class Budget:
 
     Examples:
         >>> budget = Budget(rpm=2)
-        >>> budget.take(1, now=0.0)[0], budget.take(1, now=1.0)[0], budget.take(1, now=2.0)[0]
-        (0.0, 0.0, 58.0)
+        >>> _, first = budget.take(1, now=0.0)
+        >>> _, second = budget.take(1, now=1.0)
+        >>> budget.take(1, now=100.0)  # granted, neither sent: no time alone frees them
+        (inf, -1)
+        >>> budget.restamp(first, now=120.0)  # sent at 120: counted until 180
+        >>> budget.take(1, now=130.0)
+        (50.0, -1)
+        >>> budget.release(second)  # never sent
+        True
+        >>> budget.take(1, now=130.0)
+        (0.0, 2)
     """
 
-    __slots__ = ("_log", "_next", "_open", "_tokens", "paused_until", "rpm", "tpm", "window")
+    __slots__ = (
+        "_held",
+        "_held_tokens",
+        "_log",
+        "_next",
+        "_open",
+        "_tokens",
+        "paused_until",
+        "rpm",
+        "tpm",
+        "window",
+    )
 
     def __init__(
         self, *, rpm: int | None = None, tpm: int | None = None, window: float = WINDOW_SECONDS
@@ -54,10 +87,12 @@ class Budget:
         self.tpm = tpm
         self.window = float(window)
         self.paused_until = -math.inf
-        # [time, tokens, ticket] per grant, oldest first
+        # sent requests: [sent at, tokens, ticket], in order of sending time
         self._log: deque[list[float]] = deque()
-        self._open: dict[int, list[float]] = {}  # ticket -> its entry, while in the window
-        self._tokens = 0.0
+        self._open: dict[int, list[float]] = {}  # ticket -> its sent entry, while in the window
+        self._tokens = 0.0  # tokens of the sent requests in the log
+        self._held: dict[int, float] = {}  # ticket -> tokens, granted and not sent yet
+        self._held_tokens = 0.0
         self._next = 0
 
     @property
@@ -73,18 +108,26 @@ class Budget:
             self._open.pop(int(entry[2]), None)
 
     def wait(self, tokens: int, now: float) -> float:
-        """Seconds until a request of ``tokens`` could be granted (0: now), without taking."""
+        """Seconds until a request of ``tokens`` could be granted (0: now), without taking.
+
+        ``math.inf`` when only a grant not yet sent stands in the way: no time alone frees it,
+        only its sending (:meth:`restamp`) or its release (:meth:`release`).
+        """
         if now < self.paused_until:
             return self.paused_until - now
         if not self.limited:
             return 0.0
         self._expire(now)
         log, wait = self._log, 0.0
-        if self.rpm is not None and len(log) >= self.rpm:
-            wait = log[len(log) - self.rpm][0] + self.window - now
+        if self.rpm is not None:
+            over = len(log) + len(self._held) - self.rpm  # sent requests that must leave first
+            if over >= 0:
+                if over >= len(log):
+                    return math.inf
+                wait = log[over][0] + self.window - now
         if self.tpm is not None:
             need = min(float(tokens), float(self.tpm))  # a row above the budget runs alone
-            excess = self._tokens + need - self.tpm
+            excess = self._tokens + self._held_tokens + need - self.tpm
             if excess > 0:
                 freed = 0.0
                 for entry in log:
@@ -92,39 +135,76 @@ class Budget:
                     if freed >= excess:
                         wait = max(wait, entry[0] + self.window - now)
                         break
+                else:
+                    return math.inf
         return max(wait, 0.0)
 
     def take(self, tokens: int, now: float) -> tuple[float, int]:
-        """Grant a request of ``tokens`` at ``now``: ``(0.0, ticket)``, or ``(wait, -1)``."""
+        """Grant a request of ``tokens`` at ``now``: ``(0.0, ticket)``, or ``(wait, -1)``.
+
+        The grant counts in every window until its request is sent (:meth:`restamp`) or the
+        grant is given back (:meth:`release`).
+        """
         wait = self.wait(tokens, now)
         if wait > 0:
             return wait, -1
-        return 0.0, self.charge(tokens, now)
+        return 0.0, self.charge(tokens)
 
-    def charge(self, tokens: int, now: float) -> int:
-        """Record a request at ``now`` whatever the budget says; its ticket."""
+    def charge(self, tokens: int, now: float | None = None) -> int:
+        """Record a grant whatever the budget says; its ticket (``-1`` without limits)."""
+        del now  # a grant not yet sent has no time: it counts in every window
         if not self.limited:
             return -1
-        self._expire(now)
         ticket = self._next
         self._next += 1
-        entry = [now, float(tokens), float(ticket)]
-        self._log.append(entry)
-        self._open[ticket] = entry
-        self._tokens += tokens
+        self._held[ticket] = float(tokens)
+        self._held_tokens += tokens
         return ticket
 
     def restamp(self, ticket: int, now: float) -> None:
-        """Move a grant to ``now``, when its request is really sent (a grant's request may
-        leave a little after the grant: the window counts what the provider sees)."""
-        entry = self._open.get(ticket)
-        if entry is not None and entry[0] < now:
+        """The request of ``ticket`` was sent: it counts from ``now`` (call it once the provider
+        has the request, or later; a later time only holds the budget a little longer).
+
+        A request already sent moves to ``now`` if that is later; an unknown or expired ticket
+        is ignored."""
+        tokens = self._held.pop(ticket, None)
+        if tokens is not None:
+            self._held_tokens -= tokens
+            entry = [now, tokens, float(ticket)]
+            self._tokens += tokens
+        else:
+            entry = self._open.get(ticket)
+            if entry is None or entry[0] >= now:
+                return
             self._log.remove(entry)
             entry[0] = now
-            self._log.append(entry)
+        self._open[ticket] = entry
+        log = self._log
+        if not log or log[-1][0] <= now:
+            log.append(entry)
+            return
+        index = len(log)  # an earlier time than the newest (a caller's clock): keep the order
+        while index > 0 and log[index - 1][0] > now:
+            index -= 1
+        log.insert(index, entry)
+
+    def release(self, ticket: int) -> bool:
+        """Give back a grant whose request will not be sent; ``False`` if it is not held
+        (sent already, released already, or unknown): a sent request stays counted."""
+        tokens = self._held.pop(ticket, None)
+        if tokens is None:
+            return False
+        self._held_tokens -= tokens
+        return True
 
     def correct(self, ticket: int, tokens: int) -> None:
-        """Replace a grant's estimated tokens by the reported ones (if still in the window)."""
+        """Replace a grant's estimated tokens by the reported ones (held, or sent and still
+        in the window)."""
+        held = self._held.get(ticket)
+        if held is not None:
+            self._held[ticket] = float(tokens)
+            self._held_tokens += tokens - held
+            return
         entry = self._open.get(ticket)
         if entry is not None:
             self._tokens += tokens - entry[1]
@@ -136,22 +216,37 @@ class Budget:
             self.paused_until = max(self.paused_until, now + seconds)
 
     def in_window(self, now: float) -> tuple[int, float]:
-        """(requests, tokens) granted in the window ending at ``now``."""
+        """(requests, tokens) the window ending at ``now`` counts: the requests sent in it and
+        every grant not sent yet."""
         self._expire(now)
-        return len(self._log), self._tokens
+        return len(self._log) + len(self._held), self._tokens + self._held_tokens
+
+    @property
+    def held(self) -> int:
+        """Grants whose requests are not sent yet (nor released)."""
+        return len(self._held)
 
 
 class Gate(Protocol):
-    """What a runner asks of the run's budget, wherever the budget lives."""
+    """What a runner asks of the run's budget, wherever the budget lives.
+
+    Every ticket :meth:`acquire` returns ends in :meth:`restamp` (its request was sent) or
+    :meth:`release` (it will not be): until then it holds budget in every window.
+    """
 
     async def acquire(self, tokens: int) -> int:
-        """Wait until a request of ``tokens`` is granted; its ticket."""
+        """Wait until a request of ``tokens`` is granted; its ticket. Cancelled while waiting,
+        it grants nothing."""
         ...
 
     def correct(self, ticket: int, tokens: int) -> None: ...
 
     def restamp(self, ticket: int) -> None:
-        """The request of a grant is being sent now."""
+        """The request of a grant has been sent (it counts from now)."""
+        ...
+
+    def release(self, ticket: int) -> None:
+        """The request of a grant will not be sent: give its budget back."""
         ...
 
     def pause(self, seconds: float) -> None:
@@ -166,6 +261,7 @@ class LocalGate:
         self.budget = budget
         self._clock = clock
         self._lock: asyncio.Lock | None = None
+        self._changed: asyncio.Event | None = None  # set when a grant is sent/released/corrected
         #: seconds the head of the queue spent waiting (the run's rate-limit waits)
         self.waited = 0.0
 
@@ -185,19 +281,36 @@ class LocalGate:
             self._lock = asyncio.Lock()
         async with self._lock:
             while True:
-                wait, ticket = budget.take(tokens, self.now())
+                start = self.now()
+                wait, ticket = budget.take(tokens, start)
                 if wait == 0.0:
                     return ticket
-                self.waited += wait
-                await asyncio.sleep(wait)
+                changed = self._changed
+                if changed is None:
+                    changed = self._changed = asyncio.Event()
+                changed.clear()
+                # until the wait is over, or the budget changed: then ask again
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(changed.wait(), None if math.isinf(wait) else wait)
+                self.waited += max(self.now() - start, 0.0)
+
+    def _wake(self) -> None:
+        if self._changed is not None:
+            self._changed.set()
 
     def correct(self, ticket: int, tokens: int) -> None:
         if ticket >= 0:
             self.budget.correct(ticket, tokens)
+            self._wake()
 
     def restamp(self, ticket: int) -> None:
         if ticket >= 0:
             self.budget.restamp(ticket, self.now())
+            self._wake()
+
+    def release(self, ticket: int) -> None:
+        if ticket >= 0 and self.budget.release(ticket):
+            self._wake()
 
     def pause(self, seconds: float) -> None:
         self.budget.pause(seconds, self.now())

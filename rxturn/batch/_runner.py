@@ -12,9 +12,12 @@ request, estimated input + max tokens). Every later streaming request of the tur
 failover leg) asks the gate again through the handler's proactive-limiter hook, before the
 attempt's clock starts; the non-streaming rescue waits for its grant in the transport, inside
 the rescue's own deadline (a rescue that cannot get one in time fails, as a rescue that timed
-out does). So every attempt spends budget, and none is sent without a grant. A rate limit with
-a Retry-After that any attempt meets pauses the gate, so every worker stops sending until it
-expires. What the provider reports replaces each request's estimate.
+out does). So every attempt spends budget, and none is sent without a grant. A grant counts in
+every window until its request has been sent, and from then on from the moment the send ended
+(the runner's transport stamps it); a grant no request takes (the row ended first: cancelled,
+failed at a deadline) is released when the row ends. A rate limit with a Retry-After that any
+attempt meets pauses the gate, so every worker stops sending until it expires. What the
+provider reports replaces each request's estimate.
 
 Per row, the slot only swaps the engine's session, system prompt and request options (the
 options of a row that sets none are built once per model). The engine's context estimate uses a
@@ -251,8 +254,9 @@ class _Slot(Observer):
             failover=bool(config.fallback) and config.failover,
         )
         self.tokens = 0  # the current row's estimate per request
-        self.tickets: deque[int] = deque()
-        self.prepaid = False
+        #: a grant no request has taken yet (``-1``: a go-ahead without a budget, a pause over)
+        self.ready: int | None = None
+        self.tickets: deque[int] = deque()  # grants whose requests went out, oldest first
         self.pending: asyncio.Task[int] | None = None
 
     def _manager(self, model: str) -> FallbackManager:
@@ -266,33 +270,61 @@ class _Slot(Observer):
     # --------------------------------------------------------------- budget
 
     def permit(self) -> float:
-        """Called (synchronously) before each streaming attempt: 0 to go, else a wait."""
+        """Called (synchronously) before each streaming attempt: 0 to go, else a wait.
+
+        The grant stays :attr:`ready` until the runner's transport sends the attempt's request
+        (and stamps it sent); an attempt that ends before its request leaves hands the grant
+        to the next one. With a client of the caller's, whose sends the runner cannot see, the
+        attempt takes the grant now and it is stamped when the attempt ends."""
+        ready = self.ready
+        if ready is None:
+            pending = self.pending
+            if pending is None:
+                gate = self.runner.gate
+                assert gate is not None
+                self.pending = asyncio.ensure_future(gate.acquire(self.tokens))
+                return _POLL
+            if not pending.done():
+                return _POLL
+            self.pending = None
+            ready = self.ready = pending.result()
+        if not self.runner.stamps_sends:
+            self.ready = None
+            if ready >= 0:
+                self.tickets.append(ready)
+        return 0.0
+
+    def take_ready(self) -> int | None:
+        """The grant for the request being sent now (the transport's), if one is waiting."""
+        ready, self.ready = self.ready, None
+        return ready
+
+    def _settle(self) -> None:
+        """The row is over: every grant it holds is sent or given back."""
         gate = self.runner.gate
         assert gate is not None
-        if self.prepaid:
-            self.prepaid = False
-            if self.tickets:
-                gate.restamp(self.tickets[-1])  # the window counts when it is sent
-            return 0.0
-        pending = self.pending
-        if pending is None:
-            self.pending = asyncio.ensure_future(gate.acquire(self.tokens))
-            return _POLL
-        if not pending.done():
-            return _POLL
-        self.pending = None
-        ticket = pending.result()
-        if self.runner.limited:
-            self.tickets.append(ticket)
-            gate.restamp(ticket)  # granted up to a poll ago: the window counts from now
-        return 0.0
+        ready, self.ready = self.ready, None
+        if ready is not None and ready >= 0:
+            gate.release(ready)  # granted, never sent
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            if not pending.done():
+                pending.cancel()  # the gate grants nothing to a cancelled ask
+            elif not pending.cancelled() and pending.exception() is None:
+                gate.release(pending.result())
+        if not self.runner.stamps_sends:
+            for ticket in self.tickets:  # handed to attempts that may have sent them
+                gate.restamp(ticket)
+        self.tickets.clear()
 
     def on_attempt_end(self, *, record: Any, error: BaseException | None, **_: object) -> None:
         gate = self.runner.gate
         if gate is None:
             return
-        if self.runner.limited and self.tickets:
+        if self.tickets:
             ticket = self.tickets.popleft()
+            if not self.runner.stamps_sends:
+                gate.restamp(ticket)  # its request left by now, if it left at all
             usage: Usage | None = record.usage
             if usage is not None:
                 gate.correct(ticket, usage.input_tokens + usage.output_tokens)
@@ -318,12 +350,9 @@ class _Slot(Observer):
 
     async def run(self, row: BatchRow, sha: str, run: int) -> RowResult:
         self._prepare(row)
-        gate, runner = self.runner.gate, self.runner
+        gate = self.runner.gate
         if gate is not None:
-            ticket = await gate.acquire(self.tokens)
-            if runner.limited:
-                self.tickets.append(ticket)
-            self.prepaid = True
+            self.ready = await gate.acquire(self.tokens)  # the first attempt's grant
         engine = self.engine
         current = _current_slot.set(self)
         try:
@@ -344,11 +373,8 @@ class _Slot(Observer):
             )
         finally:
             _current_slot.reset(current)
-            self.prepaid = False
-            self.tickets.clear()
-            if self.pending is not None:
-                self.pending.cancel()
-                self.pending = None
+            if gate is not None:
+                self._settle()
         return RowOk(
             id=row.key,
             message=result.message,
@@ -364,9 +390,14 @@ class _Slot(Observer):
 
 
 class _BudgetTransport:
-    """The runner's transport: a non-streaming request (the rescue) waits for a grant of the
-    run's gate before it is sent, charged to the slot whose turn sends it. Streaming requests
-    got theirs before their attempt started, and pass straight through."""
+    """The runner's transport, where a request of a budgeted run spends its grant.
+
+    A streaming request takes the grant its slot got before the attempt started; the
+    non-streaming rescue waits here for a grant of its own (charged to the slot whose turn
+    sends it), inside the rescue's deadline. Either way the grant is stamped sent once the
+    send is over (the response's headers are in, or the send failed): the provider has the
+    request by then, if it ever will, so the window never counts it from before it arrived,
+    however long it waited for a connection of the pool."""
 
     __slots__ = ("_inner", "_runner")
 
@@ -379,13 +410,19 @@ class _BudgetTransport:
     ) -> Any:
         runner = self._runner
         gate = runner.gate
-        if not stream and gate is not None and runner.limited:
-            slot = _current_slot.get()
+        if gate is None or not runner.limited:
+            return await self._inner.send(method, url, headers=headers, body=body, stream=stream)
+        slot = _current_slot.get()
+        ticket = slot.take_ready() if stream and slot is not None else None
+        if ticket is None:
             tokens = slot.tokens if slot is not None else len(body) // 4 + runner.default_max_tokens
             ticket = await gate.acquire(tokens)  # cancelled with the rescue at its deadline
-            if slot is not None:
-                slot.tickets.append(ticket)
-        return await self._inner.send(method, url, headers=headers, body=body, stream=stream)
+        if slot is not None:
+            slot.tickets.append(ticket)
+        try:
+            return await self._inner.send(method, url, headers=headers, body=body, stream=stream)
+        finally:
+            gate.restamp(ticket)
 
     async def aclose(self) -> None:
         await self._inner.aclose()
@@ -431,6 +468,8 @@ class Runner:
             timeouts = msgspec.structs.replace(timeouts, rescue=False)
         self.timeouts = timeouts
         self.gate = gate
+        #: the runner's own transport stamps each budgeted request when it has been sent
+        self.stamps_sends = client is None and self.limited
         self._transport: Any = None
         self._own: Any = None
         if client is None:

@@ -50,6 +50,7 @@ class RemoteGate:
         try:
             await future
         except asyncio.CancelledError:  # the attempt gave up waiting (its deadline, a stop)
+            # the parent drops the ask, or gives the grant back if it was already made
             self._send(Message(t="cancel", n=request))
             raise
         finally:
@@ -73,6 +74,10 @@ class RemoteGate:
         if self.limited:
             self._send(Message(t="restamp", n=ticket))
 
+    def release(self, ticket: int) -> None:
+        if self.limited and ticket >= 0:
+            self._send(Message(t="release", n=ticket))
+
     def pause(self, seconds: float) -> None:
         self._local.pause(seconds)
         self._send(Message(t="pause", seconds=seconds))
@@ -86,9 +91,18 @@ async def _main() -> None:
     queued: list[bytes] = []
 
     def flush() -> None:
-        out.write(b"".join(queued))
+        data = b"".join(queued)
         queued.clear()
-        out.flush()
+        try:
+            out.write(data)
+            out.flush()
+        except BrokenPipeError:
+            # the parent is gone (killed): nobody reads what is left, and the end of stdin
+            # stops this loop; later writes go to /dev/null instead of raising again (this
+            # runs as a loop callback, where an exception is printed as a traceback)
+            null = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(null, out.fileno())
+            os.close(null)
 
     def send(message: Message) -> None:
         if message.t == "done":  # finished lines go out together, once per turn of the loop

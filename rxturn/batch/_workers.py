@@ -7,12 +7,18 @@ Each worker is ``python -m rxturn.batch._worker``, talking JSON lines over its s
   budget grant answering an ``acquire``), ``pause`` (a Retry-After some worker met: every
   worker holds its new requests until it expires);
 * worker → parent: ``acquire`` (wait for budget), ``cancel`` (an ``acquire`` no longer
-  wanted: its attempt gave up), ``restamp`` (the granted request is being sent), ``correct``
-  (reported usage), ``pause`` (a provider's Retry-After), ``done`` (a finished output line).
+  wanted: its attempt gave up; a grant already made for it is given back), ``restamp`` (the
+  granted request has been sent), ``release`` (the granted request will not be sent),
+  ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``done`` (a finished
+  output line).
 
 The budget lives here, in one :class:`~._budget.LocalGate`, so ``--rpm``/``--tpm`` and a
-Retry-After pause hold across all workers. Without ``--rpm``/``--tpm`` a worker asks nothing
-before a request (no round trip per row); it only honours the pauses this process broadcasts.
+Retry-After pause hold across all workers. Every grant made for a worker ends sent or released:
+the worker says which; a grant made after the worker stopped waiting for it (its ask was
+cancelled, or the worker died) is released here, and the grants a worker held when it died
+count as sent at that moment (their requests may have left). Without ``--rpm``/``--tpm`` a
+worker asks nothing before a request (no round trip per row); it only honours the pauses this
+process broadcasts.
 A worker that dies (killed, crashed) loses no row: its rows in flight are sent to another
 worker, and a new worker takes its place. The API key never crosses the pipe: a worker reads
 it from the environment variable the parent names.
@@ -159,6 +165,9 @@ class WorkerPool:
             ticket = await self.gate.acquire(tokens)
         finally:
             worker.asking.pop(request, None)
+        if not worker.alive:  # it died while it waited: nobody will send this grant
+            self.gate.release(ticket)
+            return
         worker.tickets[request] = ticket
         worker.send(Message(t="grant", n=request))
 
@@ -181,7 +190,11 @@ class WorkerPool:
         elif kind == "cancel":
             asking = worker.asking.pop(message.n, None)
             if asking is not None:
-                asking.cancel()
+                asking.cancel()  # still waiting: nothing is granted
+            else:  # granted while the worker stopped waiting: the grant goes back
+                self._release(worker, message.n)
+        elif kind == "release":
+            self._release(worker, message.n)
         elif kind == "correct":
             ticket = worker.tickets.pop(message.n, None)
             if ticket is not None:
@@ -194,6 +207,11 @@ class WorkerPool:
             self.gate.pause(message.seconds)
             for other in self.workers:
                 other.send(Message(t="pause", seconds=message.seconds))
+
+    def _release(self, worker: _Worker, request: int) -> None:
+        ticket = worker.tickets.pop(request, None)
+        if ticket is not None:
+            self.gate.release(ticket)  # a grant already sent stays counted
 
     async def _read(self, worker: _Worker) -> None:
         stdout = worker.process.stdout
@@ -216,6 +234,13 @@ class WorkerPool:
         """A worker's pipe closed: send its rows in flight to the others."""
         orphans = [(n, f, raw) for n, (f, raw) in worker.inflight.items() if not f.done()]
         worker.inflight.clear()
+        for asking in list(worker.asking.values()):
+            asking.cancel()
+        worker.asking.clear()
+        for ticket in worker.tickets.values():
+            # its request may have left before the worker died: counted as sent now
+            self.gate.restamp(ticket)
+        worker.tickets.clear()
         if self.closing:
             return
         with contextlib.suppress(ProcessLookupError):

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+import itertools
+import uuid
 from typing import Any
 
 from ..batch._budget import Budget, LocalGate
@@ -24,32 +27,94 @@ def ray_module() -> Any:
     return ray
 
 
+#: what the actor answers an ask its caller cancelled before it was granted
+CANCELLED = -2
+
+
 class BudgetActor:
-    """A :class:`~rxturn.batch.Budget` behind an async Ray actor (one event loop, FIFO)."""
+    """A :class:`~rxturn.batch.Budget` behind an async Ray actor (one event loop, FIFO).
+
+    Each ask carries an id from its caller. A caller that stops waiting (cancelled, timed out)
+    sends :meth:`cancel` with that id: an ask still waiting is dropped without a grant, a grant
+    already made for it (its answer was on the way) is released at once, and an ask whose
+    cancel overtook it (an async actor runs calls in any order) is answered ``CANCELLED``
+    without a grant. So budget goes only to a caller that receives its ticket, and that caller
+    stamps it sent or releases it.
+    """
 
     def __init__(self, rpm: int | None, tpm: int | None, window: float = 60.0) -> None:
         self.budget = Budget(rpm=rpm, tpm=tpm, window=window)
         self.gate: LocalGate | None = None
+        self._waiting: dict[str, asyncio.Future[int]] = {}  # ask -> its wait for a grant
+        self._granted: dict[str, int] = {}  # ask -> ticket, granted and not yet sent/released
+        self._ask_of: dict[int, str] = {}  # ticket -> ask (the reverse of ``_granted``)
+        self._cancelled: set[str] = set()  # asks cancelled before they arrived
 
     def _gate(self) -> LocalGate:
         if self.gate is None:
             self.gate = LocalGate(self.budget)
         return self.gate
 
-    async def acquire(self, tokens: int) -> int:
-        return await self._gate().acquire(tokens)
+    async def acquire(self, tokens: int, ask: str = "") -> int:
+        if not ask:
+            return await self._gate().acquire(tokens)
+        if ask in self._cancelled:
+            self._cancelled.discard(ask)
+            return CANCELLED
+        waiter = asyncio.ensure_future(self._gate().acquire(tokens))
+        self._waiting[ask] = waiter
+        try:
+            ticket = await waiter
+        except asyncio.CancelledError:
+            if ask not in self._waiting:  # dropped by cancel(): this call itself goes on
+                return CANCELLED
+            raise
+        finally:
+            self._waiting.pop(ask, None)
+        if ticket >= 0:
+            self._granted[ask] = ticket
+            self._ask_of[ticket] = ask
+        return ticket
+
+    async def cancel(self, ask: str) -> None:
+        """The caller of ``ask`` stopped waiting: no grant for it, or its grant released."""
+        waiter = self._waiting.pop(ask, None)
+        if waiter is not None:
+            waiter.cancel()  # the gate grants nothing to a cancelled wait
+            return
+        ticket = self._granted.pop(ask, None)
+        if ticket is not None:
+            self._ask_of.pop(ticket, None)
+            self._gate().release(ticket)
+            return
+        self._cancelled.add(ask)
+
+    def _settled(self, ticket: int) -> None:
+        ask = self._ask_of.pop(ticket, None)
+        if ask is not None:
+            self._granted.pop(ask, None)
 
     async def correct(self, ticket: int, tokens: int) -> None:
         self._gate().correct(ticket, tokens)
 
     async def restamp(self, ticket: int) -> None:
+        self._settled(ticket)
         self._gate().restamp(ticket)
+
+    async def release(self, ticket: int) -> None:
+        self._settled(ticket)
+        self._gate().release(ticket)
 
     async def pause(self, seconds: float) -> None:
         self._gate().pause(seconds)
 
     async def waited(self) -> float:
         return self._gate().waited
+
+    async def counts(self) -> tuple[int, int]:
+        """(requests the current window counts, grants not yet sent)."""
+        requests, _ = self.budget.in_window(asyncio.get_running_loop().time())
+        return requests, self.budget.held
 
 
 def budget_actor(
@@ -72,22 +137,39 @@ def budget_actor(
 
 
 class RayGate:
-    """The budget actor seen as a gate (:class:`rxturn.batch.Gate`) from any actor or driver."""
+    """The budget actor seen as a gate (:class:`rxturn.batch.Gate`) from any actor or driver.
+
+    An :meth:`acquire` cancelled while it waits (its attempt's deadline, a stopped row) tells
+    the actor, which then grants it nothing or releases what it already granted.
+    """
 
     def __init__(self, actor: object) -> None:
         self._actor: Any = actor
+        self._prefix = uuid.uuid4().hex
+        self._asks = itertools.count(1)
         #: what the progress display reads (the actor keeps the true count)
         self.waited = 0.0
 
     async def acquire(self, tokens: int) -> int:
-        ticket: int = await self._actor.acquire.remote(tokens)
+        ask = f"{self._prefix}:{next(self._asks)}"
+        ref = self._actor.acquire.remote(tokens, ask)
+        try:
+            ticket: int = await ref
+        except asyncio.CancelledError:
+            self._actor.cancel.remote(ask)
+            raise
         return ticket
 
     def correct(self, ticket: int, tokens: int) -> None:
         self._actor.correct.remote(ticket, tokens)
 
     def restamp(self, ticket: int) -> None:
-        self._actor.restamp.remote(ticket)
+        if ticket >= 0:
+            self._actor.restamp.remote(ticket)
+
+    def release(self, ticket: int) -> None:
+        if ticket >= 0:
+            self._actor.release.remote(ticket)
 
     def pause(self, seconds: float) -> None:
         self._actor.pause.remote(seconds)

@@ -1,34 +1,58 @@
 """The sliding-window budget: no window of its length ever holds more than the budget.
 
 Driven as a simulation on a virtual clock (the budget is sans-IO: the caller passes ``now``).
+A request is granted, then sent some time later (stamped with :meth:`Budget.restamp`), or given
+back (:meth:`Budget.release`); what must hold is the rate at which requests are *sent*.
 """
 
 from __future__ import annotations
 
+import asyncio
 import bisect
+import heapq
+import math
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from rxturn.batch import Budget
+from rxturn.batch import Budget, LocalGate
 from rxturn.errors import ConfigError
 
 
-def _simulate(budget: Budget, arrivals: list[float], tokens: list[int]) -> list[tuple[float, int]]:
-    """Each request arrives, waits until granted (FIFO), and is recorded at its grant time."""
-    granted: list[tuple[float, int]] = []
+def _simulate(
+    budget: Budget,
+    arrivals: list[float],
+    tokens: list[int],
+    delays: list[float] | None = None,
+) -> list[tuple[float, int]]:
+    """Each request arrives, waits until granted (FIFO), and is sent ``delay`` seconds after
+    its grant (0: at once). Returns ``(sent at, tokens)`` of every request."""
+    delays = delays if delays is not None else [0.0] * len(arrivals)
+    due: list[tuple[float, int, int]] = []  # (send time, ticket, tokens), granted, not sent
+    sent: list[tuple[float, int]] = []
+
+    def send_due(now: float) -> None:
+        while due and due[0][0] <= now:
+            at, ticket, cost = heapq.heappop(due)
+            budget.restamp(ticket, at)
+            sent.append((at, cost))
+
     now = 0.0
-    for arrival, cost in zip(arrivals, tokens, strict=True):
+    for arrival, cost, delay in zip(arrivals, tokens, delays, strict=True):
         now = max(now, arrival)
         while True:
-            wait, _ = budget.take(cost, now)
+            send_due(now)
+            wait, ticket = budget.take(cost, now)
             if wait == 0.0:
-                granted.append((now, cost))
+                heapq.heappush(due, (now + delay, ticket, cost))
                 break
             assert wait > 0
-            now += wait
-    return granted
+            # no time alone frees a grant not yet sent: only its sending does
+            assert math.isfinite(wait) or due
+            now = min(now + wait, due[0][0] if due else math.inf)
+    send_due(math.inf)
+    return sorted(sent)
 
 
 def _max_in_any_window(times: list[float], weights: list[int], window: float) -> int:
@@ -68,17 +92,89 @@ def test_no_window_holds_more_tokens_than_tpm(
     assert _max_in_any_window(times, [c for _, c in granted], 60.0) <= tpm
 
 
+@settings(max_examples=150, deadline=None)
+@given(
+    rpm=st.integers(1, 10),
+    gaps=st.lists(st.floats(0, 10, allow_nan=False), min_size=1, max_size=60),
+    delays=st.lists(st.floats(0, 200, allow_nan=False), min_size=60, max_size=60),
+)
+def test_grants_held_unsent_past_a_window_never_overfill_one(
+    rpm: int, gaps: list[float], delays: list[float]
+) -> None:
+    # a granted request may wait for up to three windows before it is sent: every window of
+    # sending times still holds at most rpm requests
+    arrivals = [sum(gaps[: i + 1]) for i in range(len(gaps))]
+    sent = _simulate(Budget(rpm=rpm), arrivals, [1] * len(arrivals), delays[: len(arrivals)])
+    times = [t for t, _ in sent]
+    assert len(sent) == len(arrivals)
+    assert _max_in_any_window(times, [1] * len(times), 60.0) <= rpm
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    tpm=st.integers(400, 2000),
+    costs=st.lists(st.integers(1, 400), min_size=1, max_size=60),
+    gaps=st.lists(st.floats(0, 5, allow_nan=False), min_size=60, max_size=60),
+    delays=st.lists(st.floats(0, 200, allow_nan=False), min_size=60, max_size=60),
+)
+def test_tokens_of_grants_held_unsent_never_overfill_a_window(
+    tpm: int, costs: list[int], gaps: list[float], delays: list[float]
+) -> None:
+    arrivals = [sum(gaps[: i + 1]) for i in range(len(costs))]
+    sent = _simulate(Budget(tpm=tpm), arrivals, costs, delays[: len(costs)])
+    times = [t for t, _ in sent]
+    assert _max_in_any_window(times, [c for _, c in sent], 60.0) <= tpm
+
+
+def test_a_grant_not_sent_counts_in_every_window_until_it_is_sent() -> None:
+    budget = Budget(rpm=2, window=1.0)
+    _, first = budget.take(1, 0.0)
+    _, second = budget.take(1, 0.0)
+    # both wait far longer than a window before they are sent: still counted all the while
+    assert budget.take(1, 1.5) == (math.inf, -1)
+    assert budget.in_window(4.0) == (2, 2.0)
+    budget.restamp(first, 5.0)
+    budget.restamp(second, 5.0)
+    # the next one goes a window after they were sent, not after they were granted
+    assert budget.take(1, 5.0) == (1.0, -1)
+    assert budget.take(1, 6.0)[0] == 0.0
+
+
+def test_a_released_grant_gives_its_budget_back() -> None:
+    budget = Budget(rpm=1, tpm=100)
+    _, ticket = budget.take(60, 0.0)
+    assert budget.take(60, 30.0) == (math.inf, -1)
+    assert budget.release(ticket)
+    assert budget.held == 0
+    assert budget.in_window(30.0) == (0, 0.0)
+    assert budget.take(60, 30.0)[0] == 0.0
+    assert not budget.release(ticket)  # released once
+
+
+def test_a_sent_request_cannot_be_released() -> None:
+    budget = Budget(rpm=1)
+    _, ticket = budget.take(1, 0.0)
+    budget.restamp(ticket, 1.0)
+    assert not budget.release(ticket)
+    assert budget.take(1, 2.0) == (59.0, -1)  # it stays counted until 61
+
+
 def test_a_full_window_waits_for_its_oldest_grant_to_leave() -> None:
     budget = Budget(rpm=3)
     for now in (0.0, 10.0, 20.0):
-        assert budget.take(1, now)[0] == 0.0
-    assert budget.take(1, 30.0) == (30.0, -1)  # the grant at 0 leaves at 60
+        wait, ticket = budget.take(1, now)
+        assert wait == 0.0
+        budget.restamp(ticket, now)
+    assert budget.take(1, 30.0) == (30.0, -1)  # the request sent at 0 leaves at 60
     assert budget.take(1, 60.0)[0] == 0.0
 
 
 def test_a_correction_replaces_the_estimate_in_place() -> None:
     budget = Budget(tpm=1000)
     _, ticket = budget.take(900, 0.0)
+    budget.correct(ticket, 950)  # corrected before it is sent: the held grant's tokens
+    assert budget.in_window(0.5) == (1, 950.0)
+    budget.restamp(ticket, 0.0)
     assert budget.wait(200, 1.0) == pytest.approx(59.0)
     budget.correct(ticket, 100)  # the provider reported 100 tokens
     assert budget.wait(200, 1.0) == 0.0
@@ -89,9 +185,47 @@ def test_a_correction_replaces_the_estimate_in_place() -> None:
 
 def test_a_row_bigger_than_the_budget_runs_alone() -> None:
     budget = Budget(tpm=100)
-    assert budget.take(500, 0.0)[0] == 0.0
+    wait, ticket = budget.take(500, 0.0)
+    assert wait == 0.0
+    assert budget.take(500, 0.5) == (math.inf, -1)  # not sent yet
+    budget.restamp(ticket, 0.0)
     wait, _ = budget.take(500, 1.0)
     assert wait == pytest.approx(59.0)
+
+
+def test_a_restamp_earlier_than_the_newest_keeps_the_log_in_order() -> None:
+    budget = Budget(rpm=2, window=10.0)
+    _, late = budget.take(1, 0.0)
+    _, early = budget.take(1, 0.0)
+    budget.restamp(late, 5.0)
+    budget.restamp(early, 3.0)  # a caller whose clock reads a little behind
+    assert budget.take(1, 6.0) == (7.0, -1)  # the one sent at 3 leaves first, at 13
+    assert budget.in_window(13.5) == (1, 1.0)
+
+
+async def test_a_waiter_held_back_by_an_unsent_grant_is_woken_by_its_release() -> None:
+    gate = LocalGate(Budget(rpm=1, window=3600.0))
+    first = await gate.acquire(1)
+    second = asyncio.ensure_future(gate.acquire(1))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not second.done()  # an hour-long window: only the release can free it
+    gate.release(first)
+    ticket = await asyncio.wait_for(second, 5.0)
+    assert ticket >= 0 and ticket != first
+    assert gate.budget.held == 1
+
+
+async def test_a_cancelled_waiter_is_granted_nothing() -> None:
+    gate = LocalGate(Budget(rpm=1, window=3600.0))
+    first = await gate.acquire(1)
+    waiter = asyncio.ensure_future(gate.acquire(1))
+    await asyncio.sleep(0)
+    waiter.cancel()
+    gate.release(first)
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    assert gate.budget.held == 0
 
 
 def test_a_pause_holds_every_grant_until_it_expires() -> None:

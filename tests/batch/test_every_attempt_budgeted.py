@@ -1,7 +1,8 @@
 """Every attempt of a row spends budget: the first request, the retries, the non-streaming
 rescue and the failover legs each wait for a grant, and one that cannot get it before its
 deadline ends the row with a typed error instead of going out. Measured from the fake server's
-own arrival times (two-second or thirty-second windows keep the tests short)."""
+own arrival times (two-second or thirty-second windows keep the tests short). Requests held
+back longer than a window before they are sent: test_held_grants.py."""
 
 from __future__ import annotations
 
@@ -49,9 +50,9 @@ async def test_retries_the_rescue_and_the_failover_leg_each_wait_for_a_grant() -
     assert len(rescues) == 2
     assert len(primary) == 2 * 5
     assert len(received) == 2 * 6
-    # every one of them had a grant: no window holds more than the budget (a window a quarter
-    # second short of the budget's, for the trip from grant to server on a busy machine)
-    assert _most_in_window([r.arrived for r in received], 1.75) <= 4
+    # every one of them had a grant: no window holds more than the budget (a grant counts from
+    # the end of its send, after the server recorded it, so the whole window is checked)
+    assert _most_in_window([r.arrived for r in received], 2.0) <= 4
 
 
 async def test_an_attempt_whose_grant_would_come_after_its_deadline_is_not_sent() -> None:
@@ -73,6 +74,7 @@ async def test_an_attempt_whose_grant_would_come_after_its_deadline_is_not_sent(
             row = decode_row({"id": "a", "prompt": "hi"}, 1)
             result = await runner.run_row(row, "sha")
         received = list(fake.received)
+    assert gate.budget.held == 0  # the asks that gave up at their deadlines hold nothing
     assert len(received) == 2
     assert all(r.body["model"] == "primary" and r.body.get("stream") for r in received)
     assert isinstance(result, RowError)

@@ -1,0 +1,80 @@
+"""The named budget actor grants nothing to an ask its caller gave up on.
+
+One local Ray cluster (2 CPUs) for the module; each test has its own budget actor with one
+request per hour, so a grant that should not exist blocks the next ask instead of passing
+unseen.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+ray = pytest.importorskip("ray", reason="the ray extra: pip install -e '.[ray]'")
+
+from rxturn.ray import RayGate, budget_actor  # noqa: E402
+from rxturn.ray._budget import CANCELLED  # noqa: E402
+
+pytestmark = [pytest.mark.filterwarnings("ignore:::ray"), pytest.mark.timeout(120)]
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    try:
+        yield
+    finally:
+        ray.shutdown()
+
+
+@pytest.fixture
+def actor(cluster: None) -> Iterator[Any]:
+    handle: Any = budget_actor(f"rxturn-test-{uuid.uuid4().hex[:8]}", rpm=1, window=3600.0)
+    try:
+        yield handle
+    finally:
+        ray.kill(handle)
+
+
+async def test_an_ask_cancelled_while_it_waits_is_never_granted(actor: Any) -> None:
+    gate = RayGate(actor)
+    first = await asyncio.wait_for(gate.acquire(1), 60.0)
+    assert first >= 0
+    # the one request of the hour is granted (not sent): the next ask waits, and gives up
+    with pytest.raises(TimeoutError):
+        await asyncio.wait_for(gate.acquire(1), 0.5)
+    gate.release(first)
+    # had the abandoned ask stayed in the actor's queue, the release would have granted it and
+    # this ask would wait an hour
+    third = await asyncio.wait_for(gate.acquire(1), 30.0)
+    assert third >= 0
+    assert await actor.counts.remote() == (1, 1)  # the third's grant alone
+
+
+async def test_a_cancel_that_comes_after_the_grant_releases_it(actor: Any) -> None:
+    ticket = await actor.acquire.remote(1, "ask-1")
+    assert ticket >= 0
+    assert await actor.counts.remote() == (1, 1)
+    await actor.cancel.remote("ask-1")  # its caller stopped waiting as the grant went out
+    assert await actor.counts.remote() == (0, 0)
+    assert await actor.acquire.remote(1, "ask-2") >= 0  # the hour's one request is free again
+
+
+async def test_a_cancel_that_overtakes_its_ask_leaves_it_ungranted(actor: Any) -> None:
+    await actor.cancel.remote("ask-1")  # an async actor may run the cancel first
+    assert await actor.acquire.remote(1, "ask-1") == CANCELLED
+    assert await actor.counts.remote() == (0, 0)
+
+
+async def test_a_sent_grant_stays_counted_and_a_release_of_it_changes_nothing(
+    actor: Any,
+) -> None:
+    gate = RayGate(actor)
+    ticket = await asyncio.wait_for(gate.acquire(1), 60.0)
+    await actor.restamp.remote(ticket)
+    await actor.release.remote(ticket)
+    assert await actor.counts.remote() == (1, 0)  # sent: in the window, not held
