@@ -259,13 +259,7 @@ class Bridge(abc.DisposableBase, Generic[_T]):
             error = exc
         else:
             _RUNNING.discard(self.task)  # pyright: ignore[reportArgumentType]
-        if self.disposed:
-            return
-        self.finished = True
-        if error is None:
-            _deliver(self.loop, self.observer.on_completed)
-        else:
-            _deliver(self.loop, self.observer.on_error, error)
+        self._end(error)
 
     async def drive(self) -> None:
         """Run the bridge in the calling task: the one that claimed it
@@ -295,6 +289,11 @@ class Bridge(abc.DisposableBase, Generic[_T]):
             error = exc
         # (A dispose cancels the task only while it waits here, inside ``produce``: the
         # cancellation always lands in it, and was taken back above.)
+        self._end(error)
+
+    def _end(self, error: Exception | None) -> None:
+        """``produce`` returned (``error``: or raised): the observer's terminal call, unless
+        the subscription was disposed."""
         if self.disposed:
             return
         self.finished = True

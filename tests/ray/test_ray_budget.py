@@ -1,6 +1,6 @@
 """The named budget actor grants nothing to an ask its caller gave up on.
 
-One local Ray cluster (2 CPUs) for the module; each test has its own budget actor with one
+One local Ray cluster (2 CPUs, tests/ray/conftest.py); each test has its own budget actor with one
 request per hour, so a grant that should not exist blocks the next ask instead of passing
 unseen.
 """
@@ -20,15 +20,6 @@ from rxturn.ray import RayGate, budget_actor  # noqa: E402
 from rxturn.ray._budget import CANCELLED  # noqa: E402
 
 pytestmark = [pytest.mark.filterwarnings("ignore:::ray"), pytest.mark.timeout(120)]
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    try:
-        yield
-    finally:
-        ray.shutdown()
 
 
 @pytest.fixture

@@ -49,15 +49,6 @@ class ThreadedFake:
         self.loop.close()
 
 
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    try:
-        yield
-    finally:
-        ray.shutdown()
-
-
 @pytest.fixture
 def fake() -> Iterator[FakeProvider]:
     served = ThreadedFake(SCENARIO)
