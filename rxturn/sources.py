@@ -275,6 +275,10 @@ class Bridge(abc.DisposableBase, Generic[_T]):
             return
         error: Exception | None = None
         try:
+            if task.cancelling():
+                # A cancellation already waits for the task: it lands here, before any IO (a
+                # task of its own would never have started), not in the middle of a connect.
+                await asyncio.sleep(0)
             await self.produce()
         except asyncio.CancelledError:
             if self.cancelling:  # our dispose's cancel: take it back, unless another came too

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from rxturn import StreamHandler, TurnEngine
+from rxturn import AnthropicClient, StreamHandler, TurnEngine
 from rxturn.engine.observation.observers import Observer
 from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 
@@ -133,3 +133,40 @@ async def test_cancelling_the_turns_task_mid_stream_cancels_it(fake_client: Any)
         await asyncio.sleep(0)
         assert _rxturn_tasks() == []  # nothing of the turn still running
         assert (await asyncio.wait_for(engine.run("again"), 5)).text == "next one"
+
+
+class CancelsItsTurn(Observer):
+    """Cancels the turn's task as the turn starts: the cancellation waits for its next await."""
+
+    def on_turn_start(self, **_: Any) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        task.cancel()
+
+
+async def test_a_turn_cancelled_before_its_request_opens_no_connection() -> None:
+    """A cancellation already pending when the attempt would start lands before any IO, as it
+    did when the attempt had a task of its own (which never started): no connection is opened
+    (a connect cut in the middle leaves the server an accepted socket to clean up). The server
+    is a bare TCP listener that counts the connections it accepts."""
+    accepted: list[int] = []
+
+    async def count(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(1)
+        writer.close()
+
+    server = await asyncio.start_server(count, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with AnthropicClient("m", api_key="k", base_url=f"http://127.0.0.1:{port}") as client:
+            engine = TurnEngine(
+                client, observers=[CancelsItsTurn()], handler=StreamHandler.default()
+            )
+            turn = asyncio.ensure_future(engine.run("q"))
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(turn, 5)
+            await asyncio.sleep(0.1)  # time for a connection under way to be accepted
+        assert accepted == []
+    finally:
+        server.close()
+        await server.wait_closed()
