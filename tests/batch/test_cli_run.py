@@ -23,6 +23,8 @@ from ._support import (
     write_rows,
 )
 
+pytestmark = pytest.mark.slow  # subprocesses: the rxturn command, worker processes
+
 OK_KEYS = {"id", "status", "message", "model", "attempts", "rescued", "usage", "billed_usage"}
 OK_KEYS |= {"input_sha", "run", "cost"}
 ERROR_KEYS = {"id", "status", "error", "attempts", "billed_usage", "input_sha", "run", "cost"}

@@ -22,6 +22,8 @@ from rxturn.testing import FakeProvider
 
 from ._support import assert_complete, batch_args, lines, prompts, run_batch, write_rows
 
+pytestmark = pytest.mark.slow  # subprocesses: the rxturn command, worker processes
+
 #: each reply: 6 events 15 ms apart, so a run of a few hundred rows lasts a second or more
 SLOW = {"models": {"*": [{"text": "a reply in several parts", "chunk_chars": 5, "delay_ms": 15}]}}
 

@@ -32,6 +32,8 @@ from ._support import (
     screen,
 )
 
+pytestmark = pytest.mark.slow  # subprocesses: the rxturn command, worker processes
+
 THOUGHT = "Two and two make four; say it plainly."
 SCENARIO = {
     "models": {

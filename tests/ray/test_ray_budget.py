@@ -19,7 +19,11 @@ ray = pytest.importorskip("ray", reason="the ray extra: pip install -e '.[ray]'"
 from rxturn.ray import RayGate, budget_actor  # noqa: E402
 from rxturn.ray._budget import CANCELLED  # noqa: E402
 
-pytestmark = [pytest.mark.filterwarnings("ignore:::ray"), pytest.mark.timeout(120)]
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:::ray"),
+    pytest.mark.timeout(120),
+    pytest.mark.slow,
+]
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from rxturn.ray import COLUMNS, TurnUDF, budget_actor  # noqa: E402
 from rxturn.testing import FakeProvider  # noqa: E402
 
 # Ray's own deprecation notices (about its defaults, not rxturn's calls) are not failures here
-pytestmark = pytest.mark.filterwarnings("ignore:::ray")
+pytestmark = [pytest.mark.filterwarnings("ignore:::ray"), pytest.mark.slow]  # a Ray cluster
 
 SCENARIO = {
     "models": {
