@@ -238,7 +238,6 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         try:
             await self.produce()
         except asyncio.CancelledError:
-            _RUNNING.discard(self.task)  # pyright: ignore[reportArgumentType]
             if self.disposed:
                 return
             # Not our dispose: asyncio cancelled the task (loop shutdown). Tell the observer,
@@ -252,12 +251,9 @@ class Bridge(abc.DisposableBase, Generic[_T]):
                 ),
             )
             raise
-        except BaseException as exc:
-            _RUNNING.discard(self.task)  # pyright: ignore[reportArgumentType]
-            if not isinstance(exc, Exception):  # KeyboardInterrupt, SystemExit: as they are
-                raise
+        except Exception as exc:
             error = exc
-        else:
+        finally:
             _RUNNING.discard(self.task)  # pyright: ignore[reportArgumentType]
         self._end(error)
 
