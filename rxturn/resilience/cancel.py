@@ -17,7 +17,6 @@ provider is called, one that fires later ends every wait, and either way the tur
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -34,13 +33,20 @@ __all__ = ["CancelToken", "cancel_error"]
 
 
 class CancelToken:
-    """A one-shot cancel signal that can be re-armed between runs."""
+    """A one-shot cancel signal that can be re-armed between runs.
 
-    __slots__ = ("_callbacks", "_reason")
+    Almost every turn registers one callback at a time (its handler's), so the first waits in a
+    slot of its own and a list is made only for a second one held at the same time.
+    """
+
+    __slots__ = ("_first", "_more", "_reason")
 
     def __init__(self) -> None:
         self._reason: str | None = None
-        self._callbacks: list[Callable[[], None]] = []
+        #: the registered callbacks, in registration order: ``_first`` (when set) came before
+        #: every one of ``_more``
+        self._first: Callable[[], None] | None = None
+        self._more: list[Callable[[], None]] | None = None
 
     def __repr__(self) -> str:
         return f"CancelToken(cancelled={self.cancelled})"
@@ -54,14 +60,18 @@ class CancelToken:
         if self._reason is not None:
             return
         self._reason = reason
-        callbacks, self._callbacks = self._callbacks, []
-        for callback in callbacks:
-            callback()
+        first, more = self._first, self._more
+        self._first = self._more = None
+        if first is not None:
+            first()
+        if more:
+            for callback in more:
+                callback()
 
     def reset(self) -> None:
         """Re-arm the signal so the next run can start (the engine does this after a run)."""
         self._reason = None
-        self._callbacks.clear()
+        self._first = self._more = None
 
     def raise_if_cancelled(self) -> None:
         if self._reason is not None:
@@ -75,25 +85,29 @@ class CancelToken:
         if self._reason is not None:
             callback()
             return Disposable()
-        self._callbacks.append(callback)
-
-        def remove() -> None:
-            with contextlib.suppress(ValueError):  # already fired, or removed twice
-                self._callbacks.remove(callback)
-
-        return Disposable(remove)
+        self.add_callback(callback)
+        return Disposable(lambda: self.remove_callback(callback))
 
     def add_callback(self, callback: Callable[[], None]) -> None:
         """Run ``callback`` when the signal fires; :meth:`on_cancel` without the disposable
         (the stream handler keeps one per turn and removes it with :meth:`remove_callback`).
         The caller checks :attr:`cancelled` first: a fired signal does not call it."""
-        self._callbacks.append(callback)
+        if self._first is None and not self._more:
+            self._first = callback
+        elif self._more is None:
+            self._more = [callback]
+        else:
+            self._more.append(callback)
 
     def remove_callback(self, callback: Callable[[], None]) -> None:
-        """Forget ``callback`` (no effect if it is not registered, or the signal fired)."""
-        callbacks = self._callbacks
-        if callback in callbacks:  # (once per turn: no context manager made for it)
-            callbacks.remove(callback)
+        """Forget ``callback`` (its first registration; no effect if it is not registered, or
+        the signal fired)."""
+        if self._first is not None and self._first == callback:
+            self._first = None
+            return
+        more = self._more
+        if more is not None and callback in more:
+            more.remove(callback)
 
     def as_observable(self) -> Observable[None]:
         """An Observable that errors with :class:`Cancelled` when the signal fires."""

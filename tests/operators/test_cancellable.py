@@ -41,7 +41,7 @@ async def test_completion_unregisters_from_the_token(clean: TestScheduler) -> No
         clean, clean.create_cold_observable(timeline(reply())).pipe(cancellable(token))
     )
     assert run.completed
-    assert token._callbacks == []
+    assert token._first is None and not token._more
     token.cancel()  # nothing left to notify
 
 

@@ -97,13 +97,14 @@ class AgentLoop:
             self.run_input = content_text(message.content)
             self.in_run = True
             self.host.observers.emit("on_run_start", session_id=self.host.session.id)
-            results: list[TurnResult] = []
+            # a tuple grown per turn: a run is a turn or a few, and no list is kept while it waits
+            results: tuple[TurnResult, ...] = ()
             try:
                 self.host.cancel_token.raise_if_cancelled()
                 self.host.session.history.append(message)
                 for _ in range(self.host.max_turns):
                     result = await self.turn(())
-                    results.append(result)
+                    results = (*results, result)
                     if result.stop_reason is not StopReason.TOOL_CALL:
                         break
                     await self.tool_phase(result)
@@ -129,7 +130,7 @@ class AgentLoop:
                 total_turns=len(run.turns),
                 duration_ms=(now() - started) * 1000,
             )
-            return RunResult(turns=tuple(results), hit_max_turns=hit_max)
+            return RunResult(turns=results, hit_max_turns=hit_max)
         finally:
             if release:
                 self.busy = None

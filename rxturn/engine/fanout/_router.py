@@ -25,29 +25,36 @@ _engine_log = logging.getLogger("rxturn.engine")
 
 
 def _interested(observer: object, name: str) -> Callable[..., object] | None:
-    """``observer``'s bound callback ``name`` if it does something, else ``None``.
+    """``observer``'s bound callback ``name`` if it does something, else ``None``: the one rule
+    of who hears a callback.
 
     Inherited :class:`Observer` no-ops do nothing; anything else callable counts (duck-typed
-    observers included).
+    observers, and callbacks assigned on the instance, included). It is asked when the callback
+    is emitted (the deltas: when observers are added or removed), so it always sees the
+    observer as it is.
     """
     method = getattr(observer, name, None)
-    if method is None or not callable(method):
+    if method is None or getattr(method, "__func__", None) is _NO_OPS[name]:
         return None
-    if getattr(method, "__func__", None) is _NO_OPS[name]:
-        return None
-    return method
+    return method if callable(method) else None
 
 
 #: :class:`Observer`'s own no-op for each callback, looked up once
 _NO_OPS: dict[str, object] = {name: getattr(Observer, name) for name in ALL_CALLBACKS}
-#: the routing table of an empty set
-_NOBODY: dict[str, tuple[tuple[Observer, Callable[..., object]], ...]] = dict.fromkeys(
-    ALL_CALLBACKS, ()
-)
+
+
+def _unknown(name: str) -> ConfigError:
+    return ConfigError(
+        f"unknown observer callback {name!r}; expected one of {', '.join(ALL_CALLBACKS)}"
+    )
 
 
 class ObserverSet:
     """The registered observers, called in registration order with each call isolated.
+
+    Only the deltas, the hot path, are routed from lists made when observers are added or
+    removed; every other callback finds its observers when it is emitted (a turn emits each a
+    few times at most), so building a set costs no per-callback table.
 
     Examples:
         >>> rec = RecordingObserver()
@@ -58,25 +65,28 @@ class ObserverSet:
         ['on_turn_start', 'on_text_delta']
     """
 
-    __slots__ = ("_by_name", "_observers", "_text", "_thinking", "text_single")
+    __slots__ = ("_observers", "_text", "_thinking", "text_single")
 
     def __init__(self, observers: Iterable[Observer] = ()) -> None:
-        self._observers: list[Observer] = []
-        self._by_name: dict[str, tuple[tuple[Observer, Callable[..., object]], ...]] = {}
+        #: replaced whole, never changed in place: a callback that adds or removes an observer
+        #: while :meth:`emit` walks them does not disturb the walk
+        self._observers: tuple[Observer, ...] = tuple(
+            checked_observer(observer, "ObserverSet(observers=...)")
+            for observer in check_items(observers, "ObserverSet(observers=...)", "observers")
+        )
+        #: ``on_text_delta`` targets when two or more observers override it (one: ``text_single``)
         self._text: tuple[tuple[Observer, Callable[..., object]], ...] = ()
         self._thinking: tuple[tuple[Observer, Callable[..., object]], ...] = ()
         #: ``(observer, bound on_text_delta)`` when exactly one observer overrides it, else
         #: ``None``: a hot loop calls it without iterating :meth:`targets`. Always current.
         self.text_single: tuple[Observer, Callable[..., object]] | None = None
-        for observer in check_items(observers, "ObserverSet(observers=...)", "observers"):
-            self._observers.append(checked_observer(observer, "ObserverSet(observers=...)"))
         self._recompute()
 
     def __len__(self) -> int:
         return len(self._observers)
 
     def __iter__(self) -> Iterator[Observer]:
-        return iter(tuple(self._observers))
+        return iter(self._observers)
 
     def __contains__(self, observer: object) -> bool:
         return any(registered is observer for registered in self._observers)
@@ -86,44 +96,37 @@ class ObserverSet:
 
     def add(self, observer: Observer) -> None:
         """Register ``observer`` after the ones already there."""
-        self._observers.append(checked_observer(observer, "observer"))
+        self._observers = (*self._observers, checked_observer(observer, "observer"))
         self._recompute()
 
     def remove(self, observer: Observer) -> bool:
         """Unregister ``observer`` (its first registration); ``False`` if it was not registered."""
-        for index, registered in enumerate(self._observers):
+        observers = self._observers
+        for index, registered in enumerate(observers):
             if registered is observer:
-                del self._observers[index]
+                self._observers = observers[:index] + observers[index + 1 :]
                 self._recompute()
                 return True
         return False
 
     def interested(self, name: str) -> bool:
-        """Whether any observer overrides callback ``name`` (skip building its arguments if not)."""
-        return bool(self._by_name.get(name))
+        """Whether any observer overrides callback ``name`` (skip building its arguments if not;
+        ``False`` for a name that is not a callback)."""
+        if name not in _NO_OPS:
+            return False
+        return any(_interested(observer, name) is not None for observer in self._observers)
 
     @property
     def wants_deltas(self) -> bool:
         """Whether any observer overrides ``on_text_delta`` or ``on_thinking_delta``."""
-        return bool(self._text or self._thinking)
+        return self.text_single is not None or bool(self._text or self._thinking)
 
     def _recompute(self) -> None:
-        if not self._observers:  # an engine's set before its observers are added
-            self._by_name = _NOBODY  # never mutated: replaced whole, as here
-            self._text = self._thinking = ()
-            self.text_single = None
-            return
-        self._by_name = {
-            name: tuple(
-                (observer, method)
-                for observer in self._observers
-                if (method := _interested(observer, name)) is not None
-            )
-            for name in ALL_CALLBACKS
-        }
-        self._text = self._by_name["on_text_delta"]
-        self.text_single = self._text[0] if len(self._text) == 1 else None
-        self._thinking = self._by_name["on_thinking_delta"]
+        """The deltas' routing, after observers were added or removed."""
+        text = self.targets("on_text_delta")
+        self.text_single = text[0] if len(text) == 1 else None
+        self._text = text if len(text) > 1 else ()
+        self._thinking = self.targets("on_thinking_delta")
 
     def emit(self, name: str, **kwargs: object) -> None:
         """Call ``name(**kwargs)`` on every interested observer, in registration order.
@@ -131,12 +134,12 @@ class ObserverSet:
         Raises:
             ConfigError: ``name`` is not one of :data:`ALL_CALLBACKS` (a typo must not go silent).
         """
-        targets = self._by_name.get(name)
-        if targets is None:
-            raise ConfigError(
-                f"unknown observer callback {name!r}; expected one of {', '.join(ALL_CALLBACKS)}"
-            )
-        for observer, method in targets:
+        if name not in _NO_OPS:
+            raise _unknown(name)
+        for observer in self._observers:
+            method = _interested(observer, name)
+            if method is None:
+                continue
             try:
                 method(**kwargs)
             except Exception:
@@ -151,12 +154,15 @@ class ObserverSet:
         Raises:
             ConfigError: ``name`` is not one of :data:`ALL_CALLBACKS`.
         """
-        targets = self._by_name.get(name)
-        if targets is None:
-            raise ConfigError(
-                f"unknown observer callback {name!r}; expected one of {', '.join(ALL_CALLBACKS)}"
-            )
-        return targets
+        if name not in _NO_OPS:
+            raise _unknown(name)
+        if not self._observers:
+            return ()
+        return tuple(
+            (observer, method)
+            for observer in self._observers
+            if (method := _interested(observer, name)) is not None
+        )
 
     def text_delta(self, turn: int, delta: str) -> None:
         """``on_text_delta(turn=turn, delta=delta)`` on the observers that override it."""

@@ -203,22 +203,23 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
     """The one subscriber of a turn's stream, in this order per batch: the routing (text
     streamer, observers, ``engine.events``), the user's turn streams (a :class:`Share`, when
     anybody subscribed ``engine.turn_streams``), then the fold (``scan(fold_batch)`` →
-    ``last``, settling ``done``)."""
+    ``last``: ``settled``, with the last ``state`` or an ``error``, and ``done`` set when the
+    turn's task waits for it).
 
-    __slots__ = ("_folding", "_router", "_share", "done", "state")
+    A turn whose stream ends while its own task drives it (the usual turn: one attempt) never
+    waits, so ``done`` is made only when the stream is still running once the task is free.
+    """
 
-    def __init__(
-        self,
-        router: TurnRouter,
-        share: Share | None,
-        seed: TurnState,
-        done: asyncio.Future[TurnState],
-    ) -> None:
+    __slots__ = ("_folding", "_router", "_share", "done", "error", "settled", "state")
+
+    def __init__(self, router: TurnRouter, share: Share | None, seed: TurnState) -> None:
         self._router = router
         self._share = share
         self._folding = True
         self.state = seed
-        self.done = done
+        self.settled = False
+        self.error: Exception | None = None
+        self.done: asyncio.Future[TurnState] | None = None
 
     def on_next(self, value: list[HandlerEvent]) -> None:
         self._router.on_next(value)
@@ -251,8 +252,12 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
 
     def _settle(self, error: Exception | None) -> None:
         self._router.stop()
+        if self.settled:
+            return
+        self.settled = True
+        self.error = error
         done = self.done
-        if done.done():
+        if done is None or done.done():
             return
         if error is None:
             done.set_result(self.state)
@@ -281,7 +286,6 @@ async def stream_path(
     ``on_attempt_start`` hands one out).
     """
     loop = asyncio.get_running_loop()
-    done: asyncio.Future[TurnState] = loop.create_future()
     share: Share | None = None
     if publish_to is not None:
         share = Share()
@@ -292,7 +296,7 @@ async def stream_path(
     # The turn's task has nothing to do but wait for its reply: it drives the first attempt's
     # IO itself rather than a task of its own (rxturn.sources, "Driven by the subscriber's own
     # task"); later attempts (retries, a hedge, a rescue) get their own tasks.
-    sink = _TurnSink(router, share, seed, done)
+    sink = _TurnSink(router, share, seed)
     if drive:
         connection, first = subscribe_driving(loop, source.subscribe_lists, sink, scheduler)
     else:
@@ -300,10 +304,17 @@ async def stream_path(
     try:
         if first is not None:
             await first.drive()
-        state = await done
+        if not sink.settled:  # later attempts run on tasks of their own: wait for them
+            sink.done = loop.create_future()
+            state = await sink.done
+        elif sink.error is not None:
+            raise sink.error
+        else:
+            state = sink.state
     finally:
         connection.dispose()
-        if done.done() and not done.cancelled():
+        done = sink.done
+        if done is not None and done.done() and not done.cancelled():
             done.exception()  # an error that lost to an outer cancel is still retrieved
     if not (state.completed or stats.rescued):
         raise TruncatedStreamError(0)
