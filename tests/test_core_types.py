@@ -214,6 +214,42 @@ class TestCancelToken:
         token.cancel()
         assert seen == []
 
+    def test_order_holds_when_the_first_is_removed_and_another_added(self) -> None:
+        token = CancelToken()
+        seen: list[str] = []
+        first = token.on_cancel(lambda: seen.append("a"))
+        token.on_cancel(lambda: seen.append("b"))
+        first.dispose()
+        token.on_cancel(lambda: seen.append("c"))  # registered after "b": called after it
+        token.cancel()
+        assert seen == ["b", "c"]
+
+    def test_remove_callback_forgets_one_registration_of_an_equal_bound_method(self) -> None:
+        class Holder:
+            def __init__(self) -> None:
+                self.calls = 0
+
+            def fire(self) -> None:
+                self.calls += 1
+
+        holder = Holder()
+        token = CancelToken()
+        token.add_callback(holder.fire)
+        token.add_callback(holder.fire)
+        token.remove_callback(holder.fire)  # another bound method object, equal to both
+        token.remove_callback(lambda: None)  # never registered: nothing happens
+        token.cancel()
+        assert holder.calls == 1
+
+    def test_reset_forgets_the_callbacks(self) -> None:
+        token = CancelToken()
+        seen: list[int] = []
+        token.add_callback(lambda: seen.append(1))
+        token.add_callback(lambda: seen.append(2))
+        token.reset()
+        token.cancel()
+        assert seen == []
+
     def test_reset_rearms(self) -> None:
         token = CancelToken()
         token.cancel()

@@ -423,7 +423,7 @@ class TurnEngine:
         return self._calls.now()
 
 
-_INSTANCES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
+_INSTANCE_TYPES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("client", ModelClient, "a model client (AnthropicClient, OpenAIClient, ...)"),
     ("system", str, "a str"),
     ("handler", StreamHandler, "a StreamHandler"),
@@ -436,15 +436,20 @@ _INSTANCES: tuple[tuple[str, type | tuple[type, ...], str], ...] = (
     ("calibration", Calibration, "a Calibration"),
     ("scheduler", abc.SchedulerBase, "a reactivex scheduler"),
 )
+#: (argument, expected type, where, what, optional): the messages' parts made once, not per engine
+_INSTANCES = tuple(
+    (name, expected, f"TurnEngine({name}=...)", what, name != "client")
+    for name, expected, what in _INSTANCE_TYPES
+)
 
 
 def _check_arguments(arguments: dict[str, object]) -> None:
     """Every argument of :class:`TurnEngine` of the right type, and the options that could
     not act refused; a ConfigError names the argument (``TurnEngine(<name>=...)``)."""
-    for name, expected, what in _INSTANCES:
-        check_instance(
-            arguments[name], expected, f"TurnEngine({name}=...)", what, optional=name != "client"
-        )
+    for name, expected, where, what, optional in _INSTANCES:
+        value = arguments[name]
+        if value is not None or not optional:  # (most are left unset)
+            check_instance(value, expected, where, what, optional=optional)
     check_callable(
         arguments["text_streamer"], "TurnEngine(text_streamer=...)", "a callable", optional=True
     )

@@ -241,6 +241,64 @@ def test_observer_removing_itself_mid_emit_does_not_skip_others() -> None:
     assert len(observers) == 1
 
 
+def test_an_observer_added_mid_emit_hears_the_next_emit_not_this_one() -> None:
+    rec = RecordingObserver()
+
+    class Adder(Observer):
+        def __init__(self, owner: ObserverSet) -> None:
+            self.owner = owner
+
+        def on_run_start(self, *, session_id: str) -> None:
+            self.owner.add(rec)
+
+    observers = ObserverSet()
+    observers.add(Adder(observers))
+    observers.emit("on_run_start", session_id="s")
+    assert rec.names() == []
+    observers.emit("on_turn_start", turn=0, query="q")
+    assert rec.names() == ["on_turn_start"]
+
+
+def test_a_callback_assigned_on_the_instance_is_heard_when_emitted() -> None:
+    """Callbacks are looked up when emitted, on the instance: one assigned (or withdrawn)
+    after the observer was added is honoured."""
+    seen: list[int] = []
+    watcher = Observer()
+    observers = ObserverSet([watcher])
+    assert not observers.interested("on_turn_start")
+    watcher.on_turn_start = lambda *, turn, query: seen.append(turn)  # type: ignore[method-assign]
+    assert observers.interested("on_turn_start")
+    assert [o for o, _ in observers.targets("on_turn_start")] == [watcher]
+    observers.emit("on_turn_start", turn=7, query="q")
+    watcher.on_turn_start = None  # type: ignore[assignment,method-assign]
+    assert not observers.interested("on_turn_start")
+    observers.emit("on_turn_start", turn=8, query="q")
+    assert seen == [7]
+
+
+def test_an_observer_answering_through_getattr_is_heard() -> None:
+    heard: list[tuple[str, dict[str, object]]] = []
+
+    class Proxy:
+        def __getattr__(self, name: str) -> object:
+            if name.startswith("on_"):
+                return lambda **kwargs: heard.append((name, kwargs))
+            raise AttributeError(name)
+
+    observers = ObserverSet([Proxy()])  # type: ignore[list-item]
+    observers.emit("on_fallback", from_model="m", to_model="b")
+    observers.text_delta(0, "x")
+    assert heard == [
+        ("on_fallback", {"from_model": "m", "to_model": "b"}),
+        ("on_text_delta", {"turn": 0, "delta": "x"}),
+    ]
+    assert observers.interested("on_request") and observers.wants_deltas
+
+
+def test_interested_in_a_name_that_is_no_callback_is_false() -> None:
+    assert not ObserverSet([RecordingObserver()]).interested("on_turn_begin")
+
+
 def test_add_none_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
         ObserverSet().add(None)  # type: ignore[arg-type]

@@ -123,6 +123,10 @@ class ObserverSet:
 
     def _recompute(self) -> None:
         """The deltas' routing, after observers were added or removed."""
+        if not self._observers:
+            self.text_single = None
+            self._text = self._thinking = ()
+            return
         text = self.targets("on_text_delta")
         self.text_single = text[0] if len(text) == 1 else None
         self._text = text if len(text) > 1 else ()
