@@ -114,7 +114,10 @@ class ObserverSet:
         ``False`` for a name that is not a callback)."""
         if name not in _NO_OPS:
             return False
-        return any(_interested(observer, name) is not None for observer in self._observers)
+        for observer in self._observers:  # noqa: SIM110 - no generator: asked a few times a turn
+            if _interested(observer, name) is not None:
+                return True
+        return False
 
     @property
     def wants_deltas(self) -> bool:

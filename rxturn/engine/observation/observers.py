@@ -91,8 +91,13 @@ the run (``on_run_end``) without its ``on_tool_result``.
 
 Deltas are the hot path: :meth:`ObserverSet.text_delta` and :meth:`ObserverSet.thinking_delta`
 walk a list, computed when observers are added or removed, of only the observers that override
-that callback, so a turn nobody watches pays an empty loop per fragment. A turn's events reach
-them through one :class:`TurnRouter` (:meth:`ObserverSet.router`), the engine's only fan-out.
+that callback, so a turn nobody watches pays an empty loop per fragment. Every other callback is
+looked up on each observer when it is emitted (a turn emits each a few times at most): a
+callback assigned on an observer instance, even after it was added, is heard, and an engine
+builds no per-callback table when it is made. The rule of who hears a callback is the same
+either way: an inherited :class:`Observer` no-op does not count, anything else callable does.
+A turn's events reach them through one :class:`TurnRouter` (:meth:`ObserverSet.router`), the
+engine's only fan-out.
 """
 
 from __future__ import annotations
