@@ -180,19 +180,20 @@ class TurnEngine:
         keep_thinking: bool | None = None,
         hedge: HedgePolicy | None = None,
     ) -> None:
-        _check_arguments(locals())
+        # the iterables as checked tuples: a generator is read once, by the check
+        checked_tools, checked_observers, checked_contributors = _check_arguments(locals())
         if mode not in ("streaming", "non_streaming"):
             raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
         if not positive(max_turns, integer=True):
             raise ConfigError(f"max_turns must be at least 1, got {max_turns!r}")
         self.client = client
         self.system = system
-        self.tools = ToolRegistry(tools)
+        self.tools = ToolRegistry(cast("tuple[Tool | ToolFunction, ...]", checked_tools))
         self.handler = handler
         self.fallback = fallback
         self.observers = ObserverSet()
-        for observer in observers:
-            self.observers.add(observer)
+        for observer in checked_observers:
+            self.observers.add(cast(Observer, observer))
         self.text_streamer = text_streamer
         self.mode: TurnMode = mode
         self.request_options = request_options or RequestOptions()
@@ -211,7 +212,7 @@ class TurnEngine:
         prefetch_transport(client)
         self.context_window = context_window
         self.compactor: Compactor = compactor if compactor is not None else DEFAULT_COMPACTOR
-        self.contributors: list[ContextContributor] = list(contributors)
+        self.contributors = cast("list[ContextContributor]", list(checked_contributors))
         self.memory = memory
         if not positive(memory_top_k, integer=True, allow_zero=True):
             raise ConfigError(f"memory_top_k must be an int >= 0, got {memory_top_k!r}")
@@ -443,9 +444,15 @@ _INSTANCES = tuple(
 )
 
 
-def _check_arguments(arguments: dict[str, object]) -> None:
+def _check_arguments(
+    arguments: dict[str, object],
+) -> tuple[tuple[object, ...], tuple[object, ...], tuple[object, ...]]:
     """Every argument of :class:`TurnEngine` of the right type, and the options that could
-    not act refused; a ConfigError names the argument (``TurnEngine(<name>=...)``)."""
+    not act refused; a ConfigError names the argument (``TurnEngine(<name>=...)``).
+
+    Returns the ``tools``, ``observers`` and ``contributors`` as the tuples that were checked
+    (an iterator given for one of them is used up by the check).
+    """
     for name, expected, where, what, optional in _INSTANCES:
         value = arguments[name]
         if value is not None or not optional:  # (most are left unset)
@@ -456,14 +463,14 @@ def _check_arguments(arguments: dict[str, object]) -> None:
     check_bool(arguments["failover"], "TurnEngine(failover=...)")
     check_bool(arguments["keep_thinking"], "TurnEngine(keep_thinking=...)", optional=True)
     # the history is checked (and SDK-style dicts converted) by the session's MessageList
-    check_items(
+    contributors = check_items(
         arguments["contributors"],
         "TurnEngine(contributors=...)",
         "ContextContributor",
         lambda item, where: check_instance(item, ContextContributor, where, "a ContextContributor"),
     )
-    check_items(arguments["tools"], "TurnEngine(tools=...)", "Tool or function")
-    check_items(arguments["observers"], "TurnEngine(observers=...)", "Observer")
+    tools = check_items(arguments["tools"], "TurnEngine(tools=...)", "Tool or function")
+    observers = check_items(arguments["observers"], "TurnEngine(observers=...)", "Observer")
     options = arguments["request_options"]
     if options is not None:
         check_options(options)
@@ -485,6 +492,7 @@ def _check_arguments(arguments: dict[str, object]) -> None:
             "engine serves while the breaker is closed; name the same model in both, or "
             "leave one of them unset"
         )
+    return tools, observers, contributors
 
 
 def prefetch_transport(client: object) -> None:

@@ -4,7 +4,7 @@ argument — never an AttributeError or TypeError from deep inside, later."""
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -230,3 +230,27 @@ def test_good_arguments_still_build() -> None:
         calibration=Calibration(enabled=True),
         keep_thinking=None,
     )
+
+
+def test_iterators_given_for_tools_observers_and_contributors_are_kept_whole() -> None:
+    """The argument check reads each iterable once: what it read is what the engine holds
+    (an iterator is not left used up for the engine)."""
+
+    def lookup(query: str) -> str:
+        """Look a query up."""
+        return query
+
+    class Contributor:
+        def contribute(self, *, turn: int, history: Sequence[Message]) -> list[Message]:
+            return []
+
+    recorder = RecordingObserver()
+    contributor = Contributor()
+    built = engine(
+        tools=(tool for tool in [lookup]),
+        observers=iter([recorder]),
+        contributors=(item for item in [contributor]),
+    )
+    assert "lookup" in built.tools and len(built.tools) == 1
+    assert list(built.observers) == [recorder]
+    assert built.contributors == [contributor]
