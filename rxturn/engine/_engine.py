@@ -65,6 +65,7 @@ from ..messages import (
     Message,
     Request,
     RequestOptions,
+    ToolSchema,
 )
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
@@ -188,7 +189,13 @@ class TurnEngine:
             raise ConfigError(f"max_turns must be at least 1, got {max_turns!r}")
         self.client = client
         self.system = system
-        self.tools = ToolRegistry(cast("tuple[Tool | ToolFunction, ...]", checked_tools))
+        # the tools, contributors and calibration are made when first used: most conversations
+        # have none of the first two, and calibration records only once a turn has its reply
+        self._tools = (
+            ToolRegistry(cast("tuple[Tool | ToolFunction, ...]", checked_tools))
+            if checked_tools
+            else None
+        )
         self.handler = handler
         self.fallback = fallback
         self.observers = ObserverSet()
@@ -212,12 +219,16 @@ class TurnEngine:
         prefetch_transport(client)
         self.context_window = context_window
         self.compactor: Compactor = compactor if compactor is not None else DEFAULT_COMPACTOR
-        self.contributors = cast("list[ContextContributor]", list(checked_contributors))
+        self._contributors = (
+            cast("list[ContextContributor]", list(checked_contributors))
+            if checked_contributors
+            else None
+        )
         self.memory = memory
         if not positive(memory_top_k, integer=True, allow_zero=True):
             raise ConfigError(f"memory_top_k must be an int >= 0, got {memory_top_k!r}")
         self.memory_top_k = memory_top_k
-        self.calibration = calibration if calibration is not None else Calibration()
+        self._calibration = calibration
         # the rxturn[cost] extra prices every attempt; its data loads here, not in a turn
         pricer = (
             pricer_for(provider_name(client), getattr(client, "base_url", None))
@@ -267,10 +278,63 @@ class TurnEngine:
             calls.turn_streams = Subject()
         return calls.turn_streams
 
+    @property
+    def tools(self) -> ToolRegistry:
+        """The tools the model may call (``engine.tools.register(fn)`` adds one)."""
+        tools = self._tools
+        if tools is None:
+            tools = self._tools = ToolRegistry()
+        return tools
+
+    @tools.setter
+    def tools(self, tools: ToolRegistry) -> None:
+        self._tools = tools
+
+    @property
+    def contributors(self) -> list[ContextContributor]:
+        """The context contributors, asked for transient messages each turn, in order."""
+        contributors = self._contributors
+        if contributors is None:
+            contributors = self._contributors = []
+        return contributors
+
+    @contributors.setter
+    def contributors(self, contributors: list[ContextContributor]) -> None:
+        self._contributors = contributors
+
+    @property
+    def calibration(self) -> Calibration:
+        """Estimate vs. reported input tokens per model (scales estimates when enabled)."""
+        calibration = self._calibration
+        if calibration is None:
+            calibration = self._calibration = Calibration()
+        return calibration
+
+    @calibration.setter
+    def calibration(self, calibration: Calibration) -> None:
+        self._calibration = calibration
+
+    def tool_schemas(self) -> tuple[ToolSchema, ...] | None:
+        """The schemas of the registered tools, as each request sends them (``None``: no tools)."""
+        tools = self._tools
+        return tools.schemas() if tools is not None else None
+
+    def has_contributors(self) -> bool:
+        """Whether any context contributor is registered."""
+        return bool(self._contributors)
+
+    def calibrated(self, estimate: int) -> int:
+        """``estimate`` scaled for the model the next request goes to, when calibration is
+        enabled (else as it is)."""
+        calibration = self._calibration
+        if calibration is None or not calibration.enabled:
+            return estimate
+        return calibration.scale(self.served_model(), estimate)
+
     def __repr__(self) -> str:
         return (
             f"TurnEngine(client={self.client!r}, mode={self.mode!r}, "
-            f"tools={len(self.tools)}, observers={len(self.observers)})"
+            f"tools={len(self._tools or ())}, observers={len(self.observers)})"
         )
 
     # ----------------------------------------------------------------------------- public API

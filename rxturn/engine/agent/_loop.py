@@ -35,7 +35,10 @@ class LoopHost(Protocol):
     session: Session
     observers: ObserverSet
     cancel_token: CancelToken
-    tools: ToolRegistry
+
+    @property
+    def tools(self) -> ToolRegistry: ...
+
     max_turns: int
 
 

@@ -16,12 +16,10 @@ from typing import Protocol
 import msgspec
 
 from ...clients._base import ModelClient
-from ...messages import Message, Request, RequestOptions, ToolResultPart, content_text
+from ...messages import Message, Request, RequestOptions, ToolResultPart, ToolSchema, content_text
 from ...resilience.fallback import FallbackManager
-from ..agent.tools import ToolRegistry
 from ..context.tokens import ContextEstimate, OverheadCache, TokenCounter, estimate_context
 from ..context.window import (
-    Calibration,
     Compactor,
     ContextContributor,
     ContextWindow,
@@ -40,7 +38,6 @@ class SetupHost(Protocol):
 
     client: ModelClient
     system: str | None
-    tools: ToolRegistry
     fallback: FallbackManager | None
     observers: ObserverSet
     request_options: RequestOptions
@@ -48,11 +45,17 @@ class SetupHost(Protocol):
     counter: TokenCounter
     context_window: ContextWindow | None
     compactor: Compactor
-    contributors: list[ContextContributor]
+
+    @property
+    def contributors(self) -> list[ContextContributor]: ...
+
     memory: MemoryProvider | None
     memory_top_k: int
-    calibration: Calibration
     last_estimate: ContextEstimate | None
+
+    def tool_schemas(self) -> tuple[ToolSchema, ...] | None: ...
+    def has_contributors(self) -> bool: ...
+    def calibrated(self, estimate: int) -> int: ...
 
 
 class TurnSetup:
@@ -68,7 +71,7 @@ class TurnSetup:
     def __init__(self, host: SetupHost) -> None:
         self.host = host
         self.last_served: str | None = None
-        self.overhead = OverheadCache()
+        self.overhead: OverheadCache | None = None  # made by the first estimate
 
     def served_model(self) -> str:
         """The model the next request goes to: routed backup, options override, or client's."""
@@ -81,7 +84,7 @@ class TurnSetup:
         return Request(
             messages=(*transient, *self.host.session.history),
             system=self.host.system,
-            tools=self.host.tools.schemas(),
+            tools=self.host.tool_schemas(),
         )
 
     def routed_options(self) -> RequestOptions:
@@ -117,7 +120,7 @@ class TurnSetup:
         either, a turn's transients are its ``extra`` messages, and :meth:`transients` need
         not run)."""
         host = self.host
-        return bool(host.contributors) or (host.memory is not None and host.memory_top_k > 0)
+        return host.has_contributors() or (host.memory is not None and host.memory_top_k > 0)
 
     async def transients(self, turn: int, query: str, extra: Sequence[Message]) -> list[Message]:
         gathered = await gather_transients(
@@ -136,17 +139,20 @@ class TurnSetup:
         Calibration learns from the raw total: fed its own scaled output, its factor would
         chase itself instead of converging.
         """
+        overhead = self.overhead
+        if overhead is None:
+            overhead = self.overhead = OverheadCache()
         estimate = estimate_context(
             self.host.counter,
             history=self.host.session.history,
             transients=transients,
             system=self.host.system,
-            tools=self.host.tools.schemas(),
-            overhead_cache=self.overhead,
+            tools=self.host.tool_schemas(),
+            overhead_cache=overhead,
         )
         raw = estimate.total
-        if self.host.calibration.enabled:
-            scaled = self.host.calibration.scale(self.served_model(), raw)
+        scaled = self.host.calibrated(raw)
+        if scaled != raw:
             estimate = msgspec.structs.replace(estimate, total=scaled)
         self.host.last_estimate = estimate
         return estimate, raw
