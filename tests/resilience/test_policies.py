@@ -108,7 +108,21 @@ def test_default_handler_has_the_reference_defaults() -> None:
     assert handler.timeouts == TimeoutPolicy()
     assert handler.retry == RetryPolicy()
     assert handler.rate_limit == RateLimitPolicy()
-    assert handler is not StreamHandler.default()
+    assert handler.limiter is None
+
+
+def test_default_handler_is_shared_per_class() -> None:
+    """A handler is immutable: every engine may share the default one (one object, not one per
+    conversation); a subclass's default is an instance of that subclass."""
+
+    class Custom(StreamHandler):
+        __slots__ = ()
+
+    assert StreamHandler.default() is StreamHandler.default()
+    custom = Custom.default()
+    assert type(custom) is Custom
+    assert custom is Custom.default()
+    assert type(StreamHandler.default()) is StreamHandler
 
 
 # -- validation ------------------------------------------------------------------------------

@@ -124,6 +124,7 @@ class StreamHandler:
     )
 
     _passthrough: ClassVar[StreamHandler | None] = None
+    _default: ClassVar[StreamHandler | None] = None
 
     def __init__(
         self,
@@ -147,8 +148,16 @@ class StreamHandler:
 
     @classmethod
     def default(cls) -> StreamHandler:
-        """A handler with the default policies (docs/behaviour.md §2.1), as ``rxturn chat`` uses."""
-        return cls()
+        """A handler with the default policies (docs/behaviour.md §2.1), as ``rxturn chat`` uses.
+
+        A handler is immutable (its policies are frozen and it keeps no state between turns), so
+        every call returns the same one per class: an engine per conversation shares it.
+        """
+        handler = cls.__dict__.get("_default")
+        if handler is None:
+            handler = cls()
+            cls._default = handler
+        return handler
 
     @classmethod
     def passthrough(cls) -> StreamHandler:
