@@ -29,7 +29,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
 import reactivex
@@ -382,17 +382,16 @@ class HttpClient:
                 if media == "application/json" and media not in self._stream_types:
                     raise await self._json_instead_of_stream(response)
                 decoder = decoder_for(self.wire_format)
-                feed: Callable[[bytes], list[StreamEvent]] = decoder.feed
                 chunks = aiter(response.aiter_bytes())
                 # Until the first event, keep how the body starts: a body that turns out not to
                 # be the stream (no content type, or another one) says so with its first bytes.
                 head = b""
-                events: list[StreamEvent] = []
+                events: list[StreamEvent]  # (never kept while the next chunk is awaited)
                 async for chunk in chunks:
                     if len(head) < HEAD_BYTES:
                         head += chunk[: HEAD_BYTES - len(head)]
                     try:
-                        events = feed(chunk)
+                        events = decoder.feed(chunk)
                     except StreamProtocolError as exc:
                         if media in self._stream_types:
                             raise
@@ -412,11 +411,12 @@ class HttpClient:
                         return  # the stream's own type and no event: truncated; the handler decides
                 observer = bridge.observer  # (no bound method kept alive while it streams)
                 observer.on_next(events)
+                del events
                 if bridge.disposed:
                     return
                 decoder.check()
                 async for chunk in chunks:
-                    events = feed(chunk)
+                    events = decoder.feed(chunk)
                     if events:
                         observer.on_next(events)
                         if bridge.disposed:
@@ -425,6 +425,7 @@ class HttpClient:
                         # (so those reach observers first); surface it now, not at the next
                         # chunk, which may never come.
                         decoder.check()
+                    del events
                 events = decoder.close()
                 if events:
                     observer.on_next(events)

@@ -65,7 +65,7 @@ class ObserverSet:
         ['on_turn_start', 'on_text_delta']
     """
 
-    __slots__ = ("_observers", "_text", "_thinking", "text_single")
+    __slots__ = ("_observers", "_text", "_thinking", "text_observer", "text_single")
 
     def __init__(self, observers: Iterable[Observer] = ()) -> None:
         #: replaced whole, never changed in place: a callback that adds or removes an observer
@@ -77,9 +77,11 @@ class ObserverSet:
         #: ``on_text_delta`` targets when two or more observers override it (one: ``text_single``)
         self._text: tuple[tuple[Observer, Callable[..., object]], ...] = ()
         self._thinking: tuple[tuple[Observer, Callable[..., object]], ...] = ()
-        #: ``(observer, bound on_text_delta)`` when exactly one observer overrides it, else
-        #: ``None``: a hot loop calls it without iterating :meth:`targets`. Always current.
-        self.text_single: tuple[Observer, Callable[..., object]] | None = None
+        #: the bound ``on_text_delta`` when exactly one observer overrides it (that observer:
+        #: ``text_observer``), else ``None``: a hot loop calls it without iterating
+        #: :meth:`targets`. Always current.
+        self.text_single: Callable[..., object] | None = None
+        self.text_observer: Observer | None = None
         self._recompute()
 
     def __len__(self) -> int:
@@ -127,12 +129,16 @@ class ObserverSet:
     def _recompute(self) -> None:
         """The deltas' routing, after observers were added or removed."""
         if not self._observers:
-            self.text_single = None
+            self.text_single = self.text_observer = None
             self._text = self._thinking = ()
             return
         text = self.targets("on_text_delta")
-        self.text_single = text[0] if len(text) == 1 else None
-        self._text = text if len(text) > 1 else ()
+        if len(text) == 1:
+            self.text_observer, self.text_single = text[0]
+            self._text = ()
+        else:
+            self.text_single = self.text_observer = None
+            self._text = text
         self._thinking = self.targets("on_thinking_delta")
 
     def emit(self, name: str, **kwargs: object) -> None:
@@ -176,9 +182,9 @@ class ObserverSet:
         single = self.text_single
         if single is not None:  # the common case: one observer, no loop
             try:
-                single[1](turn=turn, delta=delta)
+                single(turn=turn, delta=delta)
             except Exception:
-                report_observer_error(single[0], "on_text_delta")
+                report_observer_error(self.text_observer, "on_text_delta")
             return
         for observer, method in self._text:
             try:
@@ -272,9 +278,9 @@ class TurnRouter:
                     single = observers.text_single
                     if single is not None:  # the common case, without a call through text_delta
                         try:
-                            single[1](turn=turn, delta=text)
+                            single(turn=turn, delta=text)
                         except Exception:
-                            report_observer_error(single[0], "on_text_delta")
+                            report_observer_error(observers.text_observer, "on_text_delta")
                     else:
                         observers.text_delta(turn, text)
                 elif kind == "thinking":

@@ -357,7 +357,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             return
         loop = self._loop
         if loop is not None:
-            self._timer = loop.call_at(due, self._fire)
+            self._timer = loop.call_at(due, self)  # (the ladder is its timer's callback)
         elif self._race is not None and self._race.expiring and due == self._rescue_due:
             self._timer = self._sched.schedule(self._fire_scheduled)
         else:
@@ -407,6 +407,9 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             self._rescue_failed(error)
             return
         self._schedule()  # woken early: wait for what is left
+
+    #: the loop's timer calls the ladder itself: no bound method kept per turn in flight
+    __call__ = _fire
 
     def _total_timeout(self, t: float) -> None:
         progress = self._progress

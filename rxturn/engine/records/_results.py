@@ -174,6 +174,10 @@ class AttemptStats:
         elif isinstance(event, Fallback):
             self.rescued = True
 
+    #: the stats are the turn router's ``on_control`` callback themselves (no bound method is
+    #: kept alive for each turn in flight)
+    __call__ = note
+
 
 def checked_prompt(prompt: object, method: str) -> str | Message:
     """``prompt`` as a ``str`` or a :class:`Message` (an SDK-style dict converted), else a

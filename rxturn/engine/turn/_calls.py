@@ -36,6 +36,7 @@ from ...operators._scheduling import clock, resolve_scheduler
 from ...resilience.cancel import CancelToken
 from ...resilience.hedge import HedgePolicy
 from ..context.tokens import ContextEstimate, counter_loaded, warm_up_counter
+from ..context.window import Calibration
 from ..failover._legs import TurnLegs, can_fail_over, fail_over, record_leg_failure
 from ..failover._next_leg import NextLeg
 from ..fanout._turn_stream import (
@@ -89,6 +90,9 @@ class CallsHost(SetupHost, Protocol):
     failover: bool
     hedge: HedgePolicy | None
     cancel_token: CancelToken
+
+    @property
+    def calibration(self) -> Calibration: ...
 
 
 class TurnCalls:
@@ -201,7 +205,25 @@ class TurnCalls:
             )
         started = legs.started
         try:
-            message = await self.do_turn(legs, request, options)
+            # the call: cancel guard, one of two paths, the leg's outcome recorded
+            try:
+                host.cancel_token.raise_if_cancelled()
+                if host.mode == "streaming":
+                    message = await self.stream_turn(legs, request, options)
+                else:
+                    message = await self.create_turn(legs, request, options)
+            except BaseException as exc:
+                if isinstance(exc, Exception) and not legs.failure_recorded:
+                    record_leg_failure(legs, exc, host.fallback, host.observers)
+                raise
+            record_turn_success(
+                host.fallback,
+                host.observers,
+                turn=legs.turn,
+                served=legs.served,
+                usage=message.usage,
+                routed=legs.is_routed(host.fallback),
+            )
         except BaseException as exc:
             cancelled = isinstance(exc, (Cancelled, asyncio.CancelledError))
             failed = self._audit_record(legs, query, None, None, exc)
@@ -277,29 +299,6 @@ class TurnCalls:
             error=type(error).__name__ if error is not None else None,
             cost=legs.log.cost(),
         )
-
-    async def do_turn(self, legs: TurnLegs, request: Request, options: RequestOptions) -> Message:
-        """One turn's call: cancel guard, one of two paths, outcome recording."""
-        host = self.host
-        try:
-            host.cancel_token.raise_if_cancelled()
-            if host.mode == "streaming":
-                message = await self.stream_turn(legs, request, options)
-            else:
-                message = await self.create_turn(legs, request, options)
-        except BaseException as exc:
-            if isinstance(exc, Exception) and not legs.failure_recorded:
-                record_leg_failure(legs, exc, host.fallback, host.observers)
-            raise
-        record_turn_success(
-            host.fallback,
-            host.observers,
-            turn=legs.turn,
-            served=legs.served,
-            usage=message.usage,
-            routed=legs.is_routed(host.fallback),
-        )
-        return message
 
     # ----------------------------------------------------------------------------- observers
 
@@ -416,14 +415,14 @@ class TurnCalls:
         # each get a task; otherwise the turn's task drives the first one itself.
         drive = legs.hooks is None or not legs.hooks.start
         if quiet:
-            router = _QUIET.router(legs.turn, on_control=legs.stats.note)
+            router = _QUIET.router(legs.turn, on_control=legs.stats)
             return stream_path(source, scheduler, router, legs.stats, seed=seed, drive=drive)
         events = self.events
         router = host.observers.router(
             legs.turn,
             streamer=host.text_streamer,
             sink=events if events is not None and events.observers else None,
-            on_control=legs.stats.note,
+            on_control=legs.stats,
             on_first=self._first_chunk(legs),
         )
         streams = self.turn_streams
