@@ -354,7 +354,9 @@ Delta(index=0, text='Hi', kind='text')]
 
     def _on_usage(self, raw: object, frames: RawEvents, at: int, out: list[StreamEvent]) -> None:
         """Each chunk's ``usage`` replaces the last (``null`` included), as the SDK folds it."""
-        usage = openai_chat_usage(raw, f"line {frames.line(at)}") if raw is not None else None
+        usage = (
+            openai_chat_usage(raw, lambda: f"line {frames.line(at)}") if raw is not None else None
+        )
         changed = usage != self._usage
         self._usage = usage
         if self._pending:

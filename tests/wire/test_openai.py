@@ -371,6 +371,20 @@ def test_finish_then_end_of_body_without_done_completes() -> None:
     assert events[-2:] == [MessageDelta("end_turn", None), MessageStop()]
 
 
+def test_malformed_usage_chunk_names_its_line() -> None:
+    # the line is worked out only for the error; it must still be the usage chunk's own line
+    data = (
+        chunk({"content": "Hi"})
+        + chunk(finish="stop")
+        + chunk(choices=[], usage={"prompt_tokens": -3})
+    )
+    events, error = run(OpenAIDecoder, [data + DONE])
+    assert events[:2] == [START, PartStart(0, "text")]
+    assert error is not None
+    assert error.startswith("StreamProtocolError: malformed OpenAI usage: 'prompt_tokens'")
+    assert error.endswith("(line 5)")
+
+
 def test_each_chunks_usage_replaces_the_last_as_the_sdk_folds_it() -> None:
     """The SDK's snapshot takes every chunk's ``usage``, ``null`` included: a usage sent
     before the finish and not repeated is gone; one on the last chunk stands."""
