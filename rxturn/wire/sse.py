@@ -330,7 +330,8 @@ class SSEParser(PartialLine):
     ) -> bool:
         """Take ``blocks`` (``buffer[start:end]``) in one go if all have one provider shape."""
         n = len(blocks)
-        if max(map(len, blocks)) > self._fast_limit:
+        limit = self._fast_limit
+        if end - start > limit and max(map(len, blocks)) > limit:  # (a shorter run: no block is)
             return False
         lfs = buffer.count(b"\n", start, end)
         if lfs == 3 * n and buffer.startswith(b"event: ", start):
