@@ -358,6 +358,8 @@ def check_options(options: object) -> RequestOptions:
         raise ConfigError(f"request_options must be a RequestOptions, got {type(options).__name__}")
     if options is _checked[0]:  # the same (frozen) options as the last request: checked
         return options
+    if options == _DEFAULT:  # every field its default (compared by value): nothing to check
+        return options
     for name in options.__struct_fields__:
         value = getattr(options, name)
         if value is None and name not in _NEVER_NONE:
@@ -382,6 +384,8 @@ def check_options(options: object) -> RequestOptions:
 #: The last options :func:`check_options` passed (an engine sends the same object every turn).
 _checked: list[RequestOptions | None] = [None]
 _NEVER_NONE = frozenset({"strict_tools", "stop_sequences", "extra_headers", "extra_body"})
+#: The options an engine sends when it was given none (each engine its own object).
+_DEFAULT = RequestOptions()
 
 
 def encode_body(body: Mapping[str, object]) -> bytes:

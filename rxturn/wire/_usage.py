@@ -33,13 +33,14 @@ not a count and is left out.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from ..errors import StreamProtocolError
 from ..messages import Usage
 
 __all__ = [
     "MAX_COUNT",
+    "Where",
     "anthropic_usage",
     "checked_count",
     "merge_anthropic_delta",
@@ -50,6 +51,15 @@ __all__ = [
 
 #: Counts above this are not believed: no request is a trillion tokens.
 MAX_COUNT = 1 << 40
+
+Where = str | Callable[[], str] | None
+"""Where a usage object was read, for an error's ``where``: the text, or a function that makes
+it (a stream's line number is worked out only when a usage turns out malformed), or ``None``."""
+
+
+def _where(where: Where) -> str | None:
+    return where() if callable(where) else where
+
 
 #: The ``message_delta`` usage fields the Anthropic SDK copies over ``message_start``'s when not
 #: null (``output_tokens`` always: a null or missing one leaves it unreported, as in the SDK).
@@ -94,7 +104,7 @@ _CHAT_MAPPED = frozenset({*_CHAT_FIELDS.values(), "total_tokens"})
 _RESPONSES_MAPPED = frozenset({*_RESPONSES_FIELDS.values(), "total_tokens"})
 
 
-def checked_count(value: object, name: str, wire: str, where: str | None = None) -> int | None:
+def checked_count(value: object, name: str, wire: str, where: Where = None) -> int | None:
     """A count the mapping relies on: ``None`` when not reported, else a whole number."""
     if value is None:
         return None
@@ -103,7 +113,7 @@ def checked_count(value: object, name: str, wire: str, where: str | None = None)
     raise StreamProtocolError(
         f"malformed {wire} usage: {name!r} is {_shown(value)}, not a token count "
         f"(a whole number from 0 to {MAX_COUNT})",
-        where=where,
+        where=_where(where),
     )
 
 
@@ -125,7 +135,7 @@ def _table(fields: dict[str, str]) -> _Table:
 
 
 def _walk(
-    usage: Mapping[str, object], table: _Table, wire: str, where: str | None
+    usage: Mapping[str, object], table: _Table, wire: str, where: Where
 ) -> dict[str, int | None]:
     """Each field of ``table`` read from ``usage`` and checked as :func:`checked_count` does."""
     counts: dict[str, int | None] = {}
@@ -172,24 +182,24 @@ def _cost(usage: Mapping[str, object]) -> float | None:
     return None
 
 
-def _as_object(raw: object, wire: str, where: str | None) -> Mapping[str, object] | None:
+def _as_object(raw: object, wire: str, where: Where) -> Mapping[str, object] | None:
     if raw is None:
         return None
     if not isinstance(raw, dict):
         raise StreamProtocolError(
-            f"malformed {wire} usage: expected an object, got {_shown(raw)}", where=where
+            f"malformed {wire} usage: expected an object, got {_shown(raw)}", where=_where(where)
         )
     return raw  # pyright: ignore[reportUnknownVariableType]
 
 
-def usage_object(raw: object, wire: str, where: str | None = None) -> dict[str, object]:
+def usage_object(raw: object, wire: str, where: Where = None) -> dict[str, object]:
     """A usage object as sent, copied (``{}`` for ``null``); anything else is malformed."""
     usage = _as_object(raw, wire, where)
     return {} if usage is None else dict(usage)
 
 
 def merge_anthropic_delta(
-    start: dict[str, object], delta: object, where: str | None = None
+    start: dict[str, object], delta: object, where: Where = None
 ) -> dict[str, object]:
     """``message_start``'s usage with a ``message_delta``'s laid over it, as the SDK does: each
     of its fields that is not null replaces the earlier value (counts are cumulative)."""
@@ -205,7 +215,7 @@ def merge_anthropic_delta(
     return merged
 
 
-def anthropic_usage(raw: object, where: str | None = None) -> Usage | None:
+def anthropic_usage(raw: object, where: Where = None) -> Usage | None:
     """An Anthropic usage object (``message_start``'s, folded with ``message_delta``'s)."""
     usage = _as_object(raw, "Anthropic", where)
     if usage is None:
@@ -234,12 +244,12 @@ def anthropic_usage(raw: object, where: str | None = None) -> Usage | None:
     )
 
 
-def openai_chat_usage(raw: object, where: str | None = None) -> Usage | None:
+def openai_chat_usage(raw: object, where: Where = None) -> Usage | None:
     """An OpenAI Chat Completions ``usage`` object (the usage chunk's, or a completion's)."""
     return _openai_usage(raw, "OpenAI", _CHAT_TABLE, _CHAT_MAPPED, where)
 
 
-def responses_usage(raw: object, where: str | None = None) -> Usage | None:
+def responses_usage(raw: object, where: Where = None) -> Usage | None:
     """An OpenAI Responses ``response.usage`` object (from the terminal event, or a reply)."""
     return _openai_usage(raw, "OpenAI Responses", _RESPONSES_TABLE, _RESPONSES_MAPPED, where)
 
@@ -249,7 +259,7 @@ def _openai_usage(
     wire: str,
     table: _Table,
     mapped: frozenset[str],
-    where: str | None,
+    where: Where,
 ) -> Usage | None:
     usage = _as_object(raw, wire, where)
     if usage is None:

@@ -302,44 +302,48 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                     break
 
     def _on_event(self, event: _WireEvent, at: _At, out: list[StreamEvent]) -> None:
-        match event:
-            case _BlockStartEvent():
-                self._require_start(at)
-                self._on_block_start(event, at, out)
-            case _BlockStopEvent(index=index):
-                self._require_start(at)
-                lane = self._lanes.pop(index, None)
-                if lane is None:
-                    raise _no_lane("content_block_stop", index, at)
-                if lane:
-                    out.append(PartStop(index))
-            case _MessageDeltaEvent(delta=info, usage=usage):
-                self._require_start(at)
-                where = at.where()
-                self._usage = merge_anthropic_delta(self._usage, usage, where)
-                out.append(
-                    MessageDelta(
-                        _stop_reason(info.stop_reason), anthropic_usage(self._usage, where)
-                    )
+        # ``type() is`` chains, not ``match``: class patterns cost several times more, and a
+        # reply has a handful of these events. ``where`` (the event's line) is worked out only
+        # when a usage turns out malformed: ``at.where`` is passed, not called.
+        if type(event) is _BlockStartEvent:
+            self._require_start(at)
+            self._on_block_start(event, at, out)
+        elif type(event) is _BlockStopEvent:
+            self._require_start(at)
+            index = event.index
+            lane = self._lanes.pop(index, None)
+            if lane is None:
+                raise _no_lane("content_block_stop", index, at)
+            if lane:
+                out.append(PartStop(index))
+        elif type(event) is _MessageDeltaEvent:
+            self._require_start(at)
+            where = at.where
+            self._usage = merge_anthropic_delta(self._usage, event.usage, where)
+            out.append(
+                MessageDelta(
+                    _stop_reason(event.delta.stop_reason), anthropic_usage(self._usage, where)
                 )
-            case _MessageStopEvent():
-                self._require_start(at)
-                out.append(_STOP)
-                self.saw_terminal = self._done = True  # everything after it is ignored
-            case _MessageStartEvent(message=info):
-                if not self._started:  # a duplicate keeps the first id, model and usage
-                    self._started = True
-                    out.append(MessageStart(info.id, info.model))
-                    if info.usage is not None:
-                        where = at.where()
-                        self._usage = usage_object(info.usage, "Anthropic", where)
-                        usage_now = anthropic_usage(self._usage, where)
-                        if usage_now is not None:  # billed from here on, even if it then fails
-                            out.append(MessageDelta(None, usage_now))
-            case _ErrorEvent(error=error):
-                raise stream_error(error.type, error.message)
-            case _:  # ping (and a delta, handled inline by the caller)
-                pass
+            )
+        elif type(event) is _MessageStopEvent:
+            self._require_start(at)
+            out.append(_STOP)
+            self.saw_terminal = self._done = True  # everything after it is ignored
+        elif type(event) is _MessageStartEvent:
+            if not self._started:  # a duplicate keeps the first id, model and usage
+                self._started = True
+                info = event.message
+                out.append(MessageStart(info.id, info.model))
+                if info.usage is not None:
+                    where = at.where
+                    self._usage = usage_object(info.usage, "Anthropic", where)
+                    usage_now = anthropic_usage(self._usage, where)
+                    if usage_now is not None:  # billed from here on, even if it then fails
+                        out.append(MessageDelta(None, usage_now))
+        elif type(event) is _ErrorEvent:
+            error = event.error
+            raise stream_error(error.type, error.message)
+        # else: ping (and a delta, handled inline by the caller)
 
     def _require_start(self, at: _At) -> None:
         if not self._started:

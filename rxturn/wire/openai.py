@@ -132,6 +132,7 @@ class _Chunk(msgspec.Struct, gc=False):
 
 _decoder = msgspec.json.Decoder(_Chunk)
 _STOP = MessageStop()
+_DONE = b"[DONE]"  # the end-of-stream marker, as the SDK reads it (surrounding spaces allowed)
 
 
 class OpenAIDecoder(FramedDecoder[RawEvents]):
@@ -195,6 +196,9 @@ Delta(index=0, text='Hi', kind='text')]
         # change that.
         texting = self._texting()
         for at, payload in enumerate(frames.payloads):
+            if payload == _DONE:  # not JSON: said without raising and catching a DecodeError
+                self._on_done(out)
+                break
             try:
                 chunk = decode(payload)
             except JSON_ERRORS as exc:
@@ -288,12 +292,8 @@ Delta(index=0, text='Hi', kind='text')]
     ) -> bool:
         """``[DONE]`` (→ True: stop reading), an empty event, a cut-off chunk, or an error."""
         payload = frames.payloads[at]
-        if payload.strip() == b"[DONE]":
-            self._done = True  # nothing after it is read
-            if self._started:
-                if not self._finished:
-                    self._finish("stop", out)
-                self._terminate(out)
+        if payload.strip() == _DONE:
+            self._on_done(out)
             return True
         if not payload:
             return False
@@ -302,6 +302,15 @@ Delta(index=0, text='Hi', kind='text')]
         name = frames.name(at)
         what = f"data of event {name!r}" if name != "message" else "chunk data"
         raise bad_json(what, exc, frames.line(at)) from None
+
+    def _on_done(self, out: list[StreamEvent]) -> None:
+        """``[DONE]``: nothing after it is read; a started reply finishes (as ``stop`` when no
+        ``finish_reason`` came) and terminates."""
+        self._done = True
+        if self._started:
+            if not self._finished:
+                self._finish("stop", out)
+            self._terminate(out)
 
     def _on_reasoning(self, text: str, out: list[StreamEvent]) -> None:
         """``reasoning_content`` (or ``reasoning``, or a thinking part) → the thinking lane."""
@@ -354,7 +363,9 @@ Delta(index=0, text='Hi', kind='text')]
 
     def _on_usage(self, raw: object, frames: RawEvents, at: int, out: list[StreamEvent]) -> None:
         """Each chunk's ``usage`` replaces the last (``null`` included), as the SDK folds it."""
-        usage = openai_chat_usage(raw, f"line {frames.line(at)}") if raw is not None else None
+        usage = (
+            openai_chat_usage(raw, lambda: f"line {frames.line(at)}") if raw is not None else None
+        )
         changed = usage != self._usage
         self._usage = usage
         if self._pending:

@@ -181,7 +181,10 @@ class SSEParser(PartialLine):
     )
 
     def __init__(self, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
-        if not (positive(max_line_bytes) and positive(max_event_bytes)):
+        ints = type(max_line_bytes) is int and type(max_event_bytes) is int  # each attempt's
+        if not (ints and max_line_bytes > 0 and max_event_bytes > 0) and not (
+            positive(max_line_bytes) and positive(max_event_bytes)
+        ):
             raise ConfigError(
                 "SSE limits must be positive, got "
                 f"max_line_bytes={max_line_bytes}, max_event_bytes={max_event_bytes}"
@@ -327,7 +330,8 @@ class SSEParser(PartialLine):
     ) -> bool:
         """Take ``blocks`` (``buffer[start:end]``) in one go if all have one provider shape."""
         n = len(blocks)
-        if max(map(len, blocks)) > self._fast_limit:
+        limit = self._fast_limit
+        if end - start > limit and max(map(len, blocks)) > limit:  # (a shorter run: no block is)
             return False
         lfs = buffer.count(b"\n", start, end)
         if lfs == 3 * n and buffer.startswith(b"event: ", start):

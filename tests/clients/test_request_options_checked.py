@@ -93,3 +93,15 @@ def test_a_forced_tool_choice_cannot_act_with_a_response_format(wire: str, choic
         BUILDERS[wire](RequestOptions(response_format=fmt, tool_choice=choice))
     for harmless in ("auto", "none", None):
         BUILDERS[wire](RequestOptions(response_format=fmt, tool_choice=harmless))
+
+
+@pytest.mark.parametrize("wire", list(BUILDERS))
+def test_options_equal_to_the_defaults_are_taken_and_a_changed_one_is_checked(wire: str) -> None:
+    # options with every field at its default need no check (compared by value, each time):
+    # one whose dict was filled in after it was built is no longer the defaults, and is checked
+    BUILDERS[wire](RequestOptions())
+    changed = RequestOptions()
+    changed.extra_headers["x-count"] = 1  # type: ignore[assignment]  # a wrong value, set late
+    with pytest.raises(ConfigError, match="extra_headers"):
+        BUILDERS[wire](changed)
+    assert RequestOptions().extra_headers == {}  # the defaults' own dict is never shared

@@ -393,6 +393,19 @@ def test_malformed_usage_counts_are_a_typed_error() -> None:
     assert error.endswith("(line 5)")
 
 
+def test_malformed_message_start_usage_names_its_line() -> None:
+    # the line is worked out only for the error; it must still be the event's own data line
+    start = {**START, "message": {**START["message"], "usage": {"input_tokens": -1}}}
+    data = sse(block_start(0, {"type": "text", "text": ""}))  # events before it shift nothing
+    events, error = run(AnthropicDecoder, [sse(start) + data])
+    assert events == [MessageStart("msg_1", "claude-test")]
+    assert error is not None
+    assert error.startswith("StreamProtocolError: malformed Anthropic usage: 'input_tokens'")
+    assert error.endswith("(line 2)")
+    _, error = run(AnthropicDecoder, [sse(START, block_start(0, {"type": "text"}), start)])
+    assert error is None  # a duplicate message_start is ignored, its usage unread
+
+
 def test_data_line_without_space_and_multi_line_data() -> None:
     compact = (
         b'event: message_start\ndata:{"type":"message_start","message":{"id":"m","model":"x"}}\n\n'

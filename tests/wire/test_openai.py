@@ -371,6 +371,34 @@ def test_finish_then_end_of_body_without_done_completes() -> None:
     assert events[-2:] == [MessageDelta("end_turn", None), MessageStop()]
 
 
+@pytest.mark.parametrize("done", [DONE, b"data:  [DONE] \n\n"], ids=["exact", "spaced"])
+def test_done_ends_the_stream_whether_exact_or_with_spaces(done: bytes) -> None:
+    # the exact marker is recognised before JSON decoding, the spaced one after it fails
+    data = chunk({"content": "Hi"}) + done + chunk({"content": "ignored"})
+    assert decode(data) == [
+        START,
+        PartStart(0, "text"),
+        Delta(0, "Hi"),
+        PartStop(0),
+        MessageDelta("end_turn", None),
+        MessageStop(),
+    ]
+
+
+def test_malformed_usage_chunk_names_its_line() -> None:
+    # the line is worked out only for the error; it must still be the usage chunk's own line
+    data = (
+        chunk({"content": "Hi"})
+        + chunk(finish="stop")
+        + chunk(choices=[], usage={"prompt_tokens": -3})
+    )
+    events, error = run(OpenAIDecoder, [data + DONE])
+    assert events[:2] == [START, PartStart(0, "text")]
+    assert error is not None
+    assert error.startswith("StreamProtocolError: malformed OpenAI usage: 'prompt_tokens'")
+    assert error.endswith("(line 5)")
+
+
 def test_each_chunks_usage_replaces_the_last_as_the_sdk_folds_it() -> None:
     """The SDK's snapshot takes every chunk's ``usage``, ``null`` included: a usage sent
     before the finish and not repeated is gone; one on the last chunk stands."""

@@ -284,6 +284,22 @@ class TestLimits:
             assert events == [E("message", "a")]
             assert error == "StreamProtocolError: SSE event data longer than 10 bytes (line 4)"
 
+    @pytest.mark.parametrize("size", [10, 45, 58, 59], ids=["short-run", "near", "at", "over"])
+    def test_a_run_of_uniform_blocks_is_held_to_the_limit_through_feed_raw(self, size: int) -> None:
+        # the decoders' path takes a run of same-shaped blocks at once, unless one is too long
+        # (10: the whole run is within the limit; 45: only each block is; 58: the data line is
+        # exactly at it; 59: the line is over it)
+        limit = 64
+        blocks = [b"event: e\ndata: " + b"x" * size, b"event: e\ndata: y"]
+        data = b"\n\n".join(blocks) + b"\n\n"
+        parser = SSEParser(max_line_bytes=limit, max_event_bytes=limit)
+        if len(b"data: ") + size <= limit:
+            raw = parser.feed_raw(data)
+            assert raw.payloads == [b"x" * size, b"y"]
+        else:
+            with pytest.raises(StreamProtocolError, match=r"longer than 64 bytes \(line 2\)"):
+                parser.feed_raw(data)
+
     def test_errors_are_sticky(self) -> None:
         parser = SSEParser(max_line_bytes=8)
         assert parser.feed(b"data: a\n\ndata: 123456789\n\n") == [E("message", "a")]

@@ -185,13 +185,15 @@ class TurnCalls:
         options = setup.routed_options()
         served = options.model or host.client.model
         setup.note_routed_model(served)
-        host.observers.emit("on_turn_start", turn=turn, query=query)
+        observers = host.observers
+        if observers.interested("on_turn_start"):  # no arguments built for nobody
+            observers.emit("on_turn_start", turn=turn, query=query)
         turn_id = next(_turn_ids)
         legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id), self.pricer)
         legs.turn_id = turn_id
         legs.log.estimate = estimate.total if estimate is not None else None
-        if host.observers.interested("on_request"):
-            host.observers.emit(
+        if observers.interested("on_request"):
+            observers.emit(
                 "on_request",
                 turn=turn,
                 turn_id=turn_id,
@@ -250,9 +252,11 @@ class TurnCalls:
         record = self._audit_record(legs, query, message, stop_reason, None)
         host.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
         self._request_end(turn, turn_id, record, message, None)
-        host.observers.emit("on_response", turn=turn, text=message.text, usage=usage)
-        host.session.history.append(message)
-        host.session.audit.append(record)
+        if observers.interested("on_response"):  # (message.text joins the reply's text parts)
+            observers.emit("on_response", turn=turn, text=message.text, usage=usage)
+        session = host.session
+        session.history.append(message)
+        session.audit.append(record)
         result = TurnResult(
             turn=turn,
             message=message,
@@ -268,7 +272,7 @@ class TurnCalls:
         )
         # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
         if not (in_run and stop_reason is StopReason.TOOL_CALL):
-            emit_turn_end(host.observers, now, result, started)
+            emit_turn_end(observers, now, result, started)
         return result
 
     def _audit_record(

@@ -42,6 +42,8 @@ def record_turn_success(
 ) -> None:
     if fallback is not None and routed:
         fallback.record_success()
+    if not observers.interested("on_stream_success"):  # no arguments built for nobody
+        return
     observers.emit(
         "on_stream_success",
         turn=turn,
@@ -76,6 +78,8 @@ def emit_turn_end(
     observers: ObserverSet, now: Callable[[], float], result: TurnResult, started: float
 ) -> None:
     """``on_turn_end`` of a served turn (after its tool phase, when it asked for tools)."""
+    if not observers.interested("on_turn_end"):  # no arguments built for nobody
+        return
     observers.emit(
         "on_turn_end",
         turn=result.turn,
