@@ -33,6 +33,7 @@ import openai
 import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
+from slow_params import mostly_slow
 from usage_oracle import anthropic_expected, chat_expected, responses_expected
 
 from rxturn import replay_message
@@ -259,8 +260,24 @@ ERROR_TYPES = [
 ]
 
 
+#: An error injected into every recorded stream, on every error type, is a whole-suite check: the
+#: inner loop keeps a plain, a tool and a thinking stream of each provider.
+KEPT_FOR_ERRORS = {
+    "basic_response.sse",
+    "tool_use_response.sse",
+    "thinking_stream.sse",
+    "plain_text.sse",
+    "tool_call.sse",
+}
+
+
+def _mostly_slow(paths: list[Path]) -> list[Any]:
+    names = [path.name for path in paths]
+    return mostly_slow("path", paths, ids=names, keep=KEPT_FOR_ERRORS & set(names))
+
+
 @pytest.mark.parametrize(("error_type", "expected"), ERROR_TYPES, ids=[e for e, _ in ERROR_TYPES])
-@pytest.mark.parametrize("path", ANTHROPIC, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _mostly_slow(ANTHROPIC))
 async def test_anthropic_in_stream_error(
     aiohttp_server: ServerFactory, path: Path, error_type: str, expected: type[RxturnError]
 ) -> None:
@@ -281,7 +298,7 @@ async def test_anthropic_in_stream_error(
     ],
     ids=["server_error", "rate_limit"],
 )
-@pytest.mark.parametrize("path", OPENAI, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _mostly_slow(OPENAI))
 async def test_openai_in_stream_error(
     aiohttp_server: ServerFactory, path: Path, error: dict[str, Any], expected: type[RxturnError]
 ) -> None:
@@ -293,7 +310,7 @@ async def test_openai_in_stream_error(
     assert error["message"] in str(info.value)
 
 
-@pytest.mark.parametrize("path", [*ANTHROPIC, *OPENAI], ids=lambda p: p.name)
+@pytest.mark.parametrize("path", _mostly_slow([*ANTHROPIC, *OPENAI]))
 async def test_data_line_that_is_not_json(aiohttp_server: ServerFactory, path: Path) -> None:
     blocks = _events(path.read_bytes())
     # cut the JSON of the second event in half

@@ -17,6 +17,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slow_params import briefly
 
 from rxturn.errors import InvalidToolInputError, StreamProtocolError
 from rxturn.events import (
@@ -532,6 +533,7 @@ def _expected_content(lanes: list[_LaneScript]) -> tuple[Any, ...]:
     return tuple(parts)
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=200, deadline=None)
 @given(_scripted_events())
 def test_fold_matches_an_independent_model_of_the_script(
@@ -548,6 +550,12 @@ def test_fold_matches_an_independent_model_of_the_script(
     assert message.stop_reason is expected_reason
 
 
+test_fold_matches_an_independent_model_of_the_script_briefly = briefly(
+    test_fold_matches_an_independent_model_of_the_script, 40
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=100, deadline=None)
 @given(st.data())
 def test_fold_is_independent_of_how_deltas_are_chunked(data: st.DataObject) -> None:
@@ -566,6 +574,12 @@ def test_fold_is_independent_of_how_deltas_are_chunked(data: st.DataObject) -> N
     assert messages[0] == messages[1]
 
 
+test_fold_is_independent_of_how_deltas_are_chunked_briefly = briefly(
+    test_fold_is_independent_of_how_deltas_are_chunked, 25
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=100, deadline=None)
 @given(_scripted_events(), st.integers(0, 10_000))
 def test_forking_at_any_point_matches_a_straight_fold(
@@ -587,9 +601,15 @@ def test_forking_at_any_point_matches_a_straight_fold(
     assert message_to_json(real.message()) == message_to_json(fold_events(events).message())
 
 
+test_forking_at_any_point_matches_a_straight_fold_briefly = briefly(
+    test_forking_at_any_point_matches_a_straight_fold, 25
+)
+
+
 _SPEC_STOP_REASONS = {"end_turn", "tool_call", "max_tokens", "stop_sequence"}
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=100, deadline=None)
 @given(
     _scripted_events(),
@@ -623,6 +643,9 @@ def test_message_json_has_the_spec_shape(
         else:
             assert part["type"] == "tool_call"
             assert set(part) == {"type", "id", "name", "input"}
+
+
+test_message_json_has_the_spec_shape_briefly = briefly(test_message_json_has_the_spec_shape, 25)
 
 
 # -- cost model ----------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slow_params import briefly
 
 from rxturn.errors import RxturnError
 from rxturn.events import (
@@ -94,6 +95,7 @@ def split(seq: list[HandlerEvent], cuts: list[int]) -> list[list[HandlerEvent]]:
     return [seq[a:b] for a, b in pairwise(bounds)]
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=400, deadline=None)
 @given(turns, st.lists(st.integers(0, 70), max_size=12))
 def test_any_batching_folds_like_one_event_at_a_time(
@@ -104,6 +106,12 @@ def test_any_batching_folds_like_one_event_at_a_time(
     assert outcome(fold_batch, INITIAL_STATE, [seq]) == expected
 
 
+test_any_batching_folds_like_one_event_at_a_time_briefly = briefly(
+    test_any_batching_folds_like_one_event_at_a_time, 60
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=200, deadline=None)
 @given(turns, st.integers(0, 60), turns)
 def test_a_batch_never_disturbs_a_state_someone_else_holds(
@@ -120,6 +128,11 @@ def test_a_batch_never_disturbs_a_state_someone_else_holds(
     assert outcome(fold_batch, held, [rest]) == outcome(fold_handler, held, rest)
     assert outcome(fold_batch, held, [other[1:]]) == alternative
     assert outcome(fold_handler, held, []) == before
+
+
+test_a_batch_never_disturbs_a_state_someone_else_holds_briefly = briefly(
+    test_a_batch_never_disturbs_a_state_someone_else_holds, 40
+)
 
 
 def test_a_hot_run_appends_without_rebuilding_the_state() -> None:

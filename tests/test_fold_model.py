@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slow_params import briefly
 
 from rxturn.events import Delta, MessageStart, MessageStop, PartStart, PartStop, StreamEvent
 from rxturn.fold import fold_events
@@ -69,6 +71,7 @@ def model(events: list[StreamEvent]) -> list[ContentPart]:
     return parts
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=400, deadline=None)
 @given(body)
 def test_fold_routes_exactly_like_the_rules(events: list[StreamEvent]) -> None:
@@ -76,6 +79,12 @@ def test_fold_routes_exactly_like_the_rules(events: list[StreamEvent]) -> None:
     assert list(fold_events(stream).message().content) == model(events)
 
 
+test_fold_routes_exactly_like_the_rules_briefly = briefly(
+    test_fold_routes_exactly_like_the_rules, 60
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=200, deadline=None)
 @given(body, body)
 def test_forked_states_do_not_see_each_other(
@@ -87,3 +96,8 @@ def test_forked_states_do_not_see_each_other(
     b = fold_events([MessageStop()], base)  # the shorter continuation, folded after the longer
     assert list(a.message().content) == model([*first, *second])
     assert list(b.message().content) == model(first)
+
+
+test_forked_states_do_not_see_each_other_briefly = briefly(
+    test_forked_states_do_not_see_each_other, 40
+)

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from reactivex import operators as ops
 
 from rxturn.batch import (
@@ -135,6 +136,7 @@ def test_importing_rxturn_batch_loads_neither_ray_nor_pyarrow() -> None:
     assert done.stdout.strip() == ""
 
 
+@pytest.mark.slow  # 150 streams of ten events 100 ms apart
 async def test_the_fake_provider_holds_150_streams_at_once() -> None:
     # every reply takes 10 events 100 ms apart: all 150 requests arrive before any finishes
     scenario = {"models": {"*": [{"text": "x" * 40, "chunk_chars": 4, "delay_ms": 100}]}}
@@ -150,6 +152,7 @@ async def test_the_fake_provider_holds_150_streams_at_once() -> None:
     assert sum(1 for t in arrivals if t < min(first_done)) == 150
 
 
+@pytest.mark.slow  # subprocesses: the fake server and rxturn batch run
 def test_progress_json_has_exactly_the_documented_keys(tmp_path: Path) -> None:
     from cli._support import fake_server
 
@@ -170,6 +173,7 @@ def test_progress_json_has_exactly_the_documented_keys(tmp_path: Path) -> None:
     assert [r["done"] for r in reports] == sorted(r["done"] for r in reports)
 
 
+@pytest.mark.slow  # subprocesses: the fake server and rxturn batch run
 def test_nothing_reaches_a_pipe_unless_asked(tmp_path: Path) -> None:
     from cli._support import fake_server
 

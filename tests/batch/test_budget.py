@@ -15,6 +15,7 @@ import math
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slow_params import briefly
 
 from rxturn.batch import Budget, LocalGate
 from rxturn.errors import ConfigError
@@ -64,6 +65,7 @@ def _max_in_any_window(times: list[float], weights: list[int], window: float) ->
     return best
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=150, deadline=None)
 @given(
     rpm=st.integers(1, 20),
@@ -77,6 +79,12 @@ def test_no_window_holds_more_requests_than_rpm(rpm: int, gaps: list[float]) -> 
     assert _max_in_any_window(times, [1] * len(times), 60.0) <= rpm
 
 
+test_no_window_holds_more_requests_than_rpm_briefly = briefly(
+    test_no_window_holds_more_requests_than_rpm, 30
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=150, deadline=None)
 @given(
     tpm=st.integers(400, 2000),  # every row fits (a bigger one runs alone: below)
@@ -92,6 +100,12 @@ def test_no_window_holds_more_tokens_than_tpm(
     assert _max_in_any_window(times, [c for _, c in granted], 60.0) <= tpm
 
 
+test_no_window_holds_more_tokens_than_tpm_briefly = briefly(
+    test_no_window_holds_more_tokens_than_tpm, 30
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=150, deadline=None)
 @given(
     rpm=st.integers(1, 10),
@@ -110,6 +124,12 @@ def test_grants_held_unsent_past_a_window_never_overfill_one(
     assert _max_in_any_window(times, [1] * len(times), 60.0) <= rpm
 
 
+test_grants_held_unsent_past_a_window_never_overfill_one_briefly = briefly(
+    test_grants_held_unsent_past_a_window_never_overfill_one, 30
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=150, deadline=None)
 @given(
     tpm=st.integers(400, 2000),
@@ -124,6 +144,11 @@ def test_tokens_of_grants_held_unsent_never_overfill_a_window(
     sent = _simulate(Budget(tpm=tpm), arrivals, costs, delays[: len(costs)])
     times = [t for t, _ in sent]
     assert _max_in_any_window(times, [c for _, c in sent], 60.0) <= tpm
+
+
+test_tokens_of_grants_held_unsent_never_overfill_a_window_briefly = briefly(
+    test_tokens_of_grants_held_unsent_never_overfill_a_window, 30
+)
 
 
 def test_a_grant_not_sent_counts_in_every_window_until_it_is_sent() -> None:

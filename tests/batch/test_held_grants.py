@@ -46,6 +46,7 @@ class _TwoConnections(AiohttpTransport):
         super().__init__(**kwargs)  # pyright: ignore[reportArgumentType]
 
 
+@pytest.mark.slow  # two slow replies hold the pool for a second of real time
 async def test_grants_held_back_by_a_busy_connection_pool_never_overfill_a_window(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

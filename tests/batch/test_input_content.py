@@ -171,6 +171,7 @@ def test_bad_content_is_a_line_error(tmp_path: Path, content: object, words: str
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.slow  # subprocesses: the fake server and rxturn batch run, twice
 def test_an_image_row_reaches_the_provider_and_bad_content_sends_nothing(
     tmp_path: Path,
 ) -> None:

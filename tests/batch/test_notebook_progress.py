@@ -79,6 +79,7 @@ def test_in_a_jupyter_kernel_the_default_progress_is_a_widget(tmp_path: Path) ->
     assert [(bar["value"], bar["max"]) for bar in bars] == [(5, 5)]
 
 
+@pytest.mark.slow  # a subprocess running the Python API
 def test_on_a_pipe_the_default_progress_shows_nothing(tmp_path: Path) -> None:
     script = CODE + "\nsummary = asyncio.run(main())\nassert summary.ok == 5, summary\n"
     done = subprocess.run(

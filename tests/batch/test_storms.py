@@ -6,9 +6,12 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from cli._support import RXTURN, TIMEOUT, clean_env, fake_server, received, run_tty
 
 from ._support import assert_complete, batch_args, lines, prompts, run_batch, write_rows
+
+pytestmark = pytest.mark.slow  # subprocesses: the fake server, rxturn batch run, worker processes
 
 
 def test_a_429_storm_and_dropped_streams_end_with_every_row_ok(tmp_path: Path) -> None:

@@ -11,6 +11,10 @@ import pytest
 
 from ._support import fake_server, run
 
+# subprocesses (the command and the fake server); the hedge itself is tested in-process in
+# tests/engine (test_hedge_*.py)
+pytestmark = pytest.mark.slow
+
 SCENARIO = {
     "models": {
         "slow": [{"text": "the slow one", "first_content_delay_ms": 60_000}],

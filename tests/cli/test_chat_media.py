@@ -89,6 +89,7 @@ def test_image_and_files_ride_with_the_prompt(url: str, files: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # a subprocess; the first test sends media through the command
 def test_json_output_and_audit_show_a_placeholder(url: str, files: Path) -> None:
     out = chat(url, "openai", "--json", "--image", str(files / "cat.gif"), "Describe")
     assert out.returncode == 0, out.stderr
@@ -97,6 +98,7 @@ def test_json_output_and_audit_show_a_placeholder(url: str, files: Path) -> None
     assert base64.b64encode(GIF).decode() not in out.stdout
 
 
+@pytest.mark.slow  # a subprocess each
 @pytest.mark.parametrize(
     ("flag", "name", "message"),
     [
@@ -123,6 +125,7 @@ def test_a_bad_file_is_one_line_and_exit_2(
     assert len(received(url)) == before
 
 
+@pytest.mark.slow  # a subprocess
 def test_a_file_the_provider_cannot_take_is_refused_up_front(url: str, files: Path) -> None:
     before = len(received(url))
     out = chat(url, "ollama", "--file", str(files / "report.pdf"), "hi")

@@ -56,6 +56,7 @@ def test_the_document_has_its_three_examples() -> None:
     assert len(_BLOCKS) == 3
 
 
+@pytest.mark.slow  # runs a block of docs/content.md in a fresh interpreter (2 s)
 def test_vision_call(workdir: Path) -> None:
     out = _run(_BLOCKS[0], workdir)
     assert out.returncode == 0, out.stderr
@@ -67,6 +68,7 @@ def test_vision_call(workdir: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # runs a block of docs/content.md in a fresh interpreter (2 s)
 def test_pdf_question(workdir: Path) -> None:
     out = _run(_BLOCKS[1], workdir)
     assert out.returncode == 0, out.stderr
@@ -76,6 +78,7 @@ def test_pdf_question(workdir: Path) -> None:
     ]
 
 
+@pytest.mark.slow  # runs a block of docs/content.md in a fresh interpreter (2 s)
 def test_cached_agent_loop(workdir: Path) -> None:
     out = _run(_BLOCKS[2], workdir)
     assert out.returncode == 0, out.stderr

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from slow_params import briefly
 
 from rxturn.engine.context.tokens import TiktokenCounter, estimate_context
 from rxturn.engine.context.window import (
@@ -413,6 +414,7 @@ def _history_strategy() -> st.SearchStrategy[list[Message]]:
     return st.lists(spec, max_size=12).map(_build)
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(history=_history_strategy(), budget=st.integers(0, 400))
 def test_truncation_property(history: list[Message], budget: int) -> None:
@@ -429,6 +431,9 @@ def test_truncation_property(history: list[Message], budget: int) -> None:
         units = units_of(history[: len(history) - len(kept)])
         if units:
             assert oracle_total(kept) + oracle_total(units[-1]) > budget
+
+
+test_truncation_property_briefly = briefly(test_truncation_property, 40)
 
 
 # -- summarising ------------------------------------------------------------------------------

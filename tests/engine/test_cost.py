@@ -256,6 +256,7 @@ def test_recorded_usage_prices_as_genai_prices_extracts_it() -> None:
         assert Pricer("anthropic").price("claude-sonnet-4-5", message.usage, WHEN) == expected
 
 
+@pytest.mark.slow  # a fresh interpreter running a turn (1.8 s)
 def test_import_rxturn_does_not_load_genai_prices_and_without_it_costs_are_none() -> None:
     code = (
         "import sys\n"

@@ -14,7 +14,12 @@ from rxturn import AnthropicClient, ConfigError, Message, RequestOptions, TurnEn
 from rxturn.engine.observation.observers import Observer
 from rxturn.testing import FakeProvider
 
-SLOW = {"models": {"*": [{"text": "first reply", "delay_ms": 40, "chunk_chars": 2}]}}
+#: the first reply streams for a tenth of a second and more; every later one comes at once
+SLOW = {
+    "models": {
+        "*": [{"text": "first reply", "delay_ms": 15, "chunk_chars": 2}, {"text": "next reply"}]
+    }
+}
 
 
 class _Started(Observer):

@@ -359,6 +359,7 @@ _OFFLINE_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a fresh interpreter loading the token tables from a cold cache (1.7 s)
 def test_counting_works_offline_with_an_empty_home_and_cache(tmp_path: Path) -> None:
     home = tmp_path / "home"
     cache = tmp_path / "tiktoken-cache"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import reactivex
 from hypothesis import example, given, settings
 from reactivex.testing import TestScheduler
+from slow_params import briefly
 
 from operators.event_strategies import START, STREAMS
 from rxturn.errors import InvalidToolInputError, StreamProtocolError, TruncatedStreamError
@@ -108,6 +110,7 @@ def _oracle(events: list[StreamEvent]) -> tuple[int, Any, Any]:
     return len(events), state, None if state.completed else TruncatedStreamError
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=300, deadline=None)
 @given(events=STREAMS)
 @example(  # an empty text delta must not let the next one skip the fold
@@ -158,3 +161,6 @@ def test_guard_verdicts_equal_the_fold(events: list[StreamEvent]) -> None:
     assert progress.shadow.usage == state.usage
     assert progress.shadow.completed == state.completed
     assert progress.shadow.started == state.started
+
+
+test_guard_verdicts_equal_the_fold_briefly = briefly(test_guard_verdicts_equal_the_fold, 60)

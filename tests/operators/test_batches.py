@@ -19,6 +19,7 @@ import reactivex
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from reactivex.testing import TestScheduler
+from slow_params import briefly
 
 from operators.event_strategies import START, STREAMS
 from rxturn.errors import (
@@ -249,6 +250,7 @@ def _split(draw: st.DrawFn) -> list[Any]:
     return items
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=300, deadline=None)
 @given(items=_split())
 @example(  # tool JSON run across batches, rejected at the close in the middle of a batch
@@ -292,6 +294,11 @@ def test_batched_verdicts_equal_the_per_event_run(items: list[Any]) -> None:
     assert progress.shadow.started == oracle_progress.shadow.started
     assert progress.shadow.has_partial_data == oracle_progress.shadow.has_partial_data
     assert progress.shadow.usage == oracle_progress.shadow.usage
+
+
+test_batched_verdicts_equal_the_per_event_run_briefly = briefly(
+    test_batched_verdicts_equal_the_per_event_run, 60
+)
 
 
 # -- deadlines with batches ------------------------------------------------------------------

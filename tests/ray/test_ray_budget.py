@@ -14,10 +14,8 @@ from typing import Any
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="the ray extra: pip install -e '.[ray]'")
-
-from rxturn.ray import RayGate, budget_actor  # noqa: E402
-from rxturn.ray._budget import CANCELLED  # noqa: E402
+from rxturn.ray import RayGate, budget_actor
+from rxturn.ray._budget import CANCELLED
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore:::ray"),
@@ -27,7 +25,7 @@ pytestmark = [
 
 
 @pytest.fixture
-def actor(cluster: None) -> Iterator[Any]:
+def actor(ray: Any) -> Iterator[Any]:
     handle: Any = budget_actor(f"rxturn-test-{uuid.uuid4().hex[:8]}", rpm=1, window=3600.0)
     try:
         yield handle

@@ -16,10 +16,8 @@ from typing import Any
 
 import pytest
 
-ray = pytest.importorskip("ray", reason="the ray extra: pip install -e '.[ray]'")
-
-from rxturn.ray import COLUMNS, TurnUDF, budget_actor  # noqa: E402
-from rxturn.testing import FakeProvider  # noqa: E402
+from rxturn.ray import COLUMNS, TurnUDF, budget_actor
+from rxturn.testing import FakeProvider
 
 # Ray's own deprecation notices (about its defaults, not rxturn's calls) are not failures here
 pytestmark = [pytest.mark.filterwarnings("ignore:::ray"), pytest.mark.slow]  # a Ray cluster
@@ -59,7 +57,7 @@ def fake() -> Iterator[FakeProvider]:
 
 
 @pytest.mark.timeout(300)
-def test_every_row_comes_back_as_a_row_with_fixed_types(cluster: None, fake: FakeProvider) -> None:
+def test_every_row_comes_back_as_a_row_with_fixed_types(ray: Any, fake: FakeProvider) -> None:
     items: list[dict[str, Any]] = [
         {"id": f"r{i}", "prompt": f"question {i}", "model": None} for i in range(40)
     ]
@@ -99,7 +97,7 @@ _INTS = ("input_tokens", "output_tokens", "attempts")
 
 @pytest.mark.timeout(300)
 def test_the_named_budget_actor_holds_the_rate_over_every_actor(
-    cluster: None, fake: FakeProvider
+    ray: Any, fake: FakeProvider
 ) -> None:
     # created by the driver with a one-second window, so the test stays short
     # (the driver owns it: the actor lives as long as this handle)
@@ -127,7 +125,7 @@ def test_the_named_budget_actor_holds_the_rate_over_every_actor(
 
 @pytest.mark.timeout(300)
 def test_batch_run_on_ray_actors_writes_one_line_per_row(
-    cluster: None, fake: FakeProvider, tmp_path: Path
+    ray: Any, fake: FakeProvider, tmp_path: Path
 ) -> None:
     from batch._support import assert_complete, prompts, run_batch, write_rows
 

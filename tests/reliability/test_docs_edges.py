@@ -27,6 +27,7 @@ def _run(code: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # runs the docs/testing.md example in a fresh interpreter, twice
 def test_the_mock_transport_example_runs_as_written() -> None:
     text = (DOCS / "testing.md").read_text()
     section = text[text.index("## Canned HTTP: `MockTransport`") :]
@@ -53,6 +54,7 @@ def _spans(code: str) -> list[str]:
     return out.stdout.splitlines()
 
 
+@pytest.mark.slow  # runs docs/observability.md's example in a fresh interpreter
 def test_the_span_counts_in_observability_md_are_what_runs() -> None:
     text = (DOCS / "observability.md").read_text()
     example = _blocks(text)[0]

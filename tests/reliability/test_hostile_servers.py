@@ -181,9 +181,9 @@ async def test_endless_stream_ends_at_the_total_timeout() -> None:
         return response
 
     async with serve(endless) as site, make_client("anthropic", site, api_key=KEY) as client:
-        _, error, recorder, took = await run_turn(client, handler_with(total=1.0))
+        _, error, recorder, took = await run_turn(client, handler_with(total=0.5))
         assert isinstance(error, StreamTimeoutError) and error.kind == "total", error
-        assert 1.0 - 0.01 <= took < 4.0
+        assert 0.5 - 0.01 <= took < 4.0
         seen = deltas(recorder)
         assert seen.count("tick ") >= 10 and seen == "tick " * seen.count("tick ")
         assert len(site.requests) == 1, "a total timeout must never start another stream"
@@ -211,7 +211,7 @@ async def test_endless_stream_total_timeout_is_rescued_once_without_streaming() 
         make_client("anthropic", site, api_key=KEY) as client,
     ):
         result, error, recorder, _ = await run_turn(
-            client, handler_with(total=1.0, rescue=True, retries=3)
+            client, handler_with(total=0.5, rescue=True, retries=3)
         )
         assert error is None, error
         assert result.text == "rescued" and result.turns[-1].rescued

@@ -23,6 +23,7 @@ Shapes covered, for each wire format where they mean something:
 from __future__ import annotations
 
 import asyncio
+import functools
 import gzip
 import random
 import threading
@@ -33,6 +34,7 @@ from typing import Any
 import msgspec
 import pytest
 from aiohttp import web
+from slow_params import mostly_slow
 
 from rxturn.engine import TurnEngine
 from rxturn.engine.context import tokens as tokens_module
@@ -318,7 +320,9 @@ async def test_a_body_without_any_newline_is_cut_at_the_line_cap(encoding: str |
 # ------------------------------------------------------------- deadlines and cancel fire
 
 
-@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+@pytest.mark.parametrize(
+    "fmt", mostly_slow("fmt", FORMAT_NAMES, ids=FORMAT_NAMES, keep={"anthropic"})
+)
 async def test_the_first_event_deadline_fires_during_an_endless_compressed_flood(
     fmt: str,
 ) -> None:
@@ -332,7 +336,10 @@ async def test_the_first_event_deadline_fires_during_an_endless_compressed_flood
     await asyncio.wait_for(site.disconnected.wait(), 5)
 
 
-@pytest.mark.parametrize(("fmt", "name", "unit"), TINY_EVENTS, ids=TINY_IDS)
+@pytest.mark.parametrize(
+    ("fmt", "name", "unit"),
+    mostly_slow("fmt,name,unit", TINY_EVENTS, ids=TINY_IDS, keep={"openai-keep-alive"}),
+)
 async def test_the_idle_deadline_fires_during_an_endless_compressed_flood(
     fmt: str, name: str, unit: bytes
 ) -> None:
@@ -348,7 +355,7 @@ async def test_the_idle_deadline_fires_during_an_endless_compressed_flood(
     await asyncio.wait_for(site.disconnected.wait(), 5)
 
 
-@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+@pytest.mark.parametrize("fmt", mostly_slow("fmt", FORMAT_NAMES, ids=FORMAT_NAMES, keep={"ollama"}))
 async def test_the_total_deadline_fires_during_an_endless_compressed_flood(fmt: str) -> None:
     """One-character text events forever (every one resets the idle timer): the total fires."""
     _, error, lag, site = await turn_under_watch(
@@ -362,7 +369,7 @@ async def test_the_total_deadline_fires_during_an_endless_compressed_flood(fmt: 
     await asyncio.wait_for(site.disconnected.wait(), 5)
 
 
-@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+@pytest.mark.parametrize("fmt", mostly_slow("fmt", FORMAT_NAMES, ids=FORMAT_NAMES, keep={"openai"}))
 async def test_a_cancel_ends_a_turn_during_an_endless_compressed_flood(fmt: str) -> None:
     _, error, lag, site = await turn_under_watch(
         endless(fmt, HEADS[fmt], text_unit(fmt, "")),
@@ -437,8 +444,18 @@ async def test_the_rescue_reads_a_huge_reply_without_holding_the_loop() -> None:
     assert_free(lag)
 
 
-@pytest.mark.parametrize("shape", ["whitespace", "no-newline", "bomb"])
-@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+OVERSIZED = [(fmt, shape) for shape in ("whitespace", "no-newline", "bomb") for fmt in FORMAT_NAMES]
+
+
+@pytest.mark.parametrize(
+    ("fmt", "shape"),
+    mostly_slow(
+        "fmt,shape",
+        OVERSIZED,
+        ids=[f"{fmt}-{shape}" for fmt, shape in OVERSIZED],
+        keep={"anthropic-whitespace", "openai-no-newline", "ollama-bomb"},
+    ),
+)
 async def test_an_oversized_reply_stops_at_the_body_cap_without_holding_the_loop(
     fmt: str, shape: str
 ) -> None:
@@ -546,16 +563,23 @@ async def test_a_truncated_gzip_stream_is_reported_as_a_read_error_at_its_end() 
     assert isinstance(error, ReadError) and "stopped before its end" in str(error), error
 
 
+@functools.cache
+def poorly_compressible() -> tuple[bytes, bytes]:
+    """A stream and a reply of random text, gzip-compressed: built once for both modes."""
+    rng = random.Random(7)
+    pieces = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz ", k=64)) for _ in range(60_000)]
+    reply = wire_reply("anthropic", text="".join(pieces))
+    compressed = compress(reply)
+    assert len(compressed) > len(reply) // 3
+    return compress(wire_stream("anthropic", text=pieces)), compressed
+
+
 @pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
 async def test_max_decompressed_bytes_stops_a_body_that_compresses_poorly(mode: str) -> None:
     """A body of random text (ratio ~1.3) under a 2 MiB decompressed-bytes cap."""
-    rng = random.Random(7)
-    pieces = ["".join(rng.choices("abcdefghijklmnopqrstuvwxyz ", k=64)) for _ in range(60_000)]
-    stream = wire_stream("anthropic", text=pieces)
-    reply = wire_reply("anthropic", text="".join(pieces))
-    assert len(compress(reply)) > len(reply) // 3
+    stream, reply = poorly_compressible()
     _, error, lag, _ = await turn_under_watch(
-        sends("anthropic", stream=compress(stream), reply=compress(reply), encoding="gzip"),
+        sends("anthropic", stream=stream, reply=reply, encoding="gzip"),
         "anthropic",
         mode=mode,
         transport={"max_decompressed_bytes": 2 * MIB},

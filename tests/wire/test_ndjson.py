@@ -7,6 +7,7 @@ import re
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slow_params import briefly
 
 from rxturn.errors import ConfigError, StreamProtocolError
 from rxturn.wire.ndjson import NDJSONSplitter
@@ -96,6 +97,7 @@ def test_a_line_that_never_ends_fails_early_and_stays_failed() -> None:
 _line = st.text(st.characters(codec="utf-8", exclude_characters="\r\n\ufeff"), max_size=8)
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=300, deadline=None)
 @given(
     lines=st.lists(_line, max_size=12),
@@ -113,6 +115,11 @@ def test_any_chunking_matches_a_regex_split(
         part.encode() for part in re.split(r"\r\n|\r|\n", text) if part.strip(" \t\x0b\x0c")
     ]
     assert run(NDJSONSplitter, chunked(data, cuts)) == (expected, None)
+
+
+test_any_chunking_matches_a_regex_split_briefly = briefly(
+    test_any_chunking_matches_a_regex_split, 60
+)
 
 
 def test_limit_must_be_positive() -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from slow_params import briefly
 
 from rxturn.errors import ConfigError, StreamProtocolError
 from rxturn.wire.sse import RawEvents, ServerSentEvent, SSEParser
@@ -345,6 +346,7 @@ def _streams(draw: st.DrawFn) -> bytes:
     return text.encode()
 
 
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=300, deadline=None)
 @given(data=_streams(), cuts=st.lists(st.integers(0, 400), max_size=8))
 def test_any_stream_any_chunking_matches_the_oracle(data: bytes, cuts: list[int]) -> None:
@@ -358,6 +360,12 @@ def test_any_stream_any_chunking_matches_the_oracle(data: bytes, cuts: list[int]
     ]
 
 
+test_any_stream_any_chunking_matches_the_oracle_briefly = briefly(
+    test_any_stream_any_chunking_matches_the_oracle, 60
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
 @settings(max_examples=200, deadline=None)
 @given(
     events=st.lists(st.tuples(st.sampled_from(["", "delta", "stop"]), _values), max_size=12),
@@ -376,6 +384,11 @@ def test_provider_shaped_streams_under_random_splits(
     expected = [E(name or "message", value) for name, value in events]
     assert run(SSEParser, chunked(data, cuts)) == (expected, None)
     assert run(SSEParser, [data]) == (expected, None)
+
+
+test_provider_shaped_streams_under_random_splits_briefly = briefly(
+    test_provider_shaped_streams_under_random_splits, 50
+)
 
 
 class _Raw:

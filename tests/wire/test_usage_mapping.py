@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -50,6 +51,7 @@ _keys = st.sampled_from(
 _usage_like = st.one_of(_json, st.dictionaries(_keys, _json, max_size=6))
 
 
+@pytest.mark.slow  # a fuzz: 300 arbitrary JSON pairs (2-3 s)
 @settings(max_examples=300, deadline=None)
 @given(raw=_usage_like, delta=_usage_like)
 def test_any_json_maps_to_usage_or_the_typed_error(raw: Any, delta: Any) -> None:
@@ -66,3 +68,10 @@ def test_any_json_maps_to_usage_or_the_typed_error(raw: Any, delta: Any) -> None
     if isinstance(raw, dict):
         with contextlib.suppress(StreamProtocolError):
             anthropic_usage(merge_anthropic_delta(dict(raw), delta))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("mapping", [openai_chat_usage, responses_usage, anthropic_usage])
+@pytest.mark.parametrize("raw", [[1], "3", 7], ids=["list", "string", "number"])
+def test_usage_that_is_no_object_is_the_typed_error(mapping: Any, raw: object) -> None:
+    with pytest.raises(StreamProtocolError, match="usage: expected an object, got"):
+        mapping(raw)

@@ -49,6 +49,13 @@ FAST = StreamHandler(
     rate_limit=RateLimitPolicy(default_delay=0.01, max_delay=1.0),
 )
 
+#: FAST, but an attempt fails after two idle timeouts in a row
+FAST_STALL = StreamHandler(
+    timeouts=TimeoutPolicy(first_event=2.0, per_event=0.25, total=5.0, max_consecutive_timeouts=2),
+    retry=FAST.retry,
+    rate_limit=FAST.rate_limit,
+)
+
 Make = Callable[..., Awaitable[tuple[FakeProvider, HttpClient]]]
 
 
@@ -253,7 +260,8 @@ async def test_a_stall_times_out_and_the_stalled_response_is_closed(
 ) -> None:
     stalled = {"text": "Hello there, slowly", "chunk_chars": 4, "stall_after_events": 3}
     fake, client = await make({"models": {"*": [stalled, OK]}}, provider)
-    outcome = await run(FAST.stream_turn(client, REQUEST))
+    # two idle timeouts in a row end the attempt (the default ten would wait 2.5 s)
+    outcome = await run(FAST_STALL.stream_turn(client, REQUEST))
     assert outcome.error is None
     assert [r.error_type for r in outcome.resets] == ["StreamTimeoutError"]
     assert "idle timeout" in outcome.resets[0].reason
