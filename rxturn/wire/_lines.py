@@ -6,8 +6,9 @@ Both wire framings are line based, and both must cope with a network that cuts t
 anywhere: in the middle of a line, between the CR and the LF of a CRLF, or inside a multi-byte
 UTF-8 character. :class:`LineSplitter` keeps exactly two pieces of state between chunks:
 
-- ``_parts``: the bytes of the line that has started but not ended yet (a list of chunks, joined
-  only when the line ends, so feeding a long line one byte at a time stays linear);
+- ``_partial``: the bytes of the line that has started but not ended yet (a ``bytearray``
+  grown in place, so feeding a long line one byte at a time stays linear; not a container of
+  objects, so the garbage collector never walks it);
 - ``_skip_lf``: the previous chunk ended with CR, so an LF at the very start of the next chunk
   belongs to that CR (one CRLF line end, not an extra blank line).
 
@@ -38,15 +39,15 @@ BOM = b"\xef\xbb\xbf"
 class PartialLine:
     """The state both framers keep for the line that has started but not ended.
 
-    ``_parts`` holds its chunks (joined only when it ends), ``_partial_len`` their total size,
+    ``_partial`` holds its bytes so far, ``_partial_len`` their size,
     ``_at_start`` says the stream's first bytes are still being checked for a BOM, and
     ``_skip_lf`` that the previous chunk ended with CR.
     """
 
-    __slots__ = ("_at_start", "_partial_len", "_parts", "_skip_lf")
+    __slots__ = ("_at_start", "_partial", "_partial_len", "_skip_lf")
 
     def __init__(self) -> None:
-        self._parts: list[bytes] = []
+        self._partial = bytearray()
         self._partial_len = 0
         self._at_start = True
         self._skip_lf = False
@@ -65,13 +66,13 @@ class PartialLine:
 
     def _strip_bom(self, data: bytes) -> bytes:
         # Hold back up to two bytes while they could still be the start of a BOM.
-        head = b"".join(self._parts) + data if self._parts else data
+        head = bytes(self._partial) + data if self._partial else data
         if len(head) < len(BOM) and BOM.startswith(head):
-            self._parts = [head] if head else []
+            self._partial[:] = head
             self._partial_len = len(head)
             return b""
         self._at_start = False
-        self._parts = []
+        self._partial.clear()
         self._partial_len = 0
         return head[len(BOM) :] if head.startswith(BOM) else head
 
@@ -116,14 +117,14 @@ class LineSplitter(PartialLine):
             return []
         if b"\n" not in data and b"\r" not in data:
             self._partial_len += len(data)
-            self._parts.append(data)
+            self._partial += data
             if self._partial_len > self.max_line_bytes:
                 return self.fail(self._too_long(self.lines + 1), [])
             return []
-        if self._parts:
-            self._parts.append(data)
-            data = b"".join(self._parts)
-            self._parts = []
+        if self._partial:
+            self._partial += data
+            data = bytes(self._partial)
+            self._partial.clear()
             self._partial_len = 0
         lines = data.splitlines()
         last = data[-1]
@@ -131,7 +132,7 @@ class LineSplitter(PartialLine):
             self._skip_lf = True
         elif last != 10:
             tail = lines.pop()
-            self._parts.append(tail)
+            self._partial += tail
             self._partial_len = len(tail)
         limit = self.max_line_bytes
         if lines and max(map(len, lines)) > limit:
@@ -150,12 +151,12 @@ class LineSplitter(PartialLine):
         if self._closed:
             return []
         self._closed = True
-        if self._at_start and self._parts:  # a stream of 1-2 bytes that looked like a BOM
+        if self._at_start and self._partial:  # a stream of 1-2 bytes that looked like a BOM
             self._at_start = False
-        if not self._parts:
+        if not self._partial:
             return []
-        tail = b"".join(self._parts)
-        self._parts = []
+        tail = bytes(self._partial)
+        self._partial.clear()
         self._partial_len = 0
         self.lines += 1
         return [tail]

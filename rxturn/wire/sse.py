@@ -169,11 +169,11 @@ class SSEParser(PartialLine):
         "_data_line",
         "_error",
         "_event",
+        "_event_lines",
         "_event_retry",
         "_fast_limit",
         "_lines",
         "_overlong",
-        "event_lines",
         "last_event_id",
         "max_event_bytes",
         "max_line_bytes",
@@ -196,7 +196,7 @@ class SSEParser(PartialLine):
         self._fast_limit = min(max_line_bytes, max_event_bytes)
         self.last_event_id: str | None = None
         self.retry: int | None = None
-        self.event_lines: list[int] = []
+        self._event_lines: list[int] | None = None  # (the decoders' raw path never makes it)
         self._lines = 0  # complete lines interpreted so far
         self._closed = False
         self._error: StreamProtocolError | None = None
@@ -214,16 +214,23 @@ class SSEParser(PartialLine):
 
     # --- public API ---------------------------------------------------------------------------
 
+    @property
+    def event_lines(self) -> list[int]:
+        """For each event returned by the latest :meth:`feed` / :meth:`close`, the line number
+        of its first ``data`` line."""
+        lines = self._event_lines
+        return lines if lines is not None else []
+
     def feed(self, data: bytes) -> list[ServerSentEvent]:
         """Add a chunk of the stream; return the events it completed, in order."""
-        self.event_lines = []
+        self._event_lines = []
         out: list[ServerSentEvent] = []
         self._run(data, out, True)
         return out
 
     def close(self) -> list[ServerSentEvent]:
         """End of stream: interpret a final unterminated line, then flush a pending event."""
-        self.event_lines = []
+        self._event_lines = []
         out: list[ServerSentEvent] = []
         self._run(None, out, True)
         return out
@@ -271,9 +278,9 @@ class SSEParser(PartialLine):
         if self._closed:
             return
         self._closed = True
-        if self._parts:
-            tail = b"".join(self._parts)
-            self._parts = []
+        if self._partial:
+            tail = bytes(self._partial)
+            self._partial.clear()
             self._lines_mode([tail], out, typed)
         if self._data:
             self._dispatch(out, typed)
@@ -287,21 +294,21 @@ class SSEParser(PartialLine):
         if b"\n" not in data:
             if data:
                 self._partial_len += len(data)
-                self._parts.append(data)
+                self._partial += data
                 if self._partial_len > self.max_line_bytes:
                     self._overlong = self._too_long(self._lines + 1)
             return b""
-        if self._parts:
-            self._parts.append(data)
-            data = b"".join(self._parts)
-            self._parts = []
+        if self._partial:
+            self._partial += data
+            data = bytes(self._partial)
+            self._partial.clear()
         cut = data.rfind(b"\n") + 1
         if cut == len(data):
             self._partial_len = 0
             return data
         tail = data[cut:]
         self._partial_len = len(tail)
-        self._parts.append(tail)
+        self._partial += tail
         if self._partial_len > self.max_line_bytes:
             # raised once the complete lines before it are interpreted
             self._overlong = self._too_long(self._lines + data.count(b"\n", 0, cut) + 1)
@@ -456,7 +463,7 @@ class SSEParser(PartialLine):
             event = name.decode() or "message" if name else "message"
         except UnicodeDecodeError as exc:
             raise _bad_utf8(exc, line - 1) from None
-        self.event_lines.append(line)
+        self._event_lines.append(line)  # pyright: ignore[reportOptionalMemberAccess] - set by feed/close
         return ServerSentEvent(event, text, self.last_event_id, retry)
 
     def _too_long(self, line: int) -> StreamProtocolError:

@@ -148,7 +148,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             if cancel.cancelled:
                 self._cancelled()
                 return self
-            cancel.add_callback(self._on_cancel)
+            cancel.add_callback(self)  # (see __call__)
         self._next_attempt()
         if self._phase != _DONE:
             # The total deadline, unless opening the attempt already armed the timer for the
@@ -357,7 +357,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             return
         loop = self._loop
         if loop is not None:
-            self._timer = loop.call_at(due, self)  # (the ladder is its timer's callback)
+            self._timer = loop.call_at(due, self)  # (see __call__)
         elif self._race is not None and self._race.expiring and due == self._rescue_due:
             self._timer = self._sched.schedule(self._fire_scheduled)
         else:
@@ -407,9 +407,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             self._rescue_failed(error)
             return
         self._schedule()  # woken early: wait for what is left
-
-    #: the loop's timer calls the ladder itself: no bound method kept per turn in flight
-    __call__ = _fire
 
     def _total_timeout(self, t: float) -> None:
         progress = self._progress
@@ -511,7 +508,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
     def _unregister(self) -> None:
         cancel = self._plan.cancel
         if cancel is not None:
-            cancel.remove_callback(self._on_cancel)
+            cancel.remove_callback(self)
 
     def _stop(self) -> None:
         """Tear down whatever is pending, silently."""
@@ -525,6 +522,15 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         rescue, self._rescue = self._rescue, None
         if rescue is not None:
             rescue.dispose()
+
+    def __call__(self) -> None:
+        """The ladder's wake-up, the one callback it hands out: its loop timer fired, or its
+        cancel token did (so no bound method is kept alive per turn in flight for either)."""
+        cancel = self._plan.cancel
+        if cancel is not None and cancel.cancelled:
+            self._on_cancel()
+        else:
+            self._fire()
 
     def _on_cancel(self) -> None:
         if self._phase == _DONE:
