@@ -70,7 +70,9 @@ class Head(msgspec.Struct, frozen=True, gc=False):
     lanes: int = 0  # lanes opened so far == the next lane's serial number
     parts: list[tuple[int, ContentPart]] | None = None  # (lane serial, part); shared, append-only
     nparts: int = 0
-    runs: list[tuple[int, int]] | None = None  # (first fragment, lane serial); shared, append-only
+    #: (first fragment, lane serial), shared, append-only; empty while one run, the owner's
+    #: from fragment 0, has all the fragments (it is written out when a second run starts)
+    runs: list[tuple[int, int]] | None = None
     nruns: int = 0
     owner: int = -1  # the serial of the lane that received the latest fragment
     hot: Lane | None = None  # that lane while it is still the first open match for its deltas
@@ -198,9 +200,11 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
 def _lane_text(lane: Lane, state: TurnState) -> str:
     """Join the lane's fragments: those of the runs it owns, which all start after it opened."""
     head, frags, n = state._head, state._frags, state._nfrags
-    runs, nruns = head.runs, head.nruns
-    if not nruns or runs is None or frags is None:
+    if frags is None:
         return ""
+    runs, nruns = head.runs, head.nruns
+    if not nruns or runs is None:  # one run, implied: every fragment so far is its owner's
+        return "".join(frags[:n]) if head.owner == lane.serial else ""
     serial = lane.serial
     first = bisect_left(runs, lane.start, 0, nruns, key=_run_start)
     pieces: list[str] = []

@@ -39,10 +39,12 @@ growing data lives in *append-only shared logs*: a state holds ``(log, n)`` and 
 ``n`` can notice); when another continuation has already appended (``len(log) > n``), the prefix is
 copied first. Three logs exist: the text / tool-JSON fragments (plain strings), the *runs* that say
 which lane owns them (one ``(first fragment, lane)`` entry each time the receiving lane changes,
-so once per lane unless lanes interleave), and the finished parts. Open lanes sit in a small
-tuple. Fragments are joined only when a lane closes or ``message()`` runs, so text never grows by
-``+=``. A delta allocates one three-field ``TurnState`` and appends one string; everything else
-sits in a shared ``Head`` that only the rarer events replace (see benchmarks/bench_replay.py).
+so once per lane unless lanes interleave; the first run is implied until a second one starts, so
+a reply whose text is one lane never makes this log), and the finished parts. Open lanes sit in
+a small tuple. Fragments are joined only when a lane closes or ``message()`` runs, so text never
+grows by ``+=``. A delta allocates one three-field ``TurnState`` and appends one string;
+everything else sits in a shared ``Head`` that only the rarer events replace (see
+benchmarks/bench_replay.py).
 
 States compare by identity (``eq=False``): two states are equivalent when their ``message()``
 and public fields are; the logs may hold data beyond what a state can see.
@@ -177,10 +179,18 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
             if lane.index == index and lane.kind == lane_kind:
                 frags, n = state._frags, state._nfrags
                 if lane.serial != head.owner:  # another lane's turn: start a new run
-                    runs = append_log(head.runs, head.nruns, (n, lane.serial))
-                    head = _replace(
-                        head, runs=runs, nruns=head.nruns + 1, owner=lane.serial, hot=lane
-                    )
+                    if head.owner < 0:
+                        # the reply's first fragment: its run (from fragment 0) is implied, not
+                        # logged; a reply whose text is one lane never makes the runs log
+                        head = _replace(head, owner=lane.serial, hot=lane)
+                    else:
+                        runs, nruns = head.runs, head.nruns
+                        if not nruns:  # a second run starts: the implied first one is written
+                            runs, nruns = [(0, head.owner)], 1
+                        runs = append_log(runs, nruns, (n, lane.serial))
+                        head = _replace(
+                            head, runs=runs, nruns=nruns + 1, owner=lane.serial, hot=lane
+                        )
                 else:
                     head = _replace(head, hot=lane)
                 if n and len(frags) == n:  # type: ignore[arg-type]

@@ -430,6 +430,25 @@ def test_old_states_never_change() -> None:
     assert INITIAL_STATE._frags is None and INITIAL_STATE._head.parts is None
 
 
+def test_a_one_lane_reply_keeps_no_runs_log() -> None:
+    """The run of the first lane is implied: a reply whose text is one lane, the usual reply,
+    folds without the runs log (one list fewer per fold kept alive while a turn streams)."""
+    state = folded(*text_lane(0, "Hel", "lo"), MessageStop())
+    assert state.message().content == (TextPart("Hello"),)
+    assert state._head.runs is None
+
+
+def test_forks_on_either_side_of_the_second_run_see_their_own_texts() -> None:
+    """A state still in its implied first run, continued twice: once by a second lane (the first
+    run is written out), once by the first lane alone; each sees only its own fragments."""
+    base = folded(PartStart(0, "text"), PartStart(1, "text"), Delta(0, "one "))
+    switched = fold_events([Delta(1, "two"), Delta(0, "three"), PartStop(0), PartStop(1)], base)
+    alone = fold_events([Delta(0, "again"), PartStop(0), PartStop(1)], base)
+    assert switched.message().content == (TextPart("one three"), TextPart("two"))
+    assert alone.message().content == (TextPart("one again"),)
+    assert base.message().content == (TextPart("one "),)
+
+
 def test_two_continuations_forked_from_one_state_do_not_interfere() -> None:
     base = folded(PartStart(0, "text"), Delta(0, "shared "))
     left = [Delta(0, "left"), PartStop(0), *tool_lane(1, "l", "tl", '{"side":"l"}')]
