@@ -8,9 +8,9 @@ One ``rxturn fake-server`` child process answers every row (a short reply, strea
 paced deltas so a run lasts long enough to be interrupted anywhere). The loop:
 
 1. start ``rxturn batch run`` on the same input and output as before;
-2. after a random delay (from 0, inside the input scan, to a little past the run's expected
-   length) interrupt it: ``kill -9`` most of the time, SIGINT or SIGTERM now and then (those
-   must exit 130 and leave no torn line);
+2. after a random delay (from 0, inside the input scan, to nine tenths of what is left of the
+   run, estimated from its pace so far) interrupt it: ``kill -9`` most of the time, SIGINT or
+   SIGTERM now and then (those must exit 130 and leave no torn line);
 3. check the output as a crash left it: every line before the last is a whole output line, no
    key has two lines, and no worker process outlived its parent;
 
@@ -201,15 +201,19 @@ def run(
     }
     try:
         command = batch_command(inp, out, server.url, workers, concurrency)
-        # Kills land anywhere in what is left of the run: its length is estimated from the
-        # pace seen so far (rows written per second once the lock is held). One kill in five
-        # lands at a random moment of start-up instead (the interpreter, the scan).
-        rate = 200.0
+        # Kills land anywhere in the first nine tenths of what is left of the run: its length
+        # is estimated from the pace seen so far (rows written per second once the lock is
+        # held), and a delay drawn past its end would find the run finished, leaving the later
+        # interruptions nothing to interrupt. Before any pace is seen the guess is a fast one,
+        # for the same reason. One kill in five lands at a random moment of start-up instead
+        # (the interpreter, the scan).
+        rate = 2000.0
         for index in range(kills):
             how = rng.choices(["kill", "int", "term"], weights=[6, 1, 1])[0]
             early = how == "kill" and rng.random() < 0.2
             done_before = len(check_output(out, torn_tail_ok=True))
-            delay = rng.uniform(0.0, 1.0 if early else max(1.0, (rows - done_before) / rate))
+            left = 0.9 * (rows - done_before) / rate
+            delay = rng.uniform(0.0, 1.0 if early else max(0.2, left))
             before = check_output(out, torn_tail_ok=True)
             started = time.monotonic()
             proc = subprocess.Popen(
@@ -256,8 +260,10 @@ def run(
                     "repaired": "dropped a torn last line" in err,
                 }
             )
+            what = "done" if finished_first else how
+            moment = "before" if finished_first else "at start-up" if early else "running"
             print(
-                f"  {index + 1}: {how:4} {'at start-up' if early else 'running'} after "
+                f"  {index + 1}: {what:4} {moment} after "
                 f"{delay:5.2f}s -> exit {code}, {len(after)} rows "
                 "with a line" + (" (a torn tail was repaired first)" if "dropped" in err else ""),
                 file=sys.stderr,
@@ -346,8 +352,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report))
     else:
+        landed = sum(1 for i in report["interruptions"] if i["how"] != "finished first")
         print(
             f"complete: {report['lines']} rows, one ok line each, no duplicates; "
+            f"{landed} of {len(report['interruptions'])} interruptions found it running; "
             f"{report['requests']} requests ({report['resent']} sent again after an "
             f"interruption); final run {report['final_s']}s"
         )
