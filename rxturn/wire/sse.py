@@ -43,6 +43,10 @@ Every byte is handled by C-level ``bytes`` methods, never a per-byte Python loop
    by the block's first field, and that each block contains ``"\\ndata: "`` — the payloads are
    cut out by one list comprehension, without a Python statement per event, and event names and
    line numbers are only worked out if an error message asks for them.
+5. A live stream mostly sends one event per network chunk. When a chunk is exactly one block and
+   its blank line, and nothing is carried over from earlier chunks (no partial line, no event
+   begun, no BOM or CR pending, no error), ``feed_raw`` hands it straight to step 3's block
+   rules, skipping the line-end and buffer steps that have nothing to do.
 
 Both paths give identical events; the tests check it on every chunking against an oracle.
 UTF-8 is decoded per line (or per data payload), never across a chunk boundary, so a multi-byte
@@ -174,6 +178,7 @@ class SSEParser(PartialLine):
         "_fast_limit",
         "_lines",
         "_overlong",
+        "_ready",
         "last_event_id",
         "max_event_bytes",
         "max_line_bytes",
@@ -201,6 +206,9 @@ class SSEParser(PartialLine):
         self._closed = False
         self._error: StreamProtocolError | None = None
         self._overlong: StreamProtocolError | None = None  # a partial line over the limit
+        # nothing carried over between chunks (no partial line, no event begun, no BOM or CR
+        # pending, no error): a chunk that is one whole block may skip the framing (feed_raw)
+        self._ready = False
         # the event being built line by line (the slow path)
         self._event = b""
         self._data = bytearray()  # data lines, each followed by LF (compact: no object per line)
@@ -238,6 +246,18 @@ class SSEParser(PartialLine):
     def feed_raw(self, data: bytes) -> RawEvents:
         """Like :meth:`feed`, returning :class:`RawEvents` (the decoders' fast path)."""
         out = RawEvents()
+        end = len(data) - 2
+        if self._ready and end >= 0 and data.find(b"\n\n") == end and b"\r" not in data:
+            # The chunk is one whole block and nothing is held from earlier chunks (what a live
+            # stream sends, one event per chunk): straight to the block rules.
+            try:
+                self._blocks_checked([data[:end]], out, False)
+            except StreamProtocolError as exc:
+                self._error = exc
+                self._ready = False
+                if not len(out):
+                    raise
+            return out
         self._run(data, out, False)
         return out
 
@@ -273,6 +293,18 @@ class SSEParser(PartialLine):
             self._error = exc
             if not len(out):
                 raise
+        finally:
+            # whether the next chunk may start a block with nothing to carry over
+            self._ready = not (
+                self._partial
+                or self._data
+                or self._event
+                or self._event_retry is not None
+                or self._at_start
+                or self._skip_lf
+                or self._closed
+                or self._error is not None
+            )
 
     def _finish(self, out: Any, typed: bool) -> None:
         if self._closed:
@@ -370,7 +402,10 @@ class SSEParser(PartialLine):
                 nl = block.find(b"\n")
                 if nl < 0 and block.startswith(b"data: "):
                     self._lines += 2
-                    self._emit(out, typed, b"", block[6:], self._lines - 1)
+                    if typed:
+                        out.append(self._event_of(b"", block[6:], self._lines - 1))
+                    else:
+                        out.add(b"", block[6:], self._lines - 1)
                     continue
                 if (
                     block.startswith(b"event: ")
@@ -378,15 +413,12 @@ class SSEParser(PartialLine):
                     and block.find(b"\n", nl + 1) < 0
                 ):
                     self._lines += 3
-                    self._emit(out, typed, block[7:nl], block[nl + 7 :], self._lines - 1)
+                    if typed:
+                        out.append(self._event_of(block[7:nl], block[nl + 7 :], self._lines - 1))
+                    else:
+                        out.add(block[7:nl], block[nl + 7 :], self._lines - 1)
                     continue
             self._block_mode(block, out, typed)
-
-    def _emit(self, out: Any, typed: bool, name: bytes, data: bytes, line: int) -> None:
-        if typed:
-            out.append(self._event_of(name, data, line))
-        else:
-            out.add(name, data, line)
 
     def _block_mode(self, block: bytes, out: Any, typed: bool) -> None:
         """A block's lines, then the blank line that ends it."""

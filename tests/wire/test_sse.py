@@ -391,11 +391,99 @@ test_provider_shaped_streams_under_random_splits_briefly = briefly(
 )
 
 
+def _at_blank_lines(data: bytes) -> list[bytes]:
+    """``data`` cut after every ``\\n\\n``: one block per chunk where the stream has them (what
+    a live stream sends, one event per network chunk)."""
+    return chunked(data, [i + 2 for i in range(len(data)) if data.startswith(b"\n\n", i)])
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
+@settings(max_examples=300, deadline=None)
+@given(data=_streams(), cuts=st.lists(st.integers(0, 400), max_size=3))
+def test_a_stream_cut_at_its_blank_lines_matches_the_oracle(data: bytes, cuts: list[int]) -> None:
+    """One block per chunk (the decoders' one-event path), with a few cuts elsewhere too."""
+    expected, starts = oracle_sse(data)
+    chunks = [piece for chunk in _at_blank_lines(data) for piece in chunked(chunk, cuts)]
+    assert run(SSEParser, chunks) == (expected, None)
+    raw, error = run(_Raw, chunks)
+    assert error is None
+    assert [(name, data.decode(), line) for name, data, line in raw] == [
+        (event.event, event.data, line) for event, line in zip(expected, starts, strict=True)
+    ]
+
+
+test_a_stream_cut_at_its_blank_lines_matches_the_oracle_briefly = briefly(
+    test_a_stream_cut_at_its_blank_lines_matches_the_oracle, 60
+)
+
+
+class TestOneBlockChunks:
+    """Chunks that are each one whole block, through ``feed_raw``: the same events, names, line
+    numbers and errors as the stream fed whole."""
+
+    STREAM = (
+        b"event: a\ndata: 1\n\n"
+        b"data: 2\n\n"
+        b": keep-alive\n\n"
+        b"id: 7\nretry: 10\ndata: 3\n\n"
+        b"event: b\ndata:\n\n"
+        b"\n\n"
+        b"data: x\ndata: y\n\n"
+        b"event: c\ndata: 4\n\n"
+    )
+
+    def test_names_and_lines_match_the_whole_stream(self) -> None:
+        whole = run(_Raw, [self.STREAM])
+        assert run(_Raw, _at_blank_lines(self.STREAM)) == whole
+        assert whole[0] == [
+            ("a", b"1", 2),
+            ("message", b"2", 4),
+            ("message", b"3", 10),
+            ("b", b"", 13),
+            ("message", b"x\ny", 17),
+            ("c", b"4", 21),
+        ]
+
+    def test_the_first_chunk_may_start_with_a_bom_or_follow_a_cr(self) -> None:
+        for chunks in (
+            [b"\xef\xbb\xbfdata: 1\n\n", b"data: 2\n\n"],
+            [b"data: 1\r\r", b"\ndata: 2\n\n"],  # that LF ends the CR's line: no line of its own
+            [b"data: 1\n", b"\n", b"data: 2\n\n"],
+        ):
+            assert run(_Raw, chunks)[0] == [("message", b"1", 1), ("message", b"2", 3)]
+
+    def test_a_block_continuing_an_event_of_the_previous_chunk(self) -> None:
+        assert run(_Raw, [b"event: a\n", b"data: 1\n\n", b"data: 2\n\n"])[0] == [
+            ("a", b"1", 2),
+            ("message", b"2", 4),
+        ]
+
+    @pytest.mark.parametrize(
+        ("limits", "block", "message"),
+        [
+            ({"max_line_bytes": 16}, b"data: " + b"x" * 11, "SSE line longer than 16 bytes"),
+            ({"max_event_bytes": 8}, b"data: " + b"x" * 9, "SSE event data longer than 8 bytes"),
+        ],
+    )
+    def test_a_block_over_a_limit_fails_on_its_line(
+        self, limits: dict[str, int], block: bytes, message: str
+    ) -> None:
+        good = b"event: a\ndata: 1\n\n"
+        chunks = [good, block + b"\n\n", good]
+        events, error = run(lambda: _Raw(**limits), chunks)
+        assert events == [("a", b"1", 2)]
+        assert error == f"StreamProtocolError: {message} (line 4)"
+        assert run(lambda: _Raw(**limits), [b"".join(chunks)]) == (events, error)
+        # at the limit: accepted
+        fits = block[:-1] + b"\n\n"
+        assert run(lambda: _Raw(**limits), [good, fits])[1] is None
+
+
 class _Raw:
     """``feed_raw`` / ``close_raw`` under the names :func:`run` calls."""
 
-    def __init__(self) -> None:
-        self.parser = SSEParser()
+    def __init__(self, **limits: int) -> None:
+        self.parser = SSEParser(**limits)
 
     def feed(self, data: bytes) -> list[tuple[str, bytes, int]]:
         return _tuples(self.parser.feed_raw(data))
