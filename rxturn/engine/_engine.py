@@ -89,6 +89,7 @@ from .context.window import (
 )
 from .failover._legs import TurnLegs
 from .fanout._run_stream import DEFAULT_MAX_BUFFERED, RunStream
+from .fanout._subject import EventSubject
 from .fanout._turn_stream import TurnStream
 from .handler._handler import StreamHandler
 from .observation.observers import Observer, ObserverSet
@@ -267,7 +268,7 @@ class TurnEngine:
         subscribe before the turn; docs/engine.md)."""
         calls = self._calls
         if calls.events is None:
-            calls.events = Subject()
+            calls.events = EventSubject()
         return calls.events
 
     @property
