@@ -100,21 +100,24 @@ class ShadowGuard:
         the fold rejects, :attr:`accepted` events after the batch's start."""
         position = 0
         delta = Delta
+        # :meth:`event`'s shortcuts, written out: this loop runs per event. What they read is
+        # held in locals, read again after each event the shadow folds (only that changes it).
+        started, repeat, pending = self._started, self._repeat_index, self._pending_index
         try:
             for position, event in enumerate(batch):  # noqa: B007 - kept for the error
-                # :meth:`event`'s shortcuts, written out: this loop runs per event
-                if type(event) is delta and self._started:
+                if type(event) is delta and started:
                     kind = event.kind
                     if kind == "text":
-                        if event.index == self._repeat_index:
+                        if event.index == repeat:
                             continue
                     elif kind == "tool_json":
-                        if event.index == self._pending_index:
+                        if event.index == pending:
                             self._pending.append(event.text)  # pyright: ignore[reportOptionalMemberAccess]
                             continue
                     else:  # thinking: never stored
                         continue
                 self._accept(event)
+                started, repeat, pending = self._started, self._repeat_index, self._pending_index
         except Exception as error:  # the fold's verdict
             self.accepted = position
             return error

@@ -161,6 +161,7 @@ Delta(index=0, text='Hi', kind='text')]
     __slots__ = (
         "_finished",
         "_function_open",
+        "_hot",
         "_pending",
         "_refusal_open",
         "_started",
@@ -187,24 +188,24 @@ Delta(index=0, text='Hi', kind='text')]
         self._usage: Usage | None = None
         self._refusal_open = False
         self._function_open = False
+        self._hot = False  # what _texting() says, kept between chunks
 
     def _decode_into(self, frames: RawEvents, eof: bool, out: list[StreamEvent]) -> None:
         append = out.append
         decode = _decoder.decode
         # True while a plain content delta needs nothing but its Delta: the text lane is open,
         # no thinking lane, no finish yet, no usage to forget. Only the slow path below can
-        # change that.
-        texting = self._texting()
+        # change that: it clears the flag kept between chunks first (so a chunk that raises
+        # leaves it off) and sets it again when done.
+        texting = self._hot
         for at, payload in enumerate(frames.payloads):
-            if payload == _DONE:  # not JSON: said without raising and catching a DecodeError
-                self._on_done(out)
-                break
             try:
                 chunk = decode(payload)
-            except JSON_ERRORS as exc:
+            except JSON_ERRORS as exc:  # [DONE] too (not JSON): once a stream, not a test each
+                self._hot = False
                 if self._on_undecodable(frames, at, exc, eof, out):
                     break
-                texting = self._texting()
+                texting = self._hot = self._texting()
                 continue
             if texting and chunk.usage is None and chunk.error is None:
                 choices = chunk.choices
@@ -225,8 +226,9 @@ Delta(index=0, text='Hi', kind='text')]
                         if delta.content:  # the hot path: one text delta
                             append(Delta(TEXT_LANE, delta.content, "text"))  # type: ignore[arg-type]
                         continue
+            self._hot = False
             self._decode_chunk(chunk, frames, at, out)
-            texting = self._texting()
+            texting = self._hot = self._texting()
         if eof and not self._done and self._started and self._finished:
             self._terminate(out)  # the body ended after a finish_reason: the message is whole
 

@@ -81,24 +81,32 @@ class RawEvents:
     def __init__(self) -> None:
         self.payloads: list[bytes] = []
         # events added one by one: index -> (event type, line of the first data line)
-        self._one: dict[int, tuple[bytes, int]] = {}
+        self._one: dict[int, tuple[bytes, int]] | None = None  # (each made on first use)
         # uniform runs: (first index, blocks, line before the run, lines per block)
-        self._runs: list[tuple[int, list[bytes], int, int]] = []
+        self._runs: list[tuple[int, list[bytes], int, int]] | None = None
 
     def __len__(self) -> int:
         return len(self.payloads)
 
     def add(self, name: bytes, data: bytes, line: int) -> None:
-        self._one[len(self.payloads)] = (name, line)
-        self.payloads.append(data)
+        payloads = self.payloads
+        if self._one is None:
+            self._one = {len(payloads): (name, line)}
+        else:
+            self._one[len(payloads)] = (name, line)
+        payloads.append(data)
 
     def add_run(self, blocks: list[bytes], payloads: list[bytes], line: int, per: int) -> None:
-        self._runs.append((len(self.payloads), blocks, line, per))
+        run = (len(self.payloads), blocks, line, per)
+        if self._runs is None:
+            self._runs = [run]
+        else:
+            self._runs.append(run)
         self.payloads += payloads
 
     def name(self, index: int) -> str:
         """The event type of event ``index`` (``"message"`` when unset), for messages."""
-        found = self._one.get(index)
+        found = self._one.get(index) if self._one is not None else None
         if found is not None:
             raw = found[0]
         else:
@@ -109,14 +117,14 @@ class RawEvents:
 
     def line(self, index: int) -> int:
         """The line number of the first ``data`` line of event ``index``."""
-        found = self._one.get(index)
+        found = self._one.get(index) if self._one is not None else None
         if found is not None:
             return found[1]
         first, _, line, per = self._run(index)
         return line + per * (index - first) + per - 1
 
     def _run(self, index: int) -> tuple[int, list[bytes], int, int]:
-        for run in self._runs:
+        for run in self._runs or ():
             if run[0] <= index < run[0] + len(run[1]):
                 return run
         raise IndexError(index)
