@@ -29,20 +29,22 @@ Every byte is handled by C-level ``bytes`` methods, never a per-byte Python loop
 
 1. A chunk with a CR is normalised to LF (``replace``, twice); a CR ending one chunk swallows an LF
    starting the next, so a CRLF cut in two still counts once.
-2. Up to the last LF, the buffer is complete lines. ``split(b"\\n\\n")`` cuts it into *blocks*:
-   each block is the lines of one event, and each separator is the end of its last line plus the
-   blank line that dispatches it. The text after the last separator holds complete lines of an
-   event still open (interpreted now, so only a partial line is ever buffered) and a partial line.
-3. A block shaped ``event: X\\ndata: Y`` or ``data: Y`` (what providers send) is dispatched by
+2. Up to the last LF, the buffer is complete lines. Up to its last blank line (``rfind``) they
+   are whole *blocks*, each the lines of one event and the blank line that dispatches it; the
+   lines after it belong to an event still open (interpreted now, so only a partial line is ever
+   buffered). An event begun in an earlier chunk is finished first, up to the first blank line.
+3. A block shaped ``event: X\ndata: Y`` or ``data: Y`` (what providers send) is dispatched by
    slicing; any other block — comments, ``id``, ``retry``, multi-line data, blank-line runs, an
    event continued from the previous chunk, anything over a limit — is interpreted line by line
    with the rules above.
 4. :meth:`SSEParser.feed_raw`, the decoders' path, goes further: when *every* block of a chunk has
-   the same provider shape — proved by counting (C-level ``count``) that the chunk holds exactly
-   3 LFs per ``event:`` + ``data:`` block (2 per ``data:`` block), that each separator is followed
-   by the block's first field, and that each block contains ``"\\ndata: "`` — the payloads are
-   cut out by one list comprehension, without a Python statement per event, and event names and
-   line numbers are only worked out if an error message asks for them.
+   the same provider shape, the payloads are cut out by one list comprehension, without a Python
+   statement per event, and event names and line numbers are only worked out if an error message
+   asks for them. The proof is C-level work on the blocks' lines (``split`` at LF, which
+   ``memchr`` finds fast; a multi-byte separator would cost twice as much): every second (third)
+   line is empty, and every line of a column starts with its field, which the column's least and
+   greatest lines prove alone (the strings with a given prefix are one interval of the
+   lexicographic order).
 5. A live stream mostly sends one event per network chunk. When a chunk is exactly one block and
    its blank line, and nothing is carried over from earlier chunks (no partial line, no event
    begun, no BOM or CR pending, no error), ``feed_raw`` hands it straight to step 3's block
@@ -82,8 +84,9 @@ class RawEvents:
         self.payloads: list[bytes] = []
         # events added one by one: index -> (event type, line of the first data line)
         self._one: dict[int, tuple[bytes, int]] | None = None  # (each made on first use)
-        # uniform runs: (first index, blocks, line before the run, lines per block)
-        self._runs: list[tuple[int, list[bytes], int, int]] | None = None
+        # uniform runs: (first index, end index, their "event:" lines or None, line before the
+        # run, lines per event: 3 with an event line, 2 without)
+        self._runs: list[tuple[int, int, list[bytes] | None, int, int]] | None = None
 
     def __len__(self) -> int:
         return len(self.payloads)
@@ -96,8 +99,11 @@ class RawEvents:
             self._one[len(payloads)] = (name, line)
         payloads.append(data)
 
-    def add_run(self, blocks: list[bytes], payloads: list[bytes], line: int, per: int) -> None:
-        run = (len(self.payloads), blocks, line, per)
+    def add_run(
+        self, names: list[bytes] | None, payloads: list[bytes], line: int, per: int
+    ) -> None:
+        first = len(self.payloads)
+        run = (first, first + len(payloads), names, line, per)
         if self._runs is None:
             self._runs = [run]
         else:
@@ -110,9 +116,8 @@ class RawEvents:
         if found is not None:
             raw = found[0]
         else:
-            first, blocks, _, per = self._run(index)
-            block = blocks[index - first]
-            raw = block[7 : block.find(b"\n")] if per == 3 else b""
+            first, _, names, _, _ = self._run(index)
+            raw = names[index - first][7:] if names is not None else b""
         return raw.decode(errors="replace") or "message"
 
     def line(self, index: int) -> int:
@@ -120,12 +125,12 @@ class RawEvents:
         found = self._one.get(index) if self._one is not None else None
         if found is not None:
             return found[1]
-        first, _, line, per = self._run(index)
+        first, _, _, line, per = self._run(index)
         return line + per * (index - first) + per - 1
 
-    def _run(self, index: int) -> tuple[int, list[bytes], int, int]:
+    def _run(self, index: int) -> tuple[int, int, list[bytes] | None, int, int]:
         for run in self._runs or ():
-            if run[0] <= index < run[0] + len(run[1]):
+            if run[0] <= index < run[1]:
                 return run
         raise IndexError(index)
 
@@ -356,50 +361,67 @@ class SSEParser(PartialLine):
 
     def _interpret(self, buffer: bytes, out: Any, typed: bool) -> None:
         """Interpret complete lines (``buffer`` ends with LF): blocks fast, the rest by line."""
-        blocks = buffer.split(b"\n\n")
-        rest = blocks.pop()  # complete lines after the last blank line, each ending in LF
-        if blocks:
-            start = 0
-            if self._data or self._event or self._event_retry is not None:
-                # the first block continues an event begun in an earlier chunk
-                self._block_mode(blocks[0], out, typed)
-                start = len(blocks[0]) + 2
-                del blocks[0]
-            if blocks and (
-                typed or not self._uniform(buffer, start, len(buffer) - len(rest), blocks, out)
-            ):
-                self._blocks_checked(blocks, out, typed)
-        if rest:
-            self._lines_mode(rest[:-1].split(b"\n"), out, typed)
+        start = 0
+        if self._data or self._event or self._event_retry is not None:
+            # the first block continues an event begun in an earlier chunk
+            cut = buffer.find(b"\n\n")
+            if cut < 0:
+                self._lines_mode(buffer[:-1].split(b"\n"), out, typed)
+                return
+            self._block_mode(buffer[:cut], out, typed)
+            start = cut + 2
+        # whole blocks up to the last blank line, then the complete lines of an event still open
+        last = buffer.rfind(b"\n\n", start)
+        if last < 0:
+            end = start
+        else:
+            end = last + 2
+            if typed or not self._uniform(buffer[start:end] if start else buffer[:end], out):
+                self._blocks_checked(buffer[start:last].split(b"\n\n"), out, typed)
+        if end < len(buffer):
+            self._lines_mode(buffer[end:-1].split(b"\n"), out, typed)
 
-    def _uniform(
-        self, buffer: bytes, start: int, end: int, blocks: list[bytes], out: RawEvents
-    ) -> bool:
-        """Take ``blocks`` (``buffer[start:end]``) in one go if all have one provider shape."""
-        n = len(blocks)
+    def _uniform(self, region: bytes, out: RawEvents) -> bool:
+        """Take ``region`` (whole blocks, each ending in a blank line) in one go if all its
+        blocks have one provider shape.
+
+        Its lines (``split`` at LF, a C-level ``memchr`` search) must be, block after block,
+        ``data: P`` then a blank line, or ``event: N``, ``data: P`` then a blank line: every
+        second (third) line is empty, and every line of a column starts with its field. The
+        latter is proved by the column's least and greatest lines alone: the strings that start
+        with a given prefix are one interval of the lexicographic order.
+        """
+        lines = region.split(b"\n")
+        lines.pop()  # (the empty piece after the last LF)
+        count = len(lines)
         limit = self._fast_limit
-        if end - start > limit and max(map(len, blocks)) > limit:  # (a shorter run: no block is)
+        if len(region) > limit and max(map(len, lines)) > limit:  # (a shorter run: no line is)
             return False
-        lfs = buffer.count(b"\n", start, end)
-        if lfs == 3 * n and buffer.startswith(b"event: ", start):
-            # every block: "event: NAME\ndata: PAYLOAD", NAME and PAYLOAD without LF
-            if buffer.count(b"\n\nevent: ", start, end) != n - 1:
+        if lines[0].startswith(b"data: "):
+            blocks, odd = divmod(count, 2)
+            if odd or lines[1::2].count(b"") != blocks:
                 return False
-            # 3 LFs a block on average: if every block holds "\ndata: " (partition finds it, so
-            # the payload is not b""), each holds exactly one LF, the one before "data: ". A
-            # block without it, or with empty data, sends the run the checked way.
-            payloads = [block.partition(b"\ndata: ")[2] for block in blocks]
-            if b"" in payloads:
+            data = lines[0::2]
+            if not (min(data).startswith(b"data: ") and max(data).startswith(b"data: ")):
                 return False
-            out.add_run(blocks, payloads, self._lines, 3)
-        elif lfs == 2 * n and buffer.startswith(b"data: ", start):
-            # every block: "data: PAYLOAD", PAYLOAD without LF
-            if buffer.count(b"\n\ndata: ", start, end) != n - 1:
+            out.add_run(None, [line[6:] for line in data], self._lines, 2)
+        elif lines[0].startswith(b"event: "):
+            blocks, odd = divmod(count, 3)
+            if odd or lines[2::3].count(b"") != blocks:
                 return False
-            out.add_run(blocks, [block[6:] for block in blocks], self._lines, 2)
+            names = lines[0::3]
+            data = lines[1::3]
+            if not (
+                min(names).startswith(b"event: ")
+                and max(names).startswith(b"event: ")
+                and min(data).startswith(b"data: ")
+                and max(data).startswith(b"data: ")
+            ):
+                return False
+            out.add_run(names, [line[6:] for line in data], self._lines, 3)
         else:
             return False
-        self._lines += lfs
+        self._lines += count
         return True
 
     def _blocks_checked(self, blocks: list[bytes], out: Any, typed: bool) -> None:

@@ -391,6 +391,57 @@ test_provider_shaped_streams_under_random_splits_briefly = briefly(
 )
 
 
+_uniform_blocks = st.sampled_from(["data: {v}", "event: {n}\ndata: {v}"])
+_near_misses = st.sampled_from(
+    [
+        "data:{v}",  # no space: the same event, but not the uniform shape
+        "event: {n}",  # no data: nothing dispatched
+        "event: {n}\ndata: {v}\ndata: {v}",
+        "data: {v}\nevent: {n}",
+        "event:{n}\ndata: {v}",
+        "event: {n}\ndata:{v}",
+        "id: {v}\ndata: {v}",
+        ": {v}",
+        "",  # a run of blank lines
+        "datum: {v}",
+        "events: {n}\ndata: {v}",
+    ]
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
+@settings(max_examples=300, deadline=None)
+@given(
+    blocks=st.lists(
+        st.tuples(
+            st.one_of(_uniform_blocks, _uniform_blocks, _uniform_blocks, _near_misses),
+            st.sampled_from(["", "x", "{}", "delta", "event: y"]),
+            _values,
+        ),
+        max_size=10,
+    ),
+    cuts=st.lists(st.integers(0, 200), max_size=3),
+)
+def test_nearly_uniform_chunks_match_the_oracle(
+    blocks: list[tuple[str, str, str]], cuts: list[int]
+) -> None:
+    """Runs of provider-shaped blocks with a near miss or two among them: the uniform path
+    takes only what it can prove, and names, data and line numbers match the oracle however
+    the stream is cut."""
+    data = "".join(shape.format(n=name, v=value) + "\n\n" for shape, name, value in blocks)
+    raw_data = data.encode()
+    expected, starts = oracle_sse(raw_data)
+    wanted = [(e.event, e.data.encode(), line) for e, line in zip(expected, starts, strict=True)]
+    for chunks in ([raw_data], _at_blank_lines(raw_data), chunked(raw_data, cuts)):
+        assert run(_Raw, chunks) == (wanted, None)
+        assert run(SSEParser, chunks) == (expected, None)
+
+
+test_nearly_uniform_chunks_match_the_oracle_briefly = briefly(
+    test_nearly_uniform_chunks_match_the_oracle, 60
+)
+
+
 def _at_blank_lines(data: bytes) -> list[bytes]:
     """``data`` cut after every ``\\n\\n``: one block per chunk where the stream has them (what
     a live stream sends, one event per network chunk)."""
