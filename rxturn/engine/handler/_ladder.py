@@ -219,7 +219,8 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         if self._phase != _STREAMING:
             return
         if type(value) is list:  # a batch: the path every chunk takes, written out in full
-            batch = cast("list[StreamEvent]", value)
+            # an annotation, not a cast() call per chunk
+            batch: list[StreamEvent] = value  # pyright: ignore[reportUnknownVariableType]
             if not batch:  # a chunk that decoded to nothing: no event, nothing to forward
                 return
             guard = self._guard
