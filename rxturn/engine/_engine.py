@@ -91,6 +91,7 @@ from .failover._legs import TurnLegs
 from .fanout._run_stream import DEFAULT_MAX_BUFFERED, RunStream
 from .fanout._turn_stream import TurnStream
 from .handler._handler import StreamHandler
+from .observation._subject import EngineSubject
 from .observation.observers import Observer, ObserverSet
 from .records._results import (
     RunResult,
@@ -267,7 +268,7 @@ class TurnEngine:
         subscribe before the turn; docs/engine.md)."""
         calls = self._calls
         if calls.events is None:
-            calls.events = Subject()
+            calls.events = EngineSubject()
         return calls.events
 
     @property
@@ -275,7 +276,7 @@ class TurnEngine:
         """One :class:`TurnStream` per streaming turn, just before it starts (a hot Subject)."""
         calls = self._calls
         if calls.turn_streams is None:
-            calls.turn_streams = Subject()
+            calls.turn_streams = EngineSubject()
         return calls.turn_streams
 
     @property
