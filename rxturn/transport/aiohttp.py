@@ -383,36 +383,67 @@ def _lazy_read_timer_supported() -> bool:
     """Whether aiohttp's protocol still has the read-timer hooks :class:`_IdleTimedProtocol`
     overrides (checked once: another aiohttp keeps its own timer, with the same bound)."""
     probe = ResponseHandler
-    hooks = ("_reschedule_timeout", "_drop_timeout", "_on_read_timeout", "start_timeout")
+    hooks = (
+        "_reschedule_timeout",
+        "_drop_timeout",
+        "_on_read_timeout",
+        "start_timeout",
+        "connection_lost",
+    )
     return all(callable(getattr(probe, name, None)) for name in hooks)
 
 
 class _IdleTimedProtocol(ResponseHandler):
-    """aiohttp's response protocol, its read timeout kept on one lazily re-armed timer.
+    """aiohttp's response protocol, its read timeout kept on one lazily re-armed timer per
+    connection.
 
-    aiohttp re-arms ``sock_read`` on every ``data_received`` (cancel, then a new timer). Here a
-    chunk only stamps its arrival; the one timer, armed when the request went out (aiohttp's
-    ``start_timeout``), re-arms itself on firing at ``last chunk + read_timeout`` while data
-    keeps coming, and raises aiohttp's own timeout error once the silence really reached it.
-    Pausing and resuming (flow control) drop and re-arm it as aiohttp does.
+    aiohttp re-arms ``sock_read`` on every ``data_received`` (cancel, then a new timer), and
+    cancels it when a response ends. Here a chunk only stamps its arrival; the one timer, armed
+    when a request first goes out on the connection (aiohttp's ``start_timeout``), re-arms
+    itself on firing at ``last chunk + read_timeout`` while data keeps coming, and raises
+    aiohttp's own timeout error once the silence really reached it. Where aiohttp drops the
+    timeout (the response's end, pausing for flow control, an error), the timer is left armed
+    but *idle*: firing idle, it lapses without a word, and the next request (or a resume) on the
+    connection wakes it again, so a kept-alive connection arms one timer per read timeout's span,
+    not one per request. Losing the connection cancels it.
     """
 
     _last_data = 0.0
+    _idle = True  # no response is waiting for data: the armed timer, if any, lapses on firing
 
     def _reschedule_timeout(self) -> None:
         timeout = self._read_timeout
         if not timeout:
-            self._drop_timeout()
+            self._cancel_read_timer()
             return
         now = self._loop.time()
         self._last_data = now
-        if self._read_timeout_handle is None:
+        self._idle = False
+        handle = self._read_timeout_handle
+        if handle is not None and handle.when() > now + timeout:  # armed for a longer bound
+            handle.cancel()
+            handle = None
+        if handle is None:
             self._read_timeout_handle = self._loop.call_at(now + timeout, self._on_read_timeout)
+
+    def _drop_timeout(self) -> None:
+        self._idle = True
+
+    def _cancel_read_timer(self) -> None:
+        self._idle = True
+        handle = self._read_timeout_handle
+        if handle is not None:
+            handle.cancel()
+            self._read_timeout_handle = None
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        super().connection_lost(exc)
+        self._cancel_read_timer()
 
     def _on_read_timeout(self) -> None:
         self._read_timeout_handle = None
         timeout = self._read_timeout
-        if not timeout:
+        if not timeout or self._idle:
             return
         due = self._last_data + timeout
         if due > self._loop.time():  # data came since the timer was armed: wait for the rest
