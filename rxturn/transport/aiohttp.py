@@ -620,7 +620,10 @@ class AiohttpTransport:
         session = self._session_for(asyncio.get_running_loop())
         connect_timeout, read_timeout = self.connect_timeout, self.read_timeout
         sent = dict(headers)
-        if not any(name.lower() == "accept-encoding" for name in sent):
+        for name in sent:  # (a loop, not a generator: asked of every request)
+            if name.lower() == "accept-encoding":
+                break
+        else:
             sent["accept-encoding"] = ACCEPT_ENCODING  # only what _inflate decodes
         try:
             response = await session.request(
