@@ -135,6 +135,17 @@ _DETAILS = {"server_tool_use.web_search_requests": "web_searches"}
 
 def _counts(usage: Usage) -> dict[str, int]:
     counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
+    if (  # the usual usage: input and output only (no loop of lookups to find that out)
+        usage.cache_read_tokens is None
+        and usage.cache_write_tokens is None
+        and usage.cache_write_5m_tokens is None
+        and usage.cache_write_1h_tokens is None
+        and usage.input_audio_tokens is None
+        and usage.output_audio_tokens is None
+        and usage.output_reasoning_tokens is None
+        and not usage.details
+    ):
+        return counts
     for name in (
         "cache_read_tokens",
         "cache_write_tokens",

@@ -276,7 +276,7 @@ class TurnEngine:
         """One :class:`TurnStream` per streaming turn, just before it starts (a hot Subject)."""
         calls = self._calls
         if calls.turn_streams is None:
-            calls.turn_streams = Subject()
+            calls.turn_streams = EventSubject()
         return calls.turn_streams
 
     @property

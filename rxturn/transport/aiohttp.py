@@ -236,36 +236,94 @@ def request_secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
     return tuple(secret for secret in dict.fromkeys(found) if len(secret) >= 8)
 
 
-class _Body:
-    """The body of one response, read in bounded slices, decompressed here, paced.
+class _AiohttpResponse:
+    """:class:`~rxturn.transport.HttpResponse` over an :class:`aiohttp.ClientResponse`; its
+    body is read through the response itself (its own async iterator: no object of its own).
 
-    Each :meth:`next_slice` returns at most :data:`SLICE_BYTES`; it yields to the event loop
-    first when :data:`YIELD_INTERVAL` has passed since the body last did (the consumer's work on
-    the previous slice counts, since it runs between two calls).
+    The body is read in bounded slices, decompressed here, and paced: each :meth:`next_slice`
+    returns at most :data:`SLICE_BYTES`; it yields to the event loop first when
+    :data:`YIELD_INTERVAL` has passed since the body last did (the consumer's work on the
+    previous slice counts, since it runs between two calls). A read that fails is mapped by
+    :class:`map_aiohttp_errors`, built for the request only then.
     """
 
-    __slots__ = ("_content", "_eof", "_error", "_errors", "_inflater", "_since")
+    __slots__ = (
+        "_closed",
+        "_connect_timeout",
+        "_content",
+        "_eof",
+        "_error",
+        "_headers",
+        "_inflater",
+        "_read_timeout",
+        "_response",
+        "_since",
+        "_url",
+    )
 
     def __init__(
         self,
-        content: aiohttp.StreamReader,
-        errors: map_aiohttp_errors,
-        inflater: Inflater | None,
-        error: RxturnError | None = None,
+        response: aiohttp.ClientResponse,
+        url: str,
+        headers: Mapping[str, str],
+        *,
+        connect_timeout: float | None = None,
+        read_timeout: float | None = None,
+        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
+        max_expansion_ratio: float = DEFAULT_MAX_EXPANSION_RATIO,
     ) -> None:
-        self._content = content
-        self._errors = errors
+        self._response = response
+        self._url = url  # shown without its secrets (``display_url``) only when needed
+        self._headers = headers  # the request's: its secrets worked out only for an error
+        self._connect_timeout = connect_timeout
+        self._read_timeout = read_timeout
+        self._closed = False
+        inflater: Inflater | None = None
+        error: RxturnError | None = None
+        encoding = response.headers.get("content-encoding")
+        if encoding is not None:
+            try:
+                inflater = inflater_for(
+                    encoding,
+                    max_bytes=max_decompressed_bytes,
+                    max_ratio=max_expansion_ratio,
+                    where=_safe_url(url),
+                )
+            except RxturnError as exc:  # raised when the body is read: the status still counts
+                error = exc
+        self._content = response.content
         self._inflater = inflater
         self._error = error  # the body cannot be decoded (an unsupported Content-Encoding)
         self._eof = False
         self._since = time.monotonic()
 
-    def __aiter__(self) -> _Body:
+    def __repr__(self) -> str:
+        return f"<AiohttpResponse {self._response.status} {_safe_url(self._url)}>"
+
+    @property
+    def status(self) -> int:
+        return self._response.status
+
+    @property
+    def headers(self) -> Mapping[str, str]:
+        return self._response.headers
+
+    def aiter_bytes(self) -> _AiohttpResponse:
         return self
 
+    def __aiter__(self) -> _AiohttpResponse:
+        return self
+
+    def _errors(self) -> map_aiohttp_errors:
+        return map_aiohttp_errors(
+            self._url,
+            connect_timeout=self._connect_timeout,
+            read_timeout=self._read_timeout,
+            headers=self._headers,
+        )
+
     async def __anext__(self) -> bytes:
-        """The next slice of the (decompressed) body (one coroutine per slice: the body is its
-        own async iterator, as ``aiter_bytes`` hands it out)."""
+        """The next slice of the (decompressed) body (one coroutine per slice)."""
         if self._error is not None:
             raise self._error
         now = time.monotonic()
@@ -285,7 +343,7 @@ class _Body:
             try:
                 raw = await self._content.read(SLICE_BYTES)
             except Exception as exc:
-                error = self._errors.translate(exc)
+                error = self._errors().translate(exc)
                 if error is None:
                     raise
                 raw = b""
@@ -307,53 +365,6 @@ class _Body:
         except StopAsyncIteration:
             return b""
 
-
-class _AiohttpResponse:
-    """:class:`~rxturn.transport.HttpResponse` over an :class:`aiohttp.ClientResponse`."""
-
-    __slots__ = ("_body", "_closed", "_response", "_url")
-
-    def __init__(
-        self,
-        response: aiohttp.ClientResponse,
-        errors: map_aiohttp_errors,
-        url: str,
-        *,
-        max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
-        max_expansion_ratio: float = DEFAULT_MAX_EXPANSION_RATIO,
-    ) -> None:
-        self._response = response
-        self._url = url  # shown without its secrets (``display_url``) only when needed
-        self._closed = False
-        inflater: Inflater | None = None
-        error: RxturnError | None = None
-        encoding = response.headers.get("content-encoding")
-        if encoding is not None:
-            try:
-                inflater = inflater_for(
-                    encoding,
-                    max_bytes=max_decompressed_bytes,
-                    max_ratio=max_expansion_ratio,
-                    where=_safe_url(url),
-                )
-            except RxturnError as exc:  # raised when the body is read: the status still counts
-                error = exc
-        self._body = _Body(response.content, errors, inflater, error)
-
-    def __repr__(self) -> str:
-        return f"<AiohttpResponse {self._response.status} {_safe_url(self._url)}>"
-
-    @property
-    def status(self) -> int:
-        return self._response.status
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self._response.headers
-
-    def aiter_bytes(self) -> _Body:
-        return self._body
-
     async def read(self, limit: int) -> bytes:
         declared = self._response.content_length
         if declared is not None and declared > limit:
@@ -362,9 +373,8 @@ class _AiohttpResponse:
                 where=_safe_url(self._url),
             )
         buffer = CappedBody(limit, _safe_url(self._url))
-        body = self._body
         while True:
-            chunk = await body.next_slice()
+            chunk = await self.next_slice()
             if not chunk:
                 return buffer.value()
             buffer.add(chunk)
@@ -383,36 +393,67 @@ def _lazy_read_timer_supported() -> bool:
     """Whether aiohttp's protocol still has the read-timer hooks :class:`_IdleTimedProtocol`
     overrides (checked once: another aiohttp keeps its own timer, with the same bound)."""
     probe = ResponseHandler
-    hooks = ("_reschedule_timeout", "_drop_timeout", "_on_read_timeout", "start_timeout")
+    hooks = (
+        "_reschedule_timeout",
+        "_drop_timeout",
+        "_on_read_timeout",
+        "start_timeout",
+        "connection_lost",
+    )
     return all(callable(getattr(probe, name, None)) for name in hooks)
 
 
 class _IdleTimedProtocol(ResponseHandler):
-    """aiohttp's response protocol, its read timeout kept on one lazily re-armed timer.
+    """aiohttp's response protocol, its read timeout kept on one lazily re-armed timer per
+    connection.
 
-    aiohttp re-arms ``sock_read`` on every ``data_received`` (cancel, then a new timer). Here a
-    chunk only stamps its arrival; the one timer, armed when the request went out (aiohttp's
-    ``start_timeout``), re-arms itself on firing at ``last chunk + read_timeout`` while data
-    keeps coming, and raises aiohttp's own timeout error once the silence really reached it.
-    Pausing and resuming (flow control) drop and re-arm it as aiohttp does.
+    aiohttp re-arms ``sock_read`` on every ``data_received`` (cancel, then a new timer), and
+    cancels it when a response ends. Here a chunk only stamps its arrival; the one timer, armed
+    when a request first goes out on the connection (aiohttp's ``start_timeout``), re-arms
+    itself on firing at ``last chunk + read_timeout`` while data keeps coming, and raises
+    aiohttp's own timeout error once the silence really reached it. Where aiohttp drops the
+    timeout (the response's end, pausing for flow control, an error), the timer is left armed
+    but *idle*: firing idle, it lapses without a word, and the next request (or a resume) on the
+    connection wakes it again, so a kept-alive connection arms one timer per read timeout's span,
+    not one per request. Losing the connection cancels it.
     """
 
     _last_data = 0.0
+    _idle = True  # no response is waiting for data: the armed timer, if any, lapses on firing
 
     def _reschedule_timeout(self) -> None:
         timeout = self._read_timeout
         if not timeout:
-            self._drop_timeout()
+            self._cancel_read_timer()
             return
         now = self._loop.time()
         self._last_data = now
-        if self._read_timeout_handle is None:
+        self._idle = False
+        handle = self._read_timeout_handle
+        if handle is not None and handle.when() > now + timeout:  # armed for a longer bound
+            handle.cancel()
+            handle = None
+        if handle is None:
             self._read_timeout_handle = self._loop.call_at(now + timeout, self._on_read_timeout)
+
+    def _drop_timeout(self) -> None:
+        self._idle = True
+
+    def _cancel_read_timer(self) -> None:
+        self._idle = True
+        handle = self._read_timeout_handle
+        if handle is not None:
+            handle.cancel()
+            self._read_timeout_handle = None
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        super().connection_lost(exc)
+        self._cancel_read_timer()
 
     def _on_read_timeout(self) -> None:
         self._read_timeout_handle = None
         timeout = self._read_timeout
-        if not timeout:
+        if not timeout or self._idle:
             return
         due = self._last_data + timeout
         if due > self._loop.time():  # data came since the timer was armed: wait for the rest
@@ -577,14 +618,12 @@ class AiohttpTransport:
         response are read through the same capped paths.
         """
         session = self._session_for(asyncio.get_running_loop())
-        errors = map_aiohttp_errors(
-            url,
-            connect_timeout=self.connect_timeout,
-            read_timeout=self.read_timeout,
-            headers=headers,
-        )
+        connect_timeout, read_timeout = self.connect_timeout, self.read_timeout
         sent = dict(headers)
-        if not any(name.lower() == "accept-encoding" for name in sent):
+        for name in sent:  # (a loop, not a generator: asked of every request)
+            if name.lower() == "accept-encoding":
+                break
+        else:
             sent["accept-encoding"] = ACCEPT_ENCODING  # only what _inflate decodes
         try:
             response = await session.request(
@@ -597,14 +636,20 @@ class AiohttpTransport:
                 ssl=self._ssl_for(url),
             )
         except Exception as exc:
+            # the mapper is made for a request that failed only (its secrets, later still)
+            errors = map_aiohttp_errors(
+                url, connect_timeout=connect_timeout, read_timeout=read_timeout, headers=headers
+            )
             error = errors.translate(exc)
             if error is None:
                 raise
         else:
             return _AiohttpResponse(
                 response,
-                errors,
                 url,
+                headers,
+                connect_timeout=connect_timeout,
+                read_timeout=read_timeout,
                 max_decompressed_bytes=self.max_decompressed_bytes,
                 max_expansion_ratio=self.max_expansion_ratio,
             )

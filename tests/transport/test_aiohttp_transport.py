@@ -362,6 +362,91 @@ async def test_the_read_timeout_arms_one_timer_per_response_not_one_per_chunk(
     assert 1 <= len(armed) <= 3, armed
 
 
+async def test_a_kept_alive_connection_arms_the_read_timer_once_not_per_request(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """Five requests in a row on one pooled connection share its read timer: it is armed when
+    the first goes out and stays armed (idle between responses), where a timer per request
+    would arm it five times and leave four cancelled ones on the loop's heap."""
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"data: ok\n\n", content_type="text/event-stream")
+
+    server = await serve(aiohttp_server, {"/one": handler})
+    transport = AiohttpTransport(read_timeout=30.0)
+    loop = asyncio.get_running_loop()
+    armed: list[float] = []
+    call_at = loop.call_at
+
+    def counting_call_at(when: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+        if getattr(callback, "__name__", "") == "_on_read_timeout":
+            armed.append(when)
+        return call_at(when, callback, *args, **kwargs)
+
+    loop.call_at = counting_call_at  # type: ignore[method-assign]
+    try:
+        for _ in range(5):
+            response = await send(transport, url(server, "/one"))
+            try:
+                assert (
+                    b"".join([chunk async for chunk in response.aiter_bytes()]) == b"data: ok\n\n"
+                )
+            finally:
+                await response.aclose()
+    finally:
+        del loop.call_at  # back to the class's method
+        await transport.aclose()
+    assert len(armed) == 1, armed
+
+
+async def test_an_idle_connections_read_timer_lapses_and_wakes_for_the_next_request(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """The timer of a connection left idle in the pool for longer than the read timeout
+    fires idle and says nothing; the next request on that connection is timed from its own
+    start: it gets its reply, and its silence then times out after the bound."""
+    release = asyncio.Event()
+
+    async def quick(request: web.Request) -> web.Response:
+        return web.Response(body=b"data: ok\n\n", content_type="text/event-stream")
+
+    async def stall(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b"data: first\n\n")
+        await release.wait()
+        return response
+
+    server = await serve(aiohttp_server, {"/quick": quick, "/stall": stall})
+    transport = AiohttpTransport(read_timeout=0.05)
+    loop = asyncio.get_running_loop()
+    try:
+        response = await send(transport, url(server, "/quick"))
+        try:
+            assert b"".join([chunk async for chunk in response.aiter_bytes()]) == b"data: ok\n\n"
+        finally:
+            await response.aclose()
+        await asyncio.sleep(0.15)  # idle past the bound: the armed timer fires and lapses
+        response = await send(transport, url(server, "/quick"))
+        try:
+            assert b"".join([chunk async for chunk in response.aiter_bytes()]) == b"data: ok\n\n"
+        finally:
+            await response.aclose()
+        response = await send(transport, url(server, "/stall"))
+        try:
+            chunks = response.aiter_bytes()
+            assert await chunks.__anext__() == b"data: first\n\n"
+            last = loop.time()
+            with pytest.raises(ReadError, match=r"read timed out after 0\.05s"):
+                await chunks.__anext__()
+            assert loop.time() - last >= 0.05 - 0.01  # the clock's granularity, not a bound
+        finally:
+            await response.aclose()
+    finally:
+        release.set()
+        await transport.aclose()
+
+
 async def test_server_dropping_a_chunked_stream_is_a_read_error(
     aiohttp_server: ServerFactory, transport: AiohttpTransport
 ) -> None:

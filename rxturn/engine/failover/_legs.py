@@ -41,15 +41,20 @@ __all__ = ["TurnLegs", "can_fail_over", "fail_over", "fails_over", "record_leg_f
 log = logging.getLogger("rxturn.engine")
 
 
-class TurnLegs:
+class TurnLegs(AttemptLog):
     """One turn in flight: the model serving it now, the models tried, its attempts.
+
+    It is the turn's :class:`~rxturn.engine.records._attempts.AttemptLog` (the watcher the
+    handler reports each attempt to) and so its
+    :class:`~rxturn.engine.records._results.AttemptStats` (the router's ``on_control``): one
+    object per turn for the three (``log`` and ``stats`` are the object itself).
 
     Attributes:
         turn: the turn's index in its run.
         served: the model the current leg asks.
         tried: every model the turn has asked, in order.
-        log: the turn's attempt log (its model follows ``served``).
-        stats: what the handler stream revealed (resets, rescue).
+        model: the model its attempt log stamps on attempts (follows ``served``).
+        rescued: whether the non-streaming rescue served (a ``Fallback``).
         started: the turn's start on the engine's clock.
         failure_recorded: the current leg's failure was already recorded with the breaker.
         hooks: where the attempt log reports to observers (``None``: nobody listens).
@@ -60,12 +65,10 @@ class TurnLegs:
         "_earlier",
         "failure_recorded",
         "hooks",
-        "log",
         "now",
         "raced",
         "served",
         "started",
-        "stats",
         "turn",
         "turn_id",
     )
@@ -84,11 +87,20 @@ class TurnLegs:
         self.now = now
         self.started = now()
         self.hooks = hooks
-        self.log = AttemptLog(now, served, hooks, pricer)
-        self.stats = AttemptStats()
+        AttemptLog.__init__(self, now, served, hooks, pricer)
         self.failure_recorded = False
         self.raced: tuple[str, ...] = ()  # grows only when a turn hedges
         self.turn_id = hooks.turn_id if hooks is not None else -1
+
+    @property
+    def log(self) -> AttemptLog:
+        """The turn's attempt log: the legs themselves."""
+        return self
+
+    @property
+    def stats(self) -> AttemptStats:
+        """What the handler stream revealed (the rescue): the legs themselves."""
+        return self
 
     @property
     def tried(self) -> tuple[str, ...]:
@@ -102,7 +114,7 @@ class TurnLegs:
     def switch(self, model: str) -> None:
         self._earlier = (*self._earlier, self.served)
         self.served = model
-        self.log.model = model
+        self.model = model
         self.failure_recorded = False
 
     def hedge_won(self, model: str) -> None:
@@ -111,7 +123,7 @@ class TurnLegs:
         if model != self.served:
             self._earlier = (*self._earlier, self.served)
             self.served = model
-        self.log.model = model
+        self.model = model
 
     def asked(self) -> tuple[str, ...]:
         """Every model the turn has asked, racers included (what failover skips)."""
@@ -125,7 +137,7 @@ class TurnLegs:
         return rescue_budget(total - (self.now() - self.started), fresh)
 
     def streaming_attempts(self) -> int:
-        return max(1, sum(1 for record in self.log.records if record.kind == "stream"))
+        return max(1, self.streams)
 
     def is_routed(self, fallback: FallbackManager | None) -> bool:
         """Whether the breaker routes to the model serving this leg (its outcome counts)."""
@@ -133,7 +145,7 @@ class TurnLegs:
 
     def reset(self, error: BaseException) -> AttemptReset:
         """The ``AttemptReset`` that announces a failover to the model now serving."""
-        records = self.log.records
+        records = self.records
         return AttemptReset(
             attempt=self.streaming_attempts() + 1,
             reason=f"failover to {self.served}: {error}",

@@ -37,8 +37,9 @@ import msgspec
 
 from ...cost import Cost, Pricer, total_cost
 from ...errors import Cancelled, RescueFailed
-from ...messages import Usage
+from ...messages import Usage, sum_usage
 from ..observation.observers import ObserverSet
+from ._results import AttemptStats
 from .audit import AttemptKind, AttemptRecord, billed
 
 __all__ = ["AttemptHooks", "AttemptLog"]
@@ -71,8 +72,15 @@ class _Racer:
         self.number = number  # its attempt number, given at its start
 
 
-class AttemptLog:
-    """Records a turn's attempts (see the module docstring)."""
+class AttemptLog(AttemptStats):
+    """Records a turn's attempts (see the module docstring); also the turn's
+    :class:`~rxturn.engine.records._results.AttemptStats` (whether the rescue served), and the
+    base of the turn's :class:`~rxturn.engine.failover.TurnLegs`: one object per turn for the
+    three.
+
+    Attributes:
+        streams: how many stream attempts were recorded (racers included).
+    """
 
     __slots__ = (
         "_clock",
@@ -83,11 +91,13 @@ class AttemptLog:
         "_open_model",
         "_open_number",
         "_open_started",
+        "_pending",
         "_pricer",
         "_racers",
         "_records",
         "estimate",
         "model",
+        "streams",
     )
 
     def __init__(
@@ -97,6 +107,7 @@ class AttemptLog:
         hooks: AttemptHooks | None = None,
         pricer: Pricer | None = None,
     ) -> None:
+        self.rescued = False  # (AttemptStats)
         self._clock = clock
         self._pricer = pricer
         self.model = model
@@ -107,6 +118,8 @@ class AttemptLog:
         self._open_number = 0  # an adopted racer's number (0: numbered by the records)
         # grown one record at a time: no object until an attempt ends
         self._records: tuple[AttemptRecord, ...] = ()
+        self.streams = 0
+        self._pending = 0  # records let go from outside, their outcome still to settle
         # a hedged race only: its open racers, and (record position, number) of racers
         # numbered at their start
         self._racers: dict[int, _Racer] | None = None
@@ -199,6 +212,10 @@ class AttemptLog:
                 outcome = "served"
             else:
                 outcome = _outcome_of(error)
+        if outcome == _PENDING:
+            self._pending += 1
+        if kind == "stream":
+            self.streams += 1
         estimated = None
         if outcome == HEDGE_LOST and usage is None and self.estimate is not None:
             estimated = Usage(input_tokens=self.estimate, output_tokens=0)
@@ -294,6 +311,7 @@ class AttemptLog:
         for index, record in enumerate(self._records):
             if record.outcome == _PENDING and (only is None or record.kind == only):
                 settled = _replace_outcome(record, outcome)
+                self._pending -= 1
                 records = self._records
                 self._records = (*records[:index], settled, *records[index + 1 :])
                 self._ended(self._number_of(index), settled, None)
@@ -305,7 +323,7 @@ class AttemptLog:
         if self._racers:
             for index in list(self._racers):
                 self.racer_ended(index, None, None, disposed=True)
-        if any(record.outcome == _PENDING for record in self._records):
+        if self._pending:
             if error is None or _is_cancel(error):
                 self._settle("cancelled")
             else:
@@ -319,15 +337,13 @@ class AttemptLog:
 
     def cost(self) -> Cost | None:
         """Every attempt's cost, summed (``None`` without pricing)."""
-        return (
-            total_cost(record.cost for record in self._records)
-            if self._pricer is not None
-            else None
-        )
+        if self._pricer is None:
+            return None
+        return total_cost([record.cost for record in self._records])
 
     def discarded(self) -> Usage | None:
         """Usage of every attempt that did not serve."""
-        return billed(record for record in self._records if record.outcome != "served")
+        return sum_usage([record.usage for record in self._records if record.outcome != "served"])
 
 
 def _is_cancel(error: BaseException) -> bool:

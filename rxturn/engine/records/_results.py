@@ -10,7 +10,7 @@ import msgspec
 
 from ...cost import Cost
 from ...errors import ConfigError
-from ...events import AttemptReset, Fallback, HandlerEvent
+from ...events import Fallback, HandlerEvent
 from ...messages import Message, MessageList, StopReason, Usage, as_message
 from .audit import AttemptRecord, AuditTrail, Run
 
@@ -154,24 +154,20 @@ class Session:
 
 
 class AttemptStats:
-    """Facts the handler stream reveals about attempts: resets, rescue, discarded usage."""
+    """What the handler stream reveals about a turn's attempts beyond their records: whether
+    the non-streaming rescue served (a ``Fallback``).
 
-    __slots__ = ("attempts", "discarded_usage", "rescued")
+    The turn's :class:`~rxturn.engine.failover.TurnLegs` is one (it is the turn's attempt log,
+    which is one): no object of its own per turn.
+    """
+
+    __slots__ = ("rescued",)
 
     def __init__(self) -> None:
-        self.attempts = 1
         self.rescued = False
-        #: usage of the attempts reset away, summed (``None`` while none reported any)
-        self.discarded_usage: Usage | None = None
 
     def note(self, event: HandlerEvent) -> None:
-        if isinstance(event, AttemptReset):
-            self.attempts += 1
-            usage = event.usage
-            if usage is not None:
-                seen = self.discarded_usage
-                self.discarded_usage = usage if seen is None else seen + usage
-        elif isinstance(event, Fallback):
+        if isinstance(event, Fallback):
             self.rescued = True
 
     #: the stats are the turn router's ``on_control`` callback themselves (no bound method is

@@ -79,7 +79,7 @@ class AttemptRecord(msgspec.Struct, frozen=True, kw_only=True):
 
 def billed(attempts: Iterable[AttemptRecord]) -> Usage | None:
     """The sum of every reported usage (``None`` when no attempt reported any)."""
-    return sum_usage(a.usage for a in attempts)
+    return sum_usage([a.usage for a in attempts])
 
 
 class Turn(msgspec.Struct, frozen=True, kw_only=True):

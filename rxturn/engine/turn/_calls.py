@@ -31,7 +31,7 @@ from ...cost import Pricer
 from ...errors import Cancelled
 from ...events import HandlerEvent
 from ...fold import initial_state
-from ...messages import Message, Request, RequestOptions, StopReason
+from ...messages import Message, Request, RequestOptions, StopReason, ToolCallPart
 from ...operators._scheduling import clock, resolve_scheduler
 from ...resilience.cancel import CancelToken
 from ...resilience.hedge import HedgePolicy
@@ -124,7 +124,10 @@ class TurnCalls:
 
     def now(self) -> Callable[[], float]:
         """The engine's clock: its scheduler's (asyncio's loop time by default)."""
-        scheduler = self.scheduler()
+        return self._clock(self.scheduler())
+
+    def _clock(self, scheduler: abc.SchedulerBase) -> Callable[[], float]:
+        """``scheduler``'s clock (the engine's scheduler, resolved)."""
         cached = self._clock_cache
         if cached is not None and cached[0] is scheduler:
             return cached[1]
@@ -142,7 +145,8 @@ class TurnCalls:
         audit entry. ``run_input`` is the prompt of the run in progress, ``in_run`` whether one
         is (its tool phase then ends a tool-calling turn)."""
         host, setup = self.host, self.setup
-        now = self.now()
+        scheduler = self.scheduler()  # resolved once a turn (asyncio's asks for the loop)
+        now = self._clock(scheduler)
         if host.fallback is not None:
             if host.scheduler is not None:
                 host.fallback.adopt_clock(now)
@@ -191,7 +195,7 @@ class TurnCalls:
         turn_id = next(_turn_ids)
         legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id), self.pricer)
         legs.turn_id = turn_id
-        legs.log.estimate = estimate.total if estimate is not None else None
+        legs.estimate = estimate.total if estimate is not None else None
         if observers.interested("on_request"):
             observers.emit(
                 "on_request",
@@ -211,9 +215,9 @@ class TurnCalls:
             try:
                 host.cancel_token.raise_if_cancelled()
                 if host.mode == "streaming":
-                    message = await self.stream_turn(legs, request, options)
+                    message = await self.stream_turn(legs, request, options, scheduler=scheduler)
                 else:
-                    message = await self.create_turn(legs, request, options)
+                    message = await self.create_turn(legs, request, options, scheduler=scheduler)
             except BaseException as exc:
                 if isinstance(exc, Exception) and not legs.failure_recorded:
                     record_leg_failure(legs, exc, host.fallback, host.observers)
@@ -247,9 +251,10 @@ class TurnCalls:
             estimate, raw_estimate = setup.estimate(transients)
         usage = message.usage
         stop_reason = message.stop_reason or StopReason.END_TURN
-        if stop_reason is StopReason.END_TURN and message.tool_calls:
+        tool_calls = tuple(message.tool_calls)
+        if stop_reason is StopReason.END_TURN and tool_calls:
             stop_reason = StopReason.TOOL_CALL
-        record = self._audit_record(legs, query, message, stop_reason, None)
+        record = self._audit_record(legs, query, message, stop_reason, None, tool_calls)
         host.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
         self._request_end(turn, turn_id, record, message, None)
         if observers.interested("on_response"):  # (message.text joins the reply's text parts)
@@ -282,26 +287,28 @@ class TurnCalls:
         message: Message | None,
         stop_reason: StopReason | None,
         error: BaseException | None,
+        tool_calls: tuple[ToolCallPart, ...] = (),
     ) -> Turn:
-        """The turn's audit entry, served (``message``) or failed (``error``); closes the log."""
-        attempt_log = legs.log.close(error)
+        """The turn's audit entry, served (``message``, its ``tool_calls``) or failed
+        (``error``); closes the log."""
+        attempt_log = legs.close(error)
         usage = message.usage if message is not None else None
         return Turn(
             turn=legs.turn,
             input=query,
             output=message.text if message is not None else "",
-            tool_calls=tuple(message.tool_calls) if message is not None else (),
+            tool_calls=tool_calls,
             input_tokens=usage.input_tokens if usage else 0,
             output_tokens=usage.output_tokens if usage else 0,
             model=legs.served,
             attempts=legs.streaming_attempts() if self.host.mode == "streaming" else 1,
-            rescued=message is not None and legs.stats.rescued,
+            rescued=message is not None and legs.rescued,
             stop_reason=stop_reason,
-            discarded_usage=legs.log.discarded(),
+            discarded_usage=legs.discarded(),
             attempt_log=attempt_log,
-            billed_usage=legs.log.billed(),
+            billed_usage=legs.billed(),
             error=type(error).__name__ if error is not None else None,
-            cost=legs.log.cost(),
+            cost=legs.cost(),
         )
 
     # ----------------------------------------------------------------------------- observers
@@ -382,19 +389,27 @@ class TurnCalls:
             host.cancel_token,
             scheduler=scheduler,
             deadline=deadline,
-            watcher=legs.log,
+            watcher=legs,
             give_up_beyond_deadline=give_up,
         )
 
     # ----------------------------------------------------------------------------- the paths
 
     def stream_turn(
-        self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
+        self,
+        legs: TurnLegs,
+        request: Request,
+        options: RequestOptions,
+        *,
+        quiet: bool = False,
+        scheduler: abc.SchedulerBase | None = None,
     ) -> Coroutine[Any, Any, Message]:
         """The streaming call: its plan, router and fold seed built now, and the coroutine
-        that runs it (:func:`stream_path`'s own: no coroutine of this method around it)."""
+        that runs it (:func:`stream_path`'s own: no coroutine of this method around it).
+        ``scheduler``: the engine's, when the caller has resolved it already."""
         host = self.host
-        scheduler = self.scheduler()
+        if scheduler is None:
+            scheduler = self.scheduler()
         plan = self._plan(
             legs,
             request,
@@ -419,14 +434,14 @@ class TurnCalls:
         # each get a task; otherwise the turn's task drives the first one itself.
         drive = legs.hooks is None or not legs.hooks.start
         if quiet:
-            router = _QUIET.router(legs.turn, on_control=legs.stats)
-            return stream_path(source, scheduler, router, legs.stats, seed=seed, drive=drive)
+            router = _QUIET.router(legs.turn, on_control=legs)
+            return stream_path(source, scheduler, router, legs, seed=seed, drive=drive)
         events = self.events
         router = host.observers.router(
             legs.turn,
             streamer=host.text_streamer,
             sink=events if events is not None and events.observers else None,
-            on_control=legs.stats,
+            on_control=legs,
             on_first=self._first_chunk(legs),
         )
         streams = self.turn_streams
@@ -434,7 +449,7 @@ class TurnCalls:
             source,
             scheduler,
             router,
-            legs.stats,
+            legs,
             publish_to=streams if streams is not None and streams.observers else None,
             turn=(legs.turn, legs.served),
             seed=seed,
@@ -454,15 +469,21 @@ class TurnCalls:
         return first
 
     async def create_turn(
-        self, legs: TurnLegs, request: Request, options: RequestOptions, *, quiet: bool = False
+        self,
+        legs: TurnLegs,
+        request: Request,
+        options: RequestOptions,
+        *,
+        quiet: bool = False,
+        scheduler: abc.SchedulerBase | None = None,
     ) -> Message:
         host = self.host
         handler = host.handler or StreamHandler.passthrough()
-        scheduler = self.scheduler()
+        if scheduler is None:
+            scheduler = self.scheduler()
         deadline = handler.timeouts.total
         while True:
-            log_ = legs.log
-            context = log_.attempt_started("create")
+            context = legs.attempt_started("create")
             try:
                 message = await create_path(
                     functools.partial(host.client.create, request, options),
@@ -472,7 +493,7 @@ class TurnCalls:
                     context,
                 )
             except BaseException as exc:
-                log_.attempt_ended("create", exc, None)
+                legs.attempt_ended("create", exc, None)
                 target = None if quiet else self.fail_over(legs, exc)
                 if target is None:
                     raise
@@ -480,7 +501,7 @@ class TurnCalls:
                 options = msgspec.structs.replace(options, model=target)
                 deadline = legs.deadline(handler.timeouts.total, handler.timeouts.first_event)
                 continue
-            log_.attempt_ended("create", None, message.usage)
+            legs.attempt_ended("create", None, message.usage)
             return message
 
 
