@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from rxturn.batch import BatchConfig
-from rxturn.batch._workers import Message, encode_message
+from rxturn.batch._workers import Message, encode_message, row_frame
 
 
 def test_a_worker_writing_to_a_closed_pipe_ends_without_a_traceback() -> None:
@@ -21,7 +21,7 @@ def test_a_worker_writing_to_a_closed_pipe_ends_without_a_traceback() -> None:
     worker.stdout.close()  # the parent's end of the pipe: gone, as when it is killed
     worker.stdin.write(encode_message(Message(t="config", config=config, run=1)))
     for number in range(1, 4):  # rows that fail at once: their lines go to the closed pipe
-        worker.stdin.write(encode_message(Message(t="row", n=number, raw="{not json")))
+        worker.stdin.write(row_frame(number, b"{not json"))
     worker.stdin.flush()
     try:
         _, err = worker.communicate(timeout=60)  # closes stdin: the worker's cue to end
