@@ -350,8 +350,9 @@ class _Slot(Observer):
         engine.request_options = runner.options_for(model, row.options)
         if config.fallback:
             engine.fallback = self._manager(model)
-        max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
-        self.tokens = estimate_tokens(row, engine.system, max_tokens)
+        if runner.limited:  # what the budget charges (without one, nothing reads it)
+            max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
+            self.tokens = estimate_tokens(row, engine.system, max_tokens)
 
     async def run(self, row: BatchRow, sha: str, run: int) -> RowResult:
         self._prepare(row)

@@ -244,10 +244,15 @@ class WorkerPool:
             await self._spawn()
 
     def _pick(self) -> _Worker:
-        alive = [w for w in self.workers if w.alive]
-        if not alive:
+        """The live worker with the fewest rows in flight."""
+        best: _Worker | None = None
+        fewest = 0
+        for worker in self.workers:
+            if worker.alive and (best is None or len(worker.inflight) < fewest):
+                best, fewest = worker, len(worker.inflight)
+        if best is None:
             raise BatchError("every batch worker process has died; re-run to continue")
-        return min(alive, key=lambda w: len(w.inflight))
+        return best
 
     def _send_row(self, number: int, raw: bytes, future: asyncio.Future[Done]) -> None:
         worker = self._pick()
