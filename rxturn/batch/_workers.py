@@ -60,6 +60,7 @@ __all__ = [
     "decode_message",
     "done_frame",
     "encode_message",
+    "parse_done",
     "read_lines",
     "row_frame",
 ]
