@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import os
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -34,7 +34,7 @@ from ._output import (
     read_output,
     repair_tail,
 )
-from ._runner import BatchConfig, RowOk, Runner, drive, encode_result
+from ._runner import BatchConfig, RowOk, Runner, encode_result
 
 __all__ = ["Backend", "Done", "FileRun", "LocalBackend"]
 
@@ -141,7 +141,9 @@ class FileRun:
         self.tally = Tally(0)
         self.writer: OutputWriter | None = None
         self.fatal: BaseException | None = None
-        self._submitted: dict[asyncio.Future[Done], int] = {}  # a row in flight -> its line
+        #: finished lines not written yet: they go out together at the end of the loop's turn
+        self._queued: list[bytes] = []
+        self._stop: asyncio.Event | None = None  # the run's, while it runs
         #: the error types of the rows that failed in this run, and the first one's error
         self.errors: Counter[str] = Counter()
         self.first_error = ""
@@ -245,7 +247,7 @@ class FileRun:
 
     # ------------------------------------------------------------------ the run
 
-    def lines(self) -> Iterator[tuple[int, bytes]]:
+    def lines(self) -> Generator[tuple[int, bytes]]:
         """The pending input lines, read lazily."""
         pending = self.pending
         with open(self.input_path, "rb") as file:
@@ -269,7 +271,10 @@ class FileRun:
                 line=line,
             )
         previous = self.state.last.get(done.key)
-        writer.write(done.line)
+        queued = self._queued
+        if not queued:
+            asyncio.get_running_loop().call_soon(self._flush)
+        queued.append(done.line)
         self.tally.count(
             done.status,
             done.input_tokens,
@@ -283,64 +288,95 @@ class FileRun:
             if not self.first_error:
                 self.first_error = done.error
 
+    def _write_queued(self) -> None:
+        """Write the lines finished in this turn of the loop, in one ``write``.
+
+        Raises:
+            BatchWriteError: the write failed (the file is as it was before these lines).
+        """
+        queued = self._queued
+        if queued and self.writer is not None:
+            lines = queued.copy()
+            queued.clear()
+            self.writer.write_lines(lines)
+
+    def _flush(self) -> None:
+        """:meth:`_write_queued` as a loop callback: a failure stops the run."""
+        try:
+            self._write_queued()
+        except BatchWriteError as exc:
+            if self.fatal is None:
+                self.fatal = exc
+            if self._stop is not None:
+                self._stop.set()
+
     async def run(self, backend: Backend, stop: asyncio.Event) -> BatchSummary:
         """Send every pending row through ``backend``, writing each finished line.
 
-        Stops sending when ``stop`` is set (a signal), cancels the rows in flight, and returns
-        with ``interrupted``. A write failure stops the run the same way and is raised.
+        Rows are handed out as places free up: the callback that takes a finished row's line
+        hands out the next input line, so the rows in memory are the rows in flight. Stops
+        sending when ``stop`` is set (a signal), cancels the rows in flight, and returns with
+        ``interrupted``. A write failure stops the run the same way and is raised.
         """
-        tasks: set[asyncio.Future[Done]] = set()
+        self._stop = stop
+        running: dict[asyncio.Future[Done], int] = {}  # a row in flight -> its line number
+        limit = _in_flight(backend, self.config)
+        lines = self.lines()
+        idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-        submitted = self._submitted
+        def fail(exc: BaseException) -> None:
+            if self.fatal is None:
+                self.fatal = exc
+            stop.set()
+
+        def feed() -> None:
+            try:
+                while len(running) < limit and not stop.is_set():
+                    job = next(lines, None)
+                    if job is None:
+                        break
+                    future = backend.submit(*job)
+                    running[future] = job[0]
+                    future.add_done_callback(finished)
+            except Exception as exc:  # the input (a line too long, a read error) or a backend
+                fail(exc)
+            if not running and not idle.done():
+                idle.set_result(None)  # nothing in flight and nothing more to send
 
         def finished(future: asyncio.Future[Done]) -> None:
-            tasks.discard(future)
-            line = submitted.pop(future, 0)
+            line = running.pop(future, 0)
             if future.cancelled() or self.fatal is not None:
                 return
             error = future.exception()
             if error is not None:
-                self.fatal = error
-                stop.set()
+                fail(error)
                 return
             try:
                 self._write(future.result(), line)
             except (BatchOutputError, BatchInputError) as exc:
-                self.fatal = exc
-                stop.set()
-
-        def start(job: tuple[int, bytes]) -> asyncio.Future[Done]:
-            future = backend.submit(*job)
-            tasks.add(future)
-            submitted[future] = job[0]
-            future.add_done_callback(finished)
-            return future
+                fail(exc)
+                return
+            feed()
 
         syncer = asyncio.ensure_future(self._sync_every_second(stop))
         stopper = asyncio.ensure_future(stop.wait())
         try:
             await backend.start()
-            feeding = asyncio.ensure_future(
-                drive(self.lines(), start, limit=_in_flight(backend, self.config), stop=stop)
-            )
-            await asyncio.wait({feeding, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            if not stop.is_set():
-                running = feeding.result()
-                if running:
-                    await asyncio.wait({*running, stopper}, return_when=asyncio.FIRST_COMPLETED)
-                    while tasks and not stop.is_set():
-                        await asyncio.wait({*tasks, stopper}, return_when=asyncio.FIRST_COMPLETED)
-            feeding.cancel()
+            feed()
+            await asyncio.wait({idle, stopper}, return_when=asyncio.FIRST_COMPLETED)
         finally:
-            for future in list(tasks):
+            in_flight = list(running)
+            for future in in_flight:
                 future.cancel()
-            if tasks:
-                await asyncio.gather(*tasks, return_exceptions=True)
+            if in_flight:
+                await asyncio.gather(*in_flight, return_exceptions=True)
+            lines.close()
             stopper.cancel()
             syncer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await syncer
             await backend.aclose()
+            self._flush()
         if self.fatal is not None:
             raise self.fatal
         interrupted = stop.is_set()
@@ -353,6 +389,7 @@ class FileRun:
             await asyncio.sleep(0.2)
             if writer.due():
                 try:
+                    self._write_queued()
                     writer.sync()
                 except BatchWriteError as exc:
                     if self.fatal is None:
@@ -369,8 +406,11 @@ class FileRun:
         """
         try:
             if self.writer is not None:
-                writer, self.writer = self.writer, None
-                writer.close()
+                try:
+                    self._write_queued()
+                finally:
+                    writer, self.writer = self.writer, None
+                    writer.close()
         finally:
             if self.lock is not None:
                 self.lock.release()

@@ -7,10 +7,11 @@
   when the process dies, even by ``kill -9``).
 * :class:`Manifest` is ``OUT.manifest.json``: the run's fingerprint (provider, model,
   fallbacks, system prompt, request options) and the number of runs; replaced atomically.
-* :class:`OutputWriter` is the one writer: each line goes out whole in one ``write`` to a file
-  opened for appending, and is fsynced at least every second and every 256 lines. A failed
-  write (disk full, read-only) truncates the partial line back and raises
-  :class:`~._errors.BatchWriteError`; the lines before it stay.
+* :class:`OutputWriter` is the one writer: each line goes out whole in one ``write`` (with the
+  other lines finished in the same turn of the event loop) to a file opened for appending, and
+  is fsynced at least every second and every 256 lines. A failed write (disk full, read-only)
+  truncates the partial lines back and raises :class:`~._errors.BatchWriteError`; the lines
+  before them stay.
 
 What the system refuses (a full disk, a read-only file system, a permission, an I/O error) is a
 :class:`~._errors.BatchWriteError`; what the output *holds* that no run of these settings can
@@ -295,21 +296,33 @@ class OutputWriter:
             BatchWriteError: the write failed (disk full, read-only, I/O error); the file is
                 truncated back to its last whole line.
         """
+        self.write_lines((line,))
+
+    def write_lines(self, lines: tuple[bytes, ...] | list[bytes]) -> None:
+        """Append whole lines (each ends with ``\\n``) in one ``write``: all or none of them.
+
+        Raises:
+            BatchWriteError: the write failed (disk full, read-only, I/O error); the file is
+                truncated back to its last whole line before them.
+        """
+        if not lines:
+            return
+        data = lines[0] if len(lines) == 1 else b"".join(lines)
         try:
-            done = os.write(self._fd, line)
-            while done < len(line):  # a short write: finish it or fail below
-                more = os.write(self._fd, line[done:])
+            done = os.write(self._fd, data)
+            while done < len(data):  # a short write: finish it or fail below
+                more = os.write(self._fd, data[done:])
                 if more <= 0:
                     raise OSError(errno.EIO, "short write")
                 done += more
         except OSError as exc:
             self._undo()
             raise BatchWriteError(_write_error(self.path, exc)) from None
-        self._size += len(line)
-        self.written += 1
+        self._size += len(data)
+        self.written += len(lines)
         if self._unsynced == 0:
             self._first_unsynced = self._clock()
-        self._unsynced += 1
+        self._unsynced += len(lines)
         if self._unsynced >= self.fsync_lines:
             self.sync()
 

@@ -16,8 +16,11 @@ out does). So every attempt spends budget, and none is sent without a grant. A g
 every window until its request has been sent, and from then on from the moment the send ended
 (the runner's transport stamps it); a grant no request takes (the row ended first: cancelled,
 failed at a deadline) is released when the row ends. A rate limit with a Retry-After that any
-attempt meets pauses the gate, so every worker stops sending until it expires. What the
-provider reports replaces each request's estimate.
+attempt meets pauses the gate, so every worker stops sending until it expires: the runner's
+transport sees it as the response's headers arrive. What the provider reports replaces each
+request's estimate: each slot observes its engine's attempts for that, and only then (an
+observer costs every turn a look-up per callback it emits); with a client of the caller's,
+whose responses the runner cannot see, the slot observes the attempts for the Retry-After too.
 
 Per row, the slot only swaps the engine's session, system prompt and request options (the
 options of a row that sets none are built once per model). The engine's context estimate uses a
@@ -45,6 +48,7 @@ from ..engine.handler import StreamHandler
 from ..engine.observation.observers import Observer
 from ..errors import APIStatusError, Cancelled, ConfigError, RxturnError
 from ..messages import Message, RequestOptions, Usage
+from ..resilience.backoff import parse_retry_after
 from ..resilience.fallback import FallbackManager
 from ..resilience.limiter import RateLimiter
 from ..resilience.policies import LimiterPolicy, TimeoutPolicy
@@ -68,6 +72,8 @@ PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "openai-responses", "o
 
 #: seconds a retry waits between asks when the budget lives in another process
 _POLL = 0.02
+#: statuses whose Retry-After pauses the whole run's sending
+_PAUSING = frozenset({429, 503, 529})
 
 
 class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -248,7 +254,7 @@ class _Slot(Observer):
         self.engine = TurnEngine(
             runner.client,
             handler=StreamHandler(timeouts=runner.timeouts, limiter=limiter),
-            observers=(self,),
+            observers=(self,) if runner.observes else (),
             counter=runner.counter,
             fallback=self._manager(config.model) if config.fallback else None,
             failover=bool(config.fallback) and config.failover,
@@ -328,11 +334,10 @@ class _Slot(Observer):
             usage: Usage | None = record.usage
             if usage is not None:
                 gate.correct(ticket, usage.input_tokens + usage.output_tokens)
-        if isinstance(error, APIStatusError) and error.status_code in (429, 503, 529):
-            retry_after = error.retry_after
-            if retry_after is not None and retry_after > 0:
-                gate.pause(retry_after)
-                self.runner.paused_by_provider += 1
+        if self.runner.sees_responses or not isinstance(error, APIStatusError):
+            return  # the runner's own transport saw the Retry-After, if there was one
+        if error.status_code in _PAUSING:
+            self.runner.met_retry_after(error.retry_after)
 
     # --------------------------------------------------------------- one row
 
@@ -345,8 +350,9 @@ class _Slot(Observer):
         engine.request_options = runner.options_for(model, row.options)
         if config.fallback:
             engine.fallback = self._manager(model)
-        max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
-        self.tokens = estimate_tokens(row, engine.system, max_tokens)
+        if runner.limited:  # what the budget charges (without one, nothing reads it)
+            max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
+            self.tokens = estimate_tokens(row, engine.system, max_tokens)
 
     async def run(self, row: BatchRow, sha: str, run: int) -> RowResult:
         self._prepare(row)
@@ -409,9 +415,24 @@ class _BudgetTransport:
         self, method: str, url: str, *, headers: Mapping[str, str], body: bytes, stream: bool
     ) -> Any:
         runner = self._runner
-        gate = runner.gate
-        if gate is None or not runner.limited:
+        if runner.gate is None:
             return await self._inner.send(method, url, headers=headers, body=body, stream=stream)
+        if runner.limited:
+            response = await self._send_granted(method, url, headers, body, stream)
+        else:
+            response = await self._inner.send(
+                method, url, headers=headers, body=body, stream=stream
+            )
+        if response.status in _PAUSING:  # a Retry-After pauses every slot and worker
+            runner.met_retry_after(parse_retry_after(response.headers))
+        return response
+
+    async def _send_granted(
+        self, method: str, url: str, headers: Mapping[str, str], body: bytes, stream: bool
+    ) -> Any:
+        runner = self._runner
+        gate = runner.gate
+        assert gate is not None
         slot = _current_slot.get()
         ticket = slot.take_ready() if stream and slot is not None else None
         if ticket is None:
@@ -468,8 +489,13 @@ class Runner:
             timeouts = msgspec.structs.replace(timeouts, rescue=False)
         self.timeouts = timeouts
         self.gate = gate
+        #: every response goes through the runner's own transport (a Retry-After is seen there)
+        self.sees_responses = client is None
         #: the runner's own transport stamps each budgeted request when it has been sent
         self.stamps_sends = client is None and self.limited
+        #: the slots observe their attempts: for the usage that corrects the budget, and for
+        #: a Retry-After when the responses go through a client of the caller's
+        self.observes = gate is not None and (self.limited or client is not None)
         self._transport: Any = None
         self._own: Any = None
         if client is None:
@@ -501,6 +527,13 @@ class Runner:
             await self._own.aclose()
             await self._transport.aclose()
             self._own = None
+
+    def met_retry_after(self, seconds: float | None) -> None:
+        """A response asked to wait ``seconds``: the gate pauses every slot and worker."""
+        gate = self.gate
+        if gate is not None and seconds is not None and seconds > 0:
+            gate.pause(seconds)
+            self.paused_by_provider += 1
 
     def options_for(self, model: str, own: Mapping[str, object] | None) -> RequestOptions:
         """The request options of a row: the run's, the row's own over them, its model."""

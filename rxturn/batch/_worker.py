@@ -3,9 +3,10 @@
 It runs the rows its parent sends on its own :class:`~._runner.Runner`, asks the parent's gate
 for budget (only when the run has ``--rpm``/``--tpm``: without, a row waits only for a
 Retry-After pause, which the parent broadcasts to every worker), and sends each finished output
-line back; its finished lines are flushed once per turn of its event loop, not one write each
-(budget messages at once). It ignores SIGINT (a Ctrl-C on a terminal reaches the whole process
-group; the parent decides), and ends, cancelling what is in flight, when its stdin closes.
+line back, as it encoded it (the frames are described in :mod:`._workers`); its finished lines
+are flushed once per turn of its event loop, not one write each (budget messages at once). It
+ignores SIGINT (a Ctrl-C on a terminal reaches the whole process group; the parent decides),
+and ends, cancelling what is in flight, when its stdin closes.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 from ._budget import Budget, LocalGate
 from ._file import run_line
 from ._runner import Runner
-from ._workers import Message, decode_message, encode_message
+from ._workers import Message, decode_message, done_frame, encode_message, read_lines
 
 __all__ = ["RemoteGate", "main"]
 
@@ -91,6 +92,8 @@ async def _main() -> None:
     queued: list[bytes] = []
 
     def flush() -> None:
+        if not queued:  # sent already, with a budget message
+            return
         data = b"".join(queued)
         queued.clear()
         try:
@@ -105,20 +108,24 @@ async def _main() -> None:
             os.close(null)
 
     def send(message: Message) -> None:
-        if message.t == "done":  # finished lines go out together, once per turn of the loop
-            if not queued:
-                loop.call_soon(flush)
-            queued.append(encode_message(message))
-            return
         # a budget message goes out now: a restamp that waited for the end of a long turn of
         # the loop would leave the parent counting its grant from too early
         queued.append(encode_message(message))
         flush()
 
-    first = await reader.readline()
-    if not first:
+    def finished(frame: bytes) -> None:
+        if not queued:  # finished lines go out together, once per turn of the loop
+            loop.call_soon(flush)
+        queued.append(frame)
+
+    chunks = read_lines(reader)
+    lines: list[bytes] = []
+    async for lines in chunks:  # the first line is the run's settings
+        if lines:
+            break
+    if not lines:
         return
-    setup = decode_message(first)
+    setup = decode_message(lines[0])
     assert setup.config is not None
     api_key = os.environ.get(setup.key_env) if setup.key_env else None
     limited = setup.config.rpm is not None or setup.config.tpm is not None
@@ -132,22 +139,27 @@ async def _main() -> None:
             except Exception as exc:  # not a row's failure (those are lines): stop the run
                 send(Message(t="failed", n=number, raw=f"{type(exc).__name__}: {exc}"))
                 return
-            send(Message(t="done", n=number, done=done))
+            finished(done_frame(number, done))
+
+        def receive(line: bytes) -> None:
+            if line[:1] == b"r":
+                number, _, raw = line.partition(b" ")
+                task = asyncio.ensure_future(one(int(number[1:]), raw))
+                tasks.add(task)
+                task.add_done_callback(tasks.discard)
+                return
+            message = decode_message(line)
+            if message.t == "grant":
+                gate.granted(message.n)
+            elif message.t == "pause":
+                gate.paused(message.seconds)
 
         try:
-            while True:
-                line = await reader.readline()
-                if not line:
-                    break
-                message = decode_message(line)
-                if message.t == "row":
-                    task = asyncio.ensure_future(one(message.n, message.raw.encode()))
-                    tasks.add(task)
-                    task.add_done_callback(tasks.discard)
-                elif message.t == "grant":
-                    gate.granted(message.n)
-                elif message.t == "pause":
-                    gate.paused(message.seconds)
+            for line in lines[1:]:
+                receive(line)
+            async for lines in chunks:
+                for line in lines:
+                    receive(line)
         finally:
             for task in list(tasks):
                 task.cancel()

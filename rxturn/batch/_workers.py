@@ -1,16 +1,29 @@
 """``--workers N``: rows run in N worker processes; this process stays the one writer.
 
-Each worker is ``python -m rxturn.batch._worker``, talking JSON lines over its stdin/stdout
-(msgspec-encoded :class:`Message` values, one per line):
+Each worker is ``python -m rxturn.batch._worker``, talking lines over its stdin/stdout. The
+per-row traffic is framed so that neither side encodes or decodes more than it must:
 
-* parent → worker: ``config`` (once), ``row`` (an input line and its number), ``grant`` (a
-  budget grant answering an ``acquire``), ``pause`` (a Retry-After some worker met: every
-  worker holds its new requests until it expires);
+* ``r<number> <input line>`` (parent → worker): a row, its input line as read from the file;
+* ``d<head>\t<output line>`` (worker → parent): a finished row, where ``<head>`` is the small
+  JSON array the writer counts (:class:`Head`: line number, key, status, tokens, error) and
+  the output line follows as the worker encoded it, written to the output as it arrives;
+
+every other message is one msgspec-encoded :class:`Message` JSON object:
+
+* parent → worker: ``config`` (once, first), ``grant`` (a budget grant answering an
+  ``acquire``), ``pause`` (a Retry-After some worker met: every worker holds its new requests
+  until it expires);
 * worker → parent: ``acquire`` (wait for budget), ``cancel`` (an ``acquire`` no longer
   wanted: its attempt gave up; a grant already made for it is given back), ``restamp`` (the
   granted request has been sent), ``release`` (the granted request will not be sent),
-  ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``done`` (a finished
-  output line).
+  ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``failed`` (a row the
+  worker could not run at all).
+
+Both sides read their pipe in chunks and split the lines themselves (one wake-up per chunk,
+not one per line; a partial line at the end of a pipe, left by a process killed mid-write, is
+dropped), and write what one turn of their event loop produced in one ``write``: the rows this
+process hands a worker, the lines a worker finished. (A worker's budget messages go out at
+once: a ``restamp`` that waited would have the budget count its grant from too early.)
 
 The budget lives here, in one :class:`~._budget.LocalGate`, so ``--rpm``/``--tpm`` and a
 Retry-After pause hold across all workers. Every grant made for a worker ends sent or released:
@@ -30,6 +43,7 @@ import asyncio
 import contextlib
 import os
 import sys
+from collections.abc import AsyncIterator
 from typing import Any
 
 import msgspec
@@ -39,9 +53,20 @@ from ._errors import BatchError
 from ._file import Done
 from ._runner import BatchConfig
 
-__all__ = ["Message", "WorkerPool", "decode_message", "encode_message"]
+__all__ = [
+    "Head",
+    "Message",
+    "WorkerPool",
+    "decode_message",
+    "done_frame",
+    "encode_message",
+    "parse_done",
+    "read_lines",
+    "row_frame",
+]
 
-_LINE_LIMIT = 1 << 30
+#: bytes asked of a pipe per read (what one read returns is what is there, up to this)
+_CHUNK = 1 << 18
 _MAX_RESPAWNS_PER_WORKER = 5
 
 
@@ -49,11 +74,10 @@ class Message(msgspec.Struct, frozen=True, omit_defaults=True):
     """One line on a worker pipe (``t`` says which; the other fields as that kind needs)."""
 
     t: str
-    n: int = 0  # input line number (row, done) or request id (acquire, cancel, grant, correct)
+    n: int = 0  # input line number (failed) or request id (acquire, cancel, grant, correct)
     raw: str = ""
     tokens: int = 0
     seconds: float = 0.0
-    done: Done | None = None
     config: BatchConfig | None = None
     run: int = 0
     key_env: str = ""
@@ -71,6 +95,73 @@ def decode_message(line: bytes) -> Message:
     return _decoder.decode(line)
 
 
+class Head(msgspec.Struct, frozen=True, array_like=True):
+    """What the writer needs of a finished row beside its output line (see :class:`Done`)."""
+
+    n: int
+    key: str
+    status: str
+    input_tokens: int
+    output_tokens: int
+    error: str = ""
+
+
+_head_decoder = msgspec.json.Decoder(Head)
+
+
+def row_frame(number: int, raw: bytes) -> bytes:
+    """The line handing input line ``number`` (its bytes ``raw``) to a worker."""
+    return b"r%d %s\n" % (number, raw.rstrip(b"\r\n"))
+
+
+def done_frame(number: int, done: Done) -> bytes:
+    """The line handing a finished row back: its head, a tab, its output line as encoded."""
+    head = Head(number, done.key, done.status, done.input_tokens, done.output_tokens, done.error)
+    # JSON escapes every tab and newline inside a string: the first tab ends the head, and
+    # the output line (one JSON line) ends the frame
+    return b"d" + _encoder.encode(head) + b"\t" + done.line
+
+
+def parse_done(line: bytes) -> tuple[int, Done] | None:
+    """A ``d`` frame without its newline; ``None`` if it is not one (a stray print)."""
+    tab = line.find(b"\t")
+    if tab < 0:
+        return None
+    try:
+        head = _head_decoder.decode(line[1:tab])
+    except msgspec.DecodeError:
+        return None
+    done = Done(
+        line[tab + 1 :] + b"\n",
+        head.key,
+        head.status,
+        head.input_tokens,
+        head.output_tokens,
+        head.error,
+    )
+    return head.n, done
+
+
+async def read_lines(stream: asyncio.StreamReader) -> AsyncIterator[list[bytes]]:
+    """The whole lines (without their newlines) of ``stream``, as each read brings them; what
+    follows the last newline at the end of the stream (a line cut off by a kill) is dropped."""
+    rest = bytearray()
+    while True:
+        chunk = await stream.read(_CHUNK)
+        if not chunk:
+            return
+        if b"\n" not in chunk:
+            rest += chunk
+            continue
+        if rest:  # a line began in an earlier read
+            rest += chunk
+            chunk = bytes(rest)
+            rest.clear()
+        lines = chunk.split(b"\n")
+        rest += lines.pop()
+        yield lines
+
+
 _KEY_ENV = {
     "anthropic": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",
@@ -86,11 +177,27 @@ class _Worker:
         self.asking: dict[int, asyncio.Future[None]] = {}  # request id -> its grant, waiting
         self.alive = True
         self.reader: asyncio.Task[None] | None = None
+        self._queued: list[bytes] = []  # lines for the worker, written once per loop turn
 
     def send(self, message: Message) -> None:
+        self.write(encode_message(message))
+
+    def write(self, line: bytes) -> None:
+        """Queue ``line``: what one turn of the event loop queued goes out in one write."""
+        if not self.alive:
+            return
+        queued = self._queued
+        if not queued:
+            asyncio.get_running_loop().call_soon(self._flush)
+        queued.append(line)
+
+    def _flush(self) -> None:
+        queued = self._queued
+        data = b"".join(queued)
+        queued.clear()
         stdin = self.process.stdin
         if self.alive and stdin is not None and not stdin.is_closing():
-            stdin.write(encode_message(message))
+            stdin.write(data)
 
 
 class WorkerPool:
@@ -118,7 +225,6 @@ class WorkerPool:
             "rxturn.batch._worker",
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
-            limit=_LINE_LIMIT,
             env=os.environ.copy(),
         )
         worker = _Worker(process)
@@ -139,15 +245,20 @@ class WorkerPool:
             await self._spawn()
 
     def _pick(self) -> _Worker:
-        alive = [w for w in self.workers if w.alive]
-        if not alive:
+        """The live worker with the fewest rows in flight."""
+        best: _Worker | None = None
+        fewest = 0
+        for worker in self.workers:
+            if worker.alive and (best is None or len(worker.inflight) < fewest):
+                best, fewest = worker, len(worker.inflight)
+        if best is None:
             raise BatchError("every batch worker process has died; re-run to continue")
-        return min(alive, key=lambda w: len(w.inflight))
+        return best
 
     def _send_row(self, number: int, raw: bytes, future: asyncio.Future[Done]) -> None:
         worker = self._pick()
         worker.inflight[number] = (future, raw)
-        worker.send(Message(t="row", n=number, raw=raw.decode("utf-8")))
+        worker.write(row_frame(number, raw))
 
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
         future: asyncio.Future[Done] = asyncio.get_running_loop().create_future()
@@ -171,13 +282,25 @@ class WorkerPool:
         worker.tickets[request] = ticket
         worker.send(Message(t="grant", n=request))
 
+    def _receive(self, worker: _Worker, line: bytes) -> None:
+        """One line from ``worker``; one that is none of ours (a stray print) is skipped, and
+        the row it may have been stays in flight."""
+        if line[:1] == b"d":
+            parsed = parse_done(line)
+            if parsed is not None:
+                entry = worker.inflight.pop(parsed[0], None)
+                if entry is not None and not entry[0].done():
+                    entry[0].set_result(parsed[1])
+            return
+        try:
+            message = decode_message(line)
+        except msgspec.DecodeError:
+            return
+        self._handle(worker, message)
+
     def _handle(self, worker: _Worker, message: Message) -> None:
         kind = message.t
-        if kind == "done":
-            entry = worker.inflight.pop(message.n, None)
-            if entry is not None and not entry[0].done() and message.done is not None:
-                entry[0].set_result(message.done)
-        elif kind == "failed":
+        if kind == "failed":
             entry = worker.inflight.pop(message.n, None)
             if entry is not None and not entry[0].done():
                 entry[0].set_exception(
@@ -216,16 +339,11 @@ class WorkerPool:
     async def _read(self, worker: _Worker) -> None:
         stdout = worker.process.stdout
         assert stdout is not None
+        receive = self._receive
         try:
-            while True:
-                line = await stdout.readline()
-                if not line:
-                    break
-                try:
-                    message = decode_message(line)
-                except msgspec.DecodeError:
-                    continue  # not ours (a stray print); the row stays in flight
-                self._handle(worker, message)
+            async for lines in read_lines(stdout):
+                for line in lines:
+                    receive(worker, line)
         finally:
             worker.alive = False
             await self._lost(worker)

@@ -1,12 +1,23 @@
-"""A worker whose parent is gone (its stdout pipe closed) ends quietly: no traceback on stderr."""
+"""The worker pipes: a worker whose parent is gone (its stdout pipe closed) ends quietly, with no
+traceback on stderr; a finished row's frame carries its output line as encoded; a line cut off
+by a kill is dropped."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 
 from rxturn.batch import BatchConfig
-from rxturn.batch._workers import Message, encode_message
+from rxturn.batch._file import Done
+from rxturn.batch._workers import (
+    Message,
+    done_frame,
+    encode_message,
+    parse_done,
+    read_lines,
+    row_frame,
+)
 
 
 def test_a_worker_writing_to_a_closed_pipe_ends_without_a_traceback() -> None:
@@ -21,7 +32,7 @@ def test_a_worker_writing_to_a_closed_pipe_ends_without_a_traceback() -> None:
     worker.stdout.close()  # the parent's end of the pipe: gone, as when it is killed
     worker.stdin.write(encode_message(Message(t="config", config=config, run=1)))
     for number in range(1, 4):  # rows that fail at once: their lines go to the closed pipe
-        worker.stdin.write(encode_message(Message(t="row", n=number, raw="{not json")))
+        worker.stdin.write(row_frame(number, b"{not json"))
     worker.stdin.flush()
     try:
         _, err = worker.communicate(timeout=60)  # closes stdin: the worker's cue to end
@@ -30,3 +41,37 @@ def test_a_worker_writing_to_a_closed_pipe_ends_without_a_traceback() -> None:
     text = err.decode(errors="replace")
     assert "Traceback" not in text, text
     assert worker.returncode == 0, text
+
+
+def test_a_finished_row_crosses_the_pipe_as_encoded_whatever_its_key_and_error() -> None:
+    line = encode_message(Message(t="x", raw="an output line: \t, \n and é inside"))
+    for done in (
+        Done(line, "key\twith\ntabs, newlines and é", "ok", 12, 34),
+        Done(line, "e", "error", 0, 0, "BadRequestError: HTTP 400:\tbad\nrequest"),
+    ):
+        frame = done_frame(7, done)
+        assert frame.count(b"\n") == 1 and frame.endswith(b"\n")  # one line on the pipe
+        assert parse_done(frame[:-1]) == (7, done)  # the output line as it was encoded
+
+
+def test_a_line_that_is_no_frame_is_not_taken_for_a_finished_row() -> None:
+    assert parse_done(b"done, said a stray print") is None
+    assert parse_done(b"d[1, 2]\t{}") is None  # a head of the wrong shape
+
+
+async def test_lines_split_across_reads_come_whole_and_a_cut_off_end_is_dropped() -> None:
+    reader = asyncio.StreamReader()
+    got: list[bytes] = []
+
+    async def collect() -> None:
+        async for lines in read_lines(reader):
+            got.extend(lines)
+
+    task = asyncio.ensure_future(collect())
+    for piece in (b"ab", b"c\nde", b"f\n", b"", b"g\nh", b"alf of a line"):
+        if piece:
+            reader.feed_data(piece)
+        await asyncio.sleep(0)
+    reader.feed_eof()  # the writer was killed mid-line
+    await asyncio.wait_for(task, 10.0)
+    assert got == [b"abc", b"def", b"g"]
