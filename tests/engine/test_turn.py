@@ -275,6 +275,35 @@ async def test_failed_run_discards_its_messages_and_reports(fake_client: Any) ->
     ]
 
 
+async def test_an_observer_added_mid_run_hears_the_runs_end(fake_client: Any) -> None:
+    """Whether anyone hears ``on_run_end`` is asked when it is emitted, not at the run's start."""
+    scenario = {"models": {"*": [{"text": "ok"}]}}
+    late = RecordingObserver()
+    ends: list[dict[str, object]] = []
+
+    class OnlyRunEnd:  # duck-typed: this one callback and nothing else
+        def on_run_end(self, **kwargs: object) -> None:
+            ends.append(kwargs)
+
+    class AddsOnTurnEnd:
+        def __init__(self, engine: TurnEngine) -> None:
+            self.engine = engine
+
+        def on_turn_end(self, **_: object) -> None:
+            self.engine.add_observer(late)
+            self.engine.add_observer(OnlyRunEnd())  # pyright: ignore[reportArgumentType]
+
+    async with fake_client(scenario) as (_, client):
+        engine = TurnEngine(client)
+        engine.add_observer(AddsOnTurnEnd(engine))  # pyright: ignore[reportArgumentType]
+        await engine.run("hi")
+    assert names(late) == ["on_run_end"]
+    assert [sorted(kwargs) for kwargs in ends] == [
+        ["duration_ms", "error", "success", "total_turns"]
+    ]
+    assert ends[0]["success"] is True and ends[0]["total_turns"] == 1
+
+
 async def test_request_is_transients_first_then_conversation(fake_client: Any) -> None:
     class Goal:
         def __init__(self) -> None:

@@ -93,20 +93,27 @@ class AgentLoop:
         when the run ends, however it ends (a stream frees it itself)."""
         try:
             message = Message.user(prompt) if isinstance(prompt, str) else prompt
-            now = self.calls.now()
+            # resolved once a run and handed to its turns (asyncio's asks for the running loop,
+            # a system call each on some Pythons; a run stays on one loop)
+            scheduler = self.calls.scheduler()
+            now = self.calls.clock_of(scheduler)
             started = now()
             start_len = len(self.host.session.history)
             run = self.host.session.audit.start_run()
             self.run_input = content_text(message.content)
             self.in_run = True
-            self.host.observers.emit("on_run_start", session_id=self.host.session.id)
+            observers = self.host.observers  # read at each emit: it is a public attribute
+            if observers.interested("on_run_start"):
+                observers.emit("on_run_start", session_id=self.host.session.id)
             # a tuple grown per turn: a run is a turn or a few, and no list is kept while it waits
             results: tuple[TurnResult, ...] = ()
             try:
                 self.host.cancel_token.raise_if_cancelled()
                 self.host.session.history.append(message)
                 for _ in range(self.host.max_turns):
-                    result = await self.turn(())
+                    result = await self.calls.turn(
+                        (), run_input=self.run_input, in_run=self.in_run, scheduler=scheduler
+                    )
                     results = (*results, result)
                     if result.stop_reason is not StopReason.TOOL_CALL:
                         break
@@ -114,25 +121,29 @@ class AgentLoop:
                 hit_max = bool(results) and results[-1].stop_reason is StopReason.TOOL_CALL
             except BaseException as exc:
                 del self.host.session.history[start_len:]
-                self.host.observers.emit(
-                    "on_run_end",
-                    success=False,
-                    error=str(exc) or type(exc).__name__,
-                    total_turns=len(run.turns),
-                    duration_ms=(now() - started) * 1000,
-                )
+                observers = self.host.observers
+                if observers.interested("on_run_end"):
+                    observers.emit(
+                        "on_run_end",
+                        success=False,
+                        error=str(exc) or type(exc).__name__,
+                        total_turns=len(run.turns),
+                        duration_ms=(now() - started) * 1000,
+                    )
                 raise
             finally:
                 self.in_run = False
                 self.run_input = None
                 self.host.cancel_token.reset()
-            self.host.observers.emit(
-                "on_run_end",
-                success=True,
-                error=None,
-                total_turns=len(run.turns),
-                duration_ms=(now() - started) * 1000,
-            )
+            observers = self.host.observers
+            if observers.interested("on_run_end"):
+                observers.emit(
+                    "on_run_end",
+                    success=True,
+                    error=None,
+                    total_turns=len(run.turns),
+                    duration_ms=(now() - started) * 1000,
+                )
             return RunResult(turns=results, hit_max_turns=hit_max)
         finally:
             if release:

@@ -124,9 +124,9 @@ class TurnCalls:
 
     def now(self) -> Callable[[], float]:
         """The engine's clock: its scheduler's (asyncio's loop time by default)."""
-        return self._clock(self.scheduler())
+        return self.clock_of(self.scheduler())
 
-    def _clock(self, scheduler: abc.SchedulerBase) -> Callable[[], float]:
+    def clock_of(self, scheduler: abc.SchedulerBase) -> Callable[[], float]:
         """``scheduler``'s clock (the engine's scheduler, resolved)."""
         cached = self._clock_cache
         if cached is not None and cached[0] is scheduler:
@@ -139,14 +139,21 @@ class TurnCalls:
     # ----------------------------------------------------------------------------- one turn
 
     async def turn(
-        self, transient: Sequence[Message], *, run_input: str | None, in_run: bool
+        self,
+        transient: Sequence[Message],
+        *,
+        run_input: str | None,
+        in_run: bool,
+        scheduler: abc.SchedulerBase | None = None,
     ) -> TurnResult:
         """One turn over the history (plus ``transient``): setup, the call, the outcome, the
         audit entry. ``run_input`` is the prompt of the run in progress, ``in_run`` whether one
-        is (its tool phase then ends a tool-calling turn)."""
+        is (its tool phase then ends a tool-calling turn). ``scheduler``: the engine's, when the
+        caller (a run) has resolved it already."""
         host, setup = self.host, self.setup
-        scheduler = self.scheduler()  # resolved once a turn (asyncio's asks for the loop)
-        now = self._clock(scheduler)
+        if scheduler is None:
+            scheduler = self.scheduler()  # resolved once a turn (asyncio's asks for the loop)
+        now = self.clock_of(scheduler)
         if host.fallback is not None:
             if host.scheduler is not None:
                 host.fallback.adopt_clock(now)
