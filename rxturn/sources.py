@@ -63,6 +63,7 @@ from .errors import Cancelled, ConfigError
 __all__ = [
     "Bridge",
     "bridge_loop",
+    "bridge_loop_here",
     "from_async_iterable",
     "from_awaitable",
     "open_bridge",
@@ -332,11 +333,24 @@ def bridge_loop(
 ) -> asyncio.AbstractEventLoop | None:
     """The loop a bridge runs on; ``None`` after sending ``observer`` the
     :class:`ConfigError` that says there is none."""
-    loop = fixed_loop or _running_loop() or _asyncio_loop_of(scheduler)
+    return bridge_loop_here(observer, scheduler, fixed_loop, what)[0]
+
+
+def bridge_loop_here(
+    observer: abc.ObserverBase[_T],
+    scheduler: abc.SchedulerBase | None,
+    fixed_loop: asyncio.AbstractEventLoop | None,
+    what: str,
+) -> tuple[asyncio.AbstractEventLoop | None, bool]:
+    """:func:`bridge_loop`, and whether the caller is running that loop (for
+    :func:`start_bridge`'s ``here``: asyncio's question for the running loop is a system call
+    on some Pythons, asked once for both)."""
+    running = _running_loop()
+    loop = fixed_loop or running or _asyncio_loop_of(scheduler)
     if loop is None or loop.is_closed():
         observer.on_error(ConfigError(_NO_LOOP.format(what=what)))
-        return None
-    return loop
+        return None, False
+    return loop, loop is running
 
 
 def open_bridge(
@@ -348,16 +362,19 @@ def open_bridge(
 ) -> abc.DisposableBase:
     """Start driving ``produce`` for ``observer`` (see the module docstring); the disposable
     cancels it. No loop to run on is a :class:`ConfigError` sent to ``on_error``."""
-    loop = bridge_loop(observer, scheduler, fixed_loop, what)
+    loop, here = bridge_loop_here(observer, scheduler, fixed_loop, what)
     if loop is None:
         return Disposable()
-    return start_bridge(Bridge(observer, loop, produce, what))
+    return start_bridge(Bridge(observer, loop, produce, what), here=here)
 
 
-def start_bridge(bridge: Bridge[_T]) -> Bridge[_T]:
-    """Start ``bridge`` on its loop (from its thread, or scheduled from another)."""
+def start_bridge(bridge: Bridge[_T], *, here: bool | None = None) -> Bridge[_T]:
+    """Start ``bridge`` on its loop (from its thread, or scheduled from another). ``here``:
+    whether the caller is running the bridge's loop, when it has just asked (``None``: ask)."""
     loop = bridge.loop
-    if _running_loop() is loop:
+    if here is None:
+        here = _running_loop() is loop
+    if here:
         bridge.start()
     else:
         loop.call_soon_threadsafe(bridge.start)

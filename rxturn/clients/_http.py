@@ -51,7 +51,7 @@ from ..errors import (
 from ..events import EventBatch, StreamEvent
 from ..messages import Message, Request, RequestOptions
 from ..resilience.backoff import parse_retry_after
-from ..sources import Bridge, bridge_loop, start_bridge
+from ..sources import Bridge, bridge_loop_here, start_bridge
 from ..transport._base import display_url as _safe_url
 from ..wire import decoder_for
 from ._base import keeps_thinking
@@ -312,10 +312,11 @@ class HttpClient:
         items, errors and disposal are :meth:`stream_batches`'s. ``scheduler`` names the loop
         when this is called off it (an asyncio scheduler), as the subscribe-time scheduler does.
         """
-        loop = bridge_loop(observer, scheduler, None, _WHAT)
+        loop, here = bridge_loop_here(observer, scheduler, None, _WHAT)
         if loop is None:
             return Disposable()
-        return start_bridge(_Attempt(observer, loop, self, request, options or RequestOptions()))
+        attempt = _Attempt(observer, loop, self, request, options or RequestOptions())
+        return start_bridge(attempt, here=here)
 
     async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
         """One non-streaming request; the whole reply (id, model, stop reason, usage).
