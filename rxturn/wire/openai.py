@@ -175,7 +175,7 @@ Delta(index=0, text='Hi', kind='text')]
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         sse = SSEParser(max_line_bytes, max_event_bytes)
-        super().__init__(sse)
+        FramedDecoder.__init__(self, sse)  # not super(): one object fewer per request  # pyright: ignore[reportUnknownMemberType]
         self._started = False
         self._finished = False
         self._text_open = False

@@ -207,7 +207,7 @@ class SSEParser(PartialLine):
                 "SSE limits must be positive, got "
                 f"max_line_bytes={max_line_bytes}, max_event_bytes={max_event_bytes}"
             )
-        super().__init__()  # the partial line (chunks, joined when it ends)
+        PartialLine.__init__(self)  # the partial line (chunks, joined when it ends)
         self.max_line_bytes = max_line_bytes
         self.max_event_bytes = max_event_bytes
         # A block no longer than this cannot break either limit, whatever its shape.
