@@ -194,6 +194,8 @@ def _as_object(raw: object, wire: str, where: Where) -> Mapping[str, object] | N
 
 def usage_object(raw: object, wire: str, where: Where = None) -> dict[str, object]:
     """A usage object as sent, copied (``{}`` for ``null``); anything else is malformed."""
+    if type(raw) is dict:  # what a decoder hands over: no call to say so
+        return dict(raw)  # pyright: ignore[reportUnknownArgumentType]
     usage = _as_object(raw, wire, where)
     return {} if usage is None else dict(usage)
 
@@ -208,10 +210,11 @@ def merge_anthropic_delta(
         return start
     merged = dict(start)
     merged["output_tokens"] = fields.get("output_tokens")  # always, null or absent too
-    for name in _ANTHROPIC_DELTA_FIELDS:
-        value = fields.get(name)
-        if value is not None:
-            merged[name] = value
+    if len(fields) > 1 or "output_tokens" not in fields:  # else no other field to lay over
+        for name in _ANTHROPIC_DELTA_FIELDS:
+            value = fields.get(name)
+            if value is not None:
+                merged[name] = value
     return merged
 
 

@@ -16,6 +16,7 @@ from rxturn.wire._usage import (
     merge_anthropic_delta,
     openai_chat_usage,
     responses_usage,
+    usage_object,
 )
 
 _leaf = st.one_of(
@@ -75,3 +76,34 @@ def test_any_json_maps_to_usage_or_the_typed_error(raw: Any, delta: Any) -> None
 def test_usage_that_is_no_object_is_the_typed_error(mapping: Any, raw: object) -> None:
     with pytest.raises(StreamProtocolError, match="usage: expected an object, got"):
         mapping(raw)
+
+
+@pytest.mark.parametrize(
+    ("delta", "expected"),
+    [
+        ({"output_tokens": 5}, {"input_tokens": 3, "output_tokens": 5, "service_tier": "s"}),
+        (
+            {"output_tokens": 5, "input_tokens": 9, "cache_read_input_tokens": None},
+            {"input_tokens": 9, "output_tokens": 5, "service_tier": "s"},
+        ),
+        ({"input_tokens": 9}, {"input_tokens": 9, "output_tokens": None, "service_tier": "s"}),
+        ({}, {"input_tokens": 3, "output_tokens": None, "service_tier": "s"}),
+        (None, {"input_tokens": 3, "output_tokens": 1, "service_tier": "s"}),
+    ],
+    ids=["output-only", "with-input", "input-only", "empty", "null"],
+)
+def test_a_message_delta_usage_lays_its_fields_over_the_start(
+    delta: object, expected: dict[str, object]
+) -> None:
+    start: dict[str, object] = {"input_tokens": 3, "output_tokens": 1, "service_tier": "s"}
+    assert merge_anthropic_delta(start, delta) == expected
+    assert start == {"input_tokens": 3, "output_tokens": 1, "service_tier": "s"}  # not changed
+
+
+def test_a_usage_object_is_copied_and_anything_else_is_malformed() -> None:
+    raw: dict[str, object] = {"input_tokens": 3}
+    copied = usage_object(raw, "Anthropic")
+    assert copied == raw and copied is not raw
+    assert usage_object(None, "Anthropic") == {}
+    with pytest.raises(StreamProtocolError, match=r"malformed Anthropic usage: expected an object"):
+        usage_object([3], "Anthropic", "line 4")
