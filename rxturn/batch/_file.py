@@ -353,8 +353,8 @@ class FileRun:
                 return
             try:
                 self._write(future.result(), line)
-            except (BatchOutputError, BatchInputError) as exc:
-                fail(exc)
+            except Exception as exc:  # a write error, or anything else: the run stops with
+                fail(exc)  # it (raised below), never left waiting for a row nobody hands out
                 return
             feed()
 

@@ -17,6 +17,7 @@ import pytest
 from cli._support import clean_env, fake_server
 
 from rxturn.batch import BatchConfig, Budget, FileRun, LocalGate
+from rxturn.batch._file import LocalBackend
 from rxturn.batch._workers import WorkerPool
 from rxturn.testing import FakeProvider
 
@@ -190,3 +191,27 @@ async def test_a_retry_after_seen_by_one_worker_pauses_every_worker(tmp_path: Pa
     ]
     assert during_pause == []
     assert received[-1].arrived > refused_at + 1.5  # the run went on after the pause
+
+
+async def test_an_unexpected_error_taking_a_finished_row_ends_the_run_with_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finished rows are taken by a callback, which also hands out the next input line: an
+    error there that is no write error must still end the run (raised), not leave it waiting
+    for rows nobody hands out."""
+
+    def broken(self: FileRun, done: object, line: int) -> None:
+        raise RuntimeError("taking the row broke")
+
+    monkeypatch.setattr(FileRun, "_write", broken)
+    async with FakeProvider({"models": {"*": [{"text": "ok"}]}}) as fake:
+        config = BatchConfig(provider="anthropic", model="m", base_url=fake.base_url, concurrency=2)
+        inp = write_rows(tmp_path / "in.jsonl", prompts(5))
+        file_run = FileRun(inp, tmp_path / "out.jsonl", config)
+        file_run.prepare()
+        try:
+            backend = LocalBackend(config, "sk-test", file_run.run_number)
+            with pytest.raises(RuntimeError, match="taking the row broke"):
+                await asyncio.wait_for(file_run.run(backend, asyncio.Event()), 30)
+        finally:
+            file_run.close()
