@@ -3,7 +3,6 @@ translations it applies (error types, server address, usage attributes)."""
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import time
 from typing import Any, Final
@@ -13,8 +12,9 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.trace import Span
 
-from ..errors import Cancelled, RxturnError
+from ..errors import RxturnError
 from ..messages import ToolResultPart, Usage
+from ..resilience.verdicts import is_cancel
 from . import _names as n
 
 __all__ = [
@@ -37,7 +37,7 @@ Attributes = dict[str, Any]
 def error_type(error: BaseException) -> str:
     """``error.type`` for an error: ``cancelled`` for a cancel, the class name for an rxturn
     error, the qualified class name for anything else."""
-    if isinstance(error, Cancelled | asyncio.CancelledError):
+    if is_cancel(error):
         return n.CANCELLED
     cls = type(error)
     if isinstance(error, RxturnError) or cls.__module__ == "builtins":

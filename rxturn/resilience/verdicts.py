@@ -39,8 +39,8 @@ racers still running.
 
 from __future__ import annotations
 
-import asyncio
 import enum
+import sys
 from typing import Final, Literal, NamedTuple
 
 from ..errors import (
@@ -65,6 +65,7 @@ __all__ = [
     "ends_race",
     "fails_over",
     "failure_kind",
+    "is_cancel",
     "is_rate_limit",
     "is_rescuable",
 ]
@@ -125,9 +126,16 @@ TABLE: Final = (
 )
 
 
+def _asyncio_cancel(error: BaseException) -> bool:
+    """Whether ``error`` is asyncio's ``CancelledError``. One exists only once asyncio has been
+    imported, so the table reads the class from there and imports no asyncio itself."""
+    asyncio = sys.modules.get("asyncio")
+    return asyncio is not None and isinstance(error, asyncio.CancelledError)
+
+
 def classify(error: BaseException) -> Verdict:
     """The row of :data:`TABLE` that ``error`` falls in (first match, top to bottom)."""
-    if isinstance(error, Cancelled | asyncio.CancelledError):
+    if isinstance(error, Cancelled) or _asyncio_cancel(error):
         return CANCEL
     if isinstance(error, ConfigError):
         return CONFIG
@@ -146,6 +154,12 @@ def classify(error: BaseException) -> Verdict:
     if isinstance(error, BadRequestError) and not isinstance(error, ContextOverflowError):
         return SAID_RETRY if is_retryable(error) else MALFORMED
     return TRANSIENT if is_retryable(error) else PERMANENT
+
+
+def is_cancel(error: BaseException) -> bool:
+    """Whether ``error`` is a stop, not a failure: :class:`~rxturn.errors.Cancelled` or asyncio's
+    ``CancelledError`` (the table's first row)."""
+    return classify(error) is CANCEL
 
 
 def is_rescuable(error: BaseException) -> bool:

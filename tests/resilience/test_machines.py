@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import subprocess
+import sys
 
 import pytest
 
@@ -40,7 +42,13 @@ from rxturn.resilience.progress import (
     total_timeout,
 )
 from rxturn.resilience.retry import RetryBudget, beyond_deadline
-from rxturn.resilience.verdicts import FailureKind, classify, fails_over, failure_kind
+from rxturn.resilience.verdicts import (
+    FailureKind,
+    classify,
+    fails_over,
+    failure_kind,
+    is_cancel,
+)
 from rxturn.testing.virtual import reply
 
 # -- the shadow guard ---------------------------------------------------------------------------
@@ -236,6 +244,13 @@ def test_a_retry_after_beyond_the_deadline_gives_up() -> None:
     assert beyond_deadline(other, 1, 0.0) is other
 
 
+def test_a_retry_after_the_turn_can_just_wait_out_is_waited_for() -> None:
+    # beyond means longer than what is left: a wait that ends at the deadline itself is not
+    limited = status_error(429, "slow", retry_after=4.0)
+    assert beyond_deadline(limited, 2, 4.0) is limited
+    assert isinstance(beyond_deadline(limited, 2, 3.999), RetryAfterBeyondDeadline)
+
+
 # -- the limiter gate, the total deadline, the rescue budget -------------------------------------
 
 
@@ -341,6 +356,7 @@ def test_the_table(
         expected_kind,
     )
     assert fails_over(error) is fails and failure_kind(error) is expected_kind
+    assert is_cancel(error) is (kind is None)  # the one row the breaker does not count
 
 
 def test_a_context_overflow_may_fail_over_a_refused_key_may_not() -> None:
@@ -363,3 +379,22 @@ def test_a_cancelled_turn_ends_with_the_tokens_reason_and_its_attempts() -> None
     assert error.attempts == 2  # pyright: ignore[reportAttributeAccessIssue]
     # without a turn's progress (a tool call, a non-streaming create) nothing is stamped
     assert not hasattr(cancel_error(token), "attempts")
+
+
+# -- sans-IO ------------------------------------------------------------------------------------
+
+
+def test_the_rule_machines_import_no_io_and_no_rx() -> None:
+    # a fresh interpreter: this one has asyncio and reactivex loaded by the test run itself
+    code = (
+        "import sys\n"
+        "import rxturn.resilience.guard, rxturn.resilience.clock, rxturn.resilience.retry\n"
+        "import rxturn.resilience.progress, rxturn.resilience.verdicts, rxturn.resilience.limiter\n"
+        "import rxturn.resilience.hedge, rxturn.resilience.fallback\n"
+        "bad = [m for m in ('asyncio', 'aiohttp', 'reactivex') if m in sys.modules]\n"
+        "sys.exit(repr(bad) if bad else 0)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert result.returncode == 0, result.stderr

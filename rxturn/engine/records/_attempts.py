@@ -28,7 +28,6 @@ one attribute test per attempt.
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 from collections.abc import Callable
 from typing import Literal
@@ -36,8 +35,9 @@ from typing import Literal
 import msgspec
 
 from ...cost import Cost, Pricer, total_cost
-from ...errors import Cancelled, RescueFailed
+from ...errors import RescueFailed
 from ...messages import Usage, sum_usage
+from ...resilience.verdicts import is_cancel
 from ..observation.observers import ObserverSet
 from ._results import AttemptStats
 from .audit import AttemptKind, AttemptRecord, billed
@@ -324,7 +324,7 @@ class AttemptLog(AttemptStats):
             for index in list(self._racers):
                 self.racer_ended(index, None, None, disposed=True)
         if self._pending:
-            if error is None or _is_cancel(error):
+            if error is None or is_cancel(error):
                 self._settle("cancelled")
             else:
                 rescue_error = error.rescue_error if isinstance(error, RescueFailed) else error
@@ -346,12 +346,8 @@ class AttemptLog(AttemptStats):
         return sum_usage([record.usage for record in self._records if record.outcome != "served"])
 
 
-def _is_cancel(error: BaseException) -> bool:
-    return isinstance(error, Cancelled | asyncio.CancelledError)
-
-
 def _outcome_of(error: BaseException) -> str:
-    return "cancelled" if _is_cancel(error) else type(error).__name__
+    return "cancelled" if is_cancel(error) else type(error).__name__
 
 
 def _replace_outcome(record: AttemptRecord, outcome: str) -> AttemptRecord:

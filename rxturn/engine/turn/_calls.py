@@ -15,7 +15,6 @@ entry. The call goes one of two ways:
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import itertools
 import logging
@@ -28,13 +27,13 @@ from reactivex.subject import Subject
 
 from ...clients._base import keeps_thinking
 from ...cost import Pricer
-from ...errors import Cancelled
 from ...events import HandlerEvent
 from ...fold import initial_state
 from ...messages import Message, Request, RequestOptions, StopReason, ToolCallPart
 from ...operators._scheduling import clock, resolve_scheduler
 from ...resilience.cancel import CancelToken
 from ...resilience.hedge import HedgePolicy
+from ...resilience.verdicts import is_cancel
 from ..context.tokens import ContextEstimate, counter_loaded, warm_up_counter
 from ..context.window import Calibration
 from ..failover._legs import TurnLegs, can_fail_over, fail_over, record_leg_failure
@@ -238,7 +237,7 @@ class TurnCalls:
                 routed=legs.is_routed(host.fallback),
             )
         except BaseException as exc:
-            cancelled = isinstance(exc, (Cancelled, asyncio.CancelledError))
+            cancelled = is_cancel(exc)
             failed = self._audit_record(legs, query, None, None, exc)
             host.session.audit.append(failed)
             self._request_end(turn, turn_id, failed, None, exc)
