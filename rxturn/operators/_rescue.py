@@ -1,8 +1,10 @@
 """``rescue``: when streaming gave up on a transient failure, ask once more without streaming.
 
-docs/behaviour.md §2.6; an Rx shell over two rules: which failures are rescued
-(:func:`~rxturn.resilience.verdicts.is_rescuable`, one column of the classification table) and
-the rescue's budget (:func:`~rxturn.resilience.progress.rescue_budget`).
+docs/behaviour.md §2.6; an Rx shell over the rescue's rules: which failures are rescued
+(:func:`~rxturn.resilience.verdicts.is_rescuable`, one column of the classification table),
+the rescue's budget (:func:`~rxturn.resilience.progress.rescue_budget`), its race
+(:class:`~rxturn.resilience.progress.RescueRace`) and the error a lost race ends the turn with
+(:func:`~rxturn.resilience.progress.rescue_failed`).
 
 The non-streaming rescue runs only for failures the ladder gave up on while
 the turn could still be saved: a spent transport budget, a total timeout, a rate-limit hard stop
@@ -37,10 +39,9 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
-from ..errors import RescueFailed, RxturnError
 from ..events import Fallback
 from ..messages import Message
-from ..resilience.progress import RescueRace, TurnProgress, rescue_budget
+from ..resilience.progress import RescueRace, TurnProgress, no_reply, rescue_budget, rescue_failed
 from ..resilience.verdicts import is_rescuable
 from ._scheduling import resolve_scheduler
 
@@ -82,10 +83,7 @@ def rescue_(
                     return
                 timer.disposable = None
                 current.disposable = None
-                error = RescueFailed(stream_error, rescue_error)
-                if progress is not None:
-                    progress.stamp(error)
-                observer.on_error(error)
+                observer.on_error(rescue_failed(stream_error, rescue_error, progress))
 
             def on_reply(message: Message) -> None:
                 if not race.outcome():
@@ -95,7 +93,7 @@ def rescue_(
                 observer.on_completed()
 
             def on_done() -> None:
-                fail(RxturnError("fallback request ended without a reply"))
+                fail(no_reply())
 
             if budget is not None:
 

@@ -21,7 +21,9 @@ when the turn has none. Same-turn failover gives its next leg the same budget.
 The **rescue race** (:class:`RescueRace`): the rescue request runs against that budget; the
 first outcome settles it, and a reply that completes at the same instant the deadline is reached
 wins: the deadline is judged one scheduler turn late, so a result already delivered (or queued)
-first is accepted.
+first is accepted. A rescue that fails (its error, :func:`no_reply` when its request ends
+without a reply, or the race's timeout) ends the turn with :func:`rescue_failed`: the stream's
+error and the rescue's together.
 """
 
 from __future__ import annotations
@@ -30,7 +32,14 @@ from collections.abc import Callable
 from typing import TypeVar
 
 from .._constants import FIRST_EVENT_TIMEOUT
-from ..errors import RateLimitError, RequestTimeoutError, RescueTimeoutError, StreamTimeoutError
+from ..errors import (
+    RateLimitError,
+    RequestTimeoutError,
+    RescueFailed,
+    RescueTimeoutError,
+    RxturnError,
+    StreamTimeoutError,
+)
 from ..fold import TurnState
 from .guard import ShadowGuard
 from .retry import stamp_attempts
@@ -39,8 +48,10 @@ __all__ = [
     "FRESH_BUDGET",
     "RescueRace",
     "TurnProgress",
+    "no_reply",
     "note_progress",
     "rescue_budget",
+    "rescue_failed",
     "stamp_attempts",
     "total_timeout",
 ]
@@ -100,6 +111,22 @@ class RescueRace:
             return None
         assert self.budget is not None, "a race without a budget has no deadline"
         return RescueTimeoutError(self.budget)
+
+
+def no_reply() -> RxturnError:
+    """The rescue's error when its request completed without a reply."""
+    return RxturnError("fallback request ended without a reply")
+
+
+def rescue_failed(
+    stream_error: Exception, rescue_error: BaseException, progress: TurnProgress | None
+) -> RescueFailed:
+    """The turn's error once the rescue lost: the error streaming gave up on and the rescue's,
+    stamped with the streaming attempts made when the turn's ``progress`` is known."""
+    error = RescueFailed(stream_error, rescue_error)
+    if progress is not None:
+        progress.stamp(error)
+    return error
 
 
 class TurnProgress:

@@ -38,7 +38,9 @@ from rxturn.resilience.progress import (
     FRESH_BUDGET,
     RescueRace,
     TurnProgress,
+    no_reply,
     rescue_budget,
+    rescue_failed,
     total_timeout,
 )
 from rxturn.resilience.retry import RetryBudget, beyond_deadline
@@ -304,6 +306,19 @@ def test_the_deadline_times_the_rescue_out_one_turn_later() -> None:
     timeout = race.deadline()
     assert isinstance(timeout, RescueTimeoutError) and timeout.budget == 2.5
     assert race.outcome() is True  # the caller hands the timeout on as the outcome
+
+
+def test_a_lost_rescue_ends_the_turn_with_both_errors_and_the_attempts() -> None:
+    progress = TurnProgress(lambda: 0.0)
+    progress.begin_attempt()
+    progress.begin_attempt()
+    stream_error, timeout = ServerError("HTTP 500"), RescueTimeoutError(2.5)
+    error = rescue_failed(stream_error, timeout, progress)
+    assert isinstance(error, RescueFailed)
+    assert (error.stream_error, error.rescue_error, error.attempts) == (stream_error, timeout, 2)
+    ended = no_reply()
+    assert "without a reply" in str(ended)
+    assert rescue_failed(stream_error, ended, None).rescue_error is ended
 
 
 # -- the classification table -------------------------------------------------------------------

@@ -42,7 +42,6 @@ from typing import Any, cast
 from reactivex import Observable, abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
-from ...errors import RescueFailed, RxturnError
 from ...events import Fallback, StreamEvent
 from ...messages import Message
 from ...operators._scheduling import clock, resolve_scheduler
@@ -52,8 +51,10 @@ from ...resilience.limiter import gate_sleep
 from ...resilience.progress import (
     RescueRace,
     TurnProgress,
+    no_reply,
     note_progress,
     rescue_budget,
+    rescue_failed,
     total_timeout,
 )
 from ...resilience.retry import RetryBudget, beyond_deadline
@@ -471,7 +472,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         self._downstream.on_completed()
 
     def _on_rescue_done(self) -> None:
-        self._rescue_failed(RxturnError("fallback request ended without a reply"))
+        self._rescue_failed(no_reply())
 
     def _rescue_failed(self, rescue_error: BaseException) -> None:
         race = self._race
@@ -483,9 +484,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         rescue, self._rescue = self._rescue, None
         if rescue is not None:  # what the rescue's watcher sees first, as in ``rescue``
             rescue.dispose()
-        error = RescueFailed(stream_error, rescue_error)
-        self._progress.stamp(error)
-        self._fail(error)
+        self._fail(rescue_failed(stream_error, rescue_error, self._progress))
 
     # ------------------------------------------------------------------------ the end
 
