@@ -161,3 +161,20 @@ def test_fold_is_a_module_and_replay_a_function() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["True", "module", "MessageStart"]
+
+
+def test_the_operators_facade_exports_through_the_same_lazy_table() -> None:
+    """``rxturn.operators`` defines its operators and names a few helpers by their modules, as
+    the other packages do (``_HOMES``, :func:`rxturn._exports.lazy_exports`)."""
+    import rxturn.operators as facade
+
+    assert facade.__getattr__.__module__ == "rxturn._exports"
+    for name, home in facade._HOMES.items():
+        assert name in facade.__all__
+        defining = importlib.import_module(importlib.util.resolve_name(home, "rxturn.operators"))
+        assert getattr(facade, name) is getattr(defining, name), name
+    namespace: dict[str, object] = {}
+    exec("from rxturn.operators import *", namespace)
+    assert set(namespace) - {"__builtins__"} == set(facade.__all__)
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        facade.nothing  # noqa: B018

@@ -42,6 +42,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from reactivex import Observable, abc
 
+from .._exports import lazy_exports
+
 if TYPE_CHECKING:  # pragma: no cover
     from ..events import AttemptReset, EventBatch, Fallback, StreamEvent
     from ..messages import Message
@@ -79,7 +81,8 @@ _T = TypeVar("_T")
 #: An attempt's items: single events, or batches of them.
 _E = TypeVar("_E", bound="StreamEvent | EventBatch")
 
-_LAZY: dict[str, str] = {
+#: The names that are not operators, each imported from its module on first use.
+_HOMES: dict[str, str] = {
     "Decision": "._retry_ladder",
     "decide": "._retry_ladder",
     "TurnProgress": "._progress",
@@ -100,19 +103,7 @@ def _check_seconds(where: str, name: str, value: Any, *, allow_zero: bool = Fals
         raise ConfigError(f"{where}: {name} {problem} (or None for no limit)")
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'rxturn.operators' has no attribute {name!r}")
-    import importlib
-
-    value = getattr(importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return __all__
+__getattr__, __dir__ = lazy_exports(globals(), _HOMES)
 
 
 def attempt_guard(
