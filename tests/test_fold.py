@@ -161,8 +161,8 @@ class TestReferenceChecklist:
         assert state.message().content == ()
 
     def test_legacy_tool_call_delta_string_value(self) -> None:
-        # The legacy ToolCall delta carried a JSON value; rxturn's Delta carries only strings,
-        # which append exactly like InputJson fragments.
+        # A tool call's arguments arrive as string fragments of JSON (a Delta carries only
+        # strings), appended like any other tool_json fragment.
         state = folded(*tool_lane(0, "c", "t", '{"k":', '"v"}'))
         assert state.message().tool_calls[0].input == {"k": "v"}
 

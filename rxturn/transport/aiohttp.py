@@ -12,8 +12,8 @@ Whole-turn deadlines belong to the stream handler. aiohttp keeps that bound by c
 timer and arming a new one for every chunk that arrives; the connections of this transport keep
 it on one timer per response instead (:class:`_IdleTimedProtocol`): a chunk only records when it
 came, and the timer, when it fires, re-arms for what is left of the silence since the last one.
-The bound is the same, to the chunk; a stream of many small chunks no longer pays a timer per
-chunk, nor leaves a cancelled timer per chunk on the event loop's heap.
+The bound is the same, to the chunk; a stream of many small chunks pays no timer per chunk,
+and leaves no cancelled timer per chunk on the event loop's heap.
 
 The environment, as the SDKs' HTTP client reads it (``trust_env=True``, the default): the
 proxies in ``HTTPS_PROXY`` / ``HTTP_PROXY`` / ``ALL_PROXY`` (either case) with ``NO_PROXY``

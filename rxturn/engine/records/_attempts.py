@@ -75,7 +75,7 @@ class _Racer:
 class AttemptLog(AttemptStats):
     """Records a turn's attempts (see the module docstring); also the turn's
     :class:`~rxturn.engine.records._results.AttemptStats` (whether the rescue served), and the
-    base of the turn's :class:`~rxturn.engine.failover.TurnLegs`: one object per turn for the
+    base of the turn's :class:`~rxturn.engine.failover._legs.TurnLegs`: one object per turn for the
     three.
 
     Attributes:

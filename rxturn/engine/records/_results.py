@@ -157,7 +157,7 @@ class AttemptStats:
     """What the handler stream reveals about a turn's attempts beyond their records: whether
     the non-streaming rescue served (a ``Fallback``).
 
-    The turn's :class:`~rxturn.engine.failover.TurnLegs` is one (it is the turn's attempt log,
+    The turn's :class:`~rxturn.engine.failover._legs.TurnLegs` is one (it is the turn's attempt log,
     which is one): no object of its own per turn.
     """
 
