@@ -8,8 +8,10 @@ Each scenario below runs twice on fresh TestSchedulers — once through
 ``handler.stream_turn_batches``, once through the public operators in the documented order
 (``attempt_guard`` → ``deadlines`` → ``annotate_progress`` → ``rate_limit_gate`` →
 ``retry_ladder`` → ``total_deadline`` → ``rescue`` → ``cancellable`` → ``as_batches``) — and
-the two recordings must be equal. ``test_paths_equivalence.py`` does the same on the batched
-and the direct-attach paths, with a real client.
+the two recordings must be equal. Each scenario runs again with its events delivered two to a
+batch through ``stream_batches`` (the driver's batched path: a batch's verdict, its accepted
+prefix, the attempt clock told once per batch). ``test_paths_equivalence.py`` does the same on
+the batched and the direct-attach paths, with a real client.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 import pytest
 from reactivex import Observable
-from reactivex.testing import TestScheduler
+from reactivex.testing import ReactiveTest, TestScheduler
 
 from rxturn.engine.handler import StreamHandler
 from rxturn.errors import ServerError, status_error
@@ -182,9 +184,44 @@ def _error_facts(error: BaseException | None) -> object:
     )
 
 
-async def _record(case: Case, build: Any) -> tuple[Run, list[Any], int]:
+def _in_pairs(script: list[Any]) -> list[Any]:
+    """``script`` with its events two to a batch, each batch at its last event's instant (a lone
+    last event alone); the end stays where it was."""
+    events = [r for r in script if r.value.kind == "N"]
+    ends = [r for r in script if r.value.kind != "N"]
+    batches = [events[i : i + 2] for i in range(0, len(events), 2)]
+    paired = [ReactiveTest.on_next(b[-1].time, [r.value.value for r in b]) for b in batches]
+    return paired + ends
+
+
+class BatchesOnly:
+    """A scripted client seen through ``stream_batches`` alone (its scripts play batches)."""
+
+    def __init__(self, client: ScriptedClient) -> None:
+        self.client = client
+        self.model = client.model
+        self.base_url = client.base_url
+
+    def stream(self, request: Any, options: Any = None) -> Any:
+        raise AssertionError("the handler subscribes stream_batches when the client has it")
+
+    def stream_batches(self, request: Any, options: Any = None) -> Any:
+        return self.client.stream(request, options)
+
+    async def create(self, request: Any, options: Any = None) -> Message:
+        return await self.client.create(request, options)
+
+
+def _by_handler_on_batches(
+    case: Case, client: ScriptedClient, scheduler: TestScheduler, token: CancelToken
+) -> Observable[Any]:
+    return _by_handler(case, BatchesOnly(client), scheduler, token)  # type: ignore[arg-type]
+
+
+async def _record(case: Case, build: Any, *, batched: bool = False) -> tuple[Run, list[Any], int]:
     scheduler = TestScheduler()
-    client = ScriptedClient(scheduler, case.streams, create=case.create)
+    streams = [_in_pairs(script) for script in case.streams] if batched else case.streams
+    client = ScriptedClient(scheduler, streams, create=case.create)
     token = CancelToken()
     run = await drive(
         scheduler,
@@ -208,6 +245,24 @@ async def test_the_fused_ladder_matches_the_operators(name: str) -> None:
     assert _error_facts(fused.error) == _error_facts(composed.error)
     assert fused_spans == spans
     assert fused_creates == creates
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+async def test_the_driver_matches_the_operators_on_batches(name: str) -> None:
+    case = CASES[name]
+    driven, driven_spans, driven_creates = await _record(case, _by_handler_on_batches, batched=True)
+    composed, spans, creates = await _record(case, _by_operators, batched=True)
+    assert driven.items == composed.items
+    assert (driven.completed, driven.end_time) == (composed.completed, composed.end_time)
+    assert _error_facts(driven.error) == _error_facts(composed.error)
+    assert driven_spans == spans
+    assert driven_creates == creates
+
+
+def test_the_batched_scripts_hold_batches_of_several_events() -> None:
+    scripts = [_in_pairs(script) for case in CASES.values() for script in case.streams]
+    sizes = [len(r.value.value) for script in scripts for r in script if r.value.kind == "N"]
+    assert sizes.count(2) >= 20 and sizes.count(1) >= 5
 
 
 def test_the_cases_cover_every_ending() -> None:
