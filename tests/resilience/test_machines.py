@@ -39,6 +39,7 @@ from rxturn.resilience.progress import (
     RescueRace,
     TurnProgress,
     no_reply,
+    note_progress,
     rescue_budget,
     rescue_failed,
     total_timeout,
@@ -319,6 +320,27 @@ def test_a_lost_rescue_ends_the_turn_with_both_errors_and_the_attempts() -> None
     ended = no_reply()
     assert "without a reply" in str(ended)
     assert rescue_failed(stream_error, ended, None).rescue_error is ended
+
+
+def test_a_rate_limit_or_a_408_learns_what_its_attempt_received() -> None:
+    progress = TurnProgress(lambda: 0.0)
+    progress.begin_attempt()
+    events = reply("one two")
+    for event in events[:4]:  # MessageStart, a text part opened, two deltas: no part completed
+        assert progress.guard.event(event) is None
+    progress.events = 4
+    limited, late, other = status_error(429, "slow"), status_error(408, "late"), ServerError("x")
+    for error in (limited, late, other):
+        note_progress(error, progress)
+    assert (limited.events, limited.partial) == (4, False)  # type: ignore[attr-defined]
+    assert (late.events, late.partial) == (4, False)  # type: ignore[attr-defined]
+    assert str(limited).endswith(", 4 events processed")
+    assert not hasattr(other, "events")  # only those two say what they had received
+    for event in events[4:6]:
+        progress.guard.event(event)
+    progress.events = 6
+    note_progress(limited, progress)
+    assert limited.partial is True and "(partial data), 6 events" in str(limited)  # type: ignore[attr-defined]
 
 
 # -- the classification table -------------------------------------------------------------------
