@@ -16,8 +16,9 @@ the events' own decoding and folding. These two operators turn such a stream int
   item (``AttemptReset``, ``Fallback``, an event from a per-event client) becomes ``[item]``.
 
 An empty batch (a client of your own may emit one for a chunk that decoded to nothing) is no
-event: the handler's guard drops it where batches enter, and ``as_batches`` never hands one on,
-so a consumer may read ``batch[0]``.
+event: the shadow guard's verdict on it is ``EMPTY`` (:mod:`rxturn.resilience.guard`), so the
+handler forwards nothing where batches enter, and ``as_batches`` never hands one on, so a
+consumer may read ``batch[0]``.
 
 A batch is a ``Sequence`` in the signatures (read-only, so a batch of stream events is also a
 batch of handler items) and a ``list`` at run time: ``type(item) is list`` tells the shapes

@@ -6,8 +6,8 @@ An Rx shell over :class:`~rxturn.resilience.guard.ShadowGuard`, whose docstring 
 the turn's :class:`~rxturn.operators.TurnProgress` starts an attempt (a fresh shadow); each item
 gets the guard's verdict (a batch, one verdict for its events); an accepted item is counted and
 forwarded; a rejected one ends the attempt with the fold's error after the batch's accepted
-prefix; completion without ``MessageStop`` ends it with the truncation. An empty batch is no
-event: nothing is forwarded.
+prefix; completion without ``MessageStop`` ends it with the truncation; an empty batch gets the
+guard's :data:`~rxturn.resilience.guard.EMPTY`: nothing is forwarded.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from reactivex.disposable import SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
 from ..events import EventBatch, StreamEvent
+from ..resilience.guard import EMPTY
 from ..resilience.progress import TurnProgress
 
 __all__ = ["attempt_guard_"]
@@ -47,10 +48,10 @@ def attempt_guard_(source: Observable[_E], progress: TurnProgress | None = None)
         def on_next(item: _E) -> None:
             if type(item) is list:  # a batch
                 batch = cast("list[StreamEvent]", item)
-                if not batch:
-                    return
                 error = guard.batch(batch)
                 if error is not None:
+                    if error is EMPTY:
+                        return
                     upstream.dispose()
                     accepted = guard.accepted
                     if accepted:

@@ -3,7 +3,7 @@
 An Rx shell over :class:`~rxturn.resilience.clock.AttemptClock`, whose docstring holds the rules
 (the two waits, consecutive expiries, the fast fail while nothing arrived, O(1) per event). Per
 subscription: the clock begins at the scheduler's ``now``; each item tells it how many events
-arrived (a batch counts as its events; an empty batch is none) and re-arms the one timer only
+arrived (a batch counts as its events, an empty one as none) and re-arms the one timer only
 when the clock's ``due`` moved; the timer asks the clock for its verdict: the
 :class:`~rxturn.errors.StreamTimeoutError` (the upstream is disposed first) or the next ``due``.
 With a shared :class:`~rxturn.operators.TurnProgress` the error says whether partial data was
@@ -68,11 +68,9 @@ def deadlines_(
             observer.on_error(error)
 
         def on_next(value: _T) -> None:
-            count = event_count(value)
-            if count:  # an empty batch (a client of your own may send one) is no event
-                t = now()
-                if attempt.arrived(count, t):
-                    arm(t)
+            t = now()
+            if attempt.arrived(event_count(value), t):
+                arm(t)
             forward(value)
 
         start = now()

@@ -14,7 +14,8 @@ it was armed, the idle deadline is ``last_event + per_event`` and ``due`` moves 
 left of it; if not, that is one consecutive timeout. The first event moves ``due`` once, if
 ``per_event`` ends sooner than the pending first-event wait (or clears it: no ``per_event``).
 
-A batch arrived at one instant: it counts as its events. Time is passed in as float seconds;
+A batch arrived at one instant: it counts as its events, so an empty batch is no arrival (it
+neither ends the first-event wait nor moves the idle one). Time is passed in as float seconds;
 the caller owns the timer and re-arms it whenever ``due`` changed (the methods say so).
 """
 
@@ -79,11 +80,14 @@ class AttemptClock:
         self.due = None
 
     def arrived(self, count: int, now: float) -> bool:
-        """``count`` events arrived at ``now``; whether :attr:`due` changed (re-arm)."""
+        """``count`` events arrived at ``now``; whether :attr:`due` changed (re-arm). A count
+        of 0 (an empty batch) is no arrival: nothing changes."""
+        if not count:
+            return False
         self._last = now
-        first = self.seen == 0
-        self.seen += count
-        if not first:
+        seen = self.seen
+        self.seen = seen + count
+        if seen:
             return False
         per_event = self.per_event
         if per_event is None:

@@ -23,20 +23,37 @@ deltas with the same index and kind land in the same lane:
 Every verdict is therefore exactly the fold's, at the same event; only the shadow's text is
 incomplete (never build the reply from it). A batch gets the same checks event by event
 (:meth:`ShadowGuard.batch`); when one is rejected, :attr:`ShadowGuard.accepted` says how many
-came before it, which go on as a shorter batch ahead of the error. An empty batch is no event.
+came before it, which go on as a shorter batch ahead of the error. An empty batch (a client of
+your own may send one for a chunk that decoded to nothing) is no event: its verdict is
+:data:`EMPTY`, nothing changes and nothing is to be forwarded. This is the one place that says
+so: the callers forward what the verdict says, and the check costs them nothing extra (it is
+made here instead of before the call).
 
 State is data: one :class:`ShadowGuard` per turn, :meth:`~ShadowGuard.reset` per attempt. The
-verdicts are return values (the fold's exception, or ``None``): nothing is raised, nothing is
-allocated per event but the fold's own states.
+verdicts are return values (the fold's exception, ``None``, or :data:`EMPTY`): nothing is
+raised, nothing is allocated per event but the fold's own states.
 """
 
 from __future__ import annotations
+
+import enum
+from typing import Final
 
 from ..errors import TruncatedStreamError
 from ..events import Delta, StreamEvent
 from ..fold import INITIAL_STATE, TurnState, fold
 
-__all__ = ["ShadowGuard", "truncation"]
+__all__ = ["EMPTY", "BatchVerdict", "ShadowGuard", "truncation"]
+
+
+class BatchVerdict(enum.Enum):
+    """The verdict on a batch that is neither accepted nor rejected (the type of :data:`EMPTY`)."""
+
+    EMPTY = "empty"
+
+
+#: :meth:`ShadowGuard.batch`'s verdict on an empty batch: no event, nothing to forward.
+EMPTY: Final = BatchVerdict.EMPTY
 
 
 def truncation(stopped: bool, events: int) -> TruncatedStreamError | None:
@@ -95,9 +112,12 @@ class ShadowGuard:
             return error
         return None
 
-    def batch(self, batch: list[StreamEvent]) -> Exception | None:
-        """The verdict on a batch: ``None`` (forward it whole) or the error of the first event
-        the fold rejects, :attr:`accepted` events after the batch's start."""
+    def batch(self, batch: list[StreamEvent]) -> Exception | BatchVerdict | None:
+        """The verdict on a batch: ``None`` (forward it whole), :data:`EMPTY` (an empty batch:
+        no event, forward nothing) or the error of the first event the fold rejects,
+        :attr:`accepted` events after the batch's start."""
+        if not batch:
+            return EMPTY
         position = 0
         delta = Delta
         # :meth:`event`'s shortcuts, written out: this loop runs per event. What they read is

@@ -31,7 +31,7 @@ from rxturn.errors import (
 from rxturn.events import AttemptReset, Delta, PartStart, PartStop
 from rxturn.messages import Usage
 from rxturn.resilience.clock import AttemptClock
-from rxturn.resilience.guard import ShadowGuard
+from rxturn.resilience.guard import EMPTY, ShadowGuard
 from rxturn.resilience.limiter import gate_sleep
 from rxturn.resilience.policies import RateLimitPolicy, RetryPolicy
 from rxturn.resilience.progress import (
@@ -120,6 +120,23 @@ def test_a_clean_batch_is_accepted_whole_and_reset_starts_over() -> None:
     assert guard.event(PartStart(0)) is not None  # a fresh attempt needs MessageStart again
 
 
+def test_an_empty_batch_is_no_event_and_changes_nothing() -> None:
+    guard = ShadowGuard()
+    assert guard.batch([]) is EMPTY  # no event to judge: not the error a lane event gets here
+    whole = _tool_reply(['{"a": ', '"b"', "}"])
+    assert guard.batch(whole[:3]) is None  # the start, the tool part, a fragment collected
+    shadow = guard.shadow
+    assert guard.batch([]) is EMPTY
+    assert guard.shadow is shadow
+    assert guard.batch(whole[3:]) is None  # the run is judged whole, as if nothing came between
+    broken = ShadowGuard()
+    events = _tool_reply(['{"a": ', '"b"', '{"broken'])
+    assert broken.batch(events[:4]) is None
+    assert broken.batch([]) is EMPTY
+    assert isinstance(broken.batch(events[4:]), InvalidToolInputError)
+    assert broken.accepted == 1  # the last fragment; the close is rejected
+
+
 # -- the attempt clock --------------------------------------------------------------------------
 
 
@@ -173,6 +190,22 @@ def test_no_per_event_wait_clears_the_deadline_at_the_first_event() -> None:
     clock = AttemptClock(first_event=5.0, per_event=None)
     clock.begin(0.0)
     assert clock.arrived(1, 1.0) is True and clock.due is None
+
+
+def test_an_empty_batch_is_no_arrival() -> None:
+    clock = AttemptClock(first_event=2.0, per_event=1.0, max_consecutive=1)
+    clock.begin(0.0)
+    assert clock.arrived(0, 0.5) is False and clock.due == 2.0  # still waiting for the first
+    error = clock.expired(2.0, partial=False)
+    assert isinstance(error, StreamTimeoutError)
+    assert (error.kind, error.events) == ("first_event", 0)
+    idle = AttemptClock(first_event=5.0, per_event=1.0, max_consecutive=1)
+    idle.begin(0.0)
+    idle.arrived(1, 0.5)  # due 1.5
+    idle.arrived(1, 1.0)
+    assert idle.arrived(0, 1.4) is False and idle.seen == 2
+    assert idle.expired(1.5, partial=False) is None
+    assert idle.due == 2.0  # the last event's 1.0 + 1: the empty batch at 1.4 moved nothing
 
 
 # -- the retry budget ---------------------------------------------------------------------------

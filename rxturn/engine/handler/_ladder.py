@@ -47,6 +47,7 @@ from ...messages import Message
 from ...operators._scheduling import clock, resolve_scheduler
 from ...resilience.cancel import cancel_error
 from ...resilience.clock import SLACK, AttemptClock
+from ...resilience.guard import EMPTY
 from ...resilience.limiter import gate_sleep
 from ...resilience.progress import (
     RescueRace,
@@ -222,11 +223,11 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         if type(value) is list:  # a batch: the path every chunk takes, written out in full
             # an annotation, not a cast() call per chunk
             batch: list[StreamEvent] = value  # pyright: ignore[reportUnknownVariableType]
-            if not batch:  # a chunk that decoded to nothing: no event, nothing to forward
-                return
             guard = self._guard
             error = guard.batch(batch)
             if error is not None:  # the guard's verdict: the accepted prefix, then the error
+                if error is EMPTY:  # an empty batch: no event, nothing to forward
+                    return
                 self._drop_upstream()
                 accepted = guard.accepted
                 if accepted:
