@@ -17,7 +17,9 @@ Neither ladder spends the other's budget, and a budget never outlives its turn. 
 takes the failed attempt's error and the time left, advances the ladders and returns the
 :class:`Decision`; after the wait, :meth:`~RetryBudget.reset` builds the
 :class:`~rxturn.events.AttemptReset` that precedes the next attempt (with the failed attempt's
-event count and reported usage) and counts that attempt. Every error it lets out carries
+event count and reported usage) and counts that attempt. While the wait runs a retry is owed
+(:attr:`~RetryBudget.retry_owed`); a turn that ends meanwhile cancels it
+(:meth:`~RetryBudget.cancel_retry`). Every error it lets out carries
 ``attempts``. :func:`decide` is the same decision as a pure function of the counters.
 
 ``on_wait`` hooks are told of each wait as it starts (:func:`notify_wait`): ``reason``
@@ -218,6 +220,16 @@ class RetryBudget:
             notify_wait(self._on_wait, decision, self.attempt + 1, error)
         self.error = error
         return decision
+
+    @property
+    def retry_owed(self) -> bool:
+        """Whether a retry was decided and its wait is not over yet (:meth:`reset` follows)."""
+        return self.error is not None
+
+    def cancel_retry(self) -> None:
+        """The retry owed is not made: the turn ended during its wait (a total timeout, the
+        rescue, a cancel). The ladders keep what they spent; :attr:`retry_owed` is false."""
+        self.error = None
 
     def reset(self, events: int, usage: Usage | None) -> AttemptReset:
         """The wait is over: the ``AttemptReset`` before the next attempt (``events`` and

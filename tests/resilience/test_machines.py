@@ -233,6 +233,25 @@ def test_transport_retries_then_the_last_error_goes_on_with_attempts() -> None:
     assert third.attempts == 3  # type: ignore[attr-defined]
 
 
+def test_a_retry_is_owed_until_its_wait_ends_or_the_turn_cancels_it() -> None:
+    budget = RetryBudget(
+        RetryPolicy(max_retries=2, jitter=0.0), RateLimitPolicy(), random.Random(1)
+    )
+    assert not budget.retry_owed
+    budget.failed(ServerError("HTTP 500"), remaining=None)
+    assert budget.retry_owed
+    budget.reset(events=0, usage=None)
+    assert not budget.retry_owed  # the wait is over: attempt 2 is in flight
+    budget.failed(ServerError("HTTP 502"), remaining=None)
+    assert budget.retry_owed
+    budget.cancel_retry()  # the turn ended during the wait (a total timeout, say)
+    assert not budget.retry_owed
+    assert (budget.attempt, budget.transport_retries) == (2, 2)  # what was spent stays spent
+    spent = RetryBudget(RetryPolicy(max_retries=0), RateLimitPolicy(), random.Random(1))
+    assert spent.failed(ServerError("HTTP 500"), remaining=None).action == "fail"
+    assert not spent.retry_owed  # a failure the ladder lets out owes no retry
+
+
 def test_the_rate_limit_ladder_has_its_own_budget_and_escalates() -> None:
     budget = RetryBudget(
         RetryPolicy(max_retries=0),

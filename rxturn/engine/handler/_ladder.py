@@ -385,7 +385,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         if wait is not None and wait - t <= SLACK:
             self._wait_due = None
             budget = self._budget
-            if budget is not None and budget.error is not None:
+            if budget is not None and budget.retry_owed:
                 self._after_backoff(budget)
             else:
                 self._gate()
@@ -427,7 +427,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             self._clock.stop()
         self._wait_due = None
         if self._budget is not None:
-            self._budget.error = None
+            self._budget.cancel_retry()
 
     # ------------------------------------------------------------------------ the rescue
 
