@@ -51,6 +51,8 @@ _T = TypeVar("_T")
 
 
 def _budget(progress: TurnProgress | None, timeout: float | None) -> float | None:
+    """The rescue's seconds, never negative: the machine's budget, or without a turn's progress
+    ``timeout`` itself (checked positive where the operator is built)."""
     if progress is None:
         return timeout
     return rescue_budget(progress.remaining(), timeout)
@@ -104,7 +106,7 @@ def rescue_(
                     elif race.expiring and not race.settled:  # judged one scheduler turn later
                         timer.disposable = sched.schedule(deadline)
 
-                timer.disposable = sched.schedule_relative(max(0.0, budget), deadline)
+                timer.disposable = sched.schedule_relative(budget, deadline)
             subscription = SingleAssignmentDisposable()
             current.disposable = subscription
             try:

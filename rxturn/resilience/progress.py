@@ -16,7 +16,8 @@ since the start). No streaming attempt follows it; the rescue may.
 The **rescue budget** (:func:`rescue_budget`) is what is left of the total deadline while it
 is still in the future; once it has passed (the usual case after a total timeout), a *fresh*
 budget (the first-event timeout, :data:`FRESH_BUDGET` when that is disabled); no deadline at all
-when the turn has none. Same-turn failover gives its next leg the same budget.
+when the turn has none. It is never negative, so its timer is armed with it as it is. Same-turn
+failover gives its next leg the same budget.
 
 The **rescue race** (:class:`RescueRace`): the rescue request runs against that budget; the
 first outcome settles it, and a reply that completes at the same instant the deadline is reached
@@ -66,12 +67,13 @@ FRESH_BUDGET: float = FIRST_EVENT_TIMEOUT
 def rescue_budget(remaining: float | None, fresh: float | None) -> float | None:
     """Seconds the rescue (or the next failover leg) gets: ``remaining`` (the time left before
     the turn's total deadline) while positive, else ``fresh`` (else :data:`FRESH_BUDGET`);
-    ``None`` (no deadline) when the turn has none."""
+    ``None`` (no deadline) when the turn has none. Never negative: a timer may be armed with
+    it as it is."""
     if remaining is None:
         return None
     if remaining > 0:
         return remaining
-    return fresh if fresh is not None else FRESH_BUDGET
+    return max(0.0, fresh) if fresh is not None else FRESH_BUDGET
 
 
 class RescueRace:

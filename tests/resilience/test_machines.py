@@ -339,6 +339,13 @@ def test_the_rescue_budget_is_what_is_left_or_a_fresh_budget() -> None:
     assert rescue_budget(-3.0, None) == FRESH_BUDGET == 120.0
 
 
+def test_the_rescue_budget_is_never_negative() -> None:
+    # its timer is armed with it as it is: a fresh budget below zero is a deadline now
+    assert rescue_budget(-3.0, -1.0) == 0.0
+    assert rescue_budget(0.0, -0.5) == 0.0
+    assert rescue_budget(1e-9, -1.0) == 1e-9  # what is left, however little, is left
+
+
 def test_the_rescue_race_is_settled_by_its_first_outcome() -> None:
     race = RescueRace(2.5)
     assert race.outcome() is True  # the reply

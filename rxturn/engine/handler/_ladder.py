@@ -447,7 +447,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         budget = rescue_budget(self._progress.remaining(), plan.first_event)
         self._race = RescueRace(budget)
         if budget is not None:
-            self._rescue_due = self._now() + max(0.0, budget)
+            self._rescue_due = self._now() + budget
         self._schedule()
         try:
             request = plan.create_request()
