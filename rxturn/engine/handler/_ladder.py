@@ -376,8 +376,8 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         if self._phase == _DONE:
             return
         t = self._now()
-        total = self._total_due
-        if total is not None and total - t <= SLACK and self._phase != _RESCUING:
+        total = self._total_due  # None once rescuing: _start_rescue clears it, nothing re-sets it
+        if total is not None and total - t <= SLACK:
             self._total_due = None
             self._total_timeout(t)
             return

@@ -118,6 +118,14 @@ CASES: dict[str, Case] = {
     "rate-limit wait clamped to the total deadline": Case(
         [_fails(status_error(429, "x", retry_after=600.0))], [RESCUED], TIGHT
     ),
+    # the rescue's budget is the time left, so its deadline falls on the total deadline's
+    # instant: a rescuing turn has no total deadline, the rescue's race times out
+    "transport budget spent, the rescue hangs to the total deadline": Case(
+        [_fails(ServerError("HTTP 502"))],
+        [HANG],
+        FAST,
+        RetryPolicy(base_delay=0.05, max_delay=0.1, max_retries=2, jitter=0.3),
+    ),
     "total deadline during a hang, rescued": Case([_stalls(2)], [Later(0.02, RESCUED)], TIGHT),
     "total deadline, the rescue fails": Case([_stalls()], [ServerError("HTTP 500")], TIGHT),
     "total deadline, the rescue hangs": Case([_stalls()], [HANG], TIGHT),
