@@ -152,3 +152,29 @@ def test_non_utf8_input_is_a_line_error(tmp_path: Path) -> None:
     path.write_bytes(b'{"id": "a", "prompt": "\xff"}\n')
     with pytest.raises(BatchInputError, match=r"line 1: not UTF-8 text \(byte 0xff at column 24\)"):
         scan_input(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        ("\\ud800", "\\ud800"),  # a high surrogate ending the string
+        ("a\\ud83dz", "\\ud83d"),  # a high one followed by no low one
+        ("\\udc00", "\\udc00"),  # a low one alone
+        ("ok\\udfff", "\\udfff"),
+    ],
+)
+def test_a_lone_surrogate_escape_is_named_not_called_truncated(
+    tmp_path: Path, value: str, found: str
+) -> None:
+    """JSON may spell a lone UTF-16 surrogate (``"\\ud800"``), which is no character and
+    cannot be sent; the error says so, not what the decoder says (``Input data was truncated``
+    for a high one at a string's end), in the id as in the prompt."""
+    for line in (f'{{"id": "a", "prompt": "{value}"}}', f'{{"id": "{value}", "prompt": "p"}}'):
+        path = tmp_path / "in.jsonl"
+        path.write_text('{"id": "ok", "prompt": "fine \\ud83d\\ude00"}\n' + line + "\n")
+        with pytest.raises(BatchInputError) as info:
+            scan_input(path)
+        assert str(info.value) == (
+            f"line 2: a string holds a lone UTF-16 surrogate ({found} without its pair), "
+            "which is not text"
+        )
