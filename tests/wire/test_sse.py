@@ -131,6 +131,17 @@ class TestFields:
             E("message", "d"),
         ]
 
+    @pytest.mark.parametrize("digits", [18, 19, 4301, 100_000], ids=str)
+    def test_a_retry_too_long_to_be_a_delay_is_ignored(self, digits: int) -> None:
+        # 18 digits of milliseconds are 31 million years: a longer value is no delay, and
+        # turning thousands of digits into an int is refused by Python (ValueError)
+        value = b"7" * digits
+        data = b"retry: " + value + b"\ndata: a\n\ndata: b\n\n"
+        expected_retry = int(value) if digits <= 18 else None
+        assert parse(data) == [E("message", "a", retry=expected_retry), E("message", "b")]
+        assert run(_Raw, [data])[1] is None
+        assert run(_Raw, [b"data: x\n\n", data, b"data: c\n\n"])[1] is None
+
     def test_retry_without_data_sets_the_parser_value(self) -> None:
         parser = SSEParser()
         assert parser.feed(b"retry: 3000\n\n") == []
