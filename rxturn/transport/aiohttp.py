@@ -415,7 +415,9 @@ class _IdleTimedProtocol(ResponseHandler):
     timeout (the response's end, pausing for flow control, an error), the timer is left armed
     but *idle*: firing idle, it lapses without a word, and the next request (or a resume) on the
     connection wakes it again, so a kept-alive connection arms one timer per read timeout's span,
-    not one per request. Losing the connection cancels it.
+    not one per request. Losing the connection cancels it. Closing the connection from this
+    side while a body is being read (the transport closed mid-stream) ends that read with an
+    error (:meth:`_end_body`).
     """
 
     _last_data = 0.0
@@ -449,6 +451,29 @@ class _IdleTimedProtocol(ResponseHandler):
     def connection_lost(self, exc: BaseException | None) -> None:
         super().connection_lost(exc)
         self._cancel_read_timer()
+
+    def close(self) -> None:
+        self._end_body()
+        super().close()
+
+    def abort(self) -> None:
+        self._end_body()
+        super().abort()
+
+    def _end_body(self) -> None:
+        """The connection is being closed from this side: a body still being read gets an error.
+
+        aiohttp detaches the body from a connection it closes, unended, so a task reading it (a
+        turn streaming while its client's transport is closed) would wait for ever: the read
+        timer goes with the connection. Only a close from this side comes here; a body whose
+        own reader closed it has no one waiting."""
+        payload = self._payload
+        if payload is not None and self.transport is not None and not payload.is_eof():
+            payload.set_exception(
+                aiohttp.ClientConnectionError(
+                    "the transport was closed while the body was being read"
+                )
+            )
 
     def _on_read_timeout(self) -> None:
         self._read_timeout_handle = None

@@ -228,3 +228,34 @@ async def test_closing_the_transport_disarms_every_timer(
     assert _live_read_timers(loop) == []
     await open_response.aclose()
     await asyncio.sleep(TIMEOUT * 1.5)
+
+
+async def test_closing_the_transport_ends_a_read_in_progress(
+    site: tuple[_Site, TestServer],
+) -> None:
+    """A task reading a live stream while another closes the transport (a client closed
+    mid-turn) gets a ReadError at once, not a wait that nothing ends: aiohttp detaches the body
+    from a connection it closes, and its read timer goes with the connection. A 30 s read
+    timeout, so only the close can end the read within the test's bound."""
+    _, server = site
+    transport = AiohttpTransport(read_timeout=30.0)
+    try:
+        response = await _send(transport, server, "/stream")
+        got: list[bytes] = []
+
+        async def reader() -> None:
+            async for chunk in response.aiter_bytes():
+                got.append(chunk)
+
+        task = asyncio.ensure_future(reader())
+        for _ in range(500):
+            if got:
+                break
+            await asyncio.sleep(0.01)
+        assert got
+        await transport.aclose()
+        with pytest.raises(ReadError, match="closed"):
+            await asyncio.wait_for(task, WAIT)
+        await response.aclose()
+    finally:
+        await transport.aclose()
