@@ -8,6 +8,11 @@ names where the value came from.
 
 ``bool`` is never a number here, although Python treats ``True`` as ``1``: a flag passed where a
 count belongs is a mistake worth reporting.
+
+Python's ints have no bound, and ``float()``, ``math.isfinite`` and ``math.isnan`` raise
+``OverflowError`` on one past the largest float (``10**400``). The checks here never do: such an
+int is positive but not :func:`finite`, :func:`seconds_problem` names it, and :func:`as_float`
+makes it an infinity where an infinity is a valid setting (no bound).
 """
 
 from __future__ import annotations
@@ -16,6 +21,8 @@ import math
 from typing import TypeGuard
 
 __all__ = [
+    "as_float",
+    "finite",
     "is_int",
     "is_number",
     "positive",
@@ -48,9 +55,43 @@ def positive(
     """
     if not is_number(value) or (integer and not isinstance(value, int)):
         return False
-    if finite and not math.isfinite(value):
+    if finite and not _finite(value):
         return False
     return value >= 0 if allow_zero else value > 0
+
+
+def finite(value: object) -> TypeGuard[int | float]:
+    """A number that is a finite float or an int that becomes one.
+
+    ``math.isfinite`` (like ``isnan``, ``isinf`` and ``float``) raises ``OverflowError`` on an
+    int past the largest float, and ints have no bound (neither have JSON's): such an int is
+    not finite here.
+
+    Examples:
+        >>> finite(1.5), finite(float("inf")), finite(10**400), finite(True)
+        (True, False, False, False)
+    """
+    return is_number(value) and _finite(value)
+
+
+def as_float(value: float) -> float:
+    """``float(value)``, an int past the largest float becoming the infinity of its sign.
+
+    Examples:
+        >>> as_float(3), as_float(10**400), as_float(-(10**400))
+        (3.0, inf, -inf)
+    """
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _finite(value: float) -> bool:
+    try:
+        return math.isfinite(value)
+    except OverflowError:  # an int past the largest float
+        return False
 
 
 def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
@@ -69,6 +110,8 @@ def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
     """
     if not is_number(value):
         return f"must be a number of seconds, got {value!r}"
+    if isinstance(value, int) and not _finite(value):  # (no repr: it may be too long for one)
+        return "must be finite, got an integer too large for a float"
     if math.isnan(value):
         return "must be a number of seconds, got nan"
     if math.isinf(value):

@@ -41,6 +41,10 @@ def test_is_number_and_is_int(value: object, number: bool, integer: bool) -> Non
         (NAN, {"allow_zero": True}, False),
         (INF, {}, True),
         (INF, {"finite": True}, False),
+        # an int past any float is positive, but not a finite float
+        pytest.param(10**400, {}, True, id="huge-int"),
+        pytest.param(10**400, {"finite": True}, False, id="huge-int-finite"),
+        pytest.param(-(10**400), {"allow_zero": True}, False, id="huge-negative-int"),
         (3, {"integer": True}, True),
         (3.0, {"integer": True}, False),
         (True, {}, False),
@@ -62,6 +66,21 @@ def test_positive(value: object, kwargs: dict[str, bool], expected: bool) -> Non
         (-1, True, "must be >= 0 seconds, got -1"),
         (NAN, False, "must be a number of seconds, got nan"),
         (INF, False, "must be finite, got inf"),
+        pytest.param(
+            10**400, False, "must be finite, got an integer too large for a float", id="huge-int"
+        ),
+        pytest.param(
+            -(10**400),
+            True,
+            "must be finite, got an integer too large for a float",
+            id="huge-negative-int",
+        ),
+        pytest.param(  # too long even for repr()
+            10**5000,
+            False,
+            "must be finite, got an integer too large for a float",
+            id="int-of-5001-digits",
+        ),
         ("3", False, "must be a number of seconds, got '3'"),
         (False, True, "must be a number of seconds, got False"),
     ],

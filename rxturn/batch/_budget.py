@@ -35,6 +35,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+from .._validate import finite, positive
 from ..errors import ConfigError
 
 __all__ = ["WINDOW_SECONDS", "Budget", "Gate", "LocalGate"]
@@ -81,7 +82,7 @@ class Budget:
                 isinstance(value, bool) or not isinstance(value, int) or value < 1  # pyright: ignore[reportUnnecessaryIsInstance]
             ):
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
-        if not (isinstance(window, int | float) and window > 0 and math.isfinite(window)):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not (positive(window) and finite(window)):
             raise ConfigError(f"window must be a positive number of seconds, got {window!r}")
         self.rpm = rpm
         self.tpm = tpm

@@ -9,7 +9,8 @@
   holds with the places in the line where a key can end, and only when those differ looks
   closer.
 * :func:`json_problem`: why a line is not JSON, in words a person can act on (a byte order mark,
-  bytes that are not UTF-8).
+  bytes that are not UTF-8, a lone UTF-16 surrogate escape: JSON can spell ``"\\ud800"``, which
+  is no character, and the decoder's own words for it are ``Input data was truncated``).
 """
 
 from __future__ import annotations
@@ -88,4 +89,22 @@ def json_problem(raw: bytes, detail: str) -> str:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+    lone = _lone_surrogate(raw)
+    if lone is not None:
+        pair = f"\\u{lone:04x} without its pair"
+        return f"a string holds a lone UTF-16 surrogate ({pair}), which is not text"
     return f"not valid JSON ({detail})"
+
+
+def _lone_surrogate(raw: bytes) -> int | None:
+    """The first lone surrogate of ``raw``'s strings, if the line is JSON but for that (the
+    standard library's reader keeps them; encoding the text back to UTF-8 finds them)."""
+    try:
+        decoded = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    try:
+        json.dumps(decoded, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return ord(exc.object[exc.start])
+    return None

@@ -32,6 +32,7 @@ from typing import Any, BinaryIO, cast
 
 import msgspec
 
+from ..clients._request import check_options
 from ..errors import ConfigError
 from ..messages import Message, RequestOptions, as_message
 from ._checks import MAX_LINE_BYTES, duplicate_key, json_problem, too_long
@@ -111,8 +112,10 @@ def _options(raw: object, line: int, where: str) -> dict[str, Any] | None:
         if name not in _OPTION_FIELDS:
             raise _fail(line, f"{where}: unknown request option {name!r}")
     try:
-        msgspec.convert(options, RequestOptions)
-    except msgspec.ValidationError as exc:
+        # the types, then the values (a max_tokens of 0 is refused here, before any request,
+        # not by each row's request when it runs)
+        check_options(msgspec.convert(options, RequestOptions))
+    except (msgspec.ValidationError, ConfigError) as exc:
         raise _fail(line, f"{where}: {exc}") from None
     return options or None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import NoReturn
@@ -49,6 +50,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _open_missing_streams() -> None:
+    """A standard stream the process was started without (closed: ``<&-``, ``>&-``, ``2>&-``,
+    as a supervisor or a cron job may start it) is ``/dev/null``: stdin reads as empty, and what
+    is written to stdout or stderr is dropped. Python leaves such a stream ``None``, and every
+    command failed on it with a traceback. Opened in descriptor order, each takes its own
+    descriptor back, so no file the command opens later lands on 0, 1 or 2."""
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 - the process's stdin
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+
+
 def _tolerate_encoding() -> None:
     """On a terminal or pipe whose encoding is not UTF-8, show ``?`` rather than crash on
     characters it cannot encode (replies and the demo's symbols are rarely ASCII)."""
@@ -74,6 +89,7 @@ def _main(argv: Sequence[str] | None) -> int:
     from ._console import PIPE_CLOSED, STATE, silence
 
     STATE.closed = False
+    _open_missing_streams()
     _tolerate_encoding()
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -305,10 +305,12 @@ def _backend(args: argparse.Namespace, file_run: Any, key: str | None) -> Any:
         from rxturn.ray._backend import RayBackend
 
         return RayBackend(file_run.config, key, file_run.run_number, address=args.ray)
-    if args.workers > 1:
+    # no more worker processes than rows to run: a worker without a row is a process for nothing
+    workers = min(args.workers, max(1, file_run.pending.count(1)))
+    if workers > 1:
         from rxturn.batch._workers import WorkerPool
 
-        return WorkerPool(file_run.config, file_run.run_number, workers=args.workers)
+        return WorkerPool(file_run.config, file_run.run_number, workers=workers)
     from rxturn.batch import LocalBackend
 
     return LocalBackend(file_run.config, key, file_run.run_number)

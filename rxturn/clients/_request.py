@@ -12,7 +12,6 @@ Python: the isinstance checks below are real (pyright, trusting the annotations,
 
 from __future__ import annotations
 
-import math
 import os
 import re
 from collections.abc import Mapping, Sequence
@@ -20,7 +19,7 @@ from typing import Any, cast
 
 import msgspec
 
-from .._validate import is_number, positive
+from .._validate import finite, positive
 from ..errors import ConfigError
 from ..messages import RequestOptions, ResponseFormat, ToolSchema
 
@@ -82,7 +81,7 @@ def resolve_temperature(options: RequestOptions) -> float | None:
     value = options.temperature
     if value is None:
         return None
-    if not is_number(value) or not math.isfinite(value):  # RequestOptions is not type-checked
+    if not finite(value):  # RequestOptions is not type-checked
         raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
     return value
 
@@ -298,7 +297,7 @@ def _problem(name: str, value: object) -> str | None:
         if not positive(value, integer=True):
             return "must be a positive integer"
     elif name == "temperature":
-        if not is_number(value) or not math.isfinite(value) or value < 0:
+        if not finite(value) or value < 0:
             return "must be a finite number >= 0"
     elif name in ("strict_tools", "keep_thinking"):
         if not isinstance(value, bool):

@@ -268,7 +268,7 @@ class TurnEngine:
         subscribe before the turn; docs/engine.md)."""
         calls = self._calls
         if calls.events is None:
-            calls.events = EventSubject()
+            calls.events = EventSubject("engine.events")
         return calls.events
 
     @property
@@ -276,7 +276,7 @@ class TurnEngine:
         """One :class:`TurnStream` per streaming turn, just before it starts (a hot Subject)."""
         calls = self._calls
         if calls.turn_streams is None:
-            calls.turn_streams = EventSubject()
+            calls.turn_streams = EventSubject("engine.turn_streams")
         return calls.turn_streams
 
     @property

@@ -24,13 +24,12 @@ that turns any policy into a valid one.
 
 from __future__ import annotations
 
-import math
 from typing import Self
 
 import msgspec
 
 from .. import _constants as C
-from .._validate import is_int, is_number, positive, seconds_problem
+from .._validate import finite, is_int, is_number, positive, seconds_problem
 from ..errors import ConfigError
 
 __all__ = [
@@ -192,7 +191,7 @@ class RetryPolicy(Policy, frozen=True, kw_only=True):
                 f"({self.base_delay:g}s)"
             )
         jitter = self.jitter
-        if not is_number(jitter) or not math.isfinite(jitter) or not 0.0 <= jitter <= 1.0:
+        if not finite(jitter) or not 0.0 <= jitter <= 1.0:
             raise ConfigError(
                 f"RetryPolicy.jitter must be a finite number within [0, 1], got {jitter!r}"
             )

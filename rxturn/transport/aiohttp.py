@@ -64,7 +64,7 @@ from urllib.parse import parse_qsl, urlsplit
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
-from .._validate import positive
+from .._validate import as_float, positive, seconds_problem
 from ..errors import (
     ConfigError,
     ConnectError,
@@ -415,7 +415,9 @@ class _IdleTimedProtocol(ResponseHandler):
     timeout (the response's end, pausing for flow control, an error), the timer is left armed
     but *idle*: firing idle, it lapses without a word, and the next request (or a resume) on the
     connection wakes it again, so a kept-alive connection arms one timer per read timeout's span,
-    not one per request. Losing the connection cancels it.
+    not one per request. Losing the connection cancels it. Closing the connection from this
+    side while a body is being read (the transport closed mid-stream) ends that read with an
+    error (:meth:`_end_body`).
     """
 
     _last_data = 0.0
@@ -449,6 +451,29 @@ class _IdleTimedProtocol(ResponseHandler):
     def connection_lost(self, exc: BaseException | None) -> None:
         super().connection_lost(exc)
         self._cancel_read_timer()
+
+    def close(self) -> None:
+        self._end_body()
+        super().close()
+
+    def abort(self) -> None:
+        self._end_body()
+        super().abort()
+
+    def _end_body(self) -> None:
+        """The connection is being closed from this side: a body still being read gets an error.
+
+        aiohttp detaches the body from a connection it closes, unended, so a task reading it (a
+        turn streaming while its client's transport is closed) would wait for ever: the read
+        timer goes with the connection. Only a close from this side comes here; a body whose
+        own reader closed it has no one waiting."""
+        payload = self._payload
+        if payload is not None and self.transport is not None and not payload.is_eof():
+            payload.set_exception(
+                aiohttp.ClientConnectionError(
+                    "the transport was closed while the body was being read"
+                )
+            )
 
     def _on_read_timeout(self) -> None:
         self._read_timeout_handle = None
@@ -488,7 +513,8 @@ class AiohttpTransport:
             body has inflated past 16 MiB; past it, the same error.
 
     Raises:
-        ConfigError: a timeout or limit is not a positive number.
+        ConfigError: a timeout is not a finite number of seconds > 0 (``None`` is how to
+            disable the read timeout), or a limit is not a positive number.
 
     Examples:
         >>> transport = AiohttpTransport(connect_timeout=5, read_timeout=60)
@@ -508,7 +534,7 @@ class AiohttpTransport:
         max_decompressed_bytes: int = DEFAULT_MAX_DECOMPRESSED_BYTES,
         max_expansion_ratio: float = DEFAULT_MAX_EXPANSION_RATIO,
     ) -> None:
-        _positive("connect_timeout", connect_timeout)
+        _seconds("connect_timeout", connect_timeout)
         _positive("max_expansion_ratio", max_expansion_ratio)
         if (
             isinstance(max_decompressed_bytes, bool)
@@ -520,8 +546,8 @@ class AiohttpTransport:
                 f"got {max_decompressed_bytes!r}"
             )
         if read_timeout is not None:
-            _positive("read_timeout", read_timeout)
-        _positive("keepalive_timeout", keepalive_timeout)
+            _seconds("read_timeout", read_timeout)
+        _seconds("keepalive_timeout", keepalive_timeout)
         if not positive(limit, integer=True):  # callers may be untyped
             raise ConfigError(f"AiohttpTransport: limit must be an integer >= 1, got {limit!r}")
         if not positive(limit_per_host, integer=True, allow_zero=True):
@@ -544,7 +570,7 @@ class AiohttpTransport:
         #: the environment's proxies, read when the pool opens (``trust_env``); ``{}`` = none
         self._proxies: dict[str, str] = {}
         self.max_decompressed_bytes = max_decompressed_bytes
-        self.max_expansion_ratio = float(max_expansion_ratio)
+        self.max_expansion_ratio = as_float(max_expansion_ratio)  # a huge int: inf, no bound
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
 
@@ -721,3 +747,10 @@ def _verifying_context(cafile: str | None, capath: str | None) -> _ssl.SSLContex
 def _positive(name: str, value: object) -> None:
     if not positive(value):
         raise ConfigError(f"AiohttpTransport: {name} must be a positive number, got {value!r}")
+
+
+def _seconds(name: str, value: object) -> None:
+    """A timeout: finite seconds > 0 (aiohttp fails on an infinite one, later and obscurely)."""
+    problem = seconds_problem(value)
+    if problem is not None:
+        raise ConfigError(f"AiohttpTransport: {name} {problem}")

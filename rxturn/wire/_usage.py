@@ -176,7 +176,10 @@ def _collect(
 def _cost(usage: Mapping[str, object]) -> float | None:
     cost = usage.get("cost")
     if type(cost) is float or type(cost) is int:
-        value = float(cost)
+        try:
+            value = float(cost)
+        except OverflowError:  # an integer past the largest float: no cost, as inf is none
+            return None
         if math.isfinite(value) and value >= 0:
             return value
     return None

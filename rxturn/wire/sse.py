@@ -13,11 +13,14 @@ network chunk at a time, with no IO of its own (as h11's ``receive_data``, anthr
 - otherwise the line is ``field[:value]``, one space after the colon removed: ``event`` sets the
   event type (``"message"`` when unset), ``data`` appends a line to the data (lines join with
   ``"\\n"``), ``id`` sets the last event id (kept across events; ignored if it contains NUL),
-  ``retry`` sets the reconnection delay in ms (only if all ASCII digits); other fields are ignored.
+  ``retry`` sets the reconnection delay in ms (only if all ASCII digits, at most 18); other fields
+  are ignored.
 
-Two deliberate departures: bytes that are not UTF-8 are an error (WHATWG would substitute
-U+FFFD, silently corrupting JSON), and :meth:`SSEParser.close` dispatches a pending event that has
-data (providers sometimes omit the final blank line; WHATWG would drop it). A line over
+Three deliberate departures: bytes that are not UTF-8 are an error (WHATWG would substitute
+U+FFFD, silently corrupting JSON); :meth:`SSEParser.close` dispatches a pending event that has
+data (providers sometimes omit the final blank line; WHATWG would drop it); and a ``retry`` of
+more than 18 digits is ignored like one that is not all digits (10^18 ms is no delay, and a
+hostile server's thousands of digits are more than Python turns into an ``int``). A line over
 ``max_line_bytes`` or an event whose data exceeds ``max_event_bytes`` is an error, so a hostile
 server cannot make the buffer grow without bound. An error never swallows good events: those
 completed before the bad line are returned, and the error is raised by the next call (and every
@@ -68,6 +71,9 @@ from ..errors import ConfigError, StreamProtocolError
 from ._lines import PartialLine
 
 __all__ = ["RawEvents", "SSEParser", "ServerSentEvent"]
+
+#: Most digits of a ``retry`` value taken (10^18 ms: 31 million years); a longer one is ignored.
+_RETRY_DIGITS = 18
 
 
 class RawEvents:
@@ -489,7 +495,7 @@ class SSEParser(PartialLine):
             elif name == b"id":
                 if b"\0" not in value:
                     self.last_event_id = value.decode(errors="replace")
-            elif name == b"retry" and value.isdigit():
+            elif name == b"retry" and value.isdigit() and len(value) <= _RETRY_DIGITS:
                 self.retry = self._event_retry = int(value)
             # else: a comment (empty name) or an unknown field
 

@@ -11,6 +11,7 @@ import asyncio
 import bisect
 import heapq
 import math
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -269,3 +270,13 @@ def test_a_pause_holds_every_grant_until_it_expires() -> None:
 def test_bad_limits_are_config_errors(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError):
         Budget(**kwargs)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    "window",
+    [0, -1.0, math.inf, math.nan, 10**400, True],
+    ids=["zero", "negative", "inf", "nan", "huge-int", "bool"],
+)
+def test_a_window_must_be_finite_positive_seconds(window: Any) -> None:
+    with pytest.raises(ConfigError, match="window must be a positive number of seconds"):
+        Budget(rpm=1, window=window)

@@ -152,3 +152,69 @@ def test_non_utf8_input_is_a_line_error(tmp_path: Path) -> None:
     path.write_bytes(b'{"id": "a", "prompt": "\xff"}\n')
     with pytest.raises(BatchInputError, match=r"line 1: not UTF-8 text \(byte 0xff at column 24\)"):
         scan_input(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "found"),
+    [
+        ("\\ud800", "\\ud800"),  # a high surrogate ending the string
+        ("a\\ud83dz", "\\ud83d"),  # a high one followed by no low one
+        ("\\udc00", "\\udc00"),  # a low one alone
+        ("ok\\udfff", "\\udfff"),
+    ],
+)
+def test_a_lone_surrogate_escape_is_named_not_called_truncated(
+    tmp_path: Path, value: str, found: str
+) -> None:
+    """JSON may spell a lone UTF-16 surrogate (``"\\ud800"``), which is no character and
+    cannot be sent; the error says so, not what the decoder says (``Input data was truncated``
+    for a high one at a string's end), in the id as in the prompt."""
+    for line in (f'{{"id": "a", "prompt": "{value}"}}', f'{{"id": "{value}", "prompt": "p"}}'):
+        path = tmp_path / "in.jsonl"
+        path.write_text('{"id": "ok", "prompt": "fine \\ud83d\\ude00"}\n' + line + "\n")
+        with pytest.raises(BatchInputError) as info:
+            scan_input(path)
+        assert str(info.value) == (
+            f"line 2: a string holds a lone UTF-16 surrogate ({found} without its pair), "
+            "which is not text"
+        )
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        (
+            {"id": "a", "prompt": "p", "options": {"max_tokens": 0}},
+            "line 1: options: RequestOptions.max_tokens must be a positive integer, got 0",
+        ),
+        (
+            {"id": "a", "prompt": "p", "options": {"temperature": -1}},
+            "line 1: options: RequestOptions.temperature must be a finite number >= 0, got -1",
+        ),
+        (
+            {"id": "a", "prompt": "p", "options": {"stop_sequences": ["ok", ""]}},
+            "line 1: options: RequestOptions.stop_sequences",
+        ),
+        (
+            {
+                "custom_id": "a",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {"messages": [{"role": "user", "content": "p"}], "max_tokens": -5},
+            },
+            "line 1: body: RequestOptions.max_tokens must be a positive integer, got -5",
+        ),
+    ],
+    ids=["max-tokens-0", "negative-temperature", "empty-stop", "openai-body-max-tokens"],
+)
+def test_an_option_of_the_right_type_but_out_of_range_is_refused_in_the_scan(
+    tmp_path: Path, row: dict[str, object], message: str
+) -> None:
+    """The scan refuses what no request could carry, before anything is sent (exit 2), not
+    each row's request when it runs (an error line per row, exit 3): a value of the right
+    type but out of range, as a value of the wrong type is."""
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(row) + "\n")
+    with pytest.raises(BatchInputError) as info:
+        scan_input(path)
+    assert str(info.value).startswith(message)

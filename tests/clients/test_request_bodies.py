@@ -502,7 +502,9 @@ def test_unsatisfiable_tool_choice_is_a_config_error(
             build_openai_body(req, opts, model="m", max_tokens=None, stream=True)
 
 
-@pytest.mark.parametrize("bad", [float("nan"), float("inf"), "hot"], ids=["nan", "inf", "str"])
+@pytest.mark.parametrize(
+    "bad", [float("nan"), float("inf"), 10**400, "hot"], ids=["nan", "inf", "huge-int", "str"]
+)
 def test_bad_temperature_is_a_config_error(bad: Any) -> None:
     opts = RequestOptions(temperature=bad)
     with pytest.raises(ConfigError, match="temperature"):

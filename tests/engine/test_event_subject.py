@@ -119,10 +119,11 @@ def _raising_subscriber(subject: Subject[int], log: Log) -> None:
     def bad(value: int) -> None:
         raise RuntimeError(f"bad {value}")
 
+    subject.subscribe(**_observer(log, "a"))
     subject.subscribe(on_next=bad)
     subject.subscribe(**_observer(log, "b"))
-    _emit(subject, log, 1)  # the error reaches the emitter; b is not called
-    _emit(subject, log, 2)  # the raising subscriber stays subscribed (as with Subject)
+    _emit(subject, log, 1)
+    _emit(subject, log, 2)
 
 
 SCENARIOS: dict[str, tuple[Scenario, Log]] = {
@@ -155,10 +156,6 @@ SCENARIOS: dict[str, tuple[Scenario, Log]] = {
         _completed_during_emission,
         [("a", 1), ("b completed", None)],  # b, stopped, does not hear the 1 still on its way
     ),
-    "raising subscriber": (
-        _raising_subscriber,
-        [("raised", "RuntimeError"), ("raised", "RuntimeError")],
-    ),
 }
 
 
@@ -172,6 +169,25 @@ def test_event_subject_logs_what_a_subject_logs(name: str) -> None:
         logs.append(log)
     assert logs[0] == expected  # the scenario says what reactivex's Subject does
     assert logs[1] == logs[0]
+
+
+def test_a_raising_subscriber_is_dropped_where_a_subject_lets_the_error_out(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The one departure from ``Subject``: there the error reaches the emitter and the
+    subscribers after the raising one hear nothing, at every emission; here it is logged once,
+    the raising subscriber is dropped, and everyone else hears every value."""
+    log: Log = []
+    _raising_subscriber(Subject[int](), log)
+    assert log == [("a", 1), ("raised", "RuntimeError"), ("a", 2), ("raised", "RuntimeError")]
+    log = []
+    with caplog.at_level("ERROR", logger="rxturn.engine"):
+        _raising_subscriber(EventSubject[int]("engine.events"), log)
+    assert log == [("a", 1), ("b", 1), ("a", 2), ("b", 2)]
+    assert [r.getMessage() for r in caplog.records] == [
+        "an engine.events subscriber raised; it is dropped, the turn goes on"
+    ]
+    assert "RuntimeError: bad 1" in caplog.text
 
 
 def _openai_body(*texts: str) -> list[bytes]:
@@ -206,4 +222,88 @@ async def test_engine_events_is_an_event_subject_and_delivers_every_event() -> N
         PartStop(0),
         MessageDelta("end_turn", None),
         MessageStop(),
+    ]
+
+
+def _engine(*texts: str) -> TurnEngine:
+    response = MockResponse(200, {"content-type": "text/event-stream"}, _openai_body(*texts))
+    client = OpenAIClient(
+        "m", api_key="k", base_url="http://127.0.0.1:1/v1", transport=MockTransport(response)
+    )
+    return TurnEngine(client)
+
+
+async def test_a_raising_events_subscriber_costs_the_others_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """One ``engine.events`` subscriber that raises is logged once and dropped: the subscribers
+    before and after it hear every event, the turn's reply is whole."""
+    engine = _engine("Hi", "!")
+    before: list[Any] = []
+    after: list[Any] = []
+    calls: list[Any] = []
+
+    def bad(event: Any) -> None:
+        calls.append(event)
+        raise RuntimeError("subscriber bug")
+
+    engine.events.subscribe(on_next=before.append)
+    engine.events.subscribe(on_next=bad)
+    engine.events.subscribe(on_next=after.append)
+    with caplog.at_level("ERROR", logger="rxturn.engine"):
+        result = await engine.run("hi")
+    assert result.message.text == "Hi!"
+    assert len(before) == 7
+    assert after == before
+    assert len(calls) == 1  # dropped after its first error
+    failures = [r for r in caplog.records if r.exc_info is not None]
+    assert len(failures) == 1
+    assert "engine.events subscriber raised" in failures[0].getMessage()
+    assert "subscriber bug" in caplog.text
+
+
+async def test_a_raising_turn_streams_subscriber_costs_the_others_nothing(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A ``turn_streams`` subscriber that raises on the emission does not keep the turn from
+    the subscribers after it."""
+    engine = _engine("ok")
+    texts: list[str] = []
+
+    def bad(stream: Any) -> None:
+        raise RuntimeError("subscriber bug")
+
+    def good(stream: Any) -> None:
+        stream.events.subscribe(
+            on_next=lambda e: texts.append(e.text) if isinstance(e, Delta) else None
+        )
+
+    engine.turn_streams.subscribe(on_next=bad)
+    engine.turn_streams.subscribe(on_next=good)
+    with caplog.at_level("ERROR", logger="rxturn.engine"):
+        result = await engine.run("hi")
+    assert result.message.text == "ok"
+    assert texts == ["ok"]
+    assert "engine.turn_streams subscriber raised" in caplog.text
+
+
+async def test_engine_events_disposed_mid_turn_is_logged_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """A subscriber that disposes ``engine.events`` itself: the turn goes on, whole, and the
+    refusal is logged once for the turn, not once for every event after it."""
+    engine = _engine("a", "b", "c")
+    seen: list[Any] = []
+
+    def disposing(event: Any) -> None:
+        seen.append(event)
+        engine.events.dispose()
+
+    engine.events.subscribe(on_next=disposing)
+    with caplog.at_level("ERROR", logger="rxturn.engine"):
+        result = await engine.run("hi")
+    assert result.message.text == "abc"
+    assert len(seen) == 1
+    assert [r.getMessage() for r in caplog.records] == [
+        "engine.events refused an event; the turn goes on"
     ]

@@ -7,6 +7,7 @@ worker thread, so those tests also bound their real waits.
 from __future__ import annotations
 
 import asyncio
+import math
 import threading
 from typing import Any
 
@@ -147,3 +148,9 @@ async def test_a_tool_timeout_goes_back_to_the_model(clean: TestScheduler, kind:
 def test_a_tool_timeout_must_be_positive_seconds(bad: Any) -> None:
     with pytest.raises(ConfigError, match="tool timeout"):
         Tool(lambda: None, name="t", timeout=bad)
+
+
+def test_a_tool_timeout_past_any_float_is_no_bound_as_inf_is() -> None:
+    # float() of it raised OverflowError
+    assert Tool(lambda: None, name="t", timeout=10**400).timeout == math.inf
+    assert Tool(lambda: None, name="t", timeout=math.inf).timeout == math.inf

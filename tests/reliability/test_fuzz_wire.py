@@ -422,7 +422,12 @@ def _extend_json_values(inner: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.integers(-(10**400), 10**400)  # past any float: JSON keeps integers exact
+    | st.floats()
+    | st.text(max_size=8),
     _extend_json_values,
     max_leaves=8,
 )
@@ -577,7 +582,10 @@ def openai_chunk(draw: st.DrawFn) -> bytes:
             optional={
                 "usage": st.one_of(
                     json_values,
-                    st.fixed_dictionaries({"prompt_tokens": maybe, "completion_tokens": maybe}),
+                    st.fixed_dictionaries(
+                        {"prompt_tokens": maybe, "completion_tokens": maybe},
+                        optional={"cost": maybe},
+                    ),
                 ),
                 "error": json_values,
             },

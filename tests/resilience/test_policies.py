@@ -140,6 +140,7 @@ def test_default_handler_is_shared_per_class() -> None:
         (TimeoutPolicy(first_event=400.0), ("total", "first_event")),
         (TimeoutPolicy(max_consecutive_timeouts=0), ("max_consecutive_timeouts", ">= 1")),
         (TimeoutPolicy(first_event="2"), ("first_event", "number")),  # type: ignore[arg-type]
+        (TimeoutPolicy(total=10**400), ("total", "finite")),
     ],
     ids=[
         "zero-first",
@@ -151,6 +152,7 @@ def test_default_handler_is_shared_per_class() -> None:
         "total-below-first",
         "zero-consecutive",
         "not-a-number",
+        "huge-int-total",
     ],
 )
 def test_timeout_policy_validate_rejects(policy: TimeoutPolicy, words: tuple[str, str]) -> None:
@@ -182,8 +184,21 @@ def test_timeout_policy_first_failure_wins() -> None:
         (RetryPolicy(jitter=1.5), "jitter"),
         (RetryPolicy(jitter=-0.1), "jitter"),
         (RetryPolicy(max_retries=-1), "max_retries"),
+        (RetryPolicy(max_delay=10**400), "max_delay"),
+        (RetryPolicy(jitter=10**400), "jitter"),
     ],
-    ids=["zero-base", "zero-max", "max-below-base", "nan", "inf", "above-1", "negative", "retries"],
+    ids=[
+        "zero-base",
+        "zero-max",
+        "max-below-base",
+        "nan",
+        "inf",
+        "above-1",
+        "negative",
+        "retries",
+        "huge-int-max",
+        "huge-int-jitter",
+    ],
 )
 def test_retry_policy_validate_rejects(policy: RetryPolicy, field: str) -> None:
     with pytest.raises(ConfigError, match=f"RetryPolicy.{field}"):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gzip
+import math
 import socket
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -584,12 +585,39 @@ def test_cancellation_and_foreign_errors_pass_through() -> None:
         {"limit_per_host": -1},
         {"connect_timeout": "10"},
         {"keepalive_timeout": True},
+        # infinite timeouts failed later, in aiohttp (OverflowError sending, or in a callback)
+        {"connect_timeout": math.inf},
+        {"keepalive_timeout": math.inf},
+        {"read_timeout": math.inf},
+        # integers past any float (OverflowError where they became floats)
+        {"connect_timeout": 10**400},
+        {"read_timeout": 10**400},
+        {"keepalive_timeout": 10**400},
     ],
-    ids=["connect0", "read-neg", "limit0", "per-host-neg", "str", "bool"],
+    ids=[
+        "connect0",
+        "read-neg",
+        "limit0",
+        "per-host-neg",
+        "str",
+        "bool",
+        "connect-inf",
+        "keepalive-inf",
+        "read-inf",
+        "connect-huge",
+        "read-huge",
+        "keepalive-huge",
+    ],
 )
 def test_bad_settings_are_config_errors(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=next(iter(kwargs))):
         AiohttpTransport(**kwargs)
+
+
+def test_an_expansion_ratio_past_any_float_is_no_bound() -> None:
+    # as an infinite one is (float() of it raised OverflowError)
+    assert AiohttpTransport(max_expansion_ratio=10**400).max_expansion_ratio == math.inf
+    assert AiohttpTransport(max_expansion_ratio=math.inf).max_expansion_ratio == math.inf
 
 
 @pytest.mark.loop_reports_expected  # the leak it provokes is also reported to the loop

@@ -2,7 +2,7 @@
 
 Expected values never come from the code under test: the SSE oracle below is a direct,
 line-at-a-time transcription of the WHATWG "interpret an event stream" steps working on ``str``
-(plus rxturn's two documented departures), and the provider oracles are the official SDKs' own
+(plus rxturn's three documented departures), and the provider oracles are the official SDKs' own
 stream accumulators run on the same bytes.
 """
 
@@ -82,8 +82,8 @@ def oracle_sse(data: bytes) -> tuple[list[ServerSentEvent], list[int]]:
     """WHATWG "interpret an event stream", one line at a time, on the whole stream at once.
 
     Returns the events and, for each, the 1-based line number of its first ``data`` line.
-    rxturn's departures: the bytes must be UTF-8 (else ``UnicodeDecodeError``), and a pending
-    event is dispatched at end of stream.
+    rxturn's departures: the bytes must be UTF-8 (else ``UnicodeDecodeError``), a pending
+    event is dispatched at end of stream, and a ``retry`` of more than 18 digits is ignored.
     """
     text = data.decode("utf-8")
     if text.startswith("\ufeff"):
@@ -129,7 +129,7 @@ def oracle_sse(data: bytes) -> tuple[list[ServerSentEvent], list[int]]:
         elif field == "id":
             if "\0" not in value:
                 last_id = value
-        elif field == "retry" and value and all(c in "0123456789" for c in value):
+        elif field == "retry" and 0 < len(value) <= 18 and all(c in "0123456789" for c in value):
             retry = int(value)
     dispatch()  # rxturn flushes a pending event at end of stream
     return events, starts

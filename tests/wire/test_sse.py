@@ -131,6 +131,17 @@ class TestFields:
             E("message", "d"),
         ]
 
+    @pytest.mark.parametrize("digits", [18, 19, 4301, 100_000], ids=str)
+    def test_a_retry_too_long_to_be_a_delay_is_ignored(self, digits: int) -> None:
+        # 18 digits of milliseconds are 31 million years: a longer value is no delay, and
+        # turning thousands of digits into an int is refused by Python (ValueError)
+        value = b"7" * digits
+        data = b"retry: " + value + b"\ndata: a\n\ndata: b\n\n"
+        expected_retry = int(value) if digits <= 18 else None
+        assert parse(data) == [E("message", "a", retry=expected_retry), E("message", "b")]
+        assert run(_Raw, [data])[1] is None
+        assert run(_Raw, [b"data: x\n\n", data, b"data: c\n\n"])[1] is None
+
     def test_retry_without_data_sets_the_parser_value(self) -> None:
         parser = SSEParser()
         assert parser.feed(b"retry: 3000\n\n") == []
@@ -570,3 +581,103 @@ class TestEdges:
             (e.event, e.data.encode(), line)
             for e, line in zip(expected, oracle_sse(data)[1], strict=True)
         ]
+
+
+# --- token soup: any bytes the parser's fast paths can be confused by -----------------------------
+
+_TOKENS = st.sampled_from(
+    [
+        b"data",
+        b"data:",
+        b"data: ",
+        b"event",
+        b"event: ",
+        b"id: ",
+        b"retry: ",
+        b"12",
+        b"x",
+        b"{}",
+        b":",
+        b" ",
+        b"\n",
+        b"\r",
+        b"\r\n",
+        b"\n\n",
+        b"\r\r",
+        b"\r\n\r\n",
+        "é".encode(),
+        "😀".encode(),
+        "\u2028".encode(),
+        b"\x00",
+        b"\xef\xbb\xbf",  # a BOM: dropped only at the very start
+        b": comment",
+        b"data: a\n\n",
+        b"event: e\ndata: d\n\n",
+    ]
+)
+
+
+@st.composite
+def _soups(draw: st.DrawFn) -> tuple[bytes, list[bytes]]:
+    """A stream glued from field names, values, line ends of every kind and whole blocks, and a
+    chunking of it: random, at its blank lines (one block per chunk), at every line end or colon
+    (a cut inside a CRLF, right after ``data:``), or byte by byte (inside every character)."""
+    data = b"".join(draw(st.lists(_TOKENS, max_size=30)))
+    how = draw(st.sampled_from(["random", "blocks", "line-ends", "bytes"]))
+    if how == "random":
+        cuts = draw(st.lists(st.integers(0, len(data)), max_size=6))
+    elif how == "blocks":
+        cuts = [i + 2 for i in range(len(data)) if data.startswith(b"\n\n", i)]
+    elif how == "line-ends":
+        cuts = [i + 1 for i in range(len(data)) if data[i] in b"\r\n:"]
+    else:
+        cuts = list(range(len(data)))
+    return data, chunked(data, cuts)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
+@settings(max_examples=500, deadline=None)
+@given(soup=_soups())
+def test_token_soup_matches_the_oracle_through_both_paths(soup: tuple[bytes, list[bytes]]) -> None:
+    data, chunks = soup
+    expected, starts = oracle_sse(data)
+    assert run(SSEParser, chunks) == (expected, None)
+    assert run(_Raw, chunks) == (
+        [(e.event, e.data.encode(), line) for e, line in zip(expected, starts, strict=True)],
+        None,
+    )
+
+
+test_token_soup_matches_the_oracle_through_both_paths_briefly = briefly(
+    test_token_soup_matches_the_oracle_through_both_paths, 60
+)
+
+
+@pytest.mark.slow  # the long run; the inner loop runs it briefly, below
+@settings(max_examples=400, deadline=None)
+@given(
+    soup=_soups(),
+    max_line=st.sampled_from([4, 8, 12, 1 << 20]),
+    max_event=st.sampled_from([1, 4, 8, 16, 1 << 20]),
+)
+def test_under_tight_limits_events_and_error_do_not_depend_on_the_chunking(
+    soup: tuple[bytes, list[bytes]], max_line: int, max_event: int
+) -> None:
+    """With limits a stream breaks, the events before the error and the error itself (its line
+    number included) are the same whole or cut up, and the same through ``feed`` and
+    ``feed_raw``."""
+    data, chunks = soup
+    limits = {"max_line_bytes": max_line, "max_event_bytes": max_event}
+    whole = run(lambda: SSEParser(**limits), [data])
+    assert run(lambda: SSEParser(**limits), chunks) == whole
+    raw_whole = run(lambda: _Raw(**limits), [data])
+    assert run(lambda: _Raw(**limits), chunks) == raw_whole
+    assert [(name, payload) for name, payload, _ in raw_whole[0]] == [
+        (e.event, e.data.encode()) for e in whole[0]
+    ]
+    assert raw_whole[1] == whole[1]
+
+
+test_under_tight_limits_events_and_error_do_not_depend_on_the_chunking_briefly = briefly(
+    test_under_tight_limits_events_and_error_do_not_depend_on_the_chunking, 60
+)

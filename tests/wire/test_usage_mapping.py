@@ -23,6 +23,7 @@ _leaf = st.one_of(
     st.none(),
     st.booleans(),
     st.integers(-(2**64), 2**64),
+    st.integers(-(10**400), 10**400),  # JSON integers past any float (msgspec keeps them exact)
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(max_size=5),
 )
@@ -107,3 +108,16 @@ def test_a_usage_object_is_copied_and_anything_else_is_malformed() -> None:
     assert usage_object(None, "Anthropic") == {}
     with pytest.raises(StreamProtocolError, match=r"malformed Anthropic usage: expected an object"):
         usage_object([3], "Anthropic", "line 4")
+
+
+@pytest.mark.parametrize("cost", [10**309, 10**400, -(10**400)], ids=["1e309", "1e400", "-1e400"])
+def test_a_cost_too_big_for_a_float_is_no_cost(cost: int) -> None:
+    """A provider's ``cost`` is read as a float; an integer past the largest float is no cost,
+    as an infinite or negative one is (not an ``OverflowError`` ending the turn)."""
+    for mapping, raw in (
+        (openai_chat_usage, {"prompt_tokens": 1, "completion_tokens": 2, "cost": cost}),
+        (responses_usage, {"input_tokens": 1, "output_tokens": 2, "cost": cost}),
+    ):
+        usage = mapping(raw)
+        assert usage is not None
+        assert (usage.input_tokens, usage.output_tokens, usage.provider_cost) == (1, 2, None)

@@ -24,13 +24,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_type_hints, overload
 
 import msgspec
 
 from ..._arguments import check_callable, check_instance, check_items, described
+from ..._validate import as_float, positive
 from ...errors import ConfigError, ToolTimeoutError
 from ...messages import (
     DocumentPart,
@@ -69,12 +69,7 @@ class Tool:
         input_schema: Mapping[str, object] | None = None,
         timeout: float | None = None,
     ) -> None:
-        if timeout is not None and (
-            isinstance(timeout, bool)
-            or not isinstance(timeout, int | float)  # pyright: ignore[reportUnnecessaryIsInstance]
-            or math.isnan(timeout)
-            or timeout <= 0
-        ):
+        if timeout is not None and not positive(timeout):
             raise ConfigError(f"tool timeout must be a positive number of seconds, got {timeout!r}")
         check_callable(function, "Tool(function=...)", "a function (sync or async)")
         check_instance(name, str, "Tool(name=...)", "a str", optional=True)
@@ -83,7 +78,7 @@ class Tool:
             input_schema, Mapping, "Tool(input_schema=...)", "a JSON Schema dict", optional=True
         )
         self.function = function
-        self.timeout = None if timeout is None else float(timeout)
+        self.timeout = None if timeout is None else as_float(timeout)  # (a huge int: inf)
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - an async callable object
         )

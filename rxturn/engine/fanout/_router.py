@@ -301,8 +301,9 @@ class TurnRouter:
             if sink is not None:
                 try:
                     sink.on_next(event)
-                except Exception:
-                    _engine_log.exception("an engine.events subscriber raised; the turn goes on")
+                except Exception:  # (its subscribers' errors stay inside it): it was disposed
+                    _engine_log.exception("engine.events refused an event; the turn goes on")
+                    self._sink = sink = None  # once a turn, not once an event
 
 
 def report_observer_error(observer: object, name: str) -> None:

@@ -292,7 +292,7 @@ async def stream_path(
         try:
             publish_to.on_next(TurnStream(turn[0], turn[1], share))
         except Exception:
-            log.exception("an engine.turn_streams subscriber raised; the turn goes on")
+            log.exception("engine.turn_streams refused the turn's stream; the turn goes on")
     # The turn's task has nothing to do but wait for its reply: it drives the first attempt's
     # IO itself rather than a task of its own (rxturn.sources, "Driven by the subscriber's own
     # task"); later attempts (retries, a hedge, a rescue) get their own tasks.
