@@ -69,6 +69,7 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import CoroutineType
 from typing import Any, Final
 
 import aiohttp
@@ -159,7 +160,9 @@ class _StampingTransport:
     def __init__(self, inner: Any) -> None:
         self._inner = inner
 
-    def send(self, *args: Any, **kwargs: Any) -> Awaitable[Any]:
+    def send(self, *args: Any, **kwargs: Any) -> CoroutineType[Any, Any, Any]:
+        # a plain function returning the coroutine: outside the stamped phase the inner
+        # transport's own coroutine, with no layer added
         if not _StampingTransport.on:
             return self._inner.send(*args, **kwargs)
         return self._stamped(*args, **kwargs)

@@ -325,7 +325,7 @@ def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=5000)
     parser.add_argument("--no-rss", action="store_true", help="skip the 10^6-line memory run")
     args = parser.parse_args(argv)

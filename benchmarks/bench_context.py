@@ -78,7 +78,7 @@ def _median_seconds(run: Callable[[], object], repeat: int) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--repeat", type=int, default=15, help="timed repetitions per case")
     args = parser.parse_args(argv)
     repeat = max(1, args.repeat)

@@ -110,7 +110,7 @@ def _price_alone() -> None:
 
 
 if __name__ == "__main__":
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=300)
     parser.add_argument("--quick", action="store_true", help="30 rounds")
     args = parser.parse_args()

@@ -90,7 +90,7 @@ async def bench_serve(chars: int, chunk: int, repeat: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--chars", type=int, default=200_000, help="reply length in characters")
     parser.add_argument("--chunk", type=int, default=4, help="chunk_chars (characters per delta)")
     parser.add_argument("--repeat", type=int, default=5, help="runs per measurement (best kept)")

@@ -127,7 +127,11 @@ async def per_turn(rounds: int) -> dict[str, float]:
         async with OpenAIClient("bench", api_key="k", base_url=fake.url + "/v1") as client:
             engine = TurnEngine(client, handler=StreamHandler.default())
             seen = _Sink()
-            engine.turn_streams.subscribe(lambda stream: stream.batches.subscribe(seen))
+
+            def watch(stream: TurnStream) -> None:
+                stream.batches.subscribe(seen)
+
+            engine.turn_streams.subscribe(watch)
             for i in range(-20, rounds):
                 gc.collect()
                 for name, cls in VARIANTS.items() if i % 2 else reversed(VARIANTS.items()):
@@ -146,7 +150,7 @@ async def per_turn(rounds: int) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rounds", type=int, default=300, help="turns per variant")
     parser.add_argument("--quick", action="store_true", help="a smoke run (30 rounds)")
     args = parser.parse_args(argv)

@@ -171,7 +171,7 @@ def best_of(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--budget", type=float, default=1.0, help="µs/event the handler may add")

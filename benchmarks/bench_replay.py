@@ -217,7 +217,7 @@ def best_of(run: Callable[[bytes], str], body: bytes, repeat: int) -> tuple[floa
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()

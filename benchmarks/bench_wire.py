@@ -153,7 +153,7 @@ def best_of(runs: list[Callable[[bytes], int]], body: bytes, repeat: int) -> lis
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=15)
     args = parser.parse_args()

@@ -315,7 +315,7 @@ def run(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=10_000)
     parser.add_argument("--kills", type=int, default=8)
     parser.add_argument("--workers", type=int, default=1)

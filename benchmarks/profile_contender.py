@@ -57,7 +57,7 @@ async def profile(contender_name: str, fmt: str, events: int) -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--contender", default="turn")
     parser.add_argument("--format", default="anthropic", choices=("anthropic", "openai"))
     parser.add_argument("--events", type=int, default=100_000)

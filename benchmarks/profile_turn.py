@@ -202,7 +202,7 @@ async def profile_objects(fmt: str, n: int) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--format", default="anthropic", choices=("anthropic", "openai"))
     parser.add_argument("--turns", type=int, default=300, help="one-delta turns to profile")
     parser.add_argument("--in-flight", type=int, default=200, help="turns in flight to count")

@@ -183,7 +183,10 @@ async def test_openai_fixture_matches_the_sdk(aiohttp_server: ServerFactory, pat
 
     choice = sdk.choices[0]  # rxturn folds choices[0] only (docs/behaviour.md §6)
     assert ours.text == (choice.message.content or "")
-    assert all(isinstance(p, ToolCallPart) or p.text for p in ours.content)
+    assert all(
+        isinstance(p, ToolCallPart) or (isinstance(p, TextPart | RefusalPart) and p.text)
+        for p in ours.content
+    )
 
     expected_calls = []
     for call in choice.message.tool_calls or []:

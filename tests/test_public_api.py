@@ -15,8 +15,10 @@ import rxturn
 
 
 def test_all_is_sorted_and_resolves() -> None:
-    assert rxturn.__all__ == sorted(rxturn.__all__)
-    for name in rxturn.__all__:
+    names = rxturn.__all__
+    assert isinstance(names, list)
+    assert names == sorted(names)
+    for name in names:
         assert getattr(rxturn, name) is not None, name
 
 

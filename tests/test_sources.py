@@ -294,7 +294,7 @@ def test_subscribing_without_a_loop_is_a_config_error() -> None:
     assert isinstance(error, ConfigError)
     assert "event loop" in str(error) and "from_async_iterable" in str(error)
 
-    from_awaitable(asyncio.sleep).subscribe(on_error=errors.append)
+    from_awaitable(lambda: asyncio.sleep(0)).subscribe(on_error=errors.append)
     assert isinstance(errors[1], ConfigError) and "from_awaitable" in str(errors[1])
 
 
@@ -317,12 +317,17 @@ async def test_subscribe_from_another_thread_runs_on_the_scheduler_loop() -> Non
     rec = Recorder()
     source = from_async_iterable(gen, scheduler=AsyncIOScheduler(loop))
 
+    def on_next(v: int) -> None:
+        loop.call_soon_threadsafe(rec.on_next, v)
+
+    def on_error(e: Exception) -> None:
+        loop.call_soon_threadsafe(rec.on_error, e)
+
+    def on_completed() -> None:
+        loop.call_soon_threadsafe(rec.on_completed)
+
     def subscribe_elsewhere() -> None:
-        source.subscribe(
-            lambda v: loop.call_soon_threadsafe(rec.on_next, v),
-            lambda e: loop.call_soon_threadsafe(rec.on_error, e),
-            lambda: loop.call_soon_threadsafe(rec.on_completed),
-        )
+        source.subscribe(on_next, on_error, on_completed)
 
     worker = threading.Thread(target=subscribe_elsewhere)
     worker.start()

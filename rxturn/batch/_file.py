@@ -22,7 +22,7 @@ from typing import Any, Protocol
 import msgspec
 
 from ._api import BatchSummary, Tally
-from ._budget import Budget, Gate, LocalGate
+from ._budget import Budget, LocalGate
 from ._errors import BatchInputError, BatchOutputError, BatchWriteError
 from ._input import InputIndex, input_sha, iter_lines, parse_row, scan_input
 from ._output import (
@@ -51,10 +51,25 @@ class Done(msgspec.Struct, frozen=True, array_like=True):
     error: str = ""
 
 
-class Backend(Protocol):
-    """Where rows run: ``submit`` one input line, get its finished output line back."""
+class Waits(Protocol):
+    """What is read of a backend's budget: how long its requests waited for it."""
 
-    gate: Gate
+    @property
+    def waited(self) -> float:
+        """Seconds the run's requests have waited for budget so far."""
+        ...
+
+
+class Backend(Protocol):
+    """Where rows run: ``submit`` one input line, get its finished output line back.
+
+    ``gate`` is only read, for the progress line's waits (the file run never touches it): a
+    local or worker-pool backend's :class:`~._budget.LocalGate`, or a stand-in where the budget
+    lives elsewhere (Ray).
+    """
+
+    @property
+    def gate(self) -> Waits: ...
 
     async def start(self) -> None: ...
 

@@ -48,7 +48,7 @@ from typing import Any
 
 import msgspec
 
-from ._budget import Budget, Gate, LocalGate
+from ._budget import Budget, LocalGate
 from ._errors import BatchError
 from ._file import Done
 from ._runner import BatchConfig
@@ -210,7 +210,7 @@ class WorkerPool:
         self.run = run
         self.size = workers
         self.capacity = workers * config.concurrency
-        self.gate: Gate = (
+        self.gate: LocalGate = (
             gate if gate is not None else LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
         )
         self.workers: list[_Worker] = []

@@ -71,6 +71,7 @@ __all__ = [
 ]
 
 _R = TypeVar("_R")
+_T = TypeVar("_T")
 
 #: ``on_next(t, value)``, ``on_error(t, error)``, ``on_completed(t)``: recorded notifications for
 #: :meth:`TestScheduler.create_cold_observable`, ``t`` in (float) virtual seconds.
@@ -79,8 +80,9 @@ on_error: Any = ReactiveTest.on_error
 on_completed: Any = ReactiveTest.on_completed
 
 #: A one-message request for handler-level tests.
-#: A scripted stream: provider events (and an end) at virtual times, as ``timeline`` builds it.
-Script = list[Recorded[object]]
+#: A scripted stream: provider events (and an end) at virtual times, as ``timeline`` builds it
+#: (of any item type: events, batches of them, or the messages of a scripted request).
+Script = list[Recorded[Any]]
 
 REQUEST = Request(messages=(Message.user("hello"),))
 
@@ -123,18 +125,20 @@ def reply(
 
 
 def timeline(
-    events: Sequence[StreamEvent],
+    events: Sequence[_T],
     *,
     start: float = 0.01,
     step: float = 0.01,
     end: Exception | str | None = "complete",
-) -> Script:
+) -> list[Recorded[_T]]:
     """Recorded notifications: ``events`` at ``start, start+step, …``, then the end.
 
-    ``end`` is ``"complete"`` (completion one step after the last event), an exception (an error
-    one step after), or ``None`` (the stream stalls: no end).
+    ``events`` are the items the stream emits: provider events, batches of them
+    (``list[StreamEvent]``), or any other value; a cold Observable made of the result emits
+    items of that type. ``end`` is ``"complete"`` (completion one step after the last event), an
+    exception (an error one step after), or ``None`` (the stream stalls: no end).
     """
-    recorded: list[Recorded[Any]] = [
+    recorded: list[Recorded[_T]] = [
         on_next(round(start + i * step, 6), event) for i, event in enumerate(events)
     ]
     t = round(start + len(events) * step, 6)
@@ -295,9 +299,9 @@ class Run:
         )
 
 
-def events_of(recorded: Sequence[Recorded[object]]) -> list[object]:
+def events_of(recorded: Sequence[Recorded[_T]]) -> list[_T]:
     """The values of the on_next notifications of a recorded timeline."""
-    out: list[object] = []
+    out: list[_T] = []
     for record in recorded:
         value: Any = record.value
         if value.kind == "N":

@@ -5,13 +5,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from reactivex import Observable
 
 from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient, OpenAIResponsesClient
 from rxturn.clients._http import HttpClient
-from rxturn.events import StreamEvent
 from rxturn.messages import Message, Request
 from rxturn.testing import FakeProvider
 
@@ -74,13 +73,15 @@ PROVIDERS = [
 PROVIDER_IDS = [p.name for p in PROVIDERS]
 
 
-async def run_stream(
-    source: Observable[StreamEvent],
-) -> tuple[list[StreamEvent], BaseException | None]:
-    """Subscribe, wait (bounded) for the end, return the events and the error (if any)."""
+_T = TypeVar("_T")
+
+
+async def run_stream(source: Observable[_T]) -> tuple[list[_T], BaseException | None]:
+    """Subscribe, wait (bounded) for the end, return the items (events, or batches of them)
+    and the error (if any)."""
     loop = asyncio.get_running_loop()
     done: asyncio.Future[BaseException | None] = loop.create_future()
-    events: list[StreamEvent] = []
+    events: list[_T] = []
 
     def finish(error: BaseException | None) -> None:
         if not done.done():

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
+import types
+from typing import Any, TypedDict
 
 import pytest
 from _client_support import (
@@ -45,7 +46,14 @@ CALLS = [
     {"id": "call_weather_1", "name": "get_weather", "input": {"city": "Paris", "units": "C"}},
     {"id": "call_time_2", "name": "get_time", "input": {}},
 ]
-USAGE = {"input_tokens": 17, "output_tokens": 9}
+
+
+class Counts(TypedDict):
+    input_tokens: int
+    output_tokens: int
+
+
+USAGE: Counts = {"input_tokens": 17, "output_tokens": 9}
 
 
 def _call_parts() -> tuple[ToolCallPart, ...]:
@@ -94,7 +102,11 @@ def _in_out(usage: Usage | None) -> tuple[int, int] | None:
 
 def bridge_tasks() -> list[asyncio.Task[Any]]:
     """Tasks driving a client stream (rxturn.sources), as opposed to the servers' own tasks."""
-    return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Bridge.run"]
+    return [t for t in asyncio.all_tasks() if _is_bridge(t.get_coro())]
+
+
+def _is_bridge(coro: object) -> bool:
+    return isinstance(coro, types.CoroutineType) and coro.__qualname__ == "Bridge.run"
 
 
 def scenario(entry: dict[str, Any]) -> dict[str, Any]:

@@ -103,7 +103,9 @@ def test_a_part_refuses_media_of_another_kind(tmp_path: Path) -> None:
         ImagePart.from_bytes(pdf(1))
     with pytest.raises(ConfigError, match="AudioPart takes audio media"):
         AudioPart.from_bytes(png(1, 1))
-    assert DocumentPart.from_bytes(b"plain", "text/plain").source.media_type == "text/plain"
+    source = DocumentPart.from_bytes(b"plain", "text/plain").source
+    assert isinstance(source, InlineSource)
+    assert source.media_type == "text/plain"
 
 
 def test_reprs_and_placeholders_never_show_the_bytes() -> None:

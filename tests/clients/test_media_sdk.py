@@ -16,6 +16,7 @@ import anthropic
 import openai
 import pytest
 from _media_files import pdf, png, wav
+from anthropic.types import MessageParam, TextBlockParam
 
 from rxturn import (
     AnthropicClient,
@@ -399,11 +400,11 @@ async def test_responses_media_match_the_sdk() -> None:
 async def test_anthropic_cache_reads_and_writes_reported_by_the_fake(streaming: bool) -> None:
     """The fake's prompt cache, seen through the official SDK: the first request writes the
     marked prefix, the second (same prefix, one more turn) reads it."""
-    system = [
+    system: list[TextBlockParam] = [
         {"type": "text", "text": "one two three four", "cache_control": {"type": "ephemeral"}}
     ]
-    first = [{"role": "user", "content": "five six"}]
-    second = [
+    first: list[MessageParam] = [{"role": "user", "content": "five six"}]
+    second: list[MessageParam] = [
         *first,
         {"role": "assistant", "content": "ok"},
         {"role": "user", "content": "seven"},

@@ -386,7 +386,9 @@ class TestOpenAI:
 
     def test_strict_schema_keeps_an_explicit_additional_properties(self) -> None:
         schema = {"type": "object", "properties": {}, "additionalProperties": True}
-        assert strict_schema(schema)["additionalProperties"] is True
+        tightened = strict_schema(schema)
+        assert isinstance(tightened, dict)
+        assert tightened["additionalProperties"] is True
 
     def test_response_format_suppresses_tools(self) -> None:
         fmt = ResponseFormat(name="answer", schema={"type": "object"}, strict=True)

@@ -60,7 +60,11 @@ def scenario(entry: dict[str, Any]) -> dict[str, Any]:
 
 def bridge_tasks() -> list[asyncio.Task[Any]]:
     """Tasks driving a client stream (rxturn.sources), as opposed to the servers' own tasks."""
-    return [t for t in asyncio.all_tasks() if t.get_coro().__qualname__ == "Bridge.run"]
+    return [t for t in asyncio.all_tasks() if _is_bridge(t.get_coro())]
+
+
+def _is_bridge(coro: object) -> bool:
+    return isinstance(coro, types.CoroutineType) and coro.__qualname__ == "Bridge.run"
 
 
 async def per_event(provider: Provider, entry: dict[str, Any]) -> tuple[list[StreamEvent], Any]:

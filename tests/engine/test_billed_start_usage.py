@@ -9,7 +9,7 @@ was billed for its input all the same, so its attempt record must carry that usa
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 import pytest
 
@@ -21,8 +21,15 @@ from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 pytestmark = pytest.mark.timeout(30)
 
 FAST_RETRY = RetryPolicy(max_retries=2, base_delay=0.001, max_delay=0.01, jitter=0.0)
+
+
+class CacheCounts(TypedDict):
+    cache_read_tokens: int
+    cache_write_tokens: int
+
+
 # the fake Anthropic wire reports its cache counts as zero, as the real API does
-ZERO_CACHE = {"cache_read_tokens": 0, "cache_write_tokens": 0}
+ZERO_CACHE: CacheCounts = {"cache_read_tokens": 0, "cache_write_tokens": 0}
 KEPT = Usage(input_tokens=42, output_tokens=3, **ZERO_CACHE)
 
 

@@ -18,6 +18,7 @@ from rxturn import (
     StreamHandler,
     TurnEngine,
 )
+from rxturn.engine import TurnStream
 from rxturn.engine.handler import RetryAfterBeyondDeadline
 from rxturn.errors import (
     AuthenticationError,
@@ -227,7 +228,11 @@ async def test_a_request_every_model_would_reject_does_not_fail_over(clean: Test
 async def test_turn_streams_see_the_failover_reset(clean: TestScheduler) -> None:
     engine, _, _, _, _ = setup(clean, [fails(NotFoundError("gone"))])
     seen: list[Any] = []
-    engine.turn_streams.subscribe(lambda turn: turn.events.subscribe(seen.append))
+
+    def watch(turn: TurnStream) -> None:
+        turn.events.subscribe(seen.append)
+
+    engine.turn_streams.subscribe(watch)
     await run_virtual(clean, engine.turn())
     resets = [e for e in seen if isinstance(e, AttemptReset)]
     assert len(resets) == 1

@@ -8,7 +8,7 @@ the loser ``disconnected`` while the winner is still streaming), and both are bi
 from __future__ import annotations
 
 import asyncio
-from typing import Any
+from typing import Any, TypedDict
 
 from rxturn import (
     AnthropicClient,
@@ -21,6 +21,12 @@ from rxturn import (
 from rxturn.engine.observation.observers import Observer
 from rxturn.messages import Usage
 from rxturn.testing import FakeProvider
+
+
+class CacheCounts(TypedDict):
+    cache_read_tokens: int
+    cache_write_tokens: int
+
 
 SCENARIO = {
     "models": {
@@ -100,7 +106,7 @@ async def test_anthropic_loser_is_closed_before_the_winner_shows_and_both_are_bi
     log = result.attempt_log
     assert [(a.model, a.outcome) for a in log] == [("primary", "hedge_lost"), ("backup", "served")]
     # Anthropic reports its cache counts with the input (zero: no breakpoints were sent)
-    zero_cache = {"cache_read_tokens": 0, "cache_write_tokens": 0}
+    zero_cache: CacheCounts = {"cache_read_tokens": 0, "cache_write_tokens": 0}
     assert log[0].usage == Usage(input_tokens=40, output_tokens=1, **zero_cache)
     assert result.billed_usage == Usage(input_tokens=40 + 12, output_tokens=1 + 5, **zero_cache)
     assert result.usage == Usage(input_tokens=12, output_tokens=5, **zero_cache)

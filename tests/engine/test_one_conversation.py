@@ -5,7 +5,7 @@ run concurrently without touching each other's conversation."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 import pytest
@@ -30,7 +30,7 @@ class _Started(Observer):
         self.event.set()  # the first call's request is out and its reply streaming
 
 
-Second = Callable[[TurnEngine], Awaitable[Any]]
+Second = Callable[[TurnEngine], Coroutine[Any, Any, Any]]
 SECONDS: dict[str, Second] = {
     "run": lambda engine: engine.run("again"),
     "turn": lambda engine: engine.turn(),

@@ -27,7 +27,12 @@ def expired() -> str:
 async def sleeper(scheduler: TestScheduler, at: float, value: str, log: list[str]) -> str:
     """Finishes when virtual time reaches ``at``; records whether it was cancelled."""
     woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-    scheduler.schedule_absolute(at, lambda *_: woken.done() or woken.set_result(None))
+
+    def wake(*_: object) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    scheduler.schedule_absolute(at, wake)
     try:
         await woken
     except asyncio.CancelledError:

@@ -12,8 +12,10 @@ import pytest
 
 from rxturn import AnthropicClient, StreamHandler, TurnEngine
 from rxturn.engine.observation.observers import LoggingObserver, Observer, RecordingObserver
+from rxturn.engine.records.audit import AttemptRecord, Turn
+from rxturn.errors import OverloadedError
 from rxturn.events import EventBatch
-from rxturn.messages import Request, RequestOptions
+from rxturn.messages import Message, Request, RequestOptions
 from rxturn.sources import from_async_iterable
 from rxturn.testing import FakeProvider
 
@@ -65,16 +67,26 @@ async def test_order_and_arguments_of_a_retried_turn() -> None:
         (1, "stream", None),
         (2, "stream", "OverloadedError"),
     ]
-    assert starts[1]["wait"] >= 0.01  # the Retry-After
+    wait = starts[1]["wait"]
+    assert isinstance(wait, float) and wait >= 0.01  # the Retry-After
     ends = recorder.calls_of("on_attempt_end")
-    assert [e["record"].outcome for e in ends] == ["OverloadedError", "served"]
-    assert ends[0]["error"].status_code == 529
+    records: list[AttemptRecord] = []
+    for call in ends:
+        attempt = call["record"]
+        assert isinstance(attempt, AttemptRecord)
+        records.append(attempt)
+    assert [r.outcome for r in records] == ["OverloadedError", "served"]
+    first_error = ends[0]["error"]
+    assert isinstance(first_error, OverloadedError)
+    assert first_error.status_code == 529
     ids = {c["turn_id"] for n in ("on_request", "on_attempt_start", "on_request_end")
            for c in recorder.calls_of(n)}  # fmt: skip
     assert len(ids) == 1
     (end,) = recorder.calls_of("on_request_end")
-    assert end["error"] is None and end["message"].text == "Hello"
-    assert end["record"].attempt_log == tuple(e["record"] for e in ends)
+    message, turn = end["message"], end["record"]
+    assert isinstance(message, Message) and isinstance(turn, Turn)
+    assert end["error"] is None and message.text == "Hello"
+    assert turn.attempt_log == tuple(records)
 
 
 def test_the_default_recorder_keeps_the_reference_surface() -> None:

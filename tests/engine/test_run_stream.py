@@ -36,6 +36,7 @@ WAIT = 10.0
 
 async def _settled(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     """Tasks that are not in ``before`` once the loop has had a bounded time to settle."""
+    extra: set[asyncio.Task[Any]] = set()
     for _ in range(200):
         extra = {t for t in asyncio.all_tasks() if t not in before and not t.done()}
         extra.discard(asyncio.current_task())  # type: ignore[arg-type]
@@ -183,12 +184,13 @@ async def test_a_failed_run_raises_from_the_iteration() -> None:
         AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
     ):
         engine = TurnEngine(client)
+        stream = engine.stream("hi")
         with pytest.raises(Exception, match="400"):
-            async with engine.stream("hi") as s:
+            async with stream as s:
                 async for _ in s:
                     pass
         with pytest.raises(Exception, match="400"):
-            _ = s.result
+            _ = stream.result
         with pytest.raises(Exception, match="400"):  # never iterated: the exit raises it
             async with engine.stream("hi") as s:
                 await asyncio.wait_for(_until_done(s), WAIT)

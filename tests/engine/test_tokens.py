@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 import tiktoken
+import tiktoken.load
 
 from rxturn.engine.context.tokens import (
     ContextEstimate,

@@ -16,6 +16,7 @@ from rxturn import (
     StreamHandler,
     TurnEngine,
 )
+from rxturn.engine import TurnMode
 from rxturn.errors import AuthenticationError, StreamTimeoutError
 from rxturn.resilience.policies import TimeoutPolicy
 
@@ -204,7 +205,7 @@ async def test_cancel_before_the_run_never_calls_the_provider(fake_client: Any) 
 
 
 @pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
-async def test_cancel_mid_turn_is_clean(fake_client: Any, mode: str) -> None:
+async def test_cancel_mid_turn_is_clean(fake_client: Any, mode: TurnMode) -> None:
     from rxturn import FallbackManager
 
     scenario = {

@@ -63,7 +63,10 @@ async def test_a_raising_subscriber_is_dropped_and_the_turn_goes_on(
         calls.append(event)
         raise RuntimeError("user bug")
 
-    engine.turn_streams.subscribe(lambda turn: turn.events.subscribe(boom))
+    def watch(turn: TurnStream) -> None:
+        turn.events.subscribe(boom)
+
+    engine.turn_streams.subscribe(watch)
     with caplog.at_level(logging.ERROR, logger="rxturn.engine"):
         result = await run_virtual(clean, engine.turn())
     assert result.text == "Hello there"
@@ -76,7 +79,11 @@ async def test_observers_and_turn_streams_see_the_same_events(clean: TestSchedul
     engine = TurnEngine(retried_client(clean), handler=RETRY, scheduler=clean, observers=[observer])
     engine.history.append(Message.user("hi"))
     seen: list[Any] = []
-    engine.turn_streams.subscribe(lambda turn: turn.events.subscribe(seen.append))
+
+    def watch(turn: TurnStream) -> None:
+        turn.events.subscribe(seen.append)
+
+    engine.turn_streams.subscribe(watch)
     await run_virtual(clean, engine.turn())
     deltas = [c["delta"] for c in observer.calls_of("on_text_delta")]
     assert deltas == [e.text for e in seen if isinstance(e, Delta)]

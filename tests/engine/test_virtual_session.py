@@ -23,6 +23,13 @@ HANDLER = StreamHandler(
 )
 
 
+def duration_ms(call: dict[str, object]) -> float:
+    """The ``duration_ms`` of a recorded ``on_turn_end`` / ``on_run_end`` call."""
+    value = call["duration_ms"]
+    assert isinstance(value, float), value
+    return value
+
+
 async def test_a_whole_session_runs_on_the_engine_scheduler(clean: TestScheduler) -> None:
     fails = timeline([MessageStart("m", "x")], end=ServerError("down"))  # fails at 0.02
     stalls = timeline([], end=None)  # nothing: the first-event deadline fires after 10 s
@@ -52,7 +59,7 @@ async def test_a_whole_session_runs_on_the_engine_scheduler(clean: TestScheduler
     await turn()
     ends = observer.calls_of("on_turn_end")
     assert ends[-1]["success"] is False
-    assert abs(ends[-1]["duration_ms"] - 12_020.0) < 1e-6
+    assert abs(duration_ms(ends[-1]) - 12_020.0) < 1e-6
     log = engine.session.runs[-1].turns[-1].attempt_log
     assert [(a.outcome, a.started, a.ended) for a in log] == [
         ("StreamTimeoutError", 0.0, 10.0),
@@ -101,6 +108,6 @@ async def test_run_durations_come_from_the_scheduler(clean: TestScheduler) -> No
     await run_virtual(clean, engine.run("go"))
     # six events from 4.0, 0.01 apart; complete at 4.06
     (run_end,) = observer.calls_of("on_run_end")
-    assert abs(run_end["duration_ms"] - 4060.0) < 1e-6
+    assert abs(duration_ms(run_end) - 4060.0) < 1e-6
     (turn_end,) = observer.calls_of("on_turn_end")
-    assert abs(turn_end["duration_ms"] - 4060.0) < 1e-6
+    assert abs(duration_ms(turn_end) - 4060.0) < 1e-6

@@ -165,7 +165,8 @@ async def test_a_first_batch_starting_with_a_lane_event_forwards_nothing(
     clean: TestScheduler,
 ) -> None:
     progress = TurnProgress(lambda: 0.0)
-    source = clean.create_cold_observable(timeline([[PartStart(0), Delta(0, "x"), START]]))
+    batch: list[StreamEvent] = [PartStart(0), Delta(0, "x"), START]
+    source = clean.create_cold_observable(timeline([batch]))
     run = await drive(clean, source.pipe(attempt_guard(progress)))
     assert run.values == []
     assert isinstance(run.error, StreamProtocolError)

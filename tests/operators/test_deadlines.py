@@ -10,7 +10,7 @@ from reactivex import abc, typing
 from reactivex.testing import TestScheduler
 
 from rxturn.errors import ConfigError, StreamTimeoutError
-from rxturn.events import Delta, MessageStart, PartStart, PartStop
+from rxturn.events import Delta, MessageStart, PartStart, PartStop, StreamEvent
 from rxturn.operators import TurnProgress, attempt_guard, deadlines
 from rxturn.testing.virtual import Tracked, drive, reply, timeline
 
@@ -75,9 +75,10 @@ async def test_idle_timeout_counts_consecutive_expiries_after_the_last_event(
 
 async def test_an_event_resets_the_consecutive_count(clean: TestScheduler) -> None:
     # per_event 1, max 2: one expiry at 1.0, an event at 1.5 resets, then two expiries.
+    first: list[StreamEvent] = [MessageStart(id="m")]
+    later: list[StreamEvent] = [PartStart(0)]
     source = clean.create_cold_observable(
-        timeline([MessageStart(id="m")], start=0.0, end=None)
-        + timeline([PartStart(0)], start=1.5, end=None)
+        timeline(first, start=0.0, end=None) + timeline(later, start=1.5, end=None)
     )
     run = await drive(clean, source.pipe(deadlines(1.0, 1.0, 2, scheduler=clean)))
     assert isinstance(run.error, StreamTimeoutError)

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import reactivex
 from reactivex import Observable
-from reactivex.testing import ReactiveTest, TestScheduler
+from reactivex.testing import TestScheduler
 
 from rxturn.errors import (
     AuthenticationError,
@@ -26,9 +26,7 @@ from rxturn.events import Fallback
 from rxturn.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from rxturn.operators import TurnProgress, is_rescuable, rescue
 from rxturn.operators._scheduling import clock
-from rxturn.testing.virtual import Tracked, drive, reply, timeline
-
-on_completed = ReactiveTest.on_completed
+from rxturn.testing.virtual import Tracked, drive, on_completed, reply, timeline
 
 RESCUED = Message(
     id="msg_rescued",

@@ -24,8 +24,15 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
     InMemorySpanExporter,
 )
+from opentelemetry.trace import SpanContext
 
 from rxturn.otel import OTelObserver
+
+
+def context_of(span: ReadableSpan) -> SpanContext:
+    """A finished span's context (the SDK types it optional; a recorded span always has one)."""
+    assert span.context is not None, span.name
+    return span.context
 
 
 class Telemetry:
@@ -56,7 +63,7 @@ class Telemetry:
         return [s for s in self.spans() if s.name.startswith(prefix)]
 
     def children(self, parent: ReadableSpan) -> list[ReadableSpan]:
-        parent_id = parent.context.span_id  # type: ignore[union-attr]
+        parent_id = context_of(parent).span_id
         return sorted(
             (s for s in self.spans() if s.parent is not None and s.parent.span_id == parent_id),
             key=lambda s: s.start_time or 0,

@@ -53,7 +53,9 @@ async def _run(telemetry: Telemetry, capture: Any) -> TurnEngine:
 async def test_captured_media_is_a_placeholder(telemetry: Telemetry) -> None:
     engine = await _run(telemetry, "SPAN_AND_EVENT")
     chats = sorted(telemetry.named("chat "), key=lambda s: s.start_time or 0)
-    messages = json.loads(dict(chats[1].attributes or {})["gen_ai.input.messages"])
+    raw = dict(chats[1].attributes or {})["gen_ai.input.messages"]
+    assert isinstance(raw, str)
+    messages = json.loads(raw)
     assert messages[0]["parts"] == [
         {"type": "text", "content": "what is this?"},
         {"type": "blob", "modality": "image", "mime_type": "image/png", "size": len(PIXELS)},

@@ -26,7 +26,7 @@ from rxturn.messages import RequestOptions
 from rxturn.resilience.policies import RetryPolicy
 from rxturn.testing import FakeProvider
 
-from .conftest import Telemetry
+from .conftest import Telemetry, context_of
 from .secrets import assert_secret_absent
 
 SECRET = "sk-ant-OTEL-SECRET-4242"
@@ -361,7 +361,7 @@ async def test_an_agent_run_with_a_tool(telemetry: Telemetry) -> None:
     assert "gen_ai.tool.call.arguments" not in t  # content is off by default
     assert tool.status.status_code is StatusCode.UNSET
     assert tuple(attrs(below[0])["gen_ai.response.finish_reasons"]) == ("tool_call",)
-    assert {s.context.trace_id for s in telemetry.spans()} == {agent.context.trace_id}
+    assert {context_of(s).trace_id for s in telemetry.spans()} == {context_of(agent).trace_id}
 
 
 async def test_a_tool_span_is_current_while_the_tool_runs(telemetry: Telemetry) -> None:
@@ -581,29 +581,29 @@ async def test_200_concurrent_turns_never_cross_parent(telemetry: Telemetry) -> 
     assert observer.open_turns == 0
 
     spans = telemetry.spans()
-    by_id = {s.context.span_id: s for s in spans}
+    by_id = {context_of(s).span_id: s for s in spans}
     agents = [s for s in spans if s.name == "invoke_agent rxturn"]
     chats = [s for s in spans if s.name.startswith("chat ")]
     attempts = [s for s in spans if s.name == "rxturn.attempt"]
     assert (len(agents), len(chats)) == (count, count)
     assert len(attempts) == count + len(range(0, count, 3))
-    assert len({s.context.trace_id for s in agents}) == count  # one trace per run
+    assert len({context_of(s).trace_id for s in agents}) == count  # one trace per run
     for chat in chats:
         assert chat.parent is not None
         agent = by_id[chat.parent.span_id]
         assert agent.name == "invoke_agent rxturn"
-        assert agent.context.trace_id == chat.context.trace_id
+        assert context_of(agent).trace_id == context_of(chat).trace_id
     children: dict[int, list[Any]] = {}
     for attempt in attempts:
         assert attempt.parent is not None
         parent = by_id[attempt.parent.span_id]
         # an attempt hangs under the chat span of its own turn: same model, same trace
         assert parent.name == f"chat {attrs(attempt)['gen_ai.request.model']}"
-        assert parent.context.trace_id == attempt.context.trace_id
-        children.setdefault(parent.context.span_id, []).append(attempt)
+        assert context_of(parent).trace_id == context_of(attempt).trace_id
+        children.setdefault(context_of(parent).span_id, []).append(attempt)
     for chat in chats:
         index = int(attrs(chat)["gen_ai.request.model"][1:])
-        assert len(children[chat.context.span_id]) == (2 if index % 3 == 0 else 1)
+        assert len(children[context_of(chat).span_id]) == (2 if index % 3 == 0 else 1)
     assert sum(p.count for p in telemetry.points("gen_ai.client.operation.duration")) == count
     assert_secret_absent(telemetry, SECRET)
 

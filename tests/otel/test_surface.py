@@ -16,7 +16,7 @@ from rxturn.errors import ConfigError
 from rxturn.otel import OTelObserver, capture_mode, error_type, names
 from rxturn.testing import FakeProvider
 
-from .conftest import Telemetry
+from .conftest import Telemetry, context_of
 
 
 def run_python(code: str) -> subprocess.CompletedProcess[str]:
@@ -186,7 +186,7 @@ async def test_the_http_client_span_nests_under_the_attempt_span(
     assert len(attempts) == len(entries)
     # exactly one HTTP span under each attempt span
     assert sorted(s.parent.span_id for s in http if s.parent) == sorted(
-        s.context.span_id for s in attempts
+        context_of(s).span_id for s in attempts
     )
 
 

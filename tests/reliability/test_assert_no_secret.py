@@ -24,6 +24,10 @@ SECRET = "opaque-SECRET-value-77aa"
 
 
 class Plain:
+    # set after construction by the cycle test (the others pass theirs as keywords)
+    forward: Plain
+    hidden: str
+
     def __init__(self, **fields: Any) -> None:
         self.__dict__.update(fields)
 

@@ -46,9 +46,14 @@ async def hold(request: web.Request, site: Site) -> web.StreamResponse:
 
 
 def resilient(**overrides: Any) -> StreamHandler:
-    timeouts = {"first_event": LONG, "per_event": LONG, "total": LONG * 2, "rescue": False}
-    retry = {"max_retries": 0, "base_delay": 0.001, "max_delay": 0.01}
-    rate = {"default_delay": 0.001, "max_delay": 0.01}
+    timeouts: dict[str, Any] = {
+        "first_event": LONG,
+        "per_event": LONG,
+        "total": LONG * 2,
+        "rescue": False,
+    }
+    retry: dict[str, Any] = {"max_retries": 0, "base_delay": 0.001, "max_delay": 0.01}
+    rate: dict[str, Any] = {"default_delay": 0.001, "max_delay": 0.01}
     for key, value in overrides.items():
         if key in timeouts:
             timeouts[key] = value

@@ -124,7 +124,12 @@ async def run_turn(
 
 
 def deltas(recorder: RecordingObserver) -> str:
-    return "".join(k["delta"] for k in recorder.calls_of("on_text_delta"))
+    parts: list[str] = []
+    for call in recorder.calls_of("on_text_delta"):
+        delta = call["delta"]
+        assert isinstance(delta, str), delta
+        parts.append(delta)
+    return "".join(parts)
 
 
 async def eventually(flag: asyncio.Event, what: str, seconds: float = 3.0) -> None:

@@ -630,7 +630,7 @@ def test_set_primary_keeps_the_state(clock: FakeClock) -> None:
         lambda fm: fm.set_fallback_models(["ok", " "]),
         lambda fm: fm.set_fallback_models("abc"),
         lambda fm: FallbackManager("m", "abc"),
-        lambda fm: FallbackManager("m", policy=object()),
+        lambda fm: FallbackManager("m", policy=object()),  # pyright: ignore[reportArgumentType]
     ],
     ids=[
         "add-blank",

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from usage_oracle import anthropic_expected
 
 from rxturn.errors import (
+    APIStatusError,
     OverloadedError,
     ProviderStreamError,
     RateLimitError,
@@ -426,7 +427,9 @@ def test_data_line_without_space_and_multi_line_data() -> None:
         ("invalid_request_error", ProviderStreamError),
     ],
 )
-def test_in_stream_error_event(error_type: str, cls: type[Exception]) -> None:
+def test_in_stream_error_event(
+    error_type: str, cls: type[APIStatusError | ProviderStreamError]
+) -> None:
     data = sse(
         START,
         block_start(0, {"type": "text", "text": ""}),
@@ -445,12 +448,12 @@ def test_in_stream_error_event(error_type: str, cls: type[Exception]) -> None:
     for _ in range(2):
         with pytest.raises(cls) as caught:
             decoder.close()
-    error: Any = caught.value
-    assert type(error) is cls
-    assert str(error) == f"{error_type}: Something broke"
-    assert error.error_type == error_type
-    if isinstance(error, RateLimitError):
-        assert error.status_code is None
+        error = caught.value
+        assert type(error) is cls
+        assert str(error) == f"{error_type}: Something broke"
+        assert error.error_type == error_type
+        if isinstance(error, RateLimitError):
+            assert error.status_code is None
     assert not decoder.saw_terminal
 
 
@@ -680,7 +683,9 @@ def test_delta_usage_with_input_tokens_only() -> None:
     events = decode(data)
     assert sdk_anthropic(data).usage.output_tokens is None
     assert events[2] == MessageDelta("end_turn", Usage(input_tokens=30))
-    assert events[2].usage == anthropic_expected(sdk_anthropic(data).usage)
+    end = events[2]
+    assert isinstance(end, MessageDelta)
+    assert end.usage == anthropic_expected(sdk_anthropic(data).usage)
 
 
 def test_unknown_block_types_still_follow_the_lane_rules() -> None:

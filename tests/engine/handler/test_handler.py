@@ -28,7 +28,15 @@ from rxturn.errors import (
     TruncatedStreamError,
     status_error,
 )
-from rxturn.events import AttemptReset, Delta, Fallback, MessageDelta, PartStart, PartStop
+from rxturn.events import (
+    AttemptReset,
+    Delta,
+    Fallback,
+    HandlerEvent,
+    MessageDelta,
+    PartStart,
+    PartStop,
+)
 from rxturn.fold import INITIAL_STATE, fold_handler
 from rxturn.messages import (
     Message,
@@ -80,6 +88,7 @@ def stalls(events: int = 0, step: float = 0.01) -> list[Any]:
 def folded(run: Run) -> Message:
     state = INITIAL_STATE
     for item in run.values:
+        assert isinstance(item, HandlerEvent), item
         state = fold_handler(state, item)
     return state.message()
 

@@ -167,7 +167,10 @@ async def test_the_cases_race() -> None:
     # the table is only worth something if hedges go out and win, and retries are not raced
     won, _, models = await _record(CASES["the hedge wins"], _by_handler)
     assert models == ["scripted", BACKUP]
-    texts = [e.text for batch in won.values for e in batch if isinstance(e, Delta)]
+    texts: list[str] = []
+    for batch in won.values:
+        assert isinstance(batch, list), batch
+        texts += [e.text for e in batch if isinstance(e, Delta)]
     assert "".join(texts) == "the backup first"
     _, _, models = await _record(
         CASES["the winner fails mid-reply: a retry, not raced"], _by_handler

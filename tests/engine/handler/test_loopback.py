@@ -149,6 +149,7 @@ async def _no_tasks_left() -> None:
     current = asyncio.current_task()
     loop = asyncio.get_running_loop()
     deadline = loop.time() + WAIT
+    others: list[asyncio.Task[Any]] = []
     while loop.time() < deadline:
         others = [task for task in asyncio.all_tasks() if task is not current]
         if not others:

@@ -331,7 +331,7 @@ async def _record(case: Case, build: Any) -> Recording:
     return Recording(run, waits, http.requests())
 
 
-def _end(run: Run) -> object:
+def _end(run: Run) -> tuple[bool, float | None, tuple[str, str, object, str | None] | None]:
     error = run.error
     facts = None
     if error is not None:
