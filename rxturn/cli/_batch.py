@@ -42,10 +42,24 @@ def _positive(text: str) -> int:
     return value
 
 
+MAX_WORKERS = 256
+"""The most worker processes ``--workers`` starts: each is an interpreter with rxturn and aiohttp
+imported, and a worker runs many rows at once (``--concurrency``), so more processes than a
+machine has cores buy nothing; a typo such as ``--workers 10000`` is refused, not obeyed."""
+
+
 def _workers(text: str) -> int:
     if text == "auto":
-        return os.cpu_count() or 1
-    return _positive(text)
+        return min(os.cpu_count() or 1, MAX_WORKERS)
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(
+            f"expected auto or an integer from 1 to {MAX_WORKERS}, got {text!r}"
+        )
+    return value
 
 
 def _temperature(text: str) -> float:
