@@ -546,8 +546,7 @@ class Runner:
         return msgspec.convert({**self.base_options, **own, "model": model}, RequestOptions)
 
     async def _slot(self) -> _Slot:
-        if self._free:
-            return self._free.pop()
+        """A new slot while fewer than ``concurrency`` exist, else the next one freed."""
         if self._made < self.config.concurrency:
             self._made += 1
             return _Slot(self)
@@ -579,7 +578,7 @@ class Runner:
                 else:
                     warm = self._warm = asyncio.ensure_future(warm_up_counter(self.counter))
             await asyncio.shield(warm)
-        slot = await self._slot()
+        slot = self._free.pop() if self._free else await self._slot()
         try:
             return await slot.run(row, sha, run)
         finally:
