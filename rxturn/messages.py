@@ -689,7 +689,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def text(self) -> str:
         """All text parts joined (tool calls excluded)."""
-        return "".join(part.text for part in self.content if isinstance(part, TextPart))
+        return "".join([part.text for part in self.content if isinstance(part, TextPart)])
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
