@@ -689,7 +689,7 @@ class Message(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def text(self) -> str:
         """All text parts joined (tool calls excluded)."""
-        return "".join(part.text for part in self.content if isinstance(part, TextPart))
+        return "".join([part.text for part in self.content if isinstance(part, TextPart)])
 
     @property
     def tool_calls(self) -> list[ToolCallPart]:
@@ -1190,7 +1190,11 @@ def as_messages(items: object, where: str) -> list[Message]:
     if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
         raise ConfigError(f"{where} must be a sequence of Message, got {kind}")
     sequence: Iterable[object] = items  # pyright: ignore[reportUnknownVariableType]
-    return [as_message(item, f"{where}[{index}]") for index, item in enumerate(sequence)]
+    # a Message is taken as it is: its place is named only for an item to convert or refuse
+    return [
+        item if type(item) is Message else as_message(item, f"{where}[{index}]")
+        for index, item in enumerate(sequence)
+    ]
 
 
 class MessageList(list["Message"]):

@@ -68,6 +68,7 @@ class Budget:
         "_next",
         "_open",
         "_tokens",
+        "limited",
         "paused_until",
         "rpm",
         "tpm",
@@ -87,6 +88,8 @@ class Budget:
         self.rpm = rpm
         self.tpm = tpm
         self.window = float(window)
+        #: whether anything is counted (without limits a grant is only a pause's check)
+        self.limited = rpm is not None or tpm is not None
         self.paused_until = -math.inf
         # sent requests: [sent at, tokens, ticket], in order of sending time
         self._log: deque[list[float]] = deque()
@@ -95,10 +98,6 @@ class Budget:
         self._held: dict[int, float] = {}  # ticket -> tokens, granted and not sent yet
         self._held_tokens = 0.0
         self._next = 0
-
-    @property
-    def limited(self) -> bool:
-        return self.rpm is not None or self.tpm is not None
 
     def _expire(self, now: float) -> None:
         horizon = now - self.window

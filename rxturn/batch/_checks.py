@@ -40,13 +40,19 @@ def too_long(raw: bytes, limit: int) -> str | None:
 
 
 def _keys(value: Any) -> int:
-    """Keys of every object in a decoded JSON value."""
-    if isinstance(value, dict):
-        mapping = cast("dict[str, Any]", value)
-        return len(mapping) + sum(_keys(item) for item in mapping.values())
-    if isinstance(value, list):
-        return sum(_keys(item) for item in cast("list[Any]", value))
-    return 0
+    """Keys of every object in a decoded JSON value (one loop over the nested objects and
+    lists, no call per value: a flat row is one pass over its values)."""
+    count = 0
+    todo: list[Any] = [value]
+    while todo:
+        item = todo.pop()
+        if isinstance(item, dict):
+            mapping = cast("dict[str, Any]", item)
+            count += len(mapping)
+            todo.extend(mapping.values())
+        elif isinstance(item, list):
+            todo.extend(cast("list[Any]", item))
+    return count
 
 
 _NOT_GIVEN: Any = object()

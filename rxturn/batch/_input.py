@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, cast
 
@@ -292,8 +293,8 @@ def iter_lines(file: BinaryIO) -> Iterator[tuple[int, bytes]]:
     Raises:
         BatchInputError: a line longer than ``MAX_LINE_BYTES`` (read no further than that).
     """
-    read, limit = file.readline, MAX_LINE_BYTES
-    for number, raw in enumerate(iter(lambda: read(limit + 1), b""), start=1):
+    limit = MAX_LINE_BYTES
+    for number, raw in enumerate(iter(partial(file.readline, limit + 1), b""), start=1):
         if len(raw) > limit and (problem := too_long(raw, limit)):
             raise _fail(number, problem)
         if raw.strip():

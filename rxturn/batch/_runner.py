@@ -213,7 +213,10 @@ class CharCounter:
         return len(message.text) // 4 + 8
 
     def count_messages(self, messages: Iterable[Message]) -> int:
-        return sum(len(message.text) // 4 + 8 for message in messages)
+        total = 0  # a loop, not sum() over a generator: called a few times every turn
+        for message in messages:
+            total += len(message.text) // 4 + 8
+        return total
 
 
 #: the slot whose turn is running in this task (the budget transport charges it)
@@ -546,8 +549,7 @@ class Runner:
         return msgspec.convert({**self.base_options, **own, "model": model}, RequestOptions)
 
     async def _slot(self) -> _Slot:
-        if self._free:
-            return self._free.pop()
+        """A new slot while fewer than ``concurrency`` exist, else the next one freed."""
         if self._made < self.config.concurrency:
             self._made += 1
             return _Slot(self)
@@ -579,7 +581,7 @@ class Runner:
                 else:
                     warm = self._warm = asyncio.ensure_future(warm_up_counter(self.counter))
             await asyncio.shield(warm)
-        slot = await self._slot()
+        slot = self._free.pop() if self._free else await self._slot()
         try:
             return await slot.run(row, sha, run)
         finally:

@@ -23,7 +23,7 @@ from rxturn.batch import (
     batch_results,
     run_batch,
 )
-from rxturn.batch._runner import drive, encode_result
+from rxturn.batch._runner import CharCounter, drive, encode_result
 from rxturn.testing import FakeProvider
 
 from ._support import cli, prompts, write_rows
@@ -267,3 +267,15 @@ async def test_each_output_line_carries_the_rows_cost() -> None:
     line = json.loads(encode_result(served))
     assert line["cost"] == {"total": str(expected), "unpriced_attempts": 0, "currency": "USD"}
     assert failed.cost is not None and failed.cost.unpriced_attempts >= 1
+
+
+def test_char_counter_counts_four_characters_a_token_and_eight_a_message() -> None:
+    from rxturn.messages import Message
+
+    counter = CharCounter()
+    messages = [Message.user("a" * 40), Message.assistant("xyz"), Message.user("b" * 9)]
+    assert counter.count_messages(messages) == (10 + 8) + (0 + 8) + (2 + 8)
+    assert counter.count_messages(iter(messages)) == 36  # any iterable, read once
+    assert counter.count_messages([]) == 0
+    assert counter.count_message(messages[0]) == 18
+    assert counter.count_text("a" * 41) == 10
