@@ -154,26 +154,26 @@ class LimitAnthropic:
             event = decode(line[5:])
             cls = type(event)
             if cls is _BlockDelta:
-                delta = event.delta  # type: ignore[union-attr]
+                delta = event.delta  # pyright: ignore[reportAttributeAccessIssue]
                 if type(delta) is _TextDelta:
-                    blocks[event.index].append(delta.text)  # type: ignore[union-attr]
+                    blocks[event.index].append(delta.text)  # pyright: ignore[reportAttributeAccessIssue]
                     if on_text is not None:
                         on_text(delta.text)
             elif cls is _BlockStart:
-                if event.content_block.type == "text":  # type: ignore[union-attr]
+                if event.content_block.type == "text":  # pyright: ignore[reportAttributeAccessIssue]
                     texts: list[str] = []
-                    blocks[event.index] = texts  # type: ignore[union-attr]
+                    blocks[event.index] = texts  # pyright: ignore[reportAttributeAccessIssue]
                     self._order.append(texts)
             elif cls is _MessageDelta:
-                self._stop = event.delta.stop_reason  # type: ignore[union-attr]
-                usage = event.usage  # type: ignore[union-attr]
+                self._stop = event.delta.stop_reason  # pyright: ignore[reportAttributeAccessIssue]
+                usage = event.usage  # pyright: ignore[reportAttributeAccessIssue]
                 if usage is not None:
                     if usage.input_tokens is not None:
                         self._in = usage.input_tokens
                     if usage.output_tokens is not None:
                         self._out = usage.output_tokens
             elif cls is _MessageStart:
-                info = event.message  # type: ignore[union-attr]
+                info = event.message  # pyright: ignore[reportAttributeAccessIssue]
                 self._id, self._model = info.id, info.model
                 if info.usage is not None:
                     self._in = info.usage.input_tokens or 0

@@ -57,7 +57,7 @@ async def main(rounds: int) -> int:
         async with AnthropicClient(MODEL, api_key="bench-key", base_url=fake.url) as client:
             priced = TurnEngine(client, handler=StreamHandler.default())
             unpriced = TurnEngine(client, handler=StreamHandler.default())
-            unpriced._calls.pricer = None  # pyright: ignore[reportPrivateUsage]  # as without the extra
+            unpriced._calls.pricer = None  # as without the extra
             engines = {"unpriced": unpriced, "priced": priced}
             cpu: dict[str, list[float]] = {name: [] for name in engines}
             costs = 0

@@ -41,7 +41,7 @@ from rxturn.events import Delta
 
 _PATHS: Any = importlib.import_module(TurnStream.__module__)  # where Share and _Isolated live
 HandWritten: Any = _PATHS.Share
-Isolated: Any = _PATHS._Isolated  # pyright: ignore[reportPrivateUsage]
+Isolated: Any = _PATHS._Isolated
 
 
 class SubjectShare:

@@ -137,7 +137,7 @@ def _raise(error: Exception) -> None:
 
 
 def scan_pipeline(events: list[StreamEvent]) -> float:
-    return _drain(synchronous_source(events).pipe(ops.scan(fold, INITIAL_STATE)))  # type: ignore[arg-type]
+    return _drain(synchronous_source(events).pipe(ops.scan(fold, INITIAL_STATE)))
 
 
 def handler_pipeline(events: list[StreamEvent]) -> float:
@@ -150,7 +150,7 @@ def handler_pipeline(events: list[StreamEvent]) -> float:
             cancel=CancelToken(),
             scheduler=scheduler,
         )
-        return _drain(turn.pipe(ops.scan(fold_handler, INITIAL_STATE)))  # type: ignore[arg-type]
+        return _drain(turn.pipe(ops.scan(fold_handler, INITIAL_STATE)))
 
     return asyncio.run(run())
 

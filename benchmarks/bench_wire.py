@@ -24,8 +24,8 @@ from collections.abc import Callable
 import msgspec
 
 from rxturn.wire import AnthropicDecoder, OpenAIDecoder
-from rxturn.wire.anthropic import _decoder as anthropic_wire  # pyright: ignore[reportPrivateUsage]
-from rxturn.wire.openai import _decoder as openai_wire  # pyright: ignore[reportPrivateUsage]
+from rxturn.wire.anthropic import _decoder as anthropic_wire
+from rxturn.wire.openai import _decoder as openai_wire
 
 __all__ = ["main"]
 
@@ -161,13 +161,13 @@ def main() -> None:
         (
             "anthropic",
             anthropic_stream(args.events),
-            bare(anthropic_wire),  # type: ignore[arg-type]
+            bare(anthropic_wire),  # pyright: ignore[reportArgumentType]
             rxturn(AnthropicDecoder),
         ),
         (
             "openai",
             openai_stream(args.events),
-            bare(openai_wire),  # type: ignore[arg-type]
+            bare(openai_wire),  # pyright: ignore[reportArgumentType]
             rxturn(OpenAIDecoder),
         ),
     ]

@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _concurrency import Client, in_flight, make_clients
 from _contenders import Env
-from _fixed import _engine, _engine_turn  # pyright: ignore[reportPrivateUsage]
+from _fixed import _engine, _engine_turn
 from _servers import ChildServer, stamp_model
 from _streams import write_scenario
 
@@ -152,7 +152,7 @@ def _origin(obj: object) -> str:
 
 async def origins(client: Client, n: int) -> tuple[Counter[str], int]:
     """The lines that allocated the GC-tracked objects ``n`` in-flight turns keep alive."""
-    from _concurrency import _Arrivals, _Ready  # pyright: ignore[reportPrivateUsage]
+    from _concurrency import _Arrivals, _Ready
 
     ready = _Ready(n)
     await asyncio.sleep(0.2)

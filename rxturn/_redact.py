@@ -68,7 +68,7 @@ def _scrub(
         exc.args = tuple(_scrub_value(arg, secrets, ours, seen) for arg in exc.args)
     notes: Any = getattr(exc, "__notes__", None)
     if isinstance(notes, list):
-        exc.__notes__ = [  # type: ignore[attr-defined]
+        exc.__notes__ = [
             without_secrets(note, secrets) if isinstance(note, str) else "[note]"
             for note in notes  # pyright: ignore[reportUnknownVariableType]
         ]

@@ -142,7 +142,7 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
     cls = type(event)
     if cls is Delta:  # the hot path, inlined: nearly every event of a long reply is a delta
         head = state._head
-        delta: Delta = event  # type: ignore[assignment]  # narrowed by the type check above
+        delta: Delta = event  # pyright: ignore[reportAssignmentType]  # narrowed by the type check above
         hot = head.hot
         if hot is not None and hot.index == delta.index and hot.accepts == delta.kind:
             # the common case: the lane that took the previous fragment takes this one too
@@ -151,8 +151,8 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
             if not text:
                 return state
             frags, n = state._frags, state._nfrags
-            if n and len(frags) == n:  # type: ignore[arg-type]
-                frags.append(text)  # type: ignore[union-attr]
+            if n and len(frags) == n:  # pyright: ignore[reportArgumentType]
+                frags.append(text)  # pyright: ignore[reportOptionalMemberAccess]
             else:
                 frags = fresh_log(frags, n, text)
             return TurnState(head, frags, n + 1)
@@ -193,8 +193,8 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
                         )
                 else:
                     head = _replace(head, hot=lane)
-                if n and len(frags) == n:  # type: ignore[arg-type]
-                    frags.append(text)  # type: ignore[union-attr]
+                if n and len(frags) == n:  # pyright: ignore[reportArgumentType]
+                    frags.append(text)  # pyright: ignore[reportOptionalMemberAccess]
                 else:
                     frags = fresh_log(frags, n, text)
                 return TurnState(head, frags, n + 1)
@@ -230,7 +230,7 @@ def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
     if cls is AttemptReset:
         return _INITIAL_KEEPING if state._head.keep_thinking else INITIAL_STATE
     if cls is Fallback:
-        fallback: Fallback = event  # type: ignore[assignment]  # narrowed by the type check above
+        fallback: Fallback = event  # pyright: ignore[reportAssignmentType]  # narrowed by the type check above
         message = fallback.message
         head = Head(
             id=message.id,
@@ -243,7 +243,7 @@ def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
             keep_thinking=state._head.keep_thinking,
         )
         return TurnState(head)
-    return fold(state, event)  # type: ignore[arg-type]
+    return fold(state, event)  # pyright: ignore[reportArgumentType]
 
 
 def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
@@ -269,7 +269,7 @@ def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
     hot = head.hot
     index, accepts = (hot.index, hot.accepts) if hot is not None else (-1, None)
     # appending in place is safe while this state is the log's tip (module docstring)
-    append = frags.append if n and len(frags) == n else None  # type: ignore[union-attr, arg-type]
+    append = frags.append if n and len(frags) == n else None  # pyright: ignore[reportArgumentType, reportOptionalMemberAccess]
     delta_cls = Delta
     for event in batch:
         if type(event) is delta_cls and event.index == index and event.kind == accepts:
@@ -290,7 +290,7 @@ def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
         built = n
         hot = head.hot
         index, accepts = (hot.index, hot.accepts) if hot is not None else (-1, None)
-        append = frags.append if n and len(frags) == n else None  # type: ignore[union-attr, arg-type]
+        append = frags.append if n and len(frags) == n else None  # pyright: ignore[reportArgumentType, reportOptionalMemberAccess]
     return TurnState(head, frags, n) if n != built else state
 
 

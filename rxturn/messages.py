@@ -891,7 +891,7 @@ def _text_part(text: str) -> TextPart:
 
 def _as_part(part: object, index: int, part_types: frozenset[type]) -> ContentPart:
     if type(part) in part_types:
-        return part  # type: ignore[return-value]
+        return part  # pyright: ignore[reportReturnType]
     if isinstance(part, str):
         return _text_part(part)
     if isinstance(part, dict):
@@ -1213,7 +1213,7 @@ class MessageList(list["Message"]):
     def append(self, item: object, /) -> None:
         if type(item) is not Message:  # a reply joining the history: nothing to do
             item = as_message(item, f"history[{len(self)}]")
-        super().append(item)  # pyright: ignore[reportArgumentType]
+        super().append(item)
 
     def extend(self, items: Iterable[object], /) -> None:
         super().extend(as_messages(items, "history.extend(...)"))
@@ -1221,11 +1221,11 @@ class MessageList(list["Message"]):
     def insert(self, index: SupportsIndex, item: object, /) -> None:
         super().insert(index, as_message(item, "history.insert(...)"))
 
-    def __iadd__(self, items: Iterable[object]) -> MessageList:  # type: ignore[override]
+    def __iadd__(self, items: Iterable[object]) -> MessageList:
         self.extend(items)
         return self
 
-    def __setitem__(self, index: SupportsIndex | slice, value: Any) -> None:  # type: ignore[override]
+    def __setitem__(self, index: SupportsIndex | slice, value: Any) -> None:
         if isinstance(index, slice):
             super().__setitem__(index, as_messages(value, "history[...]"))
         else:

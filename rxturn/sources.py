@@ -255,7 +255,7 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         except Exception as exc:
             error = exc
         finally:
-            _RUNNING.discard(self.task)  # pyright: ignore[reportArgumentType]
+            _RUNNING.discard(self.task)
         self._end(error)
 
     async def drive(self) -> None:

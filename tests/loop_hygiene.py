@@ -47,13 +47,13 @@ def _flagging_run_forever(self: asyncio.BaseEventLoop) -> None:
 
 
 def install() -> None:
-    asyncio.BaseEventLoop.call_exception_handler = _recording_call_exception_handler  # type: ignore[method-assign]
-    asyncio.BaseEventLoop.run_forever = _flagging_run_forever  # type: ignore[method-assign]
+    asyncio.BaseEventLoop.call_exception_handler = _recording_call_exception_handler
+    asyncio.BaseEventLoop.run_forever = _flagging_run_forever
 
 
 def uninstall() -> None:
-    asyncio.BaseEventLoop.call_exception_handler = _original_call_exception_handler  # type: ignore[method-assign]
-    asyncio.BaseEventLoop.run_forever = _original_run_forever  # type: ignore[method-assign]
+    asyncio.BaseEventLoop.call_exception_handler = _original_call_exception_handler
+    asyncio.BaseEventLoop.run_forever = _original_run_forever
 
 
 def loop_ran(reset: bool = False) -> bool:

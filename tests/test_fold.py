@@ -522,9 +522,9 @@ def _scripted_events(draw: st.DrawFn) -> tuple[list[_LaneScript], list[StreamEve
     delta_kind = {"text": "text", "thinking": "thinking", "tool_call": "tool_json"}
     queues: list[list[StreamEvent]] = []
     for index, lane in enumerate(lanes):
-        start = PartStart(index, lane.kind, id=lane.call_id, name=lane.name)  # type: ignore[arg-type]
+        start = PartStart(index, lane.kind, id=lane.call_id, name=lane.name)  # pyright: ignore[reportArgumentType]
         deltas = [
-            Delta(index, piece, kind=delta_kind[lane.kind])  # type: ignore[arg-type]
+            Delta(index, piece, kind=delta_kind[lane.kind])  # pyright: ignore[reportArgumentType]
             for piece in _split(draw, lane.payload)
         ]
         queues.append([start, *deltas, PartStop(index)])
@@ -562,7 +562,7 @@ def test_fold_matches_an_independent_model_of_the_script(
     message = fold_events(events).message()
     assert message.content == _expected_content(lanes)
     has_tools = any(lane.kind == "tool_call" for lane in lanes)
-    declared = StopReason.parse(events[-2].stop_reason)  # type: ignore[union-attr]
+    declared = StopReason.parse(events[-2].stop_reason)  # pyright: ignore[reportAttributeAccessIssue]
     expected_reason = (
         StopReason.TOOL_CALL if has_tools and declared is StopReason.END_TURN else declared
     )
@@ -584,9 +584,9 @@ def test_fold_is_independent_of_how_deltas_are_chunked(data: st.DataObject) -> N
         events: list[StreamEvent] = [START]
         for index, lane in enumerate(lanes):
             kind = {"text": "text", "thinking": "thinking", "tool_call": "tool_json"}[lane.kind]
-            events.append(PartStart(index, lane.kind, id=lane.call_id, name=lane.name))  # type: ignore[arg-type]
+            events.append(PartStart(index, lane.kind, id=lane.call_id, name=lane.name))  # pyright: ignore[reportArgumentType]
             pieces = data.draw(_pieces(lane.payload))
-            events.extend(Delta(index, piece, kind=kind) for piece in pieces)  # type: ignore[arg-type]
+            events.extend(Delta(index, piece, kind=kind) for piece in pieces)  # pyright: ignore[reportArgumentType]
             events.append(PartStop(index))
         events.append(MessageStop())
         messages.append(message_to_json(fold_events(events).message()))

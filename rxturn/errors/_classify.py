@@ -93,7 +93,7 @@ def status_error(
         should_retry=should_retry,
     )
     if status in PERMANENT_SERVER_STATUSES:
-        error.retryable = False  # type: ignore[misc]  # see PERMANENT_SERVER_STATUSES
+        error.retryable = False  # pyright: ignore[reportAttributeAccessIssue]  # see PERMANENT_SERVER_STATUSES
     return error
 
 

@@ -181,7 +181,7 @@ class ProviderStreamError(ProviderError):
         super().__init__(message)
         self.error_type = error_type
         if error_type in _PERMANENT_STREAM_ERROR_TYPES:
-            self.retryable = False  # type: ignore[misc]
+            self.retryable = False  # pyright: ignore[reportAttributeAccessIssue]
 
 
 _PERMANENT_STREAM_ERROR_TYPES = frozenset(
@@ -229,7 +229,7 @@ class UnexpectedResponseError(ProviderError):
         self.url = url
         self.head = head
         self.expected = expected
-        self.retryable = retryable  # type: ignore[misc]
+        self.retryable = retryable  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class StreamProtocolError(ProviderError):

@@ -112,7 +112,7 @@ class _Seat(abc.ObserverBase[Any]):
             return
         stopped = any(
             type(item) is MessageStop
-            or (type(item) is list and any(type(e) is MessageStop for e in item))  # pyright: ignore[reportUnknownVariableType, reportUnknownArgumentType]
+            or (type(item) is list and any(type(e) is MessageStop for e in item))
             for item in self.held
         )
         events = sum(len(i) if type(i) is list else 1 for i in self.held)  # pyright: ignore[reportUnknownArgumentType]

@@ -190,7 +190,7 @@ class OTelObserver(Observer):
             span.set_status(Status(StatusCode.ERROR, failure))
         span.end()
         try:
-            otel_context.detach(state.token)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+            otel_context.detach(state.token)  # pyright: ignore[reportArgumentType]
         finally:
             self._run.reset(state.previous)
 
@@ -548,7 +548,7 @@ class OTelObserver(Observer):
             span.set_status(Status(StatusCode.ERROR, failure))
         span.end()
         if result is not None:  # the normal order: detach what on_tool_call attached
-            otel_context.detach(token)  # type: ignore[arg-type]  # pyright: ignore[reportArgumentType]
+            otel_context.detach(token)  # pyright: ignore[reportArgumentType]
 
 
 def _count_output(observer: OTelObserver, message: Message) -> int:

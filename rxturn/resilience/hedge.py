@@ -96,9 +96,9 @@ def is_content(event: StreamEvent) -> bool:
     """
     kind = type(event)
     if kind is Delta:
-        return event.kind in _CONTENT_DELTAS  # type: ignore[union-attr]
+        return event.kind in _CONTENT_DELTAS  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType]
     if kind is PartStart:
-        return event.kind == "tool_call"  # type: ignore[union-attr]
+        return event.kind == "tool_call"  # pyright: ignore[reportAttributeAccessIssue, reportUnknownMemberType, reportUnknownVariableType]
     return kind is MessageStop
 
 

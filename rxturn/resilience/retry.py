@@ -119,7 +119,7 @@ def stamp_attempts(error: BaseException, attempts: int) -> None:
     value always belongs to this turn even when a client reuses one exception object.
     """
     with contextlib.suppress(AttributeError, TypeError):  # an exception type with __slots__
-        error.attempts = attempts  # type: ignore[attr-defined]  # any exception may carry it
+        error.attempts = attempts  # pyright: ignore[reportAttributeAccessIssue]  # any exception may carry it
 
 
 def beyond_deadline(error: Exception, attempts: int, remaining: float | None) -> Exception:

@@ -305,7 +305,7 @@ def events_of(recorded: Sequence[Recorded[_T]]) -> list[_T]:
     for record in recorded:
         value: Any = record.value
         if value.kind == "N":
-            out.append(value.value)  # type: ignore[attr-defined]
+            out.append(value.value)
     return out
 
 

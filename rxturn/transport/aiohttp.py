@@ -612,7 +612,7 @@ class AiohttpTransport:
         if (
             _LAZY_READ_TIMER
             and isinstance(factory, functools.partial)
-            and factory.func is ResponseHandler  # pyright: ignore[reportUnknownMemberType]
+            and factory.func is ResponseHandler
         ):
             connector._factory = functools.partial(_IdleTimedProtocol, loop=loop)  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
         self._proxies = _environment_proxies() if self._trust_env else {}

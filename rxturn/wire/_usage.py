@@ -144,7 +144,7 @@ def _walk(
         if rest and value is not None:
             value = value.get(rest) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
         if value is None or (type(value) is int and 0 <= value <= MAX_COUNT):  # pyright: ignore[reportUnknownArgumentType]
-            counts[field] = value  # pyright: ignore[reportArgumentType]
+            counts[field] = value
         else:
             counts[field] = checked_count(value, path, wire, where)  # raises  # pyright: ignore[reportUnknownArgumentType]
     return counts

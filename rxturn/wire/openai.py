@@ -224,7 +224,7 @@ Delta(index=0, text='Hi', kind='text')]
                         and type(delta.content) is not list
                     ):
                         if delta.content:  # the hot path: one text delta
-                            append(Delta(TEXT_LANE, delta.content, "text"))  # type: ignore[arg-type]
+                            append(Delta(TEXT_LANE, delta.content, "text"))
                         continue
             self._hot = False
             self._decode_chunk(chunk, frames, at, out)
@@ -265,11 +265,11 @@ Delta(index=0, text='Hi', kind='text')]
                     self._on_reasoning(delta.reasoning_content or delta.reasoning or "", out)
                 content = delta.content
                 if type(content) is list:
-                    content = self._on_parts(content, out)  # type: ignore[arg-type]
+                    content = self._on_parts(content, out)
                 if content:
                     if self._thinking_open or not self._text_open:
                         self._open_text(out)
-                    append(Delta(TEXT_LANE, content, "text"))  # type: ignore[arg-type]
+                    append(Delta(TEXT_LANE, content, "text"))  # pyright: ignore[reportArgumentType]
                 if delta.refusal:
                     if not self._refusal_open:
                         self._refusal_open = True

@@ -243,7 +243,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
             lane = self._content_lane(event.output_index, event.content_index, kind, out)
             if lane is not None and event.delta:
                 lane.streamed = True
-                out.append(Delta(lane.index, event.delta, kind))  # type: ignore[arg-type]
+                out.append(Delta(lane.index, event.delta, kind))
                 if kind == "text":
                     self._hot_output = event.output_index
                     self._hot_content = event.content_index
@@ -351,7 +351,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         lane = _Lane(self._next, kind)
         self._next += 1
         self._lanes[key] = lane
-        out.append(PartStart(lane.index, kind, id, name))  # type: ignore[arg-type]
+        out.append(PartStart(lane.index, kind, id, name))  # pyright: ignore[reportArgumentType]
         return lane
 
     def _close_part(
@@ -371,7 +371,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         if not lane.streamed:  # a server that sends the whole text only when it is done
             text = (part.refusal if lane.kind == "refusal" else part.text) or ""
             if text:
-                out.append(Delta(lane.index, text, lane.kind))  # type: ignore[arg-type]
+                out.append(Delta(lane.index, text, lane.kind))  # pyright: ignore[reportArgumentType]
         if lane.index == self._hot and output_index == self._hot_output:
             self._hot_output = self._hot_content = -1
         out.append(PartStop(lane.index))

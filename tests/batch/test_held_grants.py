@@ -17,7 +17,7 @@ import pytest
 import rxturn.transport.aiohttp
 from rxturn.batch import BatchConfig, Budget, LocalGate, RowOk, Runner, decode_row
 from rxturn.batch import run_batch as run_rows
-from rxturn.batch._workers import Message, WorkerPool, _Worker  # pyright: ignore[reportPrivateUsage]
+from rxturn.batch._workers import Message, WorkerPool, _Worker
 from rxturn.testing import FakeProvider
 from rxturn.transport.aiohttp import AiohttpTransport
 
@@ -152,33 +152,33 @@ async def test_the_worker_pool_gives_back_every_grant_a_worker_will_not_send() -
     budget = gate.budget
 
     # an ask the worker cancelled after the parent granted it: the grant goes back
-    pool._handle(worker, Message(t="acquire", n=1, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="acquire", n=1, tokens=1))
     await _turns()
     assert budget.held == 1
-    pool._handle(worker, Message(t="cancel", n=1))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="cancel", n=1))
     assert budget.held == 0
 
     # a grant the worker will not send (its row ended first): released on its word
-    pool._handle(worker, Message(t="acquire", n=2, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="acquire", n=2, tokens=1))
     await _turns()
-    pool._handle(worker, Message(t="release", n=2))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="release", n=2))
     assert budget.held == 0
 
     # an ask cancelled while it waits is never granted, even once the budget frees up
-    pool._handle(worker, Message(t="acquire", n=3, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="acquire", n=3, tokens=1))
     await _turns()
-    pool._handle(worker, Message(t="acquire", n=4, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="acquire", n=4, tokens=1))
     await _turns()
-    pool._handle(worker, Message(t="cancel", n=4))  # pyright: ignore[reportPrivateUsage]
-    pool._handle(worker, Message(t="release", n=3))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="cancel", n=4))
+    pool._handle(worker, Message(t="release", n=3))
     await _turns()
     assert budget.held == 0 and budget.in_window(gate.now()) == (0, 0.0)
 
     # a worker that dies holding a grant: it counts as sent (its request may have left)
-    pool._handle(worker, Message(t="acquire", n=5, tokens=1))  # pyright: ignore[reportPrivateUsage]
+    pool._handle(worker, Message(t="acquire", n=5, tokens=1))
     await _turns()
     assert budget.held == 1
     worker.alive = False
     pool.closing = True  # no new worker for this one
-    await pool._lost(worker)  # pyright: ignore[reportPrivateUsage]
+    await pool._lost(worker)
     assert budget.held == 0 and budget.in_window(gate.now()) == (1, 1.0)

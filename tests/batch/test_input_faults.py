@@ -99,7 +99,7 @@ def test_a_line_longer_than_a_request_is_refused_without_reading_it_whole(
 
     reader = Reader((GOOD + long_row + "\n").encode())
     with pytest.raises(BatchInputError):
-        list(input_module.iter_lines(reader))  # type: ignore[arg-type]
+        list(input_module.iter_lines(reader))  # pyright: ignore[reportArgumentType]
     assert reader.asked == [1001, 1001]  # never more than the limit and one byte at once
 
 
@@ -171,18 +171,18 @@ async def test_the_python_api_names_a_row_that_is_not_a_mapping(item: Any) -> No
         ({"provider": "anthropic", "model": "m"}, "config must be a BatchConfig, got dict"),
         (None, "config must be a BatchConfig, got NoneType"),
         (
-            BatchConfig(provider="anthropic", model="m", concurrency="5"),  # type: ignore[arg-type]
+            BatchConfig(provider="anthropic", model="m", concurrency="5"),  # pyright: ignore[reportArgumentType]
             "BatchConfig: Expected `int`, got `str` - at `$.concurrency`",
         ),
         (
-            BatchConfig(provider="anthropic", model=None),  # type: ignore[arg-type]
+            BatchConfig(provider="anthropic", model=None),  # pyright: ignore[reportArgumentType]
             "BatchConfig: Expected `str`, got `null` - at `$.model`",
         ),
         (
-            BatchConfig(provider="anthropic", model="m", fallback="backup"),  # type: ignore[arg-type]
+            BatchConfig(provider="anthropic", model="m", fallback="backup"),  # pyright: ignore[reportArgumentType]
             "BatchConfig: Expected `array`, got `str` - at `$.fallback`",
         ),
-        (BatchConfig(provider="gemini", model="m"), "provider must be one of"),  # type: ignore[arg-type]
+        (BatchConfig(provider="gemini", model="m"), "provider must be one of"),  # pyright: ignore[reportArgumentType]
     ],
 )
 async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(

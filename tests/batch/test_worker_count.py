@@ -14,7 +14,7 @@ from rxturn.batch._file import FileRun
 from rxturn.batch._runner import BatchConfig
 from rxturn.batch._workers import WorkerPool
 from rxturn.cli import main
-from rxturn.cli._batch import _backend, _workers  # pyright: ignore[reportPrivateUsage]
+from rxturn.cli._batch import _backend, _workers
 
 
 def _prepared(tmp_path: Path, rows: int) -> FileRun:

@@ -147,7 +147,7 @@ async def test_connection_refused_is_a_connect_error(provider: Provider) -> None
         base_url = f"http://127.0.0.1:{port}"
         openai_base_url = base_url + "/v1"
 
-    async with provider.client(Closed()) as client:  # type: ignore[arg-type]
+    async with provider.client(Closed()) as client:  # pyright: ignore[reportArgumentType]
         events, error = await run_stream(client.stream(REQUEST))
         with pytest.raises(ConnectError, match=f"cannot connect to http://127.0.0.1:{port}"):
             await client.create(REQUEST)

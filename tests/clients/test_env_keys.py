@@ -100,7 +100,7 @@ def test_the_sdks_read_the_same_variables(monkeypatch: pytest.MonkeyPatch) -> No
     assert anthropic.Anthropic().api_key == ANTHROPIC_KEY
     assert openai.OpenAI().api_key == OPENAI_KEY
     for client in (AnthropicClient("m"), OpenAIClient("m"), OpenAIResponsesClient("m")):
-        key = client._key  # pyright: ignore[reportPrivateUsage]
+        key = client._key
         assert key is not None
         assert key.reveal() in (ANTHROPIC_KEY, OPENAI_KEY)
         assert "sk-" not in repr(client)
@@ -108,7 +108,7 @@ def test_the_sdks_read_the_same_variables(monkeypatch: pytest.MonkeyPatch) -> No
 
 def test_ollama_never_gets_the_openai_key(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", OPENAI_KEY)
-    assert OpenAIClient.ollama("llama3.2")._key is None  # pyright: ignore[reportPrivateUsage]
+    assert OpenAIClient.ollama("llama3.2")._key is None
 
 
 def test_a_key_with_whitespace_in_the_environment_is_refused_without_echo(

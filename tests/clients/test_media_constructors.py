@@ -21,20 +21,20 @@ from rxturn import (
 PNG = InlineSource(media_type="image/png", data=b"\x89PNG\r\n\x1a\n")
 
 CASES: list[tuple[str, Callable[[], object]]] = [
-    ("InlineSource.media_type", lambda: InlineSource(media_type=3, data=b"x")),  # type: ignore[arg-type]
-    ("InlineSource.data", lambda: InlineSource(media_type="image/png", data="x")),  # type: ignore[arg-type]
+    ("InlineSource.media_type", lambda: InlineSource(media_type=3, data=b"x")),  # pyright: ignore[reportArgumentType]
+    ("InlineSource.data", lambda: InlineSource(media_type="image/png", data="x")),  # pyright: ignore[reportArgumentType]
     ("InlineSource.data", lambda: InlineSource(media_type="image/png", data=b"")),
-    ("UrlSource.url", lambda: UrlSource(url=3)),  # type: ignore[arg-type]
+    ("UrlSource.url", lambda: UrlSource(url=3)),  # pyright: ignore[reportArgumentType]
     ("UrlSource.url", lambda: UrlSource(url="")),
-    ("FileIdSource.file_id", lambda: FileIdSource(file_id=None, provider="openai")),  # type: ignore[arg-type]
+    ("FileIdSource.file_id", lambda: FileIdSource(file_id=None, provider="openai")),  # pyright: ignore[reportArgumentType]
     ("FileIdSource.provider", lambda: FileIdSource(file_id="file_1", provider="")),
-    ("ImagePart.source", lambda: ImagePart("https://example.invalid/a.png")),  # type: ignore[arg-type]
-    ("ImagePart.detail", lambda: ImagePart(PNG, detail="ultra")),  # type: ignore[arg-type]
-    ("DocumentPart.source", lambda: DocumentPart(b"%PDF")),  # type: ignore[arg-type]
-    ("DocumentPart.title", lambda: DocumentPart(PNG, title=3)),  # type: ignore[arg-type]
-    ("DocumentPart.citations", lambda: DocumentPart(PNG, citations="yes")),  # type: ignore[arg-type]
-    ("AudioPart.source", lambda: AudioPart(None)),  # type: ignore[arg-type]
-    ("CachePoint.ttl", lambda: CachePoint(ttl="2h")),  # type: ignore[arg-type]
+    ("ImagePart.source", lambda: ImagePart("https://example.invalid/a.png")),  # pyright: ignore[reportArgumentType]
+    ("ImagePart.detail", lambda: ImagePart(PNG, detail="ultra")),  # pyright: ignore[reportArgumentType]
+    ("DocumentPart.source", lambda: DocumentPart(b"%PDF")),  # pyright: ignore[reportArgumentType]
+    ("DocumentPart.title", lambda: DocumentPart(PNG, title=3)),  # pyright: ignore[reportArgumentType]
+    ("DocumentPart.citations", lambda: DocumentPart(PNG, citations="yes")),  # pyright: ignore[reportArgumentType]
+    ("AudioPart.source", lambda: AudioPart(None)),  # pyright: ignore[reportArgumentType]
+    ("CachePoint.ttl", lambda: CachePoint(ttl="2h")),  # pyright: ignore[reportArgumentType]
 ]
 
 

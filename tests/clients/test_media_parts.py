@@ -89,7 +89,7 @@ def test_from_path_reads_and_infers(tmp_path: Path) -> None:
     ],
     ids=["missing", "empty", "directory", "unknown"],
 )
-def test_bad_files_are_config_errors_naming_the_path(tmp_path: Path, setup, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_bad_files_are_config_errors_naming_the_path(tmp_path: Path, setup, message: str) -> None:
     path = tmp_path / "input.png"
     setup(path)
     with pytest.raises(ConfigError) as caught:
@@ -171,7 +171,7 @@ def test_tool_result_content_string_or_parts() -> None:
 @pytest.mark.parametrize(
     "build", [png, jpeg, gif, webp_vp8x, webp_vp8l, webp_vp8], ids=lambda f: f.__name__
 )
-def test_image_size_from_headers(build) -> None:  # type: ignore[no-untyped-def]
+def test_image_size_from_headers(build) -> None:
     assert image_size(build(1234, 567)) == (1234, 567)
 
 
@@ -198,7 +198,7 @@ def test_image_size_of_garbage_is_none() -> None:
 def test_image_tokens_match_the_documented_examples(
     size: tuple[int, int], rule: str, detail: str | None, tokens: int
 ) -> None:
-    assert image_tokens(*size, rule, detail) == tokens  # type: ignore[arg-type]
+    assert image_tokens(*size, rule, detail) == tokens  # pyright: ignore[reportArgumentType]
 
 
 def test_token_counter_counts_images_by_pixels_not_bytes() -> None:
@@ -228,4 +228,4 @@ def test_token_counter_pdf_pages_and_audio_seconds() -> None:
     clip = AudioPart(InlineSource("audio/wav", wav(2.5)))
     assert counter.count_message(Message(role="user", content=(clip,))) == empty + 25
     with pytest.raises(ConfigError, match="media_rule"):
-        TiktokenCounter(media_rule="gemini")  # type: ignore[arg-type]
+        TiktokenCounter(media_rule="gemini")  # pyright: ignore[reportArgumentType]

@@ -200,7 +200,7 @@ def test_keeps_thinking_follows_the_request_and_the_provider() -> None:
     assert keeps_thinking(o, RequestOptions(keep_thinking=True))
     assert not keeps_thinking(a, RequestOptions(thinking=2048, keep_thinking=False))
     with pytest.raises(ConfigError, match="keep_thinking must be a bool or None"):
-        keeps_thinking(a, RequestOptions(keep_thinking="yes"))  # type: ignore[arg-type]
+        keeps_thinking(a, RequestOptions(keep_thinking="yes"))  # pyright: ignore[reportArgumentType]
 
 
 # --- history: refusal and thinking parts ----------------------------------------------------

@@ -60,8 +60,8 @@ BAD_FORMATS = [
     ResponseFormat(name="has space", schema={"type": "object"}),
     ResponseFormat(name="x" * 65, schema={"type": "object"}),
     ResponseFormat(name="ok", schema={"type": "array"}),
-    ResponseFormat(name="ok", schema="{}"),  # type: ignore[arg-type]
-    ResponseFormat(name="ok", schema={"type": "object"}, strict="yes"),  # type: ignore[arg-type]
+    ResponseFormat(name="ok", schema="{}"),  # pyright: ignore[reportArgumentType]
+    ResponseFormat(name="ok", schema={"type": "object"}, strict="yes"),  # pyright: ignore[reportArgumentType]
 ]
 
 
@@ -102,7 +102,7 @@ def test_options_equal_to_the_defaults_are_taken_and_a_changed_one_is_checked(wi
     # one whose dict was filled in after it was built is no longer the defaults, and is checked
     BUILDERS[wire](RequestOptions())
     changed = RequestOptions()
-    changed.extra_headers["x-count"] = 1  # type: ignore[assignment]  # a wrong value, set late
+    changed.extra_headers["x-count"] = 1  # pyright: ignore[reportArgumentType]  # a wrong value, set late
     with pytest.raises(ConfigError, match="extra_headers"):
         BUILDERS[wire](changed)
     assert RequestOptions().extra_headers == {}  # the defaults' own dict is never shared

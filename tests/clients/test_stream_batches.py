@@ -76,7 +76,7 @@ async def per_event(provider: Provider, entry: dict[str, Any]) -> tuple[list[Str
 async def batched(provider: Provider, entry: dict[str, Any]) -> tuple[list[Any], Any]:
     """``stream_batches()`` of ``entry`` from a fresh fake: the items and the error."""
     async with FakeProvider(scenario(entry)) as fake, provider.client(fake) as client:
-        items, error = await run_stream(client.stream_batches(REQUEST))  # type: ignore[arg-type]
+        items, error = await run_stream(client.stream_batches(REQUEST))
         assert len(fake.requests) == 1 and fake.requests[0]["stream"] is True
     return items, error
 
@@ -282,7 +282,7 @@ async def test_each_batch_is_exactly_what_its_chunk_completed(terminated: bool) 
     async with AnthropicClient(
         "m", api_key="k", base_url="http://scripted.invalid", transport=transport
     ) as client:
-        items, error = await run_stream(client.stream_batches(REQUEST))  # type: ignore[arg-type]
+        items, error = await run_stream(client.stream_batches(REQUEST))
     assert error is None
     tail = [whole[3:6]] if terminated else [whole[3:5], whole[5:6]]
     assert items == [whole[0:1], whole[1:3], *tail]

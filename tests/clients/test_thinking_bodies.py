@@ -49,7 +49,7 @@ def test_thinking_and_redacted_thinking_are_sent_back_unchanged() -> None:
     for name in ("thinking_stream.sse", "redacted_thinking_stream.sse"):
         reply = replay_message(FIXTURES / name, keep_thinking=True)
         body = _body(Message.user("q"), reply, Message.user("more"))
-        sent = body["messages"][1]["content"]  # type: ignore[index]
+        sent = body["messages"][1]["content"]  # pyright: ignore[reportIndexIssue]
         assert sent == _sse_blocks(FIXTURES / name)
 
 

@@ -23,7 +23,7 @@ def make_turn(index: int, **extra: object) -> Turn:
         "output_tokens": 2 + index,
     }
     fields.update(extra)
-    return Turn(**fields)  # type: ignore[arg-type]
+    return Turn(**fields)  # pyright: ignore[reportArgumentType]
 
 
 def test_turn_defaults_match_the_reference_record() -> None:
@@ -36,7 +36,7 @@ def test_turn_defaults_match_the_reference_record() -> None:
         None,
     )
     with pytest.raises(AttributeError):
-        turn.output = "rewritten"  # type: ignore[misc]  # frozen: nothing can rewrite history
+        turn.output = "rewritten"  # pyright: ignore[reportAttributeAccessIssue]  # frozen: nothing can rewrite history
 
 
 def test_runs_and_boundaries() -> None:
@@ -67,7 +67,7 @@ def test_current_run_starts_one_only_when_needed() -> None:
 
 def test_append_rejects_what_is_not_a_turn() -> None:
     with pytest.raises(ConfigError, match="Turn values"):
-        AuditTrail().append({"turn": 0})  # type: ignore[arg-type]
+        AuditTrail().append({"turn": 0})  # pyright: ignore[reportArgumentType]
 
 
 def test_trail_is_independent_of_the_conversation() -> None:

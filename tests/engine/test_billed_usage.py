@@ -63,8 +63,8 @@ async def test_a_retried_attempt_is_billed_and_itemised(clean: TestScheduler) ->
             kind="stream",
             outcome="served",
             usage=kept,
-            started=pytest.approx(0.55),  # type: ignore[arg-type]
-            ended=pytest.approx(0.55 + 0.07),  # type: ignore[arg-type]
+            started=pytest.approx(0.55),  # pyright: ignore[reportArgumentType]
+            ended=pytest.approx(0.55 + 0.07),  # pyright: ignore[reportArgumentType]
         ),
     )
     assert result.billed_usage == Usage(input_tokens=24, output_tokens=5)

@@ -215,9 +215,9 @@ def test_a_primary_that_disagrees_with_the_options_model_is_refused() -> None:
 def test_a_wrong_observer_added_later_is_refused_too() -> None:
     target = engine()
     with pytest.raises(ConfigError, match="observer"):
-        target.add_observer(RecordingObserver)  # type: ignore[arg-type]
+        target.add_observer(RecordingObserver)  # pyright: ignore[reportArgumentType]
     with pytest.raises(ConfigError, match="observer"):
-        target.add_observer(None)  # type: ignore[arg-type]
+        target.add_observer(None)  # pyright: ignore[reportArgumentType]
 
 
 def test_good_arguments_still_build() -> None:

@@ -59,7 +59,7 @@ class Tagged:
 
 
 class AsyncTagged(Tagged):
-    async def contribute(  # type: ignore[override]
+    async def contribute(  # pyright: ignore[reportIncompatibleMethodOverride]
         self, *, turn: int, history: Sequence[Message]
     ) -> Sequence[Message]:
         await asyncio.sleep(0)
@@ -80,7 +80,7 @@ class Memory:
 
 
 class AsyncMemory(Memory):
-    async def retrieve(self, query: str, top_k: int) -> Sequence[str]:  # type: ignore[override]
+    async def retrieve(self, query: str, top_k: int) -> Sequence[str]:  # pyright: ignore[reportIncompatibleMethodOverride]
         await asyncio.sleep(0)
         return super().retrieve(query, top_k)
 

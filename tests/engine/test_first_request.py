@@ -30,7 +30,7 @@ def _gated_loader(
 ) -> threading.Event:
     """Make the encoding's load wait (at most ``tries`` x 10 ms) for the fake's first request;
     record how many requests had arrived when the load completed."""
-    load = tokens._load_encoding_offline  # pyright: ignore[reportPrivateUsage]
+    load = tokens._load_encoding_offline
     done = threading.Event()
 
     def gated(name: str) -> Any:

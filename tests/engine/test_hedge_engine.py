@@ -279,7 +279,7 @@ def test_hedge_is_refused_where_it_cannot_act(scheduler: TestScheduler) -> None:
     with pytest.raises(ConfigError, match="non_streaming"):
         TurnEngine(client, hedge=HedgePolicy((HedgeTarget("b"),)), mode="non_streaming")
     with pytest.raises(ConfigError, match="HedgePolicy"):
-        TurnEngine(client, hedge=HedgeTarget("b"))  # type: ignore[arg-type]
+        TurnEngine(client, hedge=HedgeTarget("b"))  # pyright: ignore[reportArgumentType]
 
 
 async def test_the_same_model_on_another_client_is_a_target(clean: TestScheduler) -> None:

@@ -147,7 +147,7 @@ def test_an_observer_with_a_wrong_signature_is_isolated(caplog: pytest.LogCaptur
             raise AssertionError("never called successfully")
 
     rec = RecordingObserver()
-    observers = ObserverSet([Positional(), rec])  # type: ignore[list-item]
+    observers = ObserverSet([Positional(), rec])  # pyright: ignore[reportArgumentType]
     with caplog.at_level(logging.ERROR, logger="rxturn.engine.observers"):
         observers.emit("on_fallback", from_model="m", to_model="b")
     assert rec.names() == ["on_fallback"]
@@ -172,7 +172,7 @@ def test_duck_typed_observers_work_with_only_some_callbacks() -> None:
             self.seen.append((from_model, to_model))
 
     duck = OnlyFallback()
-    observers = ObserverSet([duck])  # type: ignore[list-item]
+    observers = ObserverSet([duck])  # pyright: ignore[reportArgumentType]
     observers.emit("on_turn_start", turn=0, query="q")  # has no such method: skipped
     observers.text_delta(0, "x")
     observers.emit("on_fallback", from_model="m", to_model="b")
@@ -266,11 +266,11 @@ def test_a_callback_assigned_on_the_instance_is_heard_when_emitted() -> None:
     watcher = Observer()
     observers = ObserverSet([watcher])
     assert not observers.interested("on_turn_start")
-    watcher.on_turn_start = lambda *, turn, query: seen.append(turn)  # type: ignore[method-assign]
+    watcher.on_turn_start = lambda *, turn, query: seen.append(turn)
     assert observers.interested("on_turn_start")
     assert [o for o, _ in observers.targets("on_turn_start")] == [watcher]
     observers.emit("on_turn_start", turn=7, query="q")
-    watcher.on_turn_start = None  # type: ignore[assignment,method-assign]
+    watcher.on_turn_start = None  # pyright: ignore[reportAttributeAccessIssue]
     assert not observers.interested("on_turn_start")
     observers.emit("on_turn_start", turn=8, query="q")
     assert seen == [7]
@@ -285,7 +285,7 @@ def test_an_observer_answering_through_getattr_is_heard() -> None:
                 return lambda **kwargs: heard.append((name, kwargs))
             raise AttributeError(name)
 
-    observers = ObserverSet([Proxy()])  # type: ignore[list-item]
+    observers = ObserverSet([Proxy()])  # pyright: ignore[reportArgumentType]
     observers.emit("on_fallback", from_model="m", to_model="b")
     observers.text_delta(0, "x")
     assert heard == [
@@ -301,7 +301,7 @@ def test_interested_in_a_name_that_is_no_callback_is_false() -> None:
 
 def test_add_none_is_a_config_error() -> None:
     with pytest.raises(ConfigError):
-        ObserverSet().add(None)  # type: ignore[arg-type]
+        ObserverSet().add(None)  # pyright: ignore[reportArgumentType]
 
 
 def test_the_same_observer_may_be_registered_twice() -> None:
@@ -336,8 +336,8 @@ def test_logging_observer_one_line_per_callback(
     expected_level = logging.DEBUG if name.endswith("_delta") else logging.INFO
     assert record.levelno == expected_level
     assert record.getMessage().startswith(name + " ")
-    assert record.rxturn_callback == name  # type: ignore[attr-defined]
-    assert record.rxturn_fields == SAMPLE_KWARGS[name]  # type: ignore[attr-defined]
+    assert record.rxturn_callback == name  # pyright: ignore[reportAttributeAccessIssue]
+    assert record.rxturn_fields == SAMPLE_KWARGS[name]  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def test_logging_observer_formats_compactly_and_omits_tool_inputs(

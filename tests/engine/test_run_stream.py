@@ -39,7 +39,7 @@ async def _settled(before: set[asyncio.Task[Any]]) -> set[asyncio.Task[Any]]:
     extra: set[asyncio.Task[Any]] = set()
     for _ in range(200):
         extra = {t for t in asyncio.all_tasks() if t not in before and not t.done()}
-        extra.discard(asyncio.current_task())  # type: ignore[arg-type]
+        extra.discard(asyncio.current_task())
         if not extra:
             return extra
         await asyncio.sleep(0.01)

@@ -122,7 +122,7 @@ async def test_without_thinking_the_message_json_is_unchanged() -> None:
     ):
         result = await TurnEngine(client).run("hello")
     assert message_to_json(result.message).decode().count('"type"') == 1  # one text part
-    assert [p.text for p in result.message.content] == ["Hi."]  # type: ignore[union-attr]
+    assert [p.text for p in result.message.content] == ["Hi."]  # pyright: ignore[reportAttributeAccessIssue]
 
 
 async def test_kept_thinking_counts_in_the_context_estimate() -> None:

@@ -233,7 +233,7 @@ def test_counters_of_one_encoding_share_the_loaded_encoding() -> None:
     first, second = TiktokenCounter(), TiktokenCounter()
     first.load()
     second.load()
-    assert first._encoder().__self__ is second._encoder().__self__  # type: ignore[attr-defined]
+    assert first._encoder().__self__ is second._encoder().__self__  # pyright: ignore[reportAttributeAccessIssue]
 
 
 # -- overhead ---------------------------------------------------------------------------------

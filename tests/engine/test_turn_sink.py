@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from rxturn.engine.fanout._turn_stream import _TurnSink  # pyright: ignore[reportPrivateUsage]
+from rxturn.engine.fanout._turn_stream import _TurnSink
 from rxturn.engine.observation.observers import ObserverSet
 from rxturn.errors import ServerError
 from rxturn.events import HandlerEvent

@@ -38,9 +38,7 @@ async def test_a_users_fold_of_the_turn_equals_the_reply(clean: TestScheduler) -
 
     def on_turn(turn: TurnStream) -> None:
         assert turn.turn == 0 and turn.model == "scripted"
-        turn.batches.pipe(ops.scan(fold_batch, INITIAL_STATE), ops.last()).subscribe(  # type: ignore[arg-type]
-            folded.append
-        )
+        turn.batches.pipe(ops.scan(fold_batch, INITIAL_STATE), ops.last()).subscribe(folded.append)
         turn.events.subscribe(events.append, on_completed=lambda: ended.append("completed"))
 
     engine.turn_streams.subscribe(on_turn)

@@ -290,7 +290,7 @@ def test_batched_verdicts_equal_the_per_event_run(items: list[Any]) -> None:
     assert seen.completed == oracle.completed
     assert [(type(e), str(e)) for e in seen.errors] == [(type(e), str(e)) for e in oracle.errors]
     if oracle.errors and isinstance(oracle.errors[0], TruncatedStreamError):
-        assert seen.errors[0].events == oracle.errors[0].events == len(events)  # type: ignore[attr-defined]
+        assert seen.errors[0].events == oracle.errors[0].events == len(events)  # pyright: ignore[reportAttributeAccessIssue]
     assert progress.shadow.completed == oracle_progress.shadow.completed
     assert progress.shadow.started == oracle_progress.shadow.started
     assert progress.shadow.has_partial_data == oracle_progress.shadow.has_partial_data

@@ -45,15 +45,15 @@ async def test_a_winning_hedge_and_its_loser_are_sibling_attempt_spans(
     (chat,) = telemetry.named("chat")
     attempts = telemetry.children(chat)
     assert [a.name for a in attempts] == ["rxturn.attempt", "rxturn.attempt"]
-    by_model = {a.attributes["gen_ai.request.model"]: a for a in attempts}  # type: ignore[index]
+    by_model = {a.attributes["gen_ai.request.model"]: a for a in attempts}  # pyright: ignore[reportOptionalSubscript]
     loser, winner = by_model["scripted"], by_model["backup"]
-    assert loser.attributes["rxturn.attempt.outcome"] == "hedge_lost"  # type: ignore[index]
+    assert loser.attributes["rxturn.attempt.outcome"] == "hedge_lost"  # pyright: ignore[reportOptionalSubscript]
     assert loser.status.status_code is StatusCode.UNSET
     assert "error.type" not in (loser.attributes or {})
-    assert winner.attributes["rxturn.attempt.outcome"] == "served"  # type: ignore[index]
-    assert chat.attributes["rxturn.hedges"] == 1  # type: ignore[index]
-    assert chat.attributes["rxturn.hedge.won"] is True  # type: ignore[index]
-    assert chat.attributes["gen_ai.response.model"] == "backup"  # type: ignore[index]
+    assert winner.attributes["rxturn.attempt.outcome"] == "served"  # pyright: ignore[reportOptionalSubscript]
+    assert chat.attributes["rxturn.hedges"] == 1  # pyright: ignore[reportOptionalSubscript]
+    assert chat.attributes["rxturn.hedge.won"] is True  # pyright: ignore[reportOptionalSubscript]
+    assert chat.attributes["gen_ai.response.model"] == "backup"  # pyright: ignore[reportOptionalSubscript]
     assert chat.status.status_code is not StatusCode.ERROR
     assert not [e for e in chat.events if e.name == "rxturn.failover"]
 
@@ -63,10 +63,10 @@ async def test_a_primary_that_wins_says_a_hedge_went_out_and_lost(
 ) -> None:
     await _turn(telemetry, clean, hedge_wins=False)
     (chat,) = telemetry.named("chat")
-    assert chat.attributes["rxturn.hedges"] == 1  # type: ignore[index]
-    assert chat.attributes["rxturn.hedge.won"] is False  # type: ignore[index]
+    assert chat.attributes["rxturn.hedges"] == 1  # pyright: ignore[reportOptionalSubscript]
+    assert chat.attributes["rxturn.hedge.won"] is False  # pyright: ignore[reportOptionalSubscript]
     outcomes = sorted(
-        a.attributes["rxturn.attempt.outcome"]  # type: ignore[index]
+        a.attributes["rxturn.attempt.outcome"]  # pyright: ignore[reportArgumentType, reportOptionalSubscript]
         for a in telemetry.children(chat)
     )
     assert outcomes == ["hedge_lost", "served"]

@@ -465,7 +465,7 @@ def resilient() -> StreamHandler:
 async def run_turn(client: Any, handler: StreamHandler, mode: str) -> tuple[Any, Any]:
     """One ``engine.run("hi")``, bounded: ``(result, None)`` or ``(None, error)``; the error
     never holds the test key."""
-    engine = TurnEngine(client, handler=handler, mode=mode)  # type: ignore[arg-type]
+    engine = TurnEngine(client, handler=handler, mode=mode)  # pyright: ignore[reportArgumentType]
     try:
         return await asyncio.wait_for(engine.run("hi"), 30), None
     except RxturnError as exc:

@@ -140,7 +140,7 @@ class CancelAtTurnStart(Observer):
 async def test_a_cancel_before_the_request_is_sent(mode: str) -> None:
     observer = CancelAtTurnStart()
     async with serve(hold) as site, make_client("anthropic", site) as client:
-        engine = TurnEngine(client, handler=resilient(), mode=mode, observers=[observer])  # type: ignore[arg-type]
+        engine = TurnEngine(client, handler=resilient(), mode=mode, observers=[observer])  # pyright: ignore[reportArgumentType]
         observer.engine = engine
         async with watched():
             outcome = await run_and_cancel(engine, None)
@@ -183,7 +183,7 @@ async def test_a_cancel_during_the_connect(mode: str, how: str) -> None:
         async with AnthropicClient(
             "m", api_key="sk-test", base_url=f"https://127.0.0.1:{port}", connect_timeout=LONG
         ) as client:
-            engine = TurnEngine(client, handler=resilient(), mode=mode)  # type: ignore[arg-type]
+            engine = TurnEngine(client, handler=resilient(), mode=mode)  # pyright: ignore[reportArgumentType]
             async with watched():
                 outcome = await run_and_cancel(engine, accepted.is_set, how=how)
             assert_cancelled(outcome, how)
@@ -196,7 +196,7 @@ async def test_a_cancel_during_the_connect(mode: str, how: str) -> None:
 @pytest.mark.parametrize("mode", MODES)
 async def test_a_cancel_while_waiting_for_the_headers(mode: str, how: str) -> None:
     async with serve(hold) as site, make_client("anthropic", site) as client:
-        engine = TurnEngine(client, handler=resilient(), mode=mode)  # type: ignore[arg-type]
+        engine = TurnEngine(client, handler=resilient(), mode=mode)  # pyright: ignore[reportArgumentType]
         async with watched():
             outcome = await run_and_cancel(engine, site.handled.is_set, how=how)
         assert_cancelled(outcome, how)
@@ -238,7 +238,7 @@ async def test_a_cancel_while_an_error_body_is_read(mode: str, how: str) -> None
         return response
 
     async with serve(slow_error) as site, make_client("anthropic", site) as client:
-        engine = TurnEngine(client, handler=resilient(), mode=mode)  # type: ignore[arg-type]
+        engine = TurnEngine(client, handler=resilient(), mode=mode)  # pyright: ignore[reportArgumentType]
         async with watched():
             outcome = await run_and_cancel(engine, started.is_set, how=how)
         assert_cancelled(outcome, how)

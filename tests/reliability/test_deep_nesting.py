@@ -194,10 +194,10 @@ def test_streamed_tool_json_is_invalid_tool_input(fmt: str, closed: bool, shape:
 def _at_stack_depth(frames_left: int, action: Callable[[], Any]) -> Any:
     """Run ``action`` with only about ``frames_left`` frames of recursion budget left."""
     depth = 0
-    frame = sys._getframe()  # pyright: ignore[reportPrivateUsage]
+    frame = sys._getframe()
     while frame is not None:
         depth += 1
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
 
     def down(n: int) -> Any:
         return action() if n <= 0 else down(n - 1)

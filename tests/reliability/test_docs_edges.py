@@ -86,15 +86,13 @@ def test_the_route_table_lists_every_wire() -> None:
 @pytest.mark.parametrize(("method", "path"), _routes())
 async def test_every_documented_route_answers(method: str, path: str) -> None:
     body = {"model": "m", "stream": False, "max_tokens": 8}
-    body["messages" if "responses" not in path else "input"] = [  # type: ignore[assignment]
-        {"role": "user", "content": "hi"}
-    ]
+    body["messages" if "responses" not in path else "input"] = [{"role": "user", "content": "hi"}]
     async with (
         FakeProvider({"models": {"*": [{"text": "ok"}]}}) as fake,
         aiohttp.ClientSession() as session,
     ):
         request = session.get if method == "GET" else session.post
         kwargs = {} if method == "GET" else {"json": body}
-        async with request(fake.base_url + path, **kwargs) as response:  # type: ignore[operator]
+        async with request(fake.base_url + path, **kwargs) as response:  # pyright: ignore[reportArgumentType]
             assert response.status == 200, await response.text()
             assert (await response.read()).strip()

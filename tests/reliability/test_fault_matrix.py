@@ -454,11 +454,7 @@ async def run_cell(cell: Cell) -> CellRun:
         server = FakeProvider({"models": {"*": [reply.fake for reply in replies]}})
     else:
         server = ScriptedProvider(
-            [
-                reply.scripted(cell.fmt)
-                for reply in replies  # type: ignore[misc]
-                if reply.scripted is not None
-            ]
+            [reply.scripted(cell.fmt) for reply in replies if reply.scripted is not None]
         )
     handler = StreamHandler.passthrough() if cell.handler == "passthrough" else resilient()
     async with server, make_client(cell.fmt, server) as client:
@@ -490,11 +486,11 @@ async def run_cell(cell: Cell) -> CellRun:
 def matrix(request: pytest.FixtureRequest) -> dict[str, CellRun]:
     """Run every selected cell concurrently (at most 24 at once) on one event loop."""
     wanted = {
-        item.callspec.params["cell"].id  # type: ignore[attr-defined]
+        item.callspec.params["cell"].id  # pyright: ignore[reportAttributeAccessIssue]
         for item in request.session.items
         if getattr(item, "module", None) is request.module
         and hasattr(item, "callspec")
-        and "cell" in item.callspec.params  # type: ignore[attr-defined]
+        and "cell" in item.callspec.params  # pyright: ignore[reportAttributeAccessIssue]
     }
     # the longest cells (those that wait out a deadline or a Retry-After) start first, so
     # that the others run beside them
@@ -553,10 +549,10 @@ def check_cell(cell: Cell, run: CellRun, model: str = "primary") -> None:
         assert type(run.error) is expect.error, f"expected {expect.error.__name__}: {run.error!r}"
         assert str(run.error), "an error without a message"
         if streaming and cell.handler == "resilient" and hasattr(run.error, "attempts"):
-            assert run.error.attempts == attempts  # type: ignore[union-attr]
+            assert run.error.attempts == attempts  # pyright: ignore[reportAttributeAccessIssue, reportOptionalMemberAccess]
         if expect.error is RescueFailed:
-            assert isinstance(run.error.stream_error, StreamTimeoutError)  # type: ignore[union-attr]
-            assert run.error.stream_error.kind == "total"  # type: ignore[union-attr]
+            assert isinstance(run.error.stream_error, StreamTimeoutError)  # pyright: ignore[reportAttributeAccessIssue, reportOptionalMemberAccess]
+            assert run.error.stream_error.kind == "total"  # pyright: ignore[reportAttributeAccessIssue, reportOptionalMemberAccess]
     else:
         assert run.error is None, f"expected a reply, got {run.error!r}"
         assert run.result is not None

@@ -109,7 +109,7 @@ async def run_turn(
     engine = TurnEngine(
         client,
         handler=handler,
-        mode=mode,  # type: ignore[arg-type]
+        mode=mode,  # pyright: ignore[reportArgumentType]
         observers=[recorder],
     )
     started = time.monotonic()

@@ -213,9 +213,9 @@ async def turn_under_watch(
         engine = TurnEngine(
             client,
             handler=handler or StreamHandler.passthrough(),
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,  # pyright: ignore[reportArgumentType]
         )
-        await engine.counter.warm_up()  # type: ignore[attr-defined]
+        await engine.counter.warm_up()  # pyright: ignore[reportAttributeAccessIssue]
         try:
             async with LagMonitor() as monitor:
                 if cancel_after is not None:
@@ -618,7 +618,7 @@ def test_gzip_fixture_round_trips() -> None:
 async def test_the_tokenizer_loads_in_a_worker_thread(monkeypatch: pytest.MonkeyPatch) -> None:
     """A fresh load (the process cache emptied for this test) runs off the loop's thread."""
     threads: list[str] = []
-    load = tokens_module._load_encoding_offline  # pyright: ignore[reportPrivateUsage]
+    load = tokens_module._load_encoding_offline
 
     def spy(name: str) -> Any:
         threads.append(threading.current_thread().name)
@@ -642,7 +642,7 @@ async def test_the_engine_loads_the_tokenizer_off_the_loop(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     threads: list[str] = []
-    load = tokens_module._load_encoding_offline  # pyright: ignore[reportPrivateUsage]
+    load = tokens_module._load_encoding_offline
 
     def spy(name: str) -> Any:
         threads.append(threading.current_thread().name)

@@ -133,7 +133,7 @@ def test_text_in_every_shape_is_one_text_part(block: Any) -> None:
 
 
 def test_a_str_where_parts_belong_becomes_one_text_part() -> None:
-    message = Message(role="user", content="hello")  # type: ignore[arg-type]
+    message = Message(role="user", content="hello")  # pyright: ignore[reportArgumentType]
     assert message.content == (TextPart("hello"),)
     assert message.text == "hello"
 
@@ -157,11 +157,11 @@ def _any(value: Any) -> Any:
 @pytest.mark.parametrize(
     ("build", "says"),
     [
-        (lambda: Message(role="system", content="be brief"), r"TurnEngine\(system=\.\.\.\)"),  # type: ignore[arg-type]
-        (lambda: Message(role="tool", content="x"), "role must be 'user' or 'assistant'"),  # type: ignore[arg-type]
-        (lambda: Message(role="user", content=[42]), r"content\[0\] is a int"),  # type: ignore[list-item]
-        (lambda: Message(role="user", content=None), "must be a tuple of parts or a str"),  # type: ignore[arg-type]
-        (lambda: Message.user(42), r"Message.user\(text\) takes a str"),  # type: ignore[arg-type]
+        (lambda: Message(role="system", content="be brief"), r"TurnEngine\(system=\.\.\.\)"),  # pyright: ignore[reportArgumentType]
+        (lambda: Message(role="tool", content="x"), "role must be 'user' or 'assistant'"),  # pyright: ignore[reportArgumentType]
+        (lambda: Message(role="user", content=[42]), r"content\[0\] is a int"),  # pyright: ignore[reportArgumentType]
+        (lambda: Message(role="user", content=None), "must be a tuple of parts or a str"),  # pyright: ignore[reportArgumentType]
+        (lambda: Message.user(42), r"Message.user\(text\) takes a str"),  # pyright: ignore[reportArgumentType]
         (
             lambda: Message(role="user", content=_any([{"type": "video", "video": {}}])),
             "cannot convert a content block of type 'video'",
@@ -170,7 +170,7 @@ def _any(value: Any) -> Any:
             lambda: Message(role="user", content=_any([{"type": "tool_use", "name": "f"}])),
             "needs 'id' as a str",
         ),
-        (lambda: Request(messages=("hi",)), r"Request.messages\[0\] is a str"),  # type: ignore[arg-type]
+        (lambda: Request(messages=("hi",)), r"Request.messages\[0\] is a str"),  # pyright: ignore[reportArgumentType]
     ],
     ids=[
         "system",
@@ -235,8 +235,8 @@ async def test_transients_contributors_and_prompts_take_dicts() -> None:
         AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
     ):
         engine = TurnEngine(client, contributors=[Notes()])
-        await engine.run({"role": "user", "content": "prompt"})  # type: ignore[arg-type]
-        await engine.turn([{"role": "user", "content": "extra"}])  # type: ignore[list-item]
+        await engine.run({"role": "user", "content": "prompt"})  # pyright: ignore[reportArgumentType]
+        await engine.turn([{"role": "user", "content": "extra"}])  # pyright: ignore[reportArgumentType]
     texts = [[_text(m["content"]) for m in body["messages"]] for body in fake.requests]
     assert texts[0] == ["note", "prompt"]
     assert texts[1][:2] == ["note", "extra"]
@@ -250,12 +250,7 @@ def test_every_part_type_of_the_union_is_accepted() -> None:
     """The allowed set follows the union: a part type added to it needs no second list."""
     for cls in get_args(ContentPart):
         sample = next(
-            (
-                part
-                for message in _samples()
-                for part in message.content
-                if type(part) is cls  # pyright: ignore[reportUnnecessaryComparison]
-            ),
+            (part for message in _samples() for part in message.content if type(part) is cls),
             None,
         )
         if sample is None:  # a part type this test has no JSON sample of: build it by name

@@ -184,7 +184,7 @@ async def test_no_error_holds_the_echoed_key(
         engine = TurnEngine(
             client,
             handler=chosen,
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,  # pyright: ignore[reportArgumentType]
             observers=[recorder],
         )
         error: BaseException | None = None

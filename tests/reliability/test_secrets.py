@@ -148,7 +148,7 @@ async def leaks_of_one_run(
         engine = TurnEngine(
             client,
             handler=handler,
-            mode=mode,  # type: ignore[arg-type]
+            mode=mode,  # pyright: ignore[reportArgumentType]
             observers=[recorder, LoggingObserver(level=logging.DEBUG)],
         )
         error: RxturnError | None = None

@@ -59,7 +59,7 @@ def clock() -> FakeClock:
 def manager(
     clock: FakeClock, chain: tuple[str, ...] = ("backup",), **policy: float
 ) -> FallbackManager:
-    return FallbackManager("main", chain, policy=FallbackPolicy(**policy), clock=clock)  # type: ignore[arg-type]
+    return FallbackManager("main", chain, policy=FallbackPolicy(**policy), clock=clock)  # pyright: ignore[reportArgumentType]
 
 
 def trip(fm: FallbackManager, kind: FailureKind = T) -> None:
@@ -585,7 +585,7 @@ def test_served_model_can_be_given(clock: FakeClock) -> None:
 )
 def test_policy_rejects_bad_values(field: str, value: object, fragment: str) -> None:
     # Like every policy, it is plain data until used: the manager that takes it validates it.
-    policy = FallbackPolicy(**{field: value})  # type: ignore[arg-type]
+    policy = FallbackPolicy(**{field: value})  # pyright: ignore[reportArgumentType]
     with pytest.raises(ConfigError, match=fragment):
         policy.validate()
     with pytest.raises(ConfigError, match=fragment):
@@ -646,7 +646,7 @@ def test_set_primary_keeps_the_state(clock: FakeClock) -> None:
 def test_chain_rejects_bad_input(clock: FakeClock, call: object) -> None:
     fm = manager(clock)
     with pytest.raises(ConfigError):
-        call(fm)  # type: ignore[operator]
+        call(fm)  # pyright: ignore[reportCallIssue]
     assert fm.fallback_models() == ["backup"]
 
 
@@ -707,4 +707,4 @@ def test_repr_names_state_and_chain(clock: FakeClock) -> None:
 
 def test_record_failure_rejects_a_non_kind(clock: FakeClock) -> None:
     with pytest.raises(ConfigError, match="FailureKind"):
-        manager(clock).record_failure("transient")  # type: ignore[arg-type]
+        manager(clock).record_failure("transient")  # pyright: ignore[reportArgumentType]

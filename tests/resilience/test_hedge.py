@@ -42,11 +42,11 @@ OTHER_CLIENT = object()
 def policy(**kwargs: object) -> HedgePolicy:
     targets = kwargs.pop("targets", (HedgeTarget("backup"),))
     kwargs.setdefault("delay", 2.0)
-    return HedgePolicy(targets, **kwargs)  # type: ignore[arg-type]
+    return HedgePolicy(targets, **kwargs)  # pyright: ignore[reportArgumentType]
 
 
 def race(p: HedgePolicy, **kwargs: object) -> HedgeRace:
-    return HedgeRace(p, "primary", PRIMARY_CLIENT, **kwargs)  # type: ignore[arg-type]
+    return HedgeRace(p, "primary", PRIMARY_CLIENT, **kwargs)  # pyright: ignore[reportArgumentType]
 
 
 def kinds(actions: Sequence[object]) -> list[str]:
@@ -75,7 +75,7 @@ def kinds(actions: Sequence[object]) -> list[str]:
     ],
 )
 def test_content_is_what_shows_an_answer(event: object, content: bool) -> None:
-    assert is_content(event) is content  # type: ignore[arg-type]
+    assert is_content(event) is content  # pyright: ignore[reportArgumentType]
 
 
 @pytest.mark.parametrize(
@@ -129,7 +129,7 @@ def test_target_needs_a_model_or_a_client() -> None:
     with pytest.raises(ConfigError, match="model"):
         HedgeTarget("")
     with pytest.raises(ConfigError, match="same_quota"):
-        HedgeTarget("m", same_quota="yes")  # type: ignore[arg-type]
+        HedgeTarget("m", same_quota="yes")  # pyright: ignore[reportArgumentType]
 
 
 def test_budget_is_a_ratio_of_primaries_over_a_sliding_minute_plus_a_minimum() -> None:

@@ -230,7 +230,7 @@ def test_transport_retries_then_the_last_error_goes_on_with_attempts() -> None:
     budget.reset(events=0, usage=None)
     decision = budget.failed(third, remaining=None)
     assert (decision.action, decision.error) == ("fail", third)
-    assert third.attempts == 3  # type: ignore[attr-defined]
+    assert third.attempts == 3  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def test_a_retry_is_owed_until_its_wait_ends_or_the_turn_cancels_it() -> None:
@@ -392,15 +392,15 @@ def test_a_rate_limit_or_a_408_learns_what_its_attempt_received() -> None:
     limited, late, other = status_error(429, "slow"), status_error(408, "late"), ServerError("x")
     for error in (limited, late, other):
         note_progress(error, progress)
-    assert (limited.events, limited.partial) == (4, False)  # type: ignore[attr-defined]
-    assert (late.events, late.partial) == (4, False)  # type: ignore[attr-defined]
+    assert (limited.events, limited.partial) == (4, False)  # pyright: ignore[reportAttributeAccessIssue]
+    assert (late.events, late.partial) == (4, False)  # pyright: ignore[reportAttributeAccessIssue]
     assert str(limited).endswith(", 4 events processed")
     assert not hasattr(other, "events")  # only those two say what they had received
     for event in events[4:6]:
         progress.guard.event(event)
     progress.events = 6
     note_progress(limited, progress)
-    assert limited.partial is True and "(partial data), 6 events" in str(limited)  # type: ignore[attr-defined]
+    assert limited.partial is True and "(partial data), 6 events" in str(limited)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 # -- the classification table -------------------------------------------------------------------

@@ -80,9 +80,9 @@ def test_limiter_policy_default_values() -> None:
 def test_policies_are_frozen_keyword_only_values() -> None:
     policy = RetryPolicy()
     with pytest.raises(AttributeError):
-        policy.max_retries = 9  # type: ignore[misc]
+        policy.max_retries = 9  # pyright: ignore[reportAttributeAccessIssue]
     with pytest.raises(TypeError):
-        RetryPolicy(3)  # type: ignore[call-arg]
+        RetryPolicy(3)  # pyright: ignore[reportCallIssue]
     assert msgspec.structs.replace(policy, max_retries=9).max_retries == 9
 
 
@@ -139,7 +139,7 @@ def test_default_handler_is_shared_per_class() -> None:
         (TimeoutPolicy(first_event=math.nan), ("first_event", "nan")),
         (TimeoutPolicy(first_event=400.0), ("total", "first_event")),
         (TimeoutPolicy(max_consecutive_timeouts=0), ("max_consecutive_timeouts", ">= 1")),
-        (TimeoutPolicy(first_event="2"), ("first_event", "number")),  # type: ignore[arg-type]
+        (TimeoutPolicy(first_event="2"), ("first_event", "number")),  # pyright: ignore[reportArgumentType]
         (TimeoutPolicy(total=10**400), ("total", "finite")),
     ],
     ids=[
@@ -279,10 +279,10 @@ def test_sanitized_timeouts_always_validate(
     first: object, per: object, total: object, consecutive: object
 ) -> None:
     policy = TimeoutPolicy(
-        first_event=first,  # type: ignore[arg-type]
-        per_event=per,  # type: ignore[arg-type]
-        total=total,  # type: ignore[arg-type]
-        max_consecutive_timeouts=consecutive,  # type: ignore[arg-type]
+        first_event=first,  # pyright: ignore[reportArgumentType]
+        per_event=per,  # pyright: ignore[reportArgumentType]
+        total=total,  # pyright: ignore[reportArgumentType]
+        max_consecutive_timeouts=consecutive,  # pyright: ignore[reportArgumentType]
     )
     policy.sanitized().validate()
 
@@ -511,8 +511,8 @@ def test_every_policy_is_a_frozen_keyword_only_struct_with_validate_and_sanitize
     assert parameters and all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters)
     assert cls.__module__ == "rxturn.resilience.policies"
     policy = cls()
-    assert policy.validate() is policy  # type: ignore[attr-defined]
-    assert policy.sanitized() == policy  # type: ignore[attr-defined]
+    assert policy.validate() is policy  # pyright: ignore[reportAttributeAccessIssue]
+    assert policy.sanitized() == policy  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def test_fallback_policy_defaults_come_from_the_constants() -> None:

@@ -41,7 +41,7 @@ async def _create(base_url: str, **kwargs: Any) -> Message:
         return await client.messages.create(
             model=kwargs.pop("model", "claude-test"),
             max_tokens=256,
-            messages=kwargs.pop("messages", PROMPT),  # type: ignore[arg-type]
+            messages=kwargs.pop("messages", PROMPT),
             **kwargs,
         )
 
@@ -52,7 +52,7 @@ async def _stream(base_url: str, **kwargs: Any) -> tuple[Message, str]:
         client.messages.stream(
             model=kwargs.pop("model", "claude-test"),
             max_tokens=256,
-            messages=kwargs.pop("messages", PROMPT),  # type: ignore[arg-type]
+            messages=kwargs.pop("messages", PROMPT),
             **kwargs,
         ) as stream,
     ):
@@ -75,7 +75,7 @@ def _check_full(message: Message) -> None:
         "toolu_1",
         "get_weather",
         FULL["tool_calls"][0]["input"],
-    )  # type: ignore[index]
+    )
     assert (tool_2.id, tool_2.name, tool_2.input) == ("toolu_2", "get_time", {})
     assert (message.usage.input_tokens, message.usage.output_tokens) == (123, 45)
 
@@ -161,8 +161,8 @@ async def test_unknown_model_without_wildcard_is_a_404_not_found(serve: Serve) -
     with pytest.raises(anthropic.NotFoundError) as info:
         await _create(fake.base_url, model="nope")
     assert info.value.status_code == 404
-    assert info.value.body["error"]["type"] == "not_found_error"  # type: ignore[index]
-    assert "nope" in info.value.body["error"]["message"]  # type: ignore[index]
+    assert info.value.body["error"]["type"] == "not_found_error"  # pyright: ignore[reportIndexIssue, reportOptionalSubscript]
+    assert "nope" in info.value.body["error"]["message"]  # pyright: ignore[reportIndexIssue, reportOptionalSubscript]
 
 
 async def test_message_ids_are_unique_per_request(serve: Serve) -> None:

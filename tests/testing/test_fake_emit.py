@@ -235,7 +235,7 @@ def _texts(wire: str, events: list[bytes], field: str) -> list[str]:
 def test_deltas_reassemble_to_the_scripted_text(
     text: str, thinking: str, size: int, wire: str
 ) -> None:
-    events = stream_events(_entry(text=text, thinking=thinking, chunk_chars=size), wire, CTX)  # type: ignore[arg-type]
+    events = stream_events(_entry(text=text, thinking=thinking, chunk_chars=size), wire, CTX)  # pyright: ignore[reportArgumentType]
     for field, expected in (("text", text), ("thinking", thinking)):
         pieces = _texts(wire, events, field)
         assert "".join(pieces) == expected

@@ -92,8 +92,8 @@ async def test_anthropic_sdk_sees_the_status_retry_after_and_error_body(
         base_url=fake.base_url, api_key="test", max_retries=0
     ) as client:
         with pytest.raises(anthropic.APIStatusError) as info:
-            await client.messages.create(model="m", max_tokens=8, messages=MESSAGES)  # type: ignore[arg-type]
-        after = await client.messages.create(model="m", max_tokens=8, messages=MESSAGES)  # type: ignore[arg-type]
+            await client.messages.create(model="m", max_tokens=8, messages=MESSAGES)  # pyright: ignore[reportArgumentType]
+        after = await client.messages.create(model="m", max_tokens=8, messages=MESSAGES)  # pyright: ignore[reportArgumentType]
     error = info.value
     assert error.status_code == status
     if status == 429:
@@ -101,8 +101,8 @@ async def test_anthropic_sdk_sees_the_status_retry_after_and_error_body(
     assert error.response.headers["retry-after"] == "0.25"
     assert error.response.headers["retry-after-ms"] == "250"
     expected_type = {429: "rate_limit_error", 529: "overloaded_error"}[status]
-    assert error.body["type"] == "error"  # type: ignore[index]
-    assert error.body["error"]["type"] == expected_type  # type: ignore[index]
+    assert error.body["type"] == "error"  # pyright: ignore[reportIndexIssue, reportOptionalSubscript]
+    assert error.body["error"]["type"] == expected_type  # pyright: ignore[reportIndexIssue, reportOptionalSubscript]
     assert after.content[0].type == "text"  # the next entry is served next
 
 
@@ -112,7 +112,7 @@ async def test_openai_sdk_sees_a_rate_limit_error(serve: Serve) -> None:
         base_url=fake.openai_base_url, api_key="test", max_retries=0
     ) as client:
         with pytest.raises(openai.RateLimitError) as info:
-            await client.chat.completions.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
+            await client.chat.completions.create(model="m", messages=MESSAGES)  # pyright: ignore[reportArgumentType]
     assert info.value.status_code == 429
     assert info.value.code == "rate_limit_exceeded"
     assert info.value.response.headers["retry-after"] == "2"
@@ -129,8 +129,8 @@ async def test_error_type_and_message_are_scriptable(serve: Serve) -> None:
         base_url=fake.base_url, api_key="test", max_retries=0
     ) as client:
         with pytest.raises(anthropic.BadRequestError) as info:
-            await client.messages.create(model="m", max_tokens=8, messages=MESSAGES)  # type: ignore[arg-type]
-    assert info.value.body["error"] == {  # type: ignore[index]
+            await client.messages.create(model="m", max_tokens=8, messages=MESSAGES)  # pyright: ignore[reportArgumentType]
+    assert info.value.body["error"] == {  # pyright: ignore[reportIndexIssue, reportOptionalSubscript]
         "type": "invalid_request_error",
         "message": "prompt is too long: 300000 tokens > 200000 maximum",
     }
@@ -195,7 +195,7 @@ async def test_anthropic_sdk_stream_fails_on_a_drop(serve: Serve) -> None:
             async with client.messages.stream(
                 model="m",
                 max_tokens=8,
-                messages=MESSAGES,  # type: ignore[arg-type]
+                messages=MESSAGES,  # pyright: ignore[reportArgumentType]
             ) as stream:
                 await stream.get_final_message()
 
@@ -206,7 +206,7 @@ async def test_non_streaming_drop_closes_before_answering(serve: Serve) -> None:
         base_url=fake.openai_base_url, api_key="test", max_retries=0
     ) as client:
         with pytest.raises(openai.APIConnectionError):
-            await client.chat.completions.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
+            await client.chat.completions.create(model="m", messages=MESSAGES)  # pyright: ignore[reportArgumentType]
 
 
 # ----------------------------------------------------------------------------- stall
@@ -241,7 +241,7 @@ async def test_non_streaming_stall_delays_the_answer(serve: Serve) -> None:
         base_url=fake.openai_base_url, api_key="test", max_retries=0, timeout=0.3
     ) as client:
         with pytest.raises(openai.APITimeoutError):
-            await client.chat.completions.create(model="m", messages=MESSAGES)  # type: ignore[arg-type]
+            await client.chat.completions.create(model="m", messages=MESSAGES)  # pyright: ignore[reportArgumentType]
 
 
 # ----------------------------------------------------------------------------- malformed
@@ -274,7 +274,7 @@ async def test_anthropic_sdk_fails_on_malformed_json(serve: Serve) -> None:
             async with client.messages.stream(
                 model="m",
                 max_tokens=8,
-                messages=MESSAGES,  # type: ignore[arg-type]
+                messages=MESSAGES,  # pyright: ignore[reportArgumentType]
             ) as stream:
                 await stream.get_final_message()
 
@@ -324,17 +324,17 @@ async def test_sdks_raise_on_an_in_stream_error(serve: Serve) -> None:
             async with client.messages.stream(
                 model="m",
                 max_tokens=8,
-                messages=MESSAGES,  # type: ignore[arg-type]
+                messages=MESSAGES,  # pyright: ignore[reportArgumentType]
             ) as stream:
                 await stream.get_final_message()
     async with openai.AsyncOpenAI(
         base_url=fake.openai_base_url, api_key="test", max_retries=0
     ) as oai:
-        stream = await oai.chat.completions.create(model="m", messages=MESSAGES, stream=True)  # type: ignore[arg-type]
+        stream = await oai.chat.completions.create(model="m", messages=MESSAGES, stream=True)  # pyright: ignore[reportArgumentType, reportCallIssue]
         with pytest.raises(openai.APIError) as info:
             async for _ in stream:
                 pass
-    assert info.value.body["type"] == "api_error"  # type: ignore[index]
+    assert info.value.body["type"] == "api_error"  # pyright: ignore[reportIndexIssue, reportOptionalSubscript]
 
 
 # ----------------------------------------------------------------------------- pacing

@@ -110,7 +110,7 @@ async def test_create_returns_the_scripted_completion(serve: Serve) -> None:
     assert choice.message.content == FULL["text"]
     assert (choice.message.model_extra or {})["reasoning_content"] == FULL["thinking"]
     calls = [
-        (c.id, c.function.name, json.loads(c.function.arguments))  # type: ignore[union-attr]
+        (c.id, c.function.name, json.loads(c.function.arguments))  # pyright: ignore[reportAttributeAccessIssue]
         for c in choice.message.tool_calls or []
     ]
     assert calls == EXPECTED_CALLS

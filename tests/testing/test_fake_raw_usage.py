@@ -189,4 +189,4 @@ async def test_garbage_usage_on_every_wire_is_a_typed_error(wire: str, mode: str
             client = OllamaClient("m", base_url=fake.base_url)
         async with client:
             with pytest.raises(StreamProtocolError, match=r"malformed .*usage"):
-                await TurnEngine(client, mode=mode).run("hi")  # type: ignore[arg-type]
+                await TurnEngine(client, mode=mode).run("hi")  # pyright: ignore[reportArgumentType]

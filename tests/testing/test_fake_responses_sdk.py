@@ -158,7 +158,7 @@ async def test_encrypted_content_only_when_included_and_deterministic(serve: Ser
         fake.reset()
         repeat = await client.responses.create(model="m", input="x", include=include, store=False)
         plain = await client.responses.create(model="m", input="x")
-    values = [r.output[0].encrypted_content for r in (first, again, repeat, plain)]  # type: ignore[union-attr]
+    values = [r.output[0].encrypted_content for r in (first, again, repeat, plain)]  # pyright: ignore[reportAttributeAccessIssue]
     assert all(isinstance(v, str) and v for v in values[:3])
     assert values[0] != values[1]  # "step one" vs "step two"
     assert values[0] == values[2]  # same text, same key: same value
@@ -239,7 +239,7 @@ async def test_in_stream_error_event_and_unknown_model(serve: Serve) -> None:
         "response.content_part.added",
     ]
     assert events[-1].type == "error"
-    assert events[-1].code == "server_error"  # type: ignore[union-attr]
+    assert events[-1].code == "server_error"
 
 
 async def test_responses_route_without_v1(serve: Serve, http: Any) -> None:

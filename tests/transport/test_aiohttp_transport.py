@@ -347,8 +347,8 @@ async def test_the_read_timeout_arms_one_timer_per_response_not_one_per_chunk(
             armed.append(delay)
         return call_later(delay, callback, *args, **kwargs)
 
-    loop.call_at = counting_call_at  # type: ignore[method-assign]
-    loop.call_later = counting_call_later  # type: ignore[method-assign]
+    loop.call_at = counting_call_at
+    loop.call_later = counting_call_later
     try:
         response = await send(transport, url(server, "/many"))
         try:
@@ -384,7 +384,7 @@ async def test_a_kept_alive_connection_arms_the_read_timer_once_not_per_request(
             armed.append(when)
         return call_at(when, callback, *args, **kwargs)
 
-    loop.call_at = counting_call_at  # type: ignore[method-assign]
+    loop.call_at = counting_call_at
     try:
         for _ in range(5):
             response = await send(transport, url(server, "/one"))
@@ -634,7 +634,7 @@ async def test_the_leak_check_is_armed(aiohttp_server: ServerFactory) -> None:
     response = await send(leaky, url(server, "/r"), stream=False)
     await response.read(10)
     await response.aclose()
-    session = leaky._session  # pyright: ignore[reportPrivateUsage]
+    session = leaky._session
     assert session is not None and session.connector is not None
     connector = session.connector  # closed by hand below, once the warning is seen
     del session
@@ -664,7 +664,7 @@ async def test_connections_use_tcp_nodelay(
     server = await serve(aiohttp_server, {"/r": handler})
     response = await send(transport, url(server, "/r"))
     try:
-        raw: Any = response._response  # type: ignore[attr-defined]  # the aiohttp response
+        raw: Any = response._response  # pyright: ignore[reportAttributeAccessIssue]  # the aiohttp response
         sock = raw.connection.transport.get_extra_info("socket")
         assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
     finally:

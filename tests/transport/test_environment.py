@@ -213,4 +213,4 @@ async def test_a_client_uses_the_environment_proxy_by_default(
 )
 def test_bad_switches_are_config_errors(kwargs: dict[str, object], says: str) -> None:
     with pytest.raises(ConfigError, match=says):
-        AiohttpTransport(**kwargs)  # type: ignore[arg-type]
+        AiohttpTransport(**kwargs)  # pyright: ignore[reportArgumentType]

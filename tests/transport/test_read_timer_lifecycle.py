@@ -28,12 +28,12 @@ TIMEOUT = 0.1
 
 def _live_read_timers(loop: asyncio.AbstractEventLoop) -> list[asyncio.TimerHandle]:
     """Read-timeout timers still armed on ``loop`` (not cancelled)."""
-    scheduled: list[asyncio.TimerHandle] = loop._scheduled  # type: ignore[attr-defined]
+    scheduled: list[asyncio.TimerHandle] = loop._scheduled  # pyright: ignore[reportAttributeAccessIssue]
     return [
         handle
         for handle in scheduled
         if not handle.cancelled()
-        and getattr(handle._callback, "__name__", "") == "_on_read_timeout"  # type: ignore[attr-defined]
+        and getattr(handle._callback, "__name__", "") == "_on_read_timeout"
     ]
 
 
@@ -50,7 +50,7 @@ class _Site:
     def _seen(self, request: web.Request) -> None:
         assert request.transport is not None
         self.peers.append(request.transport.get_extra_info("peername"))
-        self.transports.append(request.transport)  # type: ignore[arg-type]
+        self.transports.append(request.transport)
 
     async def quick(self, request: web.Request) -> web.Response:
         self._seen(request)

@@ -386,7 +386,7 @@ def test_stop_reason_is_canonical_when_known_else_raw(
 
 def test_malformed_usage_counts_are_a_typed_error() -> None:
     # zeroing them would hide a broken event; rxturn reports it (docs/reliability.md §1: never skip)
-    data = sse(START, message_delta("end_turn", {"output_tokens": "many"}))  # type: ignore[dict-item]
+    data = sse(START, message_delta("end_turn", {"output_tokens": "many"}))  # pyright: ignore[reportArgumentType]
     events, error = run(AnthropicDecoder, [data])
     assert events == [MessageStart("msg_1", "claude-test"), START_USAGE]
     assert error is not None

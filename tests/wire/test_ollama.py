@@ -168,7 +168,7 @@ def test_length_with_tool_calls_stays_max_tokens() -> None:
     events = decode(
         line({"tool_calls": [{"function": {"name": "f", "arguments": {}}}]}) + done("length")
     )
-    assert events[-2].stop_reason == "max_tokens"  # type: ignore[union-attr]
+    assert events[-2].stop_reason == "max_tokens"  # pyright: ignore[reportAttributeAccessIssue]
 
 
 @pytest.mark.parametrize(

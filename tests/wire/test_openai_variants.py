@@ -65,7 +65,7 @@ def test_mistral_array_content_folds_like_a_string() -> None:
     assert message.usage == Usage(input_tokens=10, output_tokens=232)  # read from the file
     kept = replay_message(data, "openai", keep_thinking=True)
     assert [type(p).__name__ for p in kept.content] == ["ThinkingPart", "TextPart"]
-    assert kept.content[0].thinking == "".join(thinking)  # type: ignore[union-attr]
+    assert kept.content[0].thinking == "".join(thinking)  # pyright: ignore[reportAttributeAccessIssue]
 
 
 def _sse(*chunks: dict[str, Any]) -> bytes:

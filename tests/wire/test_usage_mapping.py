@@ -69,7 +69,7 @@ def test_any_json_maps_to_usage_or_the_typed_error(raw: Any, delta: Any) -> None
             assert all(v >= 0 for v in (usage.details or {}).values())
     if isinstance(raw, dict):
         with contextlib.suppress(StreamProtocolError):
-            anthropic_usage(merge_anthropic_delta(dict(raw), delta))  # type: ignore[arg-type]
+            anthropic_usage(merge_anthropic_delta(dict(raw), delta))
 
 
 @pytest.mark.parametrize("mapping", [openai_chat_usage, responses_usage, anthropic_usage])

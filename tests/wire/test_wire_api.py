@@ -72,12 +72,12 @@ def test_decoder_for_passes_limits() -> None:
 
 @pytest.mark.parametrize("path", ANTHROPIC_FILES, ids=[p.stem for p in ANTHROPIC_FILES])
 def test_sniff_recorded_anthropic(path: object) -> None:
-    assert sniff_format(path.read_bytes()[:512]) == "anthropic"  # type: ignore[attr-defined]
+    assert sniff_format(path.read_bytes()[:512]) == "anthropic"  # pyright: ignore[reportAttributeAccessIssue]
 
 
 @pytest.mark.parametrize("path", OPENAI_FILES, ids=[p.stem for p in OPENAI_FILES])
 def test_sniff_recorded_openai(path: object) -> None:
-    assert sniff_format(path.read_bytes()[:512]) == "openai"  # type: ignore[attr-defined]
+    assert sniff_format(path.read_bytes()[:512]) == "openai"  # pyright: ignore[reportAttributeAccessIssue]
 
 
 @pytest.mark.parametrize(

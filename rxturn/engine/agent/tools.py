@@ -172,7 +172,7 @@ class ToolRegistry:
             self.register(cast("Tool | ToolFunction", item))  # register checks it
 
     def register(self, item: Tool | ToolFunction) -> Tool:
-        if not isinstance(item, Tool) and not callable(item):  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(item, Tool) and not callable(item):
             raise ConfigError(f"tools must be Tool objects or functions, got {described(item)}")
         registered = item if isinstance(item, Tool) else Tool(item)
         if registered.name in self._tools:

@@ -195,7 +195,7 @@ def _checked_messages(produced: object, index: int, contributor: object) -> Sequ
         if type(item) is not Message:
             break
     else:
-        return items  # type: ignore[return-value]
+        return items  # pyright: ignore[reportReturnType]
     return [
         as_message(item, f"{where}: the item at position {position}")
         for position, item in enumerate(items)

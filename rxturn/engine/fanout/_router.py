@@ -274,9 +274,9 @@ class TurnRouter:
             if self.stopped:
                 return
             if type(event) is delta_cls:
-                kind = event.kind  # type: ignore[union-attr]
+                kind = event.kind
                 if kind == "text":
-                    text = event.text  # type: ignore[union-attr]
+                    text = event.text
                     if streamer is not None:
                         try:
                             streamer(text)
@@ -292,10 +292,10 @@ class TurnRouter:
                     else:
                         observers.text_delta(turn, text)
                 elif kind == "thinking":
-                    observers.thinking_delta(turn, event.text)  # type: ignore[union-attr]
+                    observers.thinking_delta(turn, event.text)
             elif type(event) is AttemptReset or type(event) is Fallback:
                 if self._control is not None:
-                    self._control(event)  # type: ignore[arg-type]
+                    self._control(event)
                 if type(event) is AttemptReset:
                     observers.emit("on_attempt_reset", turn=turn, reset=event)
             if sink is not None:

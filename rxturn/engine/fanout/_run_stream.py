@@ -180,7 +180,7 @@ class RunStream:
             if item is _DONE:
                 self._finish()
                 return
-            yield item  # type: ignore[misc]  # every other item is a HandlerEvent
+            yield item  # pyright: ignore[reportReturnType]  # every other item is a HandlerEvent
 
     def _finish(self) -> None:
         task = self._task

@@ -194,7 +194,7 @@ def checked_transients(transient: object) -> tuple[Message, ...]:
             + hint
         )
     try:
-        items: tuple[object, ...] = tuple(transient)  # type: ignore[call-overload]
+        items: tuple[object, ...] = tuple(transient)  # pyright: ignore[reportArgumentType]
     except TypeError:
         raise ConfigError(
             f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"

@@ -223,7 +223,7 @@ class BatchesOnly:
 def _by_handler_on_batches(
     case: Case, client: ScriptedClient, scheduler: TestScheduler, token: CancelToken
 ) -> Observable[Any]:
-    return _by_handler(case, BatchesOnly(client), scheduler, token)  # type: ignore[arg-type]
+    return _by_handler(case, BatchesOnly(client), scheduler, token)  # pyright: ignore[reportArgumentType]
 
 
 async def _record(case: Case, build: Any, *, batched: bool = False) -> tuple[Run, list[Any], int]:

@@ -220,7 +220,7 @@ class BatchesOnly:
 class EventsOnly(BatchesOnly):
     """The client seen through its per-event ``stream`` alone."""
 
-    stream_batches = None  # type: ignore[assignment]
+    stream_batches = None  # pyright: ignore[reportAssignmentType]
 
     def stream(self, request: Request, options: RequestOptions | None = None) -> Any:
         return self.client.stream(request, options)
@@ -267,9 +267,9 @@ def direct(case: Case, http: Http, token: CancelToken, waits: list[object]) -> O
 def batched(case: Case, http: Http, token: CancelToken, waits: list[object]) -> Observable[Any]:
     client = BatchesOnly(http.client)
     handler = _handler(case, waits)
-    assert not handler.plan_turn(client, REQUEST).direct  # type: ignore[arg-type]
+    assert not handler.plan_turn(client, REQUEST).direct
     return handler.stream_turn_batches(
-        client,  # type: ignore[arg-type]
+        client,
         REQUEST,
         None,
         token,
@@ -280,7 +280,7 @@ def batched(case: Case, http: Http, token: CancelToken, waits: list[object]) -> 
 
 def per_event(case: Case, http: Http, token: CancelToken, waits: list[object]) -> Observable[Any]:
     return _handler(case, waits).stream_turn_batches(
-        EventsOnly(http.client),  # type: ignore[arg-type]
+        EventsOnly(http.client),
         REQUEST,
         None,
         token,
@@ -346,7 +346,7 @@ def _end(run: Run) -> tuple[bool, float | None, tuple[str, str, object, str | No
 
 
 def _flat(run: Run) -> list[object]:
-    return [event for _, batch in run.items for event in batch]  # type: ignore[attr-defined]
+    return [event for _, batch in run.items for event in batch]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -361,7 +361,7 @@ async def test_every_path_matches_the_composed_operators(name: str) -> None:
         assert other.waits == reference.waits, build.__name__
         assert other.requests == reference.requests, build.__name__
     single = await _record(case, per_event)
-    assert all(len(batch) == 1 for _, batch in single.run.items)  # type: ignore[arg-type]
+    assert all(len(batch) == 1 for _, batch in single.run.items)
     assert _flat(single.run) == _flat(reference.run)
     assert _end(single.run)[2] == _end(reference.run)[2]
 
@@ -377,7 +377,7 @@ def test_the_scenarios_reach_each_ending_and_each_shape() -> None:
             elif run.completed:
                 last = run.values[-1]
                 endings.add("rescued" if "Fallback" in repr(last) else "completed")
-            sizes = [len(batch) for _, batch in run.items]  # type: ignore[arg-type]
+            sizes = [len(batch) for _, batch in run.items]
             prefixes += any(size > 1 for size in sizes)
         return endings, prefixes
 
