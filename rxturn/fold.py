@@ -52,8 +52,8 @@ and public fields are; the logs may hold data beyond what a state can see.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Final
+from collections.abc import Callable, Iterable
+from typing import Any, Final
 
 import msgspec
 
@@ -263,6 +263,15 @@ def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
         ...                            Delta(0, "!"), MessageStop()]).message().text
         'Hi!'
     """
+    return _fold_run(state, batch, fold_handler)
+
+
+def _fold_run(
+    state: TurnState, items: Iterable[HandlerEvent], step: Callable[[TurnState, Any], TurnState]
+) -> TurnState:
+    """``step`` over ``items`` from ``state``, a run of deltas into the hot lane appended
+    straight to the log (what :func:`fold_batch` and :func:`fold_events` share: ``step`` is
+    :func:`fold_handler` or :func:`fold`, which any other item goes to)."""
     head = state._head
     frags, n = state._frags, state._nfrags
     built = n  # ``state`` sees this many fragments; more means it must be rebuilt
@@ -271,7 +280,7 @@ def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
     # appending in place is safe while this state is the log's tip (module docstring)
     append = frags.append if n and len(frags) == n else None  # pyright: ignore[reportArgumentType, reportOptionalMemberAccess]
     delta_cls = Delta
-    for event in batch:
+    for event in items:
         if type(event) is delta_cls and event.index == index and event.kind == accepts:
             text = event.text
             if text:
@@ -284,7 +293,7 @@ def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
             continue
         if n != built:
             state = TurnState(head, frags, n)
-        state = fold_handler(state, event)
+        state = step(state, event)
         head = state._head
         frags, n = state._frags, state._nfrags
         built = n
@@ -309,12 +318,15 @@ def fold_events(
     keep_thinking: bool = False,
 ) -> TurnState:
     """Fold a whole sequence of events from ``state`` (by default
-    ``initial_state(keep_thinking=keep_thinking)``)."""
+    ``initial_state(keep_thinking=keep_thinking)``): the state :func:`fold` reaches one by one,
+    a run of deltas into the hot lane appended at once as :func:`fold_batch` does.
+
+    Raises:
+        the errors of :func:`fold` for the first event that fails; no state is returned then.
+    """
     if state is None:
         state = initial_state(keep_thinking=keep_thinking)
-    for event in events:
-        state = fold(state, event)
-    return state
+    return _fold_run(state, events, fold)
 
 
 # -- the rarer events ----------------------------------------------------------------------------

@@ -174,9 +174,8 @@ class TurnProgress:
 
     @property
     def shadow(self) -> TurnState:
-        """The guard's shadow fold of the current attempt. It is exact for the verdicts (lanes,
-        tool JSON, usage, completion, ``has_partial_data``) but may skip repeated text
-        fragments, so never build the reply from it: the consumer's own fold does that."""
+        """The guard's shadow fold of the current attempt: the fold's state after the events
+        accepted so far (from :data:`~rxturn.fold.INITIAL_STATE`: thinking is not kept)."""
         return self.guard.shadow
 
     @property

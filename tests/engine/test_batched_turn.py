@@ -191,6 +191,59 @@ async def test_a_client_with_only_stream_is_retried_and_resets_arrive_one_by_one
     ]
 
 
+class BatchClient:
+    """A client of your own with ``stream_batches``: one cold Observable of batches per
+    attempt, from ``scripts`` (the last repeats)."""
+
+    model = "custom"
+    base_url = "http://custom.invalid"
+
+    def __init__(self, *scripts: list[list[StreamEvent]]) -> None:
+        self.scripts = scripts
+        self.calls = 0
+
+    def stream(self, request: Request, options: RequestOptions | None = None) -> Any:
+        raise AssertionError("the engine subscribes stream_batches when the client has it")
+
+    def stream_batches(
+        self, request: Request, options: RequestOptions | None = None
+    ) -> Observable[EventBatch]:
+        self.calls += 1
+        return reactivex.from_iterable(self.scripts[min(self.calls, len(self.scripts)) - 1])
+
+    async def create(self, request: Request, options: RequestOptions | None = None) -> Message:
+        raise AssertionError("the streaming path never calls create()")
+
+
+async def test_nothing_of_a_batch_cut_short_by_the_guard_reaches_the_retried_reply() -> None:
+    # attempt 1: a text part, then (in the same batch) a tool call whose JSON breaks at its
+    # close: the text and the tool's start are forwarded, the close is not, the attempt fails
+    first = [
+        [MessageStart(id="msg_1", model="custom"), PartStart(0), Delta(0, "stale ")],
+        [
+            Delta(0, "text"),
+            PartStop(0),
+            PartStart(1, "tool_call", id="call_1", name="lookup"),
+            Delta(1, '{"broken', "tool_json"),
+            PartStop(1),
+            MessageStop(),
+        ],
+    ]
+    second = [EVENTS[:5], EVENTS[5:9], EVENTS[9:]]  # thinking, text split across batches
+    client = BatchClient(first, second)
+    engine = TurnEngine(client, handler=FAST)
+    batches: list[list[Any]] = []
+    engine.turn_streams.subscribe(lambda stream: stream.batches.subscribe(batches.append))
+    result = await engine.turn()
+    assert client.calls == 2 and result.attempts == 2
+    assert result.message.id == "msg_custom"
+    assert result.message.text == "Hello world"
+    assert [type(part).__name__ for part in result.message.content] == ["TextPart"]
+    assert result.usage == Usage(input_tokens=4, output_tokens=2)
+    assert batches[1] == first[1][:4]  # the accepted prefix went on, ahead of the error
+    assert isinstance(batches[2][0], AttemptReset)
+
+
 # -- over the fake provider: batches on the wire, events one by one outside -------------------
 
 

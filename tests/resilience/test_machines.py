@@ -29,6 +29,7 @@ from rxturn.errors import (
     status_error,
 )
 from rxturn.events import AttemptReset, Delta, PartStart, PartStop, StreamEvent
+from rxturn.fold import fold_events
 from rxturn.messages import Usage
 from rxturn.resilience.clock import AttemptClock
 from rxturn.resilience.guard import EMPTY, ShadowGuard
@@ -98,7 +99,7 @@ def test_broken_tool_json_fails_at_the_close_with_the_folds_error() -> None:
     guard = ShadowGuard()
     events = _tool_reply(['{"a": ', '"b"', '{"broken'])
     verdicts = [guard.event(e) for e in events]
-    assert verdicts[:-1] == [None] * 5  # the fragments are only collected
+    assert verdicts[:-1] == [None] * 5  # the JSON is judged at the close
     assert isinstance(verdicts[-1], InvalidToolInputError)
 
 
@@ -118,6 +119,32 @@ def test_a_clean_batch_is_accepted_whole_and_reset_starts_over() -> None:
     guard.reset()
     assert not guard.shadow.completed
     assert guard.event(PartStart(0)) is not None  # a fresh attempt needs MessageStart again
+
+
+def test_the_shadow_is_the_folds_state_whichever_way_the_events_came() -> None:
+    events = [
+        *reply("one two three four")[:-3],  # through the text's deltas, the lane still open
+        *_tool_reply(['{"a": ', '"b"', "}"])[1:],  # a tool call after it (no MessageStart)
+        *reply("x")[-2:],  # the usage and the stop
+    ]
+    expected = fold_events(events).message()
+    by_event, by_batch, mixed = ShadowGuard(), ShadowGuard(), ShadowGuard()
+    assert [by_event.event(e) for e in events] == [None] * len(events)
+    assert by_batch.batch(events) is None
+    assert mixed.batch(events[:3]) is None and mixed.event(events[3]) is None
+    assert mixed.batch(events[4:]) is None
+    for guard in (by_event, by_batch, mixed):
+        assert guard.shadow.message() == expected
+
+
+def test_after_a_rejected_batch_the_shadow_is_the_accepted_prefixs_fold() -> None:
+    guard = ShadowGuard()
+    events = [reply("x")[0], PartStart(0), Delta(0, "kept"), PartStop(0)]
+    events += _tool_reply(['{"broken'])[1:]
+    assert isinstance(guard.batch(events), InvalidToolInputError)
+    assert guard.accepted == len(events) - 1
+    assert guard.shadow.message() == fold_events(events[:-1]).message()
+    assert guard.shadow.message().text == "kept"
 
 
 def test_an_empty_batch_is_no_event_and_changes_nothing() -> None:

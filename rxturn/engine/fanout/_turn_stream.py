@@ -7,7 +7,9 @@
   ``last``), in that order, then connected. ``AttemptReset`` wipes the fold; a ``Fallback``
   replaces it. With same-turn failover the published stream is the whole turn: a leg that
   fails definitively is followed, inside the same stream, by an ``AttemptReset`` and the
-  next model's leg (``catch``).
+  next model's leg (``catch``). When the handler's ladder is the stream itself (no failover)
+  and no thinking is kept, the fold of a batch the ladder forwards is the state its shadow
+  guard has just folded it to (:meth:`_TurnSink.follow`): each event is folded once.
   The fold keeps thinking when :func:`rxturn.clients.keeps_thinking` says so for the client
   and options (the rescue's ``create`` follows the same options, so both paths agree).
 - **non-streaming**: exactly one ``create`` raced against the cancel signal (checked first)
@@ -35,6 +37,7 @@ from ...fold import INITIAL_STATE, TurnState, fold_batch
 from ...messages import Message
 from ...resilience.cancel import CancelToken
 from ...sources import subscribe_driving
+from ..handler._ladder import Ladder
 from ..observation.observers import TurnRouter
 from ..records._results import AttemptStats
 from ..turn._race import race
@@ -210,12 +213,13 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
     waits, so ``done`` is made only when the stream is still running once the task is free.
     """
 
-    __slots__ = ("_folding", "_router", "_share", "done", "error", "settled", "state")
+    __slots__ = ("_folding", "_ladder", "_router", "_share", "done", "error", "settled", "state")
 
     def __init__(self, router: TurnRouter, share: Share | None, seed: TurnState) -> None:
         self._router = router
         self._share = share
         self._folding = True
+        self._ladder: Ladder | None = None
         self.state = seed
         self.settled = False
         self.error: Exception | None = None
@@ -226,11 +230,31 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
         if self._share is not None:
             self._share.on_next(value)
         if self._folding:
+            ladder = self._ladder
+            if ladder is not None and ladder.forwarded is value:
+                # the ladder's shadow guard has just folded this batch: the same fold from the
+                # same state (see follow), so its state is this fold's, and it accepted it
+                self.state = ladder.guard.shadow
+                return
             try:
                 self.state = fold_batch(self.state, value)
             except Exception as error:  # as scan would: the fold's error ends the turn
                 self._folding = False
                 self._settle(error)
+
+    def follow(self, ladder: Ladder) -> None:
+        """Take the fold's state from ``ladder``'s shadow guard for every batch it hands this
+        sink itself (:attr:`Ladder.forwarded`), rather than folding it a second time.
+
+        Only when the fold starts from :data:`~rxturn.fold.INITIAL_STATE` (the guard's, per
+        attempt: thinking is not kept) and the ladder is this sink's only source: then before
+        each attempt the sink's state is the initial one too (the turn's start, or the
+        ``AttemptReset`` the ladder sends ahead of a retry), the guard has folded exactly the
+        batches the ladder forwarded since, and a batch the guard took is one the fold takes.
+        Every other item (the ladder's ``AttemptReset`` and ``Fallback``, a batch of a source
+        the ladder does not hand over itself) is folded here as before.
+        """
+        self._ladder = ladder
 
     def on_error(self, error: Exception) -> None:
         self._end(error)
@@ -301,6 +325,10 @@ async def stream_path(
         connection, first = subscribe_driving(loop, source.subscribe_lists, sink, scheduler)
     else:
         connection, first = source.subscribe_lists(sink, scheduler), None
+    if type(connection) is Ladder and seed is INITIAL_STATE:
+        # the handler's ladder drives the turn straight into the sink: its shadow fold is the
+        # reply's (batches it forwarded while subscribing, if any, the sink folded itself)
+        sink.follow(connection)
     try:
         if first is not None:
             await first.drive()

@@ -31,7 +31,9 @@ The ladder is also the observer of the attempt in flight: per item it asks the a
 when the clock's ``due`` moved); a failed attempt's error goes through the steps the handler's
 composition places after the deadlines — the client's scrub, the progress a rate limit or a 408
 learns, :func:`~rxturn.resilience.retry.beyond_deadline` when the caller asked for it — and on
-to the retry ladder's call.
+to the retry ladder's call. While it hands a batch on, :attr:`Ladder.forwarded` is that batch:
+the guard's shadow is then the fold's state after it, which the engine's turn sink takes as its
+own rather than folding the batch again.
 """
 
 from __future__ import annotations
@@ -81,7 +83,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         "_clock",
         "_context_ended",
         "_downstream",
-        "_guard",
         "_loop",
         "_now",
         "_phase",
@@ -99,6 +100,8 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         "_wait_due",
         "_waited",
         "_wrap",
+        "forwarded",
+        "guard",
     )
 
     def __init__(
@@ -121,7 +124,13 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         )
         self._now = now = clock(sched)
         self._progress = progress = TurnProgress(now, total=plan.total)
-        self._guard = progress.guard
+        #: the attempt's shadow guard; its ``shadow`` is the fold of the attempt's accepted
+        #: events, exact (:mod:`rxturn.resilience.guard`)
+        self.guard = progress.guard
+        #: the batch being handed downstream while it is (``None`` otherwise): the guard's
+        #: shadow is the fold's state after it, so the one downstream may take its reply from
+        #: there instead of folding the batch again (:mod:`rxturn.engine.fanout._turn_stream`)
+        self.forwarded: list[Any] | None = None
         self._clock: AttemptClock | None = (
             None
             if plan.first_event is None and plan.per_event is None
@@ -202,6 +211,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             attempt_clock.begin(self._now())
             self._schedule()
         self._progress.begin_attempt()
+        self.forwarded = None  # (a callback of the batch in hand started this attempt)
         hedged = plan.race if self._budget is None else None  # a hedged first token
         if plan.direct and hedged is None:  # an rxturn client: it pushes to this object directly
             self._upstream = plan.attach(self, self._sched)
@@ -223,7 +233,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         if type(value) is list:  # a batch: the path every chunk takes, written out in full
             # an annotation, not a cast() call per chunk
             batch: list[StreamEvent] = value  # pyright: ignore[reportUnknownVariableType]
-            guard = self._guard
+            guard = self.guard
             error = guard.batch(batch)
             if error is not None:  # the guard's verdict: the accepted prefix, then the error
                 if error is EMPTY:  # an empty batch: no event, nothing to forward
@@ -233,7 +243,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
                 if accepted:
                     self._progress.events += accepted
                     self._arrived(accepted)
-                    self._downstream.on_next(batch[:accepted])
+                    self._forward(batch[:accepted])
                     if self._phase != _STREAMING:
                         return
                 self._attempt_failed(error)
@@ -243,15 +253,26 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             clock = self._clock
             if clock is not None and clock.arrived(count, self._now()):
                 self._schedule()
+            self.forwarded = batch
             self._downstream.on_next(batch)
+            self.forwarded = None
             return
-        error = self._guard.event(value)
+        error = self.guard.event(value)
         if error is not None:  # the guard's verdict: this attempt failed here
             self._attempt_failed(error, dispose=True)
             return
         self._progress.events += 1
         self._arrived(1)
-        self._downstream.on_next([value] if self._wrap else value)
+        if self._wrap:
+            self._forward([value])
+        else:
+            self._downstream.on_next(value)
+
+    def _forward(self, batch: list[Any]) -> None:
+        """Hand ``batch`` downstream, the guard's shadow being the fold's state after it."""
+        self.forwarded = batch
+        self._downstream.on_next(batch)
+        self.forwarded = None
 
     def _arrived(self, count: int) -> None:
         clock = self._clock
@@ -261,7 +282,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
     def on_completed(self) -> None:
         if self._phase != _STREAMING:
             return
-        error = self._guard.truncated(self._progress.events)
+        error = self.guard.truncated(self._progress.events)
         if error is not None:
             self._attempt_failed(error)
             return
