@@ -114,6 +114,8 @@ class ObserverSet:
     def interested(self, name: str) -> bool:
         """Whether any observer overrides callback ``name`` (skip building its arguments if not;
         ``False`` for a name that is not a callback)."""
+        if not self._observers:  # (an engine without observers asks this every turn)
+            return False
         no_op = _NO_OPS.get(name)
         if no_op is None:
             return False
@@ -265,6 +267,20 @@ class TurnRouter:
                 first()
             except Exception:
                 _engine_log.exception("a first-chunk callback raised; the turn goes on")
+        observers = self._observers
+        streamer = self._streamer
+        sink = self._sink
+        if streamer is None and sink is None and not observers.wants_deltas:
+            # nobody hears an event but the control items (an AttemptReset or a Fallback), and
+            # until one comes no callback runs that could add a listener: skip to it, if any
+            for position, event in enumerate(batch):
+                if type(event) is AttemptReset or type(event) is Fallback:
+                    self._route(batch[position:] if position else batch)
+                    return
+            return
+        self._route(batch)
+
+    def _route(self, batch: list[HandlerEvent]) -> None:
         observers = self._observers
         streamer = self._streamer
         sink = self._sink
