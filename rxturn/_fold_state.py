@@ -5,6 +5,7 @@ shared logs, and how a lane becomes a message part. The transitions, event by ev
 from __future__ import annotations
 
 from bisect import bisect_left
+from operator import itemgetter
 from typing import Any, TypeVar
 
 import msgspec
@@ -41,6 +42,7 @@ __all__ = [
 
 _T = TypeVar("_T")
 _json_decode = msgspec.json.decode
+_serial = itemgetter(0)  # a (lane serial, part) entry's serial
 
 
 class Lane(msgspec.Struct, frozen=True, gc=False):
@@ -164,17 +166,21 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
         head = self._head
         if head.rescued is not None:
             return head.rescued
-        by_serial: dict[int, ContentPart] = dict(visible_log(head.parts, head.nparts))
+        # (lane serial, part): the closed lanes' in closing order, then the open lanes'; a lane
+        # is closed or open, so each serial comes once and the order by serial is block order
+        entries = visible_log(head.parts, head.nparts)
         for lane in head.open:
             part = open_lane_part(lane, self)
             if part is not None:
-                by_serial[lane.serial] = part
-        content = tuple(by_serial[serial] for serial in sorted(by_serial))
+                entries.append((lane.serial, part))
+        entries.sort(key=_serial)
+        content = tuple([part for _, part in entries])
         stop_reason = head.stop_reason
-        if stop_reason is StopReason.END_TURN and any(
-            isinstance(part, ToolCallPart) for part in content
-        ):
-            stop_reason = StopReason.TOOL_CALL
+        if stop_reason is StopReason.END_TURN:
+            for part in content:
+                if type(part) is ToolCallPart:
+                    stop_reason = StopReason.TOOL_CALL
+                    break
         return Message(
             id=head.id,
             model=head.model,
