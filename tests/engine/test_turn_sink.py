@@ -1,6 +1,7 @@
 """The turn's sink (the one subscriber of a streaming turn's stream) settles the turn: when the
 stream ends while the turn's own task drives it, no future is made; when it ends later, the
-future made for the wait receives the outcome."""
+future made for the wait receives the outcome. Its router, with nobody listening, still routes
+the control items."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import asyncio
 
 import pytest
 
+from rxturn import Observer
 from rxturn.engine.fanout._turn_stream import _TurnSink
 from rxturn.engine.observation.observers import ObserverSet
 from rxturn.errors import ServerError
-from rxturn.events import HandlerEvent
+from rxturn.events import AttemptReset, Delta, HandlerEvent
 from rxturn.fold import INITIAL_STATE
 from rxturn.testing.virtual import reply
 
@@ -56,3 +58,27 @@ async def test_a_future_made_while_the_stream_runs_receives_the_error() -> None:
     sink.on_error(ServerError("HTTP 500: down"))
     with pytest.raises(ServerError, match="down"):
         await sink.done
+
+
+def test_a_router_nobody_listens_to_still_routes_a_reset_and_what_follows_it() -> None:
+    # no streamer, no engine.events, no observer: the deltas before the reset reach nobody;
+    # the reset reaches on_control, which adds an observer that hears the deltas after it
+    heard: list[str] = []
+    observers = ObserverSet()
+
+    class Hears(Observer):
+        def on_text_delta(self, *, turn: int, delta: str) -> None:
+            heard.append(delta)
+
+    controls: list[object] = []
+
+    def on_control(item: object) -> None:
+        controls.append(item)
+        observers.add(Hears())
+
+    router = observers.router(0, on_control=on_control)
+    reset = AttemptReset(attempt=2, reason="x")
+    router.on_next([Delta(0, "before")])
+    router.on_next([Delta(0, "lost"), reset, Delta(0, "after")])
+    assert controls == [reset]
+    assert heard == ["after"]

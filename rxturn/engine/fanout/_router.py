@@ -21,6 +21,8 @@ from ..observation._callbacks import ALL_CALLBACKS, Observer, checked_observer
 __all__ = ["ObserverSet", "TurnRouter", "report_observer_error"]
 
 _log = logging.getLogger("rxturn.engine.observers")
+#: the types of the handler's control items
+_CONTROL: frozenset[type] = frozenset((AttemptReset, Fallback))
 _engine_log = logging.getLogger("rxturn.engine")
 
 
@@ -273,6 +275,8 @@ class TurnRouter:
         if streamer is None and sink is None and not observers.wants_deltas:
             # nobody hears an event but the control items (an AttemptReset or a Fallback), and
             # until one comes no callback runs that could add a listener: skip to it, if any
+            if _CONTROL.isdisjoint(map(type, batch)):  # (the usual batch: looked at in C)
+                return
             for position, event in enumerate(batch):
                 if type(event) is AttemptReset or type(event) is Fallback:
                     self._route(batch[position:] if position else batch)
