@@ -2,7 +2,7 @@
 (docs/behaviour.md §2.3, "The shadow fold").
 
 An Rx shell over :class:`~rxturn.resilience.guard.ShadowGuard`, whose docstring holds the rules
-(the shadow fold's verdicts, its shortcuts per delta, truncation, batches). Per subscription:
+(the shadow fold's verdicts, truncation, batches and their accepted prefix). Per subscription:
 the turn's :class:`~rxturn.operators.TurnProgress` starts an attempt (a fresh shadow); each item
 gets the guard's verdict (a batch, one verdict for its events); an accepted item is counted and
 forwarded; a rejected one ends the attempt with the fold's error after the batch's accepted
