@@ -25,6 +25,7 @@ from reactivex import operators as ops
 
 from rxturn import Observer, RecordingObserver, StreamHandler, TurnEngine
 from rxturn.clients import ModelClient
+from rxturn.engine import TurnStream
 from rxturn.errors import TruncatedStreamError
 from rxturn.events import (
     AttemptReset,
@@ -233,7 +234,11 @@ async def test_nothing_of_a_batch_cut_short_by_the_guard_reaches_the_retried_rep
     client = BatchClient(first, second)
     engine = TurnEngine(client, handler=FAST)
     batches: list[list[Any]] = []
-    engine.turn_streams.subscribe(lambda stream: stream.batches.subscribe(batches.append))
+
+    def watch(stream: TurnStream) -> None:
+        stream.batches.subscribe(batches.append)
+
+    engine.turn_streams.subscribe(watch)
     result = await engine.turn()
     assert client.calls == 2 and result.attempts == 2
     assert result.message.id == "msg_custom"
