@@ -77,6 +77,9 @@ def provider_name(client: object) -> str:
 
 
 _turn_ids = itertools.count(1)
+# (an enum member read from its class costs several times a global's read on Python 3.11)
+_END_TURN = StopReason.END_TURN
+_TOOL_CALL = StopReason.TOOL_CALL
 
 
 class CallsHost(SetupHost, Protocol):
@@ -274,10 +277,10 @@ class TurnCalls:
                 await warm_up_counter(host.counter)
             estimate, raw_estimate = setup.estimate(transients)
         usage = message.usage
-        stop_reason = message.stop_reason or StopReason.END_TURN
+        stop_reason = message.stop_reason or _END_TURN
         tool_calls = tuple(message.tool_calls)
-        if stop_reason is StopReason.END_TURN and tool_calls:
-            stop_reason = StopReason.TOOL_CALL
+        if stop_reason is _END_TURN and tool_calls:
+            stop_reason = _TOOL_CALL
         record = _audit_record(host, legs, query, message, stop_reason, None, tool_calls)
         host.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
         _request_end(host.observers, turn, turn_id, record, message, None)
@@ -300,7 +303,7 @@ class TurnCalls:
             cost=record.cost,
         )
         # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
-        if not (in_run and stop_reason is StopReason.TOOL_CALL):
+        if not (in_run and stop_reason is _TOOL_CALL):
             emit_turn_end(observers, now, result, started)
         return result
 
