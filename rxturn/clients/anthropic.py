@@ -457,7 +457,8 @@ class AnthropicClient(HttpClient):
     @property
     def max_tokens(self) -> int:
         """The default ``max_tokens`` (required by the Messages API, so never ``None``)."""
-        return cast(int, self._max_tokens)  # checked in __init__: required
+        # checked in __init__: required (an ignore, not a cast() call per request)
+        return self._max_tokens  # pyright: ignore[reportReturnType]
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": ANTHROPIC_VERSION}
