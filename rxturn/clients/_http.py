@@ -531,7 +531,7 @@ class _Attempt(Bridge[EventBatch]):
         request: Request,
         options: RequestOptions,
     ) -> None:
-        Bridge.__init__(self, observer, loop, None, _WHAT)  # (no super() object per attempt)
+        super().__init__(observer, loop, None, _WHAT)
         self.client = client
         self.request = request
         self.options = options
