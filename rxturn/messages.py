@@ -1186,10 +1186,15 @@ def as_message(item: object, where: str) -> Message:
 
 def as_messages(items: object, where: str) -> list[Message]:
     """Every item of ``items`` through :func:`as_message` (a ``str`` or a non-iterable refused)."""
-    kind = type(items).__name__
-    if isinstance(items, str | bytes | dict) or not isinstance(items, Iterable):
-        raise ConfigError(f"{where} must be a sequence of Message, got {kind}")
-    sequence: Iterable[object] = items  # pyright: ignore[reportUnknownVariableType]
+    kind = type(items)
+    # a tuple or a list (the usual history) needs neither test: the ABC one is costly
+    if (
+        kind is not tuple
+        and kind is not list
+        and (isinstance(items, str | bytes | dict) or not isinstance(items, Iterable))
+    ):
+        raise ConfigError(f"{where} must be a sequence of Message, got {kind.__name__}")
+    sequence: Iterable[object] = items  # pyright: ignore[reportAssignmentType, reportUnknownVariableType]
     # a Message is taken as it is: its place is named only for an item to convert or refuse
     return [
         item if type(item) is Message else as_message(item, f"{where}[{index}]")

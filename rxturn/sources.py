@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, Generic, ParamSpec, TypeVar, cast
+from typing import Any, Generic, ParamSpec, TypeVar
 
 import reactivex
 from reactivex import Observable, abc
@@ -391,13 +391,13 @@ def subscribe_driving(
     ``loop`` (see the module docstring): its result, and the bridge the caller must
     :meth:`~Bridge.drive` (``None``: the subscription needs no driving by this task)."""
     global _claim
-    claimed: list[Bridge[Any]] = []
+    claimed: list[Bridge[object]] = []  # (what start() appends: an annotation, not a cast call)
     previous, _claim = _claim, (loop, claimed)
     try:
         result = subscribe(*args, **kwargs)
     finally:
         _claim = previous
-    return result, (cast("Bridge[object]", claimed[0]) if claimed else None)
+    return result, (claimed[0] if claimed else None)
 
 
 def _bridge(

@@ -358,8 +358,9 @@ def build_anthropic_body(
     if messages_ttl is not None:
         body["cache_control"] = _cache_control(messages_ttl)
         fixed += 1
-    _trim_breakpoints(marks, fixed)
-    _check_ttl_order(body, marks)
+    if marks or fixed:  # (no breakpoint at all: nothing to trim, no order to check)
+        _trim_breakpoints(marks, fixed)
+        _check_ttl_order(body, marks)
     put_sampling(body, options, stop_key="stop_sequences")
     if thinking is not None:
         forced = body.get("tool_choice", {}).get("type") in ("any", "tool")
@@ -456,7 +457,8 @@ class AnthropicClient(HttpClient):
     @property
     def max_tokens(self) -> int:
         """The default ``max_tokens`` (required by the Messages API, so never ``None``)."""
-        return cast(int, self._max_tokens)  # checked in __init__: required
+        # checked in __init__: required (an ignore, not a cast() call per request)
+        return self._max_tokens  # pyright: ignore[reportReturnType]
 
     def _auth_headers(self, key: str | None) -> dict[str, str]:
         headers = {"anthropic-version": ANTHROPIC_VERSION}

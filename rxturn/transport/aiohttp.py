@@ -647,7 +647,8 @@ class AiohttpTransport:
         connect_timeout, read_timeout = self.connect_timeout, self.read_timeout
         sent = dict(headers)
         for name in sent:  # (a loop, not a generator: asked of every request)
-            if name.lower() == "accept-encoding":
+            # only a name of its length can lower to it: the others are not lowered at all
+            if len(name) == _ACCEPT_ENCODING_LENGTH and name.lower() == "accept-encoding":
                 break
         else:
             sent["accept-encoding"] = ACCEPT_ENCODING  # only what _inflate decodes
@@ -707,6 +708,9 @@ class AiohttpTransport:
         session, self._session, self._loop = self._session, None, None
         if session is not None and not session.closed:
             await session.close()
+
+
+_ACCEPT_ENCODING_LENGTH = len("accept-encoding")
 
 
 def _environment_proxies() -> dict[str, str]:

@@ -585,13 +585,17 @@ def estimate_context(
     Returns:
         A :class:`ContextEstimate` whose ``total`` is the sum of its three parts.
     """
-    conversation = counter.count_messages(history) + counter.count_messages(pending)
+    # (a counter is additive over messages, so no messages count 0: the usual empty
+    # ``pending`` and ``transients`` are not handed to it)
+    conversation = counter.count_messages(history)
+    if pending:
+        conversation += counter.count_messages(pending)
     overhead = (
         overhead_cache.get(counter, system, tools)
         if overhead_cache is not None
         else count_overhead(counter, system, tools)
     )
-    transient_tokens = counter.count_messages(transients)
+    transient_tokens = counter.count_messages(transients) if transients else 0
     return ContextEstimate(
         conversation=conversation,
         overhead=overhead,

@@ -330,7 +330,7 @@ class AttemptLog(AttemptStats):
                 rescue_error = error.rescue_error if isinstance(error, RescueFailed) else error
                 self._settle("StreamTimeoutError", only="stream")
                 self._settle(type(rescue_error).__name__, only="rescue")
-        return self.records
+        return self._records
 
     def billed(self) -> Usage | None:
         return billed(self._records)

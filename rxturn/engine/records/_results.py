@@ -187,17 +187,19 @@ def checked_prompt(prompt: object, method: str) -> str | Message:
 
 def checked_transients(transient: object) -> tuple[Message, ...]:
     """``transient`` as a tuple of messages, or a ConfigError that says what was passed."""
+    kind = type(transient)
+    if kind is tuple and not transient:  # the default: nothing to check
+        return ()
     hint = "; to send a prompt, use run(prompt) or add it to the history first"
     if isinstance(transient, str | bytes | Message):
         raise ConfigError(
-            f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"
-            + hint
+            f"turn(transient=...) takes a sequence of Message, got {kind.__name__}" + hint
         )
     try:
         items: tuple[object, ...] = tuple(transient)  # pyright: ignore[reportArgumentType]
     except TypeError:
         raise ConfigError(
-            f"turn(transient=...) takes a sequence of Message, got {type(transient).__name__}"
+            f"turn(transient=...) takes a sequence of Message, got {kind.__name__}"
         ) from None
     messages = [as_message(item, f"turn(transient=...)[{i}]") for i, item in enumerate(items)]
     return tuple(messages)

@@ -77,6 +77,9 @@ def provider_name(client: object) -> str:
 
 
 _turn_ids = itertools.count(1)
+# (an enum member read from its class costs several times a global's read on Python 3.11)
+_END_TURN = StopReason.END_TURN
+_TOOL_CALL = StopReason.TOOL_CALL
 
 
 class CallsHost(SetupHost, Protocol):
@@ -104,16 +107,33 @@ class TurnCalls:
         turn_streams: the engine's ``turn_streams`` Subject once someone asked for it.
     """
 
-    __slots__ = ("_clock_cache", "events", "host", "pricer", "setup", "turn_streams")
+    __slots__ = ("_clock_cache", "_live", "events", "host", "pricer", "setup", "turn_streams")
 
-    def __init__(self, host: CallsHost, setup: TurnSetup, pricer: Pricer | None) -> None:
+    def __init__(
+        self,
+        host: CallsHost,
+        setup: TurnSetup,
+        pricer: Pricer | None,
+        live: Callable[[], CallsHost | None] | None = None,
+    ) -> None:
         self.host = host
+        self._live = live
         self.setup = setup
         self.pricer = pricer
         # made on first use: most engines never subscribe them
         self.events: Subject[HandlerEvent] | None = None
         self.turn_streams: Subject[TurnStream] | None = None
         self._clock_cache: tuple[abc.SchedulerBase, Callable[[], float]] | None = None
+
+    def live_host(self) -> CallsHost:
+        """The engine itself for the length of one call (see :meth:`TurnSetup.live_host`): the
+        weak proxy's indirection paid once, not on every attribute a turn reads."""
+        live = self._live
+        if live is not None:
+            host = live()
+            if host is not None:
+                return host
+        return self.host  # (an engine gone: the proxy says so)
 
     # ----------------------------------------------------------------------------- time
 
@@ -149,9 +169,9 @@ class TurnCalls:
         audit entry. ``run_input`` is the prompt of the run in progress, ``in_run`` whether one
         is (its tool phase then ends a tool-calling turn). ``scheduler``: the engine's, when the
         caller (a run) has resolved it already."""
-        host, setup = self.host, self.setup
-        if scheduler is None:
-            scheduler = self.scheduler()  # resolved once a turn (asyncio's asks for the loop)
+        host, setup = self.live_host(), self.setup
+        if scheduler is None:  # resolved once a turn (asyncio's asks for the loop)
+            scheduler = resolve_scheduler(host.scheduler)
         now = self.clock_of(scheduler)
         if host.fallback is not None:
             if host.scheduler is not None:
@@ -199,7 +219,8 @@ class TurnCalls:
         if observers.interested("on_turn_start"):  # no arguments built for nobody
             observers.emit("on_turn_start", turn=turn, query=query)
         turn_id = next(_turn_ids)
-        legs = TurnLegs(turn, served, now, self._attempt_hooks(turn, turn_id), self.pricer)
+        hooks = _attempt_hooks(host.observers, turn, turn_id)
+        legs = TurnLegs(turn, served, now, hooks, self.pricer)
         legs.turn_id = turn_id
         legs.estimate = estimate.total if estimate is not None else None
         if observers.interested("on_request"):
@@ -238,9 +259,9 @@ class TurnCalls:
             )
         except BaseException as exc:
             cancelled = is_cancel(exc)
-            failed = self._audit_record(legs, query, None, None, exc)
+            failed = _audit_record(host, legs, query, None, None, exc)
             host.session.audit.append(failed)
-            self._request_end(turn, turn_id, failed, None, exc)
+            _request_end(host.observers, turn, turn_id, failed, None, exc)
             host.observers.emit(
                 "on_turn_end",
                 turn=turn,
@@ -256,13 +277,13 @@ class TurnCalls:
                 await warm_up_counter(host.counter)
             estimate, raw_estimate = setup.estimate(transients)
         usage = message.usage
-        stop_reason = message.stop_reason or StopReason.END_TURN
+        stop_reason = message.stop_reason or _END_TURN
         tool_calls = tuple(message.tool_calls)
-        if stop_reason is StopReason.END_TURN and tool_calls:
-            stop_reason = StopReason.TOOL_CALL
-        record = self._audit_record(legs, query, message, stop_reason, None, tool_calls)
+        if stop_reason is _END_TURN and tool_calls:
+            stop_reason = _TOOL_CALL
+        record = _audit_record(host, legs, query, message, stop_reason, None, tool_calls)
         host.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
-        self._request_end(turn, turn_id, record, message, None)
+        _request_end(host.observers, turn, turn_id, record, message, None)
         if observers.interested("on_response"):  # (message.text joins the reply's text parts)
             observers.emit("on_response", turn=turn, text=message.text, usage=usage)
         session = host.session
@@ -282,68 +303,9 @@ class TurnCalls:
             cost=record.cost,
         )
         # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
-        if not (in_run and stop_reason is StopReason.TOOL_CALL):
+        if not (in_run and stop_reason is _TOOL_CALL):
             emit_turn_end(observers, now, result, started)
         return result
-
-    def _audit_record(
-        self,
-        legs: TurnLegs,
-        query: str,
-        message: Message | None,
-        stop_reason: StopReason | None,
-        error: BaseException | None,
-        tool_calls: tuple[ToolCallPart, ...] = (),
-    ) -> Turn:
-        """The turn's audit entry, served (``message``, its ``tool_calls``) or failed
-        (``error``); closes the log."""
-        attempt_log = legs.close(error)
-        usage = message.usage if message is not None else None
-        return Turn(
-            turn=legs.turn,
-            input=query,
-            output=message.text if message is not None else "",
-            tool_calls=tool_calls,
-            input_tokens=usage.input_tokens if usage else 0,
-            output_tokens=usage.output_tokens if usage else 0,
-            model=legs.served,
-            attempts=legs.streaming_attempts() if self.host.mode == "streaming" else 1,
-            rescued=message is not None and legs.rescued,
-            stop_reason=stop_reason,
-            discarded_usage=legs.discarded(),
-            attempt_log=attempt_log,
-            billed_usage=legs.billed(),
-            error=type(error).__name__ if error is not None else None,
-            cost=legs.cost(),
-        )
-
-    # ----------------------------------------------------------------------------- observers
-
-    def _attempt_hooks(self, turn: int, turn_id: int) -> AttemptHooks | None:
-        host = self.host
-        observers = host.observers
-        if observers.interested("on_attempt_start") or observers.interested("on_attempt_end"):
-            return AttemptHooks(observers, turn, turn_id)
-        return None
-
-    def _request_end(
-        self,
-        turn: int,
-        turn_id: int,
-        record: Turn,
-        message: Message | None,
-        error: BaseException | None,
-    ) -> None:
-        host = self.host
-        if host.observers.interested("on_request_end"):
-            host.observers.emit(
-                "on_request_end",
-                turn=turn,
-                turn_id=turn_id,
-                record=record,
-                message=message,
-                error=error,
-            )
 
     # ----------------------------------------------------------------------------- failover
 
@@ -386,7 +348,7 @@ class TurnCalls:
         give_up: bool,
     ) -> TurnPlan:
         """One leg's plan from the engine's handler (passthrough when none is configured)."""
-        host = self.host
+        host = self.live_host()
         handler = host.handler or StreamHandler.passthrough()
         return handler.plan_turn(
             host.client,
@@ -413,7 +375,7 @@ class TurnCalls:
         """The streaming call: its plan, router and fold seed built now, and the coroutine
         that runs it (:func:`stream_path`'s own: no coroutine of this method around it).
         ``scheduler``: the engine's, when the caller has resolved it already."""
-        host = self.host
+        host = self.live_host()
         if scheduler is None:
             scheduler = self.scheduler()
         plan = self._plan(
@@ -483,7 +445,7 @@ class TurnCalls:
         quiet: bool = False,
         scheduler: abc.SchedulerBase | None = None,
     ) -> Message:
-        host = self.host
+        host = self.live_host()
         handler = host.handler or StreamHandler.passthrough()
         if scheduler is None:
             scheduler = self.scheduler()
@@ -509,6 +471,63 @@ class TurnCalls:
                 continue
             legs.attempt_ended("create", None, message.usage)
             return message
+
+
+def _audit_record(
+    host: CallsHost,
+    legs: TurnLegs,
+    query: str,
+    message: Message | None,
+    stop_reason: StopReason | None,
+    error: BaseException | None,
+    tool_calls: tuple[ToolCallPart, ...] = (),
+) -> Turn:
+    """The turn's audit entry, served (``message``, its ``tool_calls``) or failed
+    (``error``); closes the log."""
+    attempt_log = legs.close(error)
+    usage = message.usage if message is not None else None
+    return Turn(
+        turn=legs.turn,
+        input=query,
+        output=message.text if message is not None else "",
+        tool_calls=tool_calls,
+        input_tokens=usage.input_tokens if usage else 0,
+        output_tokens=usage.output_tokens if usage else 0,
+        model=legs.served,
+        attempts=legs.streaming_attempts() if host.mode == "streaming" else 1,
+        rescued=message is not None and legs.rescued,
+        stop_reason=stop_reason,
+        discarded_usage=legs.discarded(),
+        attempt_log=attempt_log,
+        billed_usage=legs.billed(),
+        error=type(error).__name__ if error is not None else None,
+        cost=legs.cost(),
+    )
+
+
+def _attempt_hooks(observers: ObserverSet, turn: int, turn_id: int) -> AttemptHooks | None:
+    if observers.interested("on_attempt_start") or observers.interested("on_attempt_end"):
+        return AttemptHooks(observers, turn, turn_id)
+    return None
+
+
+def _request_end(
+    observers: ObserverSet,
+    turn: int,
+    turn_id: int,
+    record: Turn,
+    message: Message | None,
+    error: BaseException | None,
+) -> None:
+    if observers.interested("on_request_end"):
+        observers.emit(
+            "on_request_end",
+            turn=turn,
+            turn_id=turn_id,
+            record=record,
+            message=message,
+            error=error,
+        )
 
 
 _QUIET = ObserverSet()

@@ -10,7 +10,7 @@ estimate, and the compaction of a deferred turn (docs/behaviour.md §4.1, §4.5)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 import msgspec
@@ -66,43 +66,62 @@ class TurnSetup:
             the next one differs).
     """
 
-    __slots__ = ("host", "last_served", "overhead")
+    __slots__ = ("_live", "host", "last_served", "overhead")
 
-    def __init__(self, host: SetupHost) -> None:
+    def __init__(self, host: SetupHost, live: Callable[[], SetupHost | None] | None = None) -> None:
         self.host = host
+        self._live = live
         self.last_served: str | None = None
         self.overhead: OverheadCache | None = None  # made by the first estimate
 
+    def live_host(self) -> SetupHost:
+        """The engine itself for the length of one call: ``host`` is a weak proxy (no reference
+        cycle through the engine), whose indirection costs on every attribute it reads; ``live``
+        (a weak reference to the same engine) resolves it once, to a local that the call drops
+        when it returns."""
+        live = self._live
+        if live is not None:
+            host = live()
+            if host is not None:
+                return host
+        return self.host  # (an engine gone: the proxy says so)
+
     def served_model(self) -> str:
         """The model the next request goes to: routed backup, options override, or client's."""
-        host = self.host
+        host = self.live_host()
         routed = host.fallback.routed_model() if host.fallback is not None else None
         return routed or host.request_options.model or host.client.model
 
     def build_request(self, transient: Sequence[Message] = ()) -> Request:
         """Transients first, then the conversation; system prompt and tools ride alongside."""
+        host = self.live_host()
         return Request(
-            messages=(*transient, *self.host.session.history),
-            system=self.host.system,
-            tools=self.host.tool_schemas(),
+            messages=(*transient, *host.session.history),
+            system=host.system,
+            tools=host.tool_schemas(),
         )
 
     def routed_options(self) -> RequestOptions:
         """The request options with the breaker's routed model as a per-request override."""
-        routed = self.host.fallback.routed_model() if self.host.fallback is not None else None
-        if routed is None or routed == self.host.request_options.model:
-            return self.host.request_options
-        return msgspec.structs.replace(self.host.request_options, model=routed)
+        host = self.live_host()
+        fallback = host.fallback
+        routed = fallback.routed_model() if fallback is not None else None
+        options = host.request_options
+        if routed is None or routed == options.model:
+            return options
+        return msgspec.structs.replace(options, model=routed)
 
     def turn_input(self, run_input: str | None) -> str:
         """What the model is being asked this turn (for ``on_turn_start`` and the audit):
         ``run_input`` (the prompt of the run in progress) on a run's first turn."""
-        run = self.host.session.audit.current_run
+        session = self.live_host().session
+        run = session.audit.current_run
         if run_input is not None and not run.turns:
             return run_input
-        if not self.host.session.history:
+        history = session.history
+        if not history:
             return ""
-        last = self.host.session.history[-1]
+        last = history[-1]
         text = content_text(last.content)
         if text:
             return text
@@ -119,7 +138,7 @@ class TurnSetup:
         """Whether a turn has transients to gather: contributors, or a memory to ask (without
         either, a turn's transients are its ``extra`` messages, and :meth:`transients` need
         not run)."""
-        host = self.host
+        host = self.live_host()
         return host.has_contributors() or (host.memory is not None and host.memory_top_k > 0)
 
     async def transients(self, turn: int, query: str, extra: Sequence[Message]) -> list[Message]:
@@ -139,22 +158,23 @@ class TurnSetup:
         Calibration learns from the raw total: fed its own scaled output, its factor would
         chase itself instead of converging.
         """
+        host = self.live_host()
         overhead = self.overhead
         if overhead is None:
             overhead = self.overhead = OverheadCache()
         estimate = estimate_context(
-            self.host.counter,
-            history=self.host.session.history,
+            host.counter,
+            history=host.session.history,
             transients=transients,
-            system=self.host.system,
-            tools=self.host.tool_schemas(),
+            system=host.system,
+            tools=host.tool_schemas(),
             overhead_cache=overhead,
         )
         raw = estimate.total
-        scaled = self.host.calibrated(raw)
+        scaled = host.calibrated(raw)
         if scaled != raw:
             estimate = msgspec.structs.replace(estimate, total=scaled)
-        self.host.last_estimate = estimate
+        host.last_estimate = estimate
         return estimate, raw
 
     async def compact(self, estimate: ContextEstimate) -> None:
