@@ -32,6 +32,7 @@ from ._output import (
     OutputWriter,
     fingerprint,
     read_output,
+    refuse_special,
     repair_tail,
 )
 from ._runner import BatchConfig, RowOk, Runner, encode_result
@@ -455,7 +456,7 @@ def _show(value: object) -> str:
 
 def check_paths(input_path: Path, output: Path) -> None:
     """A clear error up front for an output path no run can use: one naming no file, in a
-    directory that does not exist, a directory itself, or the input file.
+    directory that does not exist, a directory, a device or a pipe, or the input file.
 
     Raises:
         BatchOutputError: as above (a read-only place is found when it is written to).
@@ -467,8 +468,7 @@ def check_paths(input_path: Path, output: Path) -> None:
         raise BatchOutputError(
             f"cannot write {str(output)!r}: {str(directory)!r} is not a directory"
         )
-    if output.is_dir():
-        raise BatchOutputError(f"{str(output)!r} is a directory, not an output file")
+    refuse_special(output)  # a directory, a device, a pipe: before even the lock is made
     with contextlib.suppress(OSError):  # either missing: nothing to compare
         if os.path.samefile(input_path, output):
             raise BatchOutputError(

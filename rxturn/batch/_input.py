@@ -21,9 +21,10 @@ runner and the workers all call it. :func:`input_sha` is the sha256 of a row's c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -44,9 +45,10 @@ __all__ = [
     "InputIndex",
     "decode_row",
     "input_sha",
+    "is_stream",
     "iter_lines",
     "scan_input",
-    "spool_stdin",
+    "spool_input",
 ]
 
 #: The request fields a row may set, beside its messages and system prompt.
@@ -322,15 +324,21 @@ def scan_input(
     """Validate every line of ``path`` once, keeping keys and line numbers only.
 
     Args:
-        path: the input file.
+        path: the input file (``"-"``: stdin, read once).
         check: called with ``(key, decoded object, line)`` for each row (the resume check).
 
     Raises:
         BatchInputError: unreadable, not UTF-8 JSON, a duplicate key, a row of no known shape.
     """
     index = InputIndex()
+    stdin = os.fspath(path) == "-"
     try:
-        with open(path, "rb") as file:
+        opened = (
+            contextlib.nullcontext(cast("BinaryIO", sys.stdin.buffer))
+            if stdin
+            else open(path, "rb")  # noqa: SIM115 - closed by the with below
+        )
+        with opened as file:
             for line, raw in iter_lines(file):
                 try:
                     row, obj = parse_row(raw, line)
@@ -349,21 +357,47 @@ def scan_input(
                     check(row.key, obj, line)
                 index.lines = line
     except OSError as exc:
-        raise BatchInputError(f"cannot read {os.fspath(path)!r}: {exc.strerror or exc}") from None
+        where = "stdin" if stdin else repr(os.fspath(path))
+        raise BatchInputError(f"cannot read {where}: {exc.strerror or exc}") from None
     return index
 
 
-def spool_stdin(directory: str | None = None) -> Path:
-    """Copy all of stdin to a temporary file (the scan and the run each read it once)."""
+def spool_input(source: BinaryIO | None = None, directory: str | None = None) -> Path:
+    """Copy all of ``source`` (default: stdin) to a temporary file: the scan and the run each
+    read the input once, and a pipe can be read only once.
+
+    Copied line by line with the scan's bound on a line, so an endless line (``< /dev/zero``)
+    is refused at once instead of filling the disk.
+
+    Raises:
+        BatchInputError: a line longer than ``MAX_LINE_BYTES`` (nothing is left behind).
+        OSError: the temporary file cannot be written (nothing is left behind).
+    """
     handle, name = tempfile.mkstemp(prefix="rxturn-batch-", suffix=".jsonl", dir=directory)
     try:
         with os.fdopen(handle, "wb") as out:
-            source = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
             if source is None:
+                source = cast("BinaryIO | None", getattr(sys.stdin, "buffer", None))
+            if source is None:  # a text-only stdin (replaced by a caller)
                 out.write(sys.stdin.read().encode())
             else:
-                shutil.copyfileobj(source, out, 1 << 20)
+                limit = MAX_LINE_BYTES
+                read = partial(source.readline, limit + 1)
+                for number, raw in enumerate(iter(read, b""), start=1):
+                    if len(raw) > limit and (problem := too_long(raw, limit)):
+                        raise _fail(number, problem)
+                    out.write(raw)
     except BaseException:  # a full disk, an interrupt: leave no temporary file behind
         Path(name).unlink(missing_ok=True)
         raise
     return Path(name)
+
+
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names something that can be read only once (a pipe, ``/dev/stdin`` on
+    one, a device, a socket) rather than a regular file or a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # missing or unreadable: the scan says so
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))

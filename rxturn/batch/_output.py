@@ -25,6 +25,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import stat
 import time
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -42,6 +43,7 @@ __all__ = [
     "OutputWriter",
     "fingerprint",
     "read_output",
+    "refuse_special",
     "repair_tail",
 ]
 
@@ -83,6 +85,40 @@ class OutputState:
         return ok, len(self.last) - ok
 
 
+def refuse_special(path: Path, what: str = "the output") -> bool:
+    """Whether ``path`` exists; raises if it is there but is not a regular file.
+
+    An output is read back whole and appended to, so it must be a file: a device never ends
+    when read (``/dev/zero``, ``/dev/full``), and a pipe or a terminal (``/dev/stdout``) waits
+    for a writer; ``stat`` tells without opening it (opening a named pipe waits too).
+
+    Raises:
+        BatchOutputError: ``path`` is a directory, a device, a pipe or a socket.
+        BatchWriteError: ``path`` cannot be looked at (a permission, an I/O error).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise BatchWriteError(f"cannot read {str(path)!r}: {_reason(exc)}") from None
+    if stat.S_ISDIR(mode):
+        raise BatchOutputError(f"{str(path)!r} is a directory, not an output file")
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a named pipe"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+        )
+        raise BatchOutputError(
+            f"{what} {str(path)!r} is {kind}, not a regular file (it is the checkpoint, read "
+            "back and appended to): name a file"
+        )
+    return True
+
+
 def read_output(path: Path) -> OutputState:
     """Read ``path`` (a missing file is an empty output).
 
@@ -95,6 +131,8 @@ def read_output(path: Path) -> OutputState:
         BatchWriteError: the file cannot be read.
     """
     state = OutputState()
+    if not refuse_special(path):
+        return state
     try:
         file = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
@@ -199,6 +237,8 @@ class Manifest(msgspec.Struct, kw_only=True):
     @classmethod
     def load(cls, output: Path) -> Manifest | None:
         path = cls.path_for(output)
+        if not refuse_special(path, "the manifest"):
+            return None
         try:
             data = path.read_bytes()
         except FileNotFoundError:

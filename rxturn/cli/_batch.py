@@ -207,16 +207,20 @@ def _run_command(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc))
     spooled: Path | None = None
-    if args.input == "-":
-        from rxturn.batch._input import spool_stdin
+    from rxturn.batch._input import is_stream
 
+    if args.input == "-" or is_stream(args.input):
+        # read twice (the scan, then the run): what can be read once is copied first
         try:
-            spooled = spool_stdin()
+            spooled = _spool(args.input)
+        except BatchError as exc:
+            return _fail(str(exc), _exit_code(exc))
         except OSError as exc:
             import tempfile
 
+            source = "stdin" if args.input == "-" else repr(args.input)
             return _fail(
-                f"cannot copy stdin to a temporary file in {tempfile.gettempdir()!r} "
+                f"cannot copy {source} to a temporary file in {tempfile.gettempdir()!r} "
                 f"({exc.strerror or exc}); set TMPDIR to a place with room, or pass a file",
                 1,
             )
@@ -249,6 +253,26 @@ def _run_command(args: argparse.Namespace) -> int:
     finally:
         if spooled is not None:
             spooled.unlink(missing_ok=True)
+
+
+def _spool(name: str) -> Path:
+    """``name`` (``-``: stdin; a pipe, a device) copied to a temporary file.
+
+    Raises:
+        BatchInputError: a line longer than a row can be.
+        OSError: the copy cannot be made (the source cannot be opened, the disk is full).
+    """
+    from rxturn.batch import BatchInputError
+    from rxturn.batch._input import spool_input
+
+    if name == "-":
+        return spool_input()
+    try:
+        source = open(name, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise BatchInputError(f"cannot read {name!r}: {exc.strerror or exc}") from None
+    with source:
+        return spool_input(source)
 
 
 def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
