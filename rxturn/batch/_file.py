@@ -361,9 +361,13 @@ class FileRun:
 
         def finished(future: asyncio.Future[Done]) -> None:
             line = running.pop(future, 0)
-            if future.cancelled() or self.fatal is not None:
+            if future.cancelled():
                 return
+            # every row's failure is looked at, the ones after the first too: one left unseen
+            # is printed by asyncio at exit, with a traceback
             error = future.exception()
+            if self.fatal is not None:
+                return
             if error is not None:
                 fail(error)
                 return

@@ -173,12 +173,14 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _exit_code(exc: BaseException) -> int:
-    """2 for what the input or the output holds (nothing was sent), 1 for the rest."""
+    """2 for what the input, the output or the settings hold (nothing was sent), 1 for the
+    rest."""
     from rxturn.batch import BatchInputError, BatchOutputError, BatchWriteError
+    from rxturn.errors import ConfigError
 
     if isinstance(exc, BatchWriteError):
         return 1
-    return 2 if isinstance(exc, BatchInputError | BatchOutputError) else 1
+    return 2 if isinstance(exc, BatchInputError | BatchOutputError | ConfigError) else 1
 
 
 def _run_command(args: argparse.Namespace) -> int:
@@ -186,7 +188,7 @@ def _run_command(args: argparse.Namespace) -> int:
     from rxturn.errors import ConfigError
 
     variable = _KEY_VARIABLES.get(args.provider)
-    key = os.environ.get(variable) if variable else None
+    key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:
         return _fail(f"{variable} is not set (needed for the {args.provider} API)")
     if args.ray is not None and args.workers != 1:
@@ -204,6 +206,15 @@ def _run_command(args: argparse.Namespace) -> int:
             rpm=args.rpm,
             tpm=args.tpm,
         ).check()
+        if key is not None and any(ch.isspace() or ord(ch) < 32 for ch in key):
+            # said here, naming the variable, before anything starts (never echoing the value)
+            raise ConfigError(f"{variable} holds whitespace or control characters")
+        # the client every worker builds, built once here: what it refuses is refused before
+        # the output is touched (it opens nothing until it sends)
+        from rxturn.clients._factory import client_for
+
+        settings = {"base_url": args.base_url} if args.base_url is not None else {}
+        client_for(config.provider, config.model, key, **settings)
     except ConfigError as exc:
         return _fail(str(exc))
     spooled: Path | None = None

@@ -32,7 +32,7 @@ class RowActor:
 
     async def run_line(self, number: int, raw: bytes) -> Done:
         if self.runner is None:
-            api_key = os.environ.get(self.key_env) if self.key_env else None
+            api_key = (os.environ.get(self.key_env) or "").strip() or None if self.key_env else None
             gate = RayGate(self.budget) if self.budget is not None else None
             self.runner = Runner(self.config, api_key=api_key, gate=gate)
         return await run_line(self.runner, number, raw, self.run)

@@ -98,7 +98,7 @@ class TurnUDF:
             tpm=tpm,
         ).check()
         if api_key is None and provider in _KEY_ENV:
-            api_key = os.environ.get(_KEY_ENV[provider])
+            api_key = (os.environ.get(_KEY_ENV[provider]) or "").strip() or None
         self._gate: Gate | None = (
             RayGate(budget_actor(budget_name, rpm=rpm, tpm=tpm))
             if rpm is not None or tpm is not None
