@@ -185,17 +185,29 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
         messages, _ = _messages(obj["messages"], line, "messages", system_role=False)
     system = obj.get("system")
     model = obj.get("model")
+    model = None if model is None else _text(model, line, "model") or None
     key = (
         _key(obj["id"], line, "id")
         if "id" in obj
         else f"line-{line}-{hashlib.sha256(raw.strip()).hexdigest()[:16]}"
     )
+    options = _options(obj.get("options"), line, "options")
+    if options is not None and "model" in options:
+        # a RequestOptions field, but the runner sets each request's model from the row's:
+        # taken as the row's model rather than dropped
+        options = dict(options)
+        named = options.pop("model")
+        if named is not None:
+            if model is not None and named != model:
+                raise _fail(line, f"'model' and options.model differ ({model!r}, {named!r})")
+            model = named or None
+        options = options or None
     return BatchRow(
         key=key,
         messages=_check_turn(messages, line),
         system=None if system is None else _text(system, line, "system"),
-        model=None if model is None else _text(model, line, "model") or None,
-        options=_options(obj.get("options"), line, "options"),
+        model=model,
+        options=options,
     )
 
 
@@ -216,14 +228,77 @@ def _split_body(body: dict[str, Any], line: int, where: str, skip: frozenset[str
     return _options(options, line, where)
 
 
+#: the OpenAI Batch endpoints whose bodies are a chat: Chat Completions and Responses
+_CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions"})
+_RESPONSES_URLS = frozenset({"/v1/responses", "/responses"})
+
+
 def _openai(obj: dict[str, Any], line: int) -> BatchRow:
     body = obj.get("body")
     if not isinstance(body, dict):
         raise _fail(line, "an OpenAI Batch line needs a 'body' object")
     body = cast("dict[str, Any]", body)
+    method = obj.get("method", "POST")
+    if method != "POST":
+        raise _fail(line, f"method must be POST, got {method!r}")
+    url = obj.get("url")
+    if url is not None and not isinstance(url, str):
+        raise _fail(line, f"url must be a string, got {type(url).__name__}")
+    if url in _RESPONSES_URLS or (url is None and "input" in body and "messages" not in body):
+        return _openai_responses(obj, body, line)
+    if url is not None and url.split("?")[0] not in _CHAT_URLS:
+        raise _fail(
+            line,
+            f"an OpenAI Batch line for {url!r} is not a chat request (rxturn runs "
+            "/v1/chat/completions and /v1/responses lines)",
+        )
     messages, system = _messages(body.get("messages"), line, "body.messages", system_role=True)
     model = body.get("model")
     skip = frozenset({"model", "messages", "stream", "stream_options"})
+    return BatchRow(
+        key=_key(obj["custom_id"], line, "custom_id"),
+        messages=_check_turn(messages, line),
+        system=system,
+        model=None if model is None else _text(model, line, "body.model") or None,
+        options=_split_body(body, line, "body", skip),
+    )
+
+
+def _message_item(item: object) -> dict[str, Any] | None:
+    """A Responses input item ``{"type": "message", "role", "content"}`` as a plain message
+    (the explicit type is what a message of the other shapes lacks); ``None`` otherwise."""
+    if type(item) is not dict:
+        return None
+    entry = cast("dict[str, Any]", item)
+    if entry.get("type") != "message":
+        return None
+    return {k: v for k, v in entry.items() if k != "type"}
+
+
+def _openai_responses(obj: dict[str, Any], body: dict[str, Any], line: int) -> BatchRow:
+    """An OpenAI Batch line for the Responses API: ``input`` (a string, or message items) and
+    ``instructions`` (the system prompt)."""
+    raw_input = body.get("input")
+    if isinstance(raw_input, str):
+        if not raw_input.strip():
+            raise _fail(line, "body.input is empty")
+        messages: tuple[Message, ...] = (Message.user(raw_input),)
+        system = None
+    elif isinstance(raw_input, list) and raw_input:
+        items: list[object] = []
+        listed: list[object] = cast("list[object]", raw_input)
+        for item in listed:
+            entry = _message_item(item)
+            items.append(entry if entry is not None else item)
+        messages, system = _messages(items, line, "body.input", system_role=True)
+    else:
+        raise _fail(line, "a /v1/responses body needs 'input' (a string or a list of messages)")
+    instructions = body.get("instructions")
+    if instructions is not None:
+        text = _text(instructions, line, "body.instructions")
+        system = text if system is None else f"{text}\n\n{system}"
+    model = body.get("model")
+    skip = frozenset({"model", "input", "instructions", "stream", "stream_options"})
     return BatchRow(
         key=_key(obj["custom_id"], line, "custom_id"),
         messages=_check_turn(messages, line),
