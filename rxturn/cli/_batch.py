@@ -185,7 +185,7 @@ def _exit_code(exc: BaseException) -> int:
 
 def _run_command(args: argparse.Namespace) -> int:
     from rxturn.batch import BatchConfig, BatchError, FileRun
-    from rxturn.errors import ConfigError
+    from rxturn.errors import ConfigError, RxturnError
 
     variable = _KEY_VARIABLES.get(args.provider)
     key = (os.environ.get(variable) or "").strip() or None if variable else None
@@ -217,6 +217,13 @@ def _run_command(args: argparse.Namespace) -> int:
         client_for(config.provider, config.model, key, **settings)
     except ConfigError as exc:
         return _fail(str(exc))
+    if args.ray is not None:
+        from rxturn.ray._backend import check_address
+
+        try:
+            check_address(args.ray)  # before the output is touched
+        except RxturnError as exc:
+            return _fail(str(exc), _exit_code(exc))
     spooled: Path | None = None
     from rxturn.batch._input import is_stream
 
