@@ -75,18 +75,32 @@ class Reporter:
         if self.mode == "bar":
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(
-                total=self.tally.total,
-                initial=self.tally.done,
-                unit="row",
-                file=self.stream,
-                dynamic_ncols=True,
-                smoothing=0.1,
-            )
+            try:  # the bar draws itself at once
+                self._bar = tqdm(
+                    total=self.tally.total,
+                    initial=self.tally.done,
+                    unit="row",
+                    file=self.stream,
+                    dynamic_ncols=True,
+                    smoothing=0.1,
+                )
+            except (OSError, ValueError):  # stderr's reader is gone already
+                self.mode = "none"
+                return
             self.interval = min(self.interval, 0.25)
         self._task = asyncio.ensure_future(self._loop())
 
     def _emit(self) -> None:
+        try:
+            self._show()
+        except (OSError, ValueError):  # stderr's reader went away: the run goes on unseen
+            self.mode = "none"
+            if self._task is not None and self._task is not asyncio.current_task():
+                self._task.cancel()
+            self._task = None
+            self._bar = None
+
+    def _show(self) -> None:
         report = snapshot(self.tally, self.start_done, self.waiting())
         if self._bar is not None:
             bar = self._bar
@@ -102,7 +116,7 @@ class Reporter:
             self.stream.flush()
 
     async def _loop(self) -> None:
-        while True:
+        while self.mode != "none":
             await asyncio.sleep(self.interval)
             self._emit()
 
@@ -110,8 +124,8 @@ class Reporter:
         if self._task is not None:
             self._task.cancel()
             self._task = None
-            with contextlib.suppress(OSError, ValueError):  # stderr went away
-                self._emit()
+            self._emit()
         if self._bar is not None:
-            self._bar.close()
+            with contextlib.suppress(OSError, ValueError):  # stderr went away
+                self._bar.close()
             self._bar = None

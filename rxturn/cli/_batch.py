@@ -140,16 +140,37 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _fail(message: str, code: int = 2) -> int:
-    from ._console import one_line, write
+    from ._console import one_line
 
-    write(sys.stderr, f"rxturn batch: error: {one_line(message, 500)}\n")
+    _to_stderr(f"rxturn batch: error: {one_line(message, 500)}\n")
     return code
 
 
 def _notice(text: str) -> None:
-    from ._console import write
+    _to_stderr(f"rxturn batch: {text}\n")
 
-    write(sys.stderr, f"rxturn batch: {text}\n")
+
+def _to_stderr(text: str) -> None:
+    """Write a line to stderr. Its reader going away (``2>&1 | head -1``) changes nothing of
+    the run or of its exit code (the output file says how it went, not stderr): the stream
+    is pointed at ``/dev/null`` and the command goes on."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        mute_stderr()
+
+
+def mute_stderr() -> None:
+    """Point stderr's descriptor at ``/dev/null`` (its reader is gone)."""
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stderr.fileno())
+        finally:
+            os.close(devnull)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -173,3 +173,47 @@ def test_status_and_export_read_the_input_from_stdin(server: str, tmp_path: Path
         "r0",
         "r1",
     ]
+
+
+@pytest.mark.parametrize("progress", ["json", "bar", "none"])
+def test_a_closed_stderr_leaves_the_run_and_its_exit_code_alone(
+    server: str, tmp_path: Path, progress: str
+) -> None:
+    """Progress and the summary go to stderr; its reader going away (``2>&1 | head -1``)
+    must not change what the run does or the exit code that says how it went."""
+    inp = write_rows(tmp_path / "in.jsonl", prompts(30))
+    out = tmp_path / "out.jsonl"
+    read, write = os.pipe()
+    os.close(read)  # nobody reads stderr: the first write to it fails
+    try:
+        done = subprocess.run(
+            [*batch_args(inp, out, server), "--progress", progress],
+            stdout=subprocess.DEVNULL,
+            stderr=write,
+            timeout=TIMEOUT,
+            env=clean_env(),
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 0
+    assert_complete(out, [f"r{i}" for i in range(30)])
+
+
+def test_a_closed_stderr_leaves_the_exit_code_of_bad_input_alone(tmp_path: Path) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_bytes(b"{oops\n")
+    read, write = os.pipe()
+    os.close(read)
+    try:
+        done = subprocess.run(
+            batch_args(inp, tmp_path / "out.jsonl", "http://127.0.0.1:9"),
+            stdout=subprocess.DEVNULL,
+            stderr=write,
+            timeout=TIMEOUT,
+            env=clean_env(),
+            stdin=subprocess.DEVNULL,
+        )
+    finally:
+        os.close(write)
+    assert done.returncode == 2
