@@ -189,12 +189,6 @@ class FileRun:
     def _prepare(self) -> None:
         output = self.output_path
         self.state = state = read_output(output)
-        dropped = repair_tail(output, state)
-        if dropped:
-            self.notice(
-                f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
-                "its row runs again"
-            )
         config = self.config
         options = config.options()
         mark = fingerprint(config.provider, config.model, config.fallback, config.system, options)
@@ -205,12 +199,25 @@ class FileRun:
                 f"({_difference(manifest, config, options)}); use another output, or --force "
                 "to continue it with these settings"
             )
-        if manifest is None and state.last and not self.force:
+        if manifest is None and state.size and not self.force:
+            # a run writes its manifest before its first line: without one, nothing says a run
+            # wrote this file (a one-line document without a final newline would look torn,
+            # and be truncated away)
+            what = "lines" if state.last else "data"
             raise BatchOutputError(
-                f"{str(output)!r} has lines but no manifest "
-                f"({str(Manifest.path_for(output))!r}); use --force to adopt it"
+                f"{str(output)!r} has {what} but no manifest "
+                f"({str(Manifest.path_for(output))!r}), so no batch run wrote it; use another "
+                "output, or --force to adopt it"
             )
         self._scan()
+        # only now, with the file known to be a run's output (or adopted) and the input good,
+        # is a torn end cut
+        dropped = repair_tail(output, state)
+        if dropped:
+            self.notice(
+                f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
+                "its row runs again"
+            )
         self.run_number = (manifest.runs if manifest is not None else 0) + 1
         Manifest(
             fingerprint=mark,
