@@ -103,7 +103,9 @@ def refuse_special(path: Path, what: str = "the output") -> bool:
     except OSError as exc:
         raise BatchWriteError(f"cannot read {str(path)!r}: {_reason(exc)}") from None
     if stat.S_ISDIR(mode):
-        raise BatchOutputError(f"{str(path)!r} is a directory, not an output file")
+        if what == "the output":
+            raise BatchOutputError(f"{str(path)!r} is a directory, not an output file")
+        raise BatchOutputError(f"{what} {str(path)!r} is a directory, not a file")
     if not stat.S_ISREG(mode):
         kind = (
             "a named pipe"
