@@ -234,11 +234,18 @@ async def _run(
             return task
 
         try:
-            if isinstance(rows, AsyncIterable):
-                jobs = _async_rows(rows)
-                running = await drive_async(jobs, start, limit=config.concurrency, stop=stop)
-            else:
-                running = await drive(_rows(rows), start, limit=config.concurrency, stop=stop)
+            try:
+                if isinstance(rows, AsyncIterable):
+                    jobs = _async_rows(rows)
+                    running = await drive_async(jobs, start, limit=config.concurrency, stop=stop)
+                else:
+                    running = await drive(_rows(rows), start, limit=config.concurrency, stop=stop)
+            except Exception:
+                # the rows' iterable failed (or a row of no known shape): the rows in flight
+                # were sent, so they finish and are delivered; then the error is raised
+                if tasks:
+                    await asyncio.gather(*list(tasks), return_exceptions=True)
+                raise
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
         finally:

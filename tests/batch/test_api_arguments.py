@@ -8,7 +8,7 @@ import asyncio
 import gc
 import re
 import warnings
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -142,3 +142,34 @@ def test_subscribing_with_no_event_loop_running_is_a_config_error_not_silence() 
     assert len(errors) == 1
     assert isinstance(errors[0], ConfigError)
     assert "running asyncio event loop" in str(errors[0])
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_rows_in_flight_when_the_iterable_raises_are_delivered_before_the_error(
+    kind: str,
+) -> None:
+    """Their requests were sent (and billed): their results reach ``on_result``, then the
+    iterable's own exception is raised."""
+
+    def rows() -> Iterator[dict[str, Any]]:
+        yield from prompts(3)
+        raise ValueError("the source broke")
+
+    async def arows() -> AsyncIterator[dict[str, Any]]:
+        for row in prompts(3):
+            yield row
+        raise ValueError("the source broke")
+
+    seen: list[RowResult] = []
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(ValueError, match="the source broke"):
+            await asyncio.wait_for(
+                run_batch(
+                    rows() if kind == "sync" else arows(),
+                    _config(fake.base_url, concurrency=5),
+                    on_result=seen.append,
+                ),
+                30,
+            )
+    assert sorted(r.id for r in seen) == ["r0", "r1", "r2"]
+    assert all(isinstance(r, RowOk) for r in seen)
