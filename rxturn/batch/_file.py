@@ -188,26 +188,25 @@ class FileRun:
 
     def _prepare(self) -> None:
         output = self.output_path
+        manifest = Manifest.load(output)
+        if manifest is None and not self.force and _holds_data(output):
+            # a run writes its manifest before its first line: without one, nothing says a run
+            # wrote this file (a one-line document without a final newline would look torn,
+            # and be truncated away); refused before it is even read
+            raise BatchOutputError(
+                f"{str(output)!r} holds data but no manifest "
+                f"({str(Manifest.path_for(output))!r}), so no batch run wrote it; use another "
+                "output, or --force to adopt it"
+            )
         self.state = state = read_output(output)
         config = self.config
         options = config.options()
         mark = fingerprint(config.provider, config.model, config.fallback, config.system, options)
-        manifest = Manifest.load(output)
         if manifest is not None and manifest.fingerprint != mark and not self.force:
             raise BatchOutputError(
                 f"{str(output)!r} was written by a run with other settings "
                 f"({_difference(manifest, config, options)}); use another output, or --force "
                 "to continue it with these settings"
-            )
-        if manifest is None and state.size and not self.force:
-            # a run writes its manifest before its first line: without one, nothing says a run
-            # wrote this file (a one-line document without a final newline would look torn,
-            # and be truncated away)
-            what = "lines" if state.last else "data"
-            raise BatchOutputError(
-                f"{str(output)!r} has {what} but no manifest "
-                f"({str(Manifest.path_for(output))!r}), so no batch run wrote it; use another "
-                "output, or --force to adopt it"
             )
         self._scan()
         # only now, with the file known to be a run's output (or adopted) and the input good,
@@ -441,6 +440,13 @@ class FileRun:
         finally:
             if self.lock is not None:
                 self.lock.release()
+
+
+def _holds_data(path: Path) -> bool:
+    try:
+        return os.stat(path).st_size > 0
+    except OSError:  # missing (a new output), or unreadable: read_output says which
+        return False
 
 
 def _in_flight(backend: Backend, config: BatchConfig) -> int:

@@ -27,6 +27,7 @@ import hashlib
 import os
 import stat
 import time
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -37,6 +38,7 @@ from ._errors import BatchInputError, BatchLockedError, BatchOutputError, BatchW
 __all__ = [
     "FSYNC_LINES",
     "FSYNC_SECONDS",
+    "MAX_OUTPUT_LINE",
     "Manifest",
     "OutputLock",
     "OutputState",
@@ -49,6 +51,10 @@ __all__ = [
 
 FSYNC_LINES = 256
 FSYNC_SECONDS = 1.0
+#: The longest line an output is read with: an output line is one row's reply (a few megabytes
+#: at most), so a longer one is no output line, and reading stops there (a foreign file of one
+#: huge line is never held whole).
+MAX_OUTPUT_LINE = 64 << 20
 
 
 class _Seen(msgspec.Struct, frozen=True):
@@ -146,11 +152,21 @@ def read_output(path: Path) -> OutputState:
     with file:
         offset = 0
         pending_error: str | None = None
-        for number, raw in enumerate(file, start=1):
+        read = partial(file.readline, MAX_OUTPUT_LINE + 1)
+        for number, raw in enumerate(iter(read, b""), start=1):
             if pending_error is not None:  # a bad line that turned out not to be the last
                 raise BatchOutputError(pending_error)
             length = len(raw)
             if not raw.endswith(b"\n"):
+                if length > MAX_OUTPUT_LINE:
+                    rest = _newline_after(file)  # the line goes on: how far, without keeping it
+                    if rest is not None:
+                        raise BatchOutputError(
+                            f"{str(path)!r} line {number} is longer than "
+                            f"{MAX_OUTPUT_LINE >> 20} MiB: not an rxturn batch output line "
+                            "(remove it, or write to another output)"
+                        )
+                    length = os.fstat(file.fileno()).st_size - offset
                 offset += length
                 break  # torn tail: no newline
             try:
@@ -170,6 +186,19 @@ def read_output(path: Path) -> OutputState:
             state.good_size = offset
         state.size = offset
     return state
+
+
+def _newline_after(file: IO[bytes]) -> int | None:
+    """The offset of the next newline in ``file`` from where it is, read in chunks (``None``:
+    none before the end)."""
+    while True:
+        where = file.tell()
+        chunk = file.read(1 << 20)
+        if not chunk:
+            return None
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return where + found
 
 
 def repair_tail(path: Path, state: OutputState) -> int:
