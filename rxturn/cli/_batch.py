@@ -367,7 +367,13 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     backend = _backend(args, file_run, key)
-    reporter = Reporter(mode, file_run.tally, sys.stderr, waiting=lambda: backend.gate.waited)
+    reporter = Reporter(
+        mode,
+        file_run.tally,
+        sys.stderr,
+        waiting=lambda: backend.gate.waited,
+        rpm=file_run.config.rpm,
+    )
     reporter.start()
     try:
         return await file_run.run(backend, stop)
