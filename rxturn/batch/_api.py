@@ -3,9 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+)
 from typing import Any, cast
 
 import msgspec
@@ -18,7 +26,7 @@ from ..errors import Cancelled, ConfigError
 from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchInputError
 from ._input import BatchRow, decode_row, input_sha
-from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
+from ._runner import BatchConfig, RowOk, RowResult, Runner, drive, drive_async
 
 __all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
 
@@ -112,10 +120,17 @@ class Tally:
         )
 
 
-def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
-    """Each row decoded (any shape) with its ``input_sha``; the row's index is its line."""
-    seen: set[str] = set()
-    for number, item in enumerate(cast("Iterable[object]", rows), start=1):
+class _Rows:
+    """Decodes each row (any shape) with its ``input_sha``; the row's index is its line."""
+
+    __slots__ = ("number", "seen")
+
+    def __init__(self) -> None:
+        self.seen: set[str] = set()
+        self.number = 0
+
+    def decode(self, item: object) -> tuple[BatchRow, str]:
+        self.number = number = self.number + 1
         if isinstance(item, BatchRow):
             row, sha = item, input_sha(item)
         else:
@@ -127,20 +142,51 @@ def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
                 )
             obj = dict(cast("Mapping[str, Any]", item))
             row, sha = decode_row(obj, number), input_sha(obj)
-        if row.key in seen:
+        if row.key in self.seen:
             raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
-        seen.add(row.key)
-        yield row, sha
+        self.seen.add(row.key)
+        return row, sha
 
 
-def _check_arguments(rows: object, config: object) -> None:
+def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
+    """Each row of an iterable, decoded, read as the run takes them."""
+    rows_ = _Rows()
+    for item in cast("Iterable[object]", rows):
+        yield rows_.decode(item)
+
+
+async def _async_rows(rows: AsyncIterable[RowInput]) -> AsyncIterator[tuple[BatchRow, str]]:
+    """Each row of an async iterable, decoded, read as the run takes them."""
+    rows_ = _Rows()
+    async for item in cast("AsyncIterable[object]", rows):
+        yield rows_.decode(item)
+
+
+_GATE_METHODS = ("acquire", "correct", "restamp", "release", "pause")
+
+
+def _check_arguments(
+    rows: object, config: object, *, on_result: object = None, gate: object = None
+) -> None:
     """Raises ConfigError for arguments no run can take."""
     if not isinstance(config, BatchConfig):
         raise ConfigError(f"config must be a BatchConfig, got {type(config).__name__}")
     config.check()
-    if isinstance(rows, str | bytes) or not hasattr(rows, "__iter__") or hasattr(rows, "keys"):
-        raise ConfigError(
+    if (
+        isinstance(rows, str | bytes)
+        or not (hasattr(rows, "__iter__") or hasattr(rows, "__aiter__"))
+        or hasattr(rows, "keys")
+    ):
+        raise ConfigError(  # (an async iterable is taken too)
             f"rows must be an iterable of rows (mappings or BatchRow), got {type(rows).__name__}"
+        )
+    if on_result is not None and not callable(on_result):
+        raise ConfigError(
+            f"on_result must be a callable taking each RowResult, got {type(on_result).__name__}"
+        )
+    if gate is not None and not all(callable(getattr(gate, n, None)) for n in _GATE_METHODS):
+        raise ConfigError(
+            f"gate must be a Gate ({', '.join(_GATE_METHODS)}), got {type(gate).__name__}"
         )
 
 
@@ -149,7 +195,7 @@ def default_gate(config: BatchConfig) -> LocalGate:
 
 
 async def _run(
-    rows: Iterable[RowInput],
+    rows: Iterable[RowInput] | AsyncIterable[RowInput],
     config: BatchConfig,
     emit: Callable[[RowResult], object],
     *,
@@ -158,37 +204,48 @@ async def _run(
     client: Any,
     stop: asyncio.Event | None,
 ) -> None:
-    _check_arguments(rows, config)
+    _check_arguments(rows, config, gate=gate)
     gate = gate if gate is not None else default_gate(config)
     stop = stop if stop is not None else asyncio.Event()
-    tasks: set[asyncio.Future[RowResult]] = set()
+    tasks: set[asyncio.Future[None]] = set()
     async with Runner(config, api_key=api_key, gate=gate, client=client) as runner:
         failures: list[BaseException] = []
 
-        def start(job: tuple[BatchRow, str]) -> asyncio.Future[RowResult]:
-            task = asyncio.ensure_future(runner.run_row(job[0], job[1]))
+        async def one(row: BatchRow, sha: str) -> None:
+            result = await runner.run_row(row, sha)
+            taken = emit(result)
+            if inspect.isawaitable(taken):  # an ``async def`` callback: the row's place
+                await taken  # stays taken until it is done (no callbacks pile up)
+
+        def start(job: tuple[BatchRow, str]) -> asyncio.Future[None]:
+            task = asyncio.ensure_future(one(*job))
             tasks.add(task)
 
-            def done(future: asyncio.Future[RowResult]) -> None:
+            def done(future: asyncio.Future[None]) -> None:
                 tasks.discard(future)
                 if future.cancelled():
                     return
                 error = future.exception()
-                if error is None:
-                    try:
-                        emit(future.result())
-                    except Exception as exc:  # the caller's callback: stop, and raise it
-                        failures.append(exc)
-                        stop.set()
-                elif not isinstance(error, Cancelled):
-                    failures.append(error)
-                    stop.set()
+                if error is not None and not isinstance(error, Cancelled):
+                    failures.append(error)  # the caller's callback, or no row's own failure:
+                    stop.set()  # stop, and raise it
 
             task.add_done_callback(done)
             return task
 
         try:
-            running = await drive(_rows(rows), start, limit=config.concurrency, stop=stop)
+            try:
+                if isinstance(rows, AsyncIterable):
+                    jobs = _async_rows(rows)
+                    running = await drive_async(jobs, start, limit=config.concurrency, stop=stop)
+                else:
+                    running = await drive(_rows(rows), start, limit=config.concurrency, stop=stop)
+            except Exception:
+                # the rows' iterable failed (or a row of no known shape): the rows in flight
+                # were sent, so they finish and are delivered; then the error is raised
+                if tasks:
+                    await asyncio.gather(*list(tasks), return_exceptions=True)
+                raise
             if running:
                 await asyncio.gather(*running, return_exceptions=True)
         finally:
@@ -201,7 +258,7 @@ async def _run(
 
 
 async def run_batch(
-    rows: Iterable[RowInput],
+    rows: Iterable[RowInput] | AsyncIterable[RowInput],
     config: BatchConfig,
     *,
     api_key: str | None = None,
@@ -212,30 +269,34 @@ async def run_batch(
 ) -> BatchSummary:
     """Run every row as one turn, ``config.concurrency`` at a time; the summary.
 
-    ``rows`` is any iterable of rows (native, OpenAI Batch or Anthropic batch shapes, as
-    mappings, or :class:`~rxturn.batch.BatchRow`), read lazily. A row's failure is a
-    :class:`RowError` passed to ``on_result``, not an exception. ``progress``: ``None`` (the
-    default) shows a progress bar where someone watches, a widget in a Jupyter kernel (with
-    ipywidgets installed) or a text bar when stderr is a terminal, and nothing otherwise (a
-    pipe, a log file); ``True`` always shows one, ``False`` never.
+    ``rows`` is any iterable or async iterable of rows (native, OpenAI Batch or Anthropic
+    batch shapes, as mappings, or :class:`~rxturn.batch.BatchRow`), read lazily. A row's
+    failure is a :class:`RowError` passed to ``on_result``, not an exception. ``on_result``
+    may be an ``async def``: each call is awaited, and the row's place in ``concurrency`` is
+    held until it returns; an exception it raises stops the run and is raised here.
+    ``progress``: ``None`` (the default) shows a progress bar where someone watches, a widget
+    in a Jupyter kernel (with ipywidgets installed) or a text bar when stderr is a terminal,
+    and nothing otherwise (a pipe, a log file); ``True`` always shows one, ``False`` never.
 
     Raises:
         BatchInputError: a row of no known shape, or a duplicate key.
-        ConfigError: a bad setting in ``config``, or a ``progress`` that is not a bool or None.
+        ConfigError: a bad setting in ``config``, ``rows`` that are no iterable, an
+            ``on_result`` that is not callable, a ``gate`` that is no Gate, or a ``progress``
+            that is not a bool or None; before any request.
     """
     if progress is not None and not isinstance(progress, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(f"progress must be True, False or None, got {progress!r}")
+    _check_arguments(rows, config, on_result=on_result, gate=gate)
     total = len(rows) if hasattr(rows, "__len__") else 0  # pyright: ignore[reportArgumentType]
     tally = Tally(total)
     show = progress if progress is not None else watched()
     bar = _bar(total) if show else None
 
-    def emit(result: RowResult) -> None:
+    def emit(result: RowResult) -> object:
         tally.add(result)
         if bar is not None:
             bar.update(1)
-        if on_result is not None:
-            on_result(result)
+        return on_result(result) if on_result is not None else None
 
     try:
         await _run(rows, config, emit, api_key=api_key, gate=gate, client=client, stop=None)
@@ -270,7 +331,7 @@ def _bar(total: int) -> Any:
 
 
 def batch_results(
-    rows: Iterable[RowInput],
+    rows: Iterable[RowInput] | AsyncIterable[RowInput],
     config: BatchConfig,
     *,
     api_key: str | None = None,
@@ -278,8 +339,10 @@ def batch_results(
     client: ModelClient | None = None,
 ) -> Observable[RowResult]:
     """The same run as a cold Observable: one :class:`RowOk` / :class:`RowError` per row, in
-    completion order, then completion. Subscribe on a running asyncio loop; disposing the
-    subscription cancels the rows in flight. Compose it with any Rx operator::
+    completion order, then completion. Subscribe on a running asyncio loop (subscribed
+    without one, it signals a ConfigError through ``on_error``); disposing the subscription
+    cancels the rows in flight. ``rows`` may be an async iterable. Compose it with any Rx
+    operator::
 
         batch_results(rows, config).pipe(ops.filter(lambda r: r.status == "ok"))
     """
@@ -287,8 +350,18 @@ def batch_results(
     def subscribe(
         observer: abc.ObserverBase[RowResult], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # nothing would ever run the rows: say so, do not wait forever
+            observer.on_error(
+                ConfigError(
+                    "batch_results(...) must be subscribed on a running asyncio event loop "
+                    "(inside a coroutine, e.g. under asyncio.run)"
+                )
+            )
+            return Disposable()
         stop = asyncio.Event()
-        task = asyncio.ensure_future(
+        task = loop.create_task(
             _run(
                 rows,
                 config,

@@ -262,8 +262,17 @@ class LocalGate:
         self._clock = clock
         self._lock: asyncio.Lock | None = None
         self._changed: asyncio.Event | None = None  # set when a grant is sent/released/corrected
-        #: seconds the head of the queue spent waiting (the run's rate-limit waits)
-        self.waited = 0.0
+        self._waited = 0.0  # waits that ended
+        self._waiting_since: float | None = None  # when the head's current wait began
+
+    @property
+    def waited(self) -> float:
+        """Seconds the head of the queue has spent waiting (the run's rate-limit waits), the
+        wait going on now included: a progress line shows a long wait while it lasts."""
+        since = self._waiting_since
+        if since is None:
+            return self._waited
+        return self._waited + max(self.now() - since, 0.0)
 
     def now(self) -> float:
         if self._clock is not None:
@@ -290,9 +299,13 @@ class LocalGate:
                     changed = self._changed = asyncio.Event()
                 changed.clear()
                 # until the wait is over, or the budget changed: then ask again
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(changed.wait(), None if math.isinf(wait) else wait)
-                self.waited += max(self.now() - start, 0.0)
+                self._waiting_since = start
+                try:
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(changed.wait(), None if math.isinf(wait) else wait)
+                finally:
+                    self._waiting_since = None
+                    self._waited += max(self.now() - start, 0.0)
 
     def _wake(self) -> None:
         if self._changed is not None:

@@ -9,8 +9,9 @@
   holds with the places in the line where a key can end, and only when those differ looks
   closer.
 * :func:`json_problem`: why a line is not JSON, in words a person can act on (a byte order mark,
-  bytes that are not UTF-8, a lone UTF-16 surrogate escape: JSON can spell ``"\\ud800"``, which
-  is no character, and the decoder's own words for it are ``Input data was truncated``).
+  bytes that are not UTF-8, a raw control character such as NUL, a lone UTF-16 surrogate
+  escape: JSON can spell ``"\\ud800"``, which is no character, and the decoder's own words for
+  it are ``Input data was truncated``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ BOM = b"\xef\xbb\xbf"
 # matches, and so can an escaped quote followed by a colon inside a string: the count is never
 # below the number of keys.
 _KEY_END = re.compile(rb'"[ \t\r\n]*:')
+# a control character JSON allows nowhere raw (tab, CR and LF are whitespace between tokens)
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f]")
 
 
 def too_long(raw: bytes, limit: int) -> str | None:
@@ -95,6 +98,10 @@ def json_problem(raw: bytes, detail: str) -> str:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         return f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+    control = _CONTROL.search(raw.rstrip(b"\r\n"))
+    if control is not None:
+        where = f"byte 0x{raw[control.start()]:02x} at column {control.start() + 1}"
+        return f"a raw control character ({where}); JSON writes it escaped, as \\u00XX"
     lone = _lone_surrogate(raw)
     if lone is not None:
         pair = f"\\u{lone:04x} without its pair"

@@ -32,6 +32,7 @@ from ._output import (
     OutputWriter,
     fingerprint,
     read_output,
+    refuse_special,
     repair_tail,
 )
 from ._runner import BatchConfig, RowOk, Runner, encode_result
@@ -187,29 +188,35 @@ class FileRun:
 
     def _prepare(self) -> None:
         output = self.output_path
-        self.state = state = read_output(output)
-        dropped = repair_tail(output, state)
-        if dropped:
-            self.notice(
-                f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
-                "its row runs again"
+        manifest = Manifest.load(output)
+        if manifest is None and not self.force and _holds_data(output):
+            # a run writes its manifest before its first line: without one, nothing says a run
+            # wrote this file (a one-line document without a final newline would look torn,
+            # and be truncated away); refused before it is even read
+            raise BatchOutputError(
+                f"{str(output)!r} holds data but no manifest "
+                f"({str(Manifest.path_for(output))!r}), so no batch run wrote it; use another "
+                "output, or --force to adopt it"
             )
+        self.state = state = read_output(output)
         config = self.config
         options = config.options()
         mark = fingerprint(config.provider, config.model, config.fallback, config.system, options)
-        manifest = Manifest.load(output)
         if manifest is not None and manifest.fingerprint != mark and not self.force:
             raise BatchOutputError(
                 f"{str(output)!r} was written by a run with other settings "
                 f"({_difference(manifest, config, options)}); use another output, or --force "
                 "to continue it with these settings"
             )
-        if manifest is None and state.last and not self.force:
-            raise BatchOutputError(
-                f"{str(output)!r} has lines but no manifest "
-                f"({str(Manifest.path_for(output))!r}); use --force to adopt it"
-            )
         self._scan()
+        # only now, with the file known to be a run's output (or adopted) and the input good,
+        # is a torn end cut
+        dropped = repair_tail(output, state)
+        if dropped:
+            self.notice(
+                f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
+                "its row runs again"
+            )
         self.run_number = (manifest.runs if manifest is not None else 0) + 1
         Manifest(
             fingerprint=mark,
@@ -360,9 +367,13 @@ class FileRun:
 
         def finished(future: asyncio.Future[Done]) -> None:
             line = running.pop(future, 0)
-            if future.cancelled() or self.fatal is not None:
+            if future.cancelled():
                 return
+            # every row's failure is looked at, the ones after the first too: one left unseen
+            # is printed by asyncio at exit, with a traceback
             error = future.exception()
+            if self.fatal is not None:
+                return
             if error is not None:
                 fail(error)
                 return
@@ -431,6 +442,13 @@ class FileRun:
                 self.lock.release()
 
 
+def _holds_data(path: Path) -> bool:
+    try:
+        return os.stat(path).st_size > 0
+    except OSError:  # missing (a new output), or unreadable: read_output says which
+        return False
+
+
 def _in_flight(backend: Backend, config: BatchConfig) -> int:
     return int(getattr(backend, "capacity", config.concurrency))
 
@@ -455,7 +473,7 @@ def _show(value: object) -> str:
 
 def check_paths(input_path: Path, output: Path) -> None:
     """A clear error up front for an output path no run can use: one naming no file, in a
-    directory that does not exist, a directory itself, or the input file.
+    directory that does not exist, a directory, a device or a pipe, or the input file.
 
     Raises:
         BatchOutputError: as above (a read-only place is found when it is written to).
@@ -467,8 +485,7 @@ def check_paths(input_path: Path, output: Path) -> None:
         raise BatchOutputError(
             f"cannot write {str(output)!r}: {str(directory)!r} is not a directory"
         )
-    if output.is_dir():
-        raise BatchOutputError(f"{str(output)!r} is a directory, not an output file")
+    refuse_special(output)  # a directory, a device, a pipe: before even the lock is made
     with contextlib.suppress(OSError):  # either missing: nothing to compare
         if os.path.samefile(input_path, output):
             raise BatchOutputError(

@@ -21,9 +21,10 @@ runner and the workers all call it. :func:`input_sha` is the sha256 of a row's c
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
-import shutil
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -44,9 +45,10 @@ __all__ = [
     "InputIndex",
     "decode_row",
     "input_sha",
+    "is_stream",
     "iter_lines",
     "scan_input",
-    "spool_stdin",
+    "spool_input",
 ]
 
 #: The request fields a row may set, beside its messages and system prompt.
@@ -183,17 +185,29 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
         messages, _ = _messages(obj["messages"], line, "messages", system_role=False)
     system = obj.get("system")
     model = obj.get("model")
+    model = None if model is None else _text(model, line, "model") or None
     key = (
         _key(obj["id"], line, "id")
         if "id" in obj
         else f"line-{line}-{hashlib.sha256(raw.strip()).hexdigest()[:16]}"
     )
+    options = _options(obj.get("options"), line, "options")
+    if options is not None and "model" in options:
+        # a RequestOptions field, but the runner sets each request's model from the row's:
+        # taken as the row's model rather than dropped
+        options = dict(options)
+        named = options.pop("model")
+        if named is not None:
+            if model is not None and named != model:
+                raise _fail(line, f"'model' and options.model differ ({model!r}, {named!r})")
+            model = named or None
+        options = options or None
     return BatchRow(
         key=key,
         messages=_check_turn(messages, line),
         system=None if system is None else _text(system, line, "system"),
-        model=None if model is None else _text(model, line, "model") or None,
-        options=_options(obj.get("options"), line, "options"),
+        model=model,
+        options=options,
     )
 
 
@@ -214,14 +228,77 @@ def _split_body(body: dict[str, Any], line: int, where: str, skip: frozenset[str
     return _options(options, line, where)
 
 
+#: the OpenAI Batch endpoints whose bodies are a chat: Chat Completions and Responses
+_CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions"})
+_RESPONSES_URLS = frozenset({"/v1/responses", "/responses"})
+
+
 def _openai(obj: dict[str, Any], line: int) -> BatchRow:
     body = obj.get("body")
     if not isinstance(body, dict):
         raise _fail(line, "an OpenAI Batch line needs a 'body' object")
     body = cast("dict[str, Any]", body)
+    method = obj.get("method", "POST")
+    if method != "POST":
+        raise _fail(line, f"method must be POST, got {method!r}")
+    url = obj.get("url")
+    if url is not None and not isinstance(url, str):
+        raise _fail(line, f"url must be a string, got {type(url).__name__}")
+    if url in _RESPONSES_URLS or (url is None and "input" in body and "messages" not in body):
+        return _openai_responses(obj, body, line)
+    if url is not None and url.split("?")[0] not in _CHAT_URLS:
+        raise _fail(
+            line,
+            f"an OpenAI Batch line for {url!r} is not a chat request (rxturn runs "
+            "/v1/chat/completions and /v1/responses lines)",
+        )
     messages, system = _messages(body.get("messages"), line, "body.messages", system_role=True)
     model = body.get("model")
     skip = frozenset({"model", "messages", "stream", "stream_options"})
+    return BatchRow(
+        key=_key(obj["custom_id"], line, "custom_id"),
+        messages=_check_turn(messages, line),
+        system=system,
+        model=None if model is None else _text(model, line, "body.model") or None,
+        options=_split_body(body, line, "body", skip),
+    )
+
+
+def _message_item(item: object) -> dict[str, Any] | None:
+    """A Responses input item ``{"type": "message", "role", "content"}`` as a plain message
+    (the explicit type is what a message of the other shapes lacks); ``None`` otherwise."""
+    if type(item) is not dict:
+        return None
+    entry = cast("dict[str, Any]", item)
+    if entry.get("type") != "message":
+        return None
+    return {k: v for k, v in entry.items() if k != "type"}
+
+
+def _openai_responses(obj: dict[str, Any], body: dict[str, Any], line: int) -> BatchRow:
+    """An OpenAI Batch line for the Responses API: ``input`` (a string, or message items) and
+    ``instructions`` (the system prompt)."""
+    raw_input = body.get("input")
+    if isinstance(raw_input, str):
+        if not raw_input.strip():
+            raise _fail(line, "body.input is empty")
+        messages: tuple[Message, ...] = (Message.user(raw_input),)
+        system = None
+    elif isinstance(raw_input, list) and raw_input:
+        items: list[object] = []
+        listed: list[object] = cast("list[object]", raw_input)
+        for item in listed:
+            entry = _message_item(item)
+            items.append(entry if entry is not None else item)
+        messages, system = _messages(items, line, "body.input", system_role=True)
+    else:
+        raise _fail(line, "a /v1/responses body needs 'input' (a string or a list of messages)")
+    instructions = body.get("instructions")
+    if instructions is not None:
+        text = _text(instructions, line, "body.instructions")
+        system = text if system is None else f"{text}\n\n{system}"
+    model = body.get("model")
+    skip = frozenset({"model", "input", "instructions", "stream", "stream_options"})
     return BatchRow(
         key=_key(obj["custom_id"], line, "custom_id"),
         messages=_check_turn(messages, line),
@@ -322,15 +399,21 @@ def scan_input(
     """Validate every line of ``path`` once, keeping keys and line numbers only.
 
     Args:
-        path: the input file.
+        path: the input file (``"-"``: stdin, read once).
         check: called with ``(key, decoded object, line)`` for each row (the resume check).
 
     Raises:
         BatchInputError: unreadable, not UTF-8 JSON, a duplicate key, a row of no known shape.
     """
     index = InputIndex()
+    stdin = os.fspath(path) == "-"
     try:
-        with open(path, "rb") as file:
+        opened = (
+            contextlib.nullcontext(cast("BinaryIO", sys.stdin.buffer))
+            if stdin
+            else open(path, "rb")  # noqa: SIM115 - closed by the with below
+        )
+        with opened as file:
             for line, raw in iter_lines(file):
                 try:
                     row, obj = parse_row(raw, line)
@@ -349,21 +432,47 @@ def scan_input(
                     check(row.key, obj, line)
                 index.lines = line
     except OSError as exc:
-        raise BatchInputError(f"cannot read {os.fspath(path)!r}: {exc.strerror or exc}") from None
+        where = "stdin" if stdin else repr(os.fspath(path))
+        raise BatchInputError(f"cannot read {where}: {exc.strerror or exc}") from None
     return index
 
 
-def spool_stdin(directory: str | None = None) -> Path:
-    """Copy all of stdin to a temporary file (the scan and the run each read it once)."""
+def spool_input(source: BinaryIO | None = None, directory: str | None = None) -> Path:
+    """Copy all of ``source`` (default: stdin) to a temporary file: the scan and the run each
+    read the input once, and a pipe can be read only once.
+
+    Copied line by line with the scan's bound on a line, so an endless line (``< /dev/zero``)
+    is refused at once instead of filling the disk.
+
+    Raises:
+        BatchInputError: a line longer than ``MAX_LINE_BYTES`` (nothing is left behind).
+        OSError: the temporary file cannot be written (nothing is left behind).
+    """
     handle, name = tempfile.mkstemp(prefix="rxturn-batch-", suffix=".jsonl", dir=directory)
     try:
         with os.fdopen(handle, "wb") as out:
-            source = sys.stdin.buffer if hasattr(sys.stdin, "buffer") else None
             if source is None:
+                source = cast("BinaryIO | None", getattr(sys.stdin, "buffer", None))
+            if source is None:  # a text-only stdin (replaced by a caller)
                 out.write(sys.stdin.read().encode())
             else:
-                shutil.copyfileobj(source, out, 1 << 20)
+                limit = MAX_LINE_BYTES
+                read = partial(source.readline, limit + 1)
+                for number, raw in enumerate(iter(read, b""), start=1):
+                    if len(raw) > limit and (problem := too_long(raw, limit)):
+                        raise _fail(number, problem)
+                    out.write(raw)
     except BaseException:  # a full disk, an interrupt: leave no temporary file behind
         Path(name).unlink(missing_ok=True)
         raise
     return Path(name)
+
+
+def is_stream(path: str | os.PathLike[str]) -> bool:
+    """Whether ``path`` names something that can be read only once (a pipe, ``/dev/stdin`` on
+    one, a device, a socket) rather than a regular file or a directory."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # missing or unreadable: the scan says so
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))

@@ -25,7 +25,9 @@ import contextlib
 import errno
 import hashlib
 import os
+import stat
 import time
+from functools import partial
 from pathlib import Path
 from typing import IO, Any, Literal
 
@@ -36,17 +38,23 @@ from ._errors import BatchInputError, BatchLockedError, BatchOutputError, BatchW
 __all__ = [
     "FSYNC_LINES",
     "FSYNC_SECONDS",
+    "MAX_OUTPUT_LINE",
     "Manifest",
     "OutputLock",
     "OutputState",
     "OutputWriter",
     "fingerprint",
     "read_output",
+    "refuse_special",
     "repair_tail",
 ]
 
 FSYNC_LINES = 256
 FSYNC_SECONDS = 1.0
+#: The longest line an output is read with: an output line is one row's reply (a few megabytes
+#: at most), so a longer one is no output line, and reading stops there (a foreign file of one
+#: huge line is never held whole).
+MAX_OUTPUT_LINE = 64 << 20
 
 
 class _Seen(msgspec.Struct, frozen=True):
@@ -83,6 +91,42 @@ class OutputState:
         return ok, len(self.last) - ok
 
 
+def refuse_special(path: Path, what: str = "the output") -> bool:
+    """Whether ``path`` exists; raises if it is there but is not a regular file.
+
+    An output is read back whole and appended to, so it must be a file: a device never ends
+    when read (``/dev/zero``, ``/dev/full``), and a pipe or a terminal (``/dev/stdout``) waits
+    for a writer; ``stat`` tells without opening it (opening a named pipe waits too).
+
+    Raises:
+        BatchOutputError: ``path`` is a directory, a device, a pipe or a socket.
+        BatchWriteError: ``path`` cannot be looked at (a permission, an I/O error).
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise BatchWriteError(f"cannot read {str(path)!r}: {_reason(exc)}") from None
+    if stat.S_ISDIR(mode):
+        if what == "the output":
+            raise BatchOutputError(f"{str(path)!r} is a directory, not an output file")
+        raise BatchOutputError(f"{what} {str(path)!r} is a directory, not a file")
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a named pipe"
+            if stat.S_ISFIFO(mode)
+            else "a socket"
+            if stat.S_ISSOCK(mode)
+            else "a device"
+        )
+        raise BatchOutputError(
+            f"{what} {str(path)!r} is {kind}, not a regular file (it is the checkpoint, read "
+            "back and appended to): name a file"
+        )
+    return True
+
+
 def read_output(path: Path) -> OutputState:
     """Read ``path`` (a missing file is an empty output).
 
@@ -95,6 +139,8 @@ def read_output(path: Path) -> OutputState:
         BatchWriteError: the file cannot be read.
     """
     state = OutputState()
+    if not refuse_special(path):
+        return state
     try:
         file = open(path, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
@@ -106,11 +152,21 @@ def read_output(path: Path) -> OutputState:
     with file:
         offset = 0
         pending_error: str | None = None
-        for number, raw in enumerate(file, start=1):
+        read = partial(file.readline, MAX_OUTPUT_LINE + 1)
+        for number, raw in enumerate(iter(read, b""), start=1):
             if pending_error is not None:  # a bad line that turned out not to be the last
                 raise BatchOutputError(pending_error)
             length = len(raw)
             if not raw.endswith(b"\n"):
+                if length > MAX_OUTPUT_LINE:
+                    rest = _newline_after(file)  # the line goes on: how far, without keeping it
+                    if rest is not None:
+                        raise BatchOutputError(
+                            f"{str(path)!r} line {number} is longer than "
+                            f"{MAX_OUTPUT_LINE >> 20} MiB: not an rxturn batch output line "
+                            "(remove it, or write to another output)"
+                        )
+                    length = os.fstat(file.fileno()).st_size - offset
                 offset += length
                 break  # torn tail: no newline
             try:
@@ -130,6 +186,19 @@ def read_output(path: Path) -> OutputState:
             state.good_size = offset
         state.size = offset
     return state
+
+
+def _newline_after(file: IO[bytes]) -> int | None:
+    """The offset of the next newline in ``file`` from where it is, read in chunks (``None``:
+    none before the end)."""
+    while True:
+        where = file.tell()
+        chunk = file.read(1 << 20)
+        if not chunk:
+            return None
+        found = chunk.find(b"\n")
+        if found >= 0:
+            return where + found
 
 
 def repair_tail(path: Path, state: OutputState) -> int:
@@ -199,6 +268,8 @@ class Manifest(msgspec.Struct, kw_only=True):
     @classmethod
     def load(cls, output: Path) -> Manifest | None:
         path = cls.path_for(output)
+        if not refuse_special(path, "the manifest"):
+            return None
         try:
             data = path.read_bytes()
         except FileNotFoundError:

@@ -32,17 +32,24 @@ class ProgressReport(msgspec.Struct, frozen=True):
     eta_s: float | None
 
 
-def snapshot(tally: Tally, start_done: int, waiting: float) -> ProgressReport:
+def snapshot(
+    tally: Tally, start_done: int, waiting: float, *, rpm: int | None = None
+) -> ProgressReport:
+    """The progress now. ``rpm``: the run's request budget, under which no pace can hold
+    (a first burst fits in the window, then rows go ``rpm`` a minute): the ETA's rate is
+    never above it."""
     elapsed = max(time.monotonic() - tally.started, 1e-9)
     rows = tally.done - start_done
     rate = rows / elapsed
     left = tally.total - tally.done
+    if rpm is not None and rate > 0:
+        rate = min(rate, rpm / 60.0)
     return ProgressReport(
         done=tally.done,
         total=tally.total,
         ok=tally.ok,
         error=tally.error,
-        rows_per_s=round(rate, 2),
+        rows_per_s=round(rows / elapsed, 2),
         tokens_per_s=round((tally.input_tokens + tally.output_tokens) / elapsed, 1),
         waiting_s=round(waiting, 2),
         eta_s=round(left / rate, 1) if rate > 0 else (0.0 if left == 0 else None),
@@ -59,7 +66,9 @@ class Reporter:
         stream: TextIO,
         waiting: Callable[[], float] = lambda: 0.0,
         interval: float = 1.0,
+        rpm: int | None = None,
     ) -> None:
+        self.rpm = rpm
         self.mode = mode
         self.tally = tally
         self.stream = stream
@@ -75,19 +84,33 @@ class Reporter:
         if self.mode == "bar":
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(
-                total=self.tally.total,
-                initial=self.tally.done,
-                unit="row",
-                file=self.stream,
-                dynamic_ncols=True,
-                smoothing=0.1,
-            )
+            try:  # the bar draws itself at once
+                self._bar = tqdm(
+                    total=self.tally.total,
+                    initial=self.tally.done,
+                    unit="row",
+                    file=self.stream,
+                    dynamic_ncols=True,
+                    smoothing=0.1,
+                )
+            except (OSError, ValueError):  # stderr's reader is gone already
+                self.mode = "none"
+                return
             self.interval = min(self.interval, 0.25)
         self._task = asyncio.ensure_future(self._loop())
 
     def _emit(self) -> None:
-        report = snapshot(self.tally, self.start_done, self.waiting())
+        try:
+            self._show()
+        except (OSError, ValueError):  # stderr's reader went away: the run goes on unseen
+            self.mode = "none"
+            if self._task is not None and self._task is not asyncio.current_task():
+                self._task.cancel()
+            self._task = None
+            self._bar = None
+
+    def _show(self) -> None:
+        report = snapshot(self.tally, self.start_done, self.waiting(), rpm=self.rpm)
         if self._bar is not None:
             bar = self._bar
             bar.n = report.done
@@ -102,7 +125,7 @@ class Reporter:
             self.stream.flush()
 
     async def _loop(self) -> None:
-        while True:
+        while self.mode != "none":
             await asyncio.sleep(self.interval)
             self._emit()
 
@@ -110,8 +133,8 @@ class Reporter:
         if self._task is not None:
             self._task.cancel()
             self._task = None
-            with contextlib.suppress(OSError, ValueError):  # stderr went away
-                self._emit()
+            self._emit()
         if self._bar is not None:
-            self._bar.close()
+            with contextlib.suppress(OSError, ValueError):  # stderr went away
+                self._bar.close()
             self._bar = None

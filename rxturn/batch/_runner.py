@@ -33,7 +33,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -64,6 +64,8 @@ __all__ = [
     "RowOk",
     "RowResult",
     "Runner",
+    "drive",
+    "drive_async",
     "encode_result",
 ]
 
@@ -618,4 +620,41 @@ async def drive(
         future = start(job)
         running.add(future)
         future.add_done_callback(finished)
+    return list(running)
+
+
+async def drive_async(
+    jobs: AsyncIterable[Any],
+    start: Callable[[Any], asyncio.Future[Any]],
+    *,
+    limit: int,
+    stop: asyncio.Event | None = None,
+) -> list[asyncio.Future[Any]]:
+    """:func:`drive` over an async iterable (closed when the run stops taking jobs early)."""
+    places = asyncio.Semaphore(limit)
+    running: set[asyncio.Future[Any]] = set()
+
+    def finished(future: asyncio.Future[Any]) -> None:
+        running.discard(future)
+        places.release()
+
+    iterator = aiter(jobs)
+    try:
+        while True:
+            await places.acquire()
+            if stop is not None and stop.is_set():
+                places.release()
+                break
+            try:
+                job = await anext(iterator)
+            except StopAsyncIteration:
+                places.release()
+                break
+            future = start(job)
+            running.add(future)
+            future.add_done_callback(finished)
+    finally:
+        close = getattr(iterator, "aclose", None)
+        if close is not None:
+            await close()
     return list(running)

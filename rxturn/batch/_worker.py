@@ -127,11 +127,16 @@ async def _main() -> None:
         return
     setup = decode_message(lines[0])
     assert setup.config is not None
-    api_key = os.environ.get(setup.key_env) if setup.key_env else None
+    api_key = (os.environ.get(setup.key_env) or "").strip() or None if setup.key_env else None
     limited = setup.config.rpm is not None or setup.config.tpm is not None
     gate = RemoteGate(send, limited=limited)
     tasks: set[asyncio.Future[None]] = set()
-    async with Runner(setup.config, api_key=api_key, gate=gate) as runner:
+    try:
+        runner = Runner(setup.config, api_key=api_key, gate=gate)
+    except Exception as exc:  # no row can run here: the parent ends the run with this, once
+        send(Message(t="fatal", raw=str(exc), error=type(exc).__name__))
+        return
+    async with runner:
 
         async def one(number: int, raw: bytes) -> None:
             try:
@@ -171,8 +176,12 @@ async def _main() -> None:
 
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    with contextlib.suppress(BrokenPipeError):  # the parent went away
-        asyncio.run(_main())
+    try:
+        with contextlib.suppress(BrokenPipeError):  # the parent went away
+            asyncio.run(_main())
+    except Exception as exc:  # a bug: one line (the parent runs this worker's rows elsewhere)
+        sys.stderr.write(f"rxturn batch: worker {os.getpid()}: {type(exc).__name__}: {exc}\n")
+        sys.exit(1)
 
 
 if __name__ == "__main__":

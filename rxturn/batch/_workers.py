@@ -17,7 +17,8 @@ every other message is one msgspec-encoded :class:`Message` JSON object:
   wanted: its attempt gave up; a grant already made for it is given back), ``restamp`` (the
   granted request has been sent), ``release`` (the granted request will not be sent),
   ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``failed`` (a row the
-  worker could not run at all).
+  worker could not run at all), ``fatal`` (the worker could not set up: its client refused
+  the settings; the run ends with that error and no worker is restarted).
 
 Both sides read their pipe in chunks and split the lines themselves (one wake-up per chunk,
 not one per line; a partial line at the end of a pipe, left by a process killed mid-write, is
@@ -48,6 +49,7 @@ from typing import Any
 
 import msgspec
 
+from ..errors import ConfigError
 from ._budget import Budget, LocalGate
 from ._errors import BatchError
 from ._file import Done
@@ -81,6 +83,7 @@ class Message(msgspec.Struct, frozen=True, omit_defaults=True):
     config: BatchConfig | None = None
     run: int = 0
     key_env: str = ""
+    error: str = ""  # fatal: the error's class name (``raw`` holds its message)
 
 
 _encoder = msgspec.json.Encoder()
@@ -216,6 +219,8 @@ class WorkerPool:
         self.workers: list[_Worker] = []
         self.respawns = 0
         self.closing = False
+        #: what stopped a worker from setting up (then no worker is started again)
+        self.fatal: BatchError | ConfigError | None = None
         self._tasks: set[asyncio.Future[Any]] = set()
 
     async def _spawn(self) -> _Worker:
@@ -251,6 +256,8 @@ class WorkerPool:
         for worker in self.workers:
             if worker.alive and (best is None or len(worker.inflight) < fewest):
                 best, fewest = worker, len(worker.inflight)
+        if self.fatal is not None:
+            raise self.fatal
         if best is None:
             raise BatchError("every batch worker process has died; re-run to continue")
         return best
@@ -306,6 +313,8 @@ class WorkerPool:
                 entry[0].set_exception(
                     BatchError(f"a worker failed on line {message.n}: {message.raw}")
                 )
+        elif kind == "fatal":
+            self._fatal(message)
         elif kind == "acquire":
             worker.asking[message.n] = self._spawn_later(
                 self._grant(worker, message.n, message.tokens)
@@ -330,6 +339,23 @@ class WorkerPool:
             self.gate.pause(message.seconds)
             for other in self.workers:
                 other.send(Message(t="pause", seconds=message.seconds))
+
+    def _fatal(self, message: Message) -> None:
+        """A worker could not set up (its client refused the settings): no worker can, so the
+        run ends with that error, once; nothing is restarted."""
+        if self.fatal is not None:
+            return
+        error: BatchError | ConfigError = (
+            ConfigError(message.raw)
+            if message.error == "ConfigError"
+            else BatchError(f"a worker could not start: {message.error}: {message.raw}")
+        )
+        self.fatal = error
+        for worker in self.workers:
+            for future, _ in worker.inflight.values():
+                if not future.done():
+                    future.set_exception(error)
+            worker.inflight.clear()
 
     def _release(self, worker: _Worker, request: int) -> None:
         ticket = worker.tickets.pop(request, None)
@@ -359,7 +385,7 @@ class WorkerPool:
             # its request may have left before the worker died: counted as sent now
             self.gate.restamp(ticket)
         worker.tickets.clear()
-        if self.closing:
+        if self.closing or self.fatal is not None:
             return
         with contextlib.suppress(ProcessLookupError):
             await worker.process.wait()

@@ -140,16 +140,37 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def _fail(message: str, code: int = 2) -> int:
-    from ._console import one_line, write
+    from ._console import one_line
 
-    write(sys.stderr, f"rxturn batch: error: {one_line(message, 500)}\n")
+    _to_stderr(f"rxturn batch: error: {one_line(message, 500)}\n")
     return code
 
 
 def _notice(text: str) -> None:
-    from ._console import write
+    _to_stderr(f"rxturn batch: {text}\n")
 
-    write(sys.stderr, f"rxturn batch: {text}\n")
+
+def _to_stderr(text: str) -> None:
+    """Write a line to stderr. Its reader going away (``2>&1 | head -1``) changes nothing of
+    the run or of its exit code (the output file says how it went, not stderr): the stream
+    is pointed at ``/dev/null`` and the command goes on."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        mute_stderr()
+
+
+def mute_stderr() -> None:
+    """Point stderr's descriptor at ``/dev/null`` (its reader is gone)."""
+    import contextlib
+
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, sys.stderr.fileno())
+        finally:
+            os.close(devnull)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -173,20 +194,22 @@ def _run(args: argparse.Namespace) -> int:
 
 
 def _exit_code(exc: BaseException) -> int:
-    """2 for what the input or the output holds (nothing was sent), 1 for the rest."""
+    """2 for what the input, the output or the settings hold (nothing was sent), 1 for the
+    rest."""
     from rxturn.batch import BatchInputError, BatchOutputError, BatchWriteError
+    from rxturn.errors import ConfigError
 
     if isinstance(exc, BatchWriteError):
         return 1
-    return 2 if isinstance(exc, BatchInputError | BatchOutputError) else 1
+    return 2 if isinstance(exc, BatchInputError | BatchOutputError | ConfigError) else 1
 
 
 def _run_command(args: argparse.Namespace) -> int:
     from rxturn.batch import BatchConfig, BatchError, FileRun
-    from rxturn.errors import ConfigError
+    from rxturn.errors import ConfigError, RxturnError
 
     variable = _KEY_VARIABLES.get(args.provider)
-    key = os.environ.get(variable) if variable else None
+    key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:
         return _fail(f"{variable} is not set (needed for the {args.provider} API)")
     if args.ray is not None and args.workers != 1:
@@ -204,19 +227,39 @@ def _run_command(args: argparse.Namespace) -> int:
             rpm=args.rpm,
             tpm=args.tpm,
         ).check()
+        if key is not None and any(ch.isspace() or ord(ch) < 32 for ch in key):
+            # said here, naming the variable, before anything starts (never echoing the value)
+            raise ConfigError(f"{variable} holds whitespace or control characters")
+        # the client every worker builds, built once here: what it refuses is refused before
+        # the output is touched (it opens nothing until it sends)
+        from rxturn.clients._factory import client_for
+
+        settings = {"base_url": args.base_url} if args.base_url is not None else {}
+        client_for(config.provider, config.model, key, **settings)
     except ConfigError as exc:
         return _fail(str(exc))
-    spooled: Path | None = None
-    if args.input == "-":
-        from rxturn.batch._input import spool_stdin
+    if args.ray is not None:
+        from rxturn.ray._backend import check_address
 
         try:
-            spooled = spool_stdin()
+            check_address(args.ray)  # before the output is touched
+        except RxturnError as exc:
+            return _fail(str(exc), _exit_code(exc))
+    spooled: Path | None = None
+    from rxturn.batch._input import is_stream
+
+    if args.input == "-" or is_stream(args.input):
+        # read twice (the scan, then the run): what can be read once is copied first
+        try:
+            spooled = _spool(args.input)
+        except BatchError as exc:
+            return _fail(str(exc), _exit_code(exc))
         except OSError as exc:
             import tempfile
 
+            source = "stdin" if args.input == "-" else repr(args.input)
             return _fail(
-                f"cannot copy stdin to a temporary file in {tempfile.gettempdir()!r} "
+                f"cannot copy {source} to a temporary file in {tempfile.gettempdir()!r} "
                 f"({exc.strerror or exc}); set TMPDIR to a place with room, or pass a file",
                 1,
             )
@@ -249,6 +292,26 @@ def _run_command(args: argparse.Namespace) -> int:
     finally:
         if spooled is not None:
             spooled.unlink(missing_ok=True)
+
+
+def _spool(name: str) -> Path:
+    """``name`` (``-``: stdin; a pipe, a device) copied to a temporary file.
+
+    Raises:
+        BatchInputError: a line longer than a row can be.
+        OSError: the copy cannot be made (the source cannot be opened, the disk is full).
+    """
+    from rxturn.batch import BatchInputError
+    from rxturn.batch._input import spool_input
+
+    if name == "-":
+        return spool_input()
+    try:
+        source = open(name, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise BatchInputError(f"cannot read {name!r}: {exc.strerror or exc}") from None
+    with source:
+        return spool_input(source)
 
 
 def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
@@ -304,7 +367,13 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     backend = _backend(args, file_run, key)
-    reporter = Reporter(mode, file_run.tally, sys.stderr, waiting=lambda: backend.gate.waited)
+    reporter = Reporter(
+        mode,
+        file_run.tally,
+        sys.stderr,
+        waiting=lambda: backend.gate.waited,
+        rpm=file_run.config.rpm,
+    )
     reporter.start()
     try:
         return await file_run.run(backend, stop)

@@ -7,17 +7,51 @@ import os
 import uuid
 from typing import Any
 
+from ..batch._errors import BatchError
 from ..batch._file import Done, run_line
 from ..batch._runner import BatchConfig, Runner
+from ..errors import ConfigError
 from ._budget import RayGate, budget_actor, ray_module
 
-__all__ = ["RayBackend", "RowActor"]
+__all__ = ["RayBackend", "RowActor", "check_address"]
+
+#: seconds a look at a Ray address may take (Ray's own client retries for minutes)
+_REACH_TIMEOUT = 5.0
 
 _KEY_ENV = {
     "anthropic": "ANTHROPIC_API_KEY",
     "openai": "OPENAI_API_KEY",
     "openai-responses": "OPENAI_API_KEY",
 }
+
+
+def check_address(address: str) -> None:
+    """A clear error now for a Ray address with nothing listening there (``auto``: the one in
+    ``RAY_ADDRESS``, if set); Ray itself would retry for minutes, printing a warning every few
+    seconds. Imports nothing of Ray.
+
+    Raises:
+        ConfigError: ``address`` is not ``auto``, ``HOST:PORT`` or ``ray://HOST:PORT``.
+        BatchError: nothing answers at that address.
+    """
+    import socket
+
+    shown = address
+    if address == "auto":
+        address = os.environ.get("RAY_ADDRESS", "").strip()
+        if not address or address == "auto":
+            return  # the local cluster, found (or started) by Ray itself
+        shown = f"{address} (RAY_ADDRESS)"
+    rest = address.removeprefix("ray://")
+    host, colon, port_text = rest.rpartition(":")
+    if not colon or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+        raise ConfigError(f"--ray takes auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port_text)), _REACH_TIMEOUT):
+            pass
+    except OSError as exc:
+        reason = "timed out" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
+        raise BatchError(f"cannot reach the Ray cluster at {shown!r} ({reason})") from None
 
 
 class RowActor:
@@ -32,7 +66,7 @@ class RowActor:
 
     async def run_line(self, number: int, raw: bytes) -> Done:
         if self.runner is None:
-            api_key = os.environ.get(self.key_env) if self.key_env else None
+            api_key = (os.environ.get(self.key_env) or "").strip() or None if self.key_env else None
             gate = RayGate(self.budget) if self.budget is not None else None
             self.runner = Runner(self.config, api_key=api_key, gate=gate)
         return await run_line(self.runner, number, raw, self.run)
@@ -73,13 +107,19 @@ class RayBackend:
                 "log_to_driver": False,
                 "logging_level": "ERROR",
             }
-            if self.address == "auto":
-                try:
-                    ray.init(address="auto", **kwargs)
-                except ConnectionError:  # no cluster running: start a local one
-                    ray.init(**kwargs)
-            else:
-                ray.init(address=self.address, **kwargs)
+            try:
+                if self.address == "auto":
+                    try:
+                        ray.init(address="auto", **kwargs)
+                    except ConnectionError:  # no cluster running: start a local one
+                        ray.init(**kwargs)
+                else:
+                    ray.init(address=self.address, **kwargs)
+            except Exception as exc:  # Ray's own errors: one line, not a traceback
+                raise BatchError(
+                    f"cannot start on the Ray cluster at {self.address!r}: "
+                    f"{type(exc).__name__}: {exc}"
+                ) from None
             self._started_ray = True
         count = self.actors_wanted or max(1, int(ray.cluster_resources().get("CPU", 1)))
         config = self.config

@@ -13,6 +13,7 @@ from ..batch._budget import Budget, Gate, LocalGate
 from ..batch._errors import BatchInputError
 from ..batch._input import decode_row, input_sha
 from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
+from ..errors import ConfigError
 from ._budget import DEFAULT_NAME, RayGate, budget_actor
 
 __all__ = ["COLUMNS", "TurnUDF"]
@@ -30,6 +31,9 @@ COLUMNS = (
     "error_type",
     "error_message",
 )
+
+#: the input columns a row is made of (the native row's fields); others are not read
+_ROW_COLUMNS = frozenset({"id", "prompt", "messages", "system", "model", "options"})
 
 _KEY_ENV = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -69,8 +73,9 @@ class TurnUDF:
         budget_name: the budget actor's name (one per run).
 
     Input columns: ``id`` and ``prompt``, or ``id`` and ``messages`` (Message JSON); optional
-    ``system`` and ``model``. A row that is malformed or whose turn fails comes back with
-    ``status`` ``"error"`` and its ``error_type`` / ``error_message``.
+    ``system``, ``model`` and ``options``; other columns are not read. A row that is malformed
+    or whose turn fails comes back with ``status`` ``"error"`` and its ``error_type`` /
+    ``error_message``.
     """
 
     def __init__(
@@ -98,7 +103,7 @@ class TurnUDF:
             tpm=tpm,
         ).check()
         if api_key is None and provider in _KEY_ENV:
-            api_key = os.environ.get(_KEY_ENV[provider])
+            api_key = (os.environ.get(_KEY_ENV[provider]) or "").strip() or None
         self._gate: Gate | None = (
             RayGate(budget_actor(budget_name, rpm=rpm, tpm=tpm))
             if rpm is not None or tpm is not None
@@ -134,9 +139,20 @@ class TurnUDF:
         )
 
     def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, list[object]]:
-        """One batch (columns) in, one row of results per input row out, in order."""
-        names = list(batch)
-        size = len(batch[names[0]]) if names else 0
+        """One batch (columns) in, one row of results per input row out, in order.
+
+        Only the row's columns are read (``id``, ``prompt``, ``messages``, ``system``,
+        ``model``, ``options``): a dataset's other columns are left alone.
+
+        Raises:
+            ConfigError: the batch's columns differ in length.
+        """
+        names = [name for name in batch if name in _ROW_COLUMNS]
+        sizes = {name: len(batch[name]) for name in batch}
+        if len(set(sizes.values())) > 1:
+            shown = ", ".join(f"{name}: {size}" for name, size in sizes.items())
+            raise ConfigError(f"TurnUDF: a batch with columns of different lengths ({shown})")
+        size = next(iter(sizes.values()), 0)
         items: list[dict[str, object]] = []
         for i in range(size):
             item: dict[str, object] = {}
@@ -159,6 +175,8 @@ class TurnUDF:
             self._call(self._runner.aclose())
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
+        if not self._loop.is_running() and not self._loop.is_closed():
+            self._loop.close()  # its selector's sockets too (a ResourceWarning otherwise)
 
 
 def _append(columns: dict[str, list[object]], key: str, result: object) -> None:

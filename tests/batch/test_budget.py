@@ -280,3 +280,22 @@ def test_bad_limits_are_config_errors(kwargs: dict[str, float]) -> None:
 def test_a_window_must_be_finite_positive_seconds(window: Any) -> None:
     with pytest.raises(ConfigError, match="window must be a positive number of seconds"):
         Budget(rpm=1, window=window)
+
+
+async def test_the_wait_in_progress_counts_in_waited_before_it_ends() -> None:
+    """The progress line reads ``waited`` every second: a wait for budget that lasts minutes
+    (``--rpm 2``) must show while it lasts, not only once it is over."""
+    now = [100.0]
+    gate = LocalGate(Budget(rpm=1, window=3600.0), clock=lambda: now[0])
+    first = await gate.acquire(1)
+    waiter = asyncio.ensure_future(gate.acquire(1))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert gate.waited == 0.0
+    now[0] += 7.5  # the virtual clock: the waiter has been waiting 7.5 s
+    assert gate.waited == pytest.approx(7.5)
+    gate.release(first)
+    await asyncio.wait_for(waiter, 5.0)
+    assert gate.waited == pytest.approx(7.5)  # counted once, not again when it ends
+    now[0] += 10.0
+    assert gate.waited == pytest.approx(7.5)  # nobody waits now

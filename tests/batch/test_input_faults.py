@@ -191,3 +191,21 @@ async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(
     with pytest.raises(ConfigError) as caught:
         await run_batch([{"id": "a", "prompt": "x"}], config)
     assert words in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("raw", "words"),
+    [
+        (b'{"id": "b", "prompt": "a\x00b"}', "byte 0x00 at column 25"),
+        (b'{"id": "b", "prompt": "tab\x1bseq"}', "byte 0x1b at column 27"),
+        (b'{"id": "b",\x0c"prompt": "x"}', "byte 0x0c at column 12"),
+    ],
+    ids=["NUL in a string", "ESC in a string", "form feed between fields"],
+)
+def test_a_raw_control_character_is_named_with_its_column(
+    tmp_path: Path, raw: bytes, words: str
+) -> None:
+    error = _scan_error(tmp_path, GOOD.encode() + raw + b"\r\n")
+    assert str(error) == (
+        f"line 2: a raw control character ({words}); JSON writes it escaped, as \\u00XX"
+    )

@@ -1,0 +1,175 @@
+"""The Python API as a hurried user calls it: an ``async def`` callback, an async generator of
+rows, a callback or a gate that is not one, an Observable subscribed with no event loop
+running. Each either works as one would expect or is a typed error before any request."""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import re
+import warnings
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from rxturn.batch import BatchConfig, BatchInputError, RowOk, RowResult, batch_results, run_batch
+from rxturn.errors import ConfigError
+from rxturn.testing import FakeProvider
+
+from ._support import prompts
+
+SCENARIO = {"models": {"*": [{"text": "an answer"}]}}
+
+
+def _config(url: str, **kwargs: Any) -> BatchConfig:
+    return BatchConfig(provider="anthropic", model="m", base_url=url, **kwargs)
+
+
+async def test_an_async_callback_is_awaited_for_every_row() -> None:
+    seen: list[str] = []
+
+    async def store(result: RowResult) -> None:
+        await asyncio.sleep(0)  # an await before the result is kept, as a database write has
+        seen.append(result.id)
+
+    async with FakeProvider(SCENARIO) as fake:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "coroutine ... was never awaited" fails the test
+            summary = await asyncio.wait_for(
+                run_batch(prompts(12), _config(fake.base_url, concurrency=4), on_result=store), 30
+            )
+            gc.collect()
+    assert summary.ok == 12
+    assert sorted(seen) == sorted(f"r{i}" for i in range(12))
+
+
+async def test_an_async_callback_that_raises_stops_the_run_and_is_raised() -> None:
+    async def refuse(result: RowResult) -> None:
+        await asyncio.sleep(0)
+        raise LookupError(f"cannot store {result.id}")
+
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(LookupError, match="cannot store r"):
+            await asyncio.wait_for(
+                run_batch(prompts(6), _config(fake.base_url), on_result=refuse), 30
+            )
+
+
+async def test_an_async_generator_of_rows_is_read_lazily() -> None:
+    pulled = 0
+
+    async def rows() -> AsyncIterator[dict[str, Any]]:
+        nonlocal pulled
+        for row in prompts(30):
+            pulled += 1
+            await asyncio.sleep(0)
+            yield row
+
+    seen: list[RowResult] = []
+    async with FakeProvider(SCENARIO) as fake:
+        summary = await asyncio.wait_for(
+            run_batch(rows(), _config(fake.base_url, concurrency=3), on_result=seen.append), 30
+        )
+    assert (summary.total, summary.ok) == (30, 30)
+    assert pulled == 30
+    assert sorted(r.id for r in seen) == sorted(f"r{i}" for i in range(30))
+
+
+async def test_an_async_generator_feeds_the_observable_too() -> None:
+    async def rows() -> AsyncIterator[dict[str, Any]]:
+        for row in prompts(5):
+            yield row
+
+    async with FakeProvider(SCENARIO) as fake:
+        done: asyncio.Future[list[RowResult]] = asyncio.get_running_loop().create_future()
+        collected: list[RowResult] = []
+        batch_results(rows(), _config(fake.base_url)).subscribe(
+            on_next=collected.append,
+            on_error=done.set_exception,
+            on_completed=lambda: done.set_result(collected),
+        )
+        results = await asyncio.wait_for(done, 30)
+    assert sorted(r.id for r in results if isinstance(r, RowOk)) == [f"r{i}" for i in range(5)]
+
+
+async def test_a_bad_row_from_an_async_generator_is_a_typed_error_naming_it() -> None:
+    async def rows() -> AsyncIterator[object]:
+        yield {"id": "a", "prompt": "x"}
+        yield ["not", "a", "row"]
+
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(BatchInputError, match=r"^row 2: expected a mapping"):
+            await asyncio.wait_for(run_batch(rows(), _config(fake.base_url)), 30)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"on_result": 5}, "on_result must be a callable taking each RowResult, got int"),
+        (
+            {"gate": "budget"},
+            "gate must be a Gate (acquire, correct, restamp, release, pause), got str",
+        ),
+    ],
+)
+async def test_a_callback_or_a_gate_that_is_not_one_is_refused_before_any_request(
+    arguments: dict[str, Any], words: str
+) -> None:
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(ConfigError, match=re.escape(words)):
+            await asyncio.wait_for(run_batch(prompts(3), _config(fake.base_url), **arguments), 30)
+        assert fake.requests == []
+
+
+async def test_the_observable_refuses_a_gate_that_is_not_one_through_on_error() -> None:
+    errors: list[Exception] = []
+    batch_results(prompts(2), _config("http://127.0.0.1:9"), gate=object()).subscribe(  # pyright: ignore[reportArgumentType]
+        on_error=errors.append
+    )
+    await asyncio.sleep(0.05)
+    assert [type(e) for e in errors] == [ConfigError]
+
+
+def test_subscribing_with_no_event_loop_running_is_a_config_error_not_silence() -> None:
+    errors: list[Exception] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine or a task left behind fails the test
+        batch_results(prompts(2), _config("http://127.0.0.1:9")).subscribe(
+            on_next=lambda _: None, on_error=errors.append
+        )
+        gc.collect()
+    assert len(errors) == 1
+    assert isinstance(errors[0], ConfigError)
+    assert "running asyncio event loop" in str(errors[0])
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_rows_in_flight_when_the_iterable_raises_are_delivered_before_the_error(
+    kind: str,
+) -> None:
+    """Their requests were sent (and billed): their results reach ``on_result``, then the
+    iterable's own exception is raised."""
+
+    def rows() -> Iterator[dict[str, Any]]:
+        yield from prompts(3)
+        raise ValueError("the source broke")
+
+    async def arows() -> AsyncIterator[dict[str, Any]]:
+        for row in prompts(3):
+            yield row
+        raise ValueError("the source broke")
+
+    seen: list[RowResult] = []
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(ValueError, match="the source broke"):
+            await asyncio.wait_for(
+                run_batch(
+                    rows() if kind == "sync" else arows(),
+                    _config(fake.base_url, concurrency=5),
+                    on_result=seen.append,
+                ),
+                30,
+            )
+    assert sorted(r.id for r in seen) == ["r0", "r1", "r2"]
+    assert all(isinstance(r, RowOk) for r in seen)
