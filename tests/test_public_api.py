@@ -15,7 +15,7 @@ import rxturn
 
 
 def test_all_is_sorted_and_resolves() -> None:
-    names = rxturn.__all__
+    names: object = vars(rxturn)["__all__"]  # set at run time only
     assert isinstance(names, list)
     assert names == sorted(names)
     for name in names:
@@ -24,7 +24,10 @@ def test_all_is_sorted_and_resolves() -> None:
 
 def test_unknown_name_is_an_attribute_error() -> None:
     try:
-        rxturn.does_not_exist  # noqa: B018
+        # the ignore is needed: a name that is not public is an error for type checkers too
+        # (the lazy __getattr__ is hidden from them); were it visible, the ignore would be
+        # unneeded, which the type check reports
+        rxturn.does_not_exist  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
     except AttributeError as exc:
         assert "does_not_exist" in str(exc)
     else:  # pragma: no cover
@@ -179,4 +182,18 @@ def test_the_operators_facade_exports_through_the_same_lazy_table() -> None:
     exec("from rxturn.operators import *", namespace)
     assert set(namespace) - {"__builtins__"} == set(facade.__all__)
     with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        facade.nothing  # noqa: B018
+        facade.nothing  # noqa: B018  # pyright: ignore[reportAttributeAccessIssue]
+
+
+def test_a_name_that_is_not_public_fails_the_import_and_the_type_check() -> None:
+    # for type checkers the packages have no module __getattr__: the ignores below are
+    # needed (an unneeded ignore fails the type check), so a misspelt or private name is
+    # reported where it is imported rather than typed as ``object``
+    with pytest.raises(ImportError):
+        from rxturn import TurnStream  # noqa: F401  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(ImportError):
+        from rxturn.clients import AnthropicDecoder  # noqa: F401  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(ImportError):
+        from rxturn.transport import aiohttp_session  # noqa: F401  # pyright: ignore[reportAttributeAccessIssue]
+    with pytest.raises(ImportError):
+        from rxturn.operators import ladder  # noqa: F401  # pyright: ignore[reportAttributeAccessIssue]

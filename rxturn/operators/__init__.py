@@ -103,7 +103,8 @@ def _check_seconds(where: str, name: str, value: Any, *, allow_zero: bool = Fals
         raise ConfigError(f"{where}: {name} {problem} (or None for no limit)")
 
 
-__getattr__, __dir__ = lazy_exports(globals(), _HOMES)
+if not TYPE_CHECKING:  # a name that is not public is then an error for type checkers too
+    __getattr__, __dir__ = lazy_exports(globals(), _HOMES)
 
 
 def attempt_guard(

@@ -25,4 +25,5 @@ _HOMES: dict[str, str] = {
 
 if not TYPE_CHECKING:  # type checkers take the public names from the imports above
     __all__ = sorted(_HOMES)
-__getattr__, __dir__ = lazy_exports(globals(), _HOMES)
+    # hidden from type checkers too: a name that is not public is then an error there
+    __getattr__, __dir__ = lazy_exports(globals(), _HOMES)
