@@ -122,24 +122,56 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-#: A wire's mapping as a table to walk: (``Usage`` field, first key, second key or ``""``, the
-#: dotted path for an error), split once at import rather than per usage.
-_Table = tuple[tuple[str, str, str, str], ...]
+class _Table:
+    """A wire's mapping as a table to walk, split once at import rather than per usage.
 
+    ``rows``: (``Usage`` field, first key, second key or ``""``, the dotted path for an error).
+    The same rows cut for :func:`_walk`'s quick way: ``flat`` the (field, key) pairs read at the
+    top level, ``nested_heads`` the first keys of the nested ones, ``nested_none`` those fields
+    all ``None``.
+    """
 
-def _table(fields: dict[str, str]) -> _Table:
-    return tuple(
-        (field, path.partition(".")[0], path.partition(".")[2], path)
-        for field, path in fields.items()
-    )
+    __slots__ = ("flat", "nested_heads", "nested_none", "rows")
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        self.rows = tuple(
+            (field, path.partition(".")[0], path.partition(".")[2], path)
+            for field, path in fields.items()
+        )
+        self.flat = tuple((field, head) for field, head, rest, _ in self.rows if not rest)
+        self.nested_heads = tuple(dict.fromkeys(head for _, head, rest, _ in self.rows if rest))
+        self.nested_none: dict[str, int | None] = dict.fromkeys(
+            field for field, _, rest, _ in self.rows if rest
+        )
 
 
 def _walk(
     usage: Mapping[str, object], table: _Table, wire: str, where: Where
 ) -> dict[str, int | None]:
-    """Each field of ``table`` read from ``usage`` and checked as :func:`checked_count` does."""
+    """Each field of ``table`` read from ``usage`` and checked as :func:`checked_count` does.
+
+    The quick way first, for a usage with nothing nested to look into (the first key of every
+    nested field absent or falsy, ``null``, ``0``, ``{}``…, which the row by row walk reads as
+    ``None`` too): the nested fields are ``None`` and only the top-level ones are read. A value
+    that is not ``None`` or a valid count sends the usage the row by row way, which raises for
+    the first malformed field.
+    """
+    get = usage.get
+    for head in table.nested_heads:
+        if get(head):
+            break
+    else:
+        counts = table.nested_none.copy()
+        for field, head in table.flat:
+            value = get(head)
+            if value is None or (type(value) is int and 0 <= value <= MAX_COUNT):
+                counts[field] = value
+            else:
+                break
+        else:
+            return counts
     counts: dict[str, int | None] = {}
-    for field, head, rest, path in table:
+    for field, head, rest, path in table.rows:
         value: object = usage.get(head)
         if rest and value is not None:
             value = value.get(rest) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
@@ -150,9 +182,9 @@ def _walk(
     return counts
 
 
-_ANTHROPIC_TABLE = _table(_ANTHROPIC_FIELDS)
-_CHAT_TABLE = _table(_CHAT_FIELDS)
-_RESPONSES_TABLE = _table(_RESPONSES_FIELDS)
+_ANTHROPIC_TABLE = _Table(_ANTHROPIC_FIELDS)
+_CHAT_TABLE = _Table(_CHAT_FIELDS)
+_RESPONSES_TABLE = _Table(_RESPONSES_FIELDS)
 
 
 def _details(usage: Mapping[str, object], mapped: frozenset[str]) -> dict[str, int] | None:
