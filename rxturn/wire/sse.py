@@ -50,10 +50,12 @@ Every byte is handled by C-level ``bytes`` methods, never a per-byte Python loop
    line's start). That count costs a quarter less than the column's least and greatest lines,
    which prove it too (the strings with a given prefix are one interval of the lexicographic
    order), found by ``min`` and ``max``.
-5. A live stream mostly sends one event per network chunk. When a chunk is exactly one block and
-   its blank line, and nothing is carried over from earlier chunks (no partial line, no event
-   begun, no BOM or CR pending, no error), ``feed_raw`` hands it straight to step 3's block
-   rules, skipping the line-end and buffer steps that have nothing to do.
+5. A live stream mostly sends one event per network chunk, and a short reply's whole body often
+   comes as one chunk. When a chunk is whole blocks (it ends with a blank line and has no CR) and
+   nothing is carried over from earlier chunks (no partial line, no event begun, no BOM or CR
+   pending, no error), ``feed_raw`` hands it straight to step 3's block rules (one block) or
+   step 4 (several), skipping the line-end and buffer steps that have nothing to do. A stream's
+   first chunk qualifies when its first byte cannot begin a BOM.
 
 Both paths give identical events; the tests check it on every chunking against an oracle.
 UTF-8 is decoded per line (or per data payload), never across a chunk boundary, so a multi-byte
@@ -271,12 +273,19 @@ class SSEParser(PartialLine):
     def feed_raw(self, data: bytes) -> RawEvents:
         """Like :meth:`feed`, returning :class:`RawEvents` (the decoders' fast path)."""
         out = RawEvents()
-        end = len(data) - 2
-        if self._ready and end >= 0 and data.find(b"\n\n") == end and b"\r" not in data:
-            # The chunk is one whole block and nothing is held from earlier chunks (what a live
-            # stream sends, one event per chunk): straight to the block rules.
+        if self._at_start and data and data[0] != 0xEF and not (self._partial or self._closed):
+            # The stream's first bytes, which cannot begin a BOM: nothing to hold back.
+            self._at_start = False
+            self._ready = self._error is None
+        if self._ready and data.endswith(b"\n\n") and b"\r" not in data:
+            # Whole blocks and nothing held from earlier chunks (what a live stream sends, one
+            # event per chunk, or a short reply's whole body): straight to the block rules.
+            end = len(data) - 2
             try:
-                self._blocks_checked([data[:end]], out, False)
+                if data.find(b"\n\n") == end:  # one block
+                    self._blocks_checked([data[:end]], out, False)
+                elif not self._uniform(data, out):
+                    self._blocks_checked(data[:end].split(b"\n\n"), out, False)
             except StreamProtocolError as exc:
                 self._error = exc
                 self._ready = False
