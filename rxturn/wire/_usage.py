@@ -269,16 +269,18 @@ def anthropic_usage(raw: object, where: Where = None) -> Usage | None:
     ):
         write_5m = write_1h = None  # the split of an earlier total: no longer true
     total_in = (uncached or 0) + (writes or 0) + (reads or 0)
-    return _usage_or_none(
-        total_in,
-        counts["output_tokens"] or 0,
+    output = counts["output_tokens"] or 0
+    if not total_in and not output:
+        return None  # a usage that says nothing (this wire sends no cost)
+    return Usage(
+        input_tokens=total_in,
+        output_tokens=output,
         cache_read_tokens=reads,
         cache_write_tokens=writes,
         cache_write_5m_tokens=write_5m,
         cache_write_1h_tokens=write_1h,
         output_reasoning_tokens=counts["output_reasoning_tokens"],
         details=_details(usage, _ANTHROPIC_MAPPED),
-        provider_cost=None,
     )
 
 
@@ -305,39 +307,7 @@ def _openai_usage(
     counts = _walk(usage, table, wire, where)
     cost = _cost(usage)
     if not counts["input_tokens"] and not counts["output_tokens"] and cost is None:
-        return None  # a usage that says nothing, as _usage_or_none has it
+        return None  # a usage that says nothing (no tokens either way, no cost)
     counts["input_tokens"] = counts["input_tokens"] or 0
     counts["output_tokens"] = counts["output_tokens"] or 0
     return Usage(**counts, details=_details(usage, mapped), provider_cost=cost)  # pyright: ignore[reportArgumentType]
-
-
-def _usage_or_none(
-    input_tokens: int,
-    output_tokens: int,
-    *,
-    cache_read_tokens: int | None = None,
-    cache_write_tokens: int | None = None,
-    cache_write_5m_tokens: int | None = None,
-    cache_write_1h_tokens: int | None = None,
-    output_reasoning_tokens: int | None = None,
-    input_audio_tokens: int | None = None,
-    output_audio_tokens: int | None = None,
-    details: dict[str, int] | None,
-    provider_cost: float | None,
-) -> Usage | None:
-    """``None`` for a usage that says nothing (no tokens either way, no cost)."""
-    if not input_tokens and not output_tokens and provider_cost is None:
-        return None
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read_tokens,
-        cache_write_tokens=cache_write_tokens,
-        cache_write_5m_tokens=cache_write_5m_tokens,
-        cache_write_1h_tokens=cache_write_1h_tokens,
-        output_reasoning_tokens=output_reasoning_tokens,
-        input_audio_tokens=input_audio_tokens,
-        output_audio_tokens=output_audio_tokens,
-        details=details,
-        provider_cost=provider_cost,
-    )
