@@ -122,24 +122,56 @@ def _shown(value: object) -> str:
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-#: A wire's mapping as a table to walk: (``Usage`` field, first key, second key or ``""``, the
-#: dotted path for an error), split once at import rather than per usage.
-_Table = tuple[tuple[str, str, str, str], ...]
+class _Table:
+    """A wire's mapping as a table to walk, split once at import rather than per usage.
 
+    ``rows``: (``Usage`` field, first key, second key or ``""``, the dotted path for an error).
+    The same rows cut for :func:`_walk`'s quick way: ``flat`` the (field, key) pairs read at the
+    top level, ``nested_heads`` the first keys of the nested ones, ``nested_none`` those fields
+    all ``None``.
+    """
 
-def _table(fields: dict[str, str]) -> _Table:
-    return tuple(
-        (field, path.partition(".")[0], path.partition(".")[2], path)
-        for field, path in fields.items()
-    )
+    __slots__ = ("flat", "nested_heads", "nested_none", "rows")
+
+    def __init__(self, fields: dict[str, str]) -> None:
+        self.rows = tuple(
+            (field, path.partition(".")[0], path.partition(".")[2], path)
+            for field, path in fields.items()
+        )
+        self.flat = tuple((field, head) for field, head, rest, _ in self.rows if not rest)
+        self.nested_heads = tuple(dict.fromkeys(head for _, head, rest, _ in self.rows if rest))
+        self.nested_none: dict[str, int | None] = dict.fromkeys(
+            field for field, _, rest, _ in self.rows if rest
+        )
 
 
 def _walk(
     usage: Mapping[str, object], table: _Table, wire: str, where: Where
 ) -> dict[str, int | None]:
-    """Each field of ``table`` read from ``usage`` and checked as :func:`checked_count` does."""
+    """Each field of ``table`` read from ``usage`` and checked as :func:`checked_count` does.
+
+    The quick way first, for a usage with nothing nested to look into (the first key of every
+    nested field absent or falsy, ``null``, ``0``, ``{}``…, which the row by row walk reads as
+    ``None`` too): the nested fields are ``None`` and only the top-level ones are read. A value
+    that is not ``None`` or a valid count sends the usage the row by row way, which raises for
+    the first malformed field.
+    """
+    get = usage.get
+    for head in table.nested_heads:
+        if get(head):
+            break
+    else:
+        counts = table.nested_none.copy()
+        for field, head in table.flat:
+            value = get(head)
+            if value is None or (type(value) is int and 0 <= value <= MAX_COUNT):
+                counts[field] = value
+            else:
+                break
+        else:
+            return counts
     counts: dict[str, int | None] = {}
-    for field, head, rest, path in table:
+    for field, head, rest, path in table.rows:
         value: object = usage.get(head)
         if rest and value is not None:
             value = value.get(rest) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
@@ -150,9 +182,9 @@ def _walk(
     return counts
 
 
-_ANTHROPIC_TABLE = _table(_ANTHROPIC_FIELDS)
-_CHAT_TABLE = _table(_CHAT_FIELDS)
-_RESPONSES_TABLE = _table(_RESPONSES_FIELDS)
+_ANTHROPIC_TABLE = _Table(_ANTHROPIC_FIELDS)
+_CHAT_TABLE = _Table(_CHAT_FIELDS)
+_RESPONSES_TABLE = _Table(_RESPONSES_FIELDS)
 
 
 def _details(usage: Mapping[str, object], mapped: frozenset[str]) -> dict[str, int] | None:
@@ -237,16 +269,18 @@ def anthropic_usage(raw: object, where: Where = None) -> Usage | None:
     ):
         write_5m = write_1h = None  # the split of an earlier total: no longer true
     total_in = (uncached or 0) + (writes or 0) + (reads or 0)
-    return _usage_or_none(
-        total_in,
-        counts["output_tokens"] or 0,
+    output = counts["output_tokens"] or 0
+    if not total_in and not output:
+        return None  # a usage that says nothing (this wire sends no cost)
+    return Usage(
+        input_tokens=total_in,
+        output_tokens=output,
         cache_read_tokens=reads,
         cache_write_tokens=writes,
         cache_write_5m_tokens=write_5m,
         cache_write_1h_tokens=write_1h,
         output_reasoning_tokens=counts["output_reasoning_tokens"],
         details=_details(usage, _ANTHROPIC_MAPPED),
-        provider_cost=None,
     )
 
 
@@ -273,39 +307,7 @@ def _openai_usage(
     counts = _walk(usage, table, wire, where)
     cost = _cost(usage)
     if not counts["input_tokens"] and not counts["output_tokens"] and cost is None:
-        return None  # a usage that says nothing, as _usage_or_none has it
+        return None  # a usage that says nothing (no tokens either way, no cost)
     counts["input_tokens"] = counts["input_tokens"] or 0
     counts["output_tokens"] = counts["output_tokens"] or 0
     return Usage(**counts, details=_details(usage, mapped), provider_cost=cost)  # pyright: ignore[reportArgumentType]
-
-
-def _usage_or_none(
-    input_tokens: int,
-    output_tokens: int,
-    *,
-    cache_read_tokens: int | None = None,
-    cache_write_tokens: int | None = None,
-    cache_write_5m_tokens: int | None = None,
-    cache_write_1h_tokens: int | None = None,
-    output_reasoning_tokens: int | None = None,
-    input_audio_tokens: int | None = None,
-    output_audio_tokens: int | None = None,
-    details: dict[str, int] | None,
-    provider_cost: float | None,
-) -> Usage | None:
-    """``None`` for a usage that says nothing (no tokens either way, no cost)."""
-    if not input_tokens and not output_tokens and provider_cost is None:
-        return None
-    return Usage(
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        cache_read_tokens=cache_read_tokens,
-        cache_write_tokens=cache_write_tokens,
-        cache_write_5m_tokens=cache_write_5m_tokens,
-        cache_write_1h_tokens=cache_write_1h_tokens,
-        output_reasoning_tokens=output_reasoning_tokens,
-        input_audio_tokens=input_audio_tokens,
-        output_audio_tokens=output_audio_tokens,
-        details=details,
-        provider_cost=provider_cost,
-    )

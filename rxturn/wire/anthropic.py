@@ -297,28 +297,34 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                     append(Delta(index, delta.signature, "signature"))  # replaces, as the SDK does
                 # citations deltas: nothing the message keeps
             else:
-                self._on_event(event, _At(frames, at), out)
+                self._on_event(event, frames, at, out)
                 if self.saw_terminal:
                     break
 
-    def _on_event(self, event: _WireEvent, at: _At, out: list[StreamEvent]) -> None:
+    def _on_event(
+        self, event: _WireEvent, frames: RawEvents, at: int, out: list[StreamEvent]
+    ) -> None:
         # ``type() is`` chains, not ``match``: class patterns cost several times more, and a
-        # reply has a handful of these events. ``where`` (the event's line) is worked out only
-        # when a usage turns out malformed: ``at.where`` is passed, not called.
+        # reply has a handful of these events. The event's place (an ``_At``) is made only for
+        # an error or a usage, and a usage's ``where`` (the event's line) is worked out only
+        # when it turns out malformed: ``_At.where`` is passed, not called.
         if type(event) is _BlockStartEvent:
-            self._require_start(at)
-            self._on_block_start(event, at, out)
+            if not self._started:
+                raise _before_start(_At(frames, at))
+            self._on_block_start(event, _At(frames, at), out)
         elif type(event) is _BlockStopEvent:
-            self._require_start(at)
+            if not self._started:
+                raise _before_start(_At(frames, at))
             index = event.index
             lane = self._lanes.pop(index, None)
             if lane is None:
-                raise _no_lane("content_block_stop", index, at)
+                raise _no_lane("content_block_stop", index, _At(frames, at))
             if lane:
                 out.append(PartStop(index))
         elif type(event) is _MessageDeltaEvent:
-            self._require_start(at)
-            where = at.where
+            if not self._started:
+                raise _before_start(_At(frames, at))
+            where = _At(frames, at).where
             self._usage = merge_anthropic_delta(self._usage, event.usage, where)
             out.append(
                 MessageDelta(
@@ -326,7 +332,8 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 )
             )
         elif type(event) is _MessageStopEvent:
-            self._require_start(at)
+            if not self._started:
+                raise _before_start(_At(frames, at))
             out.append(_STOP)
             self.saw_terminal = self._done = True  # everything after it is ignored
         elif type(event) is _MessageStartEvent:
@@ -335,7 +342,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 info = event.message
                 out.append(MessageStart(info.id, info.model))
                 if info.usage is not None:
-                    where = at.where
+                    where = _At(frames, at).where
                     self._usage = usage_object(info.usage, "Anthropic", where)
                     usage_now = anthropic_usage(self._usage, where)
                     if usage_now is not None:  # billed from here on, even if it then fails
@@ -347,7 +354,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
 
     def _require_start(self, at: _At) -> None:
         if not self._started:
-            raise StreamProtocolError(f"{at.name()!r} event before message_start", where=at.where())
+            raise _before_start(at)
 
     def _next_block(self, index: int, at: _At) -> None:
         """A block starts at the next index, as the API numbers them (and as the SDK, which
@@ -427,6 +434,10 @@ class _At:
 
     def where(self) -> str:
         return f"line {self.line()}"
+
+
+def _before_start(at: _At) -> StreamProtocolError:
+    return StreamProtocolError(f"{at.name()!r} event before message_start", where=at.where())
 
 
 def _no_lane(what: str, index: int, at: _At) -> StreamProtocolError:

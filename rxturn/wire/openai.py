@@ -422,7 +422,8 @@ Delta(index=0, text='Hi', kind='text')]
         if self._refusal_open:
             out.append(PartStop(REFUSAL_LANE))
         if reason != "length":  # a call cut by max_tokens stays open: the fold keeps its input
-            out.extend(PartStop(FIRST_TOOL_LANE + index) for index in self._tools)
+            if self._tools:  # (no generator made for a reply without tool calls)
+                out.extend(PartStop(FIRST_TOOL_LANE + index) for index in self._tools)
             if self._function_open:
                 out.append(PartStop(FUNCTION_LANE))
         stop = StopReason.parse(reason)

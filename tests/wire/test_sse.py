@@ -514,6 +514,22 @@ class TestOneBlockChunks:
         ):
             assert run(_Raw, chunks)[0] == [("message", b"1", 1), ("message", b"2", 3)]
 
+    def test_a_first_chunk_of_whole_blocks_and_what_may_come_before_it(self) -> None:
+        blocks = b"event: a\ndata: 1\n\nevent: b\ndata: 2\n\n"
+        wanted = [("a", b"1", 2), ("b", b"2", 5)]
+        for chunks in (
+            [blocks],
+            [b"", blocks],
+            [b"", b"\xef\xbb\xbf" + blocks],  # an empty chunk does not end the BOM's chance
+            [b"\xef", b"\xbb\xbf" + blocks],
+            [b"\xef\xbb\xbf" + blocks],
+        ):
+            assert run(_Raw, chunks) == (wanted, None)
+        parser = SSEParser()
+        parser.close_raw()
+        with pytest.raises(ConfigError, match="after close"):
+            parser.feed_raw(blocks)
+
     def test_a_block_continuing_an_event_of_the_previous_chunk(self) -> None:
         assert run(_Raw, [b"event: a\n", b"data: 1\n\n", b"data: 2\n\n"])[0] == [
             ("a", b"1", 2),

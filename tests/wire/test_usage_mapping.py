@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -121,3 +122,76 @@ def test_a_cost_too_big_for_a_float_is_no_cost(cost: int) -> None:
         usage = mapping(raw)
         assert usage is not None
         assert (usage.input_tokens, usage.output_tokens, usage.provider_cost) == (1, 2, None)
+
+
+def _mapped(mapping: Any, raw: dict[str, Any]) -> Usage | str | None:
+    try:
+        return mapping(raw)
+    except StreamProtocolError as exc:
+        return str(exc)
+
+
+_count_like = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 3),
+    st.integers(2**40 - 1, 2**40 + 1),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.text(max_size=3),
+    st.just(0.0),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    counts=st.dictionaries(
+        st.sampled_from(
+            [
+                "input_tokens",
+                "output_tokens",
+                "prompt_tokens",
+                "completion_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+                "total_tokens",
+                "service_tier",
+            ]
+        ),
+        _count_like,
+        max_size=6,
+    ),
+    empty=st.sampled_from([None, 0, "", False, {}, []]),
+)
+def test_nested_objects_or_none_the_top_level_counts_map_alike(
+    counts: dict[str, Any], empty: object
+) -> None:
+    """A usage with no nested object to look into maps its top-level counts (or names the
+    malformed one) exactly as one whose nested objects hold nothing mapped; a nested key that
+    is null, 0, "", false, {} or [] reads as absent."""
+    for mapping, nested in (
+        (anthropic_usage, ("output_tokens_details", "cache_creation")),
+        (openai_chat_usage, ("prompt_tokens_details", "completion_tokens_details")),
+        (responses_usage, ("input_tokens_details", "output_tokens_details")),
+    ):
+        plain = _mapped(mapping, counts)
+        with_nothing_inside = _mapped(mapping, {**counts, nested[0]: {"unmapped": None}})
+        assert plain == with_nothing_inside
+        for key in nested:
+            with_empty = _mapped(mapping, {**counts, key: empty})
+            if isinstance(plain, Usage) and type(empty) is int:  # a whole 0: a detail
+                assert isinstance(with_empty, Usage)
+                assert with_empty.details == {**(plain.details or {}), key: 0}
+                assert msgspec.structs.replace(with_empty, details=plain.details) == plain
+            else:
+                assert with_empty == plain
+
+
+def test_a_malformed_top_level_count_is_named_with_or_without_nested_objects() -> None:
+    for raw in (
+        {"input_tokens": -1, "output_tokens": 2},
+        {"input_tokens": -1, "output_tokens": 2, "output_tokens_details": {"thinking_tokens": 1}},
+    ):
+        with pytest.raises(StreamProtocolError, match=r"'input_tokens' is -1, not a token count"):
+            anthropic_usage(raw)
+    with pytest.raises(StreamProtocolError, match=r"'cache_creation.ephemeral_5m_input_tokens'"):
+        anthropic_usage({"input_tokens": 1, "cache_creation": {"ephemeral_5m_input_tokens": "2"}})
