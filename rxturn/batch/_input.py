@@ -253,15 +253,7 @@ def _openai(obj: dict[str, Any], line: int) -> BatchRow:
             "/v1/chat/completions and /v1/responses lines)",
         )
     messages, system = _messages(body.get("messages"), line, "body.messages", system_role=True)
-    model = body.get("model")
-    skip = frozenset({"model", "messages", "stream", "stream_options"})
-    return BatchRow(
-        key=_key(obj["custom_id"], line, "custom_id"),
-        messages=_check_turn(messages, line),
-        system=system,
-        model=None if model is None else _text(model, line, "body.model") or None,
-        options=_split_body(body, line, "body", skip),
-    )
+    return _openai_row(obj, body, line, messages, system, _CHAT_BODY_FIELDS)
 
 
 def _message_item(item: object) -> dict[str, Any] | None:
@@ -297,14 +289,31 @@ def _openai_responses(obj: dict[str, Any], body: dict[str, Any], line: int) -> B
     if instructions is not None:
         text = _text(instructions, line, "body.instructions")
         system = text if system is None else f"{text}\n\n{system}"
+    return _openai_row(obj, body, line, messages, system, _RESPONSES_BODY_FIELDS)
+
+
+#: The body fields an OpenAI Batch line's row takes itself; the rest are request options.
+_CHAT_BODY_FIELDS = frozenset({"model", "messages", "stream", "stream_options"})
+_RESPONSES_BODY_FIELDS = frozenset({"model", "input", "instructions", "stream", "stream_options"})
+
+
+def _openai_row(
+    obj: dict[str, Any],
+    body: dict[str, Any],
+    line: int,
+    messages: tuple[Message, ...],
+    system: str | None,
+    taken: frozenset[str],
+) -> BatchRow:
+    """The row of an OpenAI Batch line whose messages and system prompt are read: its key, its
+    model, and the body's other fields as options."""
     model = body.get("model")
-    skip = frozenset({"model", "input", "instructions", "stream", "stream_options"})
     return BatchRow(
         key=_key(obj["custom_id"], line, "custom_id"),
         messages=_check_turn(messages, line),
         system=system,
         model=None if model is None else _text(model, line, "body.model") or None,
-        options=_split_body(body, line, "body", skip),
+        options=_split_body(body, line, "body", taken),
     )
 
 

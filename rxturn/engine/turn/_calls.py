@@ -52,7 +52,7 @@ from ..records._attempts import AttemptHooks
 from ..records._results import TextStreamer, TurnMode, TurnResult
 from ..records.audit import Turn
 from ._outcome import emit_turn_end, record_turn_success
-from ._setup import SetupHost, TurnSetup
+from ._setup import SetupHost, TurnSetup, resolve_host
 
 __all__ = ["CallsHost", "TurnCalls", "provider_name"]
 
@@ -126,14 +126,9 @@ class TurnCalls:
         self._clock_cache: tuple[abc.SchedulerBase, Callable[[], float]] | None = None
 
     def live_host(self) -> CallsHost:
-        """The engine itself for the length of one call (see :meth:`TurnSetup.live_host`): the
+        """The engine itself for the length of one call (:func:`~._setup.resolve_host`): the
         weak proxy's indirection paid once, not on every attribute a turn reads."""
-        live = self._live
-        if live is not None:
-            host = live()
-            if host is not None:
-                return host
-        return self.host  # (an engine gone: the proxy says so)
+        return resolve_host(self._live, self.host)
 
     # ----------------------------------------------------------------------------- time
 

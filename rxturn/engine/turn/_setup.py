@@ -11,7 +11,7 @@ estimate, and the compaction of a deferred turn (docs/behaviour.md §4.1, §4.5)
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -30,7 +30,7 @@ from ..context.window import (
 from ..observation.observers import ObserverSet
 from ..records._results import Session
 
-__all__ = ["SetupHost", "TurnSetup"]
+__all__ = ["SetupHost", "TurnSetup", "resolve_host"]
 
 
 class SetupHost(Protocol):
@@ -58,6 +58,21 @@ class SetupHost(Protocol):
     def calibrated(self, estimate: int) -> int: ...
 
 
+_Host = TypeVar("_Host")
+
+
+def resolve_host(live: Callable[[], _Host | None] | None, host: _Host) -> _Host:
+    """The engine itself for the length of one call: ``host`` is a weak proxy (no reference
+    cycle through the engine), whose indirection costs on every attribute it reads; ``live``
+    (a weak reference to the same engine) resolves it once, to a local that the call drops
+    when it returns. An engine already gone gives ``host``, whose next read says so."""
+    if live is not None:
+        engine = live()
+        if engine is not None:
+            return engine
+    return host
+
+
 class TurnSetup:
     """Request building, routing, transients, the context estimate and compaction.
 
@@ -75,16 +90,8 @@ class TurnSetup:
         self.overhead: OverheadCache | None = None  # made by the first estimate
 
     def live_host(self) -> SetupHost:
-        """The engine itself for the length of one call: ``host`` is a weak proxy (no reference
-        cycle through the engine), whose indirection costs on every attribute it reads; ``live``
-        (a weak reference to the same engine) resolves it once, to a local that the call drops
-        when it returns."""
-        live = self._live
-        if live is not None:
-            host = live()
-            if host is not None:
-                return host
-        return self.host  # (an engine gone: the proxy says so)
+        """The engine itself for the length of one call (:func:`resolve_host`)."""
+        return resolve_host(self._live, self.host)
 
     def served_model(self) -> str:
         """The model the next request goes to: routed backup, options override, or client's."""
