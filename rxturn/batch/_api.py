@@ -26,7 +26,7 @@ from ..errors import Cancelled, ConfigError
 from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchInputError
 from ._input import BatchRow, decode_row, input_sha
-from ._runner import BatchConfig, RowOk, RowResult, Runner, drive, drive_async
+from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
 
 __all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
 
@@ -235,11 +235,8 @@ async def _run(
 
         try:
             try:
-                if isinstance(rows, AsyncIterable):
-                    jobs = _async_rows(rows)
-                    running = await drive_async(jobs, start, limit=config.concurrency, stop=stop)
-                else:
-                    running = await drive(_rows(rows), start, limit=config.concurrency, stop=stop)
+                jobs = _async_rows(rows) if isinstance(rows, AsyncIterable) else _rows(rows)
+                running = await drive(jobs, start, limit=config.concurrency, stop=stop)
             except Exception:
                 # the rows' iterable failed (or a row of no known shape): the rows in flight
                 # were sent, so they finish and are delivered; then the error is raised

@@ -65,7 +65,6 @@ __all__ = [
     "RowResult",
     "Runner",
     "drive",
-    "drive_async",
     "encode_result",
 ]
 
@@ -591,16 +590,18 @@ class Runner:
 
 
 async def drive(
-    jobs: Iterable[Any],
+    jobs: Iterable[Any] | AsyncIterable[Any],
     start: Callable[[Any], asyncio.Future[Any]],
     *,
     limit: int,
     stop: asyncio.Event | None = None,
 ) -> list[asyncio.Future[Any]]:
     """Start ``start(job)`` for each job, at most ``limit`` unfinished at once, reading
-    ``jobs`` only as fast as places free up (memory stays bounded by the jobs in flight).
+    ``jobs`` (an iterable or an async iterable) only as fast as places free up (memory stays
+    bounded by the jobs in flight).
 
-    Stops taking jobs once ``stop`` is set; returns the futures still running then.
+    Stops taking jobs once ``stop`` is set; returns the futures still running then. An async
+    iterable is closed when this returns or raises.
     """
     places = asyncio.Semaphore(limit)
     running: set[asyncio.Future[Any]] = set()
@@ -610,51 +611,33 @@ async def drive(
         places.release()
 
     end = object()
-    iterator = iter(jobs)
-    while True:
-        await places.acquire()  # a place first, then the next job: no job waits in memory
-        job = end if stop is not None and stop.is_set() else next(iterator, end)
-        if job is end:
-            places.release()
-            break
-        future = start(job)
-        running.add(future)
-        future.add_done_callback(finished)
-    return list(running)
+    if isinstance(jobs, AsyncIterable):
+        stream = aiter(jobs)
 
+        async def take() -> Any:
+            try:
+                return await anext(stream)
+            except StopAsyncIteration:
+                return end
 
-async def drive_async(
-    jobs: AsyncIterable[Any],
-    start: Callable[[Any], asyncio.Future[Any]],
-    *,
-    limit: int,
-    stop: asyncio.Event | None = None,
-) -> list[asyncio.Future[Any]]:
-    """:func:`drive` over an async iterable (closed when the run stops taking jobs early)."""
-    places = asyncio.Semaphore(limit)
-    running: set[asyncio.Future[Any]] = set()
+    else:
+        stream = iter(jobs)
 
-    def finished(future: asyncio.Future[Any]) -> None:
-        running.discard(future)
-        places.release()
+        async def take() -> Any:
+            return next(stream, end)
 
-    iterator = aiter(jobs)
     try:
         while True:
-            await places.acquire()
-            if stop is not None and stop.is_set():
-                places.release()
-                break
-            try:
-                job = await anext(iterator)
-            except StopAsyncIteration:
+            await places.acquire()  # a place first, then the next job: no job waits in memory
+            job = end if stop is not None and stop.is_set() else await take()
+            if job is end:
                 places.release()
                 break
             future = start(job)
             running.add(future)
             future.add_done_callback(finished)
     finally:
-        close = getattr(iterator, "aclose", None)
+        close = getattr(stream, "aclose", None)
         if close is not None:
             await close()
     return list(running)

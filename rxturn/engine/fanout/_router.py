@@ -277,17 +277,9 @@ class TurnRouter:
             # until one comes no callback runs that could add a listener: skip to it, if any
             if _CONTROL.isdisjoint(map(type, batch)):  # (the usual batch: looked at in C)
                 return
-            for position, event in enumerate(batch):
-                if type(event) is AttemptReset or type(event) is Fallback:
-                    self._route(batch[position:] if position else batch)
-                    return
-            return
-        self._route(batch)
-
-    def _route(self, batch: list[HandlerEvent]) -> None:
-        observers = self._observers
-        streamer = self._streamer
-        sink = self._sink
+            position = next(i for i, event in enumerate(batch) if type(event) in _CONTROL)
+            if position:
+                batch = batch[position:]
         turn = self.turn
         delta_cls = Delta
         for event in batch:
