@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import time
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
 from decimal import Decimal
@@ -199,7 +200,7 @@ class Pricer:
         ConfigError: the ``rxturn[cost]`` extra is not installed.
     """
 
-    __slots__ = ("_rates", "_where", "base_url", "provider_id")
+    __slots__ = ("_day", "_rates", "_where", "base_url", "provider_id")
 
     def __init__(self, provider_id: str, base_url: str | None = None) -> None:
         _require()
@@ -212,6 +213,8 @@ class Pricer:
         self._rates: dict[tuple[str, date, tuple[str, ...]], _Rates | None] = {}
         #: model → how genai-prices finds its provider (by URL or by id), once it did
         self._where: dict[str, tuple[str, str]] = {}
+        #: the UTC day of the last price: (its first second, its end, the day), as POSIX time
+        self._day: tuple[float, float, date] = (0.0, 0.0, date.min)
 
     def __repr__(self) -> str:
         return f"Pricer({self.provider_id!r}, base_url={self.base_url!r})"
@@ -226,15 +229,28 @@ class Pricer:
         if usage.provider_cost is not None:
             return Decimal(repr(usage.provider_cost))
         try:
-            return self._price(model, usage, when or datetime.now(UTC))
+            return self._price(model, usage, when)
         except Exception:  # a price lookup that fails leaves the attempt unpriced
             return None
 
-    def _price(self, model: str, usage: Usage, when: datetime) -> Decimal | None:
+    def _price(self, model: str, usage: Usage, when: datetime | None) -> Decimal | None:
         counts = _counts(usage)
-        key = (model, when.date(), tuple(counts))  # _counts lists them in one fixed order
+        if when is None:  # now: the day read from the clock, a datetime made only when needed
+            now = time.time()
+            start, end, day = self._day
+            if not start <= now < end:
+                start = now - now % _DAY
+                day = datetime.fromtimestamp(start, UTC).date()
+                self._day = (start, start + _DAY, day)
+        else:
+            now = 0.0
+            day = when.date()
+        # _counts lists them in one fixed order, input and output first
+        key = (model, day, _PLAIN if len(counts) == 2 else tuple(counts))
         rates = self._rates.get(key, _MISSING)
         if rates is _MISSING:
+            if when is None:
+                when = datetime.fromtimestamp(now, UTC)
             total = self._full(model, counts, when)
             self._rates[key] = self._derive(model, counts, when) if total is not None else None
             return total
@@ -244,7 +260,7 @@ class Pricer:
         if (rates.tier_start is not None and counts["input_tokens"] >= rates.tier_start) or (
             len(counts) > 2 and not _adds_up(counts)  # input and output alone always add up
         ):
-            return self._full(model, counts, when)
+            return self._full(model, counts, when or datetime.fromtimestamp(now, UTC))
         per = rates.rates
         total = _ZERO
         for name, value in counts.items():
@@ -292,6 +308,8 @@ class Pricer:
 
 
 _MISSING = object()
+_PLAIN = ("input_tokens", "output_tokens")
+_DAY = 86400.0  # seconds in a UTC day, as POSIX time counts them
 
 
 def _calc(
