@@ -173,9 +173,11 @@ class TurnCalls:
                 host.fallback.adopt_clock(now)
             host.fallback.begin_turn()
         turn = len(host.session.audit.current_run.turns)
-        query = setup.turn_input(run_input)
+        query = setup.turn_input(run_input, host=host)
         transients: Sequence[Message] = (
-            await setup.transients(turn, query, transient) if setup.gathers() else transient
+            await setup.transients(turn, query, transient)
+            if setup.gathers(host=host)
+            else transient
         )
         window = host.context_window
         # Nothing first-use between a turn's start and its request: a tokenizer still loading
@@ -193,21 +195,21 @@ class TurnCalls:
         if estimate_first:
             if not loaded:  # a tokenizer loads in a thread, not on the loop
                 await warm_up_counter(host.counter)
-            estimate, raw_estimate = setup.estimate(transients)
+            estimate, raw_estimate = setup.estimate(transients, host=host)
         if window is not None and estimate is not None and window.should_compact(estimate.total):
             # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
             await setup.compact(estimate)
-            query = setup.turn_input(run_input)
+            query = setup.turn_input(run_input, host=host)
             transients = await setup.transients(turn, query, transient)
-            estimate, raw_estimate = setup.estimate(transients)
+            estimate, raw_estimate = setup.estimate(transients, host=host)
             if window.should_compact(estimate.total):
                 log.warning(
                     "context still %d tokens after compaction (threshold %d); sending anyway",
                     estimate.total,
                     window.threshold,
                 )
-        request = setup.build_request(transients)
-        options = setup.routed_options()
+        request = setup.build_request(transients, host=host)
+        options = setup.routed_options(host=host)
         served = options.model or host.client.model
         setup.note_routed_model(served)
         observers = host.observers
@@ -237,7 +239,9 @@ class TurnCalls:
             try:
                 host.cancel_token.raise_if_cancelled()
                 if host.mode == "streaming":
-                    message = await self.stream_turn(legs, request, options, scheduler=scheduler)
+                    message = await self.stream_turn(
+                        legs, request, options, scheduler=scheduler, host=host
+                    )
                 else:
                     message = await self.create_turn(legs, request, options, scheduler=scheduler)
             except BaseException as exc:
@@ -270,7 +274,7 @@ class TurnCalls:
         if estimate is None:  # the request went out first; the reply is not in the history yet
             if not counter_loaded(host.counter):
                 await warm_up_counter(host.counter)
-            estimate, raw_estimate = setup.estimate(transients)
+            estimate, raw_estimate = setup.estimate(transients, host=host)
         usage = message.usage
         stop_reason = message.stop_reason or _END_TURN
         tool_calls = tuple(message.tool_calls)
@@ -320,9 +324,10 @@ class TurnCalls:
         self, legs: TurnLegs, request: Request, options: RequestOptions
     ) -> Observable[list[HandlerEvent]]:
         """The handled stream of a failover leg, within what is left of the turn's deadline."""
-        host = self.host
+        host = self.live_host()
         timeouts = (host.handler or StreamHandler.passthrough()).timeouts
         plan = self._plan(
+            host,
             legs,
             request,
             options,
@@ -334,6 +339,7 @@ class TurnCalls:
 
     def _plan(
         self,
+        host: CallsHost,
         legs: TurnLegs,
         request: Request,
         options: RequestOptions,
@@ -342,8 +348,7 @@ class TurnCalls:
         deadline: float | None,
         give_up: bool,
     ) -> TurnPlan:
-        """One leg's plan from the engine's handler (passthrough when none is configured)."""
-        host = self.live_host()
+        """One leg's plan from ``host``'s handler (passthrough when none is configured)."""
         handler = host.handler or StreamHandler.passthrough()
         return handler.plan_turn(
             host.client,
@@ -366,14 +371,17 @@ class TurnCalls:
         *,
         quiet: bool = False,
         scheduler: abc.SchedulerBase | None = None,
+        host: CallsHost | None = None,
     ) -> Coroutine[Any, Any, Message]:
         """The streaming call: its plan, router and fold seed built now, and the coroutine
         that runs it (:func:`stream_path`'s own: no coroutine of this method around it).
-        ``scheduler``: the engine's, when the caller has resolved it already."""
-        host = self.live_host()
+        ``scheduler`` and ``host`` (the engine): when the caller has resolved them already."""
+        if host is None:
+            host = self.live_host()
         if scheduler is None:
             scheduler = self.scheduler()
         plan = self._plan(
+            host,
             legs,
             request,
             options,

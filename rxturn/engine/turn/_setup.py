@@ -76,6 +76,9 @@ def resolve_host(live: Callable[[], _Host | None] | None, host: _Host) -> _Host:
 class TurnSetup:
     """Request building, routing, transients, the context estimate and compaction.
 
+    A method's ``host`` is the engine when its caller has resolved it already (a turn does, once:
+    :meth:`~rxturn.engine.turn._calls.TurnCalls.live_host`); without it the method resolves it.
+
     Attributes:
         last_served: the model the previous request went to (``on_model_switched`` fires when
             the next one differs).
@@ -99,18 +102,22 @@ class TurnSetup:
         routed = host.fallback.routed_model() if host.fallback is not None else None
         return routed or host.request_options.model or host.client.model
 
-    def build_request(self, transient: Sequence[Message] = ()) -> Request:
+    def build_request(
+        self, transient: Sequence[Message] = (), *, host: SetupHost | None = None
+    ) -> Request:
         """Transients first, then the conversation; system prompt and tools ride alongside."""
-        host = self.live_host()
+        if host is None:
+            host = self.live_host()
         return Request(
             messages=(*transient, *host.session.history),
             system=host.system,
             tools=host.tool_schemas(),
         )
 
-    def routed_options(self) -> RequestOptions:
+    def routed_options(self, *, host: SetupHost | None = None) -> RequestOptions:
         """The request options with the breaker's routed model as a per-request override."""
-        host = self.live_host()
+        if host is None:
+            host = self.live_host()
         fallback = host.fallback
         routed = fallback.routed_model() if fallback is not None else None
         options = host.request_options
@@ -118,10 +125,12 @@ class TurnSetup:
             return options
         return msgspec.structs.replace(options, model=routed)
 
-    def turn_input(self, run_input: str | None) -> str:
+    def turn_input(self, run_input: str | None, *, host: SetupHost | None = None) -> str:
         """What the model is being asked this turn (for ``on_turn_start`` and the audit):
         ``run_input`` (the prompt of the run in progress) on a run's first turn."""
-        session = self.live_host().session
+        if host is None:
+            host = self.live_host()
+        session = host.session
         run = session.audit.current_run
         if run_input is not None and not run.turns:
             return run_input
@@ -141,11 +150,12 @@ class TurnSetup:
             )
         self.last_served = served
 
-    def gathers(self) -> bool:
+    def gathers(self, *, host: SetupHost | None = None) -> bool:
         """Whether a turn has transients to gather: contributors, or a memory to ask (without
         either, a turn's transients are its ``extra`` messages, and :meth:`transients` need
         not run)."""
-        host = self.live_host()
+        if host is None:
+            host = self.live_host()
         return host.has_contributors() or (host.memory is not None and host.memory_top_k > 0)
 
     async def transients(self, turn: int, query: str, extra: Sequence[Message]) -> list[Message]:
@@ -159,13 +169,16 @@ class TurnSetup:
         )
         return [*gathered, *extra]
 
-    def estimate(self, transients: Sequence[Message]) -> tuple[ContextEstimate, int]:
+    def estimate(
+        self, transients: Sequence[Message], *, host: SetupHost | None = None
+    ) -> tuple[ContextEstimate, int]:
         """The context estimate (calibrated when calibration is on) and the raw total.
 
         Calibration learns from the raw total: fed its own scaled output, its factor would
         chase itself instead of converging.
         """
-        host = self.live_host()
+        if host is None:
+            host = self.live_host()
         overhead = self.overhead
         if overhead is None:
             overhead = self.overhead = OverheadCache()
