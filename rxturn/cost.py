@@ -135,30 +135,24 @@ _DETAILS = {"server_tool_use.web_search_requests": "web_searches"}
 
 
 def _counts(usage: Usage) -> dict[str, int]:
+    """The counts of ``usage`` genai-prices takes, input and output first, then each reported
+    one in :data:`_PARTS`' order (a price's cache key lists them: one fixed order)."""
     counts = {"input_tokens": usage.input_tokens, "output_tokens": usage.output_tokens}
-    if (  # the usual usage: input and output only (no loop of lookups to find that out)
-        usage.cache_read_tokens is None
-        and usage.cache_write_tokens is None
-        and usage.cache_write_5m_tokens is None
-        and usage.cache_write_1h_tokens is None
-        and usage.input_audio_tokens is None
-        and usage.output_audio_tokens is None
-        and usage.output_reasoning_tokens is None
-        and not usage.details
-    ):
-        return counts
-    for name in (
-        "cache_read_tokens",
-        "cache_write_tokens",
-        "cache_write_5m_tokens",
-        "cache_write_1h_tokens",
-        "input_audio_tokens",
-        "output_audio_tokens",
-        "output_reasoning_tokens",
-    ):
-        value = getattr(usage, name)
-        if value is not None:
-            counts[name] = value
+    # (read one by one: no loop of getattr calls, and the usual usage reports few of them)
+    if (value := usage.cache_read_tokens) is not None:
+        counts["cache_read_tokens"] = value
+    if (value := usage.cache_write_tokens) is not None:
+        counts["cache_write_tokens"] = value
+    if (value := usage.cache_write_5m_tokens) is not None:
+        counts["cache_write_5m_tokens"] = value
+    if (value := usage.cache_write_1h_tokens) is not None:
+        counts["cache_write_1h_tokens"] = value
+    if (value := usage.input_audio_tokens) is not None:
+        counts["input_audio_tokens"] = value
+    if (value := usage.output_audio_tokens) is not None:
+        counts["output_audio_tokens"] = value
+    if (value := usage.output_reasoning_tokens) is not None:
+        counts["output_reasoning_tokens"] = value
     if usage.details:
         for detail, name in _DETAILS.items():
             value = usage.details.get(detail)
