@@ -248,13 +248,15 @@ class TurnCalls:
                 if isinstance(exc, Exception) and not legs.failure_recorded:
                     record_leg_failure(legs, exc, host.fallback, host.observers)
                 raise
+            fallback = host.fallback
             record_turn_success(
-                host.fallback,
+                fallback,
                 host.observers,
                 turn=legs.turn,
                 served=legs.served,
                 usage=message.usage,
-                routed=legs.is_routed(host.fallback),
+                # (only the breaker reads it: not asked of the legs without one)
+                routed=fallback is not None and legs.is_routed(fallback),
             )
         except BaseException as exc:
             cancelled = is_cancel(exc)
