@@ -359,15 +359,20 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
 
     def _schedule(self) -> None:
         """Arm the one timer for the earliest instant the turn waits for."""
+        # the earliest of the total deadline, the attempt clock's, a wait's and the rescue's
+        # (each looked at in turn: no tuple to build and walk, three times a turn)
         due = self._total_due
         attempt_clock = self._clock
-        for candidate in (
-            None if attempt_clock is None else attempt_clock.due,
-            self._wait_due,
-            self._rescue_due,
-        ):
+        if attempt_clock is not None:
+            candidate = attempt_clock.due
             if candidate is not None and (due is None or candidate < due):
                 due = candidate
+        candidate = self._wait_due
+        if candidate is not None and (due is None or candidate < due):
+            due = candidate
+        candidate = self._rescue_due
+        if candidate is not None and (due is None or candidate < due):
+            due = candidate
         if due == self._timer_due:
             return
         timer, self._timer = self._timer, None
