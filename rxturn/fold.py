@@ -277,7 +277,9 @@ def _fold_run(
     built = n  # ``state`` sees this many fragments; more means it must be rebuilt
     hot = head.hot
     index, accepts = (hot.index, hot.accepts) if hot is not None else (-1, None)
-    # appending in place is safe while this state is the log's tip (module docstring)
+    # appending in place is safe while this state is the log's tip (module docstring); while
+    # ``append`` is bound the fragments so far are the whole of ``frags``, so ``n`` is read
+    # back from its length when the run ends (no count kept per delta)
     append = frags.append if n and len(frags) == n else None  # pyright: ignore[reportArgumentType, reportOptionalMemberAccess]
     delta_cls = Delta
     for event in items:
@@ -289,8 +291,9 @@ def _fold_run(
                     append = frags.append
                 else:
                     append(text)
-                n += 1
             continue
+        if append is not None:
+            n = len(frags)  # pyright: ignore[reportArgumentType]
         if n != built:
             state = TurnState(head, frags, n)
         state = step(state, event)
@@ -300,6 +303,8 @@ def _fold_run(
         hot = head.hot
         index, accepts = (hot.index, hot.accepts) if hot is not None else (-1, None)
         append = frags.append if n and len(frags) == n else None  # pyright: ignore[reportArgumentType, reportOptionalMemberAccess]
+    if append is not None:
+        n = len(frags)  # pyright: ignore[reportArgumentType]
     return TurnState(head, frags, n) if n != built else state
 
 
