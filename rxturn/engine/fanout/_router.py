@@ -67,7 +67,7 @@ class ObserverSet:
         ['on_turn_start', 'on_text_delta']
     """
 
-    __slots__ = ("_observers", "_text", "_thinking", "text_observer", "text_single")
+    __slots__ = ("_observers", "_text", "_thinking", "text_observer", "text_single", "wants_deltas")
 
     def __init__(self, observers: Iterable[Observer] = ()) -> None:
         #: replaced whole, never changed in place: a callback that adds or removes an observer
@@ -84,6 +84,9 @@ class ObserverSet:
         #: :meth:`targets`. Always current.
         self.text_single: Callable[..., object] | None = None
         self.text_observer: Observer | None = None
+        #: whether any observer overrides ``on_text_delta`` or ``on_thinking_delta`` (an
+        #: attribute, not a property: a turn's router reads it for every batch). Always current.
+        self.wants_deltas = False
         self._recompute()
 
     def __len__(self) -> int:
@@ -132,16 +135,12 @@ class ObserverSet:
                 return True
         return False
 
-    @property
-    def wants_deltas(self) -> bool:
-        """Whether any observer overrides ``on_text_delta`` or ``on_thinking_delta``."""
-        return self.text_single is not None or bool(self._text or self._thinking)
-
     def _recompute(self) -> None:
         """The deltas' routing, after observers were added or removed."""
         if not self._observers:
             self.text_single = self.text_observer = None
             self._text = self._thinking = ()
+            self.wants_deltas = False
             return
         text = self.targets("on_text_delta")
         if len(text) == 1:
@@ -151,6 +150,7 @@ class ObserverSet:
             self.text_single = self.text_observer = None
             self._text = text
         self._thinking = self.targets("on_thinking_delta")
+        self.wants_deltas = self.text_single is not None or bool(self._text or self._thinking)
 
     def emit(self, name: str, **kwargs: object) -> None:
         """Call ``name(**kwargs)`` on every interested observer, in registration order.
