@@ -254,14 +254,14 @@ class TurnEngine:
         # engine a reference cycle, freed (with its history and audit trail) only by the
         # cyclic collector — under many short-lived engines, full collections that stall the
         # loop. They only run while the engine is alive: from its own methods, or from a
-        # stream, which holds the engine. A weak reference beside the proxy lets a turn resolve
-        # the engine once and read it directly while it runs (a proxy's indirection costs on
-        # every attribute read, and a turn reads some fifty).
+        # stream, which holds the engine. A weak reference beside the proxy lets a turn (and a
+        # run) resolve the engine once and read it directly while it runs (a proxy's
+        # indirection costs on every attribute read, and a turn reads some fifty).
         host = cast("TurnEngine", weakref.proxy(self))
         live = weakref.ref(self)
         self._setup = TurnSetup(host, live)
         self._calls = TurnCalls(host, self._setup, pricer, live)
-        self._loop = AgentLoop(host, self._calls)
+        self._loop = AgentLoop(host, self._calls, live)
         if fallback is not None and scheduler is not None:
             fallback.adopt_clock(self._now())
 

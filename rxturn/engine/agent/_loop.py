@@ -13,7 +13,7 @@ thread's late result is dropped); a timeout becomes a failed tool result for the
 
 from __future__ import annotations
 
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from typing import Any, Protocol
 
 from ...errors import ConfigError
@@ -24,6 +24,7 @@ from ..records._results import RunResult, Session, TurnResult, checked_prompt
 from ..turn._calls import TurnCalls
 from ..turn._outcome import emit_turn_end
 from ..turn._race import race
+from ..turn._setup import resolve_host
 from .tools import ToolRegistry, ToolTimeoutError, tool_error_result
 
 __all__ = ["AgentLoop", "LoopHost"]
@@ -51,10 +52,16 @@ class AgentLoop:
         busy: ``"run"``, ``"turn"`` or ``"stream"`` while one is in flight, else ``None``.
     """
 
-    __slots__ = ("busy", "calls", "host", "in_run", "run_input")
+    __slots__ = ("_live", "busy", "calls", "host", "in_run", "run_input")
 
-    def __init__(self, host: LoopHost, calls: TurnCalls) -> None:
+    def __init__(
+        self,
+        host: LoopHost,
+        calls: TurnCalls,
+        live: Callable[[], LoopHost | None] | None = None,
+    ) -> None:
         self.host = host
+        self._live = live  # (resolve_host: the engine read directly for the length of a run)
         self.calls = calls
         self.run_input: str | None = None
         self.in_run = False
@@ -93,24 +100,26 @@ class AgentLoop:
         when the run ends, however it ends (a stream frees it itself)."""
         try:
             message = Message.user(prompt) if isinstance(prompt, str) else prompt
+            # the engine itself, not its weak proxy, for the run's dozen reads
+            host = resolve_host(self._live, self.host)
             # resolved once a run and handed to its turns (asyncio's asks for the running loop,
             # a system call each on some Pythons; a run stays on one loop)
             scheduler = self.calls.scheduler()
             now = self.calls.clock_of(scheduler)
             started = now()
-            start_len = len(self.host.session.history)
-            run = self.host.session.audit.start_run()
+            start_len = len(host.session.history)
+            run = host.session.audit.start_run()
             self.run_input = content_text(message.content)
             self.in_run = True
-            observers = self.host.observers  # read at each emit: it is a public attribute
+            observers = host.observers  # read at each emit: it is a public attribute
             if observers.interested("on_run_start"):
-                observers.emit("on_run_start", session_id=self.host.session.id)
+                observers.emit("on_run_start", session_id=host.session.id)
             # a tuple grown per turn: a run is a turn or a few, and no list is kept while it waits
             results: tuple[TurnResult, ...] = ()
             try:
-                self.host.cancel_token.raise_if_cancelled()
-                self.host.session.history.append(message)
-                for _ in range(self.host.max_turns):
+                host.cancel_token.raise_if_cancelled()
+                host.session.history.append(message)
+                for _ in range(host.max_turns):
                     result = await self.calls.turn(
                         (), run_input=self.run_input, in_run=self.in_run, scheduler=scheduler
                     )
@@ -120,8 +129,8 @@ class AgentLoop:
                     await self.tool_phase(result)
                 hit_max = bool(results) and results[-1].stop_reason is StopReason.TOOL_CALL
             except BaseException as exc:
-                del self.host.session.history[start_len:]
-                observers = self.host.observers
+                del host.session.history[start_len:]
+                observers = host.observers
                 if observers.interested("on_run_end"):
                     observers.emit(
                         "on_run_end",
@@ -134,8 +143,8 @@ class AgentLoop:
             finally:
                 self.in_run = False
                 self.run_input = None
-                self.host.cancel_token.reset()
-            observers = self.host.observers
+                host.cancel_token.reset()
+            observers = host.observers
             if observers.interested("on_run_end"):
                 observers.emit(
                     "on_run_end",
