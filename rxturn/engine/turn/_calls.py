@@ -415,7 +415,7 @@ class TurnCalls:
             streamer=host.text_streamer,
             sink=events if events is not None and events.observers else None,
             on_control=legs,
-            on_first=self._first_chunk(legs),
+            on_first=_first_chunk(host.observers, legs),
         )
         streams = self.turn_streams
         return stream_path(
@@ -428,18 +428,6 @@ class TurnCalls:
             seed=seed,
             drive=drive,
         )
-
-    def _first_chunk(self, legs: TurnLegs) -> Callable[[], None] | None:
-        # Asked of the observers alone: one that hears only the first chunk still hears it.
-        observers = self.host.observers
-        if not observers.interested("on_first_chunk"):
-            return None
-        turn, turn_id = legs.turn, legs.turn_id
-
-        def first() -> None:
-            observers.emit("on_first_chunk", turn=turn, turn_id=turn_id)
-
-        return first
 
     async def create_turn(
         self,
@@ -508,6 +496,18 @@ def _audit_record(
         error=type(error).__name__ if error is not None else None,
         cost=legs.cost(),
     )
+
+
+def _first_chunk(observers: ObserverSet, legs: TurnLegs) -> Callable[[], None] | None:
+    # Asked of the observers alone: one that hears only the first chunk still hears it.
+    if not observers.interested("on_first_chunk"):
+        return None
+    turn, turn_id = legs.turn, legs.turn_id
+
+    def first() -> None:
+        observers.emit("on_first_chunk", turn=turn, turn_id=turn_id)
+
+    return first
 
 
 def _attempt_hooks(observers: ObserverSet, turn: int, turn_id: int) -> AttemptHooks | None:
