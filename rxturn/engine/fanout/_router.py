@@ -305,11 +305,12 @@ class TurnRouter:
                         observers.text_delta(turn, text)
                 elif kind == "thinking":
                     observers.thinking_delta(turn, event.text)
-            elif type(event) is AttemptReset or type(event) is Fallback:
+            elif type(event) in _CONTROL:  # one set lookup, not two type tests per event
+                control: AttemptReset | Fallback = event  # pyright: ignore[reportAssignmentType]
                 if self._control is not None:
-                    self._control(event)
-                if type(event) is AttemptReset:
-                    observers.emit("on_attempt_reset", turn=turn, reset=event)
+                    self._control(control)
+                if type(control) is AttemptReset:
+                    observers.emit("on_attempt_reset", turn=turn, reset=control)
             if sink is not None:
                 try:
                     sink.on_next(event)
