@@ -373,7 +373,10 @@ class TiktokenCounter:
     def count_messages(self, messages: Iterable[Message]) -> int:
         """Σ :meth:`count_message`; O(new messages) tokenisation thanks to the cache."""
         count_message = self.count_message
-        return sum(count_message(message) for message in messages)
+        total = 0
+        for message in messages:  # (a loop: no generator made and resumed per message)
+            total += count_message(message)
+        return total
 
     def _encoder(self) -> _Encode:
         encode = self._encode
