@@ -357,8 +357,14 @@ class TiktokenCounter:
         if self._cache_size == 0:
             self._misses += 1
             return self._tokenise(message)
-        key = _content_key(message)
-        cached = self._cache.get(key)
+        # the key: what the count depends on (role and content), compared by value; the lookup
+        # itself tells a key that cannot be hashed (no hash computed twice)
+        key: Hashable = (message.role, message.content)
+        try:
+            cached = self._cache.get(key)
+        except TypeError:  # a tool call's input is a dict: key on its canonical JSON instead
+            key = (message.role, _json.encode(message.content))
+            cached = self._cache.get(key)
         if cached is not None:
             self._hits += 1
             self._cache.move_to_end(key)
@@ -480,16 +486,6 @@ async def warm_up_counter(counter: TokenCounter) -> None:
 
 class _Encode(Protocol):
     def __call__(self, text: str, /) -> list[int]: ...
-
-
-def _content_key(message: Message) -> Hashable:
-    """Cache key: what the count depends on (role and content), compared by value."""
-    key = (message.role, message.content)
-    try:
-        hash(key)
-    except TypeError:  # a tool call's input is a dict: key on its canonical JSON instead
-        return (message.role, _json.encode(message.content))
-    return key
 
 
 # -- overhead and the estimate ----------------------------------------------------------------
