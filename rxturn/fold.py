@@ -201,10 +201,21 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
         return state  # no matching open lane: dropped (docs/behaviour.md §1 rule 3)
     if cls is Ping:
         return state
-    step = _STEPS.get(cls)  # the rarer events: one lookup, not a test per kind
-    if step is None:
-        raise TypeError(f"fold: not a stream event: {event!r}")
-    return step(state, event)
+    # the rarer events: ``type(event)`` again, so that the checker narrows ``event`` too
+    if type(event) is PartStart:
+        return _part_start(state, event)
+    if type(event) is PartStop:
+        return _part_stop(state, event)
+    if type(event) is MessageDelta:
+        return _message_delta(state, event)
+    if type(event) is MessageStart:
+        if state._head.started:
+            return state
+        head = _replace(state._head, id=event.id, model=event.model, started=True)
+        return TurnState(head, state._frags, state._nfrags)
+    if cls is MessageStop:
+        return _message_stop(state)
+    raise TypeError(f"fold: not a stream event: {event!r}")
 
 
 def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
@@ -372,13 +383,6 @@ def _part_stop(state: TurnState, event: PartStop) -> TurnState:
     return TurnState(head, state._frags, state._nfrags)
 
 
-def _message_start(state: TurnState, event: MessageStart) -> TurnState:
-    if state._head.started:
-        return state
-    head = _replace(state._head, id=event.id, model=event.model, started=True)
-    return TurnState(head, state._frags, state._nfrags)
-
-
 def _message_delta(state: TurnState, event: MessageDelta) -> TurnState:
     head = _started_head(state, "message_delta")
     reason = StopReason.parse(event.stop_reason)
@@ -406,18 +410,8 @@ def _thinking_extra(state: TurnState, delta: Delta) -> TurnState:
     return state  # no matching open lane: dropped, as any delta
 
 
-def _message_stop(state: TurnState, _: MessageStop) -> TurnState:
+def _message_stop(state: TurnState) -> TurnState:
     head = _started_head(state, "message_stop")
     for lane in head.open:  # fail now, where the SDK fails, not later in message()
         open_lane_part(lane, state)
     return TurnState(_replace(head, completed=True), state._frags, state._nfrags)
-
-
-#: The step of each event but a delta and a ping (which :func:`fold` takes itself), by exact type.
-_STEPS: Final[dict[type, Callable[[TurnState, Any], TurnState]]] = {
-    PartStart: _part_start,
-    PartStop: _part_stop,
-    MessageDelta: _message_delta,
-    MessageStart: _message_start,
-    MessageStop: _message_stop,
-}
