@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import contextvars
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Literal
 
 import msgspec
@@ -40,7 +41,7 @@ from ...messages import Usage, sum_usage
 from ...resilience.verdicts import is_cancel
 from ..observation.observers import ObserverSet
 from ._results import AttemptStats
-from .audit import AttemptKind, AttemptRecord, billed
+from .audit import AttemptKind, AttemptRecord
 
 __all__ = ["AttemptHooks", "AttemptLog"]
 
@@ -332,18 +333,35 @@ class AttemptLog(AttemptStats):
                 self._settle(type(rescue_error).__name__, only="rescue")
         return self._records
 
+    def totals(self) -> tuple[Usage | None, Usage | None, Cost | None]:
+        """What the log adds up to, in one pass: ``(billed, discarded, cost)`` (see
+        :meth:`billed`, :meth:`discarded`, :meth:`cost`; the turn's audit entry takes all three)."""
+        usages: list[Usage | None] = []
+        unserved: list[Usage | None] = []
+        costs: list[Decimal | None] = []
+        for record in self._records:
+            usage = record.usage
+            usages.append(usage)
+            if record.outcome != "served":
+                unserved.append(usage)
+            costs.append(record.cost)
+        return (
+            sum_usage(usages),
+            sum_usage(unserved),
+            total_cost(costs) if self._pricer is not None else None,
+        )
+
     def billed(self) -> Usage | None:
-        return billed(self._records)
+        """Every usage the attempts reported, summed (:func:`~.audit.billed` of the log)."""
+        return self.totals()[0]
 
     def cost(self) -> Cost | None:
         """Every attempt's cost, summed (``None`` without pricing)."""
-        if self._pricer is None:
-            return None
-        return total_cost([record.cost for record in self._records])
+        return self.totals()[2]
 
     def discarded(self) -> Usage | None:
         """Usage of every attempt that did not serve."""
-        return sum_usage([record.usage for record in self._records if record.outcome != "served"])
+        return self.totals()[1]
 
 
 def _outcome_of(error: BaseException) -> str:

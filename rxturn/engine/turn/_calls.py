@@ -478,6 +478,7 @@ def _audit_record(
     """The turn's audit entry, served (``message``, its ``tool_calls``) or failed
     (``error``); closes the log."""
     attempt_log = legs.close(error)
+    billed, discarded, cost = legs.totals()
     usage = message.usage if message is not None else None
     return Turn(
         turn=legs.turn,
@@ -490,11 +491,11 @@ def _audit_record(
         attempts=legs.streaming_attempts() if host.mode == "streaming" else 1,
         rescued=message is not None and legs.rescued,
         stop_reason=stop_reason,
-        discarded_usage=legs.discarded(),
+        discarded_usage=discarded,
         attempt_log=attempt_log,
-        billed_usage=legs.billed(),
+        billed_usage=billed,
         error=type(error).__name__ if error is not None else None,
-        cost=legs.cost(),
+        cost=cost,
     )
 
 
