@@ -212,6 +212,17 @@ def test_fast_path_lists_only_overriders_and_follow_add_remove() -> None:
     assert text not in observers and len(observers) == 2
 
 
+def test_listening_says_whether_any_observer_is_registered_as_observers_come_and_go() -> None:
+    empty = ObserverSet()
+    assert not empty.listening
+    plain = Observer()
+    empty.add(plain)
+    assert empty.listening  # even one that overrides nothing: interested() then answers
+    assert empty.remove(plain) is True
+    assert not empty.listening
+    assert ObserverSet([Observer()]).listening
+
+
 def test_fast_path_skips_inherited_no_ops_without_calling_them(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -67,7 +67,15 @@ class ObserverSet:
         ['on_turn_start', 'on_text_delta']
     """
 
-    __slots__ = ("_observers", "_text", "_thinking", "text_observer", "text_single", "wants_deltas")
+    __slots__ = (
+        "_observers",
+        "_text",
+        "_thinking",
+        "listening",
+        "text_observer",
+        "text_single",
+        "wants_deltas",
+    )
 
     def __init__(self, observers: Iterable[Observer] = ()) -> None:
         #: replaced whole, never changed in place: a callback that adds or removes an observer
@@ -87,6 +95,10 @@ class ObserverSet:
         #: whether any observer overrides ``on_text_delta`` or ``on_thinking_delta`` (an
         #: attribute, not a property: a turn's router reads it for every batch). Always current.
         self.wants_deltas = False
+        #: whether any observer is registered: a turn asks it before each :meth:`interested`,
+        #: an attribute read where a call was (an engine without observers asks a dozen times a
+        #: turn). Always current.
+        self.listening = False
         self._recompute()
 
     def __len__(self) -> int:
@@ -140,7 +152,7 @@ class ObserverSet:
         if not self._observers:
             self.text_single = self.text_observer = None
             self._text = self._thinking = ()
-            self.wants_deltas = False
+            self.wants_deltas = self.listening = False
             return
         text = self.targets("on_text_delta")
         if len(text) == 1:
@@ -151,6 +163,7 @@ class ObserverSet:
             self._text = text
         self._thinking = self.targets("on_thinking_delta")
         self.wants_deltas = self.text_single is not None or bool(self._text or self._thinking)
+        self.listening = True
 
     def emit(self, name: str, **kwargs: object) -> None:
         """Call ``name(**kwargs)`` on every interested observer, in registration order.

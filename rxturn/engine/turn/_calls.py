@@ -187,7 +187,7 @@ class TurnCalls:
         estimate_first = (
             window is not None
             or loaded
-            or host.observers.interested("on_request")
+            or (host.observers.listening and host.observers.interested("on_request"))
             or host.hedge is not None
         )
         estimate: ContextEstimate | None = None
@@ -213,14 +213,16 @@ class TurnCalls:
         served = options.model or host.client.model
         setup.note_routed_model(served)
         observers = host.observers
-        if observers.interested("on_turn_start"):  # no arguments built for nobody
+        # (an observer's arguments built only for one that listens: ``listening`` first, an
+        # attribute, and the engine without observers makes no call to find out)
+        if observers.listening and observers.interested("on_turn_start"):
             observers.emit("on_turn_start", turn=turn, query=query)
         turn_id = next(_turn_ids)
         hooks = _attempt_hooks(host.observers, turn, turn_id)
         legs = TurnLegs(turn, served, now, hooks, self.pricer)
         legs.turn_id = turn_id
         legs.estimate = estimate.total if estimate is not None else None
-        if observers.interested("on_request"):
+        if observers.listening and observers.interested("on_request"):
             observers.emit(
                 "on_request",
                 turn=turn,
@@ -285,7 +287,7 @@ class TurnCalls:
         record = _audit_record(host, legs, query, message, stop_reason, None, tool_calls)
         host.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
         _request_end(host.observers, turn, turn_id, record, message, None)
-        if observers.interested("on_response"):  # (message.text joins the reply's text parts)
+        if observers.listening and observers.interested("on_response"):  # (message.text: a join)
             observers.emit("on_response", turn=turn, text=message.text, usage=usage)
         session = host.session
         session.history.append(message)
@@ -501,7 +503,7 @@ def _audit_record(
 
 def _first_chunk(observers: ObserverSet, legs: TurnLegs) -> Callable[[], None] | None:
     # Asked of the observers alone: one that hears only the first chunk still hears it.
-    if not observers.interested("on_first_chunk"):
+    if not (observers.listening and observers.interested("on_first_chunk")):
         return None
     turn, turn_id = legs.turn, legs.turn_id
 
@@ -512,7 +514,9 @@ def _first_chunk(observers: ObserverSet, legs: TurnLegs) -> Callable[[], None] |
 
 
 def _attempt_hooks(observers: ObserverSet, turn: int, turn_id: int) -> AttemptHooks | None:
-    if observers.interested("on_attempt_start") or observers.interested("on_attempt_end"):
+    if observers.listening and (
+        observers.interested("on_attempt_start") or observers.interested("on_attempt_end")
+    ):
         return AttemptHooks(observers, turn, turn_id)
     return None
 
@@ -525,7 +529,7 @@ def _request_end(
     message: Message | None,
     error: BaseException | None,
 ) -> None:
-    if observers.interested("on_request_end"):
+    if observers.listening and observers.interested("on_request_end"):
         observers.emit(
             "on_request_end",
             turn=turn,

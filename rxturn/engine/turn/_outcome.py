@@ -42,7 +42,7 @@ def record_turn_success(
 ) -> None:
     if fallback is not None and routed:
         fallback.record_success()
-    if not observers.interested("on_stream_success"):  # no arguments built for nobody
+    if not (observers.listening and observers.interested("on_stream_success")):
         return
     observers.emit(
         "on_stream_success",
@@ -78,7 +78,7 @@ def emit_turn_end(
     observers: ObserverSet, now: Callable[[], float], result: TurnResult, started: float
 ) -> None:
     """``on_turn_end`` of a served turn (after its tool phase, when it asked for tools)."""
-    if not observers.interested("on_turn_end"):  # no arguments built for nobody
+    if not (observers.listening and observers.interested("on_turn_end")):
         return
     observers.emit(
         "on_turn_end",
