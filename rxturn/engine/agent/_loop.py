@@ -112,7 +112,7 @@ class AgentLoop:
             self.run_input = content_text(message.content)
             self.in_run = True
             observers = host.observers  # read at each emit: it is a public attribute
-            if observers.interested("on_run_start"):
+            if observers.listening and observers.interested("on_run_start"):
                 observers.emit("on_run_start", session_id=host.session.id)
             # a tuple grown per turn: a run is a turn or a few, and no list is kept while it waits
             results: tuple[TurnResult, ...] = ()
@@ -131,7 +131,7 @@ class AgentLoop:
             except BaseException as exc:
                 del host.session.history[start_len:]
                 observers = host.observers
-                if observers.interested("on_run_end"):
+                if observers.listening and observers.interested("on_run_end"):
                     observers.emit(
                         "on_run_end",
                         success=False,
@@ -145,7 +145,7 @@ class AgentLoop:
                 self.run_input = None
                 host.cancel_token.reset()
             observers = host.observers
-            if observers.interested("on_run_end"):
+            if observers.listening and observers.interested("on_run_end"):
                 observers.emit(
                     "on_run_end",
                     success=True,
