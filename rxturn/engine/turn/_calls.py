@@ -391,7 +391,10 @@ class TurnCalls:
             options,
             scheduler,
             deadline=None,
-            give_up=not quiet and can_fail_over(legs, host.fallback, host.failover),
+            # (failover off, the engine's default: not asked of the legs)
+            give_up=not quiet
+            and host.failover
+            and can_fail_over(legs, host.fallback, host.failover),
         )
         if host.hedge is not None and not quiet:
             from ..handler._hedging import TurnRace
