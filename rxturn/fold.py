@@ -385,7 +385,8 @@ def _part_stop(state: TurnState, event: PartStop) -> TurnState:
 
 def _message_delta(state: TurnState, event: MessageDelta) -> TurnState:
     head = _started_head(state, "message_delta")
-    reason = StopReason.parse(event.stop_reason)
+    raw = event.stop_reason  # (none on a usage-only delta: nothing to parse)
+    reason = None if raw is None else StopReason.parse(raw)
     if reason is None:
         head = _replace(head, usage=event.usage)
     else:

@@ -240,6 +240,7 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
                 self.state = fold_batch(self.state, value)
             except Exception as error:  # as scan would: the fold's error ends the turn
                 self._folding = False
+                self._router.stop()
                 self._settle(error)
 
     def follow(self, ladder: Ladder) -> None:
@@ -275,7 +276,7 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
             self._settle(error)
 
     def _settle(self, error: Exception | None) -> None:
-        self._router.stop()
+        """The fold's outcome, once (both callers have stopped the routing first)."""
         if self.settled:
             return
         self.settled = True

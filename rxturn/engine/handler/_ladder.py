@@ -322,7 +322,8 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         self._context_ended = True
         watcher = self._plan.watcher
         if watcher is not None:
-            watcher.attempt_ended("stream", error, self._progress.shadow.usage, disposed=disposed)
+            # (the guard the progress holds, read directly: no property call per attempt)
+            watcher.attempt_ended("stream", error, self.guard.shadow.usage, disposed=disposed)
 
     def _attempt_deadline(self, t: float) -> None:
         """The attempt clock's instant came: its verdict."""
