@@ -131,8 +131,7 @@ class TurnSetup:
         if host is None:
             host = self.live_host()
         session = host.session
-        run = session.audit.current_run
-        if run_input is not None and not run.turns:
+        if run_input is not None and not session.audit.current_run.turns:
             return run_input
         history = session.history
         if not history:
