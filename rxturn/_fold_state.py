@@ -174,7 +174,10 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
             if part is not None:
                 entries.append((lane.serial, part))
         entries.sort(key=_serial)
-        content = tuple([part for _, part in entries])
+        parts: list[ContentPart] = []
+        for _, part in entries:  # (a loop: a comprehension is a call of its own on 3.11)
+            parts.append(part)
+        content = tuple(parts)
         stop_reason = head.stop_reason
         if stop_reason is StopReason.END_TURN:
             for part in content:
