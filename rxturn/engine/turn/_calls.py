@@ -218,7 +218,8 @@ class TurnCalls:
         if observers.listening and observers.interested("on_turn_start"):
             observers.emit("on_turn_start", turn=turn, query=query)
         turn_id = next(_turn_ids)
-        hooks = _attempt_hooks(host.observers, turn, turn_id)
+        listeners = host.observers
+        hooks = _attempt_hooks(listeners, turn, turn_id) if listeners.listening else None
         legs = TurnLegs(turn, served, now, hooks, self.pricer)
         legs.turn_id = turn_id
         legs.estimate = estimate.total if estimate is not None else None
@@ -286,7 +287,8 @@ class TurnCalls:
             stop_reason = _TOOL_CALL
         record = _audit_record(host, legs, query, message, stop_reason, None, tool_calls)
         host.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
-        _request_end(host.observers, turn, turn_id, record, message, None)
+        if host.observers.listening:
+            _request_end(host.observers, turn, turn_id, record, message, None)
         if observers.listening and observers.interested("on_response"):  # (message.text: a join)
             observers.emit("on_response", turn=turn, text=message.text, usage=usage)
         session = host.session
@@ -306,7 +308,7 @@ class TurnCalls:
             cost=record.cost,
         )
         # With tool calls inside a run, the tool phase fires this turn's on_turn_end.
-        if not (in_run and stop_reason is _TOOL_CALL):
+        if observers.listening and not (in_run and stop_reason is _TOOL_CALL):
             emit_turn_end(observers, now, result, started)
         return result
 
@@ -420,7 +422,7 @@ class TurnCalls:
             streamer=host.text_streamer,
             sink=events if events is not None and events.observers else None,
             on_control=legs,
-            on_first=_first_chunk(host.observers, legs),
+            on_first=_first_chunk(host.observers, legs) if host.observers.listening else None,
         )
         streams = self.turn_streams
         return stream_path(
@@ -506,7 +508,7 @@ def _audit_record(
 
 def _first_chunk(observers: ObserverSet, legs: TurnLegs) -> Callable[[], None] | None:
     # Asked of the observers alone: one that hears only the first chunk still hears it.
-    if not (observers.listening and observers.interested("on_first_chunk")):
+    if not observers.interested("on_first_chunk"):
         return None
     turn, turn_id = legs.turn, legs.turn_id
 
@@ -517,9 +519,7 @@ def _first_chunk(observers: ObserverSet, legs: TurnLegs) -> Callable[[], None] |
 
 
 def _attempt_hooks(observers: ObserverSet, turn: int, turn_id: int) -> AttemptHooks | None:
-    if observers.listening and (
-        observers.interested("on_attempt_start") or observers.interested("on_attempt_end")
-    ):
+    if observers.interested("on_attempt_start") or observers.interested("on_attempt_end"):
         return AttemptHooks(observers, turn, turn_id)
     return None
 
