@@ -252,15 +252,16 @@ class TurnCalls:
                     record_leg_failure(legs, exc, host.fallback, host.observers)
                 raise
             fallback = host.fallback
-            record_turn_success(
-                fallback,
-                host.observers,
-                turn=legs.turn,
-                served=legs.served,
-                usage=message.usage,
-                # (only the breaker reads it: not asked of the legs without one)
-                routed=fallback is not None and legs.is_routed(fallback),
-            )
+            if fallback is not None or host.observers.listening:  # (else it has nobody to tell)
+                record_turn_success(
+                    fallback,
+                    host.observers,
+                    turn=legs.turn,
+                    served=legs.served,
+                    usage=message.usage,
+                    # (only the breaker reads it: not asked of the legs without one)
+                    routed=fallback is not None and legs.is_routed(fallback),
+                )
         except BaseException as exc:
             cancelled = is_cancel(exc)
             failed = _audit_record(host, legs, query, None, None, exc)
