@@ -1208,10 +1208,11 @@ def as_messages(items: object, where: str) -> list[Message]:
         raise ConfigError(f"{where} must be a sequence of Message, got {kind.__name__}")
     sequence: Iterable[object] = items  # pyright: ignore[reportAssignmentType, reportUnknownVariableType]
     # a Message is taken as it is: its place is named only for an item to convert or refuse
-    return [
-        item if type(item) is Message else as_message(item, f"{where}[{index}]")
-        for index, item in enumerate(sequence)
-    ]
+    # (a loop: a comprehension is a call of its own on Python 3.11, and a history is short)
+    messages: list[Message] = []
+    for index, item in enumerate(sequence):
+        messages.append(item if type(item) is Message else as_message(item, f"{where}[{index}]"))
+    return messages
 
 
 class MessageList(list["Message"]):
