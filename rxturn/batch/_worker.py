@@ -6,7 +6,8 @@ Retry-After pause, which the parent broadcasts to every worker), and sends each 
 line back, as it encoded it (the frames are described in :mod:`._workers`); its finished lines
 are flushed once per turn of its event loop, not one write each (budget messages at once). It
 ignores SIGINT (a Ctrl-C on a terminal reaches the whole process group; the parent decides),
-and ends, cancelling what is in flight, when its stdin closes.
+and ends, cancelling what is in flight, when its stdin closes. While it has rows it sends an
+``alive`` message once a heartbeat, for the parent's watchdog.
 """
 
 from __future__ import annotations
@@ -159,6 +160,17 @@ async def _main() -> None:
             elif message.t == "pause":
                 gate.paused(message.seconds)
 
+        async def beat(interval: float) -> None:
+            # the parent's watchdog kills a worker that holds rows and says nothing for a
+            # while: this loop says it is alive, once a heartbeat, while it has rows
+            alive = encode_message(Message(t="alive"))
+            while True:
+                await asyncio.sleep(interval)
+                if tasks:
+                    queued.append(alive)
+                    flush()
+
+        heart = asyncio.ensure_future(beat(setup.beat)) if setup.beat > 0 else None
         try:
             for line in lines[1:]:
                 receive(line)
@@ -166,6 +178,8 @@ async def _main() -> None:
                 for line in lines:
                     receive(line)
         finally:
+            if heart is not None:
+                heart.cancel()
             for task in list(tasks):
                 task.cancel()
             if tasks:

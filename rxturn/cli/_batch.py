@@ -227,6 +227,10 @@ def _run_command(args: argparse.Namespace) -> int:
             rpm=args.rpm,
             tpm=args.tpm,
         ).check()
+        if args.workers != 1:
+            from rxturn.batch._workers import heartbeat_interval
+
+            heartbeat_interval()  # its internal knob, if set, is checked before anything
         if key is not None and any(ch.isspace() or ord(ch) < 32 for ch in key):
             # said here, naming the variable, before anything starts (never echoing the value)
             raise ConfigError(f"{variable} holds whitespace or control characters")
