@@ -227,7 +227,7 @@ def _run_command(args: argparse.Namespace) -> int:
             rpm=args.rpm,
             tpm=args.tpm,
         ).check()
-        if args.workers != 1:
+        if args.workers != 1 or args.ray is not None:
             from rxturn.batch._workers import heartbeat_interval
 
             heartbeat_interval()  # its internal knob, if set, is checked before anything
