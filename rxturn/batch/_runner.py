@@ -56,6 +56,7 @@ from ._budget import Gate
 from ._input import BatchRow
 
 __all__ = [
+    "MAX_CONCURRENCY",
     "PROVIDERS",
     "BatchConfig",
     "CharCounter",
@@ -75,6 +76,12 @@ PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "openai-responses", "o
 _POLL = 0.02
 #: statuses whose Retry-After pauses the whole run's sending
 _PAUSING = frozenset({429, 503, 529})
+
+
+MAX_CONCURRENCY = 10_000
+"""The most turns one process runs at once: each holds an engine, a socket and its buffers
+(about 30 KB), so 10,000 is some 300 MB, and no provider takes more streams from one key;
+a typo such as ``--concurrency 1000000`` is refused, not obeyed."""
 
 
 class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,6 +133,11 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.concurrency > MAX_CONCURRENCY:
+            raise ConfigError(
+                f"concurrency must be from 1 to {MAX_CONCURRENCY} (turns in flight at once in "
+                f"one process), got {self.concurrency!r}"
+            )
         if self.temperature is not None and not (
             math.isfinite(self.temperature) and self.temperature >= 0
         ):
