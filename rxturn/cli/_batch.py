@@ -428,6 +428,7 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
         sys.stderr,
         waiting=lambda: backend.gate.waited,
         rpm=file_run.config.rpm,
+        tpm=file_run.config.tpm,
     )
     reporter.start()
     try:
