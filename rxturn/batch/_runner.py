@@ -530,7 +530,7 @@ class Runner:
         self.paused_by_provider = 0
         self._free: list[_Slot] = []
         self._made = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: deque[asyncio.Future[_Slot]] = deque()
 
     async def __aenter__(self) -> Runner:
         return self
@@ -562,22 +562,28 @@ class Runner:
         return msgspec.convert({**self.base_options, **own, "model": model}, RequestOptions)
 
     async def _slot(self) -> _Slot:
-        """A new slot while fewer than ``concurrency`` exist, else the next one freed."""
+        """A new slot while fewer than ``concurrency`` exist, else the next one freed: handed
+        to this waiter itself (a slot put back in the free list could be taken first by a row
+        arriving in the same turn of the loop, leaving this waiter none)."""
         if self._made < self.config.concurrency:
             self._made += 1
             return _Slot(self)
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[_Slot] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        await waiter
-        return self._free.pop()
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed over, then cancelled
+                self._release(waiter.result())
+            raise
 
     def _release(self, slot: _Slot) -> None:
-        self._free.append(slot)
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(slot)
                 return
+        self._free.append(slot)
 
     async def run_row(self, row: BatchRow, sha: str, run: int = 1) -> RowResult:
         """Run one row on a free slot (waiting for one); its result, error or not.
