@@ -268,14 +268,25 @@ class WorkerPool:
         self._watchdog: asyncio.Task[None] | None = None
 
     async def _spawn(self) -> _Worker:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "rxturn.batch._worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            env=os.environ.copy(),
-        )
+        """A new worker process.
+
+        Raises:
+            BatchError: it cannot be started (the interpreter is gone, no process or file
+                can be made).
+        """
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "rxturn.batch._worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env=os.environ.copy(),
+            )
+        except OSError as exc:
+            raise BatchError(
+                f"cannot start a batch worker process ({sys.executable}): {exc.strerror or exc}"
+            ) from None
         worker = _Worker(process)
         worker.send(
             Message(
@@ -474,7 +485,10 @@ class WorkerPool:
                 f"rxturn batch: worker {worker.process.pid} exited "
                 f"({worker.process.returncode}); its {len(orphans)} rows in flight run again\n"
             )
-            await self._spawn()
+            try:
+                await self._spawn()
+            except BatchError as exc:  # the live workers take the rows, if any is left
+                sys.stderr.write(f"rxturn batch: {exc}\n")
         for number, future, raw in orphans:
             try:
                 self._send_row(number, raw, future)
