@@ -6,7 +6,8 @@ Retry-After pause, which the parent broadcasts to every worker), and sends each 
 line back, as it encoded it (the frames are described in :mod:`._workers`); its finished lines
 are flushed once per turn of its event loop, not one write each (budget messages at once). It
 ignores SIGINT (a Ctrl-C on a terminal reaches the whole process group; the parent decides),
-and ends, cancelling what is in flight, when its stdin closes. While it has rows it sends an
+dies with its parent (Linux: the kernel's parent-death signal, which reaches a stopped worker
+too), and ends, cancelling what is in flight, when its stdin closes. While it has rows it sends an
 ``alive`` message once a heartbeat, for the parent's watchdog.
 """
 
@@ -188,8 +189,30 @@ async def _main() -> None:
                 flush()
 
 
+#: the parent's pid, set by the pool (the worker ends at once if it is no longer its parent)
+PARENT_ENV = "RXTURN_BATCH_PARENT"
+
+
+def _die_with_parent() -> bool:
+    """On Linux, have the kernel SIGKILL this worker when its parent dies: a worker stopped
+    (SIGSTOP, a debugger) never reads the end of its stdin, and would outlive a parent killed
+    with ``kill -9``. False if the parent is gone already."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no prctl here: the end of stdin still ends it
+            pass
+    parent = os.environ.get(PARENT_ENV, "")
+    return not parent.isdigit() or os.getppid() == int(parent)
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not _die_with_parent():
+        return
     try:
         with contextlib.suppress(BrokenPipeError):  # the parent went away
             asyncio.run(_main())

@@ -281,7 +281,7 @@ class WorkerPool:
                 "rxturn.batch._worker",
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
-                env=os.environ.copy(),
+                env={**os.environ, "RXTURN_BATCH_PARENT": str(os.getpid())},
             )
         except OSError as exc:
             raise BatchError(

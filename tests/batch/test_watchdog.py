@@ -127,3 +127,52 @@ def test_a_bad_heartbeat_setting_is_one_line(slow_server: str, tmp_path: Path, v
     assert "RXTURN_BATCH_HEARTBEAT_S" in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
+
+
+def _gone(pid: int, within: float = 15.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        try:
+            if Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] == "Z":
+                return True  # dead, waiting for its (adopting) parent to reap it
+        except (OSError, IndexError):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_stopped_worker_ends_with_its_killed_parent(slow_server: str, tmp_path: Path) -> None:
+    """A stopped worker never reads the end of its stdin: the kernel ends it with its parent."""
+    inp = write_rows(tmp_path / "in.jsonl", prompts(400))
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(
+        batch_args(inp, out, slow_server, "--workers", "2", "--concurrency", "20"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+    )
+    children: list[int] = []
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and out.read_bytes().count(b"\n") >= 20:
+                break
+            time.sleep(0.01)
+        children = _children(proc.pid)
+        assert len(children) == 2
+        os.kill(children[0], signal.SIGSTOP)
+        proc.kill()
+        proc.wait(timeout=30)
+        assert all(_gone(child) for child in children), "a worker outlived its killed parent"
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+        for child in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(child, signal.SIGKILL)
