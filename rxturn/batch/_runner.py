@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from .. import _constants as C
 from ..clients._base import ModelClient
 from ..clients._factory import client_for
 from ..cost import Cost
@@ -545,10 +546,12 @@ class Runner:
             self._own = None
 
     def met_retry_after(self, seconds: float | None) -> None:
-        """A response asked to wait ``seconds``: the gate pauses every slot and worker."""
+        """A response asked to wait ``seconds``: the gate pauses every slot and worker, for
+        as long as the rate-limit ladder waits at most (``RATE_LIMIT_MAX_DELAY``): a longer
+        hint (a daily quota's) would hold every row while its own retry came back sooner."""
         gate = self.gate
         if gate is not None and seconds is not None and seconds > 0:
-            gate.pause(seconds)
+            gate.pause(min(seconds, C.RATE_LIMIT_MAX_DELAY))
             self.paused_by_provider += 1
 
     def options_for(self, model: str, own: Mapping[str, object] | None) -> RequestOptions:
