@@ -18,7 +18,8 @@ every other message is one msgspec-encoded :class:`Message` JSON object:
   granted request has been sent), ``release`` (the granted request will not be sent),
   ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``failed`` (a row the
   worker could not run at all), ``fatal`` (the worker could not set up: its client refused
-  the settings; the run ends with that error and no worker is restarted).
+  the settings; the run ends with that error and no worker is restarted), ``alive`` (a
+  heartbeat, for the watchdog).
 
 Both sides read their pipe in chunks and split the lines themselves (one wake-up per chunk,
 not one per line; a partial line at the end of a pipe, left by a process killed mid-write, is
