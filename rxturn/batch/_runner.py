@@ -268,14 +268,19 @@ class _Slot(Observer):
         limiter = _SlotLimiter(self) if gate is not None else None
         self.managers: dict[str, FallbackManager] = {}
         config = runner.config
+        manager = self._manager(config.model) if config.fallback else None
+        failover = bool(config.fallback) and config.failover
         self.engine = TurnEngine(
             runner.client,
             handler=StreamHandler(timeouts=runner.timeouts, limiter=limiter),
             observers=(self,) if runner.observes else (),
             counter=runner.counter,
-            fallback=self._manager(config.model) if config.fallback else None,
-            failover=bool(config.fallback) and config.failover,
+            fallback=manager,
+            # the engine refuses failover without a backup, and the default model has none
+            # when the only fallback named is itself; rows of other models may have some
+            failover=failover and manager is not None and bool(manager.fallback_models()),
         )
+        self.engine.failover = failover  # a row without a backup simply has none to use
         self.tokens = 0  # the current row's estimate per request
         #: a grant no request has taken yet (``-1``: a go-ahead without a budget, a pause over)
         self.ready: int | None = None
