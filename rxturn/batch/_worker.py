@@ -6,7 +6,8 @@ Retry-After pause, which the parent broadcasts to every worker), and sends each 
 line back, as it encoded it (the frames are described in :mod:`._workers`); its finished lines
 are flushed once per turn of its event loop, not one write each (budget messages at once). It
 ignores SIGINT (a Ctrl-C on a terminal reaches the whole process group; the parent decides),
-dies with its parent (Linux: the kernel's parent-death signal, which reaches a stopped worker
+keeps its stdout for the frames alone (anything else printed in it goes to stderr), dies with
+its parent (Linux: the kernel's parent-death signal, which reaches a stopped worker
 too), and ends, cancelling what is in flight, when its stdin closes. While it has rows it sends an
 ``alive`` message once a heartbeat, for the parent's watchdog.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import os
 import signal
@@ -86,11 +88,25 @@ class RemoteGate:
         self._send(Message(t="pause", seconds=seconds))
 
 
-async def _main() -> None:
+def _take_stdout() -> io.BufferedWriter:
+    """The frame pipe, as a binary file of this worker's own: file descriptor 1 (and
+    ``sys.stdout``) go to stderr from here on, so that whatever else in this process prints
+    (a library's ``print``, a C extension's ``printf``, without a newline even) cannot cut
+    into a frame and lose the row it carries."""
+    sys.stdout.flush()
+    frames = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    # what was printed before (while the interpreter imported) ends here, as a line of its
+    # own that the parent skips, not as the start of the first frame
+    os.write(frames, b"\n")
+    return os.fdopen(frames, "wb")
+
+
+async def _main(out: io.BufferedWriter) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 30)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = sys.stdout.buffer
     queued: list[bytes] = []
 
     def flush() -> None:
@@ -215,7 +231,7 @@ def main() -> None:
         return
     try:
         with contextlib.suppress(BrokenPipeError):  # the parent went away
-            asyncio.run(_main())
+            asyncio.run(_main(_take_stdout()))
     except Exception as exc:  # a bug: one line (the parent runs this worker's rows elsewhere)
         sys.stderr.write(f"rxturn batch: worker {os.getpid()}: {type(exc).__name__}: {exc}\n")
         sys.exit(1)

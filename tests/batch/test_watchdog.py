@@ -22,12 +22,12 @@ pytestmark = pytest.mark.slow  # subprocesses: the rxturn command, worker proces
 
 SLOW = {"models": {"*": [{"text": "a reply in several parts", "chunk_chars": 5, "delay_ms": 15}]}}
 #: the first four replies at once (each worker is heard from: its silence limit is the
-#: running one), then every reply waits 2.5 s before its first word: longer than that limit
+#: running one), then every reply waits 5 s before its first word: longer than that limit
 LATE = {
     "models": {
         "*": [
             *[{"text": "quick"}] * 4,
-            {"text": "late but fine", "first_content_delay_ms": 2500},
+            {"text": "late but fine", "first_content_delay_ms": 5000},
         ]
     }
 }
@@ -97,7 +97,7 @@ def test_rows_waiting_on_a_slow_provider_do_not_look_like_a_hung_worker(
     with fake_server(LATE, tmp_path / "late") as url:
         inp = write_rows(tmp_path / "in.jsonl", prompts(12))
         out = tmp_path / "out.jsonl"
-        env = clean_env(**QUICK)
+        env = clean_env(RXTURN_BATCH_HEARTBEAT_S="0.1")  # silent 3 s while holding rows: killed
         done = subprocess.run(
             batch_args(inp, out, url, "--workers", "2", "--concurrency", "2"),
             capture_output=True,
