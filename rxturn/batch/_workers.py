@@ -73,6 +73,7 @@ __all__ = [
     "parse_done",
     "read_lines",
     "row_frame",
+    "say",
 ]
 
 #: bytes asked of a pipe per read (what one read returns is what is there, up to this)
@@ -89,6 +90,21 @@ SILENT_BEATS = 30
 #: a worker not heard from since it started gets this many times longer (its interpreter
 #: imports rxturn and aiohttp first, which a loaded machine can make slow)
 _START_FACTOR = 4
+
+
+def say(text: str) -> None:
+    """A notice on stderr. Its reader going away (``2>&1 | head -1``) must not end what is
+    being done (handing a dead worker's rows on): stderr is pointed at ``/dev/null`` then."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, sys.stderr.fileno())
+            finally:
+                os.close(null)
 
 
 def heartbeat_interval() -> float:
@@ -329,7 +345,7 @@ class WorkerPool:
         """A hung worker is killed; its pipe's end hands its rows to the others
         (:meth:`_lost`)."""
         worker.alive = False  # no more rows, grants or pauses for it
-        sys.stderr.write(
+        say(
             f"rxturn batch: worker {worker.process.pid} answered nothing for "
             f"{worker.silent * self.beat:.0f} s while holding {len(worker.inflight)} rows; "
             f"killed\n"
@@ -482,14 +498,14 @@ class WorkerPool:
             await worker.process.wait()
         if self.respawns < _MAX_RESPAWNS_PER_WORKER * self.size:
             self.respawns += 1
-            sys.stderr.write(
+            say(
                 f"rxturn batch: worker {worker.process.pid} exited "
                 f"({worker.process.returncode}); its {len(orphans)} rows in flight run again\n"
             )
             try:
                 await self._spawn()
             except BatchError as exc:  # the live workers take the rows, if any is left
-                sys.stderr.write(f"rxturn batch: {exc}\n")
+                say(f"rxturn batch: {exc}\n")
         for number, future, raw in orphans:
             try:
                 self._send_row(number, raw, future)

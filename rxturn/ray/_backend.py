@@ -5,14 +5,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import sys
 import uuid
 from typing import Any
 
 from ..batch._errors import BatchError
 from ..batch._file import Done, run_line
 from ..batch._runner import BatchConfig, Runner
-from ..batch._workers import SILENT_BEATS, heartbeat_interval
+from ..batch._workers import SILENT_BEATS, heartbeat_interval, say
 from ..errors import ConfigError
 from ._budget import RayGate, budget_actor, ray_module
 
@@ -187,7 +186,7 @@ class RayBackend:
                 self._pings[index] = (ref, looks)
                 if looks >= SILENT_BEATS:
                     self._pings[index] = None
-                    sys.stderr.write(
+                    say(
                         f"rxturn batch: Ray actor {index} answered nothing for "
                         f"{looks * self.beat:.0f} s while holding {self._load[index]} rows; "
                         "restarted\n"

@@ -176,3 +176,38 @@ def test_a_stopped_worker_ends_with_its_killed_parent(slow_server: str, tmp_path
         for child in children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
+
+
+def test_a_worker_lost_while_stderr_is_closed_still_hands_its_rows_on(
+    slow_server: str, tmp_path: Path
+) -> None:
+    """``2>&1 | head -1``: stderr's reader is gone when a worker dies; the notice about it
+    must not be what stops its rows from running again."""
+    keys = [f"r{i}" for i in range(400)]
+    inp = write_rows(tmp_path / "in.jsonl", prompts(400))
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.Popen(
+        batch_args(inp, out, slow_server, "--workers", "2", "--concurrency", "20"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+    )
+    try:
+        assert proc.stderr is not None
+        proc.stderr.close()  # the reader goes away
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and proc.poll() is None:
+            if out.exists() and out.read_bytes().count(b"\n") >= 30:
+                break
+            time.sleep(0.01)
+        children = _children(proc.pid)
+        assert len(children) == 2
+        os.kill(children[0], signal.SIGKILL)
+        proc.wait(timeout=90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=30)
+    assert proc.returncode == 0
+    assert_complete(out, keys)
