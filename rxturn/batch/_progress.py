@@ -33,17 +33,27 @@ class ProgressReport(msgspec.Struct, frozen=True):
 
 
 def snapshot(
-    tally: Tally, start_done: int, waiting: float, *, rpm: int | None = None
+    tally: Tally,
+    start_done: int,
+    waiting: float,
+    *,
+    rpm: int | None = None,
+    tpm: int | None = None,
 ) -> ProgressReport:
-    """The progress now. ``rpm``: the run's request budget, under which no pace can hold
-    (a first burst fits in the window, then rows go ``rpm`` a minute): the ETA's rate is
-    never above it."""
+    """The progress now. ``rpm`` / ``tpm``: the run's budgets, under which no pace can hold
+    (a first burst fits in the window, then rows go ``rpm`` a minute, or as many as ``tpm``
+    tokens a minute pay for): the ETA's rate is never above either. The tokens a row left
+    will spend are guessed from the rows this run finished (the usage they reported, which is
+    what the budget charges a row once its usage is in); the input is not read again."""
     elapsed = max(time.monotonic() - tally.started, 1e-9)
     rows = tally.done - start_done
     rate = rows / elapsed
     left = tally.total - tally.done
     if rpm is not None and rate > 0:
         rate = min(rate, rpm / 60.0)
+    tokens = tally.input_tokens + tally.output_tokens
+    if tpm is not None and rate > 0 and tokens > 0:
+        rate = min(rate, tpm / 60.0 / (tokens / rows))
     return ProgressReport(
         done=tally.done,
         total=tally.total,
@@ -67,8 +77,10 @@ class Reporter:
         waiting: Callable[[], float] = lambda: 0.0,
         interval: float = 1.0,
         rpm: int | None = None,
+        tpm: int | None = None,
     ) -> None:
         self.rpm = rpm
+        self.tpm = tpm
         self.mode = mode
         self.tally = tally
         self.stream = stream
@@ -110,7 +122,7 @@ class Reporter:
             self._bar = None
 
     def _show(self) -> None:
-        report = snapshot(self.tally, self.start_done, self.waiting(), rpm=self.rpm)
+        report = snapshot(self.tally, self.start_done, self.waiting(), rpm=self.rpm, tpm=self.tpm)
         if self._bar is not None:
             bar = self._bar
             bar.n = report.done

@@ -39,6 +39,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from .. import _constants as C
 from ..clients._base import ModelClient
 from ..clients._factory import client_for
 from ..cost import Cost
@@ -56,6 +57,7 @@ from ._budget import Gate
 from ._input import BatchRow
 
 __all__ = [
+    "MAX_CONCURRENCY",
     "PROVIDERS",
     "BatchConfig",
     "CharCounter",
@@ -75,6 +77,12 @@ PROVIDERS: tuple[Provider, ...] = ("anthropic", "openai", "openai-responses", "o
 _POLL = 0.02
 #: statuses whose Retry-After pauses the whole run's sending
 _PAUSING = frozenset({429, 503, 529})
+
+
+MAX_CONCURRENCY = 10_000
+"""The most turns one process runs at once: each holds an engine, a socket and its buffers
+(about 30 KB), so 10,000 is some 300 MB, and no provider takes more streams from one key;
+a typo such as ``--concurrency 1000000`` is refused, not obeyed."""
 
 
 class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,6 +134,11 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.concurrency > MAX_CONCURRENCY:
+            raise ConfigError(
+                f"concurrency must be from 1 to {MAX_CONCURRENCY} (turns in flight at once in "
+                f"one process), got {self.concurrency!r}"
+            )
         if self.temperature is not None and not (
             math.isfinite(self.temperature) and self.temperature >= 0
         ):
@@ -255,14 +268,19 @@ class _Slot(Observer):
         limiter = _SlotLimiter(self) if gate is not None else None
         self.managers: dict[str, FallbackManager] = {}
         config = runner.config
+        manager = self._manager(config.model) if config.fallback else None
+        failover = bool(config.fallback) and config.failover
         self.engine = TurnEngine(
             runner.client,
             handler=StreamHandler(timeouts=runner.timeouts, limiter=limiter),
             observers=(self,) if runner.observes else (),
             counter=runner.counter,
-            fallback=self._manager(config.model) if config.fallback else None,
-            failover=bool(config.fallback) and config.failover,
+            fallback=manager,
+            # the engine refuses failover without a backup, and the default model has none
+            # when the only fallback named is itself; rows of other models may have some
+            failover=failover and manager is not None and bool(manager.fallback_models()),
         )
+        self.engine.failover = failover  # a row without a backup simply has none to use
         self.tokens = 0  # the current row's estimate per request
         #: a grant no request has taken yet (``-1``: a go-ahead without a budget, a pause over)
         self.ready: int | None = None
@@ -518,7 +536,7 @@ class Runner:
         self.paused_by_provider = 0
         self._free: list[_Slot] = []
         self._made = 0
-        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._waiters: deque[asyncio.Future[_Slot]] = deque()
 
     async def __aenter__(self) -> Runner:
         return self
@@ -533,10 +551,12 @@ class Runner:
             self._own = None
 
     def met_retry_after(self, seconds: float | None) -> None:
-        """A response asked to wait ``seconds``: the gate pauses every slot and worker."""
+        """A response asked to wait ``seconds``: the gate pauses every slot and worker, for
+        as long as the rate-limit ladder waits at most (``RATE_LIMIT_MAX_DELAY``): a longer
+        hint (a daily quota's) would hold every row while its own retry came back sooner."""
         gate = self.gate
         if gate is not None and seconds is not None and seconds > 0:
-            gate.pause(seconds)
+            gate.pause(min(seconds, C.RATE_LIMIT_MAX_DELAY))
             self.paused_by_provider += 1
 
     def options_for(self, model: str, own: Mapping[str, object] | None) -> RequestOptions:
@@ -550,22 +570,28 @@ class Runner:
         return msgspec.convert({**self.base_options, **own, "model": model}, RequestOptions)
 
     async def _slot(self) -> _Slot:
-        """A new slot while fewer than ``concurrency`` exist, else the next one freed."""
+        """A new slot while fewer than ``concurrency`` exist, else the next one freed: handed
+        to this waiter itself (a slot put back in the free list could be taken first by a row
+        arriving in the same turn of the loop, leaving this waiter none)."""
         if self._made < self.config.concurrency:
             self._made += 1
             return _Slot(self)
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiter: asyncio.Future[_Slot] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
-        await waiter
-        return self._free.pop()
+        try:
+            return await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():  # handed over, then cancelled
+                self._release(waiter.result())
+            raise
 
     def _release(self, slot: _Slot) -> None:
-        self._free.append(slot)
         while self._waiters:
             waiter = self._waiters.popleft()
             if not waiter.done():
-                waiter.set_result(None)
+                waiter.set_result(slot)
                 return
+        self._free.append(slot)
 
     async def run_row(self, row: BatchRow, sha: str, run: int = 1) -> RowResult:
         """Run one row on a free slot (waiting for one); its result, error or not.

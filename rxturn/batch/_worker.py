@@ -6,13 +6,17 @@ Retry-After pause, which the parent broadcasts to every worker), and sends each 
 line back, as it encoded it (the frames are described in :mod:`._workers`); its finished lines
 are flushed once per turn of its event loop, not one write each (budget messages at once). It
 ignores SIGINT (a Ctrl-C on a terminal reaches the whole process group; the parent decides),
-and ends, cancelling what is in flight, when its stdin closes.
+keeps its stdout for the frames alone (anything else printed in it goes to stderr), dies with
+its parent (Linux: the kernel's parent-death signal, which reaches a stopped worker
+too), and ends, cancelling what is in flight, when its stdin closes. While it has rows it sends an
+``alive`` message once a heartbeat, for the parent's watchdog.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import itertools
 import os
 import signal
@@ -84,11 +88,25 @@ class RemoteGate:
         self._send(Message(t="pause", seconds=seconds))
 
 
-async def _main() -> None:
+def _take_stdout() -> io.BufferedWriter:
+    """The frame pipe, as a binary file of this worker's own: file descriptor 1 (and
+    ``sys.stdout``) go to stderr from here on, so that whatever else in this process prints
+    (a library's ``print``, a C extension's ``printf``, without a newline even) cannot cut
+    into a frame and lose the row it carries."""
+    sys.stdout.flush()
+    frames = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    # what was printed before (while the interpreter imported) ends here, as a line of its
+    # own that the parent skips, not as the start of the first frame
+    os.write(frames, b"\n")
+    return os.fdopen(frames, "wb")
+
+
+async def _main(out: io.BufferedWriter) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 30)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    out = sys.stdout.buffer
     queued: list[bytes] = []
 
     def flush() -> None:
@@ -159,6 +177,17 @@ async def _main() -> None:
             elif message.t == "pause":
                 gate.paused(message.seconds)
 
+        async def beat(interval: float) -> None:
+            # the parent's watchdog kills a worker that holds rows and says nothing for a
+            # while: this loop says it is alive, once a heartbeat, while it has rows
+            alive = encode_message(Message(t="alive"))
+            while True:
+                await asyncio.sleep(interval)
+                if tasks:
+                    queued.append(alive)
+                    flush()
+
+        heart = asyncio.ensure_future(beat(setup.beat)) if setup.beat > 0 else None
         try:
             for line in lines[1:]:
                 receive(line)
@@ -166,6 +195,8 @@ async def _main() -> None:
                 for line in lines:
                     receive(line)
         finally:
+            if heart is not None:
+                heart.cancel()
             for task in list(tasks):
                 task.cancel()
             if tasks:
@@ -174,11 +205,33 @@ async def _main() -> None:
                 flush()
 
 
+#: the parent's pid, set by the pool (the worker ends at once if it is no longer its parent)
+PARENT_ENV = "RXTURN_BATCH_PARENT"
+
+
+def _die_with_parent() -> bool:
+    """On Linux, have the kernel SIGKILL this worker when its parent dies: a worker stopped
+    (SIGSTOP, a debugger) never reads the end of its stdin, and would outlive a parent killed
+    with ``kill -9``. False if the parent is gone already."""
+    if sys.platform.startswith("linux"):
+        import ctypes
+
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # no prctl here: the end of stdin still ends it
+            pass
+    parent = os.environ.get(PARENT_ENV, "")
+    return not parent.isdigit() or os.getppid() == int(parent)
+
+
 def main() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if not _die_with_parent():
+        return
     try:
         with contextlib.suppress(BrokenPipeError):  # the parent went away
-            asyncio.run(_main())
+            asyncio.run(_main(_take_stdout()))
     except Exception as exc:  # a bug: one line (the parent runs this worker's rows elsewhere)
         sys.stderr.write(f"rxturn batch: worker {os.getpid()}: {type(exc).__name__}: {exc}\n")
         sys.exit(1)

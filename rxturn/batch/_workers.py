@@ -18,7 +18,8 @@ every other message is one msgspec-encoded :class:`Message` JSON object:
   granted request has been sent), ``release`` (the granted request will not be sent),
   ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``failed`` (a row the
   worker could not run at all), ``fatal`` (the worker could not set up: its client refused
-  the settings; the run ends with that error and no worker is restarted).
+  the settings; the run ends with that error and no worker is restarted), ``alive`` (a
+  heartbeat, for the watchdog).
 
 Both sides read their pipe in chunks and split the lines themselves (one wake-up per chunk,
 not one per line; a partial line at the end of a pipe, left by a process killed mid-write, is
@@ -34,7 +35,11 @@ count as sent at that moment (their requests may have left). Without ``--rpm``/`
 worker asks nothing before a request (no round trip per row); it only honours the pauses this
 process broadcasts.
 A worker that dies (killed, crashed) loses no row: its rows in flight are sent to another
-worker, and a new worker takes its place. The API key never crosses the pipe: a worker reads
+worker, and a new worker takes its place. A worker that hangs (stopped, deadlocked, its loop
+stuck in C) is made one that died: while it has rows its loop sends an ``alive`` message every
+heartbeat (:func:`heartbeat_interval`), and a worker holding rows from which nothing at all
+has come for :data:`SILENT_BEATS` heartbeats is killed (SIGKILL); its pipe closes and it is
+handled as above. The API key never crosses the pipe: a worker reads
 it from the environment variable the parent names.
 """
 
@@ -42,7 +47,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import os
+import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import Any
@@ -62,14 +69,62 @@ __all__ = [
     "decode_message",
     "done_frame",
     "encode_message",
+    "heartbeat_interval",
     "parse_done",
     "read_lines",
     "row_frame",
+    "say",
 ]
 
 #: bytes asked of a pipe per read (what one read returns is what is there, up to this)
 _CHUNK = 1 << 18
 _MAX_RESPAWNS_PER_WORKER = 5
+
+#: the environment variable setting the heartbeat interval in seconds (an internal knob: the
+#: tests make it small to see the watchdog act in seconds)
+HEARTBEAT_ENV = "RXTURN_BATCH_HEARTBEAT_S"
+_HEARTBEAT = 1.0
+#: heartbeats a worker holding rows may miss before it is taken for hung and killed: 30 s by
+#: default, far beyond the longest turn of a healthy worker's event loop (docs/batch.md)
+SILENT_BEATS = 30
+#: a worker not heard from since it started gets this many times longer (its interpreter
+#: imports rxturn and aiohttp first, which a loaded machine can make slow)
+_START_FACTOR = 4
+
+
+def say(text: str) -> None:
+    """A notice on stderr. Its reader going away (``2>&1 | head -1``) must not end what is
+    being done (handing a dead worker's rows on): stderr is pointed at ``/dev/null`` then."""
+    try:
+        sys.stderr.write(text)
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            null = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(null, sys.stderr.fileno())
+            finally:
+                os.close(null)
+
+
+def heartbeat_interval() -> float:
+    """The heartbeat interval of worker processes, in seconds.
+
+    Raises:
+        ConfigError: ``RXTURN_BATCH_HEARTBEAT_S`` is set to something not a positive number.
+    """
+    text = os.environ.get(HEARTBEAT_ENV, "").strip()
+    if not text:
+        return _HEARTBEAT
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and 0.001 <= value <= 3600):
+        raise ConfigError(
+            f"{HEARTBEAT_ENV} must be a number of seconds from 0.001 to 3600, got {text[:40]!r}"
+        )
+    return value
 
 
 class Message(msgspec.Struct, frozen=True, omit_defaults=True):
@@ -83,6 +138,7 @@ class Message(msgspec.Struct, frozen=True, omit_defaults=True):
     config: BatchConfig | None = None
     run: int = 0
     key_env: str = ""
+    beat: float = 0.0  # config: the heartbeat interval (seconds)
     error: str = ""  # fatal: the error's class name (``raw`` holds its message)
 
 
@@ -179,6 +235,9 @@ class _Worker:
         self.tickets: dict[int, int] = {}  # the worker's request id -> the budget's ticket
         self.asking: dict[int, asyncio.Future[None]] = {}  # request id -> its grant, waiting
         self.alive = True
+        self.heard = False  # something came from it since the watchdog last looked
+        self.started = False  # something ever came from it
+        self.silent = 0  # the watchdog's looks in a row that found nothing from it
         self.reader: asyncio.Task[None] | None = None
         self._queued: list[bytes] = []  # lines for the worker, written once per loop turn
 
@@ -221,17 +280,30 @@ class WorkerPool:
         self.closing = False
         #: what stopped a worker from setting up (then no worker is started again)
         self.fatal: BatchError | ConfigError | None = None
+        self.beat = heartbeat_interval()
         self._tasks: set[asyncio.Future[Any]] = set()
+        self._watchdog: asyncio.Task[None] | None = None
 
     async def _spawn(self) -> _Worker:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "rxturn.batch._worker",
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            env=os.environ.copy(),
-        )
+        """A new worker process.
+
+        Raises:
+            BatchError: it cannot be started (the interpreter is gone, no process or file
+                can be made).
+        """
+        try:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "rxturn.batch._worker",
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                env={**os.environ, "RXTURN_BATCH_PARENT": str(os.getpid())},
+            )
+        except OSError as exc:
+            raise BatchError(
+                f"cannot start a batch worker process ({sys.executable}): {exc.strerror or exc}"
+            ) from None
         worker = _Worker(process)
         worker.send(
             Message(
@@ -239,6 +311,7 @@ class WorkerPool:
                 config=self.config,
                 run=self.run,
                 key_env=_KEY_ENV.get(self.config.provider, ""),
+                beat=self.beat,
             )
         )
         worker.reader = asyncio.ensure_future(self._read(worker))
@@ -248,6 +321,37 @@ class WorkerPool:
     async def start(self) -> None:
         for _ in range(self.size):
             await self._spawn()
+        self._watchdog = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        """Kill a worker that holds rows and has said nothing for :data:`SILENT_BEATS`
+        heartbeats. Silence is counted in this loop's own looks, one per heartbeat: if this
+        process is the slow one, it looks less often and kills later, never sooner."""
+        while True:
+            await asyncio.sleep(self.beat)
+            for worker in self.workers:
+                if not worker.alive:
+                    continue
+                if worker.heard or not worker.inflight:
+                    worker.heard = False
+                    worker.silent = 0
+                    continue
+                worker.silent += 1
+                limit = SILENT_BEATS if worker.started else SILENT_BEATS * _START_FACTOR
+                if worker.silent >= limit:
+                    self._kill_hung(worker)
+
+    def _kill_hung(self, worker: _Worker) -> None:
+        """A hung worker is killed; its pipe's end hands its rows to the others
+        (:meth:`_lost`)."""
+        worker.alive = False  # no more rows, grants or pauses for it
+        say(
+            f"rxturn batch: worker {worker.process.pid} answered nothing for "
+            f"{worker.silent * self.beat:.0f} s while holding {len(worker.inflight)} rows; "
+            f"killed\n"
+        )
+        with contextlib.suppress(ProcessLookupError):
+            worker.process.send_signal(signal.SIGKILL)
 
     def _pick(self) -> _Worker:
         """The live worker with the fewest rows in flight."""
@@ -307,6 +411,8 @@ class WorkerPool:
 
     def _handle(self, worker: _Worker, message: Message) -> None:
         kind = message.t
+        if kind == "alive":  # a heartbeat: hearing it was the point
+            return
         if kind == "failed":
             entry = worker.inflight.pop(message.n, None)
             if entry is not None and not entry[0].done():
@@ -368,6 +474,7 @@ class WorkerPool:
         receive = self._receive
         try:
             async for lines in read_lines(stdout):
+                worker.heard = worker.started = True
                 for line in lines:
                     receive(worker, line)
         finally:
@@ -391,11 +498,14 @@ class WorkerPool:
             await worker.process.wait()
         if self.respawns < _MAX_RESPAWNS_PER_WORKER * self.size:
             self.respawns += 1
-            sys.stderr.write(
+            say(
                 f"rxturn batch: worker {worker.process.pid} exited "
                 f"({worker.process.returncode}); its {len(orphans)} rows in flight run again\n"
             )
-            await self._spawn()
+            try:
+                await self._spawn()
+            except BatchError as exc:  # the live workers take the rows, if any is left
+                say(f"rxturn batch: {exc}\n")
         for number, future, raw in orphans:
             try:
                 self._send_row(number, raw, future)
@@ -404,6 +514,10 @@ class WorkerPool:
 
     async def aclose(self) -> None:
         self.closing = True
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watchdog
         for future in list(self._tasks):
             future.cancel()
         for worker in self.workers:

@@ -42,6 +42,46 @@ def _positive(text: str) -> int:
     return value
 
 
+def _concurrency(text: str) -> int:
+    from rxturn.batch._runner import MAX_CONCURRENCY
+
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_CONCURRENCY:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 1 to {MAX_CONCURRENCY} (turns in flight per worker), "
+            f"got {text[:40]!r}"
+        )
+    return value
+
+
+#: open files a batch process needs beside its sockets: stdio, the input, the output, its lock
+#: and manifest, the event loop's own, a worker's pipes
+_FILES_BESIDE_SOCKETS = 64
+
+
+def _fit_open_files(concurrency: int, rows: int) -> tuple[int, int]:
+    """``concurrency`` lowered, if it must be, to what the open-files limit holds (each row in
+    flight holds a socket), after raising this process's soft limit toward its hard one (the
+    worker processes inherit it); and that limit."""
+    import resource
+
+    need = min(concurrency, rows) + _FILES_BESIDE_SOCKETS
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < need:
+        raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+            soft = raised
+        except (OSError, ValueError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return concurrency, soft
+    return max(1, soft - _FILES_BESIDE_SOCKETS), soft
+
+
 MAX_WORKERS = 256
 """The most worker processes ``--workers`` starts: each is an interpreter with rxturn and aiohttp
 imported, and a worker runs many rows at once (``--concurrency``), so more processes than a
@@ -101,7 +141,7 @@ def add_parser(subparsers: Any) -> None:
     run_p.add_argument("--system", default=None, metavar="TEXT")
     run_p.add_argument("--max-tokens", type=_positive, default=None, metavar="N")
     run_p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
-    run_p.add_argument("--concurrency", type=_positive, default=64, metavar="N")
+    run_p.add_argument("--concurrency", type=_concurrency, default=64, metavar="N")
     run_p.add_argument("--rpm", type=_positive, default=None, metavar="N", help="requests/min")
     run_p.add_argument("--tpm", type=_positive, default=None, metavar="N", help="tokens/min")
     run_p.add_argument(
@@ -227,6 +267,10 @@ def _run_command(args: argparse.Namespace) -> int:
             rpm=args.rpm,
             tpm=args.tpm,
         ).check()
+        if args.workers != 1 or args.ray is not None:
+            from rxturn.batch._workers import heartbeat_interval
+
+            heartbeat_interval()  # its internal knob, if set, is checked before anything
         if key is not None and any(ch.isspace() or ord(ch) < 32 for ch in key):
             # said here, naming the variable, before anything starts (never echoing the value)
             raise ConfigError(f"{variable} holds whitespace or control characters")
@@ -279,6 +323,17 @@ def _run_command(args: argparse.Namespace) -> int:
             file_run.prepare()
         except BatchError as exc:
             return _fail(str(exc), _exit_code(exc))
+        if args.ray is None:  # Ray's actors live under their own machines' limits
+            config = file_run.config
+            fitted, limit = _fit_open_files(config.concurrency, file_run.pending.count(1))
+            if fitted < config.concurrency:
+                import msgspec
+
+                _notice(
+                    f"--concurrency {config.concurrency} lowered to {fitted}: a process here "
+                    f"may open {limit} files (ulimit -n) and each row in flight holds a socket"
+                )
+                file_run.config = msgspec.structs.replace(config, concurrency=fitted)
         code = 1
         try:
             code = _execute(args, file_run, key)
@@ -373,6 +428,7 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
         sys.stderr,
         waiting=lambda: backend.gate.waited,
         rpm=file_run.config.rpm,
+        tpm=file_run.config.tpm,
     )
     reporter.start()
     try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import uuid
 from typing import Any
@@ -10,6 +11,7 @@ from typing import Any
 from ..batch._errors import BatchError
 from ..batch._file import Done, run_line
 from ..batch._runner import BatchConfig, Runner
+from ..batch._workers import SILENT_BEATS, heartbeat_interval, say
 from ..errors import ConfigError
 from ._budget import RayGate, budget_actor, ray_module
 
@@ -71,6 +73,9 @@ class RowActor:
             self.runner = Runner(self.config, api_key=api_key, gate=gate)
         return await run_line(self.runner, number, raw, self.run)
 
+    async def ping(self) -> None:
+        """Answered by this actor's event loop: the driver's watchdog asks it."""
+
 
 class _Waited:
     waited = 0.0
@@ -98,6 +103,10 @@ class RayBackend:
         self._actors: list[Any] = []
         self._load: list[int] = []
         self._started_ray = False
+        self.beat = heartbeat_interval()
+        #: per actor: the ping in flight and the watchdog's looks since it was sent
+        self._pings: list[tuple[Any, int] | None] = []
+        self._watchdog: asyncio.Task[None] | None = None
 
     def _init(self) -> None:
         ray = ray_module()
@@ -130,7 +139,14 @@ class RayBackend:
             )
         key_env = _KEY_ENV.get(config.provider, "")
         env = {key_env: self._api_key} if key_env and self._api_key else {}
-        remote = ray.remote(num_cpus=0, max_restarts=-1, max_task_retries=-1)(RowActor)
+        # an async actor runs at most max_concurrency calls at once (Ray's default: 1000):
+        # room for every row of --concurrency, and for the watchdog's ping beside them
+        remote = ray.remote(
+            num_cpus=0,
+            max_restarts=-1,
+            max_task_retries=-1,
+            max_concurrency=config.concurrency + 8,
+        )(RowActor)
         self._actors = [
             remote.options(runtime_env={"env_vars": env} if env else None).remote(
                 config, self.run, budget, key_env
@@ -138,10 +154,44 @@ class RayBackend:
             for _ in range(count)
         ]
         self._load = [0] * count
+        self._pings = [None] * count
         self.capacity = count * config.concurrency
 
     async def start(self) -> None:
         self._init()  # in the main thread (Ray sets signal handlers there); nothing runs yet
+        self._watchdog = asyncio.ensure_future(self._watch())
+
+    async def _watch(self) -> None:
+        """Restart an actor that holds rows and has not answered a ping for
+        :data:`~rxturn.batch._workers.SILENT_BEATS` heartbeats (stopped, deadlocked, its loop
+        stuck): Ray sees a dead actor, not a hung one. Ray restarts a killed actor and sends
+        it again the calls it held (``max_restarts``/``max_task_retries``)."""
+        ray = ray_module()
+        while True:
+            await asyncio.sleep(self.beat)
+            for index, actor in enumerate(self._actors):
+                ping = self._pings[index]
+                if self._load[index] == 0:
+                    self._pings[index] = None
+                    continue
+                if ping is None:
+                    self._pings[index] = (actor.ping.remote(), 0)
+                    continue
+                ref, looks = ping
+                ready, _ = ray.wait([ref], timeout=0)
+                if ready:  # answered: the next look asks again
+                    self._pings[index] = None
+                    continue
+                looks += 1
+                self._pings[index] = (ref, looks)
+                if looks >= SILENT_BEATS:
+                    self._pings[index] = None
+                    say(
+                        f"rxturn batch: Ray actor {index} answered nothing for "
+                        f"{looks * self.beat:.0f} s while holding {self._load[index]} rows; "
+                        "restarted\n"
+                    )
+                    ray.kill(actor, no_restart=False)
 
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
         index = min(range(len(self._actors)), key=self._load.__getitem__)
@@ -157,6 +207,10 @@ class RayBackend:
 
     async def aclose(self) -> None:
         ray = ray_module()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._watchdog
         for actor in self._actors:
             ray.kill(actor)
         self._actors = []

@@ -56,6 +56,44 @@ def _plain(value: object) -> object:
     return value
 
 
+def _row_columns(batch: Any) -> tuple[dict[str, list[object]], dict[str, int]]:
+    """The row's columns of ``batch`` as lists read by position, and every column's length.
+
+    ``batch`` is what ``map_batches`` hands over: a dict of numpy arrays (the default), a
+    pandas DataFrame (whose index, after a filter, is no position) or a pyarrow Table.
+    """
+    names = getattr(batch, "column_names", None)
+    if names is not None and callable(getattr(batch, "column", None)):  # a pyarrow Table
+        rows = int(batch.num_rows)
+        table_columns = {
+            str(name): cast("list[object]", batch.column(name).to_pylist())
+            for name in names
+            if name in _ROW_COLUMNS
+        }
+        return table_columns, {str(name): rows for name in names}
+    columns: dict[str, list[object]] = {}
+    sizes: dict[str, int] = {}
+    for name in batch:
+        column = batch[name]
+        sizes[str(name)] = len(column)
+        if name in _ROW_COLUMNS:
+            tolist = getattr(column, "tolist", None)  # numpy, pandas: by position
+            columns[str(name)] = (
+                cast("list[object]", tolist()) if callable(tolist) else list(column)
+            )
+    return columns, sizes
+
+
+def _key(value: object) -> str:
+    """A row's ``id`` as the user wrote it: a whole float is an integer column with a gap
+    (numpy and pandas make those float), bytes an Arrow binary column."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
 class TurnUDF:
     """Run a batch's rows as turns on this actor's event loop; fixed-type result columns.
 
@@ -147,8 +185,7 @@ class TurnUDF:
         Raises:
             ConfigError: the batch's columns differ in length.
         """
-        names = [name for name in batch if name in _ROW_COLUMNS]
-        sizes = {name: len(batch[name]) for name in batch}
+        columns, sizes = _row_columns(batch)
         if len(set(sizes.values())) > 1:
             shown = ", ".join(f"{name}: {size}" for name, size in sizes.items())
             raise ConfigError(f"TurnUDF: a batch with columns of different lengths ({shown})")
@@ -156,12 +193,12 @@ class TurnUDF:
         items: list[dict[str, object]] = []
         for i in range(size):
             item: dict[str, object] = {}
-            for name in names:
-                value = _plain(batch[name][i])
+            for name, values in columns.items():
+                value = _plain(values[i])
                 if value is not None:
                     item[name] = value
             if "id" in item:
-                item["id"] = str(item["id"])
+                item["id"] = _key(item["id"])
             items.append(item)
         results = self._call(self._all(items))
         columns: dict[str, list[object]] = {name: [] for name in COLUMNS}

@@ -49,3 +49,41 @@ def test_columns_of_different_lengths_are_a_config_error(fake: FakeProvider) -> 
     finally:
         udf.close()
     assert fake.requests == []
+
+
+def _run(fake: FakeProvider, batch: object) -> dict[str, list[object]]:
+    udf = TurnUDF("anthropic", "m", base_url=fake.base_url, concurrency=2)
+    try:
+        return udf(batch)  # pyright: ignore[reportArgumentType]  (Ray hands over any of these)
+    finally:
+        udf.close()
+
+
+def test_a_pandas_batch_is_read_by_position_whatever_its_index(fake: FakeProvider) -> None:
+    pd = pytest.importorskip("pandas")
+    # batch_format="pandas"; a filtered frame keeps its original labels
+    batch = pd.DataFrame({"id": ["a", "b"], "prompt": ["one", "two"]}, index=[5, 9])
+    out = _run(fake, batch)
+    assert out["id"] == ["a", "b"] and out["status"] == ["ok", "ok"], out["error_message"]
+
+
+def test_an_arrow_table_batch_is_read(fake: FakeProvider) -> None:
+    pa = pytest.importorskip("pyarrow")
+    batch = pa.table({"id": ["a", "b"], "prompt": ["one", "two"], "n": [1, 2]})  # pyarrow
+    out = _run(fake, batch)
+    assert out["id"] == ["a", "b"] and out["status"] == ["ok", "ok"], out["error_message"]
+
+
+def test_ids_of_odd_dtypes_come_back_as_the_users_keys(fake: FakeProvider) -> None:
+    np = pytest.importorskip("numpy")
+    # an integer column with a gap is float64 in numpy and pandas; Arrow binary is bytes
+    out = _run(
+        fake,
+        {
+            "id": np.array([7.0, 8.0, 2.5]),
+            "prompt": np.array(["one", "two", "three"], dtype=object),
+        },
+    )
+    assert out["id"] == ["7", "8", "2.5"], out["id"]
+    out = _run(fake, {"id": np.array([b"k1", b"k2"]), "prompt": np.array(["one", "two"])})
+    assert out["id"] == ["k1", "k2"], out["id"]
