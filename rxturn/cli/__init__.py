@@ -3,7 +3,8 @@
 Each sub-command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Errors
 reach the user as one line on stderr, ``rxturn COMMAND: error: …`` (``rxturn: error: …`` for
 usage errors), and an exit code (2 for bad input or usage, 1 for a failed turn); never a
-traceback. A closed stdout (``rxturn demo | head -1``) ends a command quietly with exit 141
+traceback. A closed stdout (``rxturn demo | head -1``) ends a command quietly with exit 141;
+a closed stderr only drops the notices and error lines
 (:mod:`rxturn.cli._console` has the rules for stdout, stderr, terminals and colour).
 """
 
@@ -14,7 +15,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, cast
+
+if TYPE_CHECKING:
+    from typing import TextIO
 
 __all__ = ["main"]
 
@@ -86,11 +90,22 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    from ._console import QuietStream
+
+    _open_missing_streams()
+    _tolerate_encoding()
+    stderr = sys.stderr
+    sys.stderr = cast("TextIO", QuietStream(stderr))
+    try:
+        return _command(argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _command(argv: Sequence[str] | None) -> int:
     from ._console import PIPE_CLOSED, STATE, silence
 
     STATE.closed = False
-    _open_missing_streams()
-    _tolerate_encoding()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

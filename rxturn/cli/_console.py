@@ -13,6 +13,9 @@ The rules every command follows (the README's command-line section says the same
   :func:`write` notices the ``BrokenPipeError``, points the stream at ``/dev/null`` so nothing
   fails at exit, and sets :data:`STATE`'s ``closed``; the command stops and exits
   :data:`PIPE_CLOSED` (141, what a shell reports for a process killed by ``SIGPIPE``).
+* **A closed stderr** changes nothing else: while a command runs, ``sys.stderr`` is a
+  :class:`QuietStream`, which drops what its reader (gone, or a full disk) cannot take, so a
+  notice or an error line never stops a command or changes its exit status.
 
 Only the standard library is imported: the dispatcher imports every command module to build
 ``--help``.
@@ -21,11 +24,12 @@ Only the standard library is imported: the dispatcher imports every command modu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import unicodedata
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = [
     "LONG_WAIT",
@@ -33,6 +37,7 @@ __all__ = [
     "STATE",
     "LiveText",
     "Notices",
+    "QuietStream",
     "is_terminal",
     "one_line",
     "paint",
@@ -84,17 +89,55 @@ def paint(text: str, code: str, color: bool) -> str:
 
 
 def silence(stream: TextIO) -> None:
-    """The reader of ``stream`` is gone: point its descriptor at ``/dev/null`` and say so."""
+    """The reader of ``stream`` (stdout) is gone: point its descriptor at ``/dev/null`` and say
+    so (``STATE.closed``: the command should stop)."""
     STATE.closed = True
+    _to_devnull(stream)
+
+
+def _to_devnull(stream: TextIO) -> None:
     try:
         fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
     except (AttributeError, ValueError, OSError):
         return
-    devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, fd)
+    except OSError:
+        pass
     finally:
         os.close(devnull)
+
+
+class QuietStream:
+    """``sys.stderr`` while a command runs: what its reader cannot take (a closed pipe, a full
+    disk, a closed file) is dropped and the descriptor pointed at ``/dev/null``, never raised.
+    Notices and error lines are for a person; their reader going away must not end a command
+    that is doing its work, nor turn its exit status into 141. Everything else is the wrapped
+    stream's."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):
+            _to_devnull(self.stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            _to_devnull(self.stream)
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.flush()  # what stayed buffered goes to /dev/null, not to exit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
 
 
 def write(stream: TextIO, text: str) -> bool:
