@@ -82,11 +82,34 @@ def _tolerate_encoding() -> None:
 INTERRUPTED = 130
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``rxturn`` command line (``argv``: the arguments, else ``sys.argv[1:]``).
+
+    SIGTERM is Ctrl-C from the first line on: whatever a command is doing (importing, reading
+    its input, a turn, a server), a supervisor's SIGTERM ends it as Ctrl-C would, with its
+    clean-up, instead of killing it mid-way. Commands that take the signals over (a chat turn,
+    the fake server, a batch run) say what each does; the rest exit 130."""
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread: the signal stays the caller's
+        previous = None
     try:
         return _main(argv)
-    except KeyboardInterrupt:  # Ctrl-C while starting up, before a command took the signal
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM before a command took the signal
         return INTERRUPTED
+    finally:
+        if previous is not None:
+            # The console script exits with the status just decided: a SIGTERM arriving on
+            # the way out must not turn a finished command into a killed one (-15). A caller
+            # that embeds the command line gets its own handler back.
+            exiting = argv is None and previous == signal.SIG_DFL
+            signal.signal(signal.SIGTERM, signal.SIG_IGN if exiting else previous)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -1,18 +1,18 @@
 """``rxturn chat``: one conversation against a real endpoint (or the fake server).
 
 One-shot with a PROMPT (``-`` reads all of stdin as one prompt), interactive without one (a
-prompt per stdin line; Ctrl-C cancels the running turn only; ``/model [NAME]``, ``/reset``,
-``/stats``, ``/help``, ``/quit``; EOF ends with exit 0). The stream handler always has the
-default policies (not passthrough) and ``--fallback`` adds a fallback manager with the
-default policy plus same-turn failover (``--no-failover`` keeps the breaker
-alone). ``--json`` prints one JSON object per turn instead of the reply text. ``--image`` and
-``--file`` attach files to the (first) prompt; one that cannot be read, or that the provider
-cannot take, is a bad argument.
+prompt per stdin line; Ctrl-C cancels the running turn only, SIGTERM cancels it and ends the
+chat; ``/model [NAME]``, ``/reset``, ``/stats``, ``/help``, ``/quit``; EOF ends with exit 0).
+The stream handler always has the default policies (not passthrough) and ``--fallback`` adds a
+fallback manager with the default policy plus same-turn failover (``--no-failover`` keeps the
+breaker alone). ``--json`` prints one JSON object per turn instead of the reply text.
+``--image`` and ``--file`` attach files to the (first) prompt; one that cannot be read, or that
+the provider cannot take, is a bad argument.
 
 Exit codes: 0 served, 1 the turn failed, 2 bad arguments or input (an empty prompt, a missing
-key, a malformed URL: nothing is sent), 130 cancelled by Ctrl-C, 141 stdout closed early.
-Errors are one line on stderr, ``rxturn chat: error: …``, naming the URL for HTTP and
-connection errors. Module-level imports are stdlib only (``--help`` imports every command).
+key, a malformed URL: nothing is sent), 130 cancelled by Ctrl-C or SIGTERM, 141 stdout closed
+early. Errors are one line on stderr, ``rxturn chat: error: …``, naming the URL for HTTP
+and connection errors. Module-level imports are stdlib only (``--help`` imports every command).
 """
 
 from __future__ import annotations
@@ -208,5 +208,5 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(session.main())
     except ConfigError as exc:  # e.g. a base URL the client rejects: nothing was sent
         return _fail(str(exc))
-    except KeyboardInterrupt:  # Ctrl-C outside a turn, before the loop took over signals
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM before the loop took the signals over
         return 130

@@ -2,7 +2,8 @@
 
 The first line on stdout is exactly ``listening on http://HOST:PORT`` (flushed), so a script
 or a test can start the server with ``--port 0`` and read the port it got. SIGINT and SIGTERM
-stop it cleanly (exit 0). A scenario file that does not load is one line on stderr, exit 2.
+stop it cleanly (exit 0), while it starts too. A scenario file that does not load is one line
+on stderr, exit 2.
 The scenario format is documented for users in docs/fake-provider.md, and ``--help`` says so.
 
 Module-level imports are stdlib only: the dispatcher imports every command module to build
@@ -63,15 +64,18 @@ async def _serve(scenario: Any, host: str, port: int) -> int:
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
         loop.add_signal_handler(sig, stop.set)
     try:
         async with FakeProvider(scenario, host=host, port=port) as fake:
             print(f"listening on {fake.base_url}", flush=True)
             await stop.wait()
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+        for sig, handler in previous.items():
+            loop.remove_signal_handler(sig)  # which leaves SIGTERM's default: killed, -15
+            if handler is not None:
+                signal.signal(sig, handler)
     return 0
 
 
@@ -85,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"rxturn fake-server: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # SIGINT or SIGTERM before it served: stopped cleanly too
+        return 0
     try:
         return asyncio.run(_serve(scenario, args.host, args.port))
     except OSError as exc:  # the address is taken, or the host does not resolve
