@@ -175,9 +175,13 @@ def run(args: argparse.Namespace) -> int:
     if args.thinking is not None and args.thinking < _MIN_THINKING:
         return _fail(f"--thinking must be at least {_MIN_THINKING} tokens, got {args.thinking}")
     variable = _KEY_VARIABLES.get(args.provider)
-    key = os.environ.get(variable) if variable else None
+    # Surrounding whitespace (a key file's trailing newline) is not part of a key, and a blank
+    # variable is an unset one, as ``batch run`` reads it.
+    key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:
         return _fail(f"{variable} is not set (needed for the {args.provider} API)")
+    if key is not None and any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in key):
+        return _fail(f"{variable} holds whitespace or control characters")  # never the value
     if args.prompt == "-":
         if sys.stdin.isatty():
             sys.stderr.write("(reading the prompt from stdin: end it with Ctrl-D)\n")
