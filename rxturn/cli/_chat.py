@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "is_utf8", "run"]
 
 _KEY_VARIABLES = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -157,7 +157,34 @@ def _read_stdin() -> str | None:
         return None
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be sent: bytes that are not UTF-8 reach Python as lone surrogates
+    (in arguments, and on stdin under ``surrogateescape``), which no JSON body can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _not_utf8(args: argparse.Namespace) -> str | None:
+    """The first text argument that is not UTF-8, as the user named it."""
+    named: list[tuple[str, list[str]]] = [
+        ("--model", [args.model]),
+        ("--system", [args.system] if args.system is not None else []),
+        ("--fallback", args.fallback),
+        ("--hedge", args.hedge),
+        ("PROMPT", [args.prompt] if args.prompt is not None else []),
+    ]
+    for name, values in named:
+        if not all(is_utf8(value) for value in values):
+            return name
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    if (name := _not_utf8(args)) is not None:
+        return _fail(f"{name} is not valid UTF-8; nothing was sent")
     if not args.model.strip():
         return _fail("--model must not be empty")
     if any(not name.strip() for name in args.fallback):

@@ -27,6 +27,7 @@ from ..messages import Message, RequestOptions
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
+from ._chat import is_utf8
 from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, one_line, paint, wants_color, write
 from ._view import TurnView, describe_error
 
@@ -103,6 +104,17 @@ class _Failures(TurnView):
     def on_stream_failure(self, *, turn: int, model: str, error: BaseException) -> None:
         self.failed_model = model
         super().on_stream_failure(turn=turn, model=model, error=error)
+
+
+def _read_line(stdin: TextIO) -> str:
+    """One line of ``stdin``; bytes that are not UTF-8 kept as lone surrogates (whatever the
+    locale's error handler: a strict one would raise and lose the rest of the buffer), for
+    the chat to refuse that line and go on."""
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is None:
+        return stdin.readline()
+    raw: bytes = buffer.readline()
+    return raw.decode("utf-8", "surrogateescape")
 
 
 class ChatSession:
@@ -294,7 +306,7 @@ class ChatSession:
             line: str | None = None
             error: BaseException | None = None
             try:
-                line = self.stdin.readline()
+                line = _read_line(self.stdin)
             except Exception as exc:  # handed to the loop, raised where the line is awaited
                 error = exc
             with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
@@ -312,6 +324,7 @@ class ChatSession:
 
     async def _interactive(self) -> int:
         taken = self._take_signals()
+        number = 0  # of the line read
         try:
             while not STATE.closed:
                 if self._ending:
@@ -323,6 +336,15 @@ class ChatSession:
                     return 130
                 if line == "":
                     return 0
+                number += 1
+                if not is_utf8(line):  # stdin's undecodable bytes, kept as lone surrogates
+                    self._flush_out()
+                    write(
+                        self.err,
+                        f"rxturn chat: error: line {number} of stdin is not valid UTF-8; "
+                        "nothing was sent\n",
+                    )
+                    continue
                 prompt = line.strip()
                 if not prompt:
                     continue
