@@ -146,9 +146,26 @@ def _attachments(args: argparse.Namespace) -> tuple[Any, ...]:
     return tuple(parts)
 
 
+#: The most ``chat -`` reads from stdin (bytes): far above any context window (a million
+#: tokens is a few MiB of text), and a bound for stdin with no end (``< /dev/zero``).
+MAX_PROMPT_BYTES = 64 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    pass
+
+
 def _read_stdin() -> str | None:
-    """All of stdin as text (``None`` if it is not UTF-8)."""
-    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    """All of stdin as text (``None`` if it is not UTF-8).
+
+    Raises:
+        _TooLarge: more than :data:`MAX_PROMPT_BYTES`.
+    """
+    limit = MAX_PROMPT_BYTES
+    buffer = getattr(sys.stdin, "buffer", None)
+    data: str | bytes = buffer.read(limit + 1) if buffer is not None else sys.stdin.read(limit + 1)
+    if len(data) > limit:
+        raise _TooLarge
     if isinstance(data, str):
         return data
     try:
@@ -212,7 +229,13 @@ def run(args: argparse.Namespace) -> int:
     if args.prompt == "-":
         if sys.stdin.isatty():
             sys.stderr.write("(reading the prompt from stdin: end it with Ctrl-D)\n")
-        text = _read_stdin()
+        try:
+            text = _read_stdin()
+        except _TooLarge:
+            from .._replay import size_text
+
+            limit = size_text(MAX_PROMPT_BYTES)
+            return _fail(f"the prompt on stdin is larger than {limit}; nothing was sent")
         if text is None:
             return _fail("stdin is not valid UTF-8; nothing was sent")
         args.prompt = text.strip("\r\n")
