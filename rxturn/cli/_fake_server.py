@@ -32,6 +32,12 @@ def _port(text: str) -> int:
     return value
 
 
+def _host(text: str) -> str:
+    if not text or text != text.strip():  # an empty host binds every interface: no URL
+        raise argparse.ArgumentTypeError(f"invalid host {text!r}: expected an address")
+    return text
+
+
 def add_parser(subparsers: Any) -> None:
     """Register ``fake-server`` on the ``rxturn`` sub-command parser."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -49,7 +55,9 @@ def add_parser(subparsers: Any) -> None:
             "rxturn repository."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host", type=_host, default="127.0.0.1", help="address to bind (default 127.0.0.1)"
+    )
     parser.add_argument("--port", type=_port, default=0, help="port to bind (default 0: any free)")
     parser.add_argument(
         "--scenario",
