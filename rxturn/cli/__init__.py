@@ -126,9 +126,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
 
 def _command(argv: Sequence[str] | None) -> int:
-    from ._console import PIPE_CLOSED, STATE, silence
+    from ._console import PIPE_CLOSED, STATE, failed, silence
 
     STATE.closed = False
+    STATE.failure = None
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -136,8 +137,16 @@ def _command(argv: Sequence[str] | None) -> int:
         return 2
     try:
         code: int = args.run(args)
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # a full disk, met by the last flush
+            failed(sys.stdout, exc)
     except BrokenPipeError:  # the reader of stdout went away (``| head``): end quietly
         silence(sys.stdout)
         return PIPE_CLOSED
+    if STATE.failure is not None:  # a full disk, an I/O error: the output is not all there
+        sys.stderr.write(f"rxturn {args.command}: error: cannot write to stdout: {STATE.failure}\n")
+        return 1
     return PIPE_CLOSED if STATE.closed else code

@@ -13,6 +13,8 @@ The rules every command follows (the README's command-line section says the same
   :func:`write` notices the ``BrokenPipeError``, points the stream at ``/dev/null`` so nothing
   fails at exit, and sets :data:`STATE`'s ``closed``; the command stops and exits
   :data:`PIPE_CLOSED` (141, what a shell reports for a process killed by ``SIGPIPE``).
+  Any other failure to write stdout (a full disk) stops it the same way, then fails it: one
+  line, ``cannot write to stdout: <why>``, exit 1 (``STATE.failure``).
 * **A closed stderr** changes nothing else: while a command runs, ``sys.stderr`` is a
   :class:`QuietStream`, which drops what its reader (gone, or a full disk) cannot take, so a
   notice or an error line never stops a command or changes its exit status.
@@ -38,6 +40,7 @@ __all__ = [
     "LiveText",
     "Notices",
     "QuietStream",
+    "failed",
     "is_terminal",
     "one_line",
     "paint",
@@ -56,13 +59,16 @@ LONG_WAIT = 1.0
 
 
 class _State:
-    __slots__ = ("closed",)
+    __slots__ = ("closed", "failure")
 
     def __init__(self) -> None:
         self.closed = False
+        self.failure: str | None = None
 
 
-#: ``STATE.closed`` is set once a reader has gone away (the command should stop).
+#: ``STATE.closed`` is set once stdout cannot take more (the command should stop);
+#: ``STATE.failure`` says why when it was not a reader going away (a full disk): the command
+#: then fails with ``cannot write to stdout: <failure>`` (exit 1).
 STATE = _State()
 
 
@@ -141,14 +147,28 @@ class QuietStream:
 
 
 def write(stream: TextIO, text: str) -> bool:
-    """Write and flush ``text``; ``False`` (and the stream silenced) if its reader has gone."""
+    """Write and flush ``text``; ``False`` (and the stream silenced) if it cannot take it: its
+    reader has gone, or the write failed (:func:`failed`)."""
     try:
         stream.write(text)
         stream.flush()
     except BrokenPipeError:
         silence(stream)
         return False
+    except OSError as exc:
+        failed(stream, exc)
+        return False
     return True
+
+
+def failed(stream: TextIO, exc: OSError) -> None:
+    """Writing to ``stream`` (stdout) failed for another reason than a closed pipe (a full
+    disk, an I/O error): the command stops, and fails saying so (``STATE.failure``)."""
+    if STATE.failure is None:
+        STATE.failure = exc.strerror or str(exc) or type(exc).__name__
+    silence(stream)
+    with contextlib.suppress(OSError, ValueError):
+        stream.flush()  # what stayed buffered goes to /dev/null, not to the exit
 
 
 def seconds(value: float) -> str:

@@ -70,6 +70,8 @@ def add_parser(subparsers: Any) -> None:
 async def _serve(scenario: Any, host: str, port: int) -> int:
     from rxturn.testing import FakeProvider
 
+    from ._console import STATE, write
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
@@ -77,7 +79,8 @@ async def _serve(scenario: Any, host: str, port: int) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         async with FakeProvider(scenario, host=host, port=port) as fake:
-            print(f"listening on {fake.base_url}", flush=True)
+            if not write(sys.stdout, f"listening on {fake.base_url}\n") and STATE.failure:
+                return 1  # nobody can learn the port (a full disk): the dispatcher says so
             await stop.wait()
     finally:
         for sig, handler in previous.items():

@@ -65,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
     from .._replay import MAX_STREAM_BYTES, replay_message, too_large
     from ..errors import RxturnError
     from ..messages import message_to_json
+    from ._console import failed
 
     source: str | bytes = args.file
     if args.file == "-":
@@ -83,10 +84,13 @@ def run(args: argparse.Namespace) -> int:
         return _fail(text)
     except Exception as exc:
         return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({where})")
-    if args.json:
-        _write(sys.stdout, message_to_json(message) + b"\n")
-    else:
-        _write(sys.stdout, _render(message).encode("utf-8"))
+    data = message_to_json(message) + b"\n" if args.json else _render(message).encode("utf-8")
+    try:
+        _write(sys.stdout, data)
+    except BrokenPipeError:
+        raise  # the reader went away: the dispatcher ends quietly
+    except OSError as exc:  # a full disk: the dispatcher says so, exit 1
+        failed(sys.stdout, exc)
     return 0
 
 
