@@ -3,7 +3,7 @@
 Each sub-command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Errors
 reach the user as one line on stderr, ``rxturn COMMAND: error: …`` (``rxturn: error: …`` for
 usage errors), and an exit code (2 for bad input or usage, 1 for a failed turn); never a
-traceback. A closed stdout (``rxturn demo | head -1``) ends a command quietly with exit 141;
+traceback, not even for a bug (``internal error (a bug in rxturn): …``, exit 1). A closed stdout (``rxturn demo | head -1``) ends a command quietly with exit 141;
 a closed stderr only drops the notices and error lines
 (:mod:`rxturn.cli._console` has the rules for stdout, stderr, terminals and colour).
 """
@@ -146,6 +146,14 @@ def _command(argv: Sequence[str] | None) -> int:
     except BrokenPipeError:  # the reader of stdout went away (``| head``): end quietly
         silence(sys.stdout)
         return PIPE_CLOSED
+    except Exception as exc:  # a bug: still one line, never a traceback
+        from ._console import one_line
+
+        what = one_line(f"{type(exc).__name__}: {exc}", 500)
+        sys.stderr.write(
+            f"rxturn {args.command}: error: internal error (a bug in rxturn): {what}\n"
+        )
+        return 1
     if STATE.failure is not None:  # a full disk, an I/O error: the output is not all there
         sys.stderr.write(f"rxturn {args.command}: error: cannot write to stdout: {STATE.failure}\n")
         return 1
