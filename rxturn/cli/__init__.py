@@ -3,9 +3,10 @@
 Each sub-command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Errors
 reach the user as one line on stderr, ``rxturn COMMAND: error: …`` (``rxturn: error: …`` for
 usage errors), and an exit code (2 for bad input or usage, 1 for a failed turn); never a
-traceback, not even for a bug (``internal error (a bug in rxturn): …``, exit 1). A closed stdout (``rxturn demo | head -1``) ends a command quietly with exit 141;
-a closed stderr only drops the notices and error lines
-(:mod:`rxturn.cli._console` has the rules for stdout, stderr, terminals and colour).
+traceback, not even for a bug (``internal error (a bug in rxturn): …``, exit 1). A closed
+stdout (``rxturn demo | head -1``) ends a command quietly with exit 141; a closed stderr only
+drops the notices and error lines (:mod:`rxturn.cli._console` has the rules for stdout,
+stderr, terminals and colour).
 """
 
 from __future__ import annotations
