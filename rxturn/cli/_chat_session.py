@@ -331,7 +331,13 @@ class ChatSession:
                     return 130
                 if not self.args.json and self.stdin.isatty():
                     write(self.err, "> ")
-                line = await self._readline()
+                try:
+                    line = await self._readline()
+                except OSError as exc:  # a terminal hung up (EIO), a stdin that cannot be read
+                    self._flush_out()
+                    reason = exc.strerror or str(exc) or type(exc).__name__
+                    write(self.err, f"rxturn chat: error: cannot read stdin: {reason}\n")
+                    return 1
                 if line is None or self._ending:
                     return 130
                 if line == "":

@@ -70,3 +70,27 @@ def test_an_interactive_line_that_is_not_utf8_is_skipped_with_an_error(
         out.stderr == b"rxturn chat: error: line 1 of stdin is not valid UTF-8; nothing was sent\n"
     )
     assert [body["messages"][-1]["content"] for body in bodies] == ["hello"]
+
+
+class _BrokenStdin:
+    """A stdin whose reads fail (a terminal hung up: EIO)."""
+
+    class buffer:  # the attribute a text stream has
+        @staticmethod
+        def readline() -> bytes:
+            raise OSError(5, "Input/output error")
+
+    @staticmethod
+    def isatty() -> bool:
+        return False
+
+
+def test_an_interactive_chat_whose_stdin_fails_ends_with_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", _BrokenStdin())
+    url = f"http://127.0.0.1:{closed_port()}"
+    assert main(["chat", "--provider", "ollama", "--base-url", url, "--model", "m"]) == 1
+    assert capsys.readouterr().err == (
+        "rxturn chat: error: cannot read stdin: Input/output error\n"
+    )
