@@ -180,9 +180,18 @@ def seconds(value: float) -> str:
     return f"{value:.0f} s"
 
 
+#: Control characters shown escaped in one-line messages: C0 but tab, DEL, C1. An error
+#: message is a server's text; an ESC in it must not reach a terminal as a command.
+_ESCAPES = {
+    c: ("\\r" if c == 0x0D else "\\n" if c == 0x0A else f"\\x{c:02x}")
+    for c in (*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0))
+}
+
+
 def one_line(text: str, limit: int = 300) -> str:
-    """``text`` on one line (newlines escaped), cut to ``limit`` characters."""
-    flat = text.replace("\r", "\\r").replace("\n", "\\n")
+    """``text`` on one line, cut to ``limit`` characters: newlines and every other control
+    character but tab shown escaped (``\\n``, ``\\x1b``)."""
+    flat = text.translate(_ESCAPES)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

@@ -100,7 +100,9 @@ def _describe(exc: BaseException) -> str:
     notes: list[str] = getattr(exc, "__notes__", [])
     if notes:
         text = f"{text} ({', '.join(notes)})"
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    from ._console import one_line
+
+    return one_line(text, 2000)
 
 
 def _fail(text: str) -> int:
