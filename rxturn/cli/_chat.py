@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-__all__ = ["add_parser", "is_utf8", "run"]
+__all__ = ["add_parser", "run"]
 
 _KEY_VARIABLES = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -174,18 +174,10 @@ def _read_stdin() -> str | None:
         return None
 
 
-def is_utf8(text: str) -> bool:
-    """Whether ``text`` can be sent: bytes that are not UTF-8 reach Python as lone surrogates
-    (in arguments, and on stdin under ``surrogateescape``), which no JSON body can carry."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def _not_utf8(args: argparse.Namespace) -> str | None:
     """The first text argument that is not UTF-8, as the user named it."""
+    from ._console import is_utf8
+
     named: list[tuple[str, list[str]]] = [
         ("--model", [args.model]),
         ("--system", [args.system] if args.system is not None else []),

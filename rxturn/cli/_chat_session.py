@@ -27,8 +27,17 @@ from ..messages import Message, RequestOptions
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
-from ._chat import is_utf8
-from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, one_line, paint, wants_color, write
+from ._console import (
+    PIPE_CLOSED,
+    STATE,
+    Notices,
+    is_terminal,
+    is_utf8,
+    one_line,
+    paint,
+    wants_color,
+    write,
+)
 from ._view import TurnView, describe_error
 
 __all__ = ["ChatSession", "check_options"]

@@ -42,6 +42,7 @@ __all__ = [
     "QuietStream",
     "failed",
     "is_terminal",
+    "is_utf8",
     "one_line",
     "paint",
     "seconds",
@@ -169,6 +170,16 @@ def failed(stream: TextIO, exc: OSError) -> None:
     silence(stream)
     with contextlib.suppress(OSError, ValueError):
         stream.flush()  # what stayed buffered goes to /dev/null, not to the exit
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be sent: bytes that are not UTF-8 reach Python as lone surrogates
+    (in arguments, and on stdin under ``surrogateescape``), which no JSON body can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def seconds(value: float) -> str:
