@@ -198,6 +198,15 @@ def run(args: argparse.Namespace) -> int:
         return _fail("--model must not be empty")
     if any(not name.strip() for name in args.fallback):
         return _fail("--fallback must not be empty")
+    if args.no_failover and not args.fallback:
+        return _fail("--no-failover needs --fallback MODEL (there is no backup to fail over to)")
+    chain = [args.model.strip()]
+    for name in (name.strip() for name in args.fallback):
+        if name == chain[0]:
+            return _fail(f"--fallback {name} is the model itself")
+        if name in chain:
+            return _fail(f"--fallback {name} is given twice")
+        chain.append(name)
     if any(not name.strip() for name in args.hedge):
         return _fail("--hedge must not be empty")
     if args.hedge_delay is not None and not args.hedge:
