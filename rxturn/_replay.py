@@ -166,7 +166,8 @@ def replay_message(source: Source, format: str = "auto", *, keep_thinking: bool 
     the second pass meets the same error.
 
     Raises:
-        ConfigError: unknown ``format``, or the file cannot be read.
+        ConfigError: unknown ``format``, or the file cannot be read, or it holds more than
+            :data:`MAX_STREAM_BYTES` (512 MiB).
         StreamProtocolError: empty, malformed, truncated (:class:`TruncatedStreamError`) or
             carrying invalid tool JSON (:class:`InvalidToolInputError`).
         ProviderError: an in-stream error event (rate limit, overloaded, other).
@@ -221,12 +222,33 @@ def _check_format(fmt: str) -> None:
         raise ConfigError(f"unknown stream format {fmt!r} (expected auto, {', '.join(FORMATS)})")
 
 
+#: The most a replay reads from a file (bytes). A recorded stream is kilobytes to megabytes;
+#: a path with no end (``/dev/zero``) or a wrong, huge file must not take the machine's memory.
+MAX_STREAM_BYTES = 512 * 1024 * 1024
+
+
+def size_text(limit: int) -> str:
+    """``limit`` bytes as a person reads a bound: ``512 MiB``, ``64 KiB``."""
+    return f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit // 1024} KiB"
+
+
+def too_large(where: str) -> ConfigError:
+    """The error for a stream past :data:`MAX_STREAM_BYTES` (``where``: the path, or stdin)."""
+    return ConfigError(
+        f"larger than {size_text(MAX_STREAM_BYTES)}, the most a replay reads ({where})"
+    )
+
+
 def _load(source: Source) -> bytes:
     if isinstance(source, bytes | bytearray | memoryview):
         return bytes(source)
     path = os.fspath(source)
     try:
-        return Path(path).read_bytes()
+        with Path(path).open("rb") as file:
+            data = file.read(MAX_STREAM_BYTES + 1)
+        if len(data) > MAX_STREAM_BYTES:
+            raise too_large(str(path))
+        return data
     except FileNotFoundError:
         raise ConfigError(f"no such file ({path})") from None
     except IsADirectoryError:

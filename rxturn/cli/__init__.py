@@ -3,8 +3,10 @@
 Each sub-command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Errors
 reach the user as one line on stderr, ``rxturn COMMAND: error: …`` (``rxturn: error: …`` for
 usage errors), and an exit code (2 for bad input or usage, 1 for a failed turn); never a
-traceback. A closed stdout (``rxturn demo | head -1``) ends a command quietly with exit 141
-(:mod:`rxturn.cli._console` has the rules for stdout, stderr, terminals and colour).
+traceback, not even for a bug (``internal error (a bug in rxturn): …``, exit 1). A closed
+stdout (``rxturn demo | head -1``) ends a command quietly with exit 141; a closed stderr only
+drops the notices and error lines (:mod:`rxturn.cli._console` has the rules for stdout,
+stderr, terminals and colour).
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, cast
+
+if TYPE_CHECKING:
+    from typing import TextIO
 
 __all__ = ["main"]
 
@@ -78,19 +83,54 @@ def _tolerate_encoding() -> None:
 INTERRUPTED = 130
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``rxturn`` command line (``argv``: the arguments, else ``sys.argv[1:]``).
+
+    SIGTERM is Ctrl-C from the first line on: whatever a command is doing (importing, reading
+    its input, a turn, a server), a supervisor's SIGTERM ends it as Ctrl-C would, with its
+    clean-up, instead of killing it mid-way. Commands that take the signals over (a chat turn,
+    the fake server, a batch run) say what each does; the rest exit 130."""
+    import signal
+
+    try:
+        previous = signal.signal(signal.SIGTERM, _interrupt)
+    except ValueError:  # not the main thread: the signal stays the caller's
+        previous = None
     try:
         return _main(argv)
-    except KeyboardInterrupt:  # Ctrl-C while starting up, before a command took the signal
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM before a command took the signal
         return INTERRUPTED
+    finally:
+        if previous is not None:
+            # The console script exits with the status just decided: a SIGTERM arriving on
+            # the way out must not turn a finished command into a killed one (-15). A caller
+            # that embeds the command line gets its own handler back.
+            exiting = argv is None and previous == signal.SIG_DFL
+            signal.signal(signal.SIGTERM, signal.SIG_IGN if exiting else previous)
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    from ._console import PIPE_CLOSED, STATE, silence
+    from ._console import QuietStream
 
-    STATE.closed = False
     _open_missing_streams()
     _tolerate_encoding()
+    stderr = sys.stderr
+    sys.stderr = cast("TextIO", QuietStream(stderr))
+    try:
+        return _command(argv)
+    finally:
+        sys.stderr = stderr
+
+
+def _command(argv: Sequence[str] | None) -> int:
+    from ._console import PIPE_CLOSED, STATE, failed, silence
+
+    STATE.closed = False
+    STATE.failure = None
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
@@ -98,8 +138,24 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     try:
         code: int = args.run(args)
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:  # a full disk, met by the last flush
+            failed(sys.stdout, exc)
     except BrokenPipeError:  # the reader of stdout went away (``| head``): end quietly
         silence(sys.stdout)
         return PIPE_CLOSED
+    except Exception as exc:  # a bug: still one line, never a traceback
+        from ._console import one_line
+
+        what = one_line(f"{type(exc).__name__}: {exc}", 500)
+        sys.stderr.write(
+            f"rxturn {args.command}: error: internal error (a bug in rxturn): {what}\n"
+        )
+        return 1
+    if STATE.failure is not None:  # a full disk, an I/O error: the output is not all there
+        sys.stderr.write(f"rxturn {args.command}: error: cannot write to stdout: {STATE.failure}\n")
+        return 1
     return PIPE_CLOSED if STATE.closed else code

@@ -1,18 +1,18 @@
 """``rxturn chat``: one conversation against a real endpoint (or the fake server).
 
 One-shot with a PROMPT (``-`` reads all of stdin as one prompt), interactive without one (a
-prompt per stdin line; Ctrl-C cancels the running turn only; ``/model [NAME]``, ``/reset``,
-``/stats``, ``/help``, ``/quit``; EOF ends with exit 0). The stream handler always has the
-default policies (not passthrough) and ``--fallback`` adds a fallback manager with the
-default policy plus same-turn failover (``--no-failover`` keeps the breaker
-alone). ``--json`` prints one JSON object per turn instead of the reply text. ``--image`` and
-``--file`` attach files to the (first) prompt; one that cannot be read, or that the provider
-cannot take, is a bad argument.
+prompt per stdin line; Ctrl-C cancels the running turn only, SIGTERM cancels it and ends the
+chat; ``/model [NAME]``, ``/reset``, ``/stats``, ``/help``, ``/quit``; EOF ends with exit 0).
+The stream handler always has the default policies (not passthrough) and ``--fallback`` adds a
+fallback manager with the default policy plus same-turn failover (``--no-failover`` keeps the
+breaker alone). ``--json`` prints one JSON object per turn instead of the reply text.
+``--image`` and ``--file`` attach files to the (first) prompt; one that cannot be read, or that
+the provider cannot take, is a bad argument.
 
 Exit codes: 0 served, 1 the turn failed, 2 bad arguments or input (an empty prompt, a missing
-key, a malformed URL: nothing is sent), 130 cancelled by Ctrl-C, 141 stdout closed early.
-Errors are one line on stderr, ``rxturn chat: error: …``, naming the URL for HTTP and
-connection errors. Module-level imports are stdlib only (``--help`` imports every command).
+key, a malformed URL: nothing is sent), 130 cancelled by Ctrl-C or SIGTERM, 141 stdout closed
+early. Errors are one line on stderr, ``rxturn chat: error: …``, naming the URL for HTTP
+and connection errors. Module-level imports are stdlib only (``--help`` imports every command).
 """
 
 from __future__ import annotations
@@ -146,9 +146,26 @@ def _attachments(args: argparse.Namespace) -> tuple[Any, ...]:
     return tuple(parts)
 
 
+#: The most ``chat -`` reads from stdin (bytes): far above any context window (a million
+#: tokens is a few MiB of text), and a bound for stdin with no end (``< /dev/zero``).
+MAX_PROMPT_BYTES = 64 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    pass
+
+
 def _read_stdin() -> str | None:
-    """All of stdin as text (``None`` if it is not UTF-8)."""
-    data = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    """All of stdin as text (``None`` if it is not UTF-8).
+
+    Raises:
+        _TooLarge: more than :data:`MAX_PROMPT_BYTES`.
+    """
+    limit = MAX_PROMPT_BYTES
+    buffer = getattr(sys.stdin, "buffer", None)
+    data: str | bytes = buffer.read(limit + 1) if buffer is not None else sys.stdin.read(limit + 1)
+    if len(data) > limit:
+        raise _TooLarge
     if isinstance(data, str):
         return data
     try:
@@ -157,11 +174,39 @@ def _read_stdin() -> str | None:
         return None
 
 
+def _not_utf8(args: argparse.Namespace) -> str | None:
+    """The first text argument that is not UTF-8, as the user named it."""
+    from ._console import is_utf8
+
+    named: list[tuple[str, list[str]]] = [
+        ("--model", [args.model]),
+        ("--system", [args.system] if args.system is not None else []),
+        ("--fallback", args.fallback),
+        ("--hedge", args.hedge),
+        ("PROMPT", [args.prompt] if args.prompt is not None else []),
+    ]
+    for name, values in named:
+        if not all(is_utf8(value) for value in values):
+            return name
+    return None
+
+
 def run(args: argparse.Namespace) -> int:
+    if (name := _not_utf8(args)) is not None:
+        return _fail(f"{name} is not valid UTF-8; nothing was sent")
     if not args.model.strip():
         return _fail("--model must not be empty")
     if any(not name.strip() for name in args.fallback):
         return _fail("--fallback must not be empty")
+    if args.no_failover and not args.fallback:
+        return _fail("--no-failover needs --fallback MODEL (there is no backup to fail over to)")
+    chain = [args.model.strip()]
+    for name in (name.strip() for name in args.fallback):
+        if name == chain[0]:
+            return _fail(f"--fallback {name} is the model itself")
+        if name in chain:
+            return _fail(f"--fallback {name} is given twice")
+        chain.append(name)
     if any(not name.strip() for name in args.hedge):
         return _fail("--hedge must not be empty")
     if args.hedge_delay is not None and not args.hedge:
@@ -175,13 +220,23 @@ def run(args: argparse.Namespace) -> int:
     if args.thinking is not None and args.thinking < _MIN_THINKING:
         return _fail(f"--thinking must be at least {_MIN_THINKING} tokens, got {args.thinking}")
     variable = _KEY_VARIABLES.get(args.provider)
-    key = os.environ.get(variable) if variable else None
+    # Surrounding whitespace (a key file's trailing newline) is not part of a key, and a blank
+    # variable is an unset one, as ``batch run`` reads it.
+    key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:
         return _fail(f"{variable} is not set (needed for the {args.provider} API)")
+    if key is not None and any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in key):
+        return _fail(f"{variable} holds whitespace or control characters")  # never the value
     if args.prompt == "-":
         if sys.stdin.isatty():
             sys.stderr.write("(reading the prompt from stdin: end it with Ctrl-D)\n")
-        text = _read_stdin()
+        try:
+            text = _read_stdin()
+        except _TooLarge:
+            from .._replay import size_text
+
+            limit = size_text(MAX_PROMPT_BYTES)
+            return _fail(f"the prompt on stdin is larger than {limit}; nothing was sent")
         if text is None:
             return _fail("stdin is not valid UTF-8; nothing was sent")
         args.prompt = text.strip("\r\n")
@@ -208,5 +263,5 @@ def run(args: argparse.Namespace) -> int:
         return asyncio.run(session.main())
     except ConfigError as exc:  # e.g. a base URL the client rejects: nothing was sent
         return _fail(str(exc))
-    except KeyboardInterrupt:  # Ctrl-C outside a turn, before the loop took over signals
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM before the loop took the signals over
         return 130

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import signal
 import sys
+import threading
 from typing import Any, TextIO
 
 import msgspec
@@ -25,7 +27,17 @@ from ..messages import Message, RequestOptions
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
-from ._console import PIPE_CLOSED, STATE, Notices, is_terminal, one_line, paint, wants_color, write
+from ._console import (
+    PIPE_CLOSED,
+    STATE,
+    Notices,
+    is_terminal,
+    is_utf8,
+    one_line,
+    paint,
+    wants_color,
+    write,
+)
 from ._view import TurnView, describe_error
 
 __all__ = ["ChatSession", "check_options"]
@@ -103,6 +115,17 @@ class _Failures(TurnView):
         super().on_stream_failure(turn=turn, model=model, error=error)
 
 
+def _read_line(stdin: TextIO) -> str:
+    """One line of ``stdin``; bytes that are not UTF-8 kept as lone surrogates (whatever the
+    locale's error handler: a strict one would raise and lose the rest of the buffer), for
+    the chat to refuse that line and go on."""
+    buffer = getattr(stdin, "buffer", None)
+    if buffer is None:
+        return stdin.readline()
+    raw: bytes = buffer.readline()
+    return raw.decode("utf-8", "surrogateescape")
+
+
 class ChatSession:
     """One chat: an engine plus the terminal plumbing around it."""
 
@@ -123,6 +146,8 @@ class ChatSession:
         self.engine: TurnEngine | None = None
         self.url = ""
         self._turn_running = False
+        self._ending = False  # SIGTERM: the chat ends after the running turn is cancelled
+        self._waiting: asyncio.Future[str] | None = None  # the line being read
         #: stdout is a terminal: the reply streams live (never with --json)
         self.live = not args.json and is_terminal(self.out)
         self.notices = Notices(
@@ -164,21 +189,34 @@ class ChatSession:
                 code = await self._interactive()
         return PIPE_CLOSED if STATE.closed else code
 
-    def _handle_sigint(self) -> bool:
+    def _take_signals(self) -> dict[int, Any]:
+        """Ctrl-C and SIGTERM go to :meth:`_on_signal` while the chat runs; the handlers they
+        had, to give back (asyncio's removal would leave SIGTERM's default: killed, -15)."""
         loop = asyncio.get_running_loop()
-        try:
-            loop.add_signal_handler(signal.SIGINT, self._on_sigint)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread / Windows
-            return False
-        return True
+        taken: dict[int, Any] = {}
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            previous = signal.getsignal(sig)
+            try:
+                loop.add_signal_handler(sig, self._on_signal, sig)
+            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+                continue
+            taken[sig] = previous
+        return taken
+
+    @staticmethod
+    def _give_back(taken: dict[int, Any]) -> None:
+        loop = asyncio.get_running_loop()
+        for sig, previous in taken.items():
+            loop.remove_signal_handler(sig)
+            if previous is not None:
+                signal.signal(sig, previous)
 
     async def _one_shot(self, prompt: str) -> int:
-        handles_sigint = self._handle_sigint()
+        taken = self._take_signals()
         try:
             error = await self._one(prompt)
         finally:
-            if handles_sigint:
-                asyncio.get_running_loop().remove_signal_handler(signal.SIGINT)
+            self._give_back(taken)
         if error is None:
             return 0
         return 130 if isinstance(error, Cancelled) else 1
@@ -243,22 +281,85 @@ class ChatSession:
             write(self.err, f"rxturn chat: error: {describe_error(exc, where)}\n")
         self.view.failed_model = ""
 
-    def _on_sigint(self) -> None:
+    def _on_signal(self, sig: int) -> None:
+        """Ctrl-C cancels the running turn (the interactive chat goes on); SIGTERM cancels it
+        too and ends the chat, even while it waits for a line."""
+        if sig == signal.SIGTERM:
+            self._ending = True
+            if self._waiting is not None and not self._waiting.done():
+                self._waiting.cancel()
         if self._turn_running and self.engine is not None:
-            self.engine.cancel("cancelled by Ctrl-C")
-        else:
+            reason = "cancelled by SIGTERM" if sig == signal.SIGTERM else "cancelled by Ctrl-C"
+            self.engine.cancel(reason)
+        elif sig == signal.SIGINT:
             write(self.err, "\n(/quit, Ctrl-D or EOF ends the chat)\n")
 
-    async def _interactive(self) -> int:
+    async def _readline(self) -> str | None:
+        """The next line of stdin (``""`` at EOF), or ``None`` when SIGTERM ended the chat.
+
+        Read on a daemon thread, not the loop's executor: a thread blocked on a terminal or a
+        pipe that stays open must not keep the process from exiting once the chat ends."""
         loop = asyncio.get_running_loop()
-        handles_sigint = self._handle_sigint()
+        waiting: asyncio.Future[str] = loop.create_future()
+        self._waiting = waiting
+
+        def settle(line: str | None, error: BaseException | None) -> None:
+            if waiting.done():
+                return
+            if error is not None:
+                waiting.set_exception(error)
+            else:
+                waiting.set_result(line or "")
+
+        def read() -> None:
+            line: str | None = None
+            error: BaseException | None = None
+            try:
+                line = _read_line(self.stdin)
+            except Exception as exc:  # handed to the loop, raised where the line is awaited
+                error = exc
+            with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                loop.call_soon_threadsafe(settle, line, error)
+
+        threading.Thread(target=read, name="rxturn-chat-stdin", daemon=True).start()
+        try:
+            return await waiting
+        except asyncio.CancelledError:
+            if self._ending:
+                return None
+            raise
+        finally:
+            self._waiting = None
+
+    async def _interactive(self) -> int:
+        taken = self._take_signals()
+        number = 0  # of the line read
         try:
             while not STATE.closed:
+                if self._ending:
+                    return 130
                 if not self.args.json and self.stdin.isatty():
                     write(self.err, "> ")
-                line = await loop.run_in_executor(None, self.stdin.readline)
+                try:
+                    line = await self._readline()
+                except OSError as exc:  # a terminal hung up (EIO), a stdin that cannot be read
+                    self._flush_out()
+                    reason = exc.strerror or str(exc) or type(exc).__name__
+                    write(self.err, f"rxturn chat: error: cannot read stdin: {reason}\n")
+                    return 1
+                if line is None or self._ending:
+                    return 130
                 if line == "":
                     return 0
+                number += 1
+                if not is_utf8(line):  # stdin's undecodable bytes, kept as lone surrogates
+                    self._flush_out()
+                    write(
+                        self.err,
+                        f"rxturn chat: error: line {number} of stdin is not valid UTF-8; "
+                        "nothing was sent\n",
+                    )
+                    continue
                 prompt = line.strip()
                 if not prompt:
                     continue
@@ -269,8 +370,7 @@ class ChatSession:
                 await self._one(prompt)
             return PIPE_CLOSED
         finally:
-            if handles_sigint:
-                loop.remove_signal_handler(signal.SIGINT)
+            self._give_back(taken)
 
     def _command(self, line: str) -> bool:
         """Run a ``/command``; ``True`` when it ends the chat."""

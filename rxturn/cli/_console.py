@@ -13,6 +13,11 @@ The rules every command follows (the README's command-line section says the same
   :func:`write` notices the ``BrokenPipeError``, points the stream at ``/dev/null`` so nothing
   fails at exit, and sets :data:`STATE`'s ``closed``; the command stops and exits
   :data:`PIPE_CLOSED` (141, what a shell reports for a process killed by ``SIGPIPE``).
+  Any other failure to write stdout (a full disk) stops it the same way, then fails it: one
+  line, ``cannot write to stdout: <why>``, exit 1 (``STATE.failure``).
+* **A closed stderr** changes nothing else: while a command runs, ``sys.stderr`` is a
+  :class:`QuietStream`, which drops what its reader (gone, or a full disk) cannot take, so a
+  notice or an error line never stops a command or changes its exit status.
 
 Only the standard library is imported: the dispatcher imports every command module to build
 ``--help``.
@@ -21,11 +26,12 @@ Only the standard library is imported: the dispatcher imports every command modu
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import unicodedata
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
 __all__ = [
     "LONG_WAIT",
@@ -33,7 +39,10 @@ __all__ = [
     "STATE",
     "LiveText",
     "Notices",
+    "QuietStream",
+    "failed",
     "is_terminal",
+    "is_utf8",
     "one_line",
     "paint",
     "seconds",
@@ -51,13 +60,16 @@ LONG_WAIT = 1.0
 
 
 class _State:
-    __slots__ = ("closed",)
+    __slots__ = ("closed", "failure")
 
     def __init__(self) -> None:
         self.closed = False
+        self.failure: str | None = None
 
 
-#: ``STATE.closed`` is set once a reader has gone away (the command should stop).
+#: ``STATE.closed`` is set once stdout cannot take more (the command should stop);
+#: ``STATE.failure`` says why when it was not a reader going away (a full disk): the command
+#: then fails with ``cannot write to stdout: <failure>`` (exit 1).
 STATE = _State()
 
 
@@ -84,26 +96,88 @@ def paint(text: str, code: str, color: bool) -> str:
 
 
 def silence(stream: TextIO) -> None:
-    """The reader of ``stream`` is gone: point its descriptor at ``/dev/null`` and say so."""
+    """The reader of ``stream`` (stdout) is gone: point its descriptor at ``/dev/null`` and say
+    so (``STATE.closed``: the command should stop)."""
     STATE.closed = True
+    _to_devnull(stream)
+
+
+def _to_devnull(stream: TextIO) -> None:
     try:
         fd = stream.fileno()
+        devnull = os.open(os.devnull, os.O_WRONLY)
     except (AttributeError, ValueError, OSError):
         return
-    devnull = os.open(os.devnull, os.O_WRONLY)
     try:
         os.dup2(devnull, fd)
+    except OSError:
+        pass
     finally:
         os.close(devnull)
 
 
+class QuietStream:
+    """``sys.stderr`` while a command runs: what its reader cannot take (a closed pipe, a full
+    disk, a closed file) is dropped and the descriptor pointed at ``/dev/null``, never raised.
+    Notices and error lines are for a person; their reader going away must not end a command
+    that is doing its work, nor turn its exit status into 141. Everything else is the wrapped
+    stream's."""
+
+    __slots__ = ("stream",)
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except (OSError, ValueError):
+            _to_devnull(self.stream)
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except (OSError, ValueError):
+            _to_devnull(self.stream)
+            with contextlib.suppress(OSError, ValueError):
+                self.stream.flush()  # what stayed buffered goes to /dev/null, not to exit
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.stream, name)
+
+
 def write(stream: TextIO, text: str) -> bool:
-    """Write and flush ``text``; ``False`` (and the stream silenced) if its reader has gone."""
+    """Write and flush ``text``; ``False`` (and the stream silenced) if it cannot take it: its
+    reader has gone, or the write failed (:func:`failed`)."""
     try:
         stream.write(text)
         stream.flush()
     except BrokenPipeError:
         silence(stream)
+        return False
+    except OSError as exc:
+        failed(stream, exc)
+        return False
+    return True
+
+
+def failed(stream: TextIO, exc: OSError) -> None:
+    """Writing to ``stream`` (stdout) failed for another reason than a closed pipe (a full
+    disk, an I/O error): the command stops, and fails saying so (``STATE.failure``)."""
+    if STATE.failure is None:
+        STATE.failure = exc.strerror or str(exc) or type(exc).__name__
+    silence(stream)
+    with contextlib.suppress(OSError, ValueError):
+        stream.flush()  # what stayed buffered goes to /dev/null, not to the exit
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be sent: bytes that are not UTF-8 reach Python as lone surrogates
+    (in arguments, and on stdin under ``surrogateescape``), which no JSON body can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
         return False
     return True
 
@@ -117,9 +191,18 @@ def seconds(value: float) -> str:
     return f"{value:.0f} s"
 
 
+#: Control characters shown escaped in one-line messages: C0 but tab, DEL, C1. An error
+#: message is a server's text; an ESC in it must not reach a terminal as a command.
+_ESCAPES = {
+    c: ("\\r" if c == 0x0D else "\\n" if c == 0x0A else f"\\x{c:02x}")
+    for c in (*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0))
+}
+
+
 def one_line(text: str, limit: int = 300) -> str:
-    """``text`` on one line (newlines escaped), cut to ``limit`` characters."""
-    flat = text.replace("\r", "\\r").replace("\n", "\\n")
+    """``text`` on one line, cut to ``limit`` characters: newlines and every other control
+    character but tab shown escaped (``\\n``, ``\\x1b``)."""
+    flat = text.translate(_ESCAPES)
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 

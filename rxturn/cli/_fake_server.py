@@ -2,7 +2,8 @@
 
 The first line on stdout is exactly ``listening on http://HOST:PORT`` (flushed), so a script
 or a test can start the server with ``--port 0`` and read the port it got. SIGINT and SIGTERM
-stop it cleanly (exit 0). A scenario file that does not load is one line on stderr, exit 2.
+stop it cleanly (exit 0), while it starts too. A scenario file that does not load is one line
+on stderr, exit 2.
 The scenario format is documented for users in docs/fake-provider.md, and ``--help`` says so.
 
 Module-level imports are stdlib only: the dispatcher imports every command module to build
@@ -31,6 +32,12 @@ def _port(text: str) -> int:
     return value
 
 
+def _host(text: str) -> str:
+    if not text or text != text.strip():  # an empty host binds every interface: no URL
+        raise argparse.ArgumentTypeError(f"invalid host {text!r}: expected an address")
+    return text
+
+
 def add_parser(subparsers: Any) -> None:
     """Register ``fake-server`` on the ``rxturn`` sub-command parser."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
@@ -48,7 +55,9 @@ def add_parser(subparsers: Any) -> None:
             "rxturn repository."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    parser.add_argument(
+        "--host", type=_host, default="127.0.0.1", help="address to bind (default 127.0.0.1)"
+    )
     parser.add_argument("--port", type=_port, default=0, help="port to bind (default 0: any free)")
     parser.add_argument(
         "--scenario",
@@ -61,17 +70,23 @@ def add_parser(subparsers: Any) -> None:
 async def _serve(scenario: Any, host: str, port: int) -> int:
     from rxturn.testing import FakeProvider
 
+    from ._console import STATE, write
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
         loop.add_signal_handler(sig, stop.set)
     try:
         async with FakeProvider(scenario, host=host, port=port) as fake:
-            print(f"listening on {fake.base_url}", flush=True)
+            if not write(sys.stdout, f"listening on {fake.base_url}\n") and STATE.failure:
+                return 1  # nobody can learn the port (a full disk): the dispatcher says so
             await stop.wait()
     finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
+        for sig, handler in previous.items():
+            loop.remove_signal_handler(sig)  # which leaves SIGTERM's default: killed, -15
+            if handler is not None:
+                signal.signal(sig, handler)
     return 0
 
 
@@ -85,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"rxturn fake-server: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # SIGINT or SIGTERM before it served: stopped cleanly too
+        return 0
     try:
         return asyncio.run(_serve(scenario, args.host, args.port))
     except OSError as exc:  # the address is taken, or the host does not resolve

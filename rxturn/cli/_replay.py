@@ -8,9 +8,10 @@ usage line); with ``--json`` exactly one JSON object, the Message JSON (``rxturn
 ``--keep-thinking`` keeps thinking blocks in the message (docs/wire-formats.md).
 
 Any failure — a missing or empty file, garbage, bad UTF-8, bad JSON, a truncated stream, invalid
-tool JSON in a closed block, an in-stream error, an oversized line — exits with code 2 after
-writing exactly one line to stderr, ``rxturn replay: error: <what> (<where>)``, and nothing to
-stdout. A closed stdout (``| head``) ends it quietly (see :mod:`rxturn.cli.__init__`).
+tool JSON in a closed block, an in-stream error, an oversized line, input beyond 512 MiB —
+exits with code 2 after writing exactly one line to stderr,
+``rxturn replay: error: <what> (<where>)``, and nothing to stdout. A closed stdout
+(``| head``) ends it quietly (see :mod:`rxturn.cli.__init__`).
 Only the standard library is imported at module level: the dispatcher imports every command
 module to build ``--help``.
 """
@@ -61,14 +62,18 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """Replay ``args.file``; returns the exit code (0 ok, 2 unusable stream or file)."""
-    from .._replay import replay_message
+    from .._replay import MAX_STREAM_BYTES, replay_message, too_large
     from ..errors import RxturnError
     from ..messages import message_to_json
+    from ._console import failed
 
     source: str | bytes = args.file
     if args.file == "-":
+        limit = MAX_STREAM_BYTES
         stdin = getattr(sys.stdin, "buffer", None)
-        source = stdin.read() if stdin is not None else sys.stdin.read().encode("utf-8")
+        source = stdin.read(limit + 1) if stdin is not None else sys.stdin.read().encode("utf-8")
+        if len(source) > limit:
+            return _fail(str(too_large("stdin")))
     where = "stdin" if args.file == "-" else args.file
     try:
         message = replay_message(source, args.format, keep_thinking=args.keep_thinking)
@@ -79,10 +84,13 @@ def run(args: argparse.Namespace) -> int:
         return _fail(text)
     except Exception as exc:
         return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({where})")
-    if args.json:
-        _write(sys.stdout, message_to_json(message) + b"\n")
-    else:
-        _write(sys.stdout, _render(message).encode("utf-8"))
+    data = message_to_json(message) + b"\n" if args.json else _render(message).encode("utf-8")
+    try:
+        _write(sys.stdout, data)
+    except BrokenPipeError:
+        raise  # the reader went away: the dispatcher ends quietly
+    except OSError as exc:  # a full disk: the dispatcher says so, exit 1
+        failed(sys.stdout, exc)
     return 0
 
 
@@ -92,7 +100,9 @@ def _describe(exc: BaseException) -> str:
     notes: list[str] = getattr(exc, "__notes__", [])
     if notes:
         text = f"{text} ({', '.join(notes)})"
-    return text.replace("\r", "\\r").replace("\n", "\\n")
+    from ._console import one_line
+
+    return one_line(text, 2000)
 
 
 def _fail(text: str) -> int:

@@ -34,9 +34,11 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
+from typing import cast
 
 import msgspec
 
+from ..errors import ConfigError
 from ..transport._base import CappedBody, display_url
 
 __all__ = ["MockHttpResponse", "MockRequest", "MockResponse", "MockTransport"]
@@ -69,6 +71,42 @@ class MockResponse(msgspec.Struct, frozen=True):
     headers: Mapping[str, str] = msgspec.field(default_factory=dict[str, str])
     chunks: Sequence[bytes] = ()
     error: BaseException | None = None
+
+    def __post_init__(self) -> None:
+        # Checked where it is built: a wrong value here failed deep inside a client later.
+        status = cast("object", self.status)
+        if type(status) is not int or not 100 <= status <= 599:
+            raise ConfigError(
+                f"MockResponse: status must be an int from 100 to 599, got {status!r}"
+            )
+        headers = cast("object", self.headers)
+        if not isinstance(headers, Mapping):
+            kind = type(headers).__name__
+            raise ConfigError(f"MockResponse: headers must be a mapping of str to str, got {kind}")
+        for name, value in cast("Mapping[object, object]", headers).items():
+            if not isinstance(name, str) or not isinstance(value, str):
+                raise ConfigError(
+                    f"MockResponse: headers[{name!r}] must be a str, got {type(value).__name__}"
+                )
+        chunks = cast("object", self.chunks)
+        kind = type(chunks).__name__
+        if isinstance(chunks, str | bytes | bytearray | memoryview) or not isinstance(
+            chunks, Sequence
+        ):
+            raise ConfigError(
+                "MockResponse: chunks must be a sequence of bytes (not bytes itself: "
+                f"[body] for one chunk), got {kind}"
+            )
+        for index, chunk in enumerate(cast("Sequence[object]", chunks)):
+            if not isinstance(chunk, bytes | bytearray | memoryview):
+                raise ConfigError(
+                    f"MockResponse: chunks[{index}] must be bytes, got {type(chunk).__name__}"
+                )
+        error = cast("object", self.error)
+        if error is not None and not isinstance(error, BaseException):
+            raise ConfigError(
+                f"MockResponse: error must be an exception or None, got {type(error).__name__}"
+            )
 
 
 Handler = Callable[[MockRequest], "MockResponse | Awaitable[MockResponse]"]
@@ -155,6 +193,11 @@ class MockTransport:
     """
 
     def __init__(self, handler: Handler | MockResponse) -> None:
+        if not isinstance(handler, MockResponse) and not callable(handler):
+            raise ConfigError(
+                "MockTransport: handler must be a callable or a MockResponse, "
+                f"got {type(handler).__name__}"
+            )
         self._handler = handler
         self.requests: list[MockRequest] = []
         self.responses: list[MockHttpResponse] = []
@@ -185,6 +228,10 @@ class MockTransport:
         else:
             answer = self._handler(request)
             spec = await answer if inspect.isawaitable(answer) else answer
+            if not isinstance(spec, MockResponse):  # pyright: ignore[reportUnnecessaryIsInstance]
+                raise ConfigError(
+                    f"MockTransport: the handler returned {type(spec).__name__}, not a MockResponse"
+                )
         response = MockHttpResponse(spec, url)
         self.responses.append(response)
         return response

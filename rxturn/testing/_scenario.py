@@ -35,6 +35,7 @@ One key for special cases: ``error_message`` replaces the default message of a s
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from collections.abc import Mapping
@@ -59,8 +60,18 @@ __all__ = [
 #: Characters per streamed delta when an entry does not say (about two tokens).
 DEFAULT_CHUNK_CHARS = 8
 
+# Upper bounds: no test means a wait of more than a day or a billion of anything; such a
+# number is a typo (or seconds written in milliseconds), and infinity would hang the server
+# or write a 300-digit Retry-After. Usage counts stay unbounded: scripting a count a client
+# cannot hold is a fault worth testing.
+_MAX_SECONDS = 86_400.0
+_MAX_MS = _MAX_SECONDS * 1000
+_MAX_COUNT = 1_000_000_000
+
 _NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
-_NonNegFloat = Annotated[float, msgspec.Meta(ge=0)]
+_Count = Annotated[int, msgspec.Meta(ge=0, le=_MAX_COUNT)]
+_Seconds = Annotated[float, msgspec.Meta(ge=0, le=_MAX_SECONDS)]
+_Millis = Annotated[float, msgspec.Meta(ge=0, le=_MAX_MS)]
 
 ScenarioStopReason = Literal["end_turn", "tool_call", "max_tokens", "stop_sequence", "refusal"]
 
@@ -88,20 +99,20 @@ class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
     tool_calls: tuple[ScenarioToolCall, ...] = ()
     stop_reason: ScenarioStopReason | None = None
     usage: ScenarioUsage | msgspec.UnsetType | None = msgspec.UNSET
-    chunk_chars: Annotated[int, msgspec.Meta(ge=1)] = DEFAULT_CHUNK_CHARS
-    delay_ms: _NonNegFloat = 0.0
-    delay_ms_max: _NonNegFloat | None = None
+    chunk_chars: Annotated[int, msgspec.Meta(ge=1, le=_MAX_COUNT)] = DEFAULT_CHUNK_CHARS
+    delay_ms: _Millis = 0.0
+    delay_ms_max: _Millis | None = None
     status: Annotated[int, msgspec.Meta(ge=400, le=599)] | None = None
-    retry_after: _NonNegFloat | None = None
+    retry_after: _Seconds | None = None
     error_type: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     error_message: Annotated[str, msgspec.Meta(min_length=1)] | None = None
-    drop_after_events: _NonNegInt | None = None
-    stall_after_events: _NonNegInt | None = None
-    stall_seconds: _NonNegFloat | None = None
-    malformed_after_events: _NonNegInt | None = None
-    error_event_after_events: _NonNegInt | None = None
+    drop_after_events: _Count | None = None
+    stall_after_events: _Count | None = None
+    stall_seconds: _Seconds | None = None
+    malformed_after_events: _Count | None = None
+    error_event_after_events: _Count | None = None
     raw_usage: dict[str, Any] | None = None
-    first_content_delay_ms: _NonNegFloat = 0.0
+    first_content_delay_ms: _Millis = 0.0
 
     def __post_init__(self) -> None:
         # msgspec turns a ValueError raised here into a ValidationError that carries the path.
@@ -139,10 +150,10 @@ class RateLimitWindow(msgspec.Struct, frozen=True, forbid_unknown_fields=True, k
     ``seconds``; ``status`` (default 429) and ``retry_after`` are the error's.
     """
 
-    after_s: _NonNegFloat = 0.0
-    seconds: Annotated[float, msgspec.Meta(gt=0)]
+    after_s: _Seconds = 0.0
+    seconds: Annotated[float, msgspec.Meta(gt=0, le=_MAX_SECONDS)]
     status: Annotated[int, msgspec.Meta(ge=400, le=599)] = 429
-    retry_after: _NonNegFloat | None = None
+    retry_after: _Seconds | None = None
 
 
 class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
@@ -201,6 +212,18 @@ def _validation_error(exc: msgspec.ValidationError, prefix: str) -> ConfigError:
     return ConfigError(f"scenario {path}: {_describe(match.group('what'), path)}")
 
 
+def _no_duplicates(pairs: list[tuple[str, Any]]) -> None:
+    keys: set[str] = set()
+    for key, _ in pairs:
+        if key in keys:
+            raise _DuplicateKey(key)
+        keys.add(key)
+
+
+class _DuplicateKey(Exception):
+    pass
+
+
 def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
     if isinstance(src, bytes | bytearray):
         data, where = bytes(src), "scenario"
@@ -210,13 +233,25 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
         path = Path(src)
         try:
             data = path.read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"scenario file {str(path)!r}: {exc.strerror or exc}") from None
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise ConfigError(f"scenario file {str(path)!r}: {reason}") from None
         where = f"scenario file {str(path)!r}"
+    data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (editors on Windows)
     try:
-        return msgspec.json.decode(data)
+        raw = msgspec.json.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
         raise ConfigError(f"{where}: invalid JSON: {exc}") from None
+    # JSON keeps the last of two equal keys: an entry pasted over another that still holds
+    # the old fault would script the wrong reply without a word. Scenarios are small: a
+    # second, checking pass costs nothing that matters.
+    try:
+        json.loads(data, object_pairs_hook=_no_duplicates)
+    except _DuplicateKey as exc:
+        raise ConfigError(f"{where}: duplicate key {exc.args[0]!r}") from None
+    except (RecursionError, ValueError) as exc:  # deeper, or a longer number, than json takes
+        raise ConfigError(f"{where}: invalid JSON: {exc}") from None
+    return raw
 
 
 def load_scenario(

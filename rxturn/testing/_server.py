@@ -56,6 +56,7 @@ from typing import Any, Self, cast
 import msgspec
 from aiohttp import web
 
+from ..errors import ConfigError
 from . import _emit
 from ._cache import PromptCache
 from ._emit import ReplyContext, Wire
@@ -141,6 +142,12 @@ class FakeProvider:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
+        if not isinstance(host, str) or not host or host != host.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"FakeProvider: host must be an address such as 127.0.0.1, got {host!r}"
+            )
+        if type(port) is not int or not 0 <= port <= 65535:
+            raise ConfigError(f"FakeProvider: port must be an int from 0 to 65535, got {port!r}")
         self.scenario: Scenario = load_scenario(scenario)
         self.host = host
         self.requests: list[dict[str, Any]] = []

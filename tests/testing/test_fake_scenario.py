@@ -167,3 +167,91 @@ def test_bad_json_in_a_file_names_the_file(tmp_path: Path) -> None:
     path.write_text('{"models": {"*": [ {"text": "x"} ] ')
     with pytest.raises(ConfigError, match=r"broken\.json.*invalid JSON"):
         load_scenario(path)
+
+
+_DAY_MS = 86_400_000.0
+
+OUT_OF_RANGE: list[tuple[dict[str, Any], str]] = [
+    # a duration no test means: a typo (an extra zero run), or seconds written in milliseconds
+    ({"delay_ms": _DAY_MS + 1}, "models.m[0].delay_ms: expected float <= 86400000"),
+    ({"delay_ms": float("inf")}, "models.m[0].delay_ms: expected float <= 86400000"),
+    ({"delay_ms_max": 1e300}, "models.m[0].delay_ms_max: expected float <= 86400000"),
+    ({"first_content_delay_ms": 1e12}, "first_content_delay_ms: expected float <= 86400000"),
+    ({"status": 429, "retry_after": 1e300}, "models.m[0].retry_after: expected float <= 86400"),
+    ({"status": 429, "retry_after": float("inf")}, "retry_after: expected float <= 86400"),
+    (
+        {"stall_after_events": 1, "stall_seconds": 1e308},
+        "models.m[0].stall_seconds: expected float <= 86400",
+    ),
+    ({"chunk_chars": 10**26}, "models.m[0].chunk_chars: expected int <= 1000000000"),
+    ({"drop_after_events": 10**23}, "models.m[0].drop_after_events: expected int <= 1000000000"),
+]
+
+
+@pytest.mark.parametrize(("entry", "message"), OUT_OF_RANGE, ids=[m for _, m in OUT_OF_RANGE])
+def test_a_number_beyond_any_test_is_refused(entry: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"m": [entry]}})
+    assert message in str(info.value)
+
+
+def test_the_bounds_themselves_load() -> None:
+    entry = load_scenario(
+        {
+            "models": {
+                "m": [
+                    {
+                        "delay_ms": _DAY_MS,
+                        "status": 429,
+                        "retry_after": 86_400,
+                        "chunk_chars": 1_000_000_000,
+                        "drop_after_events": 1_000_000_000,
+                    }
+                ]
+            }
+        }
+    ).models["m"][0]
+    assert (entry.delay_ms, entry.retry_after) == (_DAY_MS, 86_400)
+
+
+@pytest.mark.parametrize(
+    ("window", "message"),
+    [
+        ({"seconds": float("inf")}, "rate_limit_windows[0].seconds: expected float <= 86400"),
+        (
+            {"seconds": 1, "after_s": 1e300},
+            "rate_limit_windows[0].after_s: expected float <= 86400",
+        ),
+        (
+            {"seconds": 1, "retry_after": 1e9},
+            "rate_limit_windows[0].retry_after: expected float <= 86400",
+        ),
+    ],
+)
+def test_a_rate_limit_window_beyond_a_day_is_refused(window: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"*": [{}]}, "rate_limit_windows": [window]})
+    assert message in str(info.value)
+
+
+def test_a_key_written_twice_is_refused(tmp_path: Path) -> None:
+    """JSON text keeps the last of two equal keys: a pasted entry that still holds the old
+    fault would silently script the wrong reply."""
+    text = '{"models": {"m": [{"text": "first", "status": 500, "text": "second"}]}}'
+    with pytest.raises(ConfigError, match=r"^scenario: duplicate key 'text'$"):
+        load_scenario(text)
+    path = tmp_path / "twice.json"
+    path.write_text('{"models": {"m": [{}]}, "models": {"n": [{}]}}')
+    with pytest.raises(ConfigError, match=r"twice\.json': duplicate key 'models'$"):
+        load_scenario(path)
+
+
+def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    path = tmp_path / "bom.json"
+    path.write_bytes(b"\xef\xbb\xbf" + msgspec.json.encode(SPEC_EXAMPLE))
+    assert load_scenario(path) == load_scenario(SPEC_EXAMPLE)
+
+
+def test_a_path_with_a_nul_byte_is_a_config_error() -> None:
+    with pytest.raises(ConfigError, match="scenario file"):
+        load_scenario("scenario\x00.json")
