@@ -19,7 +19,10 @@ from __future__ import annotations
 import base64
 import binascii
 import enum
+import errno
 import json
+import os
+import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
@@ -30,6 +33,7 @@ from . import _media
 from .errors import ConfigError
 
 __all__ = [
+    "MAX_MEDIA_FILE_BYTES",
     "AudioPart",
     "CachePoint",
     "CacheTTL",
@@ -273,12 +277,9 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
                 the message names the path.
         """
         where = Path(path)
-        try:
-            raw = where.read_bytes()
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise ConfigError(f"cannot read media file {str(where)!r}: {reason}") from None
-        return cls._checked(raw, media_type, f"media file {str(where)!r}", where.name)
+        return cls._checked(
+            _read_media(where), media_type, f"media file {str(where)!r}", where.name
+        )
 
     @classmethod
     def _checked(cls, raw: bytes, media_type: str | None, what: str, name: str = "") -> Self:
@@ -495,6 +496,46 @@ class AudioPart(_FromSource, msgspec.Struct, frozen=True, tag="audio"):
 
 
 MediaPart = ImagePart | DocumentPart | AudioPart
+
+#: The largest media file the ``from_path`` constructors read: 64 MiB, above every provider's
+#: cap on inline media (tens of MB), so a bigger file could never be sent anyway.
+MAX_MEDIA_FILE_BYTES = 64 * 1024 * 1024
+
+
+def _read_media(where: Path) -> bytes:
+    """The bytes of the regular file at ``where``, at most :data:`MAX_MEDIA_FILE_BYTES`.
+
+    A device (``/dev/zero``), a pipe or a socket may never end, so only a regular file is read;
+    it is opened without blocking (opening a named pipe waits for a writer) and checked once
+    open. The size is checked before reading, and the read stops one byte past the bound (a
+    file may grow, and some report a size of 0).
+    """
+    bound = MAX_MEDIA_FILE_BYTES
+    named = f"media file {str(where)!r}"
+    try:
+        fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
+        with os.fdopen(fd, "rb") as file:
+            info = os.fstat(fd)
+            if stat.S_ISDIR(info.st_mode):
+                raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR))
+            if not stat.S_ISREG(info.st_mode):
+                raise ConfigError(
+                    f"{named} is not a regular file (a device, pipe or socket may never end)"
+                )
+            raw = b"" if info.st_size > bound else file.read(bound + 1)
+            if info.st_size > bound or len(raw) > bound:
+                raise ConfigError(
+                    f"{named} is larger than {_size(bound)}, more than any provider takes inline"
+                )
+            return raw
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise ConfigError(f"cannot read {named}: {reason}") from None
+
+
+def _size(count: int) -> str:
+    mib = 1024 * 1024
+    return f"{count // mib} MiB" if count % mib == 0 else f"{count} bytes"
 
 
 def media_from_path(path: str | Path) -> MediaPart:

@@ -58,21 +58,43 @@ def check_headers(headers: Mapping[str, str], where: str) -> None:
 
 
 def check_base_url(base_url: str) -> str:
+    """``base_url`` stripped of surrounding space and trailing slashes, or a ConfigError.
+
+    An absolute http(s) URL without credentials, a query string or a fragment: the clients join
+    their paths to it (a path after a query would land inside the query), and userinfo and
+    query strings are where keys hide, so no error echoes them (:func:`_shown`).
+    """
     if not isinstance(base_url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(f"base_url must be a string, got {type(base_url).__name__}")
+    url = base_url.strip()
     try:
-        parts = urlsplit(base_url.strip())
+        parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError as exc:
-        raise ConfigError(f"base_url {base_url!r} is not a valid URL: {exc}") from None
+        raise ConfigError(f"base_url {_shown(url)!r} is not a valid URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"base_url must be an absolute http(s) URL such as 'https://api.example.com', "
-            f"got {redact(base_url)!r}"
+            f"got {_shown(url)!r}"
         )
     if parts.username or parts.password:
         raise ConfigError("base_url must not contain credentials; pass api_key instead")
-    return base_url.strip().rstrip("/")
+    if "?" in url or "#" in url:
+        raise ConfigError(
+            f"base_url must not have a query string or fragment, got {_shown(url)!r} followed "
+            "by one; the client adds the path, and an API key goes in api_key or extra_headers"
+        )
+    return url.rstrip("/")
+
+
+def _shown(url: str) -> str:
+    """``url`` for an error message: no query string, no fragment, no userinfo, no key."""
+    url = url.split("#", 1)[0].split("?", 1)[0]
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        scheme, rest = "", url
+    host, slash, path = rest.partition("/")
+    return redact(f"{scheme}{sep}{host.rpartition('@')[2]}{slash}{path}")
 
 
 def check_timeout(name: str, value: float | None, *, optional: bool = False) -> None:

@@ -388,17 +388,65 @@ _DEFAULT = RequestOptions()
 
 
 def encode_body(body: Mapping[str, object]) -> bytes:
-    """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash."""
+    """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash.
+
+    Text that is not valid Unicode (a lone surrogate, which is what Python makes of bytes that
+    are not UTF-8 when it decodes them with ``surrogateescape``) cannot be UTF-8 encoded: the
+    encoder's ``UnicodeEncodeError`` becomes a ConfigError naming the field. Only that failure
+    walks the body to find the field, so valid text costs nothing extra.
+    """
     try:
         return _encoder.encode(body)
+    except UnicodeEncodeError:
+        raise ConfigError(_not_unicode("request body", body)) from None
     except (TypeError, msgspec.EncodeError, OverflowError, RecursionError) as exc:
         raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
+
+
+def _not_unicode(what: str, value: object) -> str:
+    """The one line for a value whose text is not valid Unicode: where it is, and which code
+    point (escaped, never the text itself)."""
+    found = _find_surrogate(value, "")
+    if found is None:  # pragma: no cover - the encoder only fails on a surrogate
+        return f"{what} holds text that is not valid Unicode (a lone surrogate)"
+    where, char = found
+    at = f" at {where}" if where else ""
+    return (
+        f"{what} holds text that is not valid Unicode{at} (a lone surrogate {char!a}, which is "
+        "what Python makes of bytes that are not UTF-8); decode the input as UTF-8 or with "
+        "errors='replace'"
+    )
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _find_surrogate(value: object, path: str) -> tuple[str, str] | None:
+    """The path (``messages[0].content``) and the first lone surrogate in ``value``, if any."""
+    if isinstance(value, str):
+        match = _SURROGATE.search(value)
+        return (path, match.group()) if match else None
+    if isinstance(value, Mapping):
+        for key, item in cast("Mapping[object, object]", value).items():
+            if isinstance(key, str) and (match := _SURROGATE.search(key)):
+                return (f"a key in {path}" if path else "a top-level key", match.group())
+            name = f"{path}.{key}" if path else str(key)
+            if (found := _find_surrogate(item, name)) is not None:
+                return found
+        return None
+    if isinstance(value, list | tuple):
+        for index, item in enumerate(cast("Sequence[object]", value)):
+            if (found := _find_surrogate(item, f"{path}[{index}]")) is not None:
+                return found
+    return None
 
 
 def encode_tool_arguments(value: object) -> str:
     """A tool call's input as the JSON text OpenAI's APIs carry in ``arguments``."""
     try:
         return _encoder.encode(value).decode()
+    except UnicodeEncodeError:
+        raise ConfigError(_not_unicode("tool call input", value)) from None
     except (TypeError, msgspec.EncodeError) as exc:
         raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
 

@@ -125,6 +125,21 @@ def test_a_bad_file_is_one_line_and_exit_2(
     assert len(received(url)) == before
 
 
+@pytest.mark.slow  # a subprocess each
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this platform")
+@pytest.mark.parametrize("flag", ["--image", "--file"])
+def test_a_device_that_never_ends_is_one_line_and_exit_2(url: str, flag: str) -> None:
+    before = len(received(url))
+    out = chat(url, "anthropic", flag, "/dev/zero", "hi")
+    assert out.returncode == 2
+    lines = out.stderr.splitlines()
+    assert lines == [
+        f"rxturn chat: error: {flag}: media file '/dev/zero' is not a regular file "
+        "(a device, pipe or socket may never end)"
+    ]
+    assert len(received(url)) == before
+
+
 @pytest.mark.slow  # a subprocess
 def test_a_file_the_provider_cannot_take_is_refused_up_front(url: str, files: Path) -> None:
     before = len(received(url))

@@ -72,6 +72,26 @@ def test_a_malformed_base_url_is_a_usage_error_and_nothing_is_sent() -> None:
     assert "--base-url must start with http:// or https://" in out.stderr
 
 
+@pytest.mark.slow  # a subprocess each
+@pytest.mark.parametrize("command", ["chat", "batch"])
+def test_a_base_url_with_a_query_is_one_line_without_the_query(
+    command: str, tmp_path: Path
+) -> None:
+    """Some providers take keys in the query: the URL is refused and shown without it."""
+    base = f"http://127.0.0.1:{closed_port()}/v1"
+    rows = tmp_path / "in.jsonl"
+    rows.write_text('{"prompt": "hi"}\n')
+    head = ["chat"] if command == "chat" else ["batch", "run", str(rows), "-o", str(tmp_path / "o")]
+    out = run(*head, "--provider", "openai", "--model", "m", "--base-url", f"{base}?key=SECRETQ")
+    assert out.returncode == 2, out.stderr
+    assert out.stderr.splitlines() == [
+        f"rxturn {command}: error: base_url must not have a query string or fragment, got "
+        f"{base!r} followed by one; the client adds the path, and an API key goes in api_key "
+        "or extra_headers"
+    ]
+    assert "SECRETQ" not in out.stdout + out.stderr
+
+
 @pytest.mark.slow
 def test_every_command_uses_the_same_error_style(tmp_path: Path) -> None:
     bad_scenario = tmp_path / "bad.json"

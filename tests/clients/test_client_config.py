@@ -124,6 +124,40 @@ class TestConstruction:
         assert (ollama.base_url, ollama.stream_usage) == ("http://localhost:11434/v1", False)
         assert OllamaClient().base_url == "http://localhost:11434"
 
+    @pytest.mark.parametrize(
+        ("base_url", "shown"),
+        [
+            ("http://h/v1?api-key=SECRET-VALUE", "'http://h/v1'"),
+            ("http://h/v1?", "'http://h/v1'"),
+            ("http://h/v1#SECRET-VALUE", "'http://h/v1'"),
+            ("https://h?key=SECRET-VALUE#SECRET-VALUE", "'https://h'"),
+        ],
+    )
+    @pytest.mark.parametrize("cls", [AnthropicClient, OpenAIClient, OllamaClient])
+    def test_a_query_or_fragment_is_refused_without_echoing_it(
+        self, cls: type[Any], base_url: str, shown: str
+    ) -> None:
+        """A path joined after a query would land inside it (``?key=S/chat/completions``), and
+        some providers take keys in the query: refused, the URL shown without it."""
+        with pytest.raises(ConfigError, match="query string or fragment") as caught:
+            cls("m", api_key="k", base_url=base_url)
+        text = str(caught.value)
+        assert shown in text and "SECRET" not in text and "\n" not in text
+
+    @pytest.mark.parametrize(
+        "base_url",
+        [
+            "http://x:99999?key=SECRET-VALUE",
+            "http://u:SECRET-VALUE@x:99999/v1",
+            "ftp://x/v1?key=SECRET-VALUE",
+            "x/v1#SECRET-VALUE",
+        ],
+    )
+    def test_an_invalid_url_is_named_without_its_query_or_userinfo(self, base_url: str) -> None:
+        with pytest.raises(ConfigError, match="base_url") as caught:
+            OpenAIClient("m", api_key="k", base_url=base_url)
+        assert "SECRET" not in str(caught.value)
+
     @pytest.mark.parametrize("cls", [AnthropicClient, OpenAIClient, OllamaClient])
     def test_clients_satisfy_the_protocol(self, cls: type[Any]) -> None:
         assert isinstance(cls("m", api_key="k"), ModelClient)

@@ -5,6 +5,7 @@ by the providers' documented rules."""
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 import msgspec
@@ -20,11 +21,13 @@ from rxturn import (
     InlineSource,
     Message,
     UrlSource,
+    messages,
 )
 from rxturn._media import image_size, sniff
 from rxturn.engine.context.tokens import TiktokenCounter, image_tokens
 from rxturn.errors import ConfigError
 from rxturn.messages import (
+    MAX_MEDIA_FILE_BYTES,
     TextPart,
     ToolResultPart,
     content_text,
@@ -96,6 +99,54 @@ def test_bad_files_are_config_errors_naming_the_path(tmp_path: Path, setup, mess
         ImagePart.from_path(path)
     assert message.format(path) in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+def test_a_pipe_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    """A named pipe with no writer would block the open, and with one may never end."""
+    path = tmp_path / "pipe.png"
+    os.mkfifo(path)
+    with pytest.raises(ConfigError) as caught:
+        media_from_path(path)
+    assert f"media file '{path}' is not a regular file" in str(caught.value)
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero on this platform")
+def test_a_device_that_never_ends_is_refused() -> None:
+    with pytest.raises(ConfigError, match="media file '/dev/zero' is not a regular file"):
+        ImagePart.from_path("/dev/zero")
+
+
+def test_a_file_over_the_bound_is_refused_unread(tmp_path: Path) -> None:
+    """64 MiB, above every provider's cap on inline media; the file is sparse (no disk)."""
+    assert MAX_MEDIA_FILE_BYTES == 64 * 1024 * 1024
+    path = tmp_path / "huge.png"
+    with path.open("wb") as file:
+        file.write(png(1, 1))
+        file.truncate(MAX_MEDIA_FILE_BYTES + 1)
+    with pytest.raises(ConfigError) as caught:
+        ImagePart.from_path(path)
+    assert f"media file '{path}' is larger than 64 MiB" in str(caught.value)
+    path.write_bytes(png(1, 1))  # the same file within the bound is read
+    assert ImagePart.from_path(path).source == InlineSource("image/png", png(1, 1))
+
+
+def test_a_file_growing_past_the_bound_while_read_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The size is checked before reading, and the read itself stops one byte past the bound
+    (a file that grows, or a regular file whose size says 0, as in /proc)."""
+    path = tmp_path / "cat.png"
+    path.write_bytes(png(4, 4))
+    monkeypatch.setattr(messages, "MAX_MEDIA_FILE_BYTES", 8)
+    real_fstat = os.fstat
+    monkeypatch.setattr(
+        messages.os,
+        "fstat",
+        lambda fd: os.stat_result((*real_fstat(fd)[:6], 0, *real_fstat(fd)[7:])),
+    )
+    with pytest.raises(ConfigError, match="is larger than 8 bytes"):
+        ImagePart.from_path(path)
 
 
 def test_a_part_refuses_media_of_another_kind(tmp_path: Path) -> None:
