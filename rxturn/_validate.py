@@ -18,13 +18,16 @@ makes it an infinity where an infinity is a valid setting (no bound).
 from __future__ import annotations
 
 import math
-from typing import TypeGuard
+import re
+from typing import TypeGuard, cast
 
 __all__ = [
     "as_float",
     "finite",
     "is_int",
     "is_number",
+    "is_utf8",
+    "mend_text",
     "positive",
     "seconds_problem",
 ]
@@ -119,3 +122,29 @@ def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
     if not positive(value, allow_zero=allow_zero):
         return f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}"
     return None
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` can be sent: bytes that are not UTF-8 reach Python as lone surrogates
+    (in arguments, and on stdin under ``surrogateescape``), which no JSON body can carry."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def mend_text(value: object) -> object:
+    """``value`` (JSON-shaped builtins) with every lone surrogate in its strings replaced by
+    U+FFFD, for records that must be written although what they hold could not be sent."""
+    if isinstance(value, str):
+        return value if is_utf8(value) else _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        items = cast("dict[object, object]", value).items()
+        return {mend_text(key): mend_text(item) for key, item in items}
+    if isinstance(value, list | tuple):
+        return [mend_text(item) for item in cast("list[object]", value)]
+    return value

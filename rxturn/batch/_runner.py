@@ -40,7 +40,9 @@ from typing import Any, Literal
 import msgspec
 
 from .. import _constants as C
+from .._validate import is_utf8
 from ..clients._base import ModelClient
+from ..clients._connection import check_base_url
 from ..clients._factory import client_for
 from ..cost import Cost
 from ..engine import TurnEngine
@@ -126,10 +128,13 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigError("model must not be empty")
         if any(not name.strip() for name in self.fallback):
             raise ConfigError("fallback models must not be empty")
-        if self.base_url is not None and not self.base_url.startswith(("http://", "https://")):
-            raise ConfigError(
-                f"base URL must start with http:// or https://, got {self.base_url!r}"
-            )
+        for name, text in (("model", self.model), ("system", self.system or "")):
+            if not is_utf8(text):
+                raise ConfigError(f"{name} is not valid UTF-8 text")
+        if not all(is_utf8(name) for name in self.fallback):
+            raise ConfigError("fallback is not valid UTF-8 text")
+        if self.base_url is not None:
+            check_base_url(self.base_url)  # the clients' rule, whose errors never echo a key
         for name in ("concurrency", "max_tokens", "rpm", "tpm"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):

@@ -245,9 +245,18 @@ def _exit_code(exc: BaseException) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
+    from rxturn._validate import is_utf8
     from rxturn.batch import BatchConfig, BatchError, FileRun
     from rxturn.errors import ConfigError, RxturnError
 
+    for flag, values in (
+        ("--model", [args.model]),
+        ("--system", [args.system] if args.system is not None else []),
+        ("--fallback", args.fallback),
+        ("--base-url", [args.base_url] if args.base_url is not None else []),
+    ):
+        if not all(is_utf8(value) for value in values):
+            return _fail(f"{flag} is not valid UTF-8; nothing was sent")
     variable = _KEY_VARIABLES.get(args.provider)
     key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:

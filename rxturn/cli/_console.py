@@ -19,8 +19,8 @@ The rules every command follows (the README's command-line section says the same
   :class:`QuietStream`, which drops what its reader (gone, or a full disk) cannot take, so a
   notice or an error line never stops a command or changes its exit status.
 
-Only the standard library is imported: the dispatcher imports every command module to build
-``--help``.
+Only the standard library (and :mod:`rxturn._validate`, itself standard library only) is
+imported: the dispatcher imports every command module to build ``--help``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,8 @@ import os
 import unicodedata
 from collections.abc import Callable
 from typing import Any, TextIO
+
+from .._validate import is_utf8
 
 __all__ = [
     "LONG_WAIT",
@@ -170,16 +172,6 @@ def failed(stream: TextIO, exc: OSError) -> None:
     silence(stream)
     with contextlib.suppress(OSError, ValueError):
         stream.flush()  # what stayed buffered goes to /dev/null, not to the exit
-
-
-def is_utf8(text: str) -> bool:
-    """Whether ``text`` can be sent: bytes that are not UTF-8 reach Python as lone surrogates
-    (in arguments, and on stdin under ``surrogateescape``), which no JSON body can carry."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def seconds(value: float) -> str:

@@ -67,6 +67,10 @@ def check_base_url(base_url: str) -> str:
     if not isinstance(base_url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(f"base_url must be a string, got {type(base_url).__name__}")
     url = base_url.strip()
+    if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
+        raise ConfigError(
+            f"base_url {_shown(url)!r} holds a space or a control character (percent-encode it)"
+        )
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port

@@ -24,6 +24,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from .._validate import mend_text
 from ..errors import ConfigError
 from ..messages import (
     AudioPart,
@@ -144,5 +145,6 @@ def to_json(value: Sequence[Any]) -> str:
     """JSON text for an attribute (values JSON cannot carry are shown as strings)."""
     try:
         return _encoder.encode(value).decode()
-    except (TypeError, msgspec.EncodeError, OverflowError):
-        return msgspec.json.encode(value, enc_hook=repr).decode()
+    except (TypeError, msgspec.EncodeError, OverflowError, UnicodeEncodeError):
+        builtins = msgspec.to_builtins(value, enc_hook=repr)
+        return msgspec.json.encode(mend_text(builtins)).decode()

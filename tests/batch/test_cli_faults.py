@@ -479,3 +479,21 @@ def test_a_read_only_output_is_one_line_exit_1_and_nothing_is_lost(
     done = run_batch(inp, out, server)
     assert done.returncode == 0, done.stderr
     assert_complete(out, [f"r{i}" for i in range(10)])
+
+
+@pytest.mark.parametrize("flag", ["--model", "--system", "--fallback"])
+def test_an_argument_that_is_not_utf8_is_one_line_and_sends_nothing(
+    server: str, tmp_path: Path, flag: str
+) -> None:
+    inp, out = tmp_path / "in.jsonl", tmp_path / "out.jsonl"
+    inp.write_bytes(GOOD)
+    command = [os.fsencode(a) for a in batch_args(inp, out, server)]
+    command += [os.fsencode(flag), b"m\xff"]  # bytes that are not UTF-8, as a shell passes them
+    before = len(received(server))
+    done = subprocess.run(command, capture_output=True, timeout=TIMEOUT, env=clean_env())
+    assert done.returncode == 2
+    assert done.stderr.decode() == (
+        f"rxturn batch: error: {flag} is not valid UTF-8; nothing was sent\n"
+    )
+    assert len(received(server)) == before
+    assert not out.exists()

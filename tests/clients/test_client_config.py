@@ -270,3 +270,25 @@ def test_only_the_transport_module_imports_aiohttp_at_top_level() -> None:
     for relative in mine:
         assert "aiohttp" not in _top_level_imports(root / relative), relative
     assert "aiohttp" in _top_level_imports(root / "transport/aiohttp.py")
+
+
+@pytest.mark.parametrize(
+    "url", ["http://a b", "http://h/\x00x", "http://h/v1\tx", "http://h/p?k=SECRET x"]
+)
+def test_a_base_url_with_a_space_or_control_character_is_refused(url: str) -> None:
+    from rxturn.clients._connection import check_base_url
+
+    with pytest.raises(ConfigError, match="holds a space or a control character") as caught:
+        check_base_url(url)
+    assert "SECRET" not in str(caught.value)
+
+
+def test_a_batch_config_base_url_follows_the_clients_rule() -> None:
+    from rxturn.batch import BatchConfig
+
+    with pytest.raises(ConfigError, match="query string") as caught:
+        BatchConfig(provider="openai", model="m", base_url="http://h/v1?key=SECRET").check()
+    assert "SECRET" not in str(caught.value)
+    with pytest.raises(ConfigError, match="absolute http") as caught:
+        BatchConfig(provider="openai", model="m", base_url="ftp://h/?key=SECRET").check()
+    assert "SECRET" not in str(caught.value)

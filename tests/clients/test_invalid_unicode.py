@@ -108,3 +108,36 @@ def test_a_key_and_a_nested_value_are_located() -> None:
     with pytest.raises(ConfigError, match=r"at messages\[1\]\.content\[0\]\.text "):
         encode_body({"messages": [{}, {"content": [{"text": "\ud800"}]}]})
     assert encode_body({"a": "é😀"}) == '{"a":"é😀"}'.encode()
+
+
+async def test_the_audit_of_such_a_turn_is_still_written(
+    make: Callable[[MockTransport], HttpClient],
+) -> None:
+    import json
+
+    from rxturn.engine.records.audit import AuditTrail
+
+    async with make(transport()) as client:
+        engine = TurnEngine(client)
+        with pytest.raises(ConfigError):
+            await engine.run(BAD)
+    text = engine.session.audit.to_jsonl()  # a lone surrogate cannot be UTF-8: shown as U+FFFD
+    (record,) = [json.loads(line) for line in text.splitlines()]
+    assert "caf\ufffd" in json.dumps(record, ensure_ascii=False)
+    assert "\udce9" not in text
+    assert len(AuditTrail.from_jsonl(text).all_turns()) == 1
+
+
+def test_an_otel_content_attribute_of_such_text_is_still_written() -> None:
+    from rxturn.otel._content import to_json
+
+    assert to_json([BAD, {"k" + BAD: [BAD]}]) == '["caf\ufffd",{"kcaf\ufffd":["caf\ufffd"]}]'
+
+
+@pytest.mark.parametrize("field", ["model", "system", "fallback"])
+def test_a_batch_config_with_such_text_is_refused(field: str) -> None:
+    from rxturn.batch import BatchConfig
+
+    value: object = (BAD,) if field == "fallback" else BAD
+    with pytest.raises(ConfigError, match=f"^{field} is not valid UTF-8 text$"):
+        BatchConfig(provider="anthropic", **{"model": "m", field: value}).check()  # type: ignore[arg-type]

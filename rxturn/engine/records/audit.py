@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
+from ..._validate import mend_text
 from ...cost import Cost
 from ...errors import ConfigError
 from ...messages import StopReason, ToolCallPart, Usage, sum_usage
@@ -198,7 +199,10 @@ class AuditTrail:
             for turn in run.turns:
                 record: dict[str, Any] = {"run_id": run.run_id}
                 record.update(msgspec.structs.asdict(turn))
-                lines.append(_encoder.encode(record))
+                try:
+                    lines.append(_encoder.encode(record))
+                except UnicodeEncodeError:  # text that could not be sent (a lone surrogate)
+                    lines.append(_encoder.encode(mend_text(msgspec.to_builtins(record))))
         return b"".join(line + b"\n" for line in lines).decode()
 
     @classmethod
