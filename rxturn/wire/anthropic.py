@@ -226,10 +226,6 @@ _IGNORED = ""  # lane kind of a block the client does not model
 _STOP = MessageStop()
 
 
-def _stop_reason(raw: str | None) -> str | None:
-    return StopReason.parse(raw) or raw
-
-
 class AnthropicDecoder(FramedDecoder[RawEvents]):
     """Anthropic Messages SSE bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
 
@@ -296,7 +292,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 elif type(delta) is _SignatureDelta and lane == "thinking":
                     append(Delta(index, delta.signature, "signature"))  # replaces, as the SDK does
                 # citations deltas: nothing the message keeps
-            else:
+            elif type(event) is not _PingEvent:  # (a keep-alive: nothing, and no call)
                 self._on_event(event, frames, at, out)
                 if self.saw_terminal:
                     break
@@ -326,10 +322,9 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 raise _before_start(_At(frames, at))
             where = _At(frames, at).where
             self._usage = merge_anthropic_delta(self._usage, event.usage, where)
+            raw = event.delta.stop_reason  # canonical when known, else as sent
             out.append(
-                MessageDelta(
-                    _stop_reason(event.delta.stop_reason), anthropic_usage(self._usage, where)
-                )
+                MessageDelta(StopReason.parse(raw) or raw, anthropic_usage(self._usage, where))
             )
         elif type(event) is _MessageStopEvent:
             if not self._started:
@@ -350,7 +345,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         elif type(event) is _ErrorEvent:
             error = event.error
             raise stream_error(error.type, error.message)
-        # else: ping (and a delta, handled inline by the caller)
+        # else: nothing (a delta and a ping are handled inline by the caller)
 
     def _require_start(self, at: _At) -> None:
         if not self._started:
