@@ -262,6 +262,10 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         append = out.append
         lanes = self._lanes
         decode = _decoder.decode
+        # the lane the previous delta found (a run of deltas goes to one lane): kept only while
+        # the lanes cannot change, i.e. until another event or an undecodable one comes
+        hot_index: int | None = None  # (no index equals None: the first delta looks its lane up)
+        hot_lane = ""
         for at, payload in enumerate(frames.payloads):
             try:
                 event = decode(payload)
@@ -270,13 +274,18 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                     continue
                 if eof and type(exc) is msgspec.DecodeError:
                     break  # an event cut off by the end of the body: a truncation
+                hot_index = None
                 self._on_undecodable(_At(frames, at), payload, exc)
                 continue
             if type(event) is _BlockDeltaEvent:  # the hot path, kept inline
                 index = event.index
-                lane = lanes.get(index)
-                if lane is None:
-                    raise _no_lane("content_block_delta", index, _At(frames, at))
+                if index == hot_index:
+                    lane = hot_lane
+                else:
+                    lane = lanes.get(index)
+                    if lane is None:
+                        raise _no_lane("content_block_delta", index, _At(frames, at))
+                    hot_index, hot_lane = index, lane
                 delta = event.delta
                 # ``type() is`` chains, not ``match``: class patterns cost ~5x more here
                 if type(delta) is _TextDelta:
@@ -293,6 +302,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                     append(Delta(index, delta.signature, "signature"))  # replaces, as the SDK does
                 # citations deltas: nothing the message keeps
             elif type(event) is not _PingEvent:  # (a keep-alive: nothing, and no call)
+                hot_index = None
                 self._on_event(event, frames, at, out)
                 if self.saw_terminal:
                     break
