@@ -80,7 +80,7 @@ from ..messages import (
 )
 from ._decoder import FramedDecoder
 from ._errors import JSON_ERRORS, MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error
-from ._usage import anthropic_usage, merge_anthropic_delta, usage_object
+from ._usage import anthropic_usage, anthropic_usage_of, merge_anthropic_delta, usage_object
 from .sse import RawEvents, SSEParser
 
 __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
@@ -334,7 +334,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
             self._usage = merge_anthropic_delta(self._usage, event.usage, where)
             raw = event.delta.stop_reason  # canonical when known, else as sent
             out.append(
-                MessageDelta(StopReason.parse(raw) or raw, anthropic_usage(self._usage, where))
+                MessageDelta(StopReason.parse(raw) or raw, anthropic_usage_of(self._usage, where))
             )
         elif type(event) is _MessageStopEvent:
             if not self._started:
@@ -349,7 +349,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 if info.usage is not None:
                     where = _At(frames, at).where
                     self._usage = usage_object(info.usage, "Anthropic", where)
-                    usage_now = anthropic_usage(self._usage, where)
+                    usage_now = anthropic_usage_of(self._usage, where)
                     if usage_now is not None:  # billed from here on, even if it then fails
                         out.append(MessageDelta(None, usage_now))
         elif type(event) is _ErrorEvent:
