@@ -34,6 +34,7 @@ from ..messages import (
 __all__ = [
     "CACHE_TTLS",
     "EXPLICIT_BREAKPOINT",
+    "MEDIA_PARTS",
     "Limits",
     "b64",
     "cache_value",
@@ -122,11 +123,16 @@ def _b64_length(size: int) -> int:
     return 4 * ((size + 2) // 3)
 
 
+#: The media part types, as a tuple made once (``A | B | C`` in an ``isinstance`` would build a
+#: union object per part asked).
+MEDIA_PARTS = (ImagePart, DocumentPart, AudioPart)
+
+
 def _inline_parts(request: Request) -> list[ImagePart | DocumentPart | AudioPart]:
     found: list[ImagePart | DocumentPart | AudioPart] = []
     for message in request.messages:
         for part in message.content:
-            if isinstance(part, ImagePart | DocumentPart | AudioPart):
+            if isinstance(part, MEDIA_PARTS):
                 found.append(part)
             elif isinstance(part, ToolResultPart):
                 found.extend(part.media)

@@ -371,9 +371,10 @@ class HttpClient:
 
         url, headers, body, model = self._prepare(request, options, stream=True)
         try:
-            response = await self._get_transport().send(
-                "POST", url, headers=headers, body=body, stream=True
-            )
+            transport = self._transport  # (made on first use: no call once it is)
+            if transport is None:
+                transport = self._get_transport()
+            response = await transport.send("POST", url, headers=headers, body=body, stream=True)
             try:
                 if not 200 <= response.status < 300:
                     raise await self._status_error(response)

@@ -76,6 +76,7 @@ from ..messages import (
     UrlSource,
 )
 from ._content import (
+    MEDIA_PARTS,
     Limits,
     cache_value,
     check_inline_limits,
@@ -197,7 +198,7 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
             }
         elif isinstance(part, RedactedThinkingPart):
             block = {"type": "redacted_thinking", "data": part.data}
-        elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+        elif isinstance(part, MEDIA_PARTS):
             block = _media_block(part)
         elif isinstance(part, CachePoint):
             _mark(previous, part, marks)
@@ -469,9 +470,9 @@ class AnthropicClient(HttpClient):
     def _body(
         self, request: Request, options: RequestOptions, *, model: str, stream: bool
     ) -> dict[str, Any]:
-        return build_anthropic_body(
-            request, options, model=model, max_tokens=self.max_tokens, stream=stream
-        )
+        # (the attribute, not the property: required and checked in __init__, no call)
+        tokens = self._max_tokens
+        return build_anthropic_body(request, options, model=model, max_tokens=tokens, stream=stream)  # pyright: ignore[reportArgumentType]
 
     def _parse_reply(self, body: bytes, *, keep_thinking: bool) -> Message:
         from ..wire import parse_anthropic_message

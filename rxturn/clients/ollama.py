@@ -36,7 +36,6 @@ from typing import Any, Unpack
 
 from ..errors import ConfigError
 from ..messages import (
-    AudioPart,
     DocumentPart,
     ImagePart,
     InlineSource,
@@ -48,7 +47,7 @@ from ..messages import (
     ToolCallPart,
     ToolResultPart,
 )
-from ._content import b64, check_source, plain_text, refuse
+from ._content import MEDIA_PARTS, b64, check_source, plain_text, refuse
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
@@ -77,7 +76,7 @@ def _user_content(message: Message) -> tuple[str, list[str]]:
     for part in message.content:
         if isinstance(part, TextPart):
             text.append(part.text)
-        elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+        elif isinstance(part, MEDIA_PARTS):
             source = check_source(part, WIRE, "ollama")
             if not isinstance(source, InlineSource):
                 raise refuse(part, WIRE, "it takes inline bytes only (no URLs, no file ids)")
@@ -98,7 +97,7 @@ def _messages(request: Request) -> list[dict[str, Any]]:
     for message in request.messages:
         if message.role == "assistant":
             for part in message.content:
-                if isinstance(part, ImagePart | DocumentPart | AudioPart):
+                if isinstance(part, MEDIA_PARTS):
                     raise refuse(part, WIRE, "media goes in user messages only")
             text = "".join(part.text for part in message.content if isinstance(part, TextPart))
             calls = [part for part in message.content if isinstance(part, ToolCallPart)]

@@ -47,7 +47,6 @@ from ..errors import ConfigError
 from ..messages import (
     AudioPart,
     CachePoint,
-    DocumentPart,
     FileIdSource,
     ImagePart,
     InlineSource,
@@ -63,6 +62,7 @@ from ..messages import (
 )
 from ._content import (
     EXPLICIT_BREAKPOINT,
+    MEDIA_PARTS,
     Limits,
     b64,
     check_inline_limits,
@@ -200,7 +200,7 @@ def _user_messages(
         if isinstance(part, TextPart):
             content.text(part.text)
             last = content.parts[-1] if part.text else last
-        elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+        elif isinstance(part, MEDIA_PARTS):
             last = _media_part(part)
             content.parts.append(last)
         elif isinstance(part, ToolResultPart):
@@ -231,7 +231,7 @@ def _messages(request: Request, options: RequestOptions, explicit: bool) -> list
             _user_messages(message, options, explicit, out)
             continue
         for part in message.content:
-            if isinstance(part, ImagePart | DocumentPart | AudioPart):
+            if isinstance(part, MEDIA_PARTS):
                 raise refuse(part, WIRE, "media goes in user messages only")
         texts = [part.text for part in message.content if isinstance(part, TextPart)]
         text = "".join(texts)

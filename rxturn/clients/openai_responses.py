@@ -52,7 +52,6 @@ from ..errors import ConfigError
 from ..messages import (
     AudioPart,
     CachePoint,
-    DocumentPart,
     FileIdSource,
     ImagePart,
     MediaPart,
@@ -69,6 +68,7 @@ from ..messages import (
 from ._base import keeps_thinking
 from ._content import (
     EXPLICIT_BREAKPOINT,
+    MEDIA_PARTS,
     check_inline_limits,
     check_source,
     data_url,
@@ -212,7 +212,7 @@ def _user_items(message: Message, explicit: bool, out: list[dict[str, Any]]) -> 
             if part.text:
                 last = _input_part(part)
                 parts.append(last)
-        elif isinstance(part, ImagePart | DocumentPart | AudioPart):
+        elif isinstance(part, MEDIA_PARTS):
             last = _input_part(part)
             parts.append(last)
         elif isinstance(part, CachePoint):
@@ -228,7 +228,7 @@ def _input(request: Request, explicit: bool) -> list[dict[str, Any]]:
     for message in request.messages:
         if message.role == "assistant":
             for part in message.content:
-                if isinstance(part, ImagePart | DocumentPart | AudioPart):
+                if isinstance(part, MEDIA_PARTS):
                     raise refuse(part, WIRE, "media goes in user messages and tool results only")
             _assistant_items(message, out)
             continue

@@ -42,6 +42,7 @@ __all__ = [
     "MAX_COUNT",
     "Where",
     "anthropic_usage",
+    "anthropic_usage_of",
     "checked_count",
     "merge_anthropic_delta",
     "openai_chat_usage",
@@ -258,6 +259,12 @@ def anthropic_usage(raw: object, where: Where = None) -> Usage | None:
     usage = _as_object(raw, "Anthropic", where)
     if usage is None:
         return None
+    return anthropic_usage_of(usage, where)
+
+
+def anthropic_usage_of(usage: Mapping[str, object], where: Where = None) -> Usage | None:
+    """:func:`anthropic_usage` of a usage already known to be an object (what
+    :func:`usage_object` and :func:`merge_anthropic_delta` return): its type not asked again."""
     counts = _walk(usage, _ANTHROPIC_TABLE, "Anthropic", where)
     uncached = counts["input_tokens"]
     writes = counts["cache_write_tokens"]

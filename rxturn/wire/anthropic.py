@@ -80,7 +80,7 @@ from ..messages import (
 )
 from ._decoder import FramedDecoder
 from ._errors import JSON_ERRORS, MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error
-from ._usage import anthropic_usage, merge_anthropic_delta, usage_object
+from ._usage import anthropic_usage, anthropic_usage_of, merge_anthropic_delta, usage_object
 from .sse import RawEvents, SSEParser
 
 __all__ = ["AnthropicDecoder", "parse_anthropic_message"]
@@ -226,10 +226,6 @@ _IGNORED = ""  # lane kind of a block the client does not model
 _STOP = MessageStop()
 
 
-def _stop_reason(raw: str | None) -> str | None:
-    return StopReason.parse(raw) or raw
-
-
 class AnthropicDecoder(FramedDecoder[RawEvents]):
     """Anthropic Messages SSE bytes → canonical :data:`~rxturn.events.StreamEvent` lists.
 
@@ -266,6 +262,10 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         append = out.append
         lanes = self._lanes
         decode = _decoder.decode
+        # the lane the previous delta found (a run of deltas goes to one lane): kept only while
+        # the lanes cannot change, i.e. until another event or an undecodable one comes
+        hot_index: int | None = None  # (no index equals None: the first delta looks its lane up)
+        hot_lane = ""
         for at, payload in enumerate(frames.payloads):
             try:
                 event = decode(payload)
@@ -274,13 +274,18 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                     continue
                 if eof and type(exc) is msgspec.DecodeError:
                     break  # an event cut off by the end of the body: a truncation
+                hot_index = None
                 self._on_undecodable(_At(frames, at), payload, exc)
                 continue
             if type(event) is _BlockDeltaEvent:  # the hot path, kept inline
                 index = event.index
-                lane = lanes.get(index)
-                if lane is None:
-                    raise _no_lane("content_block_delta", index, _At(frames, at))
+                if index == hot_index:
+                    lane = hot_lane
+                else:
+                    lane = lanes.get(index)
+                    if lane is None:
+                        raise _no_lane("content_block_delta", index, _At(frames, at))
+                    hot_index, hot_lane = index, lane
                 delta = event.delta
                 # ``type() is`` chains, not ``match``: class patterns cost ~5x more here
                 if type(delta) is _TextDelta:
@@ -296,7 +301,8 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 elif type(delta) is _SignatureDelta and lane == "thinking":
                     append(Delta(index, delta.signature, "signature"))  # replaces, as the SDK does
                 # citations deltas: nothing the message keeps
-            else:
+            elif type(event) is not _PingEvent:  # (a keep-alive: nothing, and no call)
+                hot_index = None
                 self._on_event(event, frames, at, out)
                 if self.saw_terminal:
                     break
@@ -326,10 +332,9 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 raise _before_start(_At(frames, at))
             where = _At(frames, at).where
             self._usage = merge_anthropic_delta(self._usage, event.usage, where)
+            raw = event.delta.stop_reason  # canonical when known, else as sent
             out.append(
-                MessageDelta(
-                    _stop_reason(event.delta.stop_reason), anthropic_usage(self._usage, where)
-                )
+                MessageDelta(StopReason.parse(raw) or raw, anthropic_usage_of(self._usage, where))
             )
         elif type(event) is _MessageStopEvent:
             if not self._started:
@@ -344,13 +349,13 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 if info.usage is not None:
                     where = _At(frames, at).where
                     self._usage = usage_object(info.usage, "Anthropic", where)
-                    usage_now = anthropic_usage(self._usage, where)
+                    usage_now = anthropic_usage_of(self._usage, where)
                     if usage_now is not None:  # billed from here on, even if it then fails
                         out.append(MessageDelta(None, usage_now))
         elif type(event) is _ErrorEvent:
             error = event.error
             raise stream_error(error.type, error.message)
-        # else: ping (and a delta, handled inline by the caller)
+        # else: nothing (a delta and a ping are handled inline by the caller)
 
     def _require_start(self, at: _At) -> None:
         if not self._started:

@@ -41,15 +41,17 @@ Every byte is handled by C-level ``bytes`` methods, never a per-byte Python loop
    event continued from the previous chunk, anything over a limit — is interpreted line by line
    with the rules above.
 4. :meth:`SSEParser.feed_raw`, the decoders' path, goes further: when *every* block of a chunk has
-   the same provider shape, the payloads are cut out at C level (``map`` of one slice), without
-   a Python statement per event, and event names and line numbers are only worked out if an
-   error message asks for them. The proof is C-level work on the blocks' lines (``split`` at
-   LF; a multi-byte separator would cost twice as much): every second (third) line is empty, and
-   every line of a column starts with its field: the column's first line does, and the column
-   joined with LF holds ``LF field`` once per later line (a line holds no LF, so a match is a
-   line's start). That count costs a quarter less than the column's least and greatest lines,
-   which prove it too (the strings with a given prefix are one interval of the lexicographic
-   order), found by ``min`` and ``max``.
+   the same provider shape, the payloads are cut out at C level, without a Python statement per
+   event, and event names and line numbers are only worked out if an error message asks for
+   them. The proof is C-level work on the blocks' lines (``split`` at LF; a multi-byte
+   separator would cost twice as much): every second (third) line is empty, and every line of a
+   column starts with its field: the column's first line does, and the column joined with LF
+   holds ``LF field`` once per later line (a line holds no LF, so a match is a line's start).
+   For the ``data`` column that count is a ``split`` of the joined column after its first
+   field at each LF + ``data: ``: one piece per line exactly when every line starts with the field, and
+   the pieces are then the payloads (no slice per line). A count costs a quarter less than the
+   column's least and greatest lines, which prove it too (the strings with a given prefix are
+   one interval of the lexicographic order), found by ``min`` and ``max``.
 5. A live stream mostly sends one event per network chunk, and a short reply's whole body often
    comes as one chunk. When a chunk is whole blocks (it ends with a blank line and has no CR) and
    nothing is carried over from earlier chunks (no partial line, no event begun, no BOM or CR
@@ -66,7 +68,6 @@ are not used by it.
 
 from __future__ import annotations
 
-from operator import itemgetter
 from typing import Any
 
 import msgspec
@@ -76,9 +77,6 @@ from ..errors import ConfigError, StreamProtocolError
 from ._lines import PartialLine
 
 __all__ = ["RawEvents", "SSEParser", "ServerSentEvent"]
-
-#: A ``data: P`` line's payload ``P``.
-_PAYLOAD = itemgetter(slice(6, None))
 
 #: Most digits of a ``retry`` value taken (10^18 ms: 31 million years); a longer one is ignored.
 _RETRY_DIGITS = 18
@@ -412,7 +410,9 @@ class SSEParser(PartialLine):
         every line of a column starts with its field. The latter is proved by C-level work on
         the column: its first line starts with the field, and its lines joined with LF hold
         ``LF field`` once per later line (the lines hold no LF, so each match is at a line's
-        start and the matches cannot overlap).
+        start and the matches cannot overlap). For the data column, the joined column after its
+        first field is split at each LF + ``data: `` instead of counted: one piece per line is the same
+        proof, and the pieces are the payloads.
         """
         lines = region.split(b"\n")
         lines.pop()  # (the empty piece after the last LF)
@@ -424,23 +424,27 @@ class SSEParser(PartialLine):
             blocks, odd = divmod(count, 2)
             if odd or lines[1::2].count(b"") != blocks:
                 return False
-            data = lines[0::2]
-            if b"\n".join(data).count(b"\ndata: ") != blocks - 1:
+            # the column's first line starts with the field (above); cut after it at every
+            # ``LF field``, it falls into one piece per line only if each line starts with it,
+            # and those pieces are the payloads (no slice per line)
+            payloads = b"\n".join(lines[0::2])[6:].split(b"\ndata: ")
+            if len(payloads) != blocks:
                 return False
-            out.add_run(None, list(map(_PAYLOAD, data)), self._lines, 2)
+            out.add_run(None, payloads, self._lines, 2)
         elif lines[0].startswith(b"event: "):
             blocks, odd = divmod(count, 3)
             if odd or lines[2::3].count(b"") != blocks:
                 return False
             names = lines[0::3]
-            data = lines[1::3]
+            data = b"\n".join(lines[1::3])
+            if not data.startswith(b"data: "):
+                return False
+            payloads = data[6:].split(b"\ndata: ")  # as above
             if not (
-                data[0].startswith(b"data: ")
-                and b"\n".join(data).count(b"\ndata: ") == blocks - 1
-                and b"\n".join(names).count(b"\nevent: ") == blocks - 1
+                len(payloads) == blocks and b"\n".join(names).count(b"\nevent: ") == blocks - 1
             ):
                 return False
-            out.add_run(names, list(map(_PAYLOAD, data)), self._lines, 3)
+            out.add_run(names, payloads, self._lines, 3)
         else:
             return False
         self._lines += count

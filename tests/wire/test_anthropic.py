@@ -520,8 +520,30 @@ def test_malformed_events_name_what_and_where(events: bytes, message: str) -> No
             "content_block_delta for block 0, which is not open",
             11,
         ),
+        (
+            [
+                block_start(0, {"type": "text"}),
+                delta(0, {"type": "text_delta", "text": "x"}),
+                block_stop(0),
+                delta(0, {"type": "text_delta", "text": "y"}),
+            ],
+            "content_block_delta for block 0, which is not open",
+            14,
+        ),
+        (
+            [delta(-1, {"type": "text_delta", "text": "x"})],
+            "content_block_delta for block -1, which is not open",
+            5,
+        ),
     ],
-    ids=["delta-never-opened", "stop-never-opened", "opened-twice", "delta-after-stop"],
+    ids=[
+        "delta-never-opened",
+        "stop-never-opened",
+        "opened-twice",
+        "delta-after-stop",
+        "delta-after-a-run-and-its-stop",
+        "delta-to-a-negative-block",
+    ],
 )
 def test_lane_violations(events: list[dict[str, Any]], message: str, line: int) -> None:
     _, error = run(AnthropicDecoder, [sse(START, *events)])
