@@ -48,10 +48,10 @@ Every byte is handled by C-level ``bytes`` methods, never a per-byte Python loop
    column starts with its field: the column's first line does, and the column joined with LF
    holds ``LF field`` once per later line (a line holds no LF, so a match is a line's start).
    For the ``data`` column that count is a ``split`` of the joined column after its first
-   field at each LF + ``data: ``: one piece per line exactly when every line starts with the field, and
-   the pieces are then the payloads (no slice per line). A count costs a quarter less than the
-   column's least and greatest lines, which prove it too (the strings with a given prefix are
-   one interval of the lexicographic order), found by ``min`` and ``max``.
+   field at each LF + ``data: ``: one piece per line exactly when every line starts with the
+   field, and the pieces are then the payloads (no slice per line). A count costs a quarter
+   less than the column's least and greatest lines, which prove it too (the strings with a
+   given prefix are one interval of the lexicographic order), found by ``min`` and ``max``.
 5. A live stream mostly sends one event per network chunk, and a short reply's whole body often
    comes as one chunk. When a chunk is whole blocks (it ends with a blank line and has no CR) and
    nothing is carried over from earlier chunks (no partial line, no event begun, no BOM or CR
@@ -411,8 +411,8 @@ class SSEParser(PartialLine):
         the column: its first line starts with the field, and its lines joined with LF hold
         ``LF field`` once per later line (the lines hold no LF, so each match is at a line's
         start and the matches cannot overlap). For the data column, the joined column after its
-        first field is split at each LF + ``data: `` instead of counted: one piece per line is the same
-        proof, and the pieces are the payloads.
+        first field is split at each LF + ``data: `` instead of counted: one piece per line is
+        the same proof, and the pieces are the payloads.
         """
         lines = region.split(b"\n")
         lines.pop()  # (the empty piece after the last LF)
