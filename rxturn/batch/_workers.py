@@ -79,6 +79,8 @@ __all__ = [
 #: bytes asked of a pipe per read (what one read returns is what is there, up to this)
 _CHUNK = 1 << 18
 _MAX_RESPAWNS_PER_WORKER = 5
+#: seconds a worker has to end after its stdin closed, before it is killed
+_STOP_GRACE_S = 10.0
 
 #: the environment variable setting the heartbeat interval in seconds (an internal knob: the
 #: tests make it small to see the watchdog act in seconds)
@@ -524,14 +526,20 @@ class WorkerPool:
             stdin = worker.process.stdin
             if stdin is not None and not stdin.is_closing():
                 stdin.close()
-        for worker in self.workers:
-            try:
-                await asyncio.wait_for(worker.process.wait(), 10.0)
-            except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    worker.process.kill()
-                await worker.process.wait()
-            if worker.reader is not None:
-                worker.reader.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await worker.reader
+        # every worker at once: N hung (stopped) workers take one grace period, not N
+        await asyncio.gather(*(self._stop(worker) for worker in self.workers))
+
+    @staticmethod
+    async def _stop(worker: _Worker) -> None:
+        """Wait for ``worker`` to end after its stdin closed; kill it after a grace period
+        (it may be stopped or hung), and end its reader."""
+        try:
+            await asyncio.wait_for(worker.process.wait(), _STOP_GRACE_S)
+        except TimeoutError:
+            with contextlib.suppress(ProcessLookupError):
+                worker.process.kill()
+            await worker.process.wait()
+        if worker.reader is not None:
+            worker.reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await worker.reader

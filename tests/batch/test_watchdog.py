@@ -211,3 +211,30 @@ def test_a_worker_lost_while_stderr_is_closed_still_hands_its_rows_on(
             proc.wait(timeout=30)
     assert proc.returncode == 0
     assert_complete(out, keys)
+
+
+async def test_stopped_workers_are_stopped_together_at_the_end(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Closing the pool gives every worker one grace period at once: three stopped workers
+    end in about one grace period, not three (one after the other, as they did)."""
+    import asyncio
+    import sys
+
+    from rxturn.batch import BatchConfig
+    from rxturn.batch import _workers as workers
+
+    monkeypatch.setattr(workers, "_STOP_GRACE_S", 1.0)
+    pool = workers.WorkerPool(BatchConfig(provider="ollama", model="m"), 1, workers=3)
+    for _ in range(3):  # processes that neither read their stdin nor end: stopped workers
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "import time; time.sleep(60)",
+            stdin=asyncio.subprocess.PIPE,
+        )
+        pool.workers.append(workers._Worker(process))  # pyright: ignore[reportPrivateUsage]
+    started = time.monotonic()
+    await asyncio.wait_for(pool.aclose(), 30)
+    assert time.monotonic() - started < 2.5  # three graces one after another: >= 3 s
+    assert all(worker.process.returncode == -signal.SIGKILL for worker in pool.workers)
