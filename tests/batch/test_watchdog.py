@@ -233,7 +233,7 @@ async def test_stopped_workers_are_stopped_together_at_the_end(
             "import time; time.sleep(60)",
             stdin=asyncio.subprocess.PIPE,
         )
-        pool.workers.append(workers._Worker(process))  # pyright: ignore[reportPrivateUsage]
+        pool.workers.append(workers._Worker(process))
     started = time.monotonic()
     await asyncio.wait_for(pool.aclose(), 30)
     assert time.monotonic() - started < 2.5  # three graces one after another: >= 3 s
