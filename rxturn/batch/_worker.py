@@ -23,6 +23,7 @@ import signal
 import sys
 from typing import Any
 
+from .._streams import to_devnull
 from ._budget import Budget, LocalGate
 from ._file import run_line
 from ._runner import Runner
@@ -121,9 +122,7 @@ async def _main(out: io.BufferedWriter) -> None:
             # the parent is gone (killed): nobody reads what is left, and the end of stdin
             # stops this loop; later writes go to /dev/null instead of raising again (this
             # runs as a loop callback, where an exception is printed as a traceback)
-            null = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(null, out.fileno())
-            os.close(null)
+            to_devnull(out)
 
     def send(message: Message) -> None:
         # a budget message goes out now: a restamp that waited for the end of a long turn of

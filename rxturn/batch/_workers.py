@@ -56,6 +56,7 @@ from typing import Any
 
 import msgspec
 
+from .._streams import write_quietly
 from ..errors import ConfigError
 from ._budget import Budget, LocalGate
 from ._errors import BatchError
@@ -97,16 +98,7 @@ _START_FACTOR = 4
 def say(text: str) -> None:
     """A notice on stderr. Its reader going away (``2>&1 | head -1``) must not end what is
     being done (handing a dead worker's rows on): stderr is pointed at ``/dev/null`` then."""
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        with contextlib.suppress(OSError, ValueError, AttributeError):
-            null = os.open(os.devnull, os.O_WRONLY)
-            try:
-                os.dup2(null, sys.stderr.fileno())
-            finally:
-                os.close(null)
+    write_quietly(sys.stderr, text)
 
 
 def heartbeat_interval() -> float:

@@ -194,23 +194,9 @@ def _to_stderr(text: str) -> None:
     """Write a line to stderr. Its reader going away (``2>&1 | head -1``) changes nothing of
     the run or of its exit code (the output file says how it went, not stderr): the stream
     is pointed at ``/dev/null`` and the command goes on."""
-    try:
-        sys.stderr.write(text)
-        sys.stderr.flush()
-    except (OSError, ValueError):
-        mute_stderr()
+    from rxturn._streams import write_quietly
 
-
-def mute_stderr() -> None:
-    """Point stderr's descriptor at ``/dev/null`` (its reader is gone)."""
-    import contextlib
-
-    with contextlib.suppress(OSError, ValueError, AttributeError):
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        try:
-            os.dup2(devnull, sys.stderr.fileno())
-        finally:
-            os.close(devnull)
+    write_quietly(sys.stderr, text)
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -19,8 +19,9 @@ The rules every command follows (the README's command-line section says the same
   :class:`QuietStream`, which drops what its reader (gone, or a full disk) cannot take, so a
   notice or an error line never stops a command or changes its exit status.
 
-Only the standard library (and :mod:`rxturn._validate`, itself standard library only) is
-imported: the dispatcher imports every command module to build ``--help``.
+Only the standard library (and :mod:`rxturn._validate` and :mod:`rxturn._streams`, standard
+library only themselves) is imported: the dispatcher imports every command module to build
+``--help``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import unicodedata
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from .._streams import to_devnull
 from .._validate import is_utf8
 
 __all__ = [
@@ -101,21 +103,7 @@ def silence(stream: TextIO) -> None:
     """The reader of ``stream`` (stdout) is gone: point its descriptor at ``/dev/null`` and say
     so (``STATE.closed``: the command should stop)."""
     STATE.closed = True
-    _to_devnull(stream)
-
-
-def _to_devnull(stream: TextIO) -> None:
-    try:
-        fd = stream.fileno()
-        devnull = os.open(os.devnull, os.O_WRONLY)
-    except (AttributeError, ValueError, OSError):
-        return
-    try:
-        os.dup2(devnull, fd)
-    except OSError:
-        pass
-    finally:
-        os.close(devnull)
+    to_devnull(stream)
 
 
 class QuietStream:
@@ -134,14 +122,14 @@ class QuietStream:
         try:
             return self.stream.write(text)
         except (OSError, ValueError):
-            _to_devnull(self.stream)
+            to_devnull(self.stream)
             return len(text)
 
     def flush(self) -> None:
         try:
             self.stream.flush()
         except (OSError, ValueError):
-            _to_devnull(self.stream)
+            to_devnull(self.stream)
             with contextlib.suppress(OSError, ValueError):
                 self.stream.flush()  # what stayed buffered goes to /dev/null, not to exit
 
