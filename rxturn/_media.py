@@ -15,6 +15,7 @@ __all__ = [
     "DOCUMENT_TYPES",
     "IMAGE_TYPES",
     "MEDIA_TYPES",
+    "describe_bound",
     "describe_size",
     "image_size",
     "kind_of",
@@ -132,6 +133,16 @@ def sniff(data: bytes, name: str = "") -> str | None:
         return by_name
     # an image, PDF or audio extension whose bytes carry no such header is not that file
     return None
+
+
+def describe_bound(limit: int) -> str:
+    """A bound in bytes as people read one: ``512 MiB``, ``1 KiB``, ``8 bytes`` (whole binary
+    units; a bound that is none is said in bytes)."""
+    if limit and limit % (1 << 20) == 0:
+        return f"{limit >> 20} MiB"
+    if limit and limit % (1 << 10) == 0:
+        return f"{limit >> 10} KiB"
+    return f"{limit} bytes"
 
 
 def describe_size(size: int) -> str:

@@ -31,6 +31,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 from reactivex.scheduler import CurrentThreadScheduler
 
+from ._media import describe_bound
 from .errors import ConfigError, RxturnError, StreamProtocolError, TruncatedStreamError
 from .events import EventBatch, MessageStop, StreamEvent
 from .fold import fold, fold_batch, initial_state
@@ -227,15 +228,10 @@ def _check_format(fmt: str) -> None:
 MAX_STREAM_BYTES = 512 * 1024 * 1024
 
 
-def size_text(limit: int) -> str:
-    """``limit`` bytes as a person reads a bound: ``512 MiB``, ``64 KiB``."""
-    return f"{limit // 2**20} MiB" if limit >= 2**20 else f"{limit // 1024} KiB"
-
-
 def too_large(where: str) -> ConfigError:
     """The error for a stream past :data:`MAX_STREAM_BYTES` (``where``: the path, or stdin)."""
     return ConfigError(
-        f"larger than {size_text(MAX_STREAM_BYTES)}, the most a replay reads ({where})"
+        f"larger than {describe_bound(MAX_STREAM_BYTES)}, the most a replay reads ({where})"
     )
 
 

@@ -525,17 +525,13 @@ def _read_media(where: Path) -> bytes:
             raw = b"" if info.st_size > bound else file.read(bound + 1)
             if info.st_size > bound or len(raw) > bound:
                 raise ConfigError(
-                    f"{named} is larger than {_size(bound)}, more than any provider takes inline"
+                    f"{named} is larger than {_media.describe_bound(bound)}, more than any "
+                    "provider takes inline"
                 )
             return raw
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(f"cannot read {named}: {reason}") from None
-
-
-def _size(count: int) -> str:
-    mib = 1024 * 1024
-    return f"{count // mib} MiB" if count % mib == 0 else f"{count} bytes"
 
 
 def media_from_path(path: str | Path) -> MediaPart:

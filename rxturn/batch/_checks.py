@@ -20,6 +20,8 @@ import json
 import re
 from typing import Any, cast
 
+from .._media import describe_bound
+
 __all__ = ["BOM", "MAX_LINE_BYTES", "duplicate_key", "json_problem", "too_long"]
 
 #: The longest input line a batch reads (32 MiB).
@@ -38,8 +40,7 @@ def too_long(raw: bytes, limit: int) -> str | None:
     """What is wrong with ``raw``, read with ``readline(limit + 1)``, if it was cut short."""
     if len(raw) <= limit or raw.endswith(b"\n"):
         return None
-    size = f"{limit >> 20} MiB" if limit % (1 << 20) == 0 else f"{limit} bytes"
-    return f"longer than {size} (a row is one request)"
+    return f"longer than {describe_bound(limit)} (a row is one request)"
 
 
 def _keys(value: Any) -> int:

@@ -233,9 +233,9 @@ def run(args: argparse.Namespace) -> int:
         try:
             text = _read_stdin()
         except _TooLarge:
-            from .._replay import size_text
+            from .._media import describe_bound
 
-            limit = size_text(MAX_PROMPT_BYTES)
+            limit = describe_bound(MAX_PROMPT_BYTES)
             return _fail(f"the prompt on stdin is larger than {limit}; nothing was sent")
         if text is None:
             return _fail("stdin is not valid UTF-8; nothing was sent")
