@@ -55,6 +55,7 @@ OpenAI sends no usage (no usage chunk), Ollama omits its counters.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -95,6 +96,7 @@ __all__ = [
     "REFUSAL_TEXT",
     "FaultAction",
     "ReplyContext",
+    "TailCache",
     "Wire",
     "anthropic_thinking_violation",
     "content_type",
@@ -107,22 +109,86 @@ __all__ = [
     "preamble_length",
     "prompt_words",
     "reply_body",
+    "stream_body",
     "stream_events",
     "thinking_signature",
 ]
 
 # ----------------------------------------------------------------------------- streaming
+#
+# A stream is ``lead + [head + tail for tail in tails] + trail``: ``lead`` and ``trail`` (the
+# Anthropic ``message_start``; the OpenAI usage chunk and ``[DONE]``; the Ollama ``done`` line)
+# and ``head`` (the OpenAI and Ollama per-chunk prefix: id, created, model) carry what the
+# request decides, while the tails depend on the entry alone once its tool calls have scripted
+# ids. :class:`TailCache` keeps those per entry, so a server answering the same entry again
+# splices a few request fields into bytes it already has instead of encoding every event anew.
 
 
-def stream_events(entry: Entry, wire: Wire, ctx: ReplyContext) -> list[bytes]:
-    """The scripted reply as a list of wire events (one ``bytes`` per SSE event / NDJSON line)."""
+class TailCache:
+    """Per entry and wire, the tails of its stream (see the comment above), built once.
+
+    Only entries whose tails no request changes are kept (every tool call has a scripted
+    ``id``; not the Responses wire, whose every event is numbered and names the response).
+    The cache holds the entries it keys, so their ids stay theirs.
+    """
+
+    __slots__ = ("_saved",)
+
+    def __init__(self) -> None:
+        self._saved: dict[tuple[int, Wire], tuple[Entry, list[bytes]]] = {}
+
+    def clear(self) -> None:
+        self._saved.clear()
+
+    def tails(self, entry: Entry, wire: Wire, ctx: ReplyContext) -> list[bytes]:
+        """``[b"", *tails]`` (the leading empty item lets ``head.join`` put a head before each)."""
+        key = (id(entry), wire)
+        saved = self._saved.get(key)
+        if saved is not None:
+            return saved[1]
+        built = [b"", *_TAILS[wire](entry, ctx)]
+        if all(call.id is not None for call in entry.tool_calls):
+            self._saved[key] = (entry, built)
+        return built
+
+
+def _parts(
+    entry: Entry, wire: Wire, ctx: ReplyContext, cache: TailCache | None
+) -> tuple[bytes, bytes, list[bytes], list[bytes]]:
+    """``(lead, head, [b"", *tails], trail)`` of a streamed reply (not Responses)."""
+    tails = cache.tails(entry, wire, ctx) if cache is not None else [b"", *_TAILS[wire](entry, ctx)]
     if wire == "anthropic":
-        return _anthropic_events(entry, ctx)
+        return _anthropic_start(entry, ctx), b"", tails, []
     if wire == "openai":
-        return _openai_events(entry, ctx)
+        return b"", openai_head(ctx) + _O_OPEN, tails, _openai_trail(entry, ctx)
+    return b"", _ollama_head(ctx), tails, [_ollama_final(entry, ctx)]
+
+
+def stream_events(
+    entry: Entry, wire: Wire, ctx: ReplyContext, cache: TailCache | None = None
+) -> list[bytes]:
+    """The scripted reply as a list of wire events (one ``bytes`` per SSE event / NDJSON line).
+
+    ``cache``: a server's :class:`TailCache`, to reuse what does not change between requests
+    (the bytes are the same with or without it).
+    """
     if wire == "openai-responses":
         return responses_events(entry, ctx)
-    return _ollama_events(entry, ctx)
+    lead, head, tails, trail = _parts(entry, wire, ctx, cache)
+    events = [lead] if lead else []
+    events += [head + tail for tail in tails[1:]]
+    events += trail
+    return events
+
+
+def stream_body(
+    entry: Entry, wire: Wire, ctx: ReplyContext, cache: TailCache | None = None
+) -> bytes:
+    """``b"".join(stream_events(...))``, made without the list: the unpaced, fault-free reply."""
+    if wire == "openai-responses":
+        return b"".join(responses_events(entry, ctx))
+    lead, head, tails, trail = _parts(entry, wire, ctx, cache)
+    return lead + head.join(tails) + b"".join(trail)
 
 
 #: Events a wire sends before any content (what ``first_content_delay_ms`` lets out at once).
@@ -138,6 +204,15 @@ def preamble_length(wire: Wire) -> int:
 
 _A_DELTA = b'event: content_block_delta\ndata: {"type":"content_block_delta","index":%d,"delta":'
 _A_PING = b'event: ping\ndata: {"type": "ping"}\n\n'
+_A_START = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_fake%06d",'
+    b'"type":"message","role":"assistant","model":%b,"content":[],"stop_reason":null,'
+    b'"stop_sequence":null,"usage":%b}}\n\n'
+)
+_A_USAGE = (
+    b'{"input_tokens":%d,"cache_creation_input_tokens":%d,"cache_read_input_tokens":%d,'
+    b'"output_tokens":%d,"service_tier":"standard"}'
+)
 
 
 def _anthropic_block(index: int, block: dict[str, Any], deltas: list[bytes]) -> list[bytes]:
@@ -153,36 +228,23 @@ def _anthropic_block(index: int, block: dict[str, Any], deltas: list[bytes]) -> 
 _A_DELTA_USAGE = ("output_tokens", "output_tokens_details")
 
 
-def _anthropic_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
+def _anthropic_start(entry: Entry, ctx: ReplyContext) -> bytes:
+    """``message_start``: the message id, the model and the input side of usage."""
+    if entry.raw_usage is not None:
+        usage = encode({k: v for k, v in entry.raw_usage.items() if k not in _A_DELTA_USAGE})
+    else:
+        counts = default_usage(entry, ctx)
+        in_tokens, out_tokens = counts if counts is not None else (0, 0)
+        usage = _A_USAGE % (in_tokens, ctx.cache_write, ctx.cache_read, min(out_tokens, 1))
+    return _A_START % (ctx.seq, encode(ctx.model), usage)
+
+
+def _anthropic_tails(entry: Entry, ctx: ReplyContext) -> list[bytes]:
+    """Every event after ``message_start`` (``ctx`` only names generated tool ids)."""
     usage = default_usage(entry, ctx)
-    in_tokens, out_tokens = usage if usage is not None else (0, 0)
+    out_tokens = usage[1] if usage is not None else 0
     size = entry.chunk_chars
-    events = [
-        sse(
-            b"message_start",
-            {
-                "type": "message_start",
-                "message": {
-                    "id": message_id("anthropic", ctx),
-                    "type": "message",
-                    "role": "assistant",
-                    "model": ctx.model,
-                    "content": [],
-                    "stop_reason": None,
-                    "stop_sequence": None,
-                    "usage": {
-                        "input_tokens": in_tokens,
-                        "cache_creation_input_tokens": ctx.cache_write,
-                        "cache_read_input_tokens": ctx.cache_read,
-                        "output_tokens": min(out_tokens, 1),
-                        "service_tier": "standard",
-                    }
-                    if entry.raw_usage is None
-                    else {k: v for k, v in entry.raw_usage.items() if k not in _A_DELTA_USAGE},
-                },
-            },
-        )
-    ]
+    events: list[bytes] = []
     index = 0
     if entry.thinking:
         prefix = _A_DELTA % index + b'{"type":"thinking_delta","thinking":'
@@ -212,7 +274,7 @@ def _anthropic_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
         }
         events += _anthropic_block(index, tool_block, deltas)
         index += 1
-    events.insert(2 if index else 1, _A_PING)
+    events.insert(1 if index else 0, _A_PING)
     events.append(
         sse(
             b"message_delta",
@@ -234,17 +296,18 @@ def _anthropic_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
 
 _O_OPEN = b'[{"index":0,"delta":'
 _O_TAIL = b',"logprobs":null,"finish_reason":null}]}\n\n'
+_O_DONE = b"data: [DONE]\n\n"
 
 
-def _openai_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
+def _openai_tails(entry: Entry, ctx: ReplyContext) -> list[bytes]:
+    """Every chunk with a choice, less its head (``ctx`` only names generated tool ids)."""
     size = entry.chunk_chars
-    head = openai_head(ctx) + _O_OPEN
-    events = [head + b'{"role":"assistant","content":"","refusal":null}' + _O_TAIL]
-    events += delta_events(head + b'{"reasoning_content":', b"}" + _O_TAIL, entry.thinking, size)
+    events = [b'{"role":"assistant","content":"","refusal":null}' + _O_TAIL]
+    events += delta_events(b'{"reasoning_content":', b"}" + _O_TAIL, entry.thinking, size)
     if entry.resolved_stop_reason == "refusal":
-        events += delta_events(head + b'{"refusal":', b"}" + _O_TAIL, refusal_text(entry), size)
+        events += delta_events(b'{"refusal":', b"}" + _O_TAIL, refusal_text(entry), size)
     else:
-        events += delta_events(head + b'{"content":', b"}" + _O_TAIL, entry.text, size)
+        events += delta_events(b'{"content":', b"}" + _O_TAIL, entry.text, size)
     for index, call in enumerate(entry.tool_calls):
         first = {
             "index": index,
@@ -252,19 +315,25 @@ def _openai_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
             "type": "function",
             "function": {"name": call.name, "arguments": ""},
         }
-        events.append(head + b'{"tool_calls":[' + encode(first) + b"]}" + _O_TAIL)
-        prefix = head + b'{"tool_calls":[{"index":%d,"function":{"arguments":' % index
+        events.append(b'{"tool_calls":[' + encode(first) + b"]}" + _O_TAIL)
+        prefix = b'{"tool_calls":[{"index":%d,"function":{"arguments":' % index
         events += delta_events(prefix, b"}}]}" + _O_TAIL, encode(call.input).decode(), size)
     finish = OPENAI_FINISH[entry.resolved_stop_reason].encode()
-    events.append(head + b'{},"logprobs":null,"finish_reason":"' + finish + b'"}]}\n\n')
-    usage = default_usage(entry, ctx)
-    if ctx.include_usage and entry.raw_usage is not None:
-        raw = encode({"usage": entry.raw_usage})
-        events.append(openai_head(ctx) + b"[]," + raw[1:] + b"\n\n")
-    elif ctx.include_usage and usage is not None:
-        events.append(openai_head(ctx) + b"[]," + _openai_usage(usage)[1:] + b"\n\n")
-    events.append(b"data: [DONE]\n\n")
+    events.append(b'{},"logprobs":null,"finish_reason":"' + finish + b'"}]}\n\n')
     return events
+
+
+def _openai_trail(entry: Entry, ctx: ReplyContext) -> list[bytes]:
+    """The usage chunk (when the request asked for it and there is usage) and ``[DONE]``."""
+    if not ctx.include_usage:
+        return [_O_DONE]
+    if entry.raw_usage is not None:
+        raw = encode({"usage": entry.raw_usage})
+        return [openai_head(ctx) + b"[]," + raw[1:] + b"\n\n", _O_DONE]
+    usage = default_usage(entry, ctx)
+    if usage is None:
+        return [_O_DONE]
+    return [openai_head(ctx) + b"[]," + _openai_usage(usage)[1:] + b"\n\n", _O_DONE]
 
 
 def _openai_usage(usage: tuple[int, int]) -> bytes:
@@ -306,21 +375,31 @@ def _ollama_tool_calls(entry: Entry, ctx: ReplyContext) -> list[dict[str, Any]]:
     ]
 
 
-def _ollama_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
-    size = entry.chunk_chars
-    head = (
+def _ollama_head(ctx: ReplyContext) -> bytes:
+    return (
         b'{"model":'
         + encode(ctx.model)
         + b',"created_at":"'
         + created_at(ctx).encode()
         + b'","message":{"role":"assistant","content":'
     )
-    tail = b'},"done":false}\n'
-    events = delta_events(head + b'"","thinking":', tail, entry.thinking, size)
-    events += delta_events(head, tail, entry.text, size)
+
+
+_L_TAIL = b'},"done":false}\n'
+
+
+def _ollama_tails(entry: Entry, ctx: ReplyContext) -> list[bytes]:
+    """Every line before ``done``, less its head (``ctx`` only names generated tool ids)."""
+    size = entry.chunk_chars
+    events = delta_events(b'"","thinking":', _L_TAIL, entry.thinking, size)
+    events += delta_events(b"", _L_TAIL, entry.text, size)
     if entry.tool_calls:
         calls = encode(_ollama_tool_calls(entry, ctx))
-        events.append(head + b'"","tool_calls":' + calls + tail)
+        events.append(b'"","tool_calls":' + calls + _L_TAIL)
+    return events
+
+
+def _ollama_final(entry: Entry, ctx: ReplyContext) -> bytes:
     final: dict[str, Any] = {
         "model": ctx.model,
         "created_at": created_at(ctx),
@@ -328,8 +407,14 @@ def _ollama_events(entry: Entry, ctx: ReplyContext) -> list[bytes]:
     }
     final |= _ollama_stats(entry.resolved_stop_reason, default_usage(entry, ctx))
     final |= entry.raw_usage or {}
-    events.append(encode(final) + b"\n")
-    return events
+    return encode(final) + b"\n"
+
+
+_TAILS: dict[Wire, Callable[[Entry, ReplyContext], list[bytes]]] = {
+    "anthropic": _anthropic_tails,
+    "openai": _openai_tails,
+    "ollama": _ollama_tails,
+}
 
 
 # ----------------------------------------------------------------------------- non-streaming

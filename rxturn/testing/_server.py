@@ -77,6 +77,17 @@ def _decimal(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
 
 
+def _has_fault(entry: Entry) -> bool:
+    """Whether a streamed reply of ``entry`` breaks off, stalls or carries a broken or error
+    event somewhere."""
+    return not (
+        entry.drop_after_events is None
+        and entry.stall_after_events is None
+        and entry.malformed_after_events is None
+        and entry.error_event_after_events is None
+    )
+
+
 class ReceivedRequest(msgspec.Struct, frozen=True, kw_only=True):
     """One request the fake received: where it went, its headers (names lower-cased), its body."""
 
@@ -168,6 +179,7 @@ class FakeProvider:
         self._stopping = False
         self._first_arrival: float | None = None  # what rate_limit_windows count from
         self._rng = random.Random(0)  # delay_ms_max draws: the same run, the same latencies
+        self._tails = _emit.TailCache()  # the scenario entries' stream bytes no request changes
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -359,10 +371,12 @@ class FakeProvider:
             return self._error(
                 wire, entry.status, entry.error_type, entry.error_message, seq, entry.retry_after
             )
+        cache: _emit.TailCache | None = self._tails
         if schema is not None and not (entry.text or entry.tool_calls or entry.stop_reason):
             # a structured-output request the entry scripts no reply for: answer in the format
             reply = msgspec.json.encode(schema_instance(schema)).decode()
             entry = msgspec.structs.replace(entry, text=reply)
+            cache = None  # an entry made for this request alone
         options: Any = body.get("stream_options")
         include: Any = body.get("include")
         read, write = self.prompt_cache.account(body) if wire == "anthropic" else (0, 0)
@@ -381,7 +395,7 @@ class FakeProvider:
         streaming = body.get("stream", wire == "ollama") is True
         try:
             if streaming:
-                return await self._stream(request, entry, wire, ctx)
+                return await self._stream(request, entry, wire, ctx, cache)
             return await self._reply(request, entry, wire, ctx)
         except asyncio.CancelledError:  # handler_cancellation: the client went away
             if not self._stopping:
@@ -460,10 +474,39 @@ class FakeProvider:
         return web.Response(body=body, headers=self._headers(wire, ctx.seq, streaming=False))
 
     async def _stream(
-        self, request: web.Request, entry: Entry, wire: Wire, ctx: ReplyContext
+        self,
+        request: web.Request,
+        entry: Entry,
+        wire: Wire,
+        ctx: ReplyContext,
+        cache: _emit.TailCache | None,
     ) -> web.StreamResponse:
-        events = _emit.stream_events(entry, wire, ctx)
-        response = web.StreamResponse(headers=self._headers(wire, ctx.seq, streaming=True))
+        headers = self._headers(wire, ctx.seq, streaming=True)
+        if not (
+            entry.delay_ms
+            or entry.delay_ms_max is not None
+            or entry.first_content_delay_ms
+            or _has_fault(entry)
+            or self._closing.is_set()
+        ):  # the whole stream at once: the benchmark path
+            data = _emit.stream_body(entry, wire, ctx, cache)
+            if len(data) <= _WRITE_SLICE:
+                # One write: headers, the body as one chunk and the chunked terminator go out
+                # together (a StreamResponse sends them in three), the same bytes either way.
+                whole = web.Response(body=data, headers=headers)
+                whole.enable_chunked_encoding()
+                await whole.prepare(request)
+                await whole.write_eof()
+                return whole
+            response = web.StreamResponse(headers=headers)
+            await response.prepare(request)
+            if await self._write(response, [data], 0, 1, 0.0):
+                await response.write_eof()
+            else:
+                self._hang_up(request)
+            return response
+        events = _emit.stream_events(entry, wire, ctx, cache)
+        response = web.StreamResponse(headers=headers)
         await response.prepare(request)
         delay = self._delay(entry)
         written = 0
