@@ -35,14 +35,14 @@ _encoder = msgspec.json.Encoder(order="sorted")
 LOOKBACK = 20
 
 
-def _items(body: Mapping[str, Any]) -> tuple[list[tuple[Any, int]], list[int]]:
-    """The prefix items in the API's order with their sizes, and the indices of those that
+def _items(body: Mapping[str, Any]) -> tuple[list[tuple[Any, Any]], list[int]]:
+    """The prefix items in the API's order, each as hashed and as sent (its size is counted
+    from that, and only when the request has breakpoints), and the indices of those that
     carry ``cache_control``."""
-    items: list[tuple[Any, int]] = []
+    items: list[tuple[Any, Any]] = []
     marks: list[int] = []
 
     def add(item: object, role: object = None) -> None:
-        size = count_words(item)
         stored: object = item
         if isinstance(item, dict) and "cache_control" in item:
             marks.append(len(items))
@@ -50,7 +50,7 @@ def _items(body: Mapping[str, Any]) -> tuple[list[tuple[Any, int]], list[int]]:
             stored = {key: value for key, value in fields.items() if key != "cache_control"}
         if role is not None:
             stored = {"role": role, "block": stored}
-        items.append((stored, size))
+        items.append((stored, item))
 
     tools: Any = body.get("tools")
     if isinstance(tools, list):
@@ -102,9 +102,9 @@ class PromptCache:
         sizes: list[int] = []
         running = hashlib.sha256()
         size = 0
-        for item, words in items[: marks[-1] + 1]:
+        for item, sent in items[: marks[-1] + 1]:
             running.update(_encoder.encode(item))
-            size += words
+            size += count_words(sent)
             digests.append(running.copy().digest())
             sizes.append(size)
         # a read: the longest prefix seen before that ends at a breakpoint or at one of the

@@ -121,12 +121,15 @@ class ReplyContext(msgspec.Struct, frozen=True, kw_only=True):
 def prompt_words(body: Mapping[str, Any]) -> int:
     """Whitespace-separated words in every text of a request's system prompt and messages
     (Responses: ``instructions`` and ``input``)."""
-    return (
-        _words(body.get("system"))
-        + _words(body.get("messages"))
-        + _words(body.get("instructions"))
-        + _words(body.get("input"))
-    )
+    total = 0
+    for key in _PROMPT_KEYS:
+        node = body.get(key)
+        if node is not None:
+            total += _words(node)
+    return total
+
+
+_PROMPT_KEYS = ("system", "messages", "instructions", "input")
 
 
 def refusal_text(entry: Entry) -> str:
@@ -195,13 +198,16 @@ def _words(node: Any) -> int:
     if isinstance(node, str):
         return len(node.split())
     if isinstance(node, list):
-        items = cast("list[Any]", node)
-        return sum([_words(item) for item in items], 0)
+        total = 0
+        for item in cast("list[Any]", node):
+            total += _words(item)
+        return total
     if isinstance(node, dict):
         mapping = cast("dict[str, Any]", node)
         text: Any = mapping.get("text")
         count = len(text.split()) if isinstance(text, str) else 0
-        return count + _words(mapping.get("content"))
+        content: Any = mapping.get("content")
+        return count if content is None else count + _words(content)
     return 0
 
 

@@ -61,12 +61,19 @@ def _error_text(kind: str, message: str | None) -> str:
 
 
 def error_body(
-    wire: Wire, status: int, error_type: str | None = None, message: str | None = None
+    wire: Wire,
+    status: int,
+    error_type: str | None = None,
+    message: str | None = None,
+    *,
+    param: str | None = None,
+    code: str | None = None,
 ) -> bytes:
     """The JSON body a provider sends with an HTTP error ``status``.
 
     Anthropic ``{"type":"error","error":{"type","message"}}``; OpenAI
-    ``{"error":{"message","type","param","code"}}``; Ollama ``{"error": "message"}``.
+    ``{"error":{"message","type","param","code"}}`` (``param`` and ``code``: the request
+    field at fault and why, else the status's own code); Ollama ``{"error": "message"}``.
     """
     if wire == "anthropic":
         kind = error_type or _ANTHROPIC_ERROR_TYPES.get(
@@ -76,12 +83,13 @@ def error_body(
             {"type": "error", "error": {"type": kind, "message": _error_text(kind, message)}}
         )
     if wire in ("openai", "openai-responses"):
-        default_kind, code = _OPENAI_ERRORS.get(
+        default_kind, default_code = _OPENAI_ERRORS.get(
             status, ("server_error", None) if status >= 500 else ("invalid_request_error", None)
         )
+        code = code or default_code
         kind = error_type or default_kind
         text = _error_text(code if code in _MESSAGES else kind, message)
-        return encode({"error": {"message": text, "type": kind, "param": None, "code": code}})
+        return encode({"error": {"message": text, "type": kind, "param": param, "code": code}})
     kind = error_type or ("not_found" if status == 404 else "error")
     return encode({"error": message or f"{kind}: scripted HTTP {status} (rxturn fake provider)"})
 

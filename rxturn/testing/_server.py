@@ -61,6 +61,7 @@ from . import _emit
 from ._cache import PromptCache
 from ._emit import ReplyContext, Wire
 from ._emit_base import open_object_path, requested_schema, schema_instance
+from ._request import BodyFields, BodyProblem, read_body
 from ._scenario import DEFAULT_SCENARIO, Entry, Scenario, load_scenario
 
 __all__ = ["FakeProvider", "ReceivedRequest", "RequestRecord"]
@@ -88,14 +89,55 @@ def _has_fault(entry: Entry) -> bool:
     )
 
 
-class ReceivedRequest(msgspec.Struct, frozen=True, kw_only=True):
-    """One request the fake received: where it went, its headers (names lower-cased), its body."""
+class ReceivedRequest:
+    """One request the fake received: where it went, its headers (names lower-cased), its body.
 
-    method: str
-    path: str
-    headers: dict[str, str]
-    body: Any
-    arrived: float = 0.0  # time.monotonic() when the request arrived
+    Attributes:
+        method: the HTTP method.
+        path: the route it came to.
+        headers: its headers, names lower-cased (made from the request's own headers the
+            first time it is read: most requests are never looked at this closely).
+        body: the request body.
+        arrived: ``time.monotonic()`` when the request arrived.
+    """
+
+    __slots__ = ("_headers", "_sent", "arrived", "body", "method", "path")
+
+    def __init__(
+        self,
+        *,
+        method: str,
+        path: str,
+        headers: Mapping[str, str],
+        body: Any,
+        arrived: float = 0.0,
+    ) -> None:
+        self.method = method
+        self.path = path
+        self.body = body
+        self.arrived = arrived
+        self._sent = headers
+        self._headers: dict[str, str] | None = None
+
+    @property
+    def headers(self) -> dict[str, str]:
+        if self._headers is None:
+            self._headers = {name.lower(): value for name, value in self._sent.items()}
+        return self._headers
+
+    def _fields(self) -> tuple[str, str, dict[str, str], Any, float]:
+        return self.method, self.path, self.headers, self.body, self.arrived
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ReceivedRequest):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def __repr__(self) -> str:
+        return (
+            f"ReceivedRequest(method={self.method!r}, path={self.path!r}, "
+            f"headers={self.headers!r}, body={self.body!r}, arrived={self.arrived!r})"
+        )
 
 
 class RequestRecord(msgspec.Struct, kw_only=True):
@@ -313,7 +355,7 @@ class FakeProvider:
         self.records.append(record)
         end = "completed"
         try:
-            return await self._answer(request, wire, body)
+            return await self._answer(request, wire, body, read_body(raw, wire))
         except asyncio.CancelledError:  # handler_cancellation: the client went away
             end = "dropped" if self._stopping else "disconnected"
             raise
@@ -327,7 +369,11 @@ class FakeProvider:
             record.end = end
 
     async def _answer(
-        self, request: web.Request, wire: Wire, body: dict[str, Any]
+        self,
+        request: web.Request,
+        wire: Wire,
+        body: dict[str, Any],
+        fields: BodyFields | BodyProblem,
     ) -> web.StreamResponse:
         arrived = _monotonic()
         if self._first_arrival is None:
@@ -337,7 +383,7 @@ class FakeProvider:
             ReceivedRequest(
                 method=request.method,
                 path=request.path,
-                headers={name.lower(): value for name, value in request.headers.items()},
+                headers=request.headers,
                 body=body,
                 arrived=arrived,
             )
@@ -347,11 +393,15 @@ class FakeProvider:
         model: Any = body.get("model")
         if not isinstance(model, str) or not model:
             return self._error(wire, 400, None, "model: field required", seq)
-        if wire == "anthropic":
+        if isinstance(fields, BodyProblem):  # structurally wrong: what the real API refuses
+            return self._error(
+                wire, 400, None, fields.message, seq, param=fields.param, code=fields.code
+            )
+        if fields.thinking:
             violation = _emit.anthropic_thinking_violation(body)
             if violation is not None:
                 return self._error(wire, 400, "invalid_request_error", violation, seq)
-        schema = requested_schema(body, wire)
+        schema = requested_schema(body, wire) if fields.formatted else None
         if schema is not None and wire == "anthropic":
             where = open_object_path(schema)
             if where is not None:
@@ -377,9 +427,7 @@ class FakeProvider:
             reply = msgspec.json.encode(schema_instance(schema)).decode()
             entry = msgspec.structs.replace(entry, text=reply)
             cache = None  # an entry made for this request alone
-        options: Any = body.get("stream_options")
-        include: Any = body.get("include")
-        read, write = self.prompt_cache.account(body) if wire == "anthropic" else (0, 0)
+        read, write = self.prompt_cache.account(body) if fields.cached else (0, 0)
         ctx = ReplyContext(
             model=model,
             seq=seq,
@@ -387,14 +435,11 @@ class FakeProvider:
             prompt_words=max(0, _emit.prompt_words(body) - read - write),
             cache_read=read,
             cache_write=write,
-            include_usage=isinstance(options, dict)
-            and cast("dict[str, Any]", options).get("include_usage") is True,
-            encrypted_reasoning=isinstance(include, list)
-            and "reasoning.encrypted_content" in cast("list[Any]", include),
+            include_usage=fields.include_usage,
+            encrypted_reasoning=fields.encrypted_reasoning,
         )
-        streaming = body.get("stream", wire == "ollama") is True
         try:
-            if streaming:
+            if fields.stream:
                 return await self._stream(request, entry, wire, ctx, cache)
             return await self._reply(request, entry, wire, ctx)
         except asyncio.CancelledError:  # handler_cancellation: the client went away
@@ -427,12 +472,15 @@ class FakeProvider:
         message: str | None,
         seq: int,
         retry_after: float | None = None,
+        *,
+        param: str | None = None,
+        code: str | None = None,
     ) -> web.Response:
         headers = self._headers(wire, seq, streaming=False)
         if retry_after is not None:  # both spellings the SDKs read, saying the same thing
             headers["Retry-After"] = _decimal(retry_after)
             headers["retry-after-ms"] = _decimal(retry_after * 1000)
-        body = _emit.error_body(wire, status, error_type, message)
+        body = _emit.error_body(wire, status, error_type, message, param=param, code=code)
         return web.Response(status=status, body=body, headers=headers)
 
     async def _pause(self, seconds: float | None) -> bool:
