@@ -43,6 +43,7 @@ def _items(body: Mapping[str, Any]) -> tuple[list[tuple[Any, Any]], list[int]]:
     marks: list[int] = []
 
     def add(item: object, role: object = None) -> None:
+        sent: object = item
         stored: object = item
         if isinstance(item, dict) and "cache_control" in item:
             marks.append(len(items))
@@ -50,7 +51,7 @@ def _items(body: Mapping[str, Any]) -> tuple[list[tuple[Any, Any]], list[int]]:
             stored = {key: value for key, value in fields.items() if key != "cache_control"}
         if role is not None:
             stored = {"role": role, "block": stored}
-        items.append((stored, item))
+        items.append((stored, sent))
 
     tools: Any = body.get("tools")
     if isinstance(tools, list):

@@ -13,7 +13,9 @@ Routes (docs/fake-provider.md):
 
 Each request takes the next entry of its model's scenario list (see :mod:`._scenario`); an
 unknown model with no ``"*"`` list gets a 404 in the provider's error format, a body that is
-not a JSON object a 400. A structured-output request (each wire's native format field) whose
+not a JSON object a 400, and so does a body whose structure the real API refuses (``messages``
+not a list of objects, ``max_tokens`` not an integer, …: :mod:`._request` has the rule, checked
+by one typed decode per wire). A structured-output request (each wire's native format field) whose
 entry scripts no text answers with a JSON value that follows the schema, and, like the real
 Anthropic API, an Anthropic format schema with an object not closed by ``additionalProperties:
 false`` gets a 400. Like the real Anthropic API, a request with extended thinking whose
@@ -22,9 +24,10 @@ not give) gets a 400 ``invalid_request_error`` before it takes an entry
 (:func:`._emit.anthropic_thinking_violation`). The bytes come from :mod:`._emit`; this module
 only does the IO:
 
-* **pacing** — with ``delay_ms`` 0 the stream is joined and written in large slices (the
-  benchmark path); with a delay each event is written on its own, ``delay_ms`` apart (the first
-  event goes out at once);
+* **pacing** — with no delay and no fault the stream is written at once: headers, the body as
+  one chunk and the chunked terminator in one send (the benchmark path; a body over 256 KiB
+  goes in 256 KiB slices); with a delay each event is written on its own, ``delay_ms`` apart
+  (the first event goes out at once);
 * **faults** — ``drop`` writes N events then closes the connection (the client sees the body
   end without its terminal event); ``stall`` writes N events then goes silent for
   ``stall_seconds`` (or until the client leaves or the server stops) and then carries on;
@@ -109,12 +112,12 @@ class ReceivedRequest:
         method: str,
         path: str,
         headers: Mapping[str, str],
-        body: Any,
+        body: object,
         arrived: float = 0.0,
     ) -> None:
         self.method = method
         self.path = path
-        self.body = body
+        self.body: Any = body
         self.arrived = arrived
         self._sent = headers
         self._headers: dict[str, str] | None = None
