@@ -81,6 +81,27 @@ def _decimal(value: float) -> str:
     return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
 
 
+def _base_headers(wire: Wire, streaming: bool) -> dict[str, str]:
+    headers = {"Content-Type": _emit.content_type(wire, streaming)}
+    if streaming:
+        headers["Cache-Control"] = "no-cache"
+    return headers
+
+
+#: a reply's headers but its request id, by wire and whether it streams
+_BASE_HEADERS: dict[tuple[Wire, bool], dict[str, str]] = {
+    (wire, streaming): _base_headers(wire, streaming)
+    for wire in ("anthropic", "openai", "openai-responses", "ollama")
+    for streaming in (False, True)
+}
+#: the header a wire's reply names its request id in (Ollama has none)
+_REQUEST_ID: dict[Wire, str] = {
+    "anthropic": "request-id",
+    "openai": "x-request-id",
+    "openai-responses": "x-request-id",
+}
+
+
 def _has_fault(entry: Entry) -> bool:
     """Whether a streamed reply of ``entry`` breaks off, stalls or carries a broken or error
     event somewhere."""
@@ -458,13 +479,10 @@ class FakeProvider:
     # ------------------------------------------------------------------ replies
 
     def _headers(self, wire: Wire, seq: int, streaming: bool) -> dict[str, str]:
-        headers = {"Content-Type": _emit.content_type(wire, streaming)}
-        if streaming:
-            headers["Cache-Control"] = "no-cache"
-        if wire == "anthropic":
-            headers["request-id"] = f"req_fake{seq:06d}"
-        elif wire in ("openai", "openai-responses"):
-            headers["x-request-id"] = f"req_fake{seq:06d}"
+        headers = dict(_BASE_HEADERS[wire, streaming])
+        name = _REQUEST_ID.get(wire)
+        if name is not None:
+            headers[name] = f"req_fake{seq:06d}"
         return headers
 
     def _error(
