@@ -7,7 +7,7 @@ uses. The rule, the same on every wire (docs/fake-provider.md):
 
 * what a wire's API requires must be there with its JSON type — ``messages`` (Anthropic, OpenAI
   Chat) is a list of objects, each with a string ``role`` and a ``content`` that is a string or
-  a list of objects (OpenAI Chat also ``null``; Ollama a string);
+  a list of objects (OpenAI Chat also ``null``; Ollama a string or ``null``);
 * what the fake reads or a wire defines as a number, flag, list or object has that type when
   present: ``max_tokens`` an integer, ``stream`` a boolean, ``system`` a string or a list of
   objects, ``tools`` a list of objects, the structured-output field an object, and so on;
@@ -113,7 +113,7 @@ class _Responses(Struct, frozen=True):
 
 class _OllamaMessage(Struct):
     role: str
-    content: str = ""
+    content: str | None = None  # Ollama (Go) reads a null string as empty
 
 
 class _Ollama(Struct, frozen=True):

@@ -141,7 +141,7 @@ REFUSED_OLLAMA: list[tuple[dict[str, Any], str]] = [
     ({"messages": "x"}, "invalid type for 'messages': expected an array or null, got a string"),
     (
         {"messages": [{"role": "user", "content": ["a"]}]},
-        "invalid type for 'messages[0].content': expected a string, got an array",
+        "invalid type for 'messages[0].content': expected a string or null, got an array",
     ),
     ({"messages": [{"content": "a"}]}, "missing required field 'messages[0].role'"),
 ]
@@ -201,6 +201,8 @@ async def test_unknown_fields_and_optional_nulls_are_served(
         body["messages"] = [*HELLO, {"role": "assistant", "content": None, "tool_calls": []}]
     if wire == "anthropic":
         body["system"] = [{"type": "text", "text": "terse", "cache_control": {"type": "x"}}]
+    if wire == "ollama":
+        body["messages"] = [*HELLO, {"role": "assistant", "content": None, "images": None}]
     status, reply = await _post(http, fake.base_url + PATHS[wire], body)
     assert status == 200 and "fine" in str(reply)
 
