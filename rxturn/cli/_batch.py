@@ -484,12 +484,14 @@ def _status(args: argparse.Namespace) -> int:
     import msgspec
 
     from rxturn.batch import BatchError
+    from rxturn.batch._file import check_output
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_output
 
     if args.input is None and not Path(args.output).exists():
         return _fail(f"{args.output!r} does not exist (with --input, every row counts as pending)")
     try:
+        check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
         if args.input is not None:
             index = scan_input(args.input)
@@ -518,10 +520,12 @@ def _status(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from rxturn.batch import BatchError
+    from rxturn.batch._file import check_output
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_line_at, read_output
 
     try:
+        check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
         index = scan_input(args.input)
     except BatchError as exc:
