@@ -1,5 +1,5 @@
 import sys
 
-from rxturn.cli import main
+from rxturn._entry import main  # first: SIGTERM is handled from here on (see rxturn._entry)
 
 sys.exit(main())

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
 import math
 from collections import deque
 from collections.abc import Callable
@@ -38,7 +39,7 @@ from typing import Protocol
 from .._validate import finite, positive
 from ..errors import ConfigError
 
-__all__ = ["WINDOW_SECONDS", "Budget", "Gate", "LocalGate"]
+__all__ = ["WINDOW_SECONDS", "Budget", "Gate", "LocalGate", "WaitClock"]
 
 WINDOW_SECONDS = 60.0
 
@@ -227,6 +228,76 @@ class Budget:
         return len(self._held)
 
 
+class WaitClock:
+    """The wall time during which at least one wait was going on (sans-IO: callers pass ``now``).
+
+    Waits overlap (many rows sleep after the same rate limit, a row sleeps while another waits
+    for its grant): each second counts once, however many waited in it. A wait is either open
+    (:meth:`begin` … :meth:`end`: its end is not known in advance, a wait for a grant) or of a
+    known length (:meth:`add`: a retry's sleep, a pause); ``now`` never goes back.
+
+    Examples:
+        >>> clock = WaitClock()
+        >>> clock.add(0.0, 5.0)  # a row sleeps 5 s
+        >>> clock.add(2.0, 5.0)  # another, from 2 s to 7 s: overlaps the first
+        >>> clock.waited(4.0), clock.waited(10.0)
+        (4.0, 7.0)
+        >>> clock.begin(12.0)
+        >>> clock.waited(13.0)
+        8.0
+        >>> clock.end(14.0)
+        >>> clock.waited(20.0)
+        9.0
+    """
+
+    __slots__ = ("_ends", "_open", "_since", "_total")
+
+    def __init__(self) -> None:
+        self._open = 0  # waits begun and not ended
+        self._ends: list[float] = []  # a heap: when each wait of known length ends
+        self._since: float | None = None  # since when something waits (None: nothing does)
+        self._total = 0.0  # seconds counted up to ``_since`` (or to now, nothing waiting)
+
+    def _advance(self, now: float) -> None:
+        ends = self._ends
+        while ends and ends[0] <= now:
+            end = heapq.heappop(ends)
+            if not ends and not self._open and self._since is not None:
+                self._total += max(end - self._since, 0.0)
+                self._since = None
+
+    def _start(self, now: float) -> None:
+        self._advance(now)
+        if self._since is None:
+            self._since = now
+
+    def begin(self, now: float) -> None:
+        """A wait of unknown length begins."""
+        self._start(now)
+        self._open += 1
+
+    def end(self, now: float) -> None:
+        """A wait :meth:`begin` began is over."""
+        self._advance(now)
+        self._open = max(self._open - 1, 0)
+        if not self._open and not self._ends and self._since is not None:
+            self._total += max(now - self._since, 0.0)
+            self._since = None
+
+    def add(self, now: float, seconds: float) -> None:
+        """A wait of ``seconds`` begins now (a negative, NaN or infinite length is ignored)."""
+        if not (seconds > 0 and math.isfinite(seconds)):
+            return
+        self._start(now)
+        heapq.heappush(self._ends, now + seconds)
+
+    def waited(self, now: float) -> float:
+        """Seconds up to ``now`` during which something waited."""
+        self._advance(now)
+        since = self._since
+        return self._total + (max(now - since, 0.0) if since is not None else 0.0)
+
+
 class Gate(Protocol):
     """What a runner asks of the run's budget, wherever the budget lives.
 
@@ -262,17 +333,20 @@ class LocalGate:
         self._clock = clock
         self._lock: asyncio.Lock | None = None
         self._changed: asyncio.Event | None = None  # set when a grant is sent/released/corrected
-        self._waited = 0.0  # waits that ended
-        self._waiting_since: float | None = None  # when the head's current wait began
+        self._waits = WaitClock()
 
     @property
     def waited(self) -> float:
-        """Seconds the head of the queue has spent waiting (the run's rate-limit waits), the
-        wait going on now included: a progress line shows a long wait while it lasts."""
-        since = self._waiting_since
-        if since is None:
-            return self._waited
-        return self._waited + max(self.now() - since, 0.0)
+        """Seconds during which the run waited for the provider's rate limit, the wait going
+        on now included (a progress line shows a long wait while it lasts): a request waiting
+        for its grant (the head of the queue), a Retry-After pause, and a row's sleep on the
+        rate-limit ladder (:meth:`rate_limited`), each second counted once however many
+        waited in it."""
+        return self._waits.waited(self.now())
+
+    def rate_limited(self, seconds: float) -> None:
+        """A row sleeps ``seconds`` after a rate-limit answer (429/529) before its retry."""
+        self._waits.add(self.now(), seconds)
 
     def now(self) -> float:
         if self._clock is not None:
@@ -299,13 +373,12 @@ class LocalGate:
                     changed = self._changed = asyncio.Event()
                 changed.clear()
                 # until the wait is over, or the budget changed: then ask again
-                self._waiting_since = start
+                self._waits.begin(start)
                 try:
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(changed.wait(), None if math.isinf(wait) else wait)
                 finally:
-                    self._waiting_since = None
-                    self._waited += max(self.now() - start, 0.0)
+                    self._waits.end(self.now())
 
     def _wake(self) -> None:
         if self._changed is not None:
@@ -326,4 +399,6 @@ class LocalGate:
             self._wake()
 
     def pause(self, seconds: float) -> None:
-        self.budget.pause(seconds, self.now())
+        now = self.now()
+        self.budget.pause(seconds, now)
+        self._waits.add(now, seconds)  # every new request of the run waits it out

@@ -37,7 +37,7 @@ from ._output import (
 )
 from ._runner import BatchConfig, RowOk, Runner, encode_result
 
-__all__ = ["Backend", "Done", "FileRun", "LocalBackend"]
+__all__ = ["Backend", "Done", "FileRun", "LocalBackend", "check_output"]
 
 
 class Done(msgspec.Struct, frozen=True, array_like=True):
@@ -190,14 +190,7 @@ class FileRun:
         output = self.output_path
         manifest = Manifest.load(output)
         if manifest is None and not self.force and _holds_data(output):
-            # a run writes its manifest before its first line: without one, nothing says a run
-            # wrote this file (a one-line document without a final newline would look torn,
-            # and be truncated away); refused before it is even read
-            raise BatchOutputError(
-                f"{str(output)!r} holds data but no manifest "
-                f"({str(Manifest.path_for(output))!r}), so no batch run wrote it; use another "
-                "output, or --force to adopt it"
-            )
+            raise _not_an_output(output)
         self.state = state = read_output(output)
         config = self.config
         options = config.options()
@@ -440,6 +433,35 @@ class FileRun:
         finally:
             if self.lock is not None:
                 self.lock.release()
+
+
+def check_output(output: Path) -> Manifest | None:
+    """The manifest of ``output``, an existing run's output or none yet, for a reader
+    (``batch status``, ``batch export``) that must not take for a torn tail what is no output;
+    ``None`` for a missing or empty file. Reads nothing of the output itself.
+
+    Raises:
+        BatchOutputError: ``output`` is not a regular file, or holds data but no manifest
+            (no run wrote it), in the words ``batch run`` refuses it with.
+        BatchWriteError: ``output`` or its manifest cannot be read.
+    """
+    if not refuse_special(output):
+        return None
+    manifest = Manifest.load(output)
+    if manifest is None and _holds_data(output):
+        raise _not_an_output(output)
+    return manifest
+
+
+def _not_an_output(output: Path) -> BatchOutputError:
+    # a run writes its manifest before its first line: without one, nothing says a run wrote
+    # this file (a one-line document without a final newline would look torn, and be
+    # truncated away by a run, or counted as a torn line by a reader); refused before it is
+    # even read
+    return BatchOutputError(
+        f"{str(output)!r} holds data but no manifest ({str(Manifest.path_for(output))!r}), "
+        "so no batch run wrote it; use another output, or --force to adopt it"
+    )
 
 
 def _holds_data(path: Path) -> bool:

@@ -152,7 +152,14 @@ def read_output(path: Path) -> OutputState:
     with file:
         offset = 0
         pending_error: str | None = None
-        read = partial(file.readline, MAX_OUTPUT_LINE + 1)
+        readline = partial(file.readline, MAX_OUTPUT_LINE + 1)
+
+        def read() -> bytes:
+            try:
+                return readline()
+            except OSError as exc:  # opened, but the read fails (an I/O error)
+                raise BatchWriteError(f"cannot read {str(path)!r}: {_reason(exc)}") from None
+
         for number, raw in enumerate(iter(read, b""), start=1):
             if pending_error is not None:  # a bad line that turned out not to be the last
                 raise BatchOutputError(pending_error)

@@ -3,7 +3,9 @@
 ``--progress json`` writes one object per second on stderr with exactly these keys:
 ``done``, ``total``, ``ok``, ``error``, ``rows_per_s``, ``tokens_per_s``, ``waiting_s``,
 ``eta_s`` (``null`` until a rate is known). Rates count this run's rows only, so a resumed run
-does not report the skipped rows as speed.
+does not report the skipped rows as speed. ``waiting_s`` is the backend gate's
+:attr:`~._budget.LocalGate.waited`: the wall time during which at least one row waited for the
+provider's rate limit (a grant, a Retry-After pause, a sleep on the rate-limit ladder).
 """
 
 from __future__ import annotations

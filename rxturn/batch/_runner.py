@@ -277,7 +277,9 @@ class _Slot(Observer):
         failover = bool(config.fallback) and config.failover
         self.engine = TurnEngine(
             runner.client,
-            handler=StreamHandler(timeouts=runner.timeouts, limiter=limiter),
+            handler=StreamHandler(
+                timeouts=runner.timeouts, limiter=limiter, on_wait=runner.on_wait
+            ),
             observers=(self,) if runner.observes else (),
             counter=runner.counter,
             fallback=manager,
@@ -516,6 +518,9 @@ class Runner:
             timeouts = msgspec.structs.replace(timeouts, rescue=False)
         self.timeouts = timeouts
         self.gate = gate
+        #: the gate's count of rate-limit waits, told of each row's sleep after a rate limit
+        #: (a gate of the caller's may have none)
+        self._rate_limited: Callable[[float], object] | None = getattr(gate, "rate_limited", None)
         #: every response goes through the runner's own transport (a Retry-After is seen there)
         self.sees_responses = client is None
         #: the runner's own transport stamps each budgeted request when it has been sent
@@ -563,6 +568,13 @@ class Runner:
         if gate is not None and seconds is not None and seconds > 0:
             gate.pause(min(seconds, C.RATE_LIMIT_MAX_DELAY))
             self.paused_by_provider += 1
+
+    def on_wait(self, *, reason: str, seconds: float, **_: object) -> None:
+        """The stream handler's hook, as a row's retry wait starts: a sleep on the rate-limit
+        ladder (after a 429/529) is a wait for the provider's rate limit, which the progress
+        line's ``waiting_s`` counts (a transport backoff is not)."""
+        if reason == "rate_limit" and self._rate_limited is not None:
+            self._rate_limited(seconds)
 
     def options_for(self, model: str, own: Mapping[str, object] | None) -> RequestOptions:
         """The request options of a row: the run's, the row's own over them, its model."""

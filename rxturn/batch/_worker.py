@@ -88,6 +88,10 @@ class RemoteGate:
         self._local.pause(seconds)
         self._send(Message(t="pause", seconds=seconds))
 
+    def rate_limited(self, seconds: float) -> None:
+        """A row of this worker sleeps after a rate limit: the parent counts the run's waits."""
+        self._send(Message(t="wait", seconds=seconds))
+
 
 def _take_stdout() -> io.BufferedWriter:
     """The frame pipe, as a binary file of this worker's own: file descriptor 1 (and

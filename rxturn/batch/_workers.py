@@ -16,7 +16,8 @@ every other message is one msgspec-encoded :class:`Message` JSON object:
 * worker → parent: ``acquire`` (wait for budget), ``cancel`` (an ``acquire`` no longer
   wanted: its attempt gave up; a grant already made for it is given back), ``restamp`` (the
   granted request has been sent), ``release`` (the granted request will not be sent),
-  ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``failed`` (a row the
+  ``correct`` (reported usage), ``pause`` (a provider's Retry-After), ``wait`` (a row sleeps
+  after a rate limit before its retry: the progress line counts it), ``failed`` (a row the
   worker could not run at all), ``fatal`` (the worker could not set up: its client refused
   the settings; the run ends with that error and no worker is restarted), ``alive`` (a
   heartbeat, for the watchdog).
@@ -439,6 +440,8 @@ class WorkerPool:
             self.gate.pause(message.seconds)
             for other in self.workers:
                 other.send(Message(t="pause", seconds=message.seconds))
+        elif kind == "wait":
+            self.gate.rate_limited(message.seconds)
 
     def _fatal(self, message: Message) -> None:
         """A worker could not set up (its client refused the settings): no worker can, so the

@@ -58,17 +58,27 @@ def _concurrency(text: str) -> int:
 
 
 #: open files a batch process needs beside its sockets: stdio, the input, the output, its lock
-#: and manifest, the event loop's own, a worker's pipes
+#: and manifest, the event loop's own, a worker's pipes, and a worker being started (its pipes
+#: while they are made)
 _FILES_BESIDE_SOCKETS = 64
+#: open files the parent holds for each worker process: its end of the worker's stdin and
+#: stdout pipes, and the process descriptor some Pythons watch a child with
+_FILES_PER_WORKER = 3
 
 
-def _fit_open_files(concurrency: int, rows: int) -> tuple[int, int]:
-    """``concurrency`` lowered, if it must be, to what the open-files limit holds (each row in
-    flight holds a socket), after raising this process's soft limit toward its hard one (the
-    worker processes inherit it); and that limit."""
+def _fit_open_files(concurrency: int, rows: int, workers: int = 1) -> tuple[int, int, int]:
+    """``(concurrency, workers, limit)``: what the open-files limit holds, after raising this
+    process's soft limit toward its hard one (worker processes inherit it).
+
+    Each row in flight holds a socket in the process running it (this one, or a worker);
+    with worker processes this one holds :data:`_FILES_PER_WORKER` files per worker instead.
+    Whatever does not fit even the hard limit is lowered: the workers to what this process can
+    hold pipes for, ``concurrency`` to the sockets one process can open."""
     import resource
 
-    need = min(concurrency, rows) + _FILES_BESIDE_SOCKETS
+    sockets = min(concurrency, rows)
+    beside = _FILES_PER_WORKER * workers if workers > 1 else 0
+    need = _FILES_BESIDE_SOCKETS + max(sockets, beside)
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != resource.RLIM_INFINITY and soft < need:
         raised = need if hard == resource.RLIM_INFINITY else min(need, hard)
@@ -78,8 +88,13 @@ def _fit_open_files(concurrency: int, rows: int) -> tuple[int, int]:
         except (OSError, ValueError):
             pass
     if soft == resource.RLIM_INFINITY or soft >= need:
-        return concurrency, soft
-    return max(1, soft - _FILES_BESIDE_SOCKETS), soft
+        return concurrency, workers, soft
+    room = max(soft - _FILES_BESIDE_SOCKETS, 1)
+    if sockets > room:
+        concurrency = room
+    if beside > room:
+        workers = max(1, room // _FILES_PER_WORKER)
+    return concurrency, workers, soft
 
 
 MAX_WORKERS = 256
@@ -320,7 +335,18 @@ def _run_command(args: argparse.Namespace) -> int:
             return _fail(str(exc), _exit_code(exc))
         if args.ray is None:  # Ray's actors live under their own machines' limits
             config = file_run.config
-            fitted, limit = _fit_open_files(config.concurrency, file_run.pending.count(1))
+            rows = file_run.pending.count(1)
+            # no more worker processes than rows to run: a worker without a row is a process
+            # for nothing
+            asked = args.workers
+            workers = min(asked, max(1, rows))
+            fitted, args.workers, limit = _fit_open_files(config.concurrency, rows, workers)
+            if args.workers < workers:
+                _notice(
+                    f"--workers {asked} lowered to {args.workers}: a process here may open "
+                    f"{limit} files (ulimit -n) and each worker holds {_FILES_PER_WORKER} of "
+                    "this one's"
+                )
             if fitted < config.concurrency:
                 import msgspec
 
@@ -458,12 +484,14 @@ def _status(args: argparse.Namespace) -> int:
     import msgspec
 
     from rxturn.batch import BatchError
+    from rxturn.batch._file import check_output
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_output
 
     if args.input is None and not Path(args.output).exists():
         return _fail(f"{args.output!r} does not exist (with --input, every row counts as pending)")
     try:
+        check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
         if args.input is not None:
             index = scan_input(args.input)
@@ -492,10 +520,12 @@ def _status(args: argparse.Namespace) -> int:
 
 def _export(args: argparse.Namespace) -> int:
     from rxturn.batch import BatchError
+    from rxturn.batch._file import check_output
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_line_at, read_output
 
     try:
+        check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
         index = scan_input(args.input)
     except BatchError as exc:

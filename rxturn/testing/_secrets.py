@@ -12,10 +12,11 @@ the client holding its key included), modules, classes, functions and code objec
 
 from __future__ import annotations
 
+import base64
 import types
 from collections.abc import Iterator, Mapping
 from typing import Any, cast
-from urllib.parse import quote
+from urllib.parse import quote, unquote, unquote_to_bytes
 
 __all__ = ["assert_no_secret", "find_secret"]
 
@@ -31,6 +32,9 @@ _SKIP = (
 )
 _ATOMS = (int, float, complex, bool, type(None), type(Ellipsis))
 _EXCEPTION_LINKS = ("__cause__", "__context__")
+#: base64 characters a form must have to be looked for (fewer would match unrelated text)
+_MIN_BASE64 = 8
+_URLSAFE = str.maketrans("+/", "-_")
 
 
 def find_secret(
@@ -42,8 +46,12 @@ def find_secret(
     max_objects: int = 200_000,
 ) -> list[str]:
     """The paths (``obj.__cause__.request_info.headers['Authorization']``) where ``secret``
-    shows up in ``obj``'s graph: in a string or bytes value (as is, or percent-encoded), in the
-    ``str`` / ``repr`` of an exception or of an object that is not a plain container.
+    shows up in ``obj``'s graph: in a string or bytes value, in the ``str`` / ``repr`` of an
+    exception or of an object that is not a plain container. It is found as is,
+    percent-encoded (any characters of it, in either case of hex digits), and in base64,
+    standard or URL-safe, anywhere inside a longer base64 text (an HTTP Basic
+    ``Authorization`` value encodes ``user:key``, which puts the key at any of the three
+    byte alignments). Base64 that was cut into lines is not looked through.
 
     Every object is visited once, so an object reachable along several routes is reported along
     the first one walked (``args`` before attributes). The walk stops ``max_depth`` links deep and
@@ -58,7 +66,7 @@ def find_secret(
 def _walk(obj: object, secret: str, name: str, max_depth: int, max_objects: int) -> _Walker:
     if not secret:
         raise ValueError("find_secret: the secret must be a non-empty string")
-    walker = _Walker({secret, quote(secret, safe="")}, max_depth, max_objects)
+    walker = _Walker(secret, max_depth, max_objects)
     walker.walk(obj, name, 0)
     return walker
 
@@ -92,11 +100,48 @@ def assert_no_secret(
         )
 
 
-class _Walker:
-    __slots__ = ("budget", "cut", "forms", "found", "keep", "max_depth", "max_objects", "seen")
+def _forms(secret: str) -> set[str]:
+    """The texts that show ``secret``: itself, percent-encoded, and the base64 characters that
+    encode only its bytes, at each byte alignment, standard and URL-safe.
 
-    def __init__(self, forms: set[str], max_depth: int, max_objects: int) -> None:
-        self.forms = forms
+    Base64 turns each 3 bytes into 4 characters, so inside a longer text the secret's bytes
+    start at offset 0, 1 or 2 of a group. For each, the groups holding the secret's bytes and
+    nothing else encode the same way whatever surrounds them: the group shared with what
+    comes before, and the one shared with what follows, are left out.
+
+    Examples:
+        >>> import base64
+        >>> basic = base64.b64encode(b"user:sk-secret-0123456789").decode()
+        >>> any(form in basic for form in _forms("sk-secret-0123456789"))
+        True
+    """
+    forms = {secret, quote(secret, safe="")}
+    data = secret.encode("utf-8", "surrogatepass")
+    for shift in range(3):
+        encoded = base64.b64encode(bytes(shift) + data).decode("ascii")
+        core = encoded[4 if shift else 0 : 4 * ((shift + len(data)) // 3)]
+        if len(core) >= _MIN_BASE64:
+            forms.add(core)
+            forms.add(core.translate(_URLSAFE))
+    return forms
+
+
+class _Walker:
+    __slots__ = (
+        "budget",
+        "byte_forms",
+        "cut",
+        "forms",
+        "found",
+        "keep",
+        "max_depth",
+        "max_objects",
+        "seen",
+    )
+
+    def __init__(self, secret: str, max_depth: int, max_objects: int) -> None:
+        self.forms = _forms(secret)
+        self.byte_forms = [form.encode("utf-8", "surrogatepass") for form in self.forms]
         self.found: list[str] = []
         self.seen: set[int] = set()
         self.keep: list[object] = []  # keeps visited objects alive so that ids stay unique
@@ -107,7 +152,20 @@ class _Walker:
         self.cut: str | None = None
 
     def holds(self, text: str) -> bool:
-        return any(form in text for form in self.forms)
+        if any(form in text for form in self.forms):
+            return True
+        if "%" not in text:
+            return False
+        decoded = unquote(text, errors="surrogateescape")  # any escape, either case
+        return any(form in decoded for form in self.forms)
+
+    def holds_bytes(self, data: bytes) -> bool:
+        if any(form in data for form in self.byte_forms):
+            return True
+        if b"%" not in data:
+            return False
+        decoded = unquote_to_bytes(data)  # any escape, either case
+        return any(form in decoded for form in self.byte_forms)
 
     def label(self, key: object) -> str:
         """A mapping key for a path: its repr, the secret masked, cut short."""
@@ -117,6 +175,8 @@ class _Walker:
             text = f"<{type(key).__name__}>"
         for form in self.forms:
             text = text.replace(form, "<SECRET>")
+        if self.holds(text):  # in a form no replacement masks (percent escapes of its own)
+            text = f"<a {type(key).__name__} holding the secret>"
         return text if len(text) <= 60 else text[:60] + "…"
 
     def walk(self, obj: Any, path: str, depth: int) -> None:
@@ -130,7 +190,7 @@ class _Walker:
             return
         if isinstance(obj, bytes | bytearray | memoryview):
             data = bytes(cast("bytes | bytearray | memoryview[int]", obj))
-            if any(form.encode("utf-8", "surrogatepass") in data for form in self.forms):
+            if self.holds_bytes(data):
                 self.found.append(path)
             return
         if isinstance(obj, (*_ATOMS, *_SKIP)):

@@ -34,6 +34,8 @@ from reactivex.disposable import Disposable
 from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.recorded import Recorded
 
+from .._validate import is_int, seconds_problem
+from ..errors import ConfigError
 from ..events import (
     AttemptReset,
     Delta,
@@ -96,10 +98,28 @@ class _Hang:
 HANG: Any = _Hang()
 
 
+def _check_seconds(where: str, name: str, value: object, *, allow_zero: bool = True) -> None:
+    """A time argument of the kit: a finite number of seconds (``>= 0``, or ``> 0``)."""
+    problem = seconds_problem(value, allow_zero=allow_zero)
+    if problem is not None:
+        raise ConfigError(f"{where}: {name} {problem}")
+
+
+def _check_count(where: str, name: str, value: object) -> None:
+    """A count argument of the kit: a whole number ``>= 0``."""
+    if not is_int(value) or value < 0:
+        raise ConfigError(f"{where}: {name} must be a whole number >= 0, got {value!r}")
+
+
 class Later:
-    """A ``create()`` outcome delivered after ``delay`` virtual seconds."""
+    """A ``create()`` outcome delivered after ``delay`` virtual seconds.
+
+    Raises:
+        ConfigError: ``delay`` is not a finite number of seconds ``>= 0``.
+    """
 
     def __init__(self, delay: float, outcome: object) -> None:
+        _check_seconds("Later", "delay", delay)
         self.delay = delay
         self.outcome = outcome
 
@@ -137,7 +157,12 @@ def timeline(
     (``list[StreamEvent]``), or any other value; a cold Observable made of the result emits
     items of that type. ``end`` is ``"complete"`` (completion one step after the last event), an
     exception (an error one step after), or ``None`` (the stream stalls: no end).
+
+    Raises:
+        ConfigError: ``start`` or ``step`` is not a finite number of seconds ``>= 0``.
     """
+    _check_seconds("timeline", "start", start)
+    _check_seconds("timeline", "step", step)
     recorded: list[Recorded[_T]] = [
         on_next(round(start + i * step, 6), event) for i, event in enumerate(events)
     ]
@@ -328,7 +353,12 @@ async def assert_clean(scheduler: TestScheduler) -> None:
 
 
 async def settle(rounds: int = 8) -> None:
-    """Let asyncio run what is ready (tasks started or woken at this virtual instant)."""
+    """Let asyncio run what is ready (tasks started or woken at this virtual instant).
+
+    Raises:
+        ConfigError: ``rounds`` is not a whole number ``>= 0``.
+    """
+    _check_count("settle", "rounds", rounds)
     for _ in range(rounds):
         await asyncio.sleep(0)
 
@@ -379,7 +409,11 @@ async def run_virtual(
     Raises:
         StillRunning: nothing was left to run before ``limit`` and the coroutine had not
             finished (a hang); the task is cancelled first, so nothing leaks.
+        ConfigError: ``limit`` is not a finite number of seconds ``> 0``, or ``idle_rounds``
+            not a whole number ``>= 0`` (checked before ``awaitable`` is started).
     """
+    _check_seconds("run_virtual", "limit", limit, allow_zero=False)
+    _check_count("run_virtual", "idle_rounds", idle_rounds)
     task: asyncio.Task[_R] = asyncio.ensure_future(awaitable)
     try:
         while True:
@@ -430,7 +464,13 @@ async def drive(
         cancel_at: virtual time of the cancel.
         dispose_at: virtual time at which the subscription is disposed.
         limit: give up (and return) past this virtual time: a hang shows as an unfinished run.
+
+    Raises:
+        ConfigError: a time that is not a finite number of seconds ``>= 0``.
     """
+    for name, value in (("cancel_at", cancel_at), ("dispose_at", dispose_at), ("limit", limit)):
+        if value is not None or name == "limit":
+            _check_seconds("drive", name, value)
     run = Run()
     disposed = False
     scaffolding: list[Any] = []

@@ -23,6 +23,7 @@ from rxturn.batch import (
     batch_results,
     run_batch,
 )
+from rxturn.batch._output import Manifest
 from rxturn.batch._runner import CharCounter, drive, encode_result
 from rxturn.testing import FakeProvider
 
@@ -199,6 +200,8 @@ def test_export_into_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
             for i in range(3000)
         )
     )
+    # a run's manifest beside it (a file no run wrote is refused, not read)
+    Manifest(fingerprint="f", provider="openai", model="m").save(out)
     from cli._support import RXTURN, clean_env
 
     shell = subprocess.run(

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 from cli._support import RXTURN, TIMEOUT, clean_env, closed_port, fake_server, received
 
+from rxturn.batch._output import Manifest
+
 from ._support import assert_complete, batch_args, cli, lines, prompts, run_batch, write_rows
 
 pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
@@ -388,6 +390,8 @@ def test_every_command_into_head_ends_quietly(server: str, tmp_path: Path, comma
             for i in range(3000)
         )
     )
+    # a run's manifest beside it (a file no run wrote is refused, not read)
+    Manifest(fingerprint="f", provider="anthropic", model="m").save(out)
     args = {
         "status": ["status", str(out), "--input", str(inp)],
         "export": ["export", str(out), "--input", str(inp)],

@@ -56,6 +56,31 @@ def test_a_concurrency_above_the_open_files_limit_is_lowered_to_fit(
 
 
 @pytest.mark.slow
+def test_workers_beyond_the_open_files_limit_are_lowered_to_fit(
+    slow_server: str, tmp_path: Path
+) -> None:
+    """The parent holds pipes for each worker: at 40 files, 32 workers cannot all be started
+    (before, the run ended with "cannot start a batch worker process: Too many open files")."""
+    keys = [f"r{i}" for i in range(32)]
+    inp = write_rows(tmp_path / "in.jsonl", prompts(32))
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(
+        batch_args(inp, out, slow_server, "--workers", "32"),
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+        preexec_fn=lambda: _limited(40),
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Too many open files" not in done.stderr
+    assert "--workers 32 lowered to" in done.stderr
+    assert "ulimit -n" in done.stderr
+    assert_complete(out, keys)
+
+
+@pytest.mark.slow
 def test_a_concurrency_that_fits_is_kept_without_a_word(slow_server: str, tmp_path: Path) -> None:
     inp = write_rows(tmp_path / "in.jsonl", prompts(30))
     out = tmp_path / "out.jsonl"
@@ -99,3 +124,19 @@ def test_the_api_refuses_the_same_concurrency(value: int) -> None:
 def test_the_api_takes_the_largest_concurrency() -> None:
     config = BatchConfig(provider="anthropic", model="m", concurrency=10_000).check()
     assert config.concurrency == 10_000
+
+
+def test_the_soft_limit_is_raised_for_the_workers_pipes_too(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """64 workers of 10 rows each: the parent's pipes, not the sockets, set what it needs."""
+    from rxturn.cli import _batch
+
+    limits = [(100, 10_000)]
+    monkeypatch.setattr(resource, "getrlimit", lambda _kind: limits[-1])
+    monkeypatch.setattr(resource, "setrlimit", lambda _kind, pair: limits.append(pair))
+    concurrency, workers, limit = _batch._fit_open_files(10, 640, 64)
+    assert (concurrency, workers) == (10, 64)  # nothing lowered: the hard limit holds them
+    # two pipes and a process descriptor per worker, beside what any process needs
+    assert limit == limits[-1][0] >= 64 * 3 + 10
+    assert limits[-1][1] == 10_000

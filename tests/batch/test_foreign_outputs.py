@@ -67,19 +67,23 @@ def _limit_memory() -> None:
 @pytest.mark.parametrize("ending", [b"", b"\n"], ids=["no-newline", "one-newline-at-the-end"])
 def test_a_huge_line_is_never_read_whole(server: str, tmp_path: Path, ending: bytes) -> None:
     """A 1.5 GiB file of one line (sparse: no disk is spent) named as the output, read with 1 GiB
-    of memory at most: status says what it is, and a run refuses it (no manifest) without
-    reading it; an output line is never longer than a few megabytes."""
+    of memory at most: without a manifest every command refuses it (no run wrote it) without
+    reading it; with a run's manifest beside it, status and export read it and say what it is
+    (an output line is never longer than a few megabytes)."""
     inp = write_rows(tmp_path / "in.jsonl", prompts(3))
+    small = tmp_path / "small.jsonl"
+    assert _run(inp, small, server).returncode == 0  # a run's manifest, to put beside it
     out = tmp_path / "big.jsonl"
     with out.open("wb") as file:
         file.truncate(3 << 29)
         file.seek(0, 2)
         file.write(ending)
-    for args in (
-        ["batch", "status", str(out)],
-        ["batch", "export", str(out), "--input", str(inp)],
-        batch_args(inp, out, server)[1:],
-    ):
+    readers = (["batch", "status", str(out)], ["batch", "export", str(out), "--input", str(inp)])
+    for args in (*readers, batch_args(inp, out, server)[1:], None, *readers):
+        if args is None:
+            manifest = small.with_name(small.name + ".manifest.json")
+            out.with_name(out.name + ".manifest.json").write_bytes(manifest.read_bytes())
+            continue
         done = subprocess.run(
             [*RXTURN, *args],
             capture_output=True,
@@ -91,8 +95,8 @@ def test_a_huge_line_is_never_read_whole(server: str, tmp_path: Path, ending: by
         )
         assert "Traceback" not in done.stderr, done.stderr[-1500:]
         assert done.stderr.count("\n") <= 1, done.stderr[-1500:]
-        if args[1] == "run":
-            assert done.returncode == 2 and "no manifest" in done.stderr
+        if not out.with_name(out.name + ".manifest.json").exists():
+            assert done.returncode == 2 and "no manifest" in done.stderr, done.stderr
         elif ending:
             assert done.returncode == 2 and "longer than 64 MiB" in done.stderr, done.stderr
         else:  # one torn line: nothing whole yet
