@@ -23,9 +23,14 @@ every other message is one msgspec-encoded :class:`Message` JSON object:
 
 Both sides read their pipe in chunks and split the lines themselves (one wake-up per chunk,
 not one per line; a partial line at the end of a pipe, left by a process killed mid-write, is
-dropped), and write what one turn of their event loop produced in one ``write``: the rows this
-process hands a worker, the lines a worker finished. (A worker's budget messages go out at
-once: a ``restamp`` that waited would have the budget count its grant from too early.)
+dropped). This process writes the rows one turn of its event loop handed a worker in one
+``write``; a worker holds its finished lines up to 5 ms (at most 64, and not at all when no
+other row runs there) so that several go in one ``write`` and wake this process once: it
+shares the cores with the workers, and each wake-up takes one from them. Nothing is lost by
+the wait: a row is in flight here until its line arrives. (A worker's budget messages go out
+at once, with whatever waits: a ``restamp`` that waited would have the budget count its grant
+from too early.) The file run hands rows out with :meth:`WorkerPool.relay`, a callback per
+row for its end, not a future: no future and no loop callback per row in this process.
 
 The budget lives here, in one :class:`~._budget.LocalGate`, so ``--rpm``/``--tpm`` and a
 Retry-After pause hold across all workers. Every grant made for a worker ends sent or released:
