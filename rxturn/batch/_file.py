@@ -17,7 +17,7 @@ import os
 from collections import Counter
 from collections.abc import Callable, Generator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
@@ -77,6 +77,16 @@ class Backend(Protocol):
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]: ...
 
     async def aclose(self) -> None: ...
+
+
+@runtime_checkable
+class Relays(Protocol):
+    """A backend that also hands a row out with a callback for its end instead of a future
+    (the worker pool): no future and no loop callback per row."""
+
+    def relay(
+        self, number: int, raw: bytes, landed: Callable[[int, Done | BaseException], None]
+    ) -> None: ...
 
 
 async def run_line(runner: Runner, number: int, raw: bytes, run: int) -> Done:
@@ -335,6 +345,9 @@ class FileRun:
         """
         self._stop = stop
         running: dict[asyncio.Future[Done], int] = {}  # a row in flight -> its line number
+        relay = backend.relay if isinstance(backend, Relays) else None
+        relayed = 0  # rows handed out through ``relay`` and not landed
+        ended = False  # the run is over: a row landing now is not written (as if cancelled)
         limit = _in_flight(backend, self.config)
         lines = self.lines()
         idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -345,18 +358,43 @@ class FileRun:
             stop.set()
 
         def feed() -> None:
+            nonlocal relayed
             try:
-                while len(running) < limit and not stop.is_set():
+                while len(running) + relayed < limit and not stop.is_set():
                     job = next(lines, None)
                     if job is None:
                         break
+                    if relay is not None:
+                        relay(job[0], job[1], landed)
+                        relayed += 1
+                        continue
                     future = backend.submit(*job)
                     running[future] = job[0]
                     future.add_done_callback(finished)
             except Exception as exc:  # the input (a line too long, a read error) or a backend
                 fail(exc)
-            if not running and not idle.done():
+            if not running and not relayed and not idle.done():
                 idle.set_result(None)  # nothing in flight and nothing more to send
+
+        def take(line: int, result: Done | BaseException) -> None:
+            if self.fatal is not None:
+                return
+            if isinstance(result, BaseException):
+                fail(result)
+                return
+            try:
+                self._write(result, line)
+            except Exception as exc:  # a write error, or anything else: the run stops with
+                fail(exc)  # it (raised below), never left waiting for a row nobody hands out
+                return
+            feed()
+
+        def landed(line: int, result: Done | BaseException) -> None:
+            nonlocal relayed
+            if ended:
+                return
+            relayed -= 1
+            take(line, result)
 
         def finished(future: asyncio.Future[Done]) -> None:
             line = running.pop(future, 0)
@@ -365,17 +403,7 @@ class FileRun:
             # every row's failure is looked at, the ones after the first too: one left unseen
             # is printed by asyncio at exit, with a traceback
             error = future.exception()
-            if self.fatal is not None:
-                return
-            if error is not None:
-                fail(error)
-                return
-            try:
-                self._write(future.result(), line)
-            except Exception as exc:  # a write error, or anything else: the run stops with
-                fail(exc)  # it (raised below), never left waiting for a row nobody hands out
-                return
-            feed()
+            take(line, error if error is not None else future.result())
 
         syncer = asyncio.ensure_future(self._sync_every_second(stop))
         stopper = asyncio.ensure_future(stop.wait())
@@ -384,6 +412,7 @@ class FileRun:
             feed()
             await asyncio.wait({idle, stopper}, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            ended = True
             in_flight = list(running)
             for future in in_flight:
                 future.cancel()

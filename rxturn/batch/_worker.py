@@ -4,7 +4,8 @@ It runs the rows its parent sends on its own :class:`~._runner.Runner`, asks the
 for budget (only when the run has ``--rpm``/``--tpm``: without, a row waits only for a
 Retry-After pause, which the parent broadcasts to every worker), and sends each finished output
 line back, as it encoded it (the frames are described in :mod:`._workers`); its finished lines
-are flushed once per turn of its event loop, not one write each (budget messages at once). It
+go out together, a few milliseconds at most after the first of them (:class:`Outbox`; budget
+messages at once). It
 ignores SIGINT (a Ctrl-C on a terminal reaches the whole process group; the parent decides),
 keeps its stdout for the frames alone (anything else printed in it goes to stderr), dies with
 its parent (Linux: the kernel's parent-death signal, which reaches a stopped worker
@@ -21,7 +22,7 @@ import itertools
 import os
 import signal
 import sys
-from typing import Any
+from typing import IO, Any
 
 from .._streams import to_devnull
 from ._budget import Budget, LocalGate
@@ -29,7 +30,7 @@ from ._file import run_line
 from ._runner import Runner
 from ._workers import Message, decode_message, done_frame, encode_message, read_lines
 
-__all__ = ["RemoteGate", "main"]
+__all__ = ["Outbox", "RemoteGate", "main"]
 
 
 class RemoteGate:
@@ -108,36 +109,69 @@ def _take_stdout() -> io.BufferedWriter:
     return os.fdopen(frames, "wb")
 
 
-async def _main(out: io.BufferedWriter) -> None:
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 30)
-    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    queued: list[bytes] = []
+#: how long a finished line may wait for others to go out with it (seconds), and how many may
+#: wait: one write, and one wake-up of the parent (on the same cores), for several rows
+HOLD_S = 0.005
+HOLD_LINES = 64
 
-    def flush() -> None:
-        if not queued:  # sent already, with a budget message
+
+class Outbox:
+    """What this worker sends its parent, written to ``out``.
+
+    A finished row's line waits up to :data:`HOLD_S` for others to go out with it, unless no
+    other row is running here (none would join it) or :data:`HOLD_LINES` wait already; a
+    budget message (:meth:`send`) goes at once, with whatever waits. Nothing is lost by the
+    wait: a row stays the parent's, in flight, until its line arrives, and a worker that dies
+    has its rows run elsewhere.
+    """
+
+    def __init__(self, out: IO[bytes], loop: Any) -> None:
+        self._out = out
+        self._loop = loop
+        self._queued: list[bytes] = []
+        self._timer: Any = None  # the handle of the timer that sends what waits, while set
+
+    def send(self, message: Message) -> None:
+        """A budget message (or the heartbeat, a failure): now. A ``restamp`` that waited
+        would have the parent count its grant from too early."""
+        self._queued.append(encode_message(message))
+        self.flush()
+
+    def finished(self, frame: bytes, running: int) -> None:
+        """A finished row's frame; ``running``: the rows still running in this worker."""
+        queued = self._queued
+        queued.append(frame)
+        if not running or len(queued) >= HOLD_LINES:
+            self.flush()
+        elif self._timer is None:
+            self._timer = self._loop.call_later(HOLD_S, self.flush)
+
+    def flush(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        queued = self._queued
+        if not queued:
             return
         data = b"".join(queued)
         queued.clear()
         try:
-            out.write(data)
-            out.flush()
+            self._out.write(data)
+            self._out.flush()
         except BrokenPipeError:
             # the parent is gone (killed): nobody reads what is left, and the end of stdin
             # stops this loop; later writes go to /dev/null instead of raising again (this
             # runs as a loop callback, where an exception is printed as a traceback)
-            to_devnull(out)
+            to_devnull(self._out)
 
-    def send(message: Message) -> None:
-        # a budget message goes out now: a restamp that waited for the end of a long turn of
-        # the loop would leave the parent counting its grant from too early
-        queued.append(encode_message(message))
-        flush()
 
-    def finished(frame: bytes) -> None:
-        if not queued:  # finished lines go out together, once per turn of the loop
-            loop.call_soon(flush)
-        queued.append(frame)
+async def _main(out: io.BufferedWriter) -> None:
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=1 << 30)
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    outbox = Outbox(out, loop)
+    send = outbox.send
+    running = 0  # rows received here and not finished
 
     chunks = read_lines(reader)
     lines: list[bytes] = []
@@ -160,17 +194,22 @@ async def _main(out: io.BufferedWriter) -> None:
     async with runner:
 
         async def one(number: int, raw: bytes) -> None:
+            nonlocal running
             try:
                 done = await run_line(runner, number, raw, setup.run)
             except Exception as exc:  # not a row's failure (those are lines): stop the run
                 send(Message(t="failed", n=number, raw=f"{type(exc).__name__}: {exc}"))
                 return
-            finished(done_frame(number, done))
+            finally:
+                running -= 1
+            outbox.finished(done_frame(number, done), running)
 
         def receive(line: bytes) -> None:
+            nonlocal running
             if line[:1] == b"r":
                 number, _, raw = line.partition(b" ")
                 task = asyncio.ensure_future(one(int(number[1:]), raw))
+                running += 1
                 tasks.add(task)
                 task.add_done_callback(tasks.discard)
                 return
@@ -183,12 +222,11 @@ async def _main(out: io.BufferedWriter) -> None:
         async def beat(interval: float) -> None:
             # the parent's watchdog kills a worker that holds rows and says nothing for a
             # while: this loop says it is alive, once a heartbeat, while it has rows
-            alive = encode_message(Message(t="alive"))
+            alive = Message(t="alive")
             while True:
                 await asyncio.sleep(interval)
                 if tasks:
-                    queued.append(alive)
-                    flush()
+                    outbox.send(alive)
 
         heart = asyncio.ensure_future(beat(setup.beat)) if setup.beat > 0 else None
         try:
@@ -204,8 +242,7 @@ async def _main(out: io.BufferedWriter) -> None:
                 task.cancel()
             if tasks:
                 await asyncio.gather(*tasks, return_exceptions=True)
-            if queued:
-                flush()
+            outbox.flush()
 
 
 #: the parent's pid, set by the pool (the worker ends at once if it is no longer its parent)

@@ -24,9 +24,14 @@ every other message is one msgspec-encoded :class:`Message` JSON object:
 
 Both sides read their pipe in chunks and split the lines themselves (one wake-up per chunk,
 not one per line; a partial line at the end of a pipe, left by a process killed mid-write, is
-dropped), and write what one turn of their event loop produced in one ``write``: the rows this
-process hands a worker, the lines a worker finished. (A worker's budget messages go out at
-once: a ``restamp`` that waited would have the budget count its grant from too early.)
+dropped). This process writes the rows one turn of its event loop handed a worker in one
+``write``; a worker holds its finished lines up to 5 ms (at most 64, and not at all when no
+other row runs there) so that several go in one ``write`` and wake this process once: it
+shares the cores with the workers, and each wake-up takes one from them. Nothing is lost by
+the wait: a row is in flight here until its line arrives. (A worker's budget messages go out
+at once, with whatever waits: a ``restamp`` that waited would have the budget count its grant
+from too early.) The file run hands rows out with :meth:`WorkerPool.relay`, a callback per
+row for its end, not a future: no future and no loop callback per row in this process.
 
 The budget lives here, in one :class:`~._budget.LocalGate`, so ``--rpm``/``--tpm`` and a
 Retry-After pause hold across all workers. Every grant made for a worker ends sent or released:
@@ -52,7 +57,7 @@ import math
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import msgspec
@@ -223,10 +228,14 @@ _KEY_ENV = {
 }
 
 
+#: called with a row's line number and its finished row, or the error that ends it
+Landed = Callable[[int, "Done | BaseException"], None]
+
+
 class _Worker:
     def __init__(self, process: asyncio.subprocess.Process) -> None:
         self.process = process
-        self.inflight: dict[int, tuple[asyncio.Future[Done], bytes]] = {}
+        self.inflight: dict[int, tuple[Landed, bytes]] = {}  # line number -> (landed, raw)
         self.tickets: dict[int, int] = {}  # the worker's request id -> the budget's ticket
         self.asking: dict[int, asyncio.Future[None]] = {}  # request id -> its grant, waiting
         self.alive = True
@@ -361,14 +370,31 @@ class WorkerPool:
             raise BatchError("every batch worker process has died; re-run to continue")
         return best
 
-    def _send_row(self, number: int, raw: bytes, future: asyncio.Future[Done]) -> None:
+    def relay(self, number: int, raw: bytes, landed: Landed) -> None:
+        """Hand input line ``number`` (its bytes ``raw``) to the least busy worker;
+        ``landed`` is called with its finished row (or the error that ends it) as its frame
+        is read: no future and no loop callback per row (the file run's way).
+
+        Raises:
+            BatchError: every worker has died, or none could set up.
+            ConfigError: no worker could set up, refused by the client's settings.
+        """
         worker = self._pick()
-        worker.inflight[number] = (future, raw)
+        worker.inflight[number] = (landed, raw)
         worker.write(row_frame(number, raw))
 
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
         future: asyncio.Future[Done] = asyncio.get_running_loop().create_future()
-        self._send_row(number, raw, future)
+
+        def landed(_: int, result: Done | BaseException) -> None:
+            if future.done():  # cancelled: nobody waits for it
+                return
+            if isinstance(result, BaseException):
+                future.set_exception(result)
+            else:
+                future.set_result(result)
+
+        self.relay(number, raw, landed)
         return future
 
     def _spawn_later(self, task: Any) -> asyncio.Future[Any]:
@@ -395,8 +421,8 @@ class WorkerPool:
             parsed = parse_done(line)
             if parsed is not None:
                 entry = worker.inflight.pop(parsed[0], None)
-                if entry is not None and not entry[0].done():
-                    entry[0].set_result(parsed[1])
+                if entry is not None:
+                    entry[0](*parsed)
             return
         try:
             message = decode_message(line)
@@ -410,9 +436,9 @@ class WorkerPool:
             return
         if kind == "failed":
             entry = worker.inflight.pop(message.n, None)
-            if entry is not None and not entry[0].done():
-                entry[0].set_exception(
-                    BatchError(f"a worker failed on line {message.n}: {message.raw}")
+            if entry is not None:
+                entry[0](
+                    message.n, BatchError(f"a worker failed on line {message.n}: {message.raw}")
                 )
         elif kind == "fatal":
             self._fatal(message)
@@ -455,10 +481,10 @@ class WorkerPool:
         )
         self.fatal = error
         for worker in self.workers:
-            for future, _ in worker.inflight.values():
-                if not future.done():
-                    future.set_exception(error)
+            rows = list(worker.inflight.items())
             worker.inflight.clear()
+            for number, (landed, _) in rows:
+                landed(number, error)
 
     def _release(self, worker: _Worker, request: int) -> None:
         ticket = worker.tickets.pop(request, None)
@@ -480,7 +506,7 @@ class WorkerPool:
 
     async def _lost(self, worker: _Worker) -> None:
         """A worker's pipe closed: send its rows in flight to the others."""
-        orphans = [(n, f, raw) for n, (f, raw) in worker.inflight.items() if not f.done()]
+        orphans = [(n, landed, raw) for n, (landed, raw) in worker.inflight.items()]
         worker.inflight.clear()
         for asking in list(worker.asking.values()):
             asking.cancel()
@@ -503,11 +529,11 @@ class WorkerPool:
                 await self._spawn()
             except BatchError as exc:  # the live workers take the rows, if any is left
                 say(f"rxturn batch: {exc}\n")
-        for number, future, raw in orphans:
+        for number, landed, raw in orphans:
             try:
-                self._send_row(number, raw, future)
-            except BatchError as exc:
-                future.set_exception(exc)
+                self.relay(number, raw, landed)
+            except (BatchError, ConfigError) as exc:
+                landed(number, exc)
 
     async def aclose(self) -> None:
         self.closing = True

@@ -1,15 +1,18 @@
 """The worker pipes: a worker whose parent is gone (its stdout pipe closed) ends quietly, with no
 traceback on stderr; a finished row's frame carries its output line as encoded; a line cut off
-by a kill is dropped."""
+by a kill is dropped; finished lines wait a little to go out together."""
 
 from __future__ import annotations
 
 import asyncio
+import io
 import subprocess
 import sys
+from collections.abc import Callable
 
 from rxturn.batch import BatchConfig
 from rxturn.batch._file import Done
+from rxturn.batch._worker import HOLD_LINES, HOLD_S, Outbox
 from rxturn.batch._workers import (
     Message,
     done_frame,
@@ -75,3 +78,52 @@ async def test_lines_split_across_reads_come_whole_and_a_cut_off_end_is_dropped(
     reader.feed_eof()  # the writer was killed mid-line
     await asyncio.wait_for(task, 10.0)
     assert got == [b"abc", b"def", b"g"]
+
+
+class _Clock:
+    """Stands in for the event loop's ``call_later``: the timers set, to fire by hand."""
+
+    def __init__(self) -> None:
+        self.timers: list[_Timer] = []
+
+    def call_later(self, delay: float, callback: Callable[[], None]) -> _Timer:
+        timer = _Timer(delay, callback)
+        self.timers.append(timer)
+        return timer
+
+
+class _Timer:
+    def __init__(self, delay: float, callback: Callable[[], None]) -> None:
+        self.delay, self.callback, self.cancelled = delay, callback, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+def test_finished_lines_wait_briefly_to_go_out_together_and_budget_messages_go_at_once() -> None:
+    out, clock = io.BytesIO(), _Clock()
+    outbox = Outbox(out, clock)
+    outbox.finished(b"d1\n", running=2)  # two more rows run here: it waits for them a little
+    outbox.finished(b"d2\n", running=1)
+    assert out.getvalue() == b""
+    assert [timer.delay for timer in clock.timers] == [HOLD_S]  # one timer for the group
+    clock.timers[0].callback()
+    assert out.getvalue() == b"d1\nd2\n"
+    outbox.finished(b"d3\n", running=4)
+    outbox.send(Message(t="restamp", n=9))  # a budget message: now, with what waits
+    assert out.getvalue() == b"d1\nd2\nd3\n" + encode_message(Message(t="restamp", n=9))
+    assert clock.timers[1].cancelled  # nothing waits any more
+    outbox.finished(b"d4\n", running=0)  # the last row running here: nothing would join it
+    assert out.getvalue().endswith(b"d4\n")
+    assert len(clock.timers) == 2
+
+
+def test_no_more_than_hold_lines_finished_lines_wait() -> None:
+    out, clock = io.BytesIO(), _Clock()
+    outbox = Outbox(out, clock)
+    for number in range(HOLD_LINES - 1):
+        outbox.finished(b"d%d\n" % number, running=1000)
+    assert out.getvalue() == b""
+    outbox.finished(b"last\n", running=1000)
+    assert out.getvalue().count(b"\n") == HOLD_LINES and out.getvalue().endswith(b"last\n")
+    assert clock.timers[0].cancelled
