@@ -9,9 +9,11 @@
   fallbacks, system prompt, request options) and the number of runs; replaced atomically.
 * :class:`OutputWriter` is the one writer: each line goes out whole in one ``write`` (with the
   other lines finished in the same turn of the event loop) to a file opened for appending, and
-  is fsynced at least every second and every 256 lines. A failed write (disk full, read-only)
-  truncates the partial lines back and raises :class:`~._errors.BatchWriteError`; the lines
-  before them stay.
+  is fsynced at least every second and every 256 lines, on a thread of its own: an fsync waits
+  for the disk (milliseconds, more on a busy one), and the event loop that relays the rows must
+  not wait with it. A failed write (disk full, read-only) truncates the partial lines back and
+  raises :class:`~._errors.BatchWriteError`; the lines before them stay. A failed fsync is
+  raised by the writer's next call.
 
 What the system refuses (a full disk, a read-only file system, a permission, an I/O error) is a
 :class:`~._errors.BatchWriteError`; what the output *holds* that no run of these settings can
@@ -27,6 +29,7 @@ import hashlib
 import os
 import stat
 import time
+from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
 from typing import IO, Any, Literal
@@ -344,7 +347,13 @@ def fingerprint(
 
 
 class OutputWriter:
-    """Appends whole lines to the output, fsyncing at least every second and 256 lines."""
+    """Appends whole lines to the output, fsyncing at least every second and 256 lines.
+
+    The fsync runs on the writer's own thread (one at a time) while the caller goes on
+    appending: lines written after it started are covered by the next one. Its failure is
+    raised by the next :meth:`write_lines`, :meth:`sync` or :meth:`close`; :meth:`close` waits
+    for it and syncs what is left before closing.
+    """
 
     def __init__(
         self,
@@ -366,6 +375,8 @@ class OutputWriter:
         self._unsynced = 0
         self._first_unsynced = 0.0
         self.written = 0
+        self._syncer: ThreadPoolExecutor | None = None
+        self._syncing: Future[None] | None = None
 
     def write(self, line: bytes) -> None:
         """Append one line (``line`` ends with ``\\n``), whole or not at all.
@@ -381,7 +392,7 @@ class OutputWriter:
 
         Raises:
             BatchWriteError: the write failed (disk full, read-only, I/O error); the file is
-                truncated back to its last whole line before them.
+                truncated back to its last whole line before them. Or the last fsync failed.
         """
         if not lines:
             return
@@ -409,30 +420,62 @@ class OutputWriter:
         return self._unsynced > 0 and self._clock() - self._first_unsynced >= self.fsync_seconds
 
     def sync(self) -> None:
-        """fsync what was written since the last sync.
+        """Start an fsync of what was written since the last one began, on the writer's thread.
+
+        While one runs, nothing new starts: the lines stay counted as unsynced, and the next
+        call after it ended starts theirs.
 
         Raises:
-            BatchWriteError: the system could not (an I/O error, a full disk on some file
+            BatchWriteError: the previous fsync failed (an I/O error, a full disk on some file
                 systems); the lines may not be on disk, and a later run sends them again.
         """
+        syncing = self._syncing
+        if syncing is not None:
+            if not syncing.done():
+                return
+            self._syncing = None
+            self._raise_failed(syncing)
         if self._unsynced:
-            try:
-                os.fsync(self._fd)
-            except OSError as exc:
-                raise BatchWriteError(_write_error(self.path, exc)) from None
+            if self._syncer is None:
+                self._syncer = ThreadPoolExecutor(1, thread_name_prefix="rxturn-fsync")
+            self._syncing = self._syncer.submit(os.fsync, self._fd)
             self._unsynced = 0
+
+    def _raise_failed(self, syncing: Future[None]) -> None:
+        exc = syncing.exception()  # waits, if it still runs
+        if isinstance(exc, OSError):
+            raise BatchWriteError(_write_error(self.path, exc)) from None
+        if exc is not None:
+            raise exc
 
     def _undo(self) -> None:
         with contextlib.suppress(OSError):
             os.ftruncate(self._fd, self._size)
 
     def close(self) -> None:
-        if self._fd >= 0:
-            try:
-                self.sync()
-            finally:
-                os.close(self._fd)
-                self._fd = -1
+        """Wait for a running fsync, sync what is left, close the file.
+
+        Raises:
+            BatchWriteError: an fsync failed (the file is closed all the same).
+        """
+        if self._fd < 0:
+            return
+        syncing, self._syncing = self._syncing, None
+        try:
+            if syncing is not None:
+                self._raise_failed(syncing)  # waits for it to end
+            if self._unsynced:
+                try:
+                    os.fsync(self._fd)
+                except OSError as exc:
+                    raise BatchWriteError(_write_error(self.path, exc)) from None
+                self._unsynced = 0
+        finally:
+            if self._syncer is not None:
+                self._syncer.shutdown(wait=True)
+                self._syncer = None
+            os.close(self._fd)
+            self._fd = -1
 
 
 def _reason(exc: OSError) -> str:
