@@ -71,6 +71,8 @@ def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | No
     value = options.max_tokens if options.max_tokens is not None else default
     if value is None:
         return None
+    if type(value) is int and value > 0:  # the usual case, without the general check's calls
+        return value
     if not positive(value, integer=True):  # RequestOptions fields are not type-checked
         where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
         raise ConfigError(f"{where} must be a positive integer, got {value!r}")
@@ -378,6 +380,19 @@ def check_options(options: object) -> RequestOptions:
         )
     _checked[0] = options
     return options
+
+
+def plain_options(options: object) -> bool:
+    """:func:`check_options`, and whether every field of ``options`` is its default.
+
+    A body builder asks it once per request: plain options (what an engine sends when it was
+    given none) leave nothing to resolve, so the builder skips the per-field steps (each of
+    which would find its field unset and do nothing). Compared by value every time: a frozen
+    options object still holds dicts that may have been filled since."""
+    if type(options) is RequestOptions and options == _DEFAULT:
+        return True
+    check_options(options)
+    return False
 
 
 #: The last options :func:`check_options` passed (an engine sends the same object every turn).
