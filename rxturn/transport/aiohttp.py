@@ -487,9 +487,10 @@ class _IdleTimedProtocol(ResponseHandler):
 
 _LAZY_READ_TIMER = _lazy_read_timer_supported()
 #: ``ClientSession.request`` only wraps aiohttp's request coroutine, ``_request``, in its
-#: context manager; awaited, the two are the same request, and awaiting the wrapper (an ABC
-#: ``Coroutine`` that forwards to the coroutine) costs about 3 us a request more than the
-#: coroutine itself. An aiohttp without ``_request`` is asked the public way.
+#: context manager; awaited, the two are the same request. The wrapper is costly to make: its
+#: class is a subscripted generic (``_BaseRequestContextManager[ClientResponse]``), whose call
+#: tries to set ``__orig_class__`` on a slotted instance and swallows the AttributeError, about
+#: 3 us a request. An aiohttp without ``_request`` is asked the public way.
 _DIRECT = inspect.iscoroutinefunction(getattr(aiohttp.ClientSession, "_request", None))
 
 
