@@ -128,40 +128,40 @@ def _b64_length(size: int) -> int:
 MEDIA_PARTS = (ImagePart, DocumentPart, AudioPart)
 
 
-def _inline_parts(request: Request) -> list[ImagePart | DocumentPart | AudioPart]:
-    found: list[ImagePart | DocumentPart | AudioPart] = []
-    for message in request.messages:
-        for part in message.content:
-            if isinstance(part, MEDIA_PARTS):
-                found.append(part)
-            elif isinstance(part, ToolResultPart):
-                found.extend(part.media)
-    return found
-
-
 def check_inline_limits(request: Request, limits: Limits) -> None:
     """Refuse inline media over the provider's documented limits, before anything is sent."""
     if limits.image is None and limits.request is None:
         return
     total = 0
-    for part in _inline_parts(request):
-        source = part.source
-        if not isinstance(source, InlineSource):
-            continue
-        size = _b64_length(len(source.data))
-        total += size
-        if limits.image is not None and isinstance(part, ImagePart) and size > limits.image[0]:
-            raise ConfigError(
-                f"{limits.provider} accepts images up to {limits.image[1]} each "
-                f"(base64, {limits.source}); this {source.media_type} image is "
-                f"{describe_size(size)} in base64: resize it, or send a URL or a file id"
-            )
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, MEDIA_PARTS):
+                total += _inline_size(part, limits)
+            elif isinstance(part, ToolResultPart):
+                for item in part.media:
+                    total += _inline_size(item, limits)
     if limits.request is not None and total > limits.request[0]:
         raise ConfigError(
             f"{limits.provider} accepts requests up to {limits.request[1]} "
             f"({limits.source}); this request's inline media alone is {describe_size(total)} "
             "in base64: send fewer or smaller files, or URLs / file ids"
         )
+
+
+def _inline_size(part: ImagePart | DocumentPart | AudioPart, limits: Limits) -> int:
+    """The base64 size of ``part``'s inline data (0: not inline); an image over the
+    provider's per-image limit is refused."""
+    source = part.source
+    if not isinstance(source, InlineSource):
+        return 0
+    size = _b64_length(len(source.data))
+    if limits.image is not None and isinstance(part, ImagePart) and size > limits.image[0]:
+        raise ConfigError(
+            f"{limits.provider} accepts images up to {limits.image[1]} each "
+            f"(base64, {limits.source}); this {source.media_type} image is "
+            f"{describe_size(size)} in base64: resize it, or send a URL or a file id"
+        )
+    return size
 
 
 def cache_value(value: object, where: str) -> str | None:

@@ -125,6 +125,10 @@ class HttpClient:
     _key_variable: ClassVar[str | None] = None
     #: the provider's own endpoint: with it, a missing key is a ConfigError at construction.
     _own_base_url: ClassVar[str | None] = None
+    #: (the key they were made with, the streaming path's, the other's): the headers every
+    #: request sends but its own ``extra_headers``, made on first use and again if the key
+    #: changes (a factory may set it after construction)
+    _fixed_headers: tuple[_Secret | None, dict[str, str], dict[str, str]] | None = None
 
     def __init__(
         self,
@@ -443,8 +447,25 @@ class HttpClient:
     def _prepare(
         self, request: Request, options: RequestOptions, *, stream: bool
     ) -> tuple[str, dict[str, str], bytes, str]:
-        model = resolve_model(options, self._model)
+        model = self._model if options.model is None else resolve_model(options, self._model)
         body = encode_body(self._body(request, options, model=model, stream=stream))
+        fixed = self._fixed_headers
+        if fixed is None or fixed[0] is not self._key:
+            fixed = self._fixed_headers = (
+                self._key,
+                self._constant_headers(stream=True),
+                self._constant_headers(stream=False),
+            )
+        headers = dict(fixed[1] if stream else fixed[2])  # (each request its own dict)
+        if options.extra_headers:
+            check_headers(options.extra_headers, "RequestOptions.extra_headers")
+            headers.update(options.extra_headers)
+        if _log.isEnabledFor(logging.DEBUG):
+            _log.debug("POST %s model=%s stream=%s", _safe_url(self._url), model, stream)
+        return self._url, headers, body, model
+
+    def _constant_headers(self, *, stream: bool) -> dict[str, str]:
+        """The headers every request of this client sends on one path (made once per key)."""
         headers = {
             "content-type": "application/json",
             "accept": self._stream_accept if stream else "application/json",
@@ -452,12 +473,7 @@ class HttpClient:
         }
         headers.update(self._auth_headers(self._key.reveal() if self._key else None))
         headers.update(self._extra_headers)
-        if options.extra_headers:
-            check_headers(options.extra_headers, "RequestOptions.extra_headers")
-            headers.update(options.extra_headers)
-        if _log.isEnabledFor(logging.DEBUG):
-            _log.debug("POST %s model=%s stream=%s", _safe_url(self._url), model, stream)
-        return self._url, headers, body, model
+        return headers
 
     def _secrets(self) -> tuple[str, ...]:
         return (self._key.reveal(),) if self._key else ()

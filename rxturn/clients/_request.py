@@ -71,6 +71,8 @@ def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | No
     value = options.max_tokens if options.max_tokens is not None else default
     if value is None:
         return None
+    if type(value) is int and value > 0:  # the usual case, without the general check's calls
+        return value
     if not positive(value, integer=True):  # RequestOptions fields are not type-checked
         where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
         raise ConfigError(f"{where} must be a positive integer, got {value!r}")
@@ -380,8 +382,32 @@ def check_options(options: object) -> RequestOptions:
     return options
 
 
+def plain_options(options: object) -> bool:
+    """:func:`check_options`, and whether ``options`` sets no knob: every field but ``model``
+    and ``max_tokens`` (which every request resolves anyway) at its default.
+
+    A body builder asks it once per request: plain options (what an engine sends when it was
+    given none, or only a model and a cap) leave nothing to resolve, so the builder skips the
+    per-field steps (each of which would find its field unset and do nothing)."""
+    if type(options) is RequestOptions:
+        # the same object as the last plain one: frozen, so only its two dicts can have changed
+        if options is _plain[0] and not options.extra_headers and not options.extra_body:
+            return True
+        if options == _DEFAULT:  # (compared by value: a dict may have been filled since)
+            return True
+    checked = check_options(options)
+    if checked.model is None and checked.max_tokens is None:  # not the defaults: a knob is set
+        return False
+    if msgspec.structs.replace(checked, model=None, max_tokens=None) != _DEFAULT:
+        return False
+    _plain[0] = checked
+    return True
+
+
 #: The last options :func:`check_options` passed (an engine sends the same object every turn).
 _checked: list[RequestOptions | None] = [None]
+#: The last options :func:`plain_options` found plain with a model or a cap set.
+_plain: list[object] = [None]
 _NEVER_NONE = frozenset({"strict_tools", "stop_sequences", "extra_headers", "extra_body"})
 #: The options an engine sends when it was given none (each engine its own object).
 _DEFAULT = RequestOptions()

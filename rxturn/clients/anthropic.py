@@ -88,9 +88,9 @@ from ._content import (
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
-    check_options,
     from_env_key,
     merge_extra_body,
+    plain_options,
     put_sampling,
     reject_reasoning_effort,
     resolve_max_tokens,
@@ -312,15 +312,19 @@ def build_anthropic_body(
         {'model': 'm', 'max_tokens': 100, 'messages': [{'role': 'user', 'content': 'hi'}], \
 'stream': True}
     """
-    check_options(options)
+    # plain options (every field unset): no knob to resolve, only the client's cap to check
+    plain = plain_options(options)
     fmt = options.response_format
-    reject_reasoning_effort(options, "the Anthropic Messages API", "use thinking=<budget>")
+    if not plain:
+        reject_reasoning_effort(options, "the Anthropic Messages API", "use thinking=<budget>")
     tokens = resolve_max_tokens(options, max_tokens)
-    thinking = resolve_thinking(options, tokens)
+    thinking = None if plain else resolve_thinking(options, tokens)
     check_inline_limits(request, LIMITS)
-    system_ttl = cache_value(options.cache_system, "RequestOptions.cache_system")
-    tools_ttl = cache_value(options.cache_tools, "RequestOptions.cache_tools")
-    messages_ttl = cache_value(options.cache_messages, "RequestOptions.cache_messages")
+    system_ttl = tools_ttl = messages_ttl = None
+    if not plain:
+        system_ttl = cache_value(options.cache_system, "RequestOptions.cache_system")
+        tools_ttl = cache_value(options.cache_tools, "RequestOptions.cache_tools")
+        messages_ttl = cache_value(options.cache_messages, "RequestOptions.cache_messages")
     marks: list[dict[str, Any]] = []
     body: dict[str, Any] = {
         "model": model,
@@ -347,7 +351,7 @@ def build_anthropic_body(
     else:
         if request.tools:
             body["tools"] = [_tool(tool, strict=options.strict_tools) for tool in request.tools]
-        choice = resolve_tool_choice(options, request.tools)
+        choice = None if plain else resolve_tool_choice(options, request.tools)
         if choice is not None:
             mode, name = choice
             body["tool_choice"] = (
@@ -362,6 +366,8 @@ def build_anthropic_body(
     if marks or fixed:  # (no breakpoint at all: nothing to trim, no order to check)
         _trim_breakpoints(marks, fixed)
         _check_ttl_order(body, marks)
+    if plain:
+        return body
     put_sampling(body, options, stop_key="stop_sequences")
     if thinking is not None:
         forced = body.get("tool_choice", {}).get("type") in ("any", "tool")

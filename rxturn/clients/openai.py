@@ -75,10 +75,10 @@ from ._content import (
 from ._http import HttpClient, HttpSettings
 from ._request import (
     JSONBody,
-    check_options,
     encode_tool_arguments,
     from_env_key,
     merge_extra_body,
+    plain_options,
     put_sampling,
     reject_thinking,
     resolve_reasoning_effort,
@@ -298,14 +298,18 @@ def build_openai_body(
         {'model': 'm', 'messages': [{'role': 'system', 'content': 'be brief'}, \
 {'role': 'user', 'content': 'hi'}], 'stream': True, 'stream_options': {'include_usage': True}}
     """
-    check_options(options)
-    reject_thinking(
-        options, "Chat Completions", "use reasoning_effort, or extra_body for a server's own field"
-    )
-    effort = resolve_reasoning_effort(options)
+    # plain options (every field unset): no knob to resolve, only the client's cap to write
+    plain = plain_options(options)
+    if not plain:
+        reject_thinking(
+            options,
+            "Chat Completions",
+            "use reasoning_effort, or extra_body for a server's own field",
+        )
+    effort = None if plain else resolve_reasoning_effort(options)
     check_inline_limits(request, LIMITS)
     cache: dict[str, Any] = {}
-    explicit = prompt_cache_fields(options, cache)
+    explicit = False if plain else prompt_cache_fields(options, cache)
     body: dict[str, Any] = {
         "model": model,
         "messages": _messages(request, options, explicit),
@@ -329,7 +333,7 @@ def build_openai_body(
                     function["parameters"] = tool.input_schema
                 tools.append({"type": "function", "function": function})
             body["tools"] = tools
-        choice = resolve_tool_choice(options, request.tools)
+        choice = None if plain else resolve_tool_choice(options, request.tools)
         if choice is not None:
             mode, name = choice
             body["tool_choice"] = (
@@ -349,6 +353,8 @@ def build_openai_body(
             },
         }
     put_sampling(body, options, max_tokens=max_tokens, tokens_key="max_tokens", stop_key="stop")
+    if plain:
+        return body
     if effort is not None:
         body["reasoning_effort"] = effort
     return merge_extra_body(body, options)

@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import inspect
 import os
 import re
 import ssl as _ssl
@@ -259,6 +260,8 @@ class _AiohttpResponse:
         "_response",
         "_since",
         "_url",
+        "headers",
+        "status",
     )
 
     def __init__(
@@ -278,6 +281,9 @@ class _AiohttpResponse:
         self._connect_timeout = connect_timeout
         self._read_timeout = read_timeout
         self._closed = False
+        # the response's own, read once (plain attributes: a turn reads each once or twice)
+        self.status: int = response.status
+        self.headers: Mapping[str, str] = response.headers
         inflater: Inflater | None = None
         error: RxturnError | None = None
         encoding = response.headers.get("content-encoding")
@@ -299,14 +305,6 @@ class _AiohttpResponse:
 
     def __repr__(self) -> str:
         return f"<AiohttpResponse {self._response.status} {_safe_url(self._url)}>"
-
-    @property
-    def status(self) -> int:
-        return self._response.status
-
-    @property
-    def headers(self) -> Mapping[str, str]:
-        return self._response.headers
 
     def aiter_bytes(self) -> _AiohttpResponse:
         return self
@@ -488,6 +486,12 @@ class _IdleTimedProtocol(ResponseHandler):
 
 
 _LAZY_READ_TIMER = _lazy_read_timer_supported()
+#: ``ClientSession.request`` only wraps aiohttp's request coroutine, ``_request``, in its
+#: context manager; awaited, the two are the same request. The wrapper is costly to make: its
+#: class is a subscripted generic (``_BaseRequestContextManager[ClientResponse]``), whose call
+#: tries to set ``__orig_class__`` on a slotted instance and swallows the AttributeError, about
+#: 3 us a request. An aiohttp without ``_request`` is asked the public way.
+_DIRECT = inspect.iscoroutinefunction(getattr(aiohttp.ClientSession, "_request", None))
 
 
 class AiohttpTransport:
@@ -643,7 +647,10 @@ class AiohttpTransport:
         ``stream`` is only a hint here: aiohttp reads every body lazily, so both kinds of
         response are read through the same capped paths.
         """
-        session = self._session_for(asyncio.get_running_loop())
+        loop = asyncio.get_running_loop()
+        session = self._session
+        if session is None or self._loop is not loop or session.closed:
+            session = self._session_for(loop)
         connect_timeout, read_timeout = self.connect_timeout, self.read_timeout
         sent = dict(headers)
         for name in sent:  # (a loop, not a generator: asked of every request)
@@ -653,14 +660,16 @@ class AiohttpTransport:
         else:
             sent["accept-encoding"] = ACCEPT_ENCODING  # only what _inflate decodes
         try:
-            response = await session.request(
+            request = session._request if _DIRECT else session.request  # pyright: ignore[reportPrivateUsage]
+            response = await request(
                 method,
                 url,
                 headers=sent,
                 data=body,
                 allow_redirects=False,
                 proxy=self._proxy_for(url) if self._proxies else None,
-                ssl=self._ssl_for(url),
+                # (an http: URL is never verified: no call to find out)
+                ssl=self._ssl if url.startswith("http:") else self._ssl_for(url),
             )
         except Exception as exc:
             # the mapper is made for a request that failed only (its secrets, later still)

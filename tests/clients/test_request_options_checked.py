@@ -106,3 +106,21 @@ def test_options_equal_to_the_defaults_are_taken_and_a_changed_one_is_checked(wi
     with pytest.raises(ConfigError, match="extra_headers"):
         BUILDERS[wire](changed)
     assert RequestOptions().extra_headers == {}  # the defaults' own dict is never shared
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+def test_options_with_only_a_model_and_a_cap_still_send_a_knob_set_later(wire: str) -> None:
+    # the same options object twice: sent once with no knob set, then its extra_body filled in
+    # (frozen options still hold dicts): the second body carries the field
+    options = RequestOptions(model="routed", max_tokens=77)
+    first = BUILDERS[wire](options)
+    assert first["max_tokens"] == 77 and "seed" not in first
+    options.extra_body["seed"] = 5
+    second = BUILDERS[wire](options)
+    assert second["seed"] == 5 and second["max_tokens"] == 77
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "openai"])
+def test_a_knob_next_to_a_model_is_sent(wire: str) -> None:
+    body = BUILDERS[wire](RequestOptions(model="routed", max_tokens=77, temperature=0.25))
+    assert body["temperature"] == 0.25 and body["max_tokens"] == 77

@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+import rxturn.transport.aiohttp as transport_module
 from rxturn.errors import ConfigError, ConnectError, ReadError, StreamProtocolError
 from rxturn.transport import AiohttpTransport, AsyncTransport, HttpResponse
 from rxturn.transport.aiohttp import map_aiohttp_errors
@@ -44,9 +45,16 @@ def test_transport_satisfies_the_protocol() -> None:
     assert isinstance(AiohttpTransport(), AsyncTransport)
 
 
+@pytest.mark.parametrize("direct", [True, False], ids=["request-coroutine", "public-request"])
 async def test_request_reaches_the_server_and_headers_are_case_insensitive(
-    aiohttp_server: ServerFactory, transport: AiohttpTransport
+    aiohttp_server: ServerFactory,
+    transport: AiohttpTransport,
+    monkeypatch: pytest.MonkeyPatch,
+    direct: bool,
 ) -> None:
+    # the same request whether aiohttp's request coroutine is awaited directly or through the
+    # public ``ClientSession.request`` (an aiohttp without the coroutine)
+    monkeypatch.setattr(transport_module, "_DIRECT", direct)
     seen: dict[str, Any] = {}
 
     async def handler(request: web.Request) -> web.Response:
