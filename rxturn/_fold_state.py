@@ -76,7 +76,9 @@ class Head(msgspec.Struct, frozen=True, gc=False):
     #: from fragment 0, has all the fragments (it is written out when a second run starts)
     runs: list[tuple[int, int]] | None = None
     nruns: int = 0
-    owner: int = -1  # the serial of the lane that received the latest fragment
+    #: the serial of the lane that received the latest fragment (before any fragment: the first
+    #: lane opened that takes fragments, made hot at its start)
+    owner: int = -1
     hot: Lane | None = None  # that lane while it is still the first open match for its deltas
     rescued: Message | None = None  # set by a Fallback item: the reply, adopted wholesale
     keep_thinking: bool = False  # thinking lanes become message parts
