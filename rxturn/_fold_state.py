@@ -175,7 +175,8 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
             part = open_lane_part(lane, self)
             if part is not None:
                 entries.append((lane.serial, part))
-        entries.sort(key=_serial)
+        if len(entries) > 1:  # (most replies are one part: no sort, no key call)
+            entries.sort(key=_serial)
         parts: list[ContentPart] = []
         for _, part in entries:  # (a loop: a comprehension is a call of its own on 3.11)
             parts.append(part)
