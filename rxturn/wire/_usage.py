@@ -330,4 +330,4 @@ def _openai_usage(
         return None  # a usage that says nothing (no tokens either way, no cost)
     counts["input_tokens"] = counts["input_tokens"] or 0
     counts["output_tokens"] = counts["output_tokens"] or 0
-    return Usage(**counts, details=details, provider_cost=cost)
+    return Usage(**counts, details=details, provider_cost=cost)  # pyright: ignore[reportArgumentType]

@@ -257,7 +257,9 @@ def _well_formed(draw: st.DrawFn, wire: str) -> dict[str, Any]:
         if key in flat:
             usage[key] = draw(_a_count)
         elif key in nested:
-            inner = {name: draw(_a_count) for name in nested[key] if draw(st.booleans())}
+            inner: dict[str, Any] = {
+                name: draw(_a_count) for name in nested[key] if draw(st.booleans())
+            }
             inner.update(draw(st.dictionaries(_other_keys, _other, max_size=2)))
             usage[key] = draw(st.sampled_from([inner, None, {}]))
         else:
