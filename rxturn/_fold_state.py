@@ -76,7 +76,9 @@ class Head(msgspec.Struct, frozen=True, gc=False):
     #: from fragment 0, has all the fragments (it is written out when a second run starts)
     runs: list[tuple[int, int]] | None = None
     nruns: int = 0
-    owner: int = -1  # the serial of the lane that received the latest fragment
+    #: the serial of the lane that received the latest fragment (before any fragment: the first
+    #: lane opened that takes fragments, made hot at its start)
+    owner: int = -1
     hot: Lane | None = None  # that lane while it is still the first open match for its deltas
     rescued: Message | None = None  # set by a Fallback item: the reply, adopted wholesale
     keep_thinking: bool = False  # thinking lanes become message parts
@@ -173,7 +175,8 @@ class TurnState(msgspec.Struct, frozen=True, eq=False, gc=False):
             part = open_lane_part(lane, self)
             if part is not None:
                 entries.append((lane.serial, part))
-        entries.sort(key=_serial)
+        if len(entries) > 1:  # (most replies are one part: no sort, no key call)
+            entries.sort(key=_serial)
         parts: list[ContentPart] = []
         for _, part in entries:  # (a loop: a comprehension is a call of its own on 3.11)
             parts.append(part)

@@ -355,6 +355,15 @@ def _part_start(state: TurnState, event: PartStart) -> TurnState:
     else:  # thinking enters the message only when kept
         accepts = "thinking" if head.keep_thinking else ""
         lane = Lane(head.lanes, event.index, event.kind, event.id, "", state._nfrags, accepts)
+    if head.owner < 0 and lane.accepts:
+        # no fragment yet in this reply, so every lane opened so far takes none (a lane that
+        # takes some becomes the owner at its start, here): this lane is the first open match
+        # for its deltas. It is hot (and the owner of the fragments to come) from now, so its
+        # first delta takes the short way as the rest do; the runs log stays implied.
+        head = _replace(
+            head, open=(*head.open, lane), lanes=head.lanes + 1, owner=lane.serial, hot=lane
+        )
+        return TurnState(head, state._frags, state._nfrags)
     head = _replace(head, open=(*head.open, lane), lanes=head.lanes + 1, hot=None)
     return TurnState(head, state._frags, state._nfrags)
 

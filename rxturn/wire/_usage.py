@@ -28,12 +28,18 @@ reported (``None``); one that is not a whole number from 0 to 2**40 (negative, a
 fraction, absurdly large) is a :class:`~rxturn.errors.StreamProtocolError` naming the field: a
 usage that cannot be trusted is not billed as if it could. An unknown field with such a value is
 not a count and is left out.
+
+A usage is read in one pass over its keys, the mapped counts and the details together (two
+usages a stream: reading each field, then walking the object again for the details, cost
+twice the calls); when a mapped count is malformed, the fields are then read in the mapping's
+order, so the error names the first malformed one whatever the order of the object's keys.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from typing import NoReturn
 
 from ..errors import StreamProtocolError
 from ..messages import Usage
@@ -124,74 +130,77 @@ def _shown(value: object) -> str:
 
 
 class _Table:
-    """A wire's mapping as a table to walk, split once at import rather than per usage.
+    """A wire's mapping as tables to read a usage by, split once at import rather than per
+    usage.
 
-    ``rows``: (``Usage`` field, first key, second key or ``""``, the dotted path for an error).
-    The same rows cut for :func:`_walk`'s quick way: ``flat`` the (field, key) pairs read at the
-    top level, ``nested_heads`` the first keys of the nested ones, ``nested_none`` those fields
-    all ``None``.
+    ``rows``: (``Usage`` field, first key, second key or ``""``, the dotted path for an error),
+    in the order a malformed count is looked for. The same rows cut for :func:`_read`'s one
+    pass: ``top`` a top-level key → its field, ``nested`` a first key → its (second key, field)
+    pairs, ``none`` every field ``None``.
     """
 
-    __slots__ = ("flat", "nested_heads", "nested_none", "rows")
+    __slots__ = ("mapped", "nested", "none", "rows", "top")
 
-    def __init__(self, fields: dict[str, str]) -> None:
+    def __init__(self, fields: dict[str, str], mapped: frozenset[str]) -> None:
         self.rows = tuple(
             (field, path.partition(".")[0], path.partition(".")[2], path)
             for field, path in fields.items()
         )
-        self.flat = tuple((field, head) for field, head, rest, _ in self.rows if not rest)
-        self.nested_heads = tuple(dict.fromkeys(head for _, head, rest, _ in self.rows if rest))
-        self.nested_none: dict[str, int | None] = dict.fromkeys(
-            field for field, _, rest, _ in self.rows if rest
-        )
+        self.top = {head: field for field, head, rest, _ in self.rows if not rest}
+        self.nested: dict[str, tuple[tuple[str, str], ...]] = {}
+        for field, head, rest, _ in self.rows:
+            if rest:
+                self.nested[head] = (*self.nested.get(head, ()), (rest, field))
+        assert not self.top.keys() & self.nested.keys()  # a key is a count or holds counts
+        self.none: dict[str, int | None] = dict.fromkeys(fields)
+        self.mapped = mapped
 
 
-def _walk(
+def _read(
     usage: Mapping[str, object], table: _Table, wire: str, where: Where
-) -> dict[str, int | None]:
-    """Each field of ``table`` read from ``usage`` and checked as :func:`checked_count` does.
+) -> tuple[dict[str, int | None], dict[str, int] | None]:
+    """Each field of ``table`` read from ``usage`` and checked as :func:`checked_count` does,
+    and the other whole-number counts (``details``), in one pass over the object.
 
-    The quick way first, for a usage with nothing nested to look into (the first key of every
-    nested field absent or falsy, ``null``, ``0``, ``{}``…, which the row by row walk reads as
-    ``None`` too): the nested fields are ``None`` and only the top-level ones are read. A value
-    that is not ``None`` or a valid count sends the usage the row by row way, which raises for
-    the first malformed field.
+    A mapped count that is not ``None`` or a valid count sends the usage to :func:`_malformed`,
+    which names the first malformed field in the table's order. A first key of a nested field
+    whose value is not an object (``null``, ``0``, ``[]``…) leaves that field ``None``.
     """
-    get = usage.get
-    for head in table.nested_heads:
-        if get(head):
-            break
-    else:
-        counts = table.nested_none.copy()
-        for field, head in table.flat:
-            value = get(head)
+    counts = table.none.copy()
+    found: dict[str, int] = {}
+    top = table.top
+    mapped = table.mapped
+    for key, value in usage.items():
+        field = top.get(key)
+        if field is not None:
             if value is None or (type(value) is int and 0 <= value <= MAX_COUNT):
                 counts[field] = value
             else:
-                break
-        else:
-            return counts
-    counts: dict[str, int | None] = {}
-    for field, head, rest, path in table.rows:
+                _malformed(usage, table, wire, where)
+        elif type(value) is int:
+            if key not in mapped and 0 <= value <= MAX_COUNT:
+                found[key] = value
+        elif isinstance(value, dict):
+            inner: dict[str, object] = value  # pyright: ignore[reportUnknownVariableType]
+            for rest, field in table.nested.get(key, ()):
+                count = inner.get(rest)
+                if count is None or (type(count) is int and 0 <= count <= MAX_COUNT):
+                    counts[field] = count
+                else:
+                    _malformed(usage, table, wire, where)
+            _collect(inner, key + ".", mapped, found)
+    return counts, found or None
+
+
+def _malformed(usage: Mapping[str, object], table: _Table, wire: str, where: Where) -> NoReturn:
+    """Raise for the first field of ``table`` (in its order) that is not a valid count (one
+    is: :func:`_read` found it)."""
+    for _, head, rest, path in table.rows:
         value: object = usage.get(head)
         if rest and value is not None:
             value = value.get(rest) if isinstance(value, dict) else None  # pyright: ignore[reportUnknownMemberType, reportUnknownVariableType]
-        if value is None or (type(value) is int and 0 <= value <= MAX_COUNT):  # pyright: ignore[reportUnknownArgumentType]
-            counts[field] = value
-        else:
-            counts[field] = checked_count(value, path, wire, where)  # raises  # pyright: ignore[reportUnknownArgumentType]
-    return counts
-
-
-_ANTHROPIC_TABLE = _Table(_ANTHROPIC_FIELDS)
-_CHAT_TABLE = _Table(_CHAT_FIELDS)
-_RESPONSES_TABLE = _Table(_RESPONSES_FIELDS)
-
-
-def _details(usage: Mapping[str, object], mapped: frozenset[str]) -> dict[str, int] | None:
-    found: dict[str, int] = {}
-    _collect(usage, "", mapped, found)
-    return found or None
+        checked_count(value, path, wire, where)  # pyright: ignore[reportUnknownArgumentType]
+    raise AssertionError("no malformed count")  # pragma: no cover - _read found one
 
 
 def _collect(
@@ -204,6 +213,11 @@ def _collect(
                 found[name] = value
         elif isinstance(value, dict) and prefix.count(".") < 4:
             _collect(value, name + ".", mapped, found)  # pyright: ignore[reportUnknownArgumentType]
+
+
+_ANTHROPIC_TABLE = _Table(_ANTHROPIC_FIELDS, _ANTHROPIC_MAPPED)
+_CHAT_TABLE = _Table(_CHAT_FIELDS, _CHAT_MAPPED)
+_RESPONSES_TABLE = _Table(_RESPONSES_FIELDS, _RESPONSES_MAPPED)
 
 
 def _cost(usage: Mapping[str, object]) -> float | None:
@@ -265,7 +279,7 @@ def anthropic_usage(raw: object, where: Where = None) -> Usage | None:
 def anthropic_usage_of(usage: Mapping[str, object], where: Where = None) -> Usage | None:
     """:func:`anthropic_usage` of a usage already known to be an object (what
     :func:`usage_object` and :func:`merge_anthropic_delta` return): its type not asked again."""
-    counts = _walk(usage, _ANTHROPIC_TABLE, "Anthropic", where)
+    counts, details = _read(usage, _ANTHROPIC_TABLE, "Anthropic", where)
     uncached = counts["input_tokens"]
     writes = counts["cache_write_tokens"]
     reads = counts["cache_read_tokens"]
@@ -287,34 +301,33 @@ def anthropic_usage_of(usage: Mapping[str, object], where: Where = None) -> Usag
         cache_write_5m_tokens=write_5m,
         cache_write_1h_tokens=write_1h,
         output_reasoning_tokens=counts["output_reasoning_tokens"],
-        details=_details(usage, _ANTHROPIC_MAPPED),
+        details=details,
     )
 
 
 def openai_chat_usage(raw: object, where: Where = None) -> Usage | None:
     """An OpenAI Chat Completions ``usage`` object (the usage chunk's, or a completion's)."""
-    return _openai_usage(raw, "OpenAI", _CHAT_TABLE, _CHAT_MAPPED, where)
+    return _openai_usage(raw, "OpenAI", _CHAT_TABLE, where)
 
 
 def responses_usage(raw: object, where: Where = None) -> Usage | None:
     """An OpenAI Responses ``response.usage`` object (from the terminal event, or a reply)."""
-    return _openai_usage(raw, "OpenAI Responses", _RESPONSES_TABLE, _RESPONSES_MAPPED, where)
+    return _openai_usage(raw, "OpenAI Responses", _RESPONSES_TABLE, where)
 
 
 def _openai_usage(
     raw: object,
     wire: str,
     table: _Table,
-    mapped: frozenset[str],
     where: Where,
 ) -> Usage | None:
     usage = _as_object(raw, wire, where)
     if usage is None:
         return None
-    counts = _walk(usage, table, wire, where)
+    counts, details = _read(usage, table, wire, where)
     cost = _cost(usage)
     if not counts["input_tokens"] and not counts["output_tokens"] and cost is None:
         return None  # a usage that says nothing (no tokens either way, no cost)
     counts["input_tokens"] = counts["input_tokens"] or 0
     counts["output_tokens"] = counts["output_tokens"] or 0
-    return Usage(**counts, details=_details(usage, mapped), provider_cost=cost)  # pyright: ignore[reportArgumentType]
+    return Usage(**counts, details=details, provider_cost=cost)  # pyright: ignore[reportArgumentType]

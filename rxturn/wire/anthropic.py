@@ -55,6 +55,7 @@ before ``message_start`` are protocol errors: a fold could only guess what they 
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import msgspec
@@ -312,12 +313,13 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
     ) -> None:
         # ``type() is`` chains, not ``match``: class patterns cost several times more, and a
         # reply has a handful of these events. The event's place (an ``_At``) is made only for
-        # an error or a usage, and a usage's ``where`` (the event's line) is worked out only
-        # when it turns out malformed: ``_At.where`` is passed, not called.
+        # an error, and a usage's ``where`` (the event's line) is worked out only when it turns
+        # out malformed: a ``partial`` of ``_where`` is passed, not called (cheaper than an
+        # ``_At`` and its bound method).
         if type(event) is _BlockStartEvent:
             if not self._started:
                 raise _before_start(_At(frames, at))
-            self._on_block_start(event, _At(frames, at), out)
+            self._on_block_start(event, frames, at, out)
         elif type(event) is _BlockStopEvent:
             if not self._started:
                 raise _before_start(_At(frames, at))
@@ -330,7 +332,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         elif type(event) is _MessageDeltaEvent:
             if not self._started:
                 raise _before_start(_At(frames, at))
-            where = _At(frames, at).where
+            where = partial(_where, frames, at)
             self._usage = merge_anthropic_delta(self._usage, event.usage, where)
             raw = event.delta.stop_reason  # canonical when known, else as sent
             out.append(
@@ -347,7 +349,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 info = event.message
                 out.append(MessageStart(info.id, info.model))
                 if info.usage is not None:
-                    where = _At(frames, at).where
+                    where = partial(_where, frames, at)
                     self._usage = usage_object(info.usage, "Anthropic", where)
                     usage_now = anthropic_usage_of(self._usage, where)
                     if usage_now is not None:  # billed from here on, even if it then fails
@@ -361,19 +363,21 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         if not self._started:
             raise _before_start(at)
 
-    def _next_block(self, index: int, at: _At) -> None:
+    def _next_block(self, index: int, frames: RawEvents, at: int) -> None:
         """A block starts at the next index, as the API numbers them (and as the SDK, which
         appends each block and looks deltas up by position, needs)."""
         if index != self._blocks:
             if index in self._lanes:
-                raise _already_open(index, at)
+                raise _already_open(index, _At(frames, at))
             rule = OUT_OF_RANGE if not 0 <= index <= MAX_INDEX else "is out of order"
-            raise bad_index("content_block_start for block", index, rule, at.where())
+            raise bad_index("content_block_start for block", index, rule, _where(frames, at))
         self._blocks += 1
 
-    def _on_block_start(self, event: _BlockStartEvent, at: _At, out: list[StreamEvent]) -> None:
+    def _on_block_start(
+        self, event: _BlockStartEvent, frames: RawEvents, at: int, out: list[StreamEvent]
+    ) -> None:
         index = event.index
-        self._next_block(index, at)
+        self._next_block(index, frames, at)
         block = event.content_block
         if isinstance(block, _TextBlock):
             self._lanes[index] = "text"
@@ -411,7 +415,7 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         block = loose.content_block
         if loose.type == "content_block_start" and block and block.type not in _BLOCK_TYPES:
             self._require_start(at)
-            self._next_block(loose.index, at)
+            self._next_block(loose.index, at.frames, at.index)
             self._lanes[loose.index] = _IGNORED
             return
         delta = loose.delta
@@ -439,6 +443,12 @@ class _At:
 
     def where(self) -> str:
         return f"line {self.line()}"
+
+
+def _where(frames: RawEvents, index: int) -> str:
+    """An event's ``where`` (its line), for a usage's error: passed as ``partial(_where, frames,
+    index)``, worked out only if the usage turns out malformed."""
+    return f"line {frames.line(index)}"
 
 
 def _before_start(at: _At) -> StreamProtocolError:

@@ -9,6 +9,7 @@ import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from usage_oracle import anthropic_expected, chat_expected, responses_expected
 
 from rxturn.errors import StreamProtocolError
 from rxturn.messages import Usage
@@ -195,3 +196,105 @@ def test_a_malformed_top_level_count_is_named_with_or_without_nested_objects() -
             anthropic_usage(raw)
     with pytest.raises(StreamProtocolError, match=r"'cache_creation.ephemeral_5m_input_tokens'"):
         anthropic_usage({"input_tokens": 1, "cache_creation": {"ephemeral_5m_input_tokens": "2"}})
+
+
+class _Dumped:
+    """What the usage oracle reads: an SDK usage object's ``model_dump()``."""
+
+    def __init__(self, dump: dict[str, Any]) -> None:
+        self._dump = dump
+
+    def model_dump(self) -> dict[str, Any]:
+        return self._dump
+
+
+_COUNTED = {  # each wire's top-level counts and the nested objects that hold counts
+    "anthropic": (
+        ("input_tokens", "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"),
+        {
+            "cache_creation": ("ephemeral_5m_input_tokens", "ephemeral_1h_input_tokens"),
+            "output_tokens_details": ("thinking_tokens",),
+        },
+    ),
+    "chat": (
+        ("prompt_tokens", "completion_tokens", "total_tokens"),
+        {
+            "prompt_tokens_details": ("cached_tokens", "cache_write_tokens", "audio_tokens"),
+            "completion_tokens_details": ("reasoning_tokens", "audio_tokens"),
+        },
+    ),
+    "responses": (
+        ("input_tokens", "output_tokens", "total_tokens"),
+        {
+            "input_tokens_details": ("cached_tokens", "cache_write_tokens"),
+            "output_tokens_details": ("reasoning_tokens",),
+        },
+    ),
+}
+_MAPPINGS = {
+    "anthropic": (anthropic_usage, anthropic_expected),
+    "chat": (openai_chat_usage, chat_expected),
+    "responses": (responses_usage, responses_expected),
+}
+_a_count = st.one_of(st.none(), st.integers(0, 2**40))
+_other_leaf = st.one_of(
+    st.none(), st.booleans(), st.integers(0, 2**40), st.text(max_size=3), st.floats(0, 10)
+)
+_other_keys = st.sampled_from(["a", "b", "web_search_requests", "image_tokens"])
+_other = st.one_of(
+    _other_leaf,
+    st.dictionaries(_other_keys, _other_leaf, max_size=3),
+    st.dictionaries(_other_keys, st.dictionaries(_other_keys, _other_leaf, max_size=2), max_size=2),
+)
+
+
+@st.composite
+def _well_formed(draw: st.DrawFn, wire: str) -> dict[str, Any]:
+    flat, nested = _COUNTED[wire]
+    usage: dict[str, Any] = {}
+    keys = draw(st.permutations([*flat, *nested, "service_tier", "server_tool_use", "other"]))
+    for key in keys[: draw(st.integers(0, len(keys)))]:
+        if key in flat:
+            usage[key] = draw(_a_count)
+        elif key in nested:
+            inner: dict[str, Any] = {
+                name: draw(_a_count) for name in nested[key] if draw(st.booleans())
+            }
+            inner.update(draw(st.dictionaries(_other_keys, _other, max_size=2)))
+            usage[key] = draw(st.sampled_from([inner, None, {}]))
+        else:
+            usage[key] = draw(_other)
+    return usage
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=st.data(), wire=st.sampled_from(sorted(_COUNTED)))
+def test_a_well_formed_usage_maps_as_documented(data: st.DataObject, wire: str) -> None:
+    """Every mapped count, nested or not and in any key order, and every other whole-number
+    count as a detail: what the documented mapping (the usage oracle) says."""
+    raw = data.draw(_well_formed(wire))
+    mapping, expected = _MAPPINGS[wire]
+    assert mapping(raw) == expected(_Dumped(raw))
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    data=st.data(),
+    wire=st.sampled_from(sorted(_COUNTED)),
+    bad=st.one_of(st.integers(-3, -1), st.just(2**40 + 1), st.booleans(), st.text(max_size=2)),
+)
+def test_the_one_malformed_count_is_named(data: st.DataObject, wire: str, bad: object) -> None:
+    raw = data.draw(_well_formed(wire))
+    flat, nested = _COUNTED[wire]
+    paths = [name for name in flat if name != "total_tokens"]
+    paths += [f"{head}.{name}" for head, names in nested.items() for name in names]
+    path = data.draw(st.sampled_from(paths))
+    head, _, rest = path.partition(".")
+    if rest:
+        inner = raw.get(head)
+        raw[head] = {**(inner if isinstance(inner, dict) else {}), rest: bad}
+    else:
+        raw[head] = bad
+    mapping, _ = _MAPPINGS[wire]
+    with pytest.raises(StreamProtocolError, match=rf"'{path}' is .*, not a token count"):
+        mapping(raw)
