@@ -200,7 +200,7 @@ class FileRun:
         output = self.output_path
         manifest = Manifest.load(output)
         if manifest is None and not self.force and _holds_data(output):
-            raise _not_an_output(output)
+            raise _not_an_output(output, "use another output, or --force to adopt it")
         self.state = state = read_output(output)
         config = self.config
         options = config.options()
@@ -471,25 +471,27 @@ def check_output(output: Path) -> Manifest | None:
 
     Raises:
         BatchOutputError: ``output`` is not a regular file, or holds data but no manifest
-            (no run wrote it), in the words ``batch run`` refuses it with.
+            (no run wrote it), in the words ``batch run`` refuses it with (but for the hint:
+            a reader has no ``--force``).
         BatchWriteError: ``output`` or its manifest cannot be read.
     """
     if not refuse_special(output):
         return None
     manifest = Manifest.load(output)
     if manifest is None and _holds_data(output):
-        raise _not_an_output(output)
+        # (the reader has no --force: it says which command adopts such a file)
+        raise _not_an_output(output, "`batch run --force` would adopt it as an output")
     return manifest
 
 
-def _not_an_output(output: Path) -> BatchOutputError:
+def _not_an_output(output: Path, hint: str) -> BatchOutputError:
     # a run writes its manifest before its first line: without one, nothing says a run wrote
     # this file (a one-line document without a final newline would look torn, and be
     # truncated away by a run, or counted as a torn line by a reader); refused before it is
     # even read
     return BatchOutputError(
         f"{str(output)!r} holds data but no manifest ({str(Manifest.path_for(output))!r}), "
-        "so no batch run wrote it; use another output, or --force to adopt it"
+        f"so no batch run wrote it; {hint}"
     )
 
 

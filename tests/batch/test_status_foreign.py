@@ -53,8 +53,11 @@ def test_a_file_no_run_wrote_is_not_a_batch_output(tmp_path: Path, content: byte
         assert done.returncode == refused.returncode, (command, done.stdout, done.stderr)
         assert done.stdout == ""
         assert "Traceback" not in done.stderr and done.stderr.count("\n") == 1, done.stderr
-        # the words of run's refusal
-        assert done.stderr == refused.stderr, command
+        # the words of run's refusal, but for its hint: a reader has no --force to offer
+        said = "so no batch run wrote it; "
+        assert refused.stderr.split(said)[1] == "use another output, or --force to adopt it\n"
+        assert done.stderr.split(said)[0] == refused.stderr.split(said)[0], command
+        assert done.stderr.split(said)[1] == "`batch run --force` would adopt it as an output\n"
         assert out.read_bytes() == content
         assert _beside(out) == files  # no manifest made, nothing else
 
