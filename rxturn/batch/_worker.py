@@ -27,6 +27,7 @@ from typing import IO, Any
 from .._streams import to_devnull
 from ._budget import Budget, LocalGate
 from ._file import run_line
+from ._heap import tune
 from ._runner import Runner
 from ._workers import Message, decode_message, done_frame, encode_message, read_lines
 
@@ -191,6 +192,7 @@ async def _main(out: io.BufferedWriter) -> None:
     except Exception as exc:  # no row can run here: the parent ends the run with this, once
         send(Message(t="fatal", raw=str(exc), error=type(exc).__name__))
         return
+    tune()  # the set-up is done: freeze it, rarer young collections (rxturn.batch._heap)
     async with runner:
 
         async def one(number: int, raw: bytes) -> None:

@@ -452,6 +452,9 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
         tpm=file_run.config.tpm,
     )
     reporter.start()
+    from rxturn.batch._heap import tune
+
+    tune()
     try:
         return await file_run.run(backend, stop)
     finally:

@@ -96,3 +96,61 @@ async def test_an_engine_only_its_stream_holds_still_runs(fake_client: Any) -> N
                 if isinstance(text, str):
                     texts.append(text)
         assert "".join(texts) == "hello there"
+
+
+@pytest.fixture
+def cyclic_garbage() -> Iterator[None]:
+    """The collector off, and keeping what it finds in ``gc.garbage`` (see ``_rxturn_garbage``)."""
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        yield
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+
+
+def _rxturn_garbage() -> list[str]:
+    """The rxturn types (the test kit's aside) of what only a reference cycle held."""
+    gc.collect()
+    names = sorted(
+        {
+            f"{type(obj).__module__}.{type(obj).__qualname__}"
+            for obj in gc.garbage
+            if type(obj).__module__.startswith("rxturn.")
+            and not type(obj).__module__.startswith("rxturn.testing")
+        }
+    )
+    gc.garbage.clear()
+    return names
+
+
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"handler": StreamHandler.default()},
+        {"handler": StreamHandler.passthrough()},
+        {"mode": "non_streaming", "handler": StreamHandler.default()},
+        {"observers": "recording"},
+        {"fallback": "breaker", "failover": True},
+    ],
+    ids=["default", "passthrough", "non_streaming", "observers", "failover"],
+)
+async def test_a_finished_turn_leaves_no_cycle(
+    fake_client: Any, cyclic_garbage: None, options: dict[str, Any]
+) -> None:
+    # the engine stays alive: its turns' own parts (the handler's ladder, the turn's plan, the
+    # fold's sink, the attempt records) must still go when each turn ends
+    kwargs = dict(options)
+    if kwargs.get("observers") == "recording":
+        kwargs["observers"] = [RecordingObserver()]
+    if kwargs.get("fallback") == "breaker":
+        kwargs["fallback"] = FallbackManager("primary", ["backup"])
+    async with fake_client(REPLY) as (_, client):
+        engine = TurnEngine(client, **kwargs)
+        assert _rxturn_garbage() == []  # what setting up made is not counted
+        for _ in range(3):
+            assert (await engine.run("q")).text == "hello there"
+        assert _rxturn_garbage() == []

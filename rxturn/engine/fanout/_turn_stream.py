@@ -243,7 +243,7 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
                 self._router.stop()
                 self._settle(error)
 
-    def follow(self, ladder: Ladder) -> None:
+    def follow(self, ladder: Ladder | None) -> None:
         """Take the fold's state from ``ladder``'s shadow guard for every batch it hands this
         sink itself (:attr:`Ladder.forwarded`), rather than folding it a second time.
 
@@ -253,7 +253,8 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
         ``AttemptReset`` the ladder sends ahead of a retry), the guard has folded exactly the
         batches the ladder forwarded since, and a batch the guard took is one the fold takes.
         Every other item (the ladder's ``AttemptReset`` and ``Fallback``, a batch of a source
-        the ladder does not hand over itself) is folded here as before.
+        the ladder does not hand over itself) is folded here as before. ``None``: stop following
+        (once the stream is disposed).
         """
         self._ladder = ladder
 
@@ -342,6 +343,9 @@ async def stream_path(
             state = sink.state
     finally:
         connection.dispose()
+        # the ladder holds the sink and the sink (following it) the ladder: without this the
+        # turn's objects would wait for the cycle collector instead of going with the turn
+        sink.follow(None)
         done = sink.done
         if done is not None and done.done() and not done.cancelled():
             done.exception()  # an error that lost to an outer cancel is still retrieved

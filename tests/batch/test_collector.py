@@ -1,0 +1,83 @@
+"""``rxturn batch run`` tunes the cycle collector in each of its processes (the command's and
+every worker's) once its set-up is done: what exists then is frozen, and young collections are
+rarer. A library user's process is left as it is."""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from cli._support import TIMEOUT, clean_env, fake_server
+
+from batch._support import assert_complete, batch_args, prompts, write_rows
+from rxturn.batch._heap import YOUNG
+
+# each process of the command says, as it exits, how its collector was set
+_REPORTER = textwrap.dedent(
+    """
+    import atexit, gc, json, os
+
+    def _report():
+        with open(os.environ["COLLECTOR_REPORT"], "a") as file:
+            threshold = gc.get_threshold()
+            file.write(json.dumps([os.getpid(), threshold[0], gc.get_freeze_count()]) + "\\n")
+
+    atexit.register(_report)
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    scenario = {"models": {"*": [{"text": "an answer"}]}}
+    with fake_server(scenario, tmp_path_factory.mktemp("fake")) as url:
+        yield url
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_every_process_of_the_command_is_tuned(server: str, tmp_path: Path, workers: int) -> None:
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(_REPORTER)
+    report = tmp_path / "report.jsonl"
+    path = os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])
+    source = write_rows(tmp_path / "in.jsonl", prompts(6))
+    out = tmp_path / "out.jsonl"
+    done = subprocess.run(
+        batch_args(source, out, server, "--workers", str(workers)),
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=clean_env(PYTHONPATH=path, COLLECTOR_REPORT=str(report)),
+        stdin=subprocess.DEVNULL,
+    )
+    assert done.returncode == 0, done.stderr
+    assert_complete(out, [f"r{i}" for i in range(6)])
+    seen = [json.loads(line) for line in report.read_text().splitlines()]
+    assert len({pid for pid, _, _ in seen}) == len(seen) == (1 if workers == 1 else 1 + workers)
+    for _, young, frozen in seen:
+        assert young == YOUNG != gc.get_threshold()[0]
+        assert frozen > 1000  # the imports and the set-up, at least
+
+
+def test_the_library_leaves_the_collector_alone() -> None:
+    code = (
+        "import gc, rxturn.batch, rxturn.cli._batch, rxturn.batch._worker;"
+        "print(gc.get_threshold()[0], gc.get_freeze_count())"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=clean_env(),
+        check=True,
+    ).stdout.split()
+    assert shown == [str(gc.get_threshold()[0]), "0"]
