@@ -290,7 +290,10 @@ class Bridge(abc.DisposableBase, Generic[_T]):
             error = exc
         # (A dispose cancels the task only while it waits here, inside ``produce``: the
         # cancellation always lands in it, and was taken back above.)
-        self._end(error)
+        try:
+            self._end(error)
+        finally:
+            error = None  # this frame is in the error's traceback: keeping it makes a cycle
 
     def _end(self, error: Exception | None) -> None:
         """``produce`` returned (``error``: or raised): the observer's terminal call, unless

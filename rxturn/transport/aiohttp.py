@@ -346,7 +346,10 @@ class _AiohttpResponse:
                     raise
                 raw = b""
             if error is not None:
-                raise error  # outside the except block: no third-party __context__
+                try:
+                    raise error  # outside the except block: no third-party __context__
+                finally:
+                    error = None  # this frame is in its traceback: holding it makes a cycle
             if not raw:
                 self._eof = True
                 if inflater is not None:

@@ -338,7 +338,11 @@ async def stream_path(
             sink.done = loop.create_future()
             state = await sink.done
         elif sink.error is not None:
-            raise sink.error
+            error, sink.error = sink.error, None
+            try:
+                raise error
+            finally:  # this frame is in its traceback: holding it, here or in the sink, is a cycle
+                error = None
         else:
             state = sink.state
     finally:
