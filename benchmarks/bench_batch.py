@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import re
 import shutil
@@ -332,8 +333,11 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--rows", type=int, default=5000)
     parser.add_argument("--no-rss", action="store_true", help="skip the 10^6-line memory run")
+    parser.add_argument("--json", type=Path, help="also write the phase's numbers to this file")
     args = parser.parse_args(argv)
-    run_phase(args.rows, rss=not args.no_rss)
+    results = run_phase(args.rows, rss=not args.no_rss)
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
     return 0
 
 
