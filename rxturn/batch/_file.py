@@ -121,7 +121,7 @@ class LocalBackend:
         self.run = run
 
     async def start(self) -> None:
-        return None
+        self.runner.prepare()
 
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
         return asyncio.ensure_future(run_line(self.runner, number, raw, self.run))
@@ -335,13 +335,16 @@ class FileRun:
             if self._stop is not None:
                 self._stop.set()
 
-    async def run(self, backend: Backend, stop: asyncio.Event) -> BatchSummary:
+    async def run(
+        self, backend: Backend, stop: asyncio.Event, started: Callable[[], object] | None = None
+    ) -> BatchSummary:
         """Send every pending row through ``backend``, writing each finished line.
 
         Rows are handed out as places free up: the callback that takes a finished row's line
         hands out the next input line, so the rows in memory are the rows in flight. Stops
         sending when ``stop`` is set (a signal), cancels the rows in flight, and returns with
         ``interrupted``. A write failure stops the run the same way and is raised.
+        ``started`` is called once the backend has started, before the first row goes out.
         """
         self._stop = stop
         running: dict[asyncio.Future[Done], int] = {}  # a row in flight -> its line number
@@ -409,6 +412,8 @@ class FileRun:
         stopper = asyncio.ensure_future(stop.wait())
         try:
             await backend.start()
+            if started is not None:
+                started()
             feed()
             await asyncio.wait({idle, stopper}, return_when=asyncio.FIRST_COMPLETED)
         finally:

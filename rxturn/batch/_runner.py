@@ -586,6 +586,15 @@ class Runner:
             return options
         return msgspec.convert({**self.base_options, **own, "model": model}, RequestOptions)
 
+    def prepare(self) -> None:
+        """Make the first slot now, not for the first row: its engine loads what every turn of
+        the process shares (the price data, with the ``rxturn[cost]`` extra), so that a batch
+        process which freezes its set-up before the rows (:mod:`rxturn.batch._heap`) freezes
+        that as well."""
+        if self._made == 0:
+            self._made = 1
+            self._free.append(_Slot(self))
+
     async def _slot(self) -> _Slot:
         """A new slot while fewer than ``concurrency`` exist, else the next one freed: handed
         to this waiter itself (a slot put back in the free list could be taken first by a row

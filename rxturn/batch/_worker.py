@@ -192,8 +192,13 @@ async def _main(out: io.BufferedWriter) -> None:
     except Exception as exc:  # no row can run here: the parent ends the run with this, once
         send(Message(t="fatal", raw=str(exc), error=type(exc).__name__))
         return
-    tune()  # the set-up is done: freeze it, rarer young collections (rxturn.batch._heap)
     async with runner:
+        try:
+            runner.prepare()
+        except Exception as exc:  # as above
+            send(Message(t="fatal", raw=str(exc), error=type(exc).__name__))
+            return
+        tune()  # the set-up is done: freeze it, rarer young collections (rxturn.batch._heap)
 
         async def one(number: int, raw: bytes) -> None:
             nonlocal running

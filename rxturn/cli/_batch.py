@@ -454,9 +454,9 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
     reporter.start()
     from rxturn.batch._heap import tune
 
-    tune()
     try:
-        return await file_run.run(backend, stop)
+        # once the backend has started (its set-up done), before the first row
+        return await file_run.run(backend, stop, started=tune)
     finally:
         reporter.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):

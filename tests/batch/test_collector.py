@@ -18,16 +18,24 @@ from cli._support import TIMEOUT, clean_env, fake_server
 
 from batch._support import assert_complete, batch_args, prompts, write_rows
 from rxturn.batch._heap import YOUNG
+from rxturn.cost import cost_available
 
 # each process of the command says, as it exits, how its collector was set
 _REPORTER = textwrap.dedent(
     """
-    import atexit, gc, json, os
+    import atexit, gc, json, os, sys
 
     def _report():
+        # the price data (with the cost extra) is loaded before the freeze: frozen, not seen
+        snapshot = sys.modules.get("genai_prices.data_snapshot")
+        prices = None
+        if snapshot is not None:
+            data = snapshot.get_snapshot()
+            prices = not any(obj is data for obj in gc.get_objects())
         with open(os.environ["COLLECTOR_REPORT"], "a") as file:
             threshold = gc.get_threshold()
-            file.write(json.dumps([os.getpid(), threshold[0], gc.get_freeze_count()]) + "\\n")
+            seen = [os.getpid(), threshold[0], gc.get_freeze_count(), prices]
+            file.write(json.dumps(seen) + "\\n")
 
     atexit.register(_report)
     """
@@ -61,10 +69,12 @@ def test_every_process_of_the_command_is_tuned(server: str, tmp_path: Path, work
     assert done.returncode == 0, done.stderr
     assert_complete(out, [f"r{i}" for i in range(6)])
     seen = [json.loads(line) for line in report.read_text().splitlines()]
-    assert len({pid for pid, _, _ in seen}) == len(seen) == (1 if workers == 1 else 1 + workers)
-    for _, young, frozen in seen:
+    assert len({pid for pid, *_ in seen}) == len(seen) == (1 if workers == 1 else 1 + workers)
+    for _, young, frozen, _ in seen:
         assert young == YOUNG != gc.get_threshold()[0]
         assert frozen > 1000  # the imports and the set-up, at least
+    if cost_available():  # each process that ran rows froze the price data with its set-up
+        assert [prices for *_, prices in seen if prices is not None] == [True] * workers
 
 
 def test_the_library_leaves_the_collector_alone() -> None:
