@@ -41,27 +41,29 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"handler": StreamHandler.default()},
-        {"handler": StreamHandler.passthrough()},
-        {"mode": "non_streaming", "handler": StreamHandler.default()},
-        {"observers": "recording"},
-        {"fallback": "breaker", "failover": True},
-    ],
-    ids=["default", "passthrough", "non_streaming", "observers", "failover"],
-)
+#: the kinds of engine each test below runs (made fresh per test: observers and breakers
+#: keep state)
+KINDS = ["default", "passthrough", "non_streaming", "observers", "failover"]
+
+
+def _engine_options(kind: str) -> dict[str, Any]:
+    if kind == "passthrough":
+        return {"handler": StreamHandler.passthrough()}
+    if kind == "non_streaming":
+        return {"mode": "non_streaming", "handler": StreamHandler.default()}
+    if kind == "observers":
+        return {"observers": [RecordingObserver()]}
+    if kind == "failover":
+        return {"fallback": FallbackManager("primary", ["backup"]), "failover": True}
+    return {"handler": StreamHandler.default()}
+
+
+@pytest.mark.parametrize("kind", KINDS)
 async def test_an_engine_nobody_holds_is_freed_without_the_collector(
-    fake_client: Any, no_collector: None, options: dict[str, Any]
+    fake_client: Any, no_collector: None, kind: str
 ) -> None:
-    kwargs = dict(options)
-    if kwargs.get("observers") == "recording":
-        kwargs["observers"] = [RecordingObserver()]
-    if kwargs.get("fallback") == "breaker":
-        kwargs["fallback"] = FallbackManager("primary", ["backup"])
     async with fake_client(REPLY) as (_, client):
-        engine = TurnEngine(client, **kwargs)
+        engine = TurnEngine(client, **_engine_options(kind))
         result = await engine.run("q")
         assert result.text == "hello there"
         gone = weakref.ref(engine)
@@ -130,52 +132,28 @@ def _rxturn_garbage() -> list[str]:
     return names
 
 
-@pytest.mark.parametrize(
-    "options",
-    [
-        {"handler": StreamHandler.default()},
-        {"handler": StreamHandler.passthrough()},
-        {"mode": "non_streaming", "handler": StreamHandler.default()},
-        {"observers": "recording"},
-        {"fallback": "breaker", "failover": True},
-        {"handler": StreamHandler.default(), "scenario": "retried"},
-        {"handler": StreamHandler.default(), "scenario": "cut"},
-        {"handler": StreamHandler.default(), "scenario": "refused"},
-    ],
-    ids=[
-        "default",
-        "passthrough",
-        "non_streaming",
-        "observers",
-        "failover",
-        "retry",
-        "cut",
-        "refused",
-    ],
-)
+#: the first attempt of each turn fails, and its retry answers (the ladder's second attempt
+#: and its reset): a 529 with a short Retry-After, a stream cut after two deltas
+FIRST_ATTEMPT = {
+    "retry": {"status": 529, "retry_after": 0.01},
+    "cut": {"text": "hello there", "chunk_chars": 3, "drop_after_events": 4},
+}
+
+
+@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, "refused"])
 async def test_a_finished_turn_leaves_no_cycle(
-    fake_client: Any, cyclic_garbage: None, options: dict[str, Any]
+    fake_client: Any, cyclic_garbage: None, kind: str
 ) -> None:
     # the engine stays alive: its turns' own parts (the handler's ladder, the turn's plan, the
     # fold's sink, the attempt records) must still go when each turn ends
-    kwargs = dict(options)
-    if kwargs.get("observers") == "recording":
-        kwargs["observers"] = [RecordingObserver()]
-    if kwargs.get("fallback") == "breaker":
-        kwargs["fallback"] = FallbackManager("primary", ["backup"])
-    # each turn's first attempt fails (a 529 with a short Retry-After; a stream cut after two
-    # deltas) and its retry answers: the ladder's second attempt and its reset
-    first = {
-        "retried": {"status": 529, "retry_after": 0.01},
-        "cut": {"text": "hello there", "chunk_chars": 3, "drop_after_events": 4},
-    }.get(kwargs.get("scenario", ""))
-    ok = REPLY["models"]["*"][0]
-    scenario = {"models": {"*": [first, ok] * 3}} if first else REPLY
-    refused = kwargs.pop("scenario", "") == "refused"  # every turn ends in the error it raises
+    scenario: dict[str, Any] = REPLY
+    if kind in FIRST_ATTEMPT:
+        scenario = {"models": {"*": [FIRST_ATTEMPT[kind], REPLY["models"]["*"][0]] * 3}}
+    refused = kind == "refused"  # every turn ends in the error it raises
     if refused:
         scenario = {"models": {"*": [{"status": 400, "error_message": "refused"}]}}
     async with fake_client(scenario) as (_, client):
-        engine = TurnEngine(client, **kwargs)
+        engine = TurnEngine(client, **_engine_options(kind))
         assert _rxturn_garbage() == []  # what setting up made is not counted
         for _ in range(3):
             if refused:
