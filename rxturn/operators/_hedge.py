@@ -288,6 +288,12 @@ class _Race(abc.DisposableBase):
     # -- disposal ----------------------------------------------------------------------------
 
     def dispose(self) -> None:
+        try:
+            self._dispose()
+        finally:
+            self.seats = []  # each seat holds the race: without this the two are a cycle
+
+    def _dispose(self) -> None:
         for handle in (self.timer, self.decision):
             if handle is not None:
                 handle.dispose()

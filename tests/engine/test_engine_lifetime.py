@@ -17,7 +17,14 @@ from typing import Any
 
 import pytest
 
-from rxturn import BadRequestError, FallbackManager, StreamHandler, TurnEngine
+from rxturn import (
+    BadRequestError,
+    FallbackManager,
+    HedgePolicy,
+    HedgeTarget,
+    StreamHandler,
+    TurnEngine,
+)
 from rxturn.engine.agent.tools import tool
 from rxturn.engine.observation.observers import RecordingObserver
 
@@ -55,6 +62,9 @@ def _engine_options(kind: str) -> dict[str, Any]:
         return {"observers": [RecordingObserver()]}
     if kind == "failover":
         return {"fallback": FallbackManager("primary", ["backup"]), "failover": True}
+    if kind == "hedged":
+        hedge = HedgePolicy((HedgeTarget("backup"),), delay=0.02)
+        return {"handler": StreamHandler.default(), "hedge": hedge}
     return {"handler": StreamHandler.default()}
 
 
@@ -140,19 +150,28 @@ FIRST_ATTEMPT = {
 }
 
 
-@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, "refused"])
+#: the primary's first text comes too late: a hedge to the backup wins each turn's race
+HEDGED = {
+    "models": {
+        "primary": [{"text": "hello there", "first_content_delay_ms": 5_000}],
+        "backup": [{"text": "hello there", "chunk_chars": 3}],
+    }
+}
+
+
+@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, "refused", "hedged"])
 async def test_a_finished_turn_leaves_no_cycle(
     fake_client: Any, cyclic_garbage: None, kind: str
 ) -> None:
     # the engine stays alive: its turns' own parts (the handler's ladder, the turn's plan, the
-    # fold's sink, the attempt records) must still go when each turn ends
-    scenario: dict[str, Any] = REPLY
+    # fold's sink, the attempt records, a hedge's race) must still go when each turn ends
+    scenario: dict[str, Any] = HEDGED if kind == "hedged" else REPLY
     if kind in FIRST_ATTEMPT:
         scenario = {"models": {"*": [FIRST_ATTEMPT[kind], REPLY["models"]["*"][0]] * 3}}
     refused = kind == "refused"  # every turn ends in the error it raises
     if refused:
         scenario = {"models": {"*": [{"status": 400, "error_message": "refused"}]}}
-    async with fake_client(scenario) as (_, client):
+    async with fake_client(scenario, model="primary") as (_, client):
         engine = TurnEngine(client, **_engine_options(kind))
         assert _rxturn_garbage() == []  # what setting up made is not counted
         for _ in range(3):

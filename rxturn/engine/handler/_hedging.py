@@ -164,3 +164,6 @@ class TurnRace:
             legs.hedge_won(model)
             if self.observers.interested("on_hedge_won"):
                 self._report("on_hedge_won", primary, model, after=legs.now() - legs.started)
+        # the race is over (one racer adopted, whatever else happens): the plan no longer
+        # races, and its holding this race, which holds the plan, would make the turn a cycle
+        self.plan.race = None
