@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,15 +41,25 @@ def batch_args(inp: Path, out: Path, url: str, *extra: str, model: str = "m") ->
 
 
 def run_batch(
-    inp: Path, out: Path, url: str, *extra: str, model: str = "m", timeout: float = TIMEOUT
+    inp: Path,
+    out: Path,
+    url: str,
+    *extra: str,
+    model: str = "m",
+    timeout: float = TIMEOUT,
+    env: dict[str, str] | None = None,
+    preexec_fn: Callable[[], object] | None = None,
 ) -> subprocess.CompletedProcess[str]:
+    """``rxturn batch run`` to its end; ``env``: the environment (default: ``clean_env()``),
+    ``preexec_fn``: run in the child before the command (a resource limit)."""
     return subprocess.run(
         batch_args(inp, out, url, *extra, model=model),
         capture_output=True,
         text=True,
         timeout=timeout,
-        env=clean_env(),
+        env=env if env is not None else clean_env(),
         stdin=subprocess.DEVNULL,
+        preexec_fn=preexec_fn,
     )
 
 

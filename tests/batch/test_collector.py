@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli._support import TIMEOUT, clean_env, fake_server
 
-from batch._support import assert_complete, batch_args, prompts, write_rows
+from batch._support import assert_complete, prompts, run_batch, write_rows
 from rxturn.batch._heap import YOUNG
 from rxturn.cost import cost_available
 
@@ -58,14 +58,8 @@ def test_every_process_of_the_command_is_tuned(server: str, tmp_path: Path, work
     path = os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])
     source = write_rows(tmp_path / "in.jsonl", prompts(6))
     out = tmp_path / "out.jsonl"
-    done = subprocess.run(
-        batch_args(source, out, server, "--workers", str(workers)),
-        capture_output=True,
-        text=True,
-        timeout=TIMEOUT,
-        env=clean_env(PYTHONPATH=path, COLLECTOR_REPORT=str(report)),
-        stdin=subprocess.DEVNULL,
-    )
+    env = clean_env(PYTHONPATH=path, COLLECTOR_REPORT=str(report))
+    done = run_batch(source, out, server, "--workers", str(workers), env=env)
     assert done.returncode == 0, done.stderr
     assert_complete(out, [f"r{i}" for i in range(6)])
     seen = [json.loads(line) for line in report.read_text().splitlines()]

@@ -16,7 +16,7 @@ from cli._support import clean_env, fake_server
 from rxturn.batch import BatchConfig
 from rxturn.errors import ConfigError
 
-from ._support import assert_complete, batch_args, prompts, write_rows
+from ._support import assert_complete, batch_args, prompts, run_batch, write_rows
 
 SLOW = {"models": {"*": [{"text": "a reply in several parts", "chunk_chars": 5, "delay_ms": 40}]}}
 
@@ -39,13 +39,15 @@ def test_a_concurrency_above_the_open_files_limit_is_lowered_to_fit(
     keys = [f"r{i}" for i in range(900)]
     inp = write_rows(tmp_path / "in.jsonl", prompts(900))
     out = tmp_path / "out.jsonl"
-    done = subprocess.run(
-        batch_args(inp, out, slow_server, "--concurrency", "5000", "--workers", workers),
-        capture_output=True,
-        text=True,
+    done = run_batch(
+        inp,
+        out,
+        slow_server,
+        "--concurrency",
+        "5000",
+        "--workers",
+        workers,
         timeout=180,
-        env=clean_env(),
-        stdin=subprocess.DEVNULL,
         preexec_fn=lambda: _limited(256),
     )
     assert done.returncode == 0, done.stderr[-2000:]
@@ -64,14 +66,8 @@ def test_workers_beyond_the_open_files_limit_are_lowered_to_fit(
     keys = [f"r{i}" for i in range(32)]
     inp = write_rows(tmp_path / "in.jsonl", prompts(32))
     out = tmp_path / "out.jsonl"
-    done = subprocess.run(
-        batch_args(inp, out, slow_server, "--workers", "32"),
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=clean_env(),
-        stdin=subprocess.DEVNULL,
-        preexec_fn=lambda: _limited(40),
+    done = run_batch(
+        inp, out, slow_server, "--workers", "32", timeout=180, preexec_fn=lambda: _limited(40)
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "Too many open files" not in done.stderr

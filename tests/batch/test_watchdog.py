@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from cli._support import clean_env, fake_server
 
-from ._support import assert_complete, batch_args, lines, prompts, write_rows
+from ._support import assert_complete, batch_args, lines, prompts, run_batch, write_rows
 
 pytestmark = pytest.mark.slow  # subprocesses: the rxturn command, worker processes
 
@@ -115,13 +115,14 @@ def test_rows_waiting_on_a_slow_provider_do_not_look_like_a_hung_worker(
 def test_a_bad_heartbeat_setting_is_one_line(slow_server: str, tmp_path: Path, value: str) -> None:
     inp = write_rows(tmp_path / "in.jsonl", prompts(4))
     out = tmp_path / "out.jsonl"
-    done = subprocess.run(
-        batch_args(inp, out, slow_server, "--workers", "2"),
-        capture_output=True,
-        text=True,
+    done = run_batch(
+        inp,
+        out,
+        slow_server,
+        "--workers",
+        "2",
         timeout=60,
         env=clean_env(RXTURN_BATCH_HEARTBEAT_S=value),
-        stdin=subprocess.DEVNULL,
     )
     assert done.returncode == 2, done.stderr
     assert "RXTURN_BATCH_HEARTBEAT_S" in done.stderr
