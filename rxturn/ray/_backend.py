@@ -19,6 +19,8 @@ __all__ = ["RayBackend", "RowActor", "check_address"]
 
 #: seconds a look at a Ray address may take (Ray's own client retries for minutes)
 _REACH_TIMEOUT = 5.0
+#: seconds the driver waits, at the end of a run, for the budget actor's last count of waits
+_LAST_LOOK = 2.0
 
 _KEY_ENV = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -69,8 +71,11 @@ class RowActor:
     async def run_line(self, number: int, raw: bytes) -> Done:
         if self.runner is None:
             api_key = (os.environ.get(self.key_env) or "").strip() or None if self.key_env else None
-            gate = RayGate(self.budget) if self.budget is not None else None
-            self.runner = Runner(self.config, api_key=api_key, gate=gate)
+            config = self.config
+            # without --rpm/--tpm the budget actor still carries the run's Retry-After pauses
+            limited = config.rpm is not None or config.tpm is not None
+            gate = RayGate(self.budget, limited=limited)
+            self.runner = Runner(config, api_key=api_key, gate=gate)
         return await run_line(self.runner, number, raw, self.run)
 
     async def ping(self) -> None:
@@ -78,6 +83,9 @@ class RowActor:
 
 
 class _Waited:
+    """What the progress line reads as ``waiting_s``: the budget actor's count, as the
+    driver's watchdog last heard it (once a heartbeat)."""
+
     waited = 0.0
 
 
@@ -107,6 +115,8 @@ class RayBackend:
         #: per actor: the ping in flight and the watchdog's looks since it was sent
         self._pings: list[tuple[Any, int] | None] = []
         self._watchdog: asyncio.Task[None] | None = None
+        self._budget: Any = None  # the run's budget actor, made by _init
+        self._waited: Any = None  # the ask for its count of waits, in flight
 
     def _init(self) -> None:
         ray = ray_module()
@@ -132,11 +142,11 @@ class RayBackend:
             self._started_ray = True
         count = self.actors_wanted or max(1, int(ray.cluster_resources().get("CPU", 1)))
         config = self.config
-        budget = None
-        if config.rpm is not None or config.tpm is not None:
-            budget = budget_actor(
-                f"rxturn-budget-{uuid.uuid4().hex[:12]}", rpm=config.rpm, tpm=config.tpm
-            )
+        # one per run, with or without --rpm/--tpm: it also carries the Retry-After pauses and
+        # counts the run's waits (the progress line's waiting_s)
+        budget = self._budget = budget_actor(
+            f"rxturn-budget-{uuid.uuid4().hex[:12]}", rpm=config.rpm, tpm=config.tpm
+        )
         key_env = _KEY_ENV.get(config.provider, "")
         env = {key_env: self._api_key} if key_env and self._api_key else {}
         # an async actor runs at most max_concurrency calls at once (Ray's default: 1000):
@@ -169,6 +179,7 @@ class RayBackend:
         ray = ray_module()
         while True:
             await asyncio.sleep(self.beat)
+            self._look_at_waits(ray)
             for index, actor in enumerate(self._actors):
                 ping = self._pings[index]
                 if self._load[index] == 0:
@@ -193,6 +204,20 @@ class RayBackend:
                     )
                     ray.kill(actor, no_restart=False)
 
+    def _look_at_waits(self, ray: Any) -> None:
+        """Take the budget actor's count of the run's waits if its answer is in, and ask
+        again (never waiting for it: a busy or lost actor leaves the last count shown)."""
+        if self._budget is None:
+            return
+        asked = self._waited
+        if asked is not None:
+            ready, _ = ray.wait([asked], timeout=0)
+            if not ready:
+                return
+            with contextlib.suppress(Exception):  # the actor is gone: the last count stays
+                self.gate.waited = float(ray.get(asked))
+        self._waited = self._budget.waited.remote()
+
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
         index = min(range(len(self._actors)), key=self._load.__getitem__)
         self._load[index] += 1
@@ -214,5 +239,12 @@ class RayBackend:
         for actor in self._actors:
             ray.kill(actor)
         self._actors = []
+        budget, self._budget = self._budget, None
+        if budget is not None:
+            # the run's last count of waits, for the summary's progress line
+            with contextlib.suppress(Exception):  # Ray's errors, or no answer in time
+                answer = asyncio.wrap_future(budget.waited.remote().future())
+                self.gate.waited = float(await asyncio.wait_for(answer, _LAST_LOOK))
+            ray.kill(budget)
         if self._started_ray:
             await asyncio.to_thread(ray.shutdown)

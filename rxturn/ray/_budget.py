@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import uuid
 from typing import Any
@@ -108,6 +109,16 @@ class BudgetActor:
     async def pause(self, seconds: float) -> None:
         self._gate().pause(seconds)
 
+    async def pause_left(self) -> float:
+        """Seconds until the run's Retry-After pause is over (0: none): what a gate without
+        a budget asks, so that a pause any actor met holds every actor's requests."""
+        gate = self._gate()
+        return max(0.0, self.budget.paused_until - gate.now())
+
+    async def rate_limited(self, seconds: float) -> None:
+        """A row of some actor sleeps ``seconds`` after a rate limit (the run's waits)."""
+        self._gate().rate_limited(seconds)
+
     async def waited(self) -> float:
         return self._gate().waited
 
@@ -136,21 +147,57 @@ def budget_actor(
     return remote.options(name=name, get_if_exists=True).remote(rpm, tpm, window)
 
 
+#: seconds a gate without a budget trusts what it last heard of the run's pause
+PAUSE_LOOK = 0.05
+
+
 class RayGate:
     """The budget actor seen as a gate (:class:`rxturn.batch.Gate`) from any actor or driver.
 
     An :meth:`acquire` cancelled while it waits (its attempt's deadline, a stopped row) tells
     the actor, which then grants it nothing or releases what it already granted.
+
+    Without a budget (``limited`` false) nothing is granted or charged: a request waits only
+    for the run's Retry-After pause. A pause this gate meets goes to the actor at once; one
+    another actor met is learned by asking the actor how long it lasts, at most every
+    :data:`PAUSE_LOOK` seconds (one ask shared by the requests starting meanwhile), so every
+    actor holds its requests within about a tenth of a second. If the actor cannot be asked
+    (it is gone), requests go on unpaused: the rate-limit ladder still retries each row.
     """
 
-    def __init__(self, actor: object) -> None:
+    def __init__(self, actor: object, *, limited: bool = True) -> None:
         self._actor: Any = actor
+        self.limited = limited
         self._prefix = uuid.uuid4().hex
         self._asks = itertools.count(1)
-        #: what the progress display reads (the actor keeps the true count)
-        self.waited = 0.0
+        self._local = LocalGate(Budget())  # the pauses, seen here (without a budget)
+        self._next_look = 0.0  # loop time after which the actor is asked again
+        self._look: asyncio.Future[None] | None = None  # the ask in flight
+
+    async def _paused(self) -> None:
+        """Wait out the run's pause, as the actor last told it (asked again when stale)."""
+        loop = asyncio.get_running_loop()
+        if loop.time() >= self._next_look:
+            look = self._look
+            if look is None:
+                look = self._look = asyncio.ensure_future(self._ask_pause())
+            await asyncio.shield(look)  # a cancelled request leaves the shared ask running
+        await self._local.acquire(0)
+
+    async def _ask_pause(self) -> None:
+        try:
+            with contextlib.suppress(Exception):  # the actor is gone: no pause is known
+                left: float = await self._actor.pause_left.remote()
+                if left > 0:
+                    self._local.pause(left)
+        finally:
+            self._next_look = asyncio.get_running_loop().time() + PAUSE_LOOK
+            self._look = None
 
     async def acquire(self, tokens: int) -> int:
+        if not self.limited:
+            await self._paused()
+            return -1
         ask = f"{self._prefix}:{next(self._asks)}"
         ref = self._actor.acquire.remote(tokens, ask)
         try:
@@ -161,15 +208,22 @@ class RayGate:
         return ticket
 
     def correct(self, ticket: int, tokens: int) -> None:
-        self._actor.correct.remote(ticket, tokens)
+        if self.limited:
+            self._actor.correct.remote(ticket, tokens)
 
     def restamp(self, ticket: int) -> None:
-        if ticket >= 0:
+        if self.limited and ticket >= 0:
             self._actor.restamp.remote(ticket)
 
     def release(self, ticket: int) -> None:
-        if ticket >= 0:
+        if self.limited and ticket >= 0:
             self._actor.release.remote(ticket)
 
     def pause(self, seconds: float) -> None:
+        if not self.limited:
+            self._local.pause(seconds)  # this actor's requests hold at once
         self._actor.pause.remote(seconds)
+
+    def rate_limited(self, seconds: float) -> None:
+        """A row here sleeps after a rate limit: the actor counts the run's waits."""
+        self._actor.rate_limited.remote(seconds)

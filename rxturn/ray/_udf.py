@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
@@ -94,6 +95,12 @@ def _key(value: object) -> str:
     return str(value)
 
 
+def _in_ray() -> bool:
+    """This process is connected to a Ray cluster (a Ray Data actor is; a plain call is not)."""
+    ray = sys.modules.get("ray")
+    return ray is not None and bool(ray.is_initialized())
+
+
 class TurnUDF:
     """Run a batch's rows as turns on this actor's event loop; fixed-type result columns.
 
@@ -108,7 +115,9 @@ class TurnUDF:
         concurrency: turns in flight at once on this actor.
         rpm: requests per minute over every actor (the named budget actor).
         tpm: tokens per minute over every actor.
-        budget_name: the budget actor's name (one per run).
+        budget_name: the budget actor's name (one per run). In a Ray job it is used with or
+            without ``rpm``/``tpm``: a Retry-After any actor meets pauses every actor's
+            requests (docs/batch.md, "Ray Data").
 
     Input columns: ``id`` and ``prompt``, or ``id`` and ``messages`` (Message JSON); optional
     ``system``, ``model`` and ``options``; other columns are not read. A row that is malformed
@@ -142,10 +151,13 @@ class TurnUDF:
         ).check()
         if api_key is None and provider in _KEY_ENV:
             api_key = (os.environ.get(_KEY_ENV[provider]) or "").strip() or None
-        self._gate: Gate | None = (
-            RayGate(budget_actor(budget_name, rpm=rpm, tpm=tpm))
-            if rpm is not None or tpm is not None
-            else None
+        # without rpm/tpm the named actor still carries the Retry-After pauses of every actor
+        # of the job; a TurnUDF called outside Ray (no cluster connected) pauses only its own
+        limited = rpm is not None or tpm is not None
+        self._gate: Gate = (
+            RayGate(budget_actor(budget_name, rpm=rpm, tpm=tpm), limited=limited)
+            if limited or _in_ray()
+            else LocalGate(Budget())
         )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -161,8 +173,7 @@ class TurnUDF:
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
 
     async def _make_runner(self, api_key: str | None) -> Runner:
-        gate = self._gate if self._gate is not None else LocalGate(Budget())
-        return Runner(self.config, api_key=api_key, gate=gate)
+        return Runner(self.config, api_key=api_key, gate=self._gate)
 
     async def _one(self, index: int, item: dict[str, object]) -> RowResult | BatchInputError:
         try:

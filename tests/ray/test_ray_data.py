@@ -26,6 +26,8 @@ SCENARIO = {
     "models": {
         "m": [{"text": "an answer"}],
         "bad": [{"status": 400, "error_message": "refused"}],
+        # the first request is told to come back in a second; every later one is answered
+        "paced": [{"status": 429, "retry_after": 1}, {"text": "an answer"}],
     }
 }
 
@@ -124,15 +126,32 @@ def test_the_named_budget_actor_holds_the_rate_over_every_actor(
 
 
 @pytest.mark.timeout(300)
-def test_batch_run_on_ray_actors_writes_one_line_per_row(
+def test_batch_run_on_ray_actors_writes_one_line_per_row_and_pauses_them_all(
     ray: Any, fake: FakeProvider, tmp_path: Path
 ) -> None:
+    """Without --rpm/--tpm too, the Retry-After one actor meets holds every actor's requests,
+    and the run's wait shows in the progress line's waiting_s."""
     from batch._support import assert_complete, prompts, run_batch, write_rows
 
     inp = write_rows(tmp_path / "in.jsonl", prompts(60))
     out = tmp_path / "out.jsonl"
     address = ray.get_runtime_context().gcs_address
-    done = run_batch(inp, out, fake.base_url, "--ray", address, timeout=240)
+    done = run_batch(
+        inp,
+        out,
+        fake.base_url,
+        *("--ray", address, "--concurrency", "2", "--progress", "json"),
+        model="paced",
+        timeout=240,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert_complete(out, [f"r{i}" for i in range(60)])
     assert json.loads((tmp_path / "out.jsonl.manifest.json").read_text())["runs"] == 1
+    arrivals = sorted(record.arrived for record in fake.records)
+    told = arrivals[0]  # the request answered 429, Retry-After 1 s
+    # the rows in flight then (two per actor) finish; no new request of either actor goes out
+    # until the second is over (a slack of 0.3 s for the answer and the other actor's look)
+    assert not [t - told for t in arrivals if told + 0.3 < t < told + 0.9]
+    assert len(arrivals) == 61  # every row once, and the one told to wait once more
+    reports = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
+    assert reports and reports[-1]["waiting_s"] >= 0.5, reports[-1:]
