@@ -61,9 +61,11 @@ def check_address(address: str) -> None:
 class RowActor:
     """One Ray actor: a :class:`~rxturn.batch.Runner` taking input lines, giving output lines."""
 
-    def __init__(self, config: BatchConfig, run: int, budget: object, key_env: str) -> None:
+    def __init__(self, config: BatchConfig, run: int, budget: str, key_env: str) -> None:
         self.config = config
         self.run = run
+        #: the run's budget actor, by name: an actor handle among the constructor's arguments
+        #: would go to the object store, which Ray warns about for a restartable actor
         self.budget = budget
         self.key_env = key_env
         self.runner: Runner | None = None
@@ -74,7 +76,7 @@ class RowActor:
             config = self.config
             # without --rpm/--tpm the budget actor still carries the run's Retry-After pauses
             limited = config.rpm is not None or config.tpm is not None
-            gate = RayGate(self.budget, limited=limited)
+            gate = RayGate(ray_module().get_actor(self.budget), limited=limited)
             self.runner = Runner(config, api_key=api_key, gate=gate)
         return await run_line(self.runner, number, raw, self.run)
 
@@ -144,9 +146,8 @@ class RayBackend:
         config = self.config
         # one per run, with or without --rpm/--tpm: it also carries the Retry-After pauses and
         # counts the run's waits (the progress line's waiting_s)
-        budget = self._budget = budget_actor(
-            f"rxturn-budget-{uuid.uuid4().hex[:12]}", rpm=config.rpm, tpm=config.tpm
-        )
+        budget = f"rxturn-budget-{uuid.uuid4().hex[:12]}"
+        self._budget = budget_actor(budget, rpm=config.rpm, tpm=config.tpm)
         key_env = _KEY_ENV.get(config.provider, "")
         env = {key_env: self._api_key} if key_env and self._api_key else {}
         # an async actor runs at most max_concurrency calls at once (Ray's default: 1000):
