@@ -589,7 +589,7 @@ class Runner:
     def prepare(self) -> None:
         """Make the first slot now, not for the first row: its engine loads what every turn of
         the process shares (the price data, with the ``rxturn[cost]`` extra), so that a batch
-        process which freezes its set-up before the rows (:mod:`rxturn.batch._heap`) freezes
+        process which freezes its set-up before the rows (:mod:`rxturn._heap`) freezes
         that as well."""
         if self._made == 0:
             self._made = 1

@@ -24,10 +24,10 @@ import signal
 import sys
 from typing import IO, Any
 
+from .._heap import tune
 from .._streams import to_devnull
 from ._budget import Budget, LocalGate
 from ._file import run_line
-from ._heap import tune
 from ._runner import Runner
 from ._workers import Message, decode_message, done_frame, encode_message, read_lines
 
@@ -198,7 +198,7 @@ async def _main(out: io.BufferedWriter) -> None:
         except Exception as exc:  # as above
             send(Message(t="fatal", raw=str(exc), error=type(exc).__name__))
             return
-        tune()  # the set-up is done: freeze it, rarer young collections (rxturn.batch._heap)
+        tune()  # the set-up is done: freeze it, rarer young collections (rxturn._heap)
 
         async def one(number: int, raw: bytes) -> None:
             nonlocal running

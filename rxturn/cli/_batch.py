@@ -452,7 +452,7 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
         tpm=file_run.config.tpm,
     )
     reporter.start()
-    from rxturn.batch._heap import tune
+    from rxturn._heap import tune
 
     try:
         # once the backend has started (its set-up done), before the first row

@@ -68,6 +68,7 @@ def add_parser(subparsers: Any) -> None:
 
 
 async def _serve(scenario: Any, host: str, port: int) -> int:
+    from rxturn._heap import tune
     from rxturn.testing import FakeProvider
 
     from ._console import STATE, write
@@ -79,6 +80,7 @@ async def _serve(scenario: Any, host: str, port: int) -> int:
         loop.add_signal_handler(sig, stop.set)
     try:
         async with FakeProvider(scenario, host=host, port=port) as fake:
+            tune()  # the set-up is done: freeze it, rarer young collections (rxturn._heap)
             if not write(sys.stdout, f"listening on {fake.base_url}\n") and STATE.failure:
                 return 1  # nobody can learn the port (a full disk): the dispatcher says so
             await stop.wait()

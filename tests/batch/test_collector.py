@@ -1,6 +1,6 @@
 """``rxturn batch run`` tunes the cycle collector in each of its processes (the command's and
-every worker's) once its set-up is done: what exists then is frozen, and young collections are
-rarer. A library user's process is left as it is."""
+every worker's) once its set-up is done, and so does ``rxturn fake-server``: what exists then is
+frozen, and young collections are rarer. A library user's process is left as it is."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 from cli._support import TIMEOUT, clean_env, fake_server
 
 from batch._support import assert_complete, prompts, run_batch, write_rows
-from rxturn.batch._heap import YOUNG
+from rxturn._heap import YOUNG
 from rxturn.cost import cost_available
 
 # each process of the command says, as it exits, how its collector was set
@@ -49,16 +49,21 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         yield url
 
 
-@pytest.mark.parametrize("workers", [1, 2])
-def test_every_process_of_the_command_is_tuned(server: str, tmp_path: Path, workers: int) -> None:
+def _reporting(tmp_path: Path) -> tuple[dict[str, str], Path]:
+    """An environment whose processes write how their collector was set, and where to."""
     hook = tmp_path / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(_REPORTER)
     report = tmp_path / "report.jsonl"
     path = os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return clean_env(PYTHONPATH=path, COLLECTOR_REPORT=str(report)), report
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_every_process_of_the_command_is_tuned(server: str, tmp_path: Path, workers: int) -> None:
+    env, report = _reporting(tmp_path)
     source = write_rows(tmp_path / "in.jsonl", prompts(6))
     out = tmp_path / "out.jsonl"
-    env = clean_env(PYTHONPATH=path, COLLECTOR_REPORT=str(report))
     done = run_batch(source, out, server, "--workers", str(workers), env=env)
     assert done.returncode == 0, done.stderr
     assert_complete(out, [f"r{i}" for i in range(6)])
@@ -71,9 +76,20 @@ def test_every_process_of_the_command_is_tuned(server: str, tmp_path: Path, work
         assert [prices for *_, prices in seen if prices is not None] == [True] * workers
 
 
+def test_the_fake_server_is_tuned_once_it_listens(tmp_path: Path) -> None:
+    env, report = _reporting(tmp_path)
+    with fake_server({"models": {"*": [{"text": "an answer"}]}}, tmp_path, env=env) as url:
+        assert url.startswith("http://127.0.0.1:")
+    # stopped by SIGTERM: a clean exit, whose hooks ran
+    [(_, young, frozen, _)] = [json.loads(line) for line in report.read_text().splitlines()]
+    assert young == YOUNG != gc.get_threshold()[0]
+    assert frozen > 1000  # aiohttp, the server, the scenario
+
+
 def test_the_library_leaves_the_collector_alone() -> None:
     code = (
-        "import gc, rxturn.batch, rxturn.cli._batch, rxturn.batch._worker;"
+        "import gc, rxturn.batch, rxturn.cli._batch, rxturn.batch._worker, rxturn.testing,"
+        " rxturn.cli._fake_server;"
         "print(gc.get_threshold()[0], gc.get_freeze_count())"
     )
     shown = subprocess.run(

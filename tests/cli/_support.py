@@ -203,8 +203,11 @@ SGR = re.compile(r"\x1b\[[0-9;]*m")
 
 
 @contextmanager
-def fake_server(scenario: dict[str, Any], tmp_path: Path) -> Iterator[str]:
-    """``rxturn fake-server --scenario`` as a subprocess on 127.0.0.1; yields its URL."""
+def fake_server(
+    scenario: dict[str, Any], tmp_path: Path, env: dict[str, str] | None = None
+) -> Iterator[str]:
+    """``rxturn fake-server --scenario`` as a subprocess on 127.0.0.1; yields its URL.
+    ``env``: its environment (default: ``clean_env()``); it is stopped with SIGTERM."""
     path = tmp_path / f"scenario-{time.monotonic_ns()}.json"
     path.write_text(json.dumps(scenario))
     proc = subprocess.Popen(
@@ -212,7 +215,7 @@ def fake_server(scenario: dict[str, Any], tmp_path: Path) -> Iterator[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=clean_env(),
+        env=env if env is not None else clean_env(),
     )
     try:
         assert proc.stdout is not None
