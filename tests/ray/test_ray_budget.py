@@ -71,3 +71,35 @@ async def test_a_sent_grant_stays_counted_and_a_release_of_it_changes_nothing(
     await actor.restamp.remote(ticket)
     await actor.release.remote(ticket)
     assert await actor.counts.remote() == (1, 0)  # sent: in the window, not held
+
+
+async def test_without_a_budget_a_pause_one_gate_met_holds_another_and_nothing_is_charged(
+    ray: Any,
+) -> None:
+    handle: Any = budget_actor(f"rxturn-test-{uuid.uuid4().hex[:8]}")  # no rpm, no tpm
+    try:
+        met, other = RayGate(handle, limited=False), RayGate(handle, limited=False)
+        assert await asyncio.wait_for(other.acquire(1), 30.0) == -1  # no pause: at once
+        loop = asyncio.get_running_loop()
+        told = loop.time()
+        met.pause(1.0)  # a Retry-After this gate's actor met
+        await asyncio.sleep(0.1)  # the other gate's last look at the pause is stale by now
+
+        async def held(gate: RayGate) -> float:
+            assert await asyncio.wait_for(gate.acquire(1), 30.0) == -1
+            return loop.time() - told
+
+        # its own requests hold, and so do the other's: it asks the actor how long it lasts
+        assert min(await asyncio.gather(held(met), held(other))) >= 0.9
+        other.rate_limited(2.0)  # a row's sleep on the rate-limit ladder: the run's waits
+        for _ in range(100):
+            if await handle.waited.remote() >= 2.0:
+                break
+            await asyncio.sleep(0.05)
+        assert await handle.waited.remote() >= 2.0
+        assert await handle.counts.remote() == (0, 0)  # no grant was made or held
+    finally:
+        ray.kill(handle)
+    # the actor is gone: a request is not held by a pause nobody can tell it of
+    alone = RayGate(handle, limited=False)
+    assert await asyncio.wait_for(alone.acquire(1), 30.0) == -1
