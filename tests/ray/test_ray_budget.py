@@ -103,3 +103,6 @@ async def test_without_a_budget_a_pause_one_gate_met_holds_another_and_nothing_i
     # the actor is gone: a request is not held by a pause nobody can tell it of
     alone = RayGate(handle, limited=False)
     assert await asyncio.wait_for(alone.acquire(1), 30.0) == -1
+    alone.pause(0.1)  # told to a gone actor: nothing raised here, the pause holds this gate
+    alone.rate_limited(0.1)
+    assert await asyncio.wait_for(alone.acquire(1), 30.0) == -1
