@@ -141,11 +141,26 @@ class _Rows:
                     line=number,
                 )
             obj = dict(cast("Mapping[str, Any]", item))
-            row, sha = decode_row(obj, number), input_sha(obj)
+            sha = _sha(obj, number)  # first: the shapes' checks may take the row for JSON
+            row = decode_row(obj, number)
         if row.key in self.seen:
             raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
         self.seen.add(row.key)
         return row, sha
+
+
+def _sha(obj: dict[str, Any], number: int) -> str:
+    """The row's ``input_sha``; a BatchInputError for a row that is no JSON data (a value of
+    another type, a key that is not a string, nesting too deep to encode)."""
+    try:
+        return input_sha(obj)
+    except TypeError as exc:
+        reason = str(exc)
+        if "str keys" in reason:
+            reason = "an object's keys must be strings"
+    except RecursionError:
+        reason = "nested too deeply"
+    raise BatchInputError(f"row {number}: not JSON data: {reason}", line=number)
 
 
 def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:

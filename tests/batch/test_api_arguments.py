@@ -173,3 +173,41 @@ async def test_rows_in_flight_when_the_iterable_raises_are_delivered_before_the_
             )
     assert sorted(r.id for r in seen) == ["r0", "r1", "r2"]
     assert all(isinstance(r, RowOk) for r in seen)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(depth):
+        inner["a"] = inner = {}
+    return top
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        (
+            {"id": "a", "prompt": "x", "options": {"extra_body": {"k": object()}}},
+            "Encoding objects of type object is unsupported",
+        ),
+        ({"id": "a", "prompt": "x", 7: "seven"}, "an object's keys must be strings"),
+        ({1: "a", "x": 2}, "an object's keys must be strings"),
+        (
+            {
+                "custom_id": "a",
+                "body": {"messages": [{"role": "user", "content": "hi"}], **_nested(50_000)},
+            },
+            "nested too deeply",
+        ),
+    ],
+    ids=["a value of another type", "an int key", "mixed keys", "nesting"],
+)
+async def test_a_row_that_is_no_json_data_is_a_typed_error_naming_it(
+    row: dict[Any, Any], words: str
+) -> None:
+    """A Python row can hold what a JSON line cannot; it is refused as the row it is, not with a
+    TypeError or RecursionError from deep inside."""
+    async with FakeProvider(SCENARIO) as fake:
+        rows = [{"id": "first", "prompt": "x"}, row]
+        with pytest.raises(BatchInputError, match=rf"^row 2: not JSON data: {re.escape(words)}$"):
+            await asyncio.wait_for(run_batch(rows, _config(fake.base_url, concurrency=1)), 30)
