@@ -25,7 +25,7 @@ from ..clients._base import ModelClient
 from ..errors import Cancelled, ConfigError
 from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchInputError
-from ._input import BatchRow, decode_row, input_sha
+from ._input import BatchRow, checked_sha, decode_row, input_sha
 from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
 
 __all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
@@ -141,26 +141,12 @@ class _Rows:
                     line=number,
                 )
             obj = dict(cast("Mapping[str, Any]", item))
-            sha = _sha(obj, number)  # first: the shapes' checks may take the row for JSON
+            sha = checked_sha(obj, number)  # first: the shapes' checks take it for JSON
             row = decode_row(obj, number)
         if row.key in self.seen:
             raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
         self.seen.add(row.key)
         return row, sha
-
-
-def _sha(obj: dict[str, Any], number: int) -> str:
-    """The row's ``input_sha``; a BatchInputError for a row that is no JSON data (a value of
-    another type, a key that is not a string, nesting too deep to encode)."""
-    try:
-        return input_sha(obj)
-    except TypeError as exc:
-        reason = str(exc)
-        if "str keys" in reason:
-            reason = "an object's keys must be strings"
-    except RecursionError:
-        reason = "nested too deeply"
-    raise BatchInputError(f"row {number}: not JSON data: {reason}", line=number)
 
 
 def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 from ..batch._budget import Budget, Gate, LocalGate
 from ..batch._errors import BatchInputError
-from ..batch._input import decode_row, input_sha
+from ..batch._input import checked_sha, decode_row
 from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
 from ..errors import ConfigError
 from ._budget import DEFAULT_NAME, RayGate, budget_actor
@@ -166,10 +166,11 @@ class TurnUDF:
 
     async def _one(self, index: int, item: dict[str, object]) -> RowResult | BatchInputError:
         try:
+            sha = checked_sha(item, index)  # a column can hold what JSON cannot
             row = decode_row(item, index)
         except BatchInputError as exc:
-            return exc
-        return await self._runner.run_row(row, input_sha(item))
+            return exc  # the row's error row; the batch's other rows run
+        return await self._runner.run_row(row, sha)
 
     async def _all(self, items: list[dict[str, object]]) -> list[RowResult | BatchInputError]:
         return list(

@@ -87,3 +87,20 @@ def test_ids_of_odd_dtypes_come_back_as_the_users_keys(fake: FakeProvider) -> No
     assert out["id"] == ["7", "8", "2.5"], out["id"]
     out = _run(fake, {"id": np.array([b"k1", b"k2"]), "prompt": np.array(["one", "two"])})
     assert out["id"] == ["k1", "k2"], out["id"]
+
+
+def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakeProvider) -> None:
+    """An ``options`` column of Python objects (``batch_format`` numpy's object arrays hold
+    anything): that row is an error row, and the batch's other rows are served."""
+    out = _run(
+        fake,
+        {
+            "id": ["a", "b"],
+            "prompt": ["one", "two"],
+            "options": [None, {"extra_body": {"tag": object()}}],
+        },
+    )
+    assert out["status"] == ["ok", "error"], out["error_message"]
+    assert out["error_type"][1] == "BatchInputError"
+    assert str(out["error_message"][1]).startswith("not JSON data: "), out["error_message"]
+    assert len(fake.requests) == 1
