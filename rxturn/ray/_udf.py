@@ -152,7 +152,11 @@ class TurnUDF:
             target=self._loop.run_forever, name="rxturn-turnudf", daemon=True
         )
         self._thread.start()
-        self._runner = self._call(self._make_runner(api_key))
+        try:
+            self._runner = self._call(self._make_runner(api_key))
+        except BaseException:  # a key the client refuses: no loop or thread is left behind
+            self._stop()
+            raise
 
     def __repr__(self) -> str:
         return f"TurnUDF(provider={self.config.provider!r}, model={self.config.model!r})"
@@ -211,6 +215,10 @@ class TurnUDF:
         """Close the client and stop this actor's loop (Ray does it when the actor ends)."""
         if self._loop.is_running():
             self._call(self._runner.aclose())
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
         if not self._loop.is_running() and not self._loop.is_closed():

@@ -4,14 +4,18 @@ not the row's business, and a batch whose columns differ in length is a typed er
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from test_ray_data import ThreadedFake
 
 from rxturn.errors import ConfigError
 from rxturn.ray import TurnUDF
-from rxturn.testing import FakeProvider
+from rxturn.testing import FakeProvider, assert_no_secret
+
+SECRET = "sk-ant-api03-udf-secret-0123456789"
 
 
 @pytest.fixture
@@ -104,3 +108,29 @@ def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakePro
     assert out["error_type"][1] == "BatchInputError"
     assert str(out["error_message"][1]).startswith("not JSON data: "), out["error_message"]
     assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"provider": "nope"}, "provider must be one of"),
+        ({"concurrency": 0}, "concurrency must be an integer >= 1, got 0"),
+        ({"concurrency": True}, "got `bool` - at `$.concurrency`"),
+        ({"api_key": SECRET + " x"}, "api_key must be a non-empty string without whitespace"),
+    ],
+)
+def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
+    arguments: dict[str, Any], words: str
+) -> None:
+    kwargs: dict[str, Any] = {
+        "provider": "anthropic",
+        "base_url": "http://127.0.0.1:9",
+        "api_key": SECRET,
+        **arguments,
+    }
+    before = {t for t in threading.enumerate() if t.name == "rxturn-turnudf"}
+    with pytest.raises(ConfigError) as caught:
+        TurnUDF(model="m", **kwargs)
+    assert words in str(caught.value)
+    assert_no_secret(caught.value, SECRET)
+    assert {t for t in threading.enumerate() if t.name == "rxturn-turnudf"} == before
