@@ -13,8 +13,17 @@ from typing import Any
 
 import pytest
 
-from rxturn.batch import BatchConfig, BatchInputError, RowOk, RowResult, batch_results, run_batch
+from rxturn.batch import (
+    BatchConfig,
+    BatchInputError,
+    BatchRow,
+    RowOk,
+    RowResult,
+    batch_results,
+    run_batch,
+)
 from rxturn.errors import ConfigError
+from rxturn.messages import Message
 from rxturn.testing import FakeProvider
 
 from ._support import prompts
@@ -211,3 +220,43 @@ async def test_a_row_that_is_no_json_data_is_a_typed_error_naming_it(
         rows = [{"id": "first", "prompt": "x"}, row]
         with pytest.raises(BatchInputError, match=rf"^row 2: not JSON data: {re.escape(words)}$"):
             await asyncio.wait_for(run_batch(rows, _config(fake.base_url, concurrency=1)), 30)
+
+
+async def test_rows_of_every_shape_run_side_by_side() -> None:
+    """Native prompt and messages rows, an OpenAI Batch line, an Anthropic batch request and a
+    BatchRow in one iterable: each is its own turn, keyed as its shape keys it."""
+    rows: list[Any] = [
+        {"id": "native", "prompt": "from a prompt"},
+        {"id": "messages", "messages": [{"role": "user", "content": "from messages"}]},
+        {
+            "custom_id": "openai",
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {"messages": [{"role": "user", "content": "from an openai line"}]},
+        },
+        {
+            "custom_id": "anthropic",
+            "params": {
+                "max_tokens": 9,
+                "messages": [{"role": "user", "content": "from an anthropic request"}],
+            },
+        },
+        BatchRow(key="struct", messages=(Message.user("from a BatchRow"),)),
+    ]
+    seen: list[RowResult] = []
+    async with FakeProvider(SCENARIO) as fake:
+        summary = await asyncio.wait_for(
+            run_batch(rows, _config(fake.base_url), on_result=seen.append), 30
+        )
+        sent = sorted(str(body["messages"][0]["content"]) for body in fake.requests)
+    assert (summary.total, summary.ok) == (5, 5)
+    assert sorted(r.id for r in seen) == ["anthropic", "messages", "native", "openai", "struct"]
+    assert sent == sorted(
+        [
+            "from a prompt",
+            "from messages",
+            "from an openai line",
+            "from an anthropic request",
+            "from a BatchRow",
+        ]
+    )
