@@ -65,6 +65,29 @@ async def test_an_async_callback_that_raises_stops_the_run_and_is_raised() -> No
             )
 
 
+async def test_a_raising_callback_stops_a_run_whose_source_awaits_its_next_row() -> None:
+    """An async source fed from a queue may wait for ever for its next row: the callback's
+    error ends that wait (the source is closed) rather than wait with it."""
+    closed: list[bool] = []
+
+    async def rows() -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {"id": "a", "prompt": "x"}
+            await asyncio.Event().wait()  # nothing more comes
+            yield {"id": "b", "prompt": "x"}
+        finally:
+            closed.append(True)
+
+    def refuse(result: RowResult) -> None:
+        raise LookupError(f"cannot store {result.id}")
+
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(LookupError, match="cannot store a"):
+            await asyncio.wait_for(run_batch(rows(), _config(fake.base_url), on_result=refuse), 10)
+        assert len(fake.requests) == 1
+    assert closed == [True]
+
+
 async def test_an_async_generator_of_rows_is_read_lazily() -> None:
     pulled = 0
 
