@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import os
 import threading
@@ -31,6 +32,9 @@ COLUMNS = (
     "error_type",
     "error_message",
 )
+
+#: how long an interrupted call waits for its batch's rows to be cancelled
+_SETTLE_SECONDS = 10.0
 
 #: the input columns a row is made of (the native row's fields); others are not read
 _ROW_COLUMNS = frozenset({"id", "prompt", "messages", "system", "model", "options"})
@@ -147,6 +151,7 @@ class TurnUDF:
             if rpm is not None or tpm is not None
             else None
         )
+        self._batches: set[asyncio.Task[Any]] = set()  # the batches running on the loop
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rxturn-turnudf", daemon=True
@@ -162,7 +167,28 @@ class TurnUDF:
         return f"TurnUDF(provider={self.config.provider!r}, model={self.config.model!r})"
 
     def _call(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():  # interrupted while it runs (Ctrl-C, a signal's exception)
+                future.cancel()
+                self._settle()  # its rows stop too, their connections closed
+            raise
+
+    def _settle(self) -> None:
+        """Cancel the batches running on the loop and wait (a while) until they have ended."""
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._cancel_batches(), self._loop).result(
+                _SETTLE_SECONDS
+            )
+
+    async def _cancel_batches(self) -> None:
+        batches = list(self._batches)
+        for batch in batches:
+            batch.cancel()
+        if batches:
+            await asyncio.wait(batches)
 
     async def _make_runner(self, api_key: str | None) -> Runner:
         gate = self._gate if self._gate is not None else LocalGate(Budget())
@@ -177,9 +203,15 @@ class TurnUDF:
         return await self._runner.run_row(row, sha)
 
     async def _all(self, items: list[dict[str, object]]) -> list[RowResult | BatchInputError]:
-        return list(
-            await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
-        )
+        this = asyncio.current_task()
+        if this is not None:
+            self._batches.add(this)
+        try:
+            return list(
+                await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
+            )
+        finally:
+            self._batches.discard(cast("asyncio.Task[Any]", this))
 
     def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, list[object]]:
         """One batch (columns) in, one row of results per input row out, in order.
@@ -214,6 +246,7 @@ class TurnUDF:
     def close(self) -> None:
         """Close the client and stop this actor's loop (Ray does it when the actor ends)."""
         if self._loop.is_running():
+            self._settle()  # a batch an interrupted call left (its caller gone)
             self._call(self._runner.aclose())
         self._stop()
 

@@ -4,7 +4,10 @@ not the row's business, and a batch whose columns differ in length is a typed er
 
 from __future__ import annotations
 
+import os
+import signal
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -135,3 +138,43 @@ def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
     assert words in str(caught.value)
     assert_no_secret(caught.value, SECRET)
     assert {t for t in threading.enumerate() if t.name == "rxturn-turnudf"} == before
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _interrupt(*_: object) -> None:
+    raise _Interrupted
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="a POSIX signal")
+def test_an_interrupted_call_stops_its_rows_and_closes_their_connections() -> None:
+    """Ctrl-C (here a signal whose handler raises) while a batch's rows wait on a provider
+    that never answers: the call raises, and its rows end with it rather than run on, unowned,
+    on the actor's loop (and be destroyed pending when it closes)."""
+    served = ThreadedFake({"models": {"*": [{"text": "never", "stall_after_events": 1}]}})
+    fake = served.fake
+    udf = TurnUDF("anthropic", "m", base_url=fake.base_url, concurrency=4)
+    previous = signal.signal(signal.SIGUSR1, _interrupt)
+
+    def interrupt_once_all_are_sent() -> None:
+        for _ in range(500):
+            if len(fake.requests) == 3:
+                break
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+    try:
+        threading.Thread(target=interrupt_once_all_are_sent, daemon=True).start()
+        with pytest.raises(_Interrupted):
+            udf({"id": ["a", "b", "c"], "prompt": ["one", "two", "three"]})
+        for _ in range(500):
+            if fake.disconnects == 3:
+                break
+            time.sleep(0.01)
+        assert (len(fake.requests), fake.disconnects) == (3, 3)
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        udf.close()
+        served.close()
