@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from reactivex import operators as ops
 
 from rxturn.batch import (
     BatchConfig,
@@ -283,3 +284,70 @@ async def test_rows_of_every_shape_run_side_by_side() -> None:
             "from a BatchRow",
         ]
     )
+
+
+async def test_an_empty_iterable_is_an_empty_summary_and_no_request() -> None:
+    async with FakeProvider(SCENARIO) as fake:
+        summary = await asyncio.wait_for(run_batch(iter(()), _config(fake.base_url)), 30)
+        assert fake.requests == []
+    assert (summary.total, summary.ok, summary.error, summary.pending) == (0, 0, 0, 0)
+    assert summary.exit_code == 0
+
+
+async def test_a_key_seen_twice_is_a_typed_error_naming_the_second_row() -> None:
+    """The key of an Anthropic batch request (``custom_id``) and of a native row (``id``) are
+    one key space: the same key in both shapes is a duplicate."""
+    rows: list[dict[str, Any]] = [
+        {"id": "k1", "prompt": "x"},
+        {
+            "custom_id": "k1",
+            "params": {"max_tokens": 5, "messages": [{"role": "user", "content": "y"}]},
+        },
+    ]
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(BatchInputError, match=r"^row 2: duplicate key 'k1'$") as caught:
+            await asyncio.wait_for(run_batch(rows, _config(fake.base_url)), 30)
+        assert len(fake.requests) == 1  # the first row was read, and sent, before the second
+    assert caught.value.line == 2
+
+
+_STALLED = {"models": {"*": [{"text": "never", "stall_after_events": 1}]}}
+
+
+@pytest.mark.parametrize("how", ["cancel the coroutine", "take(3) of the Observable"])
+async def test_stopping_early_closes_every_stream_in_flight(how: str) -> None:
+    """The coroutine cancelled (``asyncio.CancelledError`` reaches its caller), or an Rx
+    operator that stops reading: the rows still in flight are cancelled, their connections
+    closed, and no task is left behind."""
+    scenario = {"models": {"*": [{"text": "an answer"}], "stalled": _STALLED["models"]["*"]}}
+    rows = prompts(8)
+    for row in rows[3:]:
+        row["model"] = "stalled"  # three rows are served; five never end on their own
+    async with FakeProvider(scenario) as fake:
+        config = _config(fake.base_url, concurrency=8)
+        if how == "cancel the coroutine":
+            run = asyncio.ensure_future(run_batch(rows, config))
+            for _ in range(500):
+                if len(fake.requests) == 8:
+                    break
+                await asyncio.sleep(0.01)
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(run, 30)
+        else:
+            done: asyncio.Future[list[RowResult]] = asyncio.get_running_loop().create_future()
+            batch_results(rows, config).pipe(ops.take(3), ops.to_list()).subscribe(
+                on_next=done.set_result, on_error=done.set_exception
+            )
+            served = await asyncio.wait_for(done, 30)
+            assert sorted(r.id for r in served) == ["r0", "r1", "r2"]
+        # (take(3) may end the run before every stalled row's request was sent)
+        for _ in range(500):
+            if fake.disconnects == len(fake.requests) - 3:
+                break
+            await asyncio.sleep(0.01)
+        assert fake.disconnects == len(fake.requests) - 3 > 0
+        assert all(r.end == "disconnected" for r in fake.records if r.model == "stalled")
+        await asyncio.sleep(0)
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert left == []

@@ -223,6 +223,18 @@ async def test_the_python_api_holds_a_batch_row_to_what_a_decoded_row_is(
             "BatchConfig: Expected `array`, got `str` - at `$.fallback`",
         ),
         (BatchConfig(provider="gemini", model="m"), "provider must be one of"),  # pyright: ignore[reportArgumentType]
+        (
+            BatchConfig(provider="anthropic", model="m", concurrency=0),
+            "concurrency must be an integer >= 1, got 0",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", concurrency=-3),
+            "concurrency must be an integer >= 1, got -3",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", concurrency=True),
+            "BatchConfig: Expected `int`, got `bool` - at `$.concurrency`",
+        ),
     ],
 )
 async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(
