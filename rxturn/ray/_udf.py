@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import math
 import os
 import threading
@@ -151,7 +152,7 @@ class TurnUDF:
             if rpm is not None or tpm is not None
             else None
         )
-        self._batches: set[asyncio.Task[Any]] = set()  # the batches running on the loop
+        self._calls: set[asyncio.Task[Any]] = set()  # what runs on the loop for a caller
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rxturn-turnudf", daemon=True
@@ -167,28 +168,42 @@ class TurnUDF:
         return f"TurnUDF(provider={self.config.provider!r}, model={self.config.model!r})"
 
     def _call(self, coroutine: Any) -> Any:
-        future = asyncio.run_coroutine_threadsafe(coroutine, self._loop)
+        mine: list[asyncio.Task[Any]] = []
+
+        async def tracked() -> Any:
+            task = cast("asyncio.Task[Any]", asyncio.current_task())
+            mine.append(task)
+            self._calls.add(task)
+            try:
+                return await coroutine
+            finally:
+                self._calls.discard(task)
+
+        future = asyncio.run_coroutine_threadsafe(tracked(), self._loop)
         try:
             return future.result()
         except BaseException:
             if not future.done():  # interrupted while it runs (Ctrl-C, a signal's exception)
                 future.cancel()
-                self._settle()  # its rows stop too, their connections closed
+                self._settle(mine)  # its rows stop too, their connections closed
+                if inspect.getcoroutinestate(coroutine) == inspect.CORO_CREATED:
+                    coroutine.close()  # cancelled before it began
             raise
 
-    def _settle(self) -> None:
-        """Cancel the batches running on the loop and wait (a while) until they have ended."""
+    def _settle(self, calls: list[asyncio.Task[Any]] | None) -> None:
+        """Cancel ``calls`` (``None``: every call running on the loop) and wait a while until
+        they have ended."""
         with contextlib.suppress(Exception):
-            asyncio.run_coroutine_threadsafe(self._cancel_batches(), self._loop).result(
+            asyncio.run_coroutine_threadsafe(self._cancel(calls), self._loop).result(
                 _SETTLE_SECONDS
             )
 
-    async def _cancel_batches(self) -> None:
-        batches = list(self._batches)
-        for batch in batches:
-            batch.cancel()
-        if batches:
-            await asyncio.wait(batches)
+    async def _cancel(self, calls: list[asyncio.Task[Any]] | None) -> None:
+        tasks = list(self._calls if calls is None else calls)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
 
     async def _make_runner(self, api_key: str | None) -> Runner:
         gate = self._gate if self._gate is not None else LocalGate(Budget())
@@ -203,15 +218,9 @@ class TurnUDF:
         return await self._runner.run_row(row, sha)
 
     async def _all(self, items: list[dict[str, object]]) -> list[RowResult | BatchInputError]:
-        this = asyncio.current_task()
-        if this is not None:
-            self._batches.add(this)
-        try:
-            return list(
-                await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
-            )
-        finally:
-            self._batches.discard(cast("asyncio.Task[Any]", this))
+        return list(
+            await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
+        )
 
     def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, list[object]]:
         """One batch (columns) in, one row of results per input row out, in order.
@@ -246,7 +255,7 @@ class TurnUDF:
     def close(self) -> None:
         """Close the client and stop this actor's loop (Ray does it when the actor ends)."""
         if self._loop.is_running():
-            self._settle()  # a batch an interrupted call left (its caller gone)
+            self._settle(None)  # what an interrupted call left (its caller gone)
             self._call(self._runner.aclose())
         self._stop()
 

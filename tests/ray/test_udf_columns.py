@@ -9,7 +9,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from test_ray_data import ThreadedFake
@@ -152,28 +152,49 @@ def _interrupt(*_: object) -> None:
 def test_an_interrupted_call_stops_its_rows_and_closes_their_connections() -> None:
     """Ctrl-C (here a signal whose handler raises) while a batch's rows wait on a provider
     that never answers: the call raises, and its rows end with it rather than run on, unowned,
-    on the actor's loop (and be destroyed pending when it closes)."""
-    served = ThreadedFake({"models": {"*": [{"text": "never", "stall_after_events": 1}]}})
+    on the actor's loop (and be destroyed pending when it closes). A call another thread
+    makes at the same time (an actor with ``max_concurrency`` > 1) goes on to its end."""
+    served = ThreadedFake(
+        {
+            "models": {
+                "*": [{"text": "never", "stall_after_events": 1}],
+                "held": [{"text": "later", "stall_after_events": 1, "stall_seconds": 0.2}],
+            }
+        }
+    )
     fake = served.fake
     udf = TurnUDF("anthropic", "m", base_url=fake.base_url, concurrency=4)
     previous = signal.signal(signal.SIGUSR1, _interrupt)
+    other: list[object] = []
+
+    def other_call() -> None:
+        try:
+            other.append(udf({"id": ["h"], "prompt": ["x"], "model": ["held"]}))
+        except BaseException as exc:  # what the assertion below shows
+            other.append(exc)
 
     def interrupt_once_all_are_sent() -> None:
         for _ in range(500):
-            if len(fake.requests) == 3:
+            if len(fake.requests) == 4:
                 break
             time.sleep(0.01)
         os.kill(os.getpid(), signal.SIGUSR1)
 
     try:
-        threading.Thread(target=interrupt_once_all_are_sent, daemon=True).start()
+        threads = [threading.Thread(target=f) for f in (other_call, interrupt_once_all_are_sent)]
+        for thread in threads:
+            thread.start()
         with pytest.raises(_Interrupted):
             udf({"id": ["a", "b", "c"], "prompt": ["one", "two", "three"]})
+        for thread in threads:
+            thread.join(30)
         for _ in range(500):
             if fake.disconnects == 3:
                 break
             time.sleep(0.01)
-        assert (len(fake.requests), fake.disconnects) == (3, 3)
+        assert (len(fake.requests), fake.disconnects) == (4, 3)
+        assert isinstance(other[0], dict), other
+        assert cast("dict[str, list[object]]", other[0])["status"] == ["ok"], other
     finally:
         signal.signal(signal.SIGUSR1, previous)
         udf.close()
