@@ -23,9 +23,12 @@ from reactivex.disposable import Disposable
 
 from ..clients._base import ModelClient
 from ..errors import Cancelled, ConfigError
+from ..messages import Message
 from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchInputError
-from ._input import BatchRow, decode_row, input_sha
+from ._input import BatchRow, checked_sha, decode_row, input_sha
+from ._input import _check_turn as check_turn  # pyright: ignore[reportPrivateUsage]
+from ._input import _options as check_options  # pyright: ignore[reportPrivateUsage]
 from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
 
 __all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
@@ -132,7 +135,7 @@ class _Rows:
     def decode(self, item: object) -> tuple[BatchRow, str]:
         self.number = number = self.number + 1
         if isinstance(item, BatchRow):
-            row, sha = item, input_sha(item)
+            row, sha = _checked_row(item, number), input_sha(item)
         else:
             if not isinstance(item, Mapping):
                 raise BatchInputError(
@@ -141,11 +144,39 @@ class _Rows:
                     line=number,
                 )
             obj = dict(cast("Mapping[str, Any]", item))
-            row, sha = decode_row(obj, number), input_sha(obj)
+            sha = checked_sha(obj, number)  # first: the shapes' checks take it for JSON
+            row = decode_row(obj, number)
         if row.key in self.seen:
             raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
         self.seen.add(row.key)
         return row, sha
+
+
+def _checked_row(row: BatchRow, number: int) -> BatchRow:
+    """A :class:`BatchRow` made in Python, held to what a decoded row is (a Struct's fields
+    are not checked when it is made): else a row with no messages, or options the runner
+    never reads, would be sent as it is."""
+
+    def fail(what: str) -> BatchInputError:
+        return BatchInputError(f"row {number}: BatchRow: {what}", line=number)
+
+    if not isinstance(row.key, str) or not row.key.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise fail(f"key must be a non-empty string, got {row.key!r}")
+    messages = cast(object, row.messages)
+    if not isinstance(messages, tuple | list) or not all(
+        isinstance(m, Message) for m in cast("tuple[object, ...]", messages)
+    ):
+        raise fail("messages must be a sequence of Message")
+    for name in ("system", "model"):
+        value: object = getattr(row, name)
+        if value is not None and not isinstance(value, str):
+            raise fail(f"{name} must be a string or None, got {type(value).__name__}")
+    try:
+        check_turn(tuple(row.messages), number)
+        check_options(row.options, number, "options")
+    except BatchInputError as exc:  # "line N: …" as a decoded row's: said as this row's
+        raise fail(str(exc).split(": ", 1)[-1]) from None
+    return row
 
 
 def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:

@@ -43,6 +43,7 @@ from ._errors import BatchInputError
 __all__ = [
     "BatchRow",
     "InputIndex",
+    "checked_sha",
     "decode_row",
     "input_sha",
     "is_stream",
@@ -80,6 +81,25 @@ class BatchRow(msgspec.Struct, frozen=True, kw_only=True):
 def input_sha(obj: object) -> str:
     """sha256 (hex) of ``obj``'s canonical JSON: keys sorted, no whitespace."""
     return hashlib.sha256(_canonical.encode(obj)).hexdigest()
+
+
+def checked_sha(obj: Mapping[str, object], number: int) -> str:
+    """:func:`input_sha` of a row made in Python (the API's rows, a Ray batch's), which can
+    hold what no JSON line can.
+
+    Raises:
+        BatchInputError: the row is no JSON data (a value of a type JSON does not have, a key
+            that is not a string, nesting too deep to encode); the message names row ``number``.
+    """
+    try:
+        return input_sha(obj)
+    except TypeError as exc:
+        reason = str(exc)
+        if "str keys" in reason:
+            reason = "an object's keys must be strings"
+    except RecursionError:
+        reason = "nested too deeply"
+    raise BatchInputError(f"row {number}: not JSON data: {reason}", line=number)
 
 
 def _fail(line: int, what: str) -> BatchInputError:

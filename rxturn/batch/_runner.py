@@ -652,8 +652,9 @@ async def drive(
     ``jobs`` (an iterable or an async iterable) only as fast as places free up (memory stays
     bounded by the jobs in flight).
 
-    Stops taking jobs once ``stop`` is set; returns the futures still running then. An async
-    iterable is closed when this returns or raises.
+    Stops taking jobs once ``stop`` is set, even while an async iterable is waiting for its
+    next job (that wait is cancelled: a source fed from a queue may wait for ever); returns
+    the futures still running then. An async iterable is closed when this returns or raises.
     """
     places = asyncio.Semaphore(limit)
     running: set[asyncio.Future[Any]] = set()
@@ -663,15 +664,30 @@ async def drive(
         places.release()
 
     end = object()
+    stopped: asyncio.Future[Any] | None = None
     if isinstance(jobs, AsyncIterable):
         stream = aiter(jobs)
 
-        async def take() -> Any:
+        async def next_job() -> Any:
             try:
                 return await anext(stream)
             except StopAsyncIteration:
                 return end
 
+        async def take() -> Any:
+            if stopped is None:
+                return await next_job()
+            pending = asyncio.ensure_future(next_job())
+            try:
+                await asyncio.wait((pending, stopped), return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                if not pending.done():  # stopped (or this task cancelled) while it waits
+                    pending.cancel()
+                    await asyncio.wait((pending,))
+            return end if pending.cancelled() else pending.result()
+
+        if stop is not None:
+            stopped = asyncio.ensure_future(stop.wait())
     else:
         stream = iter(jobs)
 
@@ -682,13 +698,16 @@ async def drive(
         while True:
             await places.acquire()  # a place first, then the next job: no job waits in memory
             job = end if stop is not None and stop.is_set() else await take()
-            if job is end:
+            if job is end or (stop is not None and stop.is_set()):  # read after the stop: unsent
                 places.release()
                 break
             future = start(job)
             running.add(future)
             future.add_done_callback(finished)
     finally:
+        if stopped is not None:
+            stopped.cancel()
+            await asyncio.wait((stopped,))
         close = getattr(stream, "aclose", None)
         if close is not None:
             await close()

@@ -142,6 +142,8 @@ def budget_actor(
     that finds it running shares it.
     """
     Budget(rpm=rpm, tpm=tpm, window=window)  # a bad limit fails here, in the caller
+    if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"the budget actor's name must be a non-empty string, got {name!r}")
     ray = ray_module()
     remote = ray.remote(num_cpus=0, max_concurrency=10_000)(BudgetActor)
     return remote.options(name=name, get_if_exists=True).remote(rpm, tpm, window)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import inspect
 import math
 import os
 import sys
@@ -12,7 +14,7 @@ from typing import Any, cast
 
 from ..batch._budget import Budget, Gate, LocalGate
 from ..batch._errors import BatchInputError
-from ..batch._input import decode_row, input_sha
+from ..batch._input import checked_sha, decode_row
 from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
 from ..errors import ConfigError
 from ._budget import DEFAULT_NAME, RayGate, budget_actor
@@ -32,6 +34,9 @@ COLUMNS = (
     "error_type",
     "error_message",
 )
+
+#: how long an interrupted call waits for its batch's rows to be cancelled
+_SETTLE_SECONDS = 10.0
 
 #: the input columns a row is made of (the native row's fields); others are not read
 _ROW_COLUMNS = frozenset({"id", "prompt", "messages", "system", "model", "options"})
@@ -159,28 +164,69 @@ class TurnUDF:
             if limited or _in_ray()
             else LocalGate(Budget())
         )
+        self._calls: set[asyncio.Task[Any]] = set()  # what runs on the loop for a caller
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rxturn-turnudf", daemon=True
         )
         self._thread.start()
-        self._runner = self._call(self._make_runner(api_key))
+        try:
+            self._runner = self._call(self._make_runner(api_key))
+        except BaseException:  # a key the client refuses: no loop or thread is left behind
+            self._stop()
+            raise
 
     def __repr__(self) -> str:
         return f"TurnUDF(provider={self.config.provider!r}, model={self.config.model!r})"
 
     def _call(self, coroutine: Any) -> Any:
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result()
+        mine: list[asyncio.Task[Any]] = []
+
+        async def tracked() -> Any:
+            task = cast("asyncio.Task[Any]", asyncio.current_task())
+            mine.append(task)
+            self._calls.add(task)
+            try:
+                return await coroutine
+            finally:
+                self._calls.discard(task)
+
+        future = asyncio.run_coroutine_threadsafe(tracked(), self._loop)
+        try:
+            return future.result()
+        except BaseException:
+            if not future.done():  # interrupted while it runs (Ctrl-C, a signal's exception)
+                future.cancel()
+                self._settle(mine)  # its rows stop too, their connections closed
+                if inspect.getcoroutinestate(coroutine) == inspect.CORO_CREATED:
+                    coroutine.close()  # cancelled before it began
+            raise
+
+    def _settle(self, calls: list[asyncio.Task[Any]] | None) -> None:
+        """Cancel ``calls`` (``None``: every call running on the loop) and wait a while until
+        they have ended."""
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(self._cancel(calls), self._loop).result(
+                _SETTLE_SECONDS
+            )
+
+    async def _cancel(self, calls: list[asyncio.Task[Any]] | None) -> None:
+        tasks = list(self._calls if calls is None else calls)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
 
     async def _make_runner(self, api_key: str | None) -> Runner:
         return Runner(self.config, api_key=api_key, gate=self._gate)
 
     async def _one(self, index: int, item: dict[str, object]) -> RowResult | BatchInputError:
         try:
+            sha = checked_sha(item, index)  # a column can hold what JSON cannot
             row = decode_row(item, index)
         except BatchInputError as exc:
-            return exc
-        return await self._runner.run_row(row, input_sha(item))
+            return exc  # the row's error row; the batch's other rows run
+        return await self._runner.run_row(row, sha)
 
     async def _all(self, items: list[dict[str, object]]) -> list[RowResult | BatchInputError]:
         return list(
@@ -220,7 +266,12 @@ class TurnUDF:
     def close(self) -> None:
         """Close the client and stop this actor's loop (Ray does it when the actor ends)."""
         if self._loop.is_running():
+            self._settle(None)  # what an interrupted call left (its caller gone)
             self._call(self._runner.aclose())
+        self._stop()
+
+    def _stop(self) -> None:
+        if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
         if not self._loop.is_running() and not self._loop.is_closed():

@@ -74,6 +74,8 @@ __all__ = ["FakeProvider", "ReceivedRequest", "RequestRecord"]
 _WRITE_SLICE = 256 * 1024
 _MAX_REQUEST_BYTES = 64 * 1024 * 1024
 _SHUTDOWN_TIMEOUT = 2.0
+#: pending connections the listening socket queues (the kernel caps it at somaxconn)
+_BACKLOG = 4096
 
 
 def _decimal(value: float) -> str:
@@ -288,7 +290,10 @@ class FakeProvider:
         )
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self._requested_port)
+            # a batch opens hundreds of connections at once: with aiohttp's default backlog
+            # (128) the kernel drops the SYNs beyond it, and each such client waits a second
+            # (TCP's first retransmit) before it connects at all
+            site = web.TCPSite(runner, self.host, self._requested_port, backlog=_BACKLOG)
             await site.start()
         except BaseException:
             await runner.cleanup()

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import select
+import socket
 import subprocess
 import sys
 import time
@@ -151,6 +153,38 @@ async def test_the_fake_provider_holds_150_streams_at_once() -> None:
         arrivals = [r.arrived for r in fake.received]
     assert summary.ok == 150
     assert sum(1 for t in arrivals if t < min(first_done)) == 150
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="Linux's listen queue")
+async def test_the_fake_provider_queues_hundreds_of_connections_at_once() -> None:
+    """A batch opens hundreds of connections in one moment. They are made while the server's
+    event loop is busy (here: blocked by this test), so the kernel's listen queue holds them
+    until it accepts; beyond the queue the kernel drops the handshake and the client waits a
+    second for TCP's retransmit. aiohttp's default queue is 128 connections."""
+    wanted = 300
+    somaxconn = Path("/proc/sys/net/core/somaxconn")
+    if somaxconn.exists() and int(somaxconn.read_text()) < wanted:
+        pytest.skip("the kernel caps every listen queue below the test's connections")
+    async with FakeProvider(SCENARIO) as fake:
+        sockets = [socket.socket() for _ in range(wanted)]
+        try:
+            for sock in sockets:  # the loop runs nothing meanwhile: none is accepted
+                sock.setblocking(False)
+                sock.connect_ex(("127.0.0.1", fake.port))
+            # a loopback handshake the queue takes completes at once; half a second is well
+            # under the retransmit that would complete a dropped one
+            _, writable, _ = select.select([], sockets, [], 0.5)
+            for _ in range(50):
+                if len(writable) == wanted:
+                    break
+                _, writable, _ = select.select([], sockets, [], 0.01)
+            connected = sum(
+                sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0 for sock in writable
+            )
+        finally:
+            for sock in sockets:
+                sock.close()
+    assert connected == wanted
 
 
 @pytest.mark.slow  # subprocesses: the fake server and rxturn batch run

@@ -12,9 +12,19 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
+from reactivex import operators as ops
 
-from rxturn.batch import BatchConfig, BatchInputError, RowOk, RowResult, batch_results, run_batch
+from rxturn.batch import (
+    BatchConfig,
+    BatchInputError,
+    BatchRow,
+    RowOk,
+    RowResult,
+    batch_results,
+    run_batch,
+)
 from rxturn.errors import ConfigError
+from rxturn.messages import Message
 from rxturn.testing import FakeProvider
 
 from ._support import prompts
@@ -54,6 +64,29 @@ async def test_an_async_callback_that_raises_stops_the_run_and_is_raised() -> No
             await asyncio.wait_for(
                 run_batch(prompts(6), _config(fake.base_url), on_result=refuse), 30
             )
+
+
+async def test_a_raising_callback_stops_a_run_whose_source_awaits_its_next_row() -> None:
+    """An async source fed from a queue may wait for ever for its next row: the callback's
+    error ends that wait (the source is closed) rather than wait with it."""
+    closed: list[bool] = []
+
+    async def rows() -> AsyncIterator[dict[str, Any]]:
+        try:
+            yield {"id": "a", "prompt": "x"}
+            await asyncio.Event().wait()  # nothing more comes
+            yield {"id": "b", "prompt": "x"}
+        finally:
+            closed.append(True)
+
+    def refuse(result: RowResult) -> None:
+        raise LookupError(f"cannot store {result.id}")
+
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(LookupError, match="cannot store a"):
+            await asyncio.wait_for(run_batch(rows(), _config(fake.base_url), on_result=refuse), 10)
+        assert len(fake.requests) == 1
+    assert closed == [True]
 
 
 async def test_an_async_generator_of_rows_is_read_lazily() -> None:
@@ -173,3 +206,148 @@ async def test_rows_in_flight_when_the_iterable_raises_are_delivered_before_the_
             )
     assert sorted(r.id for r in seen) == ["r0", "r1", "r2"]
     assert all(isinstance(r, RowOk) for r in seen)
+
+
+def _nested(depth: int) -> dict[str, Any]:
+    top: dict[str, Any] = {}
+    inner = top
+    for _ in range(depth):
+        inner["a"] = inner = {}
+    return top
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        (
+            {"id": "a", "prompt": "x", "options": {"extra_body": {"k": object()}}},
+            "Encoding objects of type object is unsupported",
+        ),
+        ({"id": "a", "prompt": "x", 7: "seven"}, "an object's keys must be strings"),
+        ({1: "a", "x": 2}, "an object's keys must be strings"),
+        (
+            {
+                "custom_id": "a",
+                "body": {"messages": [{"role": "user", "content": "hi"}], **_nested(50_000)},
+            },
+            "nested too deeply",
+        ),
+    ],
+    ids=["a value of another type", "an int key", "mixed keys", "nesting"],
+)
+async def test_a_row_that_is_no_json_data_is_a_typed_error_naming_it(
+    row: dict[Any, Any], words: str
+) -> None:
+    """A Python row can hold what a JSON line cannot; it is refused as the row it is, not with a
+    TypeError or RecursionError from deep inside."""
+    async with FakeProvider(SCENARIO) as fake:
+        rows = [{"id": "first", "prompt": "x"}, row]
+        with pytest.raises(BatchInputError, match=rf"^row 2: not JSON data: {re.escape(words)}$"):
+            await asyncio.wait_for(run_batch(rows, _config(fake.base_url, concurrency=1)), 30)
+
+
+async def test_rows_of_every_shape_run_side_by_side() -> None:
+    """Native prompt and messages rows, an OpenAI Batch line, an Anthropic batch request and a
+    BatchRow in one iterable: each is its own turn, keyed as its shape keys it."""
+    rows: list[Any] = [
+        {"id": "native", "prompt": "from a prompt"},
+        {"id": "messages", "messages": [{"role": "user", "content": "from messages"}]},
+        {
+            "custom_id": "openai",
+            "method": "POST",
+            "url": "/v1/chat/completions",
+            "body": {"messages": [{"role": "user", "content": "from an openai line"}]},
+        },
+        {
+            "custom_id": "anthropic",
+            "params": {
+                "max_tokens": 9,
+                "messages": [{"role": "user", "content": "from an anthropic request"}],
+            },
+        },
+        BatchRow(key="struct", messages=(Message.user("from a BatchRow"),)),
+    ]
+    seen: list[RowResult] = []
+    async with FakeProvider(SCENARIO) as fake:
+        summary = await asyncio.wait_for(
+            run_batch(rows, _config(fake.base_url), on_result=seen.append), 30
+        )
+        sent = sorted(str(body["messages"][0]["content"]) for body in fake.requests)
+    assert (summary.total, summary.ok) == (5, 5)
+    assert sorted(r.id for r in seen) == ["anthropic", "messages", "native", "openai", "struct"]
+    assert sent == sorted(
+        [
+            "from a prompt",
+            "from messages",
+            "from an openai line",
+            "from an anthropic request",
+            "from a BatchRow",
+        ]
+    )
+
+
+async def test_an_empty_iterable_is_an_empty_summary_and_no_request() -> None:
+    async with FakeProvider(SCENARIO) as fake:
+        summary = await asyncio.wait_for(run_batch(iter(()), _config(fake.base_url)), 30)
+        assert fake.requests == []
+    assert (summary.total, summary.ok, summary.error, summary.pending) == (0, 0, 0, 0)
+    assert summary.exit_code == 0
+
+
+async def test_a_key_seen_twice_is_a_typed_error_naming_the_second_row() -> None:
+    """The key of an Anthropic batch request (``custom_id``) and of a native row (``id``) are
+    one key space: the same key in both shapes is a duplicate."""
+    rows: list[dict[str, Any]] = [
+        {"id": "k1", "prompt": "x"},
+        {
+            "custom_id": "k1",
+            "params": {"max_tokens": 5, "messages": [{"role": "user", "content": "y"}]},
+        },
+    ]
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises(BatchInputError, match=r"^row 2: duplicate key 'k1'$") as caught:
+            await asyncio.wait_for(run_batch(rows, _config(fake.base_url)), 30)
+        assert len(fake.requests) == 1  # the first row was read, and sent, before the second
+    assert caught.value.line == 2
+
+
+_STALLED = {"models": {"*": [{"text": "never", "stall_after_events": 1}]}}
+
+
+@pytest.mark.parametrize("how", ["cancel the coroutine", "take(3) of the Observable"])
+async def test_stopping_early_closes_every_stream_in_flight(how: str) -> None:
+    """The coroutine cancelled (``asyncio.CancelledError`` reaches its caller), or an Rx
+    operator that stops reading: the rows still in flight are cancelled, their connections
+    closed, and no task is left behind."""
+    scenario = {"models": {"*": [{"text": "an answer"}], "stalled": _STALLED["models"]["*"]}}
+    rows = prompts(8)
+    for row in rows[3:]:
+        row["model"] = "stalled"  # three rows are served; five never end on their own
+    async with FakeProvider(scenario) as fake:
+        config = _config(fake.base_url, concurrency=8)
+        if how == "cancel the coroutine":
+            run = asyncio.ensure_future(run_batch(rows, config))
+            for _ in range(500):
+                if len(fake.requests) == 8:
+                    break
+                await asyncio.sleep(0.01)
+            run.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await asyncio.wait_for(run, 30)
+        else:
+            done: asyncio.Future[list[RowResult]] = asyncio.get_running_loop().create_future()
+            batch_results(rows, config).pipe(ops.take(3), ops.to_list()).subscribe(
+                on_next=done.set_result, on_error=done.set_exception
+            )
+            served = await asyncio.wait_for(done, 30)
+            assert sorted(r.id for r in served) == ["r0", "r1", "r2"]
+        # (take(3) may end the run before every stalled row's request was sent)
+        for _ in range(500):
+            if fake.disconnects == len(fake.requests) - 3:
+                break
+            await asyncio.sleep(0.01)
+        assert fake.disconnects == len(fake.requests) - 3 > 0
+        assert all(r.end == "disconnected" for r in fake.records if r.model == "stalled")
+        await asyncio.sleep(0)
+        left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        assert left == []

@@ -12,10 +12,11 @@ from typing import Any
 
 import pytest
 
-from rxturn.batch import BatchConfig, BatchInputError, FileRun, run_batch, scan_input
+from rxturn.batch import BatchConfig, BatchInputError, BatchRow, FileRun, run_batch, scan_input
 from rxturn.batch import _input as input_module
 from rxturn.batch._checks import duplicate_key
 from rxturn.errors import ConfigError
+from rxturn.messages import Message
 
 GOOD = '{"id": "ok", "prompt": "fine"}\n'
 
@@ -165,6 +166,45 @@ async def test_the_python_api_names_a_row_that_is_not_a_mapping(item: Any) -> No
     assert caught.value.line == 1
 
 
+_USER = (Message.user("x"),)
+
+
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        (BatchRow(key="", messages=_USER), "key must be a non-empty string, got ''"),
+        (BatchRow(key=5, messages=_USER), "key must be a non-empty string, got 5"),  # pyright: ignore[reportArgumentType]
+        (BatchRow(key="a", messages=()), "the conversation must end with a user message"),
+        (
+            BatchRow(key="a", messages=(Message.assistant("x"),)),
+            "the conversation must end with a user message",
+        ),
+        (
+            BatchRow(key="a", messages=({"role": "user", "content": "x"},)),  # pyright: ignore[reportArgumentType]
+            "messages must be a sequence of Message",
+        ),
+        (BatchRow(key="a", messages=_USER, system=3), "system must be a string or None, got int"),  # pyright: ignore[reportArgumentType]
+        (
+            BatchRow(key="a", messages=_USER, options={"bogus": 1}),
+            "options: unknown request option 'bogus'",
+        ),
+        (
+            BatchRow(key="a", messages=_USER, options={"max_tokens": 0}),
+            "options: RequestOptions.max_tokens must be a positive integer, got 0",
+        ),
+    ],
+)
+async def test_the_python_api_holds_a_batch_row_to_what_a_decoded_row_is(
+    row: BatchRow, words: str
+) -> None:
+    """A BatchRow made in Python is not checked when it is made: the run checks it before
+    sending it, as the other shapes are checked when they are decoded."""
+    config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:1")
+    with pytest.raises(BatchInputError) as caught:
+        await run_batch([row], config)
+    assert str(caught.value) == f"row 1: BatchRow: {words}"
+
+
 @pytest.mark.parametrize(
     ("config", "words"),
     [
@@ -183,6 +223,18 @@ async def test_the_python_api_names_a_row_that_is_not_a_mapping(item: Any) -> No
             "BatchConfig: Expected `array`, got `str` - at `$.fallback`",
         ),
         (BatchConfig(provider="gemini", model="m"), "provider must be one of"),  # pyright: ignore[reportArgumentType]
+        (
+            BatchConfig(provider="anthropic", model="m", concurrency=0),
+            "concurrency must be an integer >= 1, got 0",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", concurrency=-3),
+            "concurrency must be an integer >= 1, got -3",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", concurrency=True),
+            "BatchConfig: Expected `int`, got `bool` - at `$.concurrency`",
+        ),
     ],
 )
 async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(

@@ -4,14 +4,21 @@ not the row's business, and a batch whose columns differ in length is a typed er
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from collections.abc import Iterator
+from typing import Any, cast
 
 import pytest
 from test_ray_data import ThreadedFake
 
 from rxturn.errors import ConfigError
 from rxturn.ray import TurnUDF
-from rxturn.testing import FakeProvider
+from rxturn.testing import FakeProvider, assert_no_secret
+
+SECRET = "sk-ant-api03-udf-secret-0123456789"
 
 
 @pytest.fixture
@@ -87,3 +94,108 @@ def test_ids_of_odd_dtypes_come_back_as_the_users_keys(fake: FakeProvider) -> No
     assert out["id"] == ["7", "8", "2.5"], out["id"]
     out = _run(fake, {"id": np.array([b"k1", b"k2"]), "prompt": np.array(["one", "two"])})
     assert out["id"] == ["k1", "k2"], out["id"]
+
+
+def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakeProvider) -> None:
+    """An ``options`` column of Python objects (``batch_format`` numpy's object arrays hold
+    anything): that row is an error row, and the batch's other rows are served."""
+    out = _run(
+        fake,
+        {
+            "id": ["a", "b"],
+            "prompt": ["one", "two"],
+            "options": [None, {"extra_body": {"tag": object()}}],
+        },
+    )
+    assert out["status"] == ["ok", "error"], out["error_message"]
+    assert out["error_type"][1] == "BatchInputError"
+    assert str(out["error_message"][1]).startswith("not JSON data: "), out["error_message"]
+    assert len(fake.requests) == 1
+
+
+@pytest.mark.parametrize(
+    ("arguments", "words"),
+    [
+        ({"provider": "nope"}, "provider must be one of"),
+        ({"concurrency": 0}, "concurrency must be an integer >= 1, got 0"),
+        ({"concurrency": True}, "got `bool` - at `$.concurrency`"),
+        ({"api_key": SECRET + " x"}, "api_key must be a non-empty string without whitespace"),
+        ({"budget_name": "", "rpm": 5}, "the budget actor's name must be a non-empty string"),
+    ],
+)
+def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
+    arguments: dict[str, Any], words: str
+) -> None:
+    kwargs: dict[str, Any] = {
+        "provider": "anthropic",
+        "base_url": "http://127.0.0.1:9",
+        "api_key": SECRET,
+        **arguments,
+    }
+    before = {t for t in threading.enumerate() if t.name == "rxturn-turnudf"}
+    with pytest.raises(ConfigError) as caught:
+        TurnUDF(model="m", **kwargs)
+    assert words in str(caught.value)
+    assert_no_secret(caught.value, SECRET)
+    assert {t for t in threading.enumerate() if t.name == "rxturn-turnudf"} == before
+
+
+class _Interrupted(Exception):
+    pass
+
+
+def _interrupt(*_: object) -> None:
+    raise _Interrupted
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGUSR1"), reason="a POSIX signal")
+def test_an_interrupted_call_stops_its_rows_and_closes_their_connections() -> None:
+    """Ctrl-C (here a signal whose handler raises) while a batch's rows wait on a provider
+    that never answers: the call raises, and its rows end with it rather than run on, unowned,
+    on the actor's loop (and be destroyed pending when it closes). A call another thread
+    makes at the same time (an actor with ``max_concurrency`` > 1) goes on to its end."""
+    served = ThreadedFake(
+        {
+            "models": {
+                "*": [{"text": "never", "stall_after_events": 1}],
+                "held": [{"text": "later", "stall_after_events": 1, "stall_seconds": 0.2}],
+            }
+        }
+    )
+    fake = served.fake
+    udf = TurnUDF("anthropic", "m", base_url=fake.base_url, concurrency=4)
+    previous = signal.signal(signal.SIGUSR1, _interrupt)
+    other: list[object] = []
+
+    def other_call() -> None:
+        try:
+            other.append(udf({"id": ["h"], "prompt": ["x"], "model": ["held"]}))
+        except BaseException as exc:  # what the assertion below shows
+            other.append(exc)
+
+    def interrupt_once_all_are_sent() -> None:
+        for _ in range(500):
+            if len(fake.requests) == 4:
+                break
+            time.sleep(0.01)
+        os.kill(os.getpid(), signal.SIGUSR1)
+
+    try:
+        threads = [threading.Thread(target=f) for f in (other_call, interrupt_once_all_are_sent)]
+        for thread in threads:
+            thread.start()
+        with pytest.raises(_Interrupted):
+            udf({"id": ["a", "b", "c"], "prompt": ["one", "two", "three"]})
+        for thread in threads:
+            thread.join(30)
+        for _ in range(500):
+            if fake.disconnects == 3:
+                break
+            time.sleep(0.01)
+        assert (len(fake.requests), fake.disconnects) == (4, 3)
+        assert isinstance(other[0], dict), other
+        assert cast("dict[str, list[object]]", other[0])["status"] == ["ok"], other
+    finally:
+        signal.signal(signal.SIGUSR1, previous)
+        udf.close()
+        served.close()
