@@ -114,6 +114,10 @@ def test_input_sha_is_the_sha256_of_canonical_json() -> None:
             "params.messages[0].content[0]: a media block needs a 'source' object",
         ),
         ('{"custom_id": "x", "method": "POST", "url": "/", "body": 3}', "'body' object"),
+        (
+            '{"id": "x", "messages": [{"role": "tool", "content": "sunny"}]}',
+            "messages[0]: a 'tool' message needs 'tool_call_id'",
+        ),
     ],
 )
 def test_every_bad_line_is_a_typed_error_naming_its_line(
