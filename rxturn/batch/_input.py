@@ -36,7 +36,7 @@ import msgspec
 
 from ..clients._request import check_options
 from ..errors import ConfigError
-from ..messages import Message, RequestOptions, as_message
+from ..messages import Message, RequestOptions, TextPart, as_message
 from ._checks import MAX_LINE_BYTES, duplicate_key, json_problem, too_long
 from ._errors import BatchInputError
 
@@ -167,6 +167,10 @@ def _messages(
 def _check_turn(messages: tuple[Message, ...], line: int) -> tuple[Message, ...]:
     if not messages or messages[-1].role != "user":
         raise _fail(line, "the conversation must end with a user message")
+    last = messages[-1]
+    if all(isinstance(part, TextPart) for part in last.content) and not last.text.strip():
+        # as an empty prompt is: a request with nothing to answer, refused before any is sent
+        raise _fail(line, "the last user message is empty")
     return messages
 
 

@@ -118,6 +118,13 @@ def test_input_sha_is_the_sha256_of_canonical_json() -> None:
             '{"id": "x", "messages": [{"role": "tool", "content": "sunny"}]}',
             "messages[0]: a 'tool' message needs 'tool_call_id'",
         ),
+        ('{"id": "x", "messages": [{"role": "user", "content": ""}]}', "user message is empty"),
+        ('{"id": "x", "messages": [{"role": "user", "content": []}]}', "user message is empty"),
+        (
+            '{"custom_id": "x", "params": {"messages": [{"role": "user", "content": '
+            '[{"type": "text", "text": " "}]}]}}',
+            "last user message is empty",
+        ),
     ],
 )
 def test_every_bad_line_is_a_typed_error_naming_its_line(
