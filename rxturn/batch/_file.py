@@ -540,8 +540,9 @@ def check_paths(input_path: Path, output: Path) -> None:
         raise BatchOutputError(f"the output {str(output)!r} names no file")
     directory = output.parent
     if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
         raise BatchOutputError(
-            f"cannot write {str(output)!r}: {str(directory)!r} is not a directory"
+            f"cannot write {str(output)!r}: the directory {str(directory)!r} {what}"
         )
     refuse_special(output)  # a directory, a device, a pipe: before even the lock is made
     with contextlib.suppress(OSError):  # either missing: nothing to compare

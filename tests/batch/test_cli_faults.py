@@ -150,7 +150,8 @@ def _limit_file_size(limit: int) -> Any:
     [
         ("", "the output '.' names no file"),
         (".", "the output '.' names no file"),
-        ("missing/out.jsonl", "is not a directory"),
+        ("missing/out.jsonl", "the directory 'missing' does not exist"),
+        ("in.jsonl/out.jsonl", "the directory 'in.jsonl' is not a directory"),
         ("adir", "'adir' is a directory, not an output file"),
         ("in.jsonl", "the output 'in.jsonl' is the input file: write to another file"),
     ],
