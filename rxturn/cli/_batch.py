@@ -287,9 +287,13 @@ def _run_command(args: argparse.Namespace) -> int:
         # the client every worker builds, built once here: what it refuses is refused before
         # the output is touched (it opens nothing until it sends)
         from rxturn.clients._factory import client_for
+        from rxturn.transport._base import display_url
 
         settings = {"base_url": args.base_url} if args.base_url is not None else {}
-        client_for(config.provider, config.model, key, **settings)
+        client = client_for(config.provider, config.model, key, **settings)
+        # the full URL requested (base URL plus path), which the summary names: a wrong base
+        # path shows in it
+        args.url = display_url(getattr(client, "url", client.base_url))
     except ConfigError as exc:
         return _fail(str(exc))
     if args.ray is not None:
@@ -410,13 +414,14 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
         f"{summary.total} rows: {summary.ok} ok, {summary.error} error, {summary.pending} "
         f"pending ({summary.skipped} done before) in {summary.seconds:.1f}s -> {args.output}"
         + (" (interrupted)" if summary.interrupted else "")
-        + _errors_seen(file_run)
+        + _errors_seen(file_run, getattr(args, "url", ""))
     )
     return summary.exit_code
 
 
-def _errors_seen(file_run: Any) -> str:
-    """``; errors: 3 BadRequestError (first: …)`` for the rows that failed in this run."""
+def _errors_seen(file_run: Any, url: str = "") -> str:
+    """``; errors: 3 BadRequestError (first: …; requested URL)`` for the rows that failed in
+    this run; ``url`` (the URL requested) is named unless the first error's message has it."""
     from ._console import one_line
 
     errors = file_run.errors
@@ -424,11 +429,13 @@ def _errors_seen(file_run: Any) -> str:
         return ""
     kinds = ", ".join(f"{count} {kind}" for kind, count in errors.most_common(3))
     more = len(errors) - 3
-    first = file_run.first_error
+    first = one_line(file_run.first_error, 300)
+    if first and url and url not in first:
+        first += f"; requested {url}"
     return (
         f"; errors: {kinds}"
         + (f" and {more} more kinds" if more > 0 else "")
-        + (f" (first: {one_line(first, 300)})" if first else "")
+        + (f" (first: {first})" if first else "")
     )
 
 

@@ -252,6 +252,7 @@ def test_error_rows_exit_3_and_the_summary_names_the_error(server: str, tmp_path
     assert "6 rows: 4 ok, 2 error, 0 pending" in done.stderr
     assert "errors: 2 BadRequestError (first: BadRequestError: " in done.stderr
     assert "this row is refused" in done.stderr
+    assert done.stderr.endswith(f"this row is refused; requested {server}/v1/messages)\n")
 
 
 def test_a_closed_port_is_an_error_line_per_row_and_one_summary_naming_the_url(
