@@ -286,14 +286,17 @@ def _run_command(args: argparse.Namespace) -> int:
             raise ConfigError(f"{variable} holds whitespace or control characters")
         # the client every worker builds, built once here: what it refuses is refused before
         # the output is touched (it opens nothing until it sends)
+        from rxturn._redact import without_secrets
         from rxturn.clients._factory import client_for
         from rxturn.transport._base import display_url
 
         settings = {"base_url": args.base_url} if args.base_url is not None else {}
         client = client_for(config.provider, config.model, key, **settings)
         # the full URL requested (base URL plus path), which the summary names: a wrong base
-        # path shows in it
-        args.url = display_url(getattr(client, "url", client.base_url))
+        # path shows in it (a key, even one pasted into the path, does not)
+        args.url = without_secrets(
+            display_url(getattr(client, "url", client.base_url)), (key,) if key else ()
+        )
     except ConfigError as exc:
         return _fail(str(exc))
     if args.ray is not None:

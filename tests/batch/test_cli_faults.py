@@ -269,10 +269,13 @@ def test_a_closed_port_is_an_error_line_per_row_and_one_summary_naming_the_url(
 
 def test_a_wrong_url_path_is_an_error_per_row_not_a_traceback(server: str, tmp_path: Path) -> None:
     inp = write_rows(tmp_path / "in.jsonl", prompts(2))
-    done = run_batch(inp, tmp_path / "out.jsonl", server + "/no/such/api")
+    secret = "plugh-path-SECRET-0123456789"  # pasted into the path: the summary names the URL
+    env = clean_env(ANTHROPIC_API_KEY=secret)
+    done = run_batch(inp, tmp_path / "out.jsonl", f"{server}/no/such/api/{secret}", env=env)
     assert done.returncode == 3, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "errors: 2 " in done.stderr
+    assert f"; requested {server}/no/such/api/[redacted]/v1/messages)" in done.stderr
 
 
 def test_the_api_key_shows_nowhere(tmp_path: Path) -> None:
