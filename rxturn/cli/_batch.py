@@ -437,7 +437,7 @@ def _errors_seen(file_run: Any, url: str = "") -> str:
         first += f"; requested {url}"
     return (
         f"; errors: {kinds}"
-        + (f" and {more} more kinds" if more > 0 else "")
+        + (f" and {more} more kind{'s' if more > 1 else ''}" if more > 0 else "")
         + (f" (first: {first})" if first else "")
     )
 
