@@ -214,8 +214,11 @@ class FileRun:
         self._scan()
         # only now, with the file known to be a run's output (or adopted) and the input good,
         # is a torn end cut
+        blank = state.blank_tail
         dropped = repair_tail(output, state)
-        if dropped:
+        if dropped and blank:  # a blank line at the end: no row's line is lost
+            self.notice(f"repaired {str(output)!r}: dropped {blank_bytes(dropped)} at its end")
+        elif dropped:
             self.notice(
                 f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
                 "its row runs again"
@@ -522,6 +525,11 @@ def _difference(manifest: Manifest, config: BatchConfig, options: dict[str, Any]
         if before != now:
             return f"{name} {_show(before)}, now {_show(now)}"
     return "another fingerprint"
+
+
+def blank_bytes(size: int) -> str:
+    """``1 blank byte``, ``3 blank bytes``: what a blank tail of ``size`` bytes is called."""
+    return f"{size} blank byte{'' if size == 1 else 's'}"
 
 
 def _show(value: object) -> str:

@@ -497,7 +497,7 @@ def _status(args: argparse.Namespace) -> int:
     import msgspec
 
     from rxturn.batch import BatchError
-    from rxturn.batch._file import check_output
+    from rxturn.batch._file import blank_bytes, check_output
     from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_output
 
@@ -526,7 +526,13 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         text = msgspec.json.encode(counts).decode()
     else:
-        torn = f" (a torn last line of {state.torn_bytes} bytes)" if state.torn_bytes else ""
+        torn = ""
+        if state.torn_bytes:
+            torn = (
+                f" ({blank_bytes(state.torn_bytes)} at its end)"
+                if state.blank_tail
+                else f" (a torn last line of {state.torn_bytes} bytes)"
+            )
         text = f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}"
     return _emit(text + "\n") or 0
 
