@@ -297,6 +297,9 @@ def _run_command(args: argparse.Namespace) -> int:
         args.url = without_secrets(
             display_url(getattr(client, "url", client.base_url)), (key,) if key else ()
         )
+        # the reply budget a request's --tpm estimate counts when neither --max-tokens nor the
+        # row sets one (the runner's default likewise)
+        args.client_max_tokens = int(getattr(client, "max_tokens", None) or 4096)
     except ConfigError as exc:
         return _fail(str(exc))
     if args.ray is not None:
@@ -340,6 +343,8 @@ def _run_command(args: argparse.Namespace) -> int:
             file_run.prepare()
         except BatchError as exc:
             return _fail(str(exc), _exit_code(exc))
+        if file_run.pending.count(1):
+            _tpm_notice(config.tpm, config.max_tokens, args.client_max_tokens)
         if args.ray is None:  # Ray's actors live under their own machines' limits
             config = file_run.config
             rows = file_run.pending.count(1)
@@ -375,6 +380,20 @@ def _run_command(args: argparse.Namespace) -> int:
     finally:
         if spooled is not None:
             spooled.unlink(missing_ok=True)
+
+
+def _tpm_notice(tpm: int | None, max_tokens: int | None, default: int) -> None:
+    """Say at the start when ``--tpm`` is below one request's reply budget: a request's
+    estimate counts its ``max_tokens``, so each such row runs alone in its minute (a run of
+    hours, otherwise silent on a pipe)."""
+    budget = max_tokens if max_tokens is not None else default
+    if tpm is None or tpm > budget:
+        return
+    said = "--max-tokens" if max_tokens is not None else "the default max_tokens"
+    _notice(
+        f"--tpm {tpm} is at most {said} ({budget}), which each request's estimate counts: "
+        "a row that asks for it runs alone in its minute; raise --tpm or lower --max-tokens"
+    )
 
 
 def _spool(name: str) -> Path:

@@ -278,6 +278,20 @@ def test_a_wrong_url_path_is_an_error_per_row_not_a_traceback(server: str, tmp_p
     assert f"; requested {server}/no/such/api/[redacted]/v1/messages)" in done.stderr
 
 
+def test_a_tpm_below_one_requests_reply_budget_is_said_at_the_start(
+    server: str, tmp_path: Path
+) -> None:
+    """Each request's estimate counts its max_tokens: a --tpm at most that runs one row per
+    minute, hours for a big input, said nowhere on a pipe unless said at the start (the
+    wording's cases: tests/batch/test_cli_summary.py)."""
+    inp = write_rows(tmp_path / "in.jsonl", prompts(1))  # one row: granted at once
+    done = run_batch(inp, tmp_path / "out.jsonl", server, "--tpm", "8000")
+    assert done.returncode == 0, done.stderr
+    notice, summary = done.stderr.splitlines()
+    assert notice.startswith("rxturn batch: --tpm 8000 is at most the default max_tokens (8192)")
+    assert summary.startswith("rxturn batch: 1 rows: 1 ok")
+
+
 def test_the_api_key_shows_nowhere(tmp_path: Path) -> None:
     secret = "plugh-batch-SECRET-0123456789"  # no known key prefix: only the key itself tells
     scenario = {

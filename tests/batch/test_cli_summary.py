@@ -1,13 +1,15 @@
-"""The end of ``batch run``'s summary line: the error types of the rows that failed, and the
-first one's message with the URL requested (in-process: the line is built from the run's
-counts, no command is started)."""
+"""What ``batch run`` says on stderr besides errors, built in-process (no command is started):
+the end of the summary line (the error types of the rows that failed, and the first one's
+message with the URL requested), and the notice of a ``--tpm`` no request fits in."""
 
 from __future__ import annotations
 
 from collections import Counter
 from types import SimpleNamespace
 
-from rxturn.cli._batch import _errors_seen
+import pytest
+
+from rxturn.cli._batch import _errors_seen, _tpm_notice
 
 URL = "http://127.0.0.1:8080/v1/messages"
 
@@ -29,3 +31,24 @@ def test_the_first_error_names_the_url_once() -> None:
     named = f"RescueFailed: cannot connect to {URL}: refused"
     assert _said({"RescueFailed": 1}, named) == f"; errors: 1 RescueFailed (first: {named})"
     assert _said({}, "") == ""
+
+
+@pytest.mark.parametrize(
+    ("tpm", "max_tokens", "said"),
+    [
+        (8000, None, "--tpm 8000 is at most the default max_tokens (8192), "),
+        (50, 50, "--tpm 50 is at most --max-tokens (50), "),
+        (51, 50, None),
+        (None, 50, None),
+    ],
+)
+def test_a_tpm_at_most_the_reply_budget_is_said(
+    capsys: pytest.CaptureFixture[str], tpm: int | None, max_tokens: int | None, said: str | None
+) -> None:
+    _tpm_notice(tpm, max_tokens, 8192)
+    err = capsys.readouterr().err
+    if said is None:
+        assert err == ""
+    else:
+        assert err.startswith(f"rxturn batch: {said}") and err.count("\n") == 1
+        assert "runs alone in its minute" in err
