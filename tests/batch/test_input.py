@@ -115,6 +115,16 @@ def test_input_sha_is_the_sha256_of_canonical_json() -> None:
         ),
         ('{"custom_id": "x", "method": "POST", "url": "/", "body": 3}', "'body' object"),
         (
+            '{"custom_id": "x", "params": {"messages": [{"role": "user", "content": "a"}]}, '
+            '"body": {"messages": [{"role": "user", "content": "b"}]}}',
+            "unknown field 'body' in an Anthropic batch request (its fields: custom_id, params)",
+        ),
+        (
+            '{"custom_id": "x", "body": {"messages": [{"role": "user", "content": "a"}]}, '
+            '"prompt": "b"}',
+            "unknown field 'prompt' in an OpenAI Batch line (its fields: body, custom_id, method",
+        ),
+        (
             '{"id": "x", "messages": [{"role": "tool", "content": "sunny"}]}',
             "messages[0]: a 'tool' message needs 'tool_call_id'",
         ),
