@@ -512,12 +512,30 @@ def _stdout_failed(exc: OSError) -> int:
     return _fail(f"cannot write to stdout: {exc.strerror or exc}", 1)
 
 
+def _scan_named(name: str) -> Any:
+    """The scan of ``--input`` for ``status`` and ``export``, whose line errors name the input
+    file: beside the output's path, a bare ``line 2: …`` could be either file's.
+
+    Raises:
+        BatchInputError: as :func:`~rxturn.batch._input.scan_input`, the file's name first.
+    """
+    from rxturn.batch import BatchInputError
+    from rxturn.batch._input import scan_input
+
+    try:
+        return scan_input(name)
+    except BatchInputError as exc:
+        if exc.line is None:
+            raise
+        source = "stdin" if name == "-" else repr(name)
+        raise BatchInputError(f"{source} {exc}", line=exc.line) from None
+
+
 def _status(args: argparse.Namespace) -> int:
     import msgspec
 
     from rxturn.batch import BatchError
     from rxturn.batch._file import blank_bytes, check_output
-    from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_output
 
     if args.input is None and not Path(args.output).exists():
@@ -526,7 +544,7 @@ def _status(args: argparse.Namespace) -> int:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
         if args.input is not None:
-            index = scan_input(args.input)
+            index = _scan_named(args.input)
             ok = error = 0
             for key in index.keys:
                 seen = state.last.get(key)
@@ -559,13 +577,12 @@ def _status(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from rxturn.batch import BatchError
     from rxturn.batch._file import check_output
-    from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_line_at, read_output
 
     try:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
-        index = scan_input(args.input)
+        index = _scan_named(args.input)
     except BatchError as exc:
         return _fail(str(exc), _exit_code(exc))
     try:
