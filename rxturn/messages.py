@@ -1191,7 +1191,12 @@ def as_message(item: object, where: str) -> Message:
         pass
     if role == "tool":
         content = _result_text(data.get("content", ""), where)
-        call_id = _field(data, "tool_call_id", where)
+        call_id = data.get("tool_call_id")
+        if not isinstance(call_id, str):  # (_field would call the message "a None block")
+            raise ConfigError(
+                f"{where}: a 'tool' message needs 'tool_call_id' (the id of the tool call it "
+                f"answers) as a str, got {type(call_id).__name__}"
+            )
         return Message(role="user", content=(ToolResultPart(call_id, content),))
     problem = _role_problem(role)
     if problem is not None:

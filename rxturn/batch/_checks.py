@@ -95,6 +95,8 @@ def json_problem(raw: bytes, detail: str) -> str:
     """Why ``raw`` is not JSON: ``detail`` (the decoder's words) unless something plainer fits."""
     if raw.startswith(BOM):
         return "starts with a UTF-8 byte order mark (BOM); save the file as UTF-8 without a BOM"
+    if raw.startswith((b"\xff\xfe", b"\xfe\xff")):  # what Windows PowerShell's > writes
+        return "starts with a UTF-16 byte order mark: the file is UTF-16 text; save it as UTF-8"
     try:
         raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -214,8 +214,11 @@ class FileRun:
         self._scan()
         # only now, with the file known to be a run's output (or adopted) and the input good,
         # is a torn end cut
+        blank = state.blank_tail
         dropped = repair_tail(output, state)
-        if dropped:
+        if dropped and blank:  # a blank line at the end: no row's line is lost
+            self.notice(f"repaired {str(output)!r}: dropped {blank_bytes(dropped)} at its end")
+        elif dropped:
             self.notice(
                 f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
                 "its row runs again"
@@ -524,6 +527,11 @@ def _difference(manifest: Manifest, config: BatchConfig, options: dict[str, Any]
     return "another fingerprint"
 
 
+def blank_bytes(size: int) -> str:
+    """``1 blank byte``, ``3 blank bytes``: what a blank tail of ``size`` bytes is called."""
+    return f"{size} blank byte{'' if size == 1 else 's'}"
+
+
 def _show(value: object) -> str:
     text = msgspec.json.encode(value).decode()
     return text if len(text) <= 60 else text[:57] + "..."
@@ -540,8 +548,9 @@ def check_paths(input_path: Path, output: Path) -> None:
         raise BatchOutputError(f"the output {str(output)!r} names no file")
     directory = output.parent
     if not directory.is_dir():
+        what = "is not a directory" if directory.exists() else "does not exist"
         raise BatchOutputError(
-            f"cannot write {str(output)!r}: {str(directory)!r} is not a directory"
+            f"cannot write {str(output)!r}: the directory {str(directory)!r} {what}"
         )
     refuse_special(output)  # a directory, a device, a pipe: before even the lock is made
     with contextlib.suppress(OSError):  # either missing: nothing to compare

@@ -36,7 +36,7 @@ import msgspec
 
 from ..clients._request import check_options
 from ..errors import ConfigError
-from ..messages import Message, RequestOptions, as_message
+from ..messages import Message, RequestOptions, TextPart, as_message
 from ._checks import MAX_LINE_BYTES, duplicate_key, json_problem, too_long
 from ._errors import BatchInputError
 
@@ -187,6 +187,10 @@ def _messages(
 def _check_turn(messages: tuple[Message, ...], line: int) -> tuple[Message, ...]:
     if not messages or messages[-1].role != "user":
         raise _fail(line, "the conversation must end with a user message")
+    last = messages[-1]
+    if all(isinstance(part, TextPart) for part in last.content) and not last.text.strip():
+        # as an empty prompt is: a request with nothing to answer, refused before any is sent
+        raise _fail(line, "the last user message is empty")
     return messages
 
 
@@ -372,6 +376,20 @@ def parse_row(raw: bytes, line: int) -> tuple[BatchRow, Any]:
     return decode_row(row_obj, line, raw), row_obj
 
 
+#: the fields of the provider shapes' lines (their request is in ``params`` / ``body``)
+_ANTHROPIC_KEYS = frozenset({"custom_id", "params"})
+_OPENAI_KEYS = frozenset({"custom_id", "method", "url", "body"})
+
+
+def _own_fields(obj: Mapping[str, object], known: frozenset[str], line: int, shape: str) -> None:
+    """Refuse a field the shape does not have, as a native row's is refused: a line with
+    ``body`` and ``params`` (or a ``prompt``) would otherwise run one of them, silently."""
+    for name in obj:
+        if name not in known:
+            fields = ", ".join(sorted(known))
+            raise _fail(line, f"unknown field {name!r} in {shape} (its fields: {fields})")
+
+
 def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchRow:
     """One row object in any of the four shapes, as a :class:`BatchRow`.
 
@@ -380,8 +398,10 @@ def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchR
     """
     obj = cast("dict[str, Any]", row)
     if "custom_id" in obj and "params" in obj:
+        _own_fields(obj, _ANTHROPIC_KEYS, line, "an Anthropic batch request")
         return _anthropic(obj, line)
     if "custom_id" in obj and "body" in obj:
+        _own_fields(obj, _OPENAI_KEYS, line, "an OpenAI Batch line")
         return _openai(obj, line)
     if "prompt" in obj or "messages" in obj:
         return _native(obj, line, raw or _canonical.encode(obj))

@@ -75,7 +75,7 @@ _seen_decoder = msgspec.json.Decoder(_Seen)
 class OutputState:
     """The last line of each key in an output file."""
 
-    __slots__ = ("good_size", "last", "lines", "size")
+    __slots__ = ("blank_tail", "good_size", "last", "lines", "size")
 
     def __init__(self) -> None:
         #: key -> (status, input_sha, byte offset of its last line)
@@ -83,6 +83,9 @@ class OutputState:
         self.lines = 0
         self.size = 0  # bytes in the file
         self.good_size = 0  # bytes up to the end of the last whole, valid line
+        #: the torn tail is blank (whitespace: an editor's or an ``echo >>``'s, no crash's),
+        #: so no row's line is in it
+        self.blank_tail = False
 
     @property
     def torn_bytes(self) -> int:
@@ -177,6 +180,8 @@ def read_output(path: Path) -> OutputState:
                             "(remove it, or write to another output)"
                         )
                     length = os.fstat(file.fileno()).st_size - offset
+                else:
+                    state.blank_tail = not raw.strip()
                 offset += length
                 break  # torn tail: no newline
             try:
@@ -188,6 +193,7 @@ def read_output(path: Path) -> OutputState:
                 )
                 if _is_json(raw):  # whole and JSON: not torn, foreign
                     raise BatchOutputError(pending_error) from None
+                state.blank_tail = not raw.strip()
                 offset += length
                 continue
             state.last[seen.id] = (seen.status, seen.input_sha, offset)

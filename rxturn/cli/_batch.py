@@ -286,10 +286,20 @@ def _run_command(args: argparse.Namespace) -> int:
             raise ConfigError(f"{variable} holds whitespace or control characters")
         # the client every worker builds, built once here: what it refuses is refused before
         # the output is touched (it opens nothing until it sends)
+        from rxturn._redact import without_secrets
         from rxturn.clients._factory import client_for
+        from rxturn.transport._base import display_url
 
         settings = {"base_url": args.base_url} if args.base_url is not None else {}
-        client_for(config.provider, config.model, key, **settings)
+        client = client_for(config.provider, config.model, key, **settings)
+        # the full URL requested (base URL plus path), which the summary names: a wrong base
+        # path shows in it (a key, even one pasted into the path, does not)
+        args.url = without_secrets(
+            display_url(getattr(client, "url", client.base_url)), (key,) if key else ()
+        )
+        # the reply budget a request's --tpm estimate counts when neither --max-tokens nor the
+        # row sets one (the runner's default likewise)
+        args.client_max_tokens = int(getattr(client, "max_tokens", None) or 4096)
     except ConfigError as exc:
         return _fail(str(exc))
     if args.ray is not None:
@@ -333,6 +343,8 @@ def _run_command(args: argparse.Namespace) -> int:
             file_run.prepare()
         except BatchError as exc:
             return _fail(str(exc), _exit_code(exc))
+        if file_run.pending.count(1):
+            _tpm_notice(config.tpm, config.max_tokens, args.client_max_tokens)
         if args.ray is None:  # Ray's actors live under their own machines' limits
             config = file_run.config
             rows = file_run.pending.count(1)
@@ -368,6 +380,20 @@ def _run_command(args: argparse.Namespace) -> int:
     finally:
         if spooled is not None:
             spooled.unlink(missing_ok=True)
+
+
+def _tpm_notice(tpm: int | None, max_tokens: int | None, default: int) -> None:
+    """Say at the start when ``--tpm`` is below one request's reply budget: a request's
+    estimate counts its ``max_tokens``, so each such row runs alone in its minute (a run of
+    hours, otherwise silent on a pipe)."""
+    budget = max_tokens if max_tokens is not None else default
+    if tpm is None or tpm > budget:
+        return
+    said = "--max-tokens" if max_tokens is not None else "the default max_tokens"
+    _notice(
+        f"--tpm {tpm} is at most {said} ({budget}), which each request's estimate counts: "
+        "a row that asks for it runs alone in its minute; raise --tpm or lower --max-tokens"
+    )
 
 
 def _spool(name: str) -> Path:
@@ -410,13 +436,14 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
         f"{summary.total} rows: {summary.ok} ok, {summary.error} error, {summary.pending} "
         f"pending ({summary.skipped} done before) in {summary.seconds:.1f}s -> {args.output}"
         + (" (interrupted)" if summary.interrupted else "")
-        + _errors_seen(file_run)
+        + _errors_seen(file_run, getattr(args, "url", ""))
     )
     return summary.exit_code
 
 
-def _errors_seen(file_run: Any) -> str:
-    """``; errors: 3 BadRequestError (first: …)`` for the rows that failed in this run."""
+def _errors_seen(file_run: Any, url: str = "") -> str:
+    """``; errors: 3 BadRequestError (first: …; requested URL)`` for the rows that failed in
+    this run; ``url`` (the URL requested) is named unless the first error's message has it."""
     from ._console import one_line
 
     errors = file_run.errors
@@ -424,11 +451,13 @@ def _errors_seen(file_run: Any) -> str:
         return ""
     kinds = ", ".join(f"{count} {kind}" for kind, count in errors.most_common(3))
     more = len(errors) - 3
-    first = file_run.first_error
+    first = one_line(file_run.first_error, 300)
+    if first and url and url not in first:
+        first += f"; requested {url}"
     return (
         f"; errors: {kinds}"
-        + (f" and {more} more kinds" if more > 0 else "")
-        + (f" (first: {one_line(first, 300)})" if first else "")
+        + (f" and {more} more kind{'s' if more > 1 else ''}" if more > 0 else "")
+        + (f" (first: {first})" if first else "")
     )
 
 
@@ -483,12 +512,30 @@ def _stdout_failed(exc: OSError) -> int:
     return _fail(f"cannot write to stdout: {exc.strerror or exc}", 1)
 
 
+def _scan_named(name: str) -> Any:
+    """The scan of ``--input`` for ``status`` and ``export``, whose line errors name the input
+    file: beside the output's path, a bare ``line 2: …`` could be either file's.
+
+    Raises:
+        BatchInputError: as :func:`~rxturn.batch._input.scan_input`, the file's name first.
+    """
+    from rxturn.batch import BatchInputError
+    from rxturn.batch._input import scan_input
+
+    try:
+        return scan_input(name)
+    except BatchInputError as exc:
+        if exc.line is None:
+            raise
+        source = "stdin" if name == "-" else repr(name)
+        raise BatchInputError(f"{source} {exc}", line=exc.line) from None
+
+
 def _status(args: argparse.Namespace) -> int:
     import msgspec
 
     from rxturn.batch import BatchError
-    from rxturn.batch._file import check_output
-    from rxturn.batch._input import scan_input
+    from rxturn.batch._file import blank_bytes, check_output
     from rxturn.batch._output import read_output
 
     if args.input is None and not Path(args.output).exists():
@@ -497,7 +544,7 @@ def _status(args: argparse.Namespace) -> int:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
         if args.input is not None:
-            index = scan_input(args.input)
+            index = _scan_named(args.input)
             ok = error = 0
             for key in index.keys:
                 seen = state.last.get(key)
@@ -516,7 +563,13 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         text = msgspec.json.encode(counts).decode()
     else:
-        torn = f" (a torn last line of {state.torn_bytes} bytes)" if state.torn_bytes else ""
+        torn = ""
+        if state.torn_bytes:
+            torn = (
+                f" ({blank_bytes(state.torn_bytes)} at its end)"
+                if state.blank_tail
+                else f" (a torn last line of {state.torn_bytes} bytes)"
+            )
         text = f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}"
     return _emit(text + "\n") or 0
 
@@ -524,13 +577,12 @@ def _status(args: argparse.Namespace) -> int:
 def _export(args: argparse.Namespace) -> int:
     from rxturn.batch import BatchError
     from rxturn.batch._file import check_output
-    from rxturn.batch._input import scan_input
     from rxturn.batch._output import read_line_at, read_output
 
     try:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
-        index = scan_input(args.input)
+        index = _scan_named(args.input)
     except BatchError as exc:
         return _fail(str(exc), _exit_code(exc))
     try:

@@ -150,7 +150,8 @@ def _limit_file_size(limit: int) -> Any:
     [
         ("", "the output '.' names no file"),
         (".", "the output '.' names no file"),
-        ("missing/out.jsonl", "is not a directory"),
+        ("missing/out.jsonl", "the directory 'missing' does not exist"),
+        ("in.jsonl/out.jsonl", "the directory 'in.jsonl' is not a directory"),
         ("adir", "'adir' is a directory, not an output file"),
         ("in.jsonl", "the output 'in.jsonl' is the input file: write to another file"),
     ],
@@ -251,6 +252,7 @@ def test_error_rows_exit_3_and_the_summary_names_the_error(server: str, tmp_path
     assert "6 rows: 4 ok, 2 error, 0 pending" in done.stderr
     assert "errors: 2 BadRequestError (first: BadRequestError: " in done.stderr
     assert "this row is refused" in done.stderr
+    assert done.stderr.endswith(f"this row is refused; requested {server}/v1/messages)\n")
 
 
 def test_a_closed_port_is_an_error_line_per_row_and_one_summary_naming_the_url(
@@ -267,10 +269,27 @@ def test_a_closed_port_is_an_error_line_per_row_and_one_summary_naming_the_url(
 
 def test_a_wrong_url_path_is_an_error_per_row_not_a_traceback(server: str, tmp_path: Path) -> None:
     inp = write_rows(tmp_path / "in.jsonl", prompts(2))
-    done = run_batch(inp, tmp_path / "out.jsonl", server + "/no/such/api")
+    secret = "plugh-path-SECRET-0123456789"  # pasted into the path: the summary names the URL
+    env = clean_env(ANTHROPIC_API_KEY=secret)
+    done = run_batch(inp, tmp_path / "out.jsonl", f"{server}/no/such/api/{secret}", env=env)
     assert done.returncode == 3, done.stderr
     assert done.stderr.count("\n") == 1 and "Traceback" not in done.stderr
     assert "errors: 2 " in done.stderr
+    assert f"; requested {server}/no/such/api/[redacted]/v1/messages)" in done.stderr
+
+
+def test_a_tpm_below_one_requests_reply_budget_is_said_at_the_start(
+    server: str, tmp_path: Path
+) -> None:
+    """Each request's estimate counts its max_tokens: a --tpm at most that runs one row per
+    minute, hours for a big input, said nowhere on a pipe unless said at the start (the
+    wording's cases: tests/batch/test_cli_summary.py)."""
+    inp = write_rows(tmp_path / "in.jsonl", prompts(1))  # one row: granted at once
+    done = run_batch(inp, tmp_path / "out.jsonl", server, "--tpm", "8000")
+    assert done.returncode == 0, done.stderr
+    notice, summary = done.stderr.splitlines()
+    assert notice.startswith("rxturn batch: --tpm 8000 is at most the default max_tokens (8192)")
+    assert summary.startswith("rxturn batch: 1 rows: 1 ok")
 
 
 def test_the_api_key_shows_nowhere(tmp_path: Path) -> None:

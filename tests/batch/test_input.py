@@ -114,6 +114,27 @@ def test_input_sha_is_the_sha256_of_canonical_json() -> None:
             "params.messages[0].content[0]: a media block needs a 'source' object",
         ),
         ('{"custom_id": "x", "method": "POST", "url": "/", "body": 3}', "'body' object"),
+        (
+            '{"custom_id": "x", "params": {"messages": [{"role": "user", "content": "a"}]}, '
+            '"body": {"messages": [{"role": "user", "content": "b"}]}}',
+            "unknown field 'body' in an Anthropic batch request (its fields: custom_id, params)",
+        ),
+        (
+            '{"custom_id": "x", "body": {"messages": [{"role": "user", "content": "a"}]}, '
+            '"prompt": "b"}',
+            "unknown field 'prompt' in an OpenAI Batch line (its fields: body, custom_id, method",
+        ),
+        (
+            '{"id": "x", "messages": [{"role": "tool", "content": "sunny"}]}',
+            "messages[0]: a 'tool' message needs 'tool_call_id'",
+        ),
+        ('{"id": "x", "messages": [{"role": "user", "content": ""}]}', "user message is empty"),
+        ('{"id": "x", "messages": [{"role": "user", "content": []}]}', "user message is empty"),
+        (
+            '{"custom_id": "x", "params": {"messages": [{"role": "user", "content": '
+            '[{"type": "text", "text": " "}]}]}}',
+            "last user message is empty",
+        ),
     ],
 )
 def test_every_bad_line_is_a_typed_error_naming_its_line(

@@ -71,9 +71,19 @@ def test_the_same_key_in_different_objects_or_inside_strings_is_no_duplicate(
     assert duplicate_key(raw, json.loads(raw)) is None
 
 
-def test_a_byte_order_mark_is_named(tmp_path: Path) -> None:
-    error = _scan_error(tmp_path, b"\xef\xbb\xbf" + GOOD.encode())
-    assert str(error).startswith("line 1: starts with a UTF-8 byte order mark (BOM)")
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        (b"\xef\xbb\xbf" + GOOD.encode(), "UTF-8 byte order mark (BOM); save the file as UTF-8"),
+        # what PowerShell's > writes: UTF-16 (read as bytes, "not UTF-8 ... 0xff")
+        (GOOD.encode("utf-16"), "UTF-16 byte order mark: the file is UTF-16 text; save it"),
+        (b"\xfe\xff" + GOOD.encode("utf-16-be"), "UTF-16 byte order mark"),
+    ],
+    ids=["utf-8", "utf-16", "utf-16-be"],
+)
+def test_a_byte_order_mark_is_named(tmp_path: Path, data: bytes, said: str) -> None:
+    error = _scan_error(tmp_path, data)
+    assert str(error).startswith(f"line 1: starts with a {said}")
 
 
 def test_bytes_that_are_not_utf8_are_named_with_their_column(tmp_path: Path) -> None:

@@ -1,0 +1,54 @@
+"""A blank end of an output (an ``echo >> out.jsonl``, an editor's final newline) is no crash's
+torn line: it is dropped as one is, but said as what it is, with no claim that a row runs again
+(in-process: ``FileRun.prepare`` and ``batch status``, nothing is sent)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rxturn.batch import BatchConfig, FileRun
+from rxturn.cli import main
+
+LINE = b'{"id": "r0", "status": "ok", "input_sha": "", "run": 1}\n'
+
+
+def _prepared(source: Path, out: Path, notices: list[str], force: bool = False) -> None:
+    config = BatchConfig(provider="openai", model="m", base_url="http://127.0.0.1:9")
+    run = FileRun(source, out, config, force=force, notice=notices.append)
+    try:
+        run.prepare()
+    finally:
+        run.close()
+
+
+@pytest.mark.parametrize(
+    ("tail", "status", "repaired"),
+    [
+        (b"\n", "1 blank byte at its end", "dropped 1 blank byte at its end"),
+        (b" \t\r\n", "4 blank bytes at its end", "dropped 4 blank bytes at its end"),
+        (b"  ", "2 blank bytes at its end", "dropped 2 blank bytes at its end"),
+        (
+            b'{"id": "r1", "st',
+            "a torn last line of 16 bytes",
+            "dropped a torn last line (16 bytes); its row runs again",
+        ),
+    ],
+    ids=["newline", "blank-line", "spaces", "torn"],
+)
+def test_a_blank_end_is_dropped_and_said_as_blank(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tail: bytes, status: str, repaired: str
+) -> None:
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "r0", "prompt": "p"}\n')
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(LINE)
+    _prepared(source, out, [], force=True)  # adopted: its manifest written
+    out.write_bytes(LINE + tail)
+    assert main(["batch", "status", str(out)]) == 0
+    assert capsys.readouterr().out == f"1 rows: 1 ok, 0 error, 0 pending ({status})\n"
+    notices: list[str] = []
+    _prepared(source, out, notices, force=True)
+    assert notices == [f"repaired {str(out)!r}: {repaired}"]
+    assert out.read_bytes() == LINE
