@@ -18,6 +18,7 @@ from typing import Any, TextIO
 
 import msgspec
 
+from .._redact import without_secrets
 from ..clients._factory import client_for
 from ..cost import Cost, cost_to_json, describe_cost
 from ..engine import RunResult, TurnEngine
@@ -179,8 +180,12 @@ class ChatSession:
 
     async def main(self) -> int:
         client = _client(self.args, self.api_key)
-        # the full URL requested (base URL plus path): a wrong base path shows in it
-        self.url = display_url(getattr(client, "url", client.base_url))
+        # the full URL requested (base URL plus path): a wrong base path shows in it (a key,
+        # even one pasted into the path, does not)
+        self.url = without_secrets(
+            display_url(getattr(client, "url", client.base_url)),
+            (self.api_key,) if self.api_key else (),
+        )
         async with client:
             self.engine = self._build_engine(client)
             if self.args.prompt is not None:

@@ -109,6 +109,16 @@ def test_a_wrong_base_path_names_the_full_url(url: str, provider: str, path: str
     assert result.stdout == ""
 
 
+def test_a_key_pasted_into_the_base_path_is_not_named_with_the_url(url: str) -> None:
+    secret = "plugh-path-SECRET-0123456789"
+    args = ["chat", "--provider", "anthropic", "--base-url", f"{url}/{secret}", "--model", "m"]
+    result = run(*args, "hi", env=clean_env(ANTHROPIC_API_KEY=secret))
+    assert result.returncode == 1
+    (line,) = result.stderr.splitlines()
+    assert f"{url}/[redacted]/v1/messages" in line
+    assert secret not in result.stderr + result.stdout
+
+
 # -- Ctrl-C on a terminal keeps what was served, marked -----------------------------------------
 
 
