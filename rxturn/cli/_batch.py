@@ -214,6 +214,10 @@ def _to_stderr(text: str) -> None:
     write_quietly(sys.stderr, text)
 
 
+#: said when a signal ends the command before (or after) the run's own summary line can
+_INTERRUPTED = "interrupted; every line written so far is kept: the same command goes on"
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
@@ -227,6 +231,7 @@ def _run(args: argparse.Namespace) -> int:
     try:
         return _run_command(args)
     except KeyboardInterrupt:  # Ctrl-C before the run took over the signals (the scan)
+        _notice(_INTERRUPTED)
         return 130
     finally:
         # From here on the run has ended and its exit code says how: a SIGTERM on the way out
@@ -430,7 +435,8 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
         summary = asyncio.run(_main(args, file_run, key, mode))
     except RxturnError as exc:  # the disk, a worker, Ray: not a row's failure
         return _fail(str(exc), _exit_code(exc))
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # a second Ctrl-C while the run stops: it stops at once
+        _notice(_INTERRUPTED)
         return 130
     _notice(
         f"{summary.total} rows: {summary.ok} ok, {summary.error} error, {summary.pending} "
