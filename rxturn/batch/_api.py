@@ -26,9 +26,7 @@ from ..errors import Cancelled, ConfigError
 from ..messages import Message
 from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchInputError
-from ._input import BatchRow, checked_sha, decode_row, input_sha
-from ._input import _check_turn as check_turn  # pyright: ignore[reportPrivateUsage]
-from ._input import _options as check_options  # pyright: ignore[reportPrivateUsage]
+from ._input import BatchRow, check_row_options, check_turn, checked_sha, decode_row, input_sha
 from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
 
 __all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
@@ -173,7 +171,7 @@ def _checked_row(row: BatchRow, number: int) -> BatchRow:
             raise fail(f"{name} must be a string or None, got {type(value).__name__}")
     try:
         check_turn(tuple(row.messages), number)
-        check_options(row.options, number, "options")
+        check_row_options(row.options, number, "options")
     except BatchInputError as exc:  # "line N: …" as a decoded row's: said as this row's
         raise fail(str(exc).split(": ", 1)[-1]) from None
     return row

@@ -43,6 +43,8 @@ from ._errors import BatchInputError
 __all__ = [
     "BatchRow",
     "InputIndex",
+    "check_row_options",
+    "check_turn",
     "checked_sha",
     "decode_row",
     "input_sha",
@@ -125,7 +127,12 @@ def _key(value: object, line: int, field: str) -> str:
     return key
 
 
-def _options(raw: object, line: int, where: str) -> dict[str, Any] | None:
+def check_row_options(raw: object, line: int, where: str) -> dict[str, Any] | None:
+    """A row's ``options`` (known ``RequestOptions`` fields, valid values), ``None`` for none.
+
+    Raises:
+        BatchInputError: an unknown field or a bad value; the message names ``line``.
+    """
     if raw is None:
         return None
     if not isinstance(raw, dict):
@@ -184,7 +191,12 @@ def _messages(
     return tuple(messages), ("\n\n".join(system) if system else None)
 
 
-def _check_turn(messages: tuple[Message, ...], line: int) -> tuple[Message, ...]:
+def check_turn(messages: tuple[Message, ...], line: int) -> tuple[Message, ...]:
+    """``messages``, if they end with a user message that asks something.
+
+    Raises:
+        BatchInputError: no messages, a last message not the user's, or an empty one.
+    """
     if not messages or messages[-1].role != "user":
         raise _fail(line, "the conversation must end with a user message")
     last = messages[-1]
@@ -215,7 +227,7 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
         if "id" in obj
         else f"line-{line}-{hashlib.sha256(raw.strip()).hexdigest()[:16]}"
     )
-    options = _options(obj.get("options"), line, "options")
+    options = check_row_options(obj.get("options"), line, "options")
     if options is not None and "model" in options:
         # a RequestOptions field, but the runner sets each request's model from the row's:
         # taken as the row's model rather than dropped
@@ -228,7 +240,7 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
         options = options or None
     return BatchRow(
         key=key,
-        messages=_check_turn(messages, line),
+        messages=check_turn(messages, line),
         system=None if system is None else _text(system, line, "system"),
         model=model,
         options=options,
@@ -249,7 +261,7 @@ def _split_body(body: dict[str, Any], line: int, where: str, skip: frozenset[str
             options["stop_sequences"] = [value] if isinstance(value, str) else value
         else:
             options.setdefault("extra_body", {})[name] = value
-    return _options(options, line, where)
+    return check_row_options(options, line, where)
 
 
 #: the OpenAI Batch endpoints whose bodies are a chat: Chat Completions and Responses
@@ -334,7 +346,7 @@ def _openai_row(
     model = body.get("model")
     return BatchRow(
         key=_key(obj["custom_id"], line, "custom_id"),
-        messages=_check_turn(messages, line),
+        messages=check_turn(messages, line),
         system=system,
         model=None if model is None else _text(model, line, "body.model") or None,
         options=_split_body(body, line, "body", taken),
@@ -353,7 +365,7 @@ def _anthropic(obj: dict[str, Any], line: int) -> BatchRow:
     skip = frozenset({"model", "messages", "system", "stream"})
     return BatchRow(
         key=_key(obj["custom_id"], line, "custom_id"),
-        messages=_check_turn(messages, line),
+        messages=check_turn(messages, line),
         system=system,
         model=None if model is None else _text(model, line, "params.model") or None,
         options=_split_body(params, line, "params", skip),

@@ -70,6 +70,7 @@ __all__ = [
     "Runner",
     "drive",
     "encode_result",
+    "reply_budget",
 ]
 
 Provider = Literal["anthropic", "openai", "openai-responses", "ollama"]
@@ -424,6 +425,12 @@ class _Slot(Observer):
         )
 
 
+def reply_budget(client: object) -> int:
+    """The reply budget a request's estimate counts when neither the run nor the row sets
+    ``max_tokens``: the client's own default (4096 for a client that has none)."""
+    return int(getattr(client, "max_tokens", None) or 4096)
+
+
 class _BudgetTransport:
     """The runner's transport, where a request of a budgeted run spends its grant.
 
@@ -542,7 +549,7 @@ class Runner:
         self.base_options = config.options()
         self._options: dict[str, RequestOptions] = {}
         #: a request's reply budget when neither the run nor the row sets one
-        self.default_max_tokens = int(getattr(self.client, "max_tokens", None) or 4096)
+        self.default_max_tokens = reply_budget(self.client)
         self.paused_by_provider = 0
         self._free: list[_Slot] = []
         self._made = 0

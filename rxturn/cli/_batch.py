@@ -292,6 +292,7 @@ def _run_command(args: argparse.Namespace) -> int:
         # the client every worker builds, built once here: what it refuses is refused before
         # the output is touched (it opens nothing until it sends)
         from rxturn._redact import without_secrets
+        from rxturn.batch._runner import reply_budget
         from rxturn.clients._factory import client_for
         from rxturn.transport._base import display_url
 
@@ -303,8 +304,8 @@ def _run_command(args: argparse.Namespace) -> int:
             display_url(getattr(client, "url", client.base_url)), (key,) if key else ()
         )
         # the reply budget a request's --tpm estimate counts when neither --max-tokens nor the
-        # row sets one (the runner's default likewise)
-        args.client_max_tokens = int(getattr(client, "max_tokens", None) or 4096)
+        # row sets one (the runner's own)
+        args.client_max_tokens = reply_budget(client)
     except ConfigError as exc:
         return _fail(str(exc))
     if args.ray is not None:
