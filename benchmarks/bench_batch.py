@@ -20,7 +20,9 @@ gets and what is measured is the client side. In order:
 4. **rxturn --workers 2**: the same with two worker processes;
 5. **peak RSS** of ``rxturn batch run`` on a 10^6-line input (written to a temporary file),
    stopped with SIGTERM after a few seconds of running, beside the same on 10^4 lines: the
-   difference is what a million keys cost; the rows in flight cost the same in both.
+   difference is what a million keys cost; the rows in flight cost the same in both; and of
+   the resume of a finished 10^6-row run (its output written here, each line a copy of a real
+   one with the row's id and ``input_sha``): what reading a million output lines back costs.
 
 Beside rows/s (wall clock, which moves with whatever else the machine runs), each contender's
 **CPU per row**: this process's CPU time for the in-process loops; for ``rxturn batch run``,
@@ -54,6 +56,7 @@ import aiohttp
 from _limit import LimitAnthropic
 from _servers import FakeServerProcess
 
+from rxturn.batch._input import input_sha
 from rxturn.batch._runner import CharCounter
 from rxturn.clients._factory import client_for
 from rxturn.engine import TurnEngine
@@ -214,6 +217,43 @@ def peak_rss_mb(url: str, inp: Path, out: Path, seconds: float) -> float:
     return peak
 
 
+def write_done_output(inp: Path, rows: int, model_output: Path, out: Path) -> None:
+    """An output where every row of ``inp`` (:func:`write_input`'s ``rows``) has its ``ok``
+    line: each a copy of ``model_output``'s first line (a real one of these settings) with the
+    row's own id and ``input_sha``, and ``model_output``'s manifest: what a finished run leaves."""
+    template = json.loads(model_output.read_bytes().split(b"\n", 1)[0])
+    shutil.copyfile(
+        model_output.with_name(model_output.name + ".manifest.json"),
+        out.with_name(out.name + ".manifest.json"),
+    )
+    with open(inp, "rb") as rows_in, open(out, "w") as file:
+        for _, raw in zip(range(rows), rows_in, strict=True):
+            row = json.loads(raw)
+            template["id"], template["input_sha"] = row["id"], input_sha(row)
+            file.write(json.dumps(template, separators=(",", ":")) + "\n")
+
+
+def resume_rss_mb(command: list[str]) -> float:
+    """Peak RSS (MB) of ``command`` run to its end: a resume that finds every row done reads
+    the whole output and scans the whole input, and exits. (Spawned without a fork, so its
+    ``ru_maxrss`` is its own, not this process's copied at a fork.)"""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    with open(os.devnull, "wb") as null:
+        pid = os.posix_spawn(
+            command[0] if os.path.isabs(command[0]) else shutil.which(command[0]) or command[0],
+            command,
+            env,
+            file_actions=[
+                (os.POSIX_SPAWN_DUP2, null.fileno(), 1),
+                (os.POSIX_SPAWN_DUP2, null.fileno(), 2),
+            ],
+        )
+        _, status, usage = os.wait4(pid, 0)
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"the resume exited {os.waitstatus_to_exitcode(status)}")
+    return usage.ru_maxrss / 1024
+
+
 def _high_water_mb(pid: int) -> float:
     """``VmHWM`` of ``pid``: its peak RSS since it exec'd. (``ru_maxrss`` from ``wait4`` would
     also count the copy of this process a fork made before the exec: inside ``run.py``, whose
@@ -321,9 +361,17 @@ def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
                 write_input(big, 1_000_000)
                 rss_small = peak_rss_mb(server.url, small, directory / "o-small.jsonl", 3.0)
                 rss_big = peak_rss_mb(server.url, big, directory / "o-big.jsonl", 3.0)
+                done = directory / "o-done.jsonl"
+                write_done_output(big, 1_000_000, directory / "o-small.jsonl", done)
+                rss_resume = resume_rss_mb(_command(server.url, big, done))
                 print(f"batch: peak RSS, 10^4-line input    {rss_small:8.0f} MB")
                 print(f"batch: peak RSS, 10^6-line input    {rss_big:8.0f} MB")
-                results.update(peak_rss_mb_10k=rss_small, peak_rss_mb_1m=rss_big)
+                print(f"batch: peak RSS, resuming 10^6 done {rss_resume:8.0f} MB")
+                results.update(
+                    peak_rss_mb_10k=rss_small,
+                    peak_rss_mb_1m=rss_big,
+                    peak_rss_mb_resume_1m=rss_resume,
+                )
         finally:
             server.close()
     return results

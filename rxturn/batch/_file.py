@@ -263,8 +263,10 @@ class FileRun:
                 run_keys.append(line)
             else:
                 self.skipped += 1
+                del last[key]  # nothing of this run asks about it again: its memory goes
 
         self.index = index = scan_input(self.input_path, check)
+        last.shrink()  # (a dict keeps its size when keys go)
         if not index.keys:
             raise BatchInputError("the input has no rows (it is empty, or only blank lines)")
         pending = bytearray(index.lines + 1)

@@ -27,12 +27,14 @@ import contextlib
 import errno
 import hashlib
 import os
+import re
 import stat
 import time
+from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, cast
 
 import msgspec
 
@@ -42,6 +44,7 @@ __all__ = [
     "FSYNC_LINES",
     "FSYNC_SECONDS",
     "MAX_OUTPUT_LINE",
+    "LastLines",
     "Manifest",
     "OutputLock",
     "OutputState",
@@ -72,6 +75,77 @@ class _Seen(msgspec.Struct, frozen=True):
 _seen_decoder = msgspec.json.Decoder(_Seen)
 
 
+#: what :class:`LastLines` gives for a key: (status, input_sha, byte offset of the line)
+Seen = tuple[str, str, int]
+
+_SHA = re.compile("[0-9a-f]{64}").fullmatch  # what hashlib's hexdigest writes, no other spelling
+_SHA_SHIFT = 50  # below it: the offset (48 bits, 256 TiB), whether a sha is there, whether ok
+
+
+class LastLines:
+    """key -> ``(status, input_sha, offset)`` of the key's last output line, kept compact.
+
+    A resume holds this for every key of the output: at 10^6 rows a tuple of a status, a
+    64-character sha string and an offset would be ~210 bytes a key beside the key itself. Here
+    the three are one integer (the sha's 256 bits, the offset and two flags: ~70 bytes), made
+    back into the tuple when a key is looked up. A sha that is not 64 lowercase hex digits (an
+    edited line) is kept as the tuple it was. docs/batch.md, "Resume".
+    """
+
+    __slots__ = ("_lines",)
+
+    def __init__(self) -> None:
+        self._lines: dict[str, int | Seen] = {}
+
+    def __len__(self) -> int:
+        return len(self._lines)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._lines
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._lines)
+
+    def __delitem__(self, key: str) -> None:
+        del self._lines[key]
+
+    def put(self, key: str, status: str, sha: str, offset: int) -> None:
+        """Keep ``(status, sha, offset)`` as the last line of ``key``."""
+        if not 0 <= offset < 1 << (_SHA_SHIFT - 2) or status not in ("ok", "error"):
+            self._lines[key] = (status, sha, offset)
+        elif not sha:
+            self._lines[key] = offset << 2 | (status == "ok")
+        elif _SHA(sha):
+            self._lines[key] = int(sha, 16) << _SHA_SHIFT | offset << 2 | 2 | (status == "ok")
+        else:
+            self._lines[key] = (status, sha, offset)
+
+    def get(self, key: str) -> Seen | None:
+        packed = self._lines.get(key)
+        if type(packed) is not int:
+            return cast("Seen | None", packed)
+        offset = packed >> 2 & ((1 << (_SHA_SHIFT - 2)) - 1)
+        sha = format(packed >> _SHA_SHIFT, "064x") if packed & 2 else ""
+        return ("ok" if packed & 1 else "error", sha, offset)
+
+    def __getitem__(self, key: str) -> Seen:
+        seen = self.get(key)
+        if seen is None:
+            raise KeyError(key)
+        return seen
+
+    def shrink(self) -> None:
+        """Give back the memory of the keys deleted so far (a dict never shrinks by itself)."""
+        self._lines = dict(self._lines)
+
+    def ok_count(self) -> int:
+        """Keys whose last line is ``ok``."""
+        ok = 0
+        for packed in self._lines.values():
+            ok += packed & 1 if type(packed) is int else cast("Seen", packed)[0] == "ok"
+        return ok
+
+
 class OutputState:
     """The last line of each key in an output file."""
 
@@ -79,7 +153,7 @@ class OutputState:
 
     def __init__(self) -> None:
         #: key -> (status, input_sha, byte offset of its last line)
-        self.last: dict[str, tuple[str, str, int]] = {}
+        self.last = LastLines()
         self.lines = 0
         self.size = 0  # bytes in the file
         self.good_size = 0  # bytes up to the end of the last whole, valid line
@@ -93,7 +167,7 @@ class OutputState:
 
     def counts(self) -> tuple[int, int]:
         """(keys whose last line is ok, keys whose last line is error)."""
-        ok = sum(1 for status, _, _ in self.last.values() if status == "ok")
+        ok = self.last.ok_count()
         return ok, len(self.last) - ok
 
 
@@ -196,7 +270,7 @@ def read_output(path: Path) -> OutputState:
                 state.blank_tail = not raw.strip()
                 offset += length
                 continue
-            state.last[seen.id] = (seen.status, seen.input_sha, offset)
+            state.last.put(seen.id, seen.status, seen.input_sha, offset)
             state.lines = number
             offset += length
             state.good_size = offset

@@ -242,6 +242,24 @@ def test_an_input_edited_between_runs_is_found_by_its_sha(server: str, tmp_path:
     assert json.loads(status.stdout) == {"ok": 6, "error": 0, "pending": 0, "total": 6}
 
 
+def test_a_sha_respelled_in_the_output_is_a_changed_row(server: str, tmp_path: Path) -> None:
+    """The sha of an output line is compared as the text it is: the same digest in capitals (an
+    edit) does not pass for the row's own."""
+    inp = write_rows(tmp_path / "in.jsonl", prompts(3))
+    out = tmp_path / "out.jsonl"
+    assert run_batch(inp, out, server).returncode == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    for row in rows:
+        if row["id"] == "r1":
+            row["input_sha"] = row["input_sha"].upper()
+    out.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    before = len(received(server))
+    refused = run_batch(inp, out, server)
+    assert refused.returncode == 2
+    assert _one_error_line(refused.stderr).startswith("line 2: row 'r1' changed")
+    assert len(received(server)) == before
+
+
 def test_error_rows_exit_3_and_the_summary_names_the_error(server: str, tmp_path: Path) -> None:
     rows: list[dict[str, Any]] = prompts(6)
     rows[1]["model"] = rows[4]["model"] = "refused"

@@ -1,0 +1,69 @@
+"""What a resume keeps of each key's last output line (``LastLines``): compact, and exactly the
+line's status, ``input_sha`` and offset back, whatever the line spells its sha as."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+
+from rxturn.batch._output import LastLines, read_output
+
+_SHA = hashlib.sha256(b"a row").hexdigest()
+
+
+@pytest.mark.parametrize(
+    ("status", "sha", "offset"),
+    [
+        ("ok", _SHA, 0),
+        ("error", _SHA, 123_456_789_012),
+        ("ok", "", 7),
+        ("error", "", 0),
+        ("ok", "0" * 64, 1),  # a digest of leading zeros is still 64 digits back
+        ("ok", _SHA.upper(), 5),  # other spellings of the same number stay as written
+        ("ok", "0x" + _SHA[2:], 5),
+        ("ok", _SHA[:-1], 5),
+        ("ok", _SHA + "0", 5),
+        ("ok", "٣" * 64, 5),  # digits int() would read, and no hex digest holds
+        ("ok", " " + _SHA[1:], 5),
+        ("error", _SHA, 1 << 50),  # beyond what the packed form holds
+    ],
+)
+def test_a_last_line_comes_back_as_it_was_put(status: str, sha: str, offset: int) -> None:
+    last = LastLines()
+    last.put("k", status, sha, offset)
+    assert last.get("k") == (status, sha, offset)
+    assert last["k"] == (status, sha, offset)
+    assert "k" in last and list(last) == ["k"] and len(last) == 1
+    assert last.ok_count() == (status == "ok")
+    assert last.get("other") is None
+    with pytest.raises(KeyError):
+        last["other"]
+
+
+def test_the_last_put_wins_and_deleted_keys_go() -> None:
+    last = LastLines()
+    for i in range(1000):
+        last.put(f"k{i}", "ok" if i % 3 else "error", _SHA if i % 2 else "", i * 10)
+    last.put("k3", "ok", "", 1)
+    for i in range(0, 1000, 2):
+        del last[f"k{i}"]
+    last.shrink()
+    assert len(last) == 500 and "k0" not in last
+    assert last.get("k3") == ("ok", "", 1)
+    assert last.get("k5") == ("ok", _SHA, 50)
+    assert last.ok_count() == sum(1 for i in range(1, 1000, 2) if i % 3 or i == 3)
+
+
+def test_read_output_keeps_each_keys_last_line_and_its_offset(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    first = json.dumps({"id": "a", "status": "error", "input_sha": _SHA}) + "\n"
+    second = json.dumps({"id": "b", "status": "ok", "input_sha": _SHA.upper()}) + "\n"
+    third = json.dumps({"id": "a", "status": "ok", "input_sha": _SHA}) + "\n"
+    out.write_text(first + second + third)
+    state = read_output(out)
+    assert state.last.get("a") == ("ok", _SHA, len(first) + len(second))
+    assert state.last.get("b") == ("ok", _SHA.upper(), len(first))
+    assert state.counts() == (2, 0)
