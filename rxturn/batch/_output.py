@@ -38,7 +38,7 @@ from typing import IO, Any, Literal, cast
 
 import msgspec
 
-from ._errors import BatchInputError, BatchLockedError, BatchOutputError, BatchWriteError
+from ._errors import BatchLockedError, BatchOutputError, BatchWriteError
 
 __all__ = [
     "FSYNC_LINES",
@@ -583,17 +583,6 @@ def _is_json(raw: bytes) -> bool:
     except msgspec.DecodeError:
         return False
     return True
-
-
-def check_changed(state: OutputState, key: str, sha: str, line: int) -> None:
-    """A row edited since its output line was written (same key, other ``input_sha``)."""
-    seen = state.last.get(key)
-    if seen is not None and seen[1] and seen[1] != sha:
-        raise BatchInputError(
-            f"line {line}: row {key!r} changed since its output line was written (use --force "
-            "to run it again)",
-            line=line,
-        )
 
 
 def read_line_at(file: IO[bytes], offset: int) -> bytes:
