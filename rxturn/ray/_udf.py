@@ -35,6 +35,9 @@ COLUMNS = (
     "error_message",
 )
 
+#: the output columns that hold integers (every other one holds strings)
+_INT_COLUMNS = frozenset({"input_tokens", "output_tokens", "attempts"})
+
 #: how long an interrupted call waits for its batch's rows to be cancelled
 _SETTLE_SECONDS = 10.0
 
@@ -233,8 +236,11 @@ class TurnUDF:
             await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
         )
 
-    def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, list[object]]:
-        """One batch (columns) in, one row of results per input row out, in order.
+    def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, Any]:
+        """One batch (columns) in, one row of results per input row out, in order: a list per
+        column. A batch of no rows gives zero-length numpy arrays of the columns' types
+        instead (an empty list has no type: Ray would make that block's columns null, and a
+        dataset whose blocks' types differ fails to concatenate).
 
         Only the row's columns are read (``id``, ``prompt``, ``messages``, ``system``,
         ``model``, ``options``): a dataset's other columns are left alone.
@@ -257,6 +263,8 @@ class TurnUDF:
             if "id" in item:
                 item["id"] = _key(item["id"])
             items.append(item)
+        if not items:
+            return _empty_columns()
         results = self._call(self._all(items))
         columns: dict[str, list[object]] = {name: [] for name in COLUMNS}
         for item, result in zip(items, results, strict=True):
@@ -276,6 +284,17 @@ class TurnUDF:
             self._thread.join(timeout=10)
         if not self._loop.is_running() and not self._loop.is_closed():
             self._loop.close()  # its selector's sockets too (a ResourceWarning otherwise)
+
+
+def _empty_columns() -> dict[str, Any]:
+    """The columns of a batch of no rows, each of its fixed type (Ray reads a numpy ``str_``
+    array as an Arrow string column and ``int64`` as int64, the types it gives the lists of a
+    batch with rows)."""
+    import numpy as np  # (Ray Data's own dependency)
+
+    return {
+        name: np.array([], dtype=np.int64 if name in _INT_COLUMNS else np.str_) for name in COLUMNS
+    }
 
 
 def _append(columns: dict[str, list[object]], key: str, result: object) -> None:

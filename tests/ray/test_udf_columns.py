@@ -15,7 +15,7 @@ import pytest
 from test_ray_data import ThreadedFake
 
 from rxturn.errors import ConfigError
-from rxturn.ray import TurnUDF
+from rxturn.ray import COLUMNS, TurnUDF
 from rxturn.testing import FakeProvider, assert_no_secret
 
 SECRET = "sk-ant-api03-udf-secret-0123456789"
@@ -94,6 +94,32 @@ def test_ids_of_odd_dtypes_come_back_as_the_users_keys(fake: FakeProvider) -> No
     assert out["id"] == ["7", "8", "2.5"], out["id"]
     out = _run(fake, {"id": np.array([b"k1", b"k2"]), "prompt": np.array(["one", "two"])})
     assert out["id"] == ["k1", "k2"], out["id"]
+
+
+_EMPTY_BATCHES = {
+    "numpy": lambda np, pa, pd: {"id": np.array([], dtype=object), "prompt": np.array([])},
+    "pyarrow": lambda np, pa, pd: pa.table({"id": pa.array([], pa.string())}),
+    "pandas": lambda np, pa, pd: pd.DataFrame({"id": [], "prompt": []}),
+    "no columns": lambda np, pa, pd: {},
+    "rows": lambda np, pa, pd: {"id": ["a", "b"], "prompt": ["one", " "]},
+}
+
+
+@pytest.mark.parametrize("kind", list(_EMPTY_BATCHES))
+def test_every_batch_gives_the_same_column_types_even_with_no_rows(
+    fake: FakeProvider, kind: str
+) -> None:
+    """The fixed types: strings, and int64 for the three counts, in a batch of rows (one ok,
+    one error) and in a batch of none (a filtered block is one), so that Ray can concatenate
+    the blocks (what it makes of an empty list is a null column)."""
+    np = pytest.importorskip("numpy")
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    counts = ("input_tokens", "output_tokens", "attempts")
+    expected = pa.schema([(n, pa.int64() if n in counts else pa.string()) for n in COLUMNS])
+    out = _run(fake, _EMPTY_BATCHES[kind](np, pa, pd))
+    assert list(out) == list(COLUMNS)
+    assert pa.table(out).schema == expected, pa.table(out).schema
 
 
 def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakeProvider) -> None:
