@@ -12,9 +12,11 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+import msgspec
+
 from ..batch._budget import Budget, Gate, LocalGate
 from ..batch._errors import BatchInputError
-from ..batch._input import checked_sha, decode_row
+from ..batch._input import checked_sha, decode_row, input_sha
 from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
 from ..errors import ConfigError
 from ._budget import DEFAULT_NAME, RayGate, budget_actor
@@ -103,6 +105,29 @@ def _key(value: object) -> str:
     return str(value)
 
 
+def _without_nulls(value: object) -> object:
+    """``value`` with every object's null fields left out: Arrow gives a struct column the
+    fields of every row of its block (``null`` where a row has none), so the same row read in
+    two blocks can differ by them."""
+    if isinstance(value, dict):
+        return {
+            k: _without_nulls(v)
+            for k, v in cast("dict[str, object]", value).items()
+            if v is not None
+        }
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in cast("list[object]", value)]
+    return value
+
+
+def content_key(item: Mapping[str, object]) -> str:
+    """The id of a row with none: ``row-`` and 16 hex digits of the sha256 of its content (its
+    columns' values as canonical JSON, null fields left out). It depends on nothing but the
+    row, so the same row has the same id in whatever batch (or run) it comes; two rows with
+    the same content share it."""
+    return f"row-{input_sha(_without_nulls(dict(item)))[:16]}"
+
+
 def _in_ray() -> bool:
     """This process is connected to a Ray cluster (a Ray Data actor is; a plain call is not)."""
     ray = sys.modules.get("ray")
@@ -128,8 +153,10 @@ class TurnUDF:
             requests (docs/batch.md, "Ray Data").
 
     Input columns: ``id`` and ``prompt``, or ``id`` and ``messages`` (Message JSON); optional
-    ``system``, ``model`` and ``options``; other columns are not read. A row that is malformed
-    or whose turn fails comes back with ``status`` ``"error"`` and its ``error_type`` /
+    ``system``, ``model`` and ``options``; other columns are not read. A row without an ``id``
+    (no such column, or a null in it) gets ``row-`` and a hash of its content
+    (:func:`content_key`), the same in whatever batch it comes. A row that is malformed or
+    whose turn fails comes back with ``status`` ``"error"`` and its ``error_type`` /
     ``error_message``.
     """
 
@@ -223,15 +250,26 @@ class TurnUDF:
     async def _make_runner(self, api_key: str | None) -> Runner:
         return Runner(self.config, api_key=api_key, gate=self._gate)
 
-    async def _one(self, index: int, item: dict[str, object]) -> RowResult | BatchInputError:
+    async def _one(
+        self, index: int, item: dict[str, object]
+    ) -> tuple[str, RowResult | BatchInputError]:
+        """The row's id and its result (``index``: its place in this batch, which only the
+        messages of a malformed row name, never its id)."""
+        key = str(item.get("id", ""))
         try:
             sha = checked_sha(item, index)  # a column can hold what JSON cannot
+            if "id" not in item:
+                key = content_key(item)
             row = decode_row(item, index)
         except BatchInputError as exc:
-            return exc  # the row's error row; the batch's other rows run
-        return await self._runner.run_row(row, sha)
+            return key, exc  # the row's error row; the batch's other rows run
+        if row.key != key:  # (a row without an id: decode_row keys it by its place)
+            row = msgspec.structs.replace(row, key=key)
+        return key, await self._runner.run_row(row, sha)
 
-    async def _all(self, items: list[dict[str, object]]) -> list[RowResult | BatchInputError]:
+    async def _all(
+        self, items: list[dict[str, object]]
+    ) -> list[tuple[str, RowResult | BatchInputError]]:
         return list(
             await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
         )
@@ -267,8 +305,8 @@ class TurnUDF:
             return _empty_columns()
         results = self._call(self._all(items))
         columns: dict[str, list[object]] = {name: [] for name in COLUMNS}
-        for item, result in zip(items, results, strict=True):
-            _append(columns, str(item.get("id", "")), result)
+        for key, result in results:
+            _append(columns, key, result)
         return columns
 
     def close(self) -> None:

@@ -4,6 +4,8 @@ not the row's business, and a batch whose columns differ in length is a typed er
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import threading
@@ -120,6 +122,37 @@ def test_every_batch_gives_the_same_column_types_even_with_no_rows(
     out = _run(fake, _EMPTY_BATCHES[kind](np, pa, pd))
     assert list(out) == list(COLUMNS)
     assert pa.table(out).schema == expected, pa.table(out).schema
+
+
+def _content_id(row: dict[str, Any]) -> str:
+    """What docs/batch.md says a row without an id is given: ``row-`` and the first 16 hex
+    digits of the sha256 of its canonical JSON."""
+    canonical = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "row-" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def test_a_row_without_an_id_gets_the_same_id_in_whatever_batch_it_comes(
+    fake: FakeProvider,
+) -> None:
+    """The id of a row with none depends on its content alone, not on its place in the batch
+    Ray happened to cut: ``b`` second of two, first of one, or in a pandas frame whose ``id``
+    column has a gap, or with an Arrow struct's null fields in its options; a malformed one
+    gets it too (its error row can be told apart)."""
+    pd = pytest.importorskip("pandas")
+    b = {"prompt": "b", "options": {"max_tokens": 5}}
+    expected = _content_id(b)
+    two = _run(fake, {"prompt": ["a", "b"], "options": [None, {"max_tokens": 5}]})
+    one = _run(fake, {"prompt": ["b"], "options": [{"max_tokens": 5, "temperature": None}]})
+    gap = _run(
+        fake,
+        pd.DataFrame({"id": ["k", None], "prompt": ["a", "b"], "options": [None, b["options"]]}),
+    )
+    assert two["id"] == [_content_id({"prompt": "a"}), expected], two["id"]
+    assert one["id"] == [expected] and gap["id"] == ["k", expected], (one["id"], gap["id"])
+    assert {*two["status"], *one["status"], *gap["status"]} == {"ok"}, two["error_message"]
+    blank = _run(fake, {"prompt": ["a", "  "]})
+    assert blank["status"] == ["ok", "error"], blank["error_message"]
+    assert blank["id"] == [_content_id({"prompt": "a"}), _content_id({"prompt": "  "})]
 
 
 def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakeProvider) -> None:
