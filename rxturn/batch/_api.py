@@ -122,7 +122,8 @@ class Tally:
 
 
 class _Rows:
-    """Decodes each row (any shape) with its ``input_sha``; the row's index is its line."""
+    """Decodes each row (any shape) with its ``input_sha``; its errors name it ``row N``
+    (from 1), where an input file's name ``line N``."""
 
     __slots__ = ("number", "seen")
 
@@ -143,11 +144,21 @@ class _Rows:
                 )
             obj = dict(cast("Mapping[str, Any]", item))
             sha = checked_sha(obj, number)  # first: the shapes' checks take it for JSON
-            row = decode_row(obj, number)
+            try:
+                row = decode_row(obj, number)
+            except BatchInputError as exc:
+                raise _as_row(exc, number) from None
         if row.key in self.seen:
             raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
         self.seen.add(row.key)
         return row, sha
+
+
+def _as_row(exc: BatchInputError, number: int) -> BatchInputError:
+    """A decoded row's error ("line N: …", as an input file's line is named) said as the
+    iterable's row N."""
+    what = str(exc).removeprefix(f"line {number}: ")
+    return BatchInputError(f"row {number}: {what}", line=number)
 
 
 def _checked_row(row: BatchRow, number: int) -> BatchRow:
@@ -173,7 +184,7 @@ def _checked_row(row: BatchRow, number: int) -> BatchRow:
         check_turn(tuple(row.messages), number)
         check_row_options(row.options, number, "options")
     except BatchInputError as exc:  # "line N: …" as a decoded row's: said as this row's
-        raise fail(str(exc).split(": ", 1)[-1]) from None
+        raise fail(str(exc).removeprefix(f"line {number}: ")) from None
     return row
 
 

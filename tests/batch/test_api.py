@@ -95,14 +95,26 @@ async def test_disposing_the_observable_cancels_the_rows_in_flight() -> None:
     assert results == []
 
 
-async def test_a_bad_row_is_a_typed_error_naming_it() -> None:
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        ({"id": "b"}, "a row of no known shape"),
+        ({"id": "b", "prompt": " "}, "prompt is empty"),
+        ({"id": "b", "prompt": "x", "extra": 1}, "unknown field 'extra'"),
+        ({"id": "b", "prompt": "x", "options": {"max_tokens": 0}}, "options: "),
+        ({"id": "", "prompt": "x"}, "id must not be empty"),
+        ({"custom_id": "b", "params": {"messages": []}}, "params.messages"),
+    ],
+    ids=["no shape", "blank prompt", "unknown field", "bad option", "empty id", "no messages"],
+)
+async def test_a_bad_row_is_a_typed_error_naming_it(row: dict[str, Any], words: str) -> None:
+    """A row of a Python iterable is named ``row N`` as every other error of its rows is (a
+    line is a line of an input file), ``line`` holding N."""
     async with FakeProvider(SCENARIO) as fake:
-        try:
-            await run_batch([{"id": "a", "prompt": "x"}, {"id": "b"}], _config(fake.base_url))
-        except BatchInputError as exc:
-            assert str(exc).startswith("line 2: a row of no known shape")
-        else:
-            raise AssertionError("no error")
+        with pytest.raises(BatchInputError) as caught:
+            await run_batch([{"id": "a", "prompt": "x"}, row], _config(fake.base_url))
+    assert str(caught.value).startswith(f"row 2: {words}"), str(caught.value)
+    assert caught.value.line == 2
 
 
 async def test_rows_are_read_only_as_fast_as_places_free_up() -> None:
