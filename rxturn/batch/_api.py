@@ -148,6 +148,8 @@ class _Rows:
                 row = decode_row(obj, number)
             except BatchInputError as exc:
                 raise _as_row(exc, number) from None
+            if "id" not in obj and "custom_id" not in obj:  # a native row without a key
+                row = msgspec.structs.replace(row, key=f"row-{number}-{sha[:16]}")
         if row.key in self.seen:
             raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
         self.seen.add(row.key)

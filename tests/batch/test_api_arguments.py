@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import re
 import warnings
 from collections.abc import AsyncIterator, Iterator
@@ -247,8 +248,9 @@ async def test_a_row_that_is_no_json_data_is_a_typed_error_naming_it(
 
 
 async def test_rows_of_every_shape_run_side_by_side() -> None:
-    """Native prompt and messages rows, an OpenAI Batch line, an Anthropic batch request and a
-    BatchRow in one iterable: each is its own turn, keyed as its shape keys it."""
+    """Native prompt and messages rows, an OpenAI Batch line, an Anthropic batch request, a
+    BatchRow and a row without a key in one iterable: each is its own turn, keyed as its shape
+    keys it (the last by its number in the iterable, ``row N``, as its errors name it)."""
     rows: list[Any] = [
         {"id": "native", "prompt": "from a prompt"},
         {"id": "messages", "messages": [{"role": "user", "content": "from messages"}]},
@@ -266,17 +268,23 @@ async def test_rows_of_every_shape_run_side_by_side() -> None:
             },
         },
         BatchRow(key="struct", messages=(Message.user("from a BatchRow"),)),
+        {"prompt": "from a row without a key"},
     ]
+    # the sixth row, keyed by its number and its content's sha256 (canonical JSON)
+    keyless = "row-6-" + hashlib.sha256(b'{"prompt":"from a row without a key"}').hexdigest()[:16]
     seen: list[RowResult] = []
     async with FakeProvider(SCENARIO) as fake:
         summary = await asyncio.wait_for(
             run_batch(rows, _config(fake.base_url), on_result=seen.append), 30
         )
         sent = sorted(str(body["messages"][0]["content"]) for body in fake.requests)
-    assert (summary.total, summary.ok) == (5, 5)
-    assert sorted(r.id for r in seen) == ["anthropic", "messages", "native", "openai", "struct"]
+    assert (summary.total, summary.ok) == (6, 6)
+    assert sorted(r.id for r in seen) == sorted(
+        ["anthropic", "messages", "native", "openai", "struct", keyless]
+    )
     assert sent == sorted(
         [
+            "from a row without a key",
             "from a prompt",
             "from messages",
             "from an openai line",
