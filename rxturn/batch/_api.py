@@ -20,6 +20,7 @@ import msgspec
 import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from ..clients._base import ModelClient
 from ..errors import Cancelled, ConfigError
@@ -369,6 +370,42 @@ def _bar(total: int) -> Any:
     return tqdm(total=total or None, unit="row", desc="rxturn batch")
 
 
+_NO_LOOP = (
+    "batch_results(...) must be subscribed on a running asyncio event loop (inside a "
+    "coroutine, e.g. under asyncio.run), or with scheduler=AsyncIOScheduler(loop) for a loop "
+    "another thread runs"
+)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _subscribe_loop(
+    scheduler: abc.SchedulerBase | None,
+) -> tuple[asyncio.AbstractEventLoop | ConfigError, bool]:
+    """The loop a subscription runs its rows on, and whether the caller runs it: the
+    subscribe-time scheduler's when it is an asyncio one (its loop is where the caller wants
+    the results), else the running loop. A ConfigError when there is none, or it is closed."""
+    running = _running_loop()
+    loop = (
+        scheduler._loop  # pyright: ignore[reportPrivateUsage]
+        if isinstance(scheduler, AsyncIOScheduler)
+        else running
+    )
+    if loop is None:
+        return ConfigError(_NO_LOOP), False
+    if loop.is_closed():
+        return ConfigError(
+            "batch_results(...) was subscribed with an AsyncIOScheduler whose event loop is "
+            "closed: nothing would ever run the rows"
+        ), False
+    return loop, loop is running
+
+
 def batch_results(
     rows: Iterable[RowInput] | AsyncIterable[RowInput],
     config: BatchConfig,
@@ -378,10 +415,13 @@ def batch_results(
     client: ModelClient | None = None,
 ) -> Observable[RowResult]:
     """The same run as a cold Observable: one :class:`RowOk` / :class:`RowError` per row, in
-    completion order, then completion. Subscribe on a running asyncio loop (subscribed
-    without one, it signals a ConfigError through ``on_error``); disposing the subscription
-    cancels the rows in flight. ``rows`` may be an async iterable. Compose it with any Rx
-    operator::
+    completion order, then completion. Subscribe on a running asyncio loop, or pass
+    ``subscribe(..., scheduler=AsyncIOScheduler(loop))``: the rows then run on that loop
+    (one another thread runs, say), and every result is delivered on its thread; subscribed
+    with neither (or with a scheduler whose loop is closed), it signals a ConfigError
+    through ``on_error``. Another kind of scheduler is not used: the rows' IO is asyncio's,
+    and their timing is the engine's. Disposing the subscription cancels the rows in flight,
+    from any thread. ``rows`` may be an async iterable. Compose it with any Rx operator::
 
         batch_results(rows, config).pipe(ops.filter(lambda r: r.status == "ok"))
     """
@@ -389,28 +429,13 @@ def batch_results(
     def subscribe(
         observer: abc.ObserverBase[RowResult], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # nothing would ever run the rows: say so, do not wait forever
-            observer.on_error(
-                ConfigError(
-                    "batch_results(...) must be subscribed on a running asyncio event loop "
-                    "(inside a coroutine, e.g. under asyncio.run)"
-                )
-            )
+        loop, here = _subscribe_loop(scheduler)
+        if isinstance(loop, ConfigError):  # nothing would ever run the rows: say so
+            observer.on_error(loop)
             return Disposable()
-        stop = asyncio.Event()
-        task = loop.create_task(
-            _run(
-                rows,
-                config,
-                observer.on_next,
-                api_key=api_key,
-                gate=gate,
-                client=client,
-                stop=stop,
-            )
-        )
+        task: asyncio.Task[None] | None = None
+        stop: asyncio.Event | None = None
+        disposed = False
 
         def finished(future: asyncio.Future[None]) -> None:
             if future.cancelled():
@@ -421,12 +446,42 @@ def batch_results(
             else:
                 observer.on_error(cast(Exception, error))
 
-        task.add_done_callback(finished)
+        def start() -> None:  # on the loop's thread
+            nonlocal task, stop
+            if disposed:
+                return
+            stop = asyncio.Event()
+            task = loop.create_task(
+                _run(
+                    rows,
+                    config,
+                    observer.on_next,
+                    api_key=api_key,
+                    gate=gate,
+                    client=client,
+                    stop=stop,
+                )
+            )
+            task.add_done_callback(finished)
+
+        def cancel() -> None:  # on the loop's thread
+            if stop is not None:
+                stop.set()
+            if task is not None:
+                task.cancel()
 
         def dispose() -> None:
-            stop.set()
-            task.cancel()
+            nonlocal disposed
+            disposed = True
+            if _running_loop() is loop:
+                cancel()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(cancel)
 
+        if here:
+            start()
+        else:  # the scheduler's loop, run by another thread (or not yet running)
+            loop.call_soon_threadsafe(start)
         return Disposable(dispose)
 
     return reactivex.create(subscribe)

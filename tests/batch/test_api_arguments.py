@@ -8,12 +8,14 @@ import asyncio
 import gc
 import hashlib
 import re
+import threading
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 from reactivex import operators as ops
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from rxturn.batch import (
     BatchConfig,
@@ -165,17 +167,72 @@ async def test_the_observable_refuses_a_gate_that_is_not_one_through_on_error() 
     assert [type(e) for e in errors] == [ConfigError]
 
 
-def test_subscribing_with_no_event_loop_running_is_a_config_error_not_silence() -> None:
+@pytest.mark.parametrize(
+    ("scheduler", "words"),
+    [
+        (None, "running asyncio event loop"),
+        ("closed", "AsyncIOScheduler whose event loop is closed"),
+    ],
+    ids=["no scheduler", "a scheduler on a closed loop"],
+)
+def test_subscribing_with_no_event_loop_running_is_a_config_error_not_silence(
+    scheduler: str | None, words: str
+) -> None:
     errors: list[Exception] = []
+    closed = asyncio.new_event_loop()
+    closed.close()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a coroutine or a task left behind fails the test
         batch_results(prompts(2), _config("http://127.0.0.1:9")).subscribe(
-            on_next=lambda _: None, on_error=errors.append
+            on_next=lambda _: None,
+            on_error=errors.append,
+            scheduler=AsyncIOScheduler(closed) if scheduler else None,
         )
         gc.collect()
     assert len(errors) == 1
     assert isinstance(errors[0], ConfigError)
-    assert "running asyncio event loop" in str(errors[0])
+    assert words in str(errors[0])
+
+
+@pytest.mark.parametrize("end", ["completes", "disposed from the thread"])
+async def test_a_subscription_with_an_asyncio_scheduler_runs_on_its_loop(end: str) -> None:
+    """Subscribed from a thread that runs no loop, with ``scheduler=AsyncIOScheduler(loop)``
+    (this test's loop): the rows run on that loop and every call reaches the observer on its
+    thread; a dispose from the other thread cancels the rows in flight."""
+    scenario = {"models": {"*": [{"text": "an answer"}], "stalled": _STALLED["models"]["*"]}}
+    loop = asyncio.get_running_loop()
+    calls: list[tuple[str, int]] = []
+    done = loop.create_future()
+    rows = prompts(3)
+    if end != "completes":
+        for row in rows:
+            row["model"] = "stalled"
+    async with FakeProvider(scenario) as fake:
+        observable = batch_results(rows, _config(fake.base_url))
+
+        def subscribe() -> Any:
+            return observable.subscribe(
+                on_next=lambda r: calls.append((r.id, threading.get_ident())),
+                on_error=done.set_exception,
+                on_completed=lambda: done.set_result(threading.get_ident()),
+                scheduler=AsyncIOScheduler(loop),
+            )
+
+        subscription = await asyncio.wait_for(asyncio.to_thread(subscribe), 30)
+        if end == "completes":
+            assert await asyncio.wait_for(done, 30) == threading.get_ident()
+            assert sorted(calls) == [(f"r{i}", threading.get_ident()) for i in range(3)]
+        else:
+            for _ in range(500):
+                if len(fake.requests) == 3:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.wait_for(asyncio.to_thread(subscription.dispose), 30)
+            for _ in range(500):
+                if fake.disconnects == 3:
+                    break
+                await asyncio.sleep(0.01)
+            assert (len(fake.requests), fake.disconnects, calls) == (3, 3, [])
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
