@@ -9,6 +9,7 @@ import time
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
     Iterable,
     Iterator,
@@ -192,17 +193,32 @@ def _checked_row(row: BatchRow, number: int) -> BatchRow:
 
 
 def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
-    """Each row of an iterable, decoded, read as the run takes them."""
+    """Each row of an iterable, decoded, read as the run takes them. Its iterator is closed
+    (``close()``, when it has one: a generator's ``finally`` and ``with`` blocks run) when
+    the run stops reading it: cancelled, a bad row, an error of ``on_result``."""
     rows_ = _Rows()
-    for item in cast("Iterable[object]", rows):
-        yield rows_.decode(item)
+    source = iter(cast("Iterable[object]", rows))
+    try:
+        for item in source:
+            yield rows_.decode(item)
+    finally:
+        close = getattr(source, "close", None)
+        if callable(close):
+            close()
 
 
 async def _async_rows(rows: AsyncIterable[RowInput]) -> AsyncIterator[tuple[BatchRow, str]]:
-    """Each row of an async iterable, decoded, read as the run takes them."""
+    """Each row of an async iterable, decoded, read as the run takes them; its iterator is
+    closed (``aclose()``) as :func:`_rows` closes a sync one (``async for`` does not)."""
     rows_ = _Rows()
-    async for item in cast("AsyncIterable[object]", rows):
-        yield rows_.decode(item)
+    source = aiter(cast("AsyncIterable[object]", rows))
+    try:
+        async for item in source:
+            yield rows_.decode(item)
+    finally:
+        close: Callable[[], Awaitable[object]] | None = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
 
 
 _GATE_METHODS = ("acquire", "correct", "restamp", "release", "pause")

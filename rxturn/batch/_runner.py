@@ -661,7 +661,8 @@ async def drive(
 
     Stops taking jobs once ``stop`` is set, even while an async iterable is waiting for its
     next job (that wait is cancelled: a source fed from a queue may wait for ever); returns
-    the futures still running then. An async iterable is closed when this returns or raises.
+    the futures still running then. ``jobs``' iterator is closed when this returns or raises
+    (``aclose()``, or a sync one's ``close()``, when it has one).
     """
     places = asyncio.Semaphore(limit)
     running: set[asyncio.Future[Any]] = set()
@@ -718,4 +719,8 @@ async def drive(
         close = getattr(stream, "aclose", None)
         if close is not None:
             await close()
+        else:
+            close = getattr(stream, "close", None)  # a generator: its ``finally`` runs now
+            if callable(close):
+                close()
     return list(running)

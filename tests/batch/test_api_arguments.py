@@ -379,19 +379,74 @@ async def test_a_key_seen_twice_is_a_typed_error_naming_the_second_row() -> None
 _STALLED = {"models": {"*": [{"text": "never", "stall_after_events": 1}]}}
 
 
+class _Source:
+    """The rows as a sync or an async generator that notes when it is closed (its ``finally``
+    runs: where a source closes the file or the cursor it reads). It is held here, as a
+    caller's variable holds it, so that no garbage collection closes it instead."""
+
+    def __init__(self, rows: list[dict[str, Any]], kind: str) -> None:
+        self.rows, self.kind, self.closed = rows, kind, False
+        self.held: object = None
+
+    def __call__(self) -> Any:
+        self.held = self.sync() if self.kind == "sync" else self.agen()
+        return self.held
+
+    def sync(self) -> Iterator[dict[str, Any]]:
+        try:
+            yield from self.rows
+        finally:
+            self.closed = True
+
+    async def agen(self) -> AsyncIterator[dict[str, Any]]:
+        try:
+            for row in self.rows:
+                yield row
+        finally:
+            self.closed = True
+
+
+def _raise(_: object) -> None:
+    raise ValueError("the callback broke")
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+@pytest.mark.parametrize("stop", ["a bad row", "on_result raises"])
+async def test_a_run_that_stops_early_closes_its_source(kind: str, stop: str) -> None:
+    """The run stops reading a generator of rows it has not finished: the generator is closed
+    then (its ``finally`` runs), not left suspended until it is collected."""
+    rows = prompts(10)
+    if stop == "a bad row":
+        rows[2] = {"id": "bad"}
+    source = _Source(rows, kind)
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises((BatchInputError, ValueError)):
+            await asyncio.wait_for(
+                run_batch(
+                    source(),
+                    _config(fake.base_url, concurrency=1),
+                    on_result=_raise if stop == "on_result raises" else None,
+                ),
+                30,
+            )
+    assert source.closed
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
 @pytest.mark.parametrize("how", ["cancel the coroutine", "take(3) of the Observable"])
-async def test_stopping_early_closes_every_stream_in_flight(how: str) -> None:
+async def test_stopping_early_closes_every_stream_in_flight(how: str, kind: str) -> None:
     """The coroutine cancelled (``asyncio.CancelledError`` reaches its caller), or an Rx
     operator that stops reading: the rows still in flight are cancelled, their connections
-    closed, and no task is left behind."""
+    closed, the rows' generator closed, and no task is left behind."""
     scenario = {"models": {"*": [{"text": "an answer"}], "stalled": _STALLED["models"]["*"]}}
     rows = prompts(8)
     for row in rows[3:]:
         row["model"] = "stalled"  # three rows are served; five never end on their own
+    source = _Source(rows, kind)  # (five in flight: it is never read to its end)
     async with FakeProvider(scenario) as fake:
-        config = _config(fake.base_url, concurrency=8)
+        config = _config(fake.base_url, concurrency=5)
         if how == "cancel the coroutine":
-            run = asyncio.ensure_future(run_batch(rows, config))
+            run = asyncio.ensure_future(run_batch(source(), config))
             for _ in range(500):
                 if len(fake.requests) == 8:
                     break
@@ -401,7 +456,7 @@ async def test_stopping_early_closes_every_stream_in_flight(how: str) -> None:
                 await asyncio.wait_for(run, 30)
         else:
             done: asyncio.Future[list[RowResult]] = asyncio.get_running_loop().create_future()
-            batch_results(rows, config).pipe(ops.take(3), ops.to_list()).subscribe(
+            batch_results(source(), config).pipe(ops.take(3), ops.to_list()).subscribe(
                 on_next=done.set_result, on_error=done.set_exception
             )
             served = await asyncio.wait_for(done, 30)
@@ -416,3 +471,4 @@ async def test_stopping_early_closes_every_stream_in_flight(how: str) -> None:
         await asyncio.sleep(0)
         left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         assert left == []
+    assert source.closed
