@@ -182,6 +182,11 @@ class RowOk(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="
     cost: Cost | None = None
 
     @property
+    def status(self) -> Literal["ok"]:
+        """``"ok"``, as the output line says (``isinstance(result, RowOk)`` is the same)."""
+        return "ok"
+
+    @property
     def text(self) -> str:
         return self.message.text
 
@@ -196,6 +201,11 @@ class RowError(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", ta
     input_sha: str
     run: int
     cost: Cost | None = None
+
+    @property
+    def status(self) -> Literal["error"]:
+        """``"error"``, as the output line says."""
+        return "error"
 
 
 RowResult = RowOk | RowError

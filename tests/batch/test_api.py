@@ -60,13 +60,18 @@ async def test_run_batch_returns_a_summary_and_reports_each_row() -> None:
     assert summary.output_tokens == sum(r.usage.output_tokens for r in served if r.usage)
 
 
-async def test_the_observable_composes_with_rx_operators() -> None:
+@pytest.mark.parametrize("by", ["type", "status"])
+async def test_the_observable_composes_with_rx_operators(by: str) -> None:
+    """Filtered by the result's type, or by its ``status`` as the output line has it (and as
+    ``batch_results``' docstring filters)."""
     rows = prompts(25)
     rows[0]["model"] = "bad"
     async with FakeProvider(SCENARIO) as fake:
         done: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
         batch_results(rows, _config(fake.openai_base_url, concurrency=5)).pipe(
-            ops.filter(lambda r: isinstance(r, RowOk)),
+            ops.filter(
+                (lambda r: isinstance(r, RowOk)) if by == "type" else (lambda r: r.status == "ok")
+            ),
             ops.map(lambda r: r.id),
             ops.to_list(),
         ).subscribe(on_next=done.set_result, on_error=done.set_exception)
