@@ -28,7 +28,7 @@ from ..errors import Cancelled, ConfigError
 from ..messages import Message
 from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchInputError
-from ._input import BatchRow, check_row_options, check_turn, checked_sha, decode_row, input_sha
+from ._input import BatchRow, check_row_options, check_turn, checked_sha, decode_row
 from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
 
 __all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
@@ -136,7 +136,7 @@ class _Rows:
     def decode(self, item: object) -> tuple[BatchRow, str]:
         self.number = number = self.number + 1
         if isinstance(item, BatchRow):
-            row, sha = _checked_row(item, number), input_sha(item)
+            row, sha = _checked_row(item, number), checked_sha(item, number)
         else:
             if not isinstance(item, Mapping):
                 raise BatchInputError(

@@ -266,6 +266,10 @@ async def test_rows_in_flight_when_the_iterable_raises_are_delivered_before_the_
     assert all(isinstance(r, RowOk) for r in seen)
 
 
+#: a Python str can hold half of a UTF-16 pair, which no UTF-8 text (so no request) can
+_LONE = "a string holds a lone UTF-16 surrogate (\\ud800 without its pair), which is not text"
+
+
 def _nested(depth: int) -> dict[str, Any]:
     top: dict[str, Any] = {}
     inner = top
@@ -290,11 +294,22 @@ def _nested(depth: int) -> dict[str, Any]:
             },
             "nested too deeply",
         ),
+        ({"id": "a", "prompt": "x\ud800"}, _LONE),
+        ({"id": "\udc00", "prompt": "x"}, _LONE.replace("d800", "dc00")),
+        (BatchRow(key="a", messages=(Message.user("x\ud800"),)), _LONE),
     ],
-    ids=["a value of another type", "an int key", "mixed keys", "nesting"],
+    ids=[
+        "a value of another type",
+        "an int key",
+        "mixed keys",
+        "nesting",
+        "a lone surrogate",
+        "in the key",
+        "in a BatchRow",
+    ],
 )
 async def test_a_row_that_is_no_json_data_is_a_typed_error_naming_it(
-    row: dict[Any, Any], words: str
+    row: dict[Any, Any] | BatchRow, words: str
 ) -> None:
     """A Python row can hold what a JSON line cannot; it is refused as the row it is, not with a
     TypeError or RecursionError from deep inside."""

@@ -157,18 +157,20 @@ def test_a_row_without_an_id_gets_the_same_id_in_whatever_batch_it_comes(
 
 def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakeProvider) -> None:
     """An ``options`` column of Python objects (``batch_format`` numpy's object arrays hold
-    anything): that row is an error row, and the batch's other rows are served."""
+    anything), a string with half a UTF-16 pair: that row is an error row, and the batch's
+    other rows are served."""
     out = _run(
         fake,
         {
-            "id": ["a", "b"],
-            "prompt": ["one", "two"],
-            "options": [None, {"extra_body": {"tag": object()}}],
+            "id": ["a", "b", "c"],
+            "prompt": ["one", "two", "three \ud800"],
+            "options": [None, {"extra_body": {"tag": object()}}, None],
         },
     )
-    assert out["status"] == ["ok", "error"], out["error_message"]
-    assert out["error_type"][1] == "BatchInputError"
-    assert str(out["error_message"][1]).startswith("not JSON data: "), out["error_message"]
+    assert out["status"] == ["ok", "error", "error"], out["error_message"]
+    assert out["error_type"][1:] == ["BatchInputError"] * 2
+    assert [str(m)[:15] for m in out["error_message"][1:]] == ["not JSON data: "] * 2
+    assert "lone UTF-16 surrogate" in str(out["error_message"][2]), out["error_message"]
     assert len(fake.requests) == 1
 
 
