@@ -95,9 +95,14 @@ def _row_columns(batch: Any) -> tuple[dict[str, list[object]], dict[str, int]]:
     return columns, sizes
 
 
-def _key(value: object) -> str:
+def _key(value: object) -> object:
     """A row's ``id`` as the user wrote it: a whole float is an integer column with a gap
-    (numpy and pandas make those float), bytes an Arrow binary column."""
+    (numpy and pandas make those float), bytes an Arrow binary column, another scalar (a
+    date, a decimal) its text. A bool, a list or a mapping is left as it is, and the row's
+    decoding refuses it, as the CLI refuses such an id (``str`` would make ``"True"`` or
+    ``"['a', 'b']"`` of it)."""
+    if isinstance(value, bool | list | dict | tuple):
+        return cast(object, value)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, bytes):
@@ -251,15 +256,23 @@ class TurnUDF:
         return Runner(self.config, api_key=api_key, gate=self._gate)
 
     async def _one(
-        self, index: int, item: dict[str, object]
+        self, index: int, item: dict[str, object], names: str
     ) -> tuple[str, RowResult | BatchInputError]:
         """The row's id and its result (``index``: its place in this batch, which only the
-        messages of a malformed row name, never its id)."""
-        key = str(item.get("id", ""))
+        messages of a malformed row name, never its id; ``names``: the batch's columns)."""
+        given = item.get("id")
+        key = given if isinstance(given, str) else ""  # (a bad id: its error row has none)
         try:
             sha = checked_sha(item, index)  # a column can hold what JSON cannot
             if "id" not in item:
                 key = content_key(item)
+            if "prompt" not in item and "messages" not in item:
+                # (decode_row would point to the provider shapes, whose columns are not read)
+                raise BatchInputError(
+                    f"row {index}: no 'prompt' or 'messages' value (TurnUDF reads the columns "
+                    f"id, prompt, messages, system, model and options; this batch has {names})",
+                    line=index,
+                )
             row = decode_row(item, index)
         except BatchInputError as exc:
             return key, exc  # the row's error row; the batch's other rows run
@@ -268,10 +281,12 @@ class TurnUDF:
         return key, await self._runner.run_row(row, sha)
 
     async def _all(
-        self, items: list[dict[str, object]]
+        self, items: list[dict[str, object]], names: str
     ) -> list[tuple[str, RowResult | BatchInputError]]:
         return list(
-            await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
+            await asyncio.gather(
+                *(self._one(i, item, names) for i, item in enumerate(items, start=1))
+            )
         )
 
     def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, Any]:
@@ -303,7 +318,8 @@ class TurnUDF:
             items.append(item)
         if not items:
             return _empty_columns()
-        results = self._call(self._all(items))
+        shown = ", ".join(list(sizes)[:12]) or "no columns"
+        results = self._call(self._all(items, shown))
         columns: dict[str, list[object]] = {name: [] for name in COLUMNS}
         for key, result in results:
             _append(columns, key, result)

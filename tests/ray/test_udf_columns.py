@@ -124,6 +124,35 @@ def test_every_batch_gives_the_same_column_types_even_with_no_rows(
     assert pa.table(out).schema == expected, pa.table(out).schema
 
 
+@pytest.mark.parametrize(
+    ("batch", "ids", "words"),
+    [
+        ({"id": [True, False], "prompt": ["x", "y"]}, ["", ""], "id must be a string or an"),
+        ({"id": [["a", "b"]], "prompt": ["x"]}, [""], "id must be a string or an integer"),
+        (
+            {"custom_id": ["a"], "params": [{"messages": [{"role": "user", "content": "x"}]}]},
+            None,
+            "no 'prompt' or 'messages' value (TurnUDF reads the columns id, prompt, messages, "
+            "system, model and options; this batch has custom_id, params)",
+        ),
+        ({"id": ["a"], "prompt": [None]}, ["a"], "no 'prompt' or 'messages' value"),
+    ],
+    ids=["a bool id", "a list id", "a provider shape's columns", "a null prompt"],
+)
+def test_a_row_the_udf_cannot_read_is_an_error_row_saying_why(
+    fake: FakeProvider, batch: dict[str, list[Any]], ids: list[str] | None, words: str
+) -> None:
+    """An id of no key's type is refused as the CLI refuses it (not made ``"True"`` or
+    ``"['a', 'b']"``); a row with no prompt nor messages is told which columns are read (not
+    sent to the provider shapes, whose columns TurnUDF does not read)."""
+    out = _run(fake, batch)
+    assert set(out["status"]) == {"error"}, out
+    assert all(str(m).startswith(words) for m in out["error_message"]), out["error_message"]
+    if ids is not None:
+        assert out["id"] == ids
+    assert fake.requests == []
+
+
 def _content_id(row: dict[str, Any]) -> str:
     """What docs/batch.md says a row without an id is given: ``row-`` and the first 16 hex
     digits of the sha256 of its canonical JSON."""
