@@ -289,7 +289,7 @@ class TurnUDF:
             )
         )
 
-    def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, Any]:
+    def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, Sequence[object]]:
         """One batch (columns) in, one row of results per input row out, in order: a list per
         column. A batch of no rows gives zero-length numpy arrays of the columns' types
         instead (an empty list has no type: Ray would make that block's columns null, and a
@@ -323,7 +323,7 @@ class TurnUDF:
         columns: dict[str, list[object]] = {name: [] for name in COLUMNS}
         for key, result in results:
             _append(columns, key, result)
-        return columns
+        return cast("dict[str, Sequence[object]]", columns)
 
     def close(self) -> None:
         """Close the client and stop this actor's loop (Ray does it when the actor ends)."""
@@ -340,14 +340,17 @@ class TurnUDF:
             self._loop.close()  # its selector's sockets too (a ResourceWarning otherwise)
 
 
-def _empty_columns() -> dict[str, Any]:
+def _empty_columns() -> dict[str, Sequence[object]]:
     """The columns of a batch of no rows, each of its fixed type (Ray reads a numpy ``str_``
     array as an Arrow string column and ``int64`` as int64, the types it gives the lists of a
     batch with rows)."""
     import numpy as np  # (Ray Data's own dependency)
 
-    return {
-        name: np.array([], dtype=np.int64 if name in _INT_COLUMNS else np.str_) for name in COLUMNS
+    return {  # (an array is no Sequence to a type checker, but is read as one)
+        name: cast(
+            "Sequence[object]", np.array([], dtype=np.int64 if name in _INT_COLUMNS else np.str_)
+        )
+        for name in COLUMNS
     }
 
 

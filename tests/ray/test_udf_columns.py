@@ -10,7 +10,7 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import pytest
@@ -60,7 +60,7 @@ def test_columns_of_different_lengths_are_a_config_error(fake: FakeProvider) -> 
     assert fake.requests == []
 
 
-def _run(fake: FakeProvider, batch: object) -> dict[str, list[object]]:
+def _run(fake: FakeProvider, batch: object) -> dict[str, Sequence[object]]:
     udf = TurnUDF("anthropic", "m", base_url=fake.base_url, concurrency=2)
     try:
         return udf(batch)  # pyright: ignore[reportArgumentType]  (Ray hands over any of these)
