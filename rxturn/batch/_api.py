@@ -405,7 +405,8 @@ def _subscribe_loop(
 ) -> tuple[asyncio.AbstractEventLoop | ConfigError, bool]:
     """The loop a subscription runs its rows on, and whether the caller runs it: the
     subscribe-time scheduler's when it is an asyncio one (its loop is where the caller wants
-    the results), else the running loop. A ConfigError when there is none, or it is closed."""
+    the results), else the running loop. A ConfigError when there is none, it is closed, or
+    it is a loop that does not run while another one runs here."""
     running = _running_loop()
     loop = (
         scheduler._loop  # pyright: ignore[reportPrivateUsage]
@@ -418,6 +419,14 @@ def _subscribe_loop(
         return ConfigError(
             "batch_results(...) was subscribed with an AsyncIOScheduler whose event loop is "
             "closed: nothing would ever run the rows"
+        ), False
+    if running is not None and loop is not running and not loop.is_running():
+        # (a scheduler made at import time on asyncio.get_event_loop(), before asyncio.run
+        # made the loop that runs: its loop never runs, and the rows would wait for ever)
+        return ConfigError(
+            "batch_results(...) was subscribed on a running event loop with an "
+            "AsyncIOScheduler of another loop, which is not running: the rows would wait for "
+            "it for ever (give the running loop's scheduler, or none)"
         ), False
     return loop, loop is running
 

@@ -194,6 +194,22 @@ def test_subscribing_with_no_event_loop_running_is_a_config_error_not_silence(
     assert words in str(errors[0])
 
 
+async def test_a_scheduler_of_a_loop_that_does_not_run_is_refused_on_a_running_one() -> None:
+    """Subscribed on this running loop with the scheduler of another loop that nothing runs
+    (one made at import time, before ``asyncio.run`` made this one): a ConfigError, not rows
+    waiting for ever."""
+    other = asyncio.new_event_loop()
+    errors: list[Exception] = []
+    try:
+        batch_results(prompts(2), _config("http://127.0.0.1:9")).subscribe(
+            on_error=errors.append, scheduler=AsyncIOScheduler(other)
+        )
+    finally:
+        other.close()
+    assert [type(e) for e in errors] == [ConfigError]
+    assert "another loop, which is not running" in str(errors[0])
+
+
 @pytest.mark.parametrize("end", ["completes", "disposed from the thread"])
 async def test_a_subscription_with_an_asyncio_scheduler_runs_on_its_loop(end: str) -> None:
     """Subscribed from a thread that runs no loop, with ``scheduler=AsyncIOScheduler(loop)``
