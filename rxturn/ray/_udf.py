@@ -19,7 +19,7 @@ from ..batch._errors import BatchInputError
 from ..batch._input import checked_sha, decode_row, input_sha
 from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
 from ..errors import ConfigError
-from ._budget import DEFAULT_NAME, RayGate, budget_actor
+from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits
 
 __all__ = ["COLUMNS", "TurnUDF"]
 
@@ -194,11 +194,12 @@ class TurnUDF:
         # without rpm/tpm the named actor still carries the Retry-After pauses of every actor
         # of the job; a TurnUDF called outside Ray (no cluster connected) pauses only its own
         limited = rpm is not None or tpm is not None
-        self._gate: Gate = (
-            RayGate(budget_actor(budget_name, rpm=rpm, tpm=tpm), limited=limited)
-            if limited or _in_ray()
-            else LocalGate(Budget())
-        )
+        self._gate: Gate = LocalGate(Budget())
+        if limited or _in_ray():
+            actor = budget_actor(budget_name, rpm=rpm, tpm=tpm)
+            if limited:  # an actor found running keeps its own limits: they must be these
+                check_limits(actor, budget_name, rpm, tpm)
+            self._gate = RayGate(actor, limited=limited)
         self._calls: set[asyncio.Task[Any]] = set()  # what runs on the loop for a caller
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
