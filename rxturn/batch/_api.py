@@ -9,6 +9,7 @@ import time
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
+    Awaitable,
     Callable,
     Iterable,
     Iterator,
@@ -20,13 +21,14 @@ import msgspec
 import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from ..clients._base import ModelClient
 from ..errors import Cancelled, ConfigError
 from ..messages import Message
 from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchInputError
-from ._input import BatchRow, check_row_options, check_turn, checked_sha, decode_row, input_sha
+from ._input import BatchRow, check_row_options, check_turn, checked_sha, decode_row
 from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
 
 __all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
@@ -122,7 +124,8 @@ class Tally:
 
 
 class _Rows:
-    """Decodes each row (any shape) with its ``input_sha``; the row's index is its line."""
+    """Decodes each row (any shape) with its ``input_sha``; its errors name it ``row N``
+    (from 1), where an input file's name ``line N``."""
 
     __slots__ = ("number", "seen")
 
@@ -133,7 +136,7 @@ class _Rows:
     def decode(self, item: object) -> tuple[BatchRow, str]:
         self.number = number = self.number + 1
         if isinstance(item, BatchRow):
-            row, sha = _checked_row(item, number), input_sha(item)
+            row, sha = _checked_row(item, number), checked_sha(item, number)
         else:
             if not isinstance(item, Mapping):
                 raise BatchInputError(
@@ -143,11 +146,23 @@ class _Rows:
                 )
             obj = dict(cast("Mapping[str, Any]", item))
             sha = checked_sha(obj, number)  # first: the shapes' checks take it for JSON
-            row = decode_row(obj, number)
+            try:
+                row = decode_row(obj, number)
+            except BatchInputError as exc:
+                raise _as_row(exc, number) from None
+            if "id" not in obj and "custom_id" not in obj:  # a native row without a key
+                row = msgspec.structs.replace(row, key=f"row-{number}-{sha[:16]}")
         if row.key in self.seen:
             raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
         self.seen.add(row.key)
         return row, sha
+
+
+def _as_row(exc: BatchInputError, number: int) -> BatchInputError:
+    """A decoded row's error ("line N: …", as an input file's line is named) said as the
+    iterable's row N."""
+    what = str(exc).removeprefix(f"line {number}: ")
+    return BatchInputError(f"row {number}: {what}", line=number)
 
 
 def _checked_row(row: BatchRow, number: int) -> BatchRow:
@@ -173,22 +188,37 @@ def _checked_row(row: BatchRow, number: int) -> BatchRow:
         check_turn(tuple(row.messages), number)
         check_row_options(row.options, number, "options")
     except BatchInputError as exc:  # "line N: …" as a decoded row's: said as this row's
-        raise fail(str(exc).split(": ", 1)[-1]) from None
+        raise fail(str(exc).removeprefix(f"line {number}: ")) from None
     return row
 
 
 def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
-    """Each row of an iterable, decoded, read as the run takes them."""
+    """Each row of an iterable, decoded, read as the run takes them. Its iterator is closed
+    (``close()``, when it has one: a generator's ``finally`` and ``with`` blocks run) when
+    the run stops reading it: cancelled, a bad row, an error of ``on_result``."""
     rows_ = _Rows()
-    for item in cast("Iterable[object]", rows):
-        yield rows_.decode(item)
+    source = iter(cast("Iterable[object]", rows))
+    try:
+        for item in source:
+            yield rows_.decode(item)
+    finally:
+        close = getattr(source, "close", None)
+        if callable(close):
+            close()
 
 
 async def _async_rows(rows: AsyncIterable[RowInput]) -> AsyncIterator[tuple[BatchRow, str]]:
-    """Each row of an async iterable, decoded, read as the run takes them."""
+    """Each row of an async iterable, decoded, read as the run takes them; its iterator is
+    closed (``aclose()``) as :func:`_rows` closes a sync one (``async for`` does not)."""
     rows_ = _Rows()
-    async for item in cast("AsyncIterable[object]", rows):
-        yield rows_.decode(item)
+    source = aiter(cast("AsyncIterable[object]", rows))
+    try:
+        async for item in source:
+            yield rows_.decode(item)
+    finally:
+        close: Callable[[], Awaitable[object]] | None = getattr(source, "aclose", None)
+        if close is not None:
+            await close()
 
 
 _GATE_METHODS = ("acquire", "correct", "restamp", "release", "pause")
@@ -356,6 +386,51 @@ def _bar(total: int) -> Any:
     return tqdm(total=total or None, unit="row", desc="rxturn batch")
 
 
+_NO_LOOP = (
+    "batch_results(...) must be subscribed on a running asyncio event loop (inside a "
+    "coroutine, e.g. under asyncio.run), or with scheduler=AsyncIOScheduler(loop) for a loop "
+    "another thread runs"
+)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def _subscribe_loop(
+    scheduler: abc.SchedulerBase | None,
+) -> tuple[asyncio.AbstractEventLoop | ConfigError, bool]:
+    """The loop a subscription runs its rows on, and whether the caller runs it: the
+    subscribe-time scheduler's when it is an asyncio one (its loop is where the caller wants
+    the results), else the running loop. A ConfigError when there is none, it is closed, or
+    it is a loop that does not run while another one runs here."""
+    running = _running_loop()
+    loop = (
+        scheduler._loop  # pyright: ignore[reportPrivateUsage]
+        if isinstance(scheduler, AsyncIOScheduler)
+        else running
+    )
+    if loop is None:
+        return ConfigError(_NO_LOOP), False
+    if loop.is_closed():
+        return ConfigError(
+            "batch_results(...) was subscribed with an AsyncIOScheduler whose event loop is "
+            "closed: nothing would ever run the rows"
+        ), False
+    if running is not None and loop is not running and not loop.is_running():
+        # (a scheduler made at import time on asyncio.get_event_loop(), before asyncio.run
+        # made the loop that runs: its loop never runs, and the rows would wait for ever)
+        return ConfigError(
+            "batch_results(...) was subscribed on a running event loop with an "
+            "AsyncIOScheduler of another loop, which is not running: the rows would wait for "
+            "it for ever (give the running loop's scheduler, or none)"
+        ), False
+    return loop, loop is running
+
+
 def batch_results(
     rows: Iterable[RowInput] | AsyncIterable[RowInput],
     config: BatchConfig,
@@ -365,10 +440,13 @@ def batch_results(
     client: ModelClient | None = None,
 ) -> Observable[RowResult]:
     """The same run as a cold Observable: one :class:`RowOk` / :class:`RowError` per row, in
-    completion order, then completion. Subscribe on a running asyncio loop (subscribed
-    without one, it signals a ConfigError through ``on_error``); disposing the subscription
-    cancels the rows in flight. ``rows`` may be an async iterable. Compose it with any Rx
-    operator::
+    completion order, then completion. Subscribe on a running asyncio loop, or pass
+    ``subscribe(..., scheduler=AsyncIOScheduler(loop))``: the rows then run on that loop
+    (one another thread runs, say), and every result is delivered on its thread; subscribed
+    with neither (or with a scheduler whose loop is closed), it signals a ConfigError
+    through ``on_error``. Another kind of scheduler is not used: the rows' IO is asyncio's,
+    and their timing is the engine's. Disposing the subscription cancels the rows in flight,
+    from any thread. ``rows`` may be an async iterable. Compose it with any Rx operator::
 
         batch_results(rows, config).pipe(ops.filter(lambda r: r.status == "ok"))
     """
@@ -376,28 +454,13 @@ def batch_results(
     def subscribe(
         observer: abc.ObserverBase[RowResult], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:  # nothing would ever run the rows: say so, do not wait forever
-            observer.on_error(
-                ConfigError(
-                    "batch_results(...) must be subscribed on a running asyncio event loop "
-                    "(inside a coroutine, e.g. under asyncio.run)"
-                )
-            )
+        loop, here = _subscribe_loop(scheduler)
+        if isinstance(loop, ConfigError):  # nothing would ever run the rows: say so
+            observer.on_error(loop)
             return Disposable()
-        stop = asyncio.Event()
-        task = loop.create_task(
-            _run(
-                rows,
-                config,
-                observer.on_next,
-                api_key=api_key,
-                gate=gate,
-                client=client,
-                stop=stop,
-            )
-        )
+        task: asyncio.Task[None] | None = None
+        stop: asyncio.Event | None = None
+        disposed = False
 
         def finished(future: asyncio.Future[None]) -> None:
             if future.cancelled():
@@ -408,12 +471,42 @@ def batch_results(
             else:
                 observer.on_error(cast(Exception, error))
 
-        task.add_done_callback(finished)
+        def start() -> None:  # on the loop's thread
+            nonlocal task, stop
+            if disposed:
+                return
+            stop = asyncio.Event()
+            task = loop.create_task(
+                _run(
+                    rows,
+                    config,
+                    observer.on_next,
+                    api_key=api_key,
+                    gate=gate,
+                    client=client,
+                    stop=stop,
+                )
+            )
+            task.add_done_callback(finished)
+
+        def cancel() -> None:  # on the loop's thread
+            if stop is not None:
+                stop.set()
+            if task is not None:
+                task.cancel()
 
         def dispose() -> None:
-            stop.set()
-            task.cancel()
+            nonlocal disposed
+            disposed = True
+            if _running_loop() is loop:
+                cancel()
+            elif not loop.is_closed():
+                loop.call_soon_threadsafe(cancel)
 
+        if here:
+            start()
+        else:  # the scheduler's loop, run by another thread (or not yet running)
+            loop.call_soon_threadsafe(start)
         return Disposable(dispose)
 
     return reactivex.create(subscribe)

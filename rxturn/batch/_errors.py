@@ -20,7 +20,8 @@ class BatchError(RxturnError):
 class BatchInputError(BatchError):
     """The input is not a batch: a line that is not JSON, a duplicate key, a row of no known
     shape, or (on resume) a row edited since its output line was written. ``line`` is the input
-    line number when one is to blame."""
+    line number when one is to blame (the message says ``line N: …``), or for the Python API's
+    rows the row's number in the iterable, from 1 (``row N: …``)."""
 
     def __init__(self, message: str, *, line: int | None = None) -> None:
         super().__init__(message)

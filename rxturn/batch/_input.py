@@ -85,13 +85,14 @@ def input_sha(obj: object) -> str:
     return hashlib.sha256(_canonical.encode(obj)).hexdigest()
 
 
-def checked_sha(obj: Mapping[str, object], number: int) -> str:
+def checked_sha(obj: object, number: int) -> str:
     """:func:`input_sha` of a row made in Python (the API's rows, a Ray batch's), which can
     hold what no JSON line can.
 
     Raises:
         BatchInputError: the row is no JSON data (a value of a type JSON does not have, a key
-            that is not a string, nesting too deep to encode); the message names row ``number``.
+            that is not a string, nesting too deep to encode, a string with a lone surrogate);
+            the message names row ``number``.
     """
     try:
         return input_sha(obj)
@@ -101,6 +102,9 @@ def checked_sha(obj: Mapping[str, object], number: int) -> str:
             reason = "an object's keys must be strings"
     except RecursionError:
         reason = "nested too deeply"
+    except UnicodeEncodeError as exc:  # a Python str may hold what no UTF-8 text can
+        pair = f"\\u{ord(exc.object[exc.start]):04x} without its pair"
+        reason = f"a string holds a lone UTF-16 surrogate ({pair}), which is not text"
     raise BatchInputError(f"row {number}: not JSON data: {reason}", line=number)
 
 

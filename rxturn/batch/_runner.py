@@ -182,6 +182,11 @@ class RowOk(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="
     cost: Cost | None = None
 
     @property
+    def status(self) -> Literal["ok"]:
+        """``"ok"``, as the output line says (``isinstance(result, RowOk)`` is the same)."""
+        return "ok"
+
+    @property
     def text(self) -> str:
         return self.message.text
 
@@ -196,6 +201,11 @@ class RowError(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", ta
     input_sha: str
     run: int
     cost: Cost | None = None
+
+    @property
+    def status(self) -> Literal["error"]:
+        """``"error"``, as the output line says."""
+        return "error"
 
 
 RowResult = RowOk | RowError
@@ -661,7 +671,8 @@ async def drive(
 
     Stops taking jobs once ``stop`` is set, even while an async iterable is waiting for its
     next job (that wait is cancelled: a source fed from a queue may wait for ever); returns
-    the futures still running then. An async iterable is closed when this returns or raises.
+    the futures still running then. ``jobs``' iterator is closed when this returns or raises
+    (``aclose()``, or a sync one's ``close()``, when it has one).
     """
     places = asyncio.Semaphore(limit)
     running: set[asyncio.Future[Any]] = set()
@@ -718,4 +729,8 @@ async def drive(
         close = getattr(stream, "aclose", None)
         if close is not None:
             await close()
+        else:
+            close = getattr(stream, "close", None)  # a generator: its ``finally`` runs now
+            if callable(close):
+                close()
     return list(running)

@@ -11,7 +11,7 @@ from typing import Any
 from ..batch._budget import Budget, LocalGate
 from ..errors import ConfigError
 
-__all__ = ["BudgetActor", "RayGate", "budget_actor", "ray_module"]
+__all__ = ["BudgetActor", "RayGate", "budget_actor", "check_limits", "ray_module"]
 
 #: the budget actor's default name (one per Ray namespace)
 DEFAULT_NAME = "rxturn-budget"
@@ -122,6 +122,10 @@ class BudgetActor:
     async def waited(self) -> float:
         return self._gate().waited
 
+    async def limits(self) -> tuple[int | None, int | None]:
+        """The budget's ``(rpm, tpm)``."""
+        return self.budget.rpm, self.budget.tpm
+
     async def counts(self) -> tuple[int, int]:
         """(requests the current window counts, grants not yet sent)."""
         requests, _ = self.budget.in_window(asyncio.get_running_loop().time())
@@ -147,6 +151,20 @@ def budget_actor(
     ray = ray_module()
     remote = ray.remote(num_cpus=0, max_concurrency=10_000)(BudgetActor)
     return remote.options(name=name, get_if_exists=True).remote(rpm, tpm, window)
+
+
+def check_limits(actor: Any, name: str, rpm: int | None, tpm: int | None) -> None:
+    """Raise a ConfigError when the budget actor ``name`` (found running: the first caller's
+    limits are its own) holds other limits than ``rpm`` / ``tpm``, which would otherwise be
+    ignored without a word."""
+    ray = ray_module()
+    held = tuple(ray.get(actor.limits.remote(), timeout=60))
+    if held != (rpm, tpm):
+        raise ConfigError(
+            f"the budget actor {name!r} is running with rpm={held[0]}, tpm={held[1]}; this "
+            f"TurnUDF was given rpm={rpm}, tpm={tpm}: give both the same limits, or give "
+            "the TurnUDF another budget_name"
+        )
 
 
 #: seconds a gate without a budget trusts what it last heard of the run's pause

@@ -12,12 +12,14 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
+import msgspec
+
 from ..batch._budget import Budget, Gate, LocalGate
 from ..batch._errors import BatchInputError
-from ..batch._input import checked_sha, decode_row
+from ..batch._input import checked_sha, decode_row, input_sha
 from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
 from ..errors import ConfigError
-from ._budget import DEFAULT_NAME, RayGate, budget_actor
+from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits
 
 __all__ = ["COLUMNS", "TurnUDF"]
 
@@ -34,6 +36,9 @@ COLUMNS = (
     "error_type",
     "error_message",
 )
+
+#: the output columns that hold integers (every other one holds strings)
+_INT_COLUMNS = frozenset({"input_tokens", "output_tokens", "attempts"})
 
 #: how long an interrupted call waits for its batch's rows to be cancelled
 _SETTLE_SECONDS = 10.0
@@ -90,14 +95,42 @@ def _row_columns(batch: Any) -> tuple[dict[str, list[object]], dict[str, int]]:
     return columns, sizes
 
 
-def _key(value: object) -> str:
+def _key(value: object) -> object:
     """A row's ``id`` as the user wrote it: a whole float is an integer column with a gap
-    (numpy and pandas make those float), bytes an Arrow binary column."""
+    (numpy and pandas make those float), bytes an Arrow binary column, another scalar (a
+    date, a decimal) its text. A bool, a list or a mapping is left as it is, and the row's
+    decoding refuses it, as the CLI refuses such an id (``str`` would make ``"True"`` or
+    ``"['a', 'b']"`` of it)."""
+    if isinstance(value, bool | list | dict | tuple):
+        return cast(object, value)
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+def _without_nulls(value: object) -> object:
+    """``value`` with every object's null fields left out: Arrow gives a struct column the
+    fields of every row of its block (``null`` where a row has none), so the same row read in
+    two blocks can differ by them."""
+    if isinstance(value, dict):
+        return {
+            k: _without_nulls(v)
+            for k, v in cast("dict[str, object]", value).items()
+            if v is not None
+        }
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in cast("list[object]", value)]
+    return value
+
+
+def content_key(item: Mapping[str, object]) -> str:
+    """The id of a row with none: ``row-`` and 16 hex digits of the sha256 of its content (its
+    columns' values as canonical JSON, null fields left out). It depends on nothing but the
+    row, so the same row has the same id in whatever batch (or run) it comes; two rows with
+    the same content share it."""
+    return f"row-{input_sha(_without_nulls(dict(item)))[:16]}"
 
 
 def _in_ray() -> bool:
@@ -125,8 +158,10 @@ class TurnUDF:
             requests (docs/batch.md, "Ray Data").
 
     Input columns: ``id`` and ``prompt``, or ``id`` and ``messages`` (Message JSON); optional
-    ``system``, ``model`` and ``options``; other columns are not read. A row that is malformed
-    or whose turn fails comes back with ``status`` ``"error"`` and its ``error_type`` /
+    ``system``, ``model`` and ``options``; other columns are not read. A row without an ``id``
+    (no such column, or a null in it) gets ``row-`` and a hash of its content
+    (:func:`content_key`), the same in whatever batch it comes. A row that is malformed or
+    whose turn fails comes back with ``status`` ``"error"`` and its ``error_type`` /
     ``error_message``.
     """
 
@@ -159,11 +194,12 @@ class TurnUDF:
         # without rpm/tpm the named actor still carries the Retry-After pauses of every actor
         # of the job; a TurnUDF called outside Ray (no cluster connected) pauses only its own
         limited = rpm is not None or tpm is not None
-        self._gate: Gate = (
-            RayGate(budget_actor(budget_name, rpm=rpm, tpm=tpm), limited=limited)
-            if limited or _in_ray()
-            else LocalGate(Budget())
-        )
+        self._gate: Gate = LocalGate(Budget())
+        if limited or _in_ray():
+            actor = budget_actor(budget_name, rpm=rpm, tpm=tpm)
+            if limited:  # an actor found running keeps its own limits: they must be these
+                check_limits(actor, budget_name, rpm, tpm)
+            self._gate = RayGate(actor, limited=limited)
         self._calls: set[asyncio.Task[Any]] = set()  # what runs on the loop for a caller
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -220,21 +256,45 @@ class TurnUDF:
     async def _make_runner(self, api_key: str | None) -> Runner:
         return Runner(self.config, api_key=api_key, gate=self._gate)
 
-    async def _one(self, index: int, item: dict[str, object]) -> RowResult | BatchInputError:
+    async def _one(
+        self, index: int, item: dict[str, object], names: str
+    ) -> tuple[str, RowResult | BatchInputError]:
+        """The row's id and its result (``index``: its place in this batch, which only the
+        messages of a malformed row name, never its id; ``names``: the batch's columns)."""
+        given = item.get("id")
+        key = given if isinstance(given, str) else ""  # (a bad id: its error row has none)
         try:
             sha = checked_sha(item, index)  # a column can hold what JSON cannot
+            if "id" not in item:
+                key = content_key(item)
+            if "prompt" not in item and "messages" not in item:
+                # (decode_row would point to the provider shapes, whose columns are not read)
+                raise BatchInputError(
+                    f"row {index}: no 'prompt' or 'messages' value (TurnUDF reads the columns "
+                    f"id, prompt, messages, system, model and options; this batch has {names})",
+                    line=index,
+                )
             row = decode_row(item, index)
         except BatchInputError as exc:
-            return exc  # the row's error row; the batch's other rows run
-        return await self._runner.run_row(row, sha)
+            return key, exc  # the row's error row; the batch's other rows run
+        if row.key != key:  # (a row without an id: decode_row keys it by its place)
+            row = msgspec.structs.replace(row, key=key)
+        return key, await self._runner.run_row(row, sha)
 
-    async def _all(self, items: list[dict[str, object]]) -> list[RowResult | BatchInputError]:
+    async def _all(
+        self, items: list[dict[str, object]], names: str
+    ) -> list[tuple[str, RowResult | BatchInputError]]:
         return list(
-            await asyncio.gather(*(self._one(i, item) for i, item in enumerate(items, start=1)))
+            await asyncio.gather(
+                *(self._one(i, item, names) for i, item in enumerate(items, start=1))
+            )
         )
 
-    def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, list[object]]:
-        """One batch (columns) in, one row of results per input row out, in order.
+    def __call__(self, batch: Mapping[str, Sequence[object]]) -> dict[str, Sequence[object]]:
+        """One batch (columns) in, one row of results per input row out, in order: a list per
+        column. A batch of no rows gives zero-length numpy arrays of the columns' types
+        instead (an empty list has no type: Ray would make that block's columns null, and a
+        dataset whose blocks' types differ fails to concatenate).
 
         Only the row's columns are read (``id``, ``prompt``, ``messages``, ``system``,
         ``model``, ``options``): a dataset's other columns are left alone.
@@ -257,11 +317,14 @@ class TurnUDF:
             if "id" in item:
                 item["id"] = _key(item["id"])
             items.append(item)
-        results = self._call(self._all(items))
+        if not items:
+            return _empty_columns()
+        shown = ", ".join(list(sizes)[:12]) or "no columns"
+        results = self._call(self._all(items, shown))
         columns: dict[str, list[object]] = {name: [] for name in COLUMNS}
-        for item, result in zip(items, results, strict=True):
-            _append(columns, str(item.get("id", "")), result)
-        return columns
+        for key, result in results:
+            _append(columns, key, result)
+        return cast("dict[str, Sequence[object]]", columns)
 
     def close(self) -> None:
         """Close the client and stop this actor's loop (Ray does it when the actor ends)."""
@@ -276,6 +339,20 @@ class TurnUDF:
             self._thread.join(timeout=10)
         if not self._loop.is_running() and not self._loop.is_closed():
             self._loop.close()  # its selector's sockets too (a ResourceWarning otherwise)
+
+
+def _empty_columns() -> dict[str, Sequence[object]]:
+    """The columns of a batch of no rows, each of its fixed type (Ray reads a numpy ``str_``
+    array as an Arrow string column and ``int64`` as int64, the types it gives the lists of a
+    batch with rows)."""
+    import numpy as np  # (Ray Data's own dependency)
+
+    return {  # (an array is no Sequence to a type checker, but is read as one)
+        name: cast(
+            "Sequence[object]", np.array([], dtype=np.int64 if name in _INT_COLUMNS else np.str_)
+        )
+        for name in COLUMNS
+    }
 
 
 def _append(columns: dict[str, list[object]], key: str, result: object) -> None:

@@ -60,13 +60,18 @@ async def test_run_batch_returns_a_summary_and_reports_each_row() -> None:
     assert summary.output_tokens == sum(r.usage.output_tokens for r in served if r.usage)
 
 
-async def test_the_observable_composes_with_rx_operators() -> None:
+@pytest.mark.parametrize("by", ["type", "status"])
+async def test_the_observable_composes_with_rx_operators(by: str) -> None:
+    """Filtered by the result's type, or by its ``status`` as the output line has it (and as
+    ``batch_results``' docstring filters)."""
     rows = prompts(25)
     rows[0]["model"] = "bad"
     async with FakeProvider(SCENARIO) as fake:
         done: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
         batch_results(rows, _config(fake.openai_base_url, concurrency=5)).pipe(
-            ops.filter(lambda r: isinstance(r, RowOk)),
+            ops.filter(
+                (lambda r: isinstance(r, RowOk)) if by == "type" else (lambda r: r.status == "ok")
+            ),
             ops.map(lambda r: r.id),
             ops.to_list(),
         ).subscribe(on_next=done.set_result, on_error=done.set_exception)
@@ -95,14 +100,26 @@ async def test_disposing_the_observable_cancels_the_rows_in_flight() -> None:
     assert results == []
 
 
-async def test_a_bad_row_is_a_typed_error_naming_it() -> None:
+@pytest.mark.parametrize(
+    ("row", "words"),
+    [
+        ({"id": "b"}, "a row of no known shape"),
+        ({"id": "b", "prompt": " "}, "prompt is empty"),
+        ({"id": "b", "prompt": "x", "extra": 1}, "unknown field 'extra'"),
+        ({"id": "b", "prompt": "x", "options": {"max_tokens": 0}}, "options: "),
+        ({"id": "", "prompt": "x"}, "id must not be empty"),
+        ({"custom_id": "b", "params": {"messages": []}}, "params.messages"),
+    ],
+    ids=["no shape", "blank prompt", "unknown field", "bad option", "empty id", "no messages"],
+)
+async def test_a_bad_row_is_a_typed_error_naming_it(row: dict[str, Any], words: str) -> None:
+    """A row of a Python iterable is named ``row N`` as every other error of its rows is (a
+    line is a line of an input file), ``line`` holding N."""
     async with FakeProvider(SCENARIO) as fake:
-        try:
-            await run_batch([{"id": "a", "prompt": "x"}, {"id": "b"}], _config(fake.base_url))
-        except BatchInputError as exc:
-            assert str(exc).startswith("line 2: a row of no known shape")
-        else:
-            raise AssertionError("no error")
+        with pytest.raises(BatchInputError) as caught:
+            await run_batch([{"id": "a", "prompt": "x"}, row], _config(fake.base_url))
+    assert str(caught.value).startswith(f"row 2: {words}"), str(caught.value)
+    assert caught.value.line == 2
 
 
 async def test_rows_are_read_only_as_fast_as_places_free_up() -> None:

@@ -6,13 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import hashlib
 import re
+import threading
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
 from reactivex import operators as ops
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from rxturn.batch import (
     BatchConfig,
@@ -164,17 +167,88 @@ async def test_the_observable_refuses_a_gate_that_is_not_one_through_on_error() 
     assert [type(e) for e in errors] == [ConfigError]
 
 
-def test_subscribing_with_no_event_loop_running_is_a_config_error_not_silence() -> None:
+@pytest.mark.parametrize(
+    ("scheduler", "words"),
+    [
+        (None, "running asyncio event loop"),
+        ("closed", "AsyncIOScheduler whose event loop is closed"),
+    ],
+    ids=["no scheduler", "a scheduler on a closed loop"],
+)
+def test_subscribing_with_no_event_loop_running_is_a_config_error_not_silence(
+    scheduler: str | None, words: str
+) -> None:
     errors: list[Exception] = []
+    closed = asyncio.new_event_loop()
+    closed.close()
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # a coroutine or a task left behind fails the test
         batch_results(prompts(2), _config("http://127.0.0.1:9")).subscribe(
-            on_next=lambda _: None, on_error=errors.append
+            on_next=lambda _: None,
+            on_error=errors.append,
+            scheduler=AsyncIOScheduler(closed) if scheduler else None,
         )
         gc.collect()
     assert len(errors) == 1
     assert isinstance(errors[0], ConfigError)
-    assert "running asyncio event loop" in str(errors[0])
+    assert words in str(errors[0])
+
+
+async def test_a_scheduler_of_a_loop_that_does_not_run_is_refused_on_a_running_one() -> None:
+    """Subscribed on this running loop with the scheduler of another loop that nothing runs
+    (one made at import time, before ``asyncio.run`` made this one): a ConfigError, not rows
+    waiting for ever."""
+    other = asyncio.new_event_loop()
+    errors: list[Exception] = []
+    try:
+        batch_results(prompts(2), _config("http://127.0.0.1:9")).subscribe(
+            on_error=errors.append, scheduler=AsyncIOScheduler(other)
+        )
+    finally:
+        other.close()
+    assert [type(e) for e in errors] == [ConfigError]
+    assert "another loop, which is not running" in str(errors[0])
+
+
+@pytest.mark.parametrize("end", ["completes", "disposed from the thread"])
+async def test_a_subscription_with_an_asyncio_scheduler_runs_on_its_loop(end: str) -> None:
+    """Subscribed from a thread that runs no loop, with ``scheduler=AsyncIOScheduler(loop)``
+    (this test's loop): the rows run on that loop and every call reaches the observer on its
+    thread; a dispose from the other thread cancels the rows in flight."""
+    scenario = {"models": {"*": [{"text": "an answer"}], "stalled": _STALLED["models"]["*"]}}
+    loop = asyncio.get_running_loop()
+    calls: list[tuple[str, int]] = []
+    done = loop.create_future()
+    rows = prompts(3)
+    if end != "completes":
+        for row in rows:
+            row["model"] = "stalled"
+    async with FakeProvider(scenario) as fake:
+        observable = batch_results(rows, _config(fake.base_url))
+
+        def subscribe() -> Any:
+            return observable.subscribe(
+                on_next=lambda r: calls.append((r.id, threading.get_ident())),
+                on_error=done.set_exception,
+                on_completed=lambda: done.set_result(threading.get_ident()),
+                scheduler=AsyncIOScheduler(loop),
+            )
+
+        subscription = await asyncio.wait_for(asyncio.to_thread(subscribe), 30)
+        if end == "completes":
+            assert await asyncio.wait_for(done, 30) == threading.get_ident()
+            assert sorted(calls) == [(f"r{i}", threading.get_ident()) for i in range(3)]
+        else:
+            for _ in range(500):
+                if len(fake.requests) == 3:
+                    break
+                await asyncio.sleep(0.01)
+            await asyncio.wait_for(asyncio.to_thread(subscription.dispose), 30)
+            for _ in range(500):
+                if fake.disconnects == 3:
+                    break
+                await asyncio.sleep(0.01)
+            assert (len(fake.requests), fake.disconnects, calls) == (3, 3, [])
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])
@@ -208,6 +282,10 @@ async def test_rows_in_flight_when_the_iterable_raises_are_delivered_before_the_
     assert all(isinstance(r, RowOk) for r in seen)
 
 
+#: a Python str can hold half of a UTF-16 pair, which no UTF-8 text (so no request) can
+_LONE = "a string holds a lone UTF-16 surrogate (\\ud800 without its pair), which is not text"
+
+
 def _nested(depth: int) -> dict[str, Any]:
     top: dict[str, Any] = {}
     inner = top
@@ -232,11 +310,22 @@ def _nested(depth: int) -> dict[str, Any]:
             },
             "nested too deeply",
         ),
+        ({"id": "a", "prompt": "x\ud800"}, _LONE),
+        ({"id": "\udc00", "prompt": "x"}, _LONE.replace("d800", "dc00")),
+        (BatchRow(key="a", messages=(Message.user("x\ud800"),)), _LONE),
     ],
-    ids=["a value of another type", "an int key", "mixed keys", "nesting"],
+    ids=[
+        "a value of another type",
+        "an int key",
+        "mixed keys",
+        "nesting",
+        "a lone surrogate",
+        "in the key",
+        "in a BatchRow",
+    ],
 )
 async def test_a_row_that_is_no_json_data_is_a_typed_error_naming_it(
-    row: dict[Any, Any], words: str
+    row: dict[Any, Any] | BatchRow, words: str
 ) -> None:
     """A Python row can hold what a JSON line cannot; it is refused as the row it is, not with a
     TypeError or RecursionError from deep inside."""
@@ -247,8 +336,9 @@ async def test_a_row_that_is_no_json_data_is_a_typed_error_naming_it(
 
 
 async def test_rows_of_every_shape_run_side_by_side() -> None:
-    """Native prompt and messages rows, an OpenAI Batch line, an Anthropic batch request and a
-    BatchRow in one iterable: each is its own turn, keyed as its shape keys it."""
+    """Native prompt and messages rows, an OpenAI Batch line, an Anthropic batch request, a
+    BatchRow and a row without a key in one iterable: each is its own turn, keyed as its shape
+    keys it (the last by its number in the iterable, ``row N``, as its errors name it)."""
     rows: list[Any] = [
         {"id": "native", "prompt": "from a prompt"},
         {"id": "messages", "messages": [{"role": "user", "content": "from messages"}]},
@@ -266,17 +356,23 @@ async def test_rows_of_every_shape_run_side_by_side() -> None:
             },
         },
         BatchRow(key="struct", messages=(Message.user("from a BatchRow"),)),
+        {"prompt": "from a row without a key"},
     ]
+    # the sixth row, keyed by its number and its content's sha256 (canonical JSON)
+    keyless = "row-6-" + hashlib.sha256(b'{"prompt":"from a row without a key"}').hexdigest()[:16]
     seen: list[RowResult] = []
     async with FakeProvider(SCENARIO) as fake:
         summary = await asyncio.wait_for(
             run_batch(rows, _config(fake.base_url), on_result=seen.append), 30
         )
         sent = sorted(str(body["messages"][0]["content"]) for body in fake.requests)
-    assert (summary.total, summary.ok) == (5, 5)
-    assert sorted(r.id for r in seen) == ["anthropic", "messages", "native", "openai", "struct"]
+    assert (summary.total, summary.ok) == (6, 6)
+    assert sorted(r.id for r in seen) == sorted(
+        ["anthropic", "messages", "native", "openai", "struct", keyless]
+    )
     assert sent == sorted(
         [
+            "from a row without a key",
             "from a prompt",
             "from messages",
             "from an openai line",
@@ -314,19 +410,74 @@ async def test_a_key_seen_twice_is_a_typed_error_naming_the_second_row() -> None
 _STALLED = {"models": {"*": [{"text": "never", "stall_after_events": 1}]}}
 
 
+class _Source:
+    """The rows as a sync or an async generator that notes when it is closed (its ``finally``
+    runs: where a source closes the file or the cursor it reads). It is held here, as a
+    caller's variable holds it, so that no garbage collection closes it instead."""
+
+    def __init__(self, rows: list[dict[str, Any]], kind: str) -> None:
+        self.rows, self.kind, self.closed = rows, kind, False
+        self.held: object = None
+
+    def __call__(self) -> Any:
+        self.held = self.sync() if self.kind == "sync" else self.agen()
+        return self.held
+
+    def sync(self) -> Iterator[dict[str, Any]]:
+        try:
+            yield from self.rows
+        finally:
+            self.closed = True
+
+    async def agen(self) -> AsyncIterator[dict[str, Any]]:
+        try:
+            for row in self.rows:
+                yield row
+        finally:
+            self.closed = True
+
+
+def _raise(_: object) -> None:
+    raise ValueError("the callback broke")
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+@pytest.mark.parametrize("stop", ["a bad row", "on_result raises"])
+async def test_a_run_that_stops_early_closes_its_source(kind: str, stop: str) -> None:
+    """The run stops reading a generator of rows it has not finished: the generator is closed
+    then (its ``finally`` runs), not left suspended until it is collected."""
+    rows = prompts(10)
+    if stop == "a bad row":
+        rows[2] = {"id": "bad"}
+    source = _Source(rows, kind)
+    async with FakeProvider(SCENARIO) as fake:
+        with pytest.raises((BatchInputError, ValueError)):
+            await asyncio.wait_for(
+                run_batch(
+                    source(),
+                    _config(fake.base_url, concurrency=1),
+                    on_result=_raise if stop == "on_result raises" else None,
+                ),
+                30,
+            )
+    assert source.closed
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
 @pytest.mark.parametrize("how", ["cancel the coroutine", "take(3) of the Observable"])
-async def test_stopping_early_closes_every_stream_in_flight(how: str) -> None:
+async def test_stopping_early_closes_every_stream_in_flight(how: str, kind: str) -> None:
     """The coroutine cancelled (``asyncio.CancelledError`` reaches its caller), or an Rx
     operator that stops reading: the rows still in flight are cancelled, their connections
-    closed, and no task is left behind."""
+    closed, the rows' generator closed, and no task is left behind."""
     scenario = {"models": {"*": [{"text": "an answer"}], "stalled": _STALLED["models"]["*"]}}
     rows = prompts(8)
     for row in rows[3:]:
         row["model"] = "stalled"  # three rows are served; five never end on their own
+    source = _Source(rows, kind)  # (five in flight: it is never read to its end)
     async with FakeProvider(scenario) as fake:
-        config = _config(fake.base_url, concurrency=8)
+        config = _config(fake.base_url, concurrency=5)
         if how == "cancel the coroutine":
-            run = asyncio.ensure_future(run_batch(rows, config))
+            run = asyncio.ensure_future(run_batch(source(), config))
             for _ in range(500):
                 if len(fake.requests) == 8:
                     break
@@ -336,7 +487,7 @@ async def test_stopping_early_closes_every_stream_in_flight(how: str) -> None:
                 await asyncio.wait_for(run, 30)
         else:
             done: asyncio.Future[list[RowResult]] = asyncio.get_running_loop().create_future()
-            batch_results(rows, config).pipe(ops.take(3), ops.to_list()).subscribe(
+            batch_results(source(), config).pipe(ops.take(3), ops.to_list()).subscribe(
                 on_next=done.set_result, on_error=done.set_exception
             )
             served = await asyncio.wait_for(done, 30)
@@ -351,3 +502,4 @@ async def test_stopping_early_closes_every_stream_in_flight(how: str) -> None:
         await asyncio.sleep(0)
         left = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
         assert left == []
+    assert source.closed

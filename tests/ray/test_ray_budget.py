@@ -106,3 +106,22 @@ async def test_without_a_budget_a_pause_one_gate_met_holds_another_and_nothing_i
     alone.pause(0.1)  # told to a gone actor: nothing raised here, the pause holds this gate
     alone.rate_limited(0.1)
     assert await asyncio.wait_for(alone.acquire(1), 30.0) == -1
+
+
+def test_a_turnudf_given_other_limits_than_the_running_actors_is_a_config_error(
+    ray: Any,
+) -> None:
+    """The budget actor found running keeps the limits it was made with: a TurnUDF given
+    others is told so when it is made, rather than run at limits it was not given."""
+    from rxturn.errors import ConfigError
+    from rxturn.ray import TurnUDF
+
+    name = f"rxturn-test-{uuid.uuid4().hex[:8]}"
+    handle: Any = budget_actor(name, rpm=1, window=3600.0)
+    try:
+        with pytest.raises(ConfigError, match=r"is running with rpm=1, tpm=None; this TurnUDF"):
+            TurnUDF("anthropic", "m", base_url="http://127.0.0.1:9", rpm=5, budget_name=name)
+        same = TurnUDF("anthropic", "m", base_url="http://127.0.0.1:9", rpm=1, budget_name=name)
+        same.close()
+    finally:
+        ray.kill(handle)

@@ -4,18 +4,20 @@ not the row's business, and a batch whose columns differ in length is a typed er
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
 import pytest
 from test_ray_data import ThreadedFake
 
 from rxturn.errors import ConfigError
-from rxturn.ray import TurnUDF
+from rxturn.ray import COLUMNS, TurnUDF
 from rxturn.testing import FakeProvider, assert_no_secret
 
 SECRET = "sk-ant-api03-udf-secret-0123456789"
@@ -58,7 +60,7 @@ def test_columns_of_different_lengths_are_a_config_error(fake: FakeProvider) -> 
     assert fake.requests == []
 
 
-def _run(fake: FakeProvider, batch: object) -> dict[str, list[object]]:
+def _run(fake: FakeProvider, batch: object) -> dict[str, Sequence[object]]:
     udf = TurnUDF("anthropic", "m", base_url=fake.base_url, concurrency=2)
     try:
         return udf(batch)  # pyright: ignore[reportArgumentType]  (Ray hands over any of these)
@@ -96,20 +98,108 @@ def test_ids_of_odd_dtypes_come_back_as_the_users_keys(fake: FakeProvider) -> No
     assert out["id"] == ["k1", "k2"], out["id"]
 
 
+_EMPTY_BATCHES = {
+    "numpy": lambda np, pa, pd: {"id": np.array([], dtype=object), "prompt": np.array([])},
+    "pyarrow": lambda np, pa, pd: pa.table({"id": pa.array([], pa.string())}),
+    "pandas": lambda np, pa, pd: pd.DataFrame({"id": [], "prompt": []}),
+    "no columns": lambda np, pa, pd: {},
+    "rows": lambda np, pa, pd: {"id": ["a", "b"], "prompt": ["one", " "]},
+}
+
+
+@pytest.mark.parametrize("kind", list(_EMPTY_BATCHES))
+def test_every_batch_gives_the_same_column_types_even_with_no_rows(
+    fake: FakeProvider, kind: str
+) -> None:
+    """The fixed types: strings, and int64 for the three counts, in a batch of rows (one ok,
+    one error) and in a batch of none (a filtered block is one), so that Ray can concatenate
+    the blocks (what it makes of an empty list is a null column)."""
+    np = pytest.importorskip("numpy")
+    pa = pytest.importorskip("pyarrow")
+    pd = pytest.importorskip("pandas")
+    counts = ("input_tokens", "output_tokens", "attempts")
+    expected = pa.schema([(n, pa.int64() if n in counts else pa.string()) for n in COLUMNS])
+    out = _run(fake, _EMPTY_BATCHES[kind](np, pa, pd))
+    assert list(out) == list(COLUMNS)
+    assert pa.table(out).schema == expected, pa.table(out).schema
+
+
+@pytest.mark.parametrize(
+    ("batch", "ids", "words"),
+    [
+        ({"id": [True, False], "prompt": ["x", "y"]}, ["", ""], "id must be a string or an"),
+        ({"id": [["a", "b"]], "prompt": ["x"]}, [""], "id must be a string or an integer"),
+        (
+            {"custom_id": ["a"], "params": [{"messages": [{"role": "user", "content": "x"}]}]},
+            None,
+            "no 'prompt' or 'messages' value (TurnUDF reads the columns id, prompt, messages, "
+            "system, model and options; this batch has custom_id, params)",
+        ),
+        ({"id": ["a"], "prompt": [None]}, ["a"], "no 'prompt' or 'messages' value"),
+    ],
+    ids=["a bool id", "a list id", "a provider shape's columns", "a null prompt"],
+)
+def test_a_row_the_udf_cannot_read_is_an_error_row_saying_why(
+    fake: FakeProvider, batch: dict[str, list[Any]], ids: list[str] | None, words: str
+) -> None:
+    """An id of no key's type is refused as the CLI refuses it (not made ``"True"`` or
+    ``"['a', 'b']"``); a row with no prompt nor messages is told which columns are read (not
+    sent to the provider shapes, whose columns TurnUDF does not read)."""
+    out = _run(fake, batch)
+    assert set(out["status"]) == {"error"}, out
+    assert all(str(m).startswith(words) for m in out["error_message"]), out["error_message"]
+    if ids is not None:
+        assert out["id"] == ids
+    assert fake.requests == []
+
+
+def _content_id(row: dict[str, Any]) -> str:
+    """What docs/batch.md says a row without an id is given: ``row-`` and the first 16 hex
+    digits of the sha256 of its canonical JSON."""
+    canonical = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return "row-" + hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def test_a_row_without_an_id_gets_the_same_id_in_whatever_batch_it_comes(
+    fake: FakeProvider,
+) -> None:
+    """The id of a row with none depends on its content alone, not on its place in the batch
+    Ray happened to cut: ``b`` second of two, first of one, or in a pandas frame whose ``id``
+    column has a gap, or with an Arrow struct's null fields in its options; a malformed one
+    gets it too (its error row can be told apart)."""
+    pd = pytest.importorskip("pandas")
+    b = {"prompt": "b", "options": {"max_tokens": 5}}
+    expected = _content_id(b)
+    two = _run(fake, {"prompt": ["a", "b"], "options": [None, {"max_tokens": 5}]})
+    one = _run(fake, {"prompt": ["b"], "options": [{"max_tokens": 5, "temperature": None}]})
+    gap = _run(
+        fake,
+        pd.DataFrame({"id": ["k", None], "prompt": ["a", "b"], "options": [None, b["options"]]}),
+    )
+    assert two["id"] == [_content_id({"prompt": "a"}), expected], two["id"]
+    assert one["id"] == [expected] and gap["id"] == ["k", expected], (one["id"], gap["id"])
+    assert {*two["status"], *one["status"], *gap["status"]} == {"ok"}, two["error_message"]
+    blank = _run(fake, {"prompt": ["a", "  "]})
+    assert blank["status"] == ["ok", "error"], blank["error_message"]
+    assert blank["id"] == [_content_id({"prompt": "a"}), _content_id({"prompt": "  "})]
+
+
 def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakeProvider) -> None:
     """An ``options`` column of Python objects (``batch_format`` numpy's object arrays hold
-    anything): that row is an error row, and the batch's other rows are served."""
+    anything), a string with half a UTF-16 pair: that row is an error row, and the batch's
+    other rows are served."""
     out = _run(
         fake,
         {
-            "id": ["a", "b"],
-            "prompt": ["one", "two"],
-            "options": [None, {"extra_body": {"tag": object()}}],
+            "id": ["a", "b", "c"],
+            "prompt": ["one", "two", "three \ud800"],
+            "options": [None, {"extra_body": {"tag": object()}}, None],
         },
     )
-    assert out["status"] == ["ok", "error"], out["error_message"]
-    assert out["error_type"][1] == "BatchInputError"
-    assert str(out["error_message"][1]).startswith("not JSON data: "), out["error_message"]
+    assert out["status"] == ["ok", "error", "error"], out["error_message"]
+    assert out["error_type"][1:] == ["BatchInputError"] * 2
+    assert [str(m)[:15] for m in out["error_message"][1:]] == ["not JSON data: "] * 2
+    assert "lone UTF-16 surrogate" in str(out["error_message"][2]), out["error_message"]
     assert len(fake.requests) == 1
 
 
