@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from .._arguments import counted
 from ._api import BatchSummary, Tally
 from ._budget import Budget, LocalGate
 from ._errors import BatchInputError, BatchOutputError, BatchWriteError
@@ -220,7 +221,8 @@ class FileRun:
             self.notice(f"repaired {str(output)!r}: dropped {blank_bytes(dropped)} at its end")
         elif dropped:
             self.notice(
-                f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
+                f"repaired {str(output)!r}: dropped a torn last line "
+                f"({counted(dropped, 'byte')}); "
                 "its row runs again"
             )
         self.run_number = (manifest.runs if manifest is not None else 0) + 1
@@ -529,7 +531,7 @@ def _difference(manifest: Manifest, config: BatchConfig, options: dict[str, Any]
 
 def blank_bytes(size: int) -> str:
     """``1 blank byte``, ``3 blank bytes``: what a blank tail of ``size`` bytes is called."""
-    return f"{size} blank byte{'' if size == 1 else 's'}"
+    return counted(size, "blank byte")
 
 
 def _show(value: object) -> str:

@@ -439,9 +439,12 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C while the run stops: it stops at once
         _notice(_INTERRUPTED)
         return 130
+    from rxturn._arguments import counted
+
     _notice(
-        f"{summary.total} rows: {summary.ok} ok, {summary.error} error, {summary.pending} "
-        f"pending ({summary.skipped} done before) in {summary.seconds:.1f}s -> {args.output}"
+        f"{counted(summary.total, 'row')}: {summary.ok} ok, {summary.error} error, "
+        f"{summary.pending} pending ({summary.skipped} done before) in "
+        f"{summary.seconds:.1f}s -> {args.output}"
         + (" (interrupted)" if summary.interrupted else "")
         + _errors_seen(file_run, getattr(args, "url", ""))
     )
@@ -451,6 +454,8 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
 def _errors_seen(file_run: Any, url: str = "") -> str:
     """``; errors: 3 BadRequestError (first: …; requested URL)`` for the rows that failed in
     this run; ``url`` (the URL requested) is named unless the first error's message has it."""
+    from rxturn._arguments import counted
+
     from ._console import one_line
 
     errors = file_run.errors
@@ -463,7 +468,7 @@ def _errors_seen(file_run: Any, url: str = "") -> str:
         first += f"; requested {url}"
     return (
         f"; errors: {kinds}"
-        + (f" and {more} more kind{'s' if more > 1 else ''}" if more > 0 else "")
+        + (f" and {counted(more, 'more kind')}" if more > 0 else "")
         + (f" (first: {first})" if first else "")
     )
 
@@ -541,6 +546,7 @@ def _scan_named(name: str) -> Any:
 def _status(args: argparse.Namespace) -> int:
     import msgspec
 
+    from rxturn._arguments import counted
     from rxturn.batch import BatchError
     from rxturn.batch._file import blank_bytes, check_output
     from rxturn.batch._output import read_output
@@ -575,9 +581,11 @@ def _status(args: argparse.Namespace) -> int:
             torn = (
                 f" ({blank_bytes(state.torn_bytes)} at its end)"
                 if state.blank_tail
-                else f" (a torn last line of {state.torn_bytes} bytes)"
+                else f" (a torn last line of {counted(state.torn_bytes, 'byte')})"
             )
-        text = f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}"
+        text = (
+            f"{counted(total, 'row')}: {ok} ok, {error} error, {total - ok - error} pending{torn}"
+        )
     return _emit(text + "\n") or 0
 
 

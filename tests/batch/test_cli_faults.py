@@ -289,7 +289,7 @@ def test_a_tpm_below_one_requests_reply_budget_is_said_at_the_start(
     assert done.returncode == 0, done.stderr
     notice, summary = done.stderr.splitlines()
     assert notice.startswith("rxturn batch: --tpm 8000 is at most the default max_tokens (8192)")
-    assert summary.startswith("rxturn batch: 1 rows: 1 ok")
+    assert summary.startswith("rxturn batch: 1 row: 1 ok")
 
 
 def test_the_api_key_shows_nowhere(tmp_path: Path) -> None:
