@@ -524,23 +524,52 @@ def _stdout_failed(exc: OSError) -> int:
     return _fail(f"cannot write to stdout: {exc.strerror or exc}", 1)
 
 
-def _scan_named(name: str) -> Any:
+def _scan_named(name: str, state: Any) -> tuple[Any, list[str]]:
     """The scan of ``--input`` for ``status`` and ``export``, whose line errors name the input
-    file: beside the output's path, a bare ``line 2: …`` could be either file's.
+    file: beside the output's path, a bare ``line 2: …`` could be either file's. Returns the
+    index and the keys of the rows changed since their line in ``state`` was written (another
+    ``input_sha``: a line answering what the row no longer asks, which ``batch run`` refuses
+    to go on from without ``--force``, and runs again with it).
 
     Raises:
         BatchInputError: as :func:`~rxturn.batch._input.scan_input`, the file's name first.
     """
     from rxturn.batch import BatchInputError
-    from rxturn.batch._input import scan_input
+    from rxturn.batch._input import input_sha, scan_input
+
+    last = state.last
+    changed: list[str] = []  # in input order
+
+    def check(key: str, obj: object, line: int) -> None:
+        seen = last.get(key)
+        if seen is not None and seen[1] and seen[1] != input_sha(obj):
+            changed.append(key)
 
     try:
-        return scan_input(name)
+        return scan_input(name, check), changed
     except BatchInputError as exc:
         if exc.line is None:
             raise
         source = "stdin" if name == "-" else repr(name)
         raise BatchInputError(f"{source} {exc}", line=exc.line) from None
+
+
+def _changed_notice(changed: list[str], how_one: str, how_many: str) -> None:
+    """Say on stderr that rows of ``--input`` changed since their output lines were written
+    (stdout keeps its format: ``--json`` is the counts' object alone)."""
+    from ._console import one_line
+
+    first = one_line(repr(changed[0]), 80)
+    if len(changed) == 1:
+        what = f"row {first} of the input changed since its output line was written"
+        how, them = how_one, "it"
+    else:
+        what = (
+            f"{len(changed)} rows of the input (the first: {first}) changed since their output "
+            "lines were written"
+        )
+        how, them = how_many, "them"
+    _notice(f"{what}, {how}; 'rxturn batch run --force' runs {them} again")
 
 
 def _status(args: argparse.Namespace) -> int:
@@ -551,17 +580,19 @@ def _status(args: argparse.Namespace) -> int:
     from rxturn.batch._file import blank_bytes, check_output
     from rxturn.batch._output import read_output
 
+    changed: list[str] = []
     if args.input is None and not Path(args.output).exists():
         return _fail(f"{args.output!r} does not exist (with --input, every row counts as pending)")
     try:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
         if args.input is not None:
-            index = _scan_named(args.input)
+            index, changed = _scan_named(args.input, state)
+            stale = set(changed)
             ok = error = 0
             for key in index.keys:
                 seen = state.last.get(key)
-                if seen is not None:
+                if seen is not None and key not in stale:  # a changed row's line is stale
                     if seen[0] == "ok":
                         ok += 1
                     else:
@@ -573,6 +604,8 @@ def _status(args: argparse.Namespace) -> int:
     except BatchError as exc:
         return _fail(str(exc), _exit_code(exc))
     counts = {"ok": ok, "error": error, "pending": total - ok - error, "total": total}
+    if changed:
+        _changed_notice(changed, "counted as pending", "counted as pending")
     if args.json:
         text = msgspec.json.encode(counts).decode()
     else:
@@ -597,9 +630,15 @@ def _export(args: argparse.Namespace) -> int:
     try:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
-        index = _scan_named(args.input)
+        index, changed = _scan_named(args.input, state)
     except BatchError as exc:
         return _fail(str(exc), _exit_code(exc))
+    if changed:
+        _changed_notice(
+            changed,
+            "exported as written (it answers the row as it was)",
+            "exported as written (they answer the rows as they were)",
+        )
     try:
         file = open(args.output, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:
