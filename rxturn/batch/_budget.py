@@ -334,6 +334,9 @@ class LocalGate:
         self._lock: asyncio.Lock | None = None
         self._changed: asyncio.Event | None = None  # set when a grant is sent/released/corrected
         self._waits = WaitClock()
+        #: called with the seconds of each Retry-After pause, once it holds (the command
+        #: line's notice of a long one where no progress is shown)
+        self.on_pause: Callable[[float], object] | None = None
 
     @property
     def waited(self) -> float:
@@ -402,3 +405,5 @@ class LocalGate:
         now = self.now()
         self.budget.pause(seconds, now)
         self._waits.add(now, seconds)  # every new request of the run waits it out
+        if self.on_pause is not None:
+            self.on_pause(seconds)

@@ -484,6 +484,9 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     backend = _backend(args, file_run, key)
+    if mode == "none" and hasattr(backend.gate, "on_pause"):
+        # no bar and no JSON lines show the wait: a long pause says so in one line
+        backend.gate.on_pause = PauseNotice(backend.gate.now)
     reporter = Reporter(
         mode,
         file_run.tally,
@@ -502,6 +505,34 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
         reporter.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+
+
+#: A Retry-After pause at least this long (seconds) is said on stderr when no progress is shown:
+#: shorter ones are as long as a row's own reply, and a rate-limit storm has many of them.
+LONG_PAUSE = 10.0
+
+
+class PauseNotice:
+    """The line a long Retry-After pause gets on stderr, once per pause: the rows that met the
+    same rate limit (and lengthen the pause a little each) add no line; a new pause after it
+    ends gets its own. ``now``: the gate's clock."""
+
+    def __init__(self, now: Any) -> None:
+        self.now = now
+        self.until = float("-inf")  # the end of the pause said last
+
+    def __call__(self, seconds: float) -> None:
+        now = self.now()
+        if now < self.until:  # the pause said already, made longer
+            self.until = max(self.until, now + seconds)
+            return
+        if seconds < LONG_PAUSE:
+            return
+        self.until = now + seconds
+        _notice(
+            f"the provider asked to wait {seconds:.0f} s (Retry-After): no new request goes "
+            "out until then; the run goes on by itself"
+        )
 
 
 def _backend(args: argparse.Namespace, file_run: Any, key: str | None) -> Any:
