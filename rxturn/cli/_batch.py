@@ -32,29 +32,41 @@ _KEY_VARIABLES = {
 _PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
 
 
-def _positive(text: str) -> int:
+def _shown(text: str) -> str:
+    """An argument as an error line names it: quoted, and cut short (a number pasted with
+    hundreds of digits is not echoed whole)."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def _whole(text: str, top: int, said: str, why: str = "") -> int:
+    """``text`` as an integer from 1 to ``top`` (``said``: ``top`` as the error says it)."""
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    except ValueError:  # not an integer (or one of more digits than Python converts)
+        value = 0
+    if not 1 <= value <= top:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 1 to {said}{why}, got {_shown(text)}"
+        )
     return value
+
+
+def _max_tokens(text: str) -> int:
+    from rxturn.batch._runner import MAX_TOKENS
+
+    return _whole(text, MAX_TOKENS, str(MAX_TOKENS))
+
+
+def _per_minute(text: str) -> int:
+    from rxturn.batch._budget import MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT
+
+    return _whole(text, MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT)
 
 
 def _concurrency(text: str) -> int:
     from rxturn.batch._runner import MAX_CONCURRENCY
 
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer from 1 to {MAX_CONCURRENCY} (turns in flight per worker), "
-            f"got {text[:40]!r}"
-        )
-    return value
+    return _whole(text, MAX_CONCURRENCY, str(MAX_CONCURRENCY), " (turns in flight per worker)")
 
 
 #: open files a batch process needs beside its sockets: stdio, the input, the output, its lock
@@ -112,7 +124,7 @@ def _workers(text: str) -> int:
         value = 0
     if not 1 <= value <= MAX_WORKERS:
         raise argparse.ArgumentTypeError(
-            f"expected auto or an integer from 1 to {MAX_WORKERS}, got {text!r}"
+            f"expected auto or an integer from 1 to {MAX_WORKERS}, got {_shown(text)}"
         )
     return value
 
@@ -121,10 +133,10 @@ def _temperature(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+        value = -1.0
     if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {_shown(text)}")
+    return value + 0.0  # -0 is 0 (one manifest, and no "-0.0" sent)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -154,11 +166,11 @@ def add_parser(subparsers: Any) -> None:
     run_p.add_argument("--fallback", action="append", default=[], metavar="MODEL")
     run_p.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
     run_p.add_argument("--system", default=None, metavar="TEXT")
-    run_p.add_argument("--max-tokens", type=_positive, default=None, metavar="N")
+    run_p.add_argument("--max-tokens", type=_max_tokens, default=None, metavar="N")
     run_p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
     run_p.add_argument("--concurrency", type=_concurrency, default=64, metavar="N")
-    run_p.add_argument("--rpm", type=_positive, default=None, metavar="N", help="requests/min")
-    run_p.add_argument("--tpm", type=_positive, default=None, metavar="N", help="tokens/min")
+    run_p.add_argument("--rpm", type=_per_minute, default=None, metavar="N", help="requests/min")
+    run_p.add_argument("--tpm", type=_per_minute, default=None, metavar="N", help="tokens/min")
     run_p.add_argument(
         "--workers", type=_workers, default=1, metavar="1|N|auto", help="worker processes"
     )

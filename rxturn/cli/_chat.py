@@ -121,7 +121,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"rxturn chat: error: {message}\n")
+    from ._console import one_line
+
+    # one line, however long what it quotes (a number of 400 digits, a pasted file)
+    sys.stderr.write(f"rxturn chat: error: {one_line(message, 500)}\n")
     sys.stderr.flush()
     return 2
 
@@ -218,7 +221,9 @@ def run(args: argparse.Namespace) -> int:
     if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
         return _fail(f"--base-url must start with http:// or https://, got {args.base_url!r}")
     if args.thinking is not None and args.thinking < _MIN_THINKING:
-        return _fail(f"--thinking must be at least {_MIN_THINKING} tokens, got {args.thinking}")
+        shown = str(args.thinking)
+        shown = shown if len(shown) <= 20 else f"{shown[:17]}..."
+        return _fail(f"--thinking must be at least {_MIN_THINKING} tokens, got {shown}")
     variable = _KEY_VARIABLES.get(args.provider)
     # Surrounding whitespace (a key file's trailing newline) is not part of a key, and a blank
     # variable is an unset one, as ``batch run`` reads it.
