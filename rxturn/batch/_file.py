@@ -194,7 +194,14 @@ class FileRun:
         try:
             self._prepare()
         except BaseException:
-            lock.release()
+            # refused before it wrote anything: a lock file this run made is not left behind
+            # (an output that exists keeps its lock file, as after any run)
+            output = self.output_path
+            lock.release(
+                remove=lock.created
+                and not output.exists()
+                and not Manifest.path_for(output).exists()
+            )
             raise
 
     def _prepare(self) -> None:

@@ -234,33 +234,60 @@ def repair_tail(path: Path, state: OutputState) -> int:
 
 
 class OutputLock:
-    """The exclusive lock of one output (``OUT.jsonl.lock``), held for the whole run."""
+    """The exclusive lock of one output (``OUT.jsonl.lock``), held for the whole run.
+
+    The file stays after a run (an empty file: the lock is the ``flock`` on it, which the
+    kernel drops when the process ends, however it ends). Only a run that created it and was
+    refused before it wrote anything removes it (:meth:`release` with ``remove``), so that a
+    mistyped command leaves no file behind; the lock is taken on the file the path names
+    *after* the lock is held, so a run that opened the file just before it was removed tries
+    again rather than hold a lock on a file no one else can see."""
 
     def __init__(self, output: Path) -> None:
         self.path = output.with_name(output.name + ".lock")
         self._fd: int | None = None
+        #: whether :meth:`acquire` created the file (no run had taken this output's lock)
+        self.created = False
 
     def acquire(self) -> None:
         import fcntl
 
-        try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise BatchWriteError(
-                f"cannot create the lock {str(self.path)!r}: {_reason(exc)}"
-            ) from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
+        while True:
+            created = True
+            try:
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    created = False
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise BatchWriteError(
+                    f"cannot create the lock {str(self.path)!r}: {_reason(exc)}"
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise BatchLockedError(
+                    f"another run is writing {str(self.path.with_suffix(''))!r} (it holds "
+                    f"{str(self.path)!r})"
+                ) from None
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except OSError:  # removed by the run that held it, refused: take the new one
+                same = False
+            if same:
+                break
             os.close(fd)
-            raise BatchLockedError(
-                f"another run is writing {str(self.path.with_suffix(''))!r} (it holds "
-                f"{str(self.path)!r})"
-            ) from None
         self._fd = fd
+        self.created = created
 
-    def release(self) -> None:
+    def release(self, *, remove: bool = False) -> None:
+        """Drop the lock; ``remove``: remove the file first, while it is still held."""
         if self._fd is not None:
+            if remove:
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
             os.close(self._fd)  # closing drops the flock
             self._fd = None
 

@@ -1,0 +1,60 @@
+"""``OUT.jsonl.lock``: a run refused before it wrote anything leaves no lock file it made (a
+mistyped input name left one beside a missing output); a file that stays is an output's, as
+after any run; and removing it never lets two runs hold the lock at once. In-process."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from rxturn.batch import BatchConfig, BatchInputError, FileRun
+from rxturn.batch import _output as output_module
+from rxturn.batch._errors import BatchLockedError
+from rxturn.batch._output import OutputLock
+
+CONFIG = BatchConfig(provider="openai", model="m", base_url="http://127.0.0.1:1")
+
+
+def test_a_refused_first_run_leaves_no_file_but_an_outputs_lock_stays(tmp_path: Path) -> None:
+    out = tmp_path / "out.jsonl"
+    with pytest.raises(BatchInputError, match="cannot read"):
+        FileRun(tmp_path / "missing.jsonl", out, CONFIG).prepare()
+    assert list(tmp_path.iterdir()) == []
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    ran = FileRun(inp, out, CONFIG)
+    ran.prepare()
+    ran.close()
+    (tmp_path / "out.jsonl.lock").unlink()  # say, cleaned up by hand
+    inp.write_text('{"id": "a", "prompt": "x"}\n{oops\n')
+    with pytest.raises(BatchInputError, match="line 2"):
+        FileRun(inp, out, CONFIG).prepare()
+    assert (tmp_path / "out.jsonl.lock").exists()  # the output's (its manifest exists)
+
+
+def test_a_lock_file_removed_under_a_waiting_run_is_not_a_lock(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Run B opened the lock file just before run A, refused, removed it: B's lock on that
+    removed file would let run C take a new one at the same time. B takes the new one."""
+    first = OutputLock(tmp_path / "out.jsonl")
+    first.acquire()
+    stale = os.open(first.path, os.O_RDWR)  # B's open, before the removal
+    first.release(remove=True)
+    real_open = os.open
+    calls: list[int] = []
+
+    def opening(path: object, flags: int, mode: int = 0o777) -> int:
+        calls.append(flags)
+        return stale if len(calls) == 1 else real_open(path, flags, mode)  # pyright: ignore[reportArgumentType]
+
+    monkeypatch.setattr(output_module.os, "open", opening)
+    second = OutputLock(tmp_path / "out.jsonl")
+    second.acquire()
+    monkeypatch.undo()
+    assert len(calls) > 1  # it looked again
+    with pytest.raises(BatchLockedError):
+        OutputLock(tmp_path / "out.jsonl").acquire()
+    second.release()
