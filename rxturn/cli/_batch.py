@@ -157,42 +157,135 @@ def add_parser(subparsers: Any) -> None:
         "run",
         help="run every row of INPUT, appending to OUT",
         description="Run each row of INPUT (JSONL; '-' = stdin) as one turn and append one "
-        "line per row to OUT. Rows with an ok line in OUT are skipped (resume).",
+        "line per row to OUT. Rows with an ok line in OUT are skipped (resume): after a crash "
+        "or Ctrl-C, the same command goes on where it stopped.",
+        epilog="Exit codes: 0 every row has an ok line; 3 some rows failed (their error lines "
+        "are in OUT; --retry-errors runs them again); 2 bad input or arguments (nothing was "
+        "sent); 1 the system refused (a full disk, a read-only output); 130 interrupted. "
+        "The input's row shapes, the output's lines and the budgets: docs/batch.md.",
     )
-    run_p.add_argument("input", metavar="INPUT.jsonl")
-    run_p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
-    run_p.add_argument("--provider", required=True, choices=_PROVIDERS)
-    run_p.add_argument("--model", required=True)
-    run_p.add_argument("--fallback", action="append", default=[], metavar="MODEL")
-    run_p.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
-    run_p.add_argument("--system", default=None, metavar="TEXT")
-    run_p.add_argument("--max-tokens", type=_max_tokens, default=None, metavar="N")
-    run_p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
-    run_p.add_argument("--concurrency", type=_concurrency, default=64, metavar="N")
-    run_p.add_argument("--rpm", type=_per_minute, default=None, metavar="N", help="requests/min")
-    run_p.add_argument("--tpm", type=_per_minute, default=None, metavar="N", help="tokens/min")
     run_p.add_argument(
-        "--workers", type=_workers, default=1, metavar="1|N|auto", help="worker processes"
+        "input",
+        metavar="INPUT.jsonl",
+        help="one row per line: {'id', 'prompt'}, {'id', 'messages'}, an OpenAI Batch line or "
+        "an Anthropic Message Batches request; '-' reads stdin",
     )
-    run_p.add_argument("--ray", default=None, metavar="auto|ADDRESS", help="run on Ray actors")
+    run_p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT.jsonl",
+        help="the output, and the checkpoint: one line per row, appended",
+    )
+    run_p.add_argument(
+        "--provider",
+        required=True,
+        choices=_PROVIDERS,
+        help="the API to talk to; its key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY "
+        "(optional with --base-url; ollama needs none)",
+    )
+    run_p.add_argument("--model", required=True, help="the model of a row that names none")
+    run_p.add_argument(
+        "--fallback",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="backup model (repeatable): a row fails over to it in the same turn",
+    )
+    run_p.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
+    run_p.add_argument(
+        "--system",
+        default=None,
+        metavar="TEXT",
+        help="system prompt of every row (a row's own wins)",
+    )
+    run_p.add_argument(
+        "--max-tokens",
+        type=_max_tokens,
+        default=None,
+        metavar="N",
+        help="the reply's token limit (default: the provider client's)",
+    )
+    run_p.add_argument(
+        "--temperature", type=_temperature, default=None, metavar="T", help="sampling temperature"
+    )
+    run_p.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        default=64,
+        metavar="N",
+        help="turns in flight per worker (default 64)",
+    )
+    run_p.add_argument(
+        "--rpm",
+        type=_per_minute,
+        default=None,
+        metavar="N",
+        help="requests per minute, over all workers",
+    )
+    run_p.add_argument(
+        "--tpm",
+        type=_per_minute,
+        default=None,
+        metavar="N",
+        help="tokens per minute (input estimate plus max tokens), over all workers",
+    )
+    run_p.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="1|N|auto",
+        help="worker processes on this machine (default 1; auto: one per core)",
+    )
+    run_p.add_argument(
+        "--ray",
+        default=None,
+        metavar="auto|ADDRESS",
+        help="run the rows on Ray actors (auto: RAY_ADDRESS, the running cluster, or a local one)",
+    )
     run_p.add_argument("--retry-errors", action="store_true", help="run error rows again")
     run_p.add_argument(
-        "--force", action="store_true", help="continue despite changed settings or rows"
+        "--force",
+        action="store_true",
+        help="continue an output of other settings, and run rows edited since their line again",
     )
     run_p.add_argument(
-        "--progress", choices=["auto", "bar", "json", "none"], default="auto", help="on stderr"
+        "--progress",
+        choices=["auto", "bar", "json", "none"],
+        default="auto",
+        help="on stderr: a bar, or a JSON object a second (default auto: a bar on a terminal, "
+        "nothing on a pipe)",
     )
     run_p.set_defaults(run=_run)
 
-    status_p = sub.add_parser("status", help="count the rows of an output")
-    status_p.add_argument("output", metavar="OUT.jsonl")
-    status_p.add_argument("--input", default=None, metavar="INPUT.jsonl")
-    status_p.add_argument("--json", action="store_true")
+    status_p = sub.add_parser(
+        "status",
+        help="count the rows of an output",
+        description="Count the rows of OUT by their last line: ok, error, and (with --input) "
+        "pending, the rows of INPUT that have no line yet or were edited since theirs.",
+    )
+    status_p.add_argument("output", metavar="OUT.jsonl", help="the output of batch run")
+    status_p.add_argument(
+        "--input", default=None, metavar="INPUT.jsonl", help="count against this input ('-': stdin)"
+    )
+    status_p.add_argument(
+        "--json", action="store_true", help='one object: {"ok", "error", "pending", "total"}'
+    )
     status_p.set_defaults(run=_status)
 
-    export_p = sub.add_parser("export", help="the last line of each input key, in input order")
-    export_p.add_argument("output", metavar="OUT.jsonl")
-    export_p.add_argument("--input", required=True, metavar="INPUT.jsonl")
+    export_p = sub.add_parser(
+        "export",
+        help="the last line of each input key, in input order",
+        description="Print the last line OUT holds for each row of INPUT, in input order "
+        "(rows without a line are left out).",
+    )
+    export_p.add_argument("output", metavar="OUT.jsonl", help="the output of batch run")
+    export_p.add_argument(
+        "--input",
+        required=True,
+        metavar="INPUT.jsonl",
+        help="the input, for its order ('-': stdin)",
+    )
     export_p.set_defaults(run=_export)
 
 

@@ -42,8 +42,14 @@ def add_parser(subparsers: Any) -> None:
         description="One conversation against a real endpoint, with the resilient handler. "
         "Reply text goes to stdout (on a pipe only text that was served), notices to stderr.",
     )
-    parser.add_argument("--provider", required=True, choices=_PROVIDERS)
-    parser.add_argument("--model", required=True)
+    parser.add_argument(
+        "--provider",
+        required=True,
+        choices=_PROVIDERS,
+        help="the API to talk to; its key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY "
+        "(optional with --base-url; ollama needs none)",
+    )
+    parser.add_argument("--model", required=True, help="the model to ask")
     parser.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
     parser.add_argument(
         "--fallback",
