@@ -32,6 +32,14 @@ _KEY_VARIABLES = {
 _PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
 
 
+def _named(text: str) -> str:
+    """A file argument: an empty one names no file (``Path("")`` is the current directory,
+    which the error would have named instead: ``'.' is a directory``)."""
+    if not text:
+        raise argparse.ArgumentTypeError("expected a file name, got ''")
+    return text
+
+
 def _shown(text: str) -> str:
     """An argument as an error line names it: quoted, and cut short (a number pasted with
     hundreds of digits is not echoed whole)."""
@@ -166,6 +174,7 @@ def add_parser(subparsers: Any) -> None:
     )
     run_p.add_argument(
         "input",
+        type=_named,
         metavar="INPUT.jsonl",
         help="one row per line: {'id', 'prompt'}, {'id', 'messages'}, an OpenAI Batch line or "
         "an Anthropic Message Batches request; '-' reads stdin",
@@ -174,6 +183,7 @@ def add_parser(subparsers: Any) -> None:
         "-o",
         "--output",
         required=True,
+        type=_named,
         metavar="OUT.jsonl",
         help="the output, and the checkpoint: one line per row, appended",
     )
@@ -264,9 +274,15 @@ def add_parser(subparsers: Any) -> None:
         description="Count the rows of OUT by their last line: ok, error, and (with --input) "
         "pending, the rows of INPUT that have no line yet or were edited since theirs.",
     )
-    status_p.add_argument("output", metavar="OUT.jsonl", help="the output of batch run")
     status_p.add_argument(
-        "--input", default=None, metavar="INPUT.jsonl", help="count against this input ('-': stdin)"
+        "output", type=_named, metavar="OUT.jsonl", help="the output of batch run"
+    )
+    status_p.add_argument(
+        "--input",
+        default=None,
+        type=_named,
+        metavar="INPUT.jsonl",
+        help="count against this input ('-': stdin)",
     )
     status_p.add_argument(
         "--json", action="store_true", help='one object: {"ok", "error", "pending", "total"}'
@@ -279,10 +295,13 @@ def add_parser(subparsers: Any) -> None:
         description="Print the last line OUT holds for each row of INPUT, in input order "
         "(rows without a line are left out).",
     )
-    export_p.add_argument("output", metavar="OUT.jsonl", help="the output of batch run")
+    export_p.add_argument(
+        "output", type=_named, metavar="OUT.jsonl", help="the output of batch run"
+    )
     export_p.add_argument(
         "--input",
         required=True,
+        type=_named,
         metavar="INPUT.jsonl",
         help="the input, for its order ('-': stdin)",
     )
@@ -368,6 +387,11 @@ def _run_command(args: argparse.Namespace) -> int:
     ):
         if not all(is_utf8(value) for value in values):
             return _fail(f"{flag} is not valid UTF-8; nothing was sent")
+    # named as the flags, as chat names them (BatchConfig's own words are the API's)
+    if not args.model.strip():
+        return _fail("--model must not be empty")
+    if any(not name.strip() for name in args.fallback):
+        return _fail("--fallback must not be empty")
     variable = _KEY_VARIABLES.get(args.provider)
     key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:

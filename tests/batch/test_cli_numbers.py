@@ -1,7 +1,8 @@
 """Every number ``batch run`` takes, given what no provider can use (negative, zero, not a
 number, infinite, beyond what the field or the budget's arithmetic holds): exit 2 before
 anything is touched, one line that names the flag and the range, never the whole of a pasted
-number; in-process (argparse refuses it: nothing is sent, no file is made)."""
+number; in-process (argparse refuses it: nothing is sent, no file is made). And the names:
+an empty file name or model is named by its flag."""
 
 from __future__ import annotations
 
@@ -78,3 +79,44 @@ def test_a_budget_refuses_a_limit_beyond_its_arithmetic() -> None:
     with pytest.raises(ConfigError, match=r"^tpm must be at most 10\*\*15"):
         Budget(tpm=10**400)
     assert Budget(rpm=10**15, tpm=10**15).tpm == 10**15
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "", "-o", "out.jsonl"], "rxturn batch run: error: argument INPUT.jsonl: "),
+        (["run", "in.jsonl", "-o", ""], "rxturn batch run: error: argument -o/--output: "),
+        (["status", ""], "rxturn batch status: error: argument OUT.jsonl: "),
+        (["export", "out.jsonl", "--input", ""], "rxturn batch export: error: argument --input: "),
+    ],
+    ids=["run-input", "run-output", "status", "export"],
+)
+def test_an_empty_file_name_is_named_as_such(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    said: str,
+) -> None:
+    """An empty name (an unset shell variable) is no file: it read as the current directory,
+    and the error named '.' instead."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "prompt": "x"}\n')
+    extra = ["--provider", "openai", "--model", "m", "--base-url", "http://127.0.0.1:1"]
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", *args, *(extra if args[0] == "run" else [])])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"{said}expected a file name, got ''\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+@pytest.mark.parametrize(("flag", "said"), [("--model", "--model"), ("--fallback", "--fallback")])
+def test_an_empty_model_is_named_by_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, said: str
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    args = ["batch", "run", str(inp), "-o", str(tmp_path / "out.jsonl"), "--provider", "ollama"]
+    models = ["--model", " "] if flag == "--model" else ["--model", "m", "--fallback", ""]
+    assert main([*args, *models, "--base-url", "http://127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err == f"rxturn batch: error: {said} must not be empty\n"
