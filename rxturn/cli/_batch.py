@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._console import argument_shown, file_argument
+
 __all__ = ["add_parser", "run"]
 
 _KEY_VARIABLES = {
@@ -32,20 +34,6 @@ _KEY_VARIABLES = {
 _PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
 
 
-def _named(text: str) -> str:
-    """A file argument: an empty one names no file (``Path("")`` is the current directory,
-    which the error would have named instead: ``'.' is a directory``)."""
-    if not text:
-        raise argparse.ArgumentTypeError("expected a file name, got ''")
-    return text
-
-
-def _shown(text: str) -> str:
-    """An argument as an error line names it: quoted, and cut short (a number pasted with
-    hundreds of digits is not echoed whole)."""
-    return repr(text if len(text) <= 40 else text[:37] + "...")
-
-
 def _whole(text: str, top: int, said: str, why: str = "") -> int:
     """``text`` as an integer from 1 to ``top`` (``said``: ``top`` as the error says it)."""
     try:
@@ -54,7 +42,7 @@ def _whole(text: str, top: int, said: str, why: str = "") -> int:
         value = 0
     if not 1 <= value <= top:
         raise argparse.ArgumentTypeError(
-            f"expected an integer from 1 to {said}{why}, got {_shown(text)}"
+            f"expected an integer from 1 to {said}{why}, got {argument_shown(text)}"
         )
     return value
 
@@ -132,7 +120,7 @@ def _workers(text: str) -> int:
         value = 0
     if not 1 <= value <= MAX_WORKERS:
         raise argparse.ArgumentTypeError(
-            f"expected auto or an integer from 1 to {MAX_WORKERS}, got {_shown(text)}"
+            f"expected auto or an integer from 1 to {MAX_WORKERS}, got {argument_shown(text)}"
         )
     return value
 
@@ -143,7 +131,7 @@ def _temperature(text: str) -> float:
     except ValueError:
         value = -1.0
     if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {_shown(text)}")
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {argument_shown(text)}")
     return value + 0.0  # -0 is 0 (one manifest, and no "-0.0" sent)
 
 
@@ -174,7 +162,7 @@ def add_parser(subparsers: Any) -> None:
     )
     run_p.add_argument(
         "input",
-        type=_named,
+        type=file_argument,
         metavar="INPUT.jsonl",
         help="one row per line: {'id', 'prompt'}, {'id', 'messages'}, an OpenAI Batch line or "
         "an Anthropic Message Batches request; '-' reads stdin",
@@ -183,7 +171,7 @@ def add_parser(subparsers: Any) -> None:
         "-o",
         "--output",
         required=True,
-        type=_named,
+        type=file_argument,
         metavar="OUT.jsonl",
         help="the output, and the checkpoint: one line per row, appended",
     )
@@ -275,12 +263,12 @@ def add_parser(subparsers: Any) -> None:
         "pending, the rows of INPUT that have no line yet or were edited since theirs.",
     )
     status_p.add_argument(
-        "output", type=_named, metavar="OUT.jsonl", help="the output of batch run"
+        "output", type=file_argument, metavar="OUT.jsonl", help="the output of batch run"
     )
     status_p.add_argument(
         "--input",
         default=None,
-        type=_named,
+        type=file_argument,
         metavar="INPUT.jsonl",
         help="count against this input ('-': stdin)",
     )
@@ -296,12 +284,12 @@ def add_parser(subparsers: Any) -> None:
         "(rows without a line are left out).",
     )
     export_p.add_argument(
-        "output", type=_named, metavar="OUT.jsonl", help="the output of batch run"
+        "output", type=file_argument, metavar="OUT.jsonl", help="the output of batch run"
     )
     export_p.add_argument(
         "--input",
         required=True,
-        type=_named,
+        type=file_argument,
         metavar="INPUT.jsonl",
         help="the input, for its order ('-': stdin)",
     )

@@ -22,6 +22,8 @@ import os
 import sys
 from typing import Any
 
+from ._console import file_argument
+
 __all__ = ["add_parser", "run"]
 
 _KEY_VARIABLES = {
@@ -104,6 +106,7 @@ def add_parser(subparsers: Any) -> None:
         "--image",
         action="append",
         default=[],
+        type=file_argument,
         metavar="PATH",
         help="attach an image (PNG, JPEG, GIF, WebP) to the prompt (repeatable)",
     )
@@ -111,6 +114,7 @@ def add_parser(subparsers: Any) -> None:
         "--file",
         action="append",
         default=[],
+        type=file_argument,
         metavar="PATH",
         help="attach a file to the prompt: a PDF or text document, an image, or audio (WAV, "
         "MP3; OpenAI chat only) (repeatable)",

@@ -44,7 +44,9 @@ __all__ = [
     "LiveText",
     "Notices",
     "QuietStream",
+    "argument_shown",
     "failed",
+    "file_argument",
     "is_terminal",
     "is_utf8",
     "one_line",
@@ -57,6 +59,24 @@ __all__ = [
 
 #: Exit status after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
 PIPE_CLOSED = 141
+
+
+def file_argument(text: str) -> str:
+    """An argparse ``type`` for a file name: an empty one (an unset shell variable) names no
+    file. As a path it is the current directory (an error then named ``'.'``), and where an
+    option is skipped when empty (``fake-server --scenario ""``) it was silently no option."""
+    if not text:
+        import argparse
+
+        raise argparse.ArgumentTypeError("expected a file name, got ''")
+    return text
+
+
+def argument_shown(text: str) -> str:
+    """A command-line argument as an error line quotes it: cut short (a number pasted with
+    hundreds of digits is not echoed whole)."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
 
 #: Waits at least this long (seconds) get their own notice: a user should never stare at a
 #: silent prompt.

@@ -1,7 +1,7 @@
 """``--help`` of every command reads on its own: each command says what it does, and each
 option and argument says what it is for (``batch run``'s fifteen options said nothing but their
-names; ``status`` and ``export`` had no description). In-process, from the parser itself: a
-command added later is covered too."""
+names; ``status`` and ``export`` had no description), and every file argument refuses an empty
+name. In-process, from the parser itself: a command added later is covered too."""
 
 from __future__ import annotations
 
@@ -52,3 +52,55 @@ def test_help_exits_0_on_stdout(name: str, capsys: pytest.CaptureFixture[str]) -
     assert exited.value.code == 0
     captured = capsys.readouterr()
     assert captured.out.startswith(f"usage: rxturn {name}") and captured.err == ""
+
+
+URL = "http://127.0.0.1:1"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["replay", ""], "rxturn replay: error: argument FILE: "),
+        (["fake-server", "--scenario", ""], "rxturn fake-server: error: argument --scenario: "),
+        (
+            [
+                "chat",
+                "--provider",
+                "ollama",
+                "--model",
+                "m",
+                "--base-url",
+                URL,
+                "--image",
+                "",
+                "hi",
+            ],
+            "rxturn chat: error: argument --image: ",
+        ),
+        (
+            ["chat", "--provider", "ollama", "--model", "m", "--base-url", URL, "--file", "", "hi"],
+            "rxturn chat: error: argument --file: ",
+        ),
+        (["batch", "status", ""], "rxturn batch status: error: argument OUT.jsonl: "),
+    ],
+    ids=["replay", "fake-server-scenario", "chat-image", "chat-file", "batch-status"],
+)
+def test_an_empty_file_name_is_refused_as_such(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty name (an unset shell variable) is no file: it read as the current directory
+    (``replay`` said "is a directory, not a stream file ()", ``chat --image`` named '.'), and
+    ``fake-server --scenario ""`` served the default scenario without a word."""
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"{said}expected a file name, got ''\n")
+
+
+def test_a_port_of_many_digits_is_not_echoed_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["fake-server", "--port", str(10**400)])
+    err = capsys.readouterr().err
+    assert err.startswith("rxturn fake-server: error: argument --port: invalid port '1000")
+    assert err.endswith("...': expected 0..65535\n") and len(err) < 150
