@@ -771,6 +771,7 @@ def _status(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    from rxturn._arguments import counted
     from rxturn.batch import BatchError
     from rxturn.batch._file import check_output
     from rxturn.batch._output import read_line_at, read_output
@@ -786,6 +787,13 @@ def _export(args: argparse.Namespace) -> int:
             changed,
             "exported as written (it answers the row as it was)",
             "exported as written (they answer the rows as they were)",
+        )
+    missing = sum(1 for key in index.keys if key not in state.last)
+    if missing:  # said first: a closed stdout may end the export before its end
+        _notice(
+            f"{counted(missing, 'row')} of the input {'has' if missing == 1 else 'have'} no line "
+            f"in {args.output!r} yet, left out (pending: the same 'rxturn batch run' runs "
+            f"{'it' if missing == 1 else 'them'})"
         )
     try:
         file = open(args.output, "rb")  # noqa: SIM115 - closed below
