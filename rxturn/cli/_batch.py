@@ -647,8 +647,8 @@ class PauseNotice:
             return
         self.until = now + seconds
         _notice(
-            f"the provider asked to wait {seconds:.0f} s (Retry-After): no new request goes "
-            "out until then; the run goes on by itself"
+            f"the provider's rate limit (Retry-After) holds every new request for {seconds:.0f} "
+            "s; the run goes on by itself"
         )
 
 

@@ -75,8 +75,8 @@ def test_a_long_retry_after_pause_is_said_once_where_no_progress_shows(
     gate.pause(45.0)
     said = capsys.readouterr().err.splitlines()
     assert said == [
-        "rxturn batch: the provider asked to wait 30 s (Retry-After): no new request goes out "
-        "until then; the run goes on by itself",
-        "rxturn batch: the provider asked to wait 45 s (Retry-After): no new request goes out "
-        "until then; the run goes on by itself",
+        "rxturn batch: the provider's rate limit (Retry-After) holds every new request for 30 s; "
+        "the run goes on by itself",
+        "rxturn batch: the provider's rate limit (Retry-After) holds every new request for 45 s; "
+        "the run goes on by itself",
     ]
