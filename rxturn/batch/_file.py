@@ -363,6 +363,7 @@ class FileRun:
         relay = backend.relay if isinstance(backend, Relays) else None
         relayed = 0  # rows handed out through ``relay`` and not landed
         ended = False  # the run is over: a row landing now is not written (as if cancelled)
+        exhausted = False  # every pending line was handed out
         limit = _in_flight(backend, self.config)
         lines = self.lines()
         idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -373,11 +374,12 @@ class FileRun:
             stop.set()
 
         def feed() -> None:
-            nonlocal relayed
+            nonlocal relayed, exhausted
             try:
                 while len(running) + relayed < limit and not stop.is_set():
                     job = next(lines, None)
                     if job is None:
+                        exhausted = True
                         break
                     if relay is not None:
                         relay(job[0], job[1], landed)
@@ -430,6 +432,8 @@ class FileRun:
             await asyncio.wait({idle, stopper}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ended = True
+            # every row ran to its line: a signal now (as the run closes) interrupted nothing
+            complete = exhausted and not running and not relayed
             in_flight = list(running)
             for future in in_flight:
                 future.cancel()
@@ -444,7 +448,7 @@ class FileRun:
             self._flush()
         if self.fatal is not None:
             raise self.fatal
-        interrupted = stop.is_set()
+        interrupted = stop.is_set() and not complete
         return self.tally.summary(skipped=self.skipped, interrupted=interrupted)
 
     async def _sync_every_second(self, stop: asyncio.Event) -> None:
