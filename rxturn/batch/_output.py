@@ -233,6 +233,16 @@ def repair_tail(path: Path, state: OutputState) -> int:
     return dropped
 
 
+def beside(output: Path, suffix: str) -> Path:
+    """The file beside an output that holds its lock or its manifest, named after the file
+    the output's path leads to: a symlink to an output (``latest.jsonl -> run3.jsonl``, or a
+    linked directory) shares the output's lock and manifest, so that a run through it and a
+    run through the real name are two runs on one output (the second refused), not two runs
+    writing every row twice, each under a manifest of its own."""
+    real = Path(os.path.realpath(output))
+    return real.with_name(real.name + suffix)
+
+
 class OutputLock:
     """The exclusive lock of one output (``OUT.jsonl.lock``), held for the whole run.
 
@@ -244,7 +254,7 @@ class OutputLock:
     again rather than hold a lock on a file no one else can see."""
 
     def __init__(self, output: Path) -> None:
-        self.path = output.with_name(output.name + ".lock")
+        self.path = beside(output, ".lock")
         self._fd: int | None = None
         #: whether :meth:`acquire` created the file (no run had taken this output's lock)
         self.created = False
@@ -306,7 +316,7 @@ class Manifest(msgspec.Struct, kw_only=True):
 
     @staticmethod
     def path_for(output: Path) -> Path:
-        return output.with_name(output.name + ".manifest.json")
+        return beside(output, ".manifest.json")
 
     @classmethod
     def load(cls, output: Path) -> Manifest | None:
