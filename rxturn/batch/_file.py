@@ -192,6 +192,7 @@ class FileRun:
         self.lock = lock = OutputLock(self.output_path)
         lock.acquire()
         try:
+            lock.hold(self.output_path)
             self._prepare()
         except BaseException:
             # refused before it wrote anything: a lock file this run made is not left behind
@@ -242,7 +243,14 @@ class FileRun:
             options=options,
             runs=self.run_number,
         ).save(output)
-        self.writer = OutputWriter(output)
+        writer = OutputWriter(output)
+        try:
+            assert self.lock is not None  # taken by prepare()
+            self.lock.hold(output)  # made just now, if it was not there: locked from here on
+        except BaseException:
+            writer.close()
+            raise
+        self.writer = writer
 
     def _scan(self) -> None:
         last = self.state.last

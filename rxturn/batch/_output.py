@@ -251,11 +251,15 @@ class OutputLock:
     refused before it wrote anything removes it (:meth:`release` with ``remove``), so that a
     mistyped command leaves no file behind; the lock is taken on the file the path names
     *after* the lock is held, so a run that opened the file just before it was removed tries
-    again rather than hold a lock on a file no one else can see."""
+    again rather than hold a lock on a file no one else can see.
+
+    The output file itself is locked too, once it exists (:meth:`hold`): a hard link is a
+    second name of the same file, whose lock file would be another."""
 
     def __init__(self, output: Path) -> None:
         self.path = beside(output, ".lock")
         self._fd: int | None = None
+        self._held: int | None = None  # the output file's own descriptor, locked
         #: whether :meth:`acquire` created the file (no run had taken this output's lock)
         self.created = False
 
@@ -292,8 +296,34 @@ class OutputLock:
         self._fd = fd
         self.created = created
 
+    def hold(self, output: Path) -> None:
+        """Lock the output file itself, if it exists (a file that does not has no other name).
+
+        Raises:
+            BatchLockedError: another run holds it, under another name (a hard link).
+        """
+        import fcntl
+
+        if self._held is not None:
+            return
+        try:
+            fd = os.open(output, os.O_RDONLY)
+        except OSError:  # none yet, or unreadable (reading it says so)
+            return
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise BatchLockedError(
+                f"another run is writing {str(output)!r} under another name (a hard link to it)"
+            ) from None
+        self._held = fd
+
     def release(self, *, remove: bool = False) -> None:
         """Drop the lock; ``remove``: remove the file first, while it is still held."""
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
         if self._fd is not None:
             if remove:
                 with contextlib.suppress(OSError):

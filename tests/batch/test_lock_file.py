@@ -88,3 +88,25 @@ def test_a_symlink_to_an_output_shares_its_lock_and_manifest(
     ]
     assert main(["batch", "status", str(link)]) == 0  # the output's manifest, found
     assert capsys.readouterr().out == "0 rows: 0 ok, 0 error, 0 pending\n"
+
+
+@pytest.mark.parametrize("made", ["before", "by-the-run"])
+def test_a_hard_link_to_an_output_is_the_same_output(tmp_path: Path, made: str) -> None:
+    """A second name of the same file has a lock file of its own name: the output file itself
+    is locked too, once it exists (made by the first run, or there before it)."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    if made == "before":
+        out.touch()
+    first = FileRun(inp, out, CONFIG)
+    first.prepare()
+    try:
+        os.link(out, tmp_path / "other.jsonl")
+        with pytest.raises(BatchLockedError, match="under another name"):
+            FileRun(inp, tmp_path / "other.jsonl", CONFIG).prepare()
+    finally:
+        first.close()
+    second = FileRun(inp, tmp_path / "other.jsonl", CONFIG, force=True)
+    second.prepare()  # the first run is over: its locks went with it
+    second.close()
