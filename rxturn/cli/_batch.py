@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._console import argument_shown, file_argument
+from ._console import argument_shown, file_argument, hint_stdin
 
 __all__ = ["add_parser", "run"]
 
@@ -530,6 +530,7 @@ def _spool(name: str) -> Path:
     from rxturn.batch._input import spool_input
 
     if name == "-":
+        hint_stdin("the rows, one JSON object a line,")
         return spool_input()
     try:
         source = open(name, "rb")  # noqa: SIM115 - closed below
@@ -687,6 +688,8 @@ def _scan_named(name: str, state: Any) -> tuple[Any, list[str]]:
 
     last = state.last
     changed: list[str] = []  # in input order
+    if name == "-":
+        hint_stdin("the input's rows")
 
     def check(key: str, obj: object, line: int) -> None:
         seen = last.get(key)

@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-from ._console import file_argument
+from ._console import file_argument, hint_stdin
 
 __all__ = ["add_parser", "run"]
 
@@ -243,8 +243,7 @@ def run(args: argparse.Namespace) -> int:
     if key is not None and any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in key):
         return _fail(f"{variable} holds whitespace or control characters")  # never the value
     if args.prompt == "-":
-        if sys.stdin.isatty():
-            sys.stderr.write("(reading the prompt from stdin: end it with Ctrl-D)\n")
+        hint_stdin("the prompt")
         try:
             text = _read_stdin()
         except _TooLarge:

@@ -47,6 +47,7 @@ __all__ = [
     "argument_shown",
     "failed",
     "file_argument",
+    "hint_stdin",
     "is_terminal",
     "is_utf8",
     "one_line",
@@ -70,6 +71,23 @@ def file_argument(text: str) -> str:
 
         raise argparse.ArgumentTypeError("expected a file name, got ''")
     return text
+
+
+def hint_stdin(what: str) -> None:
+    """Before reading ``what`` from stdin (an argument ``-``): on a terminal, say how the
+    input ends, where the command would otherwise sit silent (``batch run - -o out.jsonl`` typed
+    by mistake looked like a hang). Nothing when stdin is a pipe or a file."""
+    import sys
+
+    stdin = sys.stdin
+    try:
+        terminal = stdin is not None and stdin.isatty()
+    except (OSError, ValueError):  # closed
+        terminal = False
+    if terminal:
+        from .._streams import write_quietly
+
+        write_quietly(sys.stderr, f"(reading {what} from stdin: end it with Ctrl-D)\n")
 
 
 def argument_shown(text: str) -> str:

@@ -22,7 +22,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
-from ._console import file_argument
+from ._console import file_argument, hint_stdin
 
 if TYPE_CHECKING:
     from ..messages import Usage
@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     source: str | bytes = args.file
     if args.file == "-":
+        hint_stdin("the stream")
         limit = MAX_STREAM_BYTES
         stdin = getattr(sys.stdin, "buffer", None)
         source = stdin.read(limit + 1) if stdin is not None else sys.stdin.read().encode("utf-8")

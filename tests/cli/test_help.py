@@ -1,11 +1,15 @@
 """``--help`` of every command reads on its own: each command says what it does, and each
 option and argument says what it is for (``batch run``'s fifteen options said nothing but their
-names; ``status`` and ``export`` had no description), and every file argument refuses an empty
-name. In-process, from the parser itself: a command added later is covered too."""
+names; ``status`` and ``export`` had no description), every file argument refuses an empty
+name, and every ``-`` read from a terminal says how it ends. In-process, from the parser
+itself: a command added later is covered too."""
 
 from __future__ import annotations
 
 import argparse
+import io
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -104,3 +108,52 @@ def test_a_port_of_many_digits_is_not_echoed_whole(capsys: pytest.CaptureFixture
     err = capsys.readouterr().err
     assert err.startswith("rxturn fake-server: error: argument --port: invalid port '1000")
     assert err.endswith("...': expected 0..65535\n") and len(err) < 150
+
+
+class _Keyboard(io.BytesIO):
+    """A terminal's stdin, already at its end (the user pressed Ctrl-D)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("args", "hint", "code"),
+    [
+        (["replay", "-"], "(reading the stream from stdin: end it with Ctrl-D)", 2),
+        (
+            ["batch", "run", "-", "-o", "{out}", "--provider", "ollama", "--model", "m"],
+            "(reading the rows, one JSON object a line, from stdin: end it with Ctrl-D)",
+            2,
+        ),
+        (
+            ["batch", "status", "{out}", "--input", "-"],
+            "(reading the input's rows from stdin: end it with Ctrl-D)",
+            0,
+        ),
+        (
+            ["chat", "--provider", "ollama", "--model", "m", "--base-url", URL, "-"],
+            "(reading the prompt from stdin: end it with Ctrl-D)",
+            2,
+        ),
+    ],
+    ids=["replay", "batch-run", "batch-status", "chat"],
+)
+def test_reading_stdin_on_a_terminal_says_how_it_ends(
+    args: list[str],
+    hint: str,
+    code: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``-`` typed on a terminal (``batch run - -o out.jsonl``, by mistake or not) sat silent,
+    as if hung; chat alone said it was reading. On a pipe nothing is said."""
+    out = str(tmp_path / "out.jsonl")
+    command = [arg.replace("{out}", out) for arg in args]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(_Keyboard(b"")))
+    assert main(command) == code
+    assert capsys.readouterr().err.splitlines()[0] == hint
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))  # a pipe, say
+    assert main(command) == code
+    assert "Ctrl-D" not in capsys.readouterr().err
