@@ -319,6 +319,24 @@ class OutputLock:
             ) from None
         self._held = fd
 
+    def taken(self) -> bool:
+        """Whether a run holds this lock now, as far as can be told without touching it: the
+        kernel's table of locks (Linux's ``/proc/locks``) lists the lock file's. Trying the
+        lock instead would make a run that starts at that instant find it taken, and refuse.
+        ``False`` where that cannot be told."""
+        try:
+            stat = os.stat(self.path)
+            with open("/proc/locks", encoding="ascii", errors="replace") as table:
+                rows = table.read()
+        except OSError:  # no lock file (no run ever took it), or no such table here
+            return False
+        where = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+        return any(
+            fields[1] == "FLOCK" and fields[5] == where
+            for fields in (row.split() for row in rows.splitlines())
+            if len(fields) > 5
+        )
+
     def release(self, *, remove: bool = False) -> None:
         """Drop the lock; ``remove``: remove the file first, while it is still held."""
         if self._held is not None:

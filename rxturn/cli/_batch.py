@@ -760,8 +760,13 @@ def _status(args: argparse.Namespace) -> int:
     if args.json:
         text = msgspec.json.encode(counts).decode()
     else:
+        from rxturn.batch._output import OutputLock
+
         torn = ""
-        if state.torn_bytes:
+        if OutputLock(Path(args.output)).taken():
+            # its last line may be one being written, not a torn one: the counts are a moment's
+            torn = " (a run is writing it now)"
+        elif state.torn_bytes:
             torn = (
                 f" ({blank_bytes(state.torn_bytes)} at its end)"
                 if state.blank_tail

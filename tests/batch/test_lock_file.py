@@ -110,3 +110,32 @@ def test_a_hard_link_to_an_output_is_the_same_output(tmp_path: Path, made: str) 
     second = FileRun(inp, tmp_path / "other.jsonl", CONFIG, force=True)
     second.prepare()  # the first run is over: its locks went with it
     second.close()
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/locks"), reason="no table of locks to read here")
+def test_status_says_when_a_run_is_writing_the_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Its counts are then a moment's, and a last line being written is no torn one. Told
+    from the kernel's table of locks, never by trying the lock (a run starting at that
+    instant would find it taken and refuse)."""
+    from rxturn.cli import main
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    running = FileRun(inp, out, CONFIG)
+    running.prepare()
+    try:
+        out.write_bytes(b'{"id": "a", "status": "ok", "input_sha": "", "run": 1}\n{"id": "b"')
+        assert main(["batch", "status", str(out)]) == 0
+        assert (
+            capsys.readouterr().out == "1 row: 1 ok, 0 error, 0 pending (a run is writing it now)\n"
+        )
+    finally:
+        running.close()
+    assert main(["batch", "status", str(out)]) == 0
+    assert (
+        capsys.readouterr().out
+        == "1 row: 1 ok, 0 error, 0 pending (a torn last line of 10 bytes)\n"
+    )
