@@ -14,7 +14,14 @@ from typing import TypeVar, cast
 
 from .errors import ConfigError
 
-__all__ = ["check_bool", "check_callable", "check_instance", "check_items", "described"]
+__all__ = [
+    "check_bool",
+    "check_callable",
+    "check_instance",
+    "check_items",
+    "counted",
+    "described",
+]
 
 _T = TypeVar("_T")
 
@@ -30,6 +37,17 @@ def described(value: object) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
+
+
+def counted(count: int, noun: str, plural: str | None = None) -> str:
+    """``count`` and ``noun`` in agreement, for a message: ``1 row``, ``0 rows``, ``3 rows``
+    (``plural``: the plural when it is not ``noun`` + ``s``).
+
+    Examples:
+        >>> counted(1, "row"), counted(0, "row"), counted(2, "byte"), counted(2, "kind")
+        ('1 row', '0 rows', '2 bytes', '2 kinds')
+    """
+    return f"{count} {noun if count == 1 else plural or noun + 's'}"
 
 
 #: (class of a value, what it was checked against) pairs already accepted, bounded

@@ -176,6 +176,7 @@ class TestRetryVerdicts:
             str(RateLimitEscalation(4, 5.0))
             == "rate-limit escalation after 4 retries (retry-after 5s)"
         )
+        assert str(RateLimitEscalation(1)) == "rate-limit escalation after 1 retry"
 
 
 def test_redact_removes_keys_and_caps_length() -> None:

@@ -36,12 +36,28 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
+from .._arguments import described
 from .._validate import finite, positive
 from ..errors import ConfigError
 
-__all__ = ["WINDOW_SECONDS", "Budget", "Gate", "LocalGate", "WaitClock"]
+__all__ = [
+    "MAX_PER_MINUTE",
+    "MAX_PER_MINUTE_TEXT",
+    "WINDOW_SECONDS",
+    "Budget",
+    "Gate",
+    "LocalGate",
+    "WaitClock",
+]
 
 WINDOW_SECONDS = 60.0
+
+
+MAX_PER_MINUTE = 10**15
+"""The largest ``rpm`` / ``tpm``: far above any provider's limit, and where the budget's sums
+(floats) still count every token exactly; a larger number is a typo, not a budget (one past
+what a float holds broke the run deep inside)."""
+MAX_PER_MINUTE_TEXT = "10**15"
 
 
 class Budget:
@@ -84,6 +100,11 @@ class Budget:
                 isinstance(value, bool) or not isinstance(value, int) or value < 1  # pyright: ignore[reportUnnecessaryIsInstance]
             ):
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+            if value is not None and value > MAX_PER_MINUTE:
+                raise ConfigError(
+                    f"{name} must be at most {MAX_PER_MINUTE_TEXT} (per minute), got "
+                    f"{described(value)}"
+                )
         if not (positive(window) and finite(window)):
             raise ConfigError(f"window must be a positive number of seconds, got {window!r}")
         self.rpm = rpm
@@ -334,6 +355,9 @@ class LocalGate:
         self._lock: asyncio.Lock | None = None
         self._changed: asyncio.Event | None = None  # set when a grant is sent/released/corrected
         self._waits = WaitClock()
+        #: called with the seconds of each Retry-After pause, once it holds (the command
+        #: line's notice of a long one where no progress is shown)
+        self.on_pause: Callable[[float], object] | None = None
 
     @property
     def waited(self) -> float:
@@ -402,3 +426,5 @@ class LocalGate:
         now = self.now()
         self.budget.pause(seconds, now)
         self._waits.add(now, seconds)  # every new request of the run waits it out
+        if self.on_pause is not None:
+            self.on_pause(seconds)

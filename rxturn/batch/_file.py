@@ -21,6 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
+from .._arguments import counted
 from ._api import BatchSummary, Tally
 from ._budget import Budget, LocalGate
 from ._errors import BatchInputError, BatchOutputError, BatchWriteError
@@ -191,9 +192,17 @@ class FileRun:
         self.lock = lock = OutputLock(self.output_path)
         lock.acquire()
         try:
+            lock.hold(self.output_path)
             self._prepare()
         except BaseException:
-            lock.release()
+            # refused before it wrote anything: a lock file this run made is not left behind
+            # (an output that exists keeps its lock file, as after any run)
+            output = self.output_path
+            lock.release(
+                remove=lock.created
+                and not output.exists()
+                and not Manifest.path_for(output).exists()
+            )
             raise
 
     def _prepare(self) -> None:
@@ -220,7 +229,8 @@ class FileRun:
             self.notice(f"repaired {str(output)!r}: dropped {blank_bytes(dropped)} at its end")
         elif dropped:
             self.notice(
-                f"repaired {str(output)!r}: dropped a torn last line ({dropped} bytes); "
+                f"repaired {str(output)!r}: dropped a torn last line "
+                f"({counted(dropped, 'byte')}); "
                 "its row runs again"
             )
         self.run_number = (manifest.runs if manifest is not None else 0) + 1
@@ -233,7 +243,14 @@ class FileRun:
             options=options,
             runs=self.run_number,
         ).save(output)
-        self.writer = OutputWriter(output)
+        writer = OutputWriter(output)
+        try:
+            assert self.lock is not None  # taken by prepare()
+            self.lock.hold(output)  # made just now, if it was not there: locked from here on
+        except BaseException:
+            writer.close()
+            raise
+        self.writer = writer
 
     def _scan(self) -> None:
         last = self.state.last
@@ -356,6 +373,7 @@ class FileRun:
         relay = backend.relay if isinstance(backend, Relays) else None
         relayed = 0  # rows handed out through ``relay`` and not landed
         ended = False  # the run is over: a row landing now is not written (as if cancelled)
+        exhausted = False  # every pending line was handed out
         limit = _in_flight(backend, self.config)
         lines = self.lines()
         idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -366,11 +384,12 @@ class FileRun:
             stop.set()
 
         def feed() -> None:
-            nonlocal relayed
+            nonlocal relayed, exhausted
             try:
                 while len(running) + relayed < limit and not stop.is_set():
                     job = next(lines, None)
                     if job is None:
+                        exhausted = True
                         break
                     if relay is not None:
                         relay(job[0], job[1], landed)
@@ -423,6 +442,8 @@ class FileRun:
             await asyncio.wait({idle, stopper}, return_when=asyncio.FIRST_COMPLETED)
         finally:
             ended = True
+            # every row ran to its line: a signal now (as the run closes) interrupted nothing
+            complete = exhausted and not running and not relayed
             in_flight = list(running)
             for future in in_flight:
                 future.cancel()
@@ -437,7 +458,7 @@ class FileRun:
             self._flush()
         if self.fatal is not None:
             raise self.fatal
-        interrupted = stop.is_set()
+        interrupted = stop.is_set() and not complete
         return self.tally.summary(skipped=self.skipped, interrupted=interrupted)
 
     async def _sync_every_second(self, stop: asyncio.Event) -> None:
@@ -531,7 +552,7 @@ def _difference(manifest: Manifest, config: BatchConfig, options: dict[str, Any]
 
 def blank_bytes(size: int) -> str:
     """``1 blank byte``, ``3 blank bytes``: what a blank tail of ``size`` bytes is called."""
-    return f"{size} blank byte{'' if size == 1 else 's'}"
+    return counted(size, "blank byte")
 
 
 def _show(value: object) -> str:

@@ -307,34 +307,119 @@ def repair_tail(path: Path, state: OutputState) -> int:
     return dropped
 
 
+def beside(output: Path, suffix: str) -> Path:
+    """The file beside an output that holds its lock or its manifest, named after the file
+    the output's path leads to: a symlink to an output (``latest.jsonl -> run3.jsonl``, or a
+    linked directory) shares the output's lock and manifest, so that a run through it and a
+    run through the real name are two runs on one output (the second refused), not two runs
+    writing every row twice, each under a manifest of its own."""
+    real = Path(os.path.realpath(output))
+    return real.with_name(real.name + suffix)
+
+
 class OutputLock:
-    """The exclusive lock of one output (``OUT.jsonl.lock``), held for the whole run."""
+    """The exclusive lock of one output (``OUT.jsonl.lock``), held for the whole run.
+
+    The file stays after a run (an empty file: the lock is the ``flock`` on it, which the
+    kernel drops when the process ends, however it ends). Only a run that created it and was
+    refused before it wrote anything removes it (:meth:`release` with ``remove``), so that a
+    mistyped command leaves no file behind; the lock is taken on the file the path names
+    *after* the lock is held, so a run that opened the file just before it was removed tries
+    again rather than hold a lock on a file no one else can see.
+
+    The output file itself is locked too, once it exists (:meth:`hold`): a hard link is a
+    second name of the same file, whose lock file would be another."""
 
     def __init__(self, output: Path) -> None:
-        self.path = output.with_name(output.name + ".lock")
+        self.path = beside(output, ".lock")
         self._fd: int | None = None
+        self._held: int | None = None  # the output file's own descriptor, locked
+        #: whether :meth:`acquire` created the file (no run had taken this output's lock)
+        self.created = False
 
     def acquire(self) -> None:
         import fcntl
 
+        while True:
+            created = True
+            try:
+                try:
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o644)
+                except FileExistsError:
+                    created = False
+                    fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except OSError as exc:
+                raise BatchWriteError(
+                    f"cannot create the lock {str(self.path)!r}: {_reason(exc)}"
+                ) from None
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError:
+                os.close(fd)
+                raise BatchLockedError(
+                    f"another run is writing {str(self.path.with_suffix(''))!r} (it holds "
+                    f"{str(self.path)!r})"
+                ) from None
+            try:
+                same = os.path.samestat(os.fstat(fd), os.stat(self.path))
+            except OSError:  # removed by the run that held it, refused: take the new one
+                same = False
+            if same:
+                break
+            os.close(fd)
+        self._fd = fd
+        self.created = created
+
+    def hold(self, output: Path) -> None:
+        """Lock the output file itself, if it exists (a file that does not has no other name).
+
+        Raises:
+            BatchLockedError: another run holds it, under another name (a hard link).
+        """
+        import fcntl
+
+        if self._held is not None:
+            return
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise BatchWriteError(
-                f"cannot create the lock {str(self.path)!r}: {_reason(exc)}"
-            ) from None
+            fd = os.open(output, os.O_RDONLY)
+        except OSError:  # none yet, or unreadable (reading it says so)
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             raise BatchLockedError(
-                f"another run is writing {str(self.path.with_suffix(''))!r} (it holds "
-                f"{str(self.path)!r})"
+                f"another run is writing {str(output)!r} under another name (a hard link to it)"
             ) from None
-        self._fd = fd
+        self._held = fd
 
-    def release(self) -> None:
+    def taken(self) -> bool:
+        """Whether a run holds this lock now, as far as can be told without touching it: the
+        kernel's table of locks (Linux's ``/proc/locks``) lists the lock file's. Trying the
+        lock instead would make a run that starts at that instant find it taken, and refuse.
+        ``False`` where that cannot be told."""
+        try:
+            stat = os.stat(self.path)
+            with open("/proc/locks", encoding="ascii", errors="replace") as table:
+                rows = table.read()
+        except OSError:  # no lock file (no run ever took it), or no such table here
+            return False
+        where = f"{os.major(stat.st_dev):02x}:{os.minor(stat.st_dev):02x}:{stat.st_ino}"
+        return any(
+            fields[1] == "FLOCK" and fields[5] == where
+            for fields in (row.split() for row in rows.splitlines())
+            if len(fields) > 5
+        )
+
+    def release(self, *, remove: bool = False) -> None:
+        """Drop the lock; ``remove``: remove the file first, while it is still held."""
+        if self._held is not None:
+            os.close(self._held)
+            self._held = None
         if self._fd is not None:
+            if remove:
+                with contextlib.suppress(OSError):
+                    self.path.unlink()
             os.close(self._fd)  # closing drops the flock
             self._fd = None
 
@@ -353,7 +438,7 @@ class Manifest(msgspec.Struct, kw_only=True):
 
     @staticmethod
     def path_for(output: Path) -> Path:
-        return output.with_name(output.name + ".manifest.json")
+        return beside(output, ".manifest.json")
 
     @classmethod
     def load(cls, output: Path) -> Manifest | None:

@@ -40,6 +40,7 @@ from typing import Any, Literal
 import msgspec
 
 from .. import _constants as C
+from .._arguments import described
 from .._validate import is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
@@ -55,11 +56,12 @@ from ..resilience.backoff import parse_retry_after
 from ..resilience.fallback import FallbackManager
 from ..resilience.limiter import RateLimiter
 from ..resilience.policies import LimiterPolicy, TimeoutPolicy
-from ._budget import Gate
+from ._budget import MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT, Gate
 from ._input import BatchRow
 
 __all__ = [
     "MAX_CONCURRENCY",
+    "MAX_TOKENS",
     "PROVIDERS",
     "BatchConfig",
     "CharCounter",
@@ -81,6 +83,11 @@ _POLL = 0.02
 #: statuses whose Retry-After pauses the whole run's sending
 _PAUSING = frozenset({429, 503, 529})
 
+
+MAX_TOKENS = 2**31 - 1
+"""The largest ``max_tokens`` a run sends: what a signed 32-bit integer holds, beyond any
+model's reply and any provider's field; a larger number is a typo (a provider would refuse
+every row of it)."""
 
 MAX_CONCURRENCY = 10_000
 """The most turns one process runs at once: each holds an engine, a socket and its buffers
@@ -140,6 +147,18 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
                 raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+        if self.max_tokens is not None and self.max_tokens > MAX_TOKENS:
+            raise ConfigError(
+                f"max_tokens must be at most {MAX_TOKENS} (2**31 - 1), got "
+                f"{described(self.max_tokens)}"
+            )
+        for name in ("rpm", "tpm"):
+            value = getattr(self, name)
+            if value is not None and value > MAX_PER_MINUTE:
+                raise ConfigError(
+                    f"{name} must be at most {MAX_PER_MINUTE_TEXT} (per minute), got "
+                    f"{described(value)}"
+                )
         if self.concurrency > MAX_CONCURRENCY:
             raise ConfigError(
                 f"concurrency must be from 1 to {MAX_CONCURRENCY} (turns in flight at once in "

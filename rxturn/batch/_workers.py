@@ -62,6 +62,7 @@ from typing import Any
 
 import msgspec
 
+from .._arguments import counted
 from .._streams import write_quietly
 from ..errors import ConfigError
 from ._budget import Budget, LocalGate
@@ -351,8 +352,8 @@ class WorkerPool:
         worker.alive = False  # no more rows, grants or pauses for it
         say(
             f"rxturn batch: worker {worker.process.pid} answered nothing for "
-            f"{worker.silent * self.beat:.0f} s while holding {len(worker.inflight)} rows; "
-            f"killed\n"
+            f"{worker.silent * self.beat:.0f} s while holding "
+            f"{counted(len(worker.inflight), 'row')}; killed\n"
         )
         with contextlib.suppress(ProcessLookupError):
             worker.process.send_signal(signal.SIGKILL)
@@ -523,7 +524,12 @@ class WorkerPool:
             self.respawns += 1
             say(
                 f"rxturn batch: worker {worker.process.pid} exited "
-                f"({worker.process.returncode}); its {len(orphans)} rows in flight run again\n"
+                f"({worker.process.returncode}); "
+                + (
+                    "its row in flight runs again\n"
+                    if len(orphans) == 1
+                    else f"its {len(orphans)} rows in flight run again\n"
+                )
             )
             try:
                 await self._spawn()

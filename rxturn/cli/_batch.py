@@ -22,6 +22,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._console import argument_shown, file_argument, hint_stdin
+
 __all__ = ["add_parser", "run"]
 
 _KEY_VARIABLES = {
@@ -32,29 +34,35 @@ _KEY_VARIABLES = {
 _PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
 
 
-def _positive(text: str) -> int:
+def _whole(text: str, top: int, said: str, why: str = "") -> int:
+    """``text`` as an integer from 1 to ``top`` (``said``: ``top`` as the error says it)."""
     try:
         value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected an integer >= 1, got {text!r}")
+    except ValueError:  # not an integer (or one of more digits than Python converts)
+        value = 0
+    if not 1 <= value <= top:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer from 1 to {said}{why}, got {argument_shown(text)}"
+        )
     return value
+
+
+def _max_tokens(text: str) -> int:
+    from rxturn.batch._runner import MAX_TOKENS
+
+    return _whole(text, MAX_TOKENS, str(MAX_TOKENS))
+
+
+def _per_minute(text: str) -> int:
+    from rxturn.batch._budget import MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT
+
+    return _whole(text, MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT)
 
 
 def _concurrency(text: str) -> int:
     from rxturn.batch._runner import MAX_CONCURRENCY
 
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if not 1 <= value <= MAX_CONCURRENCY:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer from 1 to {MAX_CONCURRENCY} (turns in flight per worker), "
-            f"got {text[:40]!r}"
-        )
-    return value
+    return _whole(text, MAX_CONCURRENCY, str(MAX_CONCURRENCY), " (turns in flight per worker)")
 
 
 #: open files a batch process needs beside its sockets: stdio, the input, the output, its lock
@@ -112,7 +120,7 @@ def _workers(text: str) -> int:
         value = 0
     if not 1 <= value <= MAX_WORKERS:
         raise argparse.ArgumentTypeError(
-            f"expected auto or an integer from 1 to {MAX_WORKERS}, got {text!r}"
+            f"expected auto or an integer from 1 to {MAX_WORKERS}, got {argument_shown(text)}"
         )
     return value
 
@@ -121,10 +129,10 @@ def _temperature(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}") from None
+        value = -1.0
     if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {text!r}")
-    return value
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {argument_shown(text)}")
+    return value + 0.0  # -0 is 0 (one manifest, and no "-0.0" sent)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -145,42 +153,146 @@ def add_parser(subparsers: Any) -> None:
         "run",
         help="run every row of INPUT, appending to OUT",
         description="Run each row of INPUT (JSONL; '-' = stdin) as one turn and append one "
-        "line per row to OUT. Rows with an ok line in OUT are skipped (resume).",
+        "line per row to OUT. Rows with an ok line in OUT are skipped (resume): after a crash "
+        "or Ctrl-C, the same command goes on where it stopped.",
+        epilog="Exit codes: 0 every row has an ok line; 3 some rows failed (their error lines "
+        "are in OUT; --retry-errors runs them again); 2 bad input or arguments (nothing was "
+        "sent); 1 the system refused (a full disk, a read-only output); 130 interrupted. "
+        "The input's row shapes, the output's lines and the budgets: docs/batch.md.",
     )
-    run_p.add_argument("input", metavar="INPUT.jsonl")
-    run_p.add_argument("-o", "--output", required=True, metavar="OUT.jsonl")
-    run_p.add_argument("--provider", required=True, choices=_PROVIDERS)
-    run_p.add_argument("--model", required=True)
-    run_p.add_argument("--fallback", action="append", default=[], metavar="MODEL")
-    run_p.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
-    run_p.add_argument("--system", default=None, metavar="TEXT")
-    run_p.add_argument("--max-tokens", type=_positive, default=None, metavar="N")
-    run_p.add_argument("--temperature", type=_temperature, default=None, metavar="T")
-    run_p.add_argument("--concurrency", type=_concurrency, default=64, metavar="N")
-    run_p.add_argument("--rpm", type=_positive, default=None, metavar="N", help="requests/min")
-    run_p.add_argument("--tpm", type=_positive, default=None, metavar="N", help="tokens/min")
     run_p.add_argument(
-        "--workers", type=_workers, default=1, metavar="1|N|auto", help="worker processes"
+        "input",
+        type=file_argument,
+        metavar="INPUT.jsonl",
+        help="one row per line: {'id', 'prompt'}, {'id', 'messages'}, an OpenAI Batch line or "
+        "an Anthropic Message Batches request; '-' reads stdin",
     )
-    run_p.add_argument("--ray", default=None, metavar="auto|ADDRESS", help="run on Ray actors")
+    run_p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=file_argument,
+        metavar="OUT.jsonl",
+        help="the output, and the checkpoint: one line per row, appended",
+    )
+    run_p.add_argument(
+        "--provider",
+        required=True,
+        choices=_PROVIDERS,
+        help="the API to talk to; its key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY "
+        "(optional with --base-url; ollama needs none)",
+    )
+    run_p.add_argument("--model", required=True, help="the model of a row that names none")
+    run_p.add_argument(
+        "--fallback",
+        action="append",
+        default=[],
+        metavar="MODEL",
+        help="backup model (repeatable): a row fails over to it in the same turn",
+    )
+    run_p.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
+    run_p.add_argument(
+        "--system",
+        default=None,
+        metavar="TEXT",
+        help="system prompt of every row (a row's own wins)",
+    )
+    run_p.add_argument(
+        "--max-tokens",
+        type=_max_tokens,
+        default=None,
+        metavar="N",
+        help="the reply's token limit (default: the provider client's)",
+    )
+    run_p.add_argument(
+        "--temperature", type=_temperature, default=None, metavar="T", help="sampling temperature"
+    )
+    run_p.add_argument(
+        "--concurrency",
+        type=_concurrency,
+        default=64,
+        metavar="N",
+        help="turns in flight per worker (default 64)",
+    )
+    run_p.add_argument(
+        "--rpm",
+        type=_per_minute,
+        default=None,
+        metavar="N",
+        help="requests per minute, over all workers",
+    )
+    run_p.add_argument(
+        "--tpm",
+        type=_per_minute,
+        default=None,
+        metavar="N",
+        help="tokens per minute (input estimate plus max tokens), over all workers",
+    )
+    run_p.add_argument(
+        "--workers",
+        type=_workers,
+        default=1,
+        metavar="1|N|auto",
+        help="worker processes on this machine (default 1; auto: one per core)",
+    )
+    run_p.add_argument(
+        "--ray",
+        default=None,
+        metavar="auto|ADDRESS",
+        help="run the rows on Ray actors (auto: RAY_ADDRESS, the running cluster, or a local one)",
+    )
     run_p.add_argument("--retry-errors", action="store_true", help="run error rows again")
     run_p.add_argument(
-        "--force", action="store_true", help="continue despite changed settings or rows"
+        "--force",
+        action="store_true",
+        help="continue an output of other settings, and run rows edited since their line again",
     )
     run_p.add_argument(
-        "--progress", choices=["auto", "bar", "json", "none"], default="auto", help="on stderr"
+        "--progress",
+        choices=["auto", "bar", "json", "none"],
+        default="auto",
+        help="on stderr: a bar, or a JSON object a second (default auto: a bar on a terminal, "
+        "nothing on a pipe)",
     )
     run_p.set_defaults(run=_run)
 
-    status_p = sub.add_parser("status", help="count the rows of an output")
-    status_p.add_argument("output", metavar="OUT.jsonl")
-    status_p.add_argument("--input", default=None, metavar="INPUT.jsonl")
-    status_p.add_argument("--json", action="store_true")
+    status_p = sub.add_parser(
+        "status",
+        help="count the rows of an output",
+        description="Count the rows of OUT by their last line: ok, error, and (with --input) "
+        "pending, the rows of INPUT that have no line yet or were edited since theirs.",
+    )
+    status_p.add_argument(
+        "output", type=file_argument, metavar="OUT.jsonl", help="the output of batch run"
+    )
+    status_p.add_argument(
+        "--input",
+        default=None,
+        type=file_argument,
+        metavar="INPUT.jsonl",
+        help="count against this input ('-': stdin)",
+    )
+    status_p.add_argument(
+        "--json", action="store_true", help='one object: {"ok", "error", "pending", "total"}'
+    )
     status_p.set_defaults(run=_status)
 
-    export_p = sub.add_parser("export", help="the last line of each input key, in input order")
-    export_p.add_argument("output", metavar="OUT.jsonl")
-    export_p.add_argument("--input", required=True, metavar="INPUT.jsonl")
+    export_p = sub.add_parser(
+        "export",
+        help="the last line of each input key, in input order",
+        description="Print the last line OUT holds for each row of INPUT, in input order "
+        "(rows without a line are left out).",
+    )
+    export_p.add_argument(
+        "output", type=file_argument, metavar="OUT.jsonl", help="the output of batch run"
+    )
+    export_p.add_argument(
+        "--input",
+        required=True,
+        type=file_argument,
+        metavar="INPUT.jsonl",
+        help="the input, for its order ('-': stdin)",
+    )
     export_p.set_defaults(run=_export)
 
 
@@ -263,6 +375,11 @@ def _run_command(args: argparse.Namespace) -> int:
     ):
         if not all(is_utf8(value) for value in values):
             return _fail(f"{flag} is not valid UTF-8; nothing was sent")
+    # named as the flags, as chat names them (BatchConfig's own words are the API's)
+    if not args.model.strip():
+        return _fail("--model must not be empty")
+    if any(not name.strip() for name in args.fallback):
+        return _fail("--fallback must not be empty")
     variable = _KEY_VARIABLES.get(args.provider)
     key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:
@@ -413,6 +530,7 @@ def _spool(name: str) -> Path:
     from rxturn.batch._input import spool_input
 
     if name == "-":
+        hint_stdin("the rows, one JSON object a line,")
         return spool_input()
     try:
         source = open(name, "rb")  # noqa: SIM115 - closed below
@@ -439,9 +557,12 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
     except KeyboardInterrupt:  # a second Ctrl-C while the run stops: it stops at once
         _notice(_INTERRUPTED)
         return 130
+    from rxturn._arguments import counted
+
     _notice(
-        f"{summary.total} rows: {summary.ok} ok, {summary.error} error, {summary.pending} "
-        f"pending ({summary.skipped} done before) in {summary.seconds:.1f}s -> {args.output}"
+        f"{counted(summary.total, 'row')}: {summary.ok} ok, {summary.error} error, "
+        f"{summary.pending} pending ({summary.skipped} done before) in "
+        f"{summary.seconds:.1f}s -> {args.output}"
         + (" (interrupted)" if summary.interrupted else "")
         + _errors_seen(file_run, getattr(args, "url", ""))
     )
@@ -451,6 +572,8 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
 def _errors_seen(file_run: Any, url: str = "") -> str:
     """``; errors: 3 BadRequestError (first: …; requested URL)`` for the rows that failed in
     this run; ``url`` (the URL requested) is named unless the first error's message has it."""
+    from rxturn._arguments import counted
+
     from ._console import one_line
 
     errors = file_run.errors
@@ -463,7 +586,7 @@ def _errors_seen(file_run: Any, url: str = "") -> str:
         first += f"; requested {url}"
     return (
         f"; errors: {kinds}"
-        + (f" and {more} more kind{'s' if more > 1 else ''}" if more > 0 else "")
+        + (f" and {counted(more, 'more kind')}" if more > 0 else "")
         + (f" (first: {first})" if first else "")
     )
 
@@ -479,6 +602,9 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     backend = _backend(args, file_run, key)
+    if mode == "none" and hasattr(backend.gate, "on_pause"):
+        # no bar and no JSON lines show the wait: a long pause says so in one line
+        backend.gate.on_pause = PauseNotice(backend.gate.now)
     reporter = Reporter(
         mode,
         file_run.tally,
@@ -497,6 +623,34 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
         reporter.stop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.remove_signal_handler(sig)
+
+
+#: A Retry-After pause at least this long (seconds) is said on stderr when no progress is shown:
+#: shorter ones are as long as a row's own reply, and a rate-limit storm has many of them.
+LONG_PAUSE = 10.0
+
+
+class PauseNotice:
+    """The line a long Retry-After pause gets on stderr, once per pause: the rows that met the
+    same rate limit (and lengthen the pause a little each) add no line; a new pause after it
+    ends gets its own. ``now``: the gate's clock."""
+
+    def __init__(self, now: Any) -> None:
+        self.now = now
+        self.until = float("-inf")  # the end of the pause said last
+
+    def __call__(self, seconds: float) -> None:
+        now = self.now()
+        if now < self.until:  # the pause said already, made longer
+            self.until = max(self.until, now + seconds)
+            return
+        if seconds < LONG_PAUSE:
+            return
+        self.until = now + seconds
+        _notice(
+            f"the provider's rate limit (Retry-After) holds every new request for {seconds:.0f} "
+            "s; the run goes on by itself"
+        )
 
 
 def _backend(args: argparse.Namespace, file_run: Any, key: str | None) -> Any:
@@ -519,18 +673,31 @@ def _stdout_failed(exc: OSError) -> int:
     return _fail(f"cannot write to stdout: {exc.strerror or exc}", 1)
 
 
-def _scan_named(name: str) -> Any:
+def _scan_named(name: str, state: Any) -> tuple[Any, list[str]]:
     """The scan of ``--input`` for ``status`` and ``export``, whose line errors name the input
-    file: beside the output's path, a bare ``line 2: …`` could be either file's.
+    file: beside the output's path, a bare ``line 2: …`` could be either file's. Returns the
+    index and the keys of the rows changed since their line in ``state`` was written (another
+    ``input_sha``: a line answering what the row no longer asks, which ``batch run`` refuses
+    to go on from without ``--force``, and runs again with it).
 
     Raises:
         BatchInputError: as :func:`~rxturn.batch._input.scan_input`, the file's name first.
     """
     from rxturn.batch import BatchInputError
-    from rxturn.batch._input import scan_input
+    from rxturn.batch._input import input_sha, scan_input
+
+    last = state.last
+    changed: list[str] = []  # in input order
+    if name == "-":
+        hint_stdin("the input's rows")
+
+    def check(key: str, obj: object, line: int) -> None:
+        seen = last.get(key)
+        if seen is not None and seen[1] and seen[1] != input_sha(obj):
+            changed.append(key)
 
     try:
-        return scan_input(name)
+        return scan_input(name, check), changed
     except BatchInputError as exc:
         if exc.line is None:
             raise
@@ -538,24 +705,45 @@ def _scan_named(name: str) -> Any:
         raise BatchInputError(f"{source} {exc}", line=exc.line) from None
 
 
+def _changed_notice(changed: list[str], how_one: str, how_many: str) -> None:
+    """Say on stderr that rows of ``--input`` changed since their output lines were written
+    (stdout keeps its format: ``--json`` is the counts' object alone)."""
+    from ._console import one_line
+
+    first = one_line(repr(changed[0]), 80)
+    if len(changed) == 1:
+        what = f"row {first} of the input changed since its output line was written"
+        how, them = how_one, "it"
+    else:
+        what = (
+            f"{len(changed)} rows of the input (the first: {first}) changed since their output "
+            "lines were written"
+        )
+        how, them = how_many, "them"
+    _notice(f"{what}, {how}; 'rxturn batch run --force' runs {them} again")
+
+
 def _status(args: argparse.Namespace) -> int:
     import msgspec
 
+    from rxturn._arguments import counted
     from rxturn.batch import BatchError
     from rxturn.batch._file import blank_bytes, check_output
     from rxturn.batch._output import read_output
 
+    changed: list[str] = []
     if args.input is None and not Path(args.output).exists():
         return _fail(f"{args.output!r} does not exist (with --input, every row counts as pending)")
     try:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
         if args.input is not None:
-            index = _scan_named(args.input)
+            index, changed = _scan_named(args.input, state)
+            stale = set(changed)
             ok = error = 0
             for key in index.keys:
                 seen = state.last.get(key)
-                if seen is not None:
+                if seen is not None and key not in stale:  # a changed row's line is stale
                     if seen[0] == "ok":
                         ok += 1
                     else:
@@ -567,21 +755,31 @@ def _status(args: argparse.Namespace) -> int:
     except BatchError as exc:
         return _fail(str(exc), _exit_code(exc))
     counts = {"ok": ok, "error": error, "pending": total - ok - error, "total": total}
+    if changed:
+        _changed_notice(changed, "counted as pending", "counted as pending")
     if args.json:
         text = msgspec.json.encode(counts).decode()
     else:
+        from rxturn.batch._output import OutputLock
+
         torn = ""
-        if state.torn_bytes:
+        if OutputLock(Path(args.output)).taken():
+            # its last line may be one being written, not a torn one: the counts are a moment's
+            torn = " (a run is writing it now)"
+        elif state.torn_bytes:
             torn = (
                 f" ({blank_bytes(state.torn_bytes)} at its end)"
                 if state.blank_tail
-                else f" (a torn last line of {state.torn_bytes} bytes)"
+                else f" (a torn last line of {counted(state.torn_bytes, 'byte')})"
             )
-        text = f"{total} rows: {ok} ok, {error} error, {total - ok - error} pending{torn}"
+        text = (
+            f"{counted(total, 'row')}: {ok} ok, {error} error, {total - ok - error} pending{torn}"
+        )
     return _emit(text + "\n") or 0
 
 
 def _export(args: argparse.Namespace) -> int:
+    from rxturn._arguments import counted
     from rxturn.batch import BatchError
     from rxturn.batch._file import check_output
     from rxturn.batch._output import read_line_at, read_output
@@ -589,9 +787,22 @@ def _export(args: argparse.Namespace) -> int:
     try:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
-        index = _scan_named(args.input)
+        index, changed = _scan_named(args.input, state)
     except BatchError as exc:
         return _fail(str(exc), _exit_code(exc))
+    if changed:
+        _changed_notice(
+            changed,
+            "exported as written (it answers the row as it was)",
+            "exported as written (they answer the rows as they were)",
+        )
+    missing = sum(1 for key in index.keys if key not in state.last)
+    if missing:  # said first: a closed stdout may end the export before its end
+        _notice(
+            f"{counted(missing, 'row')} of the input {'has' if missing == 1 else 'have'} no line "
+            f"in {args.output!r} yet, left out (pending: the same 'rxturn batch run' runs "
+            f"{'it' if missing == 1 else 'them'})"
+        )
     try:
         file = open(args.output, "rb")  # noqa: SIM115 - closed below
     except FileNotFoundError:

@@ -22,6 +22,8 @@ import os
 import sys
 from typing import Any
 
+from ._console import file_argument, hint_stdin
+
 __all__ = ["add_parser", "run"]
 
 _KEY_VARIABLES = {
@@ -42,8 +44,14 @@ def add_parser(subparsers: Any) -> None:
         description="One conversation against a real endpoint, with the resilient handler. "
         "Reply text goes to stdout (on a pipe only text that was served), notices to stderr.",
     )
-    parser.add_argument("--provider", required=True, choices=_PROVIDERS)
-    parser.add_argument("--model", required=True)
+    parser.add_argument(
+        "--provider",
+        required=True,
+        choices=_PROVIDERS,
+        help="the API to talk to; its key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY "
+        "(optional with --base-url; ollama needs none)",
+    )
+    parser.add_argument("--model", required=True, help="the model to ask")
     parser.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
     parser.add_argument(
         "--fallback",
@@ -98,6 +106,7 @@ def add_parser(subparsers: Any) -> None:
         "--image",
         action="append",
         default=[],
+        type=file_argument,
         metavar="PATH",
         help="attach an image (PNG, JPEG, GIF, WebP) to the prompt (repeatable)",
     )
@@ -105,6 +114,7 @@ def add_parser(subparsers: Any) -> None:
         "--file",
         action="append",
         default=[],
+        type=file_argument,
         metavar="PATH",
         help="attach a file to the prompt: a PDF or text document, an image, or audio (WAV, "
         "MP3; OpenAI chat only) (repeatable)",
@@ -121,7 +131,10 @@ def add_parser(subparsers: Any) -> None:
 
 
 def _fail(message: str) -> int:
-    sys.stderr.write(f"rxturn chat: error: {message}\n")
+    from ._console import one_line
+
+    # one line, however long what it quotes (a number of 400 digits, a pasted file)
+    sys.stderr.write(f"rxturn chat: error: {one_line(message, 500)}\n")
     sys.stderr.flush()
     return 2
 
@@ -218,7 +231,9 @@ def run(args: argparse.Namespace) -> int:
     if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
         return _fail(f"--base-url must start with http:// or https://, got {args.base_url!r}")
     if args.thinking is not None and args.thinking < _MIN_THINKING:
-        return _fail(f"--thinking must be at least {_MIN_THINKING} tokens, got {args.thinking}")
+        shown = str(args.thinking)
+        shown = shown if len(shown) <= 20 else f"{shown[:17]}..."
+        return _fail(f"--thinking must be at least {_MIN_THINKING} tokens, got {shown}")
     variable = _KEY_VARIABLES.get(args.provider)
     # Surrounding whitespace (a key file's trailing newline) is not part of a key, and a blank
     # variable is an unset one, as ``batch run`` reads it.
@@ -228,8 +243,7 @@ def run(args: argparse.Namespace) -> int:
     if key is not None and any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in key):
         return _fail(f"{variable} holds whitespace or control characters")  # never the value
     if args.prompt == "-":
-        if sys.stdin.isatty():
-            sys.stderr.write("(reading the prompt from stdin: end it with Ctrl-D)\n")
+        hint_stdin("the prompt")
         try:
             text = _read_stdin()
         except _TooLarge:

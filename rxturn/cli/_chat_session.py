@@ -23,7 +23,7 @@ from ..clients._factory import client_for
 from ..cost import Cost, cost_to_json, describe_cost
 from ..engine import RunResult, TurnEngine
 from ..engine.handler._handler import StreamHandler
-from ..errors import Cancelled, RxturnError
+from ..errors import Cancelled, ConfigError, RxturnError
 from ..messages import Message, RequestOptions
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
@@ -96,6 +96,14 @@ def check_options(args: argparse.Namespace) -> None:
     from ..messages import Request
 
     client = _client(args, None)
+    thinking, ceiling = getattr(args, "thinking", None), getattr(client, "max_tokens", None)
+    if thinking is not None and isinstance(ceiling, int) and thinking >= ceiling:
+        # the client's own words say "raise max_tokens", which chat has no flag for
+        shown = str(thinking) if len(str(thinking)) <= 20 else f"{str(thinking)[:17]}..."
+        raise ConfigError(
+            f"--thinking must be below the reply's max_tokens ({ceiling}, part of which is the "
+            f"thinking; chat does not change it), got {shown}"
+        )
     request = Request(messages=(Message.user("check", *getattr(args, "attachments", ())),))
     client._body(request, _options(args), model=args.model, stream=True)
 

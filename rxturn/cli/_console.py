@@ -44,7 +44,10 @@ __all__ = [
     "LiveText",
     "Notices",
     "QuietStream",
+    "argument_shown",
     "failed",
+    "file_argument",
+    "hint_stdin",
     "is_terminal",
     "is_utf8",
     "one_line",
@@ -57,6 +60,41 @@ __all__ = [
 
 #: Exit status after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
 PIPE_CLOSED = 141
+
+
+def file_argument(text: str) -> str:
+    """An argparse ``type`` for a file name: an empty one (an unset shell variable) names no
+    file. As a path it is the current directory (an error then named ``'.'``), and where an
+    option is skipped when empty (``fake-server --scenario ""``) it was silently no option."""
+    if not text:
+        import argparse
+
+        raise argparse.ArgumentTypeError("expected a file name, got ''")
+    return text
+
+
+def hint_stdin(what: str) -> None:
+    """Before reading ``what`` from stdin (an argument ``-``): on a terminal, say how the
+    input ends, where the command would otherwise sit silent (``batch run - -o out.jsonl`` typed
+    by mistake looked like a hang). Nothing when stdin is a pipe or a file."""
+    import sys
+
+    stdin = sys.stdin
+    try:
+        terminal = stdin is not None and stdin.isatty()
+    except (OSError, ValueError):  # closed
+        terminal = False
+    if terminal:
+        from .._streams import write_quietly
+
+        write_quietly(sys.stderr, f"(reading {what} from stdin: end it with Ctrl-D)\n")
+
+
+def argument_shown(text: str) -> str:
+    """A command-line argument as an error line quotes it: cut short (a number pasted with
+    hundreds of digits is not echoed whole)."""
+    return repr(text if len(text) <= 40 else text[:37] + "...")
+
 
 #: Waits at least this long (seconds) get their own notice: a user should never stare at a
 #: silent prompt.

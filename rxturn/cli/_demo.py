@@ -15,8 +15,22 @@ def add_parser(subparsers: Any) -> None:
         description="Rate limit, dropped stream, rescue, breaker trip, backup, recovery, tool.",
     )
     color = parser.add_mutually_exclusive_group()
-    color.add_argument("--color", dest="color", action="store_const", const=True, default=None)
-    color.add_argument("--no-color", dest="color", action="store_const", const=False)
+    color.add_argument(
+        "--color",
+        dest="color",
+        action="store_const",
+        const=True,
+        default=None,
+        help="colour even when stdout is not a terminal (default: on a terminal, unless NO_COLOR "
+        "is set)",
+    )
+    color.add_argument(
+        "--no-color",
+        dest="color",
+        action="store_const",
+        const=False,
+        help="no colour, even on a terminal",
+    )
     parser.set_defaults(run=run)
 
 

@@ -19,6 +19,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ._console import argument_shown, file_argument
+
 __all__ = ["add_parser", "run"]
 
 
@@ -26,9 +28,11 @@ def _port(text: str) -> int:
     try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid port {text!r}: not an integer") from None
+        raise argparse.ArgumentTypeError(
+            f"invalid port {argument_shown(text)}: not an integer"
+        ) from None
     if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"invalid port {value}: expected 0..65535")
+        raise argparse.ArgumentTypeError(f"invalid port {argument_shown(text)}: expected 0..65535")
     return value
 
 
@@ -61,6 +65,7 @@ def add_parser(subparsers: Any) -> None:
     parser.add_argument("--port", type=_port, default=0, help="port to bind (default 0: any free)")
     parser.add_argument(
         "--scenario",
+        type=file_argument,
         metavar="FILE",
         help="scenario JSON file: which reply or fault each request gets (docs/fake-provider.md)",
     )

@@ -22,6 +22,8 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any, TextIO
 
+from ._console import file_argument, hint_stdin
+
 if TYPE_CHECKING:
     from ..messages import Usage
 
@@ -39,7 +41,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         "reply. Exit code 2 and one line on stderr if the stream is unusable.",
     )
     parser.add_argument(
-        "file", metavar="FILE", help="the recorded stream (.sse / .ndjson); '-' reads stdin"
+        "file",
+        type=file_argument,
+        metavar="FILE",
+        help="the recorded stream (.sse / .ndjson); '-' reads stdin",
     )
     parser.add_argument(
         "--format",
@@ -69,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
     source: str | bytes = args.file
     if args.file == "-":
+        hint_stdin("the stream")
         limit = MAX_STREAM_BYTES
         stdin = getattr(sys.stdin, "buffer", None)
         source = stdin.read(limit + 1) if stdin is not None else sys.stdin.read().encode("utf-8")

@@ -324,7 +324,8 @@ class RateLimitEscalation(RxturnError):
 
     def __init__(self, attempts: int, retry_after: float | None = None) -> None:
         hint = f" (retry-after {retry_after:g}s)" if retry_after is not None else ""
-        super().__init__(f"rate-limit escalation after {attempts} retries{hint}")
+        retries = "retry" if attempts == 1 else "retries"
+        super().__init__(f"rate-limit escalation after {attempts} {retries}{hint}")
         self.attempts = attempts
         self.retry_after = retry_after
 

@@ -8,6 +8,7 @@ import os
 import uuid
 from typing import Any
 
+from .._arguments import counted
 from ..batch._errors import BatchError
 from ..batch._file import Done, run_line
 from ..batch._runner import BatchConfig, Runner
@@ -200,8 +201,8 @@ class RayBackend:
                     self._pings[index] = None
                     say(
                         f"rxturn batch: Ray actor {index} answered nothing for "
-                        f"{looks * self.beat:.0f} s while holding {self._load[index]} rows; "
-                        "restarted\n"
+                        f"{looks * self.beat:.0f} s while holding "
+                        f"{counted(self._load[index], 'row')}; restarted\n"
                     )
                     ray.kill(actor, no_restart=False)
 

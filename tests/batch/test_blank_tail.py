@@ -34,8 +34,13 @@ def _prepared(source: Path, out: Path, notices: list[str], force: bool = False) 
             "a torn last line of 16 bytes",
             "dropped a torn last line (16 bytes); its row runs again",
         ),
+        (
+            b"{",
+            "a torn last line of 1 byte",
+            "dropped a torn last line (1 byte); its row runs again",
+        ),
     ],
-    ids=["newline", "blank-line", "spaces", "torn"],
+    ids=["newline", "blank-line", "spaces", "torn", "torn-1-byte"],
 )
 def test_a_blank_end_is_dropped_and_said_as_blank(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], tail: bytes, status: str, repaired: str
@@ -47,7 +52,7 @@ def test_a_blank_end_is_dropped_and_said_as_blank(
     _prepared(source, out, [], force=True)  # adopted: its manifest written
     out.write_bytes(LINE + tail)
     assert main(["batch", "status", str(out)]) == 0
-    assert capsys.readouterr().out == f"1 rows: 1 ok, 0 error, 0 pending ({status})\n"
+    assert capsys.readouterr().out == f"1 row: 1 ok, 0 error, 0 pending ({status})\n"
     notices: list[str] = []
     _prepared(source, out, notices, force=True)
     assert notices == [f"repaired {str(out)!r}: {repaired}"]

@@ -239,7 +239,9 @@ def test_an_input_edited_between_runs_is_found_by_its_sha(server: str, tmp_path:
     assert _one_error_line(refused.stderr).startswith("line 3: row 'r2' changed")
     assert len(received(server)) == before
     status = cli("batch", "status", str(out), "--input", str(inp), "--json")
-    assert json.loads(status.stdout) == {"ok": 6, "error": 0, "pending": 0, "total": 6}
+    # its line answers the row as it was: not done (run refuses it, and --force runs it again)
+    assert json.loads(status.stdout) == {"ok": 5, "error": 0, "pending": 1, "total": 6}
+    assert "row 'r2' of the input changed since its output line was written" in status.stderr
 
 
 def test_a_sha_respelled_in_the_output_is_a_changed_row(server: str, tmp_path: Path) -> None:
@@ -307,7 +309,7 @@ def test_a_tpm_below_one_requests_reply_budget_is_said_at_the_start(
     assert done.returncode == 0, done.stderr
     notice, summary = done.stderr.splitlines()
     assert notice.startswith("rxturn batch: --tpm 8000 is at most the default max_tokens (8192)")
-    assert summary.startswith("rxturn batch: 1 rows: 1 ok")
+    assert summary.startswith("rxturn batch: 1 row: 1 ok")
 
 
 def test_the_api_key_shows_nowhere(tmp_path: Path) -> None:

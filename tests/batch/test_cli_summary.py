@@ -9,7 +9,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from rxturn.cli._batch import _errors_seen, _tpm_notice
+from rxturn.batch._budget import Budget, LocalGate
+from rxturn.cli._batch import PauseNotice, _errors_seen, _tpm_notice
 
 URL = "http://127.0.0.1:8080/v1/messages"
 
@@ -52,3 +53,30 @@ def test_a_tpm_at_most_the_reply_budget_is_said(
     else:
         assert err.startswith(f"rxturn batch: {said}") and err.count("\n") == 1
         assert "runs alone in its minute" in err
+
+
+def test_a_long_retry_after_pause_is_said_once_where_no_progress_shows(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On a pipe (no bar, no JSON lines) a 30 s pause the provider asked for would be 30 s of
+    silence: it gets one line, not one per row that met the 429, and a later pause its own;
+    a short one (as long as a reply) none."""
+    clock = [100.0]
+    gate = LocalGate(Budget(), clock=lambda: clock[0])
+    gate.on_pause = PauseNotice(gate.now)
+    gate.pause(30.0)
+    clock[0] += 0.5
+    gate.pause(30.0)  # another row's 429 of the same storm: the pause is a little longer
+    clock[0] += 29.0
+    gate.pause(5.0)  # within the pause said: nothing more
+    clock[0] += 10.0
+    gate.pause(3.0)  # after it, but short
+    clock[0] += 5.0
+    gate.pause(45.0)
+    said = capsys.readouterr().err.splitlines()
+    assert said == [
+        "rxturn batch: the provider's rate limit (Retry-After) holds every new request for 30 s; "
+        "the run goes on by itself",
+        "rxturn batch: the provider's rate limit (Retry-After) holds every new request for 45 s; "
+        "the run goes on by itself",
+    ]

@@ -112,3 +112,52 @@ async def test_workers_that_cannot_start_end_the_run_with_their_error_once(
     assert pool.respawns == 0
     err = capfd.readouterr().err
     assert "Traceback" not in err, err
+
+
+class _SignalAt:
+    """A backend whose rows are served at once, and a signal (``stop``) that arrives after
+    ``after`` rows were handed out, or as the backend closes (``after`` None: every row done)."""
+
+    def __init__(self, stop: asyncio.Event, after: int | None) -> None:
+        self.gate = LocalGate(Budget())
+        self.stop = stop
+        self.after = after
+        self.submitted = 0
+
+    async def start(self) -> None:
+        return None
+
+    def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
+        self.submitted += 1
+        if self.submitted == self.after:
+            self.stop.set()
+        key = f"r{number - 1}"
+        line = f'{{"id": "{key}", "status": "ok", "input_sha": "", "run": 1}}\n'.encode()
+        future: asyncio.Future[Done] = asyncio.get_running_loop().create_future()
+        future.set_result(Done(line, key, "ok", 0, 0))
+        return future
+
+    async def aclose(self) -> None:
+        if self.after is None:
+            self.stop.set()
+
+
+@pytest.mark.parametrize(("after", "interrupted"), [(None, False), (2, True)])
+async def test_a_signal_once_every_row_has_its_line_interrupted_nothing(
+    tmp_path: Path, after: int | None, interrupted: bool
+) -> None:
+    """A Ctrl-C as a complete run closes said "(interrupted)" and exited 130 (a script would
+    run it again for nothing); one while rows are left is still an interruption."""
+    config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:9")
+    inp = write_rows(tmp_path / "in.jsonl", prompts(5))
+    file_run = FileRun(inp, tmp_path / "out.jsonl", config)
+    file_run.prepare()
+    stop = asyncio.Event()
+    try:
+        summary = await asyncio.wait_for(file_run.run(_SignalAt(stop, after), stop), 30)
+    finally:
+        file_run.close()
+    assert stop.is_set()
+    assert summary.interrupted is interrupted
+    assert summary.exit_code == (130 if interrupted else 0)
+    assert summary.ok == (2 if interrupted else 5)

@@ -30,3 +30,31 @@ def test_an_option_that_cannot_act_is_refused(
     url = f"http://127.0.0.1:{closed_port()}"
     code = main(["chat", "--provider", "ollama", "--base-url", url, "--model", "m", *extra, "hi"])
     assert (code, capsys.readouterr().err) == (2, f"rxturn chat: error: {says}\n")
+
+
+@pytest.mark.parametrize(
+    ("thinking", "says"),
+    [
+        (
+            "8192",
+            "--thinking must be below the reply's max_tokens (8192, part of which is the "
+            "thinking; chat does not change it), got 8192",
+        ),
+        (
+            str(10**400),
+            "--thinking must be below the reply's max_tokens (8192, part of which is the "
+            "thinking; chat does not change it), got 10000000000000000...",
+        ),
+        ("-" + str(10**400), "--thinking must be at least 1024 tokens, got -1000000000000000..."),
+    ],
+    ids=["the-max-tokens", "huge", "huge-negative"],
+)
+def test_a_thinking_budget_chat_cannot_send_is_refused_in_words_it_can_act_on(
+    thinking: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The client's own words ("raise max_tokens") name a setting chat has no flag for, and
+    a pasted number of 400 digits is not echoed whole."""
+    url = f"http://127.0.0.1:{closed_port()}"
+    args = ["chat", "--provider", "anthropic", "--base-url", url, "--model", "m"]
+    code = main([*args, f"--thinking={thinking}", "hi"])
+    assert (code, capsys.readouterr().err) == (2, f"rxturn chat: error: {says}\n")

@@ -113,7 +113,7 @@ def test_thinking_is_requested_from_anthropic(fake_url: str) -> None:
     [
         (["--provider", "openai", "--thinking", "2048"], "use reasoning_effort"),
         (["--provider", "anthropic", "--thinking", "100"], "--thinking must be at least 1024"),
-        (["--provider", "anthropic", "--thinking", "9000"], "below max_tokens=8192"),
+        (["--provider", "anthropic", "--thinking", "9000"], "below the reply's max_tokens (8192"),
         (["--provider", "anthropic", "--reasoning-effort", "low"], "use thinking=<budget>"),
         (["--provider", "ollama", "--reasoning-effort", "minimal"], "Ollama's think takes"),
         (["--provider", "openai-responses", "--reasoning-effort", "max!"], "invalid choice"),

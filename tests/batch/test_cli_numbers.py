@@ -1,0 +1,122 @@
+"""Every number ``batch run`` takes, given what no provider can use (negative, zero, not a
+number, infinite, beyond what the field or the budget's arithmetic holds): exit 2 before
+anything is touched, one line that names the flag and the range, never the whole of a pasted
+number; in-process (argparse refuses it: nothing is sent, no file is made). And the names:
+an empty file name or model is named by its flag."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rxturn.batch import BatchConfig
+from rxturn.batch._budget import Budget
+from rxturn.cli import main
+from rxturn.errors import ConfigError
+
+HUGE = str(10**400)  # more digits than Python converts to an int by default
+
+NUMBERS = {
+    "--max-tokens": (
+        ["-5", "0", "nan", "inf", "1e12", "1.5", "", "2147483648", HUGE],
+        "2147483647",
+    ),
+    "--rpm": (["-1", "0", "nan", "1.5", "1000000000000001", HUGE], "10**15"),
+    "--tpm": (["-1", "0", "nan", "inf", "1000000000000001", HUGE], "10**15"),
+    "--concurrency": (["-1", "0", "nan", "10001", HUGE], "10000"),
+    "--workers": (["-1", "0", "nan", "257", HUGE], "256"),
+    "--temperature": (["-5", "nan", "inf", "1e400", "abc", "", HUGE + "e9"], ">= 0"),
+}
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "said"),
+    [(flag, value, said) for flag, (values, said) in NUMBERS.items() for value in values],
+)
+def test_a_number_no_provider_can_use_is_refused_in_one_short_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, value: str, said: str
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    args = ["batch", "run", str(inp), "-o", str(out), "--provider", "openai", "--model", "m"]
+    with pytest.raises(SystemExit) as exited:
+        main([*args, "--base-url", "http://127.0.0.1:1", f"{flag}={value}"])
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    line = captured.err
+    assert line.startswith(f"rxturn batch run: error: argument {flag}: expected ")
+    assert said in line and line.count("\n") == 1 and len(line) < 200
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_minus_zero_degrees_is_zero(tmp_path: Path) -> None:
+    from rxturn.cli._batch import _temperature
+
+    value = _temperature("-0")
+    assert value == 0.0 and str(value) == "0.0"  # one manifest for 0 and -0, no "-0.0" sent
+
+
+@pytest.mark.parametrize(
+    ("fields", "words"),
+    [
+        ({"max_tokens": 2**31}, "max_tokens must be at most 2147483647"),
+        ({"rpm": 10**15 + 1}, "rpm must be at most 10**15"),
+        ({"tpm": 10**400}, "tpm must be at most 10**15"),
+    ],
+)
+def test_the_api_refuses_the_same_numbers(fields: dict[str, int], words: str) -> None:
+    with pytest.raises(ConfigError, match=r"^" + words.replace("*", r"\*")) as caught:
+        BatchConfig(provider="openai", model="m", **fields).check()  # pyright: ignore[reportArgumentType]
+    assert len(str(caught.value)) < 200
+
+
+def test_a_budget_refuses_a_limit_beyond_its_arithmetic() -> None:
+    """Where Ray's budget actor and TurnUDF build theirs: a float overflow deep inside
+    before."""
+    with pytest.raises(ConfigError, match=r"^tpm must be at most 10\*\*15"):
+        Budget(tpm=10**400)
+    assert Budget(rpm=10**15, tpm=10**15).tpm == 10**15
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "", "-o", "out.jsonl"], "rxturn batch run: error: argument INPUT.jsonl: "),
+        (["run", "in.jsonl", "-o", ""], "rxturn batch run: error: argument -o/--output: "),
+        (["status", ""], "rxturn batch status: error: argument OUT.jsonl: "),
+        (["export", "out.jsonl", "--input", ""], "rxturn batch export: error: argument --input: "),
+    ],
+    ids=["run-input", "run-output", "status", "export"],
+)
+def test_an_empty_file_name_is_named_as_such(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    said: str,
+) -> None:
+    """An empty name (an unset shell variable) is no file: it read as the current directory,
+    and the error named '.' instead."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "prompt": "x"}\n')
+    extra = ["--provider", "openai", "--model", "m", "--base-url", "http://127.0.0.1:1"]
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", *args, *(extra if args[0] == "run" else [])])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err == f"{said}expected a file name, got ''\n"
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+@pytest.mark.parametrize(("flag", "said"), [("--model", "--model"), ("--fallback", "--fallback")])
+def test_an_empty_model_is_named_by_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, said: str
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    args = ["batch", "run", str(inp), "-o", str(tmp_path / "out.jsonl"), "--provider", "ollama"]
+    models = ["--model", " "] if flag == "--model" else ["--model", "m", "--fallback", ""]
+    assert main([*args, *models, "--base-url", "http://127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err == f"rxturn batch: error: {said} must not be empty\n"

@@ -1,0 +1,159 @@
+"""``--help`` of every command reads on its own: each command says what it does, and each
+option and argument says what it is for (``batch run``'s fifteen options said nothing but their
+names; ``status`` and ``export`` had no description), every file argument refuses an empty
+name, and every ``-`` read from a terminal says how it ends. In-process, from the parser
+itself: a command added later is covered too."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sys
+from pathlib import Path
+
+import pytest
+
+from rxturn.cli import build_parser, main
+
+
+def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
+    found: list[tuple[str, argparse.ArgumentParser]] = []
+
+    def walk(name: str, parser: argparse.ArgumentParser) -> None:
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                for child, sub in action.choices.items():
+                    found.append((f"{name} {child}".strip(), sub))
+                    walk(f"{name} {child}", sub)
+
+    walk("", build_parser())
+    return found
+
+
+COMMANDS = _commands()
+
+
+def test_every_command_is_found() -> None:
+    names = {name for name, _ in COMMANDS}
+    assert {"demo", "replay", "fake-server", "chat", "batch run", "batch status"} <= names
+
+
+@pytest.mark.parametrize(("name", "parser"), COMMANDS, ids=[name for name, _ in COMMANDS])
+def test_every_option_says_what_it_is_for(name: str, parser: argparse.ArgumentParser) -> None:
+    assert parser.description, f"rxturn {name} has no description"
+    silent = [
+        "/".join(action.option_strings) or action.metavar or action.dest
+        for action in parser._actions
+        if not isinstance(action, argparse._SubParsersAction) and not action.help
+    ]
+    assert silent == [], f"rxturn {name}: no help for {silent}"
+
+
+@pytest.mark.parametrize("name", [name for name, _ in COMMANDS])
+def test_help_exits_0_on_stdout(name: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main([*name.split(), "--help"])
+    assert exited.value.code == 0
+    captured = capsys.readouterr()
+    assert captured.out.startswith(f"usage: rxturn {name}") and captured.err == ""
+
+
+URL = "http://127.0.0.1:1"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["replay", ""], "rxturn replay: error: argument FILE: "),
+        (["fake-server", "--scenario", ""], "rxturn fake-server: error: argument --scenario: "),
+        (
+            [
+                "chat",
+                "--provider",
+                "ollama",
+                "--model",
+                "m",
+                "--base-url",
+                URL,
+                "--image",
+                "",
+                "hi",
+            ],
+            "rxturn chat: error: argument --image: ",
+        ),
+        (
+            ["chat", "--provider", "ollama", "--model", "m", "--base-url", URL, "--file", "", "hi"],
+            "rxturn chat: error: argument --file: ",
+        ),
+        (["batch", "status", ""], "rxturn batch status: error: argument OUT.jsonl: "),
+    ],
+    ids=["replay", "fake-server-scenario", "chat-image", "chat-file", "batch-status"],
+)
+def test_an_empty_file_name_is_refused_as_such(
+    args: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty name (an unset shell variable) is no file: it read as the current directory
+    (``replay`` said "is a directory, not a stream file ()", ``chat --image`` named '.'), and
+    ``fake-server --scenario ""`` served the default scenario without a word."""
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert (captured.out, captured.err) == ("", f"{said}expected a file name, got ''\n")
+
+
+def test_a_port_of_many_digits_is_not_echoed_whole(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(["fake-server", "--port", str(10**400)])
+    err = capsys.readouterr().err
+    assert err.startswith("rxturn fake-server: error: argument --port: invalid port '1000")
+    assert err.endswith("...': expected 0..65535\n") and len(err) < 150
+
+
+class _Keyboard(io.BytesIO):
+    """A terminal's stdin, already at its end (the user pressed Ctrl-D)."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(
+    ("args", "hint", "code"),
+    [
+        (["replay", "-"], "(reading the stream from stdin: end it with Ctrl-D)", 2),
+        (
+            ["batch", "run", "-", "-o", "{out}", "--provider", "ollama", "--model", "m"],
+            "(reading the rows, one JSON object a line, from stdin: end it with Ctrl-D)",
+            2,
+        ),
+        (
+            ["batch", "status", "{out}", "--input", "-"],
+            "(reading the input's rows from stdin: end it with Ctrl-D)",
+            0,
+        ),
+        (
+            ["chat", "--provider", "ollama", "--model", "m", "--base-url", URL, "-"],
+            "(reading the prompt from stdin: end it with Ctrl-D)",
+            2,
+        ),
+    ],
+    ids=["replay", "batch-run", "batch-status", "chat"],
+)
+def test_reading_stdin_on_a_terminal_says_how_it_ends(
+    args: list[str],
+    hint: str,
+    code: int,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``-`` typed on a terminal (``batch run - -o out.jsonl``, by mistake or not) sat silent,
+    as if hung; chat alone said it was reading. On a pipe nothing is said."""
+    out = str(tmp_path / "out.jsonl")
+    command = [arg.replace("{out}", out) for arg in args]
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(_Keyboard(b"")))
+    assert main(command) == code
+    assert capsys.readouterr().err.splitlines()[0] == hint
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))  # a pipe, say
+    assert main(command) == code
+    assert "Ctrl-D" not in capsys.readouterr().err
