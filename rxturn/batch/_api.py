@@ -9,12 +9,12 @@ import time
 from collections.abc import (
     AsyncIterable,
     AsyncIterator,
-    Awaitable,
     Callable,
     Iterable,
     Iterator,
     Mapping,
 )
+from types import AsyncGeneratorType, GeneratorType
 from typing import Any, cast
 
 import msgspec
@@ -193,32 +193,32 @@ def _checked_row(row: BatchRow, number: int) -> BatchRow:
 
 
 def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
-    """Each row of an iterable, decoded, read as the run takes them. Its iterator is closed
-    (``close()``, when it has one: a generator's ``finally`` and ``with`` blocks run) when
-    the run stops reading it: cancelled, a bad row, an error of ``on_result``."""
+    """Each row of an iterable, decoded, read as the run takes them. A generator of rows is
+    closed when the run stops reading it (cancelled, a bad row, an error of ``on_result``):
+    its ``finally`` and ``with`` blocks run then, not when it is collected. Any other iterator
+    is the caller's (a database cursor has a ``close()`` too) and is left as it is."""
     rows_ = _Rows()
     source = iter(cast("Iterable[object]", rows))
     try:
         for item in source:
             yield rows_.decode(item)
     finally:
-        close = getattr(source, "close", None)
-        if callable(close):
-            close()
+        if isinstance(source, GeneratorType):
+            source.close()
 
 
 async def _async_rows(rows: AsyncIterable[RowInput]) -> AsyncIterator[tuple[BatchRow, str]]:
-    """Each row of an async iterable, decoded, read as the run takes them; its iterator is
-    closed (``aclose()``) as :func:`_rows` closes a sync one (``async for`` does not)."""
+    """Each row of an async iterable, decoded, read as the run takes them; an async generator
+    of rows is closed (``aclose()``) as :func:`_rows` closes a generator (``async for`` does
+    not); any other async iterator is left to its owner."""
     rows_ = _Rows()
     source = aiter(cast("AsyncIterable[object]", rows))
     try:
         async for item in source:
             yield rows_.decode(item)
     finally:
-        close: Callable[[], Awaitable[object]] | None = getattr(source, "aclose", None)
-        if close is not None:
-            await close()
+        if isinstance(source, AsyncGeneratorType):
+            await source.aclose()
 
 
 _GATE_METHODS = ("acquire", "correct", "restamp", "release", "pause")

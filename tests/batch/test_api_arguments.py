@@ -463,6 +463,54 @@ async def test_a_run_that_stops_early_closes_its_source(kind: str, stop: str) ->
     assert source.closed
 
 
+class _Cursor:
+    """An iterator of the caller's with a ``close()`` of its own (a database cursor): the run
+    reads it and leaves it open, whether the run ends or stops early."""
+
+    def __init__(self, rows: list[dict[str, Any]]) -> None:
+        self.rows, self.closed = iter(rows), False
+
+    def __iter__(self) -> _Cursor:
+        return self
+
+    def __next__(self) -> dict[str, Any]:
+        return next(self.rows)
+
+    async def __anext__(self) -> dict[str, Any]:
+        try:
+            return next(self.rows)
+        except StopIteration:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self.closed = True
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+@pytest.mark.parametrize("bad", [False, True])
+async def test_an_iterator_of_the_callers_is_left_open(kind: str, bad: bool) -> None:
+    rows = prompts(4)
+    if bad:
+        rows[1] = {"id": "bad"}
+    cursor = _Cursor(rows) if kind == "sync" else _AsyncCursor(rows)
+    async with FakeProvider(SCENARIO) as fake:
+        run = run_batch(cursor, _config(fake.base_url, concurrency=1))
+        if bad:
+            with pytest.raises(BatchInputError):
+                await asyncio.wait_for(run, 30)
+        else:
+            assert (await asyncio.wait_for(run, 30)).ok == 4
+    assert not cursor.closed
+
+
+class _AsyncCursor(_Cursor):
+    def __aiter__(self) -> _AsyncCursor:
+        return self
+
+
 @pytest.mark.parametrize("kind", ["sync", "async"])
 @pytest.mark.parametrize("how", ["cancel the coroutine", "take(3) of the Observable"])
 async def test_stopping_early_closes_every_stream_in_flight(how: str, kind: str) -> None:
