@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from .._arguments import counted
@@ -22,6 +24,7 @@ __all__ = ["RayBackend", "RowActor", "check_address"]
 _REACH_TIMEOUT = 5.0
 #: seconds the driver waits, at the end of a run, for the budget actor's last count of waits
 _LAST_LOOK = 2.0
+_PENDING: Any = object()  # an ask of an actor whose answer is not in yet
 
 _KEY_ENV = {
     "anthropic": "ANTHROPIC_API_KEY",
@@ -87,9 +90,13 @@ class RowActor:
 
 class _Waited:
     """What the progress line reads as ``waiting_s``: the budget actor's count, as the
-    driver's watchdog last heard it (once a heartbeat)."""
+    driver's watchdog last heard it (once a heartbeat). ``on_pause`` (the command line's
+    notice of a long Retry-After pause, where no progress is shown) is told, once a
+    heartbeat, how long the run's pause still holds, on the clock ``now``."""
 
     waited = 0.0
+    on_pause: Callable[[float], object] | None = None
+    now = staticmethod(time.monotonic)
 
 
 class RayBackend:
@@ -120,6 +127,7 @@ class RayBackend:
         self._watchdog: asyncio.Task[None] | None = None
         self._budget: Any = None  # the run's budget actor, made by _init
         self._waited: Any = None  # the ask for its count of waits, in flight
+        self._left: Any = None  # the ask for what is left of the run's pause, in flight
 
     def _init(self) -> None:
         ray = ray_module()
@@ -208,17 +216,36 @@ class RayBackend:
 
     def _look_at_waits(self, ray: Any) -> None:
         """Take the budget actor's count of the run's waits if its answer is in, and ask
-        again (never waiting for it: a busy or lost actor leaves the last count shown)."""
+        again (never waiting for it: a busy or lost actor leaves the last count shown); the
+        same for what is left of the run's pause, when a notice of long pauses listens."""
         if self._budget is None:
             return
-        asked = self._waited
-        if asked is not None:
-            ready, _ = ray.wait([asked], timeout=0)
-            if not ready:
-                return
-            with contextlib.suppress(Exception):  # the actor is gone: the last count stays
-                self.gate.waited = float(ray.get(asked))
-        self._waited = self._budget.waited.remote()
+        waited = self._answer(ray, self._waited)
+        if waited is not _PENDING:
+            if waited is not None:
+                self.gate.waited = float(waited)
+            self._waited = self._budget.waited.remote()
+        on_pause = self.gate.on_pause
+        if on_pause is None:
+            return
+        left = self._answer(ray, self._left)
+        if left is not _PENDING:
+            if left:
+                on_pause(float(left))
+            self._left = self._budget.pause_left.remote()
+
+    @staticmethod
+    def _answer(ray: Any, asked: Any) -> Any:
+        """The answer of ``asked`` if it is in (``None``: nothing asked yet, or the actor is
+        gone), :data:`_PENDING` while it is not."""
+        if asked is None:
+            return None
+        ready, _ = ray.wait([asked], timeout=0)
+        if not ready:
+            return _PENDING
+        with contextlib.suppress(Exception):  # the actor is gone: the last answer stays
+            return ray.get(asked)
+        return None
 
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
         index = min(range(len(self._actors)), key=self._load.__getitem__)

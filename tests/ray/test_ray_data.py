@@ -28,6 +28,8 @@ SCENARIO = {
         "bad": [{"status": 400, "error_message": "refused"}],
         # the first request is told to come back in a second; every later one is answered
         "paced": [{"status": 429, "retry_after": 1}, {"text": "an answer"}],
+        # the same with a pause long enough to be said on stderr where no progress shows it
+        "held": [{"status": 429, "retry_after": 13}, {"text": "an answer"}],
     }
 }
 
@@ -157,3 +159,32 @@ def test_batch_run_on_ray_actors_writes_one_line_per_row_and_pauses_them_all(
     assert reports and reports[-1]["waiting_s"] >= 0.5, reports[-1:]
     # stderr holds the progress lines and rxturn's own, nothing of Ray's logging
     assert [line for line in done.stderr.splitlines() if not line.startswith(("{", "rxturn"))] == []
+
+
+def test_a_long_pause_on_ray_actors_is_said_once_on_stderr_without_progress(
+    ray: Any, fake: FakeProvider, tmp_path: Path
+) -> None:
+    """With no progress shown (a pipe, --progress none), a Retry-After pause the actors wait
+    out says so in one stderr line, as a local run's does: the driver hears of it from the
+    budget actor."""
+    from batch._support import assert_complete, prompts, run_batch, write_rows
+
+    inp = write_rows(tmp_path / "in.jsonl", prompts(3))
+    out = tmp_path / "out.jsonl"
+    address = ray.get_runtime_context().gcs_address
+    done = run_batch(
+        inp,
+        out,
+        fake.base_url,
+        *("--ray", address, "--concurrency", "1", "--progress", "none"),
+        model="held",
+        timeout=240,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_complete(out, [f"r{i}" for i in range(3)])
+    said = [line for line in done.stderr.splitlines() if "Retry-After" in line]
+    assert len(said) == 1, done.stderr
+    seconds = int(said[0].split("holds every new request for ")[1].split(" s")[0])
+    assert 10 <= seconds <= 13  # what was left of the 13 s when the driver looked (a beat on)
+    arrivals = sorted(record.arrived for record in fake.records)
+    assert arrivals[1] - arrivals[0] >= 12.5  # and the actors held their requests meanwhile
