@@ -22,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ._console import argument_shown, file_argument, hint_stdin
+from ._console import argument_shown, file_argument, hint_stdin, provider_argument
 
 __all__ = ["add_parser", "run"]
 
@@ -31,7 +31,6 @@ _KEY_VARIABLES = {
     "openai": "OPENAI_API_KEY",
     "openai-responses": "OPENAI_API_KEY",
 }
-_PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
 
 
 def _whole(text: str, top: int, said: str, why: str = "") -> int:
@@ -175,13 +174,7 @@ def add_parser(subparsers: Any) -> None:
         metavar="OUT.jsonl",
         help="the output, and the checkpoint: one line per row, appended",
     )
-    run_p.add_argument(
-        "--provider",
-        required=True,
-        choices=_PROVIDERS,
-        help="the API to talk to; its key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY "
-        "(optional with --base-url; ollama needs none)",
-    )
+    provider_argument(run_p)
     run_p.add_argument("--model", required=True, help="the model of a row that names none")
     run_p.add_argument(
         "--fallback",

@@ -22,7 +22,7 @@ import os
 import sys
 from typing import Any
 
-from ._console import file_argument, hint_stdin
+from ._console import file_argument, hint_stdin, provider_argument
 
 __all__ = ["add_parser", "run"]
 
@@ -31,7 +31,6 @@ _KEY_VARIABLES = {
     "openai": "OPENAI_API_KEY",
     "openai-responses": "OPENAI_API_KEY",
 }
-_PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
 #: OpenAI's reasoning efforts (rxturn.clients._request.REASONING_EFFORTS, without importing it).
 _EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"]
 _MIN_THINKING = 1024
@@ -44,13 +43,7 @@ def add_parser(subparsers: Any) -> None:
         description="One conversation against a real endpoint, with the resilient handler. "
         "Reply text goes to stdout (on a pipe only text that was served), notices to stderr.",
     )
-    parser.add_argument(
-        "--provider",
-        required=True,
-        choices=_PROVIDERS,
-        help="the API to talk to; its key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY "
-        "(optional with --base-url; ollama needs none)",
-    )
+    provider_argument(parser)
     parser.add_argument("--model", required=True, help="the model to ask")
     parser.add_argument("--base-url", default=None, help="endpoint (e.g. the fake server)")
     parser.add_argument(

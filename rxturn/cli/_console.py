@@ -40,6 +40,7 @@ from .._validate import is_utf8
 __all__ = [
     "LONG_WAIT",
     "PIPE_CLOSED",
+    "PROVIDERS",
     "STATE",
     "LiveText",
     "Notices",
@@ -52,6 +53,7 @@ __all__ = [
     "is_utf8",
     "one_line",
     "paint",
+    "provider_argument",
     "seconds",
     "silence",
     "wants_color",
@@ -71,6 +73,21 @@ def file_argument(text: str) -> str:
 
         raise argparse.ArgumentTypeError("expected a file name, got ''")
     return text
+
+
+#: The APIs ``chat`` and ``batch run`` speak (``--provider``).
+PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
+
+
+def provider_argument(parser: Any) -> None:
+    """``--provider``, as every command that talks to a provider takes it."""
+    parser.add_argument(
+        "--provider",
+        required=True,
+        choices=PROVIDERS,
+        help="the API to talk to; its key comes from ANTHROPIC_API_KEY or OPENAI_API_KEY "
+        "(optional with --base-url; ollama needs none)",
+    )
 
 
 def hint_stdin(what: str) -> None:

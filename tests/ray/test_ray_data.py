@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import bisect
 import json
+import subprocess
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -127,27 +128,29 @@ def test_the_named_budget_actor_holds_the_rate_over_every_actor(
     ray.kill(budget)
 
 
+def _run_on_ray(
+    ray: Any, fake: FakeProvider, tmp_path: Path, rows: int, model: str, *extra: str
+) -> subprocess.CompletedProcess[str]:
+    """``batch run --ray`` of ``rows`` prompts on the test cluster, to its end: every row has
+    its one ok line (the finished command is returned for its stderr)."""
+    from batch._support import assert_complete, prompts, run_batch, write_rows
+
+    inp = write_rows(tmp_path / "in.jsonl", prompts(rows))
+    out = tmp_path / "out.jsonl"
+    address = ray.get_runtime_context().gcs_address
+    done = run_batch(inp, out, fake.base_url, "--ray", address, *extra, model=model, timeout=240)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert_complete(out, [f"r{i}" for i in range(rows)])
+    return done
+
+
 @pytest.mark.timeout(300)
 def test_batch_run_on_ray_actors_writes_one_line_per_row_and_pauses_them_all(
     ray: Any, fake: FakeProvider, tmp_path: Path
 ) -> None:
     """Without --rpm/--tpm too, the Retry-After one actor meets holds every actor's requests,
     and the run's wait shows in the progress line's waiting_s."""
-    from batch._support import assert_complete, prompts, run_batch, write_rows
-
-    inp = write_rows(tmp_path / "in.jsonl", prompts(60))
-    out = tmp_path / "out.jsonl"
-    address = ray.get_runtime_context().gcs_address
-    done = run_batch(
-        inp,
-        out,
-        fake.base_url,
-        *("--ray", address, "--concurrency", "2", "--progress", "json"),
-        model="paced",
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert_complete(out, [f"r{i}" for i in range(60)])
+    done = _run_on_ray(ray, fake, tmp_path, 60, "paced", "--concurrency", "2", "--progress", "json")
     assert json.loads((tmp_path / "out.jsonl.manifest.json").read_text())["runs"] == 1
     arrivals = sorted(record.arrived for record in fake.records)
     told = arrivals[0]  # the request answered 429, Retry-After 1 s
@@ -167,21 +170,7 @@ def test_a_long_pause_on_ray_actors_is_said_once_on_stderr_without_progress(
     """With no progress shown (a pipe, --progress none), a Retry-After pause the actors wait
     out says so in one stderr line, as a local run's does: the driver hears of it from the
     budget actor."""
-    from batch._support import assert_complete, prompts, run_batch, write_rows
-
-    inp = write_rows(tmp_path / "in.jsonl", prompts(3))
-    out = tmp_path / "out.jsonl"
-    address = ray.get_runtime_context().gcs_address
-    done = run_batch(
-        inp,
-        out,
-        fake.base_url,
-        *("--ray", address, "--concurrency", "1", "--progress", "none"),
-        model="held",
-        timeout=240,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    assert_complete(out, [f"r{i}" for i in range(3)])
+    done = _run_on_ray(ray, fake, tmp_path, 3, "held", "--concurrency", "1", "--progress", "none")
     said = [line for line in done.stderr.splitlines() if "Retry-After" in line]
     assert len(said) == 1, done.stderr
     seconds = int(said[0].split("holds every new request for ")[1].split(" s")[0])
