@@ -185,10 +185,13 @@ class ErrorInfo(msgspec.Struct, frozen=True):
     message: str
 
 
-class RowOk(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="ok"):
-    """A served row: its output line (``status`` ``"ok"``)."""
+class RowOk(msgspec.Struct, frozen=True, kw_only=True):
+    """A served row: its output line, whose keys come in this order (``id``, ``status`` ``"ok"``,
+    ...)."""
 
     id: str
+    #: ``"ok"``, as the output line says (``isinstance(result, RowOk)`` is the same)
+    status: Literal["ok"] = "ok"
     message: Message
     model: str
     attempts: int
@@ -201,30 +204,23 @@ class RowOk(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="
     cost: Cost | None = None
 
     @property
-    def status(self) -> Literal["ok"]:
-        """``"ok"``, as the output line says (``isinstance(result, RowOk)`` is the same)."""
-        return "ok"
-
-    @property
     def text(self) -> str:
         return self.message.text
 
 
-class RowError(msgspec.Struct, frozen=True, kw_only=True, tag_field="status", tag="error"):
-    """A failed row: its output line (``status`` ``"error"``); a row's failure, not the run's."""
+class RowError(msgspec.Struct, frozen=True, kw_only=True):
+    """A failed row: its output line (``id``, ``status`` ``"error"``, ...); a row's failure, not
+    the run's."""
 
     id: str
+    #: ``"error"``, as the output line says
+    status: Literal["error"] = "error"
     error: ErrorInfo
     attempts: int
     billed_usage: Usage | None
     input_sha: str
     run: int
     cost: Cost | None = None
-
-    @property
-    def status(self) -> Literal["error"]:
-        """``"error"``, as the output line says."""
-        return "error"
 
 
 RowResult = RowOk | RowError

@@ -60,6 +60,24 @@ async def test_run_batch_returns_a_summary_and_reports_each_row() -> None:
     assert summary.output_tokens == sum(r.usage.output_tokens for r in served if r.usage)
 
 
+async def test_output_lines_have_the_keys_in_the_order_the_output_format_lists() -> None:
+    """``id`` first, then ``status``, then the rest in the documented order (docs/batch.md)."""
+    rows = prompts(2)
+    rows[1]["model"] = "bad"
+    seen: list[RowResult] = []
+    async with FakeProvider(SCENARIO) as fake:
+        await run_batch(rows, _config(fake.openai_base_url), on_result=seen.append)
+    lines = {r.id: json.loads(encode_result(r)) for r in seen}
+    assert list(lines["r0"]) == [
+        "id", "status", "message", "model", "attempts", "rescued", "usage", "billed_usage",
+        "input_sha", "run", "cost",
+    ]  # fmt: skip
+    assert list(lines["r1"]) == [
+        "id", "status", "error", "attempts", "billed_usage", "input_sha", "run", "cost",
+    ]  # fmt: skip
+    assert (lines["r0"]["status"], lines["r1"]["status"]) == ("ok", "error")
+
+
 @pytest.mark.parametrize("by", ["type", "status"])
 async def test_the_observable_composes_with_rx_operators(by: str) -> None:
     """Filtered by the result's type, or by its ``status`` as the output line has it (and as
