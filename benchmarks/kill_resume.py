@@ -8,9 +8,11 @@ One ``rxturn fake-server`` child process answers every row (a short reply, strea
 paced deltas so a run lasts long enough to be interrupted anywhere). The loop:
 
 1. start ``rxturn batch run`` on the same input and output as before;
-2. after a random delay (from 0, inside the input scan, to nine tenths of what is left of the
-   run, estimated from its pace so far) interrupt it: ``kill -9`` most of the time, SIGINT or
-   SIGTERM now and then (those must exit 130 and leave no torn line);
+2. once it has written a random number of new lines (from none to twice an equal share of
+   the rows left, for each interruption to come and the final run), interrupt it: ``kill -9``
+   most of the time, SIGINT or SIGTERM now and then (those must exit 130 and leave no torn
+   line); one kill in five lands at a random moment of start-up instead (the interpreter, the
+   scan);
 3. check the output as a crash left it: every line before the last is a whole output line, no
    key has two lines, and no worker process outlived its parent;
 
@@ -136,6 +138,21 @@ def _wait_for_lock(proc: subprocess.Popen[str], out: Path) -> None:
         time.sleep(0.01)
 
 
+def _wait_for_lines(proc: subprocess.Popen[str], out: Path, lines: int) -> None:
+    """Until ``proc`` has appended ``lines`` more lines to ``out`` (counted from its size now),
+    or has ended."""
+    deadline = time.monotonic() + TIMEOUT
+    offset = out.stat().st_size if out.exists() else 0
+    while lines > 0 and time.monotonic() < deadline and proc.poll() is None:
+        with contextlib.suppress(FileNotFoundError), out.open("rb") as file:  # (not made yet)
+            file.seek(offset)
+            chunk = file.read()
+            offset += len(chunk)
+            lines -= chunk.count(b"\n")
+        if lines > 0:
+            time.sleep(0.005)
+
+
 def check_output(out: Path, *, torn_tail_ok: bool) -> dict[str, str]:
     """The output's keys (last status of each); raises Failed on a duplicate or a bad line."""
     if not out.exists():
@@ -201,20 +218,19 @@ def run(
     }
     try:
         command = batch_command(inp, out, server.url, workers, concurrency)
-        # Kills land anywhere in the first nine tenths of what is left of the run: its length
-        # is estimated from the pace seen so far (rows written per second once the lock is
-        # held), and a delay drawn past its end would find the run finished, leaving the later
-        # interruptions nothing to interrupt. Before any pace is seen the guess is a fast one,
-        # for the same reason. One kill in five lands at a random moment of start-up instead
-        # (the interpreter, the scan).
-        rate = 2000.0
+        # Kills land at random points of what is left of the run, measured in lines written,
+        # not in seconds: a delay guessed from the pace so far overshoots when a
+        # run goes faster than the last (a first run pays its warm-up), and an interruption
+        # that finds the run finished tests nothing. One kill in five lands at a random moment
+        # of start-up instead (the interpreter, the scan).
         for index in range(kills):
             how = rng.choices(["kill", "int", "term"], weights=[6, 1, 1])[0]
             early = how == "kill" and rng.random() < 0.2
-            done_before = len(check_output(out, torn_tail_ok=True))
-            left = 0.9 * (rows - done_before) / rate
-            delay = rng.uniform(0.0, 1.0 if early else max(0.2, left))
             before = check_output(out, torn_tail_ok=True)
+            # (about an equal share of what is left for each interruption to come and the
+            # final run, so that the kills spread over the whole run)
+            left = rows - len(before)
+            new_lines = rng.randint(0, int(min(0.9 * left, 2 * left / (kills - index + 1))))
             started = time.monotonic()
             proc = subprocess.Popen(
                 command,
@@ -226,9 +242,12 @@ def run(
             )
             if not early:  # a signal must find rxturn loaded: wait for its lock first
                 _wait_for_lock(proc, out)
-            locked = time.monotonic()
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=delay)
+            if early:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=rng.uniform(0.0, 1.0))
+            else:
+                _wait_for_lines(proc, out, new_lines)
+            waited = time.monotonic() - started
             children = _children(proc.pid)
             finished_first = proc.poll() is not None
             if not finished_first:
@@ -245,9 +264,6 @@ def run(
                 if not _gone(child):
                     raise Failed(f"worker {child} outlived its parent ({how})")
             after = check_output(out, torn_tail_ok=how == "kill")
-            ran = time.monotonic() - locked
-            if not early and ran > 1.0 and len(after) > done_before:
-                rate = (len(after) - done_before) / ran
             lost = [key for key in before if key not in after]
             if lost:
                 raise Failed(f"interruption {index + 1}: rows {lost[:5]} lost their lines")
@@ -264,7 +280,7 @@ def run(
             moment = "before" if finished_first else "at start-up" if early else "running"
             print(
                 f"  {index + 1}: {what:4} {moment} after "
-                f"{delay:5.2f}s -> exit {code}, {len(after)} rows "
+                f"{waited:5.2f}s -> exit {code}, {len(after)} rows "
                 "with a line" + (" (a torn tail was repaired first)" if "dropped" in err else ""),
                 file=sys.stderr,
             )
