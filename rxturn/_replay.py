@@ -31,6 +31,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable
 from reactivex.scheduler import CurrentThreadScheduler
 
+from ._arguments import check_bool, described
 from ._media import describe_bound
 from .errors import ConfigError, RxturnError, StreamProtocolError, TruncatedStreamError
 from .events import EventBatch, MessageStop, StreamEvent
@@ -69,7 +70,8 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
         included) whatever the fold later keeps: ``keep_thinking`` is the fold's choice.
 
     Raises:
-        ConfigError: ``format`` is not one of the above (raised immediately).
+        ConfigError: ``format`` is not one of the above, or ``source`` is neither bytes nor a
+            path (raised immediately).
 
     Examples:
         >>> from reactivex import operators as ops
@@ -80,7 +82,7 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
         >>> replay(body).pipe(ops.scan(fold, INITIAL_STATE), ops.last()).run().message().text
         'Hi'
     """
-    return _replay(source, format, batched=False)
+    return _replay(source, format, batched=False, where="replay")
 
 
 def replay_batches(source: Source, format: str = "auto") -> Observable[EventBatch]:
@@ -101,10 +103,11 @@ def replay_batches(source: Source, format: str = "auto") -> Observable[EventBatc
         ...     ).message().text
         'Hi'
     """
-    return _replay(source, format, batched=True)
+    return _replay(source, format, batched=True, where="replay_batches")
 
 
-def _replay(source: Source, format: str, *, batched: bool) -> Observable[Any]:
+def _replay(source: Source, format: str, *, batched: bool, where: str) -> Observable[Any]:
+    _check_source(source, where)
     _check_format(format)
 
     def subscribe(
@@ -167,13 +170,16 @@ def replay_message(source: Source, format: str = "auto", *, keep_thinking: bool 
     the second pass meets the same error.
 
     Raises:
-        ConfigError: unknown ``format``, or the file cannot be read, or it holds more than
+        ConfigError: unknown ``format``, ``source`` neither bytes nor a path, ``keep_thinking``
+            not a bool, or the file cannot be read, or it holds more than
             :data:`MAX_STREAM_BYTES` (512 MiB).
         StreamProtocolError: empty, malformed, truncated (:class:`TruncatedStreamError`) or
             carrying invalid tool JSON (:class:`InvalidToolInputError`).
         ProviderError: an in-stream error event (rate limit, overloaded, other).
     """
+    _check_source(source, "replay_message")
     _check_format(format)
+    check_bool(keep_thinking, "replay_message(keep_thinking=...)")
     data = _load(source)
     try:
         state = initial_state(keep_thinking=keep_thinking)
@@ -216,6 +222,24 @@ def _replay_located(data: bytes, format: str, keep_thinking: bool) -> Message:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _check_source(source: object, where: str) -> None:
+    """``source`` is bytes or a path (a ``str``, or an ``os.PathLike`` of one) that is not empty
+    and holds no NUL: anything else failed inside the subscription with a bare TypeError or
+    ValueError, and ``""`` was read as the current directory."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return
+    path = os.fspath(source) if isinstance(source, os.PathLike) else source
+    if not isinstance(path, str):
+        raise ConfigError(
+            f"{where}: the source must be the recorded bytes or a file's path (a str or a "
+            f"Path), got {described(source)}"
+        )
+    if not path:
+        raise ConfigError(f"{where}: the source's path is empty")
+    if "\0" in path:
+        raise ConfigError(f"{where}: the source's path holds a NUL character ({path!r})")
 
 
 def _check_format(fmt: str) -> None:

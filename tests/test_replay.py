@@ -17,7 +17,7 @@ from reactivex import operators as ops
 from reactivex.testing import TestScheduler
 from recorded import FIXTURES
 
-from rxturn import replay, replay_message
+from rxturn import replay, replay_batches, replay_message
 from rxturn.errors import (
     ConfigError,
     InvalidToolInputError,
@@ -297,6 +297,38 @@ def test_unknown_format_is_rejected_immediately() -> None:
         replay(b"data: {}\n\n", "gemini")
     with pytest.raises(ConfigError, match="unknown stream format"):
         replay_message(b"data: {}\n\n", "sse")
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        (123, "the source must be the recorded bytes or a file's path (a str or a Path), got int"),
+        (
+            None,
+            "the source must be the recorded bytes or a file's path (a str or a Path), got None",
+        ),
+        ([b"data: {}"], "the source must be the recorded bytes or a file's path"),
+        ("", "the source's path is empty"),
+        ("a\0b.sse", "the source's path holds a NUL character"),
+    ],
+    ids=["int", "none", "list", "empty-path", "nul"],
+)
+def test_a_source_that_is_neither_bytes_nor_a_path_is_rejected_immediately(
+    source: object, says: str
+) -> None:
+    for name, call in (
+        ("replay", lambda: replay(source)),  # pyright: ignore[reportArgumentType]
+        ("replay_batches", lambda: replay_batches(source)),  # pyright: ignore[reportArgumentType]
+        ("replay_message", lambda: replay_message(source)),  # pyright: ignore[reportArgumentType]
+    ):
+        with pytest.raises(ConfigError) as raised:
+            call()  # before any subscription: no TypeError inside it, no '' read as '.'
+        assert str(raised.value).startswith(f"{name}: {says}"), str(raised.value)
+
+
+def test_replay_message_keep_thinking_must_be_a_bool() -> None:
+    with pytest.raises(ConfigError, match=r"keep_thinking=\.\.\.\) must be True or False"):
+        replay_message(b"data: {}\n\n", keep_thinking="no")  # pyright: ignore[reportArgumentType]
 
 
 def test_in_stream_error_after_events() -> None:
