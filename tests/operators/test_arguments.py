@@ -1,0 +1,120 @@
+"""Every public operator checks its arguments where it is built.
+
+A wrong type used to be taken as it was and failed later: with an ``AttributeError`` from inside
+a subscription or a timer (``'str' object has no attribute 'now'``), or only on the first failure
+a retry or a rescue had to handle, or never (an ``on_wait`` of ``3`` until a wait came). Each
+case here is a ``ConfigError`` whose message starts with the operator and the argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import reactivex
+from reactivex.testing import TestScheduler
+
+import rxturn.operators as rxops
+from rxturn import HedgePolicy, HedgeTarget
+from rxturn.errors import ConfigError, ServerError
+
+
+def _never(_: object = None) -> reactivex.Observable[Any]:
+    return reactivex.never()
+
+
+POLICY = HedgePolicy((HedgeTarget("backup"),), delay=1.0)
+
+CASES: list[tuple[str, Callable[[], object], str]] = [
+    ("attempt_guard-progress", lambda: rxops.attempt_guard("p"), "attempt_guard(progress=...)"),
+    ("deadlines-progress", lambda: rxops.deadlines(1, 2, progress="p"), "deadlines(progress=...)"),
+    (
+        "deadlines-scheduler",
+        lambda: rxops.deadlines(1, 2, scheduler="s"),
+        "deadlines(scheduler=...) must be a reactivex scheduler",
+    ),
+    ("total-scheduler", lambda: rxops.total_deadline(5, scheduler=3), "total_deadline(scheduler"),
+    ("total-progress", lambda: rxops.total_deadline(5, progress=3), "total_deadline(progress"),
+    ("ladder-retry", lambda: rxops.retry_ladder("x"), "retry_ladder(retry=...) must be a Retry"),
+    ("ladder-rate-limit", lambda: rxops.retry_ladder(rate_limit=3), "retry_ladder(rate_limit="),
+    ("ladder-rng", lambda: rxops.retry_ladder(rng="x"), "retry_ladder(rng=...) must be a random"),
+    ("ladder-on-wait", lambda: rxops.retry_ladder(on_wait=3), "retry_ladder(on_wait=...)"),
+    ("ladder-scheduler", lambda: rxops.retry_ladder(scheduler="s"), "retry_ladder(scheduler="),
+    ("ladder-progress", lambda: rxops.retry_ladder(progress="p"), "retry_ladder(progress="),
+    ("rescue-create", lambda: rxops.rescue(None), "rescue(create=...) must be a callable"),
+    ("rescue-when", lambda: rxops.rescue(_never, when=3), "rescue(when=...)"),
+    ("rescue-scheduler", lambda: rxops.rescue(_never, scheduler=3), "rescue(scheduler="),
+    ("rescue-progress", lambda: rxops.rescue(_never, progress=3), "rescue(progress="),
+    (
+        "cancellable-token",
+        lambda: rxops.cancellable("t"),
+        "cancellable(token=...) must be a Cancel",
+    ),
+    ("cancellable-progress", lambda: rxops.cancellable(None, progress=1), "cancellable(progress"),
+    ("gate-limiter", lambda: rxops.rate_limit_gate("l"), "rate_limit_gate(limiter=...)"),
+    ("gate-key", lambda: rxops.rate_limit_gate(None, 3), "rate_limit_gate(key=...) must be a str"),
+    ("gate-scheduler", lambda: rxops.rate_limit_gate(None, scheduler=1), "rate_limit_gate(sched"),
+    ("scrubbed", lambda: rxops.scrubbed(3), "scrubbed(scrub=...) must be a callable"),
+    ("annotate", lambda: rxops.annotate_progress(None), "annotate_progress(progress=...) must be"),
+    ("give-up", lambda: rxops.give_up_beyond_deadline(None), "give_up_beyond_deadline(progress="),
+    ("hedge-policy", lambda: rxops.hedge("p", _never, model="m"), "hedge(policy=...) must be a"),
+    ("hedge-open", lambda: rxops.hedge(POLICY, None, model="m"), "hedge(open_target=...)"),
+    ("hedge-model", lambda: rxops.hedge(POLICY, _never, model=3), "hedge(model=...) must be a str"),
+    ("hedge-blocked", lambda: rxops.hedge(POLICY, _never, model="m", blocked=1), "hedge(blocked="),
+    (
+        "hedge-rate-limited",
+        lambda: rxops.hedge(POLICY, _never, model="m", rate_limited="no"),
+        "hedge(rate_limited=...) must be True or False",
+    ),
+    ("hedge-watcher", lambda: rxops.hedge(POLICY, _never, model="m", watcher=3), "hedge(watcher="),
+    (
+        "hedge-on-hedge",
+        lambda: rxops.hedge(POLICY, _never, model="m", on_hedge=1),
+        "hedge(on_hedge",
+    ),
+    ("hedge-scheduler", lambda: rxops.hedge(POLICY, _never, model="m", scheduler=1), "hedge(sched"),
+]
+
+
+@pytest.mark.parametrize(("build", "says"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_a_wrong_argument_is_a_config_error_naming_it(
+    build: Callable[[], object], says: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        build()
+    assert str(raised.value).startswith(says), str(raised.value)
+
+
+def test_the_right_arguments_still_build() -> None:
+    scheduler = TestScheduler()
+    progress = rxops.TurnProgress(lambda: float(scheduler.clock))
+    operators: list[Any] = [
+        rxops.attempt_guard(progress),
+        rxops.deadlines(1, 2, progress=progress, scheduler=scheduler),
+        rxops.total_deadline(5, progress=progress, scheduler=scheduler),
+        rxops.retry_ladder(progress=progress, scheduler=scheduler, on_wait=print),
+        rxops.rescue(_never, when=lambda _: True, progress=progress, scheduler=scheduler),
+        rxops.cancellable(None, progress=progress),
+        rxops.rate_limit_gate(None, "http://x", progress=progress, scheduler=scheduler),
+        rxops.scrubbed(None),
+        rxops.annotate_progress(progress),
+        rxops.give_up_beyond_deadline(progress),
+        rxops.hedge(POLICY, _never, model="m", scheduler=scheduler),
+    ]
+    assert all(callable(op) for op in operators)
+
+
+def test_a_rescue_whose_create_returns_no_observable_is_a_config_error() -> None:
+    """It escaped into the scheduler as "'int' object has no attribute 'subscribe'"."""
+    scheduler = TestScheduler()
+    seen: list[object] = []
+    rescued = rxops.rescue(lambda: 3, when=lambda _: True, timeout=5.0)  # pyright: ignore[reportArgumentType, reportReturnType]
+    reactivex.throw(ServerError("down")).pipe(rescued).subscribe(
+        seen.append, seen.append, scheduler=scheduler
+    )
+    scheduler.advance_by(10.0)
+    (error,) = seen
+    assert isinstance(error, ConfigError)
+    assert str(error) == "rescue: create() must return an Observable of the reply, got int 3"
+    assert [item for item, _ in scheduler._queue.items if not item.is_cancelled()] == []  # pyright: ignore[reportPrivateUsage]
