@@ -26,14 +26,16 @@ Enable the pytest fixtures with one line in your ``conftest.py``:
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from reactivex import Observable
+from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.recorded import Recorded
 
+from .._arguments import check_instance, described
 from .._validate import is_int, seconds_problem
 from ..errors import ConfigError
 from ..events import (
@@ -111,6 +113,49 @@ def _check_count(where: str, name: str, value: object) -> None:
         raise ConfigError(f"{where}: {name} must be a whole number >= 0, got {value!r}")
 
 
+def _check_scheduler(where: str, scheduler: object) -> None:
+    """The kit drives a :class:`TestScheduler` by hand: any other scheduler has no queue to run."""
+    check_instance(
+        scheduler, TestScheduler, f"{where}: scheduler", "a reactivex.testing.TestScheduler"
+    )
+
+
+def _check_outcome(where: str, outcome: object) -> None:
+    """A scripted ``create()`` outcome: a Message, an exception, :data:`HANG` or :class:`Later`."""
+    if isinstance(outcome, Later):
+        outcome = outcome.outcome
+        where = f"{where}.outcome"
+    if isinstance(outcome, type) and issubclass(outcome, BaseException):
+        raise ConfigError(f"{where} is the class {outcome.__name__}: pass an instance")
+    if not isinstance(outcome, Message | BaseException) and outcome is not HANG:
+        raise ConfigError(
+            f"{where} must be a Message, an exception, HANG or Later(...), got {described(outcome)}"
+        )
+
+
+def _check_scripts(where: str, scripts: object) -> list[Script]:
+    """A list of timelines (one per attempt), each a list of recorded notifications."""
+    if isinstance(scripts, str | bytes | Mapping) or not isinstance(scripts, Sequence):
+        raise ConfigError(
+            f"{where} must be a list of timelines (one per attempt), got {described(scripts)}"
+        )
+    checked = list(cast("Sequence[object]", scripts))
+    for index, script in enumerate(checked):
+        if isinstance(script, Recorded):
+            raise ConfigError(
+                f"{where} must be a list of timelines (one per attempt), got one timeline: "
+                "wrap it in a list, [timeline(...)]"
+            )
+        if not isinstance(script, list) or not all(
+            isinstance(item, Recorded) for item in cast("list[object]", script)
+        ):
+            raise ConfigError(
+                f"{where}[{index}] must be a timeline (a list of recorded notifications, as "
+                f"timeline() builds it), got {described(script)}"
+            )
+    return cast("list[Script]", checked)
+
+
 class Later:
     """A ``create()`` outcome delivered after ``delay`` virtual seconds.
 
@@ -131,7 +176,15 @@ def reply(
     stop_reason: str = "end_turn",
     message_id: str = "msg_1",
 ) -> list[StreamEvent]:
-    """The events of one complete text reply (one delta per word)."""
+    """The events of one complete text reply (one delta per word).
+
+    Raises:
+        ConfigError: ``text``, ``stop_reason`` or ``message_id`` is not a str, or ``usage`` not
+            a :class:`~rxturn.Usage` (or ``None``).
+    """
+    for name, value in (("text", text), ("stop_reason", stop_reason), ("message_id", message_id)):
+        check_instance(value, str, f"reply: {name}", "a str")
+    check_instance(usage, Usage, "reply: usage", "a Usage", optional=True)
     words = text.split(" ")
     deltas = [Delta(0, word if i == 0 else " " + word) for i, word in enumerate(words)]
     return [
@@ -159,10 +212,22 @@ def timeline(
     exception (an error one step after), or ``None`` (the stream stalls: no end).
 
     Raises:
-        ConfigError: ``start`` or ``step`` is not a finite number of seconds ``>= 0``.
+        ConfigError: ``start`` or ``step`` is not a finite number of seconds ``>= 0``,
+            ``events`` is not a sequence (a string is not one here), or ``end`` is none of the
+            three (an exception class, or a mistyped ``"completed"``, would script a hang).
     """
     _check_seconds("timeline", "start", start)
     _check_seconds("timeline", "step", step)
+    if isinstance(events, str | bytes | Mapping) or not isinstance(events, Sequence):
+        raise ConfigError(f"timeline: events must be a list of items, got {described(events)}")
+    ended: object = end
+    if isinstance(ended, type) and issubclass(ended, BaseException):
+        raise ConfigError(f"timeline: end is the class {ended.__name__}: pass an instance")
+    if ended is not None and ended != "complete" and not isinstance(ended, Exception):
+        raise ConfigError(
+            'timeline: end must be "complete", an Exception instance, or None (a hang), '
+            f"got {described(ended)}"
+        )
     recorded: list[Recorded[_T]] = [
         on_next(round(start + i * step, 6), event) for i, event in enumerate(events)
     ]
@@ -214,6 +279,11 @@ class ScriptedClient:
             other model plays ``streams``.
         base_url: the limiter key.
         model: the client's own model name.
+
+    Raises:
+        ConfigError: an argument of the wrong shape, said where the client is built: the
+            scheduler is not a TestScheduler, ``streams`` (or a model's list) is one timeline
+            rather than a list of them, a ``create`` outcome is none of the four.
     """
 
     def __init__(
@@ -226,10 +296,24 @@ class ScriptedClient:
         base_url: str = "http://scripted.invalid",
         model: str = "scripted",
     ) -> None:
+        _check_scheduler("ScriptedClient", scheduler)
         self.scheduler = scheduler
-        self._streams = list(streams)
-        self._models = {name: list(script) for name, script in (models or {}).items()}
+        self._streams = _check_scripts("ScriptedClient: streams", streams)
+        check_instance(models, Mapping, "ScriptedClient: models", "a dict", optional=True)
+        self._models: dict[str, list[Script]] = {}
+        for name, scripts in (models or {}).items():
+            check_instance(name, str, "ScriptedClient: a models key", "a str (a model name)")
+            self._models[name] = _check_scripts(f"ScriptedClient: models[{name!r}]", scripts)
+        if isinstance(create, str | bytes | Mapping) or not isinstance(create, Sequence):
+            raise ConfigError(
+                "ScriptedClient: create must be a list of outcomes (one per call), "
+                f"got {described(create)}"
+            )
+        for index, outcome in enumerate(cast("Sequence[object]", create)):
+            _check_outcome(f"ScriptedClient: create[{index}]", outcome)
         self._create = list(create)
+        check_instance(base_url, str, "ScriptedClient: base_url", "a str")
+        check_instance(model, str, "ScriptedClient: model", "a str")
         self.base_url = base_url
         self.model = model
         self.stream_calls: list[tuple[Request, RequestOptions | None]] = []
@@ -409,11 +493,25 @@ async def run_virtual(
     Raises:
         StillRunning: nothing was left to run before ``limit`` and the coroutine had not
             finished (a hang); the task is cancelled first, so nothing leaks.
-        ConfigError: ``limit`` is not a finite number of seconds ``> 0``, or ``idle_rounds``
-            not a whole number ``>= 0`` (checked before ``awaitable`` is started).
+        ConfigError: ``scheduler`` is not a TestScheduler, ``awaitable`` is not awaitable
+            (``engine.run`` rather than ``engine.run(prompt)``), ``limit`` is not a finite
+            number of seconds ``> 0``, or ``idle_rounds`` not a whole number ``>= 0`` (checked
+            before ``awaitable`` is started; a coroutine refused is closed, never left
+            un-awaited).
     """
-    _check_seconds("run_virtual", "limit", limit, allow_zero=False)
-    _check_count("run_virtual", "idle_rounds", idle_rounds)
+    try:
+        _check_scheduler("run_virtual", scheduler)
+        if not inspect.isawaitable(awaitable):
+            raise ConfigError(
+                "run_virtual: awaitable must be an awaitable, such as engine.run(prompt) "
+                f"(call the function), got {described(awaitable)}"
+            )
+        _check_seconds("run_virtual", "limit", limit, allow_zero=False)
+        _check_count("run_virtual", "idle_rounds", idle_rounds)
+    except ConfigError:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise
     task: asyncio.Task[_R] = asyncio.ensure_future(awaitable)
     try:
         while True:
@@ -466,11 +564,18 @@ async def drive(
         limit: give up (and return) past this virtual time: a hang shows as an unfinished run.
 
     Raises:
-        ConfigError: a time that is not a finite number of seconds ``>= 0``.
+        ConfigError: a time that is not a finite number of seconds ``>= 0``, ``scheduler`` not a
+            TestScheduler, ``observable`` not an Observable, ``cancel`` not a CancelToken, or
+            ``cancel_at`` without ``cancel``.
     """
+    _check_scheduler("drive", scheduler)
+    check_instance(observable, abc.ObservableBase, "drive: observable", "an Observable")
+    check_instance(cancel, CancelToken, "drive: cancel", "a CancelToken", optional=True)
     for name, value in (("cancel_at", cancel_at), ("dispose_at", dispose_at), ("limit", limit)):
         if value is not None or name == "limit":
             _check_seconds("drive", name, value)
+    if cancel_at is not None and cancel is None:
+        raise ConfigError("drive: cancel_at needs the token to fire (cancel=...)")
     run = Run()
     disposed = False
     scaffolding: list[Any] = []
@@ -486,8 +591,7 @@ async def drive(
         run.completed = True
         run.end_time = float(scheduler.clock)
 
-    if cancel_at is not None:
-        assert cancel is not None, "cancel_at needs the token"
+    if cancel_at is not None and cancel is not None:
         token = cancel
 
         def fire(*_: Any) -> None:

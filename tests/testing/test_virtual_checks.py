@@ -6,15 +6,18 @@ wrote it."""
 from __future__ import annotations
 
 import asyncio
+import inspect
 from typing import Any
 
 import pytest
-from reactivex import empty
+from reactivex import empty, never
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
 
-from rxturn.errors import ConfigError
+from rxturn.errors import ConfigError, RateLimitError
 from rxturn.messages import Message
-from rxturn.testing import Later, drive, run_virtual, timeline
+from rxturn.resilience.cancel import CancelToken
+from rxturn.testing import Later, ScriptedClient, drive, reply, run_virtual, timeline
 from rxturn.testing.virtual import settle
 
 BAD_SECONDS: list[Any] = [-1, -0.5, float("nan"), float("inf"), -float("inf"), 10**400, "1", True]
@@ -89,3 +92,94 @@ async def test_settle_needs_a_whole_number_of_rounds(rounds: Any) -> None:
     with pytest.raises(ConfigError, match=r"^settle: rounds must be") as error:
         await settle(rounds)
     _one_line(error)
+
+
+# -- shapes: a wrong one is said where it is written, never a hang or a 300 s timeout later -----
+
+
+def test_one_timeline_where_a_list_of_them_belongs_is_refused() -> None:
+    """``ScriptedClient(s, timeline(...))`` played each notification as an attempt's script:
+    the turn ran into its total deadline and a rescue nobody scripted."""
+    scheduler = TestScheduler()
+    with pytest.raises(ConfigError, match=r"^ScriptedClient: streams must be a list of timelines"):
+        ScriptedClient(scheduler, timeline(reply("hi")))  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"^ScriptedClient: models\['m'\] must be a list of t"):
+        ScriptedClient(scheduler, models={"m": timeline(reply("hi"))})  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"^ScriptedClient: streams\[1\] must be a timeline"):
+        ScriptedClient(scheduler, [timeline(reply("hi")), reply("hi")])  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"create": "hello"}, "ScriptedClient: create must be a list of outcomes"),
+        ({"create": ["text"]}, "ScriptedClient: create[0] must be a Message, an exception, HANG"),
+        ({"create": [Later(1, 42)]}, "ScriptedClient: create[0].outcome must be a Message"),
+        ({"create": [RateLimitError]}, "ScriptedClient: create[0] is the class RateLimitError"),
+        ({"models": [("m", [])]}, "ScriptedClient: models must be a dict"),
+        ({"base_url": None}, "ScriptedClient: base_url must be a str"),
+    ],
+    ids=["create-str", "create-item", "later-outcome", "create-class", "models", "base-url"],
+)
+def test_scripted_client_arguments(kwargs: dict[str, Any], says: str) -> None:
+    with pytest.raises(ConfigError) as error:
+        ScriptedClient(TestScheduler(), [timeline(reply("hi"))], **kwargs)
+    assert _one_line(error).startswith(says)
+
+
+@pytest.mark.parametrize(
+    ("end", "says"),
+    [
+        (RateLimitError, "timeline: end is the class RateLimitError: pass an instance"),
+        ("completed", 'timeline: end must be "complete", an Exception instance, or None'),
+        (asyncio.CancelledError(), 'timeline: end must be "complete"'),
+    ],
+    ids=["class", "typo", "base-exception"],
+)
+def test_a_timeline_end_that_would_script_a_hang_is_refused(end: Any, says: str) -> None:
+    """Each of these ended the timeline with nothing: the stream hung where an end was meant."""
+    with pytest.raises(ConfigError) as error:
+        timeline(reply("hi"), end=end)
+    assert _one_line(error).startswith(says)
+
+
+def test_timeline_and_reply_arguments() -> None:
+    with pytest.raises(ConfigError, match=r"^timeline: events must be a list of items, got str"):
+        timeline("abc")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"^reply: text must be a str, got int 3"):
+        reply(3)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"^reply: usage must be a Usage or None, got dict"):
+        reply("hi", usage={"input_tokens": 1})  # pyright: ignore[reportArgumentType]
+    ended = timeline(reply("hi"), end=RateLimitError("busy"))
+    assert [r.value.kind for r in ended] == ["N"] * 6 + ["E"]
+    assert timeline([], end=None) == []
+
+
+async def test_run_virtual_refuses_another_scheduler_and_an_uncalled_function() -> None:
+    loop_scheduler = AsyncIOScheduler(asyncio.get_running_loop())
+
+    async def work() -> int:
+        return 1
+
+    awaitable = work()
+    with pytest.raises(ConfigError, match=r"^run_virtual: scheduler must be a reactivex.testing"):
+        await run_virtual(loop_scheduler, awaitable)  # pyright: ignore[reportArgumentType]
+    assert inspect.getcoroutinestate(awaitable) == inspect.CORO_CLOSED  # not left un-awaited
+    with pytest.raises(ConfigError, match=r"awaitable must be an awaitable, such as engine.run\("):
+        await run_virtual(TestScheduler(), work)  # pyright: ignore[reportArgumentType]
+    assert await run_virtual(TestScheduler(), work()) == 1
+
+
+async def test_drive_arguments() -> None:
+    scheduler = TestScheduler()
+    with pytest.raises(ConfigError, match=r"^drive: scheduler must be a reactivex.testing"):
+        await drive(AsyncIOScheduler(asyncio.get_running_loop()), empty())  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"^drive: observable must be an Observable, got str"):
+        await drive(scheduler, "events")  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"^drive: cancel_at needs the token to fire"):
+        await drive(scheduler, never(), cancel_at=1.0)
+    with pytest.raises(ConfigError, match=r"^drive: cancel must be a CancelToken or None"):
+        await drive(scheduler, never(), cancel="token", cancel_at=1.0)  # pyright: ignore[reportArgumentType]
+    token = CancelToken()
+    run = await drive(scheduler, never(), cancel=token, cancel_at=1.0, limit=2.0)
+    assert token.cancelled and not run.finished
