@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from rxturn.errors import ConfigError
 from rxturn.testing import assert_no_secret, find_secret
 
 SECRET = "sk-secret-0123456789"
@@ -36,3 +37,37 @@ def test_a_graph_larger_than_the_budget_is_not_passed() -> None:
 
 def test_atoms_beyond_the_depth_cut_nothing() -> None:
     assert_no_secret(_nested(64, 5), SECRET)  # an int at the bottom hides nothing
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "says"),
+    [
+        ({"secret": 123}, "the secret must be a non-empty string, got int"),
+        ({"secret": b"sk-bytes-1234"}, "the secret must be a non-empty string, got bytes"),
+        ({"secret": None}, "the secret must be a non-empty string, got NoneType"),
+        ({"secret": ""}, "the secret must be a non-empty string, got ''"),
+        ({"name": 3}, "name must be a str, got int 3"),
+        ({"max_depth": "64"}, "max_depth must be a whole number >= 0, got '64'"),
+        ({"max_depth": -1}, "max_depth must be a whole number >= 0, got -1"),
+        ({"max_objects": 0}, "max_objects must be a whole number >= 1, got 0"),
+    ],
+    ids=["int", "bytes", "none", "empty", "name", "depth-str", "depth-negative", "objects-zero"],
+)
+@pytest.mark.parametrize("check", [assert_no_secret, find_secret], ids=lambda f: f.__name__)
+def test_a_wrong_argument_is_a_config_error_naming_it(
+    check: Any, kwargs: dict[str, Any], says: str
+) -> None:
+    """A secret of another type failed inside the walk (a TypeError from quote_from_bytes, an
+    AttributeError on bytes.encode), a string bound in a comparison, and a bound below the
+    least reported a walk 'cut short' at the root instead of the mistake. The message never
+    shows the secret's value, whatever its type."""
+    arguments: dict[str, Any] = {"secret": "sk-secret-1234", **kwargs}
+    secret = arguments.pop("secret")
+    with pytest.raises(ConfigError) as raised:
+        check(ValueError("fine"), secret, **arguments)
+    assert str(raised.value) == f"{check.__name__}: {says}"
+    assert isinstance(raised.value, ValueError)  # what an empty secret raised before
+
+
+def test_a_depth_of_zero_looks_at_the_object_alone() -> None:
+    assert find_secret("sk-secret-1234", "sk-secret-1234", max_depth=0) == ["obj"]
