@@ -118,3 +118,24 @@ def test_a_rescue_whose_create_returns_no_observable_is_a_config_error() -> None
     assert isinstance(error, ConfigError)
     assert str(error) == "rescue: create() must return an Observable of the reply, got int 3"
     assert [item for item, _ in scheduler._queue.items if not item.is_cancelled()] == []  # pyright: ignore[reportPrivateUsage]
+
+
+@pytest.mark.parametrize(
+    ("args", "kwargs", "says"),
+    [
+        (("clock",), {}, "TurnProgress: clock must be a callable returning seconds, got str"),
+        ((float,), {"total": "300"}, "TurnProgress: total must be a finite number of seconds"),
+        ((float,), {"total": float("nan")}, "TurnProgress: total must be a finite number"),
+        ((float,), {"total": True}, "TurnProgress: total must be a finite number"),
+    ],
+    ids=["clock", "total-str", "total-nan", "total-bool"],
+)
+def test_turn_progress_checks_its_clock_and_total(
+    args: tuple[Any, ...], kwargs: dict[str, Any], says: str
+) -> None:
+    """A string clock was a TypeError ("'str' object is not callable"), a string total one
+    from an addition, and a NaN total made every deadline comparison false."""
+    with pytest.raises(ConfigError) as raised:
+        rxops.TurnProgress(*args, **kwargs)
+    assert str(raised.value).startswith(says), str(raised.value)
+    assert rxops.TurnProgress(float, total=300).deadline_at == 300.0
