@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -14,6 +15,7 @@ import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
 from recorded import FIXTURES
 
@@ -238,6 +240,41 @@ def test_disposal_stops_decoding() -> None:
     taken = replay(body).pipe(ops.do_action(seen.append), ops.take(3), ops.to_list()).run()
     assert len(taken) == 3
     assert len(seen) == 3  # the source stopped as soon as take() disposed it
+
+
+@pytest.mark.parametrize("batched", [False, True], ids=["replay", "replay_batches"])
+async def test_on_the_asyncio_scheduler_the_loop_runs_between_chunks(batched: bool) -> None:
+    """Each 64 KiB of input is one scheduled action: a callback queued right after subscribing
+    runs after the first chunk's events, and a dispose there stops the replay. Before, the
+    whole input was decoded and emitted in one action (a 27 MB body held the loop for 200 ms,
+    512 MiB for seconds), so the callback ran only once every event was out."""
+    body = synthetic_anthropic([f"<{i:05d}>" for i in range(30_000)])
+    assert len(body) > 8 * 64 * 1024
+    loop = asyncio.get_running_loop()
+    seen: list[object] = []
+    ended: list[object] = []
+    source = replay_batches(body) if batched else replay(body)
+    subscription = source.subscribe(
+        seen.append,
+        ended.append,
+        lambda: ended.append("completed"),
+        scheduler=AsyncIOScheduler(loop),
+    )
+    at_callback: list[int] = []
+
+    def interject() -> None:  # what another task of the loop would get to do
+        at_callback.append(len(seen))
+        subscription.dispose()
+
+    loop.call_soon(interject)
+    for _ in range(20):  # bounded: a replay that goes on would have ended long before
+        await asyncio.sleep(0)
+    assert at_callback == [len(seen)] and len(seen) > 0
+    if batched:
+        assert len(seen) == 1  # the first chunk's batch, then the dispose
+    else:
+        assert len(seen) < len(decode_whole(body, "anthropic"))
+    assert ended == []  # disposed: neither completed nor failed
 
 
 # -- failures ------------------------------------------------------------------------------------
