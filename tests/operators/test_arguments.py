@@ -139,3 +139,20 @@ def test_turn_progress_checks_its_clock_and_total(
         rxops.TurnProgress(*args, **kwargs)
     assert str(raised.value).startswith(says), str(raised.value)
     assert rxops.TurnProgress(float, total=300).deadline_at == 300.0
+
+
+def test_a_hedge_whose_open_target_returns_no_observable_ends_the_race() -> None:
+    """The hedge's "'int' object has no attribute 'subscribe'" was taken for a racer's failure:
+    the race went on with the primary, and the mistake was never reported."""
+    scheduler = TestScheduler()
+    seen: list[object] = []
+    primary = reactivex.never()
+    race = rxops.hedge(POLICY, lambda _: 3, model="m", scheduler=scheduler)  # pyright: ignore[reportArgumentType, reportReturnType]
+    primary.pipe(race).subscribe(seen.append, seen.append, scheduler=scheduler)
+    scheduler.advance_by(5.0)
+    (error,) = seen
+    assert isinstance(error, ConfigError)
+    assert str(error) == (
+        "hedge: open_target must return an Observable of the target's request, got int 3"
+    )
+    assert [item for item, _ in scheduler._queue.items if not item.is_cancelled()] == []  # pyright: ignore[reportPrivateUsage]
