@@ -14,7 +14,8 @@ from __future__ import annotations
 
 import base64
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, cast
 from urllib.parse import quote, unquote, unquote_to_bytes
 
@@ -233,6 +234,11 @@ class _Walker:
             items = cast("list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]", obj)
             for index, value in enumerate(items):
                 self.walk(value, f"{path}[{index}]", depth + 1)
+        elif isinstance(obj, Sequence | AbstractSet):
+            # other containers (a deque, the SDK's BoundedList of span events): their items
+            # may sit where no attribute leads (a deque has no __dict__), so walk them
+            for index, value in enumerate(_elements(cast("Iterable[Any]", obj))):
+                self.walk(value, f"{path}[{index}]", depth + 1)
         else:
             self._text(obj, path, "repr", repr)
         self._fields(obj, path, depth)
@@ -267,6 +273,13 @@ class _Walker:
 
 def _short(path: str) -> str:
     return path if len(path) <= 200 else path[:200] + "…"
+
+
+def _elements(container: Iterable[Any]) -> list[Any]:
+    try:
+        return list(container)
+    except Exception:  # a container that cannot list itself: nothing more to see
+        return []
 
 
 def _items(mapping: Mapping[Any, Any]) -> Iterator[tuple[Any, Any]]:

@@ -659,3 +659,46 @@ async def test_no_cache_attributes_when_none_were_reported(telemetry: Telemetry)
     assert not any("cache" in key or "reasoning" in key for key in a)
     # model "primary" is unknown to genai-prices: unpriced, a cost of 0 with one attempt counted
     assert a["rxturn.cost.usd"] == 0.0 and a["rxturn.cost.unpriced_attempts"] == 1
+
+
+async def test_no_api_key_in_anything_exported_walked_by_assert_no_secret(
+    telemetry: Telemetry,
+) -> None:
+    """rxturn.testing.assert_no_secret over the SDK's own objects (spans with their events and
+    status, log records, metric points): a failover, a tool call and content on spans and
+    events, and the key is nowhere. The walk reaches what it must: the failover event's
+    attribute (in the span's BoundedList of events) and the prompt in both content records."""
+    from rxturn.testing import assert_no_secret, find_secret
+
+    def lookup(city: str) -> str:
+        return f"sunny in {city}"
+
+    script = {
+        "models": {
+            "primary": [{"status": 404, "error_type": "not_found_error"}],
+            "backup": [
+                {"tool_calls": [{"id": "t1", "name": "lookup", "input": {"city": "Oslo"}}]},
+                {"text": "It is sunny.", "usage": USAGE},
+            ],
+        }
+    }
+    await run(
+        telemetry,
+        script,
+        prompt="Weather in Oslo-PROMPT-MARK?",
+        observer_kwargs={"capture_content": "SPAN_AND_EVENT"},
+        fallback=FallbackManager("primary", ["backup"]),
+        failover=True,
+        tools=[lookup],
+    )
+    exported = {
+        "spans": telemetry.spans(),
+        "logs": telemetry.logs(),
+        "metrics": telemetry.metric_reader.get_metrics_data(),
+    }
+    assert_no_secret(exported, SECRET, name="exported")
+    found = find_secret(exported, "Oslo-PROMPT-MARK", name="exported")
+    assert any(p.startswith("exported['spans']") for p in found)
+    assert any(p.startswith("exported['logs']") for p in found)
+    to_model = find_secret(exported["spans"], "backup", name="spans")
+    assert any("._events[0]._attributes['rxturn.to_model']" in p for p in to_model), to_model

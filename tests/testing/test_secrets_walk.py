@@ -5,6 +5,8 @@ stopped, instead of passing on what it did not see."""
 from __future__ import annotations
 
 import functools
+from collections import deque
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -71,3 +73,52 @@ def test_a_wrong_argument_is_a_config_error_naming_it(
 
 def test_a_depth_of_zero_looks_at_the_object_alone() -> None:
     assert find_secret("sk-secret-1234", "sk-secret-1234", max_depth=0) == ["obj"]
+
+
+class _Events(Sequence[object]):
+    """A container of one's own, as the OpenTelemetry SDK's BoundedList is: a Sequence that is
+    no list, holding its items in a deque."""
+
+    def __init__(self, *items: object) -> None:
+        self._items = deque(items)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._items[index]
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def test_items_of_other_containers_are_walked() -> None:
+    """A deque's items are reachable through no attribute (it has no __dict__), and its repr
+    and a custom Sequence's show only their items' reprs: a secret in an object held there
+    was not found."""
+
+    class Event:
+        def __init__(self, attributes: dict[str, object]) -> None:
+            self.attributes = attributes
+
+    secret = "sk-secret-in-a-deque-1234"
+    assert find_secret(deque([Event({"k": secret})]), secret) == ["obj[0].attributes['k']"]
+    # each object once, along the first route walked: the items before the attributes
+    assert find_secret(_Events(Event({"k": ("a", secret)})), secret) == [
+        "obj[0].attributes['k'][1]"
+    ]
+
+
+def test_a_secret_in_an_exported_span_event_is_found() -> None:
+    """What the SDK exports: the span's events sit in a BoundedList (a deque inside)."""
+    sdk = pytest.importorskip("opentelemetry.sdk.trace")
+    export = pytest.importorskip("opentelemetry.sdk.trace.export.in_memory_span_exporter")
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    secret = "sk-secret-in-an-event-5678"
+    exporter = export.InMemorySpanExporter()
+    provider = sdk.TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    with provider.get_tracer("t").start_as_current_span("turn") as span:
+        span.add_event("rxturn.failover", {"rxturn.to_model": ["backup", secret]})
+    spans = list(exporter.get_finished_spans())
+    provider.shutdown()
+    with pytest.raises(AssertionError, match=r"spans\[0\]\._events\[0\]\._attributes"):
+        assert_no_secret(spans, secret, name="spans")
