@@ -24,7 +24,7 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import reactivex
 from reactivex import Observable, abc
@@ -280,11 +280,14 @@ def _check_source(source: object, where: str) -> None:
     ValueError, and ``""`` was read as the current directory."""
     if isinstance(source, bytes | bytearray | memoryview):
         return
-    path = os.fspath(source) if isinstance(source, os.PathLike) else source
+    got = described(source)
+    path: object = source
+    if isinstance(path, os.PathLike):
+        path = os.fspath(cast("os.PathLike[str]", path))
     if not isinstance(path, str):
         raise ConfigError(
             f"{where}: the source must be the recorded bytes or a file's path (a str or a "
-            f"Path), got {described(source)}"
+            f"Path), got {got}"
         )
     if not path:
         raise ConfigError(f"{where}: the source's path is empty")

@@ -128,17 +128,15 @@ def _check_outcome(where: str, outcome: object) -> None:
     if isinstance(outcome, type) and issubclass(outcome, BaseException):
         raise ConfigError(f"{where} is the class {outcome.__name__}: pass an instance")
     if not isinstance(outcome, Message | BaseException) and outcome is not HANG:
-        raise ConfigError(
-            f"{where} must be a Message, an exception, HANG or Later(...), got {described(outcome)}"
-        )
+        got = described(cast("object", outcome))
+        raise ConfigError(f"{where} must be a Message, an exception, HANG or Later(...), got {got}")
 
 
 def _check_scripts(where: str, scripts: object) -> list[Script]:
     """A list of timelines (one per attempt), each a list of recorded notifications."""
     if isinstance(scripts, str | bytes | Mapping) or not isinstance(scripts, Sequence):
-        raise ConfigError(
-            f"{where} must be a list of timelines (one per attempt), got {described(scripts)}"
-        )
+        got = described(cast("object", scripts))
+        raise ConfigError(f"{where} must be a list of timelines (one per attempt), got {got}")
     checked = list(cast("Sequence[object]", scripts))
     for index, script in enumerate(checked):
         if isinstance(script, Recorded):
@@ -151,7 +149,7 @@ def _check_scripts(where: str, scripts: object) -> list[Script]:
         ):
             raise ConfigError(
                 f"{where}[{index}] must be a timeline (a list of recorded notifications, as "
-                f"timeline() builds it), got {described(script)}"
+                f"timeline() builds it), got {described(cast('object', script))}"
             )
     return cast("list[Script]", checked)
 
@@ -218,7 +216,8 @@ def timeline(
     """
     _check_seconds("timeline", "start", start)
     _check_seconds("timeline", "step", step)
-    if isinstance(events, str | bytes | Mapping) or not isinstance(events, Sequence):
+    given = cast("object", events)  # callers may be untyped
+    if isinstance(given, str | bytes | Mapping) or not isinstance(given, Sequence):
         raise ConfigError(f"timeline: events must be a list of items, got {described(events)}")
     ended: object = end
     if isinstance(ended, type) and issubclass(ended, BaseException):
@@ -304,12 +303,13 @@ class ScriptedClient:
         for name, scripts in (models or {}).items():
             check_instance(name, str, "ScriptedClient: a models key", "a str (a model name)")
             self._models[name] = _check_scripts(f"ScriptedClient: models[{name!r}]", scripts)
-        if isinstance(create, str | bytes | Mapping) or not isinstance(create, Sequence):
+        outcomes = cast("object", create)  # callers may be untyped
+        if isinstance(outcomes, str | bytes | Mapping) or not isinstance(outcomes, Sequence):
             raise ConfigError(
                 "ScriptedClient: create must be a list of outcomes (one per call), "
                 f"got {described(create)}"
             )
-        for index, outcome in enumerate(cast("Sequence[object]", create)):
+        for index, outcome in enumerate(create):
             _check_outcome(f"ScriptedClient: create[{index}]", outcome)
         self._create = list(create)
         check_instance(base_url, str, "ScriptedClient: base_url", "a str")

@@ -18,6 +18,7 @@ from reactivex.testing import TestScheduler
 import rxturn.operators as rxops
 from rxturn import HedgePolicy, HedgeTarget
 from rxturn.errors import ConfigError, ServerError
+from rxturn.testing.virtual import leftovers
 
 
 def _never(_: object = None) -> reactivex.Observable[Any]:
@@ -25,55 +26,57 @@ def _never(_: object = None) -> reactivex.Observable[Any]:
 
 
 POLICY = HedgePolicy((HedgeTarget("backup"),), delay=1.0)
+#: the operators, untyped: every case below passes a wrong type on purpose
+loose: Any = rxops
 
 CASES: list[tuple[str, Callable[[], object], str]] = [
-    ("attempt_guard-progress", lambda: rxops.attempt_guard("p"), "attempt_guard(progress=...)"),
-    ("deadlines-progress", lambda: rxops.deadlines(1, 2, progress="p"), "deadlines(progress=...)"),
+    ("attempt_guard-progress", lambda: loose.attempt_guard("p"), "attempt_guard(progress=...)"),
+    ("deadlines-progress", lambda: loose.deadlines(1, 2, progress="p"), "deadlines(progress=...)"),
     (
         "deadlines-scheduler",
-        lambda: rxops.deadlines(1, 2, scheduler="s"),
+        lambda: loose.deadlines(1, 2, scheduler="s"),
         "deadlines(scheduler=...) must be a reactivex scheduler",
     ),
-    ("total-scheduler", lambda: rxops.total_deadline(5, scheduler=3), "total_deadline(scheduler"),
-    ("total-progress", lambda: rxops.total_deadline(5, progress=3), "total_deadline(progress"),
-    ("ladder-retry", lambda: rxops.retry_ladder("x"), "retry_ladder(retry=...) must be a Retry"),
-    ("ladder-rate-limit", lambda: rxops.retry_ladder(rate_limit=3), "retry_ladder(rate_limit="),
-    ("ladder-rng", lambda: rxops.retry_ladder(rng="x"), "retry_ladder(rng=...) must be a random"),
-    ("ladder-on-wait", lambda: rxops.retry_ladder(on_wait=3), "retry_ladder(on_wait=...)"),
-    ("ladder-scheduler", lambda: rxops.retry_ladder(scheduler="s"), "retry_ladder(scheduler="),
-    ("ladder-progress", lambda: rxops.retry_ladder(progress="p"), "retry_ladder(progress="),
-    ("rescue-create", lambda: rxops.rescue(None), "rescue(create=...) must be a callable"),
-    ("rescue-when", lambda: rxops.rescue(_never, when=3), "rescue(when=...)"),
-    ("rescue-scheduler", lambda: rxops.rescue(_never, scheduler=3), "rescue(scheduler="),
-    ("rescue-progress", lambda: rxops.rescue(_never, progress=3), "rescue(progress="),
+    ("total-scheduler", lambda: loose.total_deadline(5, scheduler=3), "total_deadline(scheduler"),
+    ("total-progress", lambda: loose.total_deadline(5, progress=3), "total_deadline(progress"),
+    ("ladder-retry", lambda: loose.retry_ladder("x"), "retry_ladder(retry=...) must be a Retry"),
+    ("ladder-rate-limit", lambda: loose.retry_ladder(rate_limit=3), "retry_ladder(rate_limit="),
+    ("ladder-rng", lambda: loose.retry_ladder(rng="x"), "retry_ladder(rng=...) must be a random"),
+    ("ladder-on-wait", lambda: loose.retry_ladder(on_wait=3), "retry_ladder(on_wait=...)"),
+    ("ladder-scheduler", lambda: loose.retry_ladder(scheduler="s"), "retry_ladder(scheduler="),
+    ("ladder-progress", lambda: loose.retry_ladder(progress="p"), "retry_ladder(progress="),
+    ("rescue-create", lambda: loose.rescue(None), "rescue(create=...) must be a callable"),
+    ("rescue-when", lambda: loose.rescue(_never, when=3), "rescue(when=...)"),
+    ("rescue-scheduler", lambda: loose.rescue(_never, scheduler=3), "rescue(scheduler="),
+    ("rescue-progress", lambda: loose.rescue(_never, progress=3), "rescue(progress="),
     (
         "cancellable-token",
-        lambda: rxops.cancellable("t"),
+        lambda: loose.cancellable("t"),
         "cancellable(token=...) must be a Cancel",
     ),
-    ("cancellable-progress", lambda: rxops.cancellable(None, progress=1), "cancellable(progress"),
-    ("gate-limiter", lambda: rxops.rate_limit_gate("l"), "rate_limit_gate(limiter=...)"),
-    ("gate-key", lambda: rxops.rate_limit_gate(None, 3), "rate_limit_gate(key=...) must be a str"),
-    ("gate-scheduler", lambda: rxops.rate_limit_gate(None, scheduler=1), "rate_limit_gate(sched"),
-    ("scrubbed", lambda: rxops.scrubbed(3), "scrubbed(scrub=...) must be a callable"),
-    ("annotate", lambda: rxops.annotate_progress(None), "annotate_progress(progress=...) must be"),
-    ("give-up", lambda: rxops.give_up_beyond_deadline(None), "give_up_beyond_deadline(progress="),
-    ("hedge-policy", lambda: rxops.hedge("p", _never, model="m"), "hedge(policy=...) must be a"),
-    ("hedge-open", lambda: rxops.hedge(POLICY, None, model="m"), "hedge(open_target=...)"),
-    ("hedge-model", lambda: rxops.hedge(POLICY, _never, model=3), "hedge(model=...) must be a str"),
-    ("hedge-blocked", lambda: rxops.hedge(POLICY, _never, model="m", blocked=1), "hedge(blocked="),
+    ("cancellable-progress", lambda: loose.cancellable(None, progress=1), "cancellable(progress"),
+    ("gate-limiter", lambda: loose.rate_limit_gate("l"), "rate_limit_gate(limiter=...)"),
+    ("gate-key", lambda: loose.rate_limit_gate(None, 3), "rate_limit_gate(key=...) must be a str"),
+    ("gate-scheduler", lambda: loose.rate_limit_gate(None, scheduler=1), "rate_limit_gate(sched"),
+    ("scrubbed", lambda: loose.scrubbed(3), "scrubbed(scrub=...) must be a callable"),
+    ("annotate", lambda: loose.annotate_progress(None), "annotate_progress(progress=...) must be"),
+    ("give-up", lambda: loose.give_up_beyond_deadline(None), "give_up_beyond_deadline(progress="),
+    ("hedge-policy", lambda: loose.hedge("p", _never, model="m"), "hedge(policy=...) must be a"),
+    ("hedge-open", lambda: loose.hedge(POLICY, None, model="m"), "hedge(open_target=...)"),
+    ("hedge-model", lambda: loose.hedge(POLICY, _never, model=3), "hedge(model=...) must be a str"),
+    ("hedge-blocked", lambda: loose.hedge(POLICY, _never, model="m", blocked=1), "hedge(blocked="),
     (
         "hedge-rate-limited",
-        lambda: rxops.hedge(POLICY, _never, model="m", rate_limited="no"),
+        lambda: loose.hedge(POLICY, _never, model="m", rate_limited="no"),
         "hedge(rate_limited=...) must be True or False",
     ),
-    ("hedge-watcher", lambda: rxops.hedge(POLICY, _never, model="m", watcher=3), "hedge(watcher="),
+    ("hedge-watcher", lambda: loose.hedge(POLICY, _never, model="m", watcher=3), "hedge(watcher="),
     (
         "hedge-on-hedge",
-        lambda: rxops.hedge(POLICY, _never, model="m", on_hedge=1),
+        lambda: loose.hedge(POLICY, _never, model="m", on_hedge=1),
         "hedge(on_hedge",
     ),
-    ("hedge-scheduler", lambda: rxops.hedge(POLICY, _never, model="m", scheduler=1), "hedge(sched"),
+    ("hedge-scheduler", lambda: loose.hedge(POLICY, _never, model="m", scheduler=1), "hedge(sched"),
 ]
 
 
@@ -109,7 +112,7 @@ def test_a_rescue_whose_create_returns_no_observable_is_a_config_error() -> None
     """It escaped into the scheduler as "'int' object has no attribute 'subscribe'"."""
     scheduler = TestScheduler()
     seen: list[object] = []
-    rescued = rxops.rescue(lambda: 3, when=lambda _: True, timeout=5.0)  # pyright: ignore[reportArgumentType, reportReturnType]
+    rescued = rxops.rescue(lambda: 3, when=lambda _: True, timeout=5.0)  # pyright: ignore[reportArgumentType]
     reactivex.throw(ServerError("down")).pipe(rescued).subscribe(
         seen.append, seen.append, scheduler=scheduler
     )
@@ -117,7 +120,7 @@ def test_a_rescue_whose_create_returns_no_observable_is_a_config_error() -> None
     (error,) = seen
     assert isinstance(error, ConfigError)
     assert str(error) == "rescue: create() must return an Observable of the reply, got int 3"
-    assert [item for item, _ in scheduler._queue.items if not item.is_cancelled()] == []  # pyright: ignore[reportPrivateUsage]
+    assert leftovers(scheduler) == []  # the timers of the race and the rescue are gone
 
 
 @pytest.mark.parametrize(
@@ -147,7 +150,7 @@ def test_a_hedge_whose_open_target_returns_no_observable_ends_the_race() -> None
     scheduler = TestScheduler()
     seen: list[object] = []
     primary = reactivex.never()
-    race = rxops.hedge(POLICY, lambda _: 3, model="m", scheduler=scheduler)  # pyright: ignore[reportArgumentType, reportReturnType]
+    race = rxops.hedge(POLICY, lambda _: 3, model="m", scheduler=scheduler)  # pyright: ignore[reportArgumentType]
     primary.pipe(race).subscribe(seen.append, seen.append, scheduler=scheduler)
     scheduler.advance_by(5.0)
     (error,) = seen
@@ -155,4 +158,4 @@ def test_a_hedge_whose_open_target_returns_no_observable_ends_the_race() -> None
     assert str(error) == (
         "hedge: open_target must return an Observable of the target's request, got int 3"
     )
-    assert [item for item, _ in scheduler._queue.items if not item.is_cancelled()] == []  # pyright: ignore[reportPrivateUsage]
+    assert leftovers(scheduler) == []  # the timers of the race and the rescue are gone
