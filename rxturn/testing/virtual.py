@@ -471,7 +471,10 @@ class StillRunning(AssertionError):
     """:func:`run_virtual`'s coroutine had not finished when virtual time ran out (a hang)."""
 
     def __init__(self, at: float) -> None:
-        super().__init__(f"still running at virtual time {at:g}s with nothing left to run")
+        super().__init__(
+            f"still running at virtual time {at:g}s with nothing left to run: a hang, or a "
+            "wait on another clock (build the TurnEngine with scheduler= this TestScheduler)"
+        )
         self.at = at
 
 

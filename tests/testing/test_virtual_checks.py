@@ -14,10 +14,19 @@ from reactivex import empty, never
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
 
+from rxturn import StreamHandler, TurnEngine
 from rxturn.errors import ConfigError, RateLimitError
 from rxturn.messages import Message
 from rxturn.resilience.cancel import CancelToken
-from rxturn.testing import Later, ScriptedClient, drive, reply, run_virtual, timeline
+from rxturn.testing import (
+    Later,
+    ScriptedClient,
+    StillRunning,
+    drive,
+    reply,
+    run_virtual,
+    timeline,
+)
 from rxturn.testing.virtual import settle
 
 BAD_SECONDS: list[Any] = [-1, -0.5, float("nan"), float("inf"), -float("inf"), 10**400, "1", True]
@@ -183,3 +192,17 @@ async def test_drive_arguments() -> None:
     token = CancelToken()
     run = await drive(scheduler, never(), cancel=token, cancel_at=1.0, limit=2.0)
     assert token.cancelled and not run.finished
+
+
+async def test_a_turn_on_another_clock_is_said_to_be_one() -> None:
+    """The usual slip: an engine built without ``scheduler=``. Its Retry-After wait runs on
+    asyncio's clock, nothing is due on the TestScheduler, and StillRunning said only 'nothing
+    left to run', which reads like a hang of the code under test."""
+    scheduler = TestScheduler()
+    client = ScriptedClient(
+        scheduler,
+        [timeline([], end=RateLimitError("busy", retry_after=30.0)), timeline(reply("hi"))],
+    )
+    engine = TurnEngine(client, handler=StreamHandler())  # no scheduler=scheduler
+    with pytest.raises(StillRunning, match=r"build the TurnEngine with scheduler="):
+        await run_virtual(scheduler, engine.run("x"), idle_rounds=5)
