@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 from reactivex import Observable, abc
@@ -537,6 +537,23 @@ async def run_virtual(
     return task.result()
 
 
+async def _others_went_on(
+    scheduler: TestScheduler, limit: float, rounds: int, progress: Callable[[], object]
+) -> bool:
+    """Whether, within ``rounds`` real pauses of 1 ms, other asyncio tasks (real IO, a worker
+    thread's waiter) made ``progress`` (an item, the end) or put something due on the
+    scheduler; at once False when no other task is alive (nothing else could)."""
+    current = asyncio.current_task()
+    if not any(task is not current and not task.done() for task in asyncio.all_tasks()):
+        return False
+    before = progress()
+    for _ in range(rounds):
+        await asyncio.sleep(0.001)
+        if progress() != before or _has_due(scheduler, limit):
+            return True
+    return False
+
+
 def _has_due(scheduler: TestScheduler, limit: float) -> bool:
     queue = _queue_of(scheduler)
     live = [item for item, _ in queue.items if not item.is_cancelled()]
@@ -551,12 +568,19 @@ async def drive(
     cancel_at: float | None = None,
     dispose_at: float | None = None,
     limit: float = 100_000.0,
+    idle_rounds: int = 200,
 ) -> Run:
     """Subscribe at the scheduler's current time and run until the stream ends (or is disposed).
 
     Driving stops as soon as the subscriber has seen the end (or the subscription is disposed):
     what is still scheduled then has outlived the turn, and the ``clean`` fixture reports it.
     The test's own cancel/dispose actions are withdrawn at that point.
+
+    When nothing is due on the scheduler but other asyncio tasks are alive (a request over
+    real IO, a worker thread about to report), up to ``idle_rounds`` short real pauses let them
+    go on before driving gives up, as :func:`run_virtual` does. A run given up (nothing left to
+    run, or ``limit`` reached) is returned unfinished and its subscription is disposed first,
+    so nothing it started outlives ``drive`` and no item arrives after it returned.
 
     Args:
         scheduler: the TestScheduler everything runs on.
@@ -565,11 +589,12 @@ async def drive(
         cancel_at: virtual time of the cancel.
         dispose_at: virtual time at which the subscription is disposed.
         limit: give up (and return) past this virtual time: a hang shows as an unfinished run.
+        idle_rounds: real pauses of 1 ms granted to other asyncio tasks when nothing is due.
 
     Raises:
-        ConfigError: a time that is not a finite number of seconds ``>= 0``, ``scheduler`` not a
-            TestScheduler, ``observable`` not an Observable, ``cancel`` not a CancelToken, or
-            ``cancel_at`` without ``cancel``.
+        ConfigError: a time that is not a finite number of seconds ``>= 0``, ``idle_rounds``
+            not a whole number ``>= 0``, ``scheduler`` not a TestScheduler, ``observable`` not
+            an Observable, ``cancel`` not a CancelToken, or ``cancel_at`` without ``cancel``.
     """
     _check_scheduler("drive", scheduler)
     check_instance(observable, abc.ObservableBase, "drive: observable", "an Observable")
@@ -579,6 +604,7 @@ async def drive(
             _check_seconds("drive", name, value)
     if cancel_at is not None and cancel is None:
         raise ConfigError("drive: cancel_at needs the token to fire (cancel=...)")
+    _check_count("drive", "idle_rounds", idle_rounds)
     run = Run()
     disposed = False
     scaffolding: list[Any] = []
@@ -610,13 +636,21 @@ async def drive(
             subscription.dispose()
 
         scaffolding.append(scheduler.schedule_absolute(dispose_at, dispose))
+
+    def seen() -> tuple[int, bool]:
+        return len(run.items), run.finished
+
     while True:
         await settle()
         if run.finished or disposed:
             break
-        if not _run_next_instant(scheduler, limit):
+        if _run_next_instant(scheduler, limit):
+            continue
+        if not await _others_went_on(scheduler, limit, idle_rounds, seen):
             break
     for action in scaffolding:
         action.dispose()
+    if not (run.finished or disposed):  # given up: what it started must not outlive drive
+        subscription.dispose()
     await settle()
     return run

@@ -16,6 +16,7 @@ from reactivex.testing import TestScheduler
 
 from rxturn import StreamHandler, TurnEngine
 from rxturn.errors import ConfigError, RateLimitError
+from rxturn.events import Delta
 from rxturn.messages import Message
 from rxturn.resilience.cancel import CancelToken
 from rxturn.testing import (
@@ -27,7 +28,7 @@ from rxturn.testing import (
     run_virtual,
     timeline,
 )
-from rxturn.testing.virtual import settle
+from rxturn.testing.virtual import Tracked, leftovers, settle
 
 BAD_SECONDS: list[Any] = [-1, -0.5, float("nan"), float("inf"), -float("inf"), 10**400, "1", True]
 BAD_COUNTS: list[Any] = [-1, 1.5, float("nan"), float("inf"), "3", True, None]
@@ -206,3 +207,35 @@ async def test_a_turn_on_another_clock_is_said_to_be_one() -> None:
     engine = TurnEngine(client, handler=StreamHandler())  # no scheduler=scheduler
     with pytest.raises(StillRunning, match=r"build the TurnEngine with scheduler="):
         await run_virtual(scheduler, engine.run("x"), idle_rounds=5)
+
+
+# -- drive over real IO, and what a run given up leaves behind -----------------------------------
+
+
+async def test_drive_waits_for_a_stream_over_real_io() -> None:
+    """``drive(scheduler, client.stream(...))`` against the fake provider: nothing is due on
+    the TestScheduler while the reply streams, and drive returned after its first settle with
+    an unfinished run whose subscription went on receiving items after it returned."""
+    from rxturn import AnthropicClient, Message, Request
+    from rxturn.testing import FakeProvider
+
+    script = {"models": {"*": [{"text": "one two three", "chunk_chars": 4, "delay_ms": 20}]}}
+    async with (
+        FakeProvider(script) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        run = await drive(TestScheduler(), client.stream(Request(messages=(Message.user("hi"),))))
+    assert run.completed, run
+    text = "".join(e.text for e in run.events if isinstance(e, Delta))
+    assert text == "one two three"
+
+
+async def test_a_run_given_up_is_disposed_before_drive_returns() -> None:
+    """A hang with no dispose_at: drive gives up when nothing is left to run, and the
+    subscription it made (which the caller never sees) is disposed, where it was left live."""
+    scheduler = TestScheduler()
+    stalled = Tracked(scheduler, timeline(reply("hi")[:2], end=None))
+    run = await drive(scheduler, stalled.observable, limit=50.0)
+    assert not run.finished and len(run.items) == 2
+    assert stalled.spans == [[0.0, 0.02]]  # disposed when driving gave up, after the 2nd item
+    assert leftovers(scheduler) == []
