@@ -24,13 +24,14 @@ import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 
 import reactivex
 from reactivex import Observable, abc
-from reactivex.disposable import CompositeDisposable, Disposable
+from reactivex.disposable import CompositeDisposable, Disposable, SerialDisposable
 from reactivex.scheduler import CurrentThreadScheduler
 
+from ._arguments import check_bool, described
 from ._media import describe_bound
 from .errors import ConfigError, RxturnError, StreamProtocolError, TruncatedStreamError
 from .events import EventBatch, MessageStop, StreamEvent
@@ -56,8 +57,9 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
     feeding the decoder 64 KiB at a time, and emits each event as it is decoded. It completes
     after the stream's ``MessageStop``; a stream without one ends in
     :class:`~rxturn.errors.TruncatedStreamError` once every decoded event was emitted. Emission
-    runs on the subscribe-time scheduler (default: the current-thread trampoline) and stops as
-    soon as the subscription is disposed.
+    runs on the subscribe-time scheduler (default: the current-thread trampoline), one scheduled
+    action per 64 KiB of input, so on the asyncio scheduler the loop runs other work between
+    chunks; it stops as soon as the subscription is disposed.
 
     Args:
         source: the recorded body as bytes, or the path of a file holding it.
@@ -69,7 +71,8 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
         included) whatever the fold later keeps: ``keep_thinking`` is the fold's choice.
 
     Raises:
-        ConfigError: ``format`` is not one of the above (raised immediately).
+        ConfigError: ``format`` is not one of the above, or ``source`` is neither bytes nor a
+            path (raised immediately).
 
     Examples:
         >>> from reactivex import operators as ops
@@ -80,7 +83,7 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
         >>> replay(body).pipe(ops.scan(fold, INITIAL_STATE), ops.last()).run().message().text
         'Hi'
     """
-    return _replay(source, format, batched=False)
+    return _replay(source, format, batched=False, where="replay")
 
 
 def replay_batches(source: Source, format: str = "auto") -> Observable[EventBatch]:
@@ -101,57 +104,107 @@ def replay_batches(source: Source, format: str = "auto") -> Observable[EventBatc
         ...     ).message().text
         'Hi'
     """
-    return _replay(source, format, batched=True)
+    return _replay(source, format, batched=True, where="replay_batches")
 
 
-def _replay(source: Source, format: str, *, batched: bool) -> Observable[Any]:
+def _replay(source: Source, format: str, *, batched: bool, where: str) -> Observable[Any]:
+    _check_source(source, where)
     _check_format(format)
 
     def subscribe(
         observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
-        disposed = False
-
-        def run(_: abc.SchedulerBase, __: Any = None) -> None:
-            on_next = observer.on_next
-            emitted = 0
-            last: StreamEvent | None = None
-            try:
-                data = _load(source)
-                decoder = _open(data, format)
-                for batch in _batches(decoder, data):
-                    if not batch:
-                        continue
-                    if batched:
-                        if disposed:
-                            return
-                        on_next(batch)
-                    else:
-                        for event in batch:
-                            if disposed:
-                                return
-                            on_next(event)
-                    emitted += len(batch)
-                    last = batch[-1]
-                if disposed:
-                    return
-                # decoders emit nothing after MessageStop: it is the last event or absent
-                if type(last) is not MessageStop:
-                    raise TruncatedStreamError(emitted, where=f"line {_last_line(data)}")
-            except Exception as exc:
-                if not disposed:
-                    observer.on_error(exc)
-                return
-            observer.on_completed()
-
-        def dispose() -> None:
-            nonlocal disposed
-            disposed = True
-
+        run = _Run(source, format, batched, observer)
         chosen = scheduler or CurrentThreadScheduler.singleton()
-        return CompositeDisposable(chosen.schedule(run), Disposable(dispose))
+        run.next.disposable = chosen.schedule(run.step)
+        return CompositeDisposable(run.next, Disposable(run.dispose))
 
     return reactivex.create(subscribe)
+
+
+class _Run:
+    """One subscription of a replay: each scheduled step decodes one 64 KiB chunk (the first
+    step reads the source), emits what it decoded, and schedules the next step. On the asyncio
+    scheduler the loop thus runs other work between chunks (a 500 MB file does not hold it
+    for seconds), and a dispose from anywhere lands between two chunks; on the default
+    trampoline the whole replay still runs within ``subscribe``."""
+
+    __slots__ = (
+        "batched",
+        "data",
+        "decoder",
+        "disposed",
+        "emitted",
+        "format",
+        "last",
+        "next",
+        "observer",
+        "offset",
+        "source",
+    )
+
+    def __init__(
+        self, source: Source, format: str, batched: bool, observer: abc.ObserverBase[Any]
+    ) -> None:
+        self.source: Source | None = source
+        self.format = format
+        self.batched = batched
+        self.observer = observer
+        self.data = b""
+        self.decoder: StreamDecoder | None = None
+        self.offset = 0
+        self.emitted = 0
+        self.last: StreamEvent | None = None
+        self.disposed = False
+        self.next = SerialDisposable()
+
+    def dispose(self) -> None:
+        self.disposed = True
+
+    def step(self, scheduler: abc.SchedulerBase, _: Any = None) -> None:
+        if self.disposed:
+            return
+        try:
+            decoder = self.decoder
+            if decoder is None:
+                assert self.source is not None
+                self.data = _load(self.source)
+                self.source = None  # the bytes are read: let the caller's object go
+                decoder = self.decoder = _open(self.data, self.format)
+            data = self.data
+            end = self.offset >= len(data)
+            if end:
+                batch = decoder.close()
+            else:
+                batch = decoder.feed(data[self.offset : self.offset + _CHUNK])
+                self.offset += _CHUNK
+            if batch and not self._emit(batch):
+                return
+            if not end:
+                self.next.disposable = scheduler.schedule(self.step)
+                return
+            # decoders emit nothing after MessageStop: it is the last event or absent
+            if type(self.last) is not MessageStop:
+                raise TruncatedStreamError(self.emitted, where=f"line {_last_line(data)}")
+        except Exception as exc:
+            if not self.disposed:
+                self.observer.on_error(exc)
+            return
+        self.observer.on_completed()
+
+    def _emit(self, batch: list[StreamEvent]) -> bool:
+        """Hand ``batch`` on (whole, or event by event); False once disposed."""
+        if self.batched:
+            self.observer.on_next(batch)
+        else:
+            on_next = self.observer.on_next
+            for event in batch:
+                if self.disposed:
+                    return False
+                on_next(event)
+        self.emitted += len(batch)
+        self.last = batch[-1]
+        return not self.disposed
 
 
 def replay_message(source: Source, format: str = "auto", *, keep_thinking: bool = False) -> Message:
@@ -167,13 +220,16 @@ def replay_message(source: Source, format: str = "auto", *, keep_thinking: bool 
     the second pass meets the same error.
 
     Raises:
-        ConfigError: unknown ``format``, or the file cannot be read, or it holds more than
+        ConfigError: unknown ``format``, ``source`` neither bytes nor a path, ``keep_thinking``
+            not a bool, or the file cannot be read, or it holds more than
             :data:`MAX_STREAM_BYTES` (512 MiB).
         StreamProtocolError: empty, malformed, truncated (:class:`TruncatedStreamError`) or
             carrying invalid tool JSON (:class:`InvalidToolInputError`).
         ProviderError: an in-stream error event (rate limit, overloaded, other).
     """
+    _check_source(source, "replay_message")
     _check_format(format)
+    check_bool(keep_thinking, "replay_message(keep_thinking=...)")
     data = _load(source)
     try:
         state = initial_state(keep_thinking=keep_thinking)
@@ -216,6 +272,27 @@ def _replay_located(data: bytes, format: str, keep_thinking: bool) -> Message:
 
 
 # -- helpers -------------------------------------------------------------------------------------
+
+
+def _check_source(source: object, where: str) -> None:
+    """``source`` is bytes or a path (a ``str``, or an ``os.PathLike`` of one) that is not empty
+    and holds no NUL: anything else failed inside the subscription with a bare TypeError or
+    ValueError, and ``""`` was read as the current directory."""
+    if isinstance(source, bytes | bytearray | memoryview):
+        return
+    got = described(source)
+    path: object = source
+    if isinstance(path, os.PathLike):
+        path = os.fspath(cast("os.PathLike[str]", path))
+    if not isinstance(path, str):
+        raise ConfigError(
+            f"{where}: the source must be the recorded bytes or a file's path (a str or a "
+            f"Path), got {got}"
+        )
+    if not path:
+        raise ConfigError(f"{where}: the source's path is empty")
+    if "\0" in path:
+        raise ConfigError(f"{where}: the source's path holds a NUL character ({path!r})")
 
 
 def _check_format(fmt: str) -> None:

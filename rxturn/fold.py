@@ -57,6 +57,7 @@ from typing import Any, Final
 
 import msgspec
 
+from ._arguments import check_bool
 from ._fold_state import (
     Head,
     Lane,
@@ -114,8 +115,24 @@ def initial_state(*, keep_thinking: bool = False) -> TurnState:
         True
         >>> initial_state(keep_thinking=True).keep_thinking
         True
+
+    Raises:
+        ConfigError: ``keep_thinking`` is not a bool.
     """
-    return _INITIAL_KEEPING if keep_thinking else INITIAL_STATE
+    if keep_thinking is True:
+        return _INITIAL_KEEPING
+    if keep_thinking is not False:
+        check_bool(keep_thinking, "initial_state(keep_thinking=...)")
+    return INITIAL_STATE
+
+
+def _not_a_state(state: object) -> TypeError:
+    """The error for a ``state`` that is not a :class:`TurnState`: most often a scan without
+    its seed, which hands the fold its first item as the state."""
+    return TypeError(
+        "fold: the state must be a TurnState (seed the scan with INITIAL_STATE: "
+        f"ops.scan(fold, INITIAL_STATE)), got {type(state).__name__}"
+    )
 
 
 def fold(state: TurnState, event: StreamEvent) -> TurnState:
@@ -132,6 +149,8 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
         StreamProtocolError: a lane event or ``MessageDelta`` before ``MessageStart``.
         InvalidToolInputError: a ``PartStop`` closed a tool lane whose JSON does not parse, or a
             ``MessageStop`` left a tool lane open whose JSON does not parse even partially.
+        TypeError: ``state`` is not a :class:`TurnState` (a scan without its seed), or
+            ``event`` is not a stream event.
 
     Examples:
         >>> from rxturn.events import MessageStart, PartStart, Delta, PartStop, MessageStop
@@ -140,8 +159,11 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
         'Hi'
     """
     cls = type(event)
-    if cls is Delta:  # the hot path, inlined: nearly every event of a long reply is a delta
+    try:
         head = state._head
+    except AttributeError:
+        raise _not_a_state(state) from None
+    if cls is Delta:  # the hot path, inlined: nearly every event of a long reply is a delta
         delta: Delta = event  # pyright: ignore[reportAssignmentType]  # narrowed by the type check above
         hot = head.hot
         if hot is not None and hot.index == delta.index and hot.accepts == delta.kind:
@@ -227,23 +249,27 @@ def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:
         True
     """
     cls = type(event)
+    if cls is not AttemptReset and cls is not Fallback:
+        return fold(state, event)  # pyright: ignore[reportArgumentType]
+    try:
+        keep_thinking = state._head.keep_thinking
+    except AttributeError:
+        raise _not_a_state(state) from None
     if cls is AttemptReset:
-        return _INITIAL_KEEPING if state._head.keep_thinking else INITIAL_STATE
-    if cls is Fallback:
-        fallback: Fallback = event  # pyright: ignore[reportAssignmentType]  # narrowed by the type check above
-        message = fallback.message
-        head = Head(
-            id=message.id,
-            model=message.model,
-            stop_reason=message.stop_reason or StopReason.END_TURN,
-            usage=message.usage,
-            started=True,
-            completed=True,
-            rescued=message,
-            keep_thinking=state._head.keep_thinking,
-        )
-        return TurnState(head)
-    return fold(state, event)  # pyright: ignore[reportArgumentType]
+        return _INITIAL_KEEPING if keep_thinking else INITIAL_STATE
+    fallback: Fallback = event  # pyright: ignore[reportAssignmentType]  # narrowed by the type check above
+    message = fallback.message
+    head = Head(
+        id=message.id,
+        model=message.model,
+        stop_reason=message.stop_reason or StopReason.END_TURN,
+        usage=message.usage,
+        started=True,
+        completed=True,
+        rescued=message,
+        keep_thinking=keep_thinking,
+    )
+    return TurnState(head)
 
 
 def fold_batch(state: TurnState, batch: Iterable[HandlerEvent]) -> TurnState:
@@ -272,7 +298,10 @@ def _fold_run(
     """``step`` over ``items`` from ``state``, a run of deltas into the hot lane appended
     straight to the log (what :func:`fold_batch` and :func:`fold_events` share: ``step`` is
     :func:`fold_handler` or :func:`fold`, which any other item goes to)."""
-    head = state._head
+    try:
+        head = state._head
+    except AttributeError:
+        raise _not_a_state(state) from None
     frags, n = state._frags, state._nfrags
     built = n  # ``state`` sees this many fragments; more means it must be rebuilt
     hot = head.hot

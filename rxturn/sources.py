@@ -50,6 +50,7 @@ subscriber's task goes on; a cancellation of the subscriber's task itself passes
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Generic, ParamSpec, TypeVar
 
@@ -58,6 +59,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
+from ._arguments import described
 from .errors import Cancelled, ConfigError
 
 __all__ = [
@@ -117,8 +119,10 @@ def from_async_iterable(
         An Observable emitting each item on the loop's thread, in order, then completing.
 
     Raises:
-        ConfigError: (at call time) when ``scheduler`` is not an asyncio scheduler; (via
-            ``on_error``) when no event loop can be found at subscription.
+        ConfigError: (at call time) when ``factory`` is not callable (an iterator or a
+            coroutine given itself rather than the function that makes one) or ``scheduler`` is
+            not an asyncio scheduler; (via ``on_error``) when no event loop can be found at
+            subscription.
 
     Examples:
         >>> async def numbers():
@@ -130,6 +134,7 @@ def from_async_iterable(
         >>> from_async_iterable(numbers)  # doctest: +ELLIPSIS
         <reactivex.observable.observable.Observable object at ...>
     """
+    _check_factory(factory, "from_async_iterable", "an async iterator")
     fixed_loop = _scheduler_loop(scheduler, "from_async_iterable")
 
     async def produce(state: Bridge[_T]) -> None:
@@ -163,7 +168,12 @@ def from_awaitable(
 
     Returns:
         An Observable emitting the awaited value, then completing (or failing with its error).
+
+    Raises:
+        ConfigError: as for :func:`from_async_iterable` (``from_awaitable(client.create(r))``
+            rather than ``from_awaitable(lambda: client.create(r))`` is the usual slip).
     """
+    _check_factory(factory, "from_awaitable", "an awaitable")
     fixed_loop = _scheduler_loop(scheduler, "from_awaitable")
 
     async def produce(state: Bridge[_T]) -> None:
@@ -172,6 +182,20 @@ def from_awaitable(
             state.emit(value)
 
     return _bridge(produce, fixed_loop, "from_awaitable")
+
+
+def _check_factory(factory: object, what: str, makes: str) -> None:
+    """``factory`` is a function (one call per subscription), not the thing it makes: a
+    coroutine or an iterator given itself could be consumed once at most, and failed each
+    subscription with "object is not callable" (a coroutine then never awaited)."""
+    if callable(factory):
+        return
+    if inspect.iscoroutine(factory):
+        factory.close()  # refused: never left un-awaited
+    raise ConfigError(
+        f"{what}: factory must be a function making {makes} (one per subscription, e.g. "
+        f"lambda: ...), got {described(factory)}"
+    )
 
 
 class Bridge(abc.DisposableBase, Generic[_T]):

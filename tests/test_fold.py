@@ -9,17 +9,20 @@ from __future__ import annotations
 
 import itertools
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import jiter
 import msgspec
 import pytest
+import reactivex
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from reactivex import operators as ops
 from slow_params import briefly
 
-from rxturn.errors import InvalidToolInputError, StreamProtocolError
+from rxturn.errors import ConfigError, InvalidToolInputError, StreamProtocolError
 from rxturn.events import (
     AttemptReset,
     Delta,
@@ -32,7 +35,15 @@ from rxturn.events import (
     Ping,
     StreamEvent,
 )
-from rxturn.fold import INITIAL_STATE, TurnState, fold, fold_events, fold_handler
+from rxturn.fold import (
+    INITIAL_STATE,
+    TurnState,
+    fold,
+    fold_batch,
+    fold_events,
+    fold_handler,
+    initial_state,
+)
 from rxturn.messages import (
     Message,
     StopReason,
@@ -678,3 +689,32 @@ def test_deltas_append_in_place_and_never_copy_the_text() -> None:
         log_ids.add(id(state._frags))
     assert len(log_ids) == 1  # one shared log, appended in place: O(1) per delta
     assert state.message().text == "".join(f"{i}," for i in range(1000))
+
+
+@pytest.mark.parametrize(
+    "fold_with",
+    [fold, fold_handler, fold_batch],
+    ids=["fold", "fold_handler", "fold_batch"],
+)
+def test_a_scan_without_its_seed_says_to_start_from_the_initial_state(
+    fold_with: Callable[[Any, Any], Any],
+) -> None:
+    """``ops.scan(fold)`` hands the fold its first item as the state: the error says what to
+    seed the scan with, where it was an AttributeError about ``_head``."""
+    events: list[Any] = [MessageStart(id="m"), PartStart(0), Delta(0, "Hi"), MessageStop()]
+    if fold_with is fold_batch:
+        events = [[event] for event in events]
+    with pytest.raises(TypeError, match=r"state must be a TurnState .*INITIAL_STATE"):
+        reactivex.from_iterable(events).pipe(ops.scan(fold_with), ops.last()).run()
+    for state in (None, {}, AttemptReset(attempt=2, reason="x")):
+        with pytest.raises(TypeError, match="state must be a TurnState"):
+            fold_handler(state, AttemptReset(attempt=2, reason="x"))  # pyright: ignore[reportArgumentType]
+    with pytest.raises(TypeError, match="got str"):
+        fold_events([MessageStart(id="m")], state="x")  # pyright: ignore[reportArgumentType]
+
+
+def test_initial_state_keep_thinking_must_be_a_bool() -> None:
+    with pytest.raises(ConfigError, match=r"keep_thinking=\.\.\.\) must be True or False"):
+        initial_state(keep_thinking="no")  # pyright: ignore[reportArgumentType]
+    assert initial_state(keep_thinking=False) is INITIAL_STATE
+    assert initial_state(keep_thinking=True).keep_thinking

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import json
@@ -14,10 +15,11 @@ import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
+from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
 from recorded import FIXTURES
 
-from rxturn import replay, replay_message
+from rxturn import replay, replay_batches, replay_message
 from rxturn.errors import (
     ConfigError,
     InvalidToolInputError,
@@ -240,6 +242,41 @@ def test_disposal_stops_decoding() -> None:
     assert len(seen) == 3  # the source stopped as soon as take() disposed it
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["replay", "replay_batches"])
+async def test_on_the_asyncio_scheduler_the_loop_runs_between_chunks(batched: bool) -> None:
+    """Each 64 KiB of input is one scheduled action: a callback queued right after subscribing
+    runs after the first chunk's events, and a dispose there stops the replay. Before, the
+    whole input was decoded and emitted in one action (a 27 MB body held the loop for 200 ms,
+    512 MiB for seconds), so the callback ran only once every event was out."""
+    body = synthetic_anthropic([f"<{i:05d}>" for i in range(30_000)])
+    assert len(body) > 8 * 64 * 1024
+    loop = asyncio.get_running_loop()
+    seen: list[object] = []
+    ended: list[object] = []
+    source = replay_batches(body) if batched else replay(body)
+    subscription = source.subscribe(
+        seen.append,
+        ended.append,
+        lambda: ended.append("completed"),
+        scheduler=AsyncIOScheduler(loop),
+    )
+    at_callback: list[int] = []
+
+    def interject() -> None:  # what another task of the loop would get to do
+        at_callback.append(len(seen))
+        subscription.dispose()
+
+    loop.call_soon(interject)
+    for _ in range(20):  # bounded: a replay that goes on would have ended long before
+        await asyncio.sleep(0)
+    assert at_callback == [len(seen)] and len(seen) > 0
+    if batched:
+        assert len(seen) == 1  # the first chunk's batch, then the dispose
+    else:
+        assert len(seen) < len(decode_whole(body, "anthropic"))
+    assert ended == []  # disposed: neither completed nor failed
+
+
 # -- failures ------------------------------------------------------------------------------------
 
 
@@ -297,6 +334,38 @@ def test_unknown_format_is_rejected_immediately() -> None:
         replay(b"data: {}\n\n", "gemini")
     with pytest.raises(ConfigError, match="unknown stream format"):
         replay_message(b"data: {}\n\n", "sse")
+
+
+@pytest.mark.parametrize(
+    ("source", "says"),
+    [
+        (123, "the source must be the recorded bytes or a file's path (a str or a Path), got int"),
+        (
+            None,
+            "the source must be the recorded bytes or a file's path (a str or a Path), got None",
+        ),
+        ([b"data: {}"], "the source must be the recorded bytes or a file's path"),
+        ("", "the source's path is empty"),
+        ("a\0b.sse", "the source's path holds a NUL character"),
+    ],
+    ids=["int", "none", "list", "empty-path", "nul"],
+)
+def test_a_source_that_is_neither_bytes_nor_a_path_is_rejected_immediately(
+    source: object, says: str
+) -> None:
+    for name, call in (
+        ("replay", lambda: replay(source)),  # pyright: ignore[reportArgumentType]
+        ("replay_batches", lambda: replay_batches(source)),  # pyright: ignore[reportArgumentType]
+        ("replay_message", lambda: replay_message(source)),  # pyright: ignore[reportArgumentType]
+    ):
+        with pytest.raises(ConfigError) as raised:
+            call()  # before any subscription: no TypeError inside it, no '' read as '.'
+        assert str(raised.value).startswith(f"{name}: {says}"), str(raised.value)
+
+
+def test_replay_message_keep_thinking_must_be_a_bool() -> None:
+    with pytest.raises(ConfigError, match=r"keep_thinking=\.\.\.\) must be True or False"):
+        replay_message(b"data: {}\n\n", keep_thinking="no")  # pyright: ignore[reportArgumentType]
 
 
 def test_in_stream_error_after_events() -> None:

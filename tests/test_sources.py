@@ -381,3 +381,25 @@ class TestFromAwaitable:
         await settle()
         assert not rec.done.done()
         assert asyncio.all_tasks() == before
+
+
+def test_a_factory_given_as_what_it_makes_is_refused_at_call_time() -> None:
+    """``from_awaitable(client.create(r))`` instead of ``lambda: client.create(r)``: each
+    subscription failed with "'coroutine' object is not callable", and the coroutine was never
+    awaited. It is a ConfigError now, and the coroutine is closed (no RuntimeWarning)."""
+
+    async def value() -> int:
+        return 1
+
+    async def items() -> AsyncIterator[int]:
+        yield 1
+
+    coroutine = value()
+    with pytest.raises(ConfigError, match=r"^from_awaitable: factory must be a function making"):
+        from_awaitable(coroutine)  # pyright: ignore[reportArgumentType]
+    assert coroutine.cr_frame is None  # closed
+    generator = items()
+    with pytest.raises(ConfigError, match=r"^from_async_iterable: factory must be a function"):
+        from_async_iterable(generator)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"got int 3$"):
+        from_awaitable(3)  # pyright: ignore[reportArgumentType]

@@ -31,6 +31,10 @@ chunk): ``attempt_guard`` checks a batch event by event and forwards the accepte
 Marble legend: ``S`` MessageStart, ``d`` a delta, ``P`` PartStop, ``M`` MessageStop, ``R``
 AttemptReset, ``F`` Fallback, ``#`` an error, ``|`` completion, ``-`` a time step.
 
+Every operator checks its arguments where it is built: a wrong type (a policy, a progress, a
+scheduler, a callback that is not callable) is a :class:`~rxturn.errors.ConfigError` naming the
+operator and the argument, not an error from inside a subscription later.
+
 Imports are lazy: naming an operator does not import the others.
 """
 
@@ -103,6 +107,42 @@ def _check_seconds(where: str, name: str, value: Any, *, allow_zero: bool = Fals
         raise ConfigError(f"{where}: {name} {problem} (or None for no limit)")
 
 
+def _check_common(
+    where: str,
+    *,
+    progress: object = None,
+    scheduler: object = None,
+    progress_required: bool = False,
+) -> None:
+    """The arguments many operators share: a wrong one is a ConfigError naming it where the
+    operator is built, never an AttributeError from inside a subscription or a timer."""
+    from .._arguments import check_instance
+    from ._progress import TurnProgress
+
+    check_instance(
+        progress,
+        TurnProgress,
+        f"{where}(progress=...)",
+        "a TurnProgress",
+        optional=not progress_required,
+    )
+    check_instance(
+        scheduler,
+        abc.SchedulerBase,
+        f"{where}(scheduler=...)",
+        "a reactivex scheduler",
+        optional=True,
+    )
+
+
+def _check_callables(where: str, **values: object) -> None:
+    """Each of ``values`` is callable or ``None``."""
+    from .._arguments import check_callable
+
+    for name, value in values.items():
+        check_callable(value, f"{where}({name}=...)", "a callable", optional=True)
+
+
 if not TYPE_CHECKING:  # a name that is not public is then an error for type checkers too
     __getattr__, __dir__ = lazy_exports(globals(), _HOMES)
 
@@ -133,6 +173,7 @@ def attempt_guard(
     Examples:
         >>> client.stream(request).pipe(attempt_guard())  # doctest: +SKIP
     """
+    _check_common("attempt_guard", progress=progress)
     from ._attempt_guard import attempt_guard_
 
     return attempt_guard_(progress)
@@ -178,6 +219,7 @@ def deadlines(
     Examples:
         >>> attempt.pipe(deadlines(120.0, 180.0, 10))  # doctest: +SKIP
     """
+    _check_common("deadlines", progress=progress, scheduler=scheduler)
     from ..errors import ConfigError
     from ._deadlines import deadlines_
 
@@ -221,6 +263,7 @@ def total_deadline(
     Examples:
         >>> turn.pipe(total_deadline(300.0))  # doctest: +SKIP
     """
+    _check_common("total_deadline", progress=progress, scheduler=scheduler)
     from ._total_deadline import total_deadline_
 
     _check_seconds("total_deadline", "seconds", seconds)
@@ -270,6 +313,20 @@ def retry_ladder(
     Examples:
         >>> reactivex.defer(lambda _: client.stream(req)).pipe(retry_ladder())  # doctest: +SKIP
     """
+    from .._arguments import check_instance
+    from ..resilience.policies import RateLimitPolicy, RetryPolicy
+
+    check_instance(retry, RetryPolicy, "retry_ladder(retry=...)", "a RetryPolicy", optional=True)
+    check_instance(
+        rate_limit,
+        RateLimitPolicy,
+        "retry_ladder(rate_limit=...)",
+        "a RateLimitPolicy",
+        optional=True,
+    )
+    check_instance(rng, random.Random, "retry_ladder(rng=...)", "a random.Random", optional=True)
+    _check_common("retry_ladder", progress=progress, scheduler=scheduler)
+    _check_callables("retry_ladder", on_wait=on_wait)
     from ._retry_ladder import retry_ladder_
 
     return retry_ladder_(retry, rate_limit, rng, progress, scheduler, on_wait)
@@ -310,6 +367,11 @@ def rescue(
     Returns:
         An operator mirroring the source, or ending with the rescued ``Fallback``.
     """
+    from .._arguments import check_callable
+
+    check_callable(create, "rescue(create=...)", "a callable making the request's Observable")
+    _check_callables("rescue", when=when)
+    _check_common("rescue", progress=progress, scheduler=scheduler)
     from ._rescue import is_rescuable as default_when
     from ._rescue import rescue_
 
@@ -339,6 +401,11 @@ def cancellable(
     Returns:
         An operator mirroring the source until the token fires.
     """
+    from .._arguments import check_instance
+    from ..resilience.cancel import CancelToken
+
+    check_instance(token, CancelToken, "cancellable(token=...)", "a CancelToken", optional=True)
+    _check_common("cancellable", progress=progress)
     from ._cancel import cancellable_
 
     return cancellable_(token, progress)
@@ -374,6 +441,14 @@ def rate_limit_gate(
     Returns:
         An operator delaying the subscription.
     """
+    from .._arguments import check_instance
+    from ..resilience.limiter import RateLimiter
+
+    check_instance(
+        limiter, RateLimiter, "rate_limit_gate(limiter=...)", "a RateLimiter", optional=True
+    )
+    check_instance(key, str, "rate_limit_gate(key=...)", "a str")
+    _check_common("rate_limit_gate", progress=progress, scheduler=scheduler)
     from ._gate import rate_limit_gate_
 
     _check_seconds("rate_limit_gate", "max_wait", max_wait, allow_zero=True)
@@ -392,6 +467,7 @@ def scrubbed(
     Examples:
         >>> attempt.pipe(scrubbed(client.scrub))  # doctest: +SKIP
     """
+    _check_callables("scrubbed", scrub=scrub)
     from ._progress import scrubbed_
 
     return scrubbed_(scrub)
@@ -405,6 +481,7 @@ def annotate_progress(progress: TurnProgress) -> Callable[[Observable[_T]], Obse
     Examples:
         >>> attempt.pipe(annotate_progress(p))  # doctest: +SKIP
     """
+    _check_common("annotate_progress", progress=progress, progress_required=True)
     from ._progress import annotate_progress_
 
     return annotate_progress_(progress)
@@ -427,6 +504,7 @@ def give_up_beyond_deadline(
     Examples:
         >>> attempt.pipe(give_up_beyond_deadline(p))  # doctest: +SKIP
     """
+    _check_common("give_up_beyond_deadline", progress=progress, progress_required=True)
     from ._progress import give_up_beyond_deadline_
 
     return give_up_beyond_deadline_(progress)
@@ -485,6 +563,25 @@ def hedge(
         >>> race = hedge(policy, lambda t: client.stream(req, opts(t)), model="m")  # doctest: +SKIP
         >>> attempt.pipe(race)  # doctest: +SKIP
     """
+    from .._arguments import check_bool, check_callable, check_instance
+    from ..resilience.hedge import HedgePolicy
+
+    check_instance(policy, HedgePolicy, "hedge(policy=...)", "a HedgePolicy")
+    check_callable(open_target, "hedge(open_target=...)", "a callable opening a target's request")
+    check_instance(model, str, "hedge(model=...)", "a str")
+    check_bool(rate_limited, "hedge(rate_limited=...)")
+    _check_callables("hedge", blocked=blocked, on_hedge=on_hedge, on_skip=on_skip)
+    if watcher is not None:
+        for method in ("racer_started", "racer_ended", "racer_adopted"):
+            if not callable(getattr(watcher, method, None)):
+                from .._arguments import described
+                from ..errors import ConfigError
+
+                raise ConfigError(
+                    f"hedge(watcher=...) must be a RaceWatcher (with {method}()) or None, "
+                    f"got {described(watcher)}"
+                )
+    _check_common("hedge", scheduler=scheduler)
     from ._hedge import hedge_
 
     return hedge_(

@@ -19,6 +19,8 @@ from typing import Any, Protocol, cast
 
 from reactivex import Observable, abc
 
+from .._arguments import described
+from ..errors import ConfigError
 from ..events import MessageDelta, MessageStop
 from ..messages import Usage
 from ..resilience.guard import truncation
@@ -229,6 +231,12 @@ class _Race(abc.DisposableBase):
         context = self.watcher.racer_started(index, racer.model) if self.watcher else None
         try:
             source = self.primary if target is None else self.open_target(target)
+            if not isinstance(source, Observable):  # pyright: ignore[reportUnnecessaryIsInstance]
+                # the caller's mistake: a configuration error, which ends the race
+                raise ConfigError(
+                    "hedge: open_target must return an Observable of the target's request, "
+                    f"got {described(source)}"
+                )
             if context is None:
                 seat.subscription = source.subscribe(seat, scheduler=self.scheduler)
             else:

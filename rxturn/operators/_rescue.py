@@ -39,6 +39,8 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SerialDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
+from .._arguments import described
+from ..errors import ConfigError
 from ..events import Fallback
 from ..messages import Message
 from ..resilience.progress import RescueRace, TurnProgress, no_reply, rescue_budget, rescue_failed
@@ -113,6 +115,18 @@ def rescue_(
                 request = create()
             except Exception as error:
                 fail(error)
+                return
+            if not isinstance(request, Observable):  # pyright: ignore[reportUnnecessaryIsInstance]
+                # the caller's mistake, not the provider's: said as such, not as a failed rescue
+                if race.outcome():
+                    timer.disposable = None
+                    current.disposable = None
+                    observer.on_error(
+                        ConfigError(
+                            "rescue: create() must return an Observable of the reply, "
+                            f"got {described(request)}"
+                        )
+                    )
                 return
             subscription.disposable = request.subscribe(
                 on_reply, fail, on_done, scheduler=scheduler_

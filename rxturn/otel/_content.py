@@ -11,8 +11,9 @@ variable (docs/observability.md). The shapes are the conventions' message schema
 Parts: ``text`` (``content``), ``tool_call`` (``id``, ``name``, ``arguments``),
 ``tool_call_response`` (``id``, ``response``: a string, or a list of parts), and for media
 ``blob`` (``modality``, ``mime_type`` and ``size`` — never the bytes), ``uri`` or ``file``
-(``file_id``); cache markers are left out. A user message made only of tool results has the
-role ``tool``. A part type of rxturn's this module does not know is kept as ``{"type": name}``
+(``file_id``), thinking as ``reasoning`` (``content``, never the signature); cache markers are
+left out. A user message made only of tool results has the role ``tool``. Any other part
+is kept as ``{"type": name}`` under its Message JSON name (``refusal``, ``redacted_thinking``)
 with its ``text`` when it has one.
 """
 
@@ -34,6 +35,7 @@ from ..messages import (
     InlineSource,
     Message,
     TextPart,
+    ThinkingPart,
     ToolCallPart,
     ToolResultPart,
     UrlSource,
@@ -87,7 +89,13 @@ def _part(part: object) -> dict[str, Any]:
         return {"type": "tool_call_response", "id": part.tool_call_id, "response": response}
     if isinstance(part, ImagePart | DocumentPart | AudioPart):
         return _media(part)
-    shape: dict[str, Any] = {"type": type(part).__name__.removesuffix("Part").lower()}
+    if isinstance(part, ThinkingPart):  # the conventions' reasoning part (never the signature)
+        return {"type": "reasoning", "content": part.thinking}
+    # any other part under its Message JSON type (``refusal``, ``redacted_thinking``: its
+    # encrypted data is no content anyone can read, and stays out)
+    tag = getattr(getattr(type(part), "__struct_config__", None), "tag", None)
+    name = tag if isinstance(tag, str) else type(part).__name__.removesuffix("Part").lower()
+    shape: dict[str, Any] = {"type": name}
     text = getattr(part, "text", None)
     if isinstance(text, str):
         shape["content"] = text

@@ -29,6 +29,7 @@ from opentelemetry._logs import Logger, LoggerProvider, get_logger_provider
 from opentelemetry.metrics import Histogram, Meter, MeterProvider, NoOpMeter, get_meter_provider
 from opentelemetry.trace import SpanKind, Status, StatusCode, TracerProvider
 
+from .._arguments import check_bool, check_instance
 from .._version import __version__
 from ..engine.observation.observers import ALL_CALLBACKS, Observer
 from ..engine.records.audit import AttemptRecord, Turn
@@ -88,7 +89,8 @@ class OTelObserver(Observer):
             "estimate"``). Off by default: no usage reported, no point.
 
     Raises:
-        ConfigError: ``capture_content`` (or the variable) is not one of the modes.
+        ConfigError: ``capture_content`` (or the variable) is not one of the modes, a provider
+            is not an OpenTelemetry provider of its kind, or ``count_offline`` not a bool.
     """
 
     def __init__(
@@ -99,8 +101,16 @@ class OTelObserver(Observer):
         capture_content: str | bool | None = None,
         count_offline: bool = False,
     ) -> None:
+        for value, expected, name in (
+            (tracer_provider, TracerProvider, "tracer_provider"),
+            (meter_provider, MeterProvider, "meter_provider"),
+            (logger_provider, LoggerProvider, "logger_provider"),
+        ):
+            what = f"an OpenTelemetry {expected.__name__}"
+            check_instance(value, expected, f"OTelObserver({name}=...)", what, optional=True)
+        check_bool(count_offline, "OTelObserver(count_offline=...)")
         self.capture: CaptureMode = capture_mode(capture_content)
-        self.count_offline = bool(count_offline)
+        self.count_offline = count_offline
         self._content_on_span = self.capture in ("SPAN_ONLY", "SPAN_AND_EVENT")
         self._content_as_event = self.capture in ("EVENT_ONLY", "SPAN_AND_EVENT")
         self._tracer = trace.get_tracer(_SCOPE, __version__, tracer_provider)

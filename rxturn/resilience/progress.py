@@ -32,8 +32,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from .._arguments import described
 from .._constants import FIRST_EVENT_TIMEOUT
+from .._validate import finite
 from ..errors import (
+    ConfigError,
     RateLimitError,
     RequestTimeoutError,
     RescueFailed,
@@ -158,6 +161,14 @@ class TurnProgress:
     )
 
     def __init__(self, clock: Callable[[], float], *, total: float | None = None) -> None:
+        if not callable(clock):
+            raise ConfigError(
+                f"TurnProgress: clock must be a callable returning seconds, got {described(clock)}"
+            )
+        if total is not None and not finite(total):
+            raise ConfigError(
+                f"TurnProgress: total must be a finite number of seconds or None, got {total!r}"
+            )
         self.clock = clock
         self.started_at = clock()
         self.deadline_at: float | None = None if total is None else self.started_at + total

@@ -14,9 +14,14 @@ from __future__ import annotations
 
 import base64
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any, cast
 from urllib.parse import quote, unquote, unquote_to_bytes
+
+from .._arguments import described
+from .._validate import is_int
+from ..errors import ConfigError
 
 __all__ = ["assert_no_secret", "find_secret"]
 
@@ -58,14 +63,23 @@ def find_secret(
     after ``max_objects`` objects, so it always ends, cycles included.
 
     Raises:
-        ValueError: ``secret`` is empty.
+        ConfigError: ``secret`` is not a non-empty str (a ``ValueError``), ``name`` not a str,
+            ``max_depth`` not a whole number ``>= 0`` or ``max_objects`` one ``>= 1``.
     """
-    return _walk(obj, secret, name, max_depth, max_objects).found
+    return _walk(obj, secret, name, max_depth, max_objects, "find_secret").found
 
 
-def _walk(obj: object, secret: str, name: str, max_depth: int, max_objects: int) -> _Walker:
-    if not secret:
-        raise ValueError("find_secret: the secret must be a non-empty string")
+def _walk(
+    obj: object, secret: str, name: str, max_depth: int, max_objects: int, where: str
+) -> _Walker:
+    if not isinstance(secret, str) or not secret:  # pyright: ignore[reportUnnecessaryIsInstance]
+        what = "''" if secret == "" else type(secret).__name__  # never the value: it is the secret
+        raise ConfigError(f"{where}: the secret must be a non-empty string, got {what}")
+    if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"{where}: name must be a str, got {described(name)}")
+    for bound, value, least in (("max_depth", max_depth, 0), ("max_objects", max_objects, 1)):
+        if not is_int(value) or value < least:
+            raise ConfigError(f"{where}: {bound} must be a whole number >= {least}, got {value!r}")
     walker = _Walker(secret, max_depth, max_objects)
     walker.walk(obj, name, 0)
     return walker
@@ -79,6 +93,10 @@ def assert_no_secret(
     graph deeper than ``max_depth`` links, or more than ``max_objects`` objects) proves nothing
     and fails too, saying where it stopped: raise the bound, or assert on a smaller part.
 
+    Raises:
+        AssertionError: the secret is reachable, or the walk was cut short.
+        ConfigError: an argument :func:`find_secret` refuses.
+
     Examples:
         >>> assert_no_secret(ValueError("fine"), "sk-secret-1234")
         >>> try:
@@ -87,7 +105,7 @@ def assert_no_secret(
         ...     print(exc)
         the secret is reachable from obj at: obj['headers']['x-api-key']
     """
-    walker = _walk(obj, secret, name, max_depth, max_objects)
+    walker = _walk(obj, secret, name, max_depth, max_objects, "assert_no_secret")
     found = walker.found
     if found:
         more = f" (and {len(found) - 10} more)" if len(found) > 10 else ""
@@ -216,6 +234,11 @@ class _Walker:
             items = cast("list[Any] | tuple[Any, ...] | set[Any] | frozenset[Any]", obj)
             for index, value in enumerate(items):
                 self.walk(value, f"{path}[{index}]", depth + 1)
+        elif isinstance(obj, Sequence | AbstractSet):
+            # other containers (a deque, the SDK's BoundedList of span events): their items
+            # may sit where no attribute leads (a deque has no __dict__), so walk them
+            for index, value in enumerate(_elements(cast("Iterable[Any]", obj))):
+                self.walk(value, f"{path}[{index}]", depth + 1)
         else:
             self._text(obj, path, "repr", repr)
         self._fields(obj, path, depth)
@@ -250,6 +273,13 @@ class _Walker:
 
 def _short(path: str) -> str:
     return path if len(path) <= 200 else path[:200] + "…"
+
+
+def _elements(container: Iterable[Any]) -> list[Any]:
+    try:
+        return list(container)
+    except Exception:  # a container that cannot list itself: nothing more to see
+        return []
 
 
 def _items(mapping: Mapping[Any, Any]) -> Iterator[tuple[Any, Any]]:

@@ -26,14 +26,16 @@ Enable the pytest fixtures with one line in your ``conftest.py``:
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
-from reactivex import Observable
+from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.recorded import Recorded
 
+from .._arguments import check_instance, described
 from .._validate import is_int, seconds_problem
 from ..errors import ConfigError
 from ..events import (
@@ -111,6 +113,47 @@ def _check_count(where: str, name: str, value: object) -> None:
         raise ConfigError(f"{where}: {name} must be a whole number >= 0, got {value!r}")
 
 
+def _check_scheduler(where: str, scheduler: object) -> None:
+    """The kit drives a :class:`TestScheduler` by hand: any other scheduler has no queue to run."""
+    check_instance(
+        scheduler, TestScheduler, f"{where}: scheduler", "a reactivex.testing.TestScheduler"
+    )
+
+
+def _check_outcome(where: str, outcome: object) -> None:
+    """A scripted ``create()`` outcome: a Message, an exception, :data:`HANG` or :class:`Later`."""
+    if isinstance(outcome, Later):
+        outcome = outcome.outcome
+        where = f"{where}.outcome"
+    if isinstance(outcome, type) and issubclass(outcome, BaseException):
+        raise ConfigError(f"{where} is the class {outcome.__name__}: pass an instance")
+    if not isinstance(outcome, Message | BaseException) and outcome is not HANG:
+        got = described(cast("object", outcome))
+        raise ConfigError(f"{where} must be a Message, an exception, HANG or Later(...), got {got}")
+
+
+def _check_scripts(where: str, scripts: object) -> list[Script]:
+    """A list of timelines (one per attempt), each a list of recorded notifications."""
+    if isinstance(scripts, str | bytes | Mapping) or not isinstance(scripts, Sequence):
+        got = described(cast("object", scripts))
+        raise ConfigError(f"{where} must be a list of timelines (one per attempt), got {got}")
+    checked = list(cast("Sequence[object]", scripts))
+    for index, script in enumerate(checked):
+        if isinstance(script, Recorded):
+            raise ConfigError(
+                f"{where} must be a list of timelines (one per attempt), got one timeline: "
+                "wrap it in a list, [timeline(...)]"
+            )
+        if not isinstance(script, list) or not all(
+            isinstance(item, Recorded) for item in cast("list[object]", script)
+        ):
+            raise ConfigError(
+                f"{where}[{index}] must be a timeline (a list of recorded notifications, as "
+                f"timeline() builds it), got {described(cast('object', script))}"
+            )
+    return cast("list[Script]", checked)
+
+
 class Later:
     """A ``create()`` outcome delivered after ``delay`` virtual seconds.
 
@@ -131,7 +174,15 @@ def reply(
     stop_reason: str = "end_turn",
     message_id: str = "msg_1",
 ) -> list[StreamEvent]:
-    """The events of one complete text reply (one delta per word)."""
+    """The events of one complete text reply (one delta per word).
+
+    Raises:
+        ConfigError: ``text``, ``stop_reason`` or ``message_id`` is not a str, or ``usage`` not
+            a :class:`~rxturn.Usage` (or ``None``).
+    """
+    for name, value in (("text", text), ("stop_reason", stop_reason), ("message_id", message_id)):
+        check_instance(value, str, f"reply: {name}", "a str")
+    check_instance(usage, Usage, "reply: usage", "a Usage", optional=True)
     words = text.split(" ")
     deltas = [Delta(0, word if i == 0 else " " + word) for i, word in enumerate(words)]
     return [
@@ -159,10 +210,23 @@ def timeline(
     exception (an error one step after), or ``None`` (the stream stalls: no end).
 
     Raises:
-        ConfigError: ``start`` or ``step`` is not a finite number of seconds ``>= 0``.
+        ConfigError: ``start`` or ``step`` is not a finite number of seconds ``>= 0``,
+            ``events`` is not a sequence (a string is not one here), or ``end`` is none of the
+            three (an exception class, or a mistyped ``"completed"``, would script a hang).
     """
     _check_seconds("timeline", "start", start)
     _check_seconds("timeline", "step", step)
+    given = cast("object", events)  # callers may be untyped
+    if isinstance(given, str | bytes | Mapping) or not isinstance(given, Sequence):
+        raise ConfigError(f"timeline: events must be a list of items, got {described(events)}")
+    ended: object = end
+    if isinstance(ended, type) and issubclass(ended, BaseException):
+        raise ConfigError(f"timeline: end is the class {ended.__name__}: pass an instance")
+    if ended is not None and ended != "complete" and not isinstance(ended, Exception):
+        raise ConfigError(
+            'timeline: end must be "complete", an Exception instance, or None (a hang), '
+            f"got {described(ended)}"
+        )
     recorded: list[Recorded[_T]] = [
         on_next(round(start + i * step, 6), event) for i, event in enumerate(events)
     ]
@@ -214,6 +278,11 @@ class ScriptedClient:
             other model plays ``streams``.
         base_url: the limiter key.
         model: the client's own model name.
+
+    Raises:
+        ConfigError: an argument of the wrong shape, said where the client is built: the
+            scheduler is not a TestScheduler, ``streams`` (or a model's list) is one timeline
+            rather than a list of them, a ``create`` outcome is none of the four.
     """
 
     def __init__(
@@ -226,10 +295,25 @@ class ScriptedClient:
         base_url: str = "http://scripted.invalid",
         model: str = "scripted",
     ) -> None:
+        _check_scheduler("ScriptedClient", scheduler)
         self.scheduler = scheduler
-        self._streams = list(streams)
-        self._models = {name: list(script) for name, script in (models or {}).items()}
+        self._streams = _check_scripts("ScriptedClient: streams", streams)
+        check_instance(models, Mapping, "ScriptedClient: models", "a dict", optional=True)
+        self._models: dict[str, list[Script]] = {}
+        for name, scripts in (models or {}).items():
+            check_instance(name, str, "ScriptedClient: a models key", "a str (a model name)")
+            self._models[name] = _check_scripts(f"ScriptedClient: models[{name!r}]", scripts)
+        outcomes = cast("object", create)  # callers may be untyped
+        if isinstance(outcomes, str | bytes | Mapping) or not isinstance(outcomes, Sequence):
+            raise ConfigError(
+                "ScriptedClient: create must be a list of outcomes (one per call), "
+                f"got {described(create)}"
+            )
+        for index, outcome in enumerate(create):
+            _check_outcome(f"ScriptedClient: create[{index}]", outcome)
         self._create = list(create)
+        check_instance(base_url, str, "ScriptedClient: base_url", "a str")
+        check_instance(model, str, "ScriptedClient: model", "a str")
         self.base_url = base_url
         self.model = model
         self.stream_calls: list[tuple[Request, RequestOptions | None]] = []
@@ -387,7 +471,10 @@ class StillRunning(AssertionError):
     """:func:`run_virtual`'s coroutine had not finished when virtual time ran out (a hang)."""
 
     def __init__(self, at: float) -> None:
-        super().__init__(f"still running at virtual time {at:g}s with nothing left to run")
+        super().__init__(
+            f"still running at virtual time {at:g}s with nothing left to run: a hang, or a "
+            "wait on another clock (build the TurnEngine with scheduler= this TestScheduler)"
+        )
         self.at = at
 
 
@@ -409,11 +496,25 @@ async def run_virtual(
     Raises:
         StillRunning: nothing was left to run before ``limit`` and the coroutine had not
             finished (a hang); the task is cancelled first, so nothing leaks.
-        ConfigError: ``limit`` is not a finite number of seconds ``> 0``, or ``idle_rounds``
-            not a whole number ``>= 0`` (checked before ``awaitable`` is started).
+        ConfigError: ``scheduler`` is not a TestScheduler, ``awaitable`` is not awaitable
+            (``engine.run`` rather than ``engine.run(prompt)``), ``limit`` is not a finite
+            number of seconds ``> 0``, or ``idle_rounds`` not a whole number ``>= 0`` (checked
+            before ``awaitable`` is started; a coroutine refused is closed, never left
+            un-awaited).
     """
-    _check_seconds("run_virtual", "limit", limit, allow_zero=False)
-    _check_count("run_virtual", "idle_rounds", idle_rounds)
+    try:
+        _check_scheduler("run_virtual", scheduler)
+        if not inspect.isawaitable(awaitable):
+            raise ConfigError(
+                "run_virtual: awaitable must be an awaitable, such as engine.run(prompt) "
+                f"(call the function), got {described(awaitable)}"
+            )
+        _check_seconds("run_virtual", "limit", limit, allow_zero=False)
+        _check_count("run_virtual", "idle_rounds", idle_rounds)
+    except ConfigError:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise
     task: asyncio.Task[_R] = asyncio.ensure_future(awaitable)
     try:
         while True:
@@ -436,6 +537,23 @@ async def run_virtual(
     return task.result()
 
 
+async def _others_went_on(
+    scheduler: TestScheduler, limit: float, rounds: int, progress: Callable[[], object]
+) -> bool:
+    """Whether, within ``rounds`` real pauses of 1 ms, other asyncio tasks (real IO, a worker
+    thread's waiter) made ``progress`` (an item, the end) or put something due on the
+    scheduler; at once False when no other task is alive (nothing else could)."""
+    current = asyncio.current_task()
+    if not any(task is not current and not task.done() for task in asyncio.all_tasks()):
+        return False
+    before = progress()
+    for _ in range(rounds):
+        await asyncio.sleep(0.001)
+        if progress() != before or _has_due(scheduler, limit):
+            return True
+    return False
+
+
 def _has_due(scheduler: TestScheduler, limit: float) -> bool:
     queue = _queue_of(scheduler)
     live = [item for item, _ in queue.items if not item.is_cancelled()]
@@ -450,12 +568,19 @@ async def drive(
     cancel_at: float | None = None,
     dispose_at: float | None = None,
     limit: float = 100_000.0,
+    idle_rounds: int = 200,
 ) -> Run:
     """Subscribe at the scheduler's current time and run until the stream ends (or is disposed).
 
     Driving stops as soon as the subscriber has seen the end (or the subscription is disposed):
     what is still scheduled then has outlived the turn, and the ``clean`` fixture reports it.
     The test's own cancel/dispose actions are withdrawn at that point.
+
+    When nothing is due on the scheduler but other asyncio tasks are alive (a request over
+    real IO, a worker thread about to report), up to ``idle_rounds`` short real pauses let them
+    go on before driving gives up, as :func:`run_virtual` does. A run given up (nothing left to
+    run, or ``limit`` reached) is returned unfinished and its subscription is disposed first,
+    so nothing it started outlives ``drive`` and no item arrives after it returned.
 
     Args:
         scheduler: the TestScheduler everything runs on.
@@ -464,13 +589,22 @@ async def drive(
         cancel_at: virtual time of the cancel.
         dispose_at: virtual time at which the subscription is disposed.
         limit: give up (and return) past this virtual time: a hang shows as an unfinished run.
+        idle_rounds: real pauses of 1 ms granted to other asyncio tasks when nothing is due.
 
     Raises:
-        ConfigError: a time that is not a finite number of seconds ``>= 0``.
+        ConfigError: a time that is not a finite number of seconds ``>= 0``, ``idle_rounds``
+            not a whole number ``>= 0``, ``scheduler`` not a TestScheduler, ``observable`` not
+            an Observable, ``cancel`` not a CancelToken, or ``cancel_at`` without ``cancel``.
     """
+    _check_scheduler("drive", scheduler)
+    check_instance(observable, abc.ObservableBase, "drive: observable", "an Observable")
+    check_instance(cancel, CancelToken, "drive: cancel", "a CancelToken", optional=True)
     for name, value in (("cancel_at", cancel_at), ("dispose_at", dispose_at), ("limit", limit)):
         if value is not None or name == "limit":
             _check_seconds("drive", name, value)
+    if cancel_at is not None and cancel is None:
+        raise ConfigError("drive: cancel_at needs the token to fire (cancel=...)")
+    _check_count("drive", "idle_rounds", idle_rounds)
     run = Run()
     disposed = False
     scaffolding: list[Any] = []
@@ -486,8 +620,7 @@ async def drive(
         run.completed = True
         run.end_time = float(scheduler.clock)
 
-    if cancel_at is not None:
-        assert cancel is not None, "cancel_at needs the token"
+    if cancel_at is not None and cancel is not None:
         token = cancel
 
         def fire(*_: Any) -> None:
@@ -503,13 +636,21 @@ async def drive(
             subscription.dispose()
 
         scaffolding.append(scheduler.schedule_absolute(dispose_at, dispose))
+
+    def seen() -> tuple[int, bool]:
+        return len(run.items), run.finished
+
     while True:
         await settle()
         if run.finished or disposed:
             break
-        if not _run_next_instant(scheduler, limit):
+        if _run_next_instant(scheduler, limit):
+            continue
+        if not await _others_went_on(scheduler, limit, idle_rounds, seen):
             break
     for action in scaffolding:
         action.dispose()
+    if not (run.finished or disposed):  # given up: what it started must not outlive drive
+        subscription.dispose()
     await settle()
     return run

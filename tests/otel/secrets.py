@@ -1,9 +1,8 @@
 """Walk everything the SDK exported for a string (an API key, or text that must not be there).
 
-``rxturn.testing.assert_no_secret`` (the object-graph walker another change adds) is not on this
-branch yet, so this check is written out here: every span (name, attributes, events, status),
-every log record (body, attributes) and every metric point's attributes is rendered to text and
-searched.
+An independent check beside ``rxturn.testing.assert_no_secret`` (which walks the SDK's objects
+themselves; test_observer.py uses both): every span (name, attributes, events, status), every log
+record (body, attributes) and every metric point's attributes is rendered to text and searched.
 """
 
 from __future__ import annotations

@@ -659,3 +659,83 @@ async def test_no_cache_attributes_when_none_were_reported(telemetry: Telemetry)
     assert not any("cache" in key or "reasoning" in key for key in a)
     # model "primary" is unknown to genai-prices: unpriced, a cost of 0 with one attempt counted
     assert a["rxturn.cost.usd"] == 0.0 and a["rxturn.cost.unpriced_attempts"] == 1
+
+
+async def test_no_api_key_in_anything_exported_walked_by_assert_no_secret(
+    telemetry: Telemetry,
+) -> None:
+    """rxturn.testing.assert_no_secret over the SDK's own objects (spans with their events and
+    status, log records, metric points): a failover, a tool call and content on spans and
+    events, and the key is nowhere. The walk reaches what it must: the failover event's
+    attribute (in the span's BoundedList of events) and the prompt in both content records."""
+    from rxturn.testing import assert_no_secret, find_secret
+
+    def lookup(city: str) -> str:
+        return f"sunny in {city}"
+
+    script = {
+        "models": {
+            "primary": [{"status": 404, "error_type": "not_found_error"}],
+            "backup": [
+                {"tool_calls": [{"id": "t1", "name": "lookup", "input": {"city": "Oslo"}}]},
+                {"text": "It is sunny.", "usage": USAGE},
+            ],
+        }
+    }
+    await run(
+        telemetry,
+        script,
+        prompt="Weather in Oslo-PROMPT-MARK?",
+        observer_kwargs={"capture_content": "SPAN_AND_EVENT"},
+        fallback=FallbackManager("primary", ["backup"]),
+        failover=True,
+        tools=[lookup],
+    )
+    exported = {
+        "spans": telemetry.spans(),
+        "logs": telemetry.logs(),
+        "metrics": telemetry.metric_reader.get_metrics_data(),
+    }
+    assert_no_secret(exported, SECRET, name="exported")
+    found = find_secret(exported, "Oslo-PROMPT-MARK", name="exported")
+    assert any(p.startswith("exported['spans']") for p in found)
+    assert any(p.startswith("exported['logs']") for p in found)
+    to_model = find_secret(exported["spans"], "backup", name="spans")
+    assert any("._events[0]._attributes['rxturn.to_model']" in p for p in to_model), to_model
+
+
+async def test_thinking_is_a_reasoning_part_without_its_signature(telemetry: Telemetry) -> None:
+    """Kept thinking (an agent loop with extended thinking) is the conventions' ``reasoning``
+    part with its text; it was exported as ``{"type": "thinking"}`` with no content at all, and
+    redacted thinking as ``{"type": "redactedthinking"}``."""
+    script = {"models": {"*": [{"thinking": "Let me weigh it.", "text": "Yes.", "usage": USAGE}]}}
+    result, _ = await run(
+        telemetry,
+        script,
+        observer_kwargs={"capture_content": "SPAN_ONLY"},
+        keep_thinking=True,
+    )
+    (thinking, *_) = [p for p in result.message.content if type(p).__name__ == "ThinkingPart"]
+    chat = the(telemetry.named("chat "))
+    output = json.loads(attrs(chat)["gen_ai.output.messages"])
+    assert output[0]["parts"] == [
+        {"type": "reasoning", "content": "Let me weigh it."},
+        {"type": "text", "content": "Yes."},
+    ]
+    signature = getattr(thinking, "signature", None)
+    assert signature, "the fake provider signs thinking: the check below would be vacuous"
+    assert_secret_absent(telemetry, signature)
+
+
+def test_parts_beyond_the_conventions_keep_their_message_json_names() -> None:
+    from rxturn.messages import Message, RedactedThinkingPart, RefusalPart
+    from rxturn.otel._content import output_messages
+
+    message = Message(
+        role="assistant",
+        content=(RedactedThinkingPart("ENCRYPTED-BLOB"), RefusalPart("I can't help with that.")),
+    )
+    assert output_messages(message, "refusal")[0]["parts"] == [
+        {"type": "redacted_thinking"},  # its encrypted data is nobody's content: left out
+        {"type": "refusal", "content": "I can't help with that."},
+    ]

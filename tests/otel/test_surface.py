@@ -126,6 +126,36 @@ def test_a_bad_capture_mode_is_a_config_error(monkeypatch: pytest.MonkeyPatch) -
         OTelObserver()
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "named"),
+    [
+        (
+            {"tracer_provider": "tracer"},
+            "OTelObserver(tracer_provider=...) must be an OpenTelemetry",
+        ),
+        ({"meter_provider": 3}, "OTelObserver(meter_provider=...) must be an OpenTelemetry"),
+        ({"logger_provider": object()}, "OTelObserver(logger_provider=...) must be an"),
+        ({"count_offline": "no"}, "OTelObserver(count_offline=...) must be True or False"),
+        ({"count_offline": None}, "OTelObserver(count_offline=...) must be True or False"),
+    ],
+    ids=["tracer", "meter", "logger", "count-offline-str", "count-offline-none"],
+)
+def test_wrong_argument_types_are_config_errors_naming_the_argument(
+    kwargs: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(ConfigError) as raised:
+        OTelObserver(**kwargs)
+    assert str(raised.value).startswith(named)
+
+
+def test_the_sdk_and_no_op_providers_are_accepted(telemetry: Telemetry) -> None:
+    from opentelemetry.metrics import NoOpMeterProvider
+    from opentelemetry.trace import NoOpTracerProvider
+
+    assert not telemetry.observer(count_offline=True).inert
+    assert OTelObserver(NoOpTracerProvider(), NoOpMeterProvider()).inert
+
+
 def test_error_types() -> None:
     import asyncio
 
