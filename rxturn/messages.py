@@ -265,6 +265,10 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
         """
         if not isinstance(data, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"media data must be bytes, got {type(data).__name__}")
+        if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"InlineSource.from_bytes: name must be a str, got {_described(name)}"
+            )
         what = repr(name) if name else "the media data"
         return cls._checked(bytes(data), media_type, what, name)
 
@@ -276,13 +280,15 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
             ConfigError: the file cannot be read, is empty, or is of no known media type;
                 the message names the path.
         """
-        where = Path(path)
+        where = _media_path(path)
         return cls._checked(
             _read_media(where), media_type, f"media file {str(where)!r}", where.name
         )
 
     @classmethod
     def _checked(cls, raw: bytes, media_type: str | None, what: str, name: str = "") -> Self:
+        if media_type is not None and not isinstance(media_type, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"media_type must be a str or None, got {_described(media_type)}")
         if not raw:
             raise ConfigError(f"{what} is empty")
         known = ", ".join(_media.MEDIA_TYPES)
@@ -451,7 +457,7 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
             ConfigError: unreadable, empty, unknown, or not a PDF or text file.
         """
         source = cls._inline(InlineSource.from_path(path))
-        return cls(source, title, context, citations, Path(path).name)
+        return cls(source, title, context, citations, _media_path(path).name)
 
     @classmethod
     def from_bytes(
@@ -465,13 +471,33 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
         filename: str | None = None,
     ) -> DocumentPart:
         """An inline document from ``data`` (media type inferred unless given)."""
+        if filename is not None and not isinstance(filename, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"DocumentPart.filename must be a str or None, got {_described(filename)}"
+            )
         source = cls._inline(InlineSource.from_bytes(data, media_type, name=filename or ""))
         return cls(source, title, context, citations, filename)
 
     @classmethod
     def from_text(cls, text: str, *, title: str | None = None) -> DocumentPart:
-        """A plain-text document."""
-        return cls(InlineSource("text/plain", text.encode()), title)
+        """A plain-text document.
+
+        Raises:
+            ConfigError: ``text`` is not a str, is empty, or holds a lone UTF-16 surrogate
+                (no UTF-8 can carry it).
+        """
+        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"DocumentPart.from_text takes a str, got {_described(text)}")
+        if not text:
+            raise ConfigError("DocumentPart.from_text: the text is empty")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ConfigError(
+                f"DocumentPart.from_text: the text holds a lone UTF-16 surrogate at index "
+                f"{exc.start}, which no UTF-8 document can carry"
+            ) from None
+        return cls(InlineSource("text/plain", data), title)
 
 
 class AudioPart(_FromSource, msgspec.Struct, frozen=True, tag="audio"):
@@ -502,6 +528,20 @@ MediaPart = ImagePart | DocumentPart | AudioPart
 MAX_MEDIA_FILE_BYTES = 64 * 1024 * 1024
 
 
+def _media_path(path: object) -> Path:
+    """``path`` as a :class:`~pathlib.Path`: a ``str`` or a path-like object, else a
+    ConfigError (a ``bytes`` path included: the error messages name paths as text)."""
+    if path == "":  # Path("") is the current directory: say what was given instead
+        raise ConfigError("a media path is empty")
+    if isinstance(path, str | os.PathLike) and not isinstance(path, bytes):
+        try:
+            return Path(path)  # pyright: ignore[reportUnknownArgumentType]
+        except TypeError:  # a PathLike whose __fspath__ gives bytes
+            pass
+    shown = _described(path)  # pyright: ignore[reportUnknownArgumentType]
+    raise ConfigError(f"a media path must be a str or a pathlib.Path, got {shown}")
+
+
 def _read_media(where: Path) -> bytes:
     """The bytes of the regular file at ``where``, at most :data:`MAX_MEDIA_FILE_BYTES`.
 
@@ -512,6 +552,8 @@ def _read_media(where: Path) -> bytes:
     """
     bound = MAX_MEDIA_FILE_BYTES
     named = f"media file {str(where)!r}"
+    if "\0" in str(where):  # (os.open would raise a bare ValueError)
+        raise ConfigError(f"cannot read {named}: the path holds a NUL character")
     try:
         fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         with os.fdopen(fd, "rb") as file:
@@ -547,7 +589,7 @@ def media_from_path(path: str | Path) -> MediaPart:
         return ImagePart(source)
     if kind == "audio":
         return AudioPart(source)
-    return DocumentPart(source, filename=Path(path).name)
+    return DocumentPart(source, filename=_media_path(path).name)
 
 
 CacheTTL = Literal["5m", "1h"]

@@ -59,3 +59,31 @@ def test_good_arguments_build_and_round_trip_through_json() -> None:
         CachePoint(ttl="1h"),
     )
     assert msgspec.json.decode(msgspec.json.encode(message), type=Message) == message
+
+
+# The convenience constructors: (what the message names, the call). Each refused before any file
+# is read, with a ConfigError, where a TypeError, ValueError, AttributeError or
+# UnicodeEncodeError came from inside pathlib, os or str.
+CONVENIENCE: list[tuple[str, Callable[[], object]]] = [
+    ("media path", lambda: ImagePart.from_path(None)),  # pyright: ignore[reportArgumentType]
+    ("media path", lambda: DocumentPart.from_path(3)),  # pyright: ignore[reportArgumentType]
+    ("media path", lambda: AudioPart.from_path(b"/tmp/a.wav")),  # pyright: ignore[reportArgumentType]
+    ("media path is empty", lambda: InlineSource.from_path("")),
+    ("NUL character", lambda: ImagePart.from_path("/tmp/a\x00.png")),
+    ("media_type", lambda: ImagePart.from_bytes(b"\x89PNG\r\n\x1a\n", 5)),  # pyright: ignore[reportArgumentType]
+    ("media_type", lambda: InlineSource.from_path(__file__, ["text/plain"])),  # pyright: ignore[reportArgumentType]
+    ("name", lambda: InlineSource.from_bytes(b"hello", name=3)),  # pyright: ignore[reportArgumentType]
+    ("DocumentPart.filename", lambda: DocumentPart.from_bytes(b"hello", filename=3)),  # pyright: ignore[reportArgumentType]
+    ("DocumentPart.from_text", lambda: DocumentPart.from_text(5)),  # pyright: ignore[reportArgumentType]
+    ("DocumentPart.from_text", lambda: DocumentPart.from_text(b"hello")),  # pyright: ignore[reportArgumentType]
+    ("the text is empty", lambda: DocumentPart.from_text("")),
+    ("lone UTF-16 surrogate at index 2", lambda: DocumentPart.from_text("ab\ud800")),
+]
+
+
+@pytest.mark.parametrize(("named", "build"), CONVENIENCE, ids=[n for n, _ in CONVENIENCE])
+def test_a_wrong_argument_to_a_convenience_constructor_is_a_config_error(
+    named: str, build: Callable[[], object]
+) -> None:
+    with pytest.raises(ConfigError, match=named):
+        build()
