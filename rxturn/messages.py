@@ -657,6 +657,7 @@ def describe_part(part: object) -> str:
 
 
 ToolResultContent = TextPart | ImagePart | DocumentPart
+_RESULT_PART_TYPES: frozenset[type] = frozenset(get_args(ToolResultContent))
 
 
 class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
@@ -669,6 +670,36 @@ class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
     tool_call_id: str
     content: str | tuple[ToolResultContent, ...]
     is_error: bool = False
+
+    def __post_init__(self) -> None:
+        # checked when built, as a message's parts are: a wrong content reached each wire's
+        # encoder as a TypeError ('int' object is not iterable) or an AttributeError (a
+        # CachePoint has no source), and a non-str id went out as a JSON number
+        if type(self.tool_call_id) is not str:
+            raise ConfigError(
+                f"ToolResultPart.tool_call_id must be a str, got {_described(self.tool_call_id)}"
+            )
+        if type(self.is_error) is not bool:
+            raise ConfigError(
+                f"ToolResultPart.is_error must be True or False, got {_described(self.is_error)}"
+            )
+        content = self.content
+        if type(content) is str:
+            return
+        if not isinstance(content, tuple | list):
+            raise ConfigError(
+                "ToolResultPart.content must be a str or a tuple of TextPart, ImagePart and "
+                f"DocumentPart, got {_described(content)}"
+            )
+        for index, item in enumerate(content):
+            if type(item) not in _RESULT_PART_TYPES:
+                raise ConfigError(
+                    f"ToolResultPart.content[{index}] is of type {type(item).__name__}; a tool "
+                    "result holds TextPart, ImagePart and DocumentPart (audio and cache "
+                    "markers go in the message itself)"
+                )
+        if type(content) is not tuple:
+            msgspec.structs.force_setattr(self, "content", tuple(content))
 
     @property
     def text(self) -> str:

@@ -17,6 +17,7 @@ from rxturn import (
     InlineSource,
     UrlSource,
 )
+from rxturn.messages import TextPart, ToolResultPart
 
 PNG = InlineSource(media_type="image/png", data=b"\x89PNG\r\n\x1a\n")
 
@@ -87,3 +88,39 @@ def test_a_wrong_argument_to_a_convenience_constructor_is_a_config_error(
 ) -> None:
     with pytest.raises(ConfigError, match=named):
         build()
+
+
+# A tool result's fields: each a ConfigError when built, where a wrong content reached the
+# wires' encoders as a TypeError or an AttributeError, and an int id went out as a JSON number.
+RESULT_CASES: list[tuple[str, Callable[[], object]]] = [
+    ("ToolResultPart.tool_call_id", lambda: ToolResultPart(5, "ok")),  # pyright: ignore[reportArgumentType]
+    ("ToolResultPart.content", lambda: ToolResultPart("c", 5)),  # pyright: ignore[reportArgumentType]
+    ("ToolResultPart.content", lambda: ToolResultPart("c", None)),  # pyright: ignore[reportArgumentType]
+    (
+        r"ToolResultPart.content\[0\] is of type CachePoint",
+        lambda: ToolResultPart("c", (CachePoint(),)),  # pyright: ignore[reportArgumentType]
+    ),
+    (
+        r"ToolResultPart.content\[1\] is of type AudioPart",
+        lambda: ToolResultPart(
+            "c",
+            (TextPart("a"), AudioPart(UrlSource("https://example.invalid/a.wav"))),  # pyright: ignore[reportArgumentType]
+        ),
+    ),
+    (r"ToolResultPart.content\[0\] is of type str", lambda: ToolResultPart("c", ("text",))),  # pyright: ignore[reportArgumentType]
+    ("ToolResultPart.is_error", lambda: ToolResultPart("c", "ok", "yes")),  # pyright: ignore[reportArgumentType]
+]
+
+
+@pytest.mark.parametrize(("named", "build"), RESULT_CASES, ids=[n for n, _ in RESULT_CASES])
+def test_a_tool_result_with_a_wrong_field_is_a_config_error(
+    named: str, build: Callable[[], object]
+) -> None:
+    with pytest.raises(ConfigError, match=named):
+        build()
+
+
+def test_a_tool_results_list_of_parts_is_kept_as_a_tuple() -> None:
+    part = ToolResultPart("c", [TextPart("a")])  # pyright: ignore[reportArgumentType]
+    assert part.content == (TextPart("a"),)
+    hash(part)  # a frozen part whose content is a list could not be hashed
