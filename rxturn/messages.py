@@ -310,13 +310,25 @@ class UrlSource(msgspec.Struct, frozen=True, tag="url"):
     """Media the provider fetches itself from ``url`` (an ``https://`` URL).
 
     Not every wire fetches URLs for every kind of part: one that needs the bytes refuses a URL
-    with a :class:`~rxturn.errors.ConfigError` before anything is sent.
+    with a :class:`~rxturn.errors.ConfigError` before anything is sent. A ``data:`` URL is
+    refused here: it is the bytes themselves, which belong in an :class:`InlineSource` (whose
+    size the wires check, and whose bytes no repr, record or error shows).
     """
 
     url: str
 
     def __post_init__(self) -> None:
         _check_str(self.url, "UrlSource.url")
+        if _is_data_url(self.url):
+            raise ConfigError(
+                f"UrlSource.url is a data: URL ({len(self.url)} characters), the bytes "
+                "themselves: use an InlineSource (InlineSource.from_bytes, "
+                "ImagePart.from_bytes, ...)"
+            )
+
+
+def _is_data_url(url: str) -> bool:
+    return url[:5].lower() == "data:"
 
 
 class FileIdSource(msgspec.Struct, frozen=True, tag="file_id"):
@@ -1126,7 +1138,7 @@ def _inner(fields: Mapping[str, object], key: str, where: str, holder: str) -> s
 
 def _data_url(url: str, where: str) -> InlineSource | None:
     """A ``data:<type>;base64,<data>`` URL's bytes (``None``: not a data URL)."""
-    if not url.startswith("data:"):
+    if not _is_data_url(url):
         return None
     head, comma, data = url[5:].partition(",")
     media_type, _, encoding = head.partition(";")

@@ -124,3 +124,15 @@ def test_a_tool_results_list_of_parts_is_kept_as_a_tuple() -> None:
     part = ToolResultPart("c", [TextPart("a")])  # pyright: ignore[reportArgumentType]
     assert part.content == (TextPart("a"),)
     hash(part)  # a frozen part whose content is a list could not be hashed
+
+
+@pytest.mark.parametrize(
+    "url", ["data:image/png;base64,iVBORw0KGgo=", "DATA:image/png;base64,iVBORw0KGgo="]
+)
+def test_a_data_url_is_not_a_url_source(url: str) -> None:
+    # before, it was kept: its bytes shown in every placeholder ('[image: data:image/png;…]'
+    # in audit records, logs and errors), sent past the inline size limits, and as an
+    # Anthropic 'url' source the API refuses
+    with pytest.raises(ConfigError, match="UrlSource.url is a data: URL") as caught:
+        UrlSource(url)
+    assert "iVBOR" not in str(caught.value)
