@@ -219,6 +219,14 @@ class Pricer:
     __slots__ = ("_day", "_rates", "_where", "base_url", "provider_id")
 
     def __init__(self, provider_id: str, base_url: str | None = None) -> None:
+        given: object = provider_id  # (None let genai-prices guess the provider)
+        if not isinstance(given, str) or not given:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"Pricer: provider_id must be a non-empty str, got {_described(given)}"
+            )
+        url: object = base_url
+        if url is not None and not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"Pricer: base_url must be a str or None, got {_described(url)}")
         _require()
         from genai_prices import data_snapshot
 
@@ -239,9 +247,24 @@ class Pricer:
         self, model: str, usage: Usage | None, when: datetime | None = None
     ) -> Decimal | None:
         """What ``usage`` of ``model`` cost in USD at ``when`` (default: now); ``None`` when it
-        cannot be priced. Never raises."""
-        if usage is None:
-            return None
+        cannot be priced (a lookup that fails never raises).
+
+        Raises:
+            ConfigError: ``model`` is not a str, ``usage`` not a :class:`Usage` or ``None``,
+                ``when`` not a datetime or ``None``.
+        """
+        if not isinstance(usage, Usage):
+            if usage is None:
+                return None
+            raise ConfigError(
+                f"Pricer.price: usage must be a Usage or None, got {_described(usage)}"
+            )
+        if type(model) is not str:
+            raise ConfigError(f"Pricer.price: model must be a str, got {_described(model)}")
+        if when is not None and not isinstance(when, datetime):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"Pricer.price: when must be a datetime or None, got {_described(when)}"
+            )
         cost = usage.provider_cost
         if cost is not None and math.isfinite(cost) and cost >= 0:  # (a Usage built by hand)
             return Decimal(repr(cost + 0.0))  # (+ 0.0: -0.0 is 0)

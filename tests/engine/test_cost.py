@@ -325,3 +325,25 @@ def test_a_provider_cost_that_is_no_price_is_not_used(reported: float) -> None:
 def test_a_provider_cost_of_minus_zero_is_zero() -> None:
     usage = Usage(input_tokens=1, output_tokens=1, provider_cost=-0.0)
     assert str(Pricer("openai").price("gpt-4o", usage, WHEN)) == "0.0"
+
+
+@pytest.mark.parametrize(
+    ("build", "named"),
+    [
+        (lambda: Pricer(5), "provider_id"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer(None), "provider_id"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer(""), "provider_id"),
+        (lambda: Pricer("openai", 5), "base_url"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer("openai").price("gpt-4o", "usage"), "usage"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer("openai").price(None, Usage(input_tokens=1)), "model"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer("openai").price("gpt-4o", Usage(input_tokens=1), "2026-01-01"), "when"),  # pyright: ignore[reportArgumentType]
+    ],
+    ids=["id int", "id None", "id empty", "url int", "usage str", "model None", "when str"],
+)
+def test_a_pricer_given_a_wrong_argument_is_a_config_error(build: Any, named: str) -> None:
+    # before: Pricer(5) left every attempt unpriced without a word, Pricer(None) priced by
+    # genai-prices' guess, price(model, "usage") raised AttributeError
+    from rxturn.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=named):
+        build()
