@@ -247,10 +247,18 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
 
     def __post_init__(self) -> None:
         _check_str(self.media_type, "InlineSource.media_type")
-        if not isinstance(self.data, bytes) or not self.data:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"InlineSource.data must be non-empty bytes, got {_described(self.data)}"
+        data: object = self.data
+        if isinstance(data, bytearray | memoryview) and data:  # bytes in all but type
+            msgspec.structs.force_setattr(self, "data", bytes(data))
+            return
+        if not isinstance(data, bytes) or not data:  # pyright: ignore[reportUnnecessaryIsInstance]
+            # said by type and length: the value is media (a base64 str, a bytearray), which
+            # no error message shows
+            got = (
+                f"{type(data).__name__} of length {len(data)}" if _sized(data) else _described(data)
             )
+            hint = " (base64 text? pass base64.b64decode(text))" if isinstance(data, str) else ""
+            raise ConfigError(f"InlineSource.data must be non-empty bytes, got {got}{hint}")
 
     def __repr__(self) -> str:
         return f"InlineSource(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
@@ -349,6 +357,10 @@ ImageDetail = Literal["auto", "low", "high", "original"]
 
 
 _DETAILS: tuple[str | None, ...] = (None, *get_args(ImageDetail))
+
+
+def _sized(value: object) -> bool:
+    return isinstance(value, str | bytes | bytearray | memoryview | list | tuple)
 
 
 def _described(value: object) -> str:

@@ -3,6 +3,7 @@ ConfigError naming the field, never a part that fails later inside a wire's enco
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 
 import pytest
@@ -133,6 +134,20 @@ def test_a_data_url_is_not_a_url_source(url: str) -> None:
     # before, it was kept: its bytes shown in every placeholder ('[image: data:image/png;…]'
     # in audit records, logs and errors), sent past the inline size limits, and as an
     # Anthropic 'url' source the API refuses
-    with pytest.raises(ConfigError, match="UrlSource.url is a data: URL") as caught:
+    with pytest.raises(ConfigError, match=r"UrlSource\.url is a data: URL") as caught:
         UrlSource(url)
     assert "iVBOR" not in str(caught.value)
+
+
+def test_inline_data_given_as_base64_text_is_refused_without_showing_it() -> None:
+    # before, the message quoted the first 70 characters of the str: the image's base64
+    text = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(200))).decode()
+    with pytest.raises(ConfigError, match="got str of length") as caught:
+        InlineSource("image/png", text)  # pyright: ignore[reportArgumentType]
+    assert text[:12] not in str(caught.value) and "b64decode" in str(caught.value)
+
+
+def test_inline_data_as_a_bytearray_or_memoryview_is_kept_as_bytes() -> None:
+    for data in (bytearray(b"\x89PNG\r\n\x1a\n"), memoryview(b"\x89PNG\r\n\x1a\n")):
+        source = InlineSource("image/png", data)  # pyright: ignore[reportArgumentType]
+        assert type(source.data) is bytes and source.data == b"\x89PNG\r\n\x1a\n"
