@@ -481,7 +481,7 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
             ConfigError: unreadable, empty, unknown, or not a PDF or text file.
         """
         source = cls._inline(InlineSource.from_path(path))
-        return cls(source, title, context, citations, _media_path(path).name)
+        return cls(source, title, context, citations, _file_name(path))
 
     @classmethod
     def from_bytes(
@@ -566,6 +566,14 @@ def _media_path(path: object) -> Path:
     raise ConfigError(f"a media path must be a str or a pathlib.Path, got {shown}")
 
 
+def _file_name(path: object) -> str:
+    """The path's file name as text a request can carry: a name whose bytes are not UTF-8
+    (which Python holds as lone surrogates) has them replaced with U+FFFD, where it made the
+    OpenAI wires refuse the request body ('not valid Unicode at ...filename')."""
+    name = _media_path(path).name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _read_media(where: Path) -> bytes:
     """The bytes of the regular file at ``where``, at most :data:`MAX_MEDIA_FILE_BYTES`.
 
@@ -613,7 +621,7 @@ def media_from_path(path: str | Path) -> MediaPart:
         return ImagePart(source)
     if kind == "audio":
         return AudioPart(source)
-    return DocumentPart(source, filename=_media_path(path).name)
+    return DocumentPart(source, filename=_file_name(path))
 
 
 CacheTTL = Literal["5m", "1h"]
