@@ -1076,19 +1076,33 @@ def _json_arguments(raw: object, where: str) -> object:
         raise ConfigError(f"{where}: tool call arguments are not valid JSON") from None
 
 
-def _result_text(content: object, where: str) -> str:
-    """A tool result's content: a str, or a list of text blocks joined (Anthropic's form)."""
+def _result_content(content: object, where: str) -> str | tuple[ToolResultContent, ...]:
+    """A tool result's content: a str, or a list of blocks (Anthropic's ``tool_result``,
+    Responses' ``function_call_output``): text blocks alone are joined into a str, text with
+    image and document blocks become parts (a screenshot tool's result)."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        texts: list[str] = []
-        for block in content:  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(block, dict) and isinstance(block.get("text"), str):  # pyright: ignore[reportUnknownMemberType]
-                texts.append(block["text"])  # pyright: ignore[reportUnknownArgumentType]
-            else:
-                raise ConfigError(f"{where}: a tool result's content blocks must be text blocks")
-        return "".join(texts)
-    raise ConfigError(f"{where}: a tool result's content must be a str or a list of text blocks")
+    if not isinstance(content, list):
+        raise ConfigError(
+            f"{where}: a tool result's content must be a str or a list of content blocks"
+        )
+    parts: list[ToolResultContent] = []
+    for index, block in enumerate(cast("list[object]", content)):
+        if not isinstance(block, dict):
+            raise ConfigError(
+                f"{where}: a tool result's content[{index}] is a {type(block).__name__}, not "
+                "a content block"
+            )
+        part = part_from_dict(cast("dict[str, object]", block), f"{where}: content[{index}]")
+        if not isinstance(part, TextPart | ImagePart | DocumentPart):
+            raise ConfigError(
+                f"{where}: a tool result's content blocks are text, image and document "
+                f"blocks; content[{index}] is a {type(part).__name__}"
+            )
+        parts.append(part)
+    if all(isinstance(part, TextPart) for part in parts):
+        return "".join(cast(TextPart, part).text for part in parts)
+    return tuple(parts)
 
 
 def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
@@ -1096,9 +1110,9 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
 
     rxturn's own part JSON (``{"type": "tool_call", ...}``, every part type of the union) is
     decoded as is; the SDK shapes are mapped: ``text`` / ``input_text`` / ``output_text``,
-    ``tool_use``, ``function_call``, ``tool_result`` (``tool_use_id``; content a str or text
-    blocks), ``function_call_output``, ``refusal`` (``{"refusal": ...}``). Anything else is a
-    :class:`~rxturn.errors.ConfigError` naming the block's type.
+    ``tool_use``, ``function_call``, ``tool_result`` (``tool_use_id``; content a str or text,
+    image and document blocks), ``function_call_output``, ``refusal`` (``{"refusal": ...}``).
+    Anything else is a :class:`~rxturn.errors.ConfigError` naming the block's type.
     """
 
     try:
@@ -1118,10 +1132,10 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
         )
     if kind == "tool_result":
         is_error = bool(block.get("is_error", False))
-        content = _result_text(block.get("content", ""), where)
+        content = _result_content(block.get("content", ""), where)
         return ToolResultPart(_field(block, "tool_use_id", where), content, is_error)
     if kind == "function_call_output":
-        output = _result_text(block.get("output", ""), where)
+        output = _result_content(block.get("output", ""), where)
         return ToolResultPart(_field(block, "call_id", where), output)
     if kind == "refusal" and isinstance(block.get("refusal"), str):
         return RefusalPart(_field(block, "refusal", where))
@@ -1295,7 +1309,7 @@ def as_message(item: object, where: str) -> Message:
     except msgspec.ValidationError:
         pass
     if role == "tool":
-        content = _result_text(data.get("content", ""), where)
+        content = _result_content(data.get("content", ""), where)
         call_id = data.get("tool_call_id")
         if not isinstance(call_id, str):  # (_field would call the message "a None block")
             raise ConfigError(

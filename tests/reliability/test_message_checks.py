@@ -6,13 +6,14 @@ a ``ConfigError`` at the caller's line — never an ``AttributeError`` from the 
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Any, get_args
 
 import pytest
 
-from rxturn import AnthropicClient, OpenAIClient, TurnEngine
+from rxturn import AnthropicClient, ImagePart, InlineSource, OpenAIClient, TurnEngine
 from rxturn.errors import ConfigError
 from rxturn.messages import (
     ContentPart,
@@ -277,3 +278,46 @@ def test_message_json_with_a_system_role_is_a_decode_error() -> None:
 
     with pytest.raises(msgspec.ValidationError):
         message_from_json(b'{"role":"system","content":[]}')
+
+
+_SHOT = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(24)).decode()
+
+
+def test_sdk_tool_results_with_a_screenshot_convert_to_parts() -> None:
+    # a computer-use history as the Anthropic SDK and the Responses API write it: the image
+    # blocks of a tool result were refused ('content blocks must be text blocks')
+    anthropic_result = {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": [
+            {"type": "text", "text": "the screen:"},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": _SHOT},
+            },
+        ],
+    }
+    responses_output = {
+        "type": "function_call_output",
+        "call_id": "t2",
+        "output": [
+            {"type": "input_text", "text": "the screen:"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{_SHOT}"},
+        ],
+    }
+    shot = ImagePart(InlineSource("image/png", base64.b64decode(_SHOT)))
+    engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    engine.history.extend(_any([{"role": "user", "content": [anthropic_result]}, responses_output]))
+    assert [message.content for message in engine.history] == [
+        (ToolResultPart("t1", (TextPart("the screen:"), shot)),),
+        (ToolResultPart("t2", (TextPart("the screen:"), shot)),),
+    ]
+    text_only = {
+        "type": "tool_result",
+        "tool_use_id": "t3",
+        "content": [{"type": "text", "text": "ok"}],
+    }
+    assert Message(role="user", content=_any([text_only])).content == (ToolResultPart("t3", "ok"),)
+    call = {"type": "tool_use", "id": "x", "name": "f", "input": {}}
+    with pytest.raises(ConfigError, match=r"content\[0\] is a ToolCallPart"):
+        Message(role="user", content=_any([{**text_only, "content": [call]}]))
