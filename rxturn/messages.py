@@ -304,6 +304,14 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
             found = _media.canonical(media_type)
             if _media.kind_of(found) is None:
                 raise ConfigError(f"{what}: unknown media type {media_type!r} (known: {known})")
+            magic = _media.sniff(raw)  # what the bytes' own header says, if anything
+            if magic is not None and magic != found:
+                raise ConfigError(
+                    f"{what}: media_type {media_type!r}, but its bytes are {magic} (the "
+                    "provider would refuse the mismatch; leave media_type out to infer it)"
+                )
+            if found == "text/plain" and not _is_utf8(raw):
+                raise ConfigError(f"{what}: text/plain, but its bytes are not UTF-8")
             return cls(found, raw)
         sniffed = _media.sniff(raw, name)
         if sniffed is None:
@@ -333,6 +341,14 @@ class UrlSource(msgspec.Struct, frozen=True, tag="url"):
                 "themselves: use an InlineSource (InlineSource.from_bytes, "
                 "ImagePart.from_bytes, ...)"
             )
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _is_data_url(url: str) -> bool:

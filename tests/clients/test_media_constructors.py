@@ -80,6 +80,14 @@ CONVENIENCE: list[tuple[str, Callable[[], object]]] = [
     ("DocumentPart.from_text", lambda: DocumentPart.from_text(b"hello")),  # pyright: ignore[reportArgumentType]
     ("the text is empty", lambda: DocumentPart.from_text("")),
     ("lone UTF-16 surrogate at index 2", lambda: DocumentPart.from_text("ab\ud800")),
+    # an explicit media type the bytes' own header contradicts, text that is not UTF-8: each
+    # was kept, and sent for the provider to refuse (or, for the text, the wire to refuse)
+    ("its bytes are application/pdf", lambda: ImagePart.from_bytes(b"%PDF-1.7 x", "image/png")),
+    (
+        "its bytes are image/png",
+        lambda: DocumentPart.from_bytes(b"\x89PNG\r\n\x1a\n", "text/plain"),
+    ),
+    ("not UTF-8", lambda: DocumentPart.from_bytes(b"caf\xe9", "text/plain")),
 ]
 
 
