@@ -1194,7 +1194,14 @@ def _data_url(url: str, where: str) -> InlineSource | None:
     media_type, _, encoding = head.partition(";")
     if not comma or encoding != "base64" or not media_type:
         raise ConfigError(f"{where}: a data URL must be data:<media type>;base64,<data>")
-    return InlineSource.from_bytes(_base64(data, where), media_type)
+    return _labelled(_base64(data, where), media_type)
+
+
+def _labelled(data: bytes, media_type: str) -> InlineSource:
+    """Inline bytes from an SDK-style block: labelled by their own header when they have one
+    (a history that an API took with a loose label, a PNG sent as ``image/jpeg``, converts),
+    else by the block's label."""
+    return InlineSource.from_bytes(data, None if _media.sniff(data) else media_type)
 
 
 def _anthropic_source(raw: object, where: str) -> MediaSource:
@@ -1205,7 +1212,7 @@ def _anthropic_source(raw: object, where: str) -> MediaSource:
     kind = source.get("type")
     if kind == "base64":
         media_type = _inner(source, "media_type", where, "source")
-        return InlineSource.from_bytes(_base64(source.get("data"), where), media_type)
+        return _labelled(_base64(source.get("data"), where), media_type)
     if kind == "text":
         text = _inner(source, "data", where, "source")
         return InlineSource.from_bytes(text.encode(), "text/plain")

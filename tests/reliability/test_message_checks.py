@@ -321,3 +321,19 @@ def test_sdk_tool_results_with_a_screenshot_convert_to_parts() -> None:
     call = {"type": "tool_use", "id": "x", "name": "f", "input": {}}
     with pytest.raises(ConfigError, match=r"content\[0\] is a ToolCallPart"):
         Message(role="user", content=_any([{**text_only, "content": [call]}]))
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{_SHOT}"}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": _SHOT}},
+    ],
+    ids=["openai", "anthropic"],
+)
+def test_an_sdk_image_labelled_loosely_is_labelled_by_its_bytes(block: Any) -> None:
+    # a PNG an SDK history sent as image/jpeg: converted with the label its header gives
+    # (before, the wrong label was kept; a typed InlineSource with it is a ConfigError)
+    (part,) = Message(role="user", content=_any([block])).content
+    assert isinstance(part, ImagePart) and isinstance(part.source, InlineSource)
+    assert part.source.media_type == "image/png"
