@@ -1289,7 +1289,7 @@ def _media_from_dict(block: Mapping[str, object], kind: object, where: str) -> C
         form = _inner(audio, "format", where, "input_audio")
         data = _base64(audio.get("data"), where)
         media_type = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(form, f"audio/{form}")
-        return AudioPart(AudioPart.check_kind(InlineSource.from_bytes(data, media_type)))
+        return AudioPart(AudioPart.check_kind(_labelled(data, media_type)))
     return None
 
 

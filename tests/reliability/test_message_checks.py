@@ -13,7 +13,7 @@ from typing import Any, get_args
 
 import pytest
 
-from rxturn import AnthropicClient, ImagePart, InlineSource, OpenAIClient, TurnEngine
+from rxturn import AnthropicClient, AudioPart, ImagePart, InlineSource, OpenAIClient, TurnEngine
 from rxturn.errors import ConfigError
 from rxturn.messages import (
     ContentPart,
@@ -337,3 +337,11 @@ def test_an_sdk_image_labelled_loosely_is_labelled_by_its_bytes(block: Any) -> N
     (part,) = Message(role="user", content=_any([block])).content
     assert isinstance(part, ImagePart) and isinstance(part.source, InlineSource)
     assert part.source.media_type == "image/png"
+
+
+def test_sdk_audio_labelled_loosely_is_labelled_by_its_bytes() -> None:
+    mp3 = base64.b64encode(b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(16)).decode()
+    block = {"type": "input_audio", "input_audio": {"data": mp3, "format": "wav"}}
+    (part,) = Message(role="user", content=_any([block])).content
+    assert isinstance(part, AudioPart) and isinstance(part.source, InlineSource)
+    assert part.source.media_type == "audio/mpeg"
