@@ -365,6 +365,20 @@ class FileIdSource(msgspec.Struct, frozen=True, tag="file_id"):
     def __post_init__(self) -> None:
         _check_str(self.file_id, "FileIdSource.file_id")
         _check_str(self.provider, "FileIdSource.provider")
+        provider = self.provider.lower()
+        if provider not in _FILE_STORES:
+            # no wire sends another's ids; a capitalised name was refused as another
+            # provider's id ('upload the file to openai'), which misled
+            raise ConfigError(
+                f"FileIdSource.provider must be one of {', '.join(map(repr, _FILE_STORES))} "
+                f"(the providers with a file store), got {self.provider!r}"
+            )
+        if provider != self.provider:
+            msgspec.structs.force_setattr(self, "provider", provider)
+
+
+#: The providers whose file ids a wire sends (Anthropic's Files API, OpenAI's files).
+_FILE_STORES = ("anthropic", "openai")
 
 
 MediaSource = InlineSource | UrlSource | FileIdSource

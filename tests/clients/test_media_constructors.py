@@ -30,6 +30,9 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("UrlSource.url", lambda: UrlSource(url="")),
     ("FileIdSource.file_id", lambda: FileIdSource(file_id=None, provider="openai")),  # pyright: ignore[reportArgumentType]
     ("FileIdSource.provider", lambda: FileIdSource(file_id="file_1", provider="")),
+    # a provider no wire sends ids of: before, kept and refused only when a request was built
+    ("FileIdSource.provider", lambda: FileIdSource(file_id="file_1", provider="google")),
+    ("FileIdSource.provider", lambda: FileIdSource(file_id="file_1", provider="ollama")),
     ("ImagePart.source", lambda: ImagePart("https://example.invalid/a.png")),  # pyright: ignore[reportArgumentType]
     ("ImagePart.detail", lambda: ImagePart(PNG, detail="ultra")),  # pyright: ignore[reportArgumentType]
     ("DocumentPart.source", lambda: DocumentPart(b"%PDF")),  # pyright: ignore[reportArgumentType]
@@ -159,3 +162,10 @@ def test_inline_data_as_a_bytearray_or_memoryview_is_kept_as_bytes() -> None:
     for data in (bytearray(b"\x89PNG\r\n\x1a\n"), memoryview(b"\x89PNG\r\n\x1a\n")):
         source = InlineSource("image/png", data)  # pyright: ignore[reportArgumentType]
         assert type(source.data) is bytes and source.data == b"\x89PNG\r\n\x1a\n"
+
+
+def test_a_file_id_providers_name_is_taken_in_any_case() -> None:
+    # before, 'OpenAI' was kept, and every wire refused it as another provider's id
+    # ('the file id belongs to 'OpenAI', not 'openai' (upload the file to openai ...)')
+    assert FileIdSource("file_1", "OpenAI").provider == "openai"
+    assert FileIdSource("file_1", "Anthropic") == FileIdSource("file_1", "anthropic")
