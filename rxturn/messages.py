@@ -247,6 +247,9 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
 
     def __post_init__(self) -> None:
         _check_str(self.media_type, "InlineSource.media_type")
+        spelled = _media.canonical(self.media_type)  # 'IMAGE/PNG', 'image/jpg': the wires' own
+        if spelled != self.media_type:
+            msgspec.structs.force_setattr(self, "media_type", spelled)
         data: object = self.data
         if isinstance(data, bytearray | memoryview) and data:  # bytes in all but type
             msgspec.structs.force_setattr(self, "data", bytes(data))

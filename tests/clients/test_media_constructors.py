@@ -169,3 +169,11 @@ def test_a_file_id_providers_name_is_taken_in_any_case() -> None:
     # ('the file id belongs to 'OpenAI', not 'openai' (upload the file to openai ...)')
     assert FileIdSource("file_1", "OpenAI").provider == "openai"
     assert FileIdSource("file_1", "Anthropic") == FileIdSource("file_1", "anthropic")
+
+
+def test_an_inline_media_type_is_kept_in_the_wires_spelling() -> None:
+    # before, InlineSource('IMAGE/PNG', ...) or 'image/jpg' built by hand was kept as written
+    # and every wire refused it ('its media type is not a known image type'); from_bytes
+    # already took those spellings
+    assert InlineSource("IMAGE/PNG", b"\x89PNG\r\n\x1a\n").media_type == "image/png"
+    assert InlineSource("image/jpg", b"\xff\xd8\xff").media_type == "image/jpeg"
