@@ -8,7 +8,7 @@ import re
 from typing import Any, Protocol, cast
 from urllib.parse import quote
 
-__all__ = ["redact", "scrub_exception", "without_secrets"]
+__all__ = ["redact", "scrub_exception", "without_base64", "without_secrets"]
 
 
 class _Message(Protocol):
@@ -20,10 +20,29 @@ _MAX_BODY_CHARS = 8192
 
 _KEY_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|sk-ant-[A-Za-z0-9_\-]{6,})")
 
+#: A run of base64 this long is data, not words: a server echoing the request in an error
+#: (``could not process image: {... "data": "iVBORw0K..."}``) echoes the media's bytes.
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/]{160,}={0,2}")
+
+
+def _base64_run(match: re.Match[str]) -> str:
+    run = match.group()
+    # data has upper and lower case letters and digits; a run of one letter is padding
+    if run.lower() == run or run.upper() == run or not any(c.isdigit() for c in run):
+        return run
+    return f"[base64: {len(run)} chars]"
+
+
+def without_base64(text: str) -> str:
+    """``text`` with each long run of base64 replaced by ``[base64: N chars]`` (before any
+    cut: a cut run would leave its head behind)."""
+    return _BASE64_RUN.sub(_base64_run, text)
+
 
 def redact(text: str, secrets: tuple[str, ...] = ()) -> str:
-    """Remove API-key-looking tokens (and any given secrets) from ``text``; cap its length."""
-    text = without_secrets(text, secrets)
+    """Remove API-key-looking tokens (and any given secrets) from ``text``, and long runs of
+    base64 (media bytes a server echoed); cap its length."""
+    text = without_base64(without_secrets(text, secrets))
     if len(text) > _MAX_BODY_CHARS:
         text = text[:_MAX_BODY_CHARS] + f"… [{len(text) - _MAX_BODY_CHARS} more chars]"
     return text

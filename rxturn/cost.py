@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import math
 import time
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
@@ -38,6 +39,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from .errors import ConfigError
 from .messages import Usage
 
 if TYPE_CHECKING:
@@ -68,14 +70,36 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True):
     unpriced_attempts: int = 0
     currency: str = "USD"
 
+    def __post_init__(self) -> None:
+        # checked when built: a float or str total failed later, in describe_cost or a sum
+        total: object = self.total
+        if not isinstance(total, Decimal) or not total.is_finite():  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"Cost.total must be a finite decimal.Decimal, got {_described(total)}"
+            )
+        count: object = self.unpriced_attempts
+        if type(count) is not int or count < 0:
+            raise ConfigError(
+                f"Cost.unpriced_attempts must be an int of 0 or more, got {_described(count)}"
+            )
+        currency: object = self.currency
+        if not isinstance(currency, str) or not currency:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"Cost.currency must be a non-empty str, got {_described(currency)}")
+
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):  # pyright: ignore[reportUnnecessaryIsInstance]
             return NotImplemented
+        if other.currency != self.currency:
+            raise ConfigError(f"cannot add a cost in {other.currency} to one in {self.currency}")
         return Cost(
             total=self.total + other.total,
             unpriced_attempts=self.unpriced_attempts + other.unpriced_attempts,
             currency=self.currency,
         )
+
+
+def _described(value: object) -> str:
+    return f"{type(value).__name__} {value!r}"[:80]
 
 
 _available: bool | None = None
@@ -112,8 +136,6 @@ def enable_price_updates(update_interval: float = 3600.0) -> UpdatePrices:
 
 def _require() -> None:
     if not cost_available():
-        from .errors import ConfigError
-
         raise ConfigError("pricing needs the cost extra: pip install 'rxturn[cost]'")
 
 
@@ -197,6 +219,14 @@ class Pricer:
     __slots__ = ("_day", "_rates", "_where", "base_url", "provider_id")
 
     def __init__(self, provider_id: str, base_url: str | None = None) -> None:
+        given: object = provider_id  # (None let genai-prices guess the provider)
+        if not isinstance(given, str) or not given:  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"Pricer: provider_id must be a non-empty str, got {_described(given)}"
+            )
+        url: object = base_url
+        if url is not None and not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"Pricer: base_url must be a str or None, got {_described(url)}")
         _require()
         from genai_prices import data_snapshot
 
@@ -217,11 +247,27 @@ class Pricer:
         self, model: str, usage: Usage | None, when: datetime | None = None
     ) -> Decimal | None:
         """What ``usage`` of ``model`` cost in USD at ``when`` (default: now); ``None`` when it
-        cannot be priced. Never raises."""
-        if usage is None:
-            return None
-        if usage.provider_cost is not None:
-            return Decimal(repr(usage.provider_cost))
+        cannot be priced (a lookup that fails never raises).
+
+        Raises:
+            ConfigError: ``model`` is not a str, ``usage`` not a :class:`Usage` or ``None``,
+                ``when`` not a datetime or ``None``.
+        """
+        if not isinstance(usage, Usage):
+            if usage is None:
+                return None
+            raise ConfigError(
+                f"Pricer.price: usage must be a Usage or None, got {_described(usage)}"
+            )
+        if type(model) is not str:
+            raise ConfigError(f"Pricer.price: model must be a str, got {_described(model)}")
+        if when is not None and not isinstance(when, datetime):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"Pricer.price: when must be a datetime or None, got {_described(when)}"
+            )
+        cost = usage.provider_cost
+        if cost is not None and math.isfinite(cost) and cost >= 0:  # (a Usage built by hand)
+            return Decimal(repr(cost + 0.0))  # (+ 0.0: -0.0 is 0)
         try:
             return self._price(model, usage, when)
         except Exception:  # a price lookup that fails leaves the attempt unpriced

@@ -247,10 +247,21 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
 
     def __post_init__(self) -> None:
         _check_str(self.media_type, "InlineSource.media_type")
-        if not isinstance(self.data, bytes) or not self.data:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"InlineSource.data must be non-empty bytes, got {_described(self.data)}"
+        spelled = _media.canonical(self.media_type)  # 'IMAGE/PNG', 'image/jpg': the wires' own
+        if spelled != self.media_type:
+            msgspec.structs.force_setattr(self, "media_type", spelled)
+        data: object = self.data
+        if isinstance(data, bytearray | memoryview) and data:  # bytes in all but type
+            msgspec.structs.force_setattr(self, "data", bytes(data))
+            return
+        if not isinstance(data, bytes) or not data:  # pyright: ignore[reportUnnecessaryIsInstance]
+            # said by type and length: the value is media (a base64 str, a bytearray), which
+            # no error message shows
+            got = (
+                f"{type(data).__name__} of length {len(data)}" if _sized(data) else _described(data)
             )
+            hint = " (base64 text? pass base64.b64decode(text))" if isinstance(data, str) else ""
+            raise ConfigError(f"InlineSource.data must be non-empty bytes, got {got}{hint}")
 
     def __repr__(self) -> str:
         return f"InlineSource(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
@@ -265,6 +276,10 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
         """
         if not isinstance(data, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"media data must be bytes, got {type(data).__name__}")
+        if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"InlineSource.from_bytes: name must be a str, got {_described(name)}"
+            )
         what = repr(name) if name else "the media data"
         return cls._checked(bytes(data), media_type, what, name)
 
@@ -276,13 +291,15 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
             ConfigError: the file cannot be read, is empty, or is of no known media type;
                 the message names the path.
         """
-        where = Path(path)
+        where = _media_path(path)
         return cls._checked(
             _read_media(where), media_type, f"media file {str(where)!r}", where.name
         )
 
     @classmethod
     def _checked(cls, raw: bytes, media_type: str | None, what: str, name: str = "") -> Self:
+        if media_type is not None and not isinstance(media_type, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"media_type must be a str or None, got {_described(media_type)}")
         if not raw:
             raise ConfigError(f"{what} is empty")
         known = ", ".join(_media.MEDIA_TYPES)
@@ -290,6 +307,14 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
             found = _media.canonical(media_type)
             if _media.kind_of(found) is None:
                 raise ConfigError(f"{what}: unknown media type {media_type!r} (known: {known})")
+            magic = _media.sniff(raw)  # what the bytes' own header says, if anything
+            if magic is not None and magic != found:
+                raise ConfigError(
+                    f"{what}: media_type {media_type!r}, but its bytes are {magic} (the "
+                    "provider would refuse the mismatch; leave media_type out to infer it)"
+                )
+            if found == "text/plain" and not _is_utf8(raw):
+                raise ConfigError(f"{what}: text/plain, but its bytes are not UTF-8")
             return cls(found, raw)
         sniffed = _media.sniff(raw, name)
         if sniffed is None:
@@ -304,13 +329,33 @@ class UrlSource(msgspec.Struct, frozen=True, tag="url"):
     """Media the provider fetches itself from ``url`` (an ``https://`` URL).
 
     Not every wire fetches URLs for every kind of part: one that needs the bytes refuses a URL
-    with a :class:`~rxturn.errors.ConfigError` before anything is sent.
+    with a :class:`~rxturn.errors.ConfigError` before anything is sent. A ``data:`` URL is
+    refused here: it is the bytes themselves, which belong in an :class:`InlineSource` (whose
+    size the wires check, and whose bytes no repr, record or error shows).
     """
 
     url: str
 
     def __post_init__(self) -> None:
         _check_str(self.url, "UrlSource.url")
+        if _is_data_url(self.url):
+            raise ConfigError(
+                f"UrlSource.url is a data: URL ({len(self.url)} characters), the bytes "
+                "themselves: use an InlineSource (InlineSource.from_bytes, "
+                "ImagePart.from_bytes, ...)"
+            )
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _is_data_url(url: str) -> bool:
+    return url[:5].lower() == "data:"
 
 
 class FileIdSource(msgspec.Struct, frozen=True, tag="file_id"):
@@ -323,6 +368,20 @@ class FileIdSource(msgspec.Struct, frozen=True, tag="file_id"):
     def __post_init__(self) -> None:
         _check_str(self.file_id, "FileIdSource.file_id")
         _check_str(self.provider, "FileIdSource.provider")
+        provider = self.provider.lower()
+        if provider not in _FILE_STORES:
+            # no wire sends another's ids; a capitalised name was refused as another
+            # provider's id ('upload the file to openai'), which misled
+            raise ConfigError(
+                f"FileIdSource.provider must be one of {', '.join(map(repr, _FILE_STORES))} "
+                f"(the providers with a file store), got {self.provider!r}"
+            )
+        if provider != self.provider:
+            msgspec.structs.force_setattr(self, "provider", provider)
+
+
+#: The providers whose file ids a wire sends (Anthropic's Files API, OpenAI's files).
+_FILE_STORES = ("anthropic", "openai")
 
 
 MediaSource = InlineSource | UrlSource | FileIdSource
@@ -331,6 +390,10 @@ ImageDetail = Literal["auto", "low", "high", "original"]
 
 
 _DETAILS: tuple[str | None, ...] = (None, *get_args(ImageDetail))
+
+
+def _sized(value: object) -> bool:
+    return isinstance(value, str | bytes | bytearray | memoryview | list | tuple)
 
 
 def _described(value: object) -> str:
@@ -451,7 +514,7 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
             ConfigError: unreadable, empty, unknown, or not a PDF or text file.
         """
         source = cls._inline(InlineSource.from_path(path))
-        return cls(source, title, context, citations, Path(path).name)
+        return cls(source, title, context, citations, _file_name(path))
 
     @classmethod
     def from_bytes(
@@ -465,13 +528,33 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
         filename: str | None = None,
     ) -> DocumentPart:
         """An inline document from ``data`` (media type inferred unless given)."""
+        if filename is not None and not isinstance(filename, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"DocumentPart.filename must be a str or None, got {_described(filename)}"
+            )
         source = cls._inline(InlineSource.from_bytes(data, media_type, name=filename or ""))
         return cls(source, title, context, citations, filename)
 
     @classmethod
     def from_text(cls, text: str, *, title: str | None = None) -> DocumentPart:
-        """A plain-text document."""
-        return cls(InlineSource("text/plain", text.encode()), title)
+        """A plain-text document.
+
+        Raises:
+            ConfigError: ``text`` is not a str, is empty, or holds a lone UTF-16 surrogate
+                (no UTF-8 can carry it).
+        """
+        if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(f"DocumentPart.from_text takes a str, got {_described(text)}")
+        if not text:
+            raise ConfigError("DocumentPart.from_text: the text is empty")
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise ConfigError(
+                f"DocumentPart.from_text: the text holds a lone UTF-16 surrogate at index "
+                f"{exc.start}, which no UTF-8 document can carry"
+            ) from None
+        return cls(InlineSource("text/plain", data), title)
 
 
 class AudioPart(_FromSource, msgspec.Struct, frozen=True, tag="audio"):
@@ -502,6 +585,28 @@ MediaPart = ImagePart | DocumentPart | AudioPart
 MAX_MEDIA_FILE_BYTES = 64 * 1024 * 1024
 
 
+def _media_path(path: object) -> Path:
+    """``path`` as a :class:`~pathlib.Path`: a ``str`` or a path-like object, else a
+    ConfigError (a ``bytes`` path included: the error messages name paths as text)."""
+    if path == "":  # Path("") is the current directory: say what was given instead
+        raise ConfigError("a media path is empty")
+    if isinstance(path, str | os.PathLike) and not isinstance(path, bytes):
+        try:
+            return Path(path)  # pyright: ignore[reportUnknownArgumentType]
+        except TypeError:  # a PathLike whose __fspath__ gives bytes
+            pass
+    shown = _described(path)  # pyright: ignore[reportUnknownArgumentType]
+    raise ConfigError(f"a media path must be a str or a pathlib.Path, got {shown}")
+
+
+def _file_name(path: object) -> str:
+    """The path's file name as text a request can carry: a name whose bytes are not UTF-8
+    (which Python holds as lone surrogates) has them replaced with U+FFFD, where it made the
+    OpenAI wires refuse the request body ('not valid Unicode at ...filename')."""
+    name = _media_path(path).name
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
 def _read_media(where: Path) -> bytes:
     """The bytes of the regular file at ``where``, at most :data:`MAX_MEDIA_FILE_BYTES`.
 
@@ -512,6 +617,8 @@ def _read_media(where: Path) -> bytes:
     """
     bound = MAX_MEDIA_FILE_BYTES
     named = f"media file {str(where)!r}"
+    if "\0" in str(where):  # (os.open would raise a bare ValueError)
+        raise ConfigError(f"cannot read {named}: the path holds a NUL character")
     try:
         fd = os.open(where, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
         with os.fdopen(fd, "rb") as file:
@@ -547,7 +654,7 @@ def media_from_path(path: str | Path) -> MediaPart:
         return ImagePart(source)
     if kind == "audio":
         return AudioPart(source)
-    return DocumentPart(source, filename=Path(path).name)
+    return DocumentPart(source, filename=_file_name(path))
 
 
 CacheTTL = Literal["5m", "1h"]
@@ -615,6 +722,7 @@ def describe_part(part: object) -> str:
 
 
 ToolResultContent = TextPart | ImagePart | DocumentPart
+_RESULT_PART_TYPES: frozenset[type] = frozenset(get_args(ToolResultContent))
 
 
 class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
@@ -627,6 +735,36 @@ class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
     tool_call_id: str
     content: str | tuple[ToolResultContent, ...]
     is_error: bool = False
+
+    def __post_init__(self) -> None:
+        # checked when built, as a message's parts are: a wrong content reached each wire's
+        # encoder as a TypeError ('int' object is not iterable) or an AttributeError (a
+        # CachePoint has no source), and a non-str id went out as a JSON number
+        if type(self.tool_call_id) is not str:
+            raise ConfigError(
+                f"ToolResultPart.tool_call_id must be a str, got {_described(self.tool_call_id)}"
+            )
+        if type(self.is_error) is not bool:
+            raise ConfigError(
+                f"ToolResultPart.is_error must be True or False, got {_described(self.is_error)}"
+            )
+        content = self.content
+        if type(content) is str:
+            return
+        if not isinstance(content, tuple | list):
+            raise ConfigError(
+                "ToolResultPart.content must be a str or a tuple of TextPart, ImagePart and "
+                f"DocumentPart, got {_described(content)}"
+            )
+        for index, item in enumerate(content):
+            if type(item) not in _RESULT_PART_TYPES:
+                raise ConfigError(
+                    f"ToolResultPart.content[{index}] is of type {type(item).__name__}; a tool "
+                    "result holds TextPart, ImagePart and DocumentPart (audio and cache "
+                    "markers go in the message itself)"
+                )
+        if type(content) is not tuple:
+            msgspec.structs.force_setattr(self, "content", tuple(content))
 
     @property
     def text(self) -> str:
@@ -971,19 +1109,33 @@ def _json_arguments(raw: object, where: str) -> object:
         raise ConfigError(f"{where}: tool call arguments are not valid JSON") from None
 
 
-def _result_text(content: object, where: str) -> str:
-    """A tool result's content: a str, or a list of text blocks joined (Anthropic's form)."""
+def _result_content(content: object, where: str) -> str | tuple[ToolResultContent, ...]:
+    """A tool result's content: a str, or a list of blocks (Anthropic's ``tool_result``,
+    Responses' ``function_call_output``): text blocks alone are joined into a str, text with
+    image and document blocks become parts (a screenshot tool's result)."""
     if isinstance(content, str):
         return content
-    if isinstance(content, list):
-        texts: list[str] = []
-        for block in content:  # pyright: ignore[reportUnknownVariableType]
-            if isinstance(block, dict) and isinstance(block.get("text"), str):  # pyright: ignore[reportUnknownMemberType]
-                texts.append(block["text"])  # pyright: ignore[reportUnknownArgumentType]
-            else:
-                raise ConfigError(f"{where}: a tool result's content blocks must be text blocks")
-        return "".join(texts)
-    raise ConfigError(f"{where}: a tool result's content must be a str or a list of text blocks")
+    if not isinstance(content, list):
+        raise ConfigError(
+            f"{where}: a tool result's content must be a str or a list of content blocks"
+        )
+    parts: list[ToolResultContent] = []
+    for index, block in enumerate(cast("list[object]", content)):
+        if not isinstance(block, dict):
+            raise ConfigError(
+                f"{where}: a tool result's content[{index}] is a {type(block).__name__}, not "
+                "a content block"
+            )
+        part = part_from_dict(cast("dict[str, object]", block), f"{where}: content[{index}]")
+        if not isinstance(part, TextPart | ImagePart | DocumentPart):
+            raise ConfigError(
+                f"{where}: a tool result's content blocks are text, image and document "
+                f"blocks; content[{index}] is a {type(part).__name__}"
+            )
+        parts.append(part)
+    if all(isinstance(part, TextPart) for part in parts):
+        return "".join(cast(TextPart, part).text for part in parts)
+    return tuple(parts)
 
 
 def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
@@ -991,9 +1143,9 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
 
     rxturn's own part JSON (``{"type": "tool_call", ...}``, every part type of the union) is
     decoded as is; the SDK shapes are mapped: ``text`` / ``input_text`` / ``output_text``,
-    ``tool_use``, ``function_call``, ``tool_result`` (``tool_use_id``; content a str or text
-    blocks), ``function_call_output``, ``refusal`` (``{"refusal": ...}``). Anything else is a
-    :class:`~rxturn.errors.ConfigError` naming the block's type.
+    ``tool_use``, ``function_call``, ``tool_result`` (``tool_use_id``; content a str or text,
+    image and document blocks), ``function_call_output``, ``refusal`` (``{"refusal": ...}``).
+    Anything else is a :class:`~rxturn.errors.ConfigError` naming the block's type.
     """
 
     try:
@@ -1013,10 +1165,10 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
         )
     if kind == "tool_result":
         is_error = bool(block.get("is_error", False))
-        content = _result_text(block.get("content", ""), where)
+        content = _result_content(block.get("content", ""), where)
         return ToolResultPart(_field(block, "tool_use_id", where), content, is_error)
     if kind == "function_call_output":
-        output = _result_text(block.get("output", ""), where)
+        output = _result_content(block.get("output", ""), where)
         return ToolResultPart(_field(block, "call_id", where), output)
     if kind == "refusal" and isinstance(block.get("refusal"), str):
         return RefusalPart(_field(block, "refusal", where))
@@ -1053,13 +1205,20 @@ def _inner(fields: Mapping[str, object], key: str, where: str, holder: str) -> s
 
 def _data_url(url: str, where: str) -> InlineSource | None:
     """A ``data:<type>;base64,<data>`` URL's bytes (``None``: not a data URL)."""
-    if not url.startswith("data:"):
+    if not _is_data_url(url):
         return None
     head, comma, data = url[5:].partition(",")
     media_type, _, encoding = head.partition(";")
     if not comma or encoding != "base64" or not media_type:
         raise ConfigError(f"{where}: a data URL must be data:<media type>;base64,<data>")
-    return InlineSource.from_bytes(_base64(data, where), media_type)
+    return _labelled(_base64(data, where), media_type)
+
+
+def _labelled(data: bytes, media_type: str) -> InlineSource:
+    """Inline bytes from an SDK-style block: labelled by their own header when they have one
+    (a history that an API took with a loose label, a PNG sent as ``image/jpeg``, converts),
+    else by the block's label."""
+    return InlineSource.from_bytes(data, None if _media.sniff(data) else media_type)
 
 
 def _anthropic_source(raw: object, where: str) -> MediaSource:
@@ -1070,7 +1229,7 @@ def _anthropic_source(raw: object, where: str) -> MediaSource:
     kind = source.get("type")
     if kind == "base64":
         media_type = _inner(source, "media_type", where, "source")
-        return InlineSource.from_bytes(_base64(source.get("data"), where), media_type)
+        return _labelled(_base64(source.get("data"), where), media_type)
     if kind == "text":
         text = _inner(source, "data", where, "source")
         return InlineSource.from_bytes(text.encode(), "text/plain")
@@ -1147,7 +1306,7 @@ def _media_from_dict(block: Mapping[str, object], kind: object, where: str) -> C
         form = _inner(audio, "format", where, "input_audio")
         data = _base64(audio.get("data"), where)
         media_type = {"wav": "audio/wav", "mp3": "audio/mpeg"}.get(form, f"audio/{form}")
-        return AudioPart(AudioPart.check_kind(InlineSource.from_bytes(data, media_type)))
+        return AudioPart(AudioPart.check_kind(_labelled(data, media_type)))
     return None
 
 
@@ -1190,7 +1349,7 @@ def as_message(item: object, where: str) -> Message:
     except msgspec.ValidationError:
         pass
     if role == "tool":
-        content = _result_text(data.get("content", ""), where)
+        content = _result_content(data.get("content", ""), where)
         call_id = data.get("tool_call_id")
         if not isinstance(call_id, str):  # (_field would call the message "a None block")
             raise ConfigError(

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from .._headers import header
+from .._redact import without_base64
 from ..errors import (
     APIStatusError,
     ProviderError,
@@ -82,7 +83,7 @@ def readable(raw: bytes, content_type: str) -> str:
             summary = _SPACE.sub(" ", html.unescape(_TAG.sub(" ", _SCRIPT.sub(" ", text))))
         summary = summary.strip()
         return f"{summary[:200]} (HTML error page)" if summary else "(HTML error page)"
-    return _SPACE.sub(" ", text)[:300]
+    return without_base64(_SPACE.sub(" ", text))[:300]
 
 
 async def read_error_body(response: HttpResponse) -> tuple[bytes, str]:

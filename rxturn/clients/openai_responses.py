@@ -230,6 +230,13 @@ def _input(request: Request, explicit: bool) -> list[dict[str, Any]]:
             for part in message.content:
                 if isinstance(part, MEDIA_PARTS):
                     raise refuse(part, WIRE, "media goes in user messages and tool results only")
+                if explicit and isinstance(part, CachePoint):  # (implicit mode drops markers)
+                    raise ConfigError(
+                        "a CachePoint in an assistant message: the Responses API takes explicit "
+                        "breakpoints on input parts only (user messages and tool outputs), and "
+                        "an assistant message goes back as output text; put the marker in the "
+                        "user message that follows"
+                    )
             _assistant_items(message, out)
             continue
         _user_items(message, explicit, out)

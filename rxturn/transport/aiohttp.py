@@ -209,7 +209,7 @@ class map_aiohttp_errors:
 
 def _first_line(exc: BaseException | str) -> str:
     text = str(exc).strip() or type(exc).__name__
-    return redact(text.splitlines()[0][:300])
+    return redact(text.splitlines()[0])[:300]  # (redacted whole: a cut base64 run stays data)
 
 
 #: Request headers whose values are credentials (or may be): never echoed in an error.

@@ -209,6 +209,24 @@ def test_a_tool_result_marked_in_explicit_mode() -> None:
     }
 
 
+@pytest.mark.parametrize(
+    "content",
+    [(TextPart("a"), CachePoint()), (ToolCallPart(id="c1", name="t"), CachePoint())],
+    ids=["after text", "after a tool call"],
+)
+def test_an_assistant_marker_in_explicit_mode_is_refused_by_responses(content: Any) -> None:
+    # Responses sends an assistant message back as output text, which takes no breakpoint:
+    # the marker was dropped without a word, where Chat marks the message's text (and
+    # refuses a marker it has no text for)
+    request = Request(
+        messages=(Message.user("q"), Message(role="assistant", content=content), Message.user("r"))
+    )
+    explicit = RequestOptions(prompt_cache_options={"mode": "explicit"})
+    with pytest.raises(ConfigError, match="CachePoint in an assistant message"):
+        responses(request, explicit)
+    assert responses(request)["input"][0] == {"role": "user", "content": "q"}  # implicit: dropped
+
+
 # -- Anthropic cache breakpoints ---------------------------------------------------------------
 
 

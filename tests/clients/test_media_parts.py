@@ -280,3 +280,23 @@ def test_token_counter_pdf_pages_and_audio_seconds() -> None:
     assert counter.count_message(Message(role="user", content=(clip,))) == empty + 25
     with pytest.raises(ConfigError, match="media_rule"):
         TiktokenCounter(media_rule="gemini")  # pyright: ignore[reportArgumentType]
+
+
+def test_a_file_name_that_is_not_utf8_is_sent_with_a_replacement_character(
+    tmp_path: Path,
+) -> None:
+    # a readable PDF named b'r\xff.pdf': its filename went out as a lone surrogate and the
+    # OpenAI wires refused the request body ('not valid Unicode at ...file.filename')
+    from rxturn.clients.openai import build_openai_body
+    from rxturn.messages import Request, RequestOptions
+
+    path = tmp_path / os.fsdecode(b"r\xff.pdf")
+    path.write_bytes(pdf(1))
+    for part in (DocumentPart.from_path(path), media_from_path(path)):
+        assert isinstance(part, DocumentPart) and part.filename == "r\ufffd.pdf"
+        request = Request(messages=(Message.user("read", part),))
+        body = build_openai_body(
+            request, RequestOptions(), model="m", max_tokens=None, stream=False
+        )
+        sent = msgspec.json.decode(msgspec.json.encode(body))
+        assert sent["messages"][0]["content"][1]["file"]["filename"] == "r\ufffd.pdf"

@@ -280,3 +280,70 @@ def test_import_rxturn_does_not_load_genai_prices_and_without_it_costs_are_none(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+@pytest.mark.parametrize(
+    ("fields", "named"),
+    [
+        ({"total": 1.5}, "Cost.total"),
+        ({"total": "0.1"}, "Cost.total"),
+        ({"total": None}, "Cost.total"),
+        ({"total": Decimal("NaN")}, "Cost.total"),
+        ({"total": Decimal("Infinity")}, "Cost.total"),
+        ({"total": Decimal(1), "unpriced_attempts": "2"}, "Cost.unpriced_attempts"),
+        ({"total": Decimal(1), "unpriced_attempts": -1}, "Cost.unpriced_attempts"),
+        ({"total": Decimal(1), "unpriced_attempts": True}, "Cost.unpriced_attempts"),
+        ({"total": Decimal(1), "currency": 5}, "Cost.currency"),
+        ({"total": Decimal(1), "currency": ""}, "Cost.currency"),
+    ],
+)
+def test_a_cost_with_a_wrong_field_is_a_config_error(fields: dict[str, Any], named: str) -> None:
+    # before, Cost(total=1.5) was built and failed later (describe_cost: AttributeError
+    # 'float' object has no attribute 'normalize'; a sum with a str count: TypeError)
+    from rxturn.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=named):
+        Cost(**fields)
+
+
+def test_costs_in_two_currencies_do_not_add() -> None:
+    from rxturn.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="cannot add a cost in EUR to one in USD"):
+        _ = Cost(total=Decimal(1)) + Cost(total=Decimal(1), currency="EUR")
+
+
+@pytest.mark.parametrize("reported", [float("nan"), float("inf"), -1.0])
+def test_a_provider_cost_that_is_no_price_is_not_used(reported: float) -> None:
+    # a Usage built by hand (the wires already drop these): a NaN became Decimal('NaN'),
+    # a total no sum survives; now the usage is priced from its counts
+    usage = Usage(input_tokens=1_000, output_tokens=100, provider_cost=reported)
+    expected = _oracle({"input_tokens": 1_000, "output_tokens": 100}, "gpt-4o", "openai")
+    assert Pricer("openai").price("gpt-4o", usage, WHEN) == expected
+
+
+def test_a_provider_cost_of_minus_zero_is_zero() -> None:
+    usage = Usage(input_tokens=1, output_tokens=1, provider_cost=-0.0)
+    assert str(Pricer("openai").price("gpt-4o", usage, WHEN)) == "0.0"
+
+
+@pytest.mark.parametrize(
+    ("build", "named"),
+    [
+        (lambda: Pricer(5), "provider_id"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer(None), "provider_id"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer(""), "provider_id"),
+        (lambda: Pricer("openai", 5), "base_url"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer("openai").price("gpt-4o", "usage"), "usage"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer("openai").price(None, Usage(input_tokens=1)), "model"),  # pyright: ignore[reportArgumentType]
+        (lambda: Pricer("openai").price("gpt-4o", Usage(input_tokens=1), "2026-01-01"), "when"),  # pyright: ignore[reportArgumentType]
+    ],
+    ids=["id int", "id None", "id empty", "url int", "usage str", "model None", "when str"],
+)
+def test_a_pricer_given_a_wrong_argument_is_a_config_error(build: Any, named: str) -> None:
+    # before: Pricer(5) left every attempt unpriced without a word, Pricer(None) priced by
+    # genai-prices' guess, price(model, "usage") raised AttributeError
+    from rxturn.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=named):
+        build()

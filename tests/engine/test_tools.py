@@ -3,13 +3,21 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 
 import msgspec
 import pytest
 
 from rxturn.engine.agent.tools import Tool, ToolRegistry, tool
 from rxturn.errors import ConfigError
-from rxturn.messages import ToolCallPart
+from rxturn.messages import (
+    AudioPart,
+    CachePoint,
+    ImagePart,
+    InlineSource,
+    TextPart,
+    ToolCallPart,
+)
 
 
 class Point(msgspec.Struct):
@@ -135,3 +143,47 @@ async def test_bad_arguments_are_the_models_mistake_and_not_logged(
         result = await registry.run(ToolCallPart(id="c1", name="weather", input={"town": "x"}))
     assert result.is_error and "invalid arguments" in result.content
     assert not [r for r in caplog.records if r.name == "rxturn.engine"]
+
+
+WAV = b"RIFF\x24\x00\x00\x00WAVEfmt " + bytes(24)
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(24)
+
+
+@pytest.mark.parametrize(
+    ("returned", "named"),
+    [
+        (lambda: AudioPart(InlineSource("audio/wav", WAV)), "type AudioPart"),
+        (lambda: CachePoint(), "type CachePoint"),
+        (
+            lambda: [
+                ImagePart(InlineSource("image/png", PNG)),
+                AudioPart(InlineSource("audio/wav", WAV)),
+            ],
+            "type AudioPart among them (item 1)",
+        ),
+        (lambda: (ImagePart(InlineSource("image/png", PNG)), 5), "type int among them (item 1)"),
+    ],
+    ids=["audio", "cache point", "image and audio", "image and a number"],
+)
+async def test_a_tool_returning_parts_a_result_cannot_carry_is_an_error_result(
+    returned: Callable[[], object], named: str
+) -> None:
+    # before, the value went out as its JSON: the media's bytes as base64 text to the model
+    def snap() -> object:
+        return returned()
+
+    result = await ToolRegistry([snap]).run(ToolCallPart("c", "snap", {}))
+    assert result.is_error and isinstance(result.content, str)
+    assert named in result.content and "ConfigError" in result.content
+    assert "UklGR" not in result.content and "iVBOR" not in result.content  # no base64
+
+
+async def test_strs_among_a_tools_parts_are_text_parts() -> None:
+    image = ImagePart(InlineSource("image/png", PNG))
+
+    def snap() -> object:
+        return [image, "the login page"]
+
+    result = await ToolRegistry([snap]).run(ToolCallPart("c", "snap", {}))
+    assert not result.is_error
+    assert result.content == (image, TextPart("the login page"))

@@ -6,13 +6,14 @@ a ``ConfigError`` at the caller's line — never an ``AttributeError`` from the 
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Sequence
 from typing import Any, get_args
 
 import pytest
 
-from rxturn import AnthropicClient, OpenAIClient, TurnEngine
+from rxturn import AnthropicClient, AudioPart, ImagePart, InlineSource, OpenAIClient, TurnEngine
 from rxturn.errors import ConfigError
 from rxturn.messages import (
     ContentPart,
@@ -277,3 +278,70 @@ def test_message_json_with_a_system_role_is_a_decode_error() -> None:
 
     with pytest.raises(msgspec.ValidationError):
         message_from_json(b'{"role":"system","content":[]}')
+
+
+_SHOT = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(24)).decode()
+
+
+def test_sdk_tool_results_with_a_screenshot_convert_to_parts() -> None:
+    # a computer-use history as the Anthropic SDK and the Responses API write it: the image
+    # blocks of a tool result were refused ('content blocks must be text blocks')
+    anthropic_result = {
+        "type": "tool_result",
+        "tool_use_id": "t1",
+        "content": [
+            {"type": "text", "text": "the screen:"},
+            {
+                "type": "image",
+                "source": {"type": "base64", "media_type": "image/png", "data": _SHOT},
+            },
+        ],
+    }
+    responses_output = {
+        "type": "function_call_output",
+        "call_id": "t2",
+        "output": [
+            {"type": "input_text", "text": "the screen:"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{_SHOT}"},
+        ],
+    }
+    shot = ImagePart(InlineSource("image/png", base64.b64decode(_SHOT)))
+    engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    engine.history.extend(_any([{"role": "user", "content": [anthropic_result]}, responses_output]))
+    assert [message.content for message in engine.history] == [
+        (ToolResultPart("t1", (TextPart("the screen:"), shot)),),
+        (ToolResultPart("t2", (TextPart("the screen:"), shot)),),
+    ]
+    text_only = {
+        "type": "tool_result",
+        "tool_use_id": "t3",
+        "content": [{"type": "text", "text": "ok"}],
+    }
+    assert Message(role="user", content=_any([text_only])).content == (ToolResultPart("t3", "ok"),)
+    call = {"type": "tool_use", "id": "x", "name": "f", "input": {}}
+    with pytest.raises(ConfigError, match=r"content\[0\] is a ToolCallPart"):
+        Message(role="user", content=_any([{**text_only, "content": [call]}]))
+
+
+@pytest.mark.parametrize(
+    "block",
+    [
+        {"type": "image_url", "image_url": {"url": f"data:image/jpeg;base64,{_SHOT}"}},
+        {"type": "image", "source": {"type": "base64", "media_type": "image/jpeg", "data": _SHOT}},
+    ],
+    ids=["openai", "anthropic"],
+)
+def test_an_sdk_image_labelled_loosely_is_labelled_by_its_bytes(block: Any) -> None:
+    # a PNG an SDK history sent as image/jpeg: converted with the label its header gives
+    # (before, the wrong label was kept; a typed InlineSource with it is a ConfigError)
+    (part,) = Message(role="user", content=_any([block])).content
+    assert isinstance(part, ImagePart) and isinstance(part.source, InlineSource)
+    assert part.source.media_type == "image/png"
+
+
+def test_sdk_audio_labelled_loosely_is_labelled_by_its_bytes() -> None:
+    mp3 = base64.b64encode(b"ID3\x04\x00\x00\x00\x00\x00\x00" + bytes(16)).decode()
+    block = {"type": "input_audio", "input_audio": {"data": mp3, "format": "wav"}}
+    (part,) = Message(role="user", content=_any([block])).content
+    assert isinstance(part, AudioPart) and isinstance(part.source, InlineSource)
+    assert part.source.media_type == "audio/mpeg"

@@ -25,7 +25,7 @@ import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping
-from typing import Any, cast, get_type_hints, overload
+from typing import Any, cast, get_args, get_type_hints, overload
 
 import msgspec
 
@@ -33,8 +33,7 @@ from ..._arguments import check_callable, check_instance, check_items, described
 from ..._validate import as_float, positive
 from ...errors import ConfigError, ToolTimeoutError
 from ...messages import (
-    DocumentPart,
-    ImagePart,
+    ContentPart,
     TextPart,
     ToolCallPart,
     ToolResultContent,
@@ -273,16 +272,50 @@ def _convert_arguments(
     }
 
 
+#: What a tool result carries besides a string (ToolResultPart.content).
+_CARRIED: tuple[type, ...] = get_args(ToolResultContent)
+#: Every part class of a message: one a tool returns is a part, never data to JSON-encode.
+_PARTS: tuple[type, ...] = get_args(ContentPart)
+
+
 def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
+    """A tool's return value as a result's content: a str as is, ``None`` as ``""``, text,
+    image and document parts (alone, or a tuple / list of them, strs among them as text) as
+    parts, any other value as its JSON.
+
+    Raises:
+        ConfigError: the value holds a part no tool result carries (an ``AudioPart``, a
+            ``CachePoint``…), or parts mixed with other values: JSON of it would send the
+            media's bytes to the model as base64 text.
+    """
     if isinstance(result, str):
         return result
     if result is None:
         return ""
-    if isinstance(result, TextPart | ImagePart | DocumentPart):  # a screenshot, a report
+    if isinstance(result, _CARRIED):  # a screenshot, a report
         return (result,)
+    if isinstance(result, _PARTS):
+        raise ConfigError(f"the tool returned a part of type {type(result).__name__}; {_CARRIES}")
     if isinstance(result, tuple | list):
         items: list[object] = list(result)  # pyright: ignore[reportUnknownArgumentType]
-        parts = [item for item in items if isinstance(item, TextPart | ImagePart | DocumentPart)]
-        if parts and len(parts) == len(items):
-            return tuple(parts)
+        if any(isinstance(item, _PARTS) for item in items):
+            return tuple(_carried(item, index) for index, item in enumerate(items))
     return msgspec.json.encode(result, enc_hook=str).decode()
+
+
+_CARRIES = (
+    "a tool result carries a str, or TextPart, ImagePart and DocumentPart parts (strs among "
+    "them are text)"
+)
+
+
+def _carried(item: object, index: int) -> ToolResultContent:
+    if isinstance(item, str):
+        return TextPart(item)
+    if not isinstance(item, _CARRIED):
+        raise ConfigError(
+            f"the tool returned parts with a value of type {type(item).__name__} among them "
+            f"(item {index}); "
+            f"{_CARRIES}"
+        )
+    return cast(ToolResultContent, item)
