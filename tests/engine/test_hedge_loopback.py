@@ -148,28 +148,3 @@ async def test_a_fast_primary_never_sends_the_hedge() -> None:
         result = await engine.run("hi")
     assert result.text == "quick"
     assert [body["model"] for body in fake.requests] == ["primary"]
-
-
-async def test_a_part_a_hedge_targets_wire_cannot_take_is_refused_before_anything_is_sent() -> None:
-    # before: the primary went out, the hedge's own ConfigError (Ollama takes no PDF) then
-    # ended the race, and the turn failed with the primary answering, recorded 'hedge_lost'
-    from rxturn import DocumentPart, OllamaClient
-    from rxturn.errors import ConfigError
-    from rxturn.messages import Message
-
-    report = DocumentPart.from_bytes(b"%PDF-1.4 a report", "application/pdf")
-    async with (
-        FakeProvider(SCENARIO) as fake,
-        AnthropicClient("primary", api_key="k", base_url=fake.base_url) as primary,
-        OllamaClient("backup", base_url=fake.base_url) as backup,
-    ):
-        policy = HedgePolicy([HedgeTarget("backup", client=backup)], delay=0.05)
-        engine = TurnEngine(primary, handler=StreamHandler.default(), hedge=policy)
-        try:
-            await engine.run(Message.user("summarise", report))
-        except ConfigError as error:
-            assert "Ollama's /api/chat cannot take DocumentPart" in str(error)
-        else:
-            raise AssertionError("the turn was not refused")
-        assert fake.requests == []
-        assert list(engine.history) == []
