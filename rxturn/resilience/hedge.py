@@ -80,6 +80,9 @@ _CONTENT_DELTAS: Final = frozenset(
     {"text", "thinking", "refusal", "tool_json", "signature", "redacted_thinking"}
 )
 
+#: The most samples the estimator keeps per model (``window``).
+_MAX_WINDOW: Final = 1_000_000
+
 SkipReason = Literal["tried", "breaker_open", "rate_limited", "budget"]
 ErrorKind = Literal["fatal", "rate_limit", "other"]
 
@@ -160,6 +163,11 @@ class HedgeTarget:
         return f"HedgeTarget(model={self.model!r}{client})"
 
 
+def _window_ok(window: object) -> bool:
+    """A window the estimator can keep (a deque's bound is a C size: 10**30 would raise)."""
+    return is_int(window) and 1 <= window <= _MAX_WINDOW
+
+
 class FirstContentEstimator:
     """Per model, a quantile of the observed time to first content, with censored samples.
 
@@ -184,9 +192,10 @@ class FirstContentEstimator:
     __slots__ = ("_samples", "window")
 
     def __init__(self, window: int = 64) -> None:
-        if not positive(window, integer=True):
+        if not _window_ok(window):
             raise ConfigError(
-                f"FirstContentEstimator: window must be an integer >= 1, got {window!r}"
+                f"FirstContentEstimator: window must be an integer from 1 to {_MAX_WINDOW}, "
+                f"got {window!r}"
             )
         self.window = window
         self._samples: dict[str, deque[tuple[float, bool]]] = {}
@@ -240,7 +249,7 @@ class HedgePolicy:
         max_hedges: hedges one race may send.
         budget_ratio: hedges allowed per primary request over the last 60 s.
         budget_min: hedges allowed per 60 s on top of the ratio.
-        window: samples kept per model by the estimator.
+        window: samples kept per model by the estimator (1 to 1,000,000).
 
     Raises:
         ConfigError: a bad argument, named.
@@ -282,7 +291,7 @@ class HedgePolicy:
     ) -> None:
         if isinstance(targets, HedgeTarget):
             targets = (targets,)
-        if not isinstance(targets, Sequence) or isinstance(targets, str) or not targets:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(targets, Sequence) or isinstance(targets, str | bytes) or not targets:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("HedgePolicy: targets must be a non-empty sequence of HedgeTarget")
         for target in targets:
             if not isinstance(target, HedgeTarget):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -319,8 +328,10 @@ class HedgePolicy:
             raise ConfigError(
                 f"HedgePolicy: budget_min must be an integer >= 0, got {budget_min!r}"
             )
-        if not positive(window, integer=True):
-            raise ConfigError(f"HedgePolicy: window must be an integer >= 1, got {window!r}")
+        if not _window_ok(window):
+            raise ConfigError(
+                f"HedgePolicy: window must be an integer from 1 to {_MAX_WINDOW}, got {window!r}"
+            )
         self.targets: tuple[HedgeTarget, ...] = tuple(targets)
         self.delay = None if delay is None else float(delay)
         self.quantile = float(quantile)

@@ -116,11 +116,30 @@ def test_error_kinds(error: BaseException, kind: str) -> None:
         ({"budget_ratio": 1.5}, "budget_ratio"),
         ({"budget_min": -1}, "budget_min"),
         ({"min_samples": 0}, "min_samples"),
+        ({"window": 0}, "window"),
+        ({"window": True}, "window"),
+        # past what a deque can hold: accepted, it was an OverflowError in the race's decision
+        ({"window": 10**30}, "window"),
+        ({"window": 1_000_001}, "window"),
+        ({"targets": b"backup"}, "targets must be a non-empty sequence of HedgeTarget"),
     ],
 )
 def test_policy_rejects_bad_arguments_by_name(kwargs: dict[str, object], named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         policy(**kwargs)
+
+
+@pytest.mark.parametrize("window", [0, 1.5, True, 10**30, 1_000_001])
+def test_estimator_refuses_a_window_it_cannot_keep(window: object) -> None:
+    with pytest.raises(ConfigError, match="window"):
+        FirstContentEstimator(window)  # pyright: ignore[reportArgumentType]
+
+
+def test_the_largest_window_is_kept() -> None:
+    estimator = FirstContentEstimator(1_000_000)
+    estimator.observe("m", 1.0)
+    assert HedgePolicy((HedgeTarget("b"),), window=1_000_000).estimator.window == 1_000_000
+    assert estimator.quantile("m", 0.5) == 1.0
 
 
 def test_target_needs_a_model_or_a_client() -> None:
