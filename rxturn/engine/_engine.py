@@ -240,6 +240,15 @@ class TurnEngine:
         self.failover = bool(failover)
         if hedge is not None and not isinstance(hedge, HedgePolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"hedge must be a HedgePolicy or None, got {hedge!r}")
+        if hedge is not None:
+            for target in hedge.targets:  # a target's client is used in a race only: check now
+                check_instance(
+                    target.client,
+                    ModelClient,
+                    "TurnEngine(hedge=...): HedgeTarget(client=...)",
+                    "a model client (AnthropicClient, OpenAIClient, ...)",
+                    optional=True,
+                )
         if hedge is not None and mode != "streaming":
             raise ConfigError(
                 "hedge=HedgePolicy(...) races streams for their first content: it cannot act "
