@@ -469,7 +469,8 @@ def hedge(
         open_target: a cold Observable of one request to ``target``.
         model: the source's model (the adaptive delay's key; a target's default model).
         client: the source's client (identity only: which targets are the same request).
-        blocked: whether a target's breaker is open (skipped).
+        blocked: whether a target's breaker is open (skipped); what it raises ends the race
+            with that error (every racer let go).
         rate_limited: the source's quota was already rate limited this turn.
         watcher: told of each racer's start and end (:class:`RaceWatcher`).
         on_hedge: called by keyword when a hedge is sent (``index``, ``model``, ``target``,
