@@ -30,7 +30,7 @@ from typing import Any, cast, get_type_hints, overload
 import msgspec
 
 from ..._arguments import check_callable, check_instance, check_items, described
-from ..._validate import as_float, positive
+from ..._validate import as_float, json_problem, positive
 from ...errors import ConfigError, ToolTimeoutError
 from ...messages import (
     DocumentPart,
@@ -77,6 +77,8 @@ class Tool:
         check_instance(
             input_schema, Mapping, "Tool(input_schema=...)", "a JSON Schema dict", optional=True
         )
+        if input_schema is not None and (problem := json_problem(input_schema)) is not None:
+            raise ConfigError(f"Tool(input_schema=...) must be JSON: {problem}")
         self.function = function
         self.timeout = None if timeout is None else as_float(timeout)  # (a huge int: inf)
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
