@@ -66,6 +66,7 @@ from ..messages import (
     Request,
     RequestOptions,
     ToolSchema,
+    as_messages,
 )
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
@@ -360,7 +361,7 @@ class TurnEngine:
     @history.setter
     def history(self, messages: Iterable[Message]) -> None:
         # ``engine.history = [...]`` and ``engine.history += [...]``: the same list, refilled
-        self.session.history[:] = list(messages)
+        self.session.history[:] = as_messages(messages, "engine.history")
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the running turn: it fails with :class:`Cancelled`; the breaker is untouched."""
