@@ -211,15 +211,25 @@ class ToolRegistry:
             return ToolResultPart(call.id, f"invalid arguments for {call.name}: {exc}", True)
         try:
             return ToolResultPart(call.id, await found.invoke(kwargs))
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the call was cancelled (the turn's cancel, the tool's timeout)
+            return _failed(call, exc)  # the tool's own code raised it: nothing cancelled us
         except Exception as exc:  # the tool's own failure goes back to the model, and the log
-            log.warning(
-                "tool %r raised %s (call id %s); the model gets it as an error result",
-                call.name,
-                type(exc).__name__,
-                call.id,
-                exc_info=exc,
-            )
-            return tool_error_result(call, exc)
+            return _failed(call, exc)
+
+
+def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
+    """A tool's own failure: logged (with its traceback), and the model's error result."""
+    log.warning(
+        "tool %r raised %s (call id %s); the model gets it as an error result",
+        call.name,
+        type(error).__name__,
+        call.id,
+        exc_info=error,
+    )
+    return tool_error_result(call, error)
 
 
 def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:
