@@ -274,6 +274,8 @@ class TurnEngine:
         self._loop = AgentLoop(host, self._calls, live)
         if fallback is not None and scheduler is not None:
             fallback.adopt_clock(self._now())
+        if hedge is not None:
+            _check_hedge_can_act(hedge, client, self.served_model())
 
     @property
     def events(self) -> Subject[HandlerEvent]:
@@ -520,6 +522,18 @@ _INSTANCES = tuple(
     (name, expected, f"TurnEngine({name}=...)", what, name != "client")
     for name, expected, what in _INSTANCE_TYPES
 )
+
+
+def _check_hedge_can_act(hedge: HedgePolicy, client: object, served: str) -> None:
+    """A policy whose every target is the primary's own request (its client and model) could
+    never send a hedge (the race counts that request tried): refused, not ignored."""
+    own = (id(client), served)
+    if all(target.key(served, client) == own for target in hedge.targets):
+        raise ConfigError(
+            f"TurnEngine(hedge=...): every target is the primary's own request (model "
+            f"{served!r} on the engine's client), so no hedge could ever be sent: name another "
+            "model, or another client"
+        )
 
 
 def _check_arguments(
