@@ -299,11 +299,11 @@ def test_a_hedge_that_could_only_ask_the_primary_itself_is_refused(
             TurnEngine(client, hedge=HedgePolicy(targets), request_options=options)
     # one target that can act is enough; another client, or the model beside a routed primary
     TurnEngine(client, hedge=HedgePolicy((HedgeTarget("scripted"), HedgeTarget("b"))))
-    TurnEngine(client, hedge=HedgePolicy(HedgeTarget(client=ScriptedClient(scheduler))))
+    TurnEngine(client, hedge=HedgePolicy((HedgeTarget(client=ScriptedClient(scheduler)),)))
     TurnEngine(
         client,
         fallback=FallbackManager("primary", ["scripted"]),
-        hedge=HedgePolicy(HedgeTarget("scripted")),
+        hedge=HedgePolicy((HedgeTarget("scripted"),)),
     )
 
 
