@@ -318,13 +318,7 @@ class _Race(abc.DisposableBase):
         if forwarding is not None:
             forwarding.dispose()
             return
-        if machine.done:
-            return
-        running = [s for s in self.seats if machine.racers[s.index].state == "running"]
-        machine.done = True
-        for racer in machine.racers:
-            if racer.state == "running":
-                racer.state = "cancelled"
+        running = [self.seats[index] for index in machine.let_go(self.now())]
         for position, seat in enumerate(running):
             seat.dispose()
             if self.watcher is None:

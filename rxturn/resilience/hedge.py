@@ -23,7 +23,9 @@ A race, step by step (every instant is a float the caller passes in; nothing her
                        would answer differently) ends the race; any other error hands over to
                        the racers still running, or sends the pending hedge at once (a
                        hedge's configuration error is its target's alone: it is one of those)
-    cancel(now)        the turn is cancelled: every running racer is cut (cancelled)
+    cancel(now)        the turn is cancelled: every running racer is cut (cancelled); a
+                       racer stopped without content is a lower bound for the estimate, as
+                       a loser is (let_go(now) is the same for a race its subscriber dropped)
 
 Each step returns the actions the caller carries out, in order: :class:`Start` a racer,
 :class:`Cut` one (dispose it: close its connection), :class:`Arm` the hedge timer (``None``
@@ -671,14 +673,7 @@ class HedgeRace:
         if not contenders:
             return []
         winner = min(contenders, key=lambda r: (r.started, r.index))
-        estimator = self.policy.estimator
-        for racer in self.racers:
-            if racer.state != RUNNING:
-                continue
-            if racer.content_at is not None:
-                estimator.observe(racer.model, racer.content_at - racer.started)
-            else:
-                estimator.observe(racer.model, now - racer.started, censored=True)
+        self._observe_undecided(now)
         winner.state = WON
         self.winner = winner.index
         actions = self._end(now, winner.index, LOST)
@@ -717,4 +712,34 @@ class HedgeRace:
         """The turn was cancelled or let go: every running racer is cut."""
         if self.done:
             return []
+        self._observe_undecided(now)
         return self._end(now, None, CANCELLED)
+
+    def let_go(self, now: float) -> list[int]:
+        """The race is dropped undecided (its subscriber let it go: the turn's deadline, a
+        cancel): every running racer is ``cancelled``, its wait kept by the estimator as
+        :meth:`cancel` keeps it; the indexes of those racers, for the caller to dispose."""
+        if self.done:
+            return []
+        self._observe_undecided(now)
+        self.done = True
+        self._due = None
+        running: list[int] = []
+        for racer in self.racers:
+            if racer.state == RUNNING:
+                racer.state = CANCELLED
+                racer.ended = now
+                running.append(racer.index)
+        return running
+
+    def _observe_undecided(self, now: float) -> None:
+        """Racers stopped before a decision: what each showed of its time to first content
+        (exact if its content came in this instant, else a lower bound: it waited that long)."""
+        estimator = self.policy.estimator
+        for racer in self.racers:
+            if racer.state != RUNNING:
+                continue
+            if racer.content_at is not None:
+                estimator.observe(racer.model, racer.content_at - racer.started)
+            else:
+                estimator.observe(racer.model, now - racer.started, censored=True)

@@ -366,3 +366,15 @@ async def test_a_step_on_the_scheduler_that_raises_ends_the_race_with_that_error
     assert rig.primary.spans == [[0.0, 2.0]] and rig.opened == {}
     assert ("adopted", 0, 2.0) in rig.watch  # its end is the downstream's error
     assert leftovers(rig.scheduler) == []
+
+
+async def test_a_race_let_go_undecided_keeps_each_racers_wait_as_a_lower_bound() -> None:
+    """The turn's deadline disposes a race in which nobody answered: the estimate learns that
+    each racer took longer than it waited (it learnt nothing before)."""
+    rig = Rig(slow(60.0, "late"), {"backup": slow(60.0)})
+    run = await rig.run(dispose_at=9.0)
+    assert run.items == [] and rig.primary.spans == [[0.0, 9.0]]
+    estimator = rig.policy.estimator
+    assert (estimator.count("primary"), estimator.quantile("primary", 0.5)) == (1, 9.0)
+    assert (estimator.count("backup"), estimator.quantile("backup", 0.5)) == (1, 7.0)
+    assert leftovers(rig.scheduler) == []

@@ -377,6 +377,36 @@ def test_cancel_cuts_every_running_racer_as_cancelled() -> None:
     assert r.cancel(3.0) == []
 
 
+def test_racers_cut_by_a_cancel_are_lower_bounds_for_the_estimate() -> None:
+    """Both silent until the turn is cancelled (or its deadline lets the race go): each waited
+    that long without content, a lower bound the estimate keeps, where nothing was kept and a
+    model slower than the turns' deadlines had its delay read from its fast races alone."""
+    p = policy()
+    r = race(p)
+    r.start(0.0)
+    r.hedge_due(2.0)
+    r.cancel(30.0)
+    assert p.estimator.quantile("primary", 0.9) == 30.0
+    assert p.estimator.quantile("backup", 0.9) == 28.0
+    # content seen in the cancel's own instant, before the decision: an exact sample
+    q = policy()
+    again = race(q)
+    again.start(0.0)
+    again.content(0, 4.0)
+    again.cancel(4.0)
+    assert (q.estimator.count("primary"), q.estimator.quantile("primary", 0.5)) == (1, 4.0)
+    fast = policy()
+    for start in (0.0, 10.0, 20.0):  # three fast answers, then a race that never got one
+        one = race(fast)
+        one.start(start)
+        one.content(0, start + 1.0)
+        one.decide(start + 1.0)
+    slow = race(fast)
+    slow.start(100.0)
+    slow.let_go(400.0)
+    assert fast.estimator.quantile("primary", 0.9) == 300.0
+
+
 def test_nothing_happens_after_the_race_is_decided() -> None:
     r = race(policy())
     r.start(0.0)
