@@ -288,7 +288,9 @@ async def test_a_stream_read_after_its_block_is_a_config_error() -> None:
 
 async def test_two_consumers_at_once_is_a_config_error_not_a_hang() -> None:
     async with (
-        FakeProvider(SLOW) as fake,
+        FakeProvider(
+            {"models": {"*": [{"text": "x" * 20, "chunk_chars": 2, "delay_ms": 20}]}}
+        ) as fake,
         AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
     ):
         engine = TurnEngine(client)
@@ -298,4 +300,4 @@ async def test_two_consumers_at_once_is_a_config_error_not_a_hang() -> None:
             with pytest.raises(ConfigError, match="one consumer"):
                 await asyncio.wait_for(_drain(s.text_stream), WAIT)
             got = await asyncio.wait_for(events, WAIT)  # the first one still reads every event
-        assert "".join(e.text for e in got if isinstance(e, Delta)) == "x" * 400
+        assert "".join(e.text for e in got if isinstance(e, Delta)) == "x" * 20
