@@ -21,12 +21,15 @@ import math
 import re
 from typing import TypeGuard, cast
 
+import msgspec
+
 __all__ = [
     "as_float",
     "finite",
     "is_int",
     "is_number",
     "is_utf8",
+    "json_problem",
     "mend_text",
     "positive",
     "seconds_problem",
@@ -121,6 +124,31 @@ def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
         return f"must be finite, got {value!r}"
     if not positive(value, allow_zero=allow_zero):
         return f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}"
+    return None
+
+
+def json_problem(value: object) -> str | None:
+    """Why ``value`` (a schema, say) cannot be sent as JSON, or ``None`` if it can.
+
+    A dict that holds itself, or one nested past the interpreter's recursion limit, is not JSON
+    either: its ``RecursionError`` is the answer here, not a crash later in a turn.
+
+    Examples:
+        >>> json_problem({"type": "object"}) is None
+        True
+        >>> loop = {}
+        >>> loop["self"] = loop
+        >>> json_problem(loop)
+        'it holds itself (or nests deeper than JSON can be sent)'
+        >>> json_problem({"x": object()})
+        'Encoding objects of type object is unsupported'
+    """
+    try:
+        msgspec.json.encode(value)
+    except RecursionError:
+        return "it holds itself (or nests deeper than JSON can be sent)"
+    except (TypeError, msgspec.EncodeError, OverflowError) as exc:
+        return str(exc)
     return None
 
 

@@ -1321,6 +1321,18 @@ def as_message(item: object, where: str) -> Message:
     else are a :class:`~rxturn.errors.ConfigError` that says what to do instead.
     """
 
+    try:
+        return _as_message(item, where)
+    except UnicodeEncodeError as error:  # msgspec's conversion, on a lone surrogate
+        char = error.object[error.start : error.start + 1]
+        raise ConfigError(
+            f"{where} holds text that is not valid Unicode (a lone surrogate {char!a}, which is "
+            "what Python makes of bytes that are not UTF-8); decode the input as UTF-8 or with "
+            "errors='replace'"
+        ) from None
+
+
+def _as_message(item: object, where: str) -> Message:
     if type(item) is Message:
         return item
     if isinstance(item, str):

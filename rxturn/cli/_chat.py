@@ -215,6 +215,13 @@ def run(args: argparse.Namespace) -> int:
         chain.append(name)
     if any(not name.strip() for name in args.hedge):
         return _fail("--hedge must not be empty")
+    hedges: list[str] = []
+    for name in (name.strip() for name in args.hedge):
+        if name == chain[0]:  # the same model on the same endpoint: never sent
+            return _fail(f"--hedge {name} is the model itself")
+        if name in hedges:
+            return _fail(f"--hedge {name} is given twice")
+        hedges.append(name)
     if args.hedge_delay is not None and not args.hedge:
         return _fail("--hedge-delay needs --hedge MODEL")
     if args.hedge_delay is not None and not (0 <= args.hedge_delay < float("inf")):

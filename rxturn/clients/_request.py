@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import msgspec
 
-from .._validate import finite, positive
+from .._validate import finite, json_problem, positive
 from ..errors import ConfigError
 from ..messages import RequestOptions, ResponseFormat, ToolSchema
 
@@ -345,6 +345,8 @@ def _format_problem(value: object) -> str | None:
         return "schema must be a JSON Schema object schema (a dict with type 'object')"
     if not isinstance(value.strict, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
         return f"strict must be a bool, got {value.strict!r}"
+    if (problem := json_problem(value.schema)) is not None:
+        return f"schema must be JSON: {problem}"
     return None
 
 

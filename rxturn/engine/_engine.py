@@ -53,7 +53,7 @@ import msgspec
 from reactivex import abc
 from reactivex.subject import Subject
 
-from .._arguments import check_bool, check_callable, check_instance, check_items
+from .._arguments import check_bool, check_callable, check_instance, check_items, described
 from .._validate import positive
 from ..clients._base import ModelClient
 from ..clients._http import HttpClient
@@ -66,6 +66,7 @@ from ..messages import (
     Request,
     RequestOptions,
     ToolSchema,
+    as_messages,
 )
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
@@ -238,13 +239,7 @@ class TurnEngine:
         )
         self.last_estimate: ContextEstimate | None = None
         self.failover = bool(failover)
-        if hedge is not None and not isinstance(hedge, HedgePolicy):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"hedge must be a HedgePolicy or None, got {hedge!r}")
-        if hedge is not None and mode != "streaming":
-            raise ConfigError(
-                "hedge=HedgePolicy(...) races streams for their first content: it cannot act "
-                "in non_streaming mode (drop hedge= or use mode='streaming')"
-            )
+        _check_hedge(hedge, mode)
         self.hedge = hedge
         self.session = Session(history)
         self.cancel_token = CancelToken()
@@ -264,6 +259,8 @@ class TurnEngine:
         self._loop = AgentLoop(host, self._calls, live)
         if fallback is not None and scheduler is not None:
             fallback.adopt_clock(self._now())
+        if hedge is not None:
+            _check_hedge_can_act(hedge, client, self.served_model())
 
     @property
     def events(self) -> Subject[HandlerEvent]:
@@ -335,6 +332,15 @@ class TurnEngine:
             return estimate
         return calibration.scale(self.served_model(), estimate)
 
+    def __setattr__(self, name: str, value: object) -> None:
+        # Once the engine is built, an assignment of a constructor's argument is checked as
+        # the constructor checks it: a wrong value is a ConfigError at the line that made it,
+        # not an AttributeError from deep inside the next turn.
+        check = _ASSIGNED.get(name)
+        if check is not None and "_loop" in self.__dict__:
+            value = check(self, value)
+        object.__setattr__(self, name, value)
+
     def __repr__(self) -> str:
         return (
             f"TurnEngine(client={self.client!r}, mode={self.mode!r}, "
@@ -351,7 +357,7 @@ class TurnEngine:
     @history.setter
     def history(self, messages: Iterable[Message]) -> None:
         # ``engine.history = [...]`` and ``engine.history += [...]``: the same list, refilled
-        self.session.history[:] = list(messages)
+        self.session.history[:] = as_messages(messages, "engine.history")
 
     def cancel(self, reason: str = "cancelled") -> None:
         """Stop the running turn: it fails with :class:`Cancelled`; the breaker is untouched."""
@@ -512,6 +518,40 @@ _INSTANCES = tuple(
 )
 
 
+def _check_hedge(hedge: object, mode: object) -> None:
+    """``TurnEngine(hedge=...)``: a policy (or ``None``) whose target clients are clients, in a
+    mode where it can act."""
+    if hedge is None:
+        return
+    if not isinstance(hedge, HedgePolicy):
+        raise ConfigError(f"hedge must be a HedgePolicy or None, got {hedge!r}")
+    for target in hedge.targets:  # a target's client is used in a race only: check now
+        check_instance(
+            target.client,
+            ModelClient,
+            "TurnEngine(hedge=...): HedgeTarget(client=...)",
+            "a model client (AnthropicClient, OpenAIClient, ...)",
+            optional=True,
+        )
+    if mode != "streaming":
+        raise ConfigError(
+            "hedge=HedgePolicy(...) races streams for their first content: it cannot act "
+            "in non_streaming mode (drop hedge= or use mode='streaming')"
+        )
+
+
+def _check_hedge_can_act(hedge: HedgePolicy, client: object, served: str) -> None:
+    """A policy whose every target is the primary's own request (its client and model) could
+    never send a hedge (the race counts that request tried): refused, not ignored."""
+    own = (id(client), served)
+    if all(target.key(served, client) == own for target in hedge.targets):
+        raise ConfigError(
+            f"TurnEngine(hedge=...): every target is the primary's own request (model "
+            f"{served!r} on the engine's client), so no hedge could ever be sent: name another "
+            "model, or another client"
+        )
+
+
 def _check_arguments(
     arguments: dict[str, object],
 ) -> tuple[tuple[object, ...], tuple[object, ...], tuple[object, ...]]:
@@ -579,3 +619,88 @@ def prefetch_transport(client: object) -> None:
 
 
 _transport_prefetched = "rxturn.transport.aiohttp" in sys.modules
+
+
+# -- assignments after construction (TurnEngine.__setattr__) ---------------------------------
+
+
+def _instance(
+    name: str, expected: type | tuple[type, ...], what: str, *, optional: bool = True
+) -> Callable[[TurnEngine, object], object]:
+    """The check of an assigned instance, in the constructor's words (``engine.<name> = ...``)."""
+    where = f"engine.{name} = ..."
+
+    def check(engine: TurnEngine, value: object) -> object:
+        check_instance(value, expected, where, what, optional=optional)
+        return value
+
+    return check
+
+
+def _assign_options(engine: TurnEngine, value: object) -> object:
+    if value is None:
+        return RequestOptions()  # as the constructor's default
+    if not isinstance(value, RequestOptions):
+        raise ConfigError(
+            f"engine.request_options = ... must be a RequestOptions or None, got {described(value)}"
+        )
+    return check_options(value)
+
+
+def _assign_mode(engine: TurnEngine, value: object) -> object:
+    if value not in ("streaming", "non_streaming"):
+        raise ConfigError(
+            f"engine.mode = ... must be 'streaming' or 'non_streaming', got {value!r}"
+        )
+    _check_hedge(engine.hedge, value)
+    return value
+
+
+def _assign_max_turns(engine: TurnEngine, value: object) -> object:
+    if not positive(value, integer=True):
+        raise ConfigError(f"engine.max_turns = ... must be an int >= 1, got {value!r}")
+    return value
+
+
+def _assign_memory_top_k(engine: TurnEngine, value: object) -> object:
+    if not positive(value, integer=True, allow_zero=True):
+        raise ConfigError(f"engine.memory_top_k = ... must be an int >= 0, got {value!r}")
+    return value
+
+
+def _assign_text_streamer(engine: TurnEngine, value: object) -> object:
+    check_callable(value, "engine.text_streamer = ...", "a callable", optional=True)
+    return value
+
+
+def _assign_failover(engine: TurnEngine, value: object) -> object:
+    check_bool(value, "engine.failover = ...")
+    return value
+
+
+def _assign_hedge(engine: TurnEngine, value: object) -> object:
+    if value is not None and not isinstance(value, HedgePolicy):
+        raise ConfigError(f"engine.hedge = ... must be a HedgePolicy or None, got {value!r}")
+    _check_hedge(value, engine.mode)
+    if value is not None:
+        _check_hedge_can_act(value, engine.client, engine.served_model())
+    return value
+
+
+_ASSIGNED: dict[str, Callable[[TurnEngine, object], object]] = {
+    **{
+        name: _instance(name, expected, what, optional=name != "client")
+        for name, expected, what in _INSTANCE_TYPES
+        if name != "request_options"
+    },
+    "request_options": _assign_options,
+    "mode": _assign_mode,
+    "max_turns": _assign_max_turns,
+    "memory_top_k": _assign_memory_top_k,
+    "text_streamer": _assign_text_streamer,
+    "failover": _assign_failover,
+    "hedge": _assign_hedge,
+    "tools": _instance(
+        "tools", ToolRegistry, "a ToolRegistry (ToolRegistry([...]))", optional=False
+    ),
+}

@@ -532,7 +532,8 @@ def hedge(
     budget, breakers, quota, ``max_hedges``). Each racer's items are held until one produces
     content; then every other racer is disposed and only then are the winner's held items
     forwarded, followed by the rest of its stream. A fatal error (cancel, 400, 401, 403,
-    configuration) ends the race with that error; another error hands over to the racers still
+    configuration) ends the race with that error (a hedge's configuration error, its target's
+    alone, ends that hedge only); another error hands over to the racers still
     running, or sends the pending hedge at once, or (nobody left) goes out.
 
     .. code:: text
@@ -547,7 +548,8 @@ def hedge(
         open_target: a cold Observable of one request to ``target``.
         model: the source's model (the adaptive delay's key; a target's default model).
         client: the source's client (identity only: which targets are the same request).
-        blocked: whether a target's breaker is open (skipped).
+        blocked: whether a target's breaker is open (skipped); what it raises ends the race
+            with that error (every racer let go).
         rate_limited: the source's quota was already rate limited this turn.
         watcher: told of each racer's start and end (:class:`RaceWatcher`).
         on_hedge: called by keyword when a hedge is sent (``index``, ``model``, ``target``,

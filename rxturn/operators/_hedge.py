@@ -259,11 +259,26 @@ class _Race(abc.DisposableBase):
 
     def _due(self, _: abc.SchedulerBase, __: Any = None) -> None:
         self.timer = None
-        self.run(self.machine.hedge_due(self.now()))
+        try:
+            self.run(self.machine.hedge_due(self.now()))
+        except Exception as error:  # (``blocked`` is the caller's): the race's error
+            self._abort(error)
 
     def _decide(self, _: abc.SchedulerBase, __: Any = None) -> None:
         self.decision = None
-        self.run(self.machine.decide(self.now()))
+        try:
+            self.run(self.machine.decide(self.now()))
+        except Exception as error:
+            self._abort(error)
+
+    def _abort(self, error: Exception) -> None:
+        """A step on the scheduler raised: nobody upstream would hear of it, and a race left
+        half-decided waits for ever. Every racer is let go and the error goes downstream."""
+        downstream = self.downstream
+        try:
+            self.dispose()
+        finally:
+            downstream.on_error(error)
 
     def _win(self, index: int) -> None:
         seat = self.seats[index]
@@ -311,13 +326,7 @@ class _Race(abc.DisposableBase):
         if forwarding is not None:
             forwarding.dispose()
             return
-        if machine.done:
-            return
-        running = [s for s in self.seats if machine.racers[s.index].state == "running"]
-        machine.done = True
-        for racer in machine.racers:
-            if racer.state == "running":
-                racer.state = "cancelled"
+        running = [self.seats[index] for index in machine.let_go(self.now())]
         for position, seat in enumerate(running):
             seat.dispose()
             if self.watcher is None:

@@ -21,8 +21,11 @@ A race, step by step (every instant is a float the caller passes in; nothing her
     decide(now)        the winner is chosen; every other running racer is cut (it lost)
     failed(i, e, now)  a fatal error (cancel, 400/401/403, configuration: no other model
                        would answer differently) ends the race; any other error hands over to
-                       the racers still running, or sends the pending hedge at once
-    cancel(now)        the turn is cancelled: every running racer is cut (cancelled)
+                       the racers still running, or sends the pending hedge at once (a
+                       hedge's configuration error is its target's alone: it is one of those)
+    cancel(now)        the turn is cancelled: every running racer is cut (cancelled); a
+                       racer stopped without content is a lower bound for the estimate, as
+                       a loser is (let_go(now) is the same for a race its subscriber dropped)
 
 Each step returns the actions the caller carries out, in order: :class:`Start` a racer,
 :class:`Cut` one (dispose it: close its connection), :class:`Arm` the hedge timer (``None``
@@ -79,6 +82,9 @@ BUDGET_WINDOW: Final = 60.0
 _CONTENT_DELTAS: Final = frozenset(
     {"text", "thinking", "refusal", "tool_json", "signature", "redacted_thinking"}
 )
+
+#: The most samples the estimator keeps per model (``window``).
+_MAX_WINDOW: Final = 1_000_000
 
 SkipReason = Literal["tried", "breaker_open", "rate_limited", "budget"]
 ErrorKind = Literal["fatal", "rate_limit", "other"]
@@ -160,6 +166,11 @@ class HedgeTarget:
         return f"HedgeTarget(model={self.model!r}{client})"
 
 
+def _window_ok(window: object) -> bool:
+    """A window the estimator can keep (a deque's bound is a C size: 10**30 would raise)."""
+    return is_int(window) and 1 <= window <= _MAX_WINDOW
+
+
 class FirstContentEstimator:
     """Per model, a quantile of the observed time to first content, with censored samples.
 
@@ -184,9 +195,10 @@ class FirstContentEstimator:
     __slots__ = ("_samples", "window")
 
     def __init__(self, window: int = 64) -> None:
-        if not positive(window, integer=True):
+        if not _window_ok(window):
             raise ConfigError(
-                f"FirstContentEstimator: window must be an integer >= 1, got {window!r}"
+                f"FirstContentEstimator: window must be an integer from 1 to {_MAX_WINDOW}, "
+                f"got {window!r}"
             )
         self.window = window
         self._samples: dict[str, deque[tuple[float, bool]]] = {}
@@ -240,7 +252,7 @@ class HedgePolicy:
         max_hedges: hedges one race may send.
         budget_ratio: hedges allowed per primary request over the last 60 s.
         budget_min: hedges allowed per 60 s on top of the ratio.
-        window: samples kept per model by the estimator.
+        window: samples kept per model by the estimator (1 to 1,000,000).
 
     Raises:
         ConfigError: a bad argument, named.
@@ -282,7 +294,7 @@ class HedgePolicy:
     ) -> None:
         if isinstance(targets, HedgeTarget):
             targets = (targets,)
-        if not isinstance(targets, Sequence) or isinstance(targets, str) or not targets:  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not isinstance(targets, Sequence) or isinstance(targets, str | bytes) or not targets:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError("HedgePolicy: targets must be a non-empty sequence of HedgeTarget")
         for target in targets:
             if not isinstance(target, HedgeTarget):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -319,8 +331,10 @@ class HedgePolicy:
             raise ConfigError(
                 f"HedgePolicy: budget_min must be an integer >= 0, got {budget_min!r}"
             )
-        if not positive(window, integer=True):
-            raise ConfigError(f"HedgePolicy: window must be an integer >= 1, got {window!r}")
+        if not _window_ok(window):
+            raise ConfigError(
+                f"HedgePolicy: window must be an integer from 1 to {_MAX_WINDOW}, got {window!r}"
+            )
         self.targets: tuple[HedgeTarget, ...] = tuple(targets)
         self.delay = None if delay is None else float(delay)
         self.quantile = float(quantile)
@@ -659,14 +673,7 @@ class HedgeRace:
         if not contenders:
             return []
         winner = min(contenders, key=lambda r: (r.started, r.index))
-        estimator = self.policy.estimator
-        for racer in self.racers:
-            if racer.state != RUNNING:
-                continue
-            if racer.content_at is not None:
-                estimator.observe(racer.model, racer.content_at - racer.started)
-            else:
-                estimator.observe(racer.model, now - racer.started, censored=True)
+        self._observe_undecided(now)
         winner.state = WON
         self.winner = winner.index
         actions = self._end(now, winner.index, LOST)
@@ -679,6 +686,10 @@ class HedgeRace:
         if self.done or racer.state != RUNNING:
             return []
         kind = error_kind(error)
+        if kind == "fatal" and index > 0 and isinstance(error, ConfigError):
+            # the hedge's own request could not be made (its target's wire refuses an option
+            # or a part the primary's took): that says nothing of the primary, which runs on
+            kind = "other"
         racer.state = FAILED
         racer.ended = now
         if kind == "fatal":
@@ -701,4 +712,34 @@ class HedgeRace:
         """The turn was cancelled or let go: every running racer is cut."""
         if self.done:
             return []
+        self._observe_undecided(now)
         return self._end(now, None, CANCELLED)
+
+    def let_go(self, now: float) -> list[int]:
+        """The race is dropped undecided (its subscriber let it go: the turn's deadline, a
+        cancel): every running racer is ``cancelled``, its wait kept by the estimator as
+        :meth:`cancel` keeps it; the indexes of those racers, for the caller to dispose."""
+        if self.done:
+            return []
+        self._observe_undecided(now)
+        self.done = True
+        self._due = None
+        running: list[int] = []
+        for racer in self.racers:
+            if racer.state == RUNNING:
+                racer.state = CANCELLED
+                racer.ended = now
+                running.append(racer.index)
+        return running
+
+    def _observe_undecided(self, now: float) -> None:
+        """Racers stopped before a decision: what each showed of its time to first content
+        (exact if its content came in this instant, else a lower bound: it waited that long)."""
+        estimator = self.policy.estimator
+        for racer in self.racers:
+            if racer.state != RUNNING:
+                continue
+            if racer.content_at is not None:
+                estimator.observe(racer.model, racer.content_at - racer.started)
+            else:
+                estimator.observe(racer.model, now - racer.started, censored=True)

@@ -1,6 +1,6 @@
 """Options of ``chat`` that cannot act are refused before anything is sent (exit 2, one line),
 as ``--hedge-delay`` without ``--hedge`` is: ``--no-failover`` with no backup to fail over to,
-a ``--fallback`` that is the model itself, the same backup twice."""
+a ``--fallback`` or ``--hedge`` that is the model itself, the same backup or hedge twice."""
 
 from __future__ import annotations
 
@@ -21,8 +21,20 @@ from ._support import closed_port
         (["--fallback", "m"], "--fallback m is the model itself"),
         (["--fallback", " m "], "--fallback m is the model itself"),
         (["--fallback", "b", "--fallback", "c", "--fallback", "b"], "--fallback b is given twice"),
+        # a hedge to the model itself on the same endpoint is never sent (it was accepted)
+        (["--hedge", "m"], "--hedge m is the model itself"),
+        (["--hedge", " m ", "--hedge-delay", "0"], "--hedge m is the model itself"),
+        (["--hedge", "b", "--hedge", "b"], "--hedge b is given twice"),
     ],
-    ids=["no-failover-alone", "itself", "itself-padded", "twice"],
+    ids=[
+        "no-failover-alone",
+        "itself",
+        "itself-padded",
+        "twice",
+        "hedge-itself",
+        "hedge-padded",
+        "hedge-twice",
+    ],
 )
 def test_an_option_that_cannot_act_is_refused(
     extra: list[str], says: str, capsys: pytest.CaptureFixture[str]

@@ -16,6 +16,8 @@ from rxturn import (
     ContextWindow,
     FallbackManager,
     FallbackPolicy,
+    HedgePolicy,
+    HedgeTarget,
     LimiterPolicy,
     LoggingObserver,
     Message,
@@ -54,6 +56,32 @@ CASES: list[tuple[str, Callable[..., object], str, object]] = [
     ("TurnEngine", lambda v: TurnEngine(v), "client", "claude"),
     ("TurnEngine", lambda v: TurnEngine(v), "client", None),
     ("TurnEngine", lambda v: engine(hedge=v), "hedge", "claude-haiku-4-5"),
+    # a hedge target's client is used in a race only: checked when the engine is built
+    ("TurnEngine", lambda v: engine(hedge=HedgePolicy((HedgeTarget(client=v),))), "client", "gpt"),
+    ("TurnEngine", lambda v: engine(hedge=HedgePolicy((HedgeTarget(client=v),))), "client", 3),
+    (
+        "TurnEngine",
+        lambda v: engine(hedge=HedgePolicy((HedgeTarget("b", client=v),))),
+        "client",
+        AnthropicClient,
+    ),
+    ("TurnEngine", lambda v: engine(hedge=HedgePolicy((HedgeTarget(client=v),))), "client", []),
+    # HedgeTarget, HedgePolicy
+    ("HedgeTarget", lambda v: HedgeTarget(v), "model", 3),
+    ("HedgeTarget", lambda v: HedgeTarget(v), "model", ""),
+    ("HedgeTarget", lambda v: HedgeTarget(client=v), "client", None),
+    ("HedgeTarget", lambda v: HedgeTarget("b", same_quota=v), "same_quota", 1),
+    ("HedgePolicy", lambda v: HedgePolicy(v), "targets", ["b"]),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), delay=v), "delay", float("nan")),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), delay=v), "delay", True),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), quantile=v), "quantile", 1.0),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), min_delay=v), "min_delay", -1),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), max_delay=v), "max_delay", "10"),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), min_samples=v), "min_samples", 0),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), max_hedges=v), "max_hedges", 1.0),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), budget_ratio=v), "budget_ratio", 2),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), budget_min=v), "budget_min", -1),
+    ("HedgePolicy", lambda v: HedgePolicy((HedgeTarget("b"),), window=v), "window", 10**30),
     ("TurnEngine", lambda v: engine(system=v), "system", 3),
     ("TurnEngine", lambda v: engine(tools=v), "tools", 3),
     ("TurnEngine", lambda v: engine(tools=v), "tools", [3]),
@@ -183,7 +211,16 @@ def test_the_cases_cover_every_public_constructor_argument() -> None:
     import inspect
 
     covered = {(c, a) for c, _, a, _ in CASES}
-    for cls in (TurnEngine, StreamHandler, FallbackManager, ObserverSet, LoggingObserver, Tool):
+    for cls in (
+        TurnEngine,
+        StreamHandler,
+        FallbackManager,
+        ObserverSet,
+        LoggingObserver,
+        Tool,
+        HedgeTarget,
+        HedgePolicy,
+    ):
         for name, parameter in inspect.signature(cls).parameters.items():
             if parameter.kind is parameter.VAR_KEYWORD or name == "self":
                 continue

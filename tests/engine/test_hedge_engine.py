@@ -282,6 +282,31 @@ def test_hedge_is_refused_where_it_cannot_act(scheduler: TestScheduler) -> None:
         TurnEngine(client, hedge=HedgeTarget("b"))  # pyright: ignore[reportArgumentType]
 
 
+def test_a_hedge_that_could_only_ask_the_primary_itself_is_refused(
+    scheduler: TestScheduler,
+) -> None:
+    """A target that is the primary's own request (its client and model) is never sent: the
+    race counts it tried. Such a policy was accepted and silently did nothing."""
+    client = ScriptedClient(scheduler)  # serves "scripted"
+    own = RequestOptions(model="mine")
+    for targets, options in [
+        ((HedgeTarget("scripted"),), None),
+        ((HedgeTarget(client=client),), None),
+        ((HedgeTarget("scripted", client=client), HedgeTarget("scripted")), None),
+        ((HedgeTarget("mine"),), own),
+    ]:
+        with pytest.raises(ConfigError, match="the primary's own request"):
+            TurnEngine(client, hedge=HedgePolicy(targets), request_options=options)
+    # one target that can act is enough; another client, or the model beside a routed primary
+    TurnEngine(client, hedge=HedgePolicy((HedgeTarget("scripted"), HedgeTarget("b"))))
+    TurnEngine(client, hedge=HedgePolicy((HedgeTarget(client=ScriptedClient(scheduler)),)))
+    TurnEngine(
+        client,
+        fallback=FallbackManager("primary", ["scripted"]),
+        hedge=HedgePolicy((HedgeTarget("scripted"),)),
+    )
+
+
 async def test_the_same_model_on_another_client_is_a_target(clean: TestScheduler) -> None:
     primary = ScriptedClient(clean, models={"m": [slow("from the first endpoint", 30.0)]})
     other = ScriptedClient(

@@ -18,6 +18,7 @@ from rxturn import (
     TimeoutPolicy,
     TurnEngine,
 )
+from rxturn.errors import BadRequestError
 from rxturn.events import AttemptReset, Delta, Fallback, MessageStop
 from rxturn.testing import FakeProvider
 
@@ -235,3 +236,68 @@ async def test_a_failover_reset_is_an_event_and_withdraws_nothing_unshown() -> N
         async with build().stream("hi") as s:
             pieces = [piece async for piece in s.text_stream]
         assert pieces == ["Hell", "o fr", "om t", "he f", "ake"]  # the 404 showed no text
+
+
+async def _drain(iterator: Any) -> list[Any]:
+    return [item async for item in iterator]
+
+
+async def test_a_stream_read_to_its_end_ends_at_once_when_read_again() -> None:
+    async with (
+        FakeProvider({"models": {"*": [OK]}}) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client)
+        async with engine.stream("hi") as s:
+            first = await asyncio.wait_for(_drain(s), WAIT)
+            again = await asyncio.wait_for(_drain(s), WAIT)  # hung for ever before
+            text = await asyncio.wait_for(_drain(s.text_stream), WAIT)
+        assert any(isinstance(e, MessageStop) for e in first)
+        assert (again, text) == ([], [])
+        assert s.result.text == "Hello from the fake"
+
+
+async def test_a_failed_stream_read_again_raises_its_error_again() -> None:
+    async with (
+        FakeProvider({"models": {"*": [{"status": 400}]}}) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client)
+        raised: list[BaseException] = []
+        async with engine.stream("hi") as s:  # its exit does not raise what the loop raised
+            for _ in range(2):
+                try:
+                    await asyncio.wait_for(_drain(s), WAIT)
+                except BadRequestError as error:
+                    raised.append(error)
+        assert len(raised) == 2 and raised[0] is raised[1]
+
+
+async def test_a_stream_read_after_its_block_is_a_config_error() -> None:
+    async with (
+        FakeProvider({"models": {"*": [OK]}}) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client)
+        async with engine.stream("hi") as s:
+            await asyncio.wait_for(_until_done(s), WAIT)
+        for iterator in (s, s.text_stream):
+            with pytest.raises(ConfigError, match="inside `async with engine"):
+                await asyncio.wait_for(_drain(iterator), WAIT)  # hung for ever before
+
+
+async def test_two_consumers_at_once_is_a_config_error_not_a_hang() -> None:
+    async with (
+        FakeProvider(
+            {"models": {"*": [{"text": "x" * 20, "chunk_chars": 2, "delay_ms": 20}]}}
+        ) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client)
+        async with engine.stream("hi") as s:
+            events = asyncio.ensure_future(_drain(s))
+            await asyncio.sleep(0)  # the first consumer waits for an event
+            with pytest.raises(ConfigError, match="one consumer"):
+                await asyncio.wait_for(_drain(s.text_stream), WAIT)
+            got = await asyncio.wait_for(events, WAIT)  # the first one still reads every event
+        assert "".join(e.text for e in got if isinstance(e, Delta)) == "x" * 20

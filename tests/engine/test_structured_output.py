@@ -142,3 +142,41 @@ async def test_a_summary_for_compaction_is_plain_text() -> None:
         summary = await engine.summarize([Message.user("Weather in Oslo?")])
         assert summary == "They talked about Oslo."
         assert "output_config" not in fake.requests[0]
+
+
+def _cyclic() -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": "object", "properties": {}}
+    schema["properties"]["again"] = schema  # a dict that holds itself: no JSON can
+    return schema
+
+
+def takes_anything(value: str) -> str:
+    return value
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_schema_that_holds_itself_is_a_config_error_before_sending(wire: str) -> None:
+    """Tightening a strict format walked the cycle into a RecursionError from a turn (Anthropic
+    closes every format's objects, so there a non-strict format did too); now the options are
+    refused where they are checked, with the engine."""
+    from rxturn import ConfigError
+
+    strict = [True, False] if wire == "anthropic" else [True]
+    async with FakeProvider({"models": {"*": [{}]}}) as fake, _client(wire, fake) as client:
+        for flag in strict:
+            fmt = ResponseFormat(name="loop", schema=_cyclic(), strict=flag)
+            with pytest.raises(ConfigError, match="response_format: schema must be JSON"):
+                engine = TurnEngine(client, request_options=RequestOptions(response_format=fmt))
+                await engine.run("hi")
+        assert fake.requests == []
+
+
+def test_a_tool_schema_that_holds_itself_is_refused_by_the_tool() -> None:
+    """It crashed the first turn's token count, or strict_tools' tightening, with a
+    RecursionError."""
+    from rxturn import ConfigError, Tool
+
+    with pytest.raises(ConfigError, match=r"Tool\(input_schema=\.\.\.\) must be JSON: it holds"):
+        Tool(takes_anything, input_schema=_cyclic())
+    with pytest.raises(ConfigError, match=r"Tool\(input_schema=\.\.\.\) must be JSON"):
+        Tool(takes_anything, input_schema={"type": "object", "default": object()})

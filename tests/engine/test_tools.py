@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
@@ -17,6 +18,7 @@ from rxturn.messages import (
     InlineSource,
     TextPart,
     ToolCallPart,
+    ToolResultPart,
 )
 
 
@@ -187,3 +189,38 @@ async def test_strs_among_a_tools_parts_are_text_parts() -> None:
     result = await ToolRegistry([snap]).run(ToolCallPart("c", "snap", {}))
     assert not result.is_error
     assert result.content == (image, TextPart("the login page"))
+
+
+async def test_a_tool_that_raises_cancelled_error_of_its_own_is_a_failed_result(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """An async tool whose own code raises ``CancelledError`` (an inner task it awaited was
+    cancelled, say) was reported as the tool timing out — "did not finish within 0s", with no
+    timeout set. Nothing cancelled the call: it failed, and is reported and logged as such."""
+    from rxturn import AnthropicClient, TurnEngine
+    from rxturn.testing import FakeProvider
+
+    async def lookup(city: str) -> str:
+        raise asyncio.CancelledError("the tool's own inner task")
+
+    scenario = {
+        "models": {
+            "*": [
+                {"tool_calls": [{"id": "c1", "name": "lookup", "input": {"city": "Oslo"}}]},
+                {"text": "sorry"},
+            ]
+        }
+    }
+    async with (
+        FakeProvider(scenario) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, tools=[lookup])
+        with caplog.at_level(logging.WARNING, logger="rxturn.engine"):
+            result = await asyncio.wait_for(engine.run("weather?"), 10)
+    assert result.text == "sorry"
+    (output,) = engine.history[2].content
+    assert isinstance(output, ToolResultPart) and output.is_error
+    assert output.content == "CancelledError: the tool's own inner task"
+    (record,) = [r for r in caplog.records if r.name == "rxturn.engine"]
+    assert record.exc_info is not None and record.exc_info[0] is asyncio.CancelledError

@@ -350,3 +350,31 @@ async def test_batches_are_held_and_forwarded_whole() -> None:
         [Delta(0, "fast"), PartStop(0), MessageDelta("end_turn", None), MessageStop()],
     ]
     assert [t for t, _ in run.items] == [2.2, 2.2]
+
+
+async def test_a_step_on_the_scheduler_that_raises_ends_the_race_with_that_error() -> None:
+    """``blocked`` is the caller's: what it raises when the hedge is due is the race's error,
+    with every racer let go, where it escaped into the scheduler (an asyncio loop logs it and
+    the race waits on) and the primary ran on."""
+
+    def blocked(target: HedgeTarget) -> bool:
+        raise RuntimeError("blocked() failed")
+
+    rig = Rig(slow(10.0, "late"), {"backup": slow(0.5)}, blocked=blocked)
+    run = await rig.run()
+    assert isinstance(run.error, RuntimeError) and run.end_time == 2.0
+    assert rig.primary.spans == [[0.0, 2.0]] and rig.opened == {}
+    assert ("adopted", 0, 2.0) in rig.watch  # its end is the downstream's error
+    assert leftovers(rig.scheduler) == []
+
+
+async def test_a_race_let_go_undecided_keeps_each_racers_wait_as_a_lower_bound() -> None:
+    """The turn's deadline disposes a race in which nobody answered: the estimate learns that
+    each racer took longer than it waited (it learnt nothing before)."""
+    rig = Rig(slow(60.0, "late"), {"backup": slow(60.0)})
+    run = await rig.run(dispose_at=9.0)
+    assert run.items == [] and rig.primary.spans == [[0.0, 9.0]]
+    estimator = rig.policy.estimator
+    assert (estimator.count("primary"), estimator.quantile("primary", 0.5)) == (1, 9.0)
+    assert (estimator.count("backup"), estimator.quantile("backup", 0.5)) == (1, 7.0)
+    assert leftovers(rig.scheduler) == []

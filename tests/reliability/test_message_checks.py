@@ -197,12 +197,27 @@ def test_bad_messages_are_config_errors_when_built(build: Any, says: str) -> Non
         ([{"role": "user"}], "needs 'content'"),
         ("hello", "history must be a sequence of Message, got str"),
         ([Message.user("a"), 7], r"history\[1\] is a int"),
+        # msgspec's conversion raised a bare UnicodeEncodeError
+        ([{"role": "user", "content": "a\ud800"}], r"history\[0\] holds text that is not valid"),
     ],
 )
 def test_an_engine_refuses_a_bad_history_at_construction(history: Any, says: str) -> None:
     client = AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9")
     with pytest.raises(ConfigError, match=says):
         TurnEngine(client, history=history)
+
+
+@pytest.mark.parametrize("bad", [None, 3, "hello", {"role": "user", "content": "hi"}])
+def test_assigning_a_history_that_is_not_a_sequence_is_refused(bad: Any) -> None:
+    """``engine.history = None`` was a TypeError ('NoneType' object is not iterable), and a str
+    was taken letter by letter ('history[...][0] is a str')."""
+    engine: Any = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    engine.history = [Message.user("kept")]
+    with pytest.raises(ConfigError, match=r"engine.history must be a sequence of Message, got"):
+        engine.history = bad
+    assert [m.text for m in engine.history] == ["kept"]
+    with pytest.raises(ConfigError, match=r"history\[1\] holds text that is not valid Unicode"):
+        engine.history.append({"role": "user", "content": "\ud800"})  # pyright: ignore[reportArgumentType]
 
 
 async def test_a_bad_message_added_later_is_refused_where_it_is_added() -> None:

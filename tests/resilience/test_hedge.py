@@ -116,11 +116,30 @@ def test_error_kinds(error: BaseException, kind: str) -> None:
         ({"budget_ratio": 1.5}, "budget_ratio"),
         ({"budget_min": -1}, "budget_min"),
         ({"min_samples": 0}, "min_samples"),
+        ({"window": 0}, "window"),
+        ({"window": True}, "window"),
+        # past what a deque can hold: accepted, it was an OverflowError in the race's decision
+        ({"window": 10**30}, "window"),
+        ({"window": 1_000_001}, "window"),
+        ({"targets": b"backup"}, "targets must be a non-empty sequence of HedgeTarget"),
     ],
 )
 def test_policy_rejects_bad_arguments_by_name(kwargs: dict[str, object], named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         policy(**kwargs)
+
+
+@pytest.mark.parametrize("window", [0, 1.5, True, 10**30, 1_000_001])
+def test_estimator_refuses_a_window_it_cannot_keep(window: object) -> None:
+    with pytest.raises(ConfigError, match="window"):
+        FirstContentEstimator(window)  # pyright: ignore[reportArgumentType]
+
+
+def test_the_largest_window_is_kept() -> None:
+    estimator = FirstContentEstimator(1_000_000)
+    estimator.observe("m", 1.0)
+    assert HedgePolicy((HedgeTarget("b"),), window=1_000_000).estimator.window == 1_000_000
+    assert estimator.quantile("m", 0.5) == 1.0
 
 
 def test_target_needs_a_model_or_a_client() -> None:
@@ -258,6 +277,23 @@ def test_fatal_error_on_either_side_ends_the_race(error: BaseException, who: int
     assert r.done
 
 
+def test_a_hedge_whose_request_its_target_refuses_ends_alone() -> None:
+    """A ConfigError of a hedge is its own target's (its wire refuses an option or a part the
+    primary's took): the primary runs on, where it was cut and the turn failed with it."""
+    r = race(policy())
+    r.start(0.0)
+    r.hedge_due(2.0)
+    assert r.failed(1, ConfigError("the Responses API has no stop sequences"), 2.0) == []
+    assert not r.done
+    r.content(0, 5.0)
+    assert kinds(r.decide(5.0)) == ["Win(0)"]
+    # the primary's own configuration error still ends the race
+    again = race(policy())
+    again.start(0.0)
+    again.hedge_due(2.0)
+    assert kinds(again.failed(0, ConfigError("x"), 2.1)) == ["Cut(1, 'hedge_lost')", "Fail(0)"]
+
+
 def test_last_racer_failing_with_nothing_left_to_send_fails_the_race() -> None:
     r = race(policy())
     r.start(0.0)
@@ -339,6 +375,36 @@ def test_cancel_cuts_every_running_racer_as_cancelled() -> None:
     actions = r.cancel(2.5)
     assert kinds(actions) == ["Cut(0, 'cancelled')", "Cut(1, 'cancelled')"]
     assert r.cancel(3.0) == []
+
+
+def test_racers_cut_by_a_cancel_are_lower_bounds_for_the_estimate() -> None:
+    """Both silent until the turn is cancelled (or its deadline lets the race go): each waited
+    that long without content, a lower bound the estimate keeps, where nothing was kept and a
+    model slower than the turns' deadlines had its delay read from its fast races alone."""
+    p = policy()
+    r = race(p)
+    r.start(0.0)
+    r.hedge_due(2.0)
+    r.cancel(30.0)
+    assert p.estimator.quantile("primary", 0.9) == 30.0
+    assert p.estimator.quantile("backup", 0.9) == 28.0
+    # content seen in the cancel's own instant, before the decision: an exact sample
+    q = policy()
+    again = race(q)
+    again.start(0.0)
+    again.content(0, 4.0)
+    again.cancel(4.0)
+    assert (q.estimator.count("primary"), q.estimator.quantile("primary", 0.5)) == (1, 4.0)
+    fast = policy()
+    for start in (0.0, 10.0, 20.0):  # three fast answers, then a race that never got one
+        one = race(fast)
+        one.start(start)
+        one.content(0, start + 1.0)
+        one.decide(start + 1.0)
+    slow = race(fast)
+    slow.start(100.0)
+    slow.let_go(400.0)
+    assert fast.estimator.quantile("primary", 0.9) == 300.0
 
 
 def test_nothing_happens_after_the_race_is_decided() -> None:

@@ -30,7 +30,7 @@ from typing import Any, cast, get_args, get_type_hints, overload
 import msgspec
 
 from ..._arguments import check_callable, check_instance, check_items, described
-from ..._validate import as_float, positive
+from ..._validate import as_float, json_problem, positive
 from ...errors import ConfigError, ToolTimeoutError
 from ...messages import (
     ContentPart,
@@ -76,6 +76,8 @@ class Tool:
         check_instance(
             input_schema, Mapping, "Tool(input_schema=...)", "a JSON Schema dict", optional=True
         )
+        if input_schema is not None and (problem := json_problem(input_schema)) is not None:
+            raise ConfigError(f"Tool(input_schema=...) must be JSON: {problem}")
         self.function = function
         self.timeout = None if timeout is None else as_float(timeout)  # (a huge int: inf)
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
@@ -208,15 +210,25 @@ class ToolRegistry:
             return ToolResultPart(call.id, f"invalid arguments for {call.name}: {exc}", True)
         try:
             return ToolResultPart(call.id, await found.invoke(kwargs))
+        except asyncio.CancelledError as exc:
+            task = asyncio.current_task()
+            if task is None or task.cancelling():
+                raise  # the call was cancelled (the turn's cancel, the tool's timeout)
+            return _failed(call, exc)  # the tool's own code raised it: nothing cancelled us
         except Exception as exc:  # the tool's own failure goes back to the model, and the log
-            log.warning(
-                "tool %r raised %s (call id %s); the model gets it as an error result",
-                call.name,
-                type(exc).__name__,
-                call.id,
-                exc_info=exc,
-            )
-            return tool_error_result(call, exc)
+            return _failed(call, exc)
+
+
+def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
+    """A tool's own failure: logged (with its traceback), and the model's error result."""
+    log.warning(
+        "tool %r raised %s (call id %s); the model gets it as an error result",
+        call.name,
+        type(error).__name__,
+        call.id,
+        exc_info=error,
+    )
+    return tool_error_result(call, error)
 
 
 def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:

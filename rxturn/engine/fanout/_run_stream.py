@@ -5,6 +5,8 @@ agent loop: tools run between turns) and ``async for event in s`` yields the han
 every turn of it as they are folded — provider events, ``AttemptReset`` and ``Fallback``
 included — ending when the run ends (raising its error if it failed). ``s.text_stream`` is
 the text view of the same events; ``s.result`` is the :class:`RunResult` once the run is done.
+One consumer reads at a time, inside the block; read again after its end, the stream ends at
+once (or raises the run's error again).
 
 What ``text_stream`` yields on a reset: text that was already yielded and is withdrawn — an
 attempt that failed after streaming some text (``AttemptReset``), or streamed text that the
@@ -166,21 +168,32 @@ class RunStream:
         return self._iterate()
 
     async def _iterate(self) -> AsyncIterator[HandlerEvent]:
-        if self._task is None:
-            raise ConfigError("iterate a RunStream inside `async with engine.stream(...) as s`")
+        self._check_readable()
         buffer = self._buffer
         while True:
             while not buffer:
+                self._check_readable(waiting=True)
                 self._waiter = asyncio.get_running_loop().create_future()
                 try:
                     await self._waiter
                 finally:
                     self._waiter = None
-            item = buffer.popleft()
-            if item is _DONE:
+            item = buffer[0]
+            if item is _DONE:  # left in place: a later iteration ends here too
                 self._finish()
                 return
+            buffer.popleft()
             yield item  # pyright: ignore[reportReturnType]  # every other item is a HandlerEvent
+
+    def _check_readable(self, *, waiting: bool = False) -> None:
+        """Refuse a read (``waiting``: a wait for the next event) that nothing could ever end."""
+        if self._task is None or self._subscription is None:  # not entered, or already left
+            raise ConfigError("iterate a RunStream inside `async with engine.stream(...) as s`")
+        if waiting and self._waiter is not None:
+            raise ConfigError(
+                "a RunStream has one consumer at a time: another `async for` (over the stream "
+                "or its text_stream) is already waiting for the next event"
+            )
 
     def _finish(self) -> None:
         task = self._task
