@@ -532,8 +532,7 @@ def hedge(
     budget, breakers, quota, ``max_hedges``). Each racer's items are held until one produces
     content; then every other racer is disposed and only then are the winner's held items
     forwarded, followed by the rest of its stream. A fatal error (cancel, 400, 401, 403,
-    configuration) ends the race with that error (a hedge's configuration error, its target's
-    alone, ends that hedge only); another error hands over to the racers still
+    configuration) ends the race with that error; another error hands over to the racers still
     running, or sends the pending hedge at once, or (nobody left) goes out.
 
     .. code:: text

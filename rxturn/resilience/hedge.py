@@ -21,8 +21,7 @@ A race, step by step (every instant is a float the caller passes in; nothing her
     decide(now)        the winner is chosen; every other running racer is cut (it lost)
     failed(i, e, now)  a fatal error (cancel, 400/401/403, configuration: no other model
                        would answer differently) ends the race; any other error hands over to
-                       the racers still running, or sends the pending hedge at once (a
-                       hedge's configuration error is its target's alone: it is one of those)
+                       the racers still running, or sends the pending hedge at once
     cancel(now)        the turn is cancelled: every running racer is cut (cancelled); a
                        racer stopped without content is a lower bound for the estimate, as
                        a loser is (let_go(now) is the same for a race its subscriber dropped)
@@ -686,10 +685,6 @@ class HedgeRace:
         if self.done or racer.state != RUNNING:
             return []
         kind = error_kind(error)
-        if kind == "fatal" and index > 0 and isinstance(error, ConfigError):
-            # the hedge's own request could not be made (its target's wire refuses an option
-            # or a part the primary's took): that says nothing of the primary, which runs on
-            kind = "other"
         racer.state = FAILED
         racer.ended = now
         if kind == "fatal":

@@ -148,37 +148,3 @@ async def test_a_fast_primary_never_sends_the_hedge() -> None:
         result = await engine.run("hi")
     assert result.text == "quick"
     assert [body["model"] for body in fake.requests] == ["primary"]
-
-
-async def test_a_hedge_whose_wire_refuses_the_turns_options_leaves_the_primary_running() -> None:
-    """Stop sequences are fine on Anthropic; the Responses API has none, so the hedge's request
-    cannot be made: that hedge ends alone and the primary answers, where the hedge's ConfigError
-    cut the primary and failed every turn slow enough to hedge."""
-    from rxturn import OpenAIResponsesClient, RequestOptions
-
-    scenario = {
-        "models": {
-            "primary": [{"text": "the primary answers", "first_content_delay_ms": 300}],
-            "*": [{"text": "never asked"}],
-        }
-    }
-    async with (
-        FakeProvider(scenario) as fake,
-        AnthropicClient("primary", api_key="offline", base_url=fake.base_url) as client,
-        OpenAIResponsesClient("other", api_key="offline", base_url=fake.openai_base_url) as other,
-    ):
-        engine = TurnEngine(
-            client,
-            handler=StreamHandler(),
-            request_options=RequestOptions(stop_sequences=("END",)),
-            hedge=HedgePolicy((HedgeTarget("other", client=other),), delay=0.05),
-        )
-        run = await asyncio.wait_for(engine.run("hi"), 10)
-        await _settled(fake)
-        models = [record.model for record in fake.records]
-    assert run.text == "the primary answers" and run.model == "primary"
-    assert [(a.model, a.outcome) for a in run.attempt_log] == [
-        ("other", "ConfigError"),
-        ("primary", "served"),
-    ]
-    assert models == ["primary"]  # the hedge's request was never sent

@@ -277,23 +277,6 @@ def test_fatal_error_on_either_side_ends_the_race(error: BaseException, who: int
     assert r.done
 
 
-def test_a_hedge_whose_request_its_target_refuses_ends_alone() -> None:
-    """A ConfigError of a hedge is its own target's (its wire refuses an option or a part the
-    primary's took): the primary runs on, where it was cut and the turn failed with it."""
-    r = race(policy())
-    r.start(0.0)
-    r.hedge_due(2.0)
-    assert r.failed(1, ConfigError("the Responses API has no stop sequences"), 2.0) == []
-    assert not r.done
-    r.content(0, 5.0)
-    assert kinds(r.decide(5.0)) == ["Win(0)"]
-    # the primary's own configuration error still ends the race
-    again = race(policy())
-    again.start(0.0)
-    again.hedge_due(2.0)
-    assert kinds(again.failed(0, ConfigError("x"), 2.1)) == ["Cut(1, 'hedge_lost')", "Fail(0)"]
-
-
 def test_last_racer_failing_with_nothing_left_to_send_fails_the_race() -> None:
     r = race(policy())
     r.start(0.0)
