@@ -148,3 +148,58 @@ async def test_a_fast_primary_never_sends_the_hedge() -> None:
         result = await engine.run("hi")
     assert result.text == "quick"
     assert [body["model"] for body in fake.requests] == ["primary"]
+
+
+async def test_a_part_a_hedge_targets_wire_cannot_take_is_refused_before_anything_is_sent() -> None:
+    # before: the primary went out, the hedge's own ConfigError (Ollama takes no PDF) then
+    # ended the race, and the turn failed with the primary answering, recorded 'hedge_lost'
+    from rxturn import DocumentPart, OllamaClient
+    from rxturn.errors import ConfigError
+    from rxturn.messages import Message
+
+    report = DocumentPart.from_bytes(b"%PDF-1.4 a report", "application/pdf")
+    async with (
+        FakeProvider(SCENARIO) as fake,
+        AnthropicClient("primary", api_key="k", base_url=fake.base_url) as primary,
+        OllamaClient("backup", base_url=fake.base_url) as backup,
+    ):
+        policy = HedgePolicy([HedgeTarget("backup", client=backup)], delay=0.05)
+        engine = TurnEngine(primary, handler=StreamHandler.default(), hedge=policy)
+        try:
+            await engine.run(Message.user("summarise", report))
+        except ConfigError as error:
+            assert "Ollama's /api/chat cannot take DocumentPart" in str(error)
+        else:
+            raise AssertionError("the turn was not refused")
+        assert fake.requests == []
+        assert list(engine.history) == []
+
+
+async def test_an_option_a_hedge_targets_wire_cannot_take_is_refused_before_anything_is_sent() -> (
+    None
+):
+    """Stop sequences are fine on Anthropic, and the Responses API has none: a configuration
+    error ends a race on either side, and a hedge's is found when the turn starts, so the
+    turn is refused with nothing sent rather than cut short once the primary was answering."""
+    from rxturn import OpenAIResponsesClient, RequestOptions
+    from rxturn.errors import ConfigError
+
+    async with (
+        FakeProvider(SCENARIO) as fake,
+        AnthropicClient("primary", api_key="offline", base_url=fake.base_url) as client,
+        OpenAIResponsesClient("other", api_key="offline", base_url=fake.openai_base_url) as other,
+    ):
+        engine = TurnEngine(
+            client,
+            handler=StreamHandler(),
+            request_options=RequestOptions(stop_sequences=("END",)),
+            hedge=HedgePolicy((HedgeTarget("other", client=other),), delay=0.05),
+        )
+        try:
+            await asyncio.wait_for(engine.run("hi"), 10)
+        except ConfigError as error:
+            assert "stop" in str(error)
+        else:
+            raise AssertionError("the turn was not refused")
+        assert fake.requests == []
+        assert list(engine.history) == []

@@ -68,6 +68,19 @@ class TurnRace:
         self.fallback = fallback
         self.observers = observers
         self._targets: dict[int, HedgeTarget] = {}
+        for target in policy.targets:
+            self._check(target)
+
+    def _check(self, target: HedgeTarget) -> None:
+        """Build the request a target on another client would send, now, before anything is
+        sent: a part its wire cannot take (a PDF for Ollama) is the turn's ConfigError here,
+        where the hedge's own ConfigError ended the race once the primary was answering."""
+        other = target.client
+        if other is None or other is self.client:
+            return
+        build = getattr(other, "_body", None)  # an HTTP client of rxturn's (custom ones: no)
+        if build is not None:
+            build(self.request, self._options(target), model=self._model(target), stream=True)
 
     def __call__(self, primary: Observable[Any]) -> Observable[Any]:
         """The first attempt, raced."""
