@@ -284,10 +284,12 @@ class ChatSession:
             runs = self.engine.session.runs if self.engine is not None else []
             turns = list(runs[-1].turns) if runs else []
             write(self.out, _error_json(exc, turns).decode() + "\n")
-        elif isinstance(exc, Cancelled):
-            if not self.live:  # a terminal shows "[cancelled]" after the text it kept
-                self.notices.line("cancel", one_line(str(exc)))
+        if isinstance(exc, Cancelled):
+            if not self.live and not self.args.json:  # a terminal shows "[cancelled]" after
+                self.notices.line("cancel", one_line(str(exc)))  # the text it kept
         else:
+            # with --json too: the object on stdout is for a program, the line on stderr says
+            # what failed and where (the full URL, which the error's own message may not name)
             model = self.view.failed_model
             where = f"model {model} at {self.url}" if model else self.url
             self._flush_out()
