@@ -24,7 +24,7 @@ from ..cost import Cost, cost_to_json, describe_cost
 from ..engine import RunResult, TurnEngine
 from ..engine.handler._handler import StreamHandler
 from ..errors import Cancelled, ConfigError, RxturnError
-from ..messages import Message, RequestOptions
+from ..messages import Message, RefusalPart, RequestOptions, ToolCallPart
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
@@ -270,12 +270,20 @@ class ChatSession:
             }
             write(self.out, msgspec.json.encode(record).decode() + "\n")
             return
+        # What the reply holds besides its text, one line each, as `rxturn replay` shows it: a
+        # tool call, an OpenAI refusal (its text is no text part, and never streams as text:
+        # without this line a refusal printed nothing at all)
+        extra: list[str] = []
+        for part in result.message.content:
+            if isinstance(part, ToolCallPart):
+                arguments = msgspec.json.encode(part.input).decode()
+                extra.append(f"[tool_call {part.name}] {arguments}\n")
+            elif isinstance(part, RefusalPart):
+                extra.append(f"[refusal] {one_line(part.text, 10_000)}\n")
         parts: list[str] = []
-        if not self.live or self.args.no_stream:  # nothing of the reply is on stdout yet
-            parts.append(result.text + "\n")
-        for call in result.message.tool_calls:
-            arguments = msgspec.json.encode(call.input).decode()
-            parts.append(f"[tool_call {call.name}] {arguments}\n")
+        if (not self.live or self.args.no_stream) and (result.text or not extra):
+            parts.append(result.text + "\n")  # nothing of the reply is on stdout yet
+        parts += extra
         if parts:
             write(self.out, "".join(parts))
 
