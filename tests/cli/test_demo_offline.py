@@ -25,8 +25,8 @@ def test_the_demo_ignores_the_environment_s_proxies(monkeypatch: pytest.MonkeyPa
     for name in ("NO_PROXY", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
     story = _demo_story
-    monkeypatch.setattr(story, "_CHAPTERS", story._CHAPTERS[:1])  # pyright: ignore[reportPrivateUsage]
-    monkeypatch.setattr(story, "_EXPECTED", story._EXPECTED[:1])  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(story, "_CHAPTERS", story._CHAPTERS[:1])
+    monkeypatch.setattr(story, "_EXPECTED", story._EXPECTED[:1])
     out, err = io.StringIO(), io.StringIO()
     asyncio.run(_demo_story.play(out, color=False, err=err))
     assert "\n  The 529 was absorbed: one short wait, then this reply.\n" in out.getvalue()
