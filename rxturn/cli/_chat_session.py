@@ -32,6 +32,7 @@ from ._console import (
     PIPE_CLOSED,
     STATE,
     Notices,
+    for_terminal,
     is_terminal,
     is_utf8,
     one_line,
@@ -285,7 +286,10 @@ class ChatSession:
             parts.append(result.text + "\n")  # nothing of the reply is on stdout yet
         parts += extra
         if parts:
-            write(self.out, "".join(parts))
+            text = "".join(parts)
+            # a reply is untrusted: on a terminal, none of its escape sequences (as streamed
+            # text is shown; --no-stream wrote them raw, a title change or a cleared screen)
+            write(self.out, for_terminal(text) if is_terminal(self.out) else text)
 
     def _report_error(self, exc: RxturnError) -> None:
         if self.args.json:
