@@ -624,7 +624,8 @@ class FakeProvider:
             elif action == "malformed":
                 await response.write(_emit.malformed_event(wire, ctx))
             elif action == "error_event":
-                await response.write(_emit.error_event(wire, entry.error_type, entry.error_message))
+                error = _emit.error_event(wire, entry.error_type, entry.error_message, position)
+                await response.write(error)
                 await response.write_eof()
                 return response
             else:  # drop
