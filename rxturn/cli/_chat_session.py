@@ -280,7 +280,7 @@ class ChatSession:
                 arguments = msgspec.json.encode(part.input).decode()
                 extra.append(f"[tool_call {part.name}] {arguments}\n")
             elif isinstance(part, RefusalPart):
-                extra.append(f"[refusal] {one_line(part.text, 10_000)}\n")
+                extra.append(f"[refusal] {part.text}\n")
         parts: list[str] = []
         if (not self.live or self.args.no_stream) and (result.text or not extra):
             parts.append(result.text + "\n")  # nothing of the reply is on stdout yet
