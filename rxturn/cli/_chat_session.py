@@ -24,7 +24,7 @@ from ..cost import Cost, cost_to_json, describe_cost
 from ..engine import RunResult, TurnEngine
 from ..engine.handler._handler import StreamHandler
 from ..errors import Cancelled, ConfigError, RxturnError
-from ..messages import Message, RequestOptions
+from ..messages import Message, RefusalPart, RequestOptions, ToolCallPart
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
@@ -32,6 +32,7 @@ from ._console import (
     PIPE_CLOSED,
     STATE,
     Notices,
+    for_terminal,
     is_terminal,
     is_utf8,
     one_line,
@@ -270,24 +271,37 @@ class ChatSession:
             }
             write(self.out, msgspec.json.encode(record).decode() + "\n")
             return
+        # What the reply holds besides its text, one line each, as `rxturn replay` shows it: a
+        # tool call, an OpenAI refusal (its text is no text part, and never streams as text:
+        # without this line a refusal printed nothing at all)
+        extra: list[str] = []
+        for part in result.message.content:
+            if isinstance(part, ToolCallPart):
+                arguments = msgspec.json.encode(part.input).decode()
+                extra.append(f"[tool_call {part.name}] {arguments}\n")
+            elif isinstance(part, RefusalPart):
+                extra.append(f"[refusal] {part.text}\n")
         parts: list[str] = []
-        if not self.live or self.args.no_stream:  # nothing of the reply is on stdout yet
-            parts.append(result.text + "\n")
-        for call in result.message.tool_calls:
-            arguments = msgspec.json.encode(call.input).decode()
-            parts.append(f"[tool_call {call.name}] {arguments}\n")
+        if (not self.live or self.args.no_stream) and (result.text or not extra):
+            parts.append(result.text + "\n")  # nothing of the reply is on stdout yet
+        parts += extra
         if parts:
-            write(self.out, "".join(parts))
+            text = "".join(parts)
+            # a reply is untrusted: on a terminal, none of its escape sequences (as streamed
+            # text is shown; --no-stream wrote them raw, a title change or a cleared screen)
+            write(self.out, for_terminal(text) if is_terminal(self.out) else text)
 
     def _report_error(self, exc: RxturnError) -> None:
         if self.args.json:
             runs = self.engine.session.runs if self.engine is not None else []
             turns = list(runs[-1].turns) if runs else []
             write(self.out, _error_json(exc, turns).decode() + "\n")
-        elif isinstance(exc, Cancelled):
-            if not self.live:  # a terminal shows "[cancelled]" after the text it kept
-                self.notices.line("cancel", one_line(str(exc)))
+        if isinstance(exc, Cancelled):
+            if not self.live and not self.args.json:  # a terminal shows "[cancelled]" after
+                self.notices.line("cancel", one_line(str(exc)))  # the text it kept
         else:
+            # with --json too: the object on stdout is for a program, the line on stderr says
+            # what failed and where (the full URL, which the error's own message may not name)
             model = self.view.failed_model
             where = f"model {model} at {self.url}" if model else self.url
             self._flush_out()

@@ -48,6 +48,7 @@ __all__ = [
     "argument_shown",
     "failed",
     "file_argument",
+    "for_terminal",
     "hint_stdin",
     "is_terminal",
     "is_utf8",
@@ -244,6 +245,13 @@ def one_line(text: str, limit: int = 300) -> str:
 # C0 controls but tab and newline, DEL and C1 controls: a reply must not move the cursor, change
 # colours or retitle the terminal (a model's text is untrusted). Only for terminal output.
 _CONTROLS = {c: None for c in (*range(0x00, 0x09), *range(0x0B, 0x20), *range(0x7F, 0xA0))}
+
+
+def for_terminal(text: str) -> str:
+    """``text`` (a reply, untrusted) as a terminal may show it: its control characters but tab
+    and newline removed, so that it cannot move the cursor, clear the screen, change colours
+    or retitle the window. What :class:`LiveText` writes is cleaned the same way."""
+    return text.translate(_CONTROLS)
 
 
 def _cells(line: str) -> int:

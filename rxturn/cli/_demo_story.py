@@ -225,6 +225,7 @@ async def play(
     """
     from ..clients import AnthropicClient
     from ..testing import FakeProvider
+    from ..transport import AiohttpTransport
 
     stream: TextIO = out or sys.stdout
     errors: TextIO = err or sys.stderr
@@ -241,8 +242,15 @@ async def play(
     rows: list[_Row] = []
     started = time.monotonic()
     painter.line("rxturn demo — one LLM turn as a ReactiveX pipeline (offline fake provider)", "1")
-    async with FakeProvider(DEMO_SCENARIO) as fake:
-        client = AnthropicClient(PRIMARY, api_key="demo-key-not-secret", base_url=fake.base_url)
+    # the environment's proxies are not for the demo: its provider is in this process, on
+    # loopback (an HTTP_PROXY without 127.0.0.1 in NO_PROXY sent every request to the proxy)
+    async with (
+        FakeProvider(DEMO_SCENARIO) as fake,
+        AiohttpTransport(trust_env=False) as transport,
+    ):
+        client = AnthropicClient(
+            PRIMARY, api_key="demo-key-not-secret", base_url=fake.base_url, transport=transport
+        )
         async with client:
             engine = TurnEngine(
                 client,

@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from .._replay import MAX_STREAM_BYTES, replay_message, too_large
     from ..errors import RxturnError
     from ..messages import message_to_json
-    from ._console import failed
+    from ._console import failed, for_terminal, is_terminal
 
     source: str | bytes = args.file
     if args.file == "-":
@@ -90,7 +90,11 @@ def run(args: argparse.Namespace) -> int:
         return _fail(text)
     except Exception as exc:
         return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({where})")
-    data = message_to_json(message) + b"\n" if args.json else _render(message).encode("utf-8")
+    if args.json:
+        data = message_to_json(message) + b"\n"
+    else:  # a recorded reply is untrusted: on a terminal, none of its escape sequences
+        text = _render(message)
+        data = (for_terminal(text) if is_terminal(sys.stdout) else text).encode("utf-8")
     try:
         _write(sys.stdout, data)
     except BrokenPipeError:

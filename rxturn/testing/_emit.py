@@ -302,7 +302,15 @@ _O_DONE = b"data: [DONE]\n\n"
 def _openai_tails(entry: Entry, ctx: ReplyContext) -> list[bytes]:
     """Every chunk with a choice, less its head (``ctx`` only names generated tool ids)."""
     size = entry.chunk_chars
-    events = [b'{"role":"assistant","content":"","refusal":null}' + _O_TAIL]
+    # As the API opens the message: content null when it will carry none (a refusal, tool
+    # calls alone), refusal "" when it will be a refusal; the non-streaming message agrees.
+    if entry.resolved_stop_reason == "refusal":
+        role = b'{"role":"assistant","content":null,"refusal":""}'
+    elif entry.tool_calls and not entry.text:
+        role = b'{"role":"assistant","content":null,"refusal":null}'
+    else:
+        role = b'{"role":"assistant","content":"","refusal":null}'
+    events = [role + _O_TAIL]
     events += delta_events(b'{"reasoning_content":', b"}" + _O_TAIL, entry.thinking, size)
     if entry.resolved_stop_reason == "refusal":
         events += delta_events(b'{"refusal":', b"}" + _O_TAIL, refusal_text(entry), size)

@@ -94,8 +94,11 @@ def error_body(
     return encode({"error": message or f"{kind}: scripted HTTP {status} (rxturn fake provider)"})
 
 
-def error_event(wire: Wire, error_type: str | None, message: str | None = None) -> bytes:
-    """An in-stream error event (the stream ends after it, as with the real providers)."""
+def error_event(
+    wire: Wire, error_type: str | None, message: str | None = None, sequence: int = 0
+) -> bytes:
+    """An in-stream error event (the stream ends after it, as with the real providers).
+    ``sequence``: the events written before it, the Responses ``sequence_number`` it takes."""
     if wire == "anthropic":
         kind = error_type or "overloaded_error"
         payload = {"type": "error", "error": {"type": kind, "message": _error_text(kind, message)}}
@@ -118,6 +121,7 @@ def error_event(wire: Wire, error_type: str | None, message: str | None = None) 
             "code": kind,
             "message": _error_text(kind, message),
             "param": None,
+            "sequence_number": sequence,
         }
         return sse(b"error", payload)
     kind = error_type or "server_error"

@@ -36,6 +36,7 @@ One key for special cases: ``error_message`` replaces the default message of a s
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -44,6 +45,7 @@ from typing import Annotated, Any, Literal, cast
 
 import msgspec
 
+from .._validate import is_utf8
 from ..errors import ConfigError
 
 __all__ = [
@@ -224,6 +226,58 @@ class _DuplicateKey(Exception):
     pass
 
 
+def _not_json_constant(name: str) -> Any:
+    raise _NotJSON(f"{name} is not a JSON number")
+
+
+class _NotJSON(ValueError):
+    pass
+
+
+def _lenient(data: bytes, where: str, exc: Exception) -> Any:
+    """``data`` as Python's JSON parser reads it (``None`` if it cannot either), duplicate keys
+    refused; ``NaN`` / ``Infinity`` (which Python would take) are named in the error."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        _no_duplicates(items)
+        return dict(items)
+
+    try:
+        return json.loads(data, object_pairs_hook=pairs, parse_constant=_not_json_constant)
+    except _DuplicateKey as dup:
+        raise ConfigError(f"{where}: duplicate key {dup.args[0]!r}") from None
+    except _NotJSON as constant:
+        raise ConfigError(f"{where}: invalid JSON: {exc} ({constant})") from None
+    except (RecursionError, ValueError):
+        return None
+
+
+def _problem(value: object, path: str) -> str | None:
+    """The first string that is not UTF-8 (a lone surrogate: no request can carry it, and
+    encoding the reply failed on every request, a 500) or float that is not finite (JSON has
+    none; encoded as ``null``, silently) in ``value``, with its path; ``None`` if none."""
+    if isinstance(value, str):
+        if not is_utf8(value):
+            bad = next(char for char in value if "\ud800" <= char <= "\udfff")
+            return f"{path}: not valid UTF-8 (a lone surrogate, {bad!r})"
+        return None
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{path}: expected a finite number, got {value!r}"
+    if isinstance(value, dict):
+        for key, item in cast("dict[object, object]", value).items():
+            plain = isinstance(key, str) and _IDENT_RE.match(key)
+            named = f"{path}.{key}" if plain else f"{path}[{key!r}]"
+            problem = _problem(key, named) or _problem(item, named)
+            if problem is not None:
+                return problem
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(cast("list[object]", value)):
+            problem = _problem(item, f"{path}[{index}]")
+            if problem is not None:
+                return problem
+    return None
+
+
 def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
     if isinstance(src, bytes | bytearray):
         data, where = bytes(src), "scenario"
@@ -241,7 +295,14 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
     try:
         raw = msgspec.json.decode(data)
     except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
-        raise ConfigError(f"{where}: invalid JSON: {exc}") from None
+        # msgspec refuses two things JSON's grammar allows: a number beyond a float (1e400)
+        # and a lone surrogate escape ("\ud800"), in words that name no field ("Number out
+        # of range - at `$[...][...]`", "Input data was truncated"). Python's parser reads
+        # them (as an infinity, a lone surrogate), so the checks below can name the field.
+        raw = _lenient(data, where, exc)
+        if raw is None:
+            raise ConfigError(f"{where}: invalid JSON: {exc}") from None
+        return raw
     # JSON keeps the last of two equal keys: an entry pasted over another that still holds
     # the old fault would script the wrong reply without a word. Scenarios are small: a
     # second, checking pass costs nothing that matters.
@@ -310,6 +371,9 @@ def load_scenario(
             raise _validation_error(exc, prefix) from None
         if not entries:
             raise ConfigError(f"scenario {prefix}: expected a non-empty list of entries")
+        problem = _problem(model, "models") or _problem(entries_raw, prefix)
+        if problem is not None:
+            raise ConfigError(f"scenario {problem}")
         models[model] = entries
     try:
         windows = msgspec.convert(top.get("rate_limit_windows", ()), tuple[RateLimitWindow, ...])

@@ -178,7 +178,8 @@ class RequestRecord(msgspec.Struct, kw_only=True):
         end: how it ended: ``"completed"`` (the whole response was written, an error response
             included), ``"disconnected"`` (the client went away first) or ``"dropped"`` (the
             server closed the connection: a scripted drop, or the server stopping).
-        body: the request body.
+        body: the request body: its JSON value, or its text when it was not JSON (refused
+            with a 400, as a body that is not an object is).
     """
 
     path: str
@@ -199,7 +200,8 @@ class FakeProvider:
 
     Attributes:
         scenario: the validated scenario being served.
-        requests: every request body received (parsed JSON), in order.
+        requests: every request body received, in order: its JSON value (an object, unless
+            it was refused), or its text when it was not JSON.
         records: the same requests with their arrival and, once ended, how and when they
             ended (:class:`RequestRecord`).
         received: the same requests with method, path and headers (test-side detail only; the
@@ -229,7 +231,7 @@ class FakeProvider:
             raise ConfigError(f"FakeProvider: port must be an int from 0 to 65535, got {port!r}")
         self.scenario: Scenario = load_scenario(scenario)
         self.host = host
-        self.requests: list[dict[str, Any]] = []
+        self.requests: list[Any] = []
         self.received: list[ReceivedRequest] = []
         self.records: list[RequestRecord] = []
         self.disconnects = 0
@@ -367,23 +369,34 @@ class FakeProvider:
 
     async def _serve(self, request: web.Request, wire: Wire) -> web.StreamResponse:
         raw = await request.read()
+        # A body that is not a JSON object is refused, and recorded like any other (as the
+        # text it was, when it was not JSON at all): "nothing was sent" is what tests assert
+        # on the records, and a client that sent garbage did send something.
+        refused: str | None = None
+        decoded: object
         try:
-            decoded: Any = msgspec.json.decode(raw)
+            decoded = msgspec.json.decode(raw)
         except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
-            return self._error(wire, 400, None, f"request body is not valid JSON: {exc}", 0)
-        if not isinstance(decoded, dict):
-            return self._error(wire, 400, None, "request body must be a JSON object", 0)
-        body = cast("dict[str, Any]", decoded)
-        named: Any = body.get("model")
+            decoded = raw.decode("utf-8", "replace")
+            refused = f"request body is not valid JSON: {exc}"
+        else:
+            is_object = isinstance(decoded, dict)  # (a flag: ``decoded`` keeps its type)
+            if not is_object:
+                refused = "request body must be a JSON object"
+        named: Any = cast("dict[str, Any]", decoded).get("model") if refused is None else None
         record = RequestRecord(
             path=request.path,
             model=named if isinstance(named, str) else None,
             arrived=asyncio.get_running_loop().time(),
-            body=body,
+            body=decoded,
         )
         self.records.append(record)
         end = "completed"
         try:
+            if refused is not None:
+                seq, _ = self._receive(request, decoded)
+                return self._error(wire, 400, None, refused, seq)
+            body = cast("dict[str, Any]", decoded)
             return await self._answer(request, wire, body, read_body(raw, wire))
         except asyncio.CancelledError:  # handler_cancellation: the client went away
             end = "dropped" if self._stopping else "disconnected"
@@ -404,21 +417,9 @@ class FakeProvider:
         body: dict[str, Any],
         fields: BodyFields | BodyProblem,
     ) -> web.StreamResponse:
-        arrived = _monotonic()
+        seq, arrived = self._receive(request, body)
         if self._first_arrival is None:
             self._first_arrival = arrived
-        self.requests.append(body)
-        self.received.append(
-            ReceivedRequest(
-                method=request.method,
-                path=request.path,
-                headers=request.headers,
-                body=body,
-                arrived=arrived,
-            )
-        )
-        self._seq += 1
-        seq = self._seq
         model: Any = body.get("model")
         if not isinstance(model, str) or not model:
             return self._error(wire, 400, None, "model: field required", seq)
@@ -480,6 +481,23 @@ class FakeProvider:
             if not self._stopping:
                 self.disconnects += 1
             return web.StreamResponse()
+
+    def _receive(self, request: web.Request, body: object) -> tuple[int, float]:
+        """Note a request in :attr:`requests` and :attr:`received`; its sequence number (its
+        reply's ids) and arrival (``time.monotonic()``)."""
+        arrived = _monotonic()
+        self.requests.append(body)
+        self.received.append(
+            ReceivedRequest(
+                method=request.method,
+                path=request.path,
+                headers=request.headers,
+                body=body,
+                arrived=arrived,
+            )
+        )
+        self._seq += 1
+        return self._seq, arrived
 
     # ------------------------------------------------------------------ replies
 
@@ -606,7 +624,8 @@ class FakeProvider:
             elif action == "malformed":
                 await response.write(_emit.malformed_event(wire, ctx))
             elif action == "error_event":
-                await response.write(_emit.error_event(wire, entry.error_type, entry.error_message))
+                error = _emit.error_event(wire, entry.error_type, entry.error_message, position)
+                await response.write(error)
                 await response.write_eof()
                 return response
             else:  # drop

@@ -39,6 +39,7 @@ Every aiohttp / asyncio / OS exception is mapped in :class:`map_aiohttp_errors`,
 maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
 
     aiohttp.ConnectionTimeoutError   → ConnectError  "timed out connecting to … after Ns"
+    aiohttp.ClientProxyConnectionError → ConnectError "cannot connect to … through the proxy …"
     aiohttp.ClientConnectorError     → ConnectError  "cannot connect to …: reason"
     socket read timeout              → ReadError     "read timed out after Ns …"
     aiohttp.ServerDisconnectedError  → ReadError     "server disconnected …"
@@ -181,6 +182,15 @@ class map_aiohttp_errors:
         if isinstance(exc, aiohttp.ConnectionTimeoutError):
             after = f" after {self._connect_timeout:g}s" if self._connect_timeout else ""
             return ConnectError(f"timed out connecting to {where}{after}")
+        if isinstance(exc, aiohttp.ClientProxyConnectionError):
+            # the connection that failed is the proxy's (the environment's *_PROXY): said, or
+            # the line names an endpoint that may well be up and a reason that is not its own
+            reason = exc.os_error.strerror or str(exc.os_error)
+            host = f"[{exc.host}]" if ":" in exc.host else exc.host
+            return ConnectError(
+                f"cannot connect to {where} through the proxy {host}:{exc.port} "
+                f"(from the environment: HTTP_PROXY, HTTPS_PROXY or ALL_PROXY): {reason}"
+            )
         if isinstance(exc, aiohttp.ClientConnectorError):
             reason = exc.os_error.strerror or str(exc.os_error)
             return ConnectError(f"cannot connect to {where}: {reason}")

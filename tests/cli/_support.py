@@ -7,6 +7,7 @@ test can assert on what the user finally *sees*, not only on the bytes.
 
 from __future__ import annotations
 
+import asyncio
 import fcntl
 import json
 import os
@@ -18,6 +19,7 @@ import struct
 import subprocess
 import sys
 import termios
+import threading
 import time
 import unicodedata
 import urllib.request
@@ -26,6 +28,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from rxturn.testing import FakeProvider
 
 #: The console script installed by ``pip install -e .``, else ``python -m rxturn``.
 _SCRIPT = shutil.which("rxturn", path=str(Path(sys.executable).parent))
@@ -250,3 +254,23 @@ def closed_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+class ThreadedFake:
+    """A FakeProvider on its own event loop in a thread, for code that runs ``asyncio.run``."""
+
+    def __init__(self, scenario: dict[str, Any]) -> None:
+        self.fake = FakeProvider(scenario)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def __enter__(self) -> FakeProvider:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self.fake.start(), self._loop).result(10)
+        return self.fake
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self.fake.stop(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        self._loop.close()

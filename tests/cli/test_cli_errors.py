@@ -4,6 +4,7 @@ naming what failed and where (the URL for HTTP and connection errors); exit 1 fo
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -124,3 +125,25 @@ def test_the_rescue_failure_names_the_non_streaming_rescue() -> None:
         "connection reset"
     )
     assert "non-streaming rescue" in str(RescueTimeoutError(2.0))
+
+
+@pytest.mark.parametrize("mode", [[], ["--json"]], ids=["text", "json"])
+def test_a_failed_turn_is_one_error_line_naming_the_url_with_json_too(
+    mode: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--json`` puts the failure's object on stdout for a program; stderr still has the one
+    line that names what failed and where, with the full URL, which the error's own message
+    (a connection refused here) need not name."""
+    from rxturn.cli import main
+
+    base = f"http://127.0.0.1:{closed_port()}/base"
+    args = ["chat", "--provider", "ollama", "--base-url", base, "--model", "m", "--no-stream"]
+    assert main([*args, *mode, "hi"]) == 1
+    out, err = capsys.readouterr()
+    (error,) = err.splitlines()
+    assert error.startswith("rxturn chat: error: cannot connect to ")
+    assert f"{base}/api/chat" in error
+    if mode:
+        assert set(json.loads(out)) == {"error", "turns"}  # stdout: the object alone
+    else:
+        assert out == ""

@@ -21,13 +21,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Iterator
 from typing import Any
 
 import msgspec
 import pytest
 from aiohttp import web
+from cli._support import ThreadedFake
 from slow_params import mostly_slow
 
 from rxturn.engine import TurnEngine
@@ -245,26 +245,6 @@ async def test_a_redirect_that_quotes_the_key_does_not_leak_it(fmt: str) -> None
 
 
 # ------------------------------------------------------------------------------ rxturn chat
-
-
-class ThreadedFake:
-    """A FakeProvider on its own event loop in a thread, for code that runs ``asyncio.run``."""
-
-    def __init__(self, scenario: dict[str, Any]) -> None:
-        self.fake = FakeProvider(scenario)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-
-    def __enter__(self) -> FakeProvider:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self.fake.start(), self._loop).result(10)
-        return self.fake
-
-    def __exit__(self, *exc: object) -> None:
-        asyncio.run_coroutine_threadsafe(self.fake.stop(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(10)
-        self._loop.close()
 
 
 @pytest.fixture

@@ -169,6 +169,33 @@ async def test_sdk_accumulator_agrees(serve: Serve) -> None:
     assert (completion.usage.prompt_tokens, completion.usage.completion_tokens) == (4, 9)
 
 
+@pytest.mark.parametrize(
+    ("entry", "content", "refusal"),
+    [
+        ({"text": "plain"}, "plain", None),
+        ({"tool_calls": [{"name": "f"}]}, None, None),
+        ({"text": "first", "tool_calls": [{"name": "f"}]}, "first", None),
+        ({"text": "no", "stop_reason": "refusal"}, None, "no"),
+    ],
+    ids=["text", "tools-alone", "text-and-tools", "refusal"],
+)
+async def test_streamed_message_is_the_created_one(
+    serve: Serve, entry: dict[str, Any], content: str | None, refusal: str | None
+) -> None:
+    """The SDK's accumulated stream and the non-streaming message agree, as on the API (whose
+    stream opens with ``content: null`` when the reply has no text: the recorded
+    tests/fixtures/openai/tool_call.sse and refusal.sse)."""
+    fake = await serve({"models": {"*": [entry]}})
+    async with (
+        _client(fake.openai_base_url) as client,
+        client.chat.completions.stream(model="gpt-test", messages=PROMPT) as stream,
+    ):
+        streamed = (await stream.get_final_completion()).choices[0].message
+    created = (await _create(fake)).choices[0].message
+    for message in (streamed, created):
+        assert (message.content, message.refusal) == (content, refusal)
+
+
 @pytest.mark.parametrize("streaming", [False, True], ids=["create", "stream"])
 @pytest.mark.parametrize(
     ("scripted", "wire"),

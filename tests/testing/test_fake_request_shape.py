@@ -207,6 +207,31 @@ async def test_unknown_fields_and_optional_nulls_are_served(
     assert status == 200 and "fine" in str(reply)
 
 
+@pytest.mark.parametrize("wire", list(PATHS))
+async def test_a_body_that_is_not_a_json_object_is_refused_and_recorded(
+    serve: Serve, http: aiohttp.ClientSession, wire: str
+) -> None:
+    """Every request received is on record, garbage included: a test that asserts "nothing
+    was sent" on the records must not pass because what was sent could not be parsed."""
+    fake = await serve({"models": {"*": [{"text": "first"}]}})
+    url = fake.base_url + PATHS[wire]
+    statuses: list[int] = []
+    for data in (b"{not json", b'["m"]', b"\xff\xfe"):
+        async with http.post(url, data=data) as response:
+            statuses.append(response.status)
+    assert statuses == [400, 400, 400]
+    async with http.get(fake.base_url + "/_fake/requests") as response:
+        records = await response.json()
+    assert [(r["path"], r["model"], r["body"], r["end"]) for r in records] == [
+        (PATHS[wire], None, "{not json", "completed"),
+        (PATHS[wire], None, ["m"], "completed"),
+        (PATHS[wire], None, "\ufffd\ufffd", "completed"),
+    ]
+    assert fake.requests == ["{not json", ["m"], "\ufffd\ufffd"]
+    status, good = await _post(http, url, _good(wire))  # refused: no entry was taken
+    assert status == 200 and "first" in str(good)
+
+
 async def test_a_missing_model_is_named_before_the_structure(
     serve: Serve, http: aiohttp.ClientSession
 ) -> None:

@@ -240,6 +240,8 @@ async def test_in_stream_error_event_and_unknown_model(serve: Serve) -> None:
     ]
     assert events[-1].type == "error"
     assert events[-1].code == "server_error"
+    # numbered like every event of the stream (the SDK's ResponseErrorEvent requires it)
+    assert [e.sequence_number for e in events] == [0, 1, 2, 3, 4]
 
 
 async def test_responses_route_without_v1(serve: Serve, http: Any) -> None:

@@ -255,3 +255,65 @@ def test_a_file_saved_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
 def test_a_path_with_a_nul_byte_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="scenario file"):
         load_scenario("scenario\x00.json")
+
+
+UNSENDABLE: list[tuple[dict[str, Any], str]] = [
+    # a lone surrogate: no JSON reply can carry it (every request got a 500 and a traceback)
+    ({"text": "a\ud800b"}, "models.m[0].text: not valid UTF-8 (a lone surrogate, '\\ud800')"),
+    ({"thinking": "\udcff"}, "models.m[0].thinking: not valid UTF-8"),
+    ({"tool_calls": [{"name": "f\ud800"}]}, "models.m[0].tool_calls[0].name: not valid UTF-8"),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": ["\ud800"]}}]},
+        "models.m[0].tool_calls[0].input.k[0]: not valid UTF-8",
+    ),
+    (
+        {"status": 400, "error_message": "\ud800"},
+        "models.m[0].error_message: not valid UTF-8",
+    ),
+    ({"text": "x", "raw_usage": {"\ud800": 1}}, "models.m[0].raw_usage['\\ud800']: not valid"),
+    # no JSON number: it went out as null, silently
+    (
+        {"tool_calls": [{"name": "f", "input": {"x": float("nan")}}]},
+        "models.m[0].tool_calls[0].input.x: expected a finite number, got nan",
+    ),
+    (
+        {"text": "x", "raw_usage": {"input_tokens": float("inf")}},
+        "models.m[0].raw_usage.input_tokens: expected a finite number, got inf",
+    ),
+]
+
+
+@pytest.mark.parametrize(("entry", "message"), UNSENDABLE, ids=[m for _, m in UNSENDABLE])
+def test_what_no_reply_can_carry_is_refused_at_load(entry: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"m": [entry]}})
+    assert message in str(info.value)
+
+
+FILE_TEXT: list[tuple[str, str]] = [
+    # msgspec's own words named no field: "Number out of range - at `$[...][...][0][...]`",
+    # "Input data was truncated"
+    ('{"delay_ms": 1e400}', "scenario models.m[0].delay_ms: expected float <= 86400000"),
+    (
+        '{"text": "x", "raw_usage": {"input_tokens": 1e400}}',
+        "scenario models.m[0].raw_usage.input_tokens: expected a finite number, got inf",
+    ),
+    ('{"text": "\\ud800"}', "scenario models.m[0].text: not valid UTF-8"),
+    (
+        '{"delay_ms": NaN}',
+        "invalid JSON: JSON is malformed: invalid character (byte 31) (NaN is not a JSON number)",
+    ),
+    ('{"text": "\\ud800", "text": "b"}', "duplicate key 'text'"),
+]
+
+
+@pytest.mark.parametrize(("entry", "message"), FILE_TEXT, ids=[e for e, _ in FILE_TEXT])
+def test_json_msgspec_refuses_is_named_by_its_field(
+    entry: str, message: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "scenario.json"
+    path.write_text('{"models": {"m": [' + entry + "]}}")
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    assert message in str(info.value)
+    assert "\n" not in str(info.value)

@@ -6,6 +6,7 @@ CA made here), and a proxy (``_env_support.LoopbackProxy``) that records what pa
 
 from __future__ import annotations
 
+import socket
 import subprocess
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -206,6 +207,24 @@ async def test_a_client_uses_the_environment_proxy_by_default(
         reply = await client.create(request)
         assert proxy.seen == [f"POST {fake.base_url}/v1/messages"]
     assert reply.text == "proxied"
+
+
+async def test_a_proxy_that_cannot_be_reached_is_named(
+    monkeypatch: pytest.MonkeyPatch, origin: str
+) -> None:
+    """The connection that failed is the proxy's: the error says so. It read "cannot connect
+    to ORIGIN: Connect call failed ('127.0.0.1', PROXY PORT)", an endpoint that was up and a
+    port that was not its own (``rxturn chat --base-url`` on loopback, behind a company proxy)."""
+    with socket.socket() as sock:  # a port with nothing listening on it
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://user:secret@127.0.0.1:{port}")
+    async with AiohttpTransport() as transport:
+        with pytest.raises(ConnectError) as caught:
+            await _get(transport, origin + "/e")
+    message = str(caught.value)
+    assert message.startswith(f"cannot connect to {origin}/e through the proxy 127.0.0.1:{port} ")
+    assert "secret" not in message
 
 
 @pytest.mark.parametrize(
