@@ -96,6 +96,11 @@ async def test_exhausted_chain_fails_before_any_turn_event(fake_client: Any) -> 
             await engine.run("q")
     turn_events = [n for n, _ in observer.calls if n.startswith("on_turn")]
     assert turn_events == []
+    # a turn that fails appends its audit entry too: this one made no attempt, billed nothing
+    refused = engine.session.runs[-1].turns
+    assert [(t.error, t.attempts, t.attempt_log, t.billed_usage, t.input) for t in refused] == [
+        ("FallbackExhausted", 0, (), None, "q")
+    ]
 
 
 async def test_backup_failure_takes_a_strike(fake_client: Any) -> None:

@@ -27,6 +27,7 @@ from reactivex.subject import Subject
 
 from ...clients._base import keeps_thinking
 from ...cost import Pricer
+from ...errors import FallbackExhausted
 from ...events import HandlerEvent
 from ...fold import initial_state
 from ...messages import Message, Request, RequestOptions, StopReason, ToolCallPart
@@ -171,7 +172,11 @@ class TurnCalls:
         if host.fallback is not None:
             if host.scheduler is not None:
                 host.fallback.adopt_clock(now)
-            host.fallback.begin_turn()
+            try:
+                host.fallback.begin_turn()
+            except FallbackExhausted as exc:  # no model left: refused before any turn event
+                _append_refused(host, setup.turn_input(run_input, host=host), exc)
+                raise
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input, host=host)
         transients: Sequence[Message] = (
@@ -472,6 +477,24 @@ class TurnCalls:
                 continue
             legs.attempt_ended("create", None, message.usage)
             return message
+
+
+def _append_refused(host: CallsHost, query: str, error: BaseException) -> None:
+    """The audit entry of a turn refused before it could start (no model left to serve it):
+    a failed turn like any other, with no attempt and nothing billed."""
+    turns = host.session.audit.current_run.turns
+    host.session.audit.append(
+        Turn(
+            turn=len(turns),
+            input=query,
+            output="",
+            tool_calls=(),
+            input_tokens=0,
+            output_tokens=0,
+            attempts=0,
+            error=type(error).__name__,
+        )
+    )
 
 
 def _audit_record(
