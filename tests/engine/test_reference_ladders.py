@@ -38,6 +38,7 @@ from rxturn import (
 )
 from rxturn.testing import MockRequest, MockResponse, MockTransport
 from rxturn.testing.virtual import (
+    HANG,
     Later,
     ScriptedClient,
     on_completed,
@@ -456,3 +457,44 @@ async def test_a_total_deadline_reached_during_a_backoff_sends_no_doomed_request
     assert result.text == "rescued"
     assert [start for start, _ in client.spans] == pytest.approx([0.0, 10.01, 20.02])
     assert outcomes(engine)[-1] == ("rescue", "served", pytest.approx(25.0), pytest.approx(25.0))
+
+
+# -- same-turn failover ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("primary", "rescue_cut_at"),
+    [
+        # 4 attempts fail by 0.8 s; the rescue has the rest of the 300 s total deadline
+        (timeline([], end=ServerError("HTTP 500")), 300.0),
+        # silent: 240 s + the total deadline at 300 s; the rescue gets a fresh 120 s
+        (timeline([], end=None), 420.0),
+    ],
+    ids=["server-errors", "silent"],
+)
+async def test_a_rescue_cut_by_its_deadline_before_a_failover_is_audited_as_such(
+    clean: TestScheduler, primary: Any, rescue_cut_at: float
+) -> None:
+    client = ScriptedClient(
+        clean,
+        models={"primary": [primary], "backup": [timeline(reply("from backup"))]},
+        create=[HANG],
+    )
+    engine = TurnEngine(
+        client,
+        handler=StreamHandler(),
+        fallback=FallbackManager("primary", ["backup"]),
+        failover=True,
+        scheduler=clean,
+    )
+
+    result = await run_virtual(clean, engine.run("hi"))
+
+    assert (result.text, result.turns[0].model) == ("from backup", "backup")
+    log = engine.session.runs[0].turns[0].attempt_log
+    rescue = next(a for a in log if a.kind == "rescue")
+    # the deadline cut it, nobody cancelled it: the same outcome as without failover
+    assert (rescue.model, rescue.outcome) == ("primary", "RescueTimeoutError")
+    assert rescue.ended == pytest.approx(rescue_cut_at)
+    assert (log[-1].model, log[-1].outcome) == ("backup", "served")
+    assert log[-1].started == pytest.approx(rescue_cut_at)
