@@ -498,3 +498,20 @@ async def test_a_rescue_cut_by_its_deadline_before_a_failover_is_audited_as_such
     assert rescue.ended == pytest.approx(rescue_cut_at)
     assert (log[-1].model, log[-1].outcome) == ("backup", "served")
     assert log[-1].started == pytest.approx(rescue_cut_at)
+
+
+@pytest.mark.parametrize(("budget", "said"), [(1800.0, "1800s"), (299.75, "299.75s")])
+async def test_a_rescue_timeout_says_its_budget_in_plain_seconds(
+    clean: TestScheduler, budget: float, said: str
+) -> None:
+    # A silent stream meets the total deadline; the rescue's fresh budget is the first-event
+    # timeout, and the error says how long that was, as every other rxturn timeout does.
+    client = ScriptedClient(clean, [timeline([], end=None)], create=[HANG])
+    timeouts = TimeoutPolicy(first_event=budget, total=budget)
+    engine = TurnEngine(client, handler=StreamHandler(timeouts=timeouts), scheduler=clean)
+
+    with pytest.raises(RescueFailed) as caught:
+        await run_virtual(clean, engine.run("hi"))
+
+    assert isinstance(caught.value.rescue_error, RescueTimeoutError)
+    assert str(caught.value.rescue_error).endswith(f"exceeded its deadline, {said})")
