@@ -24,6 +24,7 @@ from rxturn import (
     Cancelled,
     FallbackManager,
     Message,
+    NotFoundError,
     Ping,
     RateLimitEscalation,
     RecordingObserver,
@@ -354,7 +355,7 @@ async def test_a_cancel_at_each_phase_boundary_is_a_clean_stop(
     assert [a.outcome for a in turn.attempt_log] == outcomes_seen
     assert (turn.error, turn.output) == ("Cancelled", "")
     # no breaker change and no failure event: on_turn_end still says it was cancelled
-    assert breaker.state is BreakerState.PRIMARY
+    assert (breaker.state, breaker.consecutive_failures) == (BreakerState.PRIMARY, 0)
     names = [name for name, _ in observer.calls if name in LIFECYCLE]
     assert names == ["on_run_start", "on_turn_start", "on_turn_end", "on_run_end"]
     end = next(kw for name, kw in observer.calls if name == "on_turn_end")
@@ -515,3 +516,34 @@ async def test_a_rescue_timeout_says_its_budget_in_plain_seconds(
 
     assert isinstance(caught.value.rescue_error, RescueTimeoutError)
     assert str(caught.value.rescue_error).endswith(f"exceeded its deadline, {said})")
+
+
+async def test_a_cancel_at_the_instant_the_primary_fails_sends_nothing_to_the_backup(
+    clean: TestScheduler,
+) -> None:
+    client = ScriptedClient(
+        clean,
+        models={
+            "primary": [timeline([], end=NotFoundError("HTTP 404: no such model"))],
+            "backup": [timeline(reply("from backup"))],
+        },
+    )
+    breaker = FallbackManager("primary", ["backup"])
+    observer = RecordingObserver()
+    engine = TurnEngine(
+        client, fallback=breaker, failover=True, observers=[observer], scheduler=clean
+    )
+    clean.schedule_absolute(0.01, lambda *_: engine.cancel())  # when the 404 arrives
+
+    with pytest.raises(Cancelled):
+        await run_virtual(clean, engine.run("hi"))
+
+    assert client.models_asked == ["primary"]
+    assert outcomes(engine) == [("stream", "cancelled", 0.0, 0.01)]
+    assert [name for name, _ in observer.calls if name in LIFECYCLE] == [
+        "on_run_start",
+        "on_turn_start",
+        "on_turn_end",
+        "on_run_end",
+    ]
+    assert (breaker.state, breaker.consecutive_failures) == (BreakerState.PRIMARY, 0)
