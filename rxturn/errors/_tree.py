@@ -368,7 +368,7 @@ class RescueTimeoutError(RxturnError):
     def __init__(self, budget: float) -> None:
         super().__init__(
             f"the non-streaming rescue timed out (fallback request exceeded its deadline, "
-            f"{budget:.3g}s)"
+            f"{budget:g}s)"
         )
         self.budget = budget
 

@@ -448,19 +448,28 @@ async def settle(rounds: int = 8) -> None:
 
 
 def _run_next_instant(scheduler: TestScheduler, limit: float) -> bool:
-    """Run every item due at the earliest pending instant; False if none is due by ``limit``."""
+    """Run one scheduler turn at the earliest pending instant; False if none is due by ``limit``.
+
+    One turn is the items due when it starts. What they schedule for that same instant (a
+    timer of zero, a deadline judged again one turn later) waits for the next call, so that the
+    caller lets asyncio run first what they woke: a reply a coroutine delivers at a deadline's
+    instant then reaches the race before the deadline is judged again, as it does on a running
+    loop (``TestScheduler.advance_to`` would run the whole instant at once).
+    """
     queue = _queue_of(scheduler)
     while queue and queue.peek().is_cancelled():
         queue.dequeue()
     if not queue:
         return False
-    due = scheduler.to_seconds(queue.peek().duetime)
-    if due > limit:
+    head = queue.peek()
+    if scheduler.to_seconds(head.duetime) > limit:
         return False
-    if due > scheduler.clock:
-        scheduler.advance_to(due)
-        return True
-    while queue and queue.peek().duetime <= scheduler.now:
+    if head.duetime > scheduler.now:
+        # the clock moves to the instant without running anything (as advance_to does it)
+        scheduler._clock = scheduler.to_seconds(head.duetime)  # pyright: ignore[reportPrivateUsage]
+    batch = [item for item, _ in queue.items if item.duetime <= scheduler.now]
+    due = {id(item) for item in batch}  # ``batch`` keeps them alive: no id is reused
+    while queue and id(queue.peek()) in due:
         item = queue.dequeue()
         if not item.is_cancelled():
             item.invoke()

@@ -195,6 +195,7 @@ def fail_over(
     if not (can_fail_over(legs, fallback, enabled) and fails_over(error)):
         return None
     assert fallback is not None
+    legs.leg_failed(error)
     record_leg_failure(legs, error, fallback, observers)
     legs.failure_recorded = True
     target = fallback.failover_model(legs.asked())

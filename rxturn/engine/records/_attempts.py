@@ -10,7 +10,7 @@ An attempt let go from outside (``disposed``) learns its outcome later: a cancel
 ``"cancelled"``; a stream attempt cut by the turn's total deadline is a ``StreamTimeoutError``
 (that is the only other way a stream attempt is let go while the turn goes on, to the rescue);
 a rescue cut by its deadline is a ``RescueTimeoutError``. :meth:`AttemptLog.close` settles them
-with the turn's own error.
+with the turn's own error, :meth:`AttemptLog.leg_failed` with a failover leg's.
 
 A hedged first token (docs/engine.md) runs several stream attempts at once: the race reports
 each racer (:meth:`AttemptLog.racer_started`, :meth:`~AttemptLog.racer_ended`) and names the one
@@ -324,6 +324,17 @@ class AttemptLog(AttemptStats):
         if self._racers:
             for index in list(self._racers):
                 self.racer_ended(index, None, None, disposed=True)
+        self._settle_with(error)
+        return self._records
+
+    def leg_failed(self, error: BaseException) -> None:
+        """A leg of the turn failed with ``error`` and the turn goes on (same-turn failover):
+        the leg's attempts let go from outside are settled with it now, as :meth:`close`
+        settles them with the turn's error (a rescue its deadline cut is a
+        ``RescueTimeoutError``, not ``"cancelled"`` because the next leg served)."""
+        self._settle_with(error)
+
+    def _settle_with(self, error: BaseException | None) -> None:
         if self._pending:
             if error is None or is_cancel(error):
                 self._settle("cancelled")
@@ -331,7 +342,6 @@ class AttemptLog(AttemptStats):
                 rescue_error = error.rescue_error if isinstance(error, RescueFailed) else error
                 self._settle("StreamTimeoutError", only="stream")
                 self._settle(type(rescue_error).__name__, only="rescue")
-        return self._records
 
     def totals(self) -> tuple[Usage | None, Usage | None, Cost | None]:
         """What the log adds up to, in one pass: ``(billed, discarded, cost)`` (see
