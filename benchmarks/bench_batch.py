@@ -199,7 +199,8 @@ def rxturn_run(url: str, inputs: tuple[Path, Path], out: Path, *extra: str) -> t
 
 
 def peak_rss_mb(url: str, inp: Path, out: Path, seconds: float) -> float:
-    """Peak RSS (MB) of a run stopped by SIGTERM ``seconds`` after it started sending."""
+    """Peak RSS (MB) of a run stopped by SIGTERM ``seconds`` after it started sending (or of
+    the whole run, when it ends sooner)."""
     process = subprocess.Popen(
         _command(url, inp, out),
         stdout=subprocess.DEVNULL,
@@ -210,10 +211,22 @@ def peak_rss_mb(url: str, inp: Path, out: Path, seconds: float) -> float:
         if out.exists() and out.stat().st_size > 0:
             break
         time.sleep(0.05)
-    time.sleep(seconds)
-    peak = _high_water_mb(process.pid)
-    process.send_signal(signal.SIGTERM)
+    # read while it runs (a run that finishes before ``seconds`` leaves no /proc entry to read
+    # once it has exited): the last reading is the peak so far
+    peak = 0.0
+    stop = time.monotonic() + seconds
+    while True:
+        reading = _high_water_mb(process.pid)
+        if reading is not None:
+            peak = reading
+        if process.poll() is not None or time.monotonic() >= stop:
+            break
+        time.sleep(0.05)
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
     process.wait(timeout=120)
+    if not peak:
+        raise RuntimeError(f"process {process.pid} ended before its peak RSS could be read")
     return peak
 
 
@@ -254,15 +267,18 @@ def resume_rss_mb(command: list[str]) -> float:
     return usage.ru_maxrss / 1024
 
 
-def _high_water_mb(pid: int) -> float:
-    """``VmHWM`` of ``pid``: its peak RSS since it exec'd. (``ru_maxrss`` from ``wait4`` would
-    also count the copy of this process a fork made before the exec: inside ``run.py``, whose
-    own RSS is large, that floor hides the command's.)"""
-    with open(f"/proc/{pid}/status") as file:
-        for line in file:
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmHWM for process {pid}")
+def _high_water_mb(pid: int) -> float | None:
+    """``VmHWM`` of ``pid``: its peak RSS since it exec'd (``None`` once it has exited).
+    (``ru_maxrss`` from ``wait4`` would also count the copy of this process a fork made before
+    the exec: inside ``run.py``, whose own RSS is large, that floor hides the command's.)"""
+    try:
+        with open(f"/proc/{pid}/status") as file:
+            for line in file:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
 
 
 def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
