@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -85,17 +86,38 @@ def input_sha(obj: object) -> str:
     return hashlib.sha256(_canonical.encode(obj)).hexdigest()
 
 
+def _unspellable(obj: object) -> bool:
+    """Whether ``obj`` holds a float that is NaN or infinite (JSON has neither)."""
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return True
+        elif isinstance(value, Mapping):
+            stack.extend(cast("Mapping[object, object]", value).values())
+        elif isinstance(value, list | tuple):
+            stack.extend(cast("Sequence[object]", value))
+        elif isinstance(value, msgspec.Struct):
+            stack.extend(msgspec.structs.astuple(value))
+    return False
+
+
 def checked_sha(obj: object, number: int) -> str:
     """:func:`input_sha` of a row made in Python (the API's rows, a Ray batch's), which can
     hold what no JSON line can.
 
     Raises:
-        BatchInputError: the row is no JSON data (a value of a type JSON does not have, a key
-            that is not a string, nesting too deep to encode, a string with a lone surrogate);
+        BatchInputError: the row is no JSON data (a value of a type JSON does not have, a
+            number that is NaN or infinite, a key that is not a string, nesting too deep to
+            encode, a string with a lone surrogate);
             the message names row ``number``.
     """
     try:
-        return input_sha(obj)
+        text = _canonical.encode(obj)
+        if b"null" in text and _unspellable(obj):  # msgspec writes NaN and infinities as null
+            raise TypeError("a number is NaN or infinite, which JSON has no spelling for")
+        return hashlib.sha256(text).hexdigest()
     except TypeError as exc:
         reason = str(exc)
         if "str keys" in reason:
