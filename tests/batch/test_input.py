@@ -88,6 +88,13 @@ def test_input_sha_is_the_sha256_of_canonical_json() -> None:
     assert input_sha(row) == hashlib.sha256(canonical.encode()).hexdigest()
 
 
+def test_input_sha_spells_numbers_as_docs_batch_md_says() -> None:
+    """Floats in their shortest exact spelling (not Python's ``1e-07``), text as UTF-8."""
+    row = {"prompt": "\u00e9", "id": "a", "options": {"extra_body": {"k": [1e-7, 1e16, 1e-5]}}}
+    canonical = b'{"id":"a","options":{"extra_body":{"k":[1e-7,1e16,0.00001]}},"prompt":"\xc3\xa9"}'
+    assert input_sha(row) == hashlib.sha256(canonical).hexdigest()
+
+
 @pytest.mark.parametrize(
     ("line", "words"),
     [
