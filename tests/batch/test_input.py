@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
 import pytest
 
 from rxturn.batch import BatchInputError, decode_row, input_sha, scan_input
+from rxturn.batch._input import iter_lines, spool_input
 from rxturn.messages import Message
 
 
@@ -246,3 +248,19 @@ def test_an_option_of_the_right_type_but_out_of_range_is_refused_in_the_scan(
     with pytest.raises(BatchInputError) as info:
         scan_input(path)
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc/self/fd: a named copy")
+def test_a_spooled_input_has_no_name_a_killed_run_could_leave_behind(tmp_path: Path) -> None:
+    """stdin's copy is read by path (the scan, then the run) but has no name: a run killed with
+    kill -9 leaves nothing in TMPDIR, where each left a copy of its whole input."""
+    data = b'{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n'
+    spool = spool_input(io.BytesIO(data), directory=str(tmp_path))
+    try:
+        assert list(tmp_path.iterdir()) == []
+        with spool.path.open("rb") as file:
+            assert [raw for _, raw in iter_lines(file)] == data.splitlines(True)
+        assert scan_input(spool.path).total == 2  # read again, from the start
+    finally:
+        spool.close()
+    spool.close()  # (twice: no error)
