@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import IO, Any, Literal, cast
+from typing import IO, Annotated, Any, Literal, cast
 
 import msgspec
 
@@ -433,7 +433,7 @@ class Manifest(msgspec.Struct, kw_only=True):
     fallback: tuple[str, ...] = ()
     system: str | None = None
     options: dict[str, Any] = msgspec.field(default_factory=dict[str, Any])
-    runs: int = 0
+    runs: Annotated[int, msgspec.Meta(ge=0)] = 0  # (an edited -5 made the next run -4)
     version: int = 1
 
     @staticmethod
