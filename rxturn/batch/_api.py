@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 import sys
 import time
 from collections.abc import (
@@ -31,7 +32,7 @@ from ._errors import BatchInputError
 from ._input import BatchRow, check_row_options, check_turn, checked_sha, decode_row
 from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
 
-__all__ = ["BatchSummary", "Tally", "batch_results", "run_batch"]
+__all__ = ["BAR_SIZE", "BatchSummary", "Tally", "batch_results", "run_batch", "sized"]
 
 RowInput = Mapping[str, Any] | BatchRow
 
@@ -379,11 +380,32 @@ def watched() -> bool:
         return False
 
 
+#: the bar's columns and rows on a terminal that reports no size
+BAR_SIZE = (80, 24)
+
+
+def sized(stream: Any) -> bool:
+    """Whether ``stream`` is a terminal that reports its size, or no terminal at all: a
+    pseudo-terminal no one sized (``script``, ``docker run -t`` before its first resize) says
+    0 columns, which tqdm takes for -1 and draws nothing in."""
+    try:
+        return os.get_terminal_size(stream.fileno()).columns > 0
+    except (AttributeError, ValueError, OSError):  # not a terminal, or no descriptor
+        return True  # (tqdm's own rules then)
+
+
 def _bar(total: int) -> Any:
     """A tqdm bar: ``tqdm.auto`` draws a widget in a Jupyter kernel, text on stderr elsewhere."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total or None, unit="row", desc="rxturn batch")
+    fits = sized(sys.stderr)
+    return tqdm(
+        total=total or None,
+        unit="row",
+        desc="rxturn batch",
+        ncols=None if fits else BAR_SIZE[0],
+        nrows=None if fits else BAR_SIZE[1],
+    )
 
 
 _NO_LOOP = (

@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import math
 import os
 import stat
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, BinaryIO, cast
@@ -43,6 +44,7 @@ from ._errors import BatchInputError
 __all__ = [
     "BatchRow",
     "InputIndex",
+    "Spool",
     "check_row_options",
     "check_turn",
     "checked_sha",
@@ -85,17 +87,38 @@ def input_sha(obj: object) -> str:
     return hashlib.sha256(_canonical.encode(obj)).hexdigest()
 
 
+def _unspellable(obj: object) -> bool:
+    """Whether ``obj`` holds a float that is NaN or infinite (JSON has neither)."""
+    stack = [obj]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return True
+        elif isinstance(value, Mapping):
+            stack.extend(cast("Mapping[object, object]", value).values())
+        elif isinstance(value, list | tuple):
+            stack.extend(cast("Sequence[object]", value))
+        elif isinstance(value, msgspec.Struct):
+            stack.extend(msgspec.structs.astuple(value))
+    return False
+
+
 def checked_sha(obj: object, number: int) -> str:
     """:func:`input_sha` of a row made in Python (the API's rows, a Ray batch's), which can
     hold what no JSON line can.
 
     Raises:
-        BatchInputError: the row is no JSON data (a value of a type JSON does not have, a key
-            that is not a string, nesting too deep to encode, a string with a lone surrogate);
+        BatchInputError: the row is no JSON data (a value of a type JSON does not have, a
+            number that is NaN or infinite, a key that is not a string, nesting too deep to
+            encode, a string with a lone surrogate);
             the message names row ``number``.
     """
     try:
-        return input_sha(obj)
+        text = _canonical.encode(obj)
+        if b"null" in text and _unspellable(obj):  # msgspec writes NaN and infinities as null
+            raise TypeError("a number is NaN or infinite, which JSON has no spelling for")
+        return hashlib.sha256(text).hexdigest()
     except TypeError as exc:
         reason = str(exc)
         if "str keys" in reason:
@@ -502,9 +525,55 @@ def scan_input(
     return index
 
 
-def spool_input(source: BinaryIO | None = None, directory: str | None = None) -> Path:
+class Spool:
+    """A copy of an input that can be read only once: ``path`` reads it, as often as needed,
+    until :meth:`close`.
+
+    Where the system lets a process reopen its own open files by path (Linux's
+    ``/proc/self/fd``), the copy has no name in the file system at all: a process killed with
+    ``kill -9`` leaves no copy of its input behind, as a named file would (one each time).
+    Elsewhere it is a named temporary file that :meth:`close` removes.
+    """
+
+    __slots__ = ("_file", "_named", "path")
+
+    def __init__(self, directory: str | None) -> None:
+        fds = Path("/proc/self/fd")
+        self._named = not fds.is_dir()
+        if self._named:
+            self._file: BinaryIO = cast(
+                "BinaryIO",
+                tempfile.NamedTemporaryFile(  # noqa: SIM115 - closed by close()
+                    prefix="rxturn-batch-", suffix=".jsonl", dir=directory, delete=False
+                ),
+            )
+            self.path = Path(self._file.name)
+        else:  # unnamed from the start (O_TMPFILE, or unlinked as it is made)
+            self._file = cast(
+                "BinaryIO",
+                tempfile.TemporaryFile(prefix="rxturn-batch-", suffix=".jsonl", dir=directory),  # noqa: SIM115
+            )
+            self.path = fds / str(self._file.fileno())
+
+    def write(self, data: bytes) -> None:
+        self._file.write(data)
+
+    def ready(self) -> Spool:
+        """Flush what was written, so that ``path`` reads all of it."""
+        self._file.flush()
+        return self
+
+    def close(self) -> None:
+        """Let the copy go (idempotent)."""
+        self._file.close()
+        if self._named:
+            self.path.unlink(missing_ok=True)
+
+
+def spool_input(source: BinaryIO | None = None, directory: str | None = None) -> Spool:
     """Copy all of ``source`` (default: stdin) to a temporary file: the scan and the run each
-    read the input once, and a pipe can be read only once.
+    read the input once, and a pipe can be read only once. The caller closes the
+    :class:`Spool`.
 
     Copied line by line with the scan's bound on a line, so an endless line (``< /dev/zero``)
     is refused at once instead of filling the disk.
@@ -513,24 +582,23 @@ def spool_input(source: BinaryIO | None = None, directory: str | None = None) ->
         BatchInputError: a line longer than ``MAX_LINE_BYTES`` (nothing is left behind).
         OSError: the temporary file cannot be written (nothing is left behind).
     """
-    handle, name = tempfile.mkstemp(prefix="rxturn-batch-", suffix=".jsonl", dir=directory)
+    spool = Spool(directory)
     try:
-        with os.fdopen(handle, "wb") as out:
-            if source is None:
-                source = cast("BinaryIO | None", getattr(sys.stdin, "buffer", None))
-            if source is None:  # a text-only stdin (replaced by a caller)
-                out.write(sys.stdin.read().encode())
-            else:
-                limit = MAX_LINE_BYTES
-                read = partial(source.readline, limit + 1)
-                for number, raw in enumerate(iter(read, b""), start=1):
-                    if len(raw) > limit and (problem := too_long(raw, limit)):
-                        raise _fail(number, problem)
-                    out.write(raw)
+        if source is None:
+            source = cast("BinaryIO | None", getattr(sys.stdin, "buffer", None))
+        if source is None:  # a text-only stdin (replaced by a caller)
+            spool.write(sys.stdin.read().encode())
+        else:
+            limit = MAX_LINE_BYTES
+            read = partial(source.readline, limit + 1)
+            for number, raw in enumerate(iter(read, b""), start=1):
+                if len(raw) > limit and (problem := too_long(raw, limit)):
+                    raise _fail(number, problem)
+                spool.write(raw)
+        return spool.ready()
     except BaseException:  # a full disk, an interrupt: leave no temporary file behind
-        Path(name).unlink(missing_ok=True)
+        spool.close()
         raise
-    return Path(name)
 
 
 def is_stream(path: str | os.PathLike[str]) -> bool:

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
-from typing import IO, Any, Literal, cast
+from typing import IO, Annotated, Any, Literal, cast
 
 import msgspec
 
@@ -240,10 +240,21 @@ def read_output(path: Path) -> OutputState:
             except OSError as exc:  # opened, but the read fails (an I/O error)
                 raise BatchWriteError(f"cannot read {str(path)!r}: {_reason(exc)}") from None
 
+        blank: int | None = None  # the first of the blank lines read last
         for number, raw in enumerate(iter(read, b""), start=1):
             if pending_error is not None:  # a bad line that turned out not to be the last
                 raise BatchOutputError(pending_error)
             length = len(raw)
+            if not raw.strip():  # blank lines at the end are a blank end (several `echo >>`)
+                blank = number if blank is None else blank
+                state.blank_tail = True
+                offset += length
+                continue
+            if blank is not None:  # blank lines before a line: an edit, not an end
+                raise BatchOutputError(
+                    f"{str(path)!r} line {blank} is not an rxturn batch output line (remove "
+                    "it, or write to another output)"
+                )
             if not raw.endswith(b"\n"):
                 if length > MAX_OUTPUT_LINE:
                     rest = _newline_after(file)  # the line goes on: how far, without keeping it
@@ -254,8 +265,7 @@ def read_output(path: Path) -> OutputState:
                             "(remove it, or write to another output)"
                         )
                     length = os.fstat(file.fileno()).st_size - offset
-                else:
-                    state.blank_tail = not raw.strip()
+                state.blank_tail = False  # (a blank one was read above)
                 offset += length
                 break  # torn tail: no newline
             try:
@@ -267,7 +277,6 @@ def read_output(path: Path) -> OutputState:
                 )
                 if _is_json(raw):  # whole and JSON: not torn, foreign
                     raise BatchOutputError(pending_error) from None
-                state.blank_tail = not raw.strip()
                 offset += length
                 continue
             state.last.put(seen.id, seen.status, seen.input_sha, offset)
@@ -433,7 +442,7 @@ class Manifest(msgspec.Struct, kw_only=True):
     fallback: tuple[str, ...] = ()
     system: str | None = None
     options: dict[str, Any] = msgspec.field(default_factory=dict[str, Any])
-    runs: int = 0
+    runs: Annotated[int, msgspec.Meta(ge=0)] = 0  # (an edited -5 made the next run -4)
     version: int = 1
 
     @staticmethod

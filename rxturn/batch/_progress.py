@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import msgspec
 
-from ._api import Tally
+from ._api import BAR_SIZE, Tally, sized
 
 __all__ = ["ProgressReport", "Reporter", "snapshot"]
 
@@ -98,13 +98,17 @@ class Reporter:
         if self.mode == "bar":
             from tqdm.auto import tqdm
 
+            fits = sized(self.stream)
             try:  # the bar draws itself at once
                 self._bar = tqdm(
                     total=self.tally.total,
                     initial=self.tally.done,
                     unit="row",
                     file=self.stream,
-                    dynamic_ncols=True,
+                    dynamic_ncols=fits,
+                    # a terminal of no size: tqdm would draw the bar in -1 columns (nothing)
+                    ncols=None if fits else BAR_SIZE[0],
+                    nrows=None if fits else BAR_SIZE[1],
                     smoothing=0.1,
                 )
             except (OSError, ValueError):  # stderr's reader is gone already

@@ -20,9 +20,12 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._console import argument_shown, file_argument, hint_stdin, provider_argument
+
+if TYPE_CHECKING:
+    from rxturn.batch._input import Spool
 
 __all__ = ["add_parser", "run"]
 
@@ -425,7 +428,7 @@ def _run_command(args: argparse.Namespace) -> int:
             check_address(args.ray)  # before the output is touched
         except RxturnError as exc:
             return _fail(str(exc), _exit_code(exc))
-    spooled: Path | None = None
+    spooled: Spool | None = None
     from rxturn.batch._input import is_stream
 
     if args.input == "-" or is_stream(args.input):
@@ -443,7 +446,7 @@ def _run_command(args: argparse.Namespace) -> int:
                 f"({exc.strerror or exc}); set TMPDIR to a place with room, or pass a file",
                 1,
             )
-        input_path = spooled
+        input_path = spooled.path
     else:
         input_path = Path(args.input)
     try:
@@ -495,7 +498,7 @@ def _run_command(args: argparse.Namespace) -> int:
         return code
     finally:
         if spooled is not None:
-            spooled.unlink(missing_ok=True)
+            spooled.close()
 
 
 def _tpm_notice(tpm: int | None, max_tokens: int | None, default: int) -> None:
@@ -512,7 +515,7 @@ def _tpm_notice(tpm: int | None, max_tokens: int | None, default: int) -> None:
     )
 
 
-def _spool(name: str) -> Path:
+def _spool(name: str) -> Spool:
     """``name`` (``-``: stdin; a pipe, a device) copied to a temporary file.
 
     Raises:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import hashlib
+import math
 import re
 import threading
 import warnings
@@ -286,6 +287,11 @@ async def test_rows_in_flight_when_the_iterable_raises_are_delivered_before_the_
 _LONE = "a string holds a lone UTF-16 surrogate (\\ud800 without its pair), which is not text"
 
 
+#: JSON has no NaN or infinity: msgspec would write null, and the request would say another thing
+_NAN = "a number is NaN or infinite, which JSON has no spelling for"
+_HI = [{"role": "user", "content": "hi"}]
+
+
 def _nested(depth: int) -> dict[str, Any]:
     top: dict[str, Any] = {}
     inner = top
@@ -313,6 +319,14 @@ def _nested(depth: int) -> dict[str, Any]:
         ({"id": "a", "prompt": "x\ud800"}, _LONE),
         ({"id": "\udc00", "prompt": "x"}, _LONE.replace("d800", "dc00")),
         (BatchRow(key="a", messages=(Message.user("x\ud800"),)), _LONE),
+        ({"id": "a", "prompt": "x", "options": {"extra_body": {"k": [1.5, math.inf]}}}, _NAN),
+        ({"custom_id": "a", "params": {"messages": _HI, "top_p": math.nan}}, _NAN),
+        (
+            BatchRow(
+                key="a", messages=(Message.user("x"),), options={"extra_body": {"k": -math.inf}}
+            ),
+            _NAN,
+        ),
     ],
     ids=[
         "a value of another type",
@@ -322,6 +336,9 @@ def _nested(depth: int) -> dict[str, Any]:
         "a lone surrogate",
         "in the key",
         "in a BatchRow",
+        "an infinity",
+        "a NaN",
+        "an infinity in a BatchRow",
     ],
 )
 async def test_a_row_that_is_no_json_data_is_a_typed_error_naming_it(

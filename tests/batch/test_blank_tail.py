@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from rxturn.batch import BatchConfig, FileRun
+from rxturn.batch import BatchConfig, BatchOutputError, FileRun
+from rxturn.batch._output import read_output
 from rxturn.cli import main
 
 LINE = b'{"id": "r0", "status": "ok", "input_sha": "", "run": 1}\n'
@@ -29,6 +30,8 @@ def _prepared(source: Path, out: Path, notices: list[str], force: bool = False) 
         (b"\n", "1 blank byte at its end", "dropped 1 blank byte at its end"),
         (b" \t\r\n", "4 blank bytes at its end", "dropped 4 blank bytes at its end"),
         (b"  ", "2 blank bytes at its end", "dropped 2 blank bytes at its end"),
+        (b"\n\n\n", "3 blank bytes at its end", "dropped 3 blank bytes at its end"),
+        (b"\n \r\n\t", "5 blank bytes at its end", "dropped 5 blank bytes at its end"),
         (
             b'{"id": "r1", "st',
             "a torn last line of 16 bytes",
@@ -40,7 +43,15 @@ def _prepared(source: Path, out: Path, notices: list[str], force: bool = False) 
             "dropped a torn last line (1 byte); its row runs again",
         ),
     ],
-    ids=["newline", "blank-line", "spaces", "torn", "torn-1-byte"],
+    ids=[
+        "newline",
+        "blank-line",
+        "spaces",
+        "blank-lines",
+        "blank-lines-and-spaces",
+        "torn",
+        "torn-1-byte",
+    ],
 )
 def test_a_blank_end_is_dropped_and_said_as_blank(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], tail: bytes, status: str, repaired: str
@@ -57,3 +68,11 @@ def test_a_blank_end_is_dropped_and_said_as_blank(
     _prepared(source, out, notices, force=True)
     assert notices == [f"repaired {str(out)!r}: {repaired}"]
     assert out.read_bytes() == LINE
+
+
+def test_blank_lines_before_a_line_are_an_edit_refused_by_the_first(tmp_path: Path) -> None:
+    """Blank lines are an end only at the end: with a line after them, no crash made them."""
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(LINE + b"\n\n" + LINE)
+    with pytest.raises(BatchOutputError, match=r"line 2 is not an rxturn batch output line"):
+        read_output(out)

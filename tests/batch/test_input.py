@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from pathlib import Path
 
 import pytest
 
 from rxturn.batch import BatchInputError, decode_row, input_sha, scan_input
+from rxturn.batch._input import iter_lines, spool_input
 from rxturn.messages import Message
 
 
@@ -86,6 +88,13 @@ def test_input_sha_is_the_sha256_of_canonical_json() -> None:
     row = {"prompt": "h\u00e9", "id": "a", "options": {"temperature": 1, "max_tokens": 5}}
     canonical = json.dumps(row, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     assert input_sha(row) == hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def test_input_sha_spells_numbers_as_docs_batch_md_says() -> None:
+    """Floats in their shortest exact spelling (not Python's ``1e-07``), text as UTF-8."""
+    row = {"prompt": "\u00e9", "id": "a", "options": {"extra_body": {"k": [1e-7, 1e16, 1e-5]}}}
+    canonical = b'{"id":"a","options":{"extra_body":{"k":[1e-7,1e16,0.00001]}},"prompt":"\xc3\xa9"}'
+    assert input_sha(row) == hashlib.sha256(canonical).hexdigest()
 
 
 @pytest.mark.parametrize(
@@ -239,3 +248,19 @@ def test_an_option_of_the_right_type_but_out_of_range_is_refused_in_the_scan(
     with pytest.raises(BatchInputError) as info:
         scan_input(path)
     assert str(info.value).startswith(message)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="no /proc/self/fd: a named copy")
+def test_a_spooled_input_has_no_name_a_killed_run_could_leave_behind(tmp_path: Path) -> None:
+    """stdin's copy is read by path (the scan, then the run) but has no name: a run killed with
+    kill -9 leaves nothing in TMPDIR, where each left a copy of its whole input."""
+    data = b'{"id": "a", "prompt": "x"}\n{"id": "b", "prompt": "y"}\n'
+    spool = spool_input(io.BytesIO(data), directory=str(tmp_path))
+    try:
+        assert list(tmp_path.iterdir()) == []
+        with spool.path.open("rb") as file:
+            assert [raw for _, raw in iter_lines(file)] == data.splitlines(True)
+        assert scan_input(spool.path).total == 2  # read again, from the start
+    finally:
+        spool.close()
+    spool.close()  # (twice: no error)

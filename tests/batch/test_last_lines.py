@@ -1,5 +1,6 @@
 """What a resume keeps of each key's last output line (``LastLines``): compact, and exactly the
-line's status, ``input_sha`` and offset back, whatever the line spells its sha as."""
+line's status, ``input_sha`` and offset back, whatever the line spells its sha as; and the
+manifest's count of runs, which numbers the next run's lines."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from rxturn.batch._output import LastLines, read_output
+from rxturn.batch import BatchOutputError
+from rxturn.batch._output import LastLines, Manifest, read_output
 
 _SHA = hashlib.sha256(b"a row").hexdigest()
 
@@ -67,3 +69,17 @@ def test_read_output_keeps_each_keys_last_line_and_its_offset(tmp_path: Path) ->
     assert state.last.get("a") == ("ok", _SHA, len(first) + len(second))
     assert state.last.get("b") == ("ok", _SHA.upper(), len(first))
     assert state.counts() == (2, 0)
+
+
+@pytest.mark.parametrize("runs", ["-5", "-1", "1.5", '"2"'])
+def test_a_manifest_whose_run_count_no_run_made_is_refused(tmp_path: Path, runs: str) -> None:
+    """``run`` counts the runs (1, 2, …): a manifest edited to ``"runs": -5`` is refused, where
+    the next run wrote its lines as run -4."""
+    out = tmp_path / "out.jsonl"
+    Manifest.path_for(out).write_text(
+        f'{{"fingerprint": "f", "provider": "anthropic", "model": "m", "runs": {runs}}}'
+    )
+    with pytest.raises(BatchOutputError, match=r"is not a batch manifest \(.*\$\.runs"):
+        Manifest.load(out)
+    Manifest.path_for(out).write_text('{"fingerprint": "f", "provider": "p", "model": "m"}')
+    assert Manifest.load(out) == Manifest(fingerprint="f", provider="p", model="m", runs=0)
