@@ -13,7 +13,8 @@ wire                        canonical
 ``message_start``           ``MessageStart(id, model)`` (first only); its usage latched
                             and, when not all zero, reported at once as
                             ``MessageDelta(None, usage)``
-``content_block_start``     ``PartStart``: ``text`` → text, ``tool_use`` → tool_call(id,
+``content_block_start``     ``PartStart``: ``text`` → text (+ its own text as a
+                            delta), ``tool_use`` → tool_call(id,
                             name) (its ``input`` ignored), ``thinking`` → thinking
                             (+ the block's own text and signature as deltas),
                             ``redacted_thinking`` → thinking + one empty thinking Delta
@@ -97,7 +98,7 @@ class _MessageInfo(msgspec.Struct, gc=False):
 
 
 class _TextBlock(msgspec.Struct, gc=False, tag="text"):
-    pass
+    text: str = ""
 
 
 class _ToolUseBlock(msgspec.Struct, gc=False, tag="tool_use"):
@@ -382,6 +383,8 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         if isinstance(block, _TextBlock):
             self._lanes[index] = "text"
             out.append(PartStart(index, "text"))
+            if block.text:  # the SDK starts from the block as sent, as for thinking below
+                out.append(Delta(index, block.text, "text"))
         elif isinstance(block, _ToolUseBlock):
             self._lanes[index] = "tool_call"
             out.append(PartStart(index, "tool_call", block.id, block.name))

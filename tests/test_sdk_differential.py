@@ -1,0 +1,377 @@
+"""Differential: generated, valid-but-unusual streams folded by rxturn and by the official SDKs.
+
+The recorded corpus (tests/test_conformance.py) holds what providers happened to send; this file
+generates what they may send: several text blocks, empty deltas, tool arguments split anywhere
+(inside ``\\uXXXX`` escapes and between the characters of multi-byte text), parallel tool calls
+interleaved, thinking with a signature, refusals, usage in odd places (an OpenAI usage chunk with
+no choices before the finish, Anthropic ``message_delta`` usage with null counters), a tool block
+left open by ``max_tokens``, unknown event types and extra fields, CRLF framing, SSE comments and
+``retry:`` lines. Each stream is given to the SDK's own streaming helper (``messages.stream`` /
+``chat.completions.stream``) through an in-process ``MockTransport`` and to
+:func:`rxturn.replay_message`; the SDK's final message is the oracle for text, tool calls (id,
+name, parsed input), the stop reason and usage (mapped by ``tests/usage_oracle.py``).
+
+Each property runs ``RXTURN_DIFF_EXAMPLES`` examples (default 40, deterministic: CI time); set
+``RXTURN_FUZZ_EXPLORE=1`` for fresh random examples on each run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+from typing import Any
+
+import anthropic
+import httpx2
+import jiter
+import openai
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from usage_oracle import anthropic_expected, chat_expected
+
+from rxturn import replay_message
+from rxturn.messages import Message, StopReason, TextPart, ToolCallPart
+
+_SETTINGS = settings(
+    max_examples=int(os.environ.get("RXTURN_DIFF_EXAMPLES", "40")),
+    deadline=None,
+    derandomize=not os.environ.get("RXTURN_FUZZ_EXPLORE"),
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+
+
+def _http(body: bytes) -> httpx2.Client:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=body)
+
+    return httpx2.Client(transport=httpx2.MockTransport(handler))
+
+
+def _anthropic_sdk(body: bytes) -> Any:
+    client = anthropic.Anthropic(
+        api_key="test-key", base_url="http://127.0.0.1:9", http_client=_http(body), max_retries=0
+    )
+    with client.messages.stream(
+        model="claude-test", max_tokens=64, messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        return stream.get_final_message()
+
+
+def _openai_sdk(body: bytes) -> Any:
+    client = openai.OpenAI(
+        api_key="test-key", base_url="http://127.0.0.1:9", http_client=_http(body), max_retries=0
+    )
+    with client.chat.completions.stream(
+        model="gpt-test", messages=[{"role": "user", "content": "hi"}]
+    ) as stream:
+        try:
+            return stream.get_final_completion()
+        except openai.LengthFinishReasonError as exc:  # raised after the fold: its completion
+            return exc.completion
+
+
+def _sse(events: list[dict[str, Any] | str], newline: str, *, named: bool) -> bytes:
+    """SSE framing: a dict is one event (named by its type when ``named``), a str a raw line."""
+    out: list[str] = []
+    for event in events:
+        if isinstance(event, str):
+            out.append(event + newline)
+            continue
+        name = f"event: {event['type']}{newline}" if named and "type" in event else ""
+        out.append(f"{name}data: {json.dumps(event)}{newline}{newline}")
+    return "".join(out).encode()
+
+
+# -- strategies --------------------------------------------------------------------------------
+
+_TEXT = st.text(
+    alphabet=st.sampled_from(list('ab é€😀"\\\n\t/')), min_size=0, max_size=8
+)  # quotes, backslashes, control characters and 2-, 3-, 4-byte UTF-8
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-1000, 1000) | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+_INPUTS = st.dictionaries(st.sampled_from(["q", "n", "é", "k\\"]), _JSON_VALUES, max_size=3)
+_NOISE = st.sampled_from([": keep-alive", "retry: 1500", ":"])
+
+
+@st.composite
+def _pieces(draw: st.DrawFn, text: str) -> list[str]:
+    """``text`` cut at drawn positions (empty pieces included: empty deltas)."""
+    cuts = sorted(draw(st.lists(st.integers(0, len(text)), max_size=6)))
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+@st.composite
+def _arguments(draw: st.DrawFn) -> str:
+    """A tool input as JSON text, ASCII-escaped or not (so cuts land inside ``\\u`` escapes)."""
+    value = draw(_INPUTS)
+    return json.dumps(value, ensure_ascii=draw(st.booleans()))
+
+
+def _noise(draw: st.DrawFn) -> list[str]:
+    return draw(st.lists(_NOISE, max_size=2))
+
+
+# -- Anthropic ---------------------------------------------------------------------------------
+
+
+def _counter(draw: st.DrawFn) -> int | None:
+    return draw(st.none() | st.integers(0, 5000))
+
+
+@st.composite
+def anthropic_streams(draw: st.DrawFn) -> bytes:
+    start_usage: dict[str, Any] = {
+        "input_tokens": draw(st.integers(0, 5000)),
+        "output_tokens": draw(st.integers(0, 5)),
+        "cache_read_input_tokens": _counter(draw),
+        "cache_creation_input_tokens": _counter(draw),
+    }
+    if draw(st.booleans()):
+        five, hour = draw(st.integers(0, 50)), draw(st.integers(0, 50))
+        start_usage["cache_creation"] = {
+            "ephemeral_5m_input_tokens": five,
+            "ephemeral_1h_input_tokens": hour,
+        }
+    message = {
+        "id": "msg_gen",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-gen",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": start_usage,
+    }
+    events: list[dict[str, Any] | str] = [
+        *_noise(draw),
+        {"type": "message_start", "message": message},
+    ]
+    kinds = draw(st.lists(st.sampled_from(["text", "tool", "thinking"]), max_size=4))
+    truncated = bool(kinds) and kinds[-1] == "tool" and draw(st.booleans())
+    for index, kind in enumerate(kinds):
+        if draw(st.booleans()):
+            events.append({"type": "ping"})
+        if draw(st.booleans()):
+            events.append({"type": "gen_unknown_event", "index": index, "x": [1]})
+        delta: str
+        if kind == "text":
+            block: dict[str, Any] = {"type": "text", "text": draw(_TEXT)}
+            delta, field = "text_delta", "text"
+            pieces = draw(_pieces(draw(_TEXT)))
+        elif kind == "thinking":
+            block = {"type": "thinking", "thinking": "", "signature": ""}
+            delta, field = "thinking_delta", "thinking"
+            pieces = draw(_pieces(draw(_TEXT)))
+        else:
+            block = {
+                "type": "tool_use",
+                "id": f"toolu_{index}",
+                "name": f"tool_{index}",
+                "input": {},
+            }
+            delta, field = "input_json_delta", "partial_json"
+            arguments = draw(_arguments())
+            if truncated and index == len(kinds) - 1:
+                arguments = arguments[: draw(st.integers(0, len(arguments)))]
+            pieces = draw(_pieces(arguments))
+        if draw(st.booleans()):
+            block["gen_extra_field"] = {"ignored": True}
+        events.append({"type": "content_block_start", "index": index, "content_block": block})
+        for piece in pieces:
+            events.append(
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": delta, field: piece},
+                }
+            )
+        if kind == "thinking":
+            signature = {
+                "type": "signature_delta",
+                "signature": draw(st.sampled_from(["", "sig=="])),
+            }
+            events.append({"type": "content_block_delta", "index": index, "delta": signature})
+        if not (truncated and index == len(kinds) - 1):
+            events.append({"type": "content_block_stop", "index": index})
+    if truncated:
+        reason = "max_tokens"
+    else:
+        reason = draw(
+            st.sampled_from(["end_turn", "tool_use", "stop_sequence", "refusal", "max_tokens"])
+        )
+    final_usage: dict[str, Any] = {"output_tokens": draw(st.integers(0, 5000))}
+    for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
+        if draw(st.booleans()):
+            final_usage[key] = _counter(draw)
+    events.append(
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": reason, "stop_sequence": None},
+            "usage": final_usage,
+        }
+    )
+    events += [*_noise(draw), {"type": "message_stop"}]
+    return _sse(events, draw(st.sampled_from(["\n", "\r\n"])), named=True)
+
+
+def _stop(sdk_reason: str | None, has_tool_calls: bool) -> StopReason:
+    reason = StopReason.parse(sdk_reason) or StopReason.END_TURN
+    return StopReason.TOOL_CALL if reason is StopReason.END_TURN and has_tool_calls else reason
+
+
+def _check_anthropic(body: bytes) -> Message:
+    sdk = _anthropic_sdk(body)
+    ours = replay_message(body, "anthropic")
+    expected: list[Any] = []
+    for block in sdk.content:
+        if block.type == "text" and block.text:
+            expected.append(TextPart(block.text))
+        elif block.type == "tool_use":
+            expected.append(ToolCallPart(block.id, block.name, block.input))
+    assert list(ours.content) == expected
+    assert (ours.id, ours.model) == (sdk.id, sdk.model)
+    assert ours.usage == anthropic_expected(sdk.usage)
+    assert ours.stop_reason is _stop(sdk.stop_reason, bool(ours.tool_calls))
+    return ours
+
+
+@_SETTINGS
+@given(anthropic_streams())
+def test_anthropic_generated_streams_fold_as_the_sdk_folds(body: bytes) -> None:
+    _check_anthropic(body)
+
+
+def _anthropic_blocks(*blocks: list[dict[str, Any]], reason: str = "end_turn") -> bytes:
+    message = {
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-x",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": 3, "output_tokens": 1},
+    }
+    events: list[dict[str, Any] | str] = [{"type": "message_start", "message": message}]
+    for index, block in enumerate(blocks):
+        events.append({"type": "content_block_start", "index": index, "content_block": block[0]})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in block[1:]]
+        events.append({"type": "content_block_stop", "index": index})
+    events.append(
+        {"type": "message_delta", "delta": {"stop_reason": reason}, "usage": {"output_tokens": 2}}
+    )
+    events.append({"type": "message_stop"})
+    return _sse(events, "\n", named=True)
+
+
+def test_anthropic_text_block_that_starts_with_text() -> None:
+    # the SDK starts a block from its content_block as sent: text there is the block's first text
+    body = _anthropic_blocks(
+        [{"type": "text", "text": "Hel"}, {"type": "text_delta", "text": "lo"}],
+        [{"type": "text", "text": "only at the start"}],
+    )
+    ours = _check_anthropic(body)
+    assert ours.text == "Hello" + "only at the start"
+
+
+# -- OpenAI Chat Completions -------------------------------------------------------------------
+
+
+def _chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-gen",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-gen",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+
+
+def _chat_usage(draw: st.DrawFn) -> dict[str, Any]:
+    prompt, completion = draw(st.integers(0, 5000)), draw(st.integers(0, 5000))
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
+    if draw(st.booleans()):
+        usage["prompt_tokens_details"] = {"cached_tokens": draw(st.integers(0, prompt))}
+    if draw(st.booleans()):
+        usage["completion_tokens_details"] = {
+            "reasoning_tokens": draw(st.integers(0, completion)),
+            "accepted_prediction_tokens": draw(st.integers(0, 3)),
+        }
+    return usage
+
+
+@st.composite
+def openai_streams(draw: st.DrawFn) -> bytes:
+    chunks: list[dict[str, Any] | str] = [*_noise(draw)]
+    chunks.append(_chunk({"role": "assistant", "content": draw(st.sampled_from(["", None]))}))
+    refusing = draw(st.integers(0, 4)) == 0
+    lane = "refusal" if refusing else "content"
+    for piece in draw(_pieces(draw(_TEXT))):
+        chunks.append(_chunk({lane: piece}))
+    calls = [] if refusing else draw(st.lists(_arguments(), max_size=3))
+    finish = draw(
+        st.sampled_from(["stop", "tool_calls", "length"] if calls else ["stop", "length"])
+    )
+    if finish == "length" and calls:
+        calls[-1] = calls[-1][: draw(st.integers(0, len(calls[-1])))]
+    # every call opens (id, name, maybe a first fragment) in index order, then fragments interleave
+    queues = [draw(_pieces(arguments)) for arguments in calls]
+    for index, queue in enumerate(queues):
+        first = queue.pop(0) if queue else ""
+        function = {"name": f"tool_{index}", "arguments": first}
+        call = {"index": index, "id": f"call_{index}", "type": "function", "function": function}
+        chunks.append(_chunk({"tool_calls": [call]}))
+    while any(queues):
+        index = draw(st.sampled_from([i for i, q in enumerate(queues) if q]))
+        piece = {"index": index, "function": {"arguments": queues[index].pop(0)}}
+        chunks.append(_chunk({"tool_calls": [piece]}, gen_extra={"n": index}))
+    usage = _chat_usage(draw) if draw(st.integers(0, 3)) else None
+    usage_chunk = {**_chunk({}), "choices": [], "usage": usage}
+    early_usage = usage is not None and draw(st.booleans())
+    if early_usage:
+        chunks.append(usage_chunk)
+    chunks.append(_chunk({}, finish, **({"usage": None} if draw(st.booleans()) else {})))
+    if usage is not None and not early_usage:
+        chunks.append(usage_chunk)
+    chunks += [*_noise(draw), "data: [DONE]", ""]
+    return _sse(chunks, draw(st.sampled_from(["\n", "\r\n"])), named=False)
+
+
+def _check_openai(body: bytes) -> Message:
+    sdk = _openai_sdk(body)
+    ours = replay_message(body, "openai")
+    choice = sdk.choices[0]
+    assert ours.text == (choice.message.content or "")
+    assert ours.refusal == (choice.message.refusal or "")
+    expected_calls = []
+    for call in choice.message.tool_calls or []:
+        arguments = call.function.arguments
+        try:
+            parsed = json.loads(arguments) if arguments else {}
+        except json.JSONDecodeError:  # left open by "length": the SDK's partial parser
+            parsed = jiter.from_json(arguments.encode(), partial_mode=True)
+        expected_calls.append(ToolCallPart(call.id, call.function.name, parsed))
+    assert ours.tool_calls == expected_calls
+    assert (ours.id, ours.model) == (sdk.id, sdk.model)
+    assert ours.usage == chat_expected(sdk.usage)
+    expected_stop = _stop(choice.finish_reason, bool(expected_calls))
+    if choice.message.refusal and expected_stop is StopReason.END_TURN:
+        expected_stop = StopReason.REFUSAL
+    assert ours.stop_reason is expected_stop
+    return ours
+
+
+@_SETTINGS
+@given(openai_streams())
+def test_openai_generated_streams_fold_as_the_sdk_folds(body: bytes) -> None:
+    _check_openai(body)
