@@ -172,7 +172,7 @@ def anthropic_streams(draw: st.DrawFn) -> bytes:
                 "type": "tool_use",
                 "id": f"toolu_{index}",
                 "name": f"tool_{index}",
-                "input": {},
+                "input": draw(st.just({}) | _INPUTS),  # real streams: {}; the SDK keeps any
             }
             delta, field = "input_json_delta", "partial_json"
             arguments = draw(_arguments())
@@ -375,3 +375,24 @@ def _check_openai(body: bytes) -> Message:
 @given(openai_streams())
 def test_openai_generated_streams_fold_as_the_sdk_folds(body: bytes) -> None:
     _check_openai(body)
+
+
+def test_anthropic_tool_block_whose_start_carries_its_input() -> None:
+    # the SDK keeps a tool_use start's input when no input_json_delta follows, and lets the
+    # deltas replace it when they do; here closed, and left open by max_tokens
+    start = {"type": "tool_use", "id": "toolu_a", "name": "f", "input": {"q": "é", "n": [1]}}
+    replaced = {**start, "id": "toolu_b"}
+    closed = _check_anthropic(
+        _anthropic_blocks(
+            [start],
+            [replaced, {"type": "input_json_delta", "partial_json": '{"r": 2}'}],
+            reason="tool_use",
+        )
+    )
+    assert [call.input for call in closed.tool_calls] == [{"q": "é", "n": [1]}, {"r": 2}]
+    open_body = _anthropic_blocks([start], reason="max_tokens").replace(
+        b'event: content_block_stop\ndata: {"type": "content_block_stop", "index": 0}\n\n', b""
+    )
+    cut = _check_anthropic(open_body)
+    assert cut.stop_reason is StopReason.MAX_TOKENS
+    assert [call.input for call in cut.tool_calls] == [{"q": "é", "n": [1]}]
