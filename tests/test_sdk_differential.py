@@ -28,7 +28,7 @@ import jiter
 import openai
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from usage_oracle import anthropic_expected, chat_expected
+from usage_oracle import anthropic_expected, chat_expected, responses_expected
 
 from rxturn import replay_message
 from rxturn.messages import Message, StopReason, TextPart, ToolCallPart
@@ -396,3 +396,127 @@ def test_anthropic_tool_block_whose_start_carries_its_input() -> None:
     cut = _check_anthropic(open_body)
     assert cut.stop_reason is StopReason.MAX_TOKENS
     assert [call.input for call in cut.tool_calls] == [{"q": "é", "n": [1]}]
+
+
+# -- OpenAI Responses --------------------------------------------------------------------------
+
+
+def _response(status: str, output: list[dict[str, Any]], usage: Any) -> dict[str, Any]:
+    return {
+        "id": "resp_gen",
+        "object": "response",
+        "created_at": 1,
+        "status": status,
+        "model": "gpt-gen",
+        "output": output,
+        "parallel_tool_calls": True,
+        "tool_choice": "auto",
+        "tools": [],
+        "usage": usage,
+        "gen_extra": None,
+    }
+
+
+@st.composite
+def responses_streams(draw: st.DrawFn) -> bytes:
+    events: list[dict[str, Any] | str] = [*_noise(draw)]
+    events.append({"type": "response.created", "response": _response("in_progress", [], None)})
+    items: list[dict[str, Any]] = []
+    kinds = draw(st.lists(st.sampled_from(["message", "function_call"]), max_size=3))
+    for at, kind in enumerate(kinds):
+        if draw(st.booleans()):
+            events.append({"type": "response.gen_unknown", "output_index": at})
+        if kind == "function_call":
+            arguments = draw(_arguments())
+            item = {
+                "type": "function_call",
+                "id": f"fc_{at}",
+                "call_id": f"call_{at}",
+                "name": f"tool_{at}",
+                "arguments": "",
+                "status": "in_progress",
+            }
+            events.append({"type": "response.output_item.added", "output_index": at, "item": item})
+            for piece in draw(_pieces(arguments)):
+                events.append(
+                    {
+                        "type": "response.function_call_arguments.delta",
+                        "item_id": item["id"],
+                        "output_index": at,
+                        "delta": piece,
+                    }
+                )
+            done = {**item, "arguments": arguments, "status": "completed"}
+            events.append(
+                {
+                    "type": "response.function_call_arguments.done",
+                    "item_id": item["id"],
+                    "output_index": at,
+                    "arguments": arguments,
+                }
+            )
+        else:
+            item = {
+                "type": "message",
+                "id": f"msg_{at}",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
+            events.append({"type": "response.output_item.added", "output_index": at, "item": item})
+            parts: list[dict[str, Any]] = []
+            for index, text in enumerate(draw(st.lists(_TEXT, min_size=1, max_size=3))):
+                where = {"item_id": item["id"], "output_index": at, "content_index": index}
+                empty = {"type": "output_text", "text": "", "annotations": []}
+                events.append({"type": "response.content_part.added", **where, "part": empty})
+                for piece in draw(_pieces(text)):
+                    delta = {"type": "response.output_text.delta", **where, "delta": piece}
+                    events.append({**delta, "logprobs": []})
+                events.append({"type": "response.output_text.done", **where, "text": text})
+                part = {**empty, "text": text}
+                events.append({"type": "response.content_part.done", **where, "part": part})
+                parts.append(part)
+            done = {**item, "content": parts, "status": "completed"}
+        events.append({"type": "response.output_item.done", "output_index": at, "item": done})
+        items.append(done)
+    usage = None
+    if draw(st.integers(0, 3)):
+        given_in, given_out = draw(st.integers(0, 5000)), draw(st.integers(0, 5000))
+        usage = {
+            "input_tokens": given_in,
+            "input_tokens_details": {"cached_tokens": draw(st.integers(0, given_in))},
+            "output_tokens": given_out,
+            "output_tokens_details": {"reasoning_tokens": draw(st.integers(0, given_out))},
+            "total_tokens": given_in + given_out,
+        }
+    events.append({"type": "response.completed", "response": _response("completed", items, usage)})
+    for number, event in enumerate(e for e in events if isinstance(e, dict)):
+        event["sequence_number"] = number
+    events += _noise(draw)
+    return _sse(events, draw(st.sampled_from(["\n", "\r\n"])), named=True)
+
+
+def _responses_sdk(body: bytes) -> Any:
+    client = openai.OpenAI(
+        api_key="test-key", base_url="http://127.0.0.1:9", http_client=_http(body), max_retries=0
+    )
+    with client.responses.stream(model="gpt-test", input="hi") as stream:
+        return stream.get_final_response()
+
+
+@_SETTINGS
+@given(responses_streams())
+def test_responses_generated_streams_fold_as_the_sdk_folds(body: bytes) -> None:
+    sdk = _responses_sdk(body)
+    ours = replay_message(body, "openai-responses")
+    expected: list[Any] = []
+    for item in sdk.output:
+        if item.type == "message":
+            expected += [TextPart(c.text) for c in item.content if c.text]
+        elif item.type == "function_call":
+            arguments = json.loads(item.arguments) if item.arguments else {}
+            expected.append(ToolCallPart(item.call_id, item.name, arguments))
+    assert list(ours.content) == expected
+    assert (ours.id, ours.model) == (sdk.id, sdk.model)
+    assert ours.usage == responses_expected(sdk.usage)
+    assert ours.stop_reason is (StopReason.TOOL_CALL if ours.tool_calls else StopReason.END_TURN)
