@@ -325,15 +325,22 @@ def openai_streams(draw: st.DrawFn) -> bytes:
     if finish == "length" and calls:
         calls[-1] = calls[-1][: draw(st.integers(0, len(calls[-1])))]
     # every call opens (id, name, maybe a first fragment) in index order, then fragments interleave
-    queues = [draw(_pieces(arguments)) for arguments in calls]
-    for index, queue in enumerate(queues):
-        first = queue.pop(0) if queue else ""
-        function = {"name": f"tool_{index}", "arguments": first}
-        call = {"index": index, "id": f"call_{index}", "type": "function", "function": function}
+    # (some servers send a call's name in a chunk after the one with its id)
+    queues: list[list[dict[str, str]]] = []
+    for index, arguments in enumerate(calls):
+        queue = [{"arguments": piece} for piece in draw(_pieces(arguments))]
+        first = queue.pop(0) if queue else {"arguments": ""}
+        name = {"name": f"tool_{index}"}
+        if draw(st.booleans()):
+            queue.insert(draw(st.integers(0, len(queue))), name)
+        else:
+            first = {**name, **first}
+        call = {"index": index, "id": f"call_{index}", "type": "function", "function": first}
         chunks.append(_chunk({"tool_calls": [call]}))
+        queues.append(queue)
     while any(queues):
         index = draw(st.sampled_from([i for i, q in enumerate(queues) if q]))
-        piece = {"index": index, "function": {"arguments": queues[index].pop(0)}}
+        piece = {"index": index, "function": queues[index].pop(0)}
         chunks.append(_chunk({"tool_calls": [piece]}, gen_extra={"n": index}))
     usage = _chat_usage(draw) if draw(st.integers(0, 3)) else None
     usage_chunk = {**_chunk({}), "choices": [], "usage": usage}
@@ -345,6 +352,28 @@ def openai_streams(draw: st.DrawFn) -> bytes:
         chunks.append(usage_chunk)
     chunks += [*_noise(draw), "data: [DONE]", ""]
     return _sse(chunks, draw(st.sampled_from(["\n", "\r\n"])), named=False)
+
+
+def test_openai_tool_name_in_a_later_chunk() -> None:
+    # the id first, the name after (and a second call opened in between): the SDK joins each
+    # call's fields by index; rxturn dropped the nameless call, and had its arguments nowhere
+    call_a = {"index": 0, "id": "call_a", "type": "function", "function": {"arguments": '{"a"'}}
+    call_b = {"index": 1, "id": "call_b", "type": "function", "function": {"name": "g"}}
+    chunks: list[dict[str, Any] | str] = [
+        _chunk({"role": "assistant", "content": None}),
+        _chunk({"tool_calls": [call_a]}),
+        _chunk({"tool_calls": [call_b]}),
+        _chunk({"tool_calls": [{"index": 0, "function": {"name": "f", "arguments": ": 1}"}}]}),
+        _chunk({"tool_calls": [{"index": 1, "function": {"arguments": "{}"}}]}),
+        _chunk({}, "tool_calls"),
+        "data: [DONE]",
+        "",
+    ]
+    ours = _check_openai(_sse(chunks, "\n", named=False))
+    assert ours.tool_calls == [
+        ToolCallPart("call_a", "f", {"a": 1}),
+        ToolCallPart("call_b", "g", {}),
+    ]
 
 
 def _check_openai(body: bytes) -> Message:

@@ -21,7 +21,10 @@ as follows:
 - a legacy ``function_call`` delta (name, then ``arguments`` fragments) is one tool call with no
   id (lane -2);
 - a ``tool_calls`` entry with a new ``index`` → ``PartStart(tool_call, id, name)``; every
-  non-empty ``arguments`` fragment → ``Delta(tool_json)`` on that call's lane;
+  non-empty ``arguments`` fragment → ``Delta(tool_json)`` on that call's lane; a call whose
+  first entry has no name (it comes in a later chunk) starts when the name comes, its id and
+  fragments (and any call opened after it, to keep their order) held until then; at the
+  finish, one never named starts nameless;
 - the first ``finish_reason`` closes the text and thinking lanes and the tool lanes — except for
   ``length``, where tool lanes stay open so the fold keeps their partial input — and maps the stop
   reason (``tool_calls`` / ``function_call`` → tool_call, ``length`` → max_tokens, ``stop`` →
@@ -170,6 +173,7 @@ Delta(index=0, text='Hi', kind='text')]
         "_thinking_open",
         "_tool_ids",
         "_tools",
+        "_unnamed",
         "_usage",
     )
 
@@ -183,6 +187,9 @@ Delta(index=0, text='Hi', kind='text')]
         #: wire indices of the tool calls seen, in the order they opened (all open until finish)
         self._tools: dict[int, None] = {}
         self._tool_ids: dict[str, int] = {}
+        #: calls held from one that opened with no name yet on (so calls keep their order):
+        #: [id, name, argument fragments] each, started in order once the first has its name
+        self._unnamed: dict[int, list[Any]] = {}
         self._stop: str | None = None
         self._pending = False  # a finish_reason's MessageDelta waits for the usage chunk
         self._usage: Usage | None = None
@@ -407,12 +414,51 @@ Delta(index=0, text='Hi', kind='text')]
                 if call.id:
                     self._tool_ids[call.id] = index
                 name = function.name if function is not None else None
-                out.append(PartStart(lane, "tool_call", call.id or "", name or ""))
+                if not name or self._unnamed:  # the name comes later (as the SDK reads it)
+                    self._unnamed[index] = [call.id or "", name or "", []]
+                    self._on_unnamed(index, call, out)
+                    continue
+                out.append(PartStart(lane, "tool_call", call.id or "", name))
+            elif self._unnamed and index in self._unnamed:
+                self._on_unnamed(index, call, out)
+                continue
             if function is not None and function.arguments:
                 out.append(Delta(lane, function.arguments, "tool_json"))
 
+    def _on_unnamed(self, index: int, call: _ToolCallDelta, out: list[StreamEvent]) -> None:
+        """A chunk of a held call: its id, name and arguments are kept; the held calls start, in
+        order, up to the first that still has no name."""
+        held = self._unnamed[index]
+        if call.id and not held[0]:
+            held[0] = call.id
+            self._tool_ids.setdefault(call.id, index)
+        function = call.function
+        if function is not None:
+            if function.name and not held[1]:
+                held[1] = function.name
+            if function.arguments:
+                held[2].append(function.arguments)
+        while self._unnamed:
+            first = min(self._unnamed)
+            call_id, name, fragments = self._unnamed[first]
+            if not name:
+                return
+            del self._unnamed[first]
+            self._start_held(first, call_id, name, fragments, out)
+
+    def _start_held(
+        self, index: int, call_id: str, name: str, held: list[str], out: list[StreamEvent]
+    ) -> None:
+        lane = FIRST_TOOL_LANE + index
+        out.append(PartStart(lane, "tool_call", call_id, name))
+        out.extend(Delta(lane, fragment, "tool_json") for fragment in held)
+
     def _finish(self, reason: str, out: list[StreamEvent]) -> None:
         self._finished = True
+        if self._unnamed:  # never named: they start here, nameless, as they did before
+            for index, (call_id, name, held) in sorted(self._unnamed.items()):
+                self._start_held(index, call_id, name, held, out)
+            self._unnamed.clear()
         if self._text_open:
             self._text_open = False
             out.append(PartStop(TEXT_LANE))
