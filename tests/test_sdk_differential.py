@@ -31,7 +31,7 @@ from hypothesis import strategies as st
 from usage_oracle import anthropic_expected, chat_expected, responses_expected
 
 from rxturn import replay_message
-from rxturn.messages import Message, StopReason, TextPart, ToolCallPart
+from rxturn.messages import Message, RefusalPart, StopReason, TextPart, ToolCallPart
 
 _SETTINGS = settings(
     max_examples=int(os.environ.get("RXTURN_DIFF_EXAMPLES", "40")),
@@ -496,13 +496,18 @@ def responses_streams(draw: st.DrawFn) -> bytes:
             parts: list[dict[str, Any]] = []
             for index, text in enumerate(draw(st.lists(_TEXT, min_size=1, max_size=3))):
                 where = {"item_id": item["id"], "output_index": at, "content_index": index}
-                empty = {"type": "output_text", "text": "", "annotations": []}
+                if draw(st.integers(0, 3)):
+                    empty = {"type": "output_text", "text": "", "annotations": []}
+                    kind, field, extra = "output_text", "text", {"logprobs": []}
+                else:
+                    empty = {"type": "refusal", "refusal": ""}
+                    kind, field, extra = "refusal", "refusal", {}
                 events.append({"type": "response.content_part.added", **where, "part": empty})
                 for piece in draw(_pieces(text)):
-                    delta = {"type": "response.output_text.delta", **where, "delta": piece}
-                    events.append({**delta, "logprobs": []})
-                events.append({"type": "response.output_text.done", **where, "text": text})
-                part = {**empty, "text": text}
+                    delta = {"type": f"response.{kind}.delta", **where, "delta": piece}
+                    events.append({**delta, **extra})
+                events.append({"type": f"response.{kind}.done", **where, field: text})
+                part = {**empty, field: text}
                 events.append({"type": "response.content_part.done", **where, "part": part})
                 parts.append(part)
             done = {**item, "content": parts, "status": "completed"}
@@ -541,11 +546,21 @@ def test_responses_generated_streams_fold_as_the_sdk_folds(body: bytes) -> None:
     expected: list[Any] = []
     for item in sdk.output:
         if item.type == "message":
-            expected += [TextPart(c.text) for c in item.content if c.text]
+            for content in item.content:
+                if content.type == "output_text" and content.text:
+                    expected.append(TextPart(content.text))
+                elif content.type == "refusal" and content.refusal:
+                    expected.append(RefusalPart(content.refusal))
         elif item.type == "function_call":
             arguments = json.loads(item.arguments) if item.arguments else {}
             expected.append(ToolCallPart(item.call_id, item.name, arguments))
     assert list(ours.content) == expected
     assert (ours.id, ours.model) == (sdk.id, sdk.model)
     assert ours.usage == responses_expected(sdk.usage)
-    assert ours.stop_reason is (StopReason.TOOL_CALL if ours.tool_calls else StopReason.END_TURN)
+    if ours.tool_calls:
+        assert ours.stop_reason is StopReason.TOOL_CALL
+    elif any(c.type == "refusal" for i in sdk.output if i.type == "message" for c in i.content):
+        # a refusal part is a refusal, even one that says nothing (no text part for it then)
+        assert ours.stop_reason is StopReason.REFUSAL
+    else:
+        assert ours.stop_reason is StopReason.END_TURN
