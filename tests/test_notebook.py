@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import re
 import subprocess
 import sys
 from typing import Any
@@ -1040,3 +1041,30 @@ def test_print_sink_reports_a_failure_once() -> None:
     live.render()  # later renders of the same failed turn add nothing
     live.render()
     assert out.getvalue() == "\n[turn 0 · streaming]\nHel\n[failed: HTTP 500]"
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "kwargs", "named"),
+    [
+        (timeline, (None,), {}, "timeline(source)"),
+        (timeline, ("abc",), {}, "timeline(source)"),
+        (timeline, ([1, 2],), {}, "timeline(source)[0]"),
+        (timeline, ("rec",), {"width": -1}, "timeline(width)"),
+        (timeline, ("rec",), {"width": "wide"}, "timeline(width)"),
+        (timeline, ("rec",), {"width": math.nan}, "timeline(width)"),
+        (timeline, ("rec",), {"labels": ["first"]}, "timeline(labels)"),
+        (attempt_spans, (None,), {}, "attempt_spans(records)"),
+        (attempt_spans, ("records+3",), {}, "attempt_spans(records)[1]"),
+        (summarize_turns, (None,), {}, "summarize_turns(records)"),
+        (summarize_turns, ([{"kind": "turn_start"}],), {}, "summarize_turns(records)[0]"),
+    ],
+)
+def test_log_functions_refuse_a_wrong_argument_by_name(
+    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any], named: str
+) -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    rec.on_turn_start(turn=0, query="hi")
+    stand_in = {"rec": rec, "records+3": [*rec.records, 3]}
+    args = tuple(stand_in.get(a, a) if isinstance(a, str) else a for a in args)
+    with pytest.raises(ConfigError, match=re.escape(named) + " must be"):
+        function(*args, **kwargs)

@@ -9,10 +9,12 @@ counter, owned by the recorder and bounded in size whatever the stream length.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 import msgspec
+
+from ..errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from reactivex import Observable
@@ -192,6 +194,24 @@ class LiveView(msgspec.Struct, frozen=True, kw_only=True):
             lines.append(f"~~{gone.text}~~ [attempt {gone.attempt} discarded: {gone.reason}]")
         lines.append(self.text)
         return "\n".join(lines)
+
+
+def as_records(value: object, *, name: str, recorder: bool = True) -> list[Record]:
+    """``value`` as a list of :class:`Record`, or a :class:`ConfigError` naming ``name``.
+
+    A hurried caller passes ``None``, an engine or a list of something else; the log functions
+    then fail here with one line, not deep inside with an ``AttributeError``.
+    """
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        wanted = "a TurnRecorder or an iterable of Record" if recorder else "an iterable of Record"
+        raise ConfigError(f"{name} must be {wanted}, got {type(value).__name__}")
+    items: list[object] = list(cast("Iterable[object]", value))
+    records: list[Record] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Record):
+            raise ConfigError(f"{name}[{i}] must be a Record, got {type(item).__name__}")
+        records.append(item)
+    return records
 
 
 def tail(text: str, limit: int) -> tuple[str, int]:

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._validate import positive
+from ..errors import ConfigError
 from ._recorder import TurnRecorder
-from ._records import DeltaDensity, Record
+from ._records import DeltaDensity, Record, as_records
 from ._spans import AttemptSpan, TurnSummary, attempt_spans, summarize_turns
 from ._time_axis import BrokenTimeScale, TimeBreak, seconds_label, time_breaks
 
@@ -110,11 +112,21 @@ def timeline(
 
     Returns:
         A ``matplotlib.figure.Figure`` (not registered with pyplot; Jupyter renders it inline).
+
+    Raises:
+        ConfigError: ``source`` is neither a recorder nor records, ``width`` is not a positive
+            finite number, ``labels`` is not a mapping.
     """
+    if not positive(width, finite=True):
+        raise ConfigError(f"timeline(width) must be a positive number of inches, got {width!r}")
+    if labels is not None and not isinstance(labels, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"timeline(labels) must be a mapping of turn seq to name, got {type(labels).__name__}"
+        )
     if isinstance(source, TurnRecorder):
         records, densities = source.records, source.densities
     else:
-        records, densities = list(source), []
+        records, densities = as_records(source, name="timeline(source)"), []
     if not records:
         figure, ax = new_figure(width, FRAME_HEIGHT + LANE_HEIGHT)
         ax.set_title(title)
