@@ -16,7 +16,7 @@ import math
 import re
 import subprocess
 import sys
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import reactivex
@@ -1068,3 +1068,21 @@ def test_log_functions_refuse_a_wrong_argument_by_name(
     args = tuple(stand_in.get(a, a) if isinstance(a, str) else a for a in args)
     with pytest.raises(ConfigError, match=re.escape(named) + " must be"):
         function(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: TurnRecorder(clock=cast(Any, 5)), "TurnRecorder.clock"),
+        (lambda: TurnRecorder(max_records=cast(Any, "many")), "max_records"),
+        (lambda: TurnRecorder(max_replies=cast(Any, None)), "max_replies"),
+        (lambda: TurnRecorder().attach(cast(Any, None)), r"TurnRecorder.attach\(engine\)"),
+        (lambda: TurnRecorder().attach(cast(Any, "engine")), r"TurnRecorder.attach\(engine\)"),
+        (lambda: LiveText(sink=cast(Any, 5)), "LiveText.sink"),
+        (lambda: LiveText(scheduler=cast(Any, 5)), "LiveText.scheduler"),
+        (lambda: LiveText(sink=ListSink()).attach(cast(Any, None)), r"LiveText.attach\(source\)"),
+    ],
+)
+def test_recorder_and_live_text_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        make()

@@ -25,7 +25,7 @@ from .._validate import positive
 from ..errors import ConfigError
 from ..operators._scheduling import clock as scheduler_clock
 from ._recorder import TurnRecorder
-from ._records import Change, Clock, EngineLike, LiveView, cut
+from ._records import Change, Clock, EngineLike, LiveView, check_engine, cut
 
 __all__ = ["DisplaySink", "IPythonSink", "LiveText", "PrintSink"]
 
@@ -131,6 +131,12 @@ class LiveText:
     ) -> None:
         if not positive(min_interval, allow_zero=True):
             raise ConfigError(f"LiveText.min_interval must be >= 0 seconds, got {min_interval}")
+        if sink is not None and not callable(getattr(sink, "show", None)):
+            raise ConfigError(f"LiveText.sink must have a show(view) method, got {sink!r}")
+        if scheduler is not None and not isinstance(scheduler, abc.SchedulerBase):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"LiveText.scheduler must be a reactivex scheduler, got {scheduler!r}"
+            )
         self.sink: DisplaySink = sink if sink is not None else _default_sink()
         self.min_interval = min_interval
         self._scheduler = scheduler
@@ -153,7 +159,14 @@ class LiveText:
 
         An engine is followed through the :class:`TurnRecorder` among its observers, or a new
         recorder attached to it (which cannot know the text streamed before this call).
+
+        Raises:
+            ConfigError: ``source`` is neither a :class:`TurnRecorder` nor an engine.
         """
+        if not isinstance(source, TurnRecorder):
+            check_engine(
+                source, name="LiveText.attach(source)", wanted="a TurnRecorder or a TurnEngine"
+            )
         self.detach()
         if isinstance(source, TurnRecorder):
             recorder = source

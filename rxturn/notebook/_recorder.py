@@ -35,6 +35,7 @@ from ._records import (
     LiveView,
     Record,
     Retracted,
+    check_engine,
     cut,
     error_text,
     tail,
@@ -79,7 +80,15 @@ class TurnRecorder(Observer):
         density_bin: float = 0.01,
         keep_retracted_chars: int = 4_000,
     ) -> None:
-        if max_records < 1 or max_replies < 1 or keep_retracted_chars < 0:
+        if not callable(clock):
+            raise ConfigError(
+                f"TurnRecorder.clock must be a callable returning seconds, got {clock!r}"
+            )
+        if (
+            not positive(max_records, integer=True)
+            or not positive(max_replies, integer=True)
+            or not positive(keep_retracted_chars, integer=True, allow_zero=True)
+        ):
             raise ConfigError(
                 "TurnRecorder: max_records and max_replies must be >= 1, keep_retracted_chars >= 0"
             )
@@ -203,8 +212,9 @@ class TurnRecorder(Observer):
         turn is read from ``engine.served_model()`` when it starts.
 
         Raises:
-            ConfigError: the recorder is already attached to an engine.
+            ConfigError: the recorder is already attached to an engine, or ``engine`` is not one.
         """
+        check_engine(engine, name="TurnRecorder.attach(engine)")
         if self._engine is not None:
             raise ConfigError("this TurnRecorder is already attached; call detach() first")
         if self not in engine.observers:

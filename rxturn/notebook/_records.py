@@ -214,6 +214,15 @@ def as_records(value: object, *, name: str, recorder: bool = True) -> list[Recor
     return records
 
 
+def check_engine(value: object, *, name: str, wanted: str = "a TurnEngine") -> None:
+    """A :class:`ConfigError` naming ``name`` unless ``value`` looks like a ``TurnEngine``."""
+    needs = ("observers", "add_observer", "events", "served_model")
+    if not all(hasattr(value, attr) for attr in needs) or not hasattr(
+        getattr(value, "events", None), "subscribe"
+    ):
+        raise ConfigError(f"{name} must be {wanted}, got {type(value).__name__}")
+
+
 def tail(text: str, limit: int) -> tuple[str, int]:
     """The last ``limit`` characters of ``text`` and how many were left out."""
     if len(text) <= limit:
