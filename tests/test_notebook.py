@@ -1086,3 +1086,23 @@ def test_log_functions_refuse_a_wrong_argument_by_name(
 def test_recorder_and_live_text_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         make()
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: simulate_breaker(cast(Any, None)), r"simulate_breaker\(script\) must be"),
+        (lambda: simulate_breaker(cast(Any, [1, 2])), r"simulate_breaker\(script\)\[0\]"),
+        (lambda: simulate_breaker(cast(Any, [(0, "fail")])), r"simulate_breaker\(script\)\[0\]"),
+        (lambda: simulate_breaker([(math.nan, "failure")]), r"simulate_breaker\(script\)\[0\]"),
+        (lambda: simulate_breaker(cast(Any, [(0, "success"), "x"])), r"\(script\)\[1\]"),
+        (lambda: breaker_timeline(cast(Any, None)), r"breaker_timeline\(samples\) must be"),
+        (lambda: breaker_timeline(cast(Any, [1])), r"breaker_timeline\(samples\)\[0\]"),
+        (lambda: breaker_timeline([], width=0), r"breaker_timeline\(width\)"),
+        (lambda: ManualClock(cast(Any, "noon")), r"ManualClock\(now\)"),
+        (lambda: ManualClock().advance_to(cast(Any, None)), r"ManualClock.advance_to\(when\)"),
+    ],
+)
+def test_breaker_helpers_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        make()
