@@ -39,6 +39,7 @@ from rxturn.messages import Message, StopReason, Usage
 from rxturn.notebook import (
     AttemptSpan,
     BreakerSample,
+    IPythonSink,
     LiveText,
     LiveView,
     ManualClock,
@@ -1104,5 +1105,34 @@ def test_recorder_and_live_text_refuse_a_wrong_argument_by_name(make: Any, named
     ],
 )
 def test_breaker_helpers_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        make()
+
+
+@pytest.mark.parametrize("ipython", ["installed", "missing"])
+def test_ipython_sink_outside_jupyter_prints_plain_text(
+    ipython: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if ipython == "missing":
+        monkeypatch.setitem(sys.modules, "IPython", None)  # import IPython raises ImportError
+        monkeypatch.setitem(sys.modules, "IPython.display", None)
+    rec = TurnRecorder(clock=ManualClock())
+    LiveText(sink=IPythonSink(), min_interval=0).attach(rec)
+    rec.on_turn_start(turn=0, query="hi")
+    rec.on_text_delta(turn=0, delta="Hello <b>")
+    out = capsys.readouterr().out
+    assert out.endswith("Hello <b>")
+    assert "IPython" not in out and "<div" not in out
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: IPythonSink(max_chars=-1), "IPythonSink.max_chars"),
+        (lambda: IPythonSink(max_chars=cast(Any, "all")), "IPythonSink.max_chars"),
+        (lambda: PrintSink(cast(Any, 5)), "PrintSink.stream"),
+    ],
+)
+def test_sinks_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         make()

@@ -39,13 +39,25 @@ class DisplaySink(Protocol):
 
 
 class IPythonSink:
-    """Shows views as one HTML output, updated in place (``display_id``) in Jupyter."""
+    """Shows views as one HTML output, updated in place (``display_id``) in Jupyter.
+
+    Outside a Jupyter kernel (plain ``python``, IPython's terminal, no IPython installed) there
+    is no HTML to update in place: it prints like a :class:`PrintSink` instead.
+    """
 
     def __init__(self, *, max_chars: int = 20_000) -> None:
+        if not positive(max_chars, integer=True):
+            raise ConfigError(f"IPythonSink.max_chars must be an int >= 1, got {max_chars!r}")
         self._max_chars = max_chars
         self._handle: Any = None
+        self._fallback: PrintSink | None = None
 
     def show(self, view: LiveView) -> None:
+        if self._fallback is None and self._handle is None and not _in_kernel():
+            self._fallback = PrintSink()
+        if self._fallback is not None:
+            self._fallback.show(view)
+            return
         # IPython leaves display()'s keyword arguments unannotated
         from IPython.display import HTML, display  # pyright: ignore[reportUnknownVariableType]
 
@@ -60,6 +72,8 @@ class PrintSink:
     """Terminal fallback: prints new text incrementally, and a marker line at each retraction."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
+        if stream is not None and not callable(getattr(stream, "write", None)):
+            raise ConfigError(f"PrintSink.stream must be a text stream, got {stream!r}")
         self._stream = stream
         self._seq = -2
         self._retracted = 0
@@ -88,15 +102,18 @@ class PrintSink:
         out.flush()
 
 
-def _default_sink() -> DisplaySink:
+def _in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (an IPython shell with a kernel)."""
     try:
         from IPython import get_ipython
     except ImportError:
-        return PrintSink()
+        return False
     shell = get_ipython()
-    if shell is not None and getattr(shell, "kernel", None) is not None:
-        return IPythonSink()
-    return PrintSink()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _default_sink() -> DisplaySink:
+    return IPythonSink() if _in_kernel() else PrintSink()
 
 
 class LiveText:
