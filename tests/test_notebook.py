@@ -1136,3 +1136,16 @@ def test_ipython_sink_outside_jupyter_prints_plain_text(
 def test_sinks_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
     with pytest.raises(ConfigError, match=named):
         make()
+
+
+@pytest.mark.parametrize("draw", ["timeline", "breaker_timeline"])
+def test_drawing_without_matplotlib_names_the_extra(
+    draw: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(ImportError, match=re.escape("pip install 'rxturn[notebook]'")):
+        if draw == "timeline":
+            timeline([])
+        else:
+            breaker_timeline([])

@@ -72,8 +72,18 @@ DODGE = (RESCUE_SIZE**0.5 + OUTCOME_SIZE**0.5 + OUTCOME_EDGE) / 2 + 3
 
 
 def new_figure(width: float, height: float) -> tuple[Figure, Axes]:
-    """A constrained-layout ``Figure`` with one axes, outside pyplot's global state."""
-    from matplotlib.figure import Figure
+    """A constrained-layout ``Figure`` with one axes, outside pyplot's global state.
+
+    Raises:
+        ImportError: matplotlib is not installed (saying which extra brings it).
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(
+            "rxturn.notebook draws with matplotlib, which is not installed: "
+            "pip install 'rxturn[notebook]'"
+        ) from exc
 
     figure = Figure(figsize=(width, height), layout="constrained")
     return figure, figure.add_subplot()
