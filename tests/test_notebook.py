@@ -1149,3 +1149,19 @@ def test_drawing_without_matplotlib_names_the_extra(
             timeline([])
         else:
             breaker_timeline([])
+
+
+def test_a_turn_retried_hundreds_of_times_draws_a_figure_of_readable_size() -> None:
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock)
+    rec.on_turn_start(turn=0, query="hi")
+    for attempt in range(2, 202):  # 200 resets: 201 attempts, 201 lanes
+        clock.advance_to(clock.now + 0.01)
+        rec.on_attempt_reset(turn=0, reset=reset(attempt))
+    fig = timeline(rec)
+    assert len(attempt_spans(rec.records)) == 201
+    _, height = fig.get_size_inches()
+    assert height < 30  # inches; a lane each (0.55 in) would be over 110
+    names = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert 0 < len(names) <= 40
+    assert names[0] == "turn 0 · attempt 1"
