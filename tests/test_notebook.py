@@ -1165,3 +1165,35 @@ def test_a_turn_retried_hundreds_of_times_draws_a_figure_of_readable_size() -> N
     names = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert 0 < len(names) <= 40
     assert names[0] == "turn 0 · attempt 1"
+
+
+def test_no_api_key_or_image_bytes_in_what_a_recorder_shows() -> None:
+    key = "sk-ant-api03-" + "Q7x" * 12
+    image = "iVBORw0KGgo" + "AbC9xYz1" * 40  # a PNG's base64, as a server echoes it
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock)
+    out = io.StringIO()
+    LiveText(sink=PrintSink(out), min_interval=0).attach(rec)
+    rec.on_turn_start(turn=0, query=f"use {key}")
+    rec.on_text_delta(turn=0, delta="partial")
+    clock.advance_to(1.0)
+    rec.on_attempt_reset(turn=0, reset=reset(2, reason=f"401 bad x-api-key {key}"))
+    rec.on_stream_failure(turn=0, model="m", error=ReadError(f"could not read image {image}"))
+    rec.on_turn_end(
+        turn=0,
+        success=False,
+        error=f"failed with {key} {image}",
+        duration_ms=1000.0,
+        input_tokens=0,
+        output_tokens=0,
+    )
+    shown = [
+        *(r.detail or "" for r in rec.records),
+        rec.view().to_html(),
+        out.getvalue(),
+        *(cast(Any, t).get_text() for t in timeline(rec).findobj(matplotlib.text.Text)),
+    ]
+    for text in shown:
+        assert key not in text and key[:20] not in text
+        assert image[:40] not in text
+    assert any("[redacted]" in text for text in shown)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 import msgspec
 
+from .._redact import without_base64, without_secrets
 from ..errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,7 +43,13 @@ _MAX_DETAIL = 160
 
 
 def cut(text: str, limit: int = _MAX_DETAIL) -> str:
-    """``text`` shortened to ``limit`` characters (an ellipsis marks the cut)."""
+    """``text`` without API-key-looking tokens and runs of base64 (media bytes a server echoed
+    in an error), shortened to ``limit`` characters (an ellipsis marks the cut).
+
+    Every detail a record keeps (a query, a reset's reason, an error) passes here, so what a
+    notebook displays or saves of a log never carries a key or image bytes.
+    """
+    text = without_base64(without_secrets(text, ()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
