@@ -1197,3 +1197,25 @@ def test_no_api_key_or_image_bytes_in_what_a_recorder_shows() -> None:
         assert key not in text and key[:20] not in text
         assert image[:40] not in text
     assert any("[redacted]" in text for text in shown)
+
+
+def test_a_hedge_that_wins_names_its_model_in_the_live_view() -> None:
+    """The engine calls on_hedge, then on_hedge_won before the winner's first event: the text
+    that streams from then on is the hedge model's, and the headline says so."""
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock).attach(offline_engine())  # its served model: "m"
+    out = io.StringIO()
+    LiveText(sink=PrintSink(out), min_interval=0).attach(rec)
+    rec.on_turn_start(turn=0, query="who answers first?")
+    assert rec.view().model == "m"
+    clock.advance_to(0.5)
+    rec.on_hedge(turn=0, turn_id=1, model="m", hedge_model="quick", reason="delay", after=0.5)
+    clock.advance_to(0.6)
+    rec.on_hedge_won(turn=0, turn_id=1, model="m", hedge_model="quick", after=0.6)
+    rec.on_text_delta(turn=0, delta="The backup answered first.")
+    assert rec.view().model == "quick"
+    assert "quick" in rec.view().headline()
+    assert [r.kind for r in rec.records][-2:] == ["hedge", "hedge_won"]
+    assert out.getvalue() == (
+        "\n[turn 0 · m · streaming]\n\n[turn 0 · quick · streaming]\nThe backup answered first."
+    )

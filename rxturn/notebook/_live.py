@@ -79,6 +79,7 @@ class PrintSink:
         self._retracted = 0
         self._printed = 0
         self._ended = False
+        self._model: str | None = None
 
     def show(self, view: LiveView) -> None:
         out = self._stream or sys.stdout
@@ -86,6 +87,10 @@ class PrintSink:
             return  # nothing recorded yet
         if view.seq != self._seq:
             self._seq, self._retracted, self._printed, self._ended = view.seq, 0, 0, False
+            self._model = view.model
+            out.write(f"\n[{view.headline()}]\n")
+        elif self._model is not None and view.model != self._model and view.status == "streaming":
+            self._model = view.model  # another model serves on (a hedge won the race)
             out.write(f"\n[{view.headline()}]\n")
         for gone in view.retracted[self._retracted :]:
             out.write(f"\n[attempt {gone.attempt} discarded: {cut(gone.reason, 80)}]\n")

@@ -406,6 +406,26 @@ class TurnRecorder(Observer):
         self._model = model
         self._record("stream_failure", detail=error_text(error))
 
+    def on_hedge(
+        self,
+        *,
+        turn: int,
+        turn_id: int,
+        model: str,
+        hedge_model: str,
+        reason: str,
+        after: float,
+    ) -> None:
+        self._record("hedge", detail=cut(f"{model} raced by {hedge_model} after {after:.2f} s"))
+
+    def on_hedge_won(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str, after: float
+    ) -> None:
+        # the hedge's text is what streams from now on: the live headline names its model
+        self._model = hedge_model
+        self._record("hedge_won", detail=cut(f"{hedge_model} first; {model} cut"))
+        self._notify("turn")
+
     def on_fallback(self, *, from_model: str, to_model: str) -> None:
         self._record(
             "fallback", detail=f"{from_model} → {to_model}", model=to_model, between_turns=True
