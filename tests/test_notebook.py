@@ -1219,3 +1219,12 @@ def test_a_hedge_that_wins_names_its_model_in_the_live_view() -> None:
     assert out.getvalue() == (
         "\n[turn 0 · m · streaming]\n\n[turn 0 · quick · streaming]\nThe backup answered first."
     )
+
+
+@pytest.mark.parametrize("max_chars", [-1, 0, "all", 2.5])
+def test_live_view_html_refuses_a_wrong_max_chars(max_chars: Any) -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_text_delta(turn=0, delta="hello world")  # 11 chars: -1 claimed 12 hidden
+    with pytest.raises(ConfigError, match=r"to_html\(max_chars\)"):
+        rec.view().to_html(max_chars=max_chars)

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, cast
 import msgspec
 
 from .._redact import without_base64, without_secrets
+from .._validate import positive
 from ..errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -176,7 +177,14 @@ class LiveView(msgspec.Struct, frozen=True, kw_only=True):
         return " · ".join(bits)
 
     def to_html(self, *, max_chars: int = 20_000) -> str:
-        """HTML with retracted attempts struck through and greyed, then the live text."""
+        """HTML with retracted attempts struck through and greyed, then the live text (its last
+        ``max_chars`` characters).
+
+        Raises:
+            ConfigError: ``max_chars`` is not an int >= 1.
+        """
+        if not positive(max_chars, integer=True):
+            raise ConfigError(f"LiveView.to_html(max_chars) must be an int >= 1, got {max_chars!r}")
         parts = [
             "<div style='font-family:monospace;white-space:pre-wrap'>",
             f"<div style='color:#666;font-size:85%'>{html.escape(self.headline())}</div>",
