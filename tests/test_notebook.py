@@ -13,9 +13,10 @@ from __future__ import annotations
 import io
 import itertools
 import math
+import re
 import subprocess
 import sys
-from typing import Any
+from typing import Any, cast
 
 import pytest
 import reactivex
@@ -38,6 +39,7 @@ from rxturn.messages import Message, StopReason, Usage
 from rxturn.notebook import (
     AttemptSpan,
     BreakerSample,
+    IPythonSink,
     LiveText,
     LiveView,
     ManualClock,
@@ -1040,3 +1042,189 @@ def test_print_sink_reports_a_failure_once() -> None:
     live.render()  # later renders of the same failed turn add nothing
     live.render()
     assert out.getvalue() == "\n[turn 0 · streaming]\nHel\n[failed: HTTP 500]"
+
+
+@pytest.mark.parametrize(
+    ("function", "args", "kwargs", "named"),
+    [
+        (timeline, (None,), {}, "timeline(source)"),
+        (timeline, ("abc",), {}, "timeline(source)"),
+        (timeline, ([1, 2],), {}, "timeline(source)[0]"),
+        (timeline, ("rec",), {"width": -1}, "timeline(width)"),
+        (timeline, ("rec",), {"width": "wide"}, "timeline(width)"),
+        (timeline, ("rec",), {"width": math.nan}, "timeline(width)"),
+        (timeline, ("rec",), {"labels": ["first"]}, "timeline(labels)"),
+        (attempt_spans, (None,), {}, "attempt_spans(records)"),
+        (attempt_spans, ("records+3",), {}, "attempt_spans(records)[1]"),
+        (summarize_turns, (None,), {}, "summarize_turns(records)"),
+        (summarize_turns, ([{"kind": "turn_start"}],), {}, "summarize_turns(records)[0]"),
+    ],
+)
+def test_log_functions_refuse_a_wrong_argument_by_name(
+    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any], named: str
+) -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    rec.on_turn_start(turn=0, query="hi")
+    stand_in = {"rec": rec, "records+3": [*rec.records, 3]}
+    args = tuple(stand_in.get(a, a) if isinstance(a, str) else a for a in args)
+    with pytest.raises(ConfigError, match=re.escape(named) + " must be"):
+        function(*args, **kwargs)
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: TurnRecorder(clock=cast(Any, 5)), "TurnRecorder.clock"),
+        (lambda: TurnRecorder(max_records=cast(Any, "many")), "max_records"),
+        (lambda: TurnRecorder(max_replies=cast(Any, None)), "max_replies"),
+        (lambda: TurnRecorder().attach(cast(Any, None)), r"TurnRecorder.attach\(engine\)"),
+        (lambda: TurnRecorder().attach(cast(Any, "engine")), r"TurnRecorder.attach\(engine\)"),
+        (lambda: LiveText(sink=cast(Any, 5)), "LiveText.sink"),
+        (lambda: LiveText(scheduler=cast(Any, 5)), "LiveText.scheduler"),
+        (lambda: LiveText(sink=ListSink()).attach(cast(Any, None)), r"LiveText.attach\(source\)"),
+    ],
+)
+def test_recorder_and_live_text_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        make()
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: simulate_breaker(cast(Any, None)), r"simulate_breaker\(script\) must be"),
+        (lambda: simulate_breaker(cast(Any, [1, 2])), r"simulate_breaker\(script\)\[0\]"),
+        (lambda: simulate_breaker(cast(Any, [(0, "fail")])), r"simulate_breaker\(script\)\[0\]"),
+        (lambda: simulate_breaker([(math.nan, "failure")]), r"simulate_breaker\(script\)\[0\]"),
+        (lambda: simulate_breaker(cast(Any, [(0, "success"), "x"])), r"\(script\)\[1\]"),
+        (lambda: breaker_timeline(cast(Any, None)), r"breaker_timeline\(samples\) must be"),
+        (lambda: breaker_timeline(cast(Any, [1])), r"breaker_timeline\(samples\)\[0\]"),
+        (lambda: breaker_timeline([], width=0), r"breaker_timeline\(width\)"),
+        (lambda: ManualClock(cast(Any, "noon")), r"ManualClock\(now\)"),
+        (lambda: ManualClock().advance_to(cast(Any, None)), r"ManualClock.advance_to\(when\)"),
+    ],
+)
+def test_breaker_helpers_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        make()
+
+
+@pytest.mark.parametrize("ipython", ["installed", "missing"])
+def test_ipython_sink_outside_jupyter_prints_plain_text(
+    ipython: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if ipython == "missing":
+        monkeypatch.setitem(sys.modules, "IPython", None)  # import IPython raises ImportError
+        monkeypatch.setitem(sys.modules, "IPython.display", None)
+    rec = TurnRecorder(clock=ManualClock())
+    LiveText(sink=IPythonSink(), min_interval=0).attach(rec)
+    rec.on_turn_start(turn=0, query="hi")
+    rec.on_text_delta(turn=0, delta="Hello <b>")
+    out = capsys.readouterr().out
+    assert out.endswith("Hello <b>")
+    assert "IPython" not in out and "<div" not in out
+
+
+@pytest.mark.parametrize(
+    ("make", "named"),
+    [
+        (lambda: IPythonSink(max_chars=-1), "IPythonSink.max_chars"),
+        (lambda: IPythonSink(max_chars=cast(Any, "all")), "IPythonSink.max_chars"),
+        (lambda: PrintSink(cast(Any, 5)), "PrintSink.stream"),
+    ],
+)
+def test_sinks_refuse_a_wrong_argument_by_name(make: Any, named: str) -> None:
+    with pytest.raises(ConfigError, match=named):
+        make()
+
+
+@pytest.mark.parametrize("draw", ["timeline", "breaker_timeline"])
+def test_drawing_without_matplotlib_names_the_extra(
+    draw: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    monkeypatch.setitem(sys.modules, "matplotlib.figure", None)
+    with pytest.raises(ImportError, match=re.escape("pip install 'rxturn[notebook]'")):
+        if draw == "timeline":
+            timeline([])
+        else:
+            breaker_timeline([])
+
+
+def test_a_turn_retried_hundreds_of_times_draws_a_figure_of_readable_size() -> None:
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock)
+    rec.on_turn_start(turn=0, query="hi")
+    for attempt in range(2, 202):  # 200 resets: 201 attempts, 201 lanes
+        clock.advance_to(clock.now + 0.01)
+        rec.on_attempt_reset(turn=0, reset=reset(attempt))
+    fig = timeline(rec)
+    assert len(attempt_spans(rec.records)) == 201
+    _, height = fig.get_size_inches()
+    assert height < 30  # inches; a lane each (0.55 in) would be over 110
+    names = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert 0 < len(names) <= 40
+    assert names[0] == "turn 0 · attempt 1"
+
+
+def test_no_api_key_or_image_bytes_in_what_a_recorder_shows() -> None:
+    key = "sk-ant-api03-" + "Q7x" * 12
+    image = "iVBORw0KGgo" + "AbC9xYz1" * 40  # a PNG's base64, as a server echoes it
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock)
+    out = io.StringIO()
+    LiveText(sink=PrintSink(out), min_interval=0).attach(rec)
+    rec.on_turn_start(turn=0, query=f"use {key}")
+    rec.on_text_delta(turn=0, delta="partial")
+    clock.advance_to(1.0)
+    rec.on_attempt_reset(turn=0, reset=reset(2, reason=f"401 bad x-api-key {key}"))
+    rec.on_stream_failure(turn=0, model="m", error=ReadError(f"could not read image {image}"))
+    rec.on_turn_end(
+        turn=0,
+        success=False,
+        error=f"failed with {key} {image}",
+        duration_ms=1000.0,
+        input_tokens=0,
+        output_tokens=0,
+    )
+    shown = [
+        *(r.detail or "" for r in rec.records),
+        rec.view().to_html(),
+        out.getvalue(),
+        *(cast(Any, t).get_text() for t in timeline(rec).findobj(matplotlib.text.Text)),
+    ]
+    for text in shown:
+        assert key not in text and key[:20] not in text
+        assert image[:40] not in text
+    assert any("[redacted]" in text for text in shown)
+
+
+def test_a_hedge_that_wins_names_its_model_in_the_live_view() -> None:
+    """The engine calls on_hedge, then on_hedge_won before the winner's first event: the text
+    that streams from then on is the hedge model's, and the headline says so."""
+    clock = ManualClock()
+    rec = TurnRecorder(clock=clock).attach(offline_engine())  # its served model: "m"
+    out = io.StringIO()
+    LiveText(sink=PrintSink(out), min_interval=0).attach(rec)
+    rec.on_turn_start(turn=0, query="who answers first?")
+    assert rec.view().model == "m"
+    clock.advance_to(0.5)
+    rec.on_hedge(turn=0, turn_id=1, model="m", hedge_model="quick", reason="delay", after=0.5)
+    clock.advance_to(0.6)
+    rec.on_hedge_won(turn=0, turn_id=1, model="m", hedge_model="quick", after=0.6)
+    rec.on_text_delta(turn=0, delta="The backup answered first.")
+    assert rec.view().model == "quick"
+    assert "quick" in rec.view().headline()
+    assert [r.kind for r in rec.records][-2:] == ["hedge", "hedge_won"]
+    assert out.getvalue() == (
+        "\n[turn 0 · m · streaming]\n\n[turn 0 · quick · streaming]\nThe backup answered first."
+    )
+
+
+@pytest.mark.parametrize("max_chars", [-1, 0, "all", 2.5])
+def test_live_view_html_refuses_a_wrong_max_chars(max_chars: Any) -> None:
+    rec = TurnRecorder(clock=ManualClock())
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_text_delta(turn=0, delta="hello world")  # 11 chars: -1 claimed 12 hidden
+    with pytest.raises(ConfigError, match=r"to_html\(max_chars\)"):
+        rec.view().to_html(max_chars=max_chars)

@@ -9,12 +9,13 @@ turn's outcome), reading time from a :class:`ManualClock` or a virtual-time sche
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import msgspec
 from reactivex import abc
 from reactivex.scheduler import VirtualTimeScheduler
 
+from .._validate import finite, positive
 from ..errors import ConfigError, FallbackExhausted, RateLimitEscalation, ReadError
 from ..operators._scheduling import clock as scheduler_clock
 from ..resilience.fallback import BreakerState, FallbackManager, FallbackPolicy
@@ -94,12 +95,18 @@ class ManualClock:
     """A clock you move by hand: ``FallbackManager(..., clock=manual)``."""
 
     def __init__(self, now: float = 0.0) -> None:
+        if not finite(now):
+            raise ConfigError(f"ManualClock(now) must be a finite number of seconds, got {now!r}")
         self.now = float(now)
 
     def __call__(self) -> float:
         return self.now
 
     def advance_to(self, when: float) -> None:
+        if not finite(when):
+            raise ConfigError(
+                f"ManualClock.advance_to(when) must be a finite number of seconds, got {when!r}"
+            )
         if when < self.now:
             raise ConfigError(f"ManualClock cannot go back in time ({when} < {self.now})")
         self.now = float(when)
@@ -136,6 +143,27 @@ def _step(manager: FallbackManager, at: float, outcome: BreakerOutcome) -> list[
     return samples
 
 
+_OUTCOMES = ("success", "failure", "rate_limit")
+
+
+def _script(script: object, name: str) -> list[tuple[float, BreakerOutcome]]:
+    """``script`` as ``(time, outcome)`` steps sorted by time, or a ConfigError naming ``name``."""
+    if isinstance(script, str | bytes) or not isinstance(script, Iterable):
+        raise ConfigError(
+            f"{name} must be an iterable of (time, outcome) pairs, got {type(script).__name__}"
+        )
+    steps: list[tuple[float, BreakerOutcome]] = []
+    for i, step in enumerate(cast("Iterable[object]", script)):
+        pair = tuple(cast("Iterable[object]", step)) if isinstance(step, tuple | list) else ()
+        if len(pair) != 2 or not finite(pair[0]) or pair[1] not in _OUTCOMES:
+            raise ConfigError(
+                f"{name}[{i}] must be a (time, outcome) pair with a finite time and an outcome "
+                f"of 'success', 'failure' or 'rate_limit', got {step!r}"
+            )
+        steps.append((float(pair[0]), pair[1]))
+    return sorted(steps, key=lambda step: step[0])
+
+
 def sample_breaker(
     manager: FallbackManager,
     script: Iterable[tuple[float, BreakerOutcome]],
@@ -152,7 +180,7 @@ def sample_breaker(
     Returns:
         A ``start`` sample at the clock's current time, then one or two samples per step.
     """
-    steps = sorted(script, key=lambda step: step[0])
+    steps = _script(script, "sample_breaker(script)")
     samples: list[BreakerSample] = []
     if isinstance(clock, ManualClock):
         samples.append(BreakerSample.of(manager, clock.now, "start", manager.routed_model()))
@@ -202,11 +230,12 @@ def simulate_breaker(
     """
     from reactivex.testing import TestScheduler
 
+    steps = _script(script, "simulate_breaker(script)")
     scheduler = TestScheduler()
     manager = FallbackManager(
         primary, chain, policy=policy or FallbackPolicy(), clock=scheduler_clock(scheduler)
     )
-    return sample_breaker(manager, script, clock=scheduler)
+    return sample_breaker(manager, steps, clock=scheduler)
 
 
 _MARKERS: dict[str, tuple[str, str, str]] = {
@@ -232,7 +261,26 @@ def breaker_timeline(
     holds the last state a little longer. Each turn's outcome is a marker at the state it was
     served in; cooldown windows are shaded (``gid="cooldown"``); the serving model is annotated
     wherever it changes.
+
+    Raises:
+        ConfigError: ``samples`` is not a sequence of :class:`BreakerSample`, or ``width`` is
+            not a positive number of inches.
     """
+    if isinstance(samples, str | bytes) or not isinstance(samples, Sequence):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            "breaker_timeline(samples) must be a list of BreakerSample, "
+            f"got {type(samples).__name__}"
+        )
+    for i, sample in enumerate(cast("Sequence[object]", samples)):
+        if not isinstance(sample, BreakerSample):
+            raise ConfigError(
+                f"breaker_timeline(samples)[{i}] must be a BreakerSample, "
+                f"got {type(sample).__name__}"
+            )
+    if not positive(width, finite=True):
+        raise ConfigError(
+            f"breaker_timeline(width) must be a positive number of inches, got {width!r}"
+        )
     figure, ax = new_figure(width, 3.6)
     ax.set_title(title)
     if not samples:

@@ -25,7 +25,7 @@ from .._validate import positive
 from ..errors import ConfigError
 from ..operators._scheduling import clock as scheduler_clock
 from ._recorder import TurnRecorder
-from ._records import Change, Clock, EngineLike, LiveView, cut
+from ._records import Change, Clock, EngineLike, LiveView, check_engine, cut
 
 __all__ = ["DisplaySink", "IPythonSink", "LiveText", "PrintSink"]
 
@@ -39,13 +39,25 @@ class DisplaySink(Protocol):
 
 
 class IPythonSink:
-    """Shows views as one HTML output, updated in place (``display_id``) in Jupyter."""
+    """Shows views as one HTML output, updated in place (``display_id``) in Jupyter.
+
+    Outside a Jupyter kernel (plain ``python``, IPython's terminal, no IPython installed) there
+    is no HTML to update in place: it prints like a :class:`PrintSink` instead.
+    """
 
     def __init__(self, *, max_chars: int = 20_000) -> None:
+        if not positive(max_chars, integer=True):
+            raise ConfigError(f"IPythonSink.max_chars must be an int >= 1, got {max_chars!r}")
         self._max_chars = max_chars
         self._handle: Any = None
+        self._fallback: PrintSink | None = None
 
     def show(self, view: LiveView) -> None:
+        if self._fallback is None and self._handle is None and not _in_kernel():
+            self._fallback = PrintSink()
+        if self._fallback is not None:
+            self._fallback.show(view)
+            return
         # IPython leaves display()'s keyword arguments unannotated
         from IPython.display import HTML, display  # pyright: ignore[reportUnknownVariableType]
 
@@ -60,11 +72,14 @@ class PrintSink:
     """Terminal fallback: prints new text incrementally, and a marker line at each retraction."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
+        if stream is not None and not callable(getattr(stream, "write", None)):
+            raise ConfigError(f"PrintSink.stream must be a text stream, got {stream!r}")
         self._stream = stream
         self._seq = -2
         self._retracted = 0
         self._printed = 0
         self._ended = False
+        self._model: str | None = None
 
     def show(self, view: LiveView) -> None:
         out = self._stream or sys.stdout
@@ -72,6 +87,10 @@ class PrintSink:
             return  # nothing recorded yet
         if view.seq != self._seq:
             self._seq, self._retracted, self._printed, self._ended = view.seq, 0, 0, False
+            self._model = view.model
+            out.write(f"\n[{view.headline()}]\n")
+        elif self._model is not None and view.model != self._model and view.status == "streaming":
+            self._model = view.model  # another model serves on (a hedge won the race)
             out.write(f"\n[{view.headline()}]\n")
         for gone in view.retracted[self._retracted :]:
             out.write(f"\n[attempt {gone.attempt} discarded: {cut(gone.reason, 80)}]\n")
@@ -88,15 +107,18 @@ class PrintSink:
         out.flush()
 
 
-def _default_sink() -> DisplaySink:
+def _in_kernel() -> bool:
+    """Whether this runs in a Jupyter kernel (an IPython shell with a kernel)."""
     try:
         from IPython import get_ipython
     except ImportError:
-        return PrintSink()
+        return False
     shell = get_ipython()
-    if shell is not None and getattr(shell, "kernel", None) is not None:
-        return IPythonSink()
-    return PrintSink()
+    return shell is not None and getattr(shell, "kernel", None) is not None
+
+
+def _default_sink() -> DisplaySink:
+    return IPythonSink() if _in_kernel() else PrintSink()
 
 
 class LiveText:
@@ -131,6 +153,12 @@ class LiveText:
     ) -> None:
         if not positive(min_interval, allow_zero=True):
             raise ConfigError(f"LiveText.min_interval must be >= 0 seconds, got {min_interval}")
+        if sink is not None and not callable(getattr(sink, "show", None)):
+            raise ConfigError(f"LiveText.sink must have a show(view) method, got {sink!r}")
+        if scheduler is not None and not isinstance(scheduler, abc.SchedulerBase):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                f"LiveText.scheduler must be a reactivex scheduler, got {scheduler!r}"
+            )
         self.sink: DisplaySink = sink if sink is not None else _default_sink()
         self.min_interval = min_interval
         self._scheduler = scheduler
@@ -153,7 +181,14 @@ class LiveText:
 
         An engine is followed through the :class:`TurnRecorder` among its observers, or a new
         recorder attached to it (which cannot know the text streamed before this call).
+
+        Raises:
+            ConfigError: ``source`` is neither a :class:`TurnRecorder` nor an engine.
         """
+        if not isinstance(source, TurnRecorder):
+            check_engine(
+                source, name="LiveText.attach(source)", wanted="a TurnRecorder or a TurnEngine"
+            )
         self.detach()
         if isinstance(source, TurnRecorder):
             recorder = source

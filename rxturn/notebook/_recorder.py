@@ -35,6 +35,7 @@ from ._records import (
     LiveView,
     Record,
     Retracted,
+    check_engine,
     cut,
     error_text,
     tail,
@@ -79,7 +80,15 @@ class TurnRecorder(Observer):
         density_bin: float = 0.01,
         keep_retracted_chars: int = 4_000,
     ) -> None:
-        if max_records < 1 or max_replies < 1 or keep_retracted_chars < 0:
+        if not callable(clock):
+            raise ConfigError(
+                f"TurnRecorder.clock must be a callable returning seconds, got {clock!r}"
+            )
+        if (
+            not positive(max_records, integer=True)
+            or not positive(max_replies, integer=True)
+            or not positive(keep_retracted_chars, integer=True, allow_zero=True)
+        ):
             raise ConfigError(
                 "TurnRecorder: max_records and max_replies must be >= 1, keep_retracted_chars >= 0"
             )
@@ -203,8 +212,9 @@ class TurnRecorder(Observer):
         turn is read from ``engine.served_model()`` when it starts.
 
         Raises:
-            ConfigError: the recorder is already attached to an engine.
+            ConfigError: the recorder is already attached to an engine, or ``engine`` is not one.
         """
+        check_engine(engine, name="TurnRecorder.attach(engine)")
         if self._engine is not None:
             raise ConfigError("this TurnRecorder is already attached; call detach() first")
         if self not in engine.observers:
@@ -395,6 +405,26 @@ class TurnRecorder(Observer):
     def on_stream_failure(self, *, turn: int, model: str, error: BaseException) -> None:
         self._model = model
         self._record("stream_failure", detail=error_text(error))
+
+    def on_hedge(
+        self,
+        *,
+        turn: int,
+        turn_id: int,
+        model: str,
+        hedge_model: str,
+        reason: str,
+        after: float,
+    ) -> None:
+        self._record("hedge", detail=cut(f"{model} raced by {hedge_model} after {after:.2f} s"))
+
+    def on_hedge_won(
+        self, *, turn: int, turn_id: int, model: str, hedge_model: str, after: float
+    ) -> None:
+        # the hedge's text is what streams from now on: the live headline names its model
+        self._model = hedge_model
+        self._record("hedge_won", detail=cut(f"{hedge_model} first; {model} cut"))
+        self._notify("turn")
 
     def on_fallback(self, *, from_model: str, to_model: str) -> None:
         self._record(

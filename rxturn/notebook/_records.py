@@ -9,10 +9,14 @@ counter, owned by the recorder and bounded in size whatever the stream length.
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal, Protocol
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 import msgspec
+
+from .._redact import without_base64, without_secrets
+from .._validate import positive
+from ..errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     from reactivex import Observable
@@ -40,7 +44,13 @@ _MAX_DETAIL = 160
 
 
 def cut(text: str, limit: int = _MAX_DETAIL) -> str:
-    """``text`` shortened to ``limit`` characters (an ellipsis marks the cut)."""
+    """``text`` without API-key-looking tokens and runs of base64 (media bytes a server echoed
+    in an error), shortened to ``limit`` characters (an ellipsis marks the cut).
+
+    Every detail a record keeps (a query, a reset's reason, an error) passes here, so what a
+    notebook displays or saves of a log never carries a key or image bytes.
+    """
+    text = without_base64(without_secrets(text, ()))
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
@@ -167,7 +177,14 @@ class LiveView(msgspec.Struct, frozen=True, kw_only=True):
         return " · ".join(bits)
 
     def to_html(self, *, max_chars: int = 20_000) -> str:
-        """HTML with retracted attempts struck through and greyed, then the live text."""
+        """HTML with retracted attempts struck through and greyed, then the live text (its last
+        ``max_chars`` characters).
+
+        Raises:
+            ConfigError: ``max_chars`` is not an int >= 1.
+        """
+        if not positive(max_chars, integer=True):
+            raise ConfigError(f"LiveView.to_html(max_chars) must be an int >= 1, got {max_chars!r}")
         parts = [
             "<div style='font-family:monospace;white-space:pre-wrap'>",
             f"<div style='color:#666;font-size:85%'>{html.escape(self.headline())}</div>",
@@ -192,6 +209,33 @@ class LiveView(msgspec.Struct, frozen=True, kw_only=True):
             lines.append(f"~~{gone.text}~~ [attempt {gone.attempt} discarded: {gone.reason}]")
         lines.append(self.text)
         return "\n".join(lines)
+
+
+def as_records(value: object, *, name: str, recorder: bool = True) -> list[Record]:
+    """``value`` as a list of :class:`Record`, or a :class:`ConfigError` naming ``name``.
+
+    A hurried caller passes ``None``, an engine or a list of something else; the log functions
+    then fail here with one line, not deep inside with an ``AttributeError``.
+    """
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        wanted = "a TurnRecorder or an iterable of Record" if recorder else "an iterable of Record"
+        raise ConfigError(f"{name} must be {wanted}, got {type(value).__name__}")
+    items: list[object] = list(cast("Iterable[object]", value))
+    records: list[Record] = []
+    for i, item in enumerate(items):
+        if not isinstance(item, Record):
+            raise ConfigError(f"{name}[{i}] must be a Record, got {type(item).__name__}")
+        records.append(item)
+    return records
+
+
+def check_engine(value: object, *, name: str, wanted: str = "a TurnEngine") -> None:
+    """A :class:`ConfigError` naming ``name`` unless ``value`` looks like a ``TurnEngine``."""
+    needs = ("observers", "add_observer", "events", "served_model")
+    if not all(hasattr(value, attr) for attr in needs) or not hasattr(
+        getattr(value, "events", None), "subscribe"
+    ):
+        raise ConfigError(f"{name} must be {wanted}, got {type(value).__name__}")
 
 
 def tail(text: str, limit: int) -> tuple[str, int]:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from ._recorder import TurnRecorder
-from ._records import Outcome, Record
+from ._records import Outcome, Record, as_records
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -35,7 +35,11 @@ def attempt_spans(records: Iterable[Record]) -> list[AttemptSpan]:
     opens the next, a rescue or the turn's end closes the last.
 
     Attempts still open at the end of the log end at its last record, with outcome ``open``.
+
+    Raises:
+        ConfigError: ``records`` is not an iterable of :class:`Record`.
     """
+    records = as_records(records, name="attempt_spans(records)", recorder=False)
     spans: list[AttemptSpan] = []
     current: dict[str, Any] | None = None
     last_time = 0.0
@@ -106,9 +110,15 @@ class TurnSummary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def summarize_turns(records: Iterable[Record] | TurnRecorder) -> list[TurnSummary]:
-    """One :class:`TurnSummary` per turn of the log, in order."""
+    """One :class:`TurnSummary` per turn of the log, in order.
+
+    Raises:
+        ConfigError: ``records`` is neither a :class:`TurnRecorder` nor an iterable of
+            :class:`Record`.
+    """
     if isinstance(records, TurnRecorder):
         records = records.records
+    records = as_records(records, name="summarize_turns(records)")
     rows: dict[int, dict[str, Any]] = {}
     for record in records:
         if record.kind == "turn_start":

@@ -12,8 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._validate import positive
+from ..errors import ConfigError
 from ._recorder import TurnRecorder
-from ._records import DeltaDensity, Record
+from ._records import DeltaDensity, Record, as_records
 from ._spans import AttemptSpan, TurnSummary, attempt_spans, summarize_turns
 from ._time_axis import BrokenTimeScale, TimeBreak, seconds_label, time_breaks
 
@@ -56,6 +58,10 @@ _OUTCOME_LABELS: dict[str, str] = {
 # take FRAME_HEIGHT; each row of breaker-trip / model-switch labels above the top lane takes
 # LABEL_ROW (13 points).
 LANE_HEIGHT = 0.55
+# More lanes than this (a turn retried thousands of times) share the height of this many, and
+# only every k-th lane is named: the figure stays a readable size instead of growing a lane's
+# height per attempt (3,000 attempts made a figure 1,650 inches tall, an 8 MB PNG).
+MAX_LANES = 40
 FRAME_HEIGHT = 1.5
 LABEL_ROW = 13 / 72
 LABEL_FONT = 8  # points
@@ -70,8 +76,18 @@ DODGE = (RESCUE_SIZE**0.5 + OUTCOME_SIZE**0.5 + OUTCOME_EDGE) / 2 + 3
 
 
 def new_figure(width: float, height: float) -> tuple[Figure, Axes]:
-    """A constrained-layout ``Figure`` with one axes, outside pyplot's global state."""
-    from matplotlib.figure import Figure
+    """A constrained-layout ``Figure`` with one axes, outside pyplot's global state.
+
+    Raises:
+        ImportError: matplotlib is not installed (saying which extra brings it).
+    """
+    try:
+        from matplotlib.figure import Figure
+    except ImportError as exc:
+        raise ImportError(
+            "rxturn.notebook draws with matplotlib, which is not installed: "
+            "pip install 'rxturn[notebook]'"
+        ) from exc
 
     figure = Figure(figsize=(width, height), layout="constrained")
     return figure, figure.add_subplot()
@@ -110,11 +126,21 @@ def timeline(
 
     Returns:
         A ``matplotlib.figure.Figure`` (not registered with pyplot; Jupyter renders it inline).
+
+    Raises:
+        ConfigError: ``source`` is neither a recorder nor records, ``width`` is not a positive
+            finite number, ``labels`` is not a mapping.
     """
+    if not positive(width, finite=True):
+        raise ConfigError(f"timeline(width) must be a positive number of inches, got {width!r}")
+    if labels is not None and not isinstance(labels, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"timeline(labels) must be a mapping of turn seq to name, got {type(labels).__name__}"
+        )
     if isinstance(source, TurnRecorder):
         records, densities = source.records, source.densities
     else:
-        records, densities = list(source), []
+        records, densities = as_records(source, name="timeline(source)"), []
     if not records:
         figure, ax = new_figure(width, FRAME_HEIGHT + LANE_HEIGHT)
         ax.set_title(title)
@@ -133,7 +159,8 @@ def timeline(
     rows = _label_rows(lines, scale, t0, width, activity)
     n = max(len(spans), 1)
     head = max((row for row, _ in rows), default=-1) + 1
-    figure, ax = new_figure(width, FRAME_HEIGHT + LANE_HEIGHT * n + LABEL_ROW * head)
+    lane_height = LANE_HEIGHT * min(n, MAX_LANES) / n
+    figure, ax = new_figure(width, FRAME_HEIGHT + lane_height * n + LABEL_ROW * head)
     ax.set_title(title)
     if scale.breaks:
         ax.set_xscale("function", functions=(scale.forward, scale.inverse))
@@ -146,18 +173,19 @@ def timeline(
     _draw_density(ax, densities, spans, lanes, t0, y_of)
     _draw_markers(ax, figure, records, t0, y_of)
 
-    ax.set_yticks([y_of(s.seq, s.attempt) for s in spans])
+    named = spans[:: -(-len(spans) // MAX_LANES)] if spans else spans  # every k-th lane
+    ax.set_yticks([y_of(s.seq, s.attempt) for s in named])
     names = labels or {}
     ax.set_yticklabels(
         [
             f"{names.get(s.seq, f'turn {s.seq}')} · attempt {s.attempt}"
             + (f"\n{s.model}" if s.model and show_models else "")
-            for s in spans
+            for s in named
         ],
         fontsize=8,
     )
     # headroom above the top lane: one row per stacked breaker / model-switch label
-    ax.set_ylim(-0.7, n - 0.45 + head * LABEL_ROW / LANE_HEIGHT)
+    ax.set_ylim(-0.7, n - 0.45 + head * LABEL_ROW / lane_height)
     low, high = ax.get_xlim()
     if scale.breaks:
         _draw_breaks(ax, scale)
