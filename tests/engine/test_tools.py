@@ -224,3 +224,37 @@ async def test_a_tool_that_raises_cancelled_error_of_its_own_is_a_failed_result(
     assert output.content == "CancelledError: the tool's own inner task"
     (record,) = [r for r in caplog.records if r.name == "rxturn.engine"]
     assert record.exc_info is not None and record.exc_info[0] is asyncio.CancelledError
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [float("nan"), {"v": float("inf")}, [1.0, -float("inf")], {"p": {"q": [None, float("nan")]}}],
+    ids=["nan", "inf in a dict", "-inf in a list", "nan nested by a null"],
+)
+async def test_a_tool_returning_a_number_json_cannot_spell_is_an_error_result(
+    returned: object,
+) -> None:
+    # before, msgspec wrote NaN and the infinities as null: a successful "null" to the model
+    def compute() -> object:
+        return returned
+
+    result = await ToolRegistry([compute]).run(ToolCallPart("c", "compute", {}))
+    assert result.is_error and isinstance(result.content, str)
+    assert result.content.startswith("ConfigError: ") and "NaN or infinite" in result.content
+
+
+@pytest.mark.parametrize(
+    ("returned", "sent"),
+    [
+        ({"n": None, "x": 1.5}, '{"n":null,"x":1.5}'),
+        (Point(1, 2), '{"x":1,"y":2}'),
+        ([None], "[null]"),
+    ],
+    ids=["a real null", "a struct", "a list of null"],
+)
+async def test_a_tools_finite_values_and_nulls_are_its_json(returned: object, sent: str) -> None:
+    def compute() -> object:
+        return returned
+
+    result = await ToolRegistry([compute]).run(ToolCallPart("c", "compute", {}))
+    assert (result.content, result.is_error) == (sent, False)

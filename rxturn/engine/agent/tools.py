@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import math
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_args, get_type_hints, overload
 
@@ -298,7 +299,9 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     Raises:
         ConfigError: the value holds a part no tool result carries (an ``AudioPart``, a
             ``CachePoint``…), or parts mixed with other values: JSON of it would send the
-            media's bytes to the model as base64 text.
+            media's bytes to the model as base64 text; or it holds a float that is NaN or
+            infinite, which JSON has no spelling for (msgspec writes it as ``null``: the model
+            would read a successful ``null`` where the tool computed no number).
     """
     if isinstance(result, str):
         return result
@@ -312,7 +315,28 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
         items: list[object] = list(result)  # pyright: ignore[reportUnknownArgumentType]
         if any(isinstance(item, _PARTS) for item in items):
             return tuple(_carried(item, index) for index, item in enumerate(items))
-    return msgspec.json.encode(result, enc_hook=str).decode()
+    text = msgspec.json.encode(result, enc_hook=str)
+    if b"null" in text and _unspellable(msgspec.to_builtins(result, enc_hook=str)):
+        raise ConfigError(
+            "the tool returned a number that is NaN or infinite, which JSON has no spelling for"
+        )
+    return text.decode()
+
+
+def _unspellable(value: object) -> bool:
+    """Whether ``value`` (builtins: dicts, lists, scalars) holds a float that is NaN or
+    infinite."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(cast("dict[object, object]", item).values())
+        elif isinstance(item, list):
+            stack.extend(cast("list[object]", item))
+    return False
 
 
 _CARRIES = (
