@@ -103,6 +103,31 @@ def test_registry_rules() -> None:
         Tool(area, name="has space")
 
 
+@pytest.mark.parametrize(
+    "name",
+    ["", "é", "naïve_search", "x" * 65, "a.b", "caf\u00e9", "\u0663"],
+    ids=["empty", "e-acute", "a diaeresis", "65 characters", "a dot", "escaped", "arabic digit"],
+)
+def test_a_tool_name_the_apis_refuse_is_a_config_error(name: str) -> None:
+    # before, '' fell back to the function's name and non-ASCII letters or digits and names of
+    # any length were taken, then every turn was a 400 from the provider
+    with pytest.raises(ConfigError, match="tool name .* must be 1 to 64 ASCII letters"):
+        Tool(area, name=name)
+    with pytest.raises(ConfigError, match="tool name"):
+        tool(name=name)(area)
+
+
+def test_tool_names_the_apis_take_are_kept() -> None:
+    for name in ["a", "x" * 64, "get-weather_2", "A9"]:
+        assert Tool(area, name=name).name == name
+
+
+def test_a_callable_without_a_usable_name_is_told_to_pass_one() -> None:
+    with pytest.raises(ConfigError, match=r"'<lambda>'.*\(pass name=\.\.\.\)"):
+        Tool(lambda: "x")
+    assert Tool(lambda: "x", name="named").name == "named"
+
+
 def test_decorator_forms() -> None:
     @tool
     def plain(q: str) -> str:

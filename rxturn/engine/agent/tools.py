@@ -25,6 +25,7 @@ import asyncio
 import inspect
 import logging
 import math
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_args, get_type_hints, overload
 
@@ -45,6 +46,9 @@ from ...messages import (
 __all__ = ["Tool", "ToolRegistry", "ToolTimeoutError", "tool"]
 
 log = logging.getLogger("rxturn.engine")
+
+# what the OpenAI APIs take as a function name (Anthropic's rule is the same, to 128 characters)
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:
@@ -84,9 +88,13 @@ class Tool:
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - an async callable object
         )
-        tool_name = name or getattr(function, "__name__", "")
-        if not tool_name or not tool_name.replace("_", "a").replace("-", "a").isalnum():
-            raise ConfigError(f"tool name {tool_name!r} must be letters, digits, '_' or '-'")
+        tool_name = getattr(function, "__name__", "") if name is None else name
+        if _TOOL_NAME.fullmatch(tool_name) is None:
+            named = "" if name is not None else " (pass name=...)"
+            raise ConfigError(
+                f"tool name {tool_name!r} must be 1 to 64 ASCII letters, digits, '_' or '-', "
+                f"as the APIs require{named}"
+            )
         doc = inspect.getdoc(function) or ""
         self._types = _parameter_types(function)
         schema = dict(input_schema) if input_schema is not None else _schema_for(self._types)
