@@ -9,6 +9,7 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
+from rxturn.clients._request import check_options
 from rxturn.engine.agent.tools import Tool, ToolRegistry, tool
 from rxturn.errors import ConfigError
 from rxturn.messages import (
@@ -16,6 +17,8 @@ from rxturn.messages import (
     CachePoint,
     ImagePart,
     InlineSource,
+    RequestOptions,
+    ResponseFormat,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -111,10 +114,21 @@ def test_registry_rules() -> None:
 def test_a_tool_name_the_apis_refuse_is_a_config_error(name: str) -> None:
     # before, '' fell back to the function's name and non-ASCII letters or digits and names of
     # any length were taken, then every turn was a 400 from the provider
-    with pytest.raises(ConfigError, match="tool name .* must be 1 to 64 ASCII letters"):
+    with pytest.raises(ConfigError, match=r"tool name .* must be 1 to 64 ASCII letters"):
         Tool(area, name=name)
     with pytest.raises(ConfigError, match="tool name"):
         tool(name=name)(area)
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_a_schema_holding_a_number_json_cannot_spell_is_a_config_error(number: float) -> None:
+    # before, the schema went out with null where the number was
+    schema = {"type": "object", "properties": {"w": {"type": "number", "maximum": number}}}
+    with pytest.raises(ConfigError, match=r"input_schema.* NaN or infinite"):
+        Tool(area, input_schema=schema)
+    response_format = ResponseFormat(name="out", schema=schema)
+    with pytest.raises(ConfigError, match=r"response_format.* NaN or infinite"):
+        check_options(RequestOptions(response_format=response_format))
 
 
 def test_tool_names_the_apis_take_are_kept() -> None:

@@ -24,7 +24,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import math
 import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_args, get_type_hints, overload
@@ -32,7 +31,7 @@ from typing import Any, cast, get_args, get_type_hints, overload
 import msgspec
 
 from ..._arguments import check_callable, check_instance, check_items, described
-from ..._validate import as_float, json_problem, positive
+from ..._validate import NON_FINITE, as_float, holds_non_finite, json_problem, positive
 from ...errors import ConfigError, ToolTimeoutError
 from ...messages import (
     ContentPart,
@@ -324,27 +323,9 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
         if any(isinstance(item, _PARTS) for item in items):
             return tuple(_carried(item, index) for index, item in enumerate(items))
     text = msgspec.json.encode(result, enc_hook=str)
-    if b"null" in text and _unspellable(msgspec.to_builtins(result, enc_hook=str)):
-        raise ConfigError(
-            "the tool returned a number that is NaN or infinite, which JSON has no spelling for"
-        )
+    if b"null" in text and holds_non_finite(msgspec.to_builtins(result, enc_hook=str)):
+        raise ConfigError(f"the tool returned a value that is not JSON: {NON_FINITE}")
     return text.decode()
-
-
-def _unspellable(value: object) -> bool:
-    """Whether ``value`` (builtins: dicts, lists, scalars) holds a float that is NaN or
-    infinite."""
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, float):
-            if not math.isfinite(item):
-                return True
-        elif isinstance(item, dict):
-            stack.extend(cast("dict[object, object]", item).values())
-        elif isinstance(item, list):
-            stack.extend(cast("list[object]", item))
-    return False
 
 
 _CARRIES = (
