@@ -330,7 +330,7 @@ def _problem(name: str, value: object) -> str | None:
             isinstance(item, str) for item in cast("dict[str, object]", value).values()
         ):
             return "must map header names to strings"
-        if name != "extra_headers" and holds_non_finite(value):
+        if name != "extra_headers" and holds_non_finite(cast("dict[str, object]", value)):
             return f"must be JSON: {NON_FINITE}"
     return None
 
