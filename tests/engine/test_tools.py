@@ -142,6 +142,18 @@ def test_a_callable_without_a_usable_name_is_told_to_pass_one() -> None:
     assert Tool(lambda: "x", name="named").name == "named"
 
 
+async def test_the_registry_refuses_a_call_or_name_of_the_wrong_type() -> None:
+    # before: AttributeError ('int' object has no attribute 'name') and TypeError (unhashable)
+    registry = ToolRegistry([area])
+    with pytest.raises(ConfigError, match=r"run\(call=\.\.\.\) must be a ToolCallPart, got int 5"):
+        await registry.run(5)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"run\(call=\.\.\.\) must be a ToolCallPart, got dict"):
+        await registry.run({"id": "1", "name": "area", "input": {}})  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"get\(name=\.\.\.\) must be a str, got list"):
+        registry.get(["area"])  # pyright: ignore[reportArgumentType]
+    assert registry.get("area") is not None and registry.get("nope") is None
+
+
 def test_decorator_forms() -> None:
     @tool
     def plain(q: str) -> str:

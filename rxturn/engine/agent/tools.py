@@ -196,7 +196,13 @@ class ToolRegistry:
         return name in self._tools
 
     def get(self, name: str) -> Tool | None:
-        """The tool called ``name``, if registered."""
+        """The tool called ``name``, if registered.
+
+        Raises:
+            ConfigError: ``name`` is not a str.
+        """
+        if type(name) is not str:
+            check_instance(name, str, "ToolRegistry.get(name=...)", "a str")
         return self._tools.get(name)
 
     def schemas(self) -> tuple[ToolSchema, ...] | None:
@@ -205,7 +211,14 @@ class ToolRegistry:
         return tuple([t.schema for t in tools.values()]) if tools else None
 
     async def run(self, call: ToolCallPart) -> ToolResultPart:
-        """Run one call. Every failure becomes an error result for the model."""
+        """Run one call. Every failure becomes an error result for the model.
+
+        Raises:
+            ConfigError: ``call`` is not a :class:`~rxturn.messages.ToolCallPart` (the
+                caller's mistake, not the model's).
+        """
+        if type(call) is not ToolCallPart:
+            check_instance(call, ToolCallPart, "ToolRegistry.run(call=...)", "a ToolCallPart")
         found = self._tools.get(call.name)
         if found is None:
             known = ", ".join(self._tools) or "none"
