@@ -24,8 +24,10 @@ from typing import TypeGuard, cast
 import msgspec
 
 __all__ = [
+    "NON_FINITE",
     "as_float",
     "finite",
+    "holds_non_finite",
     "is_int",
     "is_number",
     "is_utf8",
@@ -142,14 +144,47 @@ def json_problem(value: object) -> str | None:
         'it holds itself (or nests deeper than JSON can be sent)'
         >>> json_problem({"x": object()})
         'Encoding objects of type object is unsupported'
+        >>> json_problem({"minimum": float("nan")})
+        'a number is NaN or infinite, which JSON has no spelling for'
     """
     try:
-        msgspec.json.encode(value)
+        text = msgspec.json.encode(value)
     except RecursionError:
         return "it holds itself (or nests deeper than JSON can be sent)"
     except (TypeError, msgspec.EncodeError, OverflowError) as exc:
         return str(exc)
+    if b"null" in text and holds_non_finite(value):  # msgspec writes NaN as null
+        return NON_FINITE
     return None
+
+
+#: Why a value holding NaN or an infinity is not JSON (msgspec would write ``null``).
+NON_FINITE = "a number is NaN or infinite, which JSON has no spelling for"
+
+
+def holds_non_finite(value: object) -> bool:
+    """Whether ``value`` holds a float that is NaN or infinite, at any depth (``False`` for a
+    value msgspec cannot turn into builtins: its encoding fails on its own).
+
+    Examples:
+        >>> holds_non_finite({"a": [1.0, {"b": float("-inf")}]}), holds_non_finite({"a": None})
+        (True, False)
+    """
+    try:
+        builtins = msgspec.to_builtins(value)
+    except (TypeError, msgspec.EncodeError, OverflowError, RecursionError):
+        return False
+    stack = [builtins]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, float):
+            if not math.isfinite(item):
+                return True
+        elif isinstance(item, dict):
+            stack.extend(cast("dict[object, object]", item).values())
+        elif isinstance(item, list):
+            stack.extend(cast("list[object]", item))
+    return False
 
 
 def is_utf8(text: str) -> bool:

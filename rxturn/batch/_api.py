@@ -137,7 +137,10 @@ class _Rows:
     def decode(self, item: object) -> tuple[BatchRow, str]:
         self.number = number = self.number + 1
         if isinstance(item, BatchRow):
-            row, sha = _checked_row(item, number), checked_sha(item, number)
+            # JSON first, as for a mapping: a number JSON cannot spell is "not JSON data"
+            # wherever it sits, before the options' own checks see it
+            sha = checked_sha(item, number)
+            row = _checked_row(item, number)
         else:
             if not isinstance(item, Mapping):
                 raise BatchInputError(

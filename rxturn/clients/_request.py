@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import msgspec
 
-from .._validate import finite, json_problem, positive
+from .._validate import NON_FINITE, finite, holds_non_finite, json_problem, positive
 from ..errors import ConfigError
 from ..messages import RequestOptions, ResponseFormat, ToolSchema
 
@@ -330,6 +330,8 @@ def _problem(name: str, value: object) -> str | None:
             isinstance(item, str) for item in cast("dict[str, object]", value).values()
         ):
             return "must map header names to strings"
+        if name != "extra_headers" and holds_non_finite(cast("dict[str, object]", value)):
+            return f"must be JSON: {NON_FINITE}"
     return None
 
 

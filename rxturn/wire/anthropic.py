@@ -382,8 +382,9 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
 
     def _next_block(self, index: int, frames: RawEvents, at: int) -> None:
         """A block starts at the next index, as the API numbers them (and as the SDK, which
-        appends each block and looks deltas up by position, needs)."""
-        if index != self._blocks:
+        appends each block and looks deltas up by position, needs), and at most
+        ``MAX_INDEX``, as every wire numbers its parts."""
+        if index != self._blocks or index > MAX_INDEX:
             if index in self._lanes:
                 raise _already_open(index, _At(frames, at))
             rule = OUT_OF_RANGE if not 0 <= index <= MAX_INDEX else "is out of order"

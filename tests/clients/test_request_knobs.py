@@ -167,6 +167,9 @@ def test_extra_body_is_merged_last_in_every_client() -> None:
         ({"": 1}, "non-empty strings"),
         ({1: 1}, "non-empty strings"),
         ([("a", 1)], "must be a dict"),
+        # before, msgspec wrote these as null: a silently other request
+        ({"top_p": float("nan")}, "extra_body must be JSON: a number is NaN or infinite"),
+        ({"x": {"y": [1.0, float("-inf")]}}, "extra_body must be JSON: a number is NaN"),
     ],
 )
 def test_bad_extra_body(extra: Any, match: str) -> None:

@@ -576,3 +576,27 @@ def test_calibration_skips_missing_usage_and_rejects_negatives() -> None:
         calibration.record("m", 1, -5)
     with pytest.raises(ConfigError, match="window"):
         Calibration(window=0)
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda c: c.record("m", 100, 110.5), r"record\(reported_input_tokens=\.\.\.\) .* float"),
+        (lambda c: c.record("m", 100, float("nan")), r"record\(reported_input_tokens=.*nan"),
+        (lambda c: c.record("m", 100.0, 110), r"record\(estimate=\.\.\.\) must be an int >= 0"),
+        (lambda c: c.record("m", True, 110), r"record\(estimate=\.\.\.\) .* got bool True"),
+        (lambda c: c.record("m", "100", 110), r"record\(estimate=\.\.\.\) .* got str"),
+        (lambda c: c.record(5, 100, 110), r"record\(model=\.\.\.\) must be a str"),
+        (lambda c: c.scale("m", 1.5), r"scale\(estimate=\.\.\.\) must be an int >= 0"),
+        (lambda c: c.ratio(None), r"ratio\(model=\.\.\.\) must be a str"),
+    ],
+)
+def test_calibration_refuses_what_is_no_token_count_and_stays_usable(call: Any, says: str) -> None:
+    # before, a float, NaN, bool or str count was kept as a sample and every later scale()
+    # of that model raised TypeError ("both arguments should be Rational instances")
+    calibration = Calibration(enabled=True)
+    calibration.record("m", 100, 110)
+    with pytest.raises(ConfigError, match=says):
+        call(calibration)
+    assert calibration.scale("m", 100) == 110
+    assert [(s.estimate, s.reported) for s in calibration.samples("m")] == [(100, 110)]

@@ -395,3 +395,59 @@ def test_counting_works_offline_with_an_empty_home_and_cache(tmp_path: Path) -> 
         "ConfigError True",
         "network attempts 0",
     ]
+
+
+_HI = Message.user("hi")
+_ESTIMATE_OK: dict[str, Any] = {"history": [_HI], "transients": [], "system": None, "tools": None}
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        (lambda c: c.count_text(5), r"count_text\(text=\.\.\.\) must be a str, got int 5"),
+        (lambda c: c.count_text(None), r"count_text\(text=\.\.\.\) must be a str, got NoneType"),
+        (lambda c: c.count_message("hi"), r"count_message\(message=\.\.\.\) must be a Message"),
+        (lambda c: c.count_messages("abc"), r"count_messages\(messages=\.\.\.\) must be an iter"),
+        (lambda c: c.count_messages(5), r"count_messages\(messages=\.\.\.\) must be an iterable"),
+        (lambda c: c.count_messages([_HI, None]), r"count_messages\(messages=\.\.\.\)\[1\] must"),
+        (
+            lambda c: estimate_context(5, **_ESTIMATE_OK),  # pyright: ignore[reportArgumentType]
+            r"estimate_context\(counter=\.\.\.\) must be a TokenCounter",
+        ),
+        (
+            lambda c: estimate_context(c, **{**_ESTIMATE_OK, "history": "abc"}),
+            r"estimate_context\(history=\.\.\.\) must be an iterable of Message, got str",
+        ),
+        (
+            lambda c: estimate_context(c, **{**_ESTIMATE_OK, "transients": None}),
+            r"estimate_context\(transients=\.\.\.\) must be an iterable of Message",
+        ),
+        (
+            lambda c: estimate_context(c, **{**_ESTIMATE_OK, "pending": [{"role": "user"}]}),
+            r"estimate_context\(pending=\.\.\.\)\[0\] must be a Message, got dict",
+        ),
+        (
+            lambda c: estimate_context(c, **{**_ESTIMATE_OK, "system": 5}),
+            r"estimate_context\(system=\.\.\.\) must be a str or None, got int 5",
+        ),
+        (
+            lambda c: estimate_context(c, **{**_ESTIMATE_OK, "tools": [5]}),
+            r"estimate_context\(tools=\.\.\.\)\[0\] must be a ToolSchema, got int 5",
+        ),
+    ],
+)
+def test_a_wrong_argument_to_the_public_counting_surface_is_a_config_error(
+    call: Any, says: str
+) -> None:
+    # before: TypeError / AttributeError from deep inside ("'int' object has no attribute
+    # 'role'"), count_text(None) counted 0, and tools=[5] was counted as if it were a schema
+    with pytest.raises(ConfigError, match=says):
+        call(TiktokenCounter())
+
+
+def test_counting_reads_an_iterator_of_messages_once() -> None:
+    counter = TiktokenCounter()
+    messages = [Message.user("hello world"), Message.assistant("ok")]
+    expected = oracle_message(messages[0]) + oracle_message(messages[1])
+    assert counter.count_messages(m for m in messages) == expected
+    assert counter.count_messages(iter(messages)) == expected

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import msgspec
 import pytest
 
+from rxturn.clients._request import check_options
 from rxturn.engine.agent.tools import Tool, ToolRegistry, tool
 from rxturn.errors import ConfigError
 from rxturn.messages import (
@@ -16,6 +17,8 @@ from rxturn.messages import (
     CachePoint,
     ImagePart,
     InlineSource,
+    RequestOptions,
+    ResponseFormat,
     TextPart,
     ToolCallPart,
     ToolResultPart,
@@ -101,6 +104,54 @@ def test_registry_rules() -> None:
         registry.register(area)
     with pytest.raises(ConfigError, match="tool name"):
         Tool(area, name="has space")
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["", "é", "naïve_search", "x" * 65, "a.b", "caf\u00e9", "\u0663"],
+    ids=["empty", "e-acute", "a diaeresis", "65 characters", "a dot", "escaped", "arabic digit"],
+)
+def test_a_tool_name_the_apis_refuse_is_a_config_error(name: str) -> None:
+    # before, '' fell back to the function's name and non-ASCII letters or digits and names of
+    # any length were taken, then every turn was a 400 from the provider
+    with pytest.raises(ConfigError, match=r"tool name .* must be 1 to 64 ASCII letters"):
+        Tool(area, name=name)
+    with pytest.raises(ConfigError, match="tool name"):
+        tool(name=name)(area)
+
+
+@pytest.mark.parametrize("number", [float("nan"), float("inf"), -float("inf")])
+def test_a_schema_holding_a_number_json_cannot_spell_is_a_config_error(number: float) -> None:
+    # before, the schema went out with null where the number was
+    schema = {"type": "object", "properties": {"w": {"type": "number", "maximum": number}}}
+    with pytest.raises(ConfigError, match=r"input_schema.* NaN or infinite"):
+        Tool(area, input_schema=schema)
+    response_format = ResponseFormat(name="out", schema=schema)
+    with pytest.raises(ConfigError, match=r"response_format.* NaN or infinite"):
+        check_options(RequestOptions(response_format=response_format))
+
+
+def test_tool_names_the_apis_take_are_kept() -> None:
+    for name in ["a", "x" * 64, "get-weather_2", "A9"]:
+        assert Tool(area, name=name).name == name
+
+
+def test_a_callable_without_a_usable_name_is_told_to_pass_one() -> None:
+    with pytest.raises(ConfigError, match=r"'<lambda>'.*\(pass name=\.\.\.\)"):
+        Tool(lambda: "x")
+    assert Tool(lambda: "x", name="named").name == "named"
+
+
+async def test_the_registry_refuses_a_call_or_name_of_the_wrong_type() -> None:
+    # before: AttributeError ('int' object has no attribute 'name') and TypeError (unhashable)
+    registry = ToolRegistry([area])
+    with pytest.raises(ConfigError, match=r"run\(call=\.\.\.\) must be a ToolCallPart, got int 5"):
+        await registry.run(5)  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"run\(call=\.\.\.\) must be a ToolCallPart, got dict"):
+        await registry.run({"id": "1", "name": "area", "input": {}})  # pyright: ignore[reportArgumentType]
+    with pytest.raises(ConfigError, match=r"get\(name=\.\.\.\) must be a str, got list"):
+        registry.get(["area"])  # pyright: ignore[reportArgumentType]
+    assert registry.get("area") is not None and registry.get("nope") is None
 
 
 def test_decorator_forms() -> None:
@@ -224,3 +275,37 @@ async def test_a_tool_that_raises_cancelled_error_of_its_own_is_a_failed_result(
     assert output.content == "CancelledError: the tool's own inner task"
     (record,) = [r for r in caplog.records if r.name == "rxturn.engine"]
     assert record.exc_info is not None and record.exc_info[0] is asyncio.CancelledError
+
+
+@pytest.mark.parametrize(
+    "returned",
+    [float("nan"), {"v": float("inf")}, [1.0, -float("inf")], {"p": {"q": [None, float("nan")]}}],
+    ids=["nan", "inf in a dict", "-inf in a list", "nan nested by a null"],
+)
+async def test_a_tool_returning_a_number_json_cannot_spell_is_an_error_result(
+    returned: object,
+) -> None:
+    # before, msgspec wrote NaN and the infinities as null: a successful "null" to the model
+    def compute() -> object:
+        return returned
+
+    result = await ToolRegistry([compute]).run(ToolCallPart("c", "compute", {}))
+    assert result.is_error and isinstance(result.content, str)
+    assert result.content.startswith("ConfigError: ") and "NaN or infinite" in result.content
+
+
+@pytest.mark.parametrize(
+    ("returned", "sent"),
+    [
+        ({"n": None, "x": 1.5}, '{"n":null,"x":1.5}'),
+        (Point(1, 2), '{"x":1,"y":2}'),
+        ([None], "[null]"),
+    ],
+    ids=["a real null", "a struct", "a list of null"],
+)
+async def test_a_tools_finite_values_and_nulls_are_its_json(returned: object, sent: str) -> None:
+    def compute() -> object:
+        return returned
+
+    result = await ToolRegistry([compute]).run(ToolCallPart("c", "compute", {}))
+    assert (result.content, result.is_error) == (sent, False)

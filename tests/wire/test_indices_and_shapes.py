@@ -185,6 +185,16 @@ def test_sane_indices_still_fold(fmt: str) -> None:
 
 
 @pytest.mark.parametrize("fmt", list(WIRES))
+def test_the_1025th_part_in_order_is_out_of_range_on_every_wire(fmt: str) -> None:
+    # before, Anthropic took block after block past 1023 (10,000 tool calls in one reply ran
+    # 10,000 tools) where the other wires refuse index 1024, as docs/reliability.md says of all
+    most = 1023 if fmt == "openai-responses" else 1024  # the Responses message takes one index
+    assert len(replay_message(WIRES[fmt](list(range(most))), fmt).tool_calls) == most
+    with pytest.raises(StreamProtocolError, match="1024 is out of range"):
+        replay_message(WIRES[fmt](list(range(1025))), fmt)
+
+
+@pytest.mark.parametrize("fmt", list(WIRES))
 def test_a_huge_index_allocates_nothing(fmt: str) -> None:
     body = WIRES[fmt]([10**15])
     tracemalloc.start()

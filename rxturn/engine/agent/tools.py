@@ -24,13 +24,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import re
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_args, get_type_hints, overload
 
 import msgspec
 
 from ..._arguments import check_callable, check_instance, check_items, described
-from ..._validate import as_float, json_problem, positive
+from ..._validate import NON_FINITE, as_float, holds_non_finite, json_problem, positive
 from ...errors import ConfigError, ToolTimeoutError
 from ...messages import (
     ContentPart,
@@ -44,6 +45,9 @@ from ...messages import (
 __all__ = ["Tool", "ToolRegistry", "ToolTimeoutError", "tool"]
 
 log = logging.getLogger("rxturn.engine")
+
+# what the OpenAI APIs take as a function name (Anthropic's rule is the same, to 128 characters)
+_TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:
@@ -83,9 +87,13 @@ class Tool:
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
             getattr(function, "__call__", None)  # noqa: B004 - an async callable object
         )
-        tool_name = name or getattr(function, "__name__", "")
-        if not tool_name or not tool_name.replace("_", "a").replace("-", "a").isalnum():
-            raise ConfigError(f"tool name {tool_name!r} must be letters, digits, '_' or '-'")
+        tool_name = getattr(function, "__name__", "") if name is None else name
+        if _TOOL_NAME.fullmatch(tool_name) is None:
+            named = "" if name is not None else " (pass name=...)"
+            raise ConfigError(
+                f"tool name {tool_name!r} must be 1 to 64 ASCII letters, digits, '_' or '-', "
+                f"as the APIs require{named}"
+            )
         doc = inspect.getdoc(function) or ""
         self._types = _parameter_types(function)
         schema = dict(input_schema) if input_schema is not None else _schema_for(self._types)
@@ -188,7 +196,13 @@ class ToolRegistry:
         return name in self._tools
 
     def get(self, name: str) -> Tool | None:
-        """The tool called ``name``, if registered."""
+        """The tool called ``name``, if registered.
+
+        Raises:
+            ConfigError: ``name`` is not a str.
+        """
+        if type(name) is not str:
+            check_instance(name, str, "ToolRegistry.get(name=...)", "a str")
         return self._tools.get(name)
 
     def schemas(self) -> tuple[ToolSchema, ...] | None:
@@ -197,7 +211,14 @@ class ToolRegistry:
         return tuple([t.schema for t in tools.values()]) if tools else None
 
     async def run(self, call: ToolCallPart) -> ToolResultPart:
-        """Run one call. Every failure becomes an error result for the model."""
+        """Run one call. Every failure becomes an error result for the model.
+
+        Raises:
+            ConfigError: ``call`` is not a :class:`~rxturn.messages.ToolCallPart` (the
+                caller's mistake, not the model's).
+        """
+        if type(call) is not ToolCallPart:
+            check_instance(call, ToolCallPart, "ToolRegistry.run(call=...)", "a ToolCallPart")
         found = self._tools.get(call.name)
         if found is None:
             known = ", ".join(self._tools) or "none"
@@ -298,7 +319,9 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     Raises:
         ConfigError: the value holds a part no tool result carries (an ``AudioPart``, a
             ``CachePoint``…), or parts mixed with other values: JSON of it would send the
-            media's bytes to the model as base64 text.
+            media's bytes to the model as base64 text; or it holds a float that is NaN or
+            infinite, which JSON has no spelling for (msgspec writes it as ``null``: the model
+            would read a successful ``null`` where the tool computed no number).
     """
     if isinstance(result, str):
         return result
@@ -312,7 +335,10 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
         items: list[object] = list(result)  # pyright: ignore[reportUnknownArgumentType]
         if any(isinstance(item, _PARTS) for item in items):
             return tuple(_carried(item, index) for index, item in enumerate(items))
-    return msgspec.json.encode(result, enc_hook=str).decode()
+    text = msgspec.json.encode(result, enc_hook=str)
+    if b"null" in text and holds_non_finite(msgspec.to_builtins(result, enc_hook=str)):
+        raise ConfigError(f"the tool returned a value that is not JSON: {NON_FINITE}")
+    return text.decode()
 
 
 _CARRIES = (

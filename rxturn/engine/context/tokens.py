@@ -78,10 +78,11 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
-from typing import TYPE_CHECKING, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, cast, runtime_checkable
 
 import msgspec
 
+from ..._arguments import check_instance, check_items, described
 from ..._media import image_size
 from ..._validate import positive
 from ...errors import ConfigError
@@ -349,11 +350,25 @@ class TiktokenCounter:
         self._encode = encoding.encode_ordinary
 
     def count_text(self, text: str) -> int:
-        """Tokens of ``text`` under the encoding (special-token strings count as plain text)."""
+        """Tokens of ``text`` under the encoding (special-token strings count as plain text).
+
+        Raises:
+            ConfigError: ``text`` is not a str.
+        """
+        if type(text) is not str:
+            check_instance(text, str, "TiktokenCounter.count_text(text=...)", "a str")
         return len(self._encoder()(text)) if text else 0
 
     def count_message(self, message: Message) -> int:
-        """Tokens of one message: framing + role + parts (see the module docstring)."""
+        """Tokens of one message: framing + role + parts (see the module docstring).
+
+        Raises:
+            ConfigError: ``message`` is not a :class:`~rxturn.messages.Message`.
+        """
+        if type(message) is not Message:
+            check_instance(
+                message, Message, "TiktokenCounter.count_message(message=...)", "a Message"
+            )
         if self._cache_size == 0:
             self._misses += 1
             return self._tokenise(message)
@@ -377,10 +392,22 @@ class TiktokenCounter:
         return count
 
     def count_messages(self, messages: Iterable[Message]) -> int:
-        """Σ :meth:`count_message`; O(new messages) tokenisation thanks to the cache."""
+        """Σ :meth:`count_message`; O(new messages) tokenisation thanks to the cache.
+
+        Raises:
+            ConfigError: ``messages`` is not an iterable of :class:`~rxturn.messages.Message`
+                (a str, a mapping, a number, or an item that is no Message).
+        """
+        items: Iterable[object] = messages
+        kind = type(items)
+        if kind is not list and kind is not tuple:  # (a generator is read once, here)
+            items = check_items(items, "TiktokenCounter.count_messages(messages=...)", "Message")
         count_message = self.count_message
         total = 0
-        for message in messages:  # (a loop: no generator made and resumed per message)
+        for index, message in enumerate(items):  # (a loop: no generator per message)
+            if type(message) is not Message and not isinstance(message, Message):
+                where = f"TiktokenCounter.count_messages(messages=...)[{index}]"
+                raise ConfigError(f"{where} must be a Message, got {described(message)}")
             total += count_message(message)
         return total
 
@@ -583,7 +610,69 @@ def estimate_context(
 
     Returns:
         A :class:`ContextEstimate` whose ``total`` is the sum of its three parts.
+
+    Raises:
+        ConfigError: an argument of the wrong type, named (a counter without the
+            :class:`TokenCounter` methods, messages that are not an iterable of
+            :class:`~rxturn.messages.Message`, a ``system`` that is not a str, ``tools`` that
+            are not :class:`~rxturn.messages.ToolSchema` objects).
     """
+    for method in ("count_text", "count_message", "count_messages"):
+        if not callable(getattr(counter, method, None)):
+            raise ConfigError(
+                "estimate_context(counter=...) must be a TokenCounter (count_text, "
+                f"count_message, count_messages), got {described(counter)}"
+            )
+    # (each as a tuple: a generator is read once, here)
+    history = _messages(history, "estimate_context(history=...)")
+    transients = _messages(transients, "estimate_context(transients=...)")
+    pending = _messages(pending, "estimate_context(pending=...)")
+    check_instance(system, str, "estimate_context(system=...)", "a str", optional=True)
+    if tools is not None:
+        checked = check_items(tools, "estimate_context(tools=...)", "ToolSchema", _check_schema)
+        tools = cast("tuple[ToolSchema, ...]", checked)
+    check_instance(
+        overhead_cache,
+        OverheadCache,
+        "estimate_context(overhead_cache=...)",
+        "an OverheadCache",
+        optional=True,
+    )
+    return context_estimate(
+        counter,
+        history=history,
+        transients=transients,
+        system=system,
+        tools=tools,
+        pending=pending,
+        overhead_cache=overhead_cache,
+    )
+
+
+def _messages(messages: object, where: str) -> tuple[Message, ...]:
+    return cast("tuple[Message, ...]", check_items(messages, where, "Message", _check_message))
+
+
+def _check_message(item: object, where: str) -> None:
+    check_instance(item, Message, where, "a Message")
+
+
+def _check_schema(item: object, where: str) -> None:
+    check_instance(item, ToolSchema, where, "a ToolSchema")
+
+
+def context_estimate(
+    counter: TokenCounter,
+    *,
+    history: Sequence[Message],
+    transients: Sequence[Message],
+    system: str | None,
+    tools: Sequence[ToolSchema] | None,
+    pending: Sequence[Message] = (),
+    overhead_cache: OverheadCache | None = None,
+) -> ContextEstimate:
+    """:func:`estimate_context` without its argument checks: the engine's own call, every turn,
+    with arguments it made."""
     # (a counter is additive over messages, so no messages count 0: the usual empty
     # ``pending`` and ``transients`` are not handed to it)
     conversation = counter.count_messages(history)

@@ -43,7 +43,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from ..._arguments import check_bool
+from ..._arguments import check_bool, check_instance, described
 from ..._validate import is_int, is_number, positive
 from ...errors import ConfigError, redact
 from ...messages import CachePoint, Message, as_message
@@ -75,6 +75,19 @@ _logger = logging.getLogger("rxturn.engine.context")
 def _require_int(value: object, what: str, minimum: int) -> None:
     if not is_int(value) or value < minimum:
         raise ConfigError(f"{what} must be an int >= {minimum}, got {value!r}")
+
+
+def _require_model(model: object, where: str) -> None:
+    if type(model) is not str:
+        check_instance(model, str, where, "a str (a model name)")
+
+
+def _require_count(value: object, model: object, where: str) -> None:
+    """A token count: an int >= 0 (the message names the model, as a turn's record would)."""
+    if not is_int(value) or value < 0:
+        raise ConfigError(
+            f"{where} must be an int >= 0 (a token count), got {described(value)} (model {model!r})"
+        )
 
 
 def _is_fraction(value: object) -> bool:
@@ -508,12 +521,17 @@ class Calibration:
         )
 
     def record(self, model: str, estimate: int, reported_input_tokens: int | None) -> None:
-        """Record a served turn. Skipped when usage was not reported or the estimate is 0."""
-        if estimate < 0 or (reported_input_tokens is not None and reported_input_tokens < 0):
-            raise ConfigError(
-                f"token counts must be >= 0 (model {model!r}: estimate {estimate}, "
-                f"reported {reported_input_tokens})"
-            )
+        """Record a served turn. Skipped when usage was not reported or the estimate is 0.
+
+        Raises:
+            ConfigError: ``model`` is not a str, or a count is not an int >= 0 (a float, NaN,
+                a bool, a str): such a sample would break every later :meth:`scale`.
+        """
+        _require_model(model, "Calibration.record(model=...)")
+        _require_count(estimate, model, "Calibration.record(estimate=...)")
+        if reported_input_tokens is not None:
+            where = "Calibration.record(reported_input_tokens=...)"
+            _require_count(reported_input_tokens, model, where)
         if reported_input_tokens is None or estimate == 0:
             return
         samples = self._samples.get(model)
@@ -525,17 +543,25 @@ class Calibration:
 
     def samples(self, model: str) -> tuple[CalibrationSample, ...]:
         """The recent samples for ``model``, oldest first."""
+        _require_model(model, "Calibration.samples(model=...)")
         return tuple(self._samples.get(model, ()))
 
     def ratio(self, model: str) -> float | None:
         """max(reported / estimate) over the recent window; ``None`` before the first sample."""
+        _require_model(model, "Calibration.ratio(model=...)")
         samples = self._samples.get(model)
         if not samples:
             return None
         return max(sample.ratio for sample in samples)
 
     def scale(self, model: str, estimate: int) -> int:
-        """``estimate`` scaled up by :meth:`ratio` when enabled; never below ``estimate``."""
+        """``estimate`` scaled up by :meth:`ratio` when enabled; never below ``estimate``.
+
+        Raises:
+            ConfigError: ``model`` is not a str, or ``estimate`` is not an int >= 0.
+        """
+        _require_model(model, "Calibration.scale(model=...)")
+        _require_count(estimate, model, "Calibration.scale(estimate=...)")
         if not self.enabled:
             return estimate
         samples = self._samples.get(model)

@@ -18,7 +18,7 @@ import msgspec
 from ...clients._base import ModelClient
 from ...messages import Message, Request, RequestOptions, ToolResultPart, ToolSchema, content_text
 from ...resilience.fallback import FallbackManager
-from ..context.tokens import ContextEstimate, OverheadCache, TokenCounter, estimate_context
+from ..context.tokens import ContextEstimate, OverheadCache, TokenCounter, context_estimate
 from ..context.window import (
     Compactor,
     ContextContributor,
@@ -181,7 +181,7 @@ class TurnSetup:
         overhead = self.overhead
         if overhead is None:
             overhead = self.overhead = OverheadCache()
-        estimate = estimate_context(
+        estimate = context_estimate(
             host.counter,
             history=host.session.history,
             transients=transients,
