@@ -204,3 +204,18 @@ async def test_a_retried_rate_limit_reports_it_in_the_reset(clean: TestScheduler
     await run_virtual(clean, engine.turn())
     (reset,) = [e for e in resets if type(e).__name__ == "AttemptReset"]
     assert reset.reason == "slow down, 3 events processed"  # no completed part: not partial
+
+
+@pytest.mark.parametrize("reported", [1.5, -3], ids=["a float", "negative"])
+async def test_a_custom_clients_count_that_is_no_token_count_fails_no_turn(
+    clean: TestScheduler, reported: float
+) -> None:
+    """A client of one's own may build a Usage holding any number: the turn is served, and the
+    calibration of the context estimate takes no sample from it (a float kept as a sample
+    broke every later scale, and refusing it must not fail the turn that brought it)."""
+    odd = Usage(input_tokens=reported, output_tokens=4)  # pyright: ignore[reportArgumentType]
+    client = ScriptedClient(clean, [timeline(reply("Hello", usage=odd))])
+    engine = engine_for(client, clean)
+    result = await run_virtual(clean, engine.turn())
+    assert result.text == "Hello"
+    assert engine.calibration.samples(result.model) == ()

@@ -541,6 +541,13 @@ class Calibration:
             CalibrationSample(model=model, estimate=estimate, reported=reported_input_tokens)
         )
 
+    def record_served(self, model: str, estimate: int, reported_input_tokens: object) -> None:
+        """:meth:`record`, as a turn calls it: a reported count that is no token count (a
+        custom client's ``Usage`` holding a float or a negative number) is no sample, and the
+        turn it came with is not failed for it."""
+        if type(reported_input_tokens) is int and reported_input_tokens >= 0:
+            self.record(model, estimate, reported_input_tokens)
+
     def samples(self, model: str) -> tuple[CalibrationSample, ...]:
         """The recent samples for ``model``, oldest first."""
         _require_model(model, "Calibration.samples(model=...)")

@@ -292,7 +292,8 @@ class TurnCalls:
         if stop_reason is _END_TURN and tool_calls:
             stop_reason = _TOOL_CALL
         record = _audit_record(host, legs, query, message, stop_reason, None, tool_calls)
-        host.calibration.record(record.model, raw_estimate, usage.input_tokens if usage else None)
+        if usage is not None:
+            host.calibration.record_served(record.model, raw_estimate, usage.input_tokens)
         if host.observers.listening:
             _request_end(host.observers, turn, turn_id, record, message, None)
         if observers.listening and observers.interested("on_response"):  # (message.text: a join)
