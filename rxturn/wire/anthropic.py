@@ -227,7 +227,7 @@ _DELTA_TYPES = frozenset(
     {"text_delta", "input_json_delta", "thinking_delta", "signature_delta", "citations_delta"}
 )
 _IGNORED = ""  # lane kind of a block the client does not model
-_SEEDED = "tool_seeded"  # a tool lane whose start carried an input and no json delta came yet
+_PRESET = "tool_preset"  # a tool lane whose start carried an input and no json delta came yet
 _EMPTY_INPUTS = (b"{}", b"")
 
 _STOP = MessageStop()
@@ -255,13 +255,13 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         [MessageStart(id='msg_1', model='m')]
     """
 
-    __slots__ = ("_blocks", "_lanes", "_seeds", "_started", "_usage")
+    __slots__ = ("_blocks", "_lanes", "_start_inputs", "_started", "_usage")
 
     def __init__(self, *, max_line_bytes: int = 1 << 20, max_event_bytes: int = 1 << 20) -> None:
         sse = SSEParser(max_line_bytes, max_event_bytes)
         FramedDecoder.__init__(self, sse)  # not super(): one object fewer per request  # pyright: ignore[reportUnknownMemberType]
         self._lanes: dict[int, str] = {}
-        self._seeds: dict[int, str] = {}  # a _SEEDED lane's start input, as JSON text
+        self._start_inputs: dict[int, str] = {}  # a _PRESET lane's start input, as JSON text
         self._blocks = 0  # blocks started so far: the next start's index
         self._started = False
         self._usage: dict[str, object] = {}  # message_start's usage, deltas laid over it
@@ -303,8 +303,8 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 elif type(delta) is _InputJsonDelta:
                     if delta.partial_json and lane == "tool_call":
                         append(Delta(index, delta.partial_json, "tool_json"))
-                    elif delta.partial_json and lane == _SEEDED:  # the deltas replace the seed
-                        del self._seeds[index]
+                    elif delta.partial_json and lane == _PRESET:  # deltas replace the start input
+                        del self._start_inputs[index]
                         lanes[index] = hot_lane = "tool_call"
                         append(Delta(index, delta.partial_json, "tool_json"))
                 elif type(delta) is _ThinkingDelta:
@@ -338,15 +338,15 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
             lane = self._lanes.pop(index, None)
             if lane is None:
                 raise _no_lane("content_block_stop", index, _At(frames, at))
-            if lane == _SEEDED:
-                out.append(Delta(index, self._seeds.pop(index), "tool_json"))
+            if lane == _PRESET:
+                out.append(Delta(index, self._start_inputs.pop(index), "tool_json"))
             if lane:
                 out.append(PartStop(index))
         elif type(event) is _MessageDeltaEvent:
             if not self._started:
                 raise _before_start(_At(frames, at))
-            if self._seeds:  # tool blocks left open (max_tokens): their start input stands
-                self._plant_seeds(out)
+            if self._start_inputs:  # tool blocks left open (max_tokens): their start input stands
+                self._emit_start_inputs(out)
             where = partial(_where, frames, at)
             self._usage = merge_anthropic_delta(self._usage, event.usage, where)
             raw = event.delta.stop_reason  # canonical when known, else as sent
@@ -356,8 +356,8 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
         elif type(event) is _MessageStopEvent:
             if not self._started:
                 raise _before_start(_At(frames, at))
-            if self._seeds:
-                self._plant_seeds(out)
+            if self._start_inputs:
+                self._emit_start_inputs(out)
             out.append(_STOP)
             self.saw_terminal = self._done = True  # everything after it is ignored
         elif type(event) is _MessageStartEvent:
@@ -403,12 +403,12 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
             if block.text:  # the SDK starts from the block as sent, as for thinking below
                 out.append(Delta(index, block.text, "text"))
         elif isinstance(block, _ToolUseBlock):
-            seed = bytes(block.input).strip()
-            if seed in _EMPTY_INPUTS:
+            given = bytes(block.input).strip()
+            if given in _EMPTY_INPUTS:
                 self._lanes[index] = "tool_call"
             else:  # the SDK keeps a start's input unless input_json_deltas follow
-                self._lanes[index] = _SEEDED
-                self._seeds[index] = seed.decode()
+                self._lanes[index] = _PRESET
+                self._start_inputs[index] = given.decode()
             out.append(PartStart(index, "tool_call", block.id, block.name))
         else:
             self._lanes[index] = "thinking"
@@ -422,12 +422,12 @@ class AnthropicDecoder(FramedDecoder[RawEvents]):
                 if block.signature is not None:
                     out.append(Delta(index, block.signature, "signature"))
 
-    def _plant_seeds(self, out: list[StreamEvent]) -> None:
-        """Each still-seeded open tool lane gets its start input as its one json delta."""
-        for index, seed in self._seeds.items():
+    def _emit_start_inputs(self, out: list[StreamEvent]) -> None:
+        """Each open tool lane still holding its start input gets it as its one json delta."""
+        for index, given in self._start_inputs.items():
             self._lanes[index] = "tool_call"
-            out.append(Delta(index, seed, "tool_json"))
-        self._seeds.clear()
+            out.append(Delta(index, given, "tool_json"))
+        self._start_inputs.clear()
 
     def _on_undecodable(
         self, at: _At, payload: bytes, exc: msgspec.DecodeError | RecursionError
