@@ -1,14 +1,23 @@
-"""The ``rxturn`` console script's entry point (and ``python -m rxturn``'s).
+"""The ``rxturn`` console script's entry point (and ``python -m rxturn``'s), and the
+command line's Ctrl-C/SIGTERM handler, :func:`interrupt`.
 
 A supervisor's SIGTERM ends every command as Ctrl-C does (:func:`rxturn.cli.main`), but
 :mod:`rxturn.cli` and the command it runs import a good deal first (argparse, then msgspec,
 aiohttp, reactivex …): a SIGTERM during those imports found Python's default action and killed
 the process (exit -15, 143 in a shell) where a moment later it exited 130. This module is what
-the console script imports, and it imports nothing but :mod:`signal`: its handler is in place
-from the moment ``import rxturn`` is done, before any heavy import. A SIGTERM before
-:func:`main` is called (the rest of the console script's own line) is noted and ends the
-command at once; from :func:`main` on it is Ctrl-C, and a Ctrl-C or SIGTERM during the imports
-exits 130 like one during the command, never with a traceback.
+the console script imports, and it imports nothing but :mod:`signal` and :mod:`sys`: its
+handler is in place from the moment ``import rxturn`` is done, before any heavy import. A
+signal before :func:`main` is called (the rest of the console script's own line) is noted and
+ends the command at once; from :func:`main` on it is Ctrl-C, and a Ctrl-C or SIGTERM during the
+imports exits 130 like one during the command, never with a traceback.
+
+An interrupt never lands inside an import. ``KeyboardInterrupt`` raised at an arbitrary
+bytecode of a module's top level leaves the import half done, and some of that code cannot
+take it: msgspec builds a decoder's type information at import time, calling back into Python,
+and an exception raised in one of those callbacks crashed the interpreter (SIGSEGV); one raised
+in importlib's own module-lock callback is printed as "Exception ignored" and lost. So
+:func:`interrupt` raises a signal that comes during an import in the code that started that
+import, at its first instruction after the import returns.
 
 What stays open is the start of the interpreter itself and ``import rxturn`` (its package is
 lazy: a few milliseconds): a signal then is the interpreter's, and kills the process before
@@ -18,38 +27,102 @@ any of rxturn runs.
 from __future__ import annotations
 
 import signal
+import sys
+from typing import TYPE_CHECKING
 
-__all__ = ["main"]
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from types import FrameType
+    from typing import Any, TypeAlias
+
+    #: what :func:`signal.signal` takes and gives back
+    Handler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
+
+__all__ = ["EARLY", "interrupt", "main"]
 
 #: Exit status after Ctrl-C or SIGTERM (128 + SIGINT, as a shell reports Ctrl-C).
 _INTERRUPTED = 130
 
+#: code run by the import system has a frozen file name (``<frozen importlib._bootstrap>``,
+#: ``<frozen importlib._bootstrap_external>``, ``<frozen zipimport>``)
+_IMPORT_SYSTEM = ("<frozen importlib.", "<frozen zipimport>")
+
+
+def _importer(frame: FrameType | None) -> FrameType | None:
+    """The frame that started the import ``frame`` runs in (the caller of the outermost
+    import-system frame); ``None`` when ``frame`` runs in no import."""
+    importer = None
+    while frame is not None:
+        if frame.f_code.co_filename.startswith(_IMPORT_SYSTEM):
+            importer = frame.f_back
+        frame = frame.f_back
+    return importer
+
+
+def interrupt(signum: int, frame: FrameType | None) -> None:
+    """Ctrl-C and SIGTERM as the command line takes them: ``KeyboardInterrupt``, raised where
+    the interrupted code can take it, that is outside any import (see the module's text).
+
+    During an import, the frame that started it is traced by opcode, and the interrupt is
+    raised there as its next instruction runs: tracing is on for the rest of that import only,
+    and never where a debugger or profiler already traces (the interrupt is raised at once)."""
+    importer = _importer(frame)
+    if importer is None or sys.gettrace() is not None:
+        raise KeyboardInterrupt
+    importer.f_trace_opcodes = True
+    importer.f_trace = _raise_here
+    sys.settrace(_untraced)  # tracing on for this thread; the frames it starts stay untraced
+
+
+def _untraced(frame: FrameType, event: str, arg: object) -> None:
+    return None
+
+
+def _raise_here(frame: FrameType, event: str, arg: object) -> None:
+    """The importer's first event after its import returned: the interrupt held back."""
+    sys.settrace(None)
+    frame.f_trace = None
+    raise KeyboardInterrupt
+
 
 class _Early:
-    """SIGTERM until :func:`rxturn.cli.main` takes it: noted before :func:`main` runs (no
-    ``try`` could catch an exception raised there), Ctrl-C (``KeyboardInterrupt``) after."""
+    """Ctrl-C and SIGTERM until :func:`rxturn.cli.main` takes them: noted before :func:`main`
+    runs (no ``try`` could catch an exception raised there), :func:`interrupt` after."""
 
     armed = False
     noted = False
 
     @classmethod
-    def handle(cls, signum: int, frame: object) -> None:
+    def handle(cls, signum: int, frame: FrameType | None) -> None:
         if cls.armed:
-            raise KeyboardInterrupt
-        cls.noted = True
+            interrupt(signum, frame)
+        else:
+            cls.noted = True
 
 
-try:  # noqa: SIM105 - no contextlib: this module imports nothing it can do without
-    signal.signal(signal.SIGTERM, _Early.handle)
-except ValueError:  # imported off the main thread: the signal stays the caller's
-    pass
+#: the console script's handler until :func:`rxturn.cli.main` takes the signals
+EARLY = _Early.handle
+
+
+def _take(signum: int) -> None:
+    """Give ``signum`` to :class:`_Early` if it has Python's own handling (SIGTERM: killed;
+    SIGINT: ``KeyboardInterrupt`` anywhere); an ignored SIGINT (a background job) stays so."""
+    try:
+        if signal.getsignal(signum) in (signal.SIG_DFL, signal.default_int_handler):
+            signal.signal(signum, EARLY)
+    except ValueError:  # imported off the main thread: the signal stays the caller's
+        pass
+
+
+_take(signal.SIGTERM)
+_take(signal.SIGINT)
 
 
 def main() -> int:
     """Run the command line with the arguments in ``sys.argv`` (see :func:`rxturn.cli.main`)."""
     _Early.armed = True
     try:
-        if _Early.noted:  # a SIGTERM came while the console script started
+        if _Early.noted:  # a signal came while the console script started
             raise KeyboardInterrupt
         from .cli import main as command
 
@@ -57,9 +130,13 @@ def main() -> int:
     except KeyboardInterrupt:  # before the command took the signals over
         return _INTERRUPTED
     finally:
-        # the process exits with the status just decided: a SIGTERM now must neither kill it
+        # the process exits with the status just decided: a signal now must neither kill it
         # (-15) nor raise into the interpreter's exit (a traceback)
-        try:  # noqa: SIM105 - as above
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            for signum in (signal.SIGTERM, signal.SIGINT):
+                if signal.getsignal(signum) is not signal.SIG_IGN:
+                    signal.signal(signum, signal.SIG_IGN)
         except ValueError:  # called off the main thread: nothing was installed there
             pass
+        if sys.gettrace() is _untraced:  # an interrupt still held back by an import is moot
+            sys.settrace(None)

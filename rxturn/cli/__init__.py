@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, NoReturn, cast
 if TYPE_CHECKING:
     from typing import TextIO
 
+    from .._entry import Handler
+
 __all__ = ["main"]
 
 #: sub-command name -> module (imported only when that command runs, so ``--help`` is fast)
@@ -83,34 +85,39 @@ def _tolerate_encoding() -> None:
 INTERRUPTED = 130
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``rxturn`` command line (``argv``: the arguments, else ``sys.argv[1:]``).
 
     SIGTERM is Ctrl-C from the first line on: whatever a command is doing (importing, reading
     its input, a turn, a server), a supervisor's SIGTERM ends it as Ctrl-C would, with its
     clean-up, instead of killing it mid-way. Commands that take the signals over (a chat turn,
-    the fake server, a batch run) say what each does; the rest exit 130."""
+    the fake server, a batch run) say what each does; the rest exit 130. Until then both are
+    :func:`rxturn._entry.interrupt`, which never raises inside an import."""
     import signal
 
-    try:
-        previous = signal.signal(signal.SIGTERM, _interrupt)
-    except ValueError:  # not the main thread: the signal stays the caller's
-        previous = None
+    from .._entry import EARLY, interrupt
+
+    taken: dict[int, Handler] = {}
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        try:
+            current = signal.getsignal(signum)
+            # SIGINT only where it is Python's own or the console script's: a caller's handler
+            # stays, and so does an ignored SIGINT (a background job)
+            if signum == signal.SIGTERM or current in (signal.default_int_handler, EARLY):
+                taken[signum] = signal.signal(signum, interrupt)
+        except ValueError:  # not the main thread: the signals stay the caller's
+            break
     try:
         return _main(argv)
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM before a command took the signal
         return INTERRUPTED
     finally:
-        if previous is not None:
-            # The console script exits with the status just decided: a SIGTERM arriving on
-            # the way out must not turn a finished command into a killed one (-15). A caller
-            # that embeds the command line gets its own handler back.
-            exiting = argv is None and previous == signal.SIG_DFL
-            signal.signal(signal.SIGTERM, signal.SIG_IGN if exiting else previous)
+        for signum, previous in taken.items():
+            # The console script exits with the status just decided: a signal arriving on
+            # the way out must not turn a finished command into a killed (-15) or interrupted
+            # one. A caller that embeds the command line gets its own handler back.
+            exiting = argv is None and previous in (signal.SIG_DFL, EARLY)
+            signal.signal(signum, signal.SIG_IGN if exiting else previous)
 
 
 def _main(argv: Sequence[str] | None) -> int:

@@ -326,16 +326,14 @@ def _to_stderr(text: str) -> None:
 _INTERRUPTED = "interrupted; every line written so far is kept: the same command goes on"
 
 
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
-
-
 def _run(args: argparse.Namespace) -> int:
     import signal
 
+    from .._entry import interrupt
+
     # Until the run's event loop takes SIGINT and SIGTERM over (and again after it), both end
     # the command the same way, with 130: a SIGTERM during the scan too.
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = signal.signal(signal.SIGTERM, interrupt)
     try:
         return _run_command(args)
     except KeyboardInterrupt:  # Ctrl-C before the run took over the signals (the scan)

@@ -8,7 +8,9 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
+from typing import Any
 
 import pytest
 
@@ -90,3 +92,76 @@ def test_a_sigterm_right_after_start_never_ends_in_a_traceback() -> None:
         if code == 130:
             assert err == "", err  # ended as Ctrl-C ends it: quietly
     assert codes[-1] == 130  # 100 ms in, rxturn handles it
+
+
+def test_a_ctrl_c_right_after_start_ends_as_a_sigterm_does() -> None:
+    """Ctrl-C has the same handler as SIGTERM from the console script's first line: 130, never
+    a traceback, once rxturn is there (before, Python's own handler raised it anywhere in the
+    imports). The interpreter's own start stays the interpreter's (-2, or its traceback)."""
+    codes: list[int] = []
+    for step in range(25):
+        proc = _start()
+        time.sleep(0.04 + step * 0.003)  # the interpreter has started: rxturn is importing
+        proc.send_signal(signal.SIGINT)
+        code, out, err = _finish(proc)
+        codes.append(code)
+        if code != 130:  # still the interpreter's start, or rxturn's own first import
+            assert code == -signal.SIGINT, (step, code, err[-2000:])
+            assert "rxturn/_entry.py" not in err and "rxturn/cli" not in err, err[-2000:]
+        else:
+            assert err == "" and out == "", (step, err[-2000:])
+    assert codes[-1] == 130
+
+
+_DRIVER = """
+import signal, sys
+from rxturn._entry import interrupt
+
+signal.signal(signal.{sig}, interrupt)
+try:
+    {importer}
+    after = True
+except KeyboardInterrupt as exc:
+    tb, where = exc.__traceback__, []
+    while tb is not None:
+        where.append(tb.tb_frame.f_code.co_filename.rpartition("/")[2])
+        tb = tb.tb_next
+    print(sorted(m for m in sys.modules if m.startswith("held_")),
+          [sys.modules[m].done for m in sorted(sys.modules) if m.startswith("held_")],
+          [w for w in where if w.startswith(("held_", "<frozen"))])
+else:
+    print("no interrupt")
+"""
+
+
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGINT"])
+@pytest.mark.parametrize(
+    "importer", ["import held_outer", "import importlib; importlib.import_module('held_outer')"]
+)
+def test_an_interrupt_during_an_import_is_raised_after_it(
+    tmp_path: Any, sig: str, importer: str
+) -> None:
+    """A signal that comes while a module's top level runs (here: raised by a module that
+    another imports) ends the command as the import returns, in the code that started it:
+    every module of that import is complete. Before, ``KeyboardInterrupt`` was raised inside
+    the module, half imported; in msgspec's decoder set-up that crashed the interpreter."""
+    (tmp_path / "held_outer.py").write_text("import held_inner\ndone = True\n")
+    (tmp_path / "held_inner.py").write_text(
+        "import signal\n"
+        f"signal.raise_signal(signal.{sig})\n"
+        "total = 0\n"
+        "for i in range(100_000):  # a good deal of bytecode after the signal\n"
+        "    total += i\n"
+        "done = True\n"
+    )
+    env = clean_env(PYTHONPATH=os.pathsep.join([str(tmp_path), *sys.path]))
+    proc = subprocess.run(
+        [sys.executable, "-c", _DRIVER.format(sig=sig, importer=importer)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=TIMEOUT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    # both modules complete, and no frame of either (nor of the import system) in the traceback
+    assert proc.stdout == "['held_inner', 'held_outer'] [True, True] []\n", proc.stderr
