@@ -593,7 +593,10 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    # the handlers to give back once the run ends: asyncio's removal would leave SIGTERM's
+    # default (killed, -15) and Python's Ctrl-C (raised anywhere) for the summary and the rest
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
+    for sig in previous:
         loop.add_signal_handler(sig, stop.set)
     backend = _backend(args, file_run, key)
     if mode == "none" and hasattr(backend.gate, "on_pause"):
@@ -615,8 +618,10 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
         return await file_run.run(backend, stop, started=tune)
     finally:
         reporter.stop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
+        for sig, handler in previous.items():
             loop.remove_signal_handler(sig)
+            if handler is not None:
+                signal.signal(sig, handler)
 
 
 #: A Retry-After pause at least this long (seconds) is said on stderr when no progress is shown:
