@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, NoReturn, cast
 if TYPE_CHECKING:
     from typing import TextIO
 
-    from .._entry import Handler
+    from .._interrupt import Handler
 
 __all__ = ["main"]
 
@@ -92,10 +92,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     its input, a turn, a server), a supervisor's SIGTERM ends it as Ctrl-C would, with its
     clean-up, instead of killing it mid-way. Commands that take the signals over (a chat turn,
     the fake server, a batch run) say what each does; the rest exit 130. Until then both are
-    :func:`rxturn._entry.interrupt`, which never raises inside an import."""
+    :func:`rxturn._interrupt.interrupt`, which never raises inside an import."""
     import signal
 
-    from .._entry import EARLY, interrupt
+    from .._interrupt import EARLY, interrupt
 
     taken: dict[int, Handler] = {}
     for signum in (signal.SIGTERM, signal.SIGINT):

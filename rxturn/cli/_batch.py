@@ -329,7 +329,7 @@ _INTERRUPTED = "interrupted; every line written so far is kept: the same command
 def _run(args: argparse.Namespace) -> int:
     import signal
 
-    from .._entry import interrupt
+    from .._interrupt import interrupt
 
     # Until the run's event loop takes SIGINT and SIGTERM over (and again after it), both end
     # the command the same way, with 130: a SIGTERM during the scan too.

@@ -1,4 +1,4 @@
-"""Where the command line's Ctrl-C/SIGTERM handler (:func:`rxturn._entry.interrupt`) raises
+"""Where the command line's Ctrl-C/SIGTERM handler (:func:`rxturn._interrupt.interrupt`) raises
 ``KeyboardInterrupt`` when the signal lands in code that cannot take it: a weakref callback
 (printed as "Exception ignored" and lost: the command ran on), or asyncio's own callbacks
 (a task's exception "never retrieved"; ``asyncio.run`` waiting forever on a half-done
@@ -15,7 +15,7 @@ import weakref
 
 import pytest
 
-from rxturn._entry import interrupt
+from rxturn._interrupt import interrupt
 
 
 class _Thing:
