@@ -5,6 +5,7 @@ moment later (130 for ``replay``), never a traceback. Only the start of the inte
 from __future__ import annotations
 
 import os
+import re
 import select
 import signal
 import subprocess
@@ -79,38 +80,51 @@ def test_a_sigterm_while_the_command_line_imports_exits_130() -> None:
 def test_a_sigterm_right_after_start_never_ends_in_a_traceback() -> None:
     """SIGTERM at moments spread over the first 100 ms: 130 once rxturn is there, -15 while
     the interpreter itself starts (which nothing in rxturn can change); never a traceback nor
-    another status."""
-    codes: list[int] = []
+    another status. (How far the start has got at a given moment depends on the machine's
+    load: that rxturn, once there, takes it is the test above.)"""
     for step in range(25):
         proc = _start()
         time.sleep(step * 0.004)
         proc.send_signal(signal.SIGTERM)
         code, out, err = _finish(proc)
-        codes.append(code)
         assert code in (130, -signal.SIGTERM), (step, code, err[-2000:])
         assert "Traceback" not in err and out == "", (step, err[-2000:])
         if code == 130:
             assert err == "", err  # ended as Ctrl-C ends it: quietly
-    assert codes[-1] == 130  # 100 ms in, rxturn handles it
+
+
+#: a traceback frame of rxturn's own handling (its entry point's ``main``, its handlers, the CLI)
+_RXTURN_HANDLING = re.compile(r'_entry\.py", line \d+, in (?!<module>)|rxturn/cli/')
 
 
 def test_a_ctrl_c_right_after_start_ends_as_a_sigterm_does() -> None:
     """Ctrl-C has the same handler as SIGTERM from the console script's first line: 130, never
     a traceback, once rxturn is there (before, Python's own handler raised it anywhere in the
     imports). The interpreter's own start stays the interpreter's (-2, or its traceback)."""
-    codes: list[int] = []
     for step in range(25):
         proc = _start()
         time.sleep(0.04 + step * 0.003)  # the interpreter has started: rxturn is importing
         proc.send_signal(signal.SIGINT)
         code, out, err = _finish(proc)
-        codes.append(code)
-        if code != 130:  # still the interpreter's start, or rxturn's own first import
-            assert code == -signal.SIGINT, (step, code, err[-2000:])
-            assert "rxturn/_entry.py" not in err and "rxturn/cli" not in err, err[-2000:]
+        if code != 130:  # still the interpreter's start (its site import: a fatal error, 1)
+            assert code == -signal.SIGINT or (code == 1 and "Fatal Python error" in err), (
+                step,
+                code,
+                err[-2000:],
+            )
+            # ... before rxturn's entry point took the signal: nothing of rxturn's handling
+            assert _RXTURN_HANDLING.search(err) is None, err[-2000:]
         else:
             assert err == "" and out == "", (step, err[-2000:])
-    assert codes[-1] == 130
+    # and once the command line imports (argparse is done), surely rxturn's: 130
+    proc = _start({**clean_env(), "PYTHONPROFILEIMPORTTIME": "1"})
+    try:
+        seen = _wait_for_import(proc, "argparse")
+        proc.send_signal(signal.SIGINT)
+    finally:
+        code, out, err = _finish(proc)
+    assert code == 130, (seen.decode() + err)[-2000:]
+    assert out == "" and "Traceback" not in err, err[-2000:]
 
 
 _DRIVER = """
