@@ -93,8 +93,9 @@ def test_a_sigterm_right_after_start_never_ends_in_a_traceback() -> None:
             assert err == "", err  # ended as Ctrl-C ends it: quietly
 
 
-#: a traceback frame of rxturn's own handling (its entry point's ``main``, its handlers, the CLI)
-_RXTURN_HANDLING = re.compile(r'_entry\.py", line \d+, in (?!<module>)|rxturn/cli/')
+#: a traceback frame of rxturn's own handling (its entry point's ``main``, its handlers in
+#: rxturn._interrupt, the CLI)
+_RXTURN_HANDLING = re.compile(r'_(entry|interrupt)\.py", line \d+, in (?!<module>)|rxturn/cli/')
 
 
 def test_a_ctrl_c_right_after_start_ends_as_a_sigterm_does() -> None:
