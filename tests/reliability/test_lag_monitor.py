@@ -15,7 +15,6 @@ import time
 import pytest
 
 from ._loopback import LagMonitor, _open_schedstat, _runqueue_wait
-from .test_loop_never_held import MAX_LAG
 
 HELD = 0.3
 
@@ -39,7 +38,8 @@ async def test_a_loop_held_by_cpu_bound_code_is_seen() -> None:
 
 
 #: spins on the CPU the test's thread is pinned to, at a real-time priority: while it spins,
-#: that thread is runnable but gets no CPU (what a loaded machine does to it, only longer)
+#: that thread is runnable but gets no CPU (what a loaded machine does to it, only longer;
+#: short, as it keeps whatever else waits on that CPU waiting too)
 _HOG = """
 import os, sys, time
 os.sched_setaffinity(0, {int(sys.argv[1])})
@@ -62,7 +62,7 @@ async def test_time_the_loops_thread_waits_for_a_cpu_is_not_a_held_loop() -> Non
         waited = _runqueue_wait(schedstat)
         async with LagMonitor() as monitor:
             hog = await asyncio.create_subprocess_exec(
-                sys.executable, "-c", _HOG, str(cpu), "0.5", stderr=asyncio.subprocess.PIPE
+                sys.executable, "-c", _HOG, str(cpu), "0.25", stderr=asyncio.subprocess.PIPE
             )
             _, err = await asyncio.wait_for(hog.communicate(), 60)
         waited = _runqueue_wait(schedstat) - waited
@@ -72,5 +72,5 @@ async def test_time_the_loops_thread_waits_for_a_cpu_is_not_a_held_loop() -> Non
     if hog.returncode != 0 and b"PermissionError" in err:
         pytest.skip("no permission for a real-time priority: cannot keep the thread off its CPU")
     assert hog.returncode == 0, err.decode()[-2000:]
-    assert waited >= 0.4  # the thread did wait for its CPU while the hog spun
-    assert monitor.worst < MAX_LAG
+    assert waited >= 0.2  # the thread did wait for its CPU while the hog spun
+    assert monitor.worst < waited / 2  # the whole of it, before
