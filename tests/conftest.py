@@ -1,5 +1,5 @@
 """Suite-wide setup: rxturn's own pytest plugin (``scheduler``, ``clean``, ``scripted_client``,
-``fake_provider``, ``fake_client``), and a stdin.
+``fake_provider``, ``fake_client``), a stdin, and Hypothesis without per-example deadlines.
 
 CI may start the suite with file descriptor 0 closed. Python then sets ``sys.stdin`` and
 ``sys.__stdin__`` to ``None``, and IPython, which jupyter_client imports to run the notebook
@@ -31,9 +31,18 @@ from collections.abc import Iterator
 
 import loop_hygiene
 import pytest
+from hypothesis import settings
 
 # the virtual-time kit and fake-provider fixtures rxturn ships for its users' tests
 pytest_plugins = ["rxturn.testing.pytest_plugin"]
+
+# Hypothesis times every example against a deadline (200 ms unless a test sets one) and fails a
+# test whose example overran it once: a wall-clock bound that a loaded machine (two cores
+# running the suite's subprocesses, a pause of the whole process) crosses with no fault in the
+# code. Every property here holds or fails on its values alone, so no example has a deadline;
+# with none, Hypothesis's own too_slow check allows 30 s of input generation instead of 1 s.
+settings.register_profile("rxturn", deadline=None)
+settings.load_profile("rxturn")
 
 if sys.__stdin__ is None:
     sys.stdin = sys.__stdin__ = open(os.devnull)  # noqa: SIM115 - lives as long as the process

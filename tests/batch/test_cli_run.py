@@ -223,8 +223,11 @@ def _limit_file_size(limit: int) -> Any:
 def test_a_full_disk_is_a_clear_error_and_nothing_is_lost(server: str, tmp_path: Path) -> None:
     inp = write_rows(tmp_path / "in.jsonl", prompts(200))
     out = tmp_path / "out.jsonl"
+    # one row at a time, so one line per write: the lines finished in one turn of the loop go
+    # out in one write, all or none, and on a loaded machine a first turn could finish more
+    # rows than 20 kB holds (none kept: nothing here would show the lines before are kept)
     full = subprocess.run(
-        batch_args(inp, out, server),
+        batch_args(inp, out, server, "--concurrency", "1"),
         capture_output=True,
         text=True,
         timeout=TIMEOUT,

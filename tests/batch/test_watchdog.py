@@ -12,9 +12,10 @@ import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from cli._support import clean_env, fake_server
+from cli._support import TIMEOUT, clean_env, fake_server
 
 from ._support import assert_complete, batch_args, lines, prompts, run_batch, write_rows
 
@@ -66,19 +67,14 @@ def test_a_stopped_worker_is_killed_and_its_rows_run_elsewhere(
     )
     stopped = 0
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and proc.poll() is None:
-            if out.exists() and out.read_bytes().count(b"\n") >= 30:
-                break
-            time.sleep(0.01)
-        children = _children(proc.pid)
-        assert len(children) == 2
+        children = _workers_once_written(proc, out, 30)
         stopped = children[0]
         os.kill(stopped, signal.SIGSTOP)  # its rows are in flight and stay there
         _, err = proc.communicate(timeout=90)
     finally:
         if proc.poll() is None:
             proc.kill()
+        if proc.stderr is not None and not proc.stderr.closed:  # else a later test's warning
             proc.communicate(timeout=30)
         if stopped:  # it is gone if the watchdog worked; never leave it stopped
             with contextlib.suppress(ProcessLookupError):
@@ -130,6 +126,29 @@ def test_a_bad_heartbeat_setting_is_one_line(slow_server: str, tmp_path: Path, v
     assert "Traceback" not in done.stderr
 
 
+def _workers_once_written(proc: subprocess.Popen[Any], out: Path, lines: int) -> list[int]:
+    """The run's two worker processes once it has written ``lines`` lines (a bounded wait).
+
+    The bound is the command line's: the run starts three interpreters (itself and two
+    workers) before its first line, which took up to 14 s on a loaded two-core machine, where
+    the bound was 30 s; and a run seen without its two workers now says what was seen (it
+    said ``0 == 2``)."""
+    deadline = time.monotonic() + TIMEOUT
+    written = 0
+    while time.monotonic() < deadline and proc.poll() is None:
+        written = out.read_bytes().count(b"\n") if out.exists() else 0
+        if written >= lines:
+            break
+        time.sleep(0.01)
+    children = _children(proc.pid)
+    assert len(children) == 2, (
+        f"the run ended ({proc.returncode}) before the test saw {lines} lines"
+        if proc.poll() is not None
+        else f"{written} lines, workers {children}, after {TIMEOUT:.0f} s"
+    )
+    return children
+
+
 def _gone(pid: int, within: float = 15.0) -> bool:
     deadline = time.monotonic() + within
     while time.monotonic() < deadline:
@@ -159,13 +178,7 @@ def test_a_stopped_worker_ends_with_its_killed_parent(slow_server: str, tmp_path
     )
     children: list[int] = []
     try:
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and proc.poll() is None:
-            if out.exists() and out.read_bytes().count(b"\n") >= 20:
-                break
-            time.sleep(0.01)
-        children = _children(proc.pid)
-        assert len(children) == 2
+        children = _workers_once_written(proc, out, 20)
         os.kill(children[0], signal.SIGSTOP)
         proc.kill()
         proc.wait(timeout=30)
@@ -197,13 +210,7 @@ def test_a_worker_lost_while_stderr_is_closed_still_hands_its_rows_on(
     try:
         assert proc.stderr is not None
         proc.stderr.close()  # the reader goes away
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and proc.poll() is None:
-            if out.exists() and out.read_bytes().count(b"\n") >= 30:
-                break
-            time.sleep(0.01)
-        children = _children(proc.pid)
-        assert len(children) == 2
+        children = _workers_once_written(proc, out, 30)
         os.kill(children[0], signal.SIGKILL)
         proc.wait(timeout=90)
     finally:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ._support import RXTURN, clean_env, fake_server, received, run
+from ._support import RXTURN, TIMEOUT, clean_env, fake_server, received, run
 
 pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
 
@@ -201,11 +201,14 @@ def test_ctrl_c_cancels_the_running_turn_not_the_chat(tmp_path: Path) -> None:
         assert proc.stdin is not None and proc.stdout is not None
         proc.stdin.write("first\n")
         proc.stdin.flush()
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + TIMEOUT
         while time.monotonic() < deadline:  # bounded: wait until the turn reached the server
             if received(url):
                 break
             time.sleep(0.1)
+        # else the Ctrl-C below could come before the turn: the chat's start is slow on a
+        # loaded machine (a batch run's took 14 s on two busy cores)
+        assert received(url), f"the turn never reached the server in {TIMEOUT:.0f} s"
         time.sleep(0.3)
         proc.send_signal(signal.SIGINT)
         first = json.loads(proc.stdout.readline())

@@ -97,6 +97,10 @@ def test_a_sigterm_right_after_start_never_ends_in_a_traceback() -> None:
 #: rxturn._interrupt, the CLI)
 _RXTURN_HANDLING = re.compile(r'_(entry|interrupt)\.py", line \d+, in (?!<module>)|rxturn/cli/')
 
+#: what site prints when a line of a ``.pth`` file failed (any ``Exception``; a Ctrl-C during an
+#: import it starts can leave a module half-made and surface as another error there)
+_SITE_GAVE_UP = "\nRemainder of file ignored\n"
+
 
 def test_a_ctrl_c_right_after_start_ends_as_a_sigterm_does() -> None:
     """Ctrl-C has the same handler as SIGTERM from the console script's first line: 130, never
@@ -108,11 +112,13 @@ def test_a_ctrl_c_right_after_start_ends_as_a_sigterm_does() -> None:
         proc.send_signal(signal.SIGINT)
         code, out, err = _finish(proc)
         if code != 130:  # still the interpreter's start (its site import: a fatal error, 1)
-            assert code == -signal.SIGINT or (code == 1 and "Fatal Python error" in err), (
-                step,
-                code,
-                err[-2000:],
-            )
+            assert (
+                code == -signal.SIGINT
+                or (code == 1 and "Fatal Python error" in err)
+                # site cut short in a .pth file (the editable install's finder) says so and
+                # goes on without the rest of that file: what follows is the interpreter's
+                or _SITE_GAVE_UP in err
+            ), (step, code, err[-2000:])
             # ... before rxturn's entry point took the signal: nothing of rxturn's handling
             assert _RXTURN_HANDLING.search(err) is None, err[-2000:]
         else:

@@ -57,7 +57,11 @@ def test_a_stopped_ray_actor_is_restarted_and_its_rows_run(ray: Any, tmp_path: P
                     break
                 time.sleep(0.02)
             actors = [pid for pid in _row_actors() if pid not in before]
-            assert actors, "no RowActor process found"
+            if not actors:  # what the run had come to, to say why
+                if proc.poll() is None:
+                    proc.kill()
+                _, err = proc.communicate(timeout=30)
+                raise AssertionError(f"no RowActor process found; the run: {err[-2000:]}")
             stopped = actors[0]
             os.kill(stopped, signal.SIGSTOP)
             _, err = proc.communicate(timeout=200)
