@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     #: what :func:`signal.signal` takes and gives back
     Handler: TypeAlias = Callable[[int, FrameType | None], Any] | int | signal.Handlers | None
 
-__all__ = ["EARLY", "Early", "interrupt", "untraced"]
+__all__ = ["EARLY", "Early", "give_back", "interrupt", "take_signals", "untraced"]
 
 #: code run by the import system has a frozen file name (``<frozen importlib._bootstrap>``,
 #: ``<frozen importlib._bootstrap_external>``, ``<frozen zipimport>``)
@@ -166,3 +166,34 @@ class Early:
 
 #: the console script's handler until :func:`rxturn.cli.main` takes the signals
 EARLY = Early.handle
+
+
+def take_signals(loop: Any, callback: Callable[[int], object]) -> dict[int, Handler]:
+    """Hand Ctrl-C and SIGTERM to ``callback(signum)`` on the event loop ``loop`` (a command that
+    stops its own way: a chat turn, the fake server, a batch run), and return the handlers they
+    had, for :func:`give_back`.
+
+    A signal is taken only where the command line took it (:func:`interrupt`) or Python's own
+    handling is in force, as :func:`rxturn.cli.main` decides: an ignored signal stays ignored
+    (SIGINT in a shell's background job: Ctrl-C is the foreground job's) and a handler an
+    embedding caller put in place stays its own. Off the main thread nothing is taken."""
+    taken: dict[int, Handler] = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        previous = signal.getsignal(signum)
+        if previous not in (interrupt, EARLY, signal.SIG_DFL, signal.default_int_handler):
+            continue
+        try:
+            loop.add_signal_handler(signum, callback, signum)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
+            break
+        taken[signum] = previous
+    return taken
+
+
+def give_back(loop: Any, taken: dict[int, Handler]) -> None:
+    """Give the signals :func:`take_signals` took their handlers back (asyncio's own removal
+    would leave SIGTERM's default, killed with -15, and Python's Ctrl-C raised anywhere)."""
+    for signum, previous in taken.items():
+        loop.remove_signal_handler(signum)
+        if previous is not None:
+            signal.signal(signum, previous)

@@ -587,17 +587,14 @@ def _errors_seen(file_run: Any, url: str = "") -> str:
 
 async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: str) -> Any:
     import asyncio
-    import signal
 
+    from rxturn._interrupt import give_back, take_signals
     from rxturn.batch._progress import Reporter
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    # the handlers to give back once the run ends: asyncio's removal would leave SIGTERM's
-    # default (killed, -15) and Python's Ctrl-C (raised anywhere) for the summary and the rest
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        loop.add_signal_handler(sig, stop.set)
+    # given back once the run ends, for the summary and the rest
+    taken = take_signals(loop, lambda _signum: stop.set())
     backend = _backend(args, file_run, key)
     if mode == "none" and hasattr(backend.gate, "on_pause"):
         # no bar and no JSON lines show the wait: a long pause says so in one line
@@ -618,10 +615,7 @@ async def _main(args: argparse.Namespace, file_run: Any, key: str | None, mode: 
         return await file_run.run(backend, stop, started=tune)
     finally:
         reporter.stop()
-        for sig, handler in previous.items():
-            loop.remove_signal_handler(sig)
-            if handler is not None:
-                signal.signal(sig, handler)
+        give_back(loop, taken)
 
 
 #: A Retry-After pause at least this long (seconds) is said on stderr when no progress is shown:

@@ -14,10 +14,11 @@ import contextlib
 import signal
 import sys
 import threading
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import msgspec
 
+from .._interrupt import give_back, take_signals
 from .._redact import without_secrets
 from ..clients._factory import client_for
 from ..cost import Cost, cost_to_json, describe_cost
@@ -41,6 +42,9 @@ from ._console import (
     write,
 )
 from ._view import TurnView, describe_error
+
+if TYPE_CHECKING:
+    from .._interrupt import Handler
 
 __all__ = ["ChatSession", "check_options"]
 
@@ -203,27 +207,14 @@ class ChatSession:
                 code = await self._interactive()
         return PIPE_CLOSED if STATE.closed else code
 
-    def _take_signals(self) -> dict[int, Any]:
-        """Ctrl-C and SIGTERM go to :meth:`_on_signal` while the chat runs; the handlers they
-        had, to give back (asyncio's removal would leave SIGTERM's default: killed, -15)."""
-        loop = asyncio.get_running_loop()
-        taken: dict[int, Any] = {}
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            previous = signal.getsignal(sig)
-            try:
-                loop.add_signal_handler(sig, self._on_signal, sig)
-            except (NotImplementedError, RuntimeError, ValueError):  # not the main thread
-                continue
-            taken[sig] = previous
-        return taken
+    def _take_signals(self) -> dict[int, Handler]:
+        """Ctrl-C and SIGTERM go to :meth:`_on_signal` while the chat runs (those the command
+        line may take: :func:`rxturn._interrupt.take_signals`); the handlers they had."""
+        return take_signals(asyncio.get_running_loop(), self._on_signal)
 
     @staticmethod
-    def _give_back(taken: dict[int, Any]) -> None:
-        loop = asyncio.get_running_loop()
-        for sig, previous in taken.items():
-            loop.remove_signal_handler(sig)
-            if previous is not None:
-                signal.signal(sig, previous)
+    def _give_back(taken: dict[int, Handler]) -> None:
+        give_back(asyncio.get_running_loop(), taken)
 
     async def _one_shot(self, prompt: str) -> int:
         taken = self._take_signals()

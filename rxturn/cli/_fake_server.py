@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sys
 from pathlib import Path
 from typing import Any
 
+from .._interrupt import give_back, take_signals
 from ._console import argument_shown, file_argument
 
 __all__ = ["add_parser", "run"]
@@ -80,9 +80,7 @@ async def _serve(scenario: Any, host: str, port: int) -> int:
 
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
-    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    for sig in previous:
-        loop.add_signal_handler(sig, stop.set)
+    taken = take_signals(loop, lambda _signum: stop.set())
     try:
         async with FakeProvider(scenario, host=host, port=port) as fake:
             tune()  # the set-up is done: freeze it, rarer young collections (rxturn._heap)
@@ -90,10 +88,7 @@ async def _serve(scenario: Any, host: str, port: int) -> int:
                 return 1  # nobody can learn the port (a full disk): the dispatcher says so
             await stop.wait()
     finally:
-        for sig, handler in previous.items():
-            loop.remove_signal_handler(sig)  # which leaves SIGTERM's default: killed, -15
-            if handler is not None:
-                signal.signal(sig, handler)
+        give_back(loop, taken)
     return 0
 
 
