@@ -5,6 +5,10 @@ Run alone (``python benchmarks/bench_batch.py [--rows N] [--no-rss]``) or from `
 about 100 tokens (400 characters) in 20 deltas, no delay, so the provider is as fast as it
 gets and what is measured is the client side. In order:
 
+0. **raw** (information, not a target): the same exchange with no HTTP client at all, the
+   request written by hand on kept-alive asyncio streams and the chunked body read to its
+   end: the floor under every asyncio client here, beside which the bare loop shows what
+   aiohttp's own request costs;
 1. **bare**: an aiohttp loop, 100 requests in flight, each reading its whole SSE body and
    dropping it: the most a client can do against this server on this machine; and **bare +
    LIMIT**, the same loop folding each body into its reply with the hand-written LIMIT fold of
@@ -51,6 +55,7 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 from _limit import LimitAnthropic
@@ -74,6 +79,8 @@ _TEXT = ("lorem ipsum dolor sit amet " * 20)[:400]
 SCENARIO = {"models": {"*": [{"text": _TEXT, "chunk_chars": 20}]}}
 _SCRIPT = shutil.which("rxturn", path=str(Path(sys.executable).parent))
 RXTURN = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "rxturn"]
+#: bytes one read of :func:`raw_loop` asks for
+SLICE = 64 * 1024
 _SUMMARY = re.compile(r"(\d+) rows: (\d+) ok.* in ([0-9.]+)s")
 
 
@@ -114,6 +121,49 @@ async def bare_loop(url: str, rows: int, fold: bool = False) -> tuple[float, flo
         await asyncio.gather(*(one(session, i) for i in range(rows)))
         wall = time.perf_counter() - started
         return rows / wall, (time.process_time() - cpu) / rows * 1e6
+
+
+async def raw_loop(url: str, rows: int) -> tuple[float, float]:
+    """Rows/s and CPU µs per row of the same exchange with no HTTP client at all: one
+    keep-alive connection per place over asyncio streams, the request written by hand and the
+    chunked response read until its last chunk. Not a client (no parser, no checks): the floor
+    under every asyncio client on this machine, to show what aiohttp's own request costs."""
+    parts = urlsplit(url)
+    host, port = parts.hostname or "127.0.0.1", parts.port or 80
+
+    async def worker(numbers: range) -> None:
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            for i in numbers:
+                body = json.dumps(
+                    {
+                        "model": "m",
+                        "max_tokens": 256,
+                        "stream": True,
+                        "messages": [{"role": "user", "content": f"question number {i}"}],
+                    }
+                ).encode()
+                head = (
+                    f"POST /v1/messages HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+                    "x-api-key: bench\r\nanthropic-version: 2023-06-01\r\n"
+                    f"content-type: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+                )
+                writer.write(head.encode() + body)
+                received = await reader.readuntil(b"\r\n\r\n")
+                assert received.startswith(b"HTTP/1.1 200") and b"chunked" in received.lower()
+                received = b""
+                while not received.endswith(b"\r\n0\r\n\r\n"):  # (SSE data ends in LF LF)
+                    received += await reader.read(SLICE)
+        finally:
+            writer.close()
+
+    await asyncio.gather(
+        *(worker(range(k, 2 * CONCURRENCY, CONCURRENCY)) for k in range(CONCURRENCY))
+    )
+    cpu, started = time.process_time(), time.perf_counter()
+    await asyncio.gather(*(worker(range(k, rows, CONCURRENCY)) for k in range(CONCURRENCY)))
+    wall = time.perf_counter() - started
+    return rows / wall, (time.process_time() - cpu) / rows * 1e6
 
 
 async def engine_loop(url: str, rows: int) -> tuple[float, float]:
@@ -307,6 +357,7 @@ def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
                 served = server_cpu(server.pid) - before
                 measured[name] = (rate, cpu, served / requests * 1e6)
 
+            measure("raw", lambda: asyncio.run(raw_loop(server.url, rows)))
             measure("bare", lambda: asyncio.run(bare_loop(server.url, rows)))
             measure("limit", lambda: asyncio.run(bare_loop(server.url, rows, fold=True)))
             measure("engine", lambda: asyncio.run(engine_loop(server.url, rows)))
@@ -330,7 +381,15 @@ def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
                 f"batch: {'contender':<34} {'rows/s':>8} {'':>13} {'CPU µs/row':>10} {'server':>7}"
             )
             engine_note = f"{engine / bare:.2f}x bare"
+            raw, raw_cpu, raw_srv = measured["raw"]
             for name, rate, note, cpu, srv in (
+                (
+                    "raw HTTP/1.1, no client (floor)",
+                    raw,
+                    f"{raw / bare:.2f}x bare",
+                    raw_cpu,
+                    raw_srv,
+                ),
                 ("bare aiohttp loop", bare, "", bare_cpu, bare_srv),
                 ("bare aiohttp loop + LIMIT fold", limit, "", limit_cpu, limit_srv),
                 ("TurnEngine loop (no batch layer)", engine, engine_note, engine_cpu, engine_srv),
@@ -352,6 +411,8 @@ def run_phase(rows: int = 5000, rss: bool = True) -> dict[str, Any]:
                 f"2 workers spend {two_cpu - one_cpu:+.0f} µs CPU/row more (the parent's relay)"
             )
             results.update(
+                raw_rows_per_s=raw,
+                raw_cpu_us_per_row=raw_cpu,
                 bare_rows_per_s=bare,
                 engine_rows_per_s=engine,
                 rxturn_rows_per_s=one,
