@@ -400,11 +400,19 @@ class _Slot(Observer):
         runner, config = self.runner, self.runner.config
         engine = self.engine
         engine.session = type(engine.session)(row.messages)
-        engine.system = row.system if row.system is not None else config.system
+        # an engine's assignment is checked (TurnEngine.__setattr__): made only when the row
+        # changes the value (rows of one model and system share theirs)
+        system = row.system if row.system is not None else config.system
+        if engine.system is not system:
+            engine.system = system
         model = row.model or config.model
-        engine.request_options = runner.options_for(model, row.options)
+        options = runner.options_for(model, row.options)
+        if engine.request_options is not options:
+            engine.request_options = options
         if config.fallback:
-            engine.fallback = self._manager(model)
+            manager = self._manager(model)
+            if engine.fallback is not manager:
+                engine.fallback = manager
         if runner.limited:  # what the budget charges (without one, nothing reads it)
             max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
             self.tokens = estimate_tokens(row, engine.system, max_tokens)
