@@ -400,19 +400,11 @@ class _Slot(Observer):
         runner, config = self.runner, self.runner.config
         engine = self.engine
         engine.session = type(engine.session)(row.messages)
-        # an engine's assignment is checked (TurnEngine.__setattr__): made only when the row
-        # changes the value (rows of one model and system share theirs)
-        system = row.system if row.system is not None else config.system
-        if engine.system is not system:
-            engine.system = system
+        engine.system = row.system if row.system is not None else config.system
         model = row.model or config.model
-        options = runner.options_for(model, row.options)
-        if engine.request_options is not options:
-            engine.request_options = options
+        engine.request_options = runner.options_for(model, row.options)
         if config.fallback:
-            manager = self._manager(model)
-            if engine.fallback is not manager:
-                engine.fallback = manager
+            engine.fallback = self._manager(model)
         if runner.limited:  # what the budget charges (without one, nothing reads it)
             max_tokens = engine.request_options.max_tokens or runner.default_max_tokens
             self.tokens = estimate_tokens(row, engine.system, max_tokens)
