@@ -114,12 +114,19 @@ async def run_line(runner: Runner, number: int, raw: bytes, run: int) -> Done:
 
 
 class LocalBackend:
-    """Rows run on this process's event loop."""
+    """Rows run on this process's event loop, a task each.
+
+    The file run hands rows out with :meth:`relay`: the row's task calls ``landed`` itself as
+    it ends, so a row costs no future callback of the loop's, and :meth:`aclose` cancels the
+    rows still running.
+    """
 
     def __init__(self, config: BatchConfig, api_key: str | None, run: int) -> None:
         self.gate = LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
         self.runner = Runner(config, api_key=api_key, gate=self.gate)
         self.run = run
+        #: the tasks of the rows handed out with :meth:`relay` and not ended, by line number
+        self._relayed: dict[int, asyncio.Task[None]] = {}
 
     async def start(self) -> None:
         self.runner.prepare()
@@ -127,7 +134,31 @@ class LocalBackend:
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
         return asyncio.ensure_future(run_line(self.runner, number, raw, self.run))
 
+    def relay(
+        self, number: int, raw: bytes, landed: Callable[[int, Done | BaseException], None]
+    ) -> None:
+        """Run input line ``number``; ``landed`` is called with its finished row, or with the
+        error it raised (a row cancelled by :meth:`aclose` lands nowhere)."""
+        self._relayed[number] = asyncio.ensure_future(self._relay(number, raw, landed))
+
+    async def _relay(
+        self, number: int, raw: bytes, landed: Callable[[int, Done | BaseException], None]
+    ) -> None:
+        result: Done | BaseException
+        try:
+            result = await run_line(self.runner, number, raw, self.run)
+        except Exception as exc:
+            result = exc
+        finally:
+            del self._relayed[number]
+        landed(number, result)
+
     async def aclose(self) -> None:
+        running = list(self._relayed.values())
+        for task in running:
+            task.cancel()
+        if running:
+            await asyncio.gather(*running, return_exceptions=True)
         await self.runner.aclose()
 
 

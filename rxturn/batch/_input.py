@@ -146,9 +146,12 @@ def _text(value: object, line: int, where: str) -> str:
 
 
 def _key(value: object, line: int, field: str) -> str:
-    if isinstance(value, bool) or not isinstance(value, str | int):
+    if type(value) is str:  # (most keys: the checks below, but for the empty one, pass)
+        key = value
+    elif isinstance(value, bool) or not isinstance(value, str | int):
         raise _fail(line, f"{field} must be a string or an integer")
-    key = str(value)
+    else:
+        key = str(value)
     if not key.strip():
         raise _fail(line, f"{field} must not be empty")
     return key
@@ -227,19 +230,24 @@ def check_turn(messages: tuple[Message, ...], line: int) -> tuple[Message, ...]:
     if not messages or messages[-1].role != "user":
         raise _fail(line, "the conversation must end with a user message")
     last = messages[-1]
-    if all(isinstance(part, TextPart) for part in last.content) and not last.text.strip():
+    for part in last.content:  # (a loop, not all() over a generator: twice a row)
+        if not isinstance(part, TextPart):
+            return messages  # a message with media asks about them
+    if not last.text.strip():
         # as an empty prompt is: a request with nothing to answer, refused before any is sent
         raise _fail(line, "the last user message is empty")
     return messages
 
 
 def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
-    for name in obj:
-        if name not in _NATIVE_KEYS:
-            raise _fail(line, f"unknown field {name!r} in a row with 'prompt' or 'messages'")
+    if not _NATIVE_KEYS.issuperset(obj):
+        for name in obj:
+            if name not in _NATIVE_KEYS:
+                raise _fail(line, f"unknown field {name!r} in a row with 'prompt' or 'messages'")
     if "prompt" in obj and "messages" in obj:
         raise _fail(line, "a row has either 'prompt' or 'messages', not both")
-    if "prompt" in obj:
+    prompted = "prompt" in obj
+    if prompted:
         prompt = _text(obj["prompt"], line, "prompt")
         if not prompt.strip():
             raise _fail(line, "prompt is empty")
@@ -267,7 +275,8 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
         options = options or None
     return BatchRow(
         key=key,
-        messages=check_turn(messages, line),
+        # (a prompt is a turn already: one user message, not empty)
+        messages=messages if prompted else check_turn(messages, line),
         system=None if system is None else _text(system, line, "system"),
         model=model,
         options=options,
