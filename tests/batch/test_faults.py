@@ -175,19 +175,24 @@ async def test_a_request_budget_holds_across_two_workers_at_the_server(tmp_path:
 
 
 async def test_a_retry_after_seen_by_one_worker_pauses_every_worker(tmp_path: Path) -> None:
-    scenario = {
-        "models": {"*": [{"text": "ok", "chunk_chars": 1, "delay_ms": 2}]},
-        "rate_limit_windows": [{"after_s": 0.3, "seconds": 0.05, "retry_after": 1.5}],
-    }
+    """One request, the 61st, is refused with a Retry-After: only the worker that sent it sees
+    it, and the other holds its new requests too (a storm that both workers meet shows
+    nothing of the relay)."""
+    reply = {"text": "ok", "chunk_chars": 1, "delay_ms": 2}
+    refusal = {"status": 429, "error_type": "rate_limit_error", "retry_after": 1.5}
+    scenario = {"models": {"*": [*[reply] * 60, refusal, reply]}}  # (the last entry repeats)
     async with FakeProvider(scenario) as fake:
         config = BatchConfig(provider="anthropic", model="m", base_url=fake.base_url, concurrency=3)
         await _file_run(tmp_path, fake.base_url, 400, config, LocalGate(Budget()), workers=2)
         received = list(fake.received)
-    refused_at = min(r.arrived for r in received if r.arrived - received[0].arrived >= 0.3)
+    refused_at = received[60].arrived
+    # (the server stamps a request when its handler runs, on this test's loop: a request sent
+    # just before the pause can be stamped a little later on a loaded machine; an unpaused
+    # worker sends one every few ms)
     during_pause = [
         r.arrived - refused_at
         for r in received
-        if refused_at + 0.2 <= r.arrived <= refused_at + 1.4
+        if refused_at + 0.3 <= r.arrived <= refused_at + 1.4
     ]
     assert during_pause == []
     assert received[-1].arrived > refused_at + 1.5  # the run went on after the pause
