@@ -91,14 +91,15 @@ class LoopWaker:
         self._timer_due = _NEVER
         waiting = self._waiting
         end = self.loop.time() + SLACK
-        ready = [(wake, entry) for wake, entry in waiting.items() if entry[0] <= end]
+        # (iterated over a copy: a dispose from another thread may let an entry go meanwhile)
+        ready = [(wake, entry) for wake, entry in tuple(waiting.items()) if entry[0] <= end]
         if len(ready) > 1:
             ready.sort(key=_instant)  # earliest first (a stable sort: ties in arming order)
         try:
             for wake, entry in ready:
                 if waiting.get(wake) is not entry:  # forgotten or armed again meanwhile
                     continue
-                del waiting[wake]
+                waiting.pop(wake, None)
                 try:
                     entry[1].run(wake)
                 except (SystemExit, KeyboardInterrupt):
@@ -109,7 +110,7 @@ class LoopWaker:
                     )
         finally:
             if waiting:
-                earliest = min(entry[0] for entry in waiting.values())
+                earliest = min([entry[0] for entry in tuple(waiting.values())], default=_NEVER)
                 if earliest < self._timer_due:
                     self._arm_timer(earliest)
 
