@@ -13,7 +13,8 @@ objects and functions the operators call, asked in the same order — with:
   pushes an attempt's batches straight to the ladder);
 - **one timer per turn**: the attempt clock's ``due``, the turn's total deadline, the limiter's
   and the backoff's waits and the rescue's deadline are instants kept as numbers; the one timer
-  is armed for the earliest (on asyncio a ``loop.call_at`` handle). When several fall due at
+  is armed for the earliest (on asyncio an entry of the loop's :class:`~._waker.LoopWaker`,
+  which wakes every turn of the loop from one ``loop.call_at`` handle). When several fall due at
   the same instant, the total deadline is judged first, as its own timer, armed at the turn's
   start, would have fired first;
 - **phases**: waiting (limiter or backoff), streaming, rescuing, done.
@@ -38,7 +39,6 @@ own rather than folding the batch again.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, cast
 
 from reactivex import Observable, abc
@@ -63,6 +63,7 @@ from ...resilience.progress import (
 from ...resilience.retry import RetryBudget, beyond_deadline
 from ...resilience.verdicts import is_rescuable
 from ._plan import TurnSpec
+from ._waker import LoopWaker, waker_for
 
 __all__ = ["Ladder"]
 
@@ -83,7 +84,6 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         "_clock",
         "_context_ended",
         "_downstream",
-        "_loop",
         "_now",
         "_phase",
         "_plan",
@@ -99,6 +99,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         "_upstream",
         "_wait_due",
         "_waited",
+        "_waker",
         "_wrap",
         "forwarded",
         "guard",
@@ -117,8 +118,9 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         self._wrap = as_lists
         sched = resolve_scheduler(plan.preferred, scheduler)
         self._sched = sched
-        self._loop: asyncio.AbstractEventLoop | None = (
-            sched._loop  # pyright: ignore[reportPrivateUsage]
+        #: on asyncio, what wakes the turn (no loop timer of its own: see _waker)
+        self._waker: LoopWaker | None = (
+            waker_for(sched._loop)  # pyright: ignore[reportPrivateUsage]
             if type(sched) is AsyncIOScheduler
             else None
         )
@@ -376,19 +378,20 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             due = candidate
         if due == self._timer_due:
             return
-        timer, self._timer = self._timer, None
-        if timer is not None:  # a loop's TimerHandle, or a scheduler's disposable
-            if self._loop is not None:
-                timer.cancel()
-            else:
-                timer.dispose()
         self._timer_due = due
+        waker = self._waker
+        if waker is not None:  # asyncio: an entry of the loop's waker (see __call__)
+            if due is None:
+                waker.disarm(self)
+            else:
+                waker.arm(self, due)
+            return
+        timer, self._timer = self._timer, None
+        if timer is not None:  # a scheduler's disposable
+            timer.dispose()
         if due is None:
             return
-        loop = self._loop
-        if loop is not None:
-            self._timer = loop.call_at(due, self)  # (see __call__)
-        elif self._race is not None and self._race.expiring and due == self._rescue_due:
+        if self._race is not None and self._race.expiring and due == self._rescue_due:
             self._timer = self._sched.schedule(self._fire_scheduled)
         else:
             delay = max(0.0, due - self._now())
@@ -552,7 +555,7 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             rescue.dispose()
 
     def __call__(self) -> None:
-        """The ladder's wake-up, the one callback it hands out: its loop timer fired, or its
+        """The ladder's wake-up, the one callback it hands out: its loop's waker woke it, or its
         cancel token did (so no bound method is kept alive per turn in flight for either)."""
         cancel = self._plan.cancel
         if cancel is not None and cancel.cancelled:
