@@ -42,8 +42,13 @@ def test_a_429_storm_and_dropped_streams_end_with_every_row_ok(tmp_path: Path) -
 
 
 def test_a_second_run_on_the_same_output_exits_2_and_the_first_finishes(tmp_path: Path) -> None:
-    slow = {"models": {"*": [{"text": "slow reply", "chunk_chars": 2, "delay_ms": 30}]}}
-    inp = write_rows(tmp_path / "in.jsonl", prompts(200))
+    # every row is in flight at once; the last request to arrive stalls for 5 s, so the first
+    # run is still writing while the second starts, however slowly (its interpreter and
+    # imports: a second or more on a loaded machine)
+    reply = {"text": "a reply", "chunk_chars": 2}
+    held = {**reply, "stall_after_events": 2, "stall_seconds": 5}
+    slow = {"models": {"*": [*[reply] * 19, held]}}
+    inp = write_rows(tmp_path / "in.jsonl", prompts(20))
     out = tmp_path / "out.jsonl"
     with fake_server(slow, tmp_path) as url:
         first = subprocess.Popen(
@@ -61,7 +66,7 @@ def test_a_second_run_on_the_same_output_exits_2_and_the_first_finishes(tmp_path
     assert second.returncode == 2
     assert "another run is writing" in second.stderr
     assert first.returncode == 0, err
-    assert_complete(out, [f"r{i}" for i in range(200)])
+    assert_complete(out, [f"r{i}" for i in range(20)])
 
 
 def test_a_terminal_gets_a_progress_bar(tmp_path: Path) -> None:
