@@ -240,11 +240,45 @@ def fake_server(
                 stream.close()
 
 
+def records(url: str) -> list[dict[str, Any]]:
+    """The fake server's record of every request it received (``GET /_fake/requests``)."""
+    with urllib.request.urlopen(f"{url}/_fake/requests", timeout=10) as response:
+        found: list[dict[str, Any]] = json.load(response)
+    return found
+
+
 def received(url: str) -> list[dict[str, Any]]:
     """Every request body the fake server received (``GET /_fake/requests``: its records)."""
-    with urllib.request.urlopen(f"{url}/_fake/requests", timeout=10) as response:
-        records: list[dict[str, Any]] = json.load(response)
-    return [record["body"] for record in records]
+    return [record["body"] for record in records(url)]
+
+
+def until(condition: Any, what: str) -> Any:
+    """``condition()``'s first true value, asked every 20 ms; fails after :data:`TIMEOUT`."""
+    deadline = time.monotonic() + TIMEOUT
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def finish(proc: subprocess.Popen[Any]) -> tuple[int, str, str]:
+    """Wait for ``proc`` to end (killed after :data:`TIMEOUT`): its exit status, stdout and
+    stderr as text."""
+    try:
+        out, err = proc.communicate(timeout=TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    return proc.returncode, _as_text(out), _as_text(err)
+
+
+def _as_text(data: str | bytes | None) -> str:
+    if data is None:
+        return ""
+    return data.decode() if isinstance(data, bytes) else data
 
 
 def closed_port() -> int:

@@ -12,13 +12,12 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._support import RXTURN, TIMEOUT, clean_env, fake_server
+from ._support import RXTURN, clean_env, fake_server, finish, records, until
 
 pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
 
@@ -39,34 +38,6 @@ def _background(args: list[str], **kwargs: Any) -> subprocess.Popen[str]:
     )
 
 
-def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, out, err
-
-
-def _records(url: str) -> list[dict[str, Any]]:
-    with urllib.request.urlopen(f"{url}/_fake/requests", timeout=TIMEOUT) as response:
-        records: list[dict[str, Any]] = json.load(response)
-    return records
-
-
-def _until(condition: Any, what: str) -> Any:
-    import time
-
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
 def test_the_fake_server_serves_on_after_sigint(tmp_path: Path) -> None:
     scenario = tmp_path / "scenario.json"
     scenario.write_text(json.dumps({"models": {"*": [{"text": "hi"}]}}))
@@ -76,11 +47,11 @@ def test_the_fake_server_serves_on_after_sigint(tmp_path: Path) -> None:
         url = proc.stdout.readline().strip().removeprefix("listening on ")
         proc.send_signal(signal.SIGINT)
         # two round trips after the signal: a server that took it would have stopped
-        assert _records(url) == []
-        assert _records(url) == []
+        assert records(url) == []
+        assert records(url) == []
         assert proc.poll() is None
         proc.send_signal(signal.SIGTERM)
-        code, _, err = _finish(proc)
+        code, _, err = finish(proc)
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -97,9 +68,9 @@ def test_a_chat_turn_is_not_cancelled_by_sigint(tmp_path: Path) -> None:
     with fake_server(SLOW, tmp_path) as url:
         args = ["chat", "--provider", "anthropic", "--base-url", url, "--model", "m", "--json"]
         proc = _background([*args, "hi"])
-        _until(lambda: _records(url), "the request to arrive")
+        until(lambda: records(url), "the request to arrive")
         proc.send_signal(signal.SIGINT)
-        code, out, err = _finish(proc)
+        code, out, err = finish(proc)
     assert code == 0, err
     assert json.loads(out)["turns"][0]["output"] == "row done"
 
@@ -116,7 +87,7 @@ def test_an_interactive_chat_goes_on_after_sigint(tmp_path: Path) -> None:
         proc.stdin.write("again\n")
         stdin, proc.stdin = proc.stdin, None
         stdin.close()
-        code, out, err = _finish(proc)
+        code, out, err = finish(proc)
     assert code == 0, err
     assert out == "first reply\n", out  # the reply to "again": the chat went on
     assert err == ""  # no "(/quit, Ctrl-D or EOF ends the chat)": that is Ctrl-C's answer
@@ -129,9 +100,9 @@ def test_a_batch_run_finishes_after_sigint(tmp_path: Path) -> None:
     with fake_server(SLOW, tmp_path) as url:
         args = ["batch", "run", str(rows), "-o", str(out_path), "--provider", "anthropic"]
         proc = _background([*args, "--model", "m", "--base-url", url])
-        _until(lambda: _records(url), "the first request to arrive")
+        until(lambda: records(url), "the first request to arrive")
         proc.send_signal(signal.SIGINT)
-        code, _, err = _finish(proc)
+        code, _, err = finish(proc)
     assert code == 0, err
     lines = [json.loads(line) for line in out_path.read_text().splitlines()]
     assert sorted(line["id"] for line in lines) == ["r0", "r1", "r2"]

@@ -15,14 +15,12 @@ import json
 import os
 import signal
 import subprocess
-import time
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ._support import RXTURN, TIMEOUT, clean_env, fake_server
+from ._support import RXTURN, TIMEOUT, clean_env, fake_server, records, until
 
 pytestmark = pytest.mark.slow  # each test runs the rxturn command as a subprocess
 
@@ -51,16 +49,6 @@ def _terminate(proc: subprocess.Popen[bytes]) -> tuple[int, str, str]:
             proc.kill()
             proc.communicate()
     return proc.returncode, out.decode(), err.decode()
-
-
-def _until(condition: Any, what: str) -> Any:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.02)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def _blocked_reading(pid: int) -> bool:
@@ -100,20 +88,14 @@ def test_a_command_terminated_while_it_reads_its_input(
     else:
         args = [*args, str(fifo)]
     proc = _start(args)
-    writer = _until(lambda: _opened_by_reader(fifo), "the command to open its input")
+    writer = until(lambda: _opened_by_reader(fifo), "the command to open its input")
     try:
-        _until(lambda: _blocked_reading(proc.pid), "the command to read its input")
+        until(lambda: _blocked_reading(proc.pid), "the command to read its input")
         code, _, err = _terminate(proc)
     finally:
         os.close(writer)
     assert "Traceback" not in err
     assert code == expected, err
-
-
-def _records(url: str) -> list[dict[str, Any]]:
-    with urllib.request.urlopen(f"{url}/_fake/requests", timeout=10) as response:
-        records: list[dict[str, Any]] = json.load(response)
-    return records
 
 
 STALLED = {"models": {"slow": [{"text": "never finished", "stall_after_events": 2}]}}
@@ -126,9 +108,9 @@ def test_a_one_shot_chat_cancels_its_turn_and_closes_the_stream(
     with fake_server(STALLED, tmp_path) as url:
         args = ["chat", "--provider", "anthropic", "--base-url", url, "--model", "slow"]
         proc = _start([*args, *(["--json"] if json_output else []), "hi"])
-        _until(lambda: _records(url), "the request to arrive")
+        until(lambda: records(url), "the request to arrive")
         code, out, err = _terminate(proc)
-        record = _until(lambda: [r for r in _records(url) if r["end"]], "the stream to end")[0]
+        record = until(lambda: [r for r in records(url) if r["end"]], "the stream to end")[0]
     assert code == 130, err
     assert "Traceback" not in err
     assert record["end"] == "disconnected"  # the command closed its connection
@@ -160,9 +142,9 @@ def test_an_interactive_chat_ends_during_a_turn(tmp_path: Path) -> None:
         assert proc.stdin is not None
         proc.stdin.write(b"hello\nsecond prompt, never sent\n")
         proc.stdin.flush()
-        _until(lambda: _records(url), "the request to arrive")
+        until(lambda: records(url), "the request to arrive")
         code, _, err = _terminate(proc)
-        records = _until(lambda: [r for r in _records(url) if r["end"]], "the stream to end")
+        ended = until(lambda: [r for r in records(url) if r["end"]], "the stream to end")
     assert code == 130, err
     assert "Traceback" not in err
-    assert len(records) == 1  # it ended the chat, not only the turn
+    assert len(ended) == 1  # it ended the chat, not only the turn

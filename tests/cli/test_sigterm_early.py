@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ._support import RXTURN, TIMEOUT, clean_env
+from ._support import RXTURN, TIMEOUT, clean_env, finish
 
 pytestmark = pytest.mark.slow  # each test starts the rxturn command as a subprocess
 
@@ -29,16 +29,6 @@ def _start(env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         stderr=subprocess.PIPE,
         env=env if env is not None else clean_env(),
     )
-
-
-def _finish(proc: subprocess.Popen[bytes]) -> tuple[int, str, str]:
-    try:
-        out, err = proc.communicate(timeout=TIMEOUT)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    return proc.returncode, out.decode(), err.decode()
 
 
 def _wait_for_import(proc: subprocess.Popen[bytes], module: str) -> bytes:
@@ -70,7 +60,7 @@ def test_a_sigterm_while_the_command_line_imports_exits_130() -> None:
             seen = _wait_for_import(proc, "argparse")
             proc.send_signal(signal.SIGTERM)
         finally:
-            code, out, err = _finish(proc)
+            code, out, err = finish(proc)
         err = seen.decode() + err
         assert code == 130, err[-2000:]
         assert out == ""
@@ -86,7 +76,7 @@ def test_a_sigterm_right_after_start_never_ends_in_a_traceback() -> None:
         proc = _start()
         time.sleep(step * 0.004)
         proc.send_signal(signal.SIGTERM)
-        code, out, err = _finish(proc)
+        code, out, err = finish(proc)
         assert code in (130, -signal.SIGTERM), (step, code, err[-2000:])
         assert "Traceback" not in err and out == "", (step, err[-2000:])
         if code == 130:
@@ -110,7 +100,7 @@ def test_a_ctrl_c_right_after_start_ends_as_a_sigterm_does() -> None:
         proc = _start()
         time.sleep(0.04 + step * 0.003)  # the interpreter has started: rxturn is importing
         proc.send_signal(signal.SIGINT)
-        code, out, err = _finish(proc)
+        code, out, err = finish(proc)
         if code != 130:  # still the interpreter's start (its site import: a fatal error, 1)
             assert (
                 code == -signal.SIGINT
@@ -129,7 +119,7 @@ def test_a_ctrl_c_right_after_start_ends_as_a_sigterm_does() -> None:
         seen = _wait_for_import(proc, "argparse")
         proc.send_signal(signal.SIGINT)
     finally:
-        code, out, err = _finish(proc)
+        code, out, err = finish(proc)
     assert code == 130, (seen.decode() + err)[-2000:]
     assert out == "" and "Traceback" not in err, err[-2000:]
 
