@@ -327,22 +327,14 @@ _INTERRUPTED = "interrupted; every line written so far is kept: the same command
 
 
 def _run(args: argparse.Namespace) -> int:
-    import signal
-
-    from .._interrupt import interrupt
-
-    # Until the run's event loop takes SIGINT and SIGTERM over (and again after it), both end
-    # the command the same way, with 130: a SIGTERM during the scan too.
-    previous = signal.signal(signal.SIGTERM, interrupt)
+    # Until the run's event loop takes SIGINT and SIGTERM over (and again after it), both are
+    # Ctrl-C (rxturn.cli.main took them, and ignores them as the process exits): the command
+    # ends with 130 and says so, a SIGTERM during the scan too.
     try:
         return _run_command(args)
-    except KeyboardInterrupt:  # Ctrl-C before the run took over the signals (the scan)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM before the run took over the signals
         _notice(_INTERRUPTED)
         return 130
-    finally:
-        # From here on the run has ended and its exit code says how: a SIGTERM on the way out
-        # must not kill the exiting process (exit -15) after a complete run.
-        signal.signal(signal.SIGTERM, signal.SIG_IGN if previous == signal.SIG_DFL else previous)
 
 
 def _exit_code(exc: BaseException) -> int:
