@@ -153,7 +153,10 @@ async def raw_loop(url: str, rows: int) -> tuple[float, float]:
                 assert received.startswith(b"HTTP/1.1 200") and b"chunked" in received.lower()
                 received = b""
                 while not received.endswith(b"\r\n0\r\n\r\n"):  # (SSE data ends in LF LF)
-                    received += await reader.read(SLICE)
+                    chunk = await reader.read(SLICE)
+                    if not chunk:
+                        raise ConnectionError("the server closed the connection mid-body")
+                    received += chunk
         finally:
             writer.close()
 
