@@ -222,6 +222,12 @@ class TextPart(msgspec.Struct, frozen=True, tag="text"):
 
     text: str
 
+    def __post_init__(self) -> None:
+        # checked when built, as the other parts are: a None or an int reached the request's
+        # text join as a TypeError ('sequence item 1: expected str instance') inside the turn
+        if type(self.text) is not str:
+            raise ConfigError(f"TextPart.text must be a str, got {_described(self.text)}")
+
 
 class ToolCallPart(msgspec.Struct, frozen=True, tag="tool_call"):
     """The model asks for a tool to be run with ``input`` (already-parsed JSON)."""
@@ -229,6 +235,13 @@ class ToolCallPart(msgspec.Struct, frozen=True, tag="tool_call"):
     id: str
     name: str
     input: Any = msgspec.field(default_factory=dict[str, Any])
+
+    def __post_init__(self) -> None:
+        # a non-str id or name went out as a JSON number or null, which every provider refuses
+        for field in ("id", "name"):
+            value = getattr(self, field)
+            if type(value) is not str:
+                raise ConfigError(f"ToolCallPart.{field} must be a str, got {_described(value)}")
 
 
 # --- media: images, documents, audio, and where their bytes come from -------------------------

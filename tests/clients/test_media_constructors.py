@@ -18,7 +18,7 @@ from rxturn import (
     InlineSource,
     UrlSource,
 )
-from rxturn.messages import TextPart, ToolResultPart
+from rxturn.messages import TextPart, ToolCallPart, ToolResultPart
 
 PNG = InlineSource(media_type="image/png", data=b"\x89PNG\r\n\x1a\n")
 
@@ -40,6 +40,13 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("DocumentPart.citations", lambda: DocumentPart(PNG, citations="yes")),  # pyright: ignore[reportArgumentType]
     ("AudioPart.source", lambda: AudioPart(None)),  # pyright: ignore[reportArgumentType]
     ("CachePoint.ttl", lambda: CachePoint(ttl="2h")),  # pyright: ignore[reportArgumentType]
+    # text and tool calls too: a None text was a TypeError from the request's text join inside
+    # the turn, and a numeric tool call id went out as a JSON number
+    ("TextPart.text", lambda: TextPart(None)),  # pyright: ignore[reportArgumentType]
+    ("TextPart.text", lambda: TextPart(5)),  # pyright: ignore[reportArgumentType]
+    ("TextPart.text", lambda: TextPart(b"hi")),  # pyright: ignore[reportArgumentType]
+    ("ToolCallPart.id", lambda: ToolCallPart(7, "lookup", {})),  # pyright: ignore[reportArgumentType]
+    ("ToolCallPart.name", lambda: ToolCallPart("call_1", None, {})),  # pyright: ignore[reportArgumentType]
 ]
 
 
