@@ -141,17 +141,38 @@ def test_a_raising_observer_is_logged_and_isolated(
     assert record.exc_info is not None
 
 
-def test_an_observer_with_a_wrong_signature_is_isolated(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_observer_with_a_wrong_signature_is_refused_when_registered(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # before, it was registered and every call of the callback raised a TypeError that was
+    # logged at ERROR with its traceback and ignored: a log line per text delta, an observer
+    # that never saw anything
     class Positional:
         def on_fallback(self, a: str, b: str) -> None:  # not keyword-compatible
-            raise AssertionError("never called successfully")
+            raise AssertionError("never called")
 
-    rec = RecordingObserver()
-    observers = ObserverSet([Positional(), rec])  # pyright: ignore[reportArgumentType]
-    with caplog.at_level(logging.ERROR, logger="rxturn.engine.observers"):
-        observers.emit("on_fallback", from_model="m", to_model="b")
-    assert rec.names() == ["on_fallback"]
-    assert any("Positional.on_fallback" in r.getMessage() for r in caplog.records)
+    class OldStyle(Observer):
+        def on_text_delta(self, text: str) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+            raise AssertionError("never called")
+
+    for bad, callback in ((Positional(), "on_fallback"), (OldStyle(), "on_text_delta")):
+        with pytest.raises(ConfigError, match=rf"{type(bad).__name__}\.{callback} cannot take"):
+            ObserverSet([bad])  # pyright: ignore[reportArgumentType]
+        with pytest.raises(
+            ConfigError,
+            match="turn, delta" if callback == "on_text_delta" else "from_model, to_model",
+        ):
+            ObserverSet().add(bad)  # pyright: ignore[reportArgumentType]
+
+    class Flexible(Observer):  # keyword-compatible spellings stay welcome
+        def on_text_delta(self, **kwargs: object) -> None:
+            pass
+
+        def on_fallback(self, *, from_model: str, to_model: str, extra: int = 0) -> None:
+            pass
+
+    assert len(ObserverSet([Flexible()])) == 1
+    assert not caplog.records
 
 
 def test_base_exceptions_are_not_swallowed() -> None:

@@ -8,6 +8,8 @@ that the fan-out and the stock observers can share them.
 from __future__ import annotations
 
 import contextvars
+import inspect
+import weakref
 from typing import Final, cast
 
 from ..._arguments import described
@@ -207,15 +209,48 @@ class Observer:
 
 def checked_observer(value: object, where: str) -> Observer:
     """``value`` when it can be an observer — an instance with at least one ``on_…`` callback
-    (an :class:`Observer` subclass, or any object with such methods) — else a ConfigError
-    naming ``where``."""
-    if isinstance(value, Observer) and not isinstance(value, type):
-        return value
+    (an :class:`Observer` subclass, or any object with such methods), each of which takes the
+    keywords :class:`Observer`'s own does — else a ConfigError naming ``where``."""
     if isinstance(value, type):
         raise ConfigError(f"{where} must be an observer instance, got the class {value.__name__}")
-    if not any(callable(getattr(value, name, None)) for name in ALL_CALLBACKS):
+    if not isinstance(value, Observer) and not any(
+        callable(getattr(value, name, None)) for name in ALL_CALLBACKS
+    ):
         raise ConfigError(
             f"{where} must be an observer (an Observer subclass or an object with on_... "
             f"callbacks such as on_text_delta), got {described(value)}"
         )
+    for name in ALL_CALLBACKS:
+        _check_callback(value, name)
     return cast(Observer, value)  # duck-typed: it has callbacks of the table
+
+
+def _check_callback(observer: object, name: str) -> None:
+    """A ConfigError when ``observer``'s callback ``name`` cannot be called with the keywords
+    that :class:`Observer`'s does: it would raise a TypeError at every call, each reported and
+    ignored (a log flood for ``on_text_delta``), and the observer would never see anything."""
+    method = getattr(observer, name, None)
+    default = getattr(Observer, name)
+    function = getattr(method, "__func__", None)
+    if not callable(method) or function is default or function in _SIGNATURES_OK:
+        return
+    try:
+        signature = inspect.signature(method)
+    except (TypeError, ValueError):  # a callable whose signature cannot be read: trusted
+        return
+    keywords = [key for key in inspect.signature(default).parameters if key != "self"]
+    try:
+        signature.bind(**dict.fromkeys(keywords))
+    except TypeError as exc:
+        raise ConfigError(
+            f"observer {type(observer).__name__}.{name} cannot take the callback's keyword "
+            f"arguments ({exc}); define it as {name}(self, *, {', '.join(keywords)}) "
+            "(or add **kwargs)"
+        ) from None
+    if function is not None:
+        _SIGNATURES_OK.add(function)
+
+
+#: The callback functions whose signatures passed :func:`_check_callback` (checked once per
+#: class, not once per engine built).
+_SIGNATURES_OK: weakref.WeakSet[object] = weakref.WeakSet()
