@@ -357,6 +357,17 @@ class UrlSource(msgspec.Struct, frozen=True, tag="url"):
                 "themselves: use an InlineSource (InlineSource.from_bytes, "
                 "ImagePart.from_bytes, ...)"
             )
+        scheme, colon, rest = self.url.partition(":")
+        if not colon or scheme.lower() not in ("http", "https") or not rest.startswith("//"):
+            # a bare host or a file: URL went out as it was, for the provider to refuse
+            raise ConfigError(
+                f"UrlSource.url must be an http:// or https:// URL the provider can fetch, "
+                f"got {self.url[:80]!r}"
+            )
+        if any(char <= " " or char == "\x7f" for char in self.url):
+            raise ConfigError(
+                f"UrlSource.url holds a space or a control character: {self.url[:80]!r}"
+            )
 
 
 def _is_utf8(data: bytes) -> bool:

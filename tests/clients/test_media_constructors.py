@@ -28,6 +28,12 @@ CASES: list[tuple[str, Callable[[], object]]] = [
     ("InlineSource.data", lambda: InlineSource(media_type="image/png", data=b"")),
     ("UrlSource.url", lambda: UrlSource(url=3)),  # pyright: ignore[reportArgumentType]
     ("UrlSource.url", lambda: UrlSource(url="")),
+    # a URL no provider can fetch: before, sent as it was for the provider to refuse
+    ("UrlSource.url", lambda: UrlSource(url="example.com/cat.png")),
+    ("UrlSource.url", lambda: UrlSource(url="file:///etc/passwd")),
+    ("UrlSource.url", lambda: UrlSource(url="ftp://example.com/cat.png")),
+    ("UrlSource.url", lambda: UrlSource(url="https://example.com/a cat.png")),
+    ("UrlSource.url", lambda: UrlSource(url="https://example.com/cat.png\n")),
     ("FileIdSource.file_id", lambda: FileIdSource(file_id=None, provider="openai")),  # pyright: ignore[reportArgumentType]
     ("FileIdSource.provider", lambda: FileIdSource(file_id="file_1", provider="")),
     # a provider no wire sends ids of: before, kept and refused only when a request was built
