@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 __all__ = ["HttpSettings", "Secret", "check_base_url", "check_headers", "check_timeout"]
 
 _BAD_HEADER_CHARS = re.compile(r"[\r\n\x00]")
+#: A header name: an RFC 9110 token.
+_HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 
 
 class HttpSettings(TypedDict, total=False):
@@ -53,8 +55,14 @@ def check_headers(headers: Mapping[str, str], where: str) -> None:
     for name, value in headers.items():
         if not isinstance(name, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"{where}: header names and values must be strings ({name!r})")
-        if not name or _BAD_HEADER_CHARS.search(name) or _BAD_HEADER_CHARS.search(value):
+        if _BAD_HEADER_CHARS.search(name) or _BAD_HEADER_CHARS.search(value):
             raise ConfigError(f"{where}: header {name!r} contains a line break or NUL character")
+        if not _HEADER_NAME.fullmatch(name):
+            # sent as it was, the server refused the whole request ('Invalid header token')
+            raise ConfigError(
+                f"{where}: {name!r} is not an HTTP header name (letters, digits and "
+                "!#$%&'*+-.^_`|~ only, no spaces or colons)"
+            )
 
 
 def check_base_url(base_url: str) -> str:

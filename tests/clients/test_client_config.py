@@ -174,6 +174,9 @@ class TestConstruction:
             ({"read_timeout": -1}, "read_timeout"),
             ({"max_tokens": 0}, "max_tokens"),
             ({"extra_headers": {"x-a": "1\r\nx-b: 2"}}, "line break"),
+            # before, sent as it was and refused by the server as a 400 after the request
+            ({"extra_headers": {"X Trace:": "1"}}, "not an HTTP header name"),
+            ({"extra_headers": {"": "1"}}, "not an HTTP header name"),
             ({"api_key": ""}, "api_key"),
         ],
         ids=[
@@ -186,6 +189,8 @@ class TestConstruction:
             "read",
             "max-tokens",
             "header-crlf",
+            "header-name",
+            "header-empty-name",
             "empty-key",
         ],
     )
