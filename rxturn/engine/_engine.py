@@ -583,16 +583,21 @@ def _check_arguments(
     if options is not None:
         check_options(options)
     fallback = cast("FallbackManager | None", arguments["fallback"])
-    if arguments["failover"] and (fallback is None or not fallback.fallback_models()):
-        raise ConfigError(
-            "TurnEngine(failover=True) needs a fallback chain to fail over to: pass "
-            "fallback=FallbackManager(primary, [backup, ...]) with at least one backup"
-        )
-    # The primary is the engine's model while the breaker is closed (it overrides the client's,
-    # by design); two explicit choices that disagree are refused.
     own = cast("RequestOptions | None", options)
     asked = own.model if own is not None else None
     primary = fallback.primary if fallback is not None else None
+    served = primary or asked or getattr(arguments["client"], "model", None)
+    if arguments["failover"] and (
+        fallback is None or not [name for name in fallback.fallback_models() if name != served]
+    ):
+        # (a chain holding only the model the engine serves has nothing to fail over to)
+        raise ConfigError(
+            "TurnEngine(failover=True) needs a fallback chain to fail over to: pass "
+            "fallback=FallbackManager(primary, [backup, ...]) with at least one backup "
+            "other than the model the engine serves"
+        )
+    # The primary is the engine's model while the breaker is closed (it overrides the client's,
+    # by design); two explicit choices that disagree are refused.
     if primary is not None and asked is not None and asked != primary:
         raise ConfigError(
             f"TurnEngine(fallback=...): the breaker's primary {primary!r} and "

@@ -108,7 +108,8 @@ class FallbackManager:
             or the clock of the first engine with a scheduler that adopts this manager.
 
     Raises:
-        ConfigError: a blank model name or an invalid policy.
+        ConfigError: a blank model name, a backup that is the primary or is listed twice, or
+            an invalid policy.
 
     Examples:
         >>> now = 0.0
@@ -156,6 +157,17 @@ class FallbackManager:
             self._new_entry(cast(str, name))
             for name in names  # each checked by _new_entry
         ]
+        seen: set[str | None] = {self._primary}
+        for entry in self._entries:
+            # a backup that is the primary (or an earlier backup) is no backup: the breaker
+            # would "fail over" to the model that just failed
+            if entry.name in seen:
+                what = "the primary model" if entry.name == self._primary else "listed twice"
+                raise ConfigError(
+                    f"FallbackManager(chain=...): {entry.name!r} is {what}; each backup must "
+                    "be another model"
+                )
+            seen.add(entry.name)
         self._state = BreakerState.PRIMARY
         self._failures = 0
         self._successes = 0

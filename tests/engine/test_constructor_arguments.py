@@ -239,6 +239,20 @@ def test_failover_without_a_chain_is_refused(chain: list[str]) -> None:
     engine(failover=True, fallback=FallbackManager("m", ["backup"]))  # one backup: fine
 
 
+def test_a_chain_with_no_other_model_is_no_fallback() -> None:
+    # before, each was accepted: the breaker "failed over" to the model that had just failed
+    # (FallbackManager("m", ["m"]) with failover=True re-ran the same 404 and gave up)
+    with pytest.raises(ConfigError, match=r"chain=\.\.\.\): 'm' is the primary model"):
+        FallbackManager("m", ["m"])
+    with pytest.raises(ConfigError, match=r"chain=\.\.\.\): 'b' is listed twice"):
+        FallbackManager("m", ["b", "c", "b"])
+    # no primary: the engine serves the client's model, which is no backup of itself
+    assert CLIENT.model == "m"
+    with pytest.raises(ConfigError, match=r"failover=True\) needs a fallback chain"):
+        engine(failover=True, fallback=FallbackManager(None, ["m"]))
+    engine(failover=True, fallback=FallbackManager(None, ["backup"]))
+
+
 def test_a_primary_that_disagrees_with_the_options_model_is_refused() -> None:
     with pytest.raises(ConfigError, match=r"primary 'a' and request_options\.model 'b' disagree"):
         engine(fallback=FallbackManager("a", ["c"]), request_options=RequestOptions(model="b"))
