@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
-from .._validate import positive
+from .._validate import seconds_problem
 from ..errors import ConfigError, redact
 
 if TYPE_CHECKING:
@@ -112,5 +112,8 @@ def _shown(url: str) -> str:
 def check_timeout(name: str, value: float | None, *, optional: bool = False) -> None:
     if value is None and optional:
         return
-    if not positive(value):
-        raise ConfigError(f"{name} must be a positive number of seconds, got {value!r}")
+    # the transport's rule, checked here too so that the mistake shows where it is made
+    # (an infinite timeout was accepted here and refused by the transport at the first request)
+    problem = seconds_problem(value)
+    if problem is not None:
+        raise ConfigError(f"{name} {problem}")

@@ -172,6 +172,9 @@ class TestConstruction:
             ({"base_url": "http://x:99999"}, "not a valid URL"),
             ({"connect_timeout": 0}, "connect_timeout"),
             ({"read_timeout": -1}, "read_timeout"),
+            # before, accepted here and refused by the transport at the first request
+            ({"connect_timeout": float("inf")}, "connect_timeout must be finite"),
+            ({"read_timeout": float("inf")}, "read_timeout must be finite"),
             ({"max_tokens": 0}, "max_tokens"),
             ({"extra_headers": {"x-a": "1\r\nx-b: 2"}}, "line break"),
             # before, sent as it was and refused by the server as a 400 after the request
@@ -187,6 +190,8 @@ class TestConstruction:
             "port",
             "connect",
             "read",
+            "connect-inf",
+            "read-inf",
             "max-tokens",
             "header-crlf",
             "header-name",
