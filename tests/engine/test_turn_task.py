@@ -132,6 +132,12 @@ async def test_cancelling_the_turns_task_mid_stream_cancels_it(fake_client: Any)
         assert turn.cancelled()
         await asyncio.sleep(0)
         assert _rxturn_tasks() == []  # nothing of the turn still running
+        # audited as a cancel, as engine.cancel() is (before: error 'CancelledError')
+        (record,) = engine.session.runs[-1].turns
+        assert (record.error, [a.outcome for a in record.attempt_log]) == (
+            "Cancelled",
+            ["cancelled"],
+        )
         assert (await asyncio.wait_for(engine.run("again"), 5)).text == "next one"
 
 

@@ -27,7 +27,7 @@ from reactivex.subject import Subject
 
 from ...clients._base import keeps_thinking
 from ...cost import Pricer
-from ...errors import FallbackExhausted
+from ...errors import Cancelled, FallbackExhausted
 from ...events import HandlerEvent
 from ...fold import initial_state
 from ...messages import Message, Request, RequestOptions, StopReason, ToolCallPart
@@ -526,9 +526,17 @@ def _audit_record(
         discarded_usage=discarded,
         attempt_log=attempt_log,
         billed_usage=billed,
-        error=type(error).__name__ if error is not None else None,
+        error=_error_name(error),
         cost=cost,
     )
+
+
+def _error_name(error: BaseException | None) -> str | None:
+    """A failed turn's ``error``: the error's class name, ``"Cancelled"`` for any cancel (the
+    task's own ``CancelledError`` included, which read ``"CancelledError"`` before)."""
+    if error is None:
+        return None
+    return Cancelled.__name__ if is_cancel(error) else type(error).__name__
 
 
 def _first_chunk(observers: ObserverSet, legs: TurnLegs) -> Callable[[], None] | None:
