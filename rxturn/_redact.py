@@ -8,7 +8,13 @@ import re
 from typing import Any, Protocol, cast
 from urllib.parse import quote
 
-__all__ = ["redact", "scrub_exception", "without_base64", "without_secrets"]
+__all__ = [
+    "is_credential_header",
+    "redact",
+    "scrub_exception",
+    "without_base64",
+    "without_secrets",
+]
 
 
 class _Message(Protocol):
@@ -17,6 +23,16 @@ class _Message(Protocol):
 
 # Bodies and messages we keep are capped so a hostile server cannot make an error huge.
 _MAX_BODY_CHARS = 8192
+
+#: Request headers whose values are credentials (or may be): never echoed in an error or a repr.
+_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie|session|password", re.IGNORECASE)
+
+
+def is_credential_header(name: str) -> bool:
+    """Whether a header called ``name`` carries a credential (``Authorization``,
+    ``x-api-key``, a gateway's ``Helicone-Auth``...): its value is a secret."""
+    return _CREDENTIAL_HEADER.search(name) is not None
+
 
 _KEY_PATTERN = re.compile(r"(sk-[A-Za-z0-9_\-]{6,}|sk-ant-[A-Za-z0-9_\-]{6,})")
 

@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
 import msgspec
 
 from . import _media
+from ._redact import is_credential_header
 from .errors import ConfigError
 
 __all__ = [
@@ -995,6 +996,20 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
     prompt_cache_key: str | None = None
     prompt_cache_options: dict[str, Any] | None = None
     tool_media_in_user: bool = False
+
+    def __repr__(self) -> str:
+        # a gateway's key rides in extra_headers ('Authorization', 'Helicone-Auth'): shown
+        # masked, as a client shows its api_key, so printing or logging options leaks no key
+        headers = self.extra_headers  # (not type-checked when built: any object)
+        if not isinstance(headers, dict) or not any(  # pyright: ignore[reportUnnecessaryIsInstance]
+            is_credential_header(str(name)) for name in headers
+        ):
+            return msgspec.Struct.__repr__(self)
+        masked = {
+            name: "***" if is_credential_header(str(name)) else value
+            for name, value in headers.items()
+        }
+        return msgspec.Struct.__repr__(msgspec.structs.replace(self, extra_headers=masked))
 
 
 class Request(msgspec.Struct, frozen=True, kw_only=True):

@@ -55,7 +55,6 @@ import asyncio
 import functools
 import inspect
 import os
-import re
 import ssl as _ssl
 import time
 import urllib.request
@@ -66,6 +65,7 @@ from urllib.parse import parse_qsl, urlsplit
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
+from .._redact import is_credential_header
 from .._validate import as_float, positive, seconds_problem
 from ..errors import (
     ConfigError,
@@ -222,10 +222,6 @@ def _first_line(exc: BaseException | str) -> str:
     return redact(text.splitlines()[0])[:300]  # (redacted whole: a cut base64 run stays data)
 
 
-#: Request headers whose values are credentials (or may be): never echoed in an error.
-_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie|session|password", re.IGNORECASE)
-
-
 def request_secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
     """The values a request carries that must never appear in an error: credential headers
     (whole, and each word of them, so ``Bearer KEY`` gives ``KEY``) and query-string values.
@@ -236,7 +232,7 @@ def request_secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
     """
     found: list[str] = []
     for name, value in headers.items():
-        if _CREDENTIAL_HEADER.search(name):
+        if is_credential_header(name):
             found.append(value)
             found += [word for word in value.split() if word != value]
     try:

@@ -124,3 +124,21 @@ def test_options_with_only_a_model_and_a_cap_still_send_a_knob_set_later(wire: s
 def test_a_knob_next_to_a_model_is_sent(wire: str) -> None:
     body = BUILDERS[wire](RequestOptions(model="routed", max_tokens=77, temperature=0.25))
     assert body["temperature"] == 0.25 and body["max_tokens"] == 77
+
+
+def test_a_credential_in_extra_headers_is_masked_in_the_repr() -> None:
+    # a gateway's key rides in extra_headers; before, repr(options) (a log line, a traceback's
+    # locals, a notebook cell) showed it whole, where a client shows its api_key as '***'
+    key = "sk-gateway-0123456789abcdef"
+    options = RequestOptions(
+        max_tokens=5,
+        extra_headers={
+            "Authorization": f"Bearer {key}",
+            "Helicone-Auth": f"Bearer {key}",
+            "x-trace-id": "t-1",
+        },
+    )
+    for shown in (repr(options), str(options), f"{options}", repr([options])):
+        assert key not in shown
+    assert "'x-trace-id': 't-1'" in repr(options) and "max_tokens=5" in repr(options)
+    assert options.extra_headers["Authorization"] == f"Bearer {key}"  # still sent as given
