@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import msgspec
 import pytest
@@ -196,6 +197,17 @@ class TestCancelToken:
         token.cancel()
         token.cancel()
         assert seen == [1, 2] and token.cancelled
+
+    @pytest.mark.parametrize("reason", [5, None, b"stop"])
+    def test_a_reason_that_is_not_text_is_refused(self, reason: Any) -> None:
+        # before: None fired nothing (the turn went on), and 5 was kept until the Cancelled
+        # carrying it failed to print ('__str__ returned non-string')
+        token = CancelToken()
+        with pytest.raises(ConfigError, match=r"cancel\(reason=\.\.\.\) must be a str"):
+            token.cancel(reason)
+        assert not token.cancelled
+        token.cancel("")  # any text, even empty, is a reason
+        assert token.cancelled
 
     def test_registering_after_cancel_runs_at_once(self) -> None:
         token = CancelToken()

@@ -24,7 +24,8 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from ..errors import Cancelled
+from .._arguments import described
+from ..errors import Cancelled, ConfigError
 
 if TYPE_CHECKING:
     from .progress import TurnProgress
@@ -56,7 +57,14 @@ class CancelToken:
         return self._reason is not None
 
     def cancel(self, reason: str = "cancelled") -> None:
-        """Fire the signal (idempotent). Registered callbacks run once, in registration order."""
+        """Fire the signal (idempotent). Registered callbacks run once, in registration order.
+
+        Raises:
+            ConfigError: ``reason`` is not a str (``None`` fired nothing, and another value
+                made the ``Cancelled`` that carried it fail to print).
+        """
+        if type(reason) is not str:
+            raise ConfigError(f"cancel(reason=...) must be a str, got {described(reason)}")
         if self._reason is not None:
             return
         self._reason = reason
