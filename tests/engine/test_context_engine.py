@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import tiktoken
@@ -126,3 +127,35 @@ async def test_calibration_records_estimate_and_reported_tokens(fake_client: Any
     assert raw is not None and scaled is not None and ratio is not None
     assert ratio == 500 / raw.total
     assert scaled.total > scaled.conversation + scaled.overhead + scaled.transients
+
+
+LONG = 200_000  # characters: a long prompt (a book chapter)
+
+
+class ThreadOfLongCounts(TiktokenCounter):
+    """Records the thread each long message is tokenised in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[threading.Thread] = []
+
+    def _tokenise(self, message: Message) -> int:
+        if len(message.text) > LONG:
+            self.threads.append(threading.current_thread())
+        return super()._tokenise(message)
+
+
+async def test_a_long_prompt_is_tokenised_off_the_event_loop(fake_client: Any) -> None:
+    # before, the estimate tokenised it on the loop: a 1 MB prompt held the loop ~150 ms, a
+    # stall for every other turn and deadline of the process (docs/behaviour.md: the loop is
+    # never held); tiktoken lets the loop run beside a worker thread
+    counter = ThreadOfLongCounts()
+    prompt = "lorem ipsum dolor sit amet " * (LONG // 20)  # 270,000 characters
+    async with fake_client({"models": {"*": [{"text": "ok"}]}}) as (_, client):
+        engine = TurnEngine(client, counter=counter, observers=[RecordingObserver()])
+        await engine.run(prompt)
+        await engine.run("and again")  # the next turn finds it cached: no count at all
+        estimate = engine.last_estimate
+    assert len(counter.threads) == 1 and counter.threads[0] is not threading.main_thread()
+    assert estimate is not None
+    assert estimate.conversation == counter.count_messages(engine.history[:-1])

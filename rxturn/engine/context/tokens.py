@@ -108,6 +108,7 @@ if TYPE_CHECKING:  # pragma: no cover - annotations only; tiktoken is imported l
 __all__ = [
     "DEFAULT_ENCODING",
     "MESSAGE_FRAMING_TOKENS",
+    "PRIME_CHARS",
     "REPLY_PRIMER_TOKENS",
     "ContextEstimate",
     "MediaRule",
@@ -122,6 +123,7 @@ __all__ = [
     "media_tokens",
     "prefetch",
     "prefetch_counter",
+    "prime_counter",
     "warm_up",
     "warm_up_counter",
 ]
@@ -372,20 +374,49 @@ class TiktokenCounter:
         if self._cache_size == 0:
             self._misses += 1
             return self._tokenise(message)
-        # the key: what the count depends on (role and content), compared by value; the lookup
-        # itself tells a key that cannot be hashed (no hash computed twice)
-        key: Hashable = (message.role, message.content)
-        try:
-            cached = self._cache.get(key)
-        except TypeError:  # a tool call's input is a dict: key on its canonical JSON instead
-            key = (message.role, _json.encode(message.content))
-            cached = self._cache.get(key)
+        key, cached = self._cached(message)
         if cached is not None:
             self._hits += 1
             self._cache.move_to_end(key)
             return cached
         self._misses += 1
-        count = self._tokenise(message)
+        return self._store(key, self._tokenise(message))
+
+    async def prime(self, messages: Sequence[Message]) -> None:
+        """Count, in a worker thread, the long messages at the end of ``messages`` that are
+        not cached yet, so that the counts that follow find them in the cache.
+
+        A message is long past :data:`PRIME_CHARS` characters of text: tokenising it would
+        hold the event loop (about 150 ms per MB), while tiktoken lets the loop run beside a
+        worker thread. The walk goes from the end (where a conversation grows) back to the
+        first message already cached. Nothing is done before the encoding is loaded
+        (:meth:`warm_up` first) or without a cache.
+        """
+        if self._cache_size == 0 or not self.loaded:
+            return
+        self._encoder()  # (loaded: binds it here, not in the worker thread)
+        for message in reversed(messages):
+            key, cached = self._cached(message)
+            if cached is not None:
+                return
+            if _text_size(message) > PRIME_CHARS:
+                count = await asyncio.to_thread(self._tokenise, message)
+                if self._cached(message)[1] is None:  # (not counted meanwhile)
+                    self._misses += 1
+                    self._store(key, count)
+
+    def _cached(self, message: Message) -> tuple[Hashable, int | None]:
+        """The cache key of ``message`` and its cached count (``None``: not cached)."""
+        # the key: what the count depends on (role and content), compared by value; the lookup
+        # itself tells a key that cannot be hashed (no hash computed twice)
+        key: Hashable = (message.role, message.content)
+        try:
+            return key, self._cache.get(key)
+        except TypeError:  # a tool call's input is a dict: key on its canonical JSON instead
+            key = (message.role, _json.encode(message.content))
+            return key, self._cache.get(key)
+
+    def _store(self, key: Hashable, count: int) -> int:
         self._cache[key] = count
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)
@@ -509,6 +540,30 @@ async def warm_up_counter(counter: TokenCounter) -> None:
     warm = getattr(counter, "warm_up", None)
     if warm is not None:
         await warm()
+
+
+async def prime_counter(counter: TokenCounter, messages: Sequence[Message]) -> None:
+    """Await ``counter.prime(messages)`` when the counter has one (a custom counter may not):
+    long new messages are tokenised off the event loop before a synchronous estimate."""
+    prime = getattr(counter, "prime", None)
+    if prime is not None:
+        await prime(messages)
+
+
+#: Text beyond this many characters is tokenised in a worker thread (:meth:`TiktokenCounter.prime`):
+#: about 15 ms of tokenising on the event loop.
+PRIME_CHARS = 100_000
+
+
+def _text_size(message: Message) -> int:
+    """Characters of text in ``message`` (what tokenising it takes time over)."""
+    size = 0
+    for part in message.content:
+        if isinstance(part, TextPart | RefusalPart | ToolResultPart):
+            size += len(part.text)
+        elif isinstance(part, ThinkingPart):
+            size += len(part.thinking)
+    return size
 
 
 class _Encode(Protocol):

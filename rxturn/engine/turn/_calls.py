@@ -35,7 +35,12 @@ from ...operators._scheduling import clock, resolve_scheduler
 from ...resilience.cancel import CancelToken
 from ...resilience.hedge import HedgePolicy
 from ...resilience.verdicts import is_cancel
-from ..context.tokens import ContextEstimate, counter_loaded, warm_up_counter
+from ..context.tokens import (
+    ContextEstimate,
+    counter_loaded,
+    prime_counter,
+    warm_up_counter,
+)
 from ..context.window import Calibration
 from ..failover._legs import TurnLegs, can_fail_over, fail_over, record_leg_failure
 from ..failover._next_leg import NextLeg
@@ -200,12 +205,14 @@ class TurnCalls:
         if estimate_first:
             if not loaded:  # a tokenizer loads in a thread, not on the loop
                 await warm_up_counter(host.counter)
+            await _prime(host, transients)
             estimate, raw_estimate = setup.estimate(transients, host=host)
         if window is not None and estimate is not None and window.should_compact(estimate.total):
             # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
             await setup.compact(estimate)
             query = setup.turn_input(run_input, host=host)
             transients = await setup.transients(turn, query, transient)
+            await _prime(host, transients)
             estimate, raw_estimate = setup.estimate(transients, host=host)
             if window.should_compact(estimate.total):
                 log.warning(
@@ -285,6 +292,7 @@ class TurnCalls:
         if estimate is None:  # the request went out first; the reply is not in the history yet
             if not counter_loaded(host.counter):
                 await warm_up_counter(host.counter)
+            await _prime(host, transients)
             estimate, raw_estimate = setup.estimate(transients, host=host)
         usage = message.usage
         stop_reason = message.stop_reason or _END_TURN
@@ -478,6 +486,13 @@ class TurnCalls:
                 continue
             legs.attempt_ended("create", None, message.usage)
             return message
+
+
+async def _prime(host: CallsHost, transients: Sequence[Message]) -> None:
+    """Long new messages tokenised off the loop before the (synchronous) estimate counts them:
+    a long prompt held the event loop for as long as tiktoken took (~150 ms per MB)."""
+    await prime_counter(host.counter, host.session.history)
+    await prime_counter(host.counter, transients)
 
 
 def _append_refused(host: CallsHost, query: str, error: BaseException) -> None:
