@@ -324,7 +324,9 @@ class _Slot(Observer):
         """The breaker and failover chain of rows asking ``model`` (one per model)."""
         manager = self.managers.get(model)
         if manager is None:
-            chain = [name for name in self.runner.config.fallback if name != model]
+            # (each backup once, the row's own model left out: a list shared by several runs)
+            fallback = dict.fromkeys(self.runner.config.fallback)
+            chain = [name for name in fallback if name != model]
             manager = self.managers[model] = FallbackManager(model, chain)
         return manager
 

@@ -37,6 +37,20 @@ async def test_a_fallback_that_is_the_runs_own_model_runs_every_row() -> None:
     assert by_id["b"].model == "m"  # m2 is not found: the row failed over to its backup, m
 
 
+async def test_a_fallback_named_twice_runs_every_row() -> None:
+    # the breaker refuses a chain that names a backup twice; the batch's list is used once each
+    async with FakeProvider(SCENARIO) as fake:
+        config = BatchConfig(
+            provider="anthropic", model="m2", base_url=fake.base_url, fallback=("m", "m")
+        )
+        seen: list[object] = []
+        summary = await run_batch(
+            [{"id": "a", "prompt": "hi"}], config, on_result=seen.append, progress=False
+        )
+    assert summary.ok == 1, seen
+    assert [r.model for r in seen if isinstance(r, RowOk)] == ["m"]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", ["1", "2"])
 def test_the_cli_runs_with_the_runs_own_model_as_fallback(tmp_path: Path, workers: str) -> None:
