@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import msgspec
 import pytest
@@ -68,6 +69,16 @@ def test_current_run_starts_one_only_when_needed() -> None:
 def test_append_rejects_what_is_not_a_turn() -> None:
     with pytest.raises(ConfigError, match="Turn values"):
         AuditTrail().append({"turn": 0})  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize("runs", [5, "runs", {}, [{"run_id": 0}]])
+def test_a_trail_built_from_what_is_not_runs_is_refused(runs: Any) -> None:
+    # before: an int was a TypeError from len() at the first repr, a str an AttributeError
+    # ('str' object has no attribute 'turns'), a dict was kept as the runs
+    with pytest.raises(ConfigError, match=r"AuditTrail\(runs=\.\.\.\) must be a list of Run"):
+        AuditTrail(runs)
+    kept = [Run(run_id=0)]
+    assert AuditTrail(kept).runs is kept  # a list of runs is used as it is
 
 
 def test_trail_is_independent_of_the_conversation() -> None:

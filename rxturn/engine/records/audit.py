@@ -28,10 +28,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from decimal import Decimal
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import msgspec
 
+from ..._arguments import described
 from ..._validate import mend_text
 from ...cost import Cost
 from ...errors import ConfigError
@@ -162,6 +163,15 @@ class AuditTrail:
     __slots__ = ("runs",)
 
     def __init__(self, runs: list[Run] | None = None) -> None:
+        given: object = runs  # (callers may be untyped)
+        if given is not None and (
+            not isinstance(given, list)  # pyright: ignore[reportUnnecessaryIsInstance]
+            or not all(isinstance(run, Run) for run in cast("list[object]", given))
+        ):
+            # (an int was a TypeError from len() at the first repr, a str an AttributeError)
+            raise ConfigError(
+                f"AuditTrail(runs=...) must be a list of Run or None, got {described(given)}"
+            )
         self.runs: list[Run] = [] if runs is None else runs
 
     def __repr__(self) -> str:
