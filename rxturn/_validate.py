@@ -33,6 +33,7 @@ __all__ = [
     "is_utf8",
     "json_problem",
     "mend_text",
+    "object_schema_problem",
     "positive",
     "seconds_problem",
 ]
@@ -155,6 +156,25 @@ def json_problem(value: object) -> str | None:
         return str(exc)
     if b"null" in text and holds_non_finite(value):  # msgspec writes NaN as null
         return NON_FINITE
+    return None
+
+
+def object_schema_problem(schema: object) -> str | None:
+    """Why ``schema`` is not a JSON Schema of an object (what the providers take for a tool's
+    input and a structured reply), or ``None`` if it is: a dict whose ``type``, if given, is
+    ``"object"``.
+
+    Examples:
+        >>> object_schema_problem({"type": "object", "properties": {}}) is None
+        True
+        >>> object_schema_problem({"type": "string"})
+        "must be a JSON Schema object schema (a dict with type 'object'), got type 'string'"
+    """
+    if not isinstance(schema, dict):
+        return "must be a JSON Schema object schema (a dict with type 'object')"
+    kind = cast("dict[str, object]", schema).get("type", "object")
+    if kind != "object":
+        return f"must be a JSON Schema object schema (a dict with type 'object'), got type {kind!r}"
     return None
 
 

@@ -19,7 +19,14 @@ from typing import Any, cast
 
 import msgspec
 
-from .._validate import NON_FINITE, finite, holds_non_finite, json_problem, positive
+from .._validate import (
+    NON_FINITE,
+    finite,
+    holds_non_finite,
+    json_problem,
+    object_schema_problem,
+    positive,
+)
 from ..errors import ConfigError
 from ..messages import RequestOptions, ResponseFormat, ToolSchema
 
@@ -343,8 +350,8 @@ def _format_problem(value: object) -> str | None:
             "name must be 1-64 letters, digits, '_' or '-' (the providers' rule), "
             f"got {value.name!r}"
         )
-    if not isinstance(value.schema, dict) or value.schema.get("type", "object") != "object":  # pyright: ignore[reportUnnecessaryIsInstance]
-        return "schema must be a JSON Schema object schema (a dict with type 'object')"
+    if (problem := object_schema_problem(value.schema)) is not None:
+        return f"schema {problem}"
     if not isinstance(value.strict, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
         return f"strict must be a bool, got {value.strict!r}"
     if (problem := json_problem(value.schema)) is not None:

@@ -131,6 +131,17 @@ def test_a_schema_holding_a_number_json_cannot_spell_is_a_config_error(number: f
         check_options(RequestOptions(response_format=response_format))
 
 
+@pytest.mark.parametrize("schema", [{"type": "string"}, {"type": "array", "items": {}}])
+def test_a_schema_that_is_not_of_an_object_is_a_config_error(schema: dict[str, object]) -> None:
+    # before, it was sent as the tool's input schema and every turn was the provider's 400;
+    # a response format was already refused so, by the same rule
+    with pytest.raises(ConfigError, match=r"input_schema=\.\.\.\) must be a JSON Schema object"):
+        Tool(area, input_schema=schema)
+    with pytest.raises(ConfigError, match=r"response_format: schema must be a JSON Schema object"):
+        check_options(RequestOptions(response_format=ResponseFormat(name="out", schema=schema)))
+    assert Tool(area, input_schema={"properties": {"w": {"type": "number"}}}).name == "area"
+
+
 def test_tool_names_the_apis_take_are_kept() -> None:
     for name in ["a", "x" * 64, "get-weather_2", "A9"]:
         assert Tool(area, name=name).name == name

@@ -31,7 +31,14 @@ from typing import Any, cast, get_args, get_type_hints, overload
 import msgspec
 
 from ..._arguments import check_callable, check_instance, check_items, described
-from ..._validate import NON_FINITE, as_float, holds_non_finite, json_problem, positive
+from ..._validate import (
+    NON_FINITE,
+    as_float,
+    holds_non_finite,
+    json_problem,
+    object_schema_problem,
+    positive,
+)
 from ...errors import ConfigError, ToolTimeoutError
 from ...messages import (
     ContentPart,
@@ -82,6 +89,9 @@ class Tool:
         )
         if input_schema is not None and (problem := json_problem(input_schema)) is not None:
             raise ConfigError(f"Tool(input_schema=...) must be JSON: {problem}")
+        if input_schema is not None and (problem := object_schema_problem(dict(input_schema))):
+            # a tool takes named arguments: every provider refuses another schema (a 400)
+            raise ConfigError(f"Tool(input_schema=...) {problem}")
         self.function = function
         self.timeout = None if timeout is None else as_float(timeout)  # (a huge int: inf)
         self._is_async = inspect.iscoroutinefunction(function) or inspect.iscoroutinefunction(
