@@ -284,6 +284,12 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
     elif isinstance(src, str) and src.lstrip().startswith("{"):
         data, where = src.encode(), "scenario"
     else:
+        if not isinstance(src, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance]
+            # (Path(5) was a TypeError: 'expected str, bytes or os.PathLike object')
+            raise ConfigError(
+                "scenario: expected a dict, JSON text or bytes, a file path or a Scenario, "
+                f"got {type(src).__name__}"
+            )
         path = Path(src)
         try:
             data = path.read_bytes()

@@ -145,6 +145,9 @@ BAD: list[tuple[Any, str]] = [
     ({"models": {"*": [{}]}, "extra": 1}, "unknown field 'extra'"),
     (b"[1]", "expected an object, got list"),
     ('{"models": {', "scenario: invalid JSON"),
+    # before, a TypeError from Path(): 'expected str, bytes or os.PathLike object, not int'
+    (5, "scenario: expected a dict, JSON text or bytes, a file path or a Scenario, got int"),
+    (None, "a file path or a Scenario, got NoneType"),
 ]
 
 
