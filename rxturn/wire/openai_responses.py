@@ -72,7 +72,15 @@ from ..messages import (
     ToolCallPart,
 )
 from ._decoder import FramedDecoder
-from ._errors import MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error, tool_arguments
+from ._errors import (
+    JSON_ERRORS,
+    MAX_INDEX,
+    OUT_OF_RANGE,
+    bad_index,
+    bad_json,
+    stream_error,
+    tool_arguments,
+)
 from ._responses_types import (
     KNOWN_TYPES,
     ArgumentsDelta,
@@ -192,7 +200,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         for at, payload in enumerate(frames.payloads):
             try:
                 event = decode(payload)
-            except msgspec.DecodeError as exc:
+            except JSON_ERRORS as exc:
                 if not payload:
                     continue
                 if eof and type(exc) is msgspec.DecodeError:
@@ -440,7 +448,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         self.saw_terminal = self._done = True
 
     def _on_undecodable(
-        self, frames: RawEvents, at: int, payload: bytes, exc: msgspec.DecodeError
+        self, frames: RawEvents, at: int, payload: bytes, exc: msgspec.DecodeError | RecursionError
     ) -> None:
         """Skip event types this decoder does not model; anything else is malformed."""
         name = frames.name(at)
@@ -448,7 +456,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         if isinstance(exc, msgspec.ValidationError):
             try:
                 kind = type_decoder.decode(payload).type
-            except msgspec.DecodeError:
+            except JSON_ERRORS:
                 kind = ""
             if kind and kind not in KNOWN_TYPES:
                 return  # a newer or hosted-tool event: nothing the fold models
@@ -531,7 +539,7 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
     """
     try:
         reply = _response_decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except JSON_ERRORS as exc:
         raise bad_json("OpenAI response body", exc) from None
     if reply.error is not None or reply.status == "failed":
         raise _error(reply.error, "response failed")
