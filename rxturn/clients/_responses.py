@@ -116,9 +116,7 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 def media_type(headers: Mapping[str, str]) -> str:
     """The declared media type, lower-cased, without parameters (``""`` when none)."""
-    content_type = headers.get("content-type")  # (as sent, or a case-insensitive mapping)
-    if content_type is None:
-        content_type = header(headers, "content-type") or ""
+    content_type = header(headers, "content-type") or ""
     return content_type.split(";", 1)[0].strip().lower()
 
 

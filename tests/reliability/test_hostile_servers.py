@@ -14,6 +14,7 @@ gzip bomb                      streamed or whole, the cap applies after decompre
 HTML 502 from a proxy          ``ServerError`` with the page title, body capped at 8 KiB
 200 with a JSON error body     a typed error naming the provider's message
 redirect to another host       not followed: the other host never sees the API key
+header bytes not UTF-8         the error quotes them as U+FFFD, never as lone surrogates
 =============================  ===============================================================
 
 Times are scaled down (50 ms per byte against a 0.3 s deadline) so the suite stays fast; the
@@ -45,10 +46,11 @@ from rxturn.errors import (
     ServerError,
     StreamProtocolError,
     StreamTimeoutError,
+    UnexpectedResponseError,
 )
 from rxturn.testing import assert_no_secret
 
-from .conftest import FORMAT_NAMES, Site, make_client, serve, wire_reply
+from .conftest import FORMAT_NAMES, RawHTTPServer, RawRequest, Site, make_client, serve, wire_reply
 from .conftest import handler_with as shared_handler_with
 
 pytestmark = pytest.mark.timeout(60)
@@ -418,3 +420,52 @@ async def test_a_redirect_to_another_host_never_carries_the_key(
         assert len(site.requests) == 1
         sent = site.headers[0]
         assert KEY in sent.get("x-api-key", "") + sent.get("authorization", "")
+
+
+# Header values as raw bytes that are not UTF-8 (aiohttp hands them on as lone surrogates).
+NOT_UTF8 = b"\xff\xfe"
+HEADER_BYTES: dict[str, tuple[bytes, type[RxturnError], str]] = {
+    "location": (
+        b"HTTP/1.1 302 Found\r\nLocation: http://elsewhere/" + NOT_UTF8 + b"\r\n",
+        APIStatusError,
+        "message",
+    ),
+    "content-type": (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/x-" + NOT_UTF8 + b"\r\n",
+        UnexpectedResponseError,
+        "content_type",
+    ),
+    "request-id": (
+        b"HTTP/1.1 500 Oops\r\nrequest-id: req-" + NOT_UTF8 + b"\r\n",
+        ServerError,
+        "request_id",
+    ),
+}
+
+
+def _text_fields(error: BaseException) -> dict[str, str]:
+    fields = {"message": str(error)}
+    fields.update({k: v for k, v in vars(error).items() if isinstance(v, str)})
+    return fields
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("where", list(HEADER_BYTES))
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+async def test_header_bytes_that_are_not_utf8_reach_no_error_as_surrogates(
+    fmt: str, where: str, mode: str
+) -> None:
+    """A ``Location``, ``Content-Type`` or request id the error quotes must be text that a JSON
+    line or a log file can hold (``rxturn chat --json`` crashed on a lone surrogate)."""
+    head, expected, field = HEADER_BYTES[where]
+
+    def respond(request: RawRequest) -> bytes:
+        return head + b"Connection: close\r\n\r\nnot what was asked for"
+
+    async with RawHTTPServer(respond) as server, make_client(fmt, server) as client:
+        _, error, _, _ = await run_turn(client, StreamHandler.passthrough(), mode)
+    assert type(error) is expected, repr(error)
+    fields = _text_fields(error)
+    for value in fields.values():
+        value.encode("utf-8")  # raises on a lone surrogate
+    assert "\ufffd\ufffd" in fields[field], fields
