@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from .._headers import header
-from .._redact import without_base64
+from .._redact import one_line, without_base64
 from ..errors import (
     APIStatusError,
     ProviderError,
@@ -111,7 +111,6 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 #: preview's end is still whole when it is scrubbed).
 HEAD_BYTES = 1024
 _PREVIEW_CHARS = 160
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def media_type(headers: Mapping[str, str]) -> str:
@@ -131,7 +130,7 @@ def looks_html(head: bytes) -> bool:
 def preview(head: bytes, secrets: tuple[str, ...]) -> str:
     """How a body starts, on one line: secrets removed, whitespace collapsed, cut short."""
     text = redact(head[: HEAD_BYTES * 4].decode("utf-8", "replace"), secrets)
-    text = _CONTROL.sub(" ", _SPACE.sub(" ", text)).strip()
+    text = one_line(text)
     return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
 
 

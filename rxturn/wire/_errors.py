@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import msgspec
 
+from .._redact import one_line
 from ..errors import (
     InvalidToolInputError,
     OverloadedError,
@@ -79,7 +80,7 @@ def stream_error(error_type: str | None, message: str | None, code: object = Non
     """
     code_text = None if code is None or isinstance(code, bool) else str(code)
     label = error_type or code_text or "error"
-    text = redact(f"{label}: {message or 'stream failed'}")
+    text = one_line(redact(f"{label}: {message or 'stream failed'}"))
     keys = {error_type, code_text}
     cls: type[RateLimitError] | None = None
     if keys & _OVERLOADED:

@@ -15,6 +15,7 @@ HTML 502 from a proxy          ``ServerError`` with the page title, body capped 
 200 with a JSON error body     a typed error naming the provider's message
 redirect to another host       not followed: the other host never sees the API key
 header bytes not UTF-8         the error quotes them as U+FFFD, never as lone surrogates
+a message on several lines     quoted on one line, control characters (ANSI escapes) gone
 =============================  ===============================================================
 
 Times are scaled down (50 ms per byte against a 0.3 s deadline) so the suite stays fast; the
@@ -469,3 +470,41 @@ async def test_header_bytes_that_are_not_utf8_reach_no_error_as_surrogates(
     for value in fields.values():
         value.encode("utf-8")  # raises on a lone surrogate
     assert "\ufffd\ufffd" in fields[field], fields
+
+
+# A provider message with line breaks, an ANSI escape, a bell and a NUL, as JSON escapes.
+MULTI_LINE = "first line\\nsecond\\r\\n\\u001b[2J\\u0007 \\u0000end"
+
+
+def _in_stream_error(fmt: str) -> bytes:
+    if fmt == "ollama":
+        return b'{"error":"' + MULTI_LINE.encode() + b'"}\n'
+    event = (
+        b'{"type":"error","error":{"type":"api_error","message":"' + MULTI_LINE.encode() + b'"}}'
+    )
+    return b"event: error\ndata: " + event + b"\n\n"
+
+
+@pytest.mark.parametrize("where", ["status", "status-text", "in-stream"])
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+async def test_a_provider_message_on_several_lines_is_one_line_without_controls(
+    fmt: str, where: str
+) -> None:
+    """The error quotes the provider's message on one line, its control characters gone: a
+    server cannot break a log line in two or send escape sequences to a terminal through it."""
+    body = b'{"error":{"type":"api_error","message":"' + MULTI_LINE.encode() + b'"}}'
+
+    async def handler(request: web.Request, site: Site) -> web.StreamResponse:
+        if where == "status":
+            return web.Response(status=500, body=body, content_type="application/json")
+        if where == "status-text":
+            text = b"first line\nsecond\r\n\x1b[2J\x07 \x00end"
+            return web.Response(status=502, body=text, content_type="text/plain")
+        kind = "application/x-ndjson" if fmt == "ollama" else "text/event-stream"
+        return web.Response(status=200, body=_in_stream_error(fmt), content_type=kind)
+
+    async with serve(handler) as site, make_client(fmt, site, api_key=KEY) as client:
+        _, error, _, _ = await run_turn(client, StreamHandler.passthrough())
+    assert isinstance(error, ServerError | ProviderStreamError), repr(error)
+    assert "first line second [2J end" in str(error), str(error)
+    assert str(error).isprintable(), repr(str(error))
