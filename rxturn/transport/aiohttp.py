@@ -44,7 +44,7 @@ maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
     socket read timeout              → ReadError     "read timed out after Ns …"
     aiohttp.ServerDisconnectedError  → ReadError     "server disconnected …"
     aiohttp.ClientPayloadError       → ReadError     "response body incomplete …"
-    aiohttp.ClientResponseError      → ReadError     "invalid HTTP response …"
+    aiohttp.ClientResponseError      → ReadError     "invalid HTTP response …: <the parser's reason>"
     aiohttp.InvalidURL / non-http    → ConfigError   "invalid URL …"
     other aiohttp / OSError          → ReadError     "connection error …"
 """
@@ -66,6 +66,7 @@ from urllib.parse import parse_qsl, urlsplit
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
+from .._redact import one_line
 from .._validate import as_float, positive, seconds_problem
 from ..errors import (
     ConfigError,
@@ -208,9 +209,12 @@ class map_aiohttp_errors:
         if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
             return ConfigError(f"invalid URL {where!r}: expected an absolute http(s) URL")
         if isinstance(exc, aiohttp.ClientResponseError):
-            # not str(exc): it quotes the full URL, query string included
-            detail = str(exc.message).strip()
-            detail = _first_line(detail) if detail else type(exc).__name__
+            # not str(exc): it quotes the full URL, query string included. The parser's
+            # message spans lines ("Bad status line:", then what it expected and the bytes it
+            # got, then a line pointing at them): all of it but the pointer, on one line
+            lines = str(exc.message).splitlines()
+            detail = " ".join(line for line in lines if line.strip(" ^~"))
+            detail = redact(one_line(detail))[:300] or type(exc).__name__
             return ReadError(f"invalid HTTP response from {where}: {detail}")
         if isinstance(exc, aiohttp.ClientError | OSError):
             return ReadError(f"connection error ({where}): {_first_line(exc)}")

@@ -16,6 +16,7 @@ HTML 502 from a proxy          ``ServerError`` with the page title, body capped 
 redirect to another host       not followed: the other host never sees the API key
 header bytes not UTF-8         the error quotes them as U+FFFD, never as lone surrogates
 a message on several lines     quoted on one line, control characters (ANSI escapes) gone
+bytes that are not HTTP        ``ReadError`` naming what the parser expected and the bytes it got
 =============================  ===============================================================
 
 Times are scaled down (50 ms per byte against a 0.3 s deadline) so the suite stays fast; the
@@ -43,6 +44,7 @@ from rxturn.errors import (
     APIStatusError,
     OverloadedError,
     ProviderStreamError,
+    ReadError,
     RxturnError,
     ServerError,
     StreamProtocolError,
@@ -508,3 +510,29 @@ async def test_a_provider_message_on_several_lines_is_one_line_without_controls(
     assert isinstance(error, ServerError | ProviderStreamError), repr(error)
     assert "first line second [2J end" in str(error), str(error)
     assert str(error).isprintable(), repr(str(error))
+
+
+BROKEN_HTTP = {
+    "status line": (b"HTTP/1.1 OK then nothing\r\n\r\n", b"HTTP/1.1 OK then nothing"),
+    "content-length": (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", b"Content-Length: -1"),
+    "chunk size": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n",
+        b"zz",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("case", list(BROKEN_HTTP))
+async def test_a_response_that_is_not_http_says_what_it_got(case: str, mode: str) -> None:
+    """aiohttp's parser explains on several lines (what it expected, the bytes it got, a
+    pointer); the error keeps that on one line instead of stopping at "Bad status line:"."""
+    response, offending = BROKEN_HTTP[case]
+    async with (
+        RawHTTPServer(lambda request: response) as server,
+        make_client("anthropic", server) as client,
+    ):
+        _, error, _, _ = await run_turn(client, StreamHandler.passthrough(), mode)
+    assert isinstance(error, ReadError), repr(error)
+    assert "invalid HTTP response" in str(error), str(error)
+    assert repr(offending) in str(error) and "\n" not in str(error), str(error)
