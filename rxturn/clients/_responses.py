@@ -243,7 +243,8 @@ def unexpected(
     reason, retryable = judge(status, media, head, stream, failure)
     return UnexpectedResponseError(
         status_code=status,
-        content_type=media,
+        # (lower-cased: a secret echoed in the header is looked for lower-cased too)
+        content_type=redact(media, tuple(secret.lower() for secret in context.secrets)),
         url=context.url,
         head=preview(head, context.secrets),
         expected=expected,

@@ -44,7 +44,7 @@ maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
     socket read timeout              → ReadError     "read timed out after Ns …"
     aiohttp.ServerDisconnectedError  → ReadError     "server disconnected …"
     aiohttp.ClientPayloadError       → ReadError     "response body incomplete …"
-    aiohttp.ClientResponseError      → ReadError     "invalid HTTP response …: <the parser's reason>"
+    aiohttp.ClientResponseError      → ReadError     "invalid HTTP response …: <reason>"
     aiohttp.InvalidURL / non-http    → ConfigError   "invalid URL …"
     other aiohttp / OSError          → ReadError     "connection error …"
 """
@@ -174,7 +174,9 @@ class map_aiohttp_errors:
         """The rxturn error for ``exc``, or ``None`` when it is not a transport failure."""
         mapped = self._map(exc)
         if mapped is not None and self.secrets:
-            mapped.message = redact(mapped.message, self.secrets)
+            mapped.message = _without_cut_secrets(
+                redact(mapped.message, self.secrets), self.secrets
+            )
             mapped.args = (mapped.message,)
         return mapped
 
@@ -219,6 +221,19 @@ class map_aiohttp_errors:
         if isinstance(exc, aiohttp.ClientError | OSError):
             return ReadError(f"connection error ({where}): {_first_line(exc)}")
         return None
+
+
+def _without_cut_secrets(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` without the start of a secret that a quote was cut in: aiohttp quotes the first
+    100 bytes of an over-long header line and then ``...``, and a secret cut there is only a
+    prefix, which no redaction of whole secrets finds."""
+    for secret in secrets:
+        for size in range(len(secret) - 1, 3, -1):
+            cut = secret[:size] + "..."
+            if cut in text:
+                text = text.replace(cut, "[redacted]...")
+                break
+    return text
 
 
 def _first_line(exc: BaseException | str) -> str:

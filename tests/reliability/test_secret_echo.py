@@ -3,12 +3,14 @@
 The server (raw bytes on 127.0.0.1, so nothing is normalised on the way) reads the credential
 the client sent and writes it back: in a JSON error body (type, message, code), in the request-id
 headers, in the reason phrase, in ``Retry-After``, in a redirect ``Location`` (as is and
-percent-encoded), in an in-stream error event, in a 200 HTML page, in a broken status line and a
-broken header line (which aiohttp reports with a ``ClientResponseError`` whose ``request_info``
-holds the request headers, key included), and in a reply's tool arguments: non-streaming,
-streamed in a block that closes, and streamed in a block left open at ``max_tokens``. Streamed
-arguments are folded downstream of the client (the handler's attempt guard, the engine's fold),
-so the handler and the engine ask the client to scrub those errors (``HttpClient.scrub``).
+percent-encoded), in an in-stream error event, in a 200 HTML page, in a ``Content-Type`` (shown
+lower-cased), in a header line too long for aiohttp (quoted cut short: the key cut in two), in a
+broken status line and a broken header line (which aiohttp reports with a
+``ClientResponseError`` whose ``request_info`` holds the request headers, key included), and in
+a reply's tool arguments: non-streaming, streamed in a block that closes, and streamed in a block
+left open at ``max_tokens``. Streamed arguments are folded downstream of the client (the
+handler's attempt guard, the engine's fold), so the handler and the engine ask the client to
+scrub those errors (``HttpClient.scrub``).
 
 Every error — on both paths, with the passthrough handler and with the resilient one (retries,
 then the non-streaming rescue: ``RescueFailed`` chains) — goes through
@@ -135,6 +137,12 @@ ECHOES: dict[str, Echo] = {
     "broken header line": lambda r, key, fmt: (
         f"HTTP/1.1 200 OK\r\nX-Token {key}\r\nContent-Type: text/plain\r\n\r\nx".encode()
     ),
+    # the media type is shown lower-cased: the key must be found lower-cased too
+    "content type": lambda r, key, fmt: response("200 OK", {"Content-Type": f"text/{key}"}, b"?"),
+    # aiohttp quotes 100 bytes of an over-long line and then "...": the key cut in two
+    "over-long header line": lambda r, key, fmt: (
+        f"HTTP/1.1 200 OK\r\nX-Echo: {'a' * 80}{key}{'a' * 9000}\r\n\r\n".encode()
+    ),
     "tool arguments": lambda r, key, fmt: (
         streamed_tool_reply(fmt, key, closed=True)
         if r.streaming
@@ -194,6 +202,9 @@ async def test_no_error_holds_the_echoed_key(
             error = exc
     assert server.requests and server.requests[0].credential == key, "the key was never sent"
     assert isinstance(error, RxturnError), f"{echo}: the turn did not fail: {error!r}"
-    assert_no_secret(error, key, name="error")
-    records: list[Any] = [kwargs for _, kwargs in recorder.calls]
-    assert_no_secret(records, key, name="observer records")
+    # whole, lower-cased (a header value shown normalised), and its first 12 characters (a
+    # quote cut short)
+    for secret in (key, key.lower(), key[:12]):
+        assert_no_secret(error, secret, name="error")
+        records: list[Any] = [kwargs for _, kwargs in recorder.calls]
+        assert_no_secret(records, secret, name="observer records")
