@@ -198,15 +198,16 @@ class ErrorContext(NamedTuple):
 async def status_error_of(response: HttpResponse, secrets: tuple[str, ...]) -> APIStatusError:
     """The typed error for a non-2xx response: its body read up to a cap, the provider's own
     error type and message when it sent them, its Retry-After and x-should-retry; a redirect
-    says it was not followed. ``secrets`` never reach the message or the body."""
+    (a 3xx with a ``Location``) says it was not followed. ``secrets`` never reach the message
+    or the body."""
     from ..wire import parse_error_body
 
     headers = response.headers
     status = response.status
     raw, note = await read_error_body(response)
     error_type, error_message = parse_error_body(raw)
-    if 300 <= status < 400:
-        location = header(headers, "location") or "(no location)"
+    location = header(headers, "location") if 300 <= status < 400 else None
+    if location:  # a 3xx without one (304 Not Modified, 300) is no redirect: its body says more
         detail = (
             f"redirect to {redact(location, secrets)} not followed (rxturn never follows "
             "redirects, so an API key is never sent to another host; fix base_url)"
