@@ -30,14 +30,37 @@ __all__ = [
     "JSON_ERRORS",
     "MAX_INDEX",
     "OUT_OF_RANGE",
+    "QUOTED_CHARS",
     "bad_index",
     "bad_json",
+    "cut",
     "error_from_json",
     "nesting_detail",
     "parse_error_body",
+    "shown",
     "stream_error",
     "tool_arguments",
 ]
+
+#: Most characters of a server's string (an event type, an id, a tool name, a count) an error
+#: message quotes: a hostile server's megabyte-long name stays out of the message.
+QUOTED_CHARS = 40
+
+
+def cut(text: str) -> str:
+    """``text`` as an error message quotes it: at most :data:`QUOTED_CHARS` characters.
+
+    Examples:
+        >>> cut("x" * 50)
+        'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'
+    """
+    return text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 3] + "..."
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, :func:`cut`: how an error message quotes a value a server sent."""
+    return cut(repr(value))
+
 
 #: What a msgspec JSON decode raises on bad input. JSON nested deeper than the interpreter's
 #: recursion limit (``[[[[…`` thousands of levels) makes msgspec raise ``RecursionError``, which
@@ -182,5 +205,5 @@ def tool_arguments(raw: str | None, position: int, name: str) -> Any:
     except JSON_ERRORS as exc:
         detail = nesting_detail(exc) if isinstance(exc, RecursionError) else str(exc)
         raise InvalidToolInputError(
-            f"tool call {position} ({name!r}) arguments: {detail}", raw
+            f"tool call {position} ({shown(name)}) arguments: {detail}", raw
         ) from None

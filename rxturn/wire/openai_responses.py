@@ -78,6 +78,8 @@ from ._errors import (
     OUT_OF_RANGE,
     bad_index,
     bad_json,
+    cut,
+    shown,
     stream_error,
     tool_arguments,
 )
@@ -485,8 +487,8 @@ def _same_item(added: Item, done: Item) -> bool:
 
 def _describe(item: Item) -> str:
     if item.type == "function_call":
-        return f"function_call call_id={item.call_id!r} id={item.id!r}"
-    return f"{item.type or 'item'} id={item.id!r}"
+        return f"function_call call_id={shown(item.call_id)} id={shown(item.id)}"
+    return f"{cut(item.type) or 'item'} id={shown(item.id)}"
 
 
 def _part_kind(part_type: str) -> str | None:
