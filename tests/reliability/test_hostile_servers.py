@@ -467,7 +467,7 @@ async def test_header_bytes_that_are_not_utf8_reach_no_error_as_surrogates(
 
     async with RawHTTPServer(respond) as server, make_client(fmt, server) as client:
         _, error, _, _ = await run_turn(client, StreamHandler.passthrough(), mode)
-    assert type(error) is expected, repr(error)
+    assert error is not None and type(error) is expected, repr(error)
     fields = _text_fields(error)
     for value in fields.values():
         value.encode("utf-8")  # raises on a lone surrogate
