@@ -17,6 +17,7 @@ from .._headers import header
 from .._redact import one_line, without_base64
 from ..errors import (
     APIStatusError,
+    DecompressionLimitError,
     ProviderError,
     StreamProtocolError,
     TransportError,
@@ -99,7 +100,7 @@ async def read_error_body(response: HttpResponse) -> tuple[bytes, str]:
             size += len(chunk)
             if size >= ERROR_BODY_LIMIT:
                 return b"".join(parts)[:ERROR_BODY_LIMIT], ""
-    except TransportError as exc:
+    except (TransportError, DecompressionLimitError) as exc:  # the status still says what failed
         return b"".join(parts), f" [error body unreadable: {exc}]"
     return b"".join(parts), ""
 

@@ -43,6 +43,7 @@ from rxturn.errors import (
     Cancelled,
     ConfigError,
     DecompressionLimitError,
+    RateLimitError,
     ReadError,
     RxturnError,
     ServerError,
@@ -526,6 +527,27 @@ async def test_an_error_status_with_an_unsupported_encoding_is_still_its_status_
     )
     assert isinstance(error, ServerError), error
     assert "not supported" in error.body
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+async def test_an_error_body_past_max_decompressed_bytes_is_still_its_status_error(
+    mode: str,
+) -> None:
+    """The error body is read only to 8 KiB, but one inflating step may pass a small cap: the
+    429 (its Retry-After, its retry verdict) still says what failed, not a decompression
+    error that is never retried."""
+    body = compress(b'{"error":{"type":"rate_limit_error","message":"' + b"x" * 100_000 + b'"}}')
+
+    async def handler(request: web.Request, site: Site) -> web.StreamResponse:
+        headers = {"Content-Encoding": "gzip", "Retry-After": "7"}
+        return web.Response(status=429, body=body, headers=headers, content_type="application/json")
+
+    _, error, _, _ = await turn_under_watch(
+        handler, "anthropic", mode=mode, transport={"max_decompressed_bytes": 4096}
+    )
+    assert isinstance(error, RateLimitError), error
+    assert error.retry_after == 7
+    assert "max_decompressed_bytes=4096" in error.body
 
 
 @pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
