@@ -317,6 +317,8 @@ class _AiohttpResponse:
         error: RxturnError | None = None
         encoding = response.headers.get("content-encoding")
         if encoding is not None:
+            # the header repeated is one list (RFC 9110 §5.3): "gzip" twice is gzip stacked
+            encoding = ", ".join(response.headers.getall("content-encoding"))
             try:
                 inflater = inflater_for(
                     encoding,

@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict
 from slow_params import mostly_slow
 
 from rxturn.engine import TurnEngine
@@ -519,6 +520,33 @@ async def test_an_unsupported_content_encoding_is_a_read_error(coding: str, mode
     assert isinstance(error, ReadError), error
     assert f"Content-Encoding {coding!r} is not supported" in str(error)
     assert "gzip, deflate" in str(error)
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("second", ["gzip", "br"])
+async def test_a_repeated_content_encoding_header_is_one_stacked_coding(
+    second: str, mode: str
+) -> None:
+    """Two ``Content-Encoding`` headers are one list (RFC 9110): the body is coded twice, which
+    is refused as stacked, not inflated once and handed on as binary noise."""
+    streaming = mode == "streaming"
+    body = (
+        wire_stream("anthropic", text=["hi"]) if streaming else wire_reply("anthropic", text="hi")
+    )
+
+    async def handler(request: web.Request, site: Site) -> web.StreamResponse:
+        headers = CIMultiDict(
+            [
+                ("Content-Type", content_type("anthropic", streaming)),
+                ("Content-Encoding", "gzip"),
+                ("Content-Encoding", second),
+            ]
+        )
+        return web.Response(body=compress(compress(body)), headers=headers)
+
+    _, error, _, _ = await turn_under_watch(handler, "anthropic", mode=mode)
+    assert isinstance(error, ReadError), error
+    assert f"stacked Content-Encoding 'gzip, {second}' is not supported" in str(error)
 
 
 async def test_an_error_status_with_an_unsupported_encoding_is_still_its_status_error() -> None:
