@@ -54,6 +54,7 @@ from ..resilience.backoff import parse_retry_after
 from ..sources import Bridge, bridge_loop_here, start_bridge
 from ..transport._base import display_url as _safe_url
 from ..wire import decoder_for
+from ..wire._lines import without_bom
 from ._base import keeps_thinking
 from ._connection import HttpSettings, check_base_url, check_headers, check_timeout
 from ._connection import Secret as _Secret  # the name the tests know
@@ -351,6 +352,7 @@ class HttpClient:
                 await response.aclose()
             if not data.strip():
                 raise self._unexpected(response, media, data, False)
+            data = without_bom(data)
             keep = keeps_thinking(self, opts)
             try:
                 if len(data) <= _PARSE_INLINE_BYTES:

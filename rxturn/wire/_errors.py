@@ -25,6 +25,7 @@ from ..errors import (
     StreamProtocolError,
     redact,
 )
+from ._lines import without_bom
 
 __all__ = [
     "JSON_ERRORS",
@@ -165,7 +166,7 @@ def parse_error_body(body: bytes) -> tuple[str | None, str | None]:
         (None, None)
     """
     try:
-        doc = _as_dict(_any_decoder.decode(body))
+        doc = _as_dict(_any_decoder.decode(without_bom(body)))
     except JSON_ERRORS:
         return None, None
     if doc is None:
