@@ -55,13 +55,12 @@ import asyncio
 import functools
 import inspect
 import os
-import re
 import ssl as _ssl
 import time
 import urllib.request
 from collections.abc import Mapping
 from types import TracebackType
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
@@ -76,7 +75,7 @@ from ..errors import (
     StreamProtocolError,
     redact,
 )
-from ._base import CappedBody
+from ._base import CappedBody, request_secrets
 from ._base import display_url as _safe_url
 from ._inflate import (
     ACCEPT_ENCODING,
@@ -239,31 +238,6 @@ def _without_cut_secrets(text: str, secrets: tuple[str, ...]) -> str:
 def _first_line(exc: BaseException | str) -> str:
     text = str(exc).strip() or type(exc).__name__
     return redact(text.splitlines()[0])[:300]  # (redacted whole: a cut base64 run stays data)
-
-
-#: Request headers whose values are credentials (or may be): never echoed in an error.
-_CREDENTIAL_HEADER = re.compile(r"auth|key|token|secret|cookie|session|password", re.IGNORECASE)
-
-
-def request_secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
-    """The values a request carries that must never appear in an error: credential headers
-    (whole, and each word of them, so ``Bearer KEY`` gives ``KEY``) and query-string values.
-
-    Examples:
-        >>> request_secrets("http://h/p?key=abcdefgh123", {"authorization": "Bearer sk-12345678"})
-        ('Bearer sk-12345678', 'sk-12345678', 'abcdefgh123')
-    """
-    found: list[str] = []
-    for name, value in headers.items():
-        if _CREDENTIAL_HEADER.search(name):
-            found.append(value)
-            found += [word for word in value.split() if word != value]
-    try:
-        query = urlsplit(url).query
-    except ValueError:
-        query = ""
-    found += [value for _, value in parse_qsl(query)]
-    return tuple(secret for secret in dict.fromkeys(found) if len(secret) >= 8)
 
 
 class _AiohttpResponse:

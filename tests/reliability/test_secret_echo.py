@@ -12,6 +12,9 @@ left open at ``max_tokens``. Streamed arguments are folded downstream of the cli
 handler's attempt guard, the engine's fold), so the handler and the engine ask the client to
 scrub those errors (``HttpClient.scrub``).
 
+A credential the caller sends in a header of its own instead of ``api_key`` (Azure's
+``api-key``, in the client's or the request's ``extra_headers``) is held to the same rule.
+
 Every error — on both paths, with the passthrough handler and with the resilient one (retries,
 then the non-streaming rescue: ``RescueFailed`` chains) — goes through
 :func:`rxturn.testing.assert_no_secret`, which walks ``str``/``repr``, ``args``, attributes,
@@ -208,3 +211,48 @@ async def test_no_error_holds_the_echoed_key(
         assert_no_secret(error, secret, name="error")
         records: list[Any] = [kwargs for _, kwargs in recorder.calls]
         assert_no_secret(records, secret, name="observer records")
+
+
+# --- a credential given in a header of the caller's choosing ---------------------------------
+
+HEADER_KEY = "azure-SECRET-key-0x5EED1234"
+
+
+def _echo_every_header(request: RawRequest) -> bytes:
+    body = msgspec.json.encode(
+        {"error": {"type": "authentication_error", "message": f"denied: {request.headers}"}}
+    )
+    return response("401 Unauthorized", {"Content-Type": "application/json"}, body)
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("where", ["client extra_headers", "RequestOptions.extra_headers"])
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+async def test_a_credential_in_extra_headers_is_scrubbed_too(
+    fmt: str, where: str, mode: str
+) -> None:
+    """Azure's ``api-key``, a gateway's token: a credential the caller sends in a header of its
+    own (no ``api_key``) is as secret as the key, wherever the server echoes it."""
+    from rxturn.messages import Message, Request, RequestOptions
+
+    headers = {"api-key": HEADER_KEY}
+    async with RawHTTPServer(_echo_every_header) as server:
+        if where == "client extra_headers":
+            client = make_client(fmt, server, api_key=None, extra_headers=headers)
+            options = RequestOptions()
+        else:
+            client = make_client(fmt, server, api_key=None)
+            options = RequestOptions(extra_headers=headers)
+        request = Request(messages=(Message.user("hi"),))
+        async with client:
+            if mode == "streaming":
+                failed: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
+                client.stream(request, options).subscribe(on_error=failed.set_result)
+                error = await asyncio.wait_for(failed, 20)
+            else:
+                with pytest.raises(RxturnError) as caught:
+                    await client.create(request, options)
+                error = caught.value
+    assert server.requests[0].headers.get("api-key") == HEADER_KEY, "the header was never sent"
+    assert isinstance(error, RxturnError) and "denied" in str(error), repr(error)
+    assert_no_secret(error, HEADER_KEY, name="error")
