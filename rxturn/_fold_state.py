@@ -23,6 +23,7 @@ from .messages import (
     ToolCallPart,
     Usage,
 )
+from .wire._errors import shown
 from .wire._partial_json import parse_partial
 
 __all__ = [
@@ -272,7 +273,7 @@ def open_lane_part(lane: Lane, state: TurnState) -> ContentPart | None:
 
 
 def _describe(lane: Lane) -> str:
-    return f"tool call {lane.name!r} (id {lane.id!r}, index {lane.index})"
+    return f"tool call {shown(lane.name)} (id {shown(lane.id)}, index {lane.index})"
 
 
 # -- append-only shared logs ---------------------------------------------------------------------

@@ -10,6 +10,7 @@ from urllib.parse import quote
 
 __all__ = [
     "is_credential_header",
+    "one_line",
     "redact",
     "scrub_exception",
     "without_base64",
@@ -47,6 +48,22 @@ def _base64_run(match: re.Match[str]) -> str:
     if run.lower() == run or run.upper() == run or not any(c.isdigit() for c in run):
         return run
     return f"[base64: {len(run)} chars]"
+
+
+#: What a message quoting a server never carries: line breaks, other whitespace runs and control
+#: characters (a hostile server's ANSI escapes, NULs, bells), each run shown as one space.
+_NOT_ONE_LINE = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
+
+
+def one_line(text: str) -> str:
+    """``text`` (a server's words quoted in an error message) on one line, without control
+    characters: every run of whitespace or control characters becomes one space.
+
+    Examples:
+        >>> one_line("bad\\n  request\\x1b[2J ")
+        'bad request [2J'
+    """
+    return _NOT_ONE_LINE.sub(" ", text).strip()
 
 
 def without_base64(text: str) -> str:

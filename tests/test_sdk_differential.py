@@ -564,3 +564,53 @@ def test_responses_generated_streams_fold_as_the_sdk_folds(body: bytes) -> None:
         assert ours.stop_reason is StopReason.REFUSAL
     else:
         assert ours.stop_reason is StopReason.END_TURN
+
+
+# --- a non-streaming body behind a UTF-8 byte-order mark ------------------------------------
+
+_BOM = b"\xef\xbb\xbf"
+_ANTHROPIC_REPLY = (
+    b'{"id":"msg_1","type":"message","role":"assistant","model":"claude-test",'
+    b'"content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn",'
+    b'"usage":{"input_tokens":3,"output_tokens":1}}'
+)
+_OPENAI_REPLY = (
+    b'{"id":"c1","object":"chat.completion","created":0,"model":"gpt-test","choices":[{"index":0,'
+    b'"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}'
+)
+
+
+def _json_http(body: bytes) -> httpx2.Client:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        headers = {"content-type": "application/json"}
+        return httpx2.Response(200, headers=headers, content=body)
+
+    return httpx2.Client(transport=httpx2.MockTransport(handler))
+
+
+async def test_a_reply_behind_a_bom_is_read_as_the_sdks_read_it() -> None:
+    """RFC 8259 lets a parser ignore a leading BOM, and the SDKs' client does (``json.loads``):
+    a reply they serve must not fail here as invalid JSON."""
+    from rxturn import Message as RxMessage
+    from rxturn.clients import AnthropicClient, OpenAIClient
+    from rxturn.messages import Request
+    from rxturn.testing import MockResponse, MockTransport
+
+    sdk_anthropic = anthropic.Anthropic(
+        api_key="k", base_url="http://x", http_client=_json_http(_BOM + _ANTHROPIC_REPLY)
+    ).messages.create(
+        model="claude-test", max_tokens=8, messages=[{"role": "user", "content": "x"}]
+    )
+    sdk_openai = openai.OpenAI(
+        api_key="k", base_url="http://x", http_client=_json_http(_BOM + _OPENAI_REPLY)
+    ).chat.completions.create(model="gpt-test", messages=[{"role": "user", "content": "x"}])
+    block = sdk_anthropic.content[0]
+    assert block.type == "text" and block.text == sdk_openai.choices[0].message.content == "hi"
+
+    request = Request(messages=(RxMessage.user("x"),))
+    for client_type, body in ((AnthropicClient, _ANTHROPIC_REPLY), (OpenAIClient, _OPENAI_REPLY)):
+        response = MockResponse(headers={"content-type": "application/json"}, chunks=[_BOM, body])
+        client = client_type(
+            "m", api_key="k", base_url="http://x", transport=MockTransport(response)
+        )
+        assert (await client.create(request)).text == "hi"

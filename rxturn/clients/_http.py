@@ -53,7 +53,9 @@ from ..messages import Message, Request, RequestOptions
 from ..resilience.backoff import parse_retry_after
 from ..sources import Bridge, bridge_loop_here, start_bridge
 from ..transport._base import display_url as _safe_url
+from ..transport._base import request_secrets
 from ..wire import decoder_for
+from ..wire._lines import without_bom
 from ._base import keeps_thinking
 from ._connection import HttpSettings, check_base_url, check_headers, check_timeout
 from ._connection import Secret as _Secret  # the name the tests know
@@ -351,6 +353,7 @@ class HttpClient:
                 await response.aclose()
             if not data.strip():
                 raise self._unexpected(response, media, data, False)
+            data = without_bom(data)
             keep = keeps_thinking(self, opts)
             try:
                 if len(data) <= _PARSE_INLINE_BYTES:
@@ -363,7 +366,7 @@ class HttpClient:
                     raise  # a JSON reply that is broken, or an invalid tool input: as it is
                 raise self._unexpected(response, media, data, False, exc) from None
         except Exception as exc:
-            self._scrub(exc)
+            self._scrub(exc, headers)
             self._log_failure(model, False, exc)
             raise
 
@@ -438,7 +441,7 @@ class HttpClient:
             finally:
                 await response.aclose()
         except Exception as exc:
-            self._scrub(exc)
+            self._scrub(exc, headers)
             self._log_failure(model, True, exc)
             raise
 
@@ -476,14 +479,22 @@ class HttpClient:
         return headers
 
     def _secrets(self) -> tuple[str, ...]:
-        return (self._key.reveal(),) if self._key else ()
+        """The key, and the credentials ``extra_headers`` carries (an Azure ``api-key``, a
+        proxy's ``authorization`` given there instead of ``api_key``): what no error may quote."""
+        key = (self._key.reveal(),) if self._key else ()
+        if not self._extra_headers:
+            return key
+        return tuple(dict.fromkeys(key + request_secrets("", self._extra_headers)))
 
-    def _scrub(self, exc: Exception) -> None:
-        """The boundary where errors leave the client: no key anywhere in them (a hostile server
-        may echo it back at us, in a body, a header, a redirect), no third-party exception behind
-        them (aiohttp's may hold the request headers). See :func:`~rxturn.errors.scrub_secrets`."""
+    def _scrub(self, exc: Exception, headers: Mapping[str, str]) -> None:
+        """The boundary where errors leave the client: no credential of the request (the key,
+        or one in its headers, ``RequestOptions.extra_headers`` included) anywhere in them (a
+        hostile server may echo it back at us, in a body, a header, a redirect), no third-party
+        exception behind them (aiohttp's may hold the request headers). See
+        :func:`~rxturn.errors.scrub_secrets`."""
         if isinstance(exc, RxturnError):
-            scrub_secrets(exc, self._secrets())
+            secrets = self._secrets() + request_secrets("", headers)
+            scrub_secrets(exc, tuple(dict.fromkeys(secrets)))
 
     def scrub(self, error: BaseException) -> None:
         """Make an error raised *downstream* of this client safe to hand out, in place.

@@ -14,9 +14,10 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, NamedTuple
 
 from .._headers import header
-from .._redact import without_base64
+from .._redact import one_line, without_base64
 from ..errors import (
     APIStatusError,
+    DecompressionLimitError,
     ProviderError,
     StreamProtocolError,
     TransportError,
@@ -99,7 +100,7 @@ async def read_error_body(response: HttpResponse) -> tuple[bytes, str]:
             size += len(chunk)
             if size >= ERROR_BODY_LIMIT:
                 return b"".join(parts)[:ERROR_BODY_LIMIT], ""
-    except TransportError as exc:
+    except (TransportError, DecompressionLimitError) as exc:  # the status still says what failed
         return b"".join(parts), f" [error body unreadable: {exc}]"
     return b"".join(parts), ""
 
@@ -111,14 +112,11 @@ HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 #: preview's end is still whole when it is scrubbed).
 HEAD_BYTES = 1024
 _PREVIEW_CHARS = 160
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]+")
 
 
 def media_type(headers: Mapping[str, str]) -> str:
     """The declared media type, lower-cased, without parameters (``""`` when none)."""
-    content_type = headers.get("content-type")  # (as sent, or a case-insensitive mapping)
-    if content_type is None:
-        content_type = header(headers, "content-type") or ""
+    content_type = header(headers, "content-type") or ""
     return content_type.split(";", 1)[0].strip().lower()
 
 
@@ -133,7 +131,7 @@ def looks_html(head: bytes) -> bool:
 def preview(head: bytes, secrets: tuple[str, ...]) -> str:
     """How a body starts, on one line: secrets removed, whitespace collapsed, cut short."""
     text = redact(head[: HEAD_BYTES * 4].decode("utf-8", "replace"), secrets)
-    text = _CONTROL.sub(" ", _SPACE.sub(" ", text)).strip()
+    text = one_line(text)
     return text if len(text) <= _PREVIEW_CHARS else text[:_PREVIEW_CHARS] + "…"
 
 
@@ -201,15 +199,16 @@ class ErrorContext(NamedTuple):
 async def status_error_of(response: HttpResponse, secrets: tuple[str, ...]) -> APIStatusError:
     """The typed error for a non-2xx response: its body read up to a cap, the provider's own
     error type and message when it sent them, its Retry-After and x-should-retry; a redirect
-    says it was not followed. ``secrets`` never reach the message or the body."""
+    (a 3xx with a ``Location``) says it was not followed. ``secrets`` never reach the message
+    or the body."""
     from ..wire import parse_error_body
 
     headers = response.headers
     status = response.status
     raw, note = await read_error_body(response)
     error_type, error_message = parse_error_body(raw)
-    if 300 <= status < 400:
-        location = header(headers, "location") or "(no location)"
+    location = header(headers, "location") if 300 <= status < 400 else None
+    if location:  # a 3xx without one (304 Not Modified, 300) is no redirect: its body says more
         detail = (
             f"redirect to {redact(location, secrets)} not followed (rxturn never follows "
             "redirects, so an API key is never sent to another host; fix base_url)"
@@ -246,7 +245,8 @@ def unexpected(
     reason, retryable = judge(status, media, head, stream, failure)
     return UnexpectedResponseError(
         status_code=status,
-        content_type=media,
+        # (lower-cased: a secret echoed in the header is looked for lower-cased too)
+        content_type=redact(media, tuple(secret.lower() for secret in context.secrets)),
         url=context.url,
         head=preview(head, context.secrets),
         expected=expected,

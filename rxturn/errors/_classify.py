@@ -4,7 +4,7 @@ another attempt could succeed, whether it is a rate limit, and the secrets scrub
 
 from __future__ import annotations
 
-from .._redact import redact, scrub_exception
+from .._redact import one_line, redact, scrub_exception
 from ._tree import (
     APIStatusError,
     AuthenticationError,
@@ -80,7 +80,7 @@ def status_error(
     lowered = detail.lower()
     if cls is BadRequestError and any(word in lowered for word in _CONTEXT_WORDS):
         cls = ContextOverflowError
-    message = f"HTTP {status}: {redact(detail)}"
+    message = f"HTTP {status}: {one_line(redact(detail))}"
     if len(message) > 500:
         message = message[:500] + "…"
     error = cls(

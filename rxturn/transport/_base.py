@@ -23,11 +23,12 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
 from typing import Protocol, runtime_checkable
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
+from .._redact import is_credential_header
 from ..errors import StreamProtocolError
 
-__all__ = ["AsyncTransport", "CappedBody", "HttpResponse", "display_url"]
+__all__ = ["AsyncTransport", "CappedBody", "HttpResponse", "display_url", "request_secrets"]
 
 
 def display_url(url: str) -> str:
@@ -47,6 +48,27 @@ def display_url(url: str) -> str:
     if ":" in host:
         host = f"[{host}]"
     return f"{parts.scheme}://{host}{port}{parts.path}"
+
+
+def request_secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
+    """The values a request carries that must never appear in an error: credential headers
+    (whole, and each word of them, so ``Bearer KEY`` gives ``KEY``) and query-string values.
+
+    Examples:
+        >>> request_secrets("http://h/p?key=abcdefgh123", {"authorization": "Bearer sk-12345678"})
+        ('Bearer sk-12345678', 'sk-12345678', 'abcdefgh123')
+    """
+    found: list[str] = []
+    for name, value in headers.items():
+        if is_credential_header(name):
+            found.append(value)
+            found += [word for word in value.split() if word != value]
+    try:
+        query = urlsplit(url).query
+    except ValueError:
+        query = ""
+    found += [value for _, value in parse_qsl(query)]
+    return tuple(secret for secret in dict.fromkeys(found) if len(secret) >= 8)
 
 
 class CappedBody:

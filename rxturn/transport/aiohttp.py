@@ -44,7 +44,7 @@ maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
     socket read timeout              → ReadError     "read timed out after Ns …"
     aiohttp.ServerDisconnectedError  → ReadError     "server disconnected …"
     aiohttp.ClientPayloadError       → ReadError     "response body incomplete …"
-    aiohttp.ClientResponseError      → ReadError     "invalid HTTP response …"
+    aiohttp.ClientResponseError      → ReadError     "invalid HTTP response …: <reason>"
     aiohttp.InvalidURL / non-http    → ConfigError   "invalid URL …"
     other aiohttp / OSError          → ReadError     "connection error …"
 """
@@ -60,12 +60,12 @@ import time
 import urllib.request
 from collections.abc import Mapping
 from types import TracebackType
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
-from .._redact import is_credential_header
+from .._redact import one_line
 from .._validate import as_float, positive, seconds_problem
 from ..errors import (
     ConfigError,
@@ -75,7 +75,7 @@ from ..errors import (
     StreamProtocolError,
     redact,
 )
-from ._base import CappedBody
+from ._base import CappedBody, request_secrets
 from ._base import display_url as _safe_url
 from ._inflate import (
     ACCEPT_ENCODING,
@@ -173,7 +173,9 @@ class map_aiohttp_errors:
         """The rxturn error for ``exc``, or ``None`` when it is not a transport failure."""
         mapped = self._map(exc)
         if mapped is not None and self.secrets:
-            mapped.message = redact(mapped.message, self.secrets)
+            mapped.message = _without_cut_secrets(
+                redact(mapped.message, self.secrets), self.secrets
+            )
             mapped.args = (mapped.message,)
         return mapped
 
@@ -208,39 +210,34 @@ class map_aiohttp_errors:
         if isinstance(exc, aiohttp.InvalidURL | aiohttp.NonHttpUrlClientError):
             return ConfigError(f"invalid URL {where!r}: expected an absolute http(s) URL")
         if isinstance(exc, aiohttp.ClientResponseError):
-            # not str(exc): it quotes the full URL, query string included
-            detail = str(exc.message).strip()
-            detail = _first_line(detail) if detail else type(exc).__name__
+            # not str(exc): it quotes the full URL, query string included. The parser's
+            # message spans lines ("Bad status line:", then what it expected and the bytes it
+            # got, then a line pointing at them): all of it but the pointer, on one line
+            lines = str(exc.message).splitlines()
+            detail = " ".join(line for line in lines if line.strip(" ^~"))
+            detail = redact(one_line(detail))[:300] or type(exc).__name__
             return ReadError(f"invalid HTTP response from {where}: {detail}")
         if isinstance(exc, aiohttp.ClientError | OSError):
             return ReadError(f"connection error ({where}): {_first_line(exc)}")
         return None
 
 
+def _without_cut_secrets(text: str, secrets: tuple[str, ...]) -> str:
+    """``text`` without the start of a secret that a quote was cut in: aiohttp quotes the first
+    100 bytes of an over-long header line and then ``...``, and a secret cut there is only a
+    prefix, which no redaction of whole secrets finds."""
+    for secret in secrets:
+        for size in range(len(secret) - 1, 3, -1):
+            cut = secret[:size] + "..."
+            if cut in text:
+                text = text.replace(cut, "[redacted]...")
+                break
+    return text
+
+
 def _first_line(exc: BaseException | str) -> str:
     text = str(exc).strip() or type(exc).__name__
     return redact(text.splitlines()[0])[:300]  # (redacted whole: a cut base64 run stays data)
-
-
-def request_secrets(url: str, headers: Mapping[str, str]) -> tuple[str, ...]:
-    """The values a request carries that must never appear in an error: credential headers
-    (whole, and each word of them, so ``Bearer KEY`` gives ``KEY``) and query-string values.
-
-    Examples:
-        >>> request_secrets("http://h/p?key=abcdefgh123", {"authorization": "Bearer sk-12345678"})
-        ('Bearer sk-12345678', 'sk-12345678', 'abcdefgh123')
-    """
-    found: list[str] = []
-    for name, value in headers.items():
-        if is_credential_header(name):
-            found.append(value)
-            found += [word for word in value.split() if word != value]
-    try:
-        query = urlsplit(url).query
-    except ValueError:
-        query = ""
-    found += [value for _, value in parse_qsl(query)]
-    return tuple(secret for secret in dict.fromkeys(found) if len(secret) >= 8)
 
 
 class _AiohttpResponse:
@@ -294,6 +291,8 @@ class _AiohttpResponse:
         error: RxturnError | None = None
         encoding = response.headers.get("content-encoding")
         if encoding is not None:
+            # the header repeated is one list (RFC 9110 §5.3): "gzip" twice is gzip stacked
+            encoding = ", ".join(response.headers.getall("content-encoding"))
             try:
                 inflater = inflater_for(
                     encoding,

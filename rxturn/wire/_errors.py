@@ -15,6 +15,7 @@ from typing import Any, cast
 
 import msgspec
 
+from .._redact import one_line
 from ..errors import (
     InvalidToolInputError,
     OverloadedError,
@@ -24,19 +25,43 @@ from ..errors import (
     StreamProtocolError,
     redact,
 )
+from ._lines import without_bom
 
 __all__ = [
     "JSON_ERRORS",
     "MAX_INDEX",
     "OUT_OF_RANGE",
+    "QUOTED_CHARS",
     "bad_index",
     "bad_json",
+    "cut",
     "error_from_json",
     "nesting_detail",
     "parse_error_body",
+    "shown",
     "stream_error",
     "tool_arguments",
 ]
+
+#: Most characters of a server's string (an event type, an id, a tool name, a count) an error
+#: message quotes: a hostile server's megabyte-long name stays out of the message.
+QUOTED_CHARS = 40
+
+
+def cut(text: str) -> str:
+    """``text`` as an error message quotes it: at most :data:`QUOTED_CHARS` characters.
+
+    Examples:
+        >>> cut("x" * 50)
+        'xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx...'
+    """
+    return text if len(text) <= QUOTED_CHARS else text[: QUOTED_CHARS - 3] + "..."
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, :func:`cut`: how an error message quotes a value a server sent."""
+    return cut(repr(value))
+
 
 #: What a msgspec JSON decode raises on bad input. JSON nested deeper than the interpreter's
 #: recursion limit (``[[[[…`` thousands of levels) makes msgspec raise ``RecursionError``, which
@@ -79,7 +104,7 @@ def stream_error(error_type: str | None, message: str | None, code: object = Non
     """
     code_text = None if code is None or isinstance(code, bool) else str(code)
     label = error_type or code_text or "error"
-    text = redact(f"{label}: {message or 'stream failed'}")
+    text = one_line(redact(f"{label}: {message or 'stream failed'}"))
     keys = {error_type, code_text}
     cls: type[RateLimitError] | None = None
     if keys & _OVERLOADED:
@@ -141,7 +166,7 @@ def parse_error_body(body: bytes) -> tuple[str | None, str | None]:
         (None, None)
     """
     try:
-        doc = _as_dict(_any_decoder.decode(body))
+        doc = _as_dict(_any_decoder.decode(without_bom(body)))
     except JSON_ERRORS:
         return None, None
     if doc is None:
@@ -181,5 +206,5 @@ def tool_arguments(raw: str | None, position: int, name: str) -> Any:
     except JSON_ERRORS as exc:
         detail = nesting_detail(exc) if isinstance(exc, RecursionError) else str(exc)
         raise InvalidToolInputError(
-            f"tool call {position} ({name!r}) arguments: {detail}", raw
+            f"tool call {position} ({shown(name)}) arguments: {detail}", raw
         ) from None

@@ -31,9 +31,20 @@ from __future__ import annotations
 from .._validate import positive
 from ..errors import ConfigError, StreamProtocolError
 
-__all__ = ["BOM", "LineSplitter", "PartialLine"]
+__all__ = ["BOM", "LineSplitter", "PartialLine", "without_bom"]
 
 BOM = b"\xef\xbb\xbf"
+
+
+def without_bom(body: bytes) -> bytes:
+    """A whole JSON body without a leading UTF-8 byte-order mark: RFC 8259 §8.1 lets a parser
+    ignore it, and ``json.loads`` (which the SDKs' HTTP client parses bodies with) does.
+
+    Examples:
+        >>> without_bom(b"\\xef\\xbb\\xbf{}")
+        b'{}'
+    """
+    return body[3:] if body[:3] == BOM else body
 
 
 class PartialLine:

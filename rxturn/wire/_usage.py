@@ -43,6 +43,7 @@ from typing import NoReturn
 
 from ..errors import StreamProtocolError
 from ..messages import Usage
+from ._errors import shown
 
 __all__ = [
     "MAX_COUNT",
@@ -118,15 +119,10 @@ def checked_count(value: object, name: str, wire: str, where: Where = None) -> i
     if type(value) is int and 0 <= value <= MAX_COUNT:
         return value
     raise StreamProtocolError(
-        f"malformed {wire} usage: {name!r} is {_shown(value)}, not a token count "
+        f"malformed {wire} usage: {name!r} is {shown(value)}, not a token count "
         f"(a whole number from 0 to {MAX_COUNT})",
         where=_where(where),
     )
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 40 else text[:37] + "..."
 
 
 class _Table:
@@ -237,7 +233,7 @@ def _as_object(raw: object, wire: str, where: Where) -> Mapping[str, object] | N
         return None
     if not isinstance(raw, dict):
         raise StreamProtocolError(
-            f"malformed {wire} usage: expected an object, got {_shown(raw)}", where=_where(where)
+            f"malformed {wire} usage: expected an object, got {shown(raw)}", where=_where(where)
         )
     return raw  # pyright: ignore[reportUnknownVariableType]
 

@@ -72,7 +72,17 @@ from ..messages import (
     ToolCallPart,
 )
 from ._decoder import FramedDecoder
-from ._errors import MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error, tool_arguments
+from ._errors import (
+    JSON_ERRORS,
+    MAX_INDEX,
+    OUT_OF_RANGE,
+    bad_index,
+    bad_json,
+    cut,
+    shown,
+    stream_error,
+    tool_arguments,
+)
 from ._responses_types import (
     KNOWN_TYPES,
     ArgumentsDelta,
@@ -192,7 +202,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         for at, payload in enumerate(frames.payloads):
             try:
                 event = decode(payload)
-            except msgspec.DecodeError as exc:
+            except JSON_ERRORS as exc:
                 if not payload:
                     continue
                 if eof and type(exc) is msgspec.DecodeError:
@@ -440,7 +450,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         self.saw_terminal = self._done = True
 
     def _on_undecodable(
-        self, frames: RawEvents, at: int, payload: bytes, exc: msgspec.DecodeError
+        self, frames: RawEvents, at: int, payload: bytes, exc: msgspec.DecodeError | RecursionError
     ) -> None:
         """Skip event types this decoder does not model; anything else is malformed."""
         name = frames.name(at)
@@ -448,7 +458,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         if isinstance(exc, msgspec.ValidationError):
             try:
                 kind = type_decoder.decode(payload).type
-            except msgspec.DecodeError:
+            except JSON_ERRORS:
                 kind = ""
             if kind and kind not in KNOWN_TYPES:
                 return  # a newer or hosted-tool event: nothing the fold models
@@ -477,8 +487,8 @@ def _same_item(added: Item, done: Item) -> bool:
 
 def _describe(item: Item) -> str:
     if item.type == "function_call":
-        return f"function_call call_id={item.call_id!r} id={item.id!r}"
-    return f"{item.type or 'item'} id={item.id!r}"
+        return f"function_call call_id={shown(item.call_id)} id={shown(item.id)}"
+    return f"{cut(item.type) or 'item'} id={shown(item.id)}"
 
 
 def _part_kind(part_type: str) -> str | None:
@@ -531,7 +541,7 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
     """
     try:
         reply = _response_decoder.decode(body)
-    except msgspec.DecodeError as exc:
+    except JSON_ERRORS as exc:
         raise bad_json("OpenAI response body", exc) from None
     if reply.error is not None or reply.status == "failed":
         raise _error(reply.error, "response failed")

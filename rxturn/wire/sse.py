@@ -74,6 +74,7 @@ import msgspec
 
 from .._validate import positive
 from ..errors import ConfigError, StreamProtocolError
+from ._errors import QUOTED_CHARS, cut
 from ._lines import PartialLine
 
 __all__ = ["RawEvents", "SSEParser", "ServerSentEvent"]
@@ -123,14 +124,16 @@ class RawEvents:
         self.payloads += payloads
 
     def name(self, index: int) -> str:
-        """The event type of event ``index`` (``"message"`` when unset), for messages."""
+        """The event type of event ``index`` (``"message"`` when unset), for messages: cut as
+        they quote a server's string (:func:`~rxturn.wire._errors.cut`; a line may be a
+        megabyte)."""
         found = self._one.get(index) if self._one is not None else None
         if found is not None:
             raw = found[0]
         else:
             first, _, names, _, _ = self._run(index)
             raw = names[index - first][7:] if names is not None else b""
-        return raw.decode(errors="replace") or "message"
+        return cut(raw[: QUOTED_CHARS * 4].decode(errors="replace")) or "message"
 
     def line(self, index: int) -> int:
         """The line number of the first ``data`` line of event ``index``."""

@@ -354,6 +354,24 @@ async def test_redirect_is_not_followed(aiohttp_server: ServerFactory) -> None:
     assert stolen == []
 
 
+@pytest.mark.parametrize("status", [300, 304])
+async def test_a_3xx_without_location_is_not_called_a_redirect(
+    aiohttp_server: ServerFactory, status: int
+) -> None:
+    """No ``Location``: nothing was redirected, so the error says what the body says."""
+
+    async def handler(request: web.Request) -> web.Response:
+        body = b"" if status == 304 else b'{"error":{"message":"pick one","type":"choices"}}'
+        return web.Response(status=status, body=body, content_type="application/json")
+
+    base = await serve(aiohttp_server, handler)
+    async with AnthropicClient("m", base_url=base, api_key=ANTHROPIC_KEY) as client:
+        _, error = await run_stream(client.stream(REQUEST))
+    assert type(error) is APIStatusError and error.status_code == status
+    expected = "(empty body)" if status == 304 else "choices: pick one"
+    assert str(error) == f"HTTP {status}: {expected}"
+
+
 async def test_error_body_is_read_at_most_8_kib(aiohttp_server: ServerFactory) -> None:
     written: list[int] = []
 

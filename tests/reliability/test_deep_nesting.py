@@ -7,10 +7,11 @@ retry ladder decides (a malformed stream is transient: the next attempt is made)
 
 Sites, each fed 100,000 levels of ``[`` and of ``{"a":`` (under one object, see ``DEEP``):
 
-- streaming payloads: SSE ``data:`` (Anthropic, OpenAI; also a deep unknown field, which the
-  decoders skip recursively), NDJSON lines (Ollama) — sans-IO and through real servers;
-- non-streaming reply bodies of every client, and error bodies (a 500, a 200 JSON on a
-  streaming request);
+- streaming payloads: SSE ``data:`` (Anthropic, OpenAI, OpenAI Responses; also a deep unknown
+  field, which the decoders skip recursively), NDJSON lines (Ollama) — sans-IO and (but
+  Responses) through real servers;
+- non-streaming reply bodies of every client (Responses: sans-IO), and error bodies (a 500,
+  a 200 JSON on a streaming request);
 - tool arguments: streamed (the fold's decode of a closed block, and the partial-JSON parser for
   a block left open at ``max_tokens``), and in non-streaming replies;
 - replay input (``replay_message`` and ``rxturn replay``), ``rxturn chat --json``, the fake
@@ -50,6 +51,7 @@ from rxturn.wire import (
     parse_openai_completion,
 )
 from rxturn.wire._partial_json import parse_partial
+from rxturn.wire.openai_responses import parse_openai_response
 
 from .conftest import (
     FORMAT_NAMES,
@@ -158,6 +160,46 @@ def test_reply_parsers_raise_a_protocol_error(fmt: str, shape: str) -> None:
     body = wire_reply(fmt, text="hi")
     with pytest.raises(StreamProtocolError, match=TOO_DEEP):
         PARSERS[fmt](body[:-1] + b',"extra":' + DEEP[shape] + b"}")
+
+
+RESPONSES_START = (
+    b'data: {"type":"response.created","response":{"id":"resp_1","model":"m"}}\n\n'
+    b'data: {"type":"response.output_text.delta","output_index":0,"content_index":0,'
+    b'"delta":"ok "}\n\n'
+)
+RESPONSES_SITES = {
+    "payload": lambda deep: deep,
+    "known event, unknown field": lambda deep: (
+        b'{"type":"response.output_text.delta","output_index":0,"content_index":0,'
+        b'"delta":"x","extra":' + deep
+    ),
+    # an event of a type the decoder does not model: its type is read apart (and meets the
+    # nesting) to tell it from a broken known event; the error reports the first decode's finding
+    "unknown event type": lambda deep: b'{"type":"response.hosted_tool.x","extra":' + deep,
+}
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("where", list(RESPONSES_SITES))
+def test_the_responses_decoder_raises_a_protocol_error(where: str, shape: str) -> None:
+    decoder = decoder_for("openai-responses")
+    events: list[Any] = []
+    data = b"data: " + RESPONSES_SITES[where](DEEP[shape]) + b"\n\n"
+    expected = "unexpected JSON shape" if where == "unknown event type" else TOO_DEEP
+    with pytest.raises(StreamProtocolError, match=expected) as caught:
+        for piece in (RESPONSES_START, data, RESPONSES_START):
+            events += decoder.feed(piece)
+        events += decoder.close()
+    assert is_retryable(caught.value), "a malformed stream is transient: the ladder decides"
+    assert any(getattr(event, "text", None) == "ok " for event in events), "earlier text lost"
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_the_responses_reply_parser_raises_a_protocol_error(shape: str) -> None:
+    with pytest.raises(StreamProtocolError, match=TOO_DEEP):
+        parse_openai_response(DEEP[shape])
+    with pytest.raises(StreamProtocolError, match=TOO_DEEP):
+        parse_openai_response(b'{"id":"resp_1","model":"m","output":[],"extra":' + DEEP[shape])
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -14,6 +14,9 @@ gzip bomb                      streamed or whole, the cap applies after decompre
 HTML 502 from a proxy          ``ServerError`` with the page title, body capped at 8 KiB
 200 with a JSON error body     a typed error naming the provider's message
 redirect to another host       not followed: the other host never sees the API key
+header bytes not UTF-8         the error quotes them as U+FFFD, never as lone surrogates
+a message on several lines     quoted on one line, control characters (ANSI escapes) gone
+bytes that are not HTTP        ``ReadError`` naming what the parser expected and the bytes it got
 =============================  ===============================================================
 
 Times are scaled down (50 ms per byte against a 0.3 s deadline) so the suite stays fast; the
@@ -41,14 +44,16 @@ from rxturn.errors import (
     APIStatusError,
     OverloadedError,
     ProviderStreamError,
+    ReadError,
     RxturnError,
     ServerError,
     StreamProtocolError,
     StreamTimeoutError,
+    UnexpectedResponseError,
 )
 from rxturn.testing import assert_no_secret
 
-from .conftest import FORMAT_NAMES, Site, make_client, serve, wire_reply
+from .conftest import FORMAT_NAMES, RawHTTPServer, RawRequest, Site, make_client, serve, wire_reply
 from .conftest import handler_with as shared_handler_with
 
 pytestmark = pytest.mark.timeout(60)
@@ -418,3 +423,116 @@ async def test_a_redirect_to_another_host_never_carries_the_key(
         assert len(site.requests) == 1
         sent = site.headers[0]
         assert KEY in sent.get("x-api-key", "") + sent.get("authorization", "")
+
+
+# Header values as raw bytes that are not UTF-8 (aiohttp hands them on as lone surrogates).
+NOT_UTF8 = b"\xff\xfe"
+HEADER_BYTES: dict[str, tuple[bytes, type[RxturnError], str]] = {
+    "location": (
+        b"HTTP/1.1 302 Found\r\nLocation: http://elsewhere/" + NOT_UTF8 + b"\r\n",
+        APIStatusError,
+        "message",
+    ),
+    "content-type": (
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/x-" + NOT_UTF8 + b"\r\n",
+        UnexpectedResponseError,
+        "content_type",
+    ),
+    "request-id": (
+        b"HTTP/1.1 500 Oops\r\nrequest-id: req-" + NOT_UTF8 + b"\r\n",
+        ServerError,
+        "request_id",
+    ),
+}
+
+
+def _text_fields(error: BaseException) -> dict[str, str]:
+    fields = {"message": str(error)}
+    fields.update({k: v for k, v in vars(error).items() if isinstance(v, str)})
+    return fields
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("where", list(HEADER_BYTES))
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+async def test_header_bytes_that_are_not_utf8_reach_no_error_as_surrogates(
+    fmt: str, where: str, mode: str
+) -> None:
+    """A ``Location``, ``Content-Type`` or request id the error quotes must be text that a JSON
+    line or a log file can hold (``rxturn chat --json`` crashed on a lone surrogate)."""
+    head, expected, field = HEADER_BYTES[where]
+
+    def respond(request: RawRequest) -> bytes:
+        return head + b"Connection: close\r\n\r\nnot what was asked for"
+
+    async with RawHTTPServer(respond) as server, make_client(fmt, server) as client:
+        _, error, _, _ = await run_turn(client, StreamHandler.passthrough(), mode)
+    assert error is not None and type(error) is expected, repr(error)
+    fields = _text_fields(error)
+    for value in fields.values():
+        value.encode("utf-8")  # raises on a lone surrogate
+    assert "\ufffd\ufffd" in fields[field], fields
+
+
+# A provider message with line breaks, an ANSI escape, a bell and a NUL, as JSON escapes.
+MULTI_LINE = "first line\\nsecond\\r\\n\\u001b[2J\\u0007 \\u0000end"
+
+
+def _in_stream_error(fmt: str) -> bytes:
+    if fmt == "ollama":
+        return b'{"error":"' + MULTI_LINE.encode() + b'"}\n'
+    event = (
+        b'{"type":"error","error":{"type":"api_error","message":"' + MULTI_LINE.encode() + b'"}}'
+    )
+    return b"event: error\ndata: " + event + b"\n\n"
+
+
+@pytest.mark.parametrize("where", ["status", "status-text", "in-stream"])
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+async def test_a_provider_message_on_several_lines_is_one_line_without_controls(
+    fmt: str, where: str
+) -> None:
+    """The error quotes the provider's message on one line, its control characters gone: a
+    server cannot break a log line in two or send escape sequences to a terminal through it."""
+    body = b'{"error":{"type":"api_error","message":"' + MULTI_LINE.encode() + b'"}}'
+
+    async def handler(request: web.Request, site: Site) -> web.StreamResponse:
+        if where == "status":
+            return web.Response(status=500, body=body, content_type="application/json")
+        if where == "status-text":
+            text = b"first line\nsecond\r\n\x1b[2J\x07 \x00end"
+            return web.Response(status=502, body=text, content_type="text/plain")
+        kind = "application/x-ndjson" if fmt == "ollama" else "text/event-stream"
+        return web.Response(status=200, body=_in_stream_error(fmt), content_type=kind)
+
+    async with serve(handler) as site, make_client(fmt, site, api_key=KEY) as client:
+        _, error, _, _ = await run_turn(client, StreamHandler.passthrough())
+    assert isinstance(error, ServerError | ProviderStreamError), repr(error)
+    assert "first line second [2J end" in str(error), str(error)
+    assert str(error).isprintable(), repr(str(error))
+
+
+BROKEN_HTTP = {
+    "status line": (b"HTTP/1.1 OK then nothing\r\n\r\n", b"HTTP/1.1 OK then nothing"),
+    "content-length": (b"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", b"Content-Length: -1"),
+    "chunk size": (
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nab\r\n",
+        b"zz",
+    ),
+}
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("case", list(BROKEN_HTTP))
+async def test_a_response_that_is_not_http_says_what_it_got(case: str, mode: str) -> None:
+    """aiohttp's parser explains on several lines (what it expected, the bytes it got, a
+    pointer); the error keeps that on one line instead of stopping at "Bad status line:"."""
+    response, offending = BROKEN_HTTP[case]
+    async with (
+        RawHTTPServer(lambda request: response) as server,
+        make_client("anthropic", server) as client,
+    ):
+        _, error, _, _ = await run_turn(client, StreamHandler.passthrough(), mode)
+    assert isinstance(error, ReadError), repr(error)
+    assert "invalid HTTP response" in str(error), str(error)
+    assert repr(offending) in str(error) and "\n" not in str(error), str(error)

@@ -34,6 +34,7 @@ from typing import Any
 import msgspec
 import pytest
 from aiohttp import web
+from multidict import CIMultiDict
 from slow_params import mostly_slow
 
 from rxturn.engine import TurnEngine
@@ -43,6 +44,7 @@ from rxturn.errors import (
     Cancelled,
     ConfigError,
     DecompressionLimitError,
+    RateLimitError,
     ReadError,
     RxturnError,
     ServerError,
@@ -520,12 +522,60 @@ async def test_an_unsupported_content_encoding_is_a_read_error(coding: str, mode
     assert "gzip, deflate" in str(error)
 
 
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("second", ["gzip", "br"])
+async def test_a_repeated_content_encoding_header_is_one_stacked_coding(
+    second: str, mode: str
+) -> None:
+    """Two ``Content-Encoding`` headers are one list (RFC 9110): the body is coded twice, which
+    is refused as stacked, not inflated once and handed on as binary noise."""
+    streaming = mode == "streaming"
+    body = (
+        wire_stream("anthropic", text=["hi"]) if streaming else wire_reply("anthropic", text="hi")
+    )
+
+    async def handler(request: web.Request, site: Site) -> web.StreamResponse:
+        headers = CIMultiDict(
+            [
+                ("Content-Type", content_type("anthropic", streaming)),
+                ("Content-Encoding", "gzip"),
+                ("Content-Encoding", second),
+            ]
+        )
+        return web.Response(body=compress(compress(body)), headers=headers)
+
+    _, error, _, _ = await turn_under_watch(handler, "anthropic", mode=mode)
+    assert isinstance(error, ReadError), error
+    assert f"stacked Content-Encoding 'gzip, {second}' is not supported" in str(error)
+
+
 async def test_an_error_status_with_an_unsupported_encoding_is_still_its_status_error() -> None:
     _, error, _, _ = await turn_under_watch(
         sends("anthropic", stream=b"\x00\x01garbage", encoding="br", status=500), "anthropic"
     )
     assert isinstance(error, ServerError), error
     assert "not supported" in error.body
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+async def test_an_error_body_past_max_decompressed_bytes_is_still_its_status_error(
+    mode: str,
+) -> None:
+    """The error body is read only to 8 KiB, but one inflating step may pass a small cap: the
+    429 (its Retry-After, its retry verdict) still says what failed, not a decompression
+    error that is never retried."""
+    body = compress(b'{"error":{"type":"rate_limit_error","message":"' + b"x" * 100_000 + b'"}}')
+
+    async def handler(request: web.Request, site: Site) -> web.StreamResponse:
+        headers = {"Content-Encoding": "gzip", "Retry-After": "7"}
+        return web.Response(status=429, body=body, headers=headers, content_type="application/json")
+
+    _, error, _, _ = await turn_under_watch(
+        handler, "anthropic", mode=mode, transport={"max_decompressed_bytes": 4096}
+    )
+    assert isinstance(error, RateLimitError), error
+    assert error.retry_after == 7
+    assert "max_decompressed_bytes=4096" in error.body
 
 
 @pytest.mark.parametrize("mode", ["streaming", "non_streaming"])

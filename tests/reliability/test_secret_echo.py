@@ -3,12 +3,17 @@
 The server (raw bytes on 127.0.0.1, so nothing is normalised on the way) reads the credential
 the client sent and writes it back: in a JSON error body (type, message, code), in the request-id
 headers, in the reason phrase, in ``Retry-After``, in a redirect ``Location`` (as is and
-percent-encoded), in an in-stream error event, in a 200 HTML page, in a broken status line and a
-broken header line (which aiohttp reports with a ``ClientResponseError`` whose ``request_info``
-holds the request headers, key included), and in a reply's tool arguments: non-streaming,
-streamed in a block that closes, and streamed in a block left open at ``max_tokens``. Streamed
-arguments are folded downstream of the client (the handler's attempt guard, the engine's fold),
-so the handler and the engine ask the client to scrub those errors (``HttpClient.scrub``).
+percent-encoded), in an in-stream error event, in a 200 HTML page, in a ``Content-Type`` (shown
+lower-cased), in a header line too long for aiohttp (quoted cut short: the key cut in two), in a
+broken status line and a broken header line (which aiohttp reports with a
+``ClientResponseError`` whose ``request_info`` holds the request headers, key included), and in
+a reply's tool arguments: non-streaming, streamed in a block that closes, and streamed in a block
+left open at ``max_tokens``. Streamed arguments are folded downstream of the client (the
+handler's attempt guard, the engine's fold), so the handler and the engine ask the client to
+scrub those errors (``HttpClient.scrub``).
+
+A credential the caller sends in a header of its own instead of ``api_key`` (Azure's
+``api-key``, in the client's or the request's ``extra_headers``) is held to the same rule.
 
 Every error — on both paths, with the passthrough handler and with the resilient one (retries,
 then the non-streaming rescue: ``RescueFailed`` chains) — goes through
@@ -135,6 +140,12 @@ ECHOES: dict[str, Echo] = {
     "broken header line": lambda r, key, fmt: (
         f"HTTP/1.1 200 OK\r\nX-Token {key}\r\nContent-Type: text/plain\r\n\r\nx".encode()
     ),
+    # the media type is shown lower-cased: the key must be found lower-cased too
+    "content type": lambda r, key, fmt: response("200 OK", {"Content-Type": f"text/{key}"}, b"?"),
+    # aiohttp quotes 100 bytes of an over-long line and then "...": the key cut in two
+    "over-long header line": lambda r, key, fmt: (
+        f"HTTP/1.1 200 OK\r\nX-Echo: {'a' * 80}{key}{'a' * 9000}\r\n\r\n".encode()
+    ),
     "tool arguments": lambda r, key, fmt: (
         streamed_tool_reply(fmt, key, closed=True)
         if r.streaming
@@ -194,6 +205,54 @@ async def test_no_error_holds_the_echoed_key(
             error = exc
     assert server.requests and server.requests[0].credential == key, "the key was never sent"
     assert isinstance(error, RxturnError), f"{echo}: the turn did not fail: {error!r}"
-    assert_no_secret(error, key, name="error")
-    records: list[Any] = [kwargs for _, kwargs in recorder.calls]
-    assert_no_secret(records, key, name="observer records")
+    # whole, lower-cased (a header value shown normalised), and its first 12 characters (a
+    # quote cut short)
+    for secret in (key, key.lower(), key[:12]):
+        assert_no_secret(error, secret, name="error")
+        records: list[Any] = [kwargs for _, kwargs in recorder.calls]
+        assert_no_secret(records, secret, name="observer records")
+
+
+# --- a credential given in a header of the caller's choosing ---------------------------------
+
+HEADER_KEY = "azure-SECRET-key-0x5EED1234"
+
+
+def _echo_every_header(request: RawRequest) -> bytes:
+    body = msgspec.json.encode(
+        {"error": {"type": "authentication_error", "message": f"denied: {request.headers}"}}
+    )
+    return response("401 Unauthorized", {"Content-Type": "application/json"}, body)
+
+
+@pytest.mark.parametrize("mode", ["streaming", "non_streaming"])
+@pytest.mark.parametrize("where", ["client extra_headers", "RequestOptions.extra_headers"])
+@pytest.mark.parametrize("fmt", FORMAT_NAMES)
+async def test_a_credential_in_extra_headers_is_scrubbed_too(
+    fmt: str, where: str, mode: str
+) -> None:
+    """Azure's ``api-key``, a gateway's token: a credential the caller sends in a header of its
+    own (no ``api_key``) is as secret as the key, wherever the server echoes it."""
+    from rxturn.messages import Message, Request, RequestOptions
+
+    headers = {"api-key": HEADER_KEY}
+    async with RawHTTPServer(_echo_every_header) as server:
+        if where == "client extra_headers":
+            client = make_client(fmt, server, api_key=None, extra_headers=headers)
+            options = RequestOptions()
+        else:
+            client = make_client(fmt, server, api_key=None)
+            options = RequestOptions(extra_headers=headers)
+        request = Request(messages=(Message.user("hi"),))
+        async with client:
+            if mode == "streaming":
+                failed: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
+                client.stream(request, options).subscribe(on_error=failed.set_result)
+                error = await asyncio.wait_for(failed, 20)
+            else:
+                with pytest.raises(RxturnError) as caught:
+                    await client.create(request, options)
+                error = caught.value
+    assert server.requests[0].headers.get("api-key") == HEADER_KEY, "the header was never sent"
+    assert isinstance(error, RxturnError) and "denied" in str(error), repr(error)
+    assert_no_secret(error, HEADER_KEY, name="error")

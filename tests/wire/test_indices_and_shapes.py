@@ -1,4 +1,4 @@
-"""Two classes of bad provider input, on every decode site, and one wire-wide promise.
+"""Classes of bad provider input, on every decode site, and wire-wide promises.
 
 1. Absurd indices — negative, huge, out of order, not an int — in the places a stream numbers
    its parts (OpenAI chat tool calls, Responses ``output_index`` / ``content_index`` /
@@ -11,6 +11,8 @@
    SDK on the same bytes.
 3. A body whose last event lacks its terminating blank line (or newline) decodes on every wire
    as the decoders' base class documents.
+4. A string the server sent that an error message quotes (an event type, an item or tool call
+   id, a tool name) is quoted cut short, however long it was.
 """
 
 from __future__ import annotations
@@ -447,3 +449,96 @@ def test_the_shadow_check_sees_the_decoders() -> None:
 
     decoders = [cls for cls in _classes() if issubclass(cls, FramedDecoder)]
     assert len(decoders) >= 4
+
+
+# --- a server's megabyte-long string in an error message -------------------------------------
+
+HUGE = "n" * 200_000
+_A_START = {
+    "type": "message_start",
+    "message": {"id": "m", "type": "message", "role": "assistant", "model": "m", "content": []},
+}
+_R_START = {"type": "response.created", "response": {"id": "r", "model": "m"}}
+
+
+def _huge_event_type(fmt: str) -> tuple[bytes, str]:
+    start = {"anthropic": _A_START, "openai-responses": _R_START}.get(fmt)
+    head = _sse([start]) if start is not None else b""
+    return head + f"event: {HUGE}\ndata: {{broken\n\n".encode(), fmt
+
+
+def _anthropic_tool(closed: bool) -> tuple[bytes, str]:
+    block = {"type": "tool_use", "id": HUGE, "name": HUGE, "input": {}}
+    events: list[dict[str, Any]] = [
+        _A_START,
+        {"type": "content_block_start", "index": 0, "content_block": block},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "{bad"},
+        },
+    ]
+    if closed:
+        events.append({"type": "content_block_stop", "index": 0})
+    events += [
+        {"type": "message_delta", "delta": {"stop_reason": "max_tokens"}},
+        {"type": "message_stop"},
+    ]
+    return _sse(events), "anthropic"
+
+
+def _responses_items() -> tuple[bytes, str]:
+    added = {"type": "function_call", "call_id": HUGE, "name": "f"}
+    done = {"type": "function_call", "call_id": "other" + HUGE, "name": "f"}
+    return _sse(
+        [
+            _R_START,
+            {"type": "response.output_item.added", "output_index": 0, "item": added},
+            {"type": "response.output_item.done", "output_index": 0, "item": done},
+        ]
+    ), "openai-responses"
+
+
+def _reply_tool(fmt: str) -> bytes:
+    if fmt == "openai":
+        call = {"id": "c", "type": "function", "function": {"name": HUGE, "arguments": "{bad"}}
+        message = {"role": "assistant", "tool_calls": [call]}
+        return json.dumps({"id": "c", "choices": [{"index": 0, "message": message}]}).encode()
+    item = {"type": "function_call", "call_id": "c", "name": HUGE, "arguments": "{bad"}
+    return json.dumps({"id": "r", "output": [item]}).encode()
+
+
+HUGE_STREAMS = {
+    "event type, anthropic": lambda: _huge_event_type("anthropic"),
+    "event type, openai": lambda: _huge_event_type("openai"),
+    "event type, responses": lambda: _huge_event_type("openai-responses"),
+    "closed tool call": lambda: _anthropic_tool(True),
+    "unfinished tool call": lambda: _anthropic_tool(False),
+    "responses item": _responses_items,
+}
+
+
+def _assert_cut_short(error: BaseException) -> None:
+    text = str(error)
+    assert len(text) < 400 and "nnnn..." in text, (len(text), text[:300])
+
+
+@pytest.mark.parametrize("site", list(HUGE_STREAMS))
+def test_a_huge_server_string_is_quoted_cut_short_in_a_stream_error(site: str) -> None:
+    """An event type, an item id, a tool name or id: whatever the server sent, the message
+    quotes a few dozen characters of it, never the megabyte."""
+    data, fmt = HUGE_STREAMS[site]()
+    with pytest.raises(rxturn.RxturnError) as caught:
+        replay_message(data, fmt)
+    _assert_cut_short(caught.value)
+
+
+@pytest.mark.parametrize("fmt", ["openai", "openai-responses"])
+def test_a_huge_tool_name_is_quoted_cut_short_in_a_reply_error(fmt: str) -> None:
+    from rxturn.wire import parse_openai_completion
+    from rxturn.wire.openai_responses import parse_openai_response
+
+    parse = parse_openai_completion if fmt == "openai" else parse_openai_response
+    with pytest.raises(rxturn.RxturnError) as caught:
+        parse(_reply_tool(fmt))
+    _assert_cut_short(caught.value)

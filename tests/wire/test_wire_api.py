@@ -147,6 +147,7 @@ def test_sniff_unknown(head: bytes) -> None:
         (b"[1, 2]", (None, None)),
         (b'{"error": {"type": 5}}', (None, None)),
         (b'{"foo": 1}', (None, None)),
+        (b'\xef\xbb\xbf{"error":"behind a BOM"}', (None, "behind a BOM")),
     ],
     ids=[
         "anthropic",
@@ -160,6 +161,7 @@ def test_sniff_unknown(head: bytes) -> None:
         "array",
         "odd",
         "other-object",
+        "byte-order-mark",
     ],
 )
 def test_parse_error_body(body: bytes, expected: tuple[str | None, str | None]) -> None:
