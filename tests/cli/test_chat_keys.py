@@ -1,17 +1,20 @@
 """The API key from the environment, as ``chat`` reads it: surrounding whitespace (a key file's
 trailing newline, a ``.env`` line with a space) is not part of a key; a blank variable is an
 unset one; whitespace or a control character inside it is a one-line error naming the variable,
-never echoing the value. ``batch run`` reads it the same way."""
+never echoing the value; bytes that are not UTF-8 are sent as they are. ``batch run`` reads it
+the same way."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
+from rxturn._redact import without_secrets
 from rxturn.cli import main
 
-from ._support import clean_env, fake_server, run
+from ._support import ThreadedFake, clean_env, fake_server, run
 
 SECRET = "sk-ant-secret-0123456789"
 
@@ -52,3 +55,27 @@ def test_a_key_with_a_trailing_newline_is_used_without_it(tmp_path: Path) -> Non
             "chat", "--provider", "anthropic", "--model", "m", "--base-url", url, "hi", env=env
         )
     assert (out.returncode, out.stdout, out.stderr) == (0, "served\n", "")
+
+
+#: A key whose bytes are not UTF-8 (a key file saved in Latin-1): os.environ holds each such
+#: byte as a lone surrogate, and the client sends those bytes back as they were.
+NOT_UTF8 = "sk-\udce9\udcff-0123456789"
+
+
+def test_a_key_that_is_not_utf8_is_no_internal_error(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # it was `internal error (a bug in rxturn): UnicodeEncodeError`, exit 1, before any request:
+    # the URL shown in errors is scrubbed of the key, percent-encoded too, and quoting the key
+    # raised on its surrogates
+    monkeypatch.setenv("ANTHROPIC_API_KEY", NOT_UTF8)
+    with ThreadedFake({"models": {"*": [{"text": "served"}]}}) as fake:
+        args = ["chat", "--provider", "anthropic", "--model", "m", "--base-url", fake.base_url]
+        assert main([*args, "hi"]) == 0
+    assert capsys.readouterr() == ("served\n", "")
+
+
+def test_a_key_that_is_not_utf8_is_redacted_percent_encoded() -> None:
+    url = f"http://127.0.0.1:9/{quote(NOT_UTF8, errors='surrogateescape')}/v1/messages"
+    assert "%E9%FF" in url
+    assert without_secrets(url, (NOT_UTF8,)) == "http://127.0.0.1:9/[redacted]/v1/messages"
