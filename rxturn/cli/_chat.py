@@ -132,6 +132,19 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _base_url_problem(url: str) -> str | None:
+    """What the client would refuse in ``url``, said before stdin is read (never echoing a
+    query string or credentials, where keys hide)."""
+    from rxturn.clients._connection import check_base_url
+    from rxturn.errors import ConfigError
+
+    try:
+        check_base_url(url)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def _attachments(args: argparse.Namespace) -> tuple[Any, ...]:
     """``--image`` and ``--file`` read into media parts, in that order (a ConfigError names the
     path of a file that cannot be used)."""
@@ -228,8 +241,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--hedge-delay must be a number of seconds >= 0, got {args.hedge_delay}")
     if args.hedge and args.no_stream:
         return _fail("--hedge races streams for their first token: it cannot act with --no-stream")
-    if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
-        return _fail(f"--base-url must start with http:// or https://, got {args.base_url!r}")
+    if args.base_url is not None and (problem := _base_url_problem(args.base_url)):
+        return _fail(problem)  # as the client (and batch run) says it
     if args.thinking is not None and args.thinking < _MIN_THINKING:
         shown = str(args.thinking)
         shown = shown if len(shown) <= 20 else f"{shown[:17]}..."

@@ -79,3 +79,30 @@ def test_a_key_that_is_not_utf8_is_redacted_percent_encoded() -> None:
     url = f"http://127.0.0.1:9/{quote(NOT_UTF8, errors='surrogateescape')}/v1/messages"
     assert "%E9%FF" in url
     assert without_secrets(url, (NOT_UTF8,)) == "http://127.0.0.1:9/[redacted]/v1/messages"
+
+
+@pytest.mark.parametrize(
+    "url", [f"127.0.0.1:9/?key={SECRET}", f"ftp://user:{SECRET}@127.0.0.1/"], ids=["query", "user"]
+)
+def test_a_base_url_chat_refuses_is_said_without_the_key_it_holds(
+    url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # chat's own scheme check echoed the whole URL, the key in its query or userinfo included
+    monkeypatch.setenv("ANTHROPIC_API_KEY", SECRET)
+    assert main(["chat", "--provider", "anthropic", "--model", "m", "--base-url", url, "hi"]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err.startswith("rxturn chat: error: base_url must be an absolute http(s)")
+    assert err.count("\n") == 1
+    assert SECRET not in err
+    assert SECRET[8:] not in err
+
+
+def test_a_base_url_scheme_in_capitals_is_the_clients_rule(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the client takes HTTP:// (schemes are case-insensitive); chat's own check refused it
+    with ThreadedFake({"models": {"*": [{"text": "served"}]}}) as fake:
+        url = fake.base_url.replace("http://", "HTTP://")
+        assert main(["chat", "--provider", "ollama", "--model", "m", "--base-url", url, "hi"]) == 0
+    assert capsys.readouterr() == ("served\n", "")
