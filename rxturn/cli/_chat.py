@@ -165,8 +165,9 @@ def _attachments(args: argparse.Namespace) -> tuple[Any, ...]:
     return tuple(parts)
 
 
-#: The most ``chat -`` reads from stdin (bytes): far above any context window (a million
-#: tokens is a few MiB of text), and a bound for stdin with no end (``< /dev/zero``).
+#: The most ``chat -`` (or a line of the interactive chat) reads from stdin (bytes): far above
+#: any context window (a million tokens is a few MiB of text), and a bound for stdin with no
+#: end (``< /dev/zero``).
 MAX_PROMPT_BYTES = 64 * 1024 * 1024
 
 
