@@ -165,12 +165,6 @@ def _attachments(args: argparse.Namespace) -> tuple[Any, ...]:
     return tuple(parts)
 
 
-#: The most ``chat -`` (or a line of the interactive chat) reads from stdin (bytes): far above
-#: any context window (a million tokens is a few MiB of text), and a bound for stdin with no
-#: end (``< /dev/zero``).
-MAX_PROMPT_BYTES = 64 * 1024 * 1024
-
-
 class _TooLarge(Exception):
     pass
 
@@ -179,8 +173,10 @@ def _read_stdin() -> str | None:
     """All of stdin as text (``None`` if it is not UTF-8).
 
     Raises:
-        _TooLarge: more than :data:`MAX_PROMPT_BYTES`.
+        _TooLarge: more than :data:`~rxturn.cli._console.MAX_PROMPT_BYTES`.
     """
+    from ._console import MAX_PROMPT_BYTES
+
     limit = MAX_PROMPT_BYTES
     buffer = getattr(sys.stdin, "buffer", None)
     data: str | bytes = buffer.read(limit + 1) if buffer is not None else sys.stdin.read(limit + 1)
@@ -262,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
             text = _read_stdin()
         except _TooLarge:
             from .._media import describe_bound
+            from ._console import MAX_PROMPT_BYTES
 
             limit = describe_bound(MAX_PROMPT_BYTES)
             return _fail(f"the prompt on stdin is larger than {limit}; nothing was sent")

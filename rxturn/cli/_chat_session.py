@@ -30,7 +30,7 @@ from ..messages import Message, RefusalPart, RequestOptions, ToolCallPart
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
-from . import _chat
+from . import _console
 from ._console import (
     PIPE_CLOSED,
     STATE,
@@ -141,10 +141,10 @@ def _read_line(stdin: TextIO) -> str:
     the chat to refuse that line and go on.
 
     Raises:
-        _LineTooLong: more than ``_chat.MAX_PROMPT_BYTES`` without a newline (the bound of a
-            prompt on stdin: ``< /dev/zero`` would otherwise be read until memory runs out).
+        _LineTooLong: more than ``MAX_PROMPT_BYTES`` (:mod:`rxturn.cli._console`) without a
+            newline (``< /dev/zero`` would otherwise be read until memory runs out).
     """
-    limit = _chat.MAX_PROMPT_BYTES
+    limit = _console.MAX_PROMPT_BYTES
     buffer = getattr(stdin, "buffer", None)
     line: str | bytes = stdin.readline(limit + 1) if buffer is None else buffer.readline(limit + 1)
     if len(line) > limit:
@@ -379,7 +379,7 @@ class ChatSession:
                     return 1
                 except _LineTooLong:  # bad input: the chat ends, as there is no next line
                     self._flush_out()
-                    limit = describe_bound(_chat.MAX_PROMPT_BYTES)
+                    limit = describe_bound(_console.MAX_PROMPT_BYTES)
                     write(
                         self.err,
                         f"rxturn chat: error: line {number + 1} of stdin is larger than {limit}; "

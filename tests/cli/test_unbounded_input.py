@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 import rxturn._replay
-import rxturn.cli._chat
+import rxturn.cli._console
 from rxturn import replay_message
 from rxturn.cli import main
 from rxturn.errors import ConfigError
@@ -34,7 +34,7 @@ class _Stdin(io.TextIOWrapper):
 @pytest.fixture
 def small_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rxturn._replay, "MAX_STREAM_BYTES", LIMIT)
-    monkeypatch.setattr(rxturn.cli._chat, "MAX_PROMPT_BYTES", LIMIT)
+    monkeypatch.setattr(rxturn.cli._console, "MAX_PROMPT_BYTES", LIMIT)
 
 
 @pytest.mark.usefixtures("small_bounds")
