@@ -87,7 +87,9 @@ def without_secrets(text: str, secrets: tuple[str, ...]) -> str:
     for secret in secrets:
         if len(secret) >= 8:  # a short "secret" would shred ordinary words
             text = text.replace(secret, "[redacted]")
-            quoted = quote(secret, safe="")
+            # a key from the environment holds its bytes that are not UTF-8 as lone surrogates
+            # (os.environ's surrogateescape): percent-encoded as those bytes, not a crash
+            quoted = quote(secret, safe="", errors="surrogateescape")
             if quoted != secret:
                 text = text.replace(quoted, "[redacted]")
     return _KEY_PATTERN.sub("[redacted]", text)

@@ -145,6 +145,17 @@ def _text(value: object, line: int, where: str) -> str:
     return value
 
 
+def _model(value: object, line: int, where: str) -> str | None:
+    """A row's own model (``None``: absent or ``""``, the run's ``--model``). One its request
+    would refuse (blank) is refused here, naming the line, before any row is sent."""
+    if value is None:
+        return None
+    model = _text(value, line, where) or None
+    if model is not None:
+        check_row_options({"model": model}, line, where)
+    return model
+
+
 def _key(value: object, line: int, field: str) -> str:
     if type(value) is str:  # (most keys: the checks below, but for the empty one, pass)
         key = value
@@ -255,8 +266,7 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
     else:
         messages, _ = _messages(obj["messages"], line, "messages", system_role=False)
     system = obj.get("system")
-    model = obj.get("model")
-    model = None if model is None else _text(model, line, "model") or None
+    model = _model(obj.get("model"), line, "model")
     key = (
         _key(obj["id"], line, "id")
         if "id" in obj
@@ -384,7 +394,7 @@ def _openai_row(
         key=_key(obj["custom_id"], line, "custom_id"),
         messages=check_turn(messages, line),
         system=system,
-        model=None if model is None else _text(model, line, "body.model") or None,
+        model=_model(model, line, "body.model"),
         options=_split_body(body, line, "body", taken),
     )
 
@@ -403,7 +413,7 @@ def _anthropic(obj: dict[str, Any], line: int) -> BatchRow:
         key=_key(obj["custom_id"], line, "custom_id"),
         messages=check_turn(messages, line),
         system=system,
-        model=None if model is None else _text(model, line, "params.model") or None,
+        model=_model(model, line, "params.model"),
         options=_split_body(params, line, "params", skip),
     )
 

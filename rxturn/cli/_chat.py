@@ -132,6 +132,19 @@ def _fail(message: str) -> int:
     return 2
 
 
+def _base_url_problem(url: str) -> str | None:
+    """What the client would refuse in ``url``, said before stdin is read (never echoing a
+    query string or credentials, where keys hide)."""
+    from rxturn.clients._connection import check_base_url
+    from rxturn.errors import ConfigError
+
+    try:
+        check_base_url(url)
+    except ConfigError as exc:
+        return str(exc)
+    return None
+
+
 def _attachments(args: argparse.Namespace) -> tuple[Any, ...]:
     """``--image`` and ``--file`` read into media parts, in that order (a ConfigError names the
     path of a file that cannot be used)."""
@@ -152,11 +165,6 @@ def _attachments(args: argparse.Namespace) -> tuple[Any, ...]:
     return tuple(parts)
 
 
-#: The most ``chat -`` reads from stdin (bytes): far above any context window (a million
-#: tokens is a few MiB of text), and a bound for stdin with no end (``< /dev/zero``).
-MAX_PROMPT_BYTES = 64 * 1024 * 1024
-
-
 class _TooLarge(Exception):
     pass
 
@@ -165,8 +173,10 @@ def _read_stdin() -> str | None:
     """All of stdin as text (``None`` if it is not UTF-8).
 
     Raises:
-        _TooLarge: more than :data:`MAX_PROMPT_BYTES`.
+        _TooLarge: more than :data:`~rxturn.cli._console.MAX_PROMPT_BYTES`.
     """
+    from ._console import MAX_PROMPT_BYTES
+
     limit = MAX_PROMPT_BYTES
     buffer = getattr(sys.stdin, "buffer", None)
     data: str | bytes = buffer.read(limit + 1) if buffer is not None else sys.stdin.read(limit + 1)
@@ -228,8 +238,8 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--hedge-delay must be a number of seconds >= 0, got {args.hedge_delay}")
     if args.hedge and args.no_stream:
         return _fail("--hedge races streams for their first token: it cannot act with --no-stream")
-    if args.base_url is not None and not args.base_url.startswith(("http://", "https://")):
-        return _fail(f"--base-url must start with http:// or https://, got {args.base_url!r}")
+    if args.base_url is not None and (problem := _base_url_problem(args.base_url)):
+        return _fail(problem)  # as the client (and batch run) says it
     if args.thinking is not None and args.thinking < _MIN_THINKING:
         shown = str(args.thinking)
         shown = shown if len(shown) <= 20 else f"{shown[:17]}..."
@@ -248,6 +258,7 @@ def run(args: argparse.Namespace) -> int:
             text = _read_stdin()
         except _TooLarge:
             from .._media import describe_bound
+            from ._console import MAX_PROMPT_BYTES
 
             limit = describe_bound(MAX_PROMPT_BYTES)
             return _fail(f"the prompt on stdin is larger than {limit}; nothing was sent")

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 import msgspec
 
 from .._interrupt import give_back, take_signals
+from .._media import describe_bound
 from .._redact import without_secrets
 from ..clients._factory import client_for
 from ..cost import Cost, cost_to_json, describe_cost
@@ -29,6 +30,7 @@ from ..messages import Message, RefusalPart, RequestOptions, ToolCallPart
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
+from . import _console
 from ._console import (
     PIPE_CLOSED,
     STATE,
@@ -129,15 +131,25 @@ class _Failures(TurnView):
         super().on_stream_failure(turn=turn, model=model, error=error)
 
 
+class _LineTooLong(Exception):
+    pass
+
+
 def _read_line(stdin: TextIO) -> str:
     """One line of ``stdin``; bytes that are not UTF-8 kept as lone surrogates (whatever the
     locale's error handler: a strict one would raise and lose the rest of the buffer), for
-    the chat to refuse that line and go on."""
+    the chat to refuse that line and go on.
+
+    Raises:
+        _LineTooLong: more than ``MAX_PROMPT_BYTES`` (:mod:`rxturn.cli._console`) without a
+            newline (``< /dev/zero`` would otherwise be read until memory runs out).
+    """
+    limit = _console.MAX_PROMPT_BYTES
     buffer = getattr(stdin, "buffer", None)
-    if buffer is None:
-        return stdin.readline()
-    raw: bytes = buffer.readline()
-    return raw.decode("utf-8", "surrogateescape")
+    line: str | bytes = stdin.readline(limit + 1) if buffer is None else buffer.readline(limit + 1)
+    if len(line) > limit:
+        raise _LineTooLong
+    return line if isinstance(line, str) else line.decode("utf-8", "surrogateescape")
 
 
 class ChatSession:
@@ -365,6 +377,15 @@ class ChatSession:
                     reason = exc.strerror or str(exc) or type(exc).__name__
                     write(self.err, f"rxturn chat: error: cannot read stdin: {reason}\n")
                     return 1
+                except _LineTooLong:  # bad input: the chat ends, as there is no next line
+                    self._flush_out()
+                    limit = describe_bound(_console.MAX_PROMPT_BYTES)
+                    write(
+                        self.err,
+                        f"rxturn chat: error: line {number + 1} of stdin is larger than {limit}; "
+                        "nothing was sent\n",
+                    )
+                    return 2
                 if line is None or self._ending:
                     return 130
                 if line == "":

@@ -39,6 +39,7 @@ from .._validate import is_utf8
 
 __all__ = [
     "LONG_WAIT",
+    "MAX_PROMPT_BYTES",
     "PIPE_CLOSED",
     "PROVIDERS",
     "STATE",
@@ -63,6 +64,11 @@ __all__ = [
 
 #: Exit status after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
 PIPE_CLOSED = 141
+
+#: The most a prompt on stdin may be (bytes), ``chat -`` or a line of the interactive chat: far
+#: above any context window (a million tokens is a few MiB of text), and a bound for stdin
+#: with no end (``< /dev/zero``).
+MAX_PROMPT_BYTES = 64 * 1024 * 1024
 
 
 def file_argument(text: str) -> str:

@@ -45,6 +45,7 @@ from typing import Annotated, Any, Literal, cast
 
 import msgspec
 
+from .._media import describe_bound
 from .._validate import is_utf8
 from ..errors import ConfigError
 
@@ -278,6 +279,11 @@ def _problem(value: object, path: str) -> str | None:
     return None
 
 
+#: The most a scenario file is read (bytes): scenarios are kilobytes, and a path with no end
+#: (``--scenario /dev/zero``) must not take the machine's memory.
+MAX_SCENARIO_BYTES = 64 * 1024 * 1024
+
+
 def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
     if isinstance(src, bytes | bytearray):
         data, where = bytes(src), "scenario"
@@ -291,12 +297,16 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
                 f"got {type(src).__name__}"
             )
         path = Path(src)
+        where = f"scenario file {str(path)!r}"
         try:
-            data = path.read_bytes()
+            with path.open("rb") as file:
+                data = file.read(MAX_SCENARIO_BYTES + 1)
         except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
             reason = getattr(exc, "strerror", None) or str(exc)
-            raise ConfigError(f"scenario file {str(path)!r}: {reason}") from None
-        where = f"scenario file {str(path)!r}"
+            raise ConfigError(f"{where}: {reason}") from None
+        if len(data) > MAX_SCENARIO_BYTES:
+            limit = describe_bound(MAX_SCENARIO_BYTES)
+            raise ConfigError(f"{where}: larger than {limit}, the most a scenario file is read")
     data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (editors on Windows)
     try:
         raw = msgspec.json.decode(data)

@@ -1,15 +1,20 @@
 """Rows whose fields say something the runner would otherwise drop without a word: a model
 given in a native row's ``options``, an OpenAI Batch line for an endpoint that is not a chat
 (embeddings, completions) or with a method that is not POST, and OpenAI Batch lines for the
-Responses API (``/v1/responses``: ``input`` and ``instructions``, not ``messages``)."""
+Responses API (``/v1/responses``: ``input`` and ``instructions``, not ``messages``); a blank
+model, refused in the scan like any bad option."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import pytest
+from cli._support import ThreadedFake
 
 from rxturn.batch import BatchInputError, decode_row
+from rxturn.cli import main
 from rxturn.messages import Message
 
 
@@ -100,3 +105,42 @@ def test_a_responses_batch_line_with_message_items_is_that_conversation() -> Non
     assert row.system == "terse"
     assert [m.role for m in row.messages] == ["user", "assistant", "user"]
     assert [m.text for m in row.messages] == ["hi", "hello", "again"]
+
+
+@pytest.mark.parametrize(
+    ("line", "words"),
+    [
+        ({"id": "a", "prompt": "hi", "model": "  "}, "line 3: model: "),
+        (_openai(model=" ", messages=CHAT), "line 3: body.model: "),
+        (
+            {"custom_id": "a", "params": {"model": "\t", "messages": CHAT, "max_tokens": 5}},
+            "line 3: params.model: ",
+        ),
+    ],
+    ids=["native", "openai-batch", "anthropic-batch"],
+)
+def test_a_blank_model_is_refused_with_its_line(line: dict[str, Any], words: str) -> None:
+    # a blank model passed the scan, then failed the whole run at its row (exit 2, no line
+    # number), after the rows before it were sent and with their lines never written
+    with pytest.raises(BatchInputError, match="non-empty string") as caught:
+        decode_row(line, 3)
+    assert str(caught.value).startswith(words)
+
+
+def test_an_empty_model_is_the_runs_model() -> None:
+    assert decode_row({"id": "a", "prompt": "hi", "model": ""}, 1).model is None
+
+
+def test_a_blank_model_exits_2_before_any_row_is_sent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = [{"id": "a", "prompt": "hi"}, {"id": "b", "prompt": "hi", "model": "  "}]
+    source = tmp_path / "in.jsonl"
+    source.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    out = tmp_path / "out.jsonl"
+    with ThreadedFake({"models": {"*": [{"text": "ok"}]}}) as fake:
+        args = ["batch", "run", str(source), "-o", str(out), "--provider", "ollama"]
+        code = main([*args, "--model", "m", "--base-url", fake.base_url, "--progress", "none"])
+        assert fake.requests == []
+    assert code == 2
+    assert capsys.readouterr().err.startswith("rxturn batch: error: line 2: model: ")

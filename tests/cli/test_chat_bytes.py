@@ -77,7 +77,7 @@ class _BrokenStdin:
 
     class buffer:  # the attribute a text stream has
         @staticmethod
-        def readline() -> bytes:
+        def readline(size: int = -1) -> bytes:
             raise OSError(5, "Input/output error")
 
     @staticmethod

@@ -70,7 +70,7 @@ def test_a_malformed_base_url_is_a_usage_error_and_nothing_is_sent() -> None:
     out = run("chat", "--provider", "ollama", "--base-url", "localhost:11434", "--model", "m", "hi")
     assert out.returncode == 2
     assert _error_lines(out.stderr) == out.stderr.splitlines()
-    assert "--base-url must start with http:// or https://" in out.stderr
+    assert "rxturn chat: error: base_url must be an absolute http(s) URL" in out.stderr
 
 
 @pytest.mark.slow  # a subprocess each

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 
 import rxturn._replay
-import rxturn.cli._chat
+import rxturn.cli._console
 from rxturn import replay_message
 from rxturn.cli import main
 from rxturn.errors import ConfigError
 
-from ._support import closed_port
+from ._support import ThreadedFake, closed_port
 
 LIMIT = 1024
 
@@ -34,7 +34,7 @@ class _Stdin(io.TextIOWrapper):
 @pytest.fixture
 def small_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(rxturn._replay, "MAX_STREAM_BYTES", LIMIT)
-    monkeypatch.setattr(rxturn.cli._chat, "MAX_PROMPT_BYTES", LIMIT)
+    monkeypatch.setattr(rxturn.cli._console, "MAX_PROMPT_BYTES", LIMIT)
 
 
 @pytest.mark.usefixtures("small_bounds")
@@ -75,4 +75,20 @@ def test_a_prompt_on_stdin_beyond_the_bound_is_refused(
     assert main(["chat", "--provider", "ollama", "--base-url", url, "--model", "m", "-"]) == 2
     assert capsys.readouterr().err == (
         "rxturn chat: error: the prompt on stdin is larger than 1 KiB; nothing was sent\n"
+    )
+
+
+@pytest.mark.usefixtures("small_bounds")
+def test_an_interactive_line_beyond_the_bound_ends_the_chat(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # read whole before (`chat < /dev/zero` until memory ran out: MemoryError, "a bug in rxturn")
+    monkeypatch.setattr("sys.stdin", _Stdin(b"hi\n" + b"word " * LIMIT + b"\nhi again\n"))
+    with ThreadedFake({"models": {"*": [{"text": "served"}]}}) as fake:
+        args = ["chat", "--provider", "ollama", "--base-url", fake.base_url, "--model", "m"]
+        assert main(args) == 2
+        assert len(fake.requests) == 1  # the first line only
+    assert capsys.readouterr() == (
+        "served\n",
+        "rxturn chat: error: line 2 of stdin is larger than 1 KiB; nothing was sent\n",
     )

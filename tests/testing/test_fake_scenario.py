@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
+import rxturn.testing._scenario
 from rxturn.errors import ConfigError
 from rxturn.testing import (
     DEFAULT_CHUNK_CHARS,
@@ -163,6 +165,20 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
     missing = tmp_path / "nope.json"
     with pytest.raises(ConfigError, match=r"nope\.json"):
         load_scenario(missing)
+
+
+def test_a_file_past_the_bound_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # read whole before: `rxturn fake-server --scenario /dev/zero` read until memory ran out
+    monkeypatch.setattr(rxturn.testing._scenario, "MAX_SCENARIO_BYTES", 1024)
+    path = tmp_path / "big.json"
+    path.write_text(json.dumps({"models": {"*": [{"text": "x" * 2000}]}}))
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    assert str(info.value) == (
+        f"scenario file {str(path)!r}: larger than 1 KiB, the most a scenario file is read"
+    )
 
 
 def test_bad_json_in_a_file_names_the_file(tmp_path: Path) -> None:
