@@ -60,6 +60,7 @@ __all__ = [
     "silence",
     "wants_color",
     "write",
+    "write_bytes",
 ]
 
 #: Exit status after the reader of stdout went away (128 + SIGPIPE, as a shell reports it).
@@ -173,9 +174,12 @@ class QuietStream:
     disk, a closed file) is dropped and the descriptor pointed at ``/dev/null``, never raised.
     Notices and error lines are for a person; their reader going away must not end a command
     that is doing its work, nor turn its exit status into 141. Everything else is the wrapped
-    stream's."""
+    stream's, but for its byte buffer: bytes go through :meth:`write` too (``buffer`` is
+    ``None``, which :func:`write` and :func:`write_bytes` read as text only)."""
 
     __slots__ = ("stream",)
+
+    buffer = None  # (the wrapped stream's would take bytes past the quiet write)
 
     def __init__(self, stream: TextIO) -> None:
         self.stream = stream
@@ -203,8 +207,11 @@ def write(stream: TextIO, text: str) -> bool:
     """Write and flush ``text``; ``False`` (and the stream silenced) if it cannot take it: its
     reader has gone, or the write failed (:func:`failed`)."""
     try:
-        stream.write(text)
-        stream.flush()
+        if getattr(stream, "buffer", None) is None:
+            stream.write(text)
+            stream.flush()
+        else:  # (in the stream's own encoding, through the loop that sees a short write)
+            write_bytes(stream, text.encode(stream.encoding or "utf-8", stream.errors or "strict"))
     except BrokenPipeError:
         silence(stream)
         return False
@@ -212,6 +219,28 @@ def write(stream: TextIO, text: str) -> bool:
         failed(stream, exc)
         return False
     return True
+
+
+def write_bytes(stream: TextIO, data: bytes) -> None:
+    """Write ``data`` to ``stream``'s byte buffer (UTF-8 to a stream without one) and flush.
+
+    A large write can come back short without an error (CPython's buffered writer keeps quiet
+    about a pipe whose reader went away mid-way): the rest is written again, so a closed pipe
+    raises ``BrokenPipeError`` instead of the output being lost and the command ending 0.
+    """
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.write(data.decode("utf-8"))
+        stream.flush()
+        return
+    stream.flush()
+    view = memoryview(data)
+    while view:
+        written = buffer.write(view)
+        if not written:  # nothing taken: flush (blocks, or raises for a closed pipe)
+            buffer.flush()
+        view = view[written or 0 :]
+    buffer.flush()
 
 
 def failed(stream: TextIO, exc: OSError) -> None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from ._console import file_argument, hint_stdin
 
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     from .._replay import MAX_STREAM_BYTES, replay_message, too_large
     from ..errors import RxturnError
     from ..messages import message_to_json
-    from ._console import failed, for_terminal, is_terminal
+    from ._console import failed, for_terminal, is_terminal, write_bytes
 
     source: str | bytes = args.file
     if args.file == "-":
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         text = _render(message)
         data = (for_terminal(text) if is_terminal(sys.stdout) else text).encode("utf-8")
     try:
-        _write(sys.stdout, data)
+        write_bytes(sys.stdout, data)
     except BrokenPipeError:
         raise  # the reader went away: the dispatcher ends quietly
     except OSError as exc:  # a full disk: the dispatcher says so, exit 1
@@ -151,24 +151,6 @@ def _render(message: Any) -> str:
     reason = message.stop_reason.value if message.stop_reason is not None else "none"
     lines.append(f"-- stop: {reason}, {spent}")
     return "\n".join(lines) + "\n"
-
-
-def _write(stream: TextIO, data: bytes) -> None:
-    """Write UTF-8 bytes whatever the locale's encoding (replies are rarely ASCII)."""
-    buffer = getattr(stream, "buffer", None)
-    if buffer is None:
-        stream.write(data.decode("utf-8"))
-        return
-    stream.flush()
-    # A large write can come back short (a reader that went away mid-way, a signal) without
-    # an error: keep writing the rest, so a closed pipe raises instead of losing the output.
-    view = memoryview(data)
-    while view:
-        written = buffer.write(view)
-        if not written:  # nothing taken: flush (blocks, or raises for a closed pipe)
-            buffer.flush()
-        view = view[written or 0 :]
-    buffer.flush()
 
 
 def _spent(usage: Usage | None) -> str:

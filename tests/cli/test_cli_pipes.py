@@ -96,6 +96,20 @@ def test_chat_piped_into_head_ends_quietly(tmp_path: Path) -> None:
     assert "Traceback" not in err and "Exception ignored" not in err
 
 
+@pytest.mark.parametrize("flags", [(), ("--json",)], ids=["text", "json"])
+def test_a_one_shot_reply_larger_than_a_pipe_into_head_ends_141(
+    tmp_path: Path, flags: tuple[str, ...]
+) -> None:
+    """A reply written in one piece of more than a pipe holds: the reader goes away mid-write,
+    which CPython's buffered writer reports as a short write, not an error (exit 0 before)."""
+    text = "".join(f"line {n} of a long reply\n" for n in range(40_000))
+    with fake_server({"models": {"*": [{"text": text, "chunk_chars": 400_000}]}}, tmp_path) as url:
+        args = ["chat", "--provider", "anthropic", "--base-url", url, "--model", "m", *flags]
+        code, err = _read_a_little_then_close([*args, "a prompt"])
+    assert code == 141, err
+    assert "Traceback" not in err and "Exception ignored" not in err
+
+
 @pytest.fixture(params=[BASIC, TOOL_USE], ids=lambda p: p.name)
 def fixture(request: pytest.FixtureRequest) -> Iterator[Path]:
     yield request.param
