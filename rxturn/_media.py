@@ -44,6 +44,18 @@ _EXTENSIONS = {
     ".csv": "text/plain",
     ".log": "text/plain",
     ".rst": "text/plain",
+    # text a prompt often carries: data and configuration, markup, source code (sent as plain
+    # text, the one text type the providers take as a document)
+    **dict.fromkeys(
+        (
+            *(".json", ".jsonl", ".ndjson", ".yaml", ".yml", ".toml", ".ini", ".cfg", ".tsv"),
+            *(".xml", ".html", ".htm", ".css", ".tex", ".sql", ".diff", ".patch"),
+            *(".py", ".pyi", ".js", ".mjs", ".ts", ".tsx", ".jsx", ".java", ".kt", ".scala"),
+            *(".c", ".h", ".cc", ".cpp", ".hpp", ".cs", ".go", ".rs", ".swift", ".rb"),
+            *(".php", ".pl", ".lua", ".r", ".jl", ".sh", ".bash", ".zsh", ".ps1"),
+        ),
+        "text/plain",
+    ),
     ".wav": "audio/wav",
     ".mp3": "audio/mpeg",
 }

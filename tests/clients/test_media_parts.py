@@ -64,6 +64,15 @@ def test_plain_text_by_extension_only_when_utf8() -> None:
         InlineSource.from_bytes(b"hello", name="cat.png")
 
 
+@pytest.mark.parametrize("name", ["main.py", "data.json", "config.YAML", "page.html", "lib.rs"])
+def test_source_code_and_data_files_are_plain_text(name: str) -> None:
+    """What a prompt often attaches (``rxturn chat --file main.py``) is text the providers take
+    as a plain-text document; its bytes still have to be UTF-8."""
+    assert InlineSource.from_bytes(b"x = {'a': 1}\n", name=name).media_type == "text/plain"
+    with pytest.raises(ConfigError, match="cannot tell its media type"):
+        InlineSource.from_bytes(b"\xff\xfe\x00bad", name=name)
+
+
 def test_explicit_media_type_is_checked_and_normalised() -> None:
     assert InlineSource.from_bytes(b"x", "image/JPG").media_type == "image/jpeg"
     with pytest.raises(ConfigError, match="unknown media type 'image/bmp'"):
