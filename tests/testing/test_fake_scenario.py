@@ -283,6 +283,27 @@ UNSENDABLE: list[tuple[dict[str, Any], str]] = [
         {"text": "x", "raw_usage": {"input_tokens": float("inf")}},
         "models.m[0].raw_usage.input_tokens: expected a finite number, got inf",
     ),
+    # no JSON value: an object was a 500 and a traceback on every request, a set went out as
+    # an array and bytes as a base64 string, silently
+    ({"text": "x", "raw_usage": {"n": object()}}, "models.m[0].raw_usage.n: expected a JSON"),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": {1, 2}}}]},
+        "models.m[0].tool_calls[0].input.k: expected a JSON value, got set",
+    ),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": [b"raw"]}}]},
+        "models.m[0].tool_calls[0].input.k[0]: expected a JSON value, got bytes",
+    ),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": {1: "one"}}}]},
+        "models.m[0].tool_calls[0].input.k[1]: expected a string key, got int",
+    ),
+    # msgspec's "- at `key` in `$[0]...`" was left unparsed: "scenario models.m: expected str,
+    # got int - at key in $[0].tool_calls[0].input"
+    (
+        {"tool_calls": [{"name": "f", "input": {1: "one"}}]},
+        "scenario models.m[0].tool_calls[0].input: a key: expected str, got int",
+    ),
 ]
 
 
@@ -291,6 +312,55 @@ def test_what_no_reply_can_carry_is_refused_at_load(entry: dict[str, Any], messa
     with pytest.raises(ConfigError) as info:
         load_scenario({"models": {"m": [entry]}})
     assert message in str(info.value)
+
+
+def test_a_hand_built_scenario_holding_no_json_value_is_named_by_its_field() -> None:
+    # msgspec.to_builtins raised a bare TypeError ('Encoding objects of type object is
+    # unsupported') and turned bytes into base64 without a word
+    for value, kind in ((object(), "object"), (b"\x00", "bytes")):
+        scenario = Scenario(models={"m": (Entry(text="x", raw_usage={"n": value}),)})
+        with pytest.raises(ConfigError) as info:
+            FakeProvider(scenario)
+        assert (
+            str(info.value)
+            == f"scenario models.m[0].raw_usage.n: expected a JSON value, got {kind}"
+        )
+
+
+def test_a_dict_nested_deeper_than_any_reply_is_a_config_error() -> None:
+    nested: dict[str, Any] = {}
+    inner = nested
+    for _ in range(5000):  # (a RecursionError escaped)
+        inner["k"] = {}
+        inner = inner["k"]
+    with pytest.raises(ConfigError, match=r"^scenario models.m: nested too deeply$"):
+        load_scenario({"models": {"m": [{"text": "x", "raw_usage": nested}]}})
+
+
+def test_an_empty_path_is_named_as_such() -> None:
+    # Path("") is the current directory: "scenario file '.': Is a directory"
+    with pytest.raises(ConfigError, match=r"^scenario: expected a file name, got ''$"):
+        load_scenario("")
+
+
+def test_a_file_beyond_the_bound_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a path with no end (/dev/zero) took the machine's memory: 'internal error: MemoryError'
+    from rxturn.testing import _scenario
+
+    text = b'{"models": {"*": [{"text": "x"}]}}'
+    path = tmp_path / "scenario.json"
+    path.write_bytes(text)
+    monkeypatch.setattr(_scenario, "MAX_SCENARIO_BYTES", len(text))
+    assert load_scenario(path).models["*"][0].text == "x"  # the bound itself loads
+    path.write_bytes(text + b" ")
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    assert str(info.value) == (
+        f"scenario file {str(path)!r}: larger than {len(text)} bytes, "
+        "the most a scenario file holds"
+    )
 
 
 FILE_TEXT: list[tuple[str, str]] = [
