@@ -197,9 +197,11 @@ _TOP_KEYS = frozenset({"models", "rate_limit_windows"})
 
 def _describe(what: str, path: str) -> str:
     """Rewrite a msgspec validation message in the words a scenario author uses."""
-    if match := re.fullmatch(r"Object contains unknown field `(.+)`", what):
+    # (DOTALL: a key may hold a newline, which the repr below escapes; unmatched, it went
+    # into the message as is and broke it over two lines)
+    if match := re.fullmatch(r"Object contains unknown field `(.+)`", what, re.DOTALL):
         return f"unknown field {match.group(1)!r}"
-    if match := re.fullmatch(r"Object missing required field `(.+)`", what):
+    if match := re.fullmatch(r"Object missing required field `(.+)`", what, re.DOTALL):
         return f"missing required field {match.group(1)!r}"
     if what == "Expected `array` of length >= 1":
         return "expected a non-empty list"

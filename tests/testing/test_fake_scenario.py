@@ -337,6 +337,13 @@ def test_a_dict_nested_deeper_than_any_reply_is_a_config_error() -> None:
         load_scenario({"models": {"m": [{"text": "x", "raw_usage": nested}]}})
 
 
+def test_an_unknown_key_holding_a_newline_is_named_on_one_line() -> None:
+    # was "scenario models.m[0]: object contains unknown field a" and "b" on a second line
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"m": [{"text\nx": "hi"}]}})
+    assert str(info.value) == "scenario models.m[0]: unknown field 'text\\nx'"
+
+
 def test_an_empty_path_is_named_as_such() -> None:
     # Path("") is the current directory: "scenario file '.': Is a directory"
     with pytest.raises(ConfigError, match=r"^scenario: expected a file name, got ''$"):
