@@ -98,6 +98,22 @@ class ScenarioToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     id: Annotated[str, msgspec.Meta(min_length=1)] | None = None
 
 
+#: The entry keys that script a reply, with the value each has when not scripted.
+_REPLY_KEYS: dict[str, object] = {
+    "text": "",
+    "thinking": "",
+    "tool_calls": (),
+    "stop_reason": None,
+    "usage": msgspec.UNSET,
+    "raw_usage": None,
+    "drop_after_events": None,
+    "stall_after_events": None,
+    "malformed_after_events": None,
+    "error_event_after_events": None,
+    "first_content_delay_ms": 0.0,
+}
+
+
 class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
     """One scripted reply or fault (docs/fake-provider.md has every key, with examples)."""
 
@@ -123,11 +139,14 @@ class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
 
     def __post_init__(self) -> None:
         # msgspec turns a ValueError raised here into a ValidationError that carries the path.
-        if self.raw_usage is not None:
-            if not isinstance(self.usage, msgspec.UnsetType):
-                raise ValueError("raw_usage replaces usage: script one of them")
-            if self.status is not None:
-                raise ValueError("raw_usage needs a reply, not an HTTP error (status)")
+        if self.raw_usage is not None and not isinstance(self.usage, msgspec.UnsetType):
+            raise ValueError("raw_usage replaces usage: script one of them")
+        if self.status is not None:
+            # an HTTP error carries none of a reply: a reply key beside status went unused,
+            # without a word (a test passing for the wrong reason)
+            for name in _REPLY_KEYS:
+                if getattr(self, name) != _REPLY_KEYS[name]:
+                    raise ValueError(f"{name} needs a reply, not an HTTP error (status)")
         if self.retry_after is not None and self.status is None:
             raise ValueError("retry_after needs status (it is the Retry-After of an HTTP error)")
         if self.delay_ms_max is not None and self.delay_ms_max < self.delay_ms:

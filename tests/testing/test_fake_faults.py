@@ -244,6 +244,17 @@ async def test_non_streaming_stall_delays_the_answer(serve: Serve) -> None:
             await client.chat.completions.create(model="m", messages=MESSAGES)  # pyright: ignore[reportArgumentType]
 
 
+async def test_an_http_error_waits_its_delay(serve: Serve, http: aiohttp.ClientSession) -> None:
+    # a slow error: it went out at once, the delay silently ignored
+    fake = await serve({"models": {"*": [{"status": 500, "delay_ms": 60_000}]}})
+    timeout = aiohttp.ClientTimeout(total=0.3)
+    with pytest.raises(asyncio.TimeoutError):
+        async with http.post(
+            fake.base_url + PATHS["anthropic"], json=_body("anthropic"), timeout=timeout
+        ) as resp:
+            await resp.read()
+
+
 # ----------------------------------------------------------------------------- malformed
 
 

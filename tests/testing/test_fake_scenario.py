@@ -199,22 +199,18 @@ def test_a_number_beyond_any_test_is_refused(entry: dict[str, Any], message: str
 
 
 def test_the_bounds_themselves_load() -> None:
-    entry = load_scenario(
+    error, reply = load_scenario(
         {
             "models": {
                 "m": [
-                    {
-                        "delay_ms": _DAY_MS,
-                        "status": 429,
-                        "retry_after": 86_400,
-                        "chunk_chars": 1_000_000_000,
-                        "drop_after_events": 1_000_000_000,
-                    }
+                    {"delay_ms": _DAY_MS, "status": 429, "retry_after": 86_400},
+                    {"chunk_chars": 1_000_000_000, "drop_after_events": 1_000_000_000},
                 ]
             }
         }
-    ).models["m"][0]
-    assert (entry.delay_ms, entry.retry_after) == (_DAY_MS, 86_400)
+    ).models["m"]
+    assert (error.delay_ms, error.retry_after) == (_DAY_MS, 86_400)
+    assert (reply.chunk_chars, reply.drop_after_events) == (1_000_000_000, 1_000_000_000)
 
 
 @pytest.mark.parametrize(
@@ -335,6 +331,49 @@ def test_a_dict_nested_deeper_than_any_reply_is_a_config_error() -> None:
         inner = inner["k"]
     with pytest.raises(ConfigError, match=r"^scenario models.m: nested too deeply$"):
         load_scenario({"models": {"m": [{"text": "x", "raw_usage": nested}]}})
+
+
+REPLY_BESIDE_STATUS: list[dict[str, Any]] = [
+    {"text": "never sent"},
+    {"thinking": "t"},
+    {"tool_calls": [{"name": "f"}]},
+    {"stop_reason": "max_tokens"},
+    {"usage": None},
+    {"usage": {"input_tokens": 1, "output_tokens": 1}},
+    {"drop_after_events": 0},
+    {"stall_after_events": 1},
+    {"malformed_after_events": 1},
+    {"error_event_after_events": 1},
+    {"first_content_delay_ms": 5},
+]
+
+
+@pytest.mark.parametrize(
+    "reply", REPLY_BESIDE_STATUS, ids=[next(iter(r)) for r in REPLY_BESIDE_STATUS]
+)
+def test_a_reply_key_beside_status_is_refused(reply: dict[str, Any]) -> None:
+    # an HTTP error carries none of it: it loaded, and went unused without a word
+    (name,) = reply
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"m": [{"status": 503, **reply}]}})
+    assert str(info.value) == (
+        f"scenario models.m[0]: {name} needs a reply, not an HTTP error (status)"
+    )
+
+
+def test_what_an_http_error_may_carry_loads() -> None:
+    entry = {
+        "status": 529,
+        "retry_after": 1,
+        "error_type": "overloaded_error",
+        "error_message": "busy",
+        "delay_ms": 5,
+        "delay_ms_max": 9,
+        "chunk_chars": 3,
+        "text": "",  # the unscripted values themselves
+        "first_content_delay_ms": 0,
+    }
+    assert load_scenario({"models": {"m": [entry]}}).models["m"][0].status == 529
 
 
 def test_an_unknown_key_holding_a_newline_is_named_on_one_line() -> None:
