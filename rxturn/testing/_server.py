@@ -330,7 +330,7 @@ class FakeProvider:
 
     def reset(self) -> None:
         """Forget received requests and the prompt cache, and restart every model's list from
-        its first entry."""
+        its first entry and the ``delay_ms_max`` draws from their seed."""
         self.requests.clear()
         self.received.clear()
         self.records.clear()
@@ -338,6 +338,7 @@ class FakeProvider:
         self.disconnects = 0
         self.prompt_cache.clear()
         self._first_arrival = None
+        self._rng.seed(0)  # (the draws went on: a second run after reset paced differently)
 
     def next_entry(self, model: str) -> Entry | None:
         """Take the next entry for ``model`` (``None``: no list serves it). The last repeats."""
