@@ -423,6 +423,29 @@ def test_live_text_throttles_a_flood_to_one_pending_flush() -> None:
     assert sink.views[-1].text == "x" * 10_000
 
 
+def test_a_sink_that_breaks_in_the_trailing_flush_breaks_nothing_else(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    class BreaksOnce(ListSink):
+        def show(self, view: LiveView) -> None:
+            if len(self.views) == 2 and not getattr(self, "broke", False):  # the flush
+                self.broke = True
+                raise BrokenPipeError(32, "Broken pipe")
+            super().show(view)
+
+    scheduler = TestScheduler()
+    rec = TurnRecorder(clock=scheduler_clock(scheduler))
+    sink = BreaksOnce()
+    LiveText(sink=sink, min_interval=1.0, scheduler=scheduler).attach(rec)
+    rec.on_turn_start(turn=0, query="q")
+    rec.on_text_delta(turn=0, delta="Hel")  # within the throttle window: the flush shows it
+    scheduler.advance_to(1.0)  # (the sink's error came out of here)
+    assert "LiveText sink" in caplog.text and "raised; ignored" in caplog.text
+    rec.on_text_delta(turn=0, delta="lo")  # the display goes on
+    scheduler.advance_to(2.0)
+    assert sink.views[-1].text == "Hello"
+
+
 def test_live_text_detach_stops_following() -> None:
     rec = TurnRecorder(clock=ManualClock())
     sink = ListSink()

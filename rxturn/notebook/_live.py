@@ -13,6 +13,7 @@ IPython is imported only when a Jupyter sink is created or used.
 from __future__ import annotations
 
 import asyncio
+import logging
 import sys
 import time
 from collections.abc import Callable
@@ -28,6 +29,8 @@ from ._recorder import TurnRecorder
 from ._records import Change, Clock, EngineLike, LiveView, check_engine, cut
 
 __all__ = ["DisplaySink", "IPythonSink", "LiveText", "PrintSink"]
+
+_log = logging.getLogger("rxturn.notebook")  # the recorder's logger
 
 
 class DisplaySink(Protocol):
@@ -243,7 +246,13 @@ class LiveText:
         def flush(_: abc.SchedulerBase, __: Any = None) -> None:
             self._timer = None
             if self._dirty:
-                self.render()
+                # off the recorder's listener call, so isolated here as it is there: a sink
+                # that broke raised into the scheduler (asyncio's "Exception in callback", or
+                # out of a virtual-time run, failing the turn it watched)
+                try:
+                    self.render()
+                except Exception:
+                    _log.exception("LiveText sink %r raised; ignored", self.sink)
 
         delay = max(self.min_interval - (self._clock() - self._last), 0.0)
         self._timer = scheduler.schedule_relative(delay, flush)

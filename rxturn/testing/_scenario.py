@@ -71,6 +71,10 @@ _MAX_SECONDS = 86_400.0
 _MAX_MS = _MAX_SECONDS * 1000
 _MAX_COUNT = 1_000_000_000
 
+#: The most a scenario file may hold (bytes). A hand-written scenario is kilobytes, a generated
+#: one a few megabytes; a path with no end (``/dev/zero``) must not take the machine's memory.
+MAX_SCENARIO_BYTES = 64 * 1024 * 1024
+
 _NonNegInt = Annotated[int, msgspec.Meta(ge=0)]
 _Count = Annotated[int, msgspec.Meta(ge=0, le=_MAX_COUNT)]
 _Seconds = Annotated[float, msgspec.Meta(ge=0, le=_MAX_SECONDS)]
@@ -92,6 +96,22 @@ class ScenarioToolCall(msgspec.Struct, frozen=True, forbid_unknown_fields=True, 
     name: Annotated[str, msgspec.Meta(min_length=1)]
     input: dict[str, Any] = msgspec.field(default_factory=dict[str, Any])
     id: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+
+
+#: The entry keys that script a reply, with the value each has when not scripted.
+_REPLY_KEYS: dict[str, object] = {
+    "text": "",
+    "thinking": "",
+    "tool_calls": (),
+    "stop_reason": None,
+    "usage": msgspec.UNSET,
+    "raw_usage": None,
+    "drop_after_events": None,
+    "stall_after_events": None,
+    "malformed_after_events": None,
+    "error_event_after_events": None,
+    "first_content_delay_ms": 0.0,
+}
 
 
 class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=True):
@@ -119,11 +139,14 @@ class Entry(msgspec.Struct, frozen=True, forbid_unknown_fields=True, kw_only=Tru
 
     def __post_init__(self) -> None:
         # msgspec turns a ValueError raised here into a ValidationError that carries the path.
-        if self.raw_usage is not None:
-            if not isinstance(self.usage, msgspec.UnsetType):
-                raise ValueError("raw_usage replaces usage: script one of them")
-            if self.status is not None:
-                raise ValueError("raw_usage needs a reply, not an HTTP error (status)")
+        if self.raw_usage is not None and not isinstance(self.usage, msgspec.UnsetType):
+            raise ValueError("raw_usage replaces usage: script one of them")
+        if self.status is not None:
+            # an HTTP error carries none of a reply: a reply key beside status went unused,
+            # without a word (a test passing for the wrong reason)
+            for name in _REPLY_KEYS:
+                if getattr(self, name) != _REPLY_KEYS[name]:
+                    raise ValueError(f"{name} needs a reply, not an HTTP error (status)")
         if self.retry_after is not None and self.status is None:
             raise ValueError("retry_after needs status (it is the Retry-After of an HTTP error)")
         if self.delay_ms_max is not None and self.delay_ms_max < self.delay_ms:
@@ -184,16 +207,20 @@ class Scenario(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
         return None
 
 
-_PATH_RE = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
+_PATH_RE = re.compile(
+    r"^(?P<what>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`)?$", re.DOTALL
+)
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-.:/]*$")
 _TOP_KEYS = frozenset({"models", "rate_limit_windows"})
 
 
 def _describe(what: str, path: str) -> str:
     """Rewrite a msgspec validation message in the words a scenario author uses."""
-    if match := re.fullmatch(r"Object contains unknown field `(.+)`", what):
+    # (DOTALL: a key may hold a newline, which the repr below escapes; unmatched, it went
+    # into the message as is and broke it over two lines)
+    if match := re.fullmatch(r"Object contains unknown field `(.+)`", what, re.DOTALL):
         return f"unknown field {match.group(1)!r}"
-    if match := re.fullmatch(r"Object missing required field `(.+)`", what):
+    if match := re.fullmatch(r"Object missing required field `(.+)`", what, re.DOTALL):
         return f"missing required field {match.group(1)!r}"
     if what == "Expected `array` of length >= 1":
         return "expected a non-empty list"
@@ -212,7 +239,10 @@ def _validation_error(exc: msgspec.ValidationError, prefix: str) -> ConfigError:
     match = _PATH_RE.match(str(exc))
     assert match is not None  # the pattern matches any string
     path = prefix + (match.group("path") or "")
-    return ConfigError(f"scenario {path}: {_describe(match.group('what'), path)}")
+    what = _describe(match.group("what"), path)
+    if match.group("key"):  # msgspec's "- at key in `$...`": a key of that object is wrong
+        what = f"a key: {what}"
+    return ConfigError(f"scenario {path}: {what}")
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> None:
@@ -255,8 +285,12 @@ def _lenient(data: bytes, where: str, exc: Exception) -> Any:
 
 def _problem(value: object, path: str) -> str | None:
     """The first string that is not UTF-8 (a lone surrogate: no request can carry it, and
-    encoding the reply failed on every request, a 500) or float that is not finite (JSON has
-    none; encoded as ``null``, silently) in ``value``, with its path; ``None`` if none."""
+    encoding the reply failed on every request, a 500), float that is not finite (JSON has
+    none; encoded as ``null``, silently), key that is not a string or value of no JSON type
+    (a set, bytes, an object: a 500 on every request, or a silent array or base64 string) in
+    ``value``, with its path; ``None`` if none."""
+    if value is None or isinstance(value, bool | int):
+        return None
     if isinstance(value, str):
         if not is_utf8(value):
             bad = next(char for char in value if "\ud800" <= char <= "\udfff")
@@ -268,6 +302,8 @@ def _problem(value: object, path: str) -> str | None:
         for key, item in cast("dict[object, object]", value).items():
             plain = isinstance(key, str) and _IDENT_RE.match(key)
             named = f"{path}.{key}" if plain else f"{path}[{key!r}]"
+            if not isinstance(key, str):
+                return f"{named}: expected a string key, got {type(key).__name__}"
             problem = _problem(key, named) or _problem(item, named)
             if problem is not None:
                 return problem
@@ -276,12 +312,23 @@ def _problem(value: object, path: str) -> str | None:
             problem = _problem(item, f"{path}[{index}]")
             if problem is not None:
                 return problem
+    elif not isinstance(value, float):
+        return f"{path}: expected a JSON value, got {type(value).__name__}"
     return None
 
 
-#: The most a scenario file is read (bytes): scenarios are kilobytes, and a path with no end
-#: (``--scenario /dev/zero``) must not take the machine's memory.
-MAX_SCENARIO_BYTES = 64 * 1024 * 1024
+def _as_raw(value: object) -> object:
+    """A hand-built scenario in its JSON shape, Structs as objects and every other value as it
+    is, for the checks to name (``msgspec.to_builtins`` raised a bare TypeError at an object
+    and turned bytes into base64 without a word)."""
+    if isinstance(value, msgspec.Struct):
+        fields = ((name, getattr(value, name)) for name in value.__struct_fields__)
+        return {name: _as_raw(item) for name, item in fields if item is not msgspec.UNSET}
+    if isinstance(value, tuple):
+        return [_as_raw(item) for item in cast("tuple[object, ...]", value)]
+    if isinstance(value, dict):
+        return {key: _as_raw(item) for key, item in cast("dict[object, object]", value).items()}
+    return value
 
 
 def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
@@ -296,17 +343,19 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
                 "scenario: expected a dict, JSON text or bytes, a file path or a Scenario, "
                 f"got {type(src).__name__}"
             )
+        if not os.fspath(src):  # Path("") is the current directory: "'.': Is a directory"
+            raise ConfigError("scenario: expected a file name, got ''")
         path = Path(src)
         where = f"scenario file {str(path)!r}"
         try:
-            with path.open("rb") as file:
+            with path.open("rb") as file:  # (a pipe is read too: --scenario <(generate))
                 data = file.read(MAX_SCENARIO_BYTES + 1)
         except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
             reason = getattr(exc, "strerror", None) or str(exc)
             raise ConfigError(f"{where}: {reason}") from None
         if len(data) > MAX_SCENARIO_BYTES:
-            limit = describe_bound(MAX_SCENARIO_BYTES)
-            raise ConfigError(f"{where}: larger than {limit}, the most a scenario file is read")
+            bound = describe_bound(MAX_SCENARIO_BYTES)
+            raise ConfigError(f"{where}: larger than {bound}, the most a scenario file holds")
     data = data.removeprefix(b"\xef\xbb\xbf")  # a UTF-8 byte order mark (editors on Windows)
     try:
         raw = msgspec.json.decode(data)
@@ -355,7 +404,7 @@ def load_scenario(
     """
     raw: Any
     if isinstance(src, Scenario):
-        raw = msgspec.to_builtins(src)
+        raw = _as_raw(src)
     elif isinstance(src, Mapping):
         raw = dict(src)
     else:
@@ -387,7 +436,10 @@ def load_scenario(
             raise _validation_error(exc, prefix) from None
         if not entries:
             raise ConfigError(f"scenario {prefix}: expected a non-empty list of entries")
-        problem = _problem(model, "models") or _problem(entries_raw, prefix)
+        try:
+            problem = _problem(model, "models") or _problem(entries_raw, prefix)
+        except RecursionError:  # a dict built by code, nested deeper than any reply
+            raise ConfigError(f"scenario {prefix}: nested too deeply") from None
         if problem is not None:
             raise ConfigError(f"scenario {problem}")
         models[model] = entries

@@ -51,7 +51,7 @@ import asyncio
 import os
 import random
 import time
-from collections.abc import Mapping
+from collections.abc import Coroutine, Mapping
 from time import monotonic as _monotonic  # (tests replace ``time`` to pin ``created``)
 from types import TracebackType
 from typing import Any, Self, cast
@@ -330,7 +330,7 @@ class FakeProvider:
 
     def reset(self) -> None:
         """Forget received requests and the prompt cache, and restart every model's list from
-        its first entry."""
+        its first entry and the ``delay_ms_max`` draws from their seed."""
         self.requests.clear()
         self.received.clear()
         self.records.clear()
@@ -338,6 +338,7 @@ class FakeProvider:
         self.disconnects = 0
         self.prompt_cache.clear()
         self._first_arrival = None
+        self._rng.seed(0)  # (the draws went on: a second run after reset paced differently)
 
     def next_entry(self, model: str) -> Entry | None:
         """Take the next entry for ``model`` (``None``: no list serves it). The last repeats."""
@@ -448,9 +449,8 @@ class FakeProvider:
             text = f"model {model!r} not found (the fake provider's scenario has no list for it)"
             return self._error(wire, 404, None, text, seq)
         if entry.status is not None:
-            return self._error(
-                wire, entry.status, entry.error_type, entry.error_message, seq, entry.retry_after
-            )
+            failure = self._failure(request, entry, entry.status, wire, seq)
+            return await self._guarded(request, failure)
         cache: _emit.TailCache | None = self._tails
         if schema is not None and not (entry.text or entry.tool_calls or entry.stop_reason):
             # a structured-output request the entry scripts no reply for: answer in the format
@@ -468,10 +468,16 @@ class FakeProvider:
             include_usage=fields.include_usage,
             encrypted_reasoning=fields.encrypted_reasoning,
         )
+        if fields.stream:
+            return await self._guarded(request, self._stream(request, entry, wire, ctx, cache))
+        return await self._guarded(request, self._reply(request, entry, wire, ctx))
+
+    async def _guarded(
+        self, request: web.Request, answer: Coroutine[Any, Any, web.StreamResponse]
+    ) -> web.StreamResponse:
+        """``answer``, counting a client that went away before it was done."""
         try:
-            if fields.stream:
-                return await self._stream(request, entry, wire, ctx, cache)
-            return await self._reply(request, entry, wire, ctx)
+            return await answer
         except asyncio.CancelledError:  # handler_cancellation: the client went away
             if not self._stopping:
                 self.disconnects += 1
@@ -507,6 +513,19 @@ class FakeProvider:
         if name is not None:
             headers[name] = f"req_fake{seq:06d}"
         return headers
+
+    async def _failure(
+        self, request: web.Request, entry: Entry, status: int, wire: Wire, seq: int
+    ) -> web.StreamResponse:
+        """A scripted HTTP error, after the entry's ``delay_ms`` (once, as a non-streaming
+        reply waits it: a slow error; it went out at once, the delay silently ignored)."""
+        delay = self._delay(entry)
+        if delay and await self._pause(delay):  # the server began closing
+            self._hang_up(request)
+            return web.StreamResponse()
+        return self._error(
+            wire, status, entry.error_type, entry.error_message, seq, entry.retry_after
+        )
 
     def _error(
         self,

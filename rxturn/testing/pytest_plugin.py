@@ -17,9 +17,11 @@ Fixtures:
 - ``scripted_client`` — ``scripted_client(*timelines, create=(...))`` builds a
   :class:`~rxturn.testing.virtual.ScriptedClient` on ``scheduler``;
 - ``fake_provider`` — ``await fake_provider(scenario)`` starts a
-  :class:`~rxturn.testing.FakeProvider` on 127.0.0.1; every one started is stopped at teardown;
+  :class:`~rxturn.testing.FakeProvider` on 127.0.0.1 (no scenario: the default one); every one
+  started is stopped at teardown;
 - ``fake_client`` — ``async with fake_client(scenario, provider="anthropic", model="primary")
-  as (fake, client)``: a fake provider and an rxturn client pointed at it, both closed after.
+  as (fake, client)``: a fake provider and an rxturn client pointed at it, both closed after
+  (``provider``: ``anthropic``, ``openai``, ``openai-responses`` or ``ollama``).
 
 docs/testing.md shows them at work.
 """
@@ -34,6 +36,7 @@ import pytest
 from reactivex.testing import TestScheduler
 from reactivex.testing.recorded import Recorded
 
+from ._scenario import DEFAULT_SCENARIO
 from .virtual import ScriptedClient, assert_clean
 
 async_fixture: Any
@@ -83,7 +86,8 @@ async def fake_provider() -> AsyncIterator[FakeFactory]:
 
     started: list[FakeProvider] = []
 
-    async def start(scenario: Any = None) -> FakeProvider:
+    async def start(scenario: Any = DEFAULT_SCENARIO) -> FakeProvider:
+        # (a default of None was refused by FakeProvider: fake_provider() could not start)
         fake = await FakeProvider(scenario).start()
         started.append(fake)
         return fake
@@ -97,7 +101,7 @@ async def fake_provider() -> AsyncIterator[FakeFactory]:
 async def _fake_client(
     scenario: Any, provider: str = "anthropic", model: str = "primary"
 ) -> AsyncGenerator[tuple[Any, Any]]:
-    from ..clients import AnthropicClient, OllamaClient, OpenAIClient
+    from ..clients import AnthropicClient, OllamaClient, OpenAIClient, OpenAIResponsesClient
     from . import FakeProvider
 
     async with FakeProvider(scenario) as fake:
@@ -106,13 +110,16 @@ async def _fake_client(
             client = AnthropicClient(model, api_key="test-key", base_url=fake.base_url)
         elif provider == "openai":
             client = OpenAIClient(model, api_key="test-key", base_url=fake.openai_base_url)
+        elif provider == "openai-responses":  # (the fake speaks it; the fixture refused it)
+            client = OpenAIResponsesClient(model, api_key="test-key", base_url=fake.openai_base_url)
         elif provider == "ollama":
             client = OllamaClient(model, base_url=fake.base_url)
         else:
             from ..errors import ConfigError
 
             raise ConfigError(
-                f"fake_client provider must be anthropic, openai or ollama, got {provider!r}"
+                "fake_client provider must be anthropic, openai, openai-responses or ollama, "
+                f"got {provider!r}"
             )
         async with client:
             yield fake, client

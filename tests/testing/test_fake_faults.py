@@ -244,6 +244,17 @@ async def test_non_streaming_stall_delays_the_answer(serve: Serve) -> None:
             await client.chat.completions.create(model="m", messages=MESSAGES)  # pyright: ignore[reportArgumentType]
 
 
+async def test_an_http_error_waits_its_delay(serve: Serve, http: aiohttp.ClientSession) -> None:
+    # a slow error: it went out at once, the delay silently ignored
+    fake = await serve({"models": {"*": [{"status": 500, "delay_ms": 60_000}]}})
+    timeout = aiohttp.ClientTimeout(total=0.3)
+    with pytest.raises(asyncio.TimeoutError):
+        async with http.post(
+            fake.base_url + PATHS["anthropic"], json=_body("anthropic"), timeout=timeout
+        ) as resp:
+            await resp.read()
+
+
 # ----------------------------------------------------------------------------- malformed
 
 
@@ -401,6 +412,33 @@ async def test_reset_restarts_the_lists(serve: Serve, http: aiohttp.ClientSessio
     fake.reset()
     assert await text() == "first"
     assert len(fake.requests) == 1
+
+
+async def test_reset_restarts_the_latency_draws(
+    serve: Serve, http: aiohttp.ClientSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fake = await serve({"models": {"*": [{"text": "x", "delay_ms": 1, "delay_ms_max": 1000}]}})
+    waits: list[float | None] = []
+
+    async def pause(seconds: float | None) -> bool:  # what each reply would wait, at once
+        waits.append(seconds)
+        return False
+
+    monkeypatch.setattr(fake, "_pause", pause)
+
+    async def run() -> list[float | None]:
+        waits.clear()
+        for _ in range(3):
+            async with http.post(
+                fake.base_url + "/api/chat", json=_body("ollama", stream=False)
+            ) as resp:
+                assert resp.status == 200
+        return list(waits)
+
+    first = await run()
+    assert len(set(first)) == 3  # drawn, not fixed
+    fake.reset()
+    assert await run() == first  # the same run, the same draws
 
 
 async def _wait_for(predicate: Callable[[], bool], timeout: float = 5.0) -> None:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import pytest
 
-import rxturn.testing._scenario
 from rxturn.errors import ConfigError
 from rxturn.testing import (
     DEFAULT_CHUNK_CHARS,
@@ -167,20 +165,6 @@ def test_missing_file_names_the_path(tmp_path: Path) -> None:
         load_scenario(missing)
 
 
-def test_a_file_past_the_bound_is_refused_unread(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # read whole before: `rxturn fake-server --scenario /dev/zero` read until memory ran out
-    monkeypatch.setattr(rxturn.testing._scenario, "MAX_SCENARIO_BYTES", 1024)
-    path = tmp_path / "big.json"
-    path.write_text(json.dumps({"models": {"*": [{"text": "x" * 2000}]}}))
-    with pytest.raises(ConfigError) as info:
-        load_scenario(path)
-    assert str(info.value) == (
-        f"scenario file {str(path)!r}: larger than 1 KiB, the most a scenario file is read"
-    )
-
-
 def test_bad_json_in_a_file_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
     path.write_text('{"models": {"*": [ {"text": "x"} ] ')
@@ -215,22 +199,18 @@ def test_a_number_beyond_any_test_is_refused(entry: dict[str, Any], message: str
 
 
 def test_the_bounds_themselves_load() -> None:
-    entry = load_scenario(
+    error, reply = load_scenario(
         {
             "models": {
                 "m": [
-                    {
-                        "delay_ms": _DAY_MS,
-                        "status": 429,
-                        "retry_after": 86_400,
-                        "chunk_chars": 1_000_000_000,
-                        "drop_after_events": 1_000_000_000,
-                    }
+                    {"delay_ms": _DAY_MS, "status": 429, "retry_after": 86_400},
+                    {"chunk_chars": 1_000_000_000, "drop_after_events": 1_000_000_000},
                 ]
             }
         }
-    ).models["m"][0]
-    assert (entry.delay_ms, entry.retry_after) == (_DAY_MS, 86_400)
+    ).models["m"]
+    assert (error.delay_ms, error.retry_after) == (_DAY_MS, 86_400)
+    assert (reply.chunk_chars, reply.drop_after_events) == (1_000_000_000, 1_000_000_000)
 
 
 @pytest.mark.parametrize(
@@ -299,6 +279,27 @@ UNSENDABLE: list[tuple[dict[str, Any], str]] = [
         {"text": "x", "raw_usage": {"input_tokens": float("inf")}},
         "models.m[0].raw_usage.input_tokens: expected a finite number, got inf",
     ),
+    # no JSON value: an object was a 500 and a traceback on every request, a set went out as
+    # an array and bytes as a base64 string, silently
+    ({"text": "x", "raw_usage": {"n": object()}}, "models.m[0].raw_usage.n: expected a JSON"),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": {1, 2}}}]},
+        "models.m[0].tool_calls[0].input.k: expected a JSON value, got set",
+    ),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": [b"raw"]}}]},
+        "models.m[0].tool_calls[0].input.k[0]: expected a JSON value, got bytes",
+    ),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": {1: "one"}}}]},
+        "models.m[0].tool_calls[0].input.k[1]: expected a string key, got int",
+    ),
+    # msgspec's "- at `key` in `$[0]...`" was left unparsed: "scenario models.m: expected str,
+    # got int - at key in $[0].tool_calls[0].input"
+    (
+        {"tool_calls": [{"name": "f", "input": {1: "one"}}]},
+        "scenario models.m[0].tool_calls[0].input: a key: expected str, got int",
+    ),
 ]
 
 
@@ -307,6 +308,105 @@ def test_what_no_reply_can_carry_is_refused_at_load(entry: dict[str, Any], messa
     with pytest.raises(ConfigError) as info:
         load_scenario({"models": {"m": [entry]}})
     assert message in str(info.value)
+
+
+def test_a_hand_built_scenario_holding_no_json_value_is_named_by_its_field() -> None:
+    # msgspec.to_builtins raised a bare TypeError ('Encoding objects of type object is
+    # unsupported') and turned bytes into base64 without a word
+    for value, kind in ((object(), "object"), (b"\x00", "bytes")):
+        scenario = Scenario(models={"m": (Entry(text="x", raw_usage={"n": value}),)})
+        with pytest.raises(ConfigError) as info:
+            FakeProvider(scenario)
+        assert (
+            str(info.value)
+            == f"scenario models.m[0].raw_usage.n: expected a JSON value, got {kind}"
+        )
+
+
+def test_a_dict_nested_deeper_than_any_reply_is_a_config_error() -> None:
+    nested: dict[str, Any] = {}
+    inner = nested
+    for _ in range(5000):  # (a RecursionError escaped)
+        inner["k"] = {}
+        inner = inner["k"]
+    with pytest.raises(ConfigError, match=r"^scenario models.m: nested too deeply$"):
+        load_scenario({"models": {"m": [{"text": "x", "raw_usage": nested}]}})
+
+
+REPLY_BESIDE_STATUS: list[dict[str, Any]] = [
+    {"text": "never sent"},
+    {"thinking": "t"},
+    {"tool_calls": [{"name": "f"}]},
+    {"stop_reason": "max_tokens"},
+    {"usage": None},
+    {"usage": {"input_tokens": 1, "output_tokens": 1}},
+    {"drop_after_events": 0},
+    {"stall_after_events": 1},
+    {"malformed_after_events": 1},
+    {"error_event_after_events": 1},
+    {"first_content_delay_ms": 5},
+]
+
+
+@pytest.mark.parametrize(
+    "reply", REPLY_BESIDE_STATUS, ids=[next(iter(r)) for r in REPLY_BESIDE_STATUS]
+)
+def test_a_reply_key_beside_status_is_refused(reply: dict[str, Any]) -> None:
+    # an HTTP error carries none of it: it loaded, and went unused without a word
+    (name,) = reply
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"m": [{"status": 503, **reply}]}})
+    assert str(info.value) == (
+        f"scenario models.m[0]: {name} needs a reply, not an HTTP error (status)"
+    )
+
+
+def test_what_an_http_error_may_carry_loads() -> None:
+    entry = {
+        "status": 529,
+        "retry_after": 1,
+        "error_type": "overloaded_error",
+        "error_message": "busy",
+        "delay_ms": 5,
+        "delay_ms_max": 9,
+        "chunk_chars": 3,
+        "text": "",  # the unscripted values themselves
+        "first_content_delay_ms": 0,
+    }
+    assert load_scenario({"models": {"m": [entry]}}).models["m"][0].status == 529
+
+
+def test_an_unknown_key_holding_a_newline_is_named_on_one_line() -> None:
+    # was "scenario models.m[0]: object contains unknown field a" and "b" on a second line
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"m": [{"text\nx": "hi"}]}})
+    assert str(info.value) == "scenario models.m[0]: unknown field 'text\\nx'"
+
+
+def test_an_empty_path_is_named_as_such() -> None:
+    # Path("") is the current directory: "scenario file '.': Is a directory"
+    with pytest.raises(ConfigError, match=r"^scenario: expected a file name, got ''$"):
+        load_scenario("")
+
+
+def test_a_file_beyond_the_bound_is_refused_unread(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a path with no end (/dev/zero) took the machine's memory: 'internal error: MemoryError'
+    from rxturn.testing import _scenario
+
+    text = b'{"models": {"*": [{"text": "x"}]}}'
+    path = tmp_path / "scenario.json"
+    path.write_bytes(text)
+    monkeypatch.setattr(_scenario, "MAX_SCENARIO_BYTES", len(text))
+    assert load_scenario(path).models["*"][0].text == "x"  # the bound itself loads
+    path.write_bytes(text + b" ")
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    assert str(info.value) == (
+        f"scenario file {str(path)!r}: larger than {len(text)} bytes, "
+        "the most a scenario file holds"
+    )
 
 
 FILE_TEXT: list[tuple[str, str]] = [
