@@ -74,6 +74,11 @@ def _row_columns(batch: Any) -> tuple[dict[str, list[object]], dict[str, int]]:
     pandas DataFrame (whose index, after a filter, is no position) or a pyarrow Table.
     """
     names = getattr(batch, "column_names", None)
+    if names is None and not callable(getattr(batch, "keys", None)):
+        raise ConfigError(
+            "TurnUDF: a batch is a mapping of columns (a dict of lists or numpy arrays, a "
+            f"pandas DataFrame or a pyarrow Table), got {type(batch).__name__}"
+        )
     if names is not None and callable(getattr(batch, "column", None)):  # a pyarrow Table
         rows = int(batch.num_rows)
         table_columns = {
@@ -86,13 +91,28 @@ def _row_columns(batch: Any) -> tuple[dict[str, list[object]], dict[str, int]]:
     sizes: dict[str, int] = {}
     for name in batch:
         column = batch[name]
-        sizes[str(name)] = len(column)
+        sizes[str(name)] = _size(name, column)
         if name in _ROW_COLUMNS:
             tolist = getattr(column, "tolist", None)  # numpy, pandas: by position
             columns[str(name)] = (
                 cast("list[object]", tolist()) if callable(tolist) else list(column)
             )
     return columns, sizes
+
+
+def _size(name: object, column: object) -> int:
+    """How many rows ``column`` holds; a ConfigError for a value that is no column (a string
+    would be read as one row per character: ``{"id": "ab", "prompt": "hi"}`` is one row
+    written as a batch, not two rows)."""
+    if not isinstance(column, str | bytes):
+        try:
+            return len(cast("Sequence[object]", column))
+        except TypeError:  # no len(), or a numpy scalar's "len() of unsized object"
+            pass
+    raise ConfigError(
+        f"TurnUDF: the batch's column {name!r} is of type {type(column).__name__}, not a column "
+        "(a list or an array of one value per row)"
+    )
 
 
 def _key(value: object) -> object:
@@ -300,7 +320,8 @@ class TurnUDF:
         ``model``, ``options``): a dataset's other columns are left alone.
 
         Raises:
-            ConfigError: the batch's columns differ in length.
+            ConfigError: the batch is no mapping of columns, a column is no sequence (a
+                string, a number), or the columns differ in length.
         """
         columns, sizes = _row_columns(batch)
         if len(set(sizes.values())) > 1:

@@ -60,6 +60,32 @@ def test_columns_of_different_lengths_are_a_config_error(fake: FakeProvider) -> 
     assert fake.requests == []
 
 
+@pytest.mark.parametrize(
+    ("batch", "words"),
+    [
+        ({"id": "ab", "prompt": "hi"}, "column 'id' is of type str, not a column"),
+        ({"id": ["a"], "prompt": b"x"}, "column 'prompt' is of type bytes, not a column"),
+        ({"id": 5, "prompt": ["x"]}, "column 'id' is of type int, not a column"),
+        ([{"id": "a", "prompt": "hi"}], "a batch is a mapping of columns .* got list"),
+        (None, "a batch is a mapping of columns .* got NoneType"),
+    ],
+    ids=["one row as strings", "bytes", "a number", "a list of rows", "None"],
+)
+def test_a_batch_that_is_no_columns_is_a_config_error_and_nothing_is_sent(
+    fake: FakeProvider, batch: object, words: str
+) -> None:
+    """One row written as a batch (``{"id": "ab", "prompt": "hi"}``) was two rows, one per
+    character, asking ``h`` and ``i``; a list of rows or a number was a TypeError of the
+    reading (``list indices must be integers``)."""
+    udf = TurnUDF("anthropic", "m", base_url=fake.base_url)
+    try:
+        with pytest.raises(ConfigError, match=f"^TurnUDF: .*{words}"):
+            udf(batch)  # pyright: ignore[reportArgumentType]
+    finally:
+        udf.close()
+    assert fake.requests == []
+
+
 def _run(fake: FakeProvider, batch: object) -> dict[str, Sequence[object]]:
     udf = TurnUDF("anthropic", "m", base_url=fake.base_url, concurrency=2)
     try:
