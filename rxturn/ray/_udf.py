@@ -383,7 +383,7 @@ def _append(columns: dict[str, list[object]], key: str, result: object) -> None:
             result.id,
             "ok",
             result.message.text,
-            result.message.stop_reason or "",
+            str(result.message.stop_reason or ""),  # (a StrEnum member: its value)
             result.model,
             usage.input_tokens if usage is not None else 0,
             usage.output_tokens if usage is not None else 0,

@@ -94,6 +94,18 @@ def _run(fake: FakeProvider, batch: object) -> dict[str, Sequence[object]]:
         udf.close()
 
 
+def test_a_served_rows_columns_hold_plain_str_and_int(fake: FakeProvider) -> None:
+    """A string column holds ``str`` itself: the stop reason was the message's
+    ``StopReason`` member (a ``str`` subclass, shown as ``<StopReason.END_TURN: 'end_turn'>``
+    in the columns a direct call returns)."""
+    out = _run(fake, {"id": ["a", "b"], "prompt": ["one", " "]})
+    assert out["status"] == ["ok", "error"], out["error_message"]
+    assert out["stop_reason"] == ["end_turn", ""]
+    for name in COLUMNS:
+        kind = int if name in ("input_tokens", "output_tokens", "attempts") else str
+        assert {type(v) for v in out[name]} == {kind}, (name, out[name])
+
+
 def test_a_pandas_batch_is_read_by_position_whatever_its_index(fake: FakeProvider) -> None:
     pd = pytest.importorskip("pandas")
     # batch_format="pandas"; a filtered frame keeps its original labels
