@@ -64,6 +64,9 @@ def _plain(value: object) -> object:
         return {str(k): _plain(v) for k, v in cast("dict[object, object]", value).items()}
     if isinstance(value, float) and math.isnan(value):  # a missing value in a numpy column
         return None
+    pandas = sys.modules.get("pandas")  # (a batch can hold its values only once imported)
+    if pandas is not None and (value is pandas.NA or value is pandas.NaT):
+        return None  # a missing value in a pandas column of a nullable or datetime type
     return value
 
 

@@ -114,6 +114,29 @@ def test_a_pandas_batch_is_read_by_position_whatever_its_index(fake: FakeProvide
     assert out["id"] == ["a", "b"] and out["status"] == ["ok", "ok"], out["error_message"]
 
 
+def test_a_pandas_batchs_missing_values_of_nullable_dtypes_are_nulls(fake: FakeProvider) -> None:
+    """Ray's ``batch_format="pandas"`` gives string columns with ``pd.NA`` for a null: a null
+    ``model`` made every row an error (``not JSON data: Encoding objects of type NAType``), a
+    null id became the id ``"<NA>"`` (``"NaT"`` in a date column); each is a null now, as
+    ``None`` in an object column is."""
+    pd = pytest.importorskip("pandas")
+    batch = pd.DataFrame(
+        {
+            "id": pd.array(["a", None, "c", "d"], dtype="string"),
+            "prompt": pd.array(["one", "two", None, "four"], dtype="string"),
+            "model": pd.array([None, None, None, "m"], dtype="string"),
+        }
+    )
+    out = _run(fake, batch)
+    plain = _run(fake, {"id": [None], "prompt": ["two"]})  # the id of a row with no id
+    assert out["status"] == ["ok", "ok", "error", "ok"], out["error_message"]
+    assert out["id"] == ["a", plain["id"][0], "c", "d"]
+    assert "no 'prompt' or 'messages' value" in str(out["error_message"][2])
+    dates = pd.DataFrame({"id": pd.to_datetime([None]), "prompt": ["two"]})
+    numbers = pd.DataFrame({"id": pd.array([None], dtype="Int64"), "prompt": ["two"]})
+    assert _run(fake, dates)["id"] == _run(fake, numbers)["id"] == plain["id"]
+
+
 def test_an_arrow_table_batch_is_read(fake: FakeProvider) -> None:
     pa = pytest.importorskip("pyarrow")
     batch = pa.table({"id": ["a", "b"], "prompt": ["one", "two"], "n": [1, 2]})  # pyarrow
