@@ -19,7 +19,7 @@ from ..batch._errors import BatchInputError
 from ..batch._input import checked_sha, decode_row, input_sha
 from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
 from ..errors import ConfigError
-from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits
+from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits, check_name
 
 __all__ = ["COLUMNS", "TurnUDF"]
 
@@ -212,6 +212,7 @@ class TurnUDF:
             rpm=rpm,
             tpm=tpm,
         ).check()
+        check_name(budget_name)  # (refused here too when no actor is asked: outside Ray)
         if api_key is None and provider in _KEY_ENV:
             api_key = (os.environ.get(_KEY_ENV[provider]) or "").strip() or None
         # without rpm/tpm the named actor still carries the Retry-After pauses of every actor

@@ -272,6 +272,7 @@ def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakePro
         ({"concurrency": True}, "got `bool` - at `$.concurrency`"),
         ({"api_key": SECRET + " x"}, "api_key must be a non-empty string without whitespace"),
         ({"budget_name": "", "rpm": 5}, "the budget actor's name must be a non-empty string"),
+        ({"budget_name": None}, "the budget actor's name must be a non-empty string"),
     ],
 )
 def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
