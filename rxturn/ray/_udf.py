@@ -53,8 +53,15 @@ _KEY_ENV = {
 }
 
 
+#: the floats a whole number of an int64 column can become exactly (numpy's ``float64``)
+_EXACT = 2.0**53
+
+
 def _plain(value: object) -> object:
-    """A numpy / Arrow value as plain Python (lists of dicts, str, int)."""
+    """A numpy / Arrow value as plain Python (lists of dicts, str, int). A whole float is the
+    integer it was: Ray's numpy batches make an integer field float when the block holds a
+    null in it (``{"max_tokens": 5}`` beside a row without one reads ``5.0``, which no integer
+    option takes), so the same row reads the same in whatever block it comes."""
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         value = tolist()
@@ -64,6 +71,8 @@ def _plain(value: object) -> object:
         return {str(k): _plain(v) for k, v in cast("dict[object, object]", value).items()}
     if isinstance(value, float) and math.isnan(value):  # a missing value in a numpy column
         return None
+    if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT:
+        return int(value)
     pandas = sys.modules.get("pandas")  # (a batch can hold its values only once imported)
     if pandas is not None and (value is pandas.NA or value is pandas.NaT):
         return None  # a missing value in a pandas column of a nullable or datetime type

@@ -137,6 +137,23 @@ def test_a_pandas_batchs_missing_values_of_nullable_dtypes_are_nulls(fake: FakeP
     assert _run(fake, dates)["id"] == _run(fake, numbers)["id"] == plain["id"]
 
 
+def test_an_integer_option_made_float_by_a_null_in_its_block_is_the_integer(
+    fake: FakeProvider,
+) -> None:
+    """Ray's default numpy batches turn an int64 struct field with a null in the block into
+    float (``{"max_tokens": 5}`` beside a row without it reads ``5.0``, as Ray 2.60's
+    ``to_batch_format("numpy")`` gives it): the row failed (``Expected `int | null`, got
+    `float```) only because of its neighbours, and had another content id than alone."""
+    np = pytest.importorskip("numpy")
+    options = np.array([{"max_tokens": 5.0, "temperature": None}, None], dtype=object)
+    prompts = np.array(["one", "two"], dtype=object)
+    out = _run(fake, {"prompt": prompts, "options": options})
+    assert out["status"] == ["ok", "ok"], out["error_message"]
+    assert 5 in [request["max_tokens"] for request in fake.requests]  # (either may go first)
+    alone = _run(fake, {"prompt": ["one"], "options": [{"max_tokens": 5}]})
+    assert out["id"][0] == alone["id"][0]
+
+
 def test_an_arrow_table_batch_is_read(fake: FakeProvider) -> None:
     pa = pytest.importorskip("pyarrow")
     batch = pa.table({"id": ["a", "b"], "prompt": ["one", "two"], "n": [1, 2]})  # pyarrow
