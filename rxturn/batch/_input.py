@@ -442,7 +442,8 @@ def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchR
         BatchInputError: a row that is no object, of no known shape or with a bad field;
             names ``line``.
     """
-    if not isinstance(row, Mapping):  # (a JSON line's array or number, a caller's anything)
+    # (a JSON line's array or number, or anything a caller of this public function gives)
+    if not isinstance(row, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise _fail(line, f"expected a JSON object, got {type(row).__name__}")
     obj = cast("dict[str, Any]", row)
     if "custom_id" in obj and "params" in obj:
