@@ -234,6 +234,7 @@ class TurnUDF:
                 check_limits(actor, budget_name, rpm, tpm)
             self._gate = RayGate(actor, limited=limited)
         self._calls: set[asyncio.Task[Any]] = set()  # what runs on the loop for a caller
+        self._closed = False
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rxturn-turnudf", daemon=True
@@ -249,6 +250,9 @@ class TurnUDF:
         return f"TurnUDF(provider={self.config.provider!r}, model={self.config.model!r})"
 
     def _call(self, coroutine: Any) -> Any:
+        if self._closed:  # nothing would run it
+            coroutine.close()
+            raise ConfigError("TurnUDF called after close()")
         mine: list[asyncio.Task[Any]] = []
 
         async def tracked() -> Any:
@@ -333,8 +337,8 @@ class TurnUDF:
         ``model``, ``options``): a dataset's other columns are left alone.
 
         Raises:
-            ConfigError: the batch is no mapping of columns, a column is no sequence (a
-                string, a number), or the columns differ in length.
+            ConfigError: called after :meth:`close`; the batch is no mapping of columns, a
+                column is no sequence (a string, a number), or the columns differ in length.
         """
         columns, sizes = _row_columns(batch)
         if len(set(sizes.values())) > 1:
@@ -368,6 +372,7 @@ class TurnUDF:
         self._stop()
 
     def _stop(self) -> None:
+        self._closed = True
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)

@@ -4,12 +4,14 @@ not the row's business, and a batch whose columns differ in length is a typed er
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -307,6 +309,20 @@ def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
     assert words in str(caught.value)
     assert_no_secret(caught.value, SECRET)
     assert {t for t in threading.enumerate() if t.name == "rxturn-turnudf"} == before
+
+
+def test_a_call_after_close_is_a_config_error_leaving_no_coroutine(fake: FakeProvider) -> None:
+    """It was ``RuntimeError: Event loop is closed``, with two ``coroutine ... was never
+    awaited`` warnings; a second close() stays harmless."""
+    udf = TurnUDF("anthropic", "m", base_url=fake.base_url)
+    udf.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine left unawaited fails the test
+        with pytest.raises(ConfigError, match=r"^TurnUDF called after close\(\)$"):
+            udf({"id": ["a"], "prompt": ["one"]})
+        gc.collect()
+    udf.close()
+    assert fake.requests == []
 
 
 class _Interrupted(Exception):
