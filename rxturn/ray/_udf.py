@@ -249,6 +249,14 @@ class TurnUDF:
     def __repr__(self) -> str:
         return f"TurnUDF(provider={self.config.provider!r}, model={self.config.model!r})"
 
+    def __reduce__(self) -> Any:
+        # an instance holds its loop, thread and connections: what map_batches(TurnUDF(...))
+        # would try to ship to Ray's workers ("cannot pickle '_contextvars.Context' object")
+        raise ConfigError(
+            "a TurnUDF instance cannot be sent to Ray's workers: give map_batches the class, "
+            "map_batches(TurnUDF, fn_constructor_kwargs={...}, compute=ActorPoolStrategy(...))"
+        )
+
     def _call(self, coroutine: Any) -> Any:
         if self._closed:  # nothing would run it
             coroutine.close()

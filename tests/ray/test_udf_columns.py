@@ -8,6 +8,7 @@ import gc
 import hashlib
 import json
 import os
+import pickle
 import signal
 import threading
 import time
@@ -323,6 +324,18 @@ def test_a_call_after_close_is_a_config_error_leaving_no_coroutine(fake: FakePro
         gc.collect()
     udf.close()
     assert fake.requests == []
+
+
+def test_an_instance_sent_to_ray_is_a_config_error_naming_the_class_form() -> None:
+    """``map_batches(TurnUDF(...))`` pickles the instance for Ray's workers: it was
+    ``TypeError: cannot pickle '_contextvars.Context' object``; now the way to write it."""
+    udf = TurnUDF("anthropic", "m", base_url="http://127.0.0.1:9", api_key=SECRET)
+    try:
+        with pytest.raises(ConfigError, match=r"give map_batches the class") as caught:
+            pickle.dumps(udf)
+    finally:
+        udf.close()
+    assert_no_secret(caught.value, SECRET)
 
 
 class _Interrupted(Exception):
