@@ -91,6 +91,11 @@ def _row_columns(batch: Any) -> tuple[dict[str, list[object]], dict[str, int]]:
             "TurnUDF: a batch is a mapping of columns (a dict of lists or numpy arrays, a "
             f"pandas DataFrame or a pyarrow Table), got {type(batch).__name__}"
         )
+    seen: set[str] = set()
+    for name in names if names is not None else batch:
+        if name in seen and name in _ROW_COLUMNS:  # (a frame's or a table's, not a dict's)
+            raise ConfigError(f"TurnUDF: the batch has more than one column named {name!r}")
+        seen.add(name)
     if names is not None and callable(getattr(batch, "column", None)):  # a pyarrow Table
         rows = int(batch.num_rows)
         table_columns = {
@@ -346,7 +351,8 @@ class TurnUDF:
 
         Raises:
             ConfigError: called after :meth:`close`; the batch is no mapping of columns, a
-                column is no sequence (a string, a number), or the columns differ in length.
+                column is no sequence (a string, a number), two of the row's columns have
+                one name, or the columns differ in length.
         """
         columns, sizes = _row_columns(batch)
         if len(set(sizes.values())) > 1:

@@ -97,6 +97,22 @@ def _run(fake: FakeProvider, batch: object) -> dict[str, Sequence[object]]:
         udf.close()
 
 
+@pytest.mark.parametrize("kind", ["pandas", "pyarrow"])
+def test_two_columns_of_one_name_are_a_config_error(fake: FakeProvider, kind: str) -> None:
+    """A frame with two ``prompt`` columns sent the prompt ``"prompt"`` (the column labels,
+    read as the column); a table with two was a KeyError of Arrow's."""
+    names = ["id", "prompt", "prompt"]
+    if kind == "pandas":
+        pd = pytest.importorskip("pandas")
+        batch: object = pd.DataFrame([["a", "x", "y"]], columns=names)
+    else:
+        pa = pytest.importorskip("pyarrow")
+        batch = pa.Table.from_arrays([pa.array([v]) for v in ("a", "x", "y")], names=names)
+    with pytest.raises(ConfigError, match=r"^TurnUDF: the batch has more than one column named"):
+        _run(fake, batch)
+    assert fake.requests == []
+
+
 def test_a_served_rows_columns_hold_plain_str_and_int(fake: FakeProvider) -> None:
     """A string column holds ``str`` itself: the stop reason was the message's
     ``StopReason`` member (a ``str`` subclass, shown as ``<StopReason.END_TURN: 'end_turn'>``
