@@ -22,6 +22,7 @@ import msgspec
 import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
+from reactivex.scheduler import NewThreadScheduler
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from ..clients._base import ModelClient
@@ -431,7 +432,8 @@ def _subscribe_loop(
     """The loop a subscription runs its rows on, and whether the caller runs it: the
     subscribe-time scheduler's when it is an asyncio one (its loop is where the caller wants
     the results), else the running loop. A ConfigError when there is none, it is closed, or
-    it is a loop that does not run while another one runs here."""
+    it is a loop that does not run while another one runs here, or the subscription is
+    ``Observable.run()``'s on the running loop's thread (it would block that loop)."""
     running = _running_loop()
     loop = (
         scheduler._loop  # pyright: ignore[reportPrivateUsage]
@@ -440,6 +442,15 @@ def _subscribe_loop(
     )
     if loop is None:
         return ConfigError(_NO_LOOP), False
+    if loop is running and isinstance(scheduler, NewThreadScheduler):
+        # (``Observable.run()``'s: it then blocks this thread, the running loop's, until the
+        # last result, which only this loop can bring: for ever)
+        return ConfigError(
+            "batch_results(...).run() (a subscription with a NewThreadScheduler, then a "
+            "blocking wait) on the thread of the running event loop would block the loop the "
+            "rows run on for ever: use `await batch_results(...)` (the last result) or "
+            "subscribe and await a future"
+        ), False
     if loop.is_closed():
         return ConfigError(
             "batch_results(...) was subscribed with an AsyncIOScheduler whose event loop is "

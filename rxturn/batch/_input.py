@@ -428,10 +428,7 @@ def parse_row(raw: bytes, line: int) -> tuple[BatchRow, Any]:
         obj: Any = _decode_any.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise _fail(line, json_problem(raw, str(exc))) from None
-    if not isinstance(obj, dict):
-        raise _fail(line, f"expected a JSON object, got {type(obj).__name__}")
-    row_obj = cast("dict[str, Any]", obj)
-    return decode_row(row_obj, line, raw), row_obj
+    return decode_row(obj, line, raw), obj
 
 
 #: the fields of the provider shapes' lines (their request is in ``params`` / ``body``)
@@ -452,8 +449,12 @@ def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchR
     """One row object in any of the four shapes, as a :class:`BatchRow`.
 
     Raises:
-        BatchInputError: a row of no known shape or with a bad field; names ``line``.
+        BatchInputError: a row that is no object, of no known shape or with a bad field;
+            names ``line``.
     """
+    # (a JSON line's array or number, or anything a caller of this public function gives)
+    if not isinstance(row, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise _fail(line, f"expected a JSON object, got {type(row).__name__}")
     obj = cast("dict[str, Any]", row)
     if "custom_id" in obj and "params" in obj:
         _own_fields(obj, _ANTHROPIC_KEYS, line, "an Anthropic batch request")

@@ -11,7 +11,7 @@ from typing import Any
 from ..batch._budget import Budget, LocalGate
 from ..errors import ConfigError
 
-__all__ = ["BudgetActor", "RayGate", "budget_actor", "check_limits", "ray_module"]
+__all__ = ["BudgetActor", "RayGate", "budget_actor", "check_limits", "check_name", "ray_module"]
 
 #: the budget actor's default name (one per Ray namespace)
 DEFAULT_NAME = "rxturn-budget"
@@ -146,11 +146,16 @@ def budget_actor(
     that finds it running shares it.
     """
     Budget(rpm=rpm, tpm=tpm, window=window)  # a bad limit fails here, in the caller
-    if not isinstance(name, str) or not name.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"the budget actor's name must be a non-empty string, got {name!r}")
+    check_name(name)
     ray = ray_module()
     remote = ray.remote(num_cpus=0, max_concurrency=10_000)(BudgetActor)
     return remote.options(name=name, get_if_exists=True).remote(rpm, tpm, window)
+
+
+def check_name(name: object) -> None:
+    """Raise a ConfigError for a budget actor's name no actor can have."""
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"the budget actor's name must be a non-empty string, got {name!r}")
 
 
 def check_limits(actor: Any, name: str, rpm: int | None, tpm: int | None) -> None:

@@ -19,7 +19,7 @@ from ..batch._errors import BatchInputError
 from ..batch._input import checked_sha, decode_row, input_sha
 from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
 from ..errors import ConfigError
-from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits
+from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits, check_name
 
 __all__ = ["COLUMNS", "TurnUDF"]
 
@@ -53,8 +53,15 @@ _KEY_ENV = {
 }
 
 
+#: the floats a whole number of an int64 column can become exactly (numpy's ``float64``)
+_EXACT = 2.0**53
+
+
 def _plain(value: object) -> object:
-    """A numpy / Arrow value as plain Python (lists of dicts, str, int)."""
+    """A numpy / Arrow value as plain Python (lists of dicts, str, int). A whole float is the
+    integer it was: Ray's numpy batches make an integer field float when the block holds a
+    null in it (``{"max_tokens": 5}`` beside a row without one reads ``5.0``, which no integer
+    option takes), so the same row reads the same in whatever block it comes."""
     tolist = getattr(value, "tolist", None)
     if callable(tolist):
         value = tolist()
@@ -64,6 +71,11 @@ def _plain(value: object) -> object:
         return {str(k): _plain(v) for k, v in cast("dict[object, object]", value).items()}
     if isinstance(value, float) and math.isnan(value):  # a missing value in a numpy column
         return None
+    if isinstance(value, float) and value.is_integer() and abs(value) < _EXACT:
+        return int(value)
+    pandas = sys.modules.get("pandas")  # (a batch can hold its values only once imported)
+    if pandas is not None and (value is pandas.NA or value is pandas.NaT):
+        return None  # a missing value in a pandas column of a nullable or datetime type
     return value
 
 
@@ -74,6 +86,16 @@ def _row_columns(batch: Any) -> tuple[dict[str, list[object]], dict[str, int]]:
     pandas DataFrame (whose index, after a filter, is no position) or a pyarrow Table.
     """
     names = getattr(batch, "column_names", None)
+    if names is None and not callable(getattr(batch, "keys", None)):
+        raise ConfigError(
+            "TurnUDF: a batch is a mapping of columns (a dict of lists or numpy arrays, a "
+            f"pandas DataFrame or a pyarrow Table), got {type(batch).__name__}"
+        )
+    seen: set[str] = set()
+    for name in names if names is not None else batch:
+        if name in seen and name in _ROW_COLUMNS:  # (a frame's or a table's, not a dict's)
+            raise ConfigError(f"TurnUDF: the batch has more than one column named {name!r}")
+        seen.add(name)
     if names is not None and callable(getattr(batch, "column", None)):  # a pyarrow Table
         rows = int(batch.num_rows)
         table_columns = {
@@ -86,13 +108,28 @@ def _row_columns(batch: Any) -> tuple[dict[str, list[object]], dict[str, int]]:
     sizes: dict[str, int] = {}
     for name in batch:
         column = batch[name]
-        sizes[str(name)] = len(column)
+        sizes[str(name)] = _size(name, column)
         if name in _ROW_COLUMNS:
             tolist = getattr(column, "tolist", None)  # numpy, pandas: by position
             columns[str(name)] = (
                 cast("list[object]", tolist()) if callable(tolist) else list(column)
             )
     return columns, sizes
+
+
+def _size(name: object, column: object) -> int:
+    """How many rows ``column`` holds; a ConfigError for a value that is no column (a string
+    would be read as one row per character: ``{"id": "ab", "prompt": "hi"}`` is one row
+    written as a batch, not two rows)."""
+    if not isinstance(column, str | bytes):
+        try:
+            return len(cast("Sequence[object]", column))
+        except TypeError:  # no len(), or a numpy scalar's "len() of unsized object"
+            pass
+    raise ConfigError(
+        f"TurnUDF: the batch's column {name!r} is of type {type(column).__name__}, not a column "
+        "(a list or an array of one value per row)"
+    )
 
 
 def _key(value: object) -> object:
@@ -189,6 +226,7 @@ class TurnUDF:
             rpm=rpm,
             tpm=tpm,
         ).check()
+        check_name(budget_name)  # (refused here too when no actor is asked: outside Ray)
         if api_key is None and provider in _KEY_ENV:
             api_key = (os.environ.get(_KEY_ENV[provider]) or "").strip() or None
         # without rpm/tpm the named actor still carries the Retry-After pauses of every actor
@@ -201,6 +239,7 @@ class TurnUDF:
                 check_limits(actor, budget_name, rpm, tpm)
             self._gate = RayGate(actor, limited=limited)
         self._calls: set[asyncio.Task[Any]] = set()  # what runs on the loop for a caller
+        self._closed = False
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
             target=self._loop.run_forever, name="rxturn-turnudf", daemon=True
@@ -215,7 +254,18 @@ class TurnUDF:
     def __repr__(self) -> str:
         return f"TurnUDF(provider={self.config.provider!r}, model={self.config.model!r})"
 
+    def __reduce__(self) -> Any:
+        # an instance holds its loop, thread and connections: what map_batches(TurnUDF(...))
+        # would try to ship to Ray's workers ("cannot pickle '_contextvars.Context' object")
+        raise ConfigError(
+            "a TurnUDF instance cannot be sent to Ray's workers: give map_batches the class, "
+            "map_batches(TurnUDF, fn_constructor_kwargs={...}, compute=ActorPoolStrategy(...))"
+        )
+
     def _call(self, coroutine: Any) -> Any:
+        if self._closed:  # nothing would run it
+            coroutine.close()
+            raise ConfigError("TurnUDF called after close()")
         mine: list[asyncio.Task[Any]] = []
 
         async def tracked() -> Any:
@@ -300,7 +350,9 @@ class TurnUDF:
         ``model``, ``options``): a dataset's other columns are left alone.
 
         Raises:
-            ConfigError: the batch's columns differ in length.
+            ConfigError: called after :meth:`close`; the batch is no mapping of columns, a
+                column is no sequence (a string, a number), two of the row's columns have
+                one name, or the columns differ in length.
         """
         columns, sizes = _row_columns(batch)
         if len(set(sizes.values())) > 1:
@@ -334,6 +386,7 @@ class TurnUDF:
         self._stop()
 
     def _stop(self) -> None:
+        self._closed = True
         if self._loop.is_running():
             self._loop.call_soon_threadsafe(self._loop.stop)
             self._thread.join(timeout=10)
@@ -362,7 +415,7 @@ def _append(columns: dict[str, list[object]], key: str, result: object) -> None:
             result.id,
             "ok",
             result.message.text,
-            result.message.stop_reason or "",
+            str(result.message.stop_reason or ""),  # (a StrEnum member: its value)
             result.model,
             usage.input_tokens if usage is not None else 0,
             usage.output_tokens if usage is not None else 0,

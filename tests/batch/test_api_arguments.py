@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from reactivex import operators as ops
+from reactivex.scheduler import NewThreadScheduler
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from rxturn.batch import (
@@ -209,6 +210,21 @@ async def test_a_scheduler_of_a_loop_that_does_not_run_is_refused_on_a_running_o
         other.close()
     assert [type(e) for e in errors] == [ConfigError]
     assert "another loop, which is not running" in str(errors[0])
+
+
+async def test_run_on_the_running_loops_thread_is_a_config_error_not_a_hang() -> None:
+    """``Observable.run()`` called where a loop runs (a Jupyter cell, a coroutine) subscribes
+    with a NewThreadScheduler and then blocks this thread, the one the rows need: it raises
+    a ConfigError at once instead of waiting for ever."""
+    async with FakeProvider(SCENARIO) as fake:
+        observable = batch_results(prompts(2), _config(fake.base_url))
+        errors: list[Exception] = []
+        observable.subscribe(on_error=errors.append, scheduler=NewThreadScheduler()).dispose()
+        assert [type(e) for e in errors] == [ConfigError]  # at once: run() would wait on it
+        with pytest.raises(ConfigError, match=r"\.run\(\) .* would block the loop"):
+            observable.run()
+        assert await observable.pipe(ops.count()) == 2  # awaited, the same rows run
+    assert fake.requests[0]["model"] == "m" and len(fake.requests) == 2
 
 
 @pytest.mark.parametrize("end", ["completes", "disposed from the thread"])

@@ -159,6 +159,14 @@ def test_every_bad_line_is_a_typed_error_naming_its_line(
     assert "\n" not in str(caught.value)
 
 
+@pytest.mark.parametrize("row", [5, None, [{"id": "a", "prompt": "x"}], "x"])
+def test_decode_row_given_no_object_is_a_typed_error_naming_the_line(row: object) -> None:
+    """``decode_row`` is public: given what is no object it said ``argument of type 'int' is
+    not iterable`` (a TypeError), as a JSON line's array is refused in the scan."""
+    with pytest.raises(BatchInputError, match=r"^line 4: expected a JSON object, got \w+$"):
+        decode_row(row, 4)  # pyright: ignore[reportArgumentType]
+
+
 def test_a_duplicate_key_names_both_lines(tmp_path: Path) -> None:
     path = tmp_path / "in.jsonl"
     path.write_text(

@@ -62,14 +62,27 @@ def fake() -> Iterator[FakeProvider]:
 
 
 @pytest.mark.timeout(300)
-def test_every_row_comes_back_as_a_row_with_fixed_types(ray: Any, fake: FakeProvider) -> None:
+@pytest.mark.parametrize("batch_format", ["default", "pandas"])
+def test_every_row_comes_back_as_a_row_with_fixed_types(
+    ray: Any, fake: FakeProvider, batch_format: str
+) -> None:
+    """Whatever the batch format: Ray's pandas batches hold ``pd.NA`` for the nulls of the
+    ``model`` column, and its numpy batches make ``max_tokens`` float where a row of the
+    block has no options; neither is a row's error."""
     items: list[dict[str, Any]] = [
-        {"id": f"r{i}", "prompt": f"question {i}", "model": None} for i in range(40)
+        {
+            "id": f"r{i}",
+            "prompt": f"question {i}",
+            "model": None,
+            "options": {"max_tokens": 50} if i % 2 else None,
+        }
+        for i in range(40)
     ]
     items[5]["model"] = "bad"  # the provider refuses it
     items[9]["prompt"] = "   "  # not a row at all
     ds = ray.data.from_items(items).map_batches(
         TurnUDF,
+        batch_format=batch_format,
         fn_constructor_kwargs={
             "provider": "openai",
             "model": "m",

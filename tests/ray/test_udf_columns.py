@@ -4,12 +4,15 @@ not the row's business, and a batch whose columns differ in length is a typed er
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import json
 import os
+import pickle
 import signal
 import threading
 import time
+import warnings
 from collections.abc import Iterator, Sequence
 from typing import Any, cast
 
@@ -60,6 +63,32 @@ def test_columns_of_different_lengths_are_a_config_error(fake: FakeProvider) -> 
     assert fake.requests == []
 
 
+@pytest.mark.parametrize(
+    ("batch", "words"),
+    [
+        ({"id": "ab", "prompt": "hi"}, "column 'id' is of type str, not a column"),
+        ({"id": ["a"], "prompt": b"x"}, "column 'prompt' is of type bytes, not a column"),
+        ({"id": 5, "prompt": ["x"]}, "column 'id' is of type int, not a column"),
+        ([{"id": "a", "prompt": "hi"}], "a batch is a mapping of columns .* got list"),
+        (None, "a batch is a mapping of columns .* got NoneType"),
+    ],
+    ids=["one row as strings", "bytes", "a number", "a list of rows", "None"],
+)
+def test_a_batch_that_is_no_columns_is_a_config_error_and_nothing_is_sent(
+    fake: FakeProvider, batch: object, words: str
+) -> None:
+    """One row written as a batch (``{"id": "ab", "prompt": "hi"}``) was two rows, one per
+    character, asking ``h`` and ``i``; a list of rows or a number was a TypeError of the
+    reading (``list indices must be integers``)."""
+    udf = TurnUDF("anthropic", "m", base_url=fake.base_url)
+    try:
+        with pytest.raises(ConfigError, match=f"^TurnUDF: .*{words}"):
+            udf(batch)  # pyright: ignore[reportArgumentType]
+    finally:
+        udf.close()
+    assert fake.requests == []
+
+
 def _run(fake: FakeProvider, batch: object) -> dict[str, Sequence[object]]:
     udf = TurnUDF("anthropic", "m", base_url=fake.base_url, concurrency=2)
     try:
@@ -68,12 +97,80 @@ def _run(fake: FakeProvider, batch: object) -> dict[str, Sequence[object]]:
         udf.close()
 
 
+@pytest.mark.parametrize("kind", ["pandas", "pyarrow"])
+def test_two_columns_of_one_name_are_a_config_error(fake: FakeProvider, kind: str) -> None:
+    """A frame with two ``prompt`` columns sent the prompt ``"prompt"`` (the column labels,
+    read as the column); a table with two was a KeyError of Arrow's."""
+    names = ["id", "prompt", "prompt"]
+    if kind == "pandas":
+        pd = pytest.importorskip("pandas")
+        batch: object = pd.DataFrame([["a", "x", "y"]], columns=names)
+    else:
+        pa = pytest.importorskip("pyarrow")
+        batch = pa.Table.from_arrays([pa.array([v]) for v in ("a", "x", "y")], names=names)
+    with pytest.raises(ConfigError, match=r"^TurnUDF: the batch has more than one column named"):
+        _run(fake, batch)
+    assert fake.requests == []
+
+
+def test_a_served_rows_columns_hold_plain_str_and_int(fake: FakeProvider) -> None:
+    """A string column holds ``str`` itself: the stop reason was the message's
+    ``StopReason`` member (a ``str`` subclass, shown as ``<StopReason.END_TURN: 'end_turn'>``
+    in the columns a direct call returns)."""
+    out = _run(fake, {"id": ["a", "b"], "prompt": ["one", " "]})
+    assert out["status"] == ["ok", "error"], out["error_message"]
+    assert out["stop_reason"] == ["end_turn", ""]
+    for name in COLUMNS:
+        kind = int if name in ("input_tokens", "output_tokens", "attempts") else str
+        assert {type(v) for v in out[name]} == {kind}, (name, out[name])
+
+
 def test_a_pandas_batch_is_read_by_position_whatever_its_index(fake: FakeProvider) -> None:
     pd = pytest.importorskip("pandas")
     # batch_format="pandas"; a filtered frame keeps its original labels
     batch = pd.DataFrame({"id": ["a", "b"], "prompt": ["one", "two"]}, index=[5, 9])
     out = _run(fake, batch)
     assert out["id"] == ["a", "b"] and out["status"] == ["ok", "ok"], out["error_message"]
+
+
+def test_a_pandas_batchs_missing_values_of_nullable_dtypes_are_nulls(fake: FakeProvider) -> None:
+    """Ray's ``batch_format="pandas"`` gives string columns with ``pd.NA`` for a null: a null
+    ``model`` made every row an error (``not JSON data: Encoding objects of type NAType``), a
+    null id became the id ``"<NA>"`` (``"NaT"`` in a date column); each is a null now, as
+    ``None`` in an object column is."""
+    pd = pytest.importorskip("pandas")
+    batch = pd.DataFrame(
+        {
+            "id": pd.array(["a", None, "c", "d"], dtype="string"),
+            "prompt": pd.array(["one", "two", None, "four"], dtype="string"),
+            "model": pd.array([None, None, None, "m"], dtype="string"),
+        }
+    )
+    out = _run(fake, batch)
+    plain = _run(fake, {"id": [None], "prompt": ["two"]})  # the id of a row with no id
+    assert out["status"] == ["ok", "ok", "error", "ok"], out["error_message"]
+    assert out["id"] == ["a", plain["id"][0], "c", "d"]
+    assert "no 'prompt' or 'messages' value" in str(out["error_message"][2])
+    dates = pd.DataFrame({"id": pd.to_datetime([None]), "prompt": ["two"]})
+    numbers = pd.DataFrame({"id": pd.array([None], dtype="Int64"), "prompt": ["two"]})
+    assert _run(fake, dates)["id"] == _run(fake, numbers)["id"] == plain["id"]
+
+
+def test_an_integer_option_made_float_by_a_null_in_its_block_is_the_integer(
+    fake: FakeProvider,
+) -> None:
+    """Ray's default numpy batches turn an int64 struct field with a null in the block into
+    float (``{"max_tokens": 5}`` beside a row without it reads ``5.0``, as Ray 2.60's
+    ``to_batch_format("numpy")`` gives it): the row failed (``Expected `int | null`, got
+    `float```) only because of its neighbours, and had another content id than alone."""
+    np = pytest.importorskip("numpy")
+    options = np.array([{"max_tokens": 5.0, "temperature": None}, None], dtype=object)
+    prompts = np.array(["one", "two"], dtype=object)
+    out = _run(fake, {"prompt": prompts, "options": options})
+    assert out["status"] == ["ok", "ok"], out["error_message"]
+    assert 5 in [request["max_tokens"] for request in fake.requests]  # (either may go first)
+    alone = _run(fake, {"prompt": ["one"], "options": [{"max_tokens": 5}]})
+    assert out["id"][0] == alone["id"][0]
 
 
 def test_an_arrow_table_batch_is_read(fake: FakeProvider) -> None:
@@ -211,6 +308,7 @@ def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakePro
         ({"concurrency": True}, "got `bool` - at `$.concurrency`"),
         ({"api_key": SECRET + " x"}, "api_key must be a non-empty string without whitespace"),
         ({"budget_name": "", "rpm": 5}, "the budget actor's name must be a non-empty string"),
+        ({"budget_name": None}, "the budget actor's name must be a non-empty string"),
     ],
 )
 def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
@@ -228,6 +326,32 @@ def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
     assert words in str(caught.value)
     assert_no_secret(caught.value, SECRET)
     assert {t for t in threading.enumerate() if t.name == "rxturn-turnudf"} == before
+
+
+def test_a_call_after_close_is_a_config_error_leaving_no_coroutine(fake: FakeProvider) -> None:
+    """It was ``RuntimeError: Event loop is closed``, with two ``coroutine ... was never
+    awaited`` warnings; a second close() stays harmless."""
+    udf = TurnUDF("anthropic", "m", base_url=fake.base_url)
+    udf.close()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a coroutine left unawaited fails the test
+        with pytest.raises(ConfigError, match=r"^TurnUDF called after close\(\)$"):
+            udf({"id": ["a"], "prompt": ["one"]})
+        gc.collect()
+    udf.close()
+    assert fake.requests == []
+
+
+def test_an_instance_sent_to_ray_is_a_config_error_naming_the_class_form() -> None:
+    """``map_batches(TurnUDF(...))`` pickles the instance for Ray's workers: it was
+    ``TypeError: cannot pickle '_contextvars.Context' object``; now the way to write it."""
+    udf = TurnUDF("anthropic", "m", base_url="http://127.0.0.1:9", api_key=SECRET)
+    try:
+        with pytest.raises(ConfigError, match=r"give map_batches the class") as caught:
+            pickle.dumps(udf)
+    finally:
+        udf.close()
+    assert_no_secret(caught.value, SECRET)
 
 
 class _Interrupted(Exception):
