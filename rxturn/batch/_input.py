@@ -453,7 +453,8 @@ def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchR
             names ``line``.
     """
     # (a JSON line's array or number, or anything a caller of this public function gives)
-    if not isinstance(row, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
+    # (a dict asked first: the fast path of every row)
+    if type(row) is not dict and not isinstance(row, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise _fail(line, f"expected a JSON object, got {type(row).__name__}")
     obj = cast("dict[str, Any]", row)
     if "custom_id" in obj and "params" in obj:
