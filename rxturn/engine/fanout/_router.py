@@ -59,6 +59,7 @@ class ObserverSet:
     few times at most), so building a set costs no per-callback table.
 
     Examples:
+        >>> from rxturn import ObserverSet, RecordingObserver
         >>> rec = RecordingObserver()
         >>> observers = ObserverSet([rec])
         >>> observers.emit("on_turn_start", turn=0, query="hi")
