@@ -7,8 +7,8 @@ The rules every command follows (the README's command-line section says the same
   writes only text that was served: a failed attempt never reaches stdout.
 * **Notices on stderr**, one line each, in the order things happened (:class:`Notices`). On a
   terminal a long wait counts down in place; elsewhere it is one line that says how long.
-* **Colour** only on a terminal, never when ``NO_COLOR`` is set to a non-empty value
-  (https://no-color.org), never with ``TERM=dumb`` (which also means no cursor movement).
+* **Colour** only on a terminal, never when ``NO_COLOR`` is set, whatever its value (an empty
+  one included), never with ``TERM=dumb`` (which also means no cursor movement).
 * **A closed pipe** (``rxturn demo | head -1``) ends the command quietly:
   :func:`write` notices the ``BrokenPipeError``, points the stream at ``/dev/null`` so nothing
   fails at exit, and sets :data:`STATE`'s ``closed``; the command stops and exits
@@ -151,10 +151,11 @@ def is_terminal(stream: TextIO) -> bool:
 
 def wants_color(stream: TextIO, forced: bool | None = None) -> bool:
     """Colour for ``stream``: ``forced`` if given (``--color`` / ``--no-color``), else only on
-    a terminal and only when ``NO_COLOR`` is unset or empty (no-color.org)."""
+    a terminal and only when ``NO_COLOR`` is unset (set to any value, an empty one included,
+    it turns colour off)."""
     if forced is not None:
         return forced
-    return is_terminal(stream) and not os.environ.get("NO_COLOR")
+    return is_terminal(stream) and "NO_COLOR" not in os.environ
 
 
 def paint(text: str, code: str, color: bool) -> str:

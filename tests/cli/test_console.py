@@ -72,7 +72,7 @@ def terminal() -> Iterator[TextIO]:
         ({}, True),
         ({"NO_COLOR": "1"}, False),
         ({"NO_COLOR": "0"}, False),  # any non-empty value
-        ({"NO_COLOR": ""}, True),  # no-color.org: an empty value does not count
+        ({"NO_COLOR": ""}, False),  # any value, an empty one included
         ({"TERM": "dumb"}, False),
     ],
 )
