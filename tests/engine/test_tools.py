@@ -320,3 +320,17 @@ async def test_a_tools_finite_values_and_nulls_are_its_json(returned: object, se
 
     result = await ToolRegistry([compute]).run(ToolCallPart("c", "compute", {}))
     assert (result.content, result.is_error) == (sent, False)
+
+
+async def test_a_sync_tool_raising_stop_iteration_is_a_failed_result_not_a_hang() -> None:
+    # asyncio cannot set a StopIteration on the future awaiting the worker thread: unconverted,
+    # that future never settles and the run hangs (an async tool's is a RuntimeError already)
+    def first(items: list[int]) -> int:
+        return next(iter(items))  # the model sends an empty list
+
+    registry = ToolRegistry([first])
+    call = ToolCallPart(id="c1", name="first", input={"items": []})
+    result = await asyncio.wait_for(registry.run(call), 5)
+    assert result.is_error
+    assert isinstance(result.content, str) and result.content.startswith("RuntimeError: ")
+    assert "StopIteration" in result.content

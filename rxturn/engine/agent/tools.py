@@ -141,7 +141,7 @@ class Tool:
         if self._is_async:
             result = self.function(**kwargs)
         else:  # a plain function runs in a worker thread: the loop stays live
-            result = await asyncio.to_thread(self.function, **kwargs)
+            result = await asyncio.to_thread(_call_in_thread, self.function, kwargs)
         if inspect.isawaitable(result):
             result = await result
         return _render(result)
@@ -248,6 +248,16 @@ class ToolRegistry:
             return _failed(call, exc)  # the tool's own code raised it: nothing cancelled us
         except Exception as exc:  # the tool's own failure goes back to the model, and the log
             return _failed(call, exc)
+
+
+def _call_in_thread(function: Callable[..., Any], kwargs: dict[str, object]) -> Any:
+    """``function(**kwargs)`` in a worker thread, a ``StopIteration`` it raises turned into a
+    ``RuntimeError`` (as PEP 479 does in a coroutine): asyncio cannot set a ``StopIteration``
+    on the future that awaits the thread, and that future would never settle (a hang)."""
+    try:
+        return function(**kwargs)
+    except StopIteration as exc:
+        raise RuntimeError(f"the tool raised StopIteration: {exc}") from exc
 
 
 def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
