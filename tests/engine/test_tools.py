@@ -334,3 +334,41 @@ async def test_a_sync_tool_raising_stop_iteration_is_a_failed_result_not_a_hang(
     assert result.is_error
     assert isinstance(result.content, str) and result.content.startswith("RuntimeError: ")
     assert "StopIteration" in result.content
+
+
+async def test_a_kwargs_tool_with_its_own_schema_takes_the_models_arguments() -> None:
+    # the schema names what the function takes through **kwargs: those are not "unexpected"
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "k": {"type": "integer"}},
+    }
+
+    def search(**arguments: object) -> str:
+        return f"{arguments['query']} top {arguments['k']}"
+
+    def ranked(query: str, **options: object) -> list[object]:
+        return [query, options]
+
+    registry = ToolRegistry([Tool(search, input_schema=schema), Tool(ranked, input_schema=schema)])
+    arguments = {"query": "rx", "k": 3}
+    searched = await registry.run(ToolCallPart(id="c1", name="search", input=arguments))
+    assert (searched.content, searched.is_error) == ("rx top 3", False)
+    ranked_result = await registry.run(ToolCallPart(id="c2", name="ranked", input=arguments))
+    assert (ranked_result.content, ranked_result.is_error) == ('["rx",{"k":3}]', False)
+    # a function without **kwargs still refuses an argument it has no parameter for
+    bare = ToolRegistry([Tool(lambda query: query, name="bare", input_schema=schema)])
+    refused = await bare.run(ToolCallPart(id="c3", name="bare", input=arguments))
+    assert refused.is_error and "unexpected argument(s): k" in str(refused.content)
+
+
+def test_a_positional_only_parameter_is_a_config_error_unless_it_has_a_default() -> None:
+    def lookup(key: str, /) -> str:
+        return key
+
+    def scaled(factor: int = 2, /, *, value: int) -> int:
+        return factor * value
+
+    with pytest.raises(ConfigError, match="'key' is positional-only"):
+        Tool(lookup)
+    # one with a default is left out: the model is never told of it, nor can it pass it
+    assert Tool(scaled).schema.input_schema["properties"] == {"value": {"type": "integer"}}

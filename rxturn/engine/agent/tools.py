@@ -68,7 +68,7 @@ ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 class Tool:
     """A callable the model may invoke, with its schema."""
 
-    __slots__ = ("_is_async", "_types", "function", "schema", "timeout")
+    __slots__ = ("_is_async", "_keywords", "_types", "function", "schema", "timeout")
 
     def __init__(
         self,
@@ -106,6 +106,10 @@ class Tool:
             )
         doc = inspect.getdoc(function) or ""
         self._types = _parameter_types(function)
+        # a ``**kwargs`` function takes what its input_schema names besides its parameters
+        self._keywords = any(
+            p.kind is p.VAR_KEYWORD for p in inspect.signature(function).parameters.values()
+        )
         schema = dict(input_schema) if input_schema is not None else _schema_for(self._types)
         self.schema = ToolSchema(
             name=tool_name,
@@ -134,7 +138,9 @@ class Tool:
         if not isinstance(arguments, dict):
             raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
         # a decoded JSON object: its keys are strings
-        return _convert_arguments(self._types, cast("dict[str, Any]", arguments))
+        return _convert_arguments(
+            self._types, cast("dict[str, Any]", arguments), keywords=self._keywords
+        )
 
     async def invoke(self, kwargs: dict[str, object]) -> str | tuple[ToolResultContent, ...]:
         """Run the function with converted arguments (awaiting it if needed); render the result."""
@@ -273,7 +279,12 @@ def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
 
 
 def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:
-    """name -> (annotation, required) for every named parameter of ``function``."""
+    """name -> (annotation, required) for every named parameter of ``function``.
+
+    Raises:
+        ConfigError: a positional-only parameter without a default (the model's arguments are
+            passed by name: every call would fail); one with a default is left out.
+    """
     signature = inspect.signature(function)
     try:
         hints = get_type_hints(function)
@@ -282,6 +293,13 @@ def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:
     types: dict[str, tuple[Any, bool]] = {}
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
+            continue
+        if parameter.kind is parameter.POSITIONAL_ONLY:
+            if parameter.default is inspect.Parameter.empty:
+                raise ConfigError(
+                    f"tool parameter {parameter.name!r} is positional-only; a tool's arguments "
+                    "are passed by name"
+                )
             continue
         annotation = hints.get(parameter.name, Any)
         types[parameter.name] = (annotation, parameter.default is inspect.Parameter.empty)
@@ -311,16 +329,18 @@ def _schema_for(types: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:
 
 
 def _convert_arguments(
-    types: Mapping[str, tuple[Any, bool]], arguments: Mapping[str, Any]
+    types: Mapping[str, tuple[Any, bool]], arguments: Mapping[str, Any], *, keywords: bool
 ) -> dict[str, Any]:
+    """``arguments`` converted to ``types``; others kept as they are when ``keywords`` (the
+    function takes ``**kwargs``), else refused."""
     unknown = set(arguments) - set(types)
-    if unknown:
+    if unknown and not keywords:
         raise ConfigError(f"unexpected argument(s): {', '.join(sorted(unknown))}")
     missing = [name for name, (_, required) in types.items() if required and name not in arguments]
     if missing:
         raise ConfigError(f"missing required argument(s): {', '.join(missing)}")
     return {
-        name: msgspec.convert(value, types[name][0], strict=False)
+        name: msgspec.convert(value, types[name][0], strict=False) if name in types else value
         for name, value in arguments.items()
     }
 
