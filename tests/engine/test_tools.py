@@ -372,3 +372,21 @@ def test_a_positional_only_parameter_is_a_config_error_unless_it_has_a_default()
         Tool(lookup)
     # one with a default is left out: the model is never told of it, nor can it pass it
     assert Tool(scaled).schema.input_schema["properties"] == {"value": {"type": "integer"}}
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_tool_error_whose_str_fails_is_still_a_failed_result(kind: str) -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            return self.args[0]  # raised without arguments: an IndexError here
+
+    def broken() -> str:
+        raise Unprintable
+
+    async def broken_async() -> str:
+        raise Unprintable
+
+    registry = ToolRegistry([Tool(broken if kind == "sync" else broken_async, name="broken")])
+    result = await registry.run(ToolCallPart(id="c1", name="broken", input={}))
+    assert result.is_error
+    assert result.content == "Unprintable: <exception str() failed>"

@@ -58,8 +58,13 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:
-    """``error`` as the failed tool result the model sees (``"ErrorClass: message"``)."""
-    return ToolResultPart(call.id, f"{type(error).__name__}: {error}", is_error=True)
+    """``error`` as the failed tool result the model sees (``"ErrorClass: message"``; an error
+    whose ``str()`` itself raises reads as the traceback module writes it)."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "<exception str() failed>"
+    return ToolResultPart(call.id, f"{type(error).__name__}: {message}", is_error=True)
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
