@@ -361,17 +361,24 @@ async def test_a_kwargs_tool_with_its_own_schema_takes_the_models_arguments() ->
     assert refused.is_error and "unexpected argument(s): k" in str(refused.content)
 
 
-def test_a_positional_only_parameter_is_a_config_error_unless_it_has_a_default() -> None:
+async def test_positional_only_parameters_are_passed_by_position() -> None:
     def lookup(key: str, /) -> str:
-        return key
+        return key.upper()
 
     def scaled(factor: int = 2, /, *, value: int) -> int:
         return factor * value
 
-    with pytest.raises(ConfigError, match="'key' is positional-only"):
-        Tool(lookup)
-    # one with a default is left out: the model is never told of it, nor can it pass it
-    assert Tool(scaled).schema.input_schema["properties"] == {"value": {"type": "integer"}}
+    registry = ToolRegistry([lookup, scaled, len])
+    found = await registry.run(ToolCallPart(id="c1", name="lookup", input={"key": "oslo"}))
+    assert (found.content, found.is_error) == ("OSLO", False)
+    given = await registry.run(
+        ToolCallPart(id="c2", name="scaled", input={"factor": 3, "value": 5})
+    )
+    assert (given.content, given.is_error) == ("15", False)
+    default = await registry.run(ToolCallPart(id="c3", name="scaled", input={"value": 5}))
+    assert (default.content, default.is_error) == ("10", False)
+    counted = await registry.run(ToolCallPart(id="c4", name="len", input={"obj": [1, 2, 3]}))
+    assert (counted.content, counted.is_error) == ("3", False)
 
 
 @pytest.mark.parametrize("kind", ["sync", "async"])

@@ -73,7 +73,7 @@ ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 class Tool:
     """A callable the model may invoke, with its schema."""
 
-    __slots__ = ("_is_async", "_keywords", "_types", "function", "schema", "timeout")
+    __slots__ = ("_is_async", "_keywords", "_positional", "_types", "function", "schema", "timeout")
 
     def __init__(
         self,
@@ -111,10 +111,11 @@ class Tool:
             )
         doc = inspect.getdoc(function) or ""
         self._types = _parameter_types(function)
+        parameters = inspect.signature(function).parameters.values()
         # a ``**kwargs`` function takes what its input_schema names besides its parameters
-        self._keywords = any(
-            p.kind is p.VAR_KEYWORD for p in inspect.signature(function).parameters.values()
-        )
+        self._keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
+        # positional-only parameters (``len(obj, /)``) are passed by position, in order
+        self._positional = tuple([p.name for p in parameters if p.kind is p.POSITIONAL_ONLY])
         schema = dict(input_schema) if input_schema is not None else _schema_for(self._types)
         self.schema = ToolSchema(
             name=tool_name,
@@ -149,10 +150,15 @@ class Tool:
 
     async def invoke(self, kwargs: dict[str, object]) -> str | tuple[ToolResultContent, ...]:
         """Run the function with converted arguments (awaiting it if needed); render the result."""
+        args: list[object] = []
+        for name in self._positional:  # the leading ones given (kwargs is the call's own)
+            if name not in kwargs:
+                break
+            args.append(kwargs.pop(name))
         if self._is_async:
-            result = self.function(**kwargs)
+            result = self.function(*args, **kwargs)
         else:  # a plain function runs in a worker thread: the loop stays live
-            result = await asyncio.to_thread(_call_in_thread, self.function, kwargs)
+            result = await asyncio.to_thread(_call_in_thread, self.function, args, kwargs)
         if inspect.isawaitable(result):
             result = await result
         return _render(result)
@@ -261,12 +267,14 @@ class ToolRegistry:
             return _failed(call, exc)
 
 
-def _call_in_thread(function: Callable[..., Any], kwargs: dict[str, object]) -> Any:
-    """``function(**kwargs)`` in a worker thread, a ``StopIteration`` it raises turned into a
+def _call_in_thread(
+    function: Callable[..., Any], args: list[object], kwargs: dict[str, object]
+) -> Any:
+    """``function(*args, **kwargs)`` in a worker thread, a ``StopIteration`` it raises turned into a
     ``RuntimeError`` (as PEP 479 does in a coroutine): asyncio cannot set a ``StopIteration``
     on the future that awaits the thread, and that future would never settle (a hang)."""
     try:
-        return function(**kwargs)
+        return function(*args, **kwargs)
     except StopIteration as exc:
         raise RuntimeError(f"the tool raised StopIteration: {exc}") from exc
 
@@ -284,12 +292,7 @@ def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
 
 
 def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:
-    """name -> (annotation, required) for every named parameter of ``function``.
-
-    Raises:
-        ConfigError: a positional-only parameter without a default (the model's arguments are
-            passed by name: every call would fail); one with a default is left out.
-    """
+    """name -> (annotation, required) for every named parameter of ``function``."""
     signature = inspect.signature(function)
     try:
         hints = get_type_hints(function)
@@ -298,13 +301,6 @@ def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:
     types: dict[str, tuple[Any, bool]] = {}
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
-            continue
-        if parameter.kind is parameter.POSITIONAL_ONLY:
-            if parameter.default is inspect.Parameter.empty:
-                raise ConfigError(
-                    f"tool parameter {parameter.name!r} is positional-only; a tool's arguments "
-                    "are passed by name"
-                )
             continue
         annotation = hints.get(parameter.name, Any)
         types[parameter.name] = (annotation, parameter.default is inspect.Parameter.empty)
