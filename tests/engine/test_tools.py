@@ -320,3 +320,80 @@ async def test_a_tools_finite_values_and_nulls_are_its_json(returned: object, se
 
     result = await ToolRegistry([compute]).run(ToolCallPart("c", "compute", {}))
     assert (result.content, result.is_error) == (sent, False)
+
+
+async def test_a_sync_tool_raising_stop_iteration_is_a_failed_result_not_a_hang() -> None:
+    # asyncio cannot set a StopIteration on the future awaiting the worker thread: unconverted,
+    # that future never settles and the run hangs (an async tool's is a RuntimeError already)
+    def first(items: list[int]) -> int:
+        return next(iter(items))  # the model sends an empty list
+
+    registry = ToolRegistry([first])
+    call = ToolCallPart(id="c1", name="first", input={"items": []})
+    result = await asyncio.wait_for(registry.run(call), 5)
+    assert result.is_error
+    assert isinstance(result.content, str) and result.content.startswith("RuntimeError: ")
+    assert "StopIteration" in result.content
+
+
+async def test_a_kwargs_tool_with_its_own_schema_takes_the_models_arguments() -> None:
+    # the schema names what the function takes through **kwargs: those are not "unexpected"
+    schema = {
+        "type": "object",
+        "properties": {"query": {"type": "string"}, "k": {"type": "integer"}},
+    }
+
+    def search(**arguments: object) -> str:
+        return f"{arguments['query']} top {arguments['k']}"
+
+    def ranked(query: str, **options: object) -> list[object]:
+        return [query, options]
+
+    registry = ToolRegistry([Tool(search, input_schema=schema), Tool(ranked, input_schema=schema)])
+    arguments = {"query": "rx", "k": 3}
+    searched = await registry.run(ToolCallPart(id="c1", name="search", input=arguments))
+    assert (searched.content, searched.is_error) == ("rx top 3", False)
+    ranked_result = await registry.run(ToolCallPart(id="c2", name="ranked", input=arguments))
+    assert (ranked_result.content, ranked_result.is_error) == ('["rx",{"k":3}]', False)
+    # a function without **kwargs still refuses an argument it has no parameter for
+    bare = ToolRegistry([Tool(lambda query: query, name="bare", input_schema=schema)])
+    refused = await bare.run(ToolCallPart(id="c3", name="bare", input=arguments))
+    assert refused.is_error and "unexpected argument(s): k" in str(refused.content)
+
+
+async def test_positional_only_parameters_are_passed_by_position() -> None:
+    def lookup(key: str, /) -> str:
+        return key.upper()
+
+    def scaled(factor: int = 2, /, *, value: int) -> int:
+        return factor * value
+
+    registry = ToolRegistry([lookup, scaled, len])
+    found = await registry.run(ToolCallPart(id="c1", name="lookup", input={"key": "oslo"}))
+    assert (found.content, found.is_error) == ("OSLO", False)
+    given = await registry.run(
+        ToolCallPart(id="c2", name="scaled", input={"factor": 3, "value": 5})
+    )
+    assert (given.content, given.is_error) == ("15", False)
+    default = await registry.run(ToolCallPart(id="c3", name="scaled", input={"value": 5}))
+    assert (default.content, default.is_error) == ("10", False)
+    counted = await registry.run(ToolCallPart(id="c4", name="len", input={"obj": [1, 2, 3]}))
+    assert (counted.content, counted.is_error) == ("3", False)
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+async def test_a_tool_error_whose_str_fails_is_still_a_failed_result(kind: str) -> None:
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            return self.args[0]  # raised without arguments: an IndexError here
+
+    def broken() -> str:
+        raise Unprintable
+
+    async def broken_async() -> str:
+        raise Unprintable
+
+    registry = ToolRegistry([Tool(broken if kind == "sync" else broken_async, name="broken")])
+    result = await registry.run(ToolCallPart(id="c1", name="broken", input={}))
+    assert result.is_error
+    assert result.content == "Unprintable: <exception str() failed>"

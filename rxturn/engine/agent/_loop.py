@@ -127,7 +127,13 @@ class AgentLoop:
                     if result.stop_reason is not StopReason.TOOL_CALL:
                         break
                     await self.tool_phase(result)
-                hit_max = bool(results) and results[-1].stop_reason is StopReason.TOOL_CALL
+                last = results[-1] if results else None
+                hit_max = last is not None and last.stop_reason is StopReason.TOOL_CALL
+                if last is not None and not hit_max and last.message.tool_calls:
+                    # a reply that ended the run with calls it did not run (max_tokens,
+                    # stop_sequence, a refusal): each gets its result, or the next request
+                    # holds a call without one, which every API but Ollama's refuses (a 400)
+                    host.session.history.append(_not_run(last))
             except BaseException as exc:
                 del host.session.history[start_len:]
                 observers = host.observers
@@ -184,3 +190,10 @@ class AgentLoop:
         return await race(
             self.host.tools.run(call), self.host.cancel_token, timeout, scheduler, expired
         )
+
+
+def _not_run(result: TurnResult) -> Message:
+    """Error results for the tool calls of a reply that ended the run before they ran."""
+    why = f"not run: the reply ended with stop reason {result.stop_reason.value!r}"
+    calls = result.message.tool_calls
+    return Message(role="user", content=tuple([ToolResultPart(c.id, why, True) for c in calls]))

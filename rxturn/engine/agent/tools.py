@@ -58,8 +58,13 @@ _TOOL_NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
 def tool_error_result(call: ToolCallPart, error: BaseException) -> ToolResultPart:
-    """``error`` as the failed tool result the model sees (``"ErrorClass: message"``)."""
-    return ToolResultPart(call.id, f"{type(error).__name__}: {error}", is_error=True)
+    """``error`` as the failed tool result the model sees (``"ErrorClass: message"``; an error
+    whose ``str()`` itself raises reads as the traceback module writes it)."""
+    try:
+        message = str(error)
+    except Exception:
+        message = "<exception str() failed>"
+    return ToolResultPart(call.id, f"{type(error).__name__}: {message}", is_error=True)
 
 
 ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
@@ -68,7 +73,7 @@ ToolFunction = Callable[..., Any] | Callable[..., Awaitable[Any]]
 class Tool:
     """A callable the model may invoke, with its schema."""
 
-    __slots__ = ("_is_async", "_types", "function", "schema", "timeout")
+    __slots__ = ("_is_async", "_keywords", "_positional", "_types", "function", "schema", "timeout")
 
     def __init__(
         self,
@@ -106,6 +111,11 @@ class Tool:
             )
         doc = inspect.getdoc(function) or ""
         self._types = _parameter_types(function)
+        parameters = inspect.signature(function).parameters.values()
+        # a ``**kwargs`` function takes what its input_schema names besides its parameters
+        self._keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
+        # positional-only parameters (``len(obj, /)``) are passed by position, in order
+        self._positional = tuple([p.name for p in parameters if p.kind is p.POSITIONAL_ONLY])
         schema = dict(input_schema) if input_schema is not None else _schema_for(self._types)
         self.schema = ToolSchema(
             name=tool_name,
@@ -134,14 +144,21 @@ class Tool:
         if not isinstance(arguments, dict):
             raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
         # a decoded JSON object: its keys are strings
-        return _convert_arguments(self._types, cast("dict[str, Any]", arguments))
+        return _convert_arguments(
+            self._types, cast("dict[str, Any]", arguments), keywords=self._keywords
+        )
 
     async def invoke(self, kwargs: dict[str, object]) -> str | tuple[ToolResultContent, ...]:
         """Run the function with converted arguments (awaiting it if needed); render the result."""
+        args: list[object] = []
+        for name in self._positional:  # the leading ones given (kwargs is the call's own)
+            if name not in kwargs:
+                break
+            args.append(kwargs.pop(name))
         if self._is_async:
-            result = self.function(**kwargs)
+            result = self.function(*args, **kwargs)
         else:  # a plain function runs in a worker thread: the loop stays live
-            result = await asyncio.to_thread(self.function, **kwargs)
+            result = await asyncio.to_thread(_call_in_thread, self.function, args, kwargs)
         if inspect.isawaitable(result):
             result = await result
         return _render(result)
@@ -250,6 +267,18 @@ class ToolRegistry:
             return _failed(call, exc)
 
 
+def _call_in_thread(
+    function: Callable[..., Any], args: list[object], kwargs: dict[str, object]
+) -> Any:
+    """``function(*args, **kwargs)`` in a worker thread, a ``StopIteration`` it raises turned into a
+    ``RuntimeError`` (as PEP 479 does in a coroutine): asyncio cannot set a ``StopIteration``
+    on the future that awaits the thread, and that future would never settle (a hang)."""
+    try:
+        return function(*args, **kwargs)
+    except StopIteration as exc:
+        raise RuntimeError(f"the tool raised StopIteration: {exc}") from exc
+
+
 def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
     """A tool's own failure: logged (with its traceback), and the model's error result."""
     log.warning(
@@ -301,16 +330,18 @@ def _schema_for(types: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:
 
 
 def _convert_arguments(
-    types: Mapping[str, tuple[Any, bool]], arguments: Mapping[str, Any]
+    types: Mapping[str, tuple[Any, bool]], arguments: Mapping[str, Any], *, keywords: bool
 ) -> dict[str, Any]:
+    """``arguments`` converted to ``types``; others kept as they are when ``keywords`` (the
+    function takes ``**kwargs``), else refused."""
     unknown = set(arguments) - set(types)
-    if unknown:
+    if unknown and not keywords:
         raise ConfigError(f"unexpected argument(s): {', '.join(sorted(unknown))}")
     missing = [name for name, (_, required) in types.items() if required and name not in arguments]
     if missing:
         raise ConfigError(f"missing required argument(s): {', '.join(missing)}")
     return {
-        name: msgspec.convert(value, types[name][0], strict=False)
+        name: msgspec.convert(value, types[name][0], strict=False) if name in types else value
         for name, value in arguments.items()
     }
 
