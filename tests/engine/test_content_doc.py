@@ -86,4 +86,9 @@ def test_cached_agent_loop(workdir: Path) -> None:
     assert lines[:4] == [
         f"request {n}: system, tools, conversation and 1 marker cached" for n in range(1, 5)
     ]
-    assert lines[4] == "Read all three pages."
+    # the text: the first reply writes the 806-word prefix and reads nothing; every later one
+    # reads all that was written before it and writes only the new tool round (4 words)
+    read = [0, 806, 806 + 4, 806 + 4 + 4]
+    written = [806, 4, 4, 4]
+    assert lines[4:8] == [f"reply {n + 1}: {written[n]} written, {read[n]} read" for n in range(4)]
+    assert lines[8] == "Read all three pages."
