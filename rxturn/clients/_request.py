@@ -44,6 +44,7 @@ __all__ = [
     "put_sampling",
     "reject_reasoning_effort",
     "reject_thinking",
+    "requested_max_tokens",
     "resolve_max_tokens",
     "resolve_model",
     "resolve_reasoning_effort",
@@ -84,6 +85,16 @@ def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | No
         where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
         raise ConfigError(f"{where} must be a positive integer, got {value!r}")
     return value
+
+
+def requested_max_tokens(client: object, options: RequestOptions) -> int | None:
+    """The ``max_tokens`` a request of ``client`` carries, as :func:`resolve_max_tokens` picks
+    it (the client's default is its ``max_tokens`` attribute), for telling observers; ``None``
+    when neither sets one, or the value is one the request refuses (its own error says so)."""
+    try:
+        return resolve_max_tokens(options, getattr(client, "max_tokens", None))
+    except ConfigError:
+        return None
 
 
 def resolve_temperature(options: RequestOptions) -> float | None:

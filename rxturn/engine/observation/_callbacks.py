@@ -156,9 +156,10 @@ class Observer:
     ) -> None:
         """The turn's model call begins: ``model`` (the routed one) is asked ``request``.
 
-        ``provider`` is ``"anthropic"``, ``"openai"``, ``"ollama"`` (or a client's own name),
-        ``base_url`` where requests go, ``estimated_input_tokens`` the engine's offline estimate
-        of the prompt.
+        ``options`` are the request options as the request carries them (the client's default
+        ``max_tokens`` filled in when they set none), ``provider`` is ``"anthropic"``,
+        ``"openai"``, ``"ollama"`` (or a client's own name), ``base_url`` where requests go,
+        ``estimated_input_tokens`` the engine's offline estimate of the prompt.
         """
 
     def on_attempt_start(

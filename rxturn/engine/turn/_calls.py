@@ -26,6 +26,7 @@ from reactivex import Observable, abc
 from reactivex.subject import Subject
 
 from ...clients._base import keeps_thinking
+from ...clients._request import requested_max_tokens
 from ...cost import Pricer
 from ...errors import Cancelled, FallbackExhausted
 from ...events import HandlerEvent
@@ -86,6 +87,15 @@ _turn_ids = itertools.count(1)
 # (an enum member read from its class costs several times a global's read on Python 3.11)
 _END_TURN = StopReason.END_TURN
 _TOOL_CALL = StopReason.TOOL_CALL
+
+
+def _as_sent(client: object, options: RequestOptions) -> RequestOptions:
+    """``options`` as the request carries them, for ``on_request``: with the client's default
+    ``max_tokens`` when they set none (Anthropic's requests always carry one)."""
+    tokens = requested_max_tokens(client, options)
+    if tokens is None or tokens == options.max_tokens:
+        return options
+    return msgspec.structs.replace(options, max_tokens=tokens)
 
 
 class CallsHost(SetupHost, Protocol):
@@ -242,7 +252,7 @@ class TurnCalls:
                 turn_id=turn_id,
                 model=served,
                 request=request,
-                options=options,
+                options=_as_sent(host.client, options),
                 provider=provider_name(host.client),
                 base_url=host.client.base_url,
                 stream=host.mode == "streaming",
