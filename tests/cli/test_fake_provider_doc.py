@@ -187,3 +187,25 @@ async def test_thinking_a_truncated_reply_no_usage() -> None:
     assert result.stop_reason is StopReason.MAX_TOKENS
     usage = result.message.usage
     assert usage is None or (usage.input_tokens, usage.output_tokens) == (0, 0)
+
+
+def test_the_thinking_rule_is_documented_with_the_messages_the_fake_gives() -> None:
+    # the fake refused such continuations with a 400 that the document, which says what a
+    # request must look like, never mentioned
+    from rxturn.testing._emit_base import anthropic_thinking_violation, thinking_signature
+
+    text = " ".join(DOC.read_text().split())
+    call = {"type": "tool_use", "id": "t", "name": "f", "input": {}}
+    signed = {"type": "thinking", "thinking": "hm", "signature": thinking_signature("hm")}
+
+    def violation(thinking: dict[str, Any], assistant: list[Any]) -> str | None:
+        history = [{"role": "user", "content": "q"}, {"role": "assistant", "content": assistant}]
+        return anthropic_thinking_violation({"thinking": thinking, "messages": history})
+
+    for thinking in ({"type": "enabled", "budget_tokens": 2048}, {"type": "adaptive"}):
+        lost = violation(thinking, [call])
+        assert lost is not None
+        assert f"``{lost.split('. ', 1)[0]}.``" in text
+        changed = violation(thinking, [{**signed, "signature": "other"}, call])
+        assert f"``{changed}`` for a changed one" in text
+        assert violation(thinking, [signed, call]) is None
