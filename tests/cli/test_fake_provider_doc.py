@@ -19,6 +19,7 @@ import pytest
 from rxturn import AnthropicClient, FallbackManager, StreamHandler, TimeoutPolicy, TurnEngine
 from rxturn.errors import (
     AuthenticationError,
+    ConfigError,
     ContextOverflowError,
     RescueFailed,
 )
@@ -209,3 +210,41 @@ def test_the_thinking_rule_is_documented_with_the_messages_the_fake_gives() -> N
         changed = violation(thinking, [{**signed, "signature": "other"}, call])
         assert f"``{changed}`` for a changed one" in text
         assert violation(thinking, [signed, call]) is None
+
+
+def _loads(entry: dict[str, Any]) -> bool:
+    try:
+        load_scenario({"models": {"m": [entry]}})
+    except ConfigError:
+        return False
+    return True
+
+
+def test_the_keys_that_take_null_are_the_documented_ones() -> None:
+    # null loaded for thirteen keys as if left out, and the document said nothing of it
+    text = " ".join(DOC.read_text().split())
+    sentence = text.split("- `null` is the same as leaving the key out for ", 1)[1]
+    sentence = sentence.split("; `usage: null`", 1)[0]
+    documented = set(re.findall(r"`(\w+)`", sentence))
+    entry_keys = {key for key in Entry.__struct_fields__ if key != "usage"}
+    assert {key for key in entry_keys if _loads({key: None})} == documented - {"id"}
+    assert "id" in documented and _loads({"tool_calls": [{"name": "f", "id": None}]})
+    assert not _loads({"tool_calls": [{"name": "f", "input": None}]})
+    window = {"models": {"m": [{}]}, "rate_limit_windows": [{"seconds": 1, "retry_after": None}]}
+    assert load_scenario(window).rate_limit_windows[0].retry_after is None
+
+
+def test_the_string_keys_documented_non_empty_refuse_an_empty_string() -> None:
+    table = DOC.read_text().split("## Entry keys", 1)[1].split("Details worth knowing", 1)[0]
+    types = dict(re.findall(r"^\| `(\w+)` \| ([^|]+?) \|", table, re.M))
+    strings = {key: kind for key, kind in types.items() if kind.endswith("string")}
+    assert {"text", "thinking", "error_type", "error_message"} <= set(strings)
+    for key, kind in strings.items():
+        # (error_type and error_message need a status to load at all)
+        assert _loads({key: "", "status": 500} if key.startswith("error_") else {key: ""}) is (
+            kind == "string"
+        ), key
+    assert not _loads({"tool_calls": [{"name": ""}]})
+    assert not _loads({"tool_calls": [{"name": "f", "id": ""}]})
+    with pytest.raises(ConfigError, match="non-empty strings"):
+        load_scenario({"models": {"": [{}]}})
