@@ -23,6 +23,7 @@ import sys
 import time
 from typing import Any, Final
 
+import msgspec
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry._logs import Logger, LoggerProvider, get_logger_provider
@@ -501,15 +502,20 @@ class OTelObserver(Observer):
     def _emit_details(
         self, state: TurnSpans, attributes: Attributes, output_json: str | None
     ) -> None:
-        """The turn's ``gen_ai.client.inference.operation.details`` record, in its span."""
+        """The turn's ``gen_ai.client.inference.operation.details`` record, in its span.
+
+        The content goes in structured form, as the conventions require of events (a span
+        carries it as JSON text): the same JSON, decoded.
+        """
         assert self._logger is not None
         details = dict(attributes)
-        if state.input_json is not None:
-            details[n.GEN_AI_INPUT_MESSAGES] = state.input_json
-        if state.system_json is not None:
-            details[n.GEN_AI_SYSTEM_INSTRUCTIONS] = state.system_json
-        if output_json is not None:
-            details[n.GEN_AI_OUTPUT_MESSAGES] = output_json
+        for name, text in (
+            (n.GEN_AI_INPUT_MESSAGES, state.input_json),
+            (n.GEN_AI_SYSTEM_INSTRUCTIONS, state.system_json),
+            (n.GEN_AI_OUTPUT_MESSAGES, output_json),
+        ):
+            if text is not None:
+                details[name] = msgspec.json.decode(text)
         self._logger.emit(
             event_name=n.EVENT_INFERENCE_DETAILS,
             attributes=details,

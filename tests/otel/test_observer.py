@@ -428,15 +428,22 @@ async def test_event_only_content_from_the_environment(
 ) -> None:
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "event_only")
     await run(telemetry, {"models": {"*": [{"text": "the reply", "usage": USAGE}]}},
-              prompt="the prompt")  # fmt: skip
+              prompt="the prompt", system="be brief")  # fmt: skip
     chat = the(telemetry.named("chat "))
     assert "gen_ai.input.messages" not in attrs(chat)
     assert "gen_ai.output.messages" not in attrs(chat)
     (record,) = telemetry.logs()
     assert record.event_name == "gen_ai.client.inference.operation.details"
     details = dict(record.attributes or {})
-    assert json.loads(details["gen_ai.input.messages"])[0]["parts"][0]["content"] == "the prompt"
-    assert json.loads(details["gen_ai.output.messages"])[0]["parts"][0]["content"] == "the reply"
+    # on events the conventions ask for the structured form (on spans, JSON text): it was
+    # the span's JSON string here too
+    (prompt,) = details["gen_ai.input.messages"]
+    assert prompt["role"] == "user"
+    assert [dict(part) for part in prompt["parts"]] == [{"type": "text", "content": "the prompt"}]
+    (reply,) = details["gen_ai.output.messages"]
+    assert reply["finish_reason"] == "end_turn"
+    assert reply["parts"][0] == {"type": "text", "content": "the reply"}
+    assert details["gen_ai.system_instructions"] == ({"type": "text", "content": "be brief"},)
     assert details["gen_ai.request.model"] == "primary"
     assert details["gen_ai.usage.output_tokens"] == 3
     # the record belongs to the chat span
