@@ -147,6 +147,21 @@ async def test_create_returns_the_scripted_response(serve: Serve) -> None:
     assert (response.usage.input_tokens, response.usage.output_tokens) == (31, 7)
 
 
+async def test_usage_default_and_null(serve: Serve) -> None:
+    # default: the words of instructions and input; the deltas (2 of 4 characters) out
+    scenario = {"models": {"m": [{"text": "abcdefgh", "chunk_chars": 4}, {"usage": None}]}}
+    fake = await serve(scenario)
+    async with _client(fake) as client:
+        counted = await client.responses.create(
+            model="m", instructions="be brief", input="three words here"
+        )
+        async with client.responses.stream(model="m", input="x") as stream:
+            unreported = await stream.get_final_response()
+    assert counted.usage is not None
+    assert (counted.usage.input_tokens, counted.usage.output_tokens) == (5, 2)
+    assert unreported.usage is None
+
+
 async def test_encrypted_content_only_when_included_and_deterministic(serve: Serve) -> None:
     fake = await serve(
         {"models": {"*": [{"thinking": "step one", "text": "a"}, {"thinking": "step two"}]}}
