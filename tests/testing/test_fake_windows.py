@@ -32,7 +32,9 @@ async def _ask(http: aiohttp.ClientSession, fake: FakeProvider, model: str) -> t
 
 
 def _elapse(fake: FakeProvider, seconds: float) -> None:
-    fake._first_arrival -= seconds  # pyright: ignore[reportPrivateUsage, reportOptionalOperand]
+    first = fake._first_arrival  # (set by the first request)
+    assert first is not None
+    fake._first_arrival = first - seconds
 
 
 async def test_a_window_refuses_every_model_and_takes_no_entry(
