@@ -242,3 +242,16 @@ def test_with_a_recording_tracer_the_observer_listens(telemetry: Telemetry) -> N
         observers.interested(name)
         for name in ("on_request", "on_attempt_start", "on_attempt_end", "on_request_end")
     )
+
+
+def test_the_constructor_is_the_documented_one() -> None:
+    import inspect
+
+    parameters = inspect.signature(OTelObserver).parameters.values()
+    assert [(p.name, p.default) for p in parameters] == [
+        ("tracer_provider", None),
+        ("meter_provider", None),
+        ("logger_provider", None),
+        ("capture_content", None),
+        ("count_offline", False),
+    ]
