@@ -55,3 +55,5 @@ async def test_a_window_refuses_every_model_and_takes_no_entry(
     _elapse(fake, 10)  # its end is not in it
     assert (await _ask(http, fake, "a"))[1][1]["content"][0]["text"] == "second of a"
     assert len(fake.records) == 5  # the refused requests are recorded too
+    fake.reset()  # the windows count again, from the next request
+    assert (await _ask(http, fake, "b"))[0] == 529
