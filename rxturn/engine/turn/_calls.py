@@ -26,7 +26,7 @@ from reactivex import Observable, abc
 from reactivex.subject import Subject
 
 from ...clients._base import keeps_thinking
-from ...cost import Pricer
+from ...cost import Pricer, prices_loaded, warm_up_prices
 from ...errors import Cancelled, FallbackExhausted
 from ...events import HandlerEvent
 from ...fold import initial_state
@@ -182,6 +182,10 @@ class TurnCalls:
             except FallbackExhausted as exc:  # no model left: refused before any turn event
                 _append_refused(host, setup.turn_input(run_input, host=host), exc)
                 raise
+        if self.pricer is not None and not prices_loaded():
+            # the price data (about half a second to load, once per process) loads in a worker
+            # thread, or this waits there for the load the engine started: not on the loop
+            await warm_up_prices()
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input, host=host)
         transients: Sequence[Message] = (
