@@ -31,9 +31,10 @@ calculation again. docs/usage-and-cost.md has a worked example.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import importlib.util
-import asyncio
 import math
 import threading
 import time
@@ -174,10 +175,8 @@ def _load_prices() -> None:
 
 
 def _load_quietly() -> None:
-    try:
+    with contextlib.suppress(Exception):  # (not reported here: the turn's own load raises it)
         _load_prices()
-    except Exception:  # (not reported here: the turn's own load raises it)
-        pass
 
 
 def prices_loaded() -> bool:

@@ -25,8 +25,8 @@ import sys
 from typing import IO, Any
 
 from .._heap import tune
-from ..cost import cost_available, warm_up_prices
 from .._streams import to_devnull
+from ..cost import cost_available, warm_up_prices
 from ._budget import Budget, LocalGate
 from ._file import run_line
 from ._runner import Runner

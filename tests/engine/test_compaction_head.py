@@ -8,6 +8,7 @@ provider received, after the default compactor ran.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from rxturn import AnthropicClient, ContextWindow, Message, RecordingObserver, TurnEngine
@@ -23,7 +24,7 @@ def assert_opens_as_the_api_requires(messages: list[dict[str, Any]]) -> None:
     assert messages, "no message sent"
     assert messages[0]["role"] == "user", messages[0]
     assert all(block["type"] != "tool_result" for block in _blocks(messages[0])), messages[0]
-    for before, message in zip(messages, messages[1:], strict=False):
+    for before, message in itertools.pairwise(messages):
         calls = {b["id"] for b in _blocks(before) if b["type"] == "tool_use"}
         for block in _blocks(message):
             if block["type"] == "tool_result":
