@@ -290,9 +290,9 @@ def build_openai_body(
 
     Raises:
         ConfigError: no message to send, not even a system prompt (the API refuses an empty
-            ``messages`` with a 400); a non-positive ``max_tokens``; a ``tool_choice`` the tools cannot satisfy;
-            tool input that is not JSON-serializable; a ``thinking`` budget; a bad
-            ``reasoning_effort`` or ``extra_body``.
+            ``messages`` with a 400); a non-positive ``max_tokens``; a ``tool_choice`` the
+            tools cannot satisfy; tool input that is not JSON-serializable; a ``thinking``
+            budget; a bad ``reasoning_effort`` or ``extra_body``.
 
     Examples:
         >>> build_openai_body(Request(messages=(Message.user("hi"),), system="be brief"),

@@ -23,7 +23,7 @@ import reactivex
 from reactivex import Observable
 from reactivex import operators as ops
 
-from rxturn import Message, Observer, RecordingObserver, StreamHandler, TurnEngine
+from rxturn import Observer, RecordingObserver, StreamHandler, TurnEngine
 from rxturn.clients import ModelClient
 from rxturn.engine import TurnStream
 from rxturn.errors import TruncatedStreamError
