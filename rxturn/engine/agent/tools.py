@@ -17,9 +17,11 @@ of its own (a daemon thread per call, the caller's context variables copied, as
 live while it works. Not the loop's default executor: a thread cannot be stopped, so a tool past
 its timeout (or cancelled) runs on until it returns, and a few that never return would hold
 every worker of that shared pool, stalling everything else the process runs there (the
-tokenizer, the price data, your own ``to_thread`` calls), and its exit. The agent loop races each call against the engine's cancel signal (a cancel
-ends the run at once: an async tool is cancelled, a thread's late result is dropped) and against
-the tool's optional ``timeout`` (seconds on the engine's clock), which becomes a
+tokenizer, the price data, your own ``to_thread`` calls), and its exit.
+
+The agent loop races each call against the engine's cancel signal (a cancel ends the run at
+once: an async tool is cancelled, a thread's late result is dropped) and against the tool's
+optional ``timeout`` (seconds on the engine's clock), which becomes a
 :class:`ToolTimeoutError` reported to the model as a failed tool result.
 """
 
