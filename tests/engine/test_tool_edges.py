@@ -77,3 +77,34 @@ async def test_a_sync_tool_past_its_timeout_does_not_hold_the_loops_executor() -
     finally:
         release.set()
     assert names and names[0].startswith("rxturn-tool-"), names
+
+
+async def test_two_calls_of_one_reply_named_alike_both_run_each_answered_once() -> None:
+    """A server that is not the reference API names two calls the same: both are the model's
+    calls and both run, and the next request holds distinct ids (the Anthropic API refuses one
+    id twice with a 400), each result answering the call it is the result of."""
+    ran: list[str] = []
+
+    def lookup(q: str) -> str:
+        ran.append(q)
+        return f"found {q}"
+
+    calls = [
+        {"id": "call_0", "name": "lookup", "input": {"q": "tea"}},
+        {"id": "call_0", "name": "lookup", "input": {"q": "coffee"}},
+    ]
+    script = {"models": {"*": [{"tool_calls": calls}, {"text": "done"}]}}
+    async with (
+        FakeProvider(script) as fake,
+        AnthropicClient("claude-sonnet-4-5", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, tools=[lookup])
+        result = await engine.run("go")
+        assistant, answers = fake.requests[-1]["messages"][-2:]
+    assert result.text == "done" and ran == ["tea", "coffee"]
+    uses = {b["id"]: b["input"]["q"] for b in assistant["content"] if b["type"] == "tool_use"}
+    assert len(uses) == 2 and "call_0" in uses
+    answered = {b["tool_use_id"]: b["content"] for b in answers["content"]}
+    assert answered == {id_: f"found {q}" for id_, q in uses.items()}
+    # the audit keeps what the history holds
+    assert [c.id for c in engine.session.runs[0].turns[0].tool_calls] == list(uses)
