@@ -415,7 +415,7 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     if result is None:
         return ""
     if isinstance(result, bytes | bytearray | memoryview):
-        return _text_of(result)
+        return _text_of(bytes(cast("bytes", result)))
     if isinstance(result, _CARRIED):  # a screenshot, a report
         return (result,)
     if isinstance(result, _PARTS):
@@ -430,8 +430,7 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     return text.decode()
 
 
-def _text_of(data: bytes | bytearray | memoryview) -> str:
-    raw = bytes(data)
+def _text_of(raw: bytes) -> str:
     try:
         return raw.decode()
     except UnicodeDecodeError:
