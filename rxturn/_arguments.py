@@ -21,6 +21,7 @@ __all__ = [
     "check_items",
     "counted",
     "described",
+    "type_named",
 ]
 
 _T = TypeVar("_T")
@@ -37,6 +38,18 @@ def described(value: object) -> str:
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"
+
+
+def type_named(value: object) -> str:
+    """``value``'s type name with its indefinite article, for an error message.
+
+    Examples:
+        >>> type_named(3), type_named("x"), type_named(object()), type_named(None)
+        ('an int', 'a str', 'an object', 'a NoneType')
+    """
+    name = type(value).__name__
+    vowel = name[:1].lower() in "aeio" or (name[:2].lower() == "un" and name[:3] != "uni")
+    return f"{'an' if vowel else 'a'} {name}"
 
 
 def counted(count: int, noun: str, plural: str | None = None) -> str:

@@ -4,7 +4,10 @@ Pricing is the optional extra ``rxturn[cost]`` (``pip install 'rxturn[cost]'``),
 `genai-prices <https://pypi.org/project/genai-prices/>`_ data, which ships inside the package: it
 prices offline, and its network updater runs only if you start it
 (:func:`enable_price_updates`). ``import rxturn`` never imports it; an engine looks for it once,
-when it is built.
+when it is built. Importing it and loading its data takes about half a second, once per process:
+an engine starts that load in a background thread when it is built (:func:`prefetch_prices`)
+and its first turn awaits it in a worker thread (:func:`warm_up_prices`), so the event loop is
+never held by it.
 
 Each attempt is priced on its own (a tiered price applies to that attempt's input), at the time
 it ended:
@@ -28,9 +31,12 @@ calculation again. docs/usage-and-cost.md has a worked example.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import importlib.util
 import math
+import threading
 import time
 from collections.abc import Iterable
 from datetime import UTC, date, datetime
@@ -55,8 +61,11 @@ __all__ = [
     "describe_cost",
     "enable_price_updates",
     "format_decimal",
+    "prefetch_prices",
     "pricer_for",
+    "prices_loaded",
     "total_cost",
+    "warm_up_prices",
 ]
 
 _ZERO = Decimal(0)
@@ -139,6 +148,72 @@ def _require() -> None:
         raise ConfigError("pricing needs the cost extra: pip install 'rxturn[cost]'")
 
 
+#: Whether genai-prices is imported and its bundled data loaded (:func:`_load_prices`)
+_prices_loaded = False
+_prices_lock = threading.Lock()
+_prices_prefetched = False
+
+
+def _load_snapshot() -> None:
+    """Import genai-prices and load its bundled data: the half second :func:`_load_prices`
+    keeps off the event loop."""
+    from genai_prices import data_snapshot
+
+    data_snapshot.get_snapshot()
+
+
+def _load_prices() -> None:
+    """Load the price data, once per process: a caller that comes while another thread loads
+    it waits for that load instead of starting another."""
+    global _prices_loaded
+    if _prices_loaded:
+        return
+    with _prices_lock:
+        if not _prices_loaded:
+            _load_snapshot()
+            _prices_loaded = True
+
+
+def _load_quietly() -> None:
+    with contextlib.suppress(Exception):  # (not reported here: the turn's own load raises it)
+        _load_prices()
+
+
+def prices_loaded() -> bool:
+    """Whether the price data is loaded (pricing will not stop to load it)."""
+    return _prices_loaded
+
+
+def prefetch_prices() -> None:
+    """Start loading the price data in a background thread, once per process, and return at
+    once (no event loop needed); :func:`warm_up_prices` then waits for that same load.
+
+    Raises:
+        ConfigError: the ``rxturn[cost]`` extra is not installed.
+    """
+    global _prices_prefetched
+    _require()
+    if _prices_loaded:
+        return
+    with _prices_lock:
+        if _prices_prefetched or _prices_loaded:
+            return
+        _prices_prefetched = True
+    threading.Thread(target=_load_quietly, name="rxturn-prices", daemon=True).start()
+
+
+async def warm_up_prices() -> None:
+    """Load the price data in a worker thread (or wait there for a load under way); the
+    event loop keeps running meanwhile. Returns at once when it is loaded.
+
+    Raises:
+        ConfigError: the ``rxturn[cost]`` extra is not installed.
+    """
+    _require()
+    if not _prices_loaded:
+        await asyncio.to_thread(_load_prices)
+
+
 #: Usage fields passed to genai-prices under its own names, and the counts each is a part of
 #: (a probe for its rate reports those as well, so that it is a usage the data accepts).
 _PARTS: dict[str, tuple[str, ...]] = {
@@ -209,8 +284,9 @@ class _Rates:
 class Pricer:
     """Prices usage for one client: its wire's provider id and its base URL.
 
-    Building one imports ``genai-prices`` and loads its bundled data (a first-use cost, paid
-    once per process); :meth:`price` is then cheap (see the module docstring).
+    Building one loads nothing: the first :meth:`price` loads ``genai-prices``' data on the
+    calling thread unless :func:`warm_up_prices` did it first (a turn awaits that, off the
+    event loop); :meth:`price` is then cheap (see the module docstring).
 
     Raises:
         ConfigError: the ``rxturn[cost]`` extra is not installed.
@@ -228,9 +304,6 @@ class Pricer:
         if url is not None and not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"Pricer: base_url must be a str or None, got {_described(url)}")
         _require()
-        from genai_prices import data_snapshot
-
-        data_snapshot.get_snapshot()  # the bundled data loads now, not in a turn
         self.provider_id = provider_id
         self.base_url = base_url
         #: (model, day, counts reported) → rates; None: that model cannot be priced
@@ -268,6 +341,8 @@ class Pricer:
         cost = usage.provider_cost
         if cost is not None and math.isfinite(cost) and cost >= 0:  # (a Usage built by hand)
             return Decimal(repr(cost + 0.0))  # (+ 0.0: -0.0 is 0)
+        if not _prices_loaded:  # (a turn loads it off the loop first: warm_up_prices)
+            _load_prices()
         try:
             return self._price(model, usage, when)
         except Exception:  # a price lookup that fails leaves the attempt unpriced

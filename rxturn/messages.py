@@ -30,6 +30,7 @@ from typing import Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
 import msgspec
 
 from . import _media
+from ._arguments import type_named
 from ._redact import is_credential_header
 from .errors import ConfigError
 
@@ -1124,7 +1125,7 @@ def _as_part(part: object, index: int, part_types: frozenset[type]) -> ContentPa
         return part_from_dict(part, f"Message.content[{index}]")  # pyright: ignore[reportUnknownArgumentType]
     names = ", ".join(sorted(cls.__name__ for cls in part_types))
     raise ConfigError(
-        f"Message.content[{index}] is a {type(part).__name__}; a part is one of {names}, "
+        f"Message.content[{index}] is {type_named(part)}; a part is one of {names}, "
         "a str (text) or an SDK-style dict (docs/messages.md)"
     )
 
@@ -1162,14 +1163,14 @@ def _result_content(content: object, where: str) -> str | tuple[ToolResultConten
     for index, block in enumerate(cast("list[object]", content)):
         if not isinstance(block, dict):
             raise ConfigError(
-                f"{where}: a tool result's content[{index}] is a {type(block).__name__}, not "
+                f"{where}: a tool result's content[{index}] is {type_named(block)}, not "
                 "a content block"
             )
         part = part_from_dict(cast("dict[str, object]", block), f"{where}: content[{index}]")
         if not isinstance(part, TextPart | ImagePart | DocumentPart):
             raise ConfigError(
                 f"{where}: a tool result's content blocks are text, image and document "
-                f"blocks; content[{index}] is a {type(part).__name__}"
+                f"blocks; content[{index}] is {type_named(part)}"
             )
         parts.append(part)
     if all(isinstance(part, TextPart) for part in parts):
@@ -1381,8 +1382,7 @@ def _as_message(item: object, where: str) -> Message:
         )
     if not isinstance(item, dict):
         raise ConfigError(
-            f"{where} is a {type(item).__name__}, where a Message (or an SDK-style message "
-            "dict) belongs"
+            f"{where} is {type_named(item)}, where a Message (or an SDK-style message dict) belongs"
         )
     data: dict[str, object] = item  # pyright: ignore[reportUnknownVariableType]
     if "role" in data and data.get("content") is None and not data.get("tool_calls"):
@@ -1425,7 +1425,7 @@ def _as_message(item: object, where: str) -> Message:
                 parts.append(part_from_dict(block, f"{where}.content[{index}]"))  # pyright: ignore[reportUnknownArgumentType]
             else:
                 raise ConfigError(
-                    f"{where}.content[{index}] is a {type(block).__name__}; expected a block dict"
+                    f"{where}.content[{index}] is {type_named(block)}; expected a block dict"
                 )
     elif content is not None:
         raise ConfigError(

@@ -22,6 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 import msgspec
 
 from .._arguments import counted
+from ..cost import cost_available, warm_up_prices
 from ._api import BatchSummary, Tally
 from ._budget import Budget, LocalGate
 from ._errors import BatchInputError, BatchOutputError, BatchWriteError
@@ -130,6 +131,8 @@ class LocalBackend:
 
     async def start(self) -> None:
         self.runner.prepare()
+        if cost_available():  # the price data its engine started loading, loaded now
+            await warm_up_prices()
 
     def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
         return asyncio.ensure_future(run_line(self.runner, number, raw, self.run))

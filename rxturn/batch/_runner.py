@@ -621,8 +621,9 @@ class Runner:
         return msgspec.convert({**self.base_options, **own, "model": model}, RequestOptions)
 
     def prepare(self) -> None:
-        """Make the first slot now, not for the first row: its engine loads what every turn of
-        the process shares (the price data, with the ``rxturn[cost]`` extra), so that a batch
+        """Make the first slot now, not for the first row: its engine starts loading what
+        every turn of the process shares (the price data, with the ``rxturn[cost]`` extra, in a
+        background thread: :func:`rxturn.cost.warm_up_prices` awaits it), so that a batch
         process which freezes its set-up before the rows (:mod:`rxturn._heap`) freezes
         that as well."""
         if self._made == 0:

@@ -26,6 +26,7 @@ from typing import IO, Any
 
 from .._heap import tune
 from .._streams import to_devnull
+from ..cost import cost_available, warm_up_prices
 from ._budget import Budget, LocalGate
 from ._file import run_line
 from ._runner import Runner
@@ -195,6 +196,8 @@ async def _main(out: io.BufferedWriter) -> None:
     async with runner:
         try:
             runner.prepare()
+            if cost_available():  # the price data its engine started loading, loaded now
+                await warm_up_prices()
         except Exception as exc:  # as above
             send(Message(t="fatal", raw=str(exc), error=type(exc).__name__))
             return

@@ -14,6 +14,7 @@ import base64
 import logging
 from typing import Any
 
+from .._arguments import type_named
 from .._media import describe_size, kind_of
 from ..errors import ConfigError
 from ..messages import (
@@ -94,7 +95,7 @@ def check_source(part: MediaPart, wire: str, provider: str) -> MediaSource:
                 f"to {provider} or send it inline)",
             )
     elif not isinstance(source, UrlSource):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise refuse(part, wire, f"its source is a {type(source).__name__}, not a media source")
+        raise refuse(part, wire, f"its source is {type_named(source)}, not a media source")
     return source
 
 

@@ -31,6 +31,7 @@ from ..errors import ConfigError
 from ..messages import RequestOptions, ResponseFormat, ToolSchema
 
 __all__ = [
+    "NO_MESSAGE",
     "REASONING_EFFORTS",
     "THINKING_MIN_BUDGET",
     "JSONBody",
@@ -56,6 +57,12 @@ __all__ = [
 ]
 
 _encoder = msgspec.json.Encoder()
+
+#: The error of a request with no message for a wire whose API refuses one (``{api}``: its name)
+NO_MESSAGE = (
+    "{api} needs at least one message and this request has none (the history is empty): "
+    "start with engine.run(prompt), or put a user message in the history first"
+)
 
 #: A request body before encoding: JSON values under string keys.
 JSONBody = dict[str, object]

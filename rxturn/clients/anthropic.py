@@ -87,6 +87,7 @@ from ._content import (
 )
 from ._http import HttpClient, HttpSettings
 from ._request import (
+    NO_MESSAGE,
     JSONBody,
     from_env_key,
     merge_extra_body,
@@ -301,7 +302,8 @@ def build_anthropic_body(
         stream: whether to ask for an SSE stream.
 
     Raises:
-        ConfigError: a field of ``options`` with a wrong type or range; a ``tool_choice``
+        ConfigError: no message to send (the API refuses an empty ``messages`` with a 400);
+            a field of ``options`` with a wrong type or range; a ``tool_choice``
             that the request's tools cannot satisfy; a bad ``thinking`` budget, or one with a
             forced tool or a temperature other than 1; a ``reasoning_effort``.
 
@@ -312,6 +314,8 @@ def build_anthropic_body(
         {'model': 'm', 'max_tokens': 100, 'messages': [{'role': 'user', 'content': 'hi'}], \
 'stream': True}
     """
+    if not request.messages:
+        raise ConfigError(NO_MESSAGE.format(api="the Anthropic Messages API"))
     # plain options (every field unset): no knob to resolve, only the client's cap to check
     plain = plain_options(options)
     fmt = options.response_format

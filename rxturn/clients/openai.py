@@ -74,6 +74,7 @@ from ._content import (
 )
 from ._http import HttpClient, HttpSettings
 from ._request import (
+    NO_MESSAGE,
     JSONBody,
     encode_tool_arguments,
     from_env_key,
@@ -288,9 +289,10 @@ def build_openai_body(
         stream_usage: ask for the final usage chunk when streaming.
 
     Raises:
-        ConfigError: a non-positive ``max_tokens``; a ``tool_choice`` the tools cannot satisfy;
-            tool input that is not JSON-serializable; a ``thinking`` budget; a bad
-            ``reasoning_effort`` or ``extra_body``.
+        ConfigError: no message to send, not even a system prompt (the API refuses an empty
+            ``messages`` with a 400); a non-positive ``max_tokens``; a ``tool_choice`` the
+            tools cannot satisfy; tool input that is not JSON-serializable; a ``thinking``
+            budget; a bad ``reasoning_effort`` or ``extra_body``.
 
     Examples:
         >>> build_openai_body(Request(messages=(Message.user("hi"),), system="be brief"),
@@ -298,6 +300,8 @@ def build_openai_body(
         {'model': 'm', 'messages': [{'role': 'system', 'content': 'be brief'}, \
 {'role': 'user', 'content': 'hi'}], 'stream': True, 'stream_options': {'include_usage': True}}
     """
+    if not request.messages and not request.system:
+        raise ConfigError(NO_MESSAGE.format(api="Chat Completions"))
     # plain options (every field unset): no knob to resolve, only the client's cap to write
     plain = plain_options(options)
     if not plain:

@@ -58,7 +58,7 @@ from .._validate import positive
 from ..clients._base import ModelClient
 from ..clients._http import HttpClient
 from ..clients._request import check_options
-from ..cost import cost_available, pricer_for
+from ..cost import Pricer, cost_available, prefetch_prices, pricer_for
 from ..errors import ConfigError
 from ..events import HandlerEvent
 from ..messages import (
@@ -231,12 +231,12 @@ class TurnEngine:
             raise ConfigError(f"memory_top_k must be an int >= 0, got {memory_top_k!r}")
         self.memory_top_k = memory_top_k
         self._calibration = calibration
-        # the rxturn[cost] extra prices every attempt; its data loads here, not in a turn
-        pricer = (
-            pricer_for(provider_name(client), getattr(client, "base_url", None))
-            if cost_available()
-            else None
-        )
+        # the rxturn[cost] extra prices every attempt; its data starts loading here in a
+        # background thread, and the first turn awaits it off the loop
+        pricer: Pricer | None = None
+        if cost_available():
+            pricer = pricer_for(provider_name(client), getattr(client, "base_url", None))
+            prefetch_prices()
         self.last_estimate: ContextEstimate | None = None
         self.failover = bool(failover)
         _check_hedge(hedge, mode)

@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, cast
 from urllib.parse import quote, unquote, unquote_to_bytes
 
-from .._arguments import described
+from .._arguments import described, type_named
 from .._validate import is_int
 from ..errors import ConfigError
 
@@ -194,7 +194,7 @@ class _Walker:
         for form in self.forms:
             text = text.replace(form, "<SECRET>")
         if self.holds(text):  # in a form no replacement masks (percent escapes of its own)
-            text = f"<a {type(key).__name__} holding the secret>"
+            text = f"<{type_named(key)} holding the secret>"
         return text if len(text) <= 60 else text[:60] + "…"
 
     def walk(self, obj: Any, path: str, depth: int) -> None:

@@ -282,6 +282,7 @@ async def test_engine_events_get_every_event_one_by_one_in_order(
         spy = BatchSpy(client)
         engine = TurnEngine(
             spy,
+            history=[Message.user("hi")],  # (the API refuses a request with no message)
             observers=[Calls(log)],
             text_streamer=lambda text: log.append(("streamer", text)),
         )
@@ -330,7 +331,10 @@ async def test_a_raising_observer_stops_neither_the_streamer_nor_the_others(
             [Calls(log, "before"), broken, Calls(log, "after")] if others else [broken]
         )
         engine = TurnEngine(
-            client, observers=observers, text_streamer=lambda t: log.append(("streamer", t))
+            client,
+            history=[Message.user("hi")],  # (the API refuses a request with no message)
+            observers=observers,
+            text_streamer=lambda t: log.append(("streamer", t)),
         )
         with caplog.at_level(logging.ERROR, logger="rxturn.engine.observers"):
             result = await engine.turn()

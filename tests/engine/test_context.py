@@ -328,21 +328,42 @@ def mandatory_suffix(history: Sequence[Message]) -> list[Message]:
     return []
 
 
+def opens(message: Message) -> bool:
+    """Whether a conversation may start with ``message``: a user message with no tool result
+    (Anthropic: the first message is a user's and a tool result answers a call of the message
+    before it; OpenAI: a tool message follows the assistant message with its call)."""
+    return message.role == "user" and not message.tool_results
+
+
 def assert_valid_compaction(history: Sequence[Message], kept: Sequence[Message]) -> None:
-    # a suffix of the original, cut at a unit boundary
-    assert list(kept) == list(history[len(history) - len(kept) :])
+    # a suffix of the original cut at a unit boundary, or such a suffix led by the latest
+    # message before the cut that may open a conversation (when the cut's own first may not)
+    suffix = list(kept)
+    if suffix != list(history[len(history) - len(suffix) :]):
+        lead, suffix = kept[0], suffix[1:]
+        before = history[: len(history) - len(suffix)]
+        assert not suffix or not opens(suffix[0])
+        assert lead == next(m for m in reversed(before) if opens(m))
+    assert suffix == list(history[len(history) - len(suffix) :])
     boundaries = {0}
     position = 0
     for unit in units_of(history):
         position += len(unit)
         boundaries.add(position)
-    assert len(history) - len(kept) in boundaries
+    assert len(history) - len(suffix) in boundaries
     # every kept tool result has its call kept, every kept call has its results kept
     kept_calls = {c.id for m in kept for c in m.tool_calls}
     kept_results = {r.tool_call_id for m in kept for r in m.tool_results}
     all_results = {r.tool_call_id for m in history for r in m.tool_results}
     assert kept_results <= kept_calls
     assert kept_calls & all_results <= kept_results
+
+
+def assert_opens(history: Sequence[Message], kept: Sequence[Message]) -> None:
+    """A compacted history that had a message to open a conversation keeps one first (a
+    history kept whole keeps its own first message)."""
+    if kept and any(opens(m) for m in history) and list(kept) != list(history):
+        assert opens(kept[0]), kept[0]
 
 
 async def test_truncation_keeps_history_that_fits() -> None:
@@ -362,9 +383,11 @@ async def test_truncation_drops_oldest_and_never_splits_a_tool_pair() -> None:
     tail = history[3:]  # tool exchange 2 + the last user message
     budget = oracle_total(tail) + oracle_message(history[2]) - 1  # room for half of exchange 1
     kept = await TruncatingCompactor().compact(history, budget=budget, counter=COUNTER)
-    assert kept == tail
+    # exchange 2 fits but would open the conversation with an assistant message: dropped too
+    assert kept == history[-1:]
     assert history == original  # input untouched
     assert_valid_compaction(history, kept)
+    assert_opens(history, kept)
 
 
 async def test_truncation_keeps_split_results_with_their_call() -> None:
@@ -372,7 +395,9 @@ async def test_truncation_keeps_split_results_with_their_call() -> None:
     kept = await TruncatingCompactor().compact(
         history, budget=oracle_total(history) - 1, counter=COUNTER
     )
-    assert kept == history[1:]
+    # the exchange is the mandatory tail; its call's message cannot open the conversation, so
+    # the prompt before it stays to lead it (over the budget, as the mandatory tail may be)
+    assert kept == history
 
 
 async def test_truncation_always_keeps_the_last_user_message() -> None:
@@ -422,15 +447,18 @@ def test_truncation_property(history: list[Message], budget: int) -> None:
     kept = asyncio.run(TruncatingCompactor().compact(history, budget=budget, counter=COUNTER))
     assert history == original
     assert_valid_compaction(history, kept)
+    assert_opens(history, kept)
     must = mandatory_suffix(history)
-    if oracle_total(must) > budget:
-        assert kept == must
-    else:
-        assert oracle_total(kept) <= budget
-        # maximal: the unit just before the kept tail would not have fitted
+    assert kept[len(kept) - len(must) :] == must  # the mandatory tail is kept
+    if oracle_total(kept) > budget:  # only what must be kept is over the budget
+        lead = [m for m in reversed(history[: len(history) - len(must)]) if opens(m)][:1]
+        assert kept in (must, [*lead, *must]), kept
+    elif kept and opens(kept[0]) and kept[1:] == history[len(history) - len(kept) + 1 :]:
+        # maximal: the unit just before the kept tail would not have fitted, or it opened
+        # with a message that cannot open a conversation
         units = units_of(history[: len(history) - len(kept)])
         if units:
-            assert oracle_total(kept) + oracle_total(units[-1]) > budget
+            assert oracle_total(kept) + oracle_total(units[-1]) > budget or not opens(units[-1][0])
 
 
 test_truncation_property_briefly = briefly(test_truncation_property, 40)

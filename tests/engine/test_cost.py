@@ -7,9 +7,11 @@ says for the same usage, model, provider and time.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
+import threading
 from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
@@ -205,6 +207,47 @@ async def test_a_turn_prices_every_attempt_and_the_run_sums_its_turns() -> None:
     assert second.cost.total == second.turns[0].attempt_log[0].cost
 
 
+async def test_the_price_data_loads_in_a_worker_thread_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The price data (about half a second to load) is loaded for the first turns of a process
+    off the event loop's thread, once however many engines and turns wait for it, and prices as
+    genai-prices does (the process's load forgotten for this test, the load spied on)."""
+    from rxturn import cost as cost_module
+
+    threads: list[str] = []
+    load = getattr(cost_module, "_load_snapshot", None)
+
+    def spy() -> None:
+        threads.append(threading.current_thread().name)
+        if load is not None:
+            load()
+
+    monkeypatch.setattr(cost_module, "_prices_loaded", False, raising=False)
+    monkeypatch.setattr(cost_module, "_prices_prefetched", False, raising=False)
+    monkeypatch.setattr(cost_module, "_load_snapshot", spy, raising=False)
+    usage = {"input_tokens": 1200, "output_tokens": 30}
+    script = {"models": {"*": [{"text": "ok", "usage": usage}]}}
+    # two engines, each on a server of its own: a Pricer each (pricer_for keeps one per URL)
+    async with (
+        FakeProvider(script) as one,
+        FakeProvider(script) as two,
+        AnthropicClient("claude-sonnet-4-5", api_key="k", base_url=one.base_url) as first,
+        AnthropicClient("claude-sonnet-4-5", api_key="k", base_url=two.base_url) as second,
+    ):
+        engines = [TurnEngine(first), TurnEngine(second)]
+        results = await asyncio.gather(*(engine.run("hi") for engine in engines))
+    assert threads == [threads[0]] and threads[0] != threading.current_thread().name, threads
+    expected = genai_prices.calc_price(
+        genai_prices.Usage(**usage, cache_read_tokens=0, cache_write_tokens=0),
+        "claude-sonnet-4-5",
+        provider_id="anthropic",
+    ).total_price
+    assert [result.cost for result in results] == [Cost(total=expected)] * 2
+    Pricer("anthropic").price("claude-sonnet-4-5", Usage(input_tokens=1, output_tokens=1))
+    assert len(threads) == 1  # loaded: a later price loads nothing again
+
+
 async def test_an_all_unpriced_turn_costs_zero_with_every_attempt_counted() -> None:
     async with (
         FakeProvider({"models": {"*": [{"text": "ok", "usage": None}]}}) as fake,
@@ -261,6 +304,7 @@ def test_import_rxturn_does_not_load_genai_prices_and_without_it_costs_are_none(
     code = (
         "import sys\n"
         "import rxturn\n"
+        "import rxturn.batch\n"
         "assert 'genai_prices' not in sys.modules\n"
         "sys.modules['genai_prices'] = None  # not installed\n"
         "import asyncio\n"

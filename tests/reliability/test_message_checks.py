@@ -160,7 +160,7 @@ def _any(value: Any) -> Any:
     [
         (lambda: Message(role="system", content="be brief"), r"TurnEngine\(system=\.\.\.\)"),  # pyright: ignore[reportArgumentType]
         (lambda: Message(role="tool", content="x"), "role must be 'user' or 'assistant'"),  # pyright: ignore[reportArgumentType]
-        (lambda: Message(role="user", content=[42]), r"content\[0\] is a int"),  # pyright: ignore[reportArgumentType]
+        (lambda: Message(role="user", content=[42]), r"content\[0\] is an int"),  # pyright: ignore[reportArgumentType]
         (lambda: Message(role="user", content=None), "must be a tuple of parts or a str"),  # pyright: ignore[reportArgumentType]
         (lambda: Message.user(42), r"Message.user\(text\) takes a str"),  # pyright: ignore[reportArgumentType]
         (
@@ -196,7 +196,7 @@ def test_bad_messages_are_config_errors_when_built(build: Any, says: str) -> Non
         (["hello"], r"history\[0\] is a str, where a Message belongs: use Message.user"),
         ([{"role": "user"}], "needs 'content'"),
         ("hello", "history must be a sequence of Message, got str"),
-        ([Message.user("a"), 7], r"history\[1\] is a int"),
+        ([Message.user("a"), 7], r"history\[1\] is an int"),
         # msgspec's conversion raised a bare UnicodeEncodeError
         ([{"role": "user", "content": "a\ud800"}], r"history\[0\] holds text that is not valid"),
     ],

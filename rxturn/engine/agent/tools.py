@@ -11,20 +11,29 @@ its call. An exception inside the tool is also logged, with its traceback, at WA
 ``rxturn.engine`` logger: it is a bug of yours more often than the model's. Only cancellation
 propagates.
 
-Tools never hold the event loop: an ``async`` tool runs on the loop, a plain function in a worker
-thread (``asyncio.to_thread``), so deadlines, cancellation, other turns and the text streamer stay
-live while it works. The agent loop races each call against the engine's cancel signal (a cancel
-ends the run at once: an async tool is cancelled, a thread's late result is dropped) and against
-the tool's optional ``timeout`` (seconds on the engine's clock), which becomes a
+Tools never hold the event loop: an ``async`` tool runs on the loop, a plain function in a thread
+of its own (a daemon thread per call, the caller's context variables copied, as
+``asyncio.to_thread`` does), so deadlines, cancellation, other turns and the text streamer stay
+live while it works. Not the loop's default executor: a thread cannot be stopped, so a tool past
+its timeout (or cancelled) runs on until it returns, and a few that never return would hold
+every worker of that shared pool, stalling everything else the process runs there (the
+tokenizer, the price data, your own ``to_thread`` calls), and its exit.
+
+The agent loop races each call against the engine's cancel signal (a cancel ends the run at
+once: an async tool is cancelled, a thread's late result is dropped) and against the tool's
+optional ``timeout`` (seconds on the engine's clock), which becomes a
 :class:`ToolTimeoutError` reported to the model as a failed tool result.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import inspect
 import logging
 import re
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, cast, get_args, get_type_hints, overload
 
@@ -157,8 +166,8 @@ class Tool:
             args.append(kwargs.pop(name))
         if self._is_async:
             result = self.function(*args, **kwargs)
-        else:  # a plain function runs in a worker thread: the loop stays live
-            result = await asyncio.to_thread(_call_in_thread, self.function, args, kwargs)
+        else:  # a plain function runs in a thread of its own: the loop stays live
+            result = await _in_own_thread(self.function, args, kwargs, self.name)
         if inspect.isawaitable(result):
             result = await result
         return _render(result)
@@ -267,6 +276,39 @@ class ToolRegistry:
             return _failed(call, exc)
 
 
+async def _in_own_thread(
+    function: Callable[..., Any], args: list[object], kwargs: dict[str, object], name: str
+) -> Any:
+    """``function(*args, **kwargs)`` in a new daemon thread, awaited (see the module docstring).
+
+    Cancelling the wait leaves the thread to finish; its late outcome is dropped.
+    """
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Any] = loop.create_future()
+    context = contextvars.copy_context()
+
+    def settle(value: Any, error: BaseException | None) -> None:
+        if done.done():  # the wait was cancelled (the turn's cancel, the tool's timeout)
+            return
+        if error is not None:
+            done.set_exception(error)
+        else:
+            done.set_result(value)
+
+    def work() -> None:
+        value: Any = None
+        error: BaseException | None = None
+        try:
+            value = context.run(_call_in_thread, function, args, kwargs)
+        except BaseException as exc:  # (handed to the waiter, as asyncio.to_thread does)
+            error = exc
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody waits
+            loop.call_soon_threadsafe(settle, value, error)
+
+    threading.Thread(target=work, name=f"rxturn-tool-{name}", daemon=True).start()
+    return await done
+
+
 def _call_in_thread(
     function: Callable[..., Any], args: list[object], kwargs: dict[str, object]
 ) -> Any:
@@ -353,11 +395,15 @@ _PARTS: tuple[type, ...] = get_args(ContentPart)
 
 
 def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
-    """A tool's return value as a result's content: a str as is, ``None`` as ``""``, text,
-    image and document parts (alone, or a tuple / list of them, strs among them as text) as
-    parts, any other value as its JSON.
+    """A tool's return value as a result's content: a str as is, ``None`` as ``""``, bytes
+    that are UTF-8 as their text (``subprocess.check_output``'s), text, image and document
+    parts (alone, or a tuple / list of them, strs among them as text) as parts, any other value
+    as its JSON.
 
     Raises:
+        ConfigError: the value is bytes that are not UTF-8 text: JSON would send them to the
+            model as a base64 string it cannot read (an image or a PDF goes as a part:
+            ``ImagePart.from_bytes(data)``, ``DocumentPart.from_bytes(data)``).
         ConfigError: the value holds a part no tool result carries (an ``AudioPart``, a
             ``CachePoint``…), or parts mixed with other values: JSON of it would send the
             media's bytes to the model as base64 text; or it holds a float that is NaN or
@@ -368,6 +414,8 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
         return result
     if result is None:
         return ""
+    if isinstance(result, bytes | bytearray | memoryview):
+        return _text_of(bytes(cast("bytes", result)))
     if isinstance(result, _CARRIED):  # a screenshot, a report
         return (result,)
     if isinstance(result, _PARTS):
@@ -380,6 +428,17 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     if b"null" in text and holds_non_finite(msgspec.to_builtins(result, enc_hook=str)):
         raise ConfigError(f"the tool returned a value that is not JSON: {NON_FINITE}")
     return text.decode()
+
+
+def _text_of(raw: bytes) -> str:
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        raise ConfigError(
+            f"the tool returned {len(raw)} bytes that are not UTF-8 text (the model would get "
+            "them as base64); return a str, or ImagePart.from_bytes(data) / "
+            "DocumentPart.from_bytes(data) for an image or a PDF"
+        ) from None
 
 
 _CARRIES = (

@@ -21,7 +21,13 @@ remembers the transients' size as a reserved budget, compacts the history to
 (the audit trail keeps what each turn actually saw). Both compactors cut only at *unit*
 boundaries: an assistant message with tool calls and the user message(s) right after it that
 carry those calls' results form one unit, so a call is never separated from its result. The
-unit holding the last user message, and everything after it, is always kept.
+unit holding the last user message, and everything after it, is always kept. A compacted
+history starts with a user message holding no tool result (every API refuses a
+conversation that opens with an assistant message, or with results of calls it no longer has):
+oldest units that would lead it otherwise are dropped up to the next such user message, and
+when there is none before the mandatory unit (a tool loop, whose last user message is a tool
+result), the latest such message before the kept units (the prompt that started the loop) is
+kept to lead them.
 :class:`TruncatingCompactor` drops the oldest units; :class:`SummarizingCompactor` replaces them
 with one user message summarising them (the engine passes a ``summarize`` callable that runs a
 turn on the same engine).
@@ -46,7 +52,7 @@ import msgspec
 from ..._arguments import check_bool, check_instance, described
 from ..._validate import is_int, is_number, positive
 from ...errors import ConfigError, redact
-from ...messages import CachePoint, Message, as_message
+from ...messages import CachePoint, Message, ToolResultPart, as_message
 from .tokens import TokenCounter
 
 __all__ = [
@@ -304,7 +310,8 @@ class Compactor(Protocol):
     """Shrinks a history to ``budget`` tokens. Returns a new list; never mutates its input.
 
     A call is never separated from its result, and the last user message (with everything after
-    it) is always kept, even if that alone exceeds the budget.
+    it) is always kept, even if that alone exceeds the budget. The result starts with a user
+    message holding no tool result (see the module docstring) when its input had one.
     """
 
     async def compact(
@@ -367,6 +374,38 @@ class _Plan:
     def start_of(self, unit: int, size: int) -> int:
         return self.starts[unit] if unit < len(self.starts) else size
 
+    def led_by_user(
+        self, history: Sequence[Message], keep: int, budget: int
+    ) -> tuple[list[Message], int]:
+        """The kept units from ``keep`` on, made to start with a user message holding no
+        tool result (:func:`_leads`): ``(lead, start)``, the history kept being ``[*lead,
+        *history[start:]]``.
+
+        Droppable units before the first such message are dropped; when none comes before the
+        mandatory unit, the latest one before ``keep`` leads, the units after it refitted to
+        what the budget leaves. A history with no such message is kept as it is cut.
+        """
+        size = len(history)
+        last = min(self.mandatory, len(self.starts) - 1)
+        for unit in range(keep, last + 1):
+            if _leads(history[self.starts[unit]]):
+                return [], self.starts[unit]
+        lead = next((u for u in range(keep - 1, -1, -1) if _leads(history[self.starts[u]])), None)
+        if lead is None:
+            return [], self.start_of(keep, size)
+        # (a unit starting with a user message is that message alone)
+        keep = self.tail_unit(max(0, budget - self.costs[lead]), not_before=lead + 1)
+        return [history[self.starts[lead]]], self.start_of(keep, size)
+
+
+def _leads(message: Message) -> bool:
+    """Whether ``message`` may open a conversation: a user message with no tool result
+    (Anthropic wants a user message first and each tool result answering a call of the
+    message before it; OpenAI a tool message right after the call it answers)."""
+    return message.role == "user" and not any(
+        isinstance(part, ToolResultPart) for part in message.content
+    )
+
 
 def _check_budget(budget: int) -> None:
     _require_int(budget, "compaction budget", 0)
@@ -389,7 +428,7 @@ class TruncatingCompactor:
         >>> kept = asyncio.run(TruncatingCompactor().compact(history, budget=50,
         ...                                                   counter=TiktokenCounter()))
         >>> [m.text for m in kept]
-        ['ok', 'next']
+        ['next']
     """
 
     __slots__ = ()  # stateless: engines share one (``DEFAULT_COMPACTOR``)
@@ -401,8 +440,8 @@ class TruncatingCompactor:
         plan = _over_budget(history, budget, counter)
         if plan is None:
             return list(history)
-        keep = plan.tail_unit(budget)
-        return list(history[plan.start_of(keep, len(history)) :])
+        lead, start = plan.led_by_user(history, plan.tail_unit(budget), budget)
+        return [*lead, *history[start:]]
 
 
 #: The compactor of every engine given none (it keeps no state).
@@ -468,8 +507,9 @@ class SummarizingCompactor:
         if not isinstance(summary_text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"summarize() returned {type(summary_text).__name__}, expected str")
         summary_text = summary_text.strip()
-        if not summary_text:
-            return list(history[head_end:])
+        if not summary_text:  # what truncation keeps of the tail
+            lead, start = plan.led_by_user(history, keep, math.floor(budget * self._keep_fraction))
+            return [*lead, *history[start:]]
         summary = Message.user(SUMMARY_HEADER + summary_text, *_carried_marker(history[:head_end]))
         room = max(0, budget - counter.count_message(summary))
         keep = plan.tail_unit(room, not_before=keep)

@@ -27,7 +27,7 @@ from reactivex.subject import Subject
 
 from ...clients._base import keeps_thinking
 from ...clients._request import requested_max_tokens
-from ...cost import Pricer
+from ...cost import Pricer, prices_loaded, warm_up_prices
 from ...errors import Cancelled, FallbackExhausted
 from ...events import HandlerEvent
 from ...fold import initial_state
@@ -192,6 +192,10 @@ class TurnCalls:
             except FallbackExhausted as exc:  # no model left: refused before any turn event
                 _append_refused(host, setup.turn_input(run_input, host=host), exc)
                 raise
+        if self.pricer is not None and not prices_loaded():
+            # the price data (about half a second to load, once per process) loads in a worker
+            # thread, or this waits there for the load the engine started: not on the loop
+            await warm_up_prices()
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input, host=host)
         transients: Sequence[Message] = (
@@ -307,6 +311,8 @@ class TurnCalls:
         usage = message.usage
         stop_reason = message.stop_reason or _END_TURN
         tool_calls = tuple(message.tool_calls)
+        if len(tool_calls) > 1 and len({call.id for call in tool_calls}) < len(tool_calls):
+            message, tool_calls = _distinct_call_ids(message)
         if stop_reason is _END_TURN and tool_calls:
             stop_reason = _TOOL_CALL
         record = _audit_record(host, legs, query, message, stop_reason, None, tool_calls)
@@ -496,6 +502,40 @@ class TurnCalls:
                 continue
             legs.attempt_ended("create", None, message.usage)
             return message
+
+
+def _distinct_call_ids(message: Message) -> tuple[Message, tuple[ToolCallPart, ...]]:
+    """``message`` with each tool call id that an earlier call of it already had made
+    distinct (``<id>_2``, ``<id>_3``…), and its calls.
+
+    A server that is not the reference API can name two calls of one reply alike. Both are
+    the model's calls and both run; but their results could not tell which answers which, and
+    the next request would hold one id twice, which the Anthropic API refuses with a 400
+    (``tool_use ids must be unique``). The request is stateless on every wire, so an id of
+    rxturn's making there is as good as the server's.
+    """
+    taken = {part.id for part in message.content if isinstance(part, ToolCallPart)}
+    seen: set[str] = set()
+    content: list[Any] = []
+    for part in message.content:
+        if isinstance(part, ToolCallPart):
+            if part.id in seen:
+                number = 2
+                while f"{part.id}_{number}" in taken:
+                    number += 1
+                fresh = f"{part.id}_{number}"
+                log.warning(
+                    "the reply names tool call id %r more than once; its call %r runs as %r",
+                    part.id,
+                    part.name,
+                    fresh,
+                )
+                taken.add(fresh)
+                part = msgspec.structs.replace(part, id=fresh)
+            seen.add(part.id)
+        content.append(part)
+    distinct = msgspec.structs.replace(message, content=tuple(content))
+    return distinct, tuple(distinct.tool_calls)
 
 
 async def _prime(host: CallsHost, transients: Sequence[Message]) -> None:
