@@ -3,20 +3,29 @@ failed (a traceback, a wrong value) before the fix it comes with."""
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
 import pytest
 from reactivex.testing import TestScheduler
 
 from rxturn import (
+    Cancelled,
     ConfigError,
+    ContextWindow,
     HedgePolicy,
     HedgeTarget,
     LimiterPolicy,
+    Message,
     RateLimiter,
     RateLimitError,
     RateLimitPolicy,
+    RecordingObserver,
     RetryPolicy,
     StreamHandler,
     TimeoutPolicy,
+    TokenCounter,
     TurnEngine,
 )
 from rxturn.testing.virtual import ScriptedClient, reply, run_virtual, timeline
@@ -75,3 +84,57 @@ async def test_the_longest_accepted_wait_runs_on_virtual_time(clean: TestSchedul
 
     assert result.text == "ok"
     assert client.spans[1][0] == pytest.approx(0.01 + 1e9 - 1)
+
+
+# -- a cancel while the turn awaits user code before its request ---------------------------------
+
+
+class _HangingMemory:
+    def retrieve(self, query: str, top_k: int) -> asyncio.Future[list[str]]:
+        return asyncio.get_running_loop().create_future()
+
+
+class _HangingContributor:
+    def contribute(self, *, turn: int, history: Sequence[Message]) -> asyncio.Future[list[Message]]:
+        return asyncio.get_running_loop().create_future()
+
+
+class _HangingCompactor:
+    async def compact(
+        self, history: Sequence[Message], *, budget: int, counter: TokenCounter
+    ) -> list[Message]:
+        await asyncio.get_running_loop().create_future()
+        raise AssertionError("never resolved")
+
+
+SETUP_PHASES: dict[str, dict[str, Any]] = {
+    "memory": {"memory": _HangingMemory()},
+    "contributor": {"contributors": [_HangingContributor()]},
+    "compactor": {
+        "compactor": _HangingCompactor(),
+        "context_window": ContextWindow(max_tokens=50),
+        "history": [Message.user("word " * 100), Message.assistant("ok")],
+    },
+}
+
+
+@pytest.mark.parametrize("phase", list(SETUP_PHASES))
+async def test_a_cancel_while_the_turn_awaits_user_code_ends_it_at_once(
+    clean: TestScheduler, phase: str
+) -> None:
+    # The memory provider, a context contributor or the compactor never answers; the cancel at
+    # 1 s ends the run with Cancelled before any turn event and before any request (before,
+    # the run waited on that code for ever, cancel or not). The next run works.
+    client = ScriptedClient(clean, [timeline(reply("ok"))])
+    recorder = RecordingObserver()
+    engine = TurnEngine(client, scheduler=clean, observers=[recorder], **SETUP_PHASES[phase])
+    history = list(engine.history)
+    clean.schedule_absolute(1.0, lambda *_: engine.cancel())
+
+    with pytest.raises(Cancelled):
+        await run_virtual(clean, engine.run("hi"), limit=10.0)
+
+    assert clean.clock == pytest.approx(1.0)
+    assert client.stream_calls == []
+    assert [name for name, _ in recorder.calls] == ["on_run_start", "on_run_end"]
+    assert engine.history == history
