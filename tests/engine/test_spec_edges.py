@@ -22,7 +22,9 @@ from rxturn import (
     RateLimitError,
     RateLimitPolicy,
     RecordingObserver,
+    RescueFailed,
     RetryPolicy,
+    ServerError,
     StreamHandler,
     TimeoutPolicy,
     TokenCounter,
@@ -138,3 +140,41 @@ async def test_a_cancel_while_the_turn_awaits_user_code_ends_it_at_once(
     assert client.stream_calls == []
     assert [name for name, _ in recorder.calls] == ["on_run_start", "on_run_end"]
     assert engine.history == history
+
+
+# -- the rescue's error quotes a client's own exception on one line, without a key --------------
+
+_KEY = "sk-ant-api03-" + "Q" * 40
+
+
+async def test_a_failed_rescue_quotes_a_clients_exception_on_one_line_without_its_key(
+    clean: TestScheduler,
+) -> None:
+    # The stream fails (no retries), the rescue's create() of a client of your own raises an
+    # exception whose text spans lines and holds a key. Before, RescueFailed's message carried
+    # both verbatim.
+    client = ScriptedClient(
+        clean,
+        [timeline([], end=ServerError("HTTP 500: down"))],
+        create=[RuntimeError(f"rescue broke\n  at line 2 with {_KEY}")],
+    )
+    engine = TurnEngine(
+        client, handler=StreamHandler(retry=RetryPolicy(max_retries=0)), scheduler=clean
+    )
+
+    with pytest.raises(RescueFailed) as caught:
+        await run_virtual(clean, engine.run("hi"))
+
+    for text in (str(caught.value), repr(caught.value)):
+        assert "\n" not in text
+        assert _KEY not in text and "QQQQQQ" not in text
+    assert "rescue broke at line 2 with" in str(caught.value)
+    assert isinstance(caught.value.rescue_error, RuntimeError)  # the original is kept as is
+
+
+def test_a_rescue_failed_built_by_hand_is_one_line_without_a_key() -> None:
+    error = RescueFailed(ValueError(f"stream\r\nfailed {_KEY}"), ConnectionError("refused\n"))
+    assert str(error) == (
+        "streaming failed (stream failed [redacted]); "
+        "the non-streaming rescue request failed too: refused"
+    )
