@@ -4,7 +4,7 @@ failed (a traceback, a wrong value) before the fix it comes with."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
@@ -37,7 +37,7 @@ from rxturn.testing.virtual import ScriptedClient, reply, run_virtual, timeline
 # Every one of these values becomes a timer. 10**12 s is past the year 9999, where the
 # virtual-time scheduler's datetime ends (it raised OverflowError from inside the ladder); a
 # value of 31 years or more is refused when the handler is built, naming the field.
-TOO_LONG = [
+TOO_LONG: list[tuple[Callable[[], object], str]] = [
     (lambda: StreamHandler(timeouts=TimeoutPolicy(first_event=1e12, total=None)), "first_event"),
     (lambda: StreamHandler(timeouts=TimeoutPolicy(per_event=1e300)), "per_event"),
     (lambda: StreamHandler(timeouts=TimeoutPolicy(total=10**12)), "total"),
@@ -53,9 +53,11 @@ TOO_LONG = [
 
 
 @pytest.mark.parametrize(("build", "field"), TOO_LONG)
-def test_a_wait_longer_than_31_years_is_refused_naming_its_field(build: object, field: str) -> None:
+def test_a_wait_longer_than_31_years_is_refused_naming_its_field(
+    build: Callable[[], object], field: str
+) -> None:
     with pytest.raises(ConfigError, match=rf"{field}:? must be at most 1e\+09 seconds") as caught:
-        build()  # type: ignore[operator]
+        build()
     assert "\n" not in str(caught.value)
 
 
