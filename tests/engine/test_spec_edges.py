@@ -4,6 +4,7 @@ failed (a traceback, a wrong value) before the fix it comes with."""
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -28,8 +29,10 @@ from rxturn import (
     StreamHandler,
     TimeoutPolicy,
     TokenCounter,
+    Tool,
     TurnEngine,
 )
+from rxturn.events import Delta, MessageDelta, MessageStart, MessageStop, PartStart, PartStop
 from rxturn.testing.virtual import ScriptedClient, reply, run_virtual, timeline
 
 # -- waits too long for any scheduler ------------------------------------------------------------
@@ -180,3 +183,34 @@ def test_a_rescue_failed_built_by_hand_is_one_line_without_a_key() -> None:
         "streaming failed (stream failed [redacted]); "
         "the non-streaming rescue request failed too: refused"
     )
+
+
+# -- a tool's timeout with no bound --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("timeout", [math.inf, 1e300, 10**400], ids=["inf", "1e300", "10**400"])
+async def test_a_tool_timeout_with_no_bound_lets_the_tool_finish(
+    clean: TestScheduler, timeout: float
+) -> None:
+    # A tool's timeout may be infinite (or past any float: the same): no bound. Before, the
+    # race armed a timer that long, and the virtual-time scheduler raised OverflowError.
+    async def lookup(x: int) -> str:
+        """Look x up."""
+        return f"found {x}"
+
+    call = [
+        MessageStart(id="m1", model="scripted"),
+        PartStart(0, "tool_call", "call_1", "lookup"),
+        Delta(0, '{"x": 7}', "tool_json"),
+        PartStop(0),
+        MessageDelta("tool_call", None),
+        MessageStop(),
+    ]
+    client = ScriptedClient(clean, [timeline(call), timeline(reply("done"))])
+    engine = TurnEngine(client, scheduler=clean, tools=[Tool(lookup, timeout=timeout)])
+
+    result = await run_virtual(clean, engine.run("hi"))
+
+    assert result.text == "done"
+    (result_part,) = client.stream_calls[1][0].messages[-1].tool_results
+    assert (result_part.content, result_part.is_error) == ("found 7", False)
