@@ -214,3 +214,16 @@ async def test_a_tool_timeout_with_no_bound_lets_the_tool_finish(
     assert result.text == "done"
     (result_part,) = client.stream_calls[1][0].messages[-1].tool_results
     assert (result_part.content, result_part.is_error) == ("found 7", False)
+
+
+# -- a context window past any float ---------------------------------------------------------------
+
+
+def test_a_context_window_past_any_float_is_refused_when_built() -> None:
+    # Before, ContextWindow(max_tokens=10**400) was accepted and its threshold (a float
+    # product), read before every call, raised OverflowError.
+    with pytest.raises(
+        ConfigError, match=r"^ContextWindow.max_tokens must be an int > 0, got an int too large"
+    ):
+        ContextWindow(max_tokens=10**400)
+    assert ContextWindow(max_tokens=10**300).threshold == pytest.approx(8e299)
