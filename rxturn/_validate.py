@@ -24,6 +24,7 @@ from typing import TypeGuard, cast
 import msgspec
 
 __all__ = [
+    "MAX_SECONDS",
     "NON_FINITE",
     "as_float",
     "finite",
@@ -103,6 +104,13 @@ def _finite(value: float) -> bool:
         return False
 
 
+#: The longest wait :func:`seconds_problem` accepts. Every such value ends up as a timer on a
+#: reactivex scheduler, and reactivex's virtual-time schedulers (``TestScheduler``) hold the due
+#: instant as a ``datetime``, which ends in the year 9999: a wait of 10**12 s overflows there.
+#: A wait of more than 31 years is no wait anyway; a timeout is disabled with ``None``.
+MAX_SECONDS = 1e9
+
+
 def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
     """Why ``value`` is not a usable finite number of seconds, or ``None`` if it is.
 
@@ -116,6 +124,8 @@ def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
         'must be > 0 seconds, got 0'
         >>> seconds_problem(float("inf"))
         'must be finite, got inf'
+        >>> seconds_problem(1e12)
+        'must be at most 1e+09 seconds (about 31 years), got 1000000000000.0'
     """
     if not is_number(value):
         return f"must be a number of seconds, got {value!r}"
@@ -127,6 +137,8 @@ def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
         return f"must be finite, got {value!r}"
     if not positive(value, allow_zero=allow_zero):
         return f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}"
+    if value > MAX_SECONDS:
+        return f"must be at most {MAX_SECONDS:.0e} seconds (about 31 years), got {value!r}"
     return None
 
 

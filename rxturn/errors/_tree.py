@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from .._redact import redact
+from .._redact import one_line, redact
 
 
 class RxturnError(Exception):
@@ -354,9 +354,13 @@ class RescueFailed(RxturnError):
     """The stream failed and the non-streaming rescue failed as well. Both errors are kept."""
 
     def __init__(self, stream_error: BaseException, rescue_error: BaseException) -> None:
+        # either may be a client's own exception, worded as it likes: quoted on one line,
+        # without anything key-like, as rxturn's errors quote a server's words
+        stream_text = one_line(redact(str(stream_error)))
+        rescue_text = one_line(redact(str(rescue_error)))
         super().__init__(
-            f"streaming failed ({stream_error}); the non-streaming rescue request failed too: "
-            f"{rescue_error}"
+            f"streaming failed ({stream_text}); the non-streaming rescue request failed too: "
+            f"{rescue_text}"
         )
         self.stream_error = stream_error
         self.rescue_error = rescue_error

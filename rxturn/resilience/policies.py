@@ -101,7 +101,7 @@ class TimeoutPolicy(Policy, frozen=True, kw_only=True):
                 continue
             problem = seconds_problem(value)
             if problem is not None:
-                if "finite" in problem:
+                if "finite" in problem or "at most" in problem:
                     problem += " (use None to disable it)"
                 raise ConfigError(f"TimeoutPolicy.{name} {problem}")
         if (

@@ -50,7 +50,7 @@ from typing import Protocol, runtime_checkable
 import msgspec
 
 from ..._arguments import check_bool, check_instance, described
-from ..._validate import is_int, is_number, positive
+from ..._validate import finite, is_int, is_number, positive
 from ...errors import ConfigError, redact
 from ...messages import CachePoint, Message, ToolResultPart, as_message
 from .tokens import TokenCounter
@@ -264,8 +264,12 @@ class ContextWindow(msgspec.Struct, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         max_tokens: object = self.max_tokens
-        if not positive(max_tokens, integer=True):  # Structs built in Python are not checked
-            raise ConfigError(f"ContextWindow.max_tokens must be an int > 0, got {max_tokens!r}")
+        # (Structs built in Python are not checked; an int past the largest float would make
+        # the threshold, a float product, raise OverflowError in every turn)
+        if not positive(max_tokens, integer=True, finite=True):
+            huge = is_int(max_tokens) and not finite(max_tokens)  # (its repr may be too long)
+            shown = "an int too large for a float" if huge else repr(max_tokens)
+            raise ConfigError(f"ContextWindow.max_tokens must be an int > 0, got {shown}")
         for name in ("compact_at", "target"):
             value: object = getattr(self, name)
             if not _is_fraction(value):

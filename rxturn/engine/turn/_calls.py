@@ -15,11 +15,12 @@ entry. The call goes one of two ways:
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import itertools
 import logging
 from collections.abc import Callable, Coroutine, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 from reactivex import Observable, abc
@@ -59,6 +60,7 @@ from ..records._attempts import AttemptHooks
 from ..records._results import TextStreamer, TurnMode, TurnResult
 from ..records.audit import Turn
 from ._outcome import emit_turn_end, record_turn_success
+from ._race import race
 from ._setup import SetupHost, TurnSetup, resolve_host
 
 __all__ = ["CallsHost", "TurnCalls", "provider_name"]
@@ -84,6 +86,7 @@ def provider_name(client: object) -> str:
 
 
 _turn_ids = itertools.count(1)
+_T = TypeVar("_T")
 # (an enum member read from its class costs several times a global's read on Python 3.11)
 _END_TURN = StopReason.END_TURN
 _TOOL_CALL = StopReason.TOOL_CALL
@@ -199,7 +202,7 @@ class TurnCalls:
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input, host=host)
         transients: Sequence[Message] = (
-            await setup.transients(turn, query, transient)
+            await _until_cancel(setup.transients(turn, query, transient), host, scheduler)
             if setup.gathers(host=host)
             else transient
         )
@@ -223,9 +226,11 @@ class TurnCalls:
             estimate, raw_estimate = setup.estimate(transients, host=host)
         if window is not None and estimate is not None and window.should_compact(estimate.total):
             # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
-            await setup.compact(estimate)
+            await _until_cancel(setup.compact(estimate), host, scheduler)
             query = setup.turn_input(run_input, host=host)
-            transients = await setup.transients(turn, query, transient)
+            transients = await _until_cancel(
+                setup.transients(turn, query, transient), host, scheduler
+            )
             await _prime(host, transients)
             estimate, raw_estimate = setup.estimate(transients, host=host)
             if window.should_compact(estimate.total):
@@ -536,6 +541,19 @@ def _distinct_call_ids(message: Message) -> tuple[Message, tuple[ToolCallPart, .
         content.append(part)
     distinct = msgspec.structs.replace(message, content=tuple(content))
     return distinct, tuple(distinct.tool_calls)
+
+
+async def _until_cancel(
+    work: Coroutine[Any, Any, _T], host: CallsHost, scheduler: abc.SchedulerBase
+) -> _T:
+    """The user's code a turn awaits before its request (context contributors, the memory
+    provider, the compactor) raced against the cancel signal: a cancel ends the turn with
+    ``Cancelled`` at once, before any turn event, however long that code takes."""
+
+    def never() -> _T:  # no timer: only the work cancelling itself gets here
+        raise asyncio.CancelledError
+
+    return await race(work, host.cancel_token, None, scheduler, never)
 
 
 async def _prime(host: CallsHost, transients: Sequence[Message]) -> None:

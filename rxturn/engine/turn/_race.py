@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from reactivex import abc
 from reactivex.disposable import CompositeDisposable
 
+from ..._validate import MAX_SECONDS
 from ...resilience.cancel import CancelToken, cancel_error
 
 __all__ = ["race"]
@@ -31,7 +32,8 @@ async def race(
     context: contextvars.Context | None = None,
 ) -> _T:
     """Run ``work`` as a task (in ``context`` when given) until it finishes, ``cancel_token``
-    fires, or ``timeout`` seconds pass on ``scheduler``'s clock (``None``: no timer).
+    fires, or ``timeout`` seconds pass on ``scheduler``'s clock (no timer when it is ``None``
+    or longer than :data:`~rxturn._validate.MAX_SECONDS`, as a tool's infinite timeout is).
 
     The verdict is biased, whatever settled first in the same instant: a cancel wins (raises
     :func:`cancel_error`), then a finished task (its result, or its error raised), then the
@@ -49,7 +51,7 @@ async def race(
     task: asyncio.Task[_T] = loop.create_task(work, context=context)
     task.add_done_callback(settle)
     cleanup = CompositeDisposable(cancel_token.on_cancel(settle))
-    if timeout is not None:
+    if timeout is not None and timeout <= MAX_SECONDS:  # longer (a tool's inf): no bound
         cleanup.add(scheduler.schedule_relative(timeout, settle))
     try:
         await outcome
