@@ -369,3 +369,31 @@ async def test_every_route_of_the_fake_takes_an_image_streaming(provider: Provid
         assert events
         [body] = fake.requests
     assert base64.b64encode(PNG).decode() in str(body)
+
+
+def test_a_plain_text_document_stays_its_own_part_beside_the_prompt() -> None:
+    # what docs/content.md's table says: a `text` part (Chat), an `input_text` part
+    # (Responses). The message was sent as one joined string, "Summarise:Q3 grew", where the
+    # document's first word ran into the prompt's last
+    marked = user(TextPart("Summarise:"), DocumentPart.from_text("Q3 grew"))
+    assert chat(marked)["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Summarise:"},
+                {"type": "text", "text": "Q3 grew"},
+            ],
+        }
+    ]
+    assert responses(marked)["input"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Summarise:"},
+                {"type": "input_text", "text": "Q3 grew"},
+            ],
+        }
+    ]
+    # text alone still goes as the plain string the APIs have always taken
+    assert chat(user(TextPart("a"), TextPart("b")))["messages"][0]["content"] == "ab"
+    assert responses(user(TextPart("a"), TextPart("b")))["input"][0]["content"] == "ab"
