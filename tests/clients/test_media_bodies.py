@@ -152,14 +152,24 @@ async def test_refused_before_anything_is_sent() -> None:
 
 
 def test_ollama_images_are_raw_base64_and_text_documents_text() -> None:
-    body = ollama(user(TextPart("what is it? "), IMAGE, DocumentPart.from_text("notes")))
+    body = ollama(user(TextPart("what is it?"), IMAGE, DocumentPart.from_text("notes")))
     assert body["messages"] == [
         {
             "role": "user",
-            "content": "what is it? notes",
+            "content": "what is it?\n\nnotes",
             "images": [base64.b64encode(PNG).decode()],
         }
     ]
+    # Ollama's content is one string: a text document is set apart from the text around it by
+    # a blank line (it was run into it: 'Summarise:Q3 grew'), the message's own text parts are
+    # joined as they are
+    parts = (TextPart("Sum"), TextPart("marise:"), DocumentPart.from_text("Q3 grew"))
+    assert ollama(user(*parts, TextPart("Thanks.")))["messages"][0]["content"] == (
+        "Summarise:\n\nQ3 grew\n\nThanks."
+    )
+    assert ollama(user(DocumentPart.from_text("a"), DocumentPart.from_text("b")))["messages"][0][
+        "content"
+    ] == ("a\n\nb")
 
 
 def test_markers_are_ignored_where_caching_is_implicit() -> None:
