@@ -204,11 +204,15 @@ def anthropic_tools_violation(body: Mapping[str, Any]) -> str | None:
     if not isinstance(messages, list):
         return None
     for message in cast("list[Any]", messages):
-        content: Any = message.get("content") if isinstance(message, dict) else None
+        if not isinstance(message, dict):
+            continue
+        content: Any = cast("dict[str, Any]", message).get("content")
         if not isinstance(content, list):
             continue  # plain text
         for block in cast("list[Any]", content):
-            if isinstance(block, dict) and block.get("type") in ("tool_use", "tool_result"):
+            if not isinstance(block, dict):
+                continue
+            if cast("dict[str, Any]", block).get("type") in ("tool_use", "tool_result"):
                 return (
                     "Requests which include `tool_use` or `tool_result` blocks must define tools."
                 )
