@@ -31,6 +31,7 @@ from rxturn.clients.openai import build_openai_body
 from rxturn.clients.openai_responses import build_responses_body
 from rxturn.errors import BadRequestError, ConfigError, is_retryable
 from rxturn.messages import (
+    RedactedThinkingPart,
     Request,
     RequestOptions,
     TextPart,
@@ -280,6 +281,7 @@ def test_at_most_four_breakpoints_the_oldest_markers_dropped(
         ((CachePoint(), TextPart("x")), "first in a message"),
         ((TextPart(""), CachePoint()), "first in a message"),
         ((ThinkingPart("hmm", "sig"), CachePoint(), TextPart("x")), "right after a thinking"),
+        ((RedactedThinkingPart("opaque"), CachePoint(), TextPart("x")), "right after a thinking"),
     ],
 )
 def test_markers_in_impossible_places(content: tuple[Any, ...], match: str) -> None:
@@ -362,6 +364,14 @@ def test_a_1h_breakpoint_after_a_5m_one_is_refused() -> None:
         anthropic(
             Request(messages=(Message.user("x"),), system="s"),
             RequestOptions(cache_system=True, cache_messages="1h"),
+        )
+    # the API's order is tools, then system: a 5m last tool before a 1h system prompt is wrong
+    with pytest.raises(
+        ConfigError, match=r"\(the system prompt\) after a 5m one \(the last tool\)"
+    ):
+        anthropic(
+            Request(messages=(Message.user("x"),), system="s", tools=(TOOL,)),
+            RequestOptions(cache_tools="5m", cache_system="1h"),
         )
     # longer first is fine
     ordered = Request(messages=(Message.user("a", CachePoint("1h")),), system="s")
