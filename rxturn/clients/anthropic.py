@@ -45,8 +45,10 @@ the JSON as its text, after one request — a plain assistant text message the n
 carries back as it is. The API demands ``additionalProperties: false`` on every object of such a
 schema, so objects are closed on the way out; a ``strict`` format also lists every property as
 required, as ``strict_tools`` does (:func:`~rxturn.clients._request.strict_schema`). The
-caller's tools are left out under a format, as on the other wires. ``strict_tools`` sends each
-tool with ``strict: true`` and its schema tightened the same way.
+caller's tools are left out under a format, as on the other wires — except when the history
+holds tool calls or results, which the API refuses in a request that defines no tools: then
+the tools go along with ``tool_choice: {"type": "none"}``, so the reply is still the JSON.
+``strict_tools`` sends each tool with ``strict: true`` and its schema tightened the same way.
 
 Headers: ``x-api-key`` (when a key is set), ``anthropic-version: 2023-06-01``, JSON content type,
 then the client's and the options' extra headers.
@@ -352,6 +354,11 @@ def build_anthropic_body(
     if fmt is not None:
         schema = response_schema(fmt, close_objects=True)
         body["output_config"] = {"format": {"type": "json_schema", "schema": schema}}
+        if request.tools and _holds_tool_blocks(request):
+            # the API refuses tool_use / tool_result blocks in a request that defines no
+            # tools: they go along, and tool_choice none keeps the reply the JSON
+            body["tools"] = [_tool(tool, strict=options.strict_tools) for tool in request.tools]
+            body["tool_choice"] = {"type": "none"}
     else:
         if request.tools:
             body["tools"] = [_tool(tool, strict=options.strict_tools) for tool in request.tools]
@@ -389,6 +396,15 @@ def build_anthropic_body(
             )
         body["thinking"] = {"type": "enabled", "budget_tokens": thinking}
     return merge_extra_body(body, options)
+
+
+def _holds_tool_blocks(request: Request) -> bool:
+    """Whether a message of ``request`` holds a tool call or a tool result."""
+    return any(
+        isinstance(part, ToolCallPart | ToolResultPart)
+        for message in request.messages
+        for part in message.content
+    )
 
 
 def _tool(schema: ToolSchema, *, strict: bool) -> dict[str, Any]:

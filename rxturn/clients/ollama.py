@@ -13,8 +13,9 @@ Request body, built by the pure :func:`build_ollama_body`:
   text; kept thinking parts are left out on purpose (Ollama's chat templates drop earlier turns'
   thinking anyway); each tool result its own ``tool`` message (with ``tool_name`` when the
   matching call is in the history), accompanying text after them; a user message's inline
-  images as raw base64 in ``images`` and plain-text documents appended to its text (PDFs,
-  audio, URLs, file ids and media in tool results are refused); cache markers are ignored;
+  images as raw base64 in ``images`` and plain-text documents appended to its text, each set
+  apart by a blank line (PDFs, audio, URLs, file ids and media in tool results are refused);
+  cache markers are ignored;
 * ``stream`` (always sent: Ollama streams by default);
 * ``tools`` ``[{type: function, function {name, description, parameters}}]`` when any (and no
   ``response_format``);
@@ -70,12 +71,18 @@ WIRE = "Ollama's /api/chat"
 
 
 def _user_content(message: Message) -> tuple[str, list[str]]:
-    """A user message's text (plain-text documents appended) and its images as raw base64."""
-    text: list[str] = []
+    """A user message's text (plain-text documents appended, each set apart by a blank line)
+    and its images as raw base64."""
+    text: list[str] = []  # runs of the message's own text, and documents, in order
+    document = True  # whether the last entry of ``text`` is a document (none yet: a new run)
     images: list[str] = []
     for part in message.content:
         if isinstance(part, TextPart):
-            text.append(part.text)
+            if document:
+                text.append(part.text)
+                document = False
+            else:
+                text[-1] += part.text
         elif isinstance(part, MEDIA_PARTS):
             source = check_source(part, WIRE, "ollama")
             if not isinstance(source, InlineSource):
@@ -84,9 +91,10 @@ def _user_content(message: Message) -> tuple[str, list[str]]:
                 images.append(b64(source.data))
             elif isinstance(part, DocumentPart) and source.media_type == "text/plain":
                 text.append(plain_text(part, source, WIRE))
+                document = True
             else:
                 raise refuse(part, WIRE, "it takes images and plain text only")
-    return "".join(text), images
+    return "\n\n".join(run for run in text if run), images
 
 
 def _messages(request: Request) -> list[dict[str, Any]]:

@@ -148,11 +148,12 @@ def _media_part(part: MediaPart) -> dict[str, Any]:
 class _Content:
     """One message's content parts as they are built; markers attach to the last part."""
 
-    __slots__ = ("explicit", "parts")
+    __slots__ = ("explicit", "media", "parts")
 
     def __init__(self, explicit: bool) -> None:
         self.parts: list[dict[str, Any]] = []
         self.explicit = explicit
+        self.media = False  # a part made from media (a text document too) is kept whole
 
     def text(self, text: str) -> None:
         if text:
@@ -170,8 +171,9 @@ class _Content:
         last["prompt_cache_breakpoint"] = EXPLICIT_BREAKPOINT
 
     def value(self) -> str | list[dict[str, Any]]:
-        """A plain string when every part is unmarked text (what the API has always got)."""
-        if all(p["type"] == "text" and len(p) == 2 for p in self.parts):
+        """A plain string when every part is the message's own unmarked text (what the API has
+        always got); a text document stays a part of its own, not run into the prompt."""
+        if not self.media and all(p["type"] == "text" and len(p) == 2 for p in self.parts):
             return "".join(p["text"] for p in self.parts)
         return self.parts
 
@@ -204,6 +206,7 @@ def _user_messages(
         elif isinstance(part, MEDIA_PARTS):
             last = _media_part(part)
             content.parts.append(last)
+            content.media = True
         elif isinstance(part, ToolResultPart):
             entry = _tool_message(part, options, moved)
             out.append(entry)
@@ -219,6 +222,7 @@ def _user_messages(
                 entry["content"] = entry["content"][0]["text"]
     if moved:
         content.parts[:0] = [_media_part(part) for part in moved]
+        content.media = True
     if content.parts or not tools:
         out.append({"role": "user", "content": content.value()})
 

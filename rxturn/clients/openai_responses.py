@@ -199,6 +199,7 @@ def _user_items(message: Message, explicit: bool, out: list[dict[str, Any]]) -> 
     parts: list[dict[str, Any]] = []
     last: dict[str, Any] | None = None
     results = 0
+    media = False  # a part made from media (a text document too) is kept whole
     for part in message.content:
         if isinstance(part, ToolResultPart):
             last = {
@@ -215,10 +216,11 @@ def _user_items(message: Message, explicit: bool, out: list[dict[str, Any]]) -> 
         elif isinstance(part, MEDIA_PARTS):
             last = _input_part(part)
             parts.append(last)
+            media = True
         elif isinstance(part, CachePoint):
             _mark(last, explicit)
     if parts or not results:
-        plain = all(p["type"] == "input_text" and len(p) == 2 for p in parts)
+        plain = not media and all(p["type"] == "input_text" and len(p) == 2 for p in parts)
         content = "".join(p["text"] for p in parts) if plain else parts
         out.append({"role": "user", "content": content})
 

@@ -22,6 +22,7 @@ __all__ = [
     "ReplyContext",
     "Wire",
     "anthropic_thinking_violation",
+    "anthropic_tools_violation",
     "content_type",
     "count_words",
     "created_at",
@@ -191,6 +192,30 @@ def anthropic_thinking_violation(body: Mapping[str, Any]) -> str | None:
                     f"messages.{position}.content.{index}: Invalid `signature` in `thinking` block"
                 )
         return None
+    return None
+
+
+def anthropic_tools_violation(body: Mapping[str, Any]) -> str | None:
+    """The Anthropic API's 400 message for a history with ``tool_use`` or ``tool_result``
+    blocks in a request that defines no tools; ``None`` when the request is fine."""
+    if body.get("tools"):
+        return None
+    messages: Any = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    for message in cast("list[Any]", messages):
+        if not isinstance(message, dict):
+            continue
+        content: Any = cast("dict[str, Any]", message).get("content")
+        if not isinstance(content, list):
+            continue  # plain text
+        for block in cast("list[Any]", content):
+            if not isinstance(block, dict):
+                continue
+            if cast("dict[str, Any]", block).get("type") in ("tool_use", "tool_result"):
+                return (
+                    "Requests which include `tool_use` or `tool_result` blocks must define tools."
+                )
     return None
 
 

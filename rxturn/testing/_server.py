@@ -21,7 +21,9 @@ Anthropic API, an Anthropic format schema with an object not closed by ``additio
 false`` gets a 400. Like the real Anthropic API, a request with extended thinking whose
 last tool-using assistant message lost its thinking block (or carries a signature the fake did
 not give) gets a 400 ``invalid_request_error`` before it takes an entry
-(:func:`._emit.anthropic_thinking_violation`). The bytes come from :mod:`._emit`; this module
+(:func:`._emit.anthropic_thinking_violation`), and so does one whose history holds ``tool_use``
+or ``tool_result`` blocks but that defines no tools (:func:`._emit.anthropic_tools_violation`).
+The bytes come from :mod:`._emit`; this module
 only does the IO:
 
 * **pacing** — with no delay and no fault the stream is written at once: headers, the body as
@@ -430,6 +432,10 @@ class FakeProvider:
             )
         if fields.thinking:
             violation = _emit.anthropic_thinking_violation(body)
+            if violation is not None:
+                return self._error(wire, 400, "invalid_request_error", violation, seq)
+        if wire == "anthropic":
+            violation = _emit.anthropic_tools_violation(body)
             if violation is not None:
                 return self._error(wire, 400, "invalid_request_error", violation, seq)
         schema = requested_schema(body, wire) if fields.formatted else None

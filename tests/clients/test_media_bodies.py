@@ -31,6 +31,7 @@ from rxturn.clients.openai import build_openai_body
 from rxturn.clients.openai_responses import build_responses_body
 from rxturn.errors import BadRequestError, ConfigError, is_retryable
 from rxturn.messages import (
+    RedactedThinkingPart,
     Request,
     RequestOptions,
     TextPart,
@@ -152,14 +153,24 @@ async def test_refused_before_anything_is_sent() -> None:
 
 
 def test_ollama_images_are_raw_base64_and_text_documents_text() -> None:
-    body = ollama(user(TextPart("what is it? "), IMAGE, DocumentPart.from_text("notes")))
+    body = ollama(user(TextPart("what is it?"), IMAGE, DocumentPart.from_text("notes")))
     assert body["messages"] == [
         {
             "role": "user",
-            "content": "what is it? notes",
+            "content": "what is it?\n\nnotes",
             "images": [base64.b64encode(PNG).decode()],
         }
     ]
+    # Ollama's content is one string: a text document is set apart from the text around it by
+    # a blank line (it was run into it: 'Summarise:Q3 grew'), the message's own text parts are
+    # joined as they are
+    parts = (TextPart("Sum"), TextPart("marise:"), DocumentPart.from_text("Q3 grew"))
+    assert ollama(user(*parts, TextPart("Thanks.")))["messages"][0]["content"] == (
+        "Summarise:\n\nQ3 grew\n\nThanks."
+    )
+    assert ollama(user(DocumentPart.from_text("a"), DocumentPart.from_text("b")))["messages"][0][
+        "content"
+    ] == ("a\n\nb")
 
 
 def test_markers_are_ignored_where_caching_is_implicit() -> None:
@@ -270,6 +281,7 @@ def test_at_most_four_breakpoints_the_oldest_markers_dropped(
         ((CachePoint(), TextPart("x")), "first in a message"),
         ((TextPart(""), CachePoint()), "first in a message"),
         ((ThinkingPart("hmm", "sig"), CachePoint(), TextPart("x")), "right after a thinking"),
+        ((RedactedThinkingPart("opaque"), CachePoint(), TextPart("x")), "right after a thinking"),
     ],
 )
 def test_markers_in_impossible_places(content: tuple[Any, ...], match: str) -> None:
@@ -353,6 +365,14 @@ def test_a_1h_breakpoint_after_a_5m_one_is_refused() -> None:
             Request(messages=(Message.user("x"),), system="s"),
             RequestOptions(cache_system=True, cache_messages="1h"),
         )
+    # the API's order is tools, then system: a 5m last tool before a 1h system prompt is wrong
+    with pytest.raises(
+        ConfigError, match=r"\(the system prompt\) after a 5m one \(the last tool\)"
+    ):
+        anthropic(
+            Request(messages=(Message.user("x"),), system="s", tools=(TOOL,)),
+            RequestOptions(cache_tools="5m", cache_system="1h"),
+        )
     # longer first is fine
     ordered = Request(messages=(Message.user("a", CachePoint("1h")),), system="s")
     body = anthropic(ordered, RequestOptions(cache_system="1h", cache_messages="5m"))
@@ -369,3 +389,31 @@ async def test_every_route_of_the_fake_takes_an_image_streaming(provider: Provid
         assert events
         [body] = fake.requests
     assert base64.b64encode(PNG).decode() in str(body)
+
+
+def test_a_plain_text_document_stays_its_own_part_beside_the_prompt() -> None:
+    # what docs/content.md's table says: a `text` part (Chat), an `input_text` part
+    # (Responses). The message was sent as one joined string, "Summarise:Q3 grew", where the
+    # document's first word ran into the prompt's last
+    marked = user(TextPart("Summarise:"), DocumentPart.from_text("Q3 grew"))
+    assert chat(marked)["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Summarise:"},
+                {"type": "text", "text": "Q3 grew"},
+            ],
+        }
+    ]
+    assert responses(marked)["input"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "Summarise:"},
+                {"type": "input_text", "text": "Q3 grew"},
+            ],
+        }
+    ]
+    # text alone still goes as the plain string the APIs have always taken
+    assert chat(user(TextPart("a"), TextPart("b")))["messages"][0]["content"] == "ab"
+    assert responses(user(TextPart("a"), TextPart("b")))["input"][0]["content"] == "ab"

@@ -95,6 +95,37 @@ async def test_one_request_and_the_json_is_the_reply_text(wire: str, mode: Any) 
         assert "properties" in _sent_schema(wire, sent)
 
 
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"sunny in {city}"
+
+
+@pytest.mark.parametrize("wire", WIRES)
+async def test_a_format_after_a_tool_loop_is_one_request_the_api_takes(wire: str) -> None:
+    # the common pattern: tools first, then the findings as JSON. The history then holds tool
+    # calls and results, which the Anthropic API refuses in a request that defines no tools
+    # (the fake says so as it does): there the tools go along, with tool_choice none, so the
+    # model still cannot call one and the reply is the JSON
+    call = {"tool_calls": [{"id": "toolu_1", "name": "weather", "input": {"city": "Oslo"}}]}
+    script = {"models": {"*": [call, {"text": "Sunny in Oslo."}, {}]}}
+    async with FakeProvider(script) as fake, _client(wire, fake) as client:
+        engine = TurnEngine(client, tools=[weather])
+        await engine.run("Weather in Oslo?")
+        assert len(fake.requests) == 2
+        fmt = ResponseFormat(name="weather", schema=SCHEMA)
+        engine.request_options = RequestOptions(response_format=fmt)
+        result = await engine.run("As JSON, please.")
+        assert len(fake.requests) == 3
+        assert not result.message.tool_calls
+        assert json.loads(result.text)["city"] == ""
+        sent = fake.requests[2]
+    if wire == "anthropic":
+        assert [tool["name"] for tool in sent["tools"]] == ["weather"]
+        assert sent["tool_choice"] == {"type": "none"}
+    else:  # the other APIs take tool calls in a history without tool definitions
+        assert "tools" not in sent
+
+
 @pytest.mark.parametrize("wire", WIRES)
 async def test_a_strict_format_is_tightened_the_same_way_on_every_wire(wire: str) -> None:
     fmt = ResponseFormat(name="weather", schema=SCHEMA, strict=True)

@@ -91,13 +91,20 @@ def test_sdk_style_histories_convert_to_the_same_conversation(history: Any, call
     assert TurnEngine(engine.client, history=history).history == _round_trip(call_id)
 
 
+def weather(city: str) -> str:
+    """The weather in a city."""
+    return f"-3 C in {city}"
+
+
 async def test_an_anthropic_sdk_history_reaches_the_wire_as_written() -> None:
     """What the Anthropic SDK would send for these dicts is what rxturn sends."""
     async with (
         FakeProvider(REPLY) as fake,
         AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
     ):
-        engine = TurnEngine(client, history=ANTHROPIC_HISTORY)
+        # (with the tool its history calls: the API refuses tool blocks in a request without
+        # tools, and so does the fake)
+        engine = TurnEngine(client, history=ANTHROPIC_HISTORY, tools=[weather])
         await engine.turn()
     sent = fake.requests[0]["messages"]
     assert sent[1]["content"] == ANTHROPIC_HISTORY[1]["content"]

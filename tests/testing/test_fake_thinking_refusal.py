@@ -150,6 +150,30 @@ async def test_a_final_text_turn_needs_no_thinking(serve: Serve) -> None:
 REFUSE = {"models": {"*": [{"text": "I can't help with that.", "stop_reason": "refusal"}]}}
 
 
+@pytest.mark.parametrize("tools", [None, []], ids=["absent", "empty"])
+async def test_tool_blocks_without_tools_are_the_apis_400(serve: Serve, tools: Any) -> None:
+    # the real API refuses a history with tool_use / tool_result blocks when the request
+    # defines no tools (what a client that drops its tools for a structured-output turn sends)
+    fake = await serve({"models": {"*": [ANSWER]}})
+    extra: dict[str, Any] = {} if tools is None else {"tools": tools}
+    async with _anthropic(fake) as client:
+        call = [{"type": "tool_use", "id": "toolu_w", "name": "get_weather", "input": {}}]
+        with pytest.raises(anthropic.BadRequestError) as rejected:
+            await client.messages.create(
+                model="claude-test", max_tokens=64, messages=_continuation(call), **extra
+            )
+        # the rejected request took no entry; with its tools the same history is answered
+        reply = await client.messages.create(
+            model="claude-test", max_tokens=64, tools=TOOLS, messages=_continuation(call)
+        )
+    assert [block.type for block in reply.content] == ["text"]
+    body: Any = rejected.value.body
+    assert body["error"] == {
+        "type": "invalid_request_error",
+        "message": "Requests which include `tool_use` or `tool_result` blocks must define tools.",
+    }
+
+
 async def test_anthropic_refusal_is_its_stop_reason(serve: Serve) -> None:
     fake = await serve(REFUSE)
     async with _anthropic(fake) as client:
