@@ -1080,16 +1080,21 @@ def message_content(
     """Check a message's role and content; the content converted, or ``None`` when it is fine.
 
     ``part_types`` is the set of part classes the message union allows. A tuple of those parts
-    is returned as ``None`` (nothing to convert, nothing allocated); a ``str`` becomes one text
-    part, a list becomes a tuple, and a ``str`` or an SDK-style ``dict`` among the parts is
-    converted (:func:`part_from_dict`). Anything else is a :class:`~rxturn.errors.ConfigError`.
+    is returned as ``None`` (nothing to convert, nothing allocated); a list becomes a tuple, and
+    an SDK-style ``dict`` among the parts is converted (:func:`part_from_dict`). A ``str`` where
+    parts belong (the content, or one of its parts) is a :class:`~rxturn.errors.ConfigError`
+    naming the fix, as is anything else: iterated, it would be its characters.
 
     Examples:
         >>> from rxturn.messages import TextPart
         >>> message_content("user", (TextPart("hi"),), frozenset({TextPart})) is None
         True
-        >>> message_content("user", "hi", frozenset({TextPart}))
+        >>> message_content("user", [TextPart("hi")], frozenset({TextPart}))
         (TextPart(text='hi'),)
+        >>> message_content("user", "hi", frozenset({TextPart}))
+        Traceback (most recent call last):
+        ...
+        rxturn.errors.ConfigError: Message.content is a str, where a tuple of parts belongs: ...
     """
     if role != "user" and role != "assistant":
         raise ConfigError(f"Message: {_role_problem(role)}")
@@ -1101,13 +1106,14 @@ def message_content(
         else:
             return None
     elif isinstance(content, str):
-        return (_text_part(content),)
+        raise ConfigError(
+            "Message.content is a str, where a tuple of parts belongs: pass "
+            "(TextPart(text),), or build it with Message.user(text) / Message.assistant(text)"
+        )
     elif isinstance(content, list | tuple):
         items = tuple(content)  # pyright: ignore[reportUnknownArgumentType, reportUnknownVariableType]
     else:
-        raise ConfigError(
-            f"Message.content must be a tuple of parts or a str, got {type(content).__name__}"
-        )
+        raise ConfigError(f"Message.content must be a tuple of parts, got {type(content).__name__}")
     return tuple(_as_part(part, index, part_types) for index, part in enumerate(items))
 
 
@@ -1119,14 +1125,16 @@ def _text_part(text: str) -> TextPart:
 def _as_part(part: object, index: int, part_types: frozenset[type]) -> ContentPart:
     if type(part) in part_types:
         return part  # pyright: ignore[reportReturnType]
-    if isinstance(part, str):
-        return _text_part(part)
     if isinstance(part, dict):
         return part_from_dict(part, f"Message.content[{index}]")  # pyright: ignore[reportUnknownArgumentType]
+    if isinstance(part, str):
+        raise ConfigError(
+            f"Message.content[{index}] is a str, where a part belongs: wrap it, TextPart(text)"
+        )
     names = ", ".join(sorted(cls.__name__ for cls in part_types))
     raise ConfigError(
         f"Message.content[{index}] is {type_named(part)}; a part is one of {names}, "
-        "a str (text) or an SDK-style dict (docs/messages.md)"
+        "or an SDK-style dict (docs/messages.md)"
     )
 
 

@@ -132,7 +132,6 @@ async def test_an_openai_sdk_history_reaches_the_wire_as_written() -> None:
         {"type": "text", "text": "hi"},
         {"type": "input_text", "text": "hi"},
         {"type": "output_text", "text": "hi"},
-        "hi",
     ],
 )
 def test_text_in_every_shape_is_one_text_part(block: Any) -> None:
@@ -140,10 +139,21 @@ def test_text_in_every_shape_is_one_text_part(block: Any) -> None:
     assert Message(role="user", content=content).content == (TextPart("hi"),)
 
 
-def test_a_str_where_parts_belong_becomes_one_text_part() -> None:
-    message = Message(role="user", content="hello")  # pyright: ignore[reportArgumentType]
-    assert message.content == (TextPart("hello"),)
-    assert message.text == "hello"
+@pytest.mark.parametrize(
+    ("content", "where"),
+    [("hello", "Message.content"), ((TextPart("a"), "hello"), r"Message.content\[1\]")],
+    ids=["content", "a part"],
+)
+def test_a_str_where_parts_belong_is_a_config_error_naming_the_fix(
+    content: Any, where: str
+) -> None:
+    # iterated as parts, a str would be its characters: refused when built, never converted
+    with pytest.raises(
+        ConfigError, match=rf"^{where} is a str, where .*TextPart\(text\)"
+    ) as caught:
+        Message(role="user", content=content)
+    assert "\n" not in str(caught.value)
+    assert Message.user("hello").content == (TextPart("hello"),)  # the builder takes a str
 
 
 def test_responses_items_convert() -> None:
@@ -168,7 +178,7 @@ def _any(value: Any) -> Any:
         (lambda: Message(role="system", content="be brief"), r"TurnEngine\(system=\.\.\.\)"),  # pyright: ignore[reportArgumentType]
         (lambda: Message(role="tool", content="x"), "role must be 'user' or 'assistant'"),  # pyright: ignore[reportArgumentType]
         (lambda: Message(role="user", content=[42]), r"content\[0\] is an int"),  # pyright: ignore[reportArgumentType]
-        (lambda: Message(role="user", content=None), "must be a tuple of parts or a str"),  # pyright: ignore[reportArgumentType]
+        (lambda: Message(role="user", content=None), "must be a tuple of parts, got NoneType"),  # pyright: ignore[reportArgumentType]
         (lambda: Message.user(42), r"Message.user\(text\) takes a str"),  # pyright: ignore[reportArgumentType]
         (
             lambda: Message(role="user", content=_any([{"type": "video", "video": {}}])),
