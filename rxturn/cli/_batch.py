@@ -137,6 +137,20 @@ def _temperature(text: str) -> float:
     return value + 0.0  # -0 is 0 (one manifest, and no "-0.0" sent)
 
 
+def output_argument(text: str) -> str:
+    """An argparse ``type`` for OUT: a file name, and not ``-``. OUT is the checkpoint, read
+    back by the next run, so stdout cannot be it; ``-o -`` wrote a file named ``-`` in the
+    current directory (``./-`` still names that file)."""
+    if text == "-":
+        import argparse
+
+        raise argparse.ArgumentTypeError(
+            "OUT is the checkpoint file the next run reads back, so '-' (stdout) cannot be "
+            "it: write to a file, then 'rxturn batch export' it"
+        )
+    return file_argument(text)
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "batch",
@@ -173,7 +187,7 @@ def add_parser(subparsers: Any) -> None:
         "-o",
         "--output",
         required=True,
-        type=file_argument,
+        type=output_argument,
         metavar="OUT.jsonl",
         help="the output, and the checkpoint: one line per row, appended",
     )
@@ -259,7 +273,7 @@ def add_parser(subparsers: Any) -> None:
         "pending, the rows of INPUT that have no line yet or were edited since theirs.",
     )
     status_p.add_argument(
-        "output", type=file_argument, metavar="OUT.jsonl", help="the output of batch run"
+        "output", type=output_argument, metavar="OUT.jsonl", help="the output of batch run"
     )
     status_p.add_argument(
         "--input",
@@ -280,7 +294,7 @@ def add_parser(subparsers: Any) -> None:
         "(rows without a line are left out).",
     )
     export_p.add_argument(
-        "output", type=file_argument, metavar="OUT.jsonl", help="the output of batch run"
+        "output", type=output_argument, metavar="OUT.jsonl", help="the output of batch run"
     )
     export_p.add_argument(
         "--input",
