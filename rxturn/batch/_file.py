@@ -405,7 +405,7 @@ class FileRun:
         relayed = 0  # rows handed out through ``relay`` and not landed
         ended = False  # the run is over: a row landing now is not written (as if cancelled)
         exhausted = False  # every pending line was handed out
-        limit = _in_flight(backend, self.config)
+        limit = 0  # rows in flight at most: the backend's capacity, known once it started
         lines = self.lines()
         idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -467,6 +467,8 @@ class FileRun:
         stopper = asyncio.ensure_future(stop.wait())
         try:
             await backend.start()
+            # (read after start: a Ray backend learns there how many actors the cluster runs)
+            limit = _in_flight(backend, self.config)
             if started is not None:
                 started()
             feed()
