@@ -632,18 +632,22 @@ LONG_PAUSE = 10.0
 class PauseNotice:
     """The line a long Retry-After pause gets on stderr, once per pause: the rows that met the
     same rate limit (and lengthen the pause a little each) add no line; a new pause after it
-    ends gets its own. ``now``: the gate's clock."""
+    ends gets its own. ``now``: the gate's clock.
+
+    Called with the seconds the pause holds from now and, where it is heard of late (the Ray
+    driver looks once a heartbeat), its ``length`` from its start: a pause is long by its
+    length, so a 10.5 s one first heard of a second in is still said."""
 
     def __init__(self, now: Any) -> None:
         self.now = now
         self.until = float("-inf")  # the end of the pause said last
 
-    def __call__(self, seconds: float) -> None:
+    def __call__(self, seconds: float, length: float | None = None) -> None:
         now = self.now()
         if now < self.until:  # the pause said already, made longer
             self.until = max(self.until, now + seconds)
             return
-        if seconds < LONG_PAUSE:
+        if max(seconds, length or 0.0) < LONG_PAUSE:
             return
         self.until = now + seconds
         _notice(
