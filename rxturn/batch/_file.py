@@ -238,7 +238,9 @@ class FileRun:
 
     def _prepare(self) -> None:
         output = self.output_path
-        manifest = Manifest.load(output)
+        # --force rewrites a manifest that is no manifest (edited, say), as it adopts an
+        # output without one
+        manifest = Manifest.load(output, broken_ok=self.force)
         if manifest is None and not self.force and _holds_data(output):
             raise _not_an_output(output, "use another output, or --force to adopt it")
         self.state = state = read_output(output)

@@ -450,7 +450,15 @@ class Manifest(msgspec.Struct, kw_only=True):
         return beside(output, ".manifest.json")
 
     @classmethod
-    def load(cls, output: Path) -> Manifest | None:
+    def load(cls, output: Path, *, broken_ok: bool = False) -> Manifest | None:
+        """The manifest of ``output`` (``None``: it has none, or with ``broken_ok`` one that
+        is no manifest, which ``batch run --force`` then rewrites).
+
+        Raises:
+            BatchOutputError: the manifest is not one (without ``broken_ok``), or its path
+                is a directory, a device or a pipe.
+            BatchWriteError: it cannot be read.
+        """
         path = cls.path_for(output)
         if not refuse_special(path, "the manifest"):
             return None
@@ -463,7 +471,11 @@ class Manifest(msgspec.Struct, kw_only=True):
         try:
             return msgspec.json.decode(data, type=cls)
         except msgspec.DecodeError as exc:
-            raise BatchOutputError(f"{str(path)!r} is not a batch manifest ({exc})") from None
+            if broken_ok:
+                return None
+            raise BatchOutputError(
+                f"{str(path)!r} is not a batch manifest ({exc}); `batch run --force` rewrites it"
+            ) from None
 
     def save(self, output: Path) -> None:
         """Write atomically: a temporary file, fsync, rename over, fsync the directory.
