@@ -500,7 +500,10 @@ class FileRun:
         writer = self.writer
         assert writer is not None
         while True:
-            await asyncio.sleep(0.2)
+            # a look every 0.2 s, and one at the moment the oldest unsynced line has waited
+            # a second: an fsync a second after a line, not up to 1.2 s (overdue, while an
+            # fsync still runs: the next look in 0.2 s)
+            await asyncio.sleep(min(_SYNC_LOOK, writer.until_due()) or _SYNC_LOOK)
             if writer.due():
                 try:
                     self._write_queued()
@@ -566,6 +569,10 @@ def _holds_data(path: Path) -> bool:
         return os.stat(path).st_size > 0
     except OSError:  # missing (a new output), or unreadable: read_output says which
         return False
+
+
+#: seconds between the run's looks at whether its output is due an fsync
+_SYNC_LOOK = 0.2
 
 
 def _in_flight(backend: Backend, config: BatchConfig) -> int:

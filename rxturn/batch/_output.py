@@ -605,6 +605,13 @@ class OutputWriter:
         """Whether unsynced lines have waited a second (the caller's timer asks)."""
         return self._unsynced > 0 and self._clock() - self._first_unsynced >= self.fsync_seconds
 
+    def until_due(self) -> float:
+        """Seconds until the unsynced lines have waited a second (``fsync_seconds`` when there
+        are none): how long the caller's timer may sleep before it asks :meth:`due` again."""
+        if self._unsynced == 0:
+            return self.fsync_seconds
+        return max(0.0, self.fsync_seconds - (self._clock() - self._first_unsynced))
+
     def sync(self) -> None:
         """Start an fsync of what was written since the last one began, on the writer's thread.
 
