@@ -119,7 +119,7 @@ _RAY = SimpleNamespace(
 
 
 def test_a_long_pause_the_ray_driver_hears_of_late_is_still_said(
-    capsys: pytest.CaptureFixture[str],
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The Ray driver asks the budget actor how long the run's pause holds once a heartbeat,
     and hears the answer a heartbeat later: a Retry-After of 10.5 s (a long pause, said by a
@@ -132,10 +132,10 @@ def test_a_long_pause_the_ray_driver_hears_of_late_is_still_said(
     actor = BudgetActor(None, None)
     actor.gate = LocalGate(actor.budget, clock=lambda: clock[0])
     backend = RayBackend(BatchConfig(provider="anthropic", model="m"), None, 1)
-    backend._budget = _Handle(actor)  # pyright: ignore[reportPrivateUsage]
-    backend.gate.now = lambda: clock[0]
+    backend._budget = _Handle(actor)
+    monkeypatch.setattr(backend.gate, "now", lambda: clock[0])
     backend.gate.on_pause = PauseNotice(backend.gate.now)
-    look = backend._look_at_waits  # pyright: ignore[reportPrivateUsage]
+    look = backend._look_at_waits
     look(_RAY)  # asks; no pause yet
     _Method(actor.pause).remote(10.5)  # an actor met a 429 with Retry-After: 10.5
     clock[0] += 1.0

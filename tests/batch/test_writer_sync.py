@@ -134,7 +134,7 @@ async def test_the_run_syncs_a_line_a_second_after_it_was_written_not_later(
         writer.write_lines([b"1\n"])
         clock[0] = 0.0
         with pytest.raises(asyncio.CancelledError):
-            await run._sync_every_second(stop)  # pyright: ignore[reportPrivateUsage]
+            await run._sync_every_second(stop)
     finally:
         monkeypatch.undo()
         writer.close()
@@ -173,7 +173,7 @@ async def test_the_runs_timer_does_not_spin_while_an_fsync_runs(
     try:
         writer.write_lines([b"1\n"])
         with pytest.raises(asyncio.CancelledError):
-            await run._sync_every_second(stop)  # pyright: ignore[reportPrivateUsage]
+            await run._sync_every_second(stop)
     finally:
         monkeypatch.undo()
         writer.close()

@@ -360,7 +360,7 @@ class _NoCluster:
 
 @pytest.mark.parametrize("limits", [{"rpm": 60}, {"tpm": 10_000}, {"rpm": 60, "tpm": 10_000}])
 def test_a_budget_outside_a_ray_job_is_a_config_error_and_starts_no_ray(
-    monkeypatch: pytest.MonkeyPatch, limits: dict[str, int]
+    monkeypatch: pytest.MonkeyPatch, limits: dict[str, Any]
 ) -> None:
     """``TurnUDF(rpm=...)`` called directly, in a process connected to no Ray cluster (a
     notebook trying the UDF on a batch), asked for the named budget actor, and so silently
