@@ -35,6 +35,7 @@ from ._output import (
     read_output,
     refuse_special,
     repair_tail,
+    torn_key,
 )
 from ._runner import BatchConfig, RowOk, Runner, encode_result
 
@@ -194,6 +195,8 @@ class FileRun:
         self.state = OutputState()
         self.index = InputIndex()
         self.pending = bytearray()
+        self._torn: str | None = None  # the id a torn last line of the output begins with
+        self._torn_runs: bool | None = None  # whether its row runs (None: not in the input)
         self.skipped = 0
         self.run_number = 1
         self.tally = Tally(0)
@@ -253,6 +256,7 @@ class FileRun:
                 f"({_difference(manifest, config, options)}); use another output, or --force "
                 "to continue it with these settings"
             )
+        self._torn = torn = torn_key(output, state)  # the row whose line was cut short
         self._scan()
         # only now, with the file known to be a run's output (or adopted) and the input good,
         # is a torn end cut
@@ -261,10 +265,14 @@ class FileRun:
         if dropped and blank:  # a blank line at the end: no row's line is lost
             self.notice(f"repaired {str(output)!r}: dropped {blank_bytes(dropped)} at its end")
         elif dropped:
+            fate = {  # what becomes of that row, as the scan found it
+                None: f"its row {torn!r} is not in the input",
+                True: f"its row {torn!r} runs again",
+                False: f"its row {torn!r} has an earlier line, which stands",
+            }[self._torn_runs]
             self.notice(
                 f"repaired {str(output)!r}: dropped a torn last line "
-                f"({counted(dropped, 'byte')}); "
-                "its row runs again"
+                f"({counted(dropped, 'byte')})" + (f"; {fate}" if torn is not None else "")
             )
         self.run_number = (manifest.runs if manifest is not None else 0) + 1
         Manifest(
@@ -292,6 +300,12 @@ class FileRun:
         force, retry = self.force, self.retry_errors
 
         def check(key: str, obj: Any, line: int) -> None:
+            runs = len(run_keys)
+            decide(key, obj, line)
+            if key == self._torn:  # (None never is a key)
+                self._torn_runs = len(run_keys) > runs
+
+        def decide(key: str, obj: Any, line: int) -> None:
             nonlocal ok, error
             seen = last.get(key)
             if seen is None:

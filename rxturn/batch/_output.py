@@ -53,6 +53,7 @@ __all__ = [
     "read_output",
     "refuse_special",
     "repair_tail",
+    "torn_key",
 ]
 
 FSYNC_LINES = 256
@@ -298,6 +299,25 @@ def _newline_after(file: IO[bytes]) -> int | None:
         found = chunk.find(b"\n")
         if found >= 0:
             return where + found
+
+
+#: the start of an output line as a run writes it: its ``id`` first
+_TORN_ID = re.compile(rb'\A\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def torn_key(path: Path, state: OutputState) -> str | None:
+    """The ``id`` a torn last line begins with (``None``: none, too short to hold a whole
+    one, or unreadable): the row whose line it was, for the notice of its repair."""
+    if not state.torn_bytes or state.blank_tail:
+        return None
+    try:
+        with open(path, "rb") as file:
+            file.seek(state.good_size)
+            head = file.read(4096)
+        found = _TORN_ID.match(head)
+        return msgspec.json.decode(found.group(1), type=str) if found else None
+    except (OSError, msgspec.DecodeError):
+        return None
 
 
 def repair_tail(path: Path, state: OutputState) -> int:
