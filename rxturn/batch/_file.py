@@ -36,6 +36,7 @@ from ._output import (
     read_output,
     refuse_special,
     repair_tail,
+    torn_key,
 )
 from ._runner import BatchConfig, RowOk, Runner, encode_result
 
@@ -197,6 +198,8 @@ class FileRun:
         self.state = OutputState()
         self.index = InputIndex()
         self.pending = bytearray()
+        self._torn: str | None = None  # the id a torn last line of the output begins with
+        self._torn_runs: bool | None = None  # whether its row runs (None: not in the input)
         self.skipped = 0
         self.run_number = 1
         self.tally = Tally(0)
@@ -241,7 +244,9 @@ class FileRun:
 
     def _prepare(self) -> None:
         output = self.output_path
-        manifest = Manifest.load(output)
+        # --force rewrites a manifest that is no manifest (edited, say), as it adopts an
+        # output without one
+        manifest = Manifest.load(output, broken_ok=self.force)
         if manifest is None and not self.force and _holds_data(output):
             raise _not_an_output(output, "use another output, or --force to adopt it")
         self.state = state = read_output(output)
@@ -254,6 +259,7 @@ class FileRun:
                 f"({_difference(manifest, config, options)}); use another output, or --force "
                 "to continue it with these settings"
             )
+        self._torn = torn = torn_key(output, state)  # the row whose line was cut short
         self._scan()
         # only now, with the file known to be a run's output (or adopted) and the input good,
         # is a torn end cut
@@ -262,10 +268,14 @@ class FileRun:
         if dropped and blank:  # a blank line at the end: no row's line is lost
             self.notice(f"repaired {str(output)!r}: dropped {blank_bytes(dropped)} at its end")
         elif dropped:
+            fate = {  # what becomes of that row, as the scan found it
+                None: f"its row {torn!r} is not in the input",
+                True: f"its row {torn!r} runs again",
+                False: f"its row {torn!r} has an earlier line, which stands",
+            }[self._torn_runs]
             self.notice(
                 f"repaired {str(output)!r}: dropped a torn last line "
-                f"({counted(dropped, 'byte')}); "
-                "its row runs again"
+                f"({counted(dropped, 'byte')})" + (f"; {fate}" if torn is not None else "")
             )
         self.run_number = (manifest.runs if manifest is not None else 0) + 1
         Manifest(
@@ -293,6 +303,12 @@ class FileRun:
         force, retry = self.force, self.retry_errors
 
         def check(key: str, obj: Any, line: int) -> None:
+            runs = len(run_keys)
+            decide(key, obj, line)
+            if key == self._torn:  # (None never is a key)
+                self._torn_runs = len(run_keys) > runs
+
+        def decide(key: str, obj: Any, line: int) -> None:
             nonlocal ok, error
             seen = last.get(key)
             if seen is None:
@@ -408,7 +424,7 @@ class FileRun:
         relayed = 0  # rows handed out through ``relay`` and not landed
         ended = False  # the run is over: a row landing now is not written (as if cancelled)
         exhausted = False  # every pending line was handed out
-        limit = _in_flight(backend, self.config)
+        limit = 0  # rows in flight at most: the backend's capacity, known once it started
         lines = self.lines()
         idle: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
@@ -470,6 +486,8 @@ class FileRun:
         stopper = asyncio.ensure_future(stop.wait())
         try:
             await backend.start()
+            # (read after start: a Ray backend learns there how many actors the cluster runs)
+            limit = _in_flight(backend, self.config)
             if started is not None:
                 started()
             feed()
@@ -499,7 +517,10 @@ class FileRun:
         writer = self.writer
         assert writer is not None
         while True:
-            await asyncio.sleep(0.2)
+            # a look every 0.2 s, and one at the moment the oldest unsynced line has waited
+            # a second: an fsync a second after a line, not up to 1.2 s (overdue, while an
+            # fsync still runs: the next look in 0.2 s)
+            await asyncio.sleep(min(_SYNC_LOOK, writer.until_due()) or _SYNC_LOOK)
             if writer.due():
                 try:
                     self._write_queued()
@@ -565,6 +586,10 @@ def _holds_data(path: Path) -> bool:
         return os.stat(path).st_size > 0
     except OSError:  # missing (a new output), or unreadable: read_output says which
         return False
+
+
+#: seconds between the run's looks at whether its output is due an fsync
+_SYNC_LOOK = 0.2
 
 
 def _in_flight(backend: Backend, config: BatchConfig) -> int:

@@ -53,6 +53,7 @@ __all__ = [
     "read_output",
     "refuse_special",
     "repair_tail",
+    "torn_key",
 ]
 
 FSYNC_LINES = 256
@@ -300,6 +301,25 @@ def _newline_after(file: IO[bytes]) -> int | None:
             return where + found
 
 
+#: the start of an output line as a run writes it: its ``id`` first
+_TORN_ID = re.compile(rb'\A\{\s*"id"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def torn_key(path: Path, state: OutputState) -> str | None:
+    """The ``id`` a torn last line begins with (``None``: none, too short to hold a whole
+    one, or unreadable): the row whose line it was, for the notice of its repair."""
+    if not state.torn_bytes or state.blank_tail:
+        return None
+    try:
+        with open(path, "rb") as file:
+            file.seek(state.good_size)
+            head = file.read(4096)
+        found = _TORN_ID.match(head)
+        return msgspec.json.decode(found.group(1), type=str) if found else None
+    except (OSError, msgspec.DecodeError):
+        return None
+
+
 def repair_tail(path: Path, state: OutputState) -> int:
     """Truncate a torn tail away; the number of bytes dropped (0 when there was none)."""
     dropped = state.torn_bytes
@@ -450,7 +470,15 @@ class Manifest(msgspec.Struct, kw_only=True):
         return beside(output, ".manifest.json")
 
     @classmethod
-    def load(cls, output: Path) -> Manifest | None:
+    def load(cls, output: Path, *, broken_ok: bool = False) -> Manifest | None:
+        """The manifest of ``output`` (``None``: it has none, or with ``broken_ok`` one that
+        is no manifest, which ``batch run --force`` then rewrites).
+
+        Raises:
+            BatchOutputError: the manifest is not one (without ``broken_ok``), or its path
+                is a directory, a device or a pipe.
+            BatchWriteError: it cannot be read.
+        """
         path = cls.path_for(output)
         if not refuse_special(path, "the manifest"):
             return None
@@ -463,7 +491,11 @@ class Manifest(msgspec.Struct, kw_only=True):
         try:
             return msgspec.json.decode(data, type=cls)
         except msgspec.DecodeError as exc:
-            raise BatchOutputError(f"{str(path)!r} is not a batch manifest ({exc})") from None
+            if broken_ok:
+                return None
+            raise BatchOutputError(
+                f"{str(path)!r} is not a batch manifest ({exc}); `batch run --force` rewrites it"
+            ) from None
 
     def save(self, output: Path) -> None:
         """Write atomically: a temporary file, fsync, rename over, fsync the directory.
@@ -592,6 +624,13 @@ class OutputWriter:
     def due(self) -> bool:
         """Whether unsynced lines have waited a second (the caller's timer asks)."""
         return self._unsynced > 0 and self._clock() - self._first_unsynced >= self.fsync_seconds
+
+    def until_due(self) -> float:
+        """Seconds until the unsynced lines have waited a second (``fsync_seconds`` when there
+        are none): how long the caller's timer may sleep before it asks :meth:`due` again."""
+        if self._unsynced == 0:
+            return self.fsync_seconds
+        return max(0.0, self.fsync_seconds - (self._clock() - self._first_unsynced))
 
     def sync(self) -> None:
         """Start an fsync of what was written since the last one began, on the writer's thread.

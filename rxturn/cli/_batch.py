@@ -137,6 +137,20 @@ def _temperature(text: str) -> float:
     return value + 0.0  # -0 is 0 (one manifest, and no "-0.0" sent)
 
 
+def output_argument(text: str) -> str:
+    """An argparse ``type`` for OUT: a file name, and not ``-``. OUT is the checkpoint, read
+    back by the next run, so stdout cannot be it; ``-o -`` wrote a file named ``-`` in the
+    current directory (``./-`` still names that file)."""
+    if text == "-":
+        import argparse
+
+        raise argparse.ArgumentTypeError(
+            "OUT is the checkpoint file the next run reads back, so '-' (stdout) cannot be "
+            "it: write to a file, then 'rxturn batch export' it"
+        )
+    return file_argument(text)
+
+
 def add_parser(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "batch",
@@ -173,7 +187,7 @@ def add_parser(subparsers: Any) -> None:
         "-o",
         "--output",
         required=True,
-        type=file_argument,
+        type=output_argument,
         metavar="OUT.jsonl",
         help="the output, and the checkpoint: one line per row, appended",
     )
@@ -259,7 +273,7 @@ def add_parser(subparsers: Any) -> None:
         "pending, the rows of INPUT that have no line yet or were edited since theirs.",
     )
     status_p.add_argument(
-        "output", type=file_argument, metavar="OUT.jsonl", help="the output of batch run"
+        "output", type=output_argument, metavar="OUT.jsonl", help="the output of batch run"
     )
     status_p.add_argument(
         "--input",
@@ -280,7 +294,7 @@ def add_parser(subparsers: Any) -> None:
         "(rows without a line are left out).",
     )
     export_p.add_argument(
-        "output", type=file_argument, metavar="OUT.jsonl", help="the output of batch run"
+        "output", type=output_argument, metavar="OUT.jsonl", help="the output of batch run"
     )
     export_p.add_argument(
         "--input",
@@ -618,18 +632,22 @@ LONG_PAUSE = 10.0
 class PauseNotice:
     """The line a long Retry-After pause gets on stderr, once per pause: the rows that met the
     same rate limit (and lengthen the pause a little each) add no line; a new pause after it
-    ends gets its own. ``now``: the gate's clock."""
+    ends gets its own. ``now``: the gate's clock.
+
+    Called with the seconds the pause holds from now and, where it is heard of late (the Ray
+    driver looks once a heartbeat), its ``length`` from its start: a pause is long by its
+    length, so a 10.5 s one first heard of a second in is still said."""
 
     def __init__(self, now: Any) -> None:
         self.now = now
         self.until = float("-inf")  # the end of the pause said last
 
-    def __call__(self, seconds: float) -> None:
+    def __call__(self, seconds: float, length: float | None = None) -> None:
         now = self.now()
         if now < self.until:  # the pause said already, made longer
             self.until = max(self.until, now + seconds)
             return
-        if seconds < LONG_PAUSE:
+        if max(seconds, length or 0.0) < LONG_PAUSE:
             return
         self.until = now + seconds
         _notice(

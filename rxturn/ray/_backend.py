@@ -92,10 +92,11 @@ class _Waited:
     """What the progress line reads as ``waiting_s``: the budget actor's count, as the
     driver's watchdog last heard it (once a heartbeat). ``on_pause`` (the command line's
     notice of a long Retry-After pause, where no progress is shown) is told, once a
-    heartbeat, how long the run's pause still holds, on the clock ``now``."""
+    heartbeat, how long the run's pause still holds and how long it is in all, on the clock
+    ``now``."""
 
     waited = 0.0
-    on_pause: Callable[[float], object] | None = None
+    on_pause: Callable[[float, float], object] | None = None
     now = staticmethod(time.monotonic)
 
 
@@ -228,11 +229,11 @@ class RayBackend:
         on_pause = self.gate.on_pause
         if on_pause is None:
             return
-        left = self._answer(ray, self._left)
-        if left is not _PENDING:
-            if left:
-                on_pause(float(left))
-            self._left = self._budget.pause_left.remote()
+        pause = self._answer(ray, self._left)
+        if pause is not _PENDING:
+            if pause and pause[0] > 0:
+                on_pause(float(pause[0]), float(pause[1]))
+            self._left = self._budget.pause_now.remote()
 
     @staticmethod
     def _answer(ray: Any, asked: Any) -> Any:

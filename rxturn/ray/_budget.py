@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import math
 import uuid
 from typing import Any
 
@@ -50,6 +51,7 @@ class BudgetActor:
         self._granted: dict[str, int] = {}  # ask -> ticket, granted and not yet sent/released
         self._ask_of: dict[int, str] = {}  # ticket -> ask (the reverse of ``_granted``)
         self._cancelled: set[str] = set()  # asks cancelled before they arrived
+        self._pause_began = -math.inf  # when the run's pause going on now began
 
     def _gate(self) -> LocalGate:
         if self.gate is None:
@@ -107,13 +109,26 @@ class BudgetActor:
         self._gate().release(ticket)
 
     async def pause(self, seconds: float) -> None:
-        self._gate().pause(seconds)
+        gate = self._gate()
+        now = gate.now()
+        if now >= self.budget.paused_until:  # no pause holds: this one begins now
+            self._pause_began = now
+        gate.pause(seconds)
 
     async def pause_left(self) -> float:
         """Seconds until the run's Retry-After pause is over (0: none): what a gate without
         a budget asks, so that a pause any actor met holds every actor's requests."""
         gate = self._gate()
         return max(0.0, self.budget.paused_until - gate.now())
+
+    async def pause_now(self) -> tuple[float, float]:
+        """``(left, length)``: seconds until the run's Retry-After pause is over, and how long
+        it is in all, from its start (``(0, 0)``: none). The driver, which looks once a
+        heartbeat, says a long pause by its length, not by what is left when it looks."""
+        left = await self.pause_left()
+        if left <= 0:
+            return 0.0, 0.0
+        return left, self.budget.paused_until - self._pause_began
 
     async def rate_limited(self, seconds: float) -> None:
         """A row of some actor sleeps ``seconds`` after a rate limit (the run's waits)."""

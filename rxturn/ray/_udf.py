@@ -188,8 +188,9 @@ class TurnUDF:
         system: the default system prompt.
         max_tokens: the reply budget.
         concurrency: turns in flight at once on this actor.
-        rpm: requests per minute over every actor (the named budget actor).
-        tpm: tokens per minute over every actor.
+        rpm: requests per minute over every actor (the named budget actor): needs a Ray
+            job (a ``ConfigError`` in a process connected to no cluster).
+        tpm: tokens per minute over every actor (the same).
         budget_name: the budget actor's name (one per run). In a Ray job it is used with or
             without ``rpm``/``tpm``: a Retry-After any actor meets pauses every actor's
             requests (docs/batch.md, "Ray Data").
@@ -232,8 +233,18 @@ class TurnUDF:
         # without rpm/tpm the named actor still carries the Retry-After pauses of every actor
         # of the job; a TurnUDF called outside Ray (no cluster connected) pauses only its own
         limited = rpm is not None or tpm is not None
+        in_ray = _in_ray()
+        if limited and not in_ray:
+            # the budget is a named Ray actor: asking for it here started a local Ray instance
+            # (its processes left running) for a budget no other process would share
+            raise ConfigError(
+                "TurnUDF(rpm=..., tpm=...) shares its budget through a named Ray actor, and "
+                "this process is connected to no Ray cluster: call ray.init() first (a Ray "
+                "Data actor is connected), leave rpm/tpm out, or run the rows with "
+                "rxturn.batch (BatchConfig(rpm=..., tpm=...)) instead"
+            )
         self._gate: Gate = LocalGate(Budget())
-        if limited or _in_ray():
+        if limited or in_ray:
             actor = budget_actor(budget_name, rpm=rpm, tpm=tpm)
             if limited:  # an actor found running keeps its own limits: they must be these
                 check_limits(actor, budget_name, rpm, tpm)

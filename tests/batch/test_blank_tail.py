@@ -35,12 +35,17 @@ def _prepared(source: Path, out: Path, notices: list[str], force: bool = False) 
         (
             b'{"id": "r1", "st',
             "a torn last line of 16 bytes",
-            "dropped a torn last line (16 bytes); its row runs again",
+            "dropped a torn last line (16 bytes); its row 'r1' is not in the input",
+        ),
+        (
+            b'{"id":"r0","status":"error","err',
+            "a torn last line of 32 bytes",
+            "dropped a torn last line (32 bytes); its row 'r0' has an earlier line, which stands",
         ),
         (
             b"{",
             "a torn last line of 1 byte",
-            "dropped a torn last line (1 byte); its row runs again",
+            "dropped a torn last line (1 byte)",
         ),
     ],
     ids=[
@@ -50,6 +55,7 @@ def _prepared(source: Path, out: Path, notices: list[str], force: bool = False) 
         "blank-lines",
         "blank-lines-and-spaces",
         "torn",
+        "torn-superseding",
         "torn-1-byte",
     ],
 )
@@ -76,3 +82,20 @@ def test_blank_lines_before_a_line_are_an_edit_refused_by_the_first(tmp_path: Pa
     out.write_bytes(LINE + b"\n\n" + LINE)
     with pytest.raises(BatchOutputError, match=r"line 2 is not an rxturn batch output line"):
         read_output(out)
+
+
+def test_a_torn_line_of_a_row_with_no_other_line_says_the_row_runs_again(tmp_path: Path) -> None:
+    """The notice names the row whose line was cut short, and what becomes of it: it said
+    "its row runs again" of every torn line, also of one whose row keeps an earlier line
+    (a re-run's superseding line) or is not in the input, where no row runs."""
+    source = tmp_path / "in.jsonl"
+    source.write_text('{"id": "r0", "prompt": "p"}\n{"id": "r\\u00e9 \\"1\\"", "prompt": "q"}\n')
+    out = tmp_path / "out.jsonl"
+    out.write_bytes(LINE)
+    _prepared(source, out, [], force=True)
+    torn = b'{"id": "r\\u00e9 \\"1\\"", "status": "o'
+    out.write_bytes(LINE + torn)
+    notices: list[str] = []
+    _prepared(source, out, notices)
+    said = f"dropped a torn last line ({len(torn)} bytes); its row 'ré \"1\"' runs again"
+    assert notices == [f"repaired {str(out)!r}: {said}"]

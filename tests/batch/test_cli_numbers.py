@@ -120,3 +120,38 @@ def test_an_empty_model_is_named_by_its_flag(
     models = ["--model", " "] if flag == "--model" else ["--model", "m", "--fallback", ""]
     assert main([*args, *models, "--base-url", "http://127.0.0.1:1"]) == 2
     assert capsys.readouterr().err == f"rxturn batch: error: {said} must not be empty\n"
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (["run", "in.jsonl", "-o", "-"], "rxturn batch run: error: argument -o/--output: "),
+        (["status", "-"], "rxturn batch status: error: argument OUT.jsonl: "),
+        (
+            ["export", "-", "--input", "in.jsonl"],
+            "rxturn batch export: error: argument OUT.jsonl: ",
+        ),
+    ],
+    ids=["run", "status", "export"],
+)
+def test_a_dash_for_the_output_is_refused_and_no_file_named_dash_is_made(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    args: list[str],
+    said: str,
+) -> None:
+    """``-o -`` reads as stdout, as ``-`` for INPUT is stdin; the output is the checkpoint the
+    next run reads back, which stdout cannot be. It wrote a file named ``-`` (and ``-.lock``,
+    ``-.manifest.json``) in the current directory and printed nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "prompt": "x"}\n')
+    extra = ["--provider", "openai", "--model", "m", "--base-url", "http://127.0.0.1:1"]
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", *args, *(extra if args[0] == "run" else [])])
+    assert exited.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith(said) and "'-' (stdout)" in captured.err
+    assert captured.err.count("\n") == 1
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections import Counter
 from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 
@@ -80,3 +81,76 @@ def test_a_long_retry_after_pause_is_said_once_where_no_progress_shows(
         "rxturn batch: the provider's rate limit (Retry-After) holds every new request for 45 s; "
         "the run goes on by itself",
     ]
+
+
+class _Answered:
+    """A Ray object ref whose answer is in."""
+
+    def __init__(self, value: object) -> None:
+        self.value = value
+
+
+class _Method:
+    def __init__(self, method: Any) -> None:
+        self.method = method
+
+    def remote(self, *args: object) -> _Answered:
+        coroutine = self.method(*args)
+        try:
+            coroutine.send(None)  # the budget actor's methods never wait
+        except StopIteration as done:
+            return _Answered(done.value)
+        raise AssertionError("the budget actor's method waited")
+
+
+class _Handle:
+    """A budget actor's handle, its calls answered at once (in this process, no Ray)."""
+
+    def __init__(self, actor: Any) -> None:
+        self.actor = actor
+
+    def __getattr__(self, name: str) -> _Method:
+        return _Method(getattr(self.actor, name))
+
+
+_RAY = SimpleNamespace(
+    wait=lambda refs, timeout: (refs, []), get=lambda ref: cast("_Answered", ref).value
+)
+
+
+def test_a_long_pause_the_ray_driver_hears_of_late_is_still_said(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Ray driver asks the budget actor how long the run's pause holds once a heartbeat,
+    and hears the answer a heartbeat later: a Retry-After of 10.5 s (a long pause, said by a
+    local run) was 9.5 s left by then, and was never said."""
+    from rxturn.batch import BatchConfig
+    from rxturn.ray._backend import RayBackend
+    from rxturn.ray._budget import BudgetActor
+
+    clock = [100.0]
+    actor = BudgetActor(None, None)
+    actor.gate = LocalGate(actor.budget, clock=lambda: clock[0])
+    backend = RayBackend(BatchConfig(provider="anthropic", model="m"), None, 1)
+    backend._budget = _Handle(actor)
+    monkeypatch.setattr(backend.gate, "now", lambda: clock[0])
+    backend.gate.on_pause = PauseNotice(backend.gate.now)
+    look = backend._look_at_waits
+    look(_RAY)  # asks; no pause yet
+    _Method(actor.pause).remote(10.5)  # an actor met a 429 with Retry-After: 10.5
+    clock[0] += 1.0
+    look(_RAY)  # reads "no pause" (asked before it began); asks again: 9.5 s left
+    clock[0] += 1.0
+    look(_RAY)  # reads 9.5 s left of 10.5
+    for _ in range(12):  # the same pause, said once, as the heartbeats go on past its end
+        clock[0] += 1.0
+        look(_RAY)
+    assert capsys.readouterr().err.splitlines() == [
+        "rxturn batch: the provider's rate limit (Retry-After) holds every new request for 10 s; "
+        "the run goes on by itself"
+    ]
+    _Method(actor.pause).remote(3.0)  # a short pause later: not said
+    for _ in range(3):
+        clock[0] += 1.0
+        look(_RAY)
+    assert capsys.readouterr().err == ""

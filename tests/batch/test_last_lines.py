@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from rxturn.batch import BatchOutputError
+from rxturn.batch import BatchConfig, BatchOutputError, FileRun
 from rxturn.batch._output import LastLines, Manifest, read_output
 
 _SHA = hashlib.sha256(b"a row").hexdigest()
@@ -83,3 +83,28 @@ def test_a_manifest_whose_run_count_no_run_made_is_refused(tmp_path: Path, runs:
         Manifest.load(out)
     Manifest.path_for(out).write_text('{"fingerprint": "f", "provider": "p", "model": "m"}')
     assert Manifest.load(out) == Manifest(fingerprint="f", provider="p", model="m", runs=0)
+
+
+def test_force_rewrites_a_manifest_that_is_no_manifest(tmp_path: Path) -> None:
+    """A manifest that is not one (edited, say) was exit 2 with or without ``--force``, and
+    the message named no way out but deleting it by hand; ``--force`` rewrites a manifest,
+    and adopts an output without one."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    sha = hashlib.sha256(b'{"id":"a","prompt":"x"}').hexdigest()  # (its canonical JSON)
+    line = json.dumps({"id": "a", "status": "ok", "input_sha": sha, "run": 1}) + "\n"
+    out.write_text(line)
+    Manifest.path_for(out).write_text("{bad")
+    config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:9")
+    with pytest.raises(BatchOutputError, match=r"is not a batch manifest \(.*`batch run --force`"):
+        FileRun(inp, out, config).prepare()
+    run = FileRun(inp, out, config, force=True)
+    try:
+        run.prepare()
+    finally:
+        run.close()
+    saved = Manifest.load(out)
+    assert saved is not None and saved.model == "m" and saved.runs == 1
+    assert out.read_text() == line  # the lines kept, the ok row still skipped
+    assert run.pending.count(1) == 0

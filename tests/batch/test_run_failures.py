@@ -161,3 +161,64 @@ async def test_a_signal_once_every_row_has_its_line_interrupted_nothing(
     assert summary.interrupted is interrupted
     assert summary.exit_code == (130 if interrupted else 0)
     assert summary.ok == (2 if interrupted else 5)
+
+
+class _SizedAtStart:
+    """A backend that learns how many rows it can hold as it starts, as the Ray backend does
+    (the cluster's actors, each taking --concurrency rows); its rows wait until released."""
+
+    def __init__(self, capacity: int) -> None:
+        self.gate = LocalGate(Budget())
+        self.capacity = 1  # before start: one worker's worth, or nothing known
+        self._capacity = capacity
+        self.held: list[tuple[int, asyncio.Future[Done]]] = []
+        self.most = 0
+
+    async def start(self) -> None:
+        self.capacity = self._capacity
+
+    def submit(self, number: int, raw: bytes) -> asyncio.Future[Done]:
+        future: asyncio.Future[Done] = asyncio.get_running_loop().create_future()
+        self.held.append((number, future))
+        self.most = max(self.most, sum(not f.done() for _, f in self.held))
+        return future
+
+    def release(self) -> None:
+        for number, future in self.held:
+            if not future.done():
+                key = f"r{number - 1}"
+                line = f'{{"id": "{key}", "status": "ok", "input_sha": "", "run": 1}}\n'
+                future.set_result(Done(line.encode(), key, "ok", 0, 0))
+
+    async def aclose(self) -> None:
+        return None
+
+
+async def test_the_rows_in_flight_are_the_capacity_the_backend_has_once_started(
+    tmp_path: Path,
+) -> None:
+    """``--ray`` ran one actor's --concurrency rows at a time over all its actors: the run
+    read the backend's capacity before starting it, and the Ray backend only knows it (actors
+    times --concurrency) once it has started on the cluster."""
+    config = BatchConfig(
+        provider="anthropic", model="m", base_url="http://127.0.0.1:9", concurrency=1
+    )
+    inp = write_rows(tmp_path / "in.jsonl", prompts(10))
+    file_run = FileRun(inp, tmp_path / "out.jsonl", config)
+    file_run.prepare()
+    backend = _SizedAtStart(4)
+    run = asyncio.ensure_future(file_run.run(backend, asyncio.Event()))
+    try:
+        for _ in range(100):  # until the run has handed out what it will (bounded)
+            await asyncio.sleep(0)
+        assert backend.most == 4
+        for _ in range(3000):  # every row's line, a few at a time (bounded: 30 s)
+            if run.done():
+                break
+            backend.release()
+            await asyncio.sleep(0.01)
+        summary = await asyncio.wait_for(run, 30)
+    finally:
+        run.cancel()
+        file_run.close()
+    assert summary.ok == 10 and backend.most == 4

@@ -94,3 +94,89 @@ def test_close_without_lines_starts_no_thread(tmp_path: Path) -> None:
     writer.close()
     writer.close()  # a second close does nothing
     assert threading.active_count() == before
+
+
+async def test_the_run_syncs_a_line_a_second_after_it_was_written_not_later(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines are fsynced at least every second: the run's timer looked every 0.2 s, so a line
+    written between two looks was synced up to 1.2 s after it. On a virtual clock (the
+    timer's sleeps advance it), the sync starts the moment the line has waited a second."""
+    import asyncio
+
+    from rxturn.batch import BatchConfig, FileRun, _file
+
+    clock = [0.0]
+    synced: list[float] = []
+    stop = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        clock[0] += seconds
+        if clock[0] > 5.0:
+            stop.set()
+            raise asyncio.CancelledError  # (the timer is done with)
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    run = FileRun(inp, tmp_path / "out.jsonl", BatchConfig(provider="anthropic", model="m"))
+    run.prepare()
+    writer = OutputWriter(tmp_path / "other.jsonl", clock=lambda: clock[0])
+
+    def sync() -> None:
+        synced.append(clock[0])
+        raise asyncio.CancelledError  # (the first is the one looked at)
+
+    monkeypatch.setattr(writer, "sync", sync)
+    run.writer, kept = writer, run.writer
+    monkeypatch.setattr(_file.asyncio, "sleep", sleep)
+    try:
+        clock[0] = 0.05  # between two of the timer's looks
+        writer.write_lines([b"1\n"])
+        clock[0] = 0.0
+        with pytest.raises(asyncio.CancelledError):
+            await run._sync_every_second(stop)
+    finally:
+        monkeypatch.undo()
+        writer.close()
+        run.writer = kept
+        run.close()
+    assert synced and synced[0] == pytest.approx(1.05)
+
+
+async def test_the_runs_timer_does_not_spin_while_an_fsync_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Overdue lines whose fsync cannot start yet (one still runs: ``sync`` starts nothing)
+    are looked at again in 0.2 s, not at once in a loop that holds the event loop."""
+    import asyncio
+
+    from rxturn.batch import BatchConfig, FileRun, _file
+
+    clock = [0.0]
+    sleeps: list[float] = []
+    stop = asyncio.Event()
+
+    async def sleep(seconds: float) -> None:
+        sleeps.append(seconds)
+        clock[0] += seconds
+        if clock[0] > 3.0 or len(sleeps) > 1000:
+            raise asyncio.CancelledError
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    run = FileRun(inp, tmp_path / "out.jsonl", BatchConfig(provider="anthropic", model="m"))
+    run.prepare()
+    writer = OutputWriter(tmp_path / "other.jsonl", clock=lambda: clock[0])
+    monkeypatch.setattr(writer, "sync", lambda: None)  # an fsync runs: nothing new starts
+    run.writer, kept = writer, run.writer
+    monkeypatch.setattr(_file.asyncio, "sleep", sleep)
+    try:
+        writer.write_lines([b"1\n"])
+        with pytest.raises(asyncio.CancelledError):
+            await run._sync_every_second(stop)
+    finally:
+        monkeypatch.undo()
+        writer.close()
+        run.writer = kept
+        run.close()
+    assert len(sleeps) < 30 and min(sleeps) > 0, sleeps[:8]

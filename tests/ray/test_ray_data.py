@@ -27,10 +27,17 @@ SCENARIO = {
     "models": {
         "m": [{"text": "an answer"}],
         "bad": [{"status": 400, "error_message": "refused"}],
-        # the first request is told to come back in a second; every later one is answered
-        "paced": [{"status": 429, "retry_after": 1}, {"text": "an answer"}],
+        # the first request is told to come back in 3 s; every later one is answered after
+        # 0.8 s, so an actor's next request goes out well after any actor heard of the pause
+        "paced": [
+            {"status": 429, "retry_after": 3},
+            {"text": "an answer", "first_content_delay_ms": 800},
+        ],
         # the same with a pause long enough to be said on stderr where no progress shows it
-        "held": [{"status": 429, "retry_after": 13}, {"text": "an answer"}],
+        "held": [
+            {"status": 429, "retry_after": 13},
+            {"text": "an answer", "first_content_delay_ms": 1000},
+        ],
     }
 }
 
@@ -163,14 +170,17 @@ def test_batch_run_on_ray_actors_writes_one_line_per_row_and_pauses_them_all(
 ) -> None:
     """Without --rpm/--tpm too, the Retry-After one actor meets holds every actor's requests,
     and the run's wait shows in the progress line's waiting_s."""
-    done = _run_on_ray(ray, fake, tmp_path, 60, "paced", "--concurrency", "2", "--progress", "json")
+    done = _run_on_ray(ray, fake, tmp_path, 12, "paced", "--concurrency", "2", "--progress", "json")
     assert json.loads((tmp_path / "out.jsonl.manifest.json").read_text())["runs"] == 1
     arrivals = sorted(record.arrived for record in fake.records)
-    told = arrivals[0]  # the request answered 429, Retry-After 1 s
-    # the rows in flight then (two per actor) finish; no new request of either actor goes out
-    # until the second is over (a slack of 0.3 s for the answer and the other actor's look)
-    assert not [t - told for t in arrivals if told + 0.3 < t < told + 0.9]
-    assert len(arrivals) == 61  # every row once, and the one told to wait once more
+    told = arrivals[0]  # the request answered 429, Retry-After 3 s
+    # While it holds, the only requests that arrive are the three others of the four in
+    # flight (two per actor), sent before their actor could hear of it; each answer takes
+    # 0.8 s, so an actor that went on would send two to four more. Counted, not timed: how
+    # soon an actor hears of the pause (~0.1 s) depends on the machine's load.
+    during = [round(t - told, 2) for t in arrivals[1:] if t < told + 2.9]
+    assert len(during) <= 3, during
+    assert len(arrivals) == 13  # every row once, and the one told to wait once more
     reports = [json.loads(line) for line in done.stderr.splitlines() if line.startswith("{")]
     assert reports and reports[-1]["waiting_s"] >= 0.5, reports[-1:]
     # stderr holds the progress lines and rxturn's own, nothing of Ray's logging
@@ -183,10 +193,14 @@ def test_a_long_pause_on_ray_actors_is_said_once_on_stderr_without_progress(
     """With no progress shown (a pipe, --progress none), a Retry-After pause the actors wait
     out says so in one stderr line, as a local run's does: the driver hears of it from the
     budget actor."""
-    done = _run_on_ray(ray, fake, tmp_path, 3, "held", "--concurrency", "1", "--progress", "none")
+    done = _run_on_ray(ray, fake, tmp_path, 4, "held", "--concurrency", "1", "--progress", "none")
     said = [line for line in done.stderr.splitlines() if "Retry-After" in line]
     assert len(said) == 1, done.stderr
     seconds = int(said[0].split("holds every new request for ")[1].split(" s")[0])
-    assert 10 <= seconds <= 13  # what was left of the 13 s when the driver looked (a beat on)
+    assert 0 < seconds <= 13  # what was left of the 13 s when the driver looked
     arrivals = sorted(record.arrived for record in fake.records)
-    assert arrivals[1] - arrivals[0] >= 12.5  # and the actors held their requests meanwhile
+    # and the actors held their requests meanwhile: the other actor's first one may have gone
+    # before it heard of the pause; its next ones (an answer takes 1 s) wait for the end
+    during = [round(t - arrivals[0], 2) for t in arrivals[1:] if t < arrivals[0] + 12.5]
+    assert len(during) <= 1, during
+    assert len(arrivals) == 5  # every row once, and the one told to wait once more

@@ -10,6 +10,7 @@ import json
 import os
 import pickle
 import signal
+import sys
 import threading
 import time
 import warnings
@@ -340,6 +341,40 @@ def test_a_call_after_close_is_a_config_error_leaving_no_coroutine(fake: FakePro
         gc.collect()
     udf.close()
     assert fake.requests == []
+
+
+class _NoCluster:
+    """``ray`` as a process connected to no cluster sees it; anything that would start one
+    (a remote actor) is recorded and refused."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def is_initialized(self) -> bool:
+        return False
+
+    def remote(self, *args: object, **kwargs: object) -> Any:
+        self.started.append("remote")
+        raise AssertionError("a Ray actor was made: Ray would start a local instance for it")
+
+
+@pytest.mark.parametrize("limits", [{"rpm": 60}, {"tpm": 10_000}, {"rpm": 60, "tpm": 10_000}])
+def test_a_budget_outside_a_ray_job_is_a_config_error_and_starts_no_ray(
+    monkeypatch: pytest.MonkeyPatch, limits: dict[str, Any]
+) -> None:
+    """``TurnUDF(rpm=...)`` called directly, in a process connected to no Ray cluster (a
+    notebook trying the UDF on a batch), asked for the named budget actor, and so silently
+    started a local Ray instance, left running, for a budget no other process shared."""
+    stub = _NoCluster()
+    monkeypatch.setitem(sys.modules, "ray", stub)
+    before = {t for t in threading.enumerate() if t.name == "rxturn-turnudf"}
+    with pytest.raises(ConfigError, match=r"connected to no Ray cluster: call ray\.init\(\) first"):
+        TurnUDF("anthropic", "m", base_url="http://127.0.0.1:9", api_key=SECRET, **limits)
+    assert stub.started == []
+    assert {t for t in threading.enumerate() if t.name == "rxturn-turnudf"} == before
+    # without a budget it runs on its own, as before: no actor is asked for
+    TurnUDF("anthropic", "m", base_url="http://127.0.0.1:9", api_key=SECRET).close()
+    assert stub.started == []
 
 
 def test_an_instance_sent_to_ray_is_a_config_error_naming_the_class_form() -> None:
