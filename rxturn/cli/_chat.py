@@ -232,6 +232,9 @@ def run(args: argparse.Namespace) -> int:
         if name in hedges:
             return _fail(f"--hedge {name} is given twice")
         hedges.append(name)
+    # the names as checked are the names sent: a padded one (' m ', a pasted '$MODEL ') went
+    # out padded, for the provider to answer 404, while the checks above read it stripped
+    args.model, args.fallback, args.hedge = chain[0], chain[1:], hedges
     if args.hedge_delay is not None and not args.hedge:
         return _fail("--hedge-delay needs --hedge MODEL")
     if args.hedge_delay is not None and not (0 <= args.hedge_delay < float("inf")):
