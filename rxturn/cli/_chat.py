@@ -121,6 +121,8 @@ def add_parser(subparsers: Any) -> None:
         "chat reads one prompt per line",
     )
     parser.set_defaults(run=run)
+    # the words of an unquoted prompt: ``rxturn chat ... hello world``
+    parser.unrecognized_hint = " (a prompt of several words goes in quotes: 'hello world')"
 
 
 def _fail(message: str) -> int:
