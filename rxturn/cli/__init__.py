@@ -40,7 +40,11 @@ class _Parser(argparse.ArgumentParser):
     unrecognized_hint = ""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")  # one line: "rxturn chat: error: …"
+        from ._console import one_line
+
+        # one line, "rxturn chat: error: …", however long the value it quotes (a prompt pasted
+        # after --format, a file's content after --provider)
+        self.exit(2, f"{self.prog}: error: {one_line(message, 500)}\n")
 
     def parse_known_args(  # pyright: ignore[reportIncompatibleMethodOverride]
         self, args: Sequence[str] | None = None, namespace: Any = None

@@ -55,3 +55,20 @@ def test_a_pasted_prompt_is_not_echoed_whole(capsys: pytest.CaptureFixture[str])
     err = _refused([*CHAT, *words], capsys)
     assert err.startswith("rxturn chat: error: unrecognized arguments: word1 word2 ")
     assert err.count("\n") == 1 and len(err) < 300
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["replay", "x.sse", "--format", "x" * 5000],
+        ["chat", "--provider", "y" * 5000, "--model", "m", "hi"],
+        ["z" * 5000],
+    ],
+    ids=["format", "provider", "command"],
+)
+def test_a_long_bad_value_is_one_bounded_line(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    err = _refused(argv, capsys)
+    assert err.count("\n") == 1 and len(err) < 600, err[:200]
+    assert "error: argument " in err
