@@ -10,10 +10,13 @@ On virtual time with the shipped scripted client.
 
 from __future__ import annotations
 
+from typing import cast
+
 from reactivex.testing import TestScheduler
 
 from rxturn import FallbackManager, RecordingObserver, TurnEngine
 from rxturn.errors import NotFoundError, ServerError
+from rxturn.events import AttemptReset
 from rxturn.messages import Message, StopReason, TextPart
 from rxturn.testing.virtual import ScriptedClient, run_virtual
 
@@ -40,7 +43,9 @@ async def test_each_model_asked_is_an_attempt(clean: TestScheduler) -> None:
     result = await run_virtual(clean, engine.turn())
 
     assert (result.text, result.model) == ("saved", "c")
-    resets = [call["reset"].attempt for call in observer.calls_of("on_attempt_reset")]
+    resets = [
+        cast(AttemptReset, call["reset"]).attempt for call in observer.calls_of("on_attempt_reset")
+    ]
     assert resets == [2, 3]
     (record,) = engine.session.runs[0].turns
     assert [(a.model, a.kind) for a in record.attempt_log] == [
