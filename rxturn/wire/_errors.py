@@ -36,6 +36,7 @@ __all__ = [
     "bad_json",
     "cut",
     "error_from_json",
+    "missing_field",
     "nesting_detail",
     "parse_error_body",
     "shown",
@@ -143,6 +144,15 @@ def bad_json(
     detail = nesting_detail(exc) if isinstance(exc, RecursionError) else str(exc)
     return StreamProtocolError(
         f"{kind} in {what}: {detail}", where=f"line {line}" if line is not None else None
+    )
+
+
+def missing_field(what: str, field: str) -> StreamProtocolError:
+    """A non-streaming body that is JSON but lacks ``field``, the one that makes it a reply of
+    its wire: some other document (a health check, another API at a wrong base URL), which
+    would otherwise parse as an empty reply. Worded as msgspec words a missing field."""
+    return StreamProtocolError(
+        f"unexpected JSON shape in {what}: Object missing required field `{field}`"
     )
 
 

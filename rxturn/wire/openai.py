@@ -69,6 +69,7 @@ from ._errors import (
     bad_index,
     bad_json,
     error_from_json,
+    missing_field,
     tool_arguments,
 )
 from ._usage import openai_chat_usage
@@ -515,7 +516,7 @@ class _ReplyChoice(msgspec.Struct, gc=False):
 class _Reply(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
-    choices: list[_ReplyChoice] = msgspec.field(default_factory=list[_ReplyChoice])
+    choices: list[_ReplyChoice] | None = None  # required of a reply (missing_field)
     usage: object = None
     error: Any = None
 
@@ -544,6 +545,8 @@ def parse_openai_completion(body: bytes) -> Message:
         raise bad_json("OpenAI chat completion body", exc) from None
     if reply.error is not None:
         raise error_from_json(reply.error)
+    if reply.choices is None:
+        raise missing_field("OpenAI chat completion body", "choices")
     choice = next((c for c in reply.choices if c.index == 0), None)
     parts: list[TextPart | ToolCallPart | RefusalPart] = []
     stop = StopReason.END_TURN
