@@ -559,14 +559,20 @@ def parse_openai_completion(body: bytes) -> Message:
             parts.append(TextPart(content))
         if message.refusal:
             parts.append(RefusalPart(message.refusal))
+        stop = StopReason.parse(choice.finish_reason) or StopReason.END_TURN
+        truncated = (
+            stop is StopReason.MAX_TOKENS
+        )  # arguments may end mid-way: parsed as far as they go
         for position, call in enumerate(message.tool_calls or ()):
-            arguments = tool_arguments(call.function.arguments, position, call.function.name)
-            parts.append(ToolCallPart(call.id, call.function.name, arguments))
+            name = call.function.name
+            arguments = tool_arguments(call.function.arguments, position, name, truncated=truncated)
+            parts.append(ToolCallPart(call.id, name, arguments))
         legacy = message.function_call
         if legacy is not None:
-            arguments = tool_arguments(legacy.arguments, len(parts), legacy.name)
+            arguments = tool_arguments(
+                legacy.arguments, len(parts), legacy.name, truncated=truncated
+            )
             parts.append(ToolCallPart("", legacy.name, arguments))
-        stop = StopReason.parse(choice.finish_reason) or StopReason.END_TURN
         if message.refusal and stop is StopReason.END_TURN:
             stop = StopReason.REFUSAL
     return Message(

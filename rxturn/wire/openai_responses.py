@@ -550,6 +550,8 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
         raise missing_field("OpenAI response body", "output")
     parts: list[ContentPart] = []
     function = refused = False
+    details = reply.incomplete_details
+    truncated = details is not None and details.reason == "max_output_tokens"  # (as _stop reads it)
     for item in reply.output:
         if item.type == "message":
             for content in item.content or ():
@@ -561,7 +563,7 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
         elif item.type == "function_call":
             function = True
             name = item.name or ""
-            arguments = tool_arguments(item.arguments, len(parts), name)
+            arguments = tool_arguments(item.arguments, len(parts), name, truncated=truncated)
             parts.append(ToolCallPart(item.call_id or "", name, arguments))
         elif item.type == "reasoning" and keep_thinking:
             text = SUMMARY_SEPARATOR.join(s.text for s in item.summary or ())
