@@ -212,6 +212,14 @@ def _not_utf8(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     if (name := _not_utf8(args)) is not None:
         return _fail(f"{name} is not valid UTF-8; nothing was sent")
+    from ._console import has_control
+
+    # a model name is shown as it is, in the error line and the notices: an escape sequence
+    # reached the terminal, a newline split the one error line in two
+    named = (("--model", [args.model]), ("--fallback", args.fallback), ("--hedge", args.hedge))
+    for option, names in named:
+        if any(has_control(name.strip()) for name in names):
+            return _fail(f"{option} holds a control character; nothing was sent")
     if not args.model.strip():
         return _fail("--model must not be empty")
     if any(not name.strip() for name in args.fallback):
