@@ -291,6 +291,13 @@ def _check_source(source: object, where: str) -> None:
         )
     if not path:
         raise ConfigError(f"{where}: the source's path is empty")
+    if isinstance(source, str) and ("\n" in path or "\r" in path):
+        # ``replay(path.read_text())``: the stream itself, which was read as a file name and
+        # quoted whole, over many lines, in the error ('File name too long')
+        raise ConfigError(
+            f"{where}: the source is a str of {len(path)} characters with line breaks, the "
+            "stream itself rather than a file's path: pass it as bytes (text.encode())"
+        )
     if "\0" in path:
         raise ConfigError(f"{where}: the source's path holds a NUL character ({path!r})")
 

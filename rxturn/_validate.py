@@ -29,6 +29,7 @@ __all__ = [
     "as_float",
     "finite",
     "holds_non_finite",
+    "is_host",
     "is_int",
     "is_number",
     "is_utf8",
@@ -217,6 +218,17 @@ def holds_non_finite(value: object) -> bool:
         elif isinstance(item, list):
             stack.extend(cast("list[object]", item))
     return False
+
+
+def is_host(value: object) -> bool:
+    """Whether ``value`` can be a server's bind address that prints as a URL: a non-empty
+    ``str`` without spaces or control characters (an empty one binds every interface and
+    prints ``http://:PORT``; a control character reached the error line raw)."""
+    return (
+        isinstance(value, str)
+        and bool(value)
+        and not any(c.isspace() or ord(c) < 32 or 127 <= ord(c) < 160 for c in value)
+    )
 
 
 def is_utf8(text: str) -> bool:

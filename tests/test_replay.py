@@ -347,8 +347,12 @@ def test_unknown_format_is_rejected_immediately() -> None:
         ([b"data: {}"], "the source must be the recorded bytes or a file's path"),
         ("", "the source's path is empty"),
         ("a\0b.sse", "the source's path holds a NUL character"),
+        # the recorded text itself (``replay(path.read_text())``): it was read as a file name,
+        # and the error quoted the whole stream over many lines ('File name too long')
+        (BASIC.read_text(), "the source is a str of "),
+        ("data: [DONE]\r\r", "the source is a str of "),
     ],
-    ids=["int", "none", "list", "empty-path", "nul"],
+    ids=["int", "none", "list", "empty-path", "nul", "text", "short-text"],
 )
 def test_a_source_that_is_neither_bytes_nor_a_path_is_rejected_immediately(
     source: object, says: str
@@ -361,6 +365,17 @@ def test_a_source_that_is_neither_bytes_nor_a_path_is_rejected_immediately(
         with pytest.raises(ConfigError) as raised:
             call()  # before any subscription: no TypeError inside it, no '' read as '.'
         assert str(raised.value).startswith(f"{name}: {says}"), str(raised.value)
+
+
+def test_the_recorded_text_as_a_str_says_to_pass_bytes() -> None:
+    text = BASIC.read_text()
+    with pytest.raises(ConfigError) as raised:
+        replay_message(text)
+    assert str(raised.value) == (
+        f"replay_message: the source is a str of {len(text)} characters with line breaks, the "
+        "stream itself rather than a file's path: pass it as bytes (text.encode())"
+    )
+    assert replay_message(text.encode()) == replay_message(BASIC)
 
 
 def test_replay_message_keep_thinking_must_be_a_bool() -> None:

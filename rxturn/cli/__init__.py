@@ -1,12 +1,12 @@
 """The ``rxturn`` command line: one sub-command per module in this package.
 
 Each sub-command module exposes ``add_parser(subparsers)`` and ``run(args) -> int``. Errors
-reach the user as one line on stderr, ``rxturn COMMAND: error: …`` (``rxturn: error: …`` for
-usage errors), and an exit code (2 for bad input or usage, 1 for a failed turn); never a
-traceback, not even for a bug (``internal error (a bug in rxturn): …``, exit 1). A closed
-stdout (``rxturn demo | head -1``) ends a command quietly with exit 141; a closed stderr only
-drops the notices and error lines (:mod:`rxturn.cli._console` has the rules for stdout,
-stderr, terminals and colour).
+reach the user as one line on stderr, ``rxturn COMMAND: error: …`` (usage errors too, an
+unknown option included; ``rxturn: error: …`` for no or an unknown command), and an exit
+code (2 for bad input or usage, 1 for a failed turn); never a traceback, not even for a bug
+(``internal error (a bug in rxturn): …``, exit 1). A closed stdout (``rxturn demo | head -1``)
+ends a command quietly with exit 141; a closed stderr only drops the notices and error lines
+(:mod:`rxturn.cli._console` has the rules for stdout, stderr, terminals and colour).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn, cast
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 if TYPE_CHECKING:
     from typing import TextIO
@@ -36,8 +36,30 @@ _COMMANDS = {
 
 
 class _Parser(argparse.ArgumentParser):
+    #: said after the words a command did not take (``chat``: an unquoted prompt)
+    unrecognized_hint = ""
+
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: error: {message}\n")  # one line: "rxturn chat: error: …"
+        from ._console import one_line
+
+        # one line, "rxturn chat: error: …", however long the value it quotes (a prompt pasted
+        # after --format, a file's content after --provider)
+        self.exit(2, f"{self.prog}: error: {one_line(message, 500)}\n")
+
+    def parse_known_args(  # pyright: ignore[reportIncompatibleMethodOverride]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
+        """A command's parser refuses what it did not take itself, naming the command
+        (``rxturn chat: error: unrecognized arguments: world``); argparse left that to the
+        top parser, whose line named no command and echoed every word, however many."""
+        parsed, extra = super().parse_known_args(args, namespace)
+        if extra:
+            from ._console import one_line
+
+            words = one_line(" ".join(extra), 120)
+            hint = self.unrecognized_hint if not any(w.startswith("-") for w in extra) else ""
+            self.error(f"unrecognized arguments: {words}{hint}")
+        return parsed, extra
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -121,6 +121,8 @@ def add_parser(subparsers: Any) -> None:
         "chat reads one prompt per line",
     )
     parser.set_defaults(run=run)
+    # the words of an unquoted prompt: ``rxturn chat ... hello world``
+    parser.unrecognized_hint = " (a prompt of several words goes in quotes: 'hello world')"
 
 
 def _fail(message: str) -> int:
@@ -210,6 +212,14 @@ def _not_utf8(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     if (name := _not_utf8(args)) is not None:
         return _fail(f"{name} is not valid UTF-8; nothing was sent")
+    from ._console import has_control
+
+    # a model name is shown as it is, in the error line and the notices: an escape sequence
+    # reached the terminal, a newline split the one error line in two
+    named = (("--model", [args.model]), ("--fallback", args.fallback), ("--hedge", args.hedge))
+    for option, names in named:
+        if any(has_control(name.strip()) for name in names):
+            return _fail(f"{option} holds a control character; nothing was sent")
     if not args.model.strip():
         return _fail("--model must not be empty")
     if any(not name.strip() for name in args.fallback):
@@ -232,6 +242,9 @@ def run(args: argparse.Namespace) -> int:
         if name in hedges:
             return _fail(f"--hedge {name} is given twice")
         hedges.append(name)
+    # the names as checked are the names sent: a padded one (' m ', a pasted '$MODEL ') went
+    # out padded, for the provider to answer 404, while the checks above read it stripped
+    args.model, args.fallback, args.hedge = chain[0], chain[1:], hedges
     if args.hedge_delay is not None and not args.hedge:
         return _fail("--hedge-delay needs --hedge MODEL")
     if args.hedge_delay is not None and not (0 <= args.hedge_delay < float("inf")):

@@ -419,7 +419,9 @@ class ChatSession:
         if name in ("/quit", "/exit"):
             return True
         if name == "/model":
-            if argument == self.engine.served_model():
+            if _console.has_control(argument):  # shown raw by the notices: never switched to
+                write(self.err, "model: model names hold no control characters; unchanged\n")
+            elif argument == self.engine.served_model():
                 write(self.err, f"model: {argument} (unchanged)\n")
             elif argument:
                 self.engine.switch_model(argument)  # the observer tells the switch

@@ -50,6 +50,7 @@ __all__ = [
     "failed",
     "file_argument",
     "for_terminal",
+    "has_control",
     "hint_stdin",
     "is_terminal",
     "is_utf8",
@@ -269,6 +270,12 @@ _ESCAPES = {
     c: ("\\r" if c == 0x0D else "\\n" if c == 0x0A else f"\\x{c:02x}")
     for c in (*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0))
 }
+
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (C0, DEL or C1): never part of a name (a
+    model's), which error lines and notices show as it is."""
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -44,7 +44,7 @@ def describe_error(exc: BaseException, where: str = "") -> str:
     else:
         text = one_line(str(exc) or type(exc).__name__)
     if where and not isinstance(exc, Cancelled | ConfigError) and (not url or url not in text):
-        text += f" ({where})"
+        text += f" ({one_line(where)})"
     return text
 
 

@@ -31,6 +31,7 @@ import logging
 import os
 from collections.abc import Awaitable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self
+from urllib.parse import urlsplit
 
 import reactivex
 from reactivex import Observable, abc
@@ -183,9 +184,10 @@ class HttpClient:
     def _key_from_environment(self) -> str | None:
         """The key the SDK would use when none is given: ``_key_variable`` from the environment.
 
-        An explicit ``api_key`` always wins. With the provider's own endpoint (no ``base_url``)
-        a missing key is a ConfigError now, not a 401 later; any other base URL (a local
-        server, the fake provider, a compatible API) may go without one.
+        An explicit ``api_key`` always wins. With the provider's own endpoint (no ``base_url``,
+        or one on the provider's host however spelled) a missing key is a ConfigError now, not
+        a 401 later; any other base URL (a local server, the fake provider, a compatible API)
+        may go without one.
         """
         variable = self._key_variable
         if variable is None:
@@ -198,7 +200,9 @@ class HttpClient:
                 )
             return value
         own = self._own_base_url
-        if own is not None and self._base_url == check_base_url(own):
+        # the provider's host, however spelled ('HTTPS://API.OPENAI.COM/v1', ':443'): it wants
+        # a key whatever the path, and went without one to answer 401 after the retries
+        if own is not None and urlsplit(self._base_url).hostname == urlsplit(own).hostname:
             raise ConfigError(
                 f"{type(self).__name__}: no API key for {self._base_url}: pass api_key= or set "
                 f"{variable}"

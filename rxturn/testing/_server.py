@@ -61,6 +61,7 @@ from typing import Any, Self, cast
 import msgspec
 from aiohttp import web
 
+from .._validate import is_host
 from ..errors import ConfigError
 from . import _emit
 from ._cache import PromptCache
@@ -225,7 +226,7 @@ class FakeProvider:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        if not isinstance(host, str) or not host or host != host.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
+        if not is_host(host):
             raise ConfigError(
                 f"FakeProvider: host must be an address such as 127.0.0.1, got {host!r}"
             )

@@ -36,6 +36,7 @@ __all__ = [
     "bad_json",
     "cut",
     "error_from_json",
+    "missing_field",
     "nesting_detail",
     "parse_error_body",
     "shown",
@@ -146,6 +147,15 @@ def bad_json(
     )
 
 
+def missing_field(what: str, field: str) -> StreamProtocolError:
+    """A non-streaming body that is JSON but lacks ``field``, the one that makes it a reply of
+    its wire: some other document (a health check, another API at a wrong base URL), which
+    would otherwise parse as an empty reply. Worded as msgspec words a missing field."""
+    return StreamProtocolError(
+        f"unexpected JSON shape in {what}: Object missing required field `{field}`"
+    )
+
+
 def nesting_detail(exc: RecursionError) -> str:
     """The one-line reason for JSON too deep to decode (``exc`` is msgspec's RecursionError)."""
     return f"nested too deeply to decode ({exc})"
@@ -192,12 +202,17 @@ def _as_dict(value: object) -> dict[str, Any] | None:
     return cast("dict[str, Any]", value) if isinstance(value, dict) else None
 
 
-def tool_arguments(raw: str | None, position: int, name: str) -> Any:
+def tool_arguments(raw: str | None, position: int, name: str, *, truncated: bool = False) -> Any:
     """A non-streaming reply's tool-call ``arguments`` string, parsed (missing or blank: ``{}``).
 
+    ``truncated``: the reply stopped at the token limit, so the arguments may end mid-way; they are
+    parsed as far as they go, as the fold parses a tool call still open at a ``max_tokens``
+    stop (:func:`~rxturn.wire._partial_json.parse_partial`, the official SDK's partial mode):
+    the same reply gives the same message streamed or not.
+
     Raises:
-        InvalidToolInputError: ``raw`` is not valid JSON; says which call (``position``,
-            ``name``) and keeps ``raw``.
+        InvalidToolInputError: ``raw`` is not valid JSON (with ``truncated``: not even a prefix of
+            JSON); says which call (``position``, ``name``) and keeps ``raw``.
     """
     if not raw or not raw.strip():
         return {}
@@ -205,6 +220,13 @@ def tool_arguments(raw: str | None, position: int, name: str) -> Any:
         return _any_decoder.decode(raw)
     except JSON_ERRORS as exc:
         detail = nesting_detail(exc) if isinstance(exc, RecursionError) else str(exc)
+        if truncated:
+            from ._partial_json import parse_partial
+
+            try:
+                return parse_partial(raw)
+            except ValueError as partial:
+                detail = str(partial)
         raise InvalidToolInputError(
             f"tool call {position} ({shown(name)}) arguments: {detail}", raw
         ) from None

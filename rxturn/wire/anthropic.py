@@ -83,7 +83,15 @@ from ..messages import (
     ToolCallPart,
 )
 from ._decoder import FramedDecoder
-from ._errors import JSON_ERRORS, MAX_INDEX, OUT_OF_RANGE, bad_index, bad_json, stream_error
+from ._errors import (
+    JSON_ERRORS,
+    MAX_INDEX,
+    OUT_OF_RANGE,
+    bad_index,
+    bad_json,
+    missing_field,
+    stream_error,
+)
 from ._usage import anthropic_usage, anthropic_usage_of, merge_anthropic_delta, usage_object
 from .sse import RawEvents, SSEParser
 
@@ -523,7 +531,7 @@ class _Reply(msgspec.Struct, gc=False):
     type: str = "message"
     id: str = ""
     model: str = ""
-    content: list[msgspec.Raw] = msgspec.field(default_factory=list[msgspec.Raw])
+    content: list[msgspec.Raw] | None = None  # required of a reply (missing_field)
     stop_reason: str | None = None
     usage: object = None
     error: _ErrorInfo | None = None
@@ -561,6 +569,8 @@ def parse_anthropic_message(body: bytes, *, keep_thinking: bool = False) -> Mess
     if reply.type == "error" or reply.error is not None:
         info = reply.error or _ErrorInfo()
         raise stream_error(info.type, info.message)
+    if reply.content is None:
+        raise missing_field(what, "content")
     parts: list[ContentPart] = []
     block_decoder = _reply_thinking_decoder if keep_thinking else _reply_block_decoder
     modelled = _KEPT_BLOCKS if keep_thinking else _MODELLED_BLOCKS

@@ -50,6 +50,7 @@ from ._errors import (
     bad_index,
     bad_json,
     error_from_json,
+    missing_field,
     tool_arguments,
 )
 from ._usage import checked_count
@@ -254,17 +255,18 @@ def parse_ollama_chat(body: bytes) -> Message:
         raise bad_json("Ollama chat body", exc) from None
     if reply.error is not None:
         raise error_from_json(reply.error)
+    if reply.message is None:
+        raise missing_field("Ollama chat body", "message")
     parts: list[TextPart | ToolCallPart] = []
     calls = 0
-    if reply.message is not None:
-        if reply.message.content:
-            parts.append(TextPart(reply.message.content))
-        for position, call in enumerate(reply.message.tool_calls or ()):
-            arguments: Any = call.function.arguments
-            if arguments is None or isinstance(arguments, str):  # else the object Ollama sent
-                arguments = tool_arguments(arguments, position, call.function.name)
-            parts.append(ToolCallPart(call.id or f"call_{position}", call.function.name, arguments))
-            calls += 1
+    if reply.message.content:
+        parts.append(TextPart(reply.message.content))
+    for position, call in enumerate(reply.message.tool_calls or ()):
+        arguments: Any = call.function.arguments
+        if arguments is None or isinstance(arguments, str):  # else the object Ollama sent
+            arguments = tool_arguments(arguments, position, call.function.name)
+        parts.append(ToolCallPart(call.id or f"call_{position}", call.function.name, arguments))
+        calls += 1
     stop = _stop(reply.done_reason, calls > 0)
     return Message(
         id=_message_id(reply.created_at),

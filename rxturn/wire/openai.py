@@ -69,6 +69,7 @@ from ._errors import (
     bad_index,
     bad_json,
     error_from_json,
+    missing_field,
     tool_arguments,
 )
 from ._usage import openai_chat_usage
@@ -515,7 +516,7 @@ class _ReplyChoice(msgspec.Struct, gc=False):
 class _Reply(msgspec.Struct, gc=False):
     id: str = ""
     model: str = ""
-    choices: list[_ReplyChoice] = msgspec.field(default_factory=list[_ReplyChoice])
+    choices: list[_ReplyChoice] | None = None  # required of a reply (missing_field)
     usage: object = None
     error: Any = None
 
@@ -544,6 +545,8 @@ def parse_openai_completion(body: bytes) -> Message:
         raise bad_json("OpenAI chat completion body", exc) from None
     if reply.error is not None:
         raise error_from_json(reply.error)
+    if reply.choices is None:
+        raise missing_field("OpenAI chat completion body", "choices")
     choice = next((c for c in reply.choices if c.index == 0), None)
     parts: list[TextPart | ToolCallPart | RefusalPart] = []
     stop = StopReason.END_TURN
@@ -556,14 +559,20 @@ def parse_openai_completion(body: bytes) -> Message:
             parts.append(TextPart(content))
         if message.refusal:
             parts.append(RefusalPart(message.refusal))
+        stop = StopReason.parse(choice.finish_reason) or StopReason.END_TURN
+        truncated = (
+            stop is StopReason.MAX_TOKENS
+        )  # arguments may end mid-way: parsed as far as they go
         for position, call in enumerate(message.tool_calls or ()):
-            arguments = tool_arguments(call.function.arguments, position, call.function.name)
-            parts.append(ToolCallPart(call.id, call.function.name, arguments))
+            name = call.function.name
+            arguments = tool_arguments(call.function.arguments, position, name, truncated=truncated)
+            parts.append(ToolCallPart(call.id, name, arguments))
         legacy = message.function_call
         if legacy is not None:
-            arguments = tool_arguments(legacy.arguments, len(parts), legacy.name)
+            arguments = tool_arguments(
+                legacy.arguments, len(parts), legacy.name, truncated=truncated
+            )
             parts.append(ToolCallPart("", legacy.name, arguments))
-        stop = StopReason.parse(choice.finish_reason) or StopReason.END_TURN
         if message.refusal and stop is StopReason.END_TURN:
             stop = StopReason.REFUSAL
     return Message(

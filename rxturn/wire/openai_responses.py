@@ -79,6 +79,7 @@ from ._errors import (
     bad_index,
     bad_json,
     cut,
+    missing_field,
     shown,
     stream_error,
     tool_arguments,
@@ -545,9 +546,13 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
         raise bad_json("OpenAI response body", exc) from None
     if reply.error is not None or reply.status == "failed":
         raise _error(reply.error, "response failed")
+    if reply.output is None:
+        raise missing_field("OpenAI response body", "output")
     parts: list[ContentPart] = []
     function = refused = False
-    for item in reply.output or ():
+    details = reply.incomplete_details
+    truncated = details is not None and details.reason == "max_output_tokens"  # (as _stop reads it)
+    for item in reply.output:
         if item.type == "message":
             for content in item.content or ():
                 if content.type == "output_text" and content.text:
@@ -558,7 +563,7 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
         elif item.type == "function_call":
             function = True
             name = item.name or ""
-            arguments = tool_arguments(item.arguments, len(parts), name)
+            arguments = tool_arguments(item.arguments, len(parts), name, truncated=truncated)
             parts.append(ToolCallPart(item.call_id or "", name, arguments))
         elif item.type == "reasoning" and keep_thinking:
             text = SUMMARY_SEPARATOR.join(s.text for s in item.summary or ())

@@ -93,6 +93,26 @@ def test_the_providers_own_endpoint_without_a_key_is_a_config_error(cls: Any) ->
         cls("m", base_url=cls("m", api_key="k").base_url + "/")
 
 
+@pytest.mark.parametrize(
+    "cls", [AnthropicClient, OpenAIClient, OpenAIResponsesClient], ids=lambda c: c.__name__
+)
+@pytest.mark.parametrize("spelling", ["upper", "port"])
+def test_the_providers_own_endpoint_spelled_otherwise_is_still_its_own(
+    cls: Any, spelling: str
+) -> None:
+    """Scheme and host are case-insensitive and 443 is https's port: the same endpoint, which
+    went without a key (a 401 from the real API, after the retries) when spelled so."""
+    own = cls("m", api_key="k").base_url
+    scheme, _, rest = own.partition("://")
+    host, slash, path = rest.partition("/")
+    if spelling == "upper":
+        url = f"{scheme.upper()}://{host.upper()}{slash}{path}"
+    else:
+        url = f"{scheme}://{host}:443{slash}{path}"
+    with pytest.raises(ConfigError, match="pass api_key= or set "):
+        cls("m", base_url=url)
+
+
 def test_the_sdks_read_the_same_variables(monkeypatch: pytest.MonkeyPatch) -> None:
     """The official SDKs take their key from the variables rxturn reads."""
     monkeypatch.setenv("ANTHROPIC_API_KEY", ANTHROPIC_KEY)

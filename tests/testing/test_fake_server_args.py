@@ -32,3 +32,21 @@ def test_the_command_refuses_an_empty_host(capsys: pytest.CaptureFixture[str]) -
     assert out.out == ""
     assert out.err.startswith("rxturn fake-server: error: argument --host: ")
     assert out.err.count("\n") == 1
+
+
+@pytest.mark.parametrize(
+    "host", ["bad\x1b[31mhost", "a\nb", "a b"], ids=["escape", "newline", "space"]
+)
+def test_a_host_with_a_control_character_or_a_space_is_refused_in_one_line(
+    host: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was tried, and the error line quoted it raw: 'cannot listen on bad<ESC>[31mhost', a
+    newline splitting the line, an escape sequence reaching the terminal."""
+    with pytest.raises(SystemExit) as exit_info:
+        main(["fake-server", "--host", host])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    said = f"argument --host: invalid host {host!r}: expected an address"
+    assert err == f"rxturn fake-server: error: {said}\n"
+    with pytest.raises(ConfigError, match=r"^FakeProvider: host must be an address"):
+        FakeProvider(host=host)

@@ -656,7 +656,8 @@ def test_parse_message_text_and_tool_use_in_order() -> None:
 def test_parse_message_defaults(
     extra: dict[str, Any], stop: StopReason, usage: Usage | None
 ) -> None:
-    message = parse_anthropic_message(json.dumps({"id": "m", "model": "x", **extra}).encode())
+    body = {"id": "m", "model": "x", "content": [], **extra}
+    message = parse_anthropic_message(json.dumps(body).encode())
     assert message.content == ()
     assert (message.stop_reason, message.usage) == (stop, usage)
 

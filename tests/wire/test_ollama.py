@@ -330,8 +330,15 @@ def test_thinking_in_several_lines_then_text_then_argument_forms() -> None:
     ]
 
 
-def test_parse_chat_reply_without_message() -> None:
-    message = parse_ollama_chat(b'{"model": "m", "done": true}')
+def test_parse_chat_reply_without_message_is_no_reply() -> None:
+    """A body without ``message`` is some other document, never an empty reply (a stream's
+    done line may go without one: test_done_line_without_message)."""
+    with pytest.raises(StreamProtocolError, match="missing required field `message`"):
+        parse_ollama_chat(b'{"model": "m", "done": true}')
+
+
+def test_parse_chat_reply_with_an_empty_message() -> None:
+    message = parse_ollama_chat(b'{"model": "m", "message": {"content": ""}, "done": true}')
     assert (message.content, message.stop_reason, message.usage) == ((), StopReason.END_TURN, None)
 
 

@@ -80,7 +80,8 @@ class AttemptLog(AttemptStats):
     three.
 
     Attributes:
-        streams: how many stream attempts were recorded (racers included).
+        streams: how many attempts were recorded that were not the rescue: streams (racers
+            included), or the requests of a non-streaming turn (one per model it asked).
     """
 
     __slots__ = (
@@ -215,7 +216,7 @@ class AttemptLog(AttemptStats):
                 outcome = _outcome_of(error)
         if outcome == _PENDING:
             self._pending += 1
-        if kind == "stream":
+        if kind != "rescue":  # a stream, or the one request of a non-streaming turn's leg
             self.streams += 1
         estimated = None
         if outcome == HEDGE_LOST and usage is None and self.estimate is not None:

@@ -96,7 +96,8 @@ class Turn(msgspec.Struct, frozen=True, kw_only=True):
         input_tokens: prompt tokens of the serving attempt (0 when the provider reported none).
         output_tokens: completion tokens of the serving attempt.
         model: the model that actually served the turn (after fallback routing).
-        attempts: streaming attempts made (1 when the first one served).
+        attempts: streaming attempts made (1 when the first one served); in non-streaming
+            mode the requests made (one per model a same-turn failover asked).
         rescued: the non-streaming rescue produced the reply.
         stop_reason: why the model stopped, as the engine read it.
         discarded_usage: usage summed over the attempts that did not serve (billed, their

@@ -603,7 +603,7 @@ def _audit_record(
         input_tokens=usage.input_tokens if usage else 0,
         output_tokens=usage.output_tokens if usage else 0,
         model=legs.served,
-        attempts=legs.streaming_attempts() if host.mode == "streaming" else 1,
+        attempts=legs.streaming_attempts(),
         rescued=message is not None and legs.rescued,
         stop_reason=stop_reason,
         discarded_usage=discarded,
