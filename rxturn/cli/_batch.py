@@ -22,7 +22,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._console import argument_shown, file_argument, hint_stdin, provider_argument
+from ._console import (
+    argument_shown,
+    file_argument,
+    hint_stdin,
+    model_names_problem,
+    provider_argument,
+)
 
 if TYPE_CHECKING:
     from rxturn.batch._input import Spool
@@ -375,11 +381,11 @@ def _run_command(args: argparse.Namespace) -> int:
     ):
         if not all(is_utf8(value) for value in values):
             return _fail(f"{flag} is not valid UTF-8; nothing was sent")
-    # named as the flags, as chat names them (BatchConfig's own words are the API's)
-    if not args.model.strip():
-        return _fail("--model must not be empty")
-    if any(not name.strip() for name in args.fallback):
-        return _fail("--fallback must not be empty")
+    # named as the flags, as chat names them (BatchConfig's own words are the API's); the
+    # names as checked are the names sent, stripped
+    if problem := model_names_problem((("--model", [args.model]), ("--fallback", args.fallback))):
+        return _fail(problem)
+    args.model, args.fallback = args.model.strip(), [name.strip() for name in args.fallback]
     variable = _KEY_VARIABLES.get(args.provider)
     key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:

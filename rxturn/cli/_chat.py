@@ -212,18 +212,11 @@ def _not_utf8(args: argparse.Namespace) -> str | None:
 def run(args: argparse.Namespace) -> int:
     if (name := _not_utf8(args)) is not None:
         return _fail(f"{name} is not valid UTF-8; nothing was sent")
-    from ._console import has_control
+    from ._console import model_names_problem
 
-    # a model name is shown as it is, in the error line and the notices: an escape sequence
-    # reached the terminal, a newline split the one error line in two
     named = (("--model", [args.model]), ("--fallback", args.fallback), ("--hedge", args.hedge))
-    for option, names in named:
-        if any(has_control(name.strip()) for name in names):
-            return _fail(f"{option} holds a control character; nothing was sent")
-    if not args.model.strip():
-        return _fail("--model must not be empty")
-    if any(not name.strip() for name in args.fallback):
-        return _fail("--fallback must not be empty")
+    if (problem := model_names_problem(named)) is not None:
+        return _fail(problem)
     if args.no_failover and not args.fallback:
         return _fail("--no-failover needs --fallback MODEL (there is no backup to fail over to)")
     chain = [args.model.strip()]
@@ -233,8 +226,6 @@ def run(args: argparse.Namespace) -> int:
         if name in chain:
             return _fail(f"--fallback {name} is given twice")
         chain.append(name)
-    if any(not name.strip() for name in args.hedge):
-        return _fail("--hedge must not be empty")
     hedges: list[str] = []
     for name in (name.strip() for name in args.hedge):
         if name == chain[0]:  # the same model on the same endpoint: never sent

@@ -31,7 +31,7 @@ import contextlib
 import math
 import os
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
 
 from .._streams import to_devnull
@@ -54,6 +54,7 @@ __all__ = [
     "hint_stdin",
     "is_terminal",
     "is_utf8",
+    "model_names_problem",
     "one_line",
     "paint",
     "provider_argument",
@@ -276,6 +277,21 @@ def has_control(text: str) -> bool:
     """Whether ``text`` holds a control character (C0, DEL or C1): never part of a name (a
     model's), which error lines and notices show as it is."""
     return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+
+
+def model_names_problem(named: Iterable[tuple[str, Sequence[str]]]) -> str | None:
+    """What is wrong with the model names given to each option (``("--model", [name])``…), as
+    the one error line a command prints, or ``None``. The names are read stripped (a pasted
+    ``'$MODEL '``): an empty one is refused, and so is one holding a control character, which
+    the error lines and notices would show as it is (an escape sequence reaching the terminal, a
+    newline splitting the line)."""
+    for option, names in named:
+        stripped = [name.strip() for name in names]
+        if any(has_control(name) for name in stripped):
+            return f"{option} holds a control character; nothing was sent"
+        if not all(stripped):
+            return f"{option} must not be empty"
+    return None
 
 
 def one_line(text: str, limit: int = 300) -> str:

@@ -122,6 +122,42 @@ def test_an_empty_model_is_named_by_its_flag(
     assert capsys.readouterr().err == f"rxturn batch: error: {said} must not be empty\n"
 
 
+@pytest.mark.parametrize("model", [" m ", "m\n", "\tm"], ids=["spaces", "newline", "tab"])
+def test_a_padded_model_name_is_sent_stripped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], model: str
+) -> None:
+    """Read stripped by the checks (as ``chat`` reads it), a padded ``--model`` (a pasted
+    ``'$MODEL '``) went out padded, for every row to fail on the provider's 404."""
+    from tests.cli._support import ThreadedFake
+
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    with ThreadedFake({"models": {"m": [{"text": "served"}], "*": [{"status": 404}]}}) as fake:
+        args = ["batch", "run", str(inp), "-o", str(tmp_path / "out.jsonl"), "--provider"]
+        args += ["ollama", "--base-url", fake.base_url, "--progress", "none"]
+        code = main([*args, "--model", model])
+        asked = [record.model for record in fake.records]
+    capsys.readouterr()
+    assert (code, asked) == (0, ["m"])
+
+
+@pytest.mark.parametrize("flag", ["--model", "--fallback"])
+@pytest.mark.parametrize(
+    "name", ["m\x1b[31m", "m\nline2", "m\x9b2J"], ids=["escape", "newline", "c1"]
+)
+def test_a_model_name_with_a_control_character_is_a_bad_argument(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, name: str
+) -> None:
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    args = ["batch", "run", str(inp), "-o", str(tmp_path / "out.jsonl"), "--provider", "ollama"]
+    models = ["--model", name] if flag == "--model" else ["--model", "m", "--fallback", name]
+    assert main([*args, *models, "--base-url", "http://127.0.0.1:1"]) == 2
+    said = f"rxturn batch: error: {flag} holds a control character; nothing was sent\n"
+    assert capsys.readouterr().err == said
+    assert not (tmp_path / "out.jsonl").exists()
+
+
 @pytest.mark.parametrize(
     ("args", "said"),
     [
