@@ -143,7 +143,19 @@ class TestStatusErrors:
 
     def test_x_should_retry_wins(self) -> None:
         assert not is_retryable(status_error(500, "", should_retry=False))
-        assert is_retryable(status_error(400, "", should_retry=True))
+        assert not is_retryable(status_error(429, "", should_retry=False))
+        assert is_retryable(status_error(418, "", should_retry=True))
+        assert is_retryable(status_error(506, "", should_retry=True))
+
+    @pytest.mark.parametrize("status", [400, 401, 403, 404, 422, 501, 505, 511])
+    def test_no_header_makes_a_never_retried_status_retryable(self, status: int) -> None:
+        # the request, key or model is wrong, or the endpoint cannot serve it: never retried
+        assert not is_retryable(status_error(status, "", should_retry=True))
+
+    def test_no_header_makes_a_context_overflow_retryable(self) -> None:
+        overflow = status_error(400, "prompt is too long: 300000 tokens", should_retry=True)
+        assert isinstance(overflow, ContextOverflowError)
+        assert not is_retryable(overflow)
 
     def test_rate_limits_are_recognised(self) -> None:
         assert is_rate_limit(status_error(429, ""))

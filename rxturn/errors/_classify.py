@@ -20,6 +20,7 @@ from ._tree import (
 )
 
 __all__ = [
+    "NEVER_RETRIED_STATUSES",
     "PERMANENT_SERVER_STATUSES",
     "is_rate_limit",
     "is_retryable",
@@ -46,6 +47,12 @@ _STATUS_CLASSES: dict[int, type[APIStatusError]] = {
 #: Required (a captive portal wants a login first). Retrying spends the ladder's budget and the
 #: user's time on an answer that will not change; x-should-retry still wins when sent.
 PERMANENT_SERVER_STATUSES = frozenset({501, 505, 506, 508, 510, 511})
+
+#: Statuses never retried, whatever the provider's ``x-should-retry`` says: the request, the
+#: key or the model is wrong (400/401/403/404/422, a context overflow among them), or the
+#: endpoint cannot serve it (501/505/511). A ``true`` there would spend the ladder's budget on
+#: an answer that cannot change; a ``false`` still stops the retries of any other status.
+NEVER_RETRIED_STATUSES = frozenset({400, 401, 403, 404, 422, 501, 505, 511})
 
 _CONTEXT_WORDS = (
     "context length",
@@ -114,9 +121,11 @@ def scrub_secrets(exc: BaseException, secrets: tuple[str, ...]) -> None:
 def is_retryable(exc: BaseException) -> bool:
     """Whether another attempt could succeed, decided in one place (docs/reliability.md).
 
-    ``x-should-retry`` wins when the provider sent it; cancellation, config errors and
-    4xx statuses other than 408/409/429 are permanent; transport trouble, 5xx, timeouts and
-    malformed streams are transient. Foreign exceptions are judged by their ``__cause__``.
+    ``x-should-retry`` wins when the provider sent it, but for the
+    :data:`NEVER_RETRIED_STATUSES`, which no header makes retryable; cancellation, config
+    errors and 4xx statuses other than 408/409/429 are permanent; transport trouble, 5xx,
+    timeouts and malformed streams are transient. Foreign exceptions are judged by their
+    ``__cause__``.
     """
     seen: set[int] = set()
     current: BaseException | None = exc
@@ -124,7 +133,7 @@ def is_retryable(exc: BaseException) -> bool:
         seen.add(id(current))
         if isinstance(current, APIStatusError):
             if current.should_retry is not None:
-                return current.should_retry
+                return current.should_retry and current.status_code not in NEVER_RETRIED_STATUSES
             if current.status_code == 409:
                 return True
             return current.retryable

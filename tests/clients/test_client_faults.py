@@ -298,7 +298,7 @@ async def test_x_should_retry_is_honoured(aiohttp_server: ServerFactory) -> None
     verdicts = iter(["false", "true"])
 
     async def handler(request: web.Request) -> web.Response:
-        status = 500 if request.headers.get("x-case") == "500" else 400
+        status = 500 if request.headers.get("x-case") == "500" else 418
         return web.Response(
             status=status,
             body=b'{"error":{"message":"nope"}}',
@@ -309,10 +309,10 @@ async def test_x_should_retry_is_honoured(aiohttp_server: ServerFactory) -> None
     async with OpenAIClient("m", base_url=base) as client:
         with pytest.raises(ServerError) as server_error:
             await client.create(REQUEST, RequestOptions(extra_headers={"x-case": "500"}))
-        with pytest.raises(BadRequestError) as bad_request:
+        with pytest.raises(APIStatusError) as teapot:
             await client.create(REQUEST)
     assert server_error.value.should_retry is False and not is_retryable(server_error.value)
-    assert bad_request.value.should_retry is True and is_retryable(bad_request.value)
+    assert teapot.value.should_retry is True and is_retryable(teapot.value)
 
 
 async def test_retry_after_http_date_and_request_id(aiohttp_server: ServerFactory) -> None:

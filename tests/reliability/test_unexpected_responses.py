@@ -165,9 +165,10 @@ async def test_a_500_is_still_retried(fmt: str) -> None:
     assert error is None and result.text == "fine" and len(site.requests) == 2
 
 
-def test_x_should_retry_still_overrides_a_permanent_status() -> None:
-    assert not is_retryable(status_error(501, ""))
-    assert is_retryable(status_error(501, "", should_retry=True))
+def test_x_should_retry_overrides_a_permanent_status_but_the_never_retried_ones() -> None:
+    assert not is_retryable(status_error(506, ""))
+    assert is_retryable(status_error(506, "", should_retry=True))
+    assert not is_retryable(status_error(501, "", should_retry=True))  # no such endpoint
     assert is_retryable(status_error(502, ""))
 
 
