@@ -80,10 +80,17 @@ def _fail_on(reports: list[str], where: str) -> None:
 @pytest.fixture(autouse=True)
 def _loop_hygiene(request: pytest.FixtureRequest) -> Iterator[None]:
     """Fail the test when an event loop reported an unretrieved exception, a destroyed pending
-    task or an unclosed connection during it (see the module docstring)."""
+    task or an unclosed connection during it (see the module docstring).
+
+    A test that runs the ``rxturn`` command in-process (``main([...])``) lets the command tune
+    the collector as it tunes its own process: the thresholds are set back after it, so the
+    next tests see the interpreter's as a library user's process has them."""
     loop_hygiene.loop_ran(reset=True)
     earlier = loop_hygiene.take()  # reports made between tests: the module check shows them
+    threshold = gc.get_threshold()
     yield
+    if gc.get_threshold() != threshold:
+        gc.set_threshold(*threshold)
     if loop_hygiene.loop_ran():
         gc.collect(1)
     reports = loop_hygiene.take()
