@@ -254,7 +254,9 @@ def total_deadline(
 
     Args:
         seconds: the budget (``None``: the operator is the identity).
-        progress: use its turn start and deadline (shared with the ladder's clamping).
+        progress: use its turn start, deadline and event count (shared with the ladder's
+            clamping); without it the error counts the events that passed this operator and
+            says ``partial=False``.
         scheduler: where time comes from.
 
     Returns:
