@@ -360,7 +360,9 @@ def rescue(
 
     Args:
         create: makes the request Observable (e.g. ``from_awaitable(lambda:
-            client.create(request, options))``); called once, at the failure.
+            client.create(request, options))``); called once, at the failure. Its first item
+            is the reply; an item that is not a :class:`~rxturn.Message`, like a ``create``
+            that returns no Observable, is a :class:`~rxturn.errors.ConfigError`.
         timeout: the fresh budget (seconds) when the total deadline has passed.
         progress: the turn's deadline and attempt count.
         when: which errors to rescue.

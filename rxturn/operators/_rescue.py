@@ -93,6 +93,16 @@ def rescue_(
                 if not race.outcome():
                     return
                 timer.disposable = None
+                if not isinstance(message, Message):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    # a Fallback of anything else would replace the reply with garbage
+                    current.disposable = None
+                    observer.on_error(
+                        ConfigError(
+                            "rescue: create()'s Observable must emit the reply as a Message, "
+                            f"got {described(message)}"
+                        )
+                    )
+                    return
                 observer.on_next(Fallback(message))
                 observer.on_completed()
 
