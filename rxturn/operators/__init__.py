@@ -365,7 +365,7 @@ def rescue(
             that returns no Observable, is a :class:`~rxturn.errors.ConfigError`.
         timeout: the fresh budget (seconds) when the total deadline has passed.
         progress: the turn's deadline and attempt count.
-        when: which errors to rescue.
+        when: which errors to rescue; what it raises ends the turn with that error.
         scheduler: where time comes from.
 
     Returns:

@@ -143,7 +143,14 @@ def rescue_(
             )
 
         def on_error(error: Exception) -> None:
-            if when(error):
+            try:
+                rescuable = when(error)
+            except Exception as broken:  # the caller's predicate: nobody upstream would hear of
+                # it and the turn would never end; its error ends the turn (as ``catch`` does)
+                broken.__context__ = error
+                observer.on_error(broken)
+                return
+            if rescuable:
                 start_rescue(error)
             else:
                 observer.on_error(error)

@@ -222,6 +222,24 @@ async def test_a_rescue_emitting_something_else_than_a_message_is_a_config_error
     assert request.spans == [[1.0, 1.5]]  # let go of at once
 
 
+async def test_a_when_that_raises_ends_the_turn_with_its_error(clean: TestScheduler) -> None:
+    # it raised into the source's on_error before: out of the scheduler, the turn never ended
+    def when(error: BaseException) -> bool:
+        raise ValueError("my predicate is broken")
+
+    stream_error = ServerError("x")
+    run = await drive(
+        clean,
+        failing(clean, stream_error).pipe(
+            rescue(lambda: reactivex.just(RESCUED), when=when, scheduler=clean)
+        ),
+    )
+    assert isinstance(run.error, ValueError)
+    assert str(run.error) == "my predicate is broken"
+    assert run.error.__context__ is stream_error
+    assert run.end_time == 1.0
+
+
 async def test_a_rescue_ending_without_a_reply_fails(clean: TestScheduler) -> None:
     run = await drive(
         clean, failing(clean, ServerError("x")).pipe(rescue(reactivex.empty, scheduler=clean))
