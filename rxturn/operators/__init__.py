@@ -466,7 +466,9 @@ def scrubbed(
     error, in place) before anything downstream sees it; items pass untouched.
 
     Args:
-        scrub: what cleans an error in place (``None``: the identity).
+        scrub: what cleans an error in place (``None``: the identity). If it raises, the
+            attempt ends with a :class:`~rxturn.errors.ConfigError` instead, and the error it
+            failed to clean is withheld.
 
     Examples:
         >>> attempt.pipe(scrubbed(client.scrub))  # doctest: +SKIP
