@@ -556,7 +556,8 @@ def hedge(
         blocked: whether a target's breaker is open (skipped); what it raises ends the race
             with that error (every racer let go).
         rate_limited: the source's quota was already rate limited this turn.
-        watcher: told of each racer's start and end (:class:`RaceWatcher`).
+        watcher: told of each racer's start and end (:class:`RaceWatcher`); what it raises
+            ends the race with that error (every racer let go), as for ``blocked``.
         on_hedge: called by keyword when a hedge is sent (``index``, ``model``, ``target``,
             ``reason`` ``"delay"`` or ``"error"``, ``after`` seconds since the race began).
         on_skip: called by keyword when a due hedge is not sent (``target``, ``model``,
