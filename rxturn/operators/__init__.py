@@ -21,6 +21,8 @@
 which the operators share the facts of the turn (events, shadow fold, attempts, total deadline).
 Every time-dependent operator takes ``scheduler`` (else the subscribe-time scheduler, else asyncio
 on the running loop), so all of them run on ``reactivex.testing.TestScheduler`` virtual time.
+An ``AsyncIOScheduler`` whose loop would never run the timers (closed, or not running while
+another loop runs here) is a :class:`~rxturn.errors.ConfigError` at subscription.
 
 Batches. Every operator here accepts a stream whose items are single events or
 :data:`~rxturn.events.EventBatch` lists (what a client's ``stream_batches`` emits, one per network

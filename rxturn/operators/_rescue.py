@@ -78,7 +78,11 @@ def rescue_(
         timer = SerialDisposable()
 
         def start_rescue(stream_error: Exception) -> None:
-            sched = resolve_scheduler(scheduler, scheduler_)
+            try:
+                sched = resolve_scheduler(scheduler, scheduler_)
+            except ConfigError as error:  # a scheduler whose timers would never fire
+                observer.on_error(error)
+                return
             budget = _budget(progress, timeout)
             race = RescueRace(budget)
 
