@@ -122,7 +122,7 @@ def from_async_iterable(
         ConfigError: (at call time) when ``factory`` is not callable (an iterator or a
             coroutine given itself rather than the function that makes one) or ``scheduler`` is
             not an asyncio scheduler; (via ``on_error``) when no event loop can be found at
-            subscription.
+            subscription, or ``factory()`` returns something that is not an async iterator.
 
     Examples:
         >>> async def numbers():
@@ -138,7 +138,7 @@ def from_async_iterable(
     fixed_loop = _scheduler_loop(scheduler, "from_async_iterable")
 
     async def produce(state: Bridge[_T]) -> None:
-        iterator = factory()
+        iterator = _made(factory(), "from_async_iterable", "an async iterator", "__aiter__")
         try:
             async for item in iterator:
                 if state.disposed:
@@ -177,11 +177,24 @@ def from_awaitable(
     fixed_loop = _scheduler_loop(scheduler, "from_awaitable")
 
     async def produce(state: Bridge[_T]) -> None:
-        value = await factory()
+        value = await _made(factory(), "from_awaitable", "an awaitable", "__await__")
         if not state.disposed:
             state.emit(value)
 
     return _bridge(produce, fixed_loop, "from_awaitable")
+
+
+def _made(made: _S, what: str, makes: str, protocol: str) -> _S:
+    """What ``factory()`` returned, if it is what the bridge drives: else a ConfigError (sent to
+    ``on_error``) naming the slip, rather than a ``TypeError`` from inside ``async for`` or
+    ``await`` (a coroutine where an async iterator belongs is closed, never left un-awaited)."""
+    if hasattr(type(made), protocol):
+        return made
+    hint = ""
+    if inspect.iscoroutine(made):
+        made.close()
+        hint = " (an `async def` that returns rather than yields: make it an async generator)"
+    raise ConfigError(f"{what}: factory() must return {makes}, got {described(made)}{hint}")
 
 
 def _check_factory(factory: object, what: str, makes: str) -> None:

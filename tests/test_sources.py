@@ -403,3 +403,40 @@ def test_a_factory_given_as_what_it_makes_is_refused_at_call_time() -> None:
         from_async_iterable(generator)  # pyright: ignore[reportArgumentType]
     with pytest.raises(ConfigError, match=r"got int 3$"):
         from_awaitable(3)  # pyright: ignore[reportArgumentType]
+
+
+async def test_a_factory_making_the_wrong_thing_is_a_config_error_on_error() -> None:
+    """A factory returning something the bridge cannot drive failed with a bare TypeError from
+    inside ``async for`` / ``await``; a coroutine where an async iterator belongs was also
+    left un-awaited. Each is a ConfigError naming the bridge and what it got."""
+
+    async def returns() -> list[int]:  # an ``async def`` that returns rather than yields
+        return [1]
+
+    made: list[Any] = []
+
+    def coroutine_factory() -> Any:
+        made.append(returns())
+        return made[-1]
+
+    cases: list[tuple[reactivex.Observable[Any], str]] = [
+        (
+            from_async_iterable(lambda: [1, 2]),  # pyright: ignore[reportArgumentType]
+            "from_async_iterable: factory() must return an async iterator, got list [1, 2]",
+        ),
+        (
+            from_async_iterable(coroutine_factory),
+            "from_async_iterable: factory() must return an async iterator, got coroutine",
+        ),
+        (
+            from_awaitable(lambda: 3),  # pyright: ignore[reportArgumentType]
+            "from_awaitable: factory() must return an awaitable, got int 3",
+        ),
+    ]
+    for observable, message in cases:
+        rec = Recorder()
+        rec.subscribe(observable)
+        await rec.wait()
+        assert isinstance(rec.error, ConfigError)
+        assert str(rec.error).startswith(message)
+    assert made[0].cr_frame is None  # closed, never left un-awaited

@@ -21,6 +21,8 @@
 which the operators share the facts of the turn (events, shadow fold, attempts, total deadline).
 Every time-dependent operator takes ``scheduler`` (else the subscribe-time scheduler, else asyncio
 on the running loop), so all of them run on ``reactivex.testing.TestScheduler`` virtual time.
+An ``AsyncIOScheduler`` whose loop would never run the timers (closed, or not running while
+another loop runs here) is a :class:`~rxturn.errors.ConfigError` at subscription.
 
 Batches. Every operator here accepts a stream whose items are single events or
 :data:`~rxturn.events.EventBatch` lists (what a client's ``stream_batches`` emits, one per network
@@ -254,7 +256,9 @@ def total_deadline(
 
     Args:
         seconds: the budget (``None``: the operator is the identity).
-        progress: use its turn start and deadline (shared with the ladder's clamping).
+        progress: use its turn start, deadline and event count (shared with the ladder's
+            clamping); without it the error counts the events that passed this operator and
+            says ``partial=False``.
         scheduler: where time comes from.
 
     Returns:
@@ -358,10 +362,12 @@ def rescue(
 
     Args:
         create: makes the request Observable (e.g. ``from_awaitable(lambda:
-            client.create(request, options))``); called once, at the failure.
+            client.create(request, options))``); called once, at the failure. Its first item
+            is the reply; an item that is not a :class:`~rxturn.Message`, like a ``create``
+            that returns no Observable, is a :class:`~rxturn.errors.ConfigError`.
         timeout: the fresh budget (seconds) when the total deadline has passed.
         progress: the turn's deadline and attempt count.
-        when: which errors to rescue.
+        when: which errors to rescue; what it raises ends the turn with that error.
         scheduler: where time comes from.
 
     Returns:
@@ -462,7 +468,9 @@ def scrubbed(
     error, in place) before anything downstream sees it; items pass untouched.
 
     Args:
-        scrub: what cleans an error in place (``None``: the identity).
+        scrub: what cleans an error in place (``None``: the identity). If it raises, the
+            attempt ends with a :class:`~rxturn.errors.ConfigError` instead, and the error it
+            failed to clean is withheld.
 
     Examples:
         >>> attempt.pipe(scrubbed(client.scrub))  # doctest: +SKIP
@@ -550,7 +558,8 @@ def hedge(
         blocked: whether a target's breaker is open (skipped); what it raises ends the race
             with that error (every racer let go).
         rate_limited: the source's quota was already rate limited this turn.
-        watcher: told of each racer's start and end (:class:`RaceWatcher`).
+        watcher: told of each racer's start and end (:class:`RaceWatcher`); what it raises
+            ends the race with that error (every racer let go), as for ``blocked``.
         on_hedge: called by keyword when a hedge is sent (``index``, ``model``, ``target``,
             ``reason`` ``"delay"`` or ``"error"``, ``after`` seconds since the race began).
         on_skip: called by keyword when a due hedge is not sent (``target``, ``model``,

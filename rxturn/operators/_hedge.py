@@ -103,7 +103,10 @@ class _Seat(abc.ObserverBase[Any]):
         else:
             content = self._scan(value)
         if content:
-            race.run(race.machine.content(self.index, race.now()))
+            try:
+                race.run(race.machine.content(self.index, race.now()))
+            except Exception as error:  # a watcher's or a callback's: the race's error
+                race.abort(error)
 
     def on_completed(self) -> None:
         race = self.race
@@ -121,7 +124,10 @@ class _Seat(abc.ObserverBase[Any]):
         error = truncation(stopped, events)
         if error is None:  # a complete reply (maybe an empty one) is an answer
             self.completed = True
-            race.run(race.machine.content(self.index, race.now()))
+            try:
+                race.run(race.machine.content(self.index, race.now()))
+            except Exception as broken:
+                race.abort(broken)
         else:
             self.on_error(error)
 
@@ -134,11 +140,14 @@ class _Seat(abc.ObserverBase[Any]):
             return
         self.subscription = None
         self.error = error
-        actions = race.machine.failed(self.index, error, race.now())
-        final = any(type(a) is Fail and a.index == self.index for a in actions)
-        if not final and race.watcher is not None:
-            race.watcher.racer_ended(self.index, error, self.usage)
-        race.run(actions)
+        try:
+            actions = race.machine.failed(self.index, error, race.now())
+            final = any(type(a) is Fail and a.index == self.index for a in actions)
+            if not final and race.watcher is not None:
+                race.watcher.racer_ended(self.index, error, self.usage)
+            race.run(actions)
+        except Exception as broken:
+            race.abort(broken)
 
     def dispose(self) -> None:
         subscription, self.subscription = self.subscription, None
@@ -262,22 +271,26 @@ class _Race(abc.DisposableBase):
         try:
             self.run(self.machine.hedge_due(self.now()))
         except Exception as error:  # (``blocked`` is the caller's): the race's error
-            self._abort(error)
+            self.abort(error)
 
     def _decide(self, _: abc.SchedulerBase, __: Any = None) -> None:
         self.decision = None
         try:
             self.run(self.machine.decide(self.now()))
         except Exception as error:
-            self._abort(error)
+            self.abort(error)
 
-    def _abort(self, error: Exception) -> None:
-        """A step on the scheduler raised: nobody upstream would hear of it, and a race left
-        half-decided waits for ever. Every racer is let go and the error goes downstream."""
-        downstream = self.downstream
+    def abort(self, error: Exception) -> None:
+        """A step raised (``blocked``, a watcher, a racer's callback): nobody upstream would
+        hear of it, and a race left half-decided waits for ever. Every racer is let go (also
+        one the machine already counts as decided: the step may have stopped before closing
+        it) and the error goes downstream."""
+        downstream, seats = self.downstream, self.seats
         try:
             self.dispose()
         finally:
+            for seat in seats:
+                seat.dispose()
             downstream.on_error(error)
 
     def _win(self, index: int) -> None:

@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from reactivex import Observable, abc
 
+from ..errors import ConfigError
 from ..resilience.progress import TurnProgress, note_progress, stamp_attempts
 from ..resilience.retry import beyond_deadline
 
@@ -66,7 +67,15 @@ def scrubbed_(
             return source
 
         def change(error: Exception) -> Exception:
-            clean(error)
+            try:
+                clean(error)
+            except Exception as broken:
+                # raised out of on_error it would end nothing (the turn hangs on asyncio), and
+                # the error it failed to clean may still hold the key: neither goes downstream
+                return ConfigError(
+                    f"scrubbed: scrub raised {type(broken).__name__} on an attempt's "
+                    f"{type(error).__name__}, which is withheld (it may hold the API key)"
+                )
             return error
 
         return _on_error(source, change)

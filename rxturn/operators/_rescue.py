@@ -78,7 +78,11 @@ def rescue_(
         timer = SerialDisposable()
 
         def start_rescue(stream_error: Exception) -> None:
-            sched = resolve_scheduler(scheduler, scheduler_)
+            try:
+                sched = resolve_scheduler(scheduler, scheduler_)
+            except ConfigError as error:  # a scheduler whose timers would never fire
+                observer.on_error(error)
+                return
             budget = _budget(progress, timeout)
             race = RescueRace(budget)
 
@@ -93,6 +97,16 @@ def rescue_(
                 if not race.outcome():
                     return
                 timer.disposable = None
+                if not isinstance(message, Message):  # pyright: ignore[reportUnnecessaryIsInstance]
+                    # a Fallback of anything else would replace the reply with garbage
+                    current.disposable = None
+                    observer.on_error(
+                        ConfigError(
+                            "rescue: create()'s Observable must emit the reply as a Message, "
+                            f"got {described(message)}"
+                        )
+                    )
+                    return
                 observer.on_next(Fallback(message))
                 observer.on_completed()
 
@@ -133,7 +147,14 @@ def rescue_(
             )
 
         def on_error(error: Exception) -> None:
-            if when(error):
+            try:
+                rescuable = when(error)
+            except Exception as broken:  # the caller's predicate: nobody upstream would hear of
+                # it and the turn would never end; its error ends the turn (as ``catch`` does)
+                broken.__context__ = error
+                observer.on_error(broken)
+                return
+            if rescuable:
                 start_rescue(error)
             else:
                 observer.on_error(error)

@@ -19,21 +19,49 @@ from reactivex import abc
 from reactivex.scheduler import TimeoutScheduler, VirtualTimeScheduler
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
+from ..errors import ConfigError
+
 __all__ = ["clock", "resolve_scheduler"]
 
 
 def resolve_scheduler(
     *candidates: abc.SchedulerBase | None,
 ) -> abc.SchedulerBase:
-    """The first non-``None`` candidate, else an asyncio scheduler on the running loop."""
+    """The first non-``None`` candidate, else an asyncio scheduler on the running loop.
+
+    Raises:
+        ConfigError: the candidate is an asyncio scheduler whose loop is closed, or one that
+            does not run while another loop runs on this thread (typically made at import
+            time on ``asyncio.get_event_loop()``, before ``asyncio.run`` made the loop that
+            runs): its timers would never fire, and every deadline would wait for ever.
+    """
     for candidate in candidates:
         if candidate is not None:
+            if isinstance(candidate, AsyncIOScheduler):
+                _check_loop(candidate._loop)  # pyright: ignore[reportPrivateUsage]
             return candidate
     try:
         loop = asyncio.get_running_loop()
     except RuntimeError:
         return TimeoutScheduler.singleton()
     return _asyncio_scheduler(loop)
+
+
+def _check_loop(loop: asyncio.AbstractEventLoop) -> None:
+    if loop.is_closed():
+        raise ConfigError(
+            "scheduler=AsyncIOScheduler(loop) names a closed event loop: its timers would "
+            "never fire (give the running loop's scheduler, or none)"
+        )
+    if loop.is_running():
+        return
+    running = asyncio._get_running_loop()
+    if running is not None and running is not loop:
+        raise ConfigError(
+            "scheduler=AsyncIOScheduler(loop) names an event loop that is not running, while "
+            "another one runs here: its timers would never fire (give the running loop's "
+            "scheduler, or none)"
+        )
 
 
 # The last loop's scheduler: an AsyncIOScheduler holds nothing but its loop, so every turn on

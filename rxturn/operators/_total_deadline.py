@@ -13,7 +13,9 @@ One timer per subscription, armed at subscription (or at the shared
 agree on the same instant). When it fires, the upstream subscription is disposed (closing the
 HTTP response of the attempt in flight) and :class:`~rxturn.errors.StreamTimeoutError` with
 ``kind="total"`` reports the events of the whole turn, whether partial data was kept and the time
-since the turn started.
+since the turn started. Without a shared progress the operator counts, itself, the provider
+events that passed it (a batch as its events; ``AttemptReset`` and ``Fallback`` marks are not
+events), and ``partial`` is ``False``: only the shadow guard's fold knows it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, SingleAssignmentDisposable
 from reactivex.internal import curry_flip
 
+from .._batching import event_count
+from ..events import AttemptReset, Fallback
 from ..resilience.progress import TurnProgress, total_timeout
 from ._scheduling import clock, resolve_scheduler
 
@@ -62,7 +66,26 @@ def total_deadline_(
             observer.on_error(error)
 
         timer = sched.schedule_relative(max(0.0, deadline - now()), fire)
-        upstream.disposable = source.subscribe(observer, scheduler=scheduler_)
+        if progress is not None:  # the guard upstream counts the turn's events
+            upstream.disposable = source.subscribe(observer, scheduler=scheduler_)
+        else:
+
+            def on_next(value: _T) -> None:
+                if not _is_mark(value):
+                    facts.events += event_count(value)
+                observer.on_next(value)
+
+            upstream.disposable = source.subscribe(
+                on_next, observer.on_error, observer.on_completed, scheduler=scheduler_
+            )
         return CompositeDisposable(timer, upstream)
 
     return Observable(subscribe)
+
+
+def _is_mark(item: object) -> bool:
+    """An ``AttemptReset`` or ``Fallback`` (alone, or as the one item of a batch): no event."""
+    if type(item) is list:
+        batch: list[object] = item  # pyright: ignore[reportUnknownVariableType]
+        return len(batch) == 1 and isinstance(batch[0], AttemptReset | Fallback)
+    return isinstance(item, AttemptReset | Fallback)

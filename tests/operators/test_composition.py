@@ -9,7 +9,7 @@ import reactivex
 from reactivex import Observable
 from reactivex.testing import TestScheduler
 
-from rxturn.errors import ServerError
+from rxturn.errors import ConfigError, ServerError
 from rxturn.events import Fallback
 from rxturn.messages import Message
 from rxturn.operators import (
@@ -19,12 +19,14 @@ from rxturn.operators import (
     deadlines,
     rescue,
     retry_ladder,
+    scrubbed,
     total_deadline,
 )
 from rxturn.operators._scheduling import clock
 from rxturn.resilience.cancel import CancelToken
 from rxturn.resilience.policies import RetryPolicy
 from rxturn.sources import from_awaitable
+from rxturn.testing import assert_no_secret
 from rxturn.testing.virtual import REQUEST, ScriptedClient, drive, reply, timeline
 
 
@@ -69,3 +71,24 @@ async def test_each_subscription_is_a_fresh_turn(clean: TestScheduler) -> None:
         run = await drive(clean, turn)
         assert run.completed and run.resets == []
     assert len(client.stream_calls) == 2
+
+
+async def test_a_scrub_that_raises_ends_the_attempt_with_a_config_error_not_a_hang(
+    clean: TestScheduler,
+) -> None:
+    # the scrub's exception used to escape from on_error: the attempt never ended
+    secret = "sk-live-Opaque-123456789"
+    leaky = ServerError(f"echoed {secret}")
+
+    def scrub(error: BaseException) -> None:
+        raise RuntimeError(f"cannot clean {error}")
+
+    source = clean.create_cold_observable(timeline(reply("a")[:1], end=leaky))
+    run = await drive(clean, source.pipe(scrubbed(scrub)))
+    assert isinstance(run.error, ConfigError)
+    assert str(run.error) == (
+        "scrubbed: scrub raised RuntimeError on an attempt's ServerError, which is withheld "
+        "(it may hold the API key)"
+    )
+    assert run.end_time == 0.02
+    assert_no_secret(run.error, secret)

@@ -378,3 +378,53 @@ async def test_a_race_let_go_undecided_keeps_each_racers_wait_as_a_lower_bound()
     assert (estimator.count("primary"), estimator.quantile("primary", 0.5)) == (1, 9.0)
     assert (estimator.count("backup"), estimator.quantile("backup", 0.5)) == (1, 7.0)
     assert leftovers(rig.scheduler) == []
+
+
+class _BrokenWatcher:
+    """A RaceWatcher whose ``racer_ended`` raises."""
+
+    def racer_started(self, index: int, model: str) -> contextvars.Context | None:
+        return None
+
+    def racer_ended(
+        self,
+        index: int,
+        error: BaseException | None,
+        usage: Usage | None,
+        *,
+        outcome: str | None = None,
+        disposed: bool = False,
+    ) -> None:
+        raise ValueError("watcher bug")
+
+    def racer_adopted(self, index: int, *, won: bool = False) -> None:
+        return None
+
+
+@pytest.mark.parametrize(
+    ("primary", "ends_at"),
+    [
+        (slow(10.0), 3.0),  # the primary is cut when the backup wins at 3.0
+        ([on_error(2.5, ServerError("x"))], 2.5),  # the primary fails while the backup runs
+    ],
+    ids=["loser_cut", "racer_failed"],
+)
+async def test_a_watcher_that_raises_ends_the_race_and_lets_every_racer_go(
+    primary: Script, ends_at: float
+) -> None:
+    scheduler = TestScheduler()
+    first = Tracked(scheduler, primary)
+    backup = Tracked(scheduler, slow(1.0, "backup", start=0.5))  # content 1 s after it starts
+    race = hedge(
+        HedgePolicy((BACKUP,), delay=2.0),
+        lambda _: backup.observable,
+        model="primary",
+        watcher=_BrokenWatcher(),
+        scheduler=scheduler,
+    )
+    run = await drive(scheduler, first.observable.pipe(race))
+    assert isinstance(run.error, ValueError) and str(run.error) == "watcher bug"
+    assert run.end_time == ends_at
+    assert first.spans == [[0.0, ends_at]]
+    assert backup.spans == [[2.0, ends_at]]  # closed with the race, not left streaming
+    assert leftovers(scheduler) == []

@@ -27,6 +27,7 @@ from rxturn.messages import Message, StopReason, TextPart, ToolCallPart, Usage
 from rxturn.operators import TurnProgress, is_rescuable, rescue
 from rxturn.operators._scheduling import clock
 from rxturn.testing.virtual import Tracked, drive, on_completed, reply, timeline
+from rxturn.testing.virtual import on_next as on_next_at
 
 RESCUED = Message(
     id="msg_rescued",
@@ -200,6 +201,43 @@ async def test_a_create_that_raises_fails_the_rescue(clean: TestScheduler) -> No
     run = await drive(clean, failing(clean, ServerError("x")).pipe(rescue(create, scheduler=clean)))
     assert isinstance(run.error, RescueFailed)
     assert "cannot build" in str(run.error)
+
+
+async def test_a_rescue_emitting_something_else_than_a_message_is_a_config_error(
+    clean: TestScheduler,
+) -> None:
+    # a Fallback holding a str would replace the reply with it: the caller's mistake, said so
+    request = Tracked(clean, [on_next_at(0.5, "the reply text"), on_completed(1.0)])
+    run = await drive(
+        clean,
+        failing(clean, ServerError("x")).pipe(
+            rescue(lambda: request.observable, timeout=5.0, scheduler=clean)
+        ),
+    )
+    assert run.values == []
+    assert isinstance(run.error, ConfigError)
+    assert str(run.error) == (
+        "rescue: create()'s Observable must emit the reply as a Message, got str 'the reply text'"
+    )
+    assert request.spans == [[1.0, 1.5]]  # let go of at once
+
+
+async def test_a_when_that_raises_ends_the_turn_with_its_error(clean: TestScheduler) -> None:
+    # it raised into the source's on_error before: out of the scheduler, the turn never ended
+    def when(error: BaseException) -> bool:
+        raise ValueError("my predicate is broken")
+
+    stream_error = ServerError("x")
+    run = await drive(
+        clean,
+        failing(clean, stream_error).pipe(
+            rescue(lambda: reactivex.just(RESCUED), when=when, scheduler=clean)
+        ),
+    )
+    assert isinstance(run.error, ValueError)
+    assert str(run.error) == "my predicate is broken"
+    assert run.error.__context__ is stream_error
+    assert run.end_time == 1.0
 
 
 async def test_a_rescue_ending_without_a_reply_fails(clean: TestScheduler) -> None:

@@ -7,6 +7,7 @@ import pytest
 from reactivex.testing import TestScheduler
 
 from rxturn.errors import ConfigError, StreamTimeoutError
+from rxturn.events import AttemptReset
 from rxturn.operators import TurnProgress, attempt_guard, total_deadline
 from rxturn.operators._scheduling import clock
 from rxturn.testing.virtual import Tracked, drive, reply, timeline
@@ -70,3 +71,30 @@ def test_none_is_the_identity() -> None:
 def test_a_bad_budget_is_a_config_error() -> None:
     with pytest.raises(ConfigError, match="total_deadline: seconds"):
         total_deadline(-1.0)
+
+
+async def test_without_progress_the_error_counts_the_events_that_passed(
+    clean: TestScheduler,
+) -> None:
+    # two attempts: 3 events, a reset mark, then 2 events and a stall (the marks are no events)
+    first = reply("one two three")[:3]
+    items: list[object] = [*first, AttemptReset(attempt=2, reason="server_error"), *first[:2]]
+    source = clean.create_cold_observable(timeline(items, end=None))
+    run = await drive(clean, source.pipe(total_deadline(1.0, scheduler=clean)))
+    assert isinstance(run.error, StreamTimeoutError)
+    assert run.values == items
+    assert run.error.events == 5
+    assert "total timeout after 1.0s, 5 events" in str(run.error)
+
+
+async def test_without_progress_a_batch_counts_as_its_events(clean: TestScheduler) -> None:
+    events = reply("one two three")
+    batches: list[object] = [
+        events[:3],
+        [AttemptReset(attempt=2, reason="server_error")],
+        events[:4],
+    ]
+    source = clean.create_cold_observable(timeline(batches, end=None))
+    run = await drive(clean, source.pipe(total_deadline(1.0, scheduler=clean)))
+    assert isinstance(run.error, StreamTimeoutError)
+    assert run.error.events == 7
