@@ -1,0 +1,114 @@
+"""A conversation that moves between wires mid tool loop, against the fake provider.
+
+The tool the model calls switches the engine's client (as a failover to another provider
+does), so the next request of the same loop goes out on another wire with the history the
+first one made. What that wire's API would refuse is read off the request bodies the fake
+received:
+
+* tool call ids: Ollama names no call, so every reply's calls were ``call_0``…: two turns of a
+  loop put ``call_0`` twice in the history, which the Anthropic API refuses ("tool_use ids
+  must be unique") and which left results ambiguous on every wire; an id one wire made that
+  the next one's pattern or length refuses went out as it was;
+* kept reasoning: another provider's reasoning went to Anthropic as a ``thinking`` block with
+  a signature Anthropic never gave (a Responses item's ``encrypted_content``, or none at all).
+"""
+
+from __future__ import annotations
+
+from contextlib import AsyncExitStack
+from typing import Any
+
+from rxturn import (
+    AnthropicClient,
+    OllamaClient,
+    OpenAIClient,
+    OpenAIResponsesClient,
+    TurnEngine,
+)
+from rxturn.testing import FakeProvider
+
+ANSWER = {"text": "Cold in Oslo."}
+
+
+def _call(call_id: str, *, thinking: str | None = None) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "tool_calls": [{"id": call_id, "name": "weather", "input": {"city": "Oslo"}}]
+    }
+    if thinking is not None:
+        entry["thinking"] = thinking
+    return entry
+
+
+def _client(wire: str, fake: FakeProvider) -> Any:
+    model = wire  # each wire has its own scenario list
+    if wire == "anthropic":
+        return AnthropicClient(model, api_key="k", base_url=fake.base_url)
+    if wire == "openai":
+        return OpenAIClient(model, api_key="k", base_url=fake.openai_base_url)
+    if wire == "openai-responses":
+        return OpenAIResponsesClient(model, api_key="k", base_url=fake.openai_base_url)
+    return OllamaClient(model, base_url=fake.base_url)
+
+
+async def _loop(
+    scenario: dict[str, list[Any]], first: str, then: str, switch_after: int, **engine: Any
+) -> tuple[FakeProvider, Any]:
+    """Run one tool loop that starts on wire ``first`` and whose ``switch_after``-th tool call
+    moves the engine to wire ``then``; the fake and the run's result."""
+    async with AsyncExitStack() as stack:
+        fake = await stack.enter_async_context(FakeProvider({"models": scenario}))
+        clients = {
+            wire: await stack.enter_async_context(_client(wire, fake)) for wire in (first, then)
+        }
+        calls = 0
+
+        async def weather(city: str) -> str:
+            nonlocal calls
+            calls += 1
+            if calls == switch_after:
+                holder.client = clients[then]
+            return f"{city}: -3 C"
+
+        holder = TurnEngine(clients[first], tools=[weather], **engine)
+        result = await holder.run("Weather in Oslo?")
+    return fake, result
+
+
+def _anthropic_ids(body: dict[str, Any]) -> tuple[list[str], list[str]]:
+    uses: list[str] = []
+    results: list[str] = []
+    for message in body["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else ():
+            if block["type"] == "tool_use":
+                uses.append(block["id"])
+            elif block["type"] == "tool_result":
+                results.append(block["tool_use_id"])
+    return uses, results
+
+
+async def test_ollama_ids_stay_unique_across_the_turns_of_a_loop_and_a_failover() -> None:
+    # what rxturn names Ollama's calls, in each reply: the same id twice in one conversation
+    scenario = {"ollama": [_call("call_0"), _call("call_0")], "anthropic": [ANSWER]}
+    fake, result = await _loop(scenario, "ollama", "anthropic", switch_after=2)
+    assert result.text == ANSWER["text"]
+    last = fake.requests[-1]
+    uses, results = _anthropic_ids(last)
+    assert len(uses) == 2
+    assert len(set(uses)) == 2, uses
+    assert results == uses  # each result answers its own call
+    # Ollama's own second request already told the two calls apart by their results
+    assert "call_0" in uses
+
+
+async def test_three_ollama_turns_number_on() -> None:
+    scenario = {"ollama": [_call("call_0"), _call("call_0"), _call("call_0"), ANSWER]}
+    fake, result = await _loop(scenario, "ollama", "ollama", switch_after=0)
+    ids = [
+        part.id
+        for turn in result.turns
+        for part in turn.message.content
+        if type(part).__name__ == "ToolCallPart"
+    ]
+    assert len(ids) == 3
+    assert len(set(ids)) == 3, ids
+    assert len(fake.requests) == 4
