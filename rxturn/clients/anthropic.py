@@ -9,10 +9,11 @@ Request body, built by the pure :func:`build_anthropic_body`:
   kept ``thinking {thinking, signature}`` and ``redacted_thinking {data}`` unchanged (refusal
   parts, which Anthropic has no block for, are skipped),
   ``tool_result {tool_use_id, content, is_error only when true}`` — tool results first, as the
-  API requires of a user message that carries them; images and documents as ``image`` /
-  ``document`` blocks with a ``base64``, ``url`` or ``file`` source (plain text: a ``text``
-  source; ``title``, ``context``, ``citations`` on documents), also inside a tool result's
-  content; audio is refused; a ``CachePoint`` puts ``cache_control`` on the block before it
+  API requires of a user message that carries them; a tool call id that another wire made and
+  that the API's pattern refuses goes out as a stand-in (:mod:`._ids`); images and documents
+  as ``image`` / ``document`` blocks with a ``base64``, ``url`` or ``file`` source (plain text:
+  a ``text`` source; ``title``, ``context``, ``citations`` on documents), also inside a tool
+  result's content; audio is refused; a ``CachePoint`` puts ``cache_control`` on the block before it
   (see below);
 * ``system`` when the request has one, ``stream``;
 * ``tools`` ``[{name, description, input_schema}]`` (omitted when none; ``strict: true`` under
@@ -88,6 +89,7 @@ from ._content import (
     refuse,
 )
 from ._http import HttpClient, HttpSettings
+from ._ids import ANTHROPIC_IDS, wire_call_id
 from ._request import (
     NO_MESSAGE,
     JSONBody,
@@ -192,7 +194,8 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
                 continue
             block = {"type": "text", "text": part.text}
         elif isinstance(part, ToolCallPart):
-            block = {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
+            call_id = wire_call_id(part.id, ANTHROPIC_IDS)
+            block = {"type": "tool_use", "id": call_id, "name": part.name, "input": part.input}
         elif isinstance(part, ThinkingPart):
             block = {
                 "type": "thinking",
@@ -209,7 +212,7 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
         elif isinstance(part, ToolResultPart):
             block = {
                 "type": "tool_result",
-                "tool_use_id": part.tool_call_id,
+                "tool_use_id": wire_call_id(part.tool_call_id, ANTHROPIC_IDS),
                 "content": _result_content(part),
             }
             if part.is_error:

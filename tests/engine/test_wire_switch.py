@@ -15,8 +15,12 @@ received:
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from contextlib import AsyncExitStack
 from typing import Any
+
+import pytest
 
 from rxturn import (
     AnthropicClient,
@@ -27,6 +31,7 @@ from rxturn import (
 )
 from rxturn.testing import FakeProvider
 
+ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 ANSWER = {"text": "Cold in Oslo."}
 
 
@@ -112,3 +117,62 @@ async def test_three_ollama_turns_number_on() -> None:
     assert len(ids) == 3
     assert len(set(ids)) == 3, ids
     assert len(fake.requests) == 4
+
+
+Check = Callable[[str], bool]
+
+ID_PAIRS = [
+    # an OpenAI-compatible server's id (Kimi's form) replayed on Anthropic: pattern
+    ("openai", "functions.weather:0", "anthropic", lambda i: bool(ANTHROPIC_ID.fullmatch(i))),
+    # a long id replayed on OpenAI Chat (at most 40 characters) and on Responses (64)
+    ("anthropic", "toolu_" + "A1b2" * 12, "openai", lambda i: 0 < len(i) <= 40),
+    ("openai", "call_" + "x9" * 35, "openai-responses", lambda i: 0 < len(i) <= 64),
+    # a Responses call id on Anthropic and on Chat: taken as it is
+    ("openai-responses", "call_Kx81fQ", "anthropic", lambda i: i == "call_Kx81fQ"),
+    ("openai-responses", "call_Kx81fQ", "openai", lambda i: i == "call_Kx81fQ"),
+]
+
+
+def _sent_ids(wire: str, body: dict[str, Any]) -> tuple[list[str], list[str]]:
+    if wire == "anthropic":
+        return _anthropic_ids(body)
+    if wire == "openai":
+        uses = [c["id"] for m in body["messages"] for c in m.get("tool_calls", ())]
+        results = [m["tool_call_id"] for m in body["messages"] if m["role"] == "tool"]
+        return uses, results
+    items = body["input"]
+    uses = [i["call_id"] for i in items if i.get("type") == "function_call"]
+    results = [i["call_id"] for i in items if i.get("type") == "function_call_output"]
+    return uses, results
+
+
+@pytest.mark.parametrize(("first", "call_id", "then", "fits"), ID_PAIRS)
+async def test_an_id_from_one_wire_goes_out_as_the_next_takes_it(
+    first: str, call_id: str, then: str, fits: Check
+) -> None:
+    scenario = {first: [_call(call_id)], then: [ANSWER]}
+    fake, result = await _loop(scenario, first, then, switch_after=1)
+    assert result.text == ANSWER["text"]
+    (sent,), (answered,) = _sent_ids(then, fake.requests[-1])
+    assert fits(sent), sent
+    assert answered == sent  # the result still answers its call
+
+
+async def test_distinct_ids_stay_distinct_when_made_to_fit() -> None:
+    long = "call_" + "z" * 60
+    scenario = {
+        "anthropic": [
+            {
+                "tool_calls": [
+                    {"id": f"{long}a", "name": "weather", "input": {"city": "Oslo"}},
+                    {"id": f"{long}b", "name": "weather", "input": {"city": "Bergen"}},
+                ]
+            }
+        ],
+        "openai": [ANSWER],
+    }
+    fake, _ = await _loop(scenario, "anthropic", "openai", switch_after=2)
+    uses, results = _sent_ids("openai", fake.requests[-1])
+    assert len(set(uses)) == 2
+    assert all(len(i) <= 40 for i in uses)
+    assert results == uses
