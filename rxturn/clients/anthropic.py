@@ -7,7 +7,8 @@ Request body, built by the pure :func:`build_anthropic_body`:
 * ``messages`` — a message that is one text part is sent as a plain string; anything else as
   blocks, in the message's order: ``text`` (empty ones skipped), ``tool_use {id, name, input}``,
   kept ``thinking {thinking, signature}`` and ``redacted_thinking {data}`` unchanged (refusal
-  parts, which Anthropic has no block for, are skipped),
+  parts, which Anthropic has no block for, are skipped, and so is another provider's reasoning:
+  a thinking part with a Responses ``rs_…`` id or without a signature),
   ``tool_result {tool_use_id, content, is_error only when true}`` — tool results first, as the
   API requires of a user message that carries them; a tool call id that another wire made and
   that the API's pattern refuses goes out as a stand-in (:mod:`._ids`); images and documents
@@ -197,11 +198,12 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
             call_id = wire_call_id(part.id, ANTHROPIC_IDS)
             block = {"type": "tool_use", "id": call_id, "name": part.name, "input": part.input}
         elif isinstance(part, ThinkingPart):
-            block = {
-                "type": "thinking",
-                "thinking": part.thinking,
-                "signature": part.signature or "",
-            }
+            if part.id or not part.signature:
+                # another provider's reasoning (a Responses item has an id; Ollama's and OpenAI
+                # Chat's have no signature): its signature, if any, is not Anthropic's, and the
+                # API refuses a thinking block it did not sign
+                continue
+            block = {"type": "thinking", "thinking": part.thinking, "signature": part.signature}
         elif isinstance(part, RedactedThinkingPart):
             block = {"type": "redacted_thinking", "data": part.data}
         elif isinstance(part, MEDIA_PARTS):

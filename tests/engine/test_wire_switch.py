@@ -30,6 +30,7 @@ from rxturn import (
     TurnEngine,
 )
 from rxturn.testing import FakeProvider
+from rxturn.testing._emit_base import thinking_signature
 
 ANTHROPIC_ID = re.compile(r"[a-zA-Z0-9_-]+")
 ANSWER = {"text": "Cold in Oslo."}
@@ -176,3 +177,35 @@ async def test_distinct_ids_stay_distinct_when_made_to_fit() -> None:
     assert len(set(uses)) == 2
     assert all(len(i) <= 40 for i in uses)
     assert results == uses
+
+
+THOUGHT = "Oslo: the tool knows."
+
+
+@pytest.mark.parametrize("first", ["openai-responses", "ollama"])
+async def test_another_providers_reasoning_is_not_sent_to_anthropic_as_signed(
+    first: str,
+) -> None:
+    scenario = {first: [_call("call_1", thinking=THOUGHT)], "anthropic": [ANSWER]}
+    fake, result = await _loop(scenario, first, "anthropic", switch_after=1, keep_thinking=True)
+    kept = result.turns[0].message.content[0]
+    assert type(kept).__name__ == "ThinkingPart"  # the first wire's reasoning was kept
+    blocks = [
+        block
+        for message in fake.requests[-1]["messages"]
+        if isinstance(message["content"], list)
+        for block in message["content"]
+    ]
+    for block in blocks:
+        if block["type"] == "thinking":  # only a block Anthropic signed may go back
+            assert block["signature"] == thinking_signature(block["thinking"]), block
+
+
+async def test_anthropic_thinking_goes_nowhere_else() -> None:
+    """Held before: an Anthropic thinking block sent to Responses, Chat or Ollama."""
+    for then in ("openai-responses", "openai", "ollama"):
+        scenario = {"anthropic": [_call("toolu_1", thinking=THOUGHT)], then: [ANSWER]}
+        fake, _ = await _loop(scenario, "anthropic", then, switch_after=1, keep_thinking=True)
+        sent = str(fake.requests[-1])
+        assert THOUGHT not in sent, then
+        assert thinking_signature(THOUGHT) not in sent, then
