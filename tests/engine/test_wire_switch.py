@@ -29,6 +29,7 @@ from rxturn import (
     OpenAIResponsesClient,
     TurnEngine,
 )
+from rxturn.messages import ThinkingPart, ToolCallPart
 from rxturn.testing import FakeProvider
 from rxturn.testing._emit_base import thinking_signature
 
@@ -113,7 +114,7 @@ async def test_three_ollama_turns_number_on() -> None:
         part.id
         for turn in result.turns
         for part in turn.message.content
-        if type(part).__name__ == "ToolCallPart"
+        if isinstance(part, ToolCallPart)
     ]
     assert len(ids) == 3
     assert len(set(ids)) == 3, ids
@@ -189,7 +190,7 @@ async def test_another_providers_reasoning_is_not_sent_to_anthropic_as_signed(
     scenario = {first: [_call("call_1", thinking=THOUGHT)], "anthropic": [ANSWER]}
     fake, result = await _loop(scenario, first, "anthropic", switch_after=1, keep_thinking=True)
     kept = result.turns[0].message.content[0]
-    assert type(kept).__name__ == "ThinkingPart"  # the first wire's reasoning was kept
+    assert isinstance(kept, ThinkingPart)  # the first wire's reasoning was kept
     blocks = [
         block
         for message in fake.requests[-1]["messages"]
@@ -201,11 +202,21 @@ async def test_another_providers_reasoning_is_not_sent_to_anthropic_as_signed(
             assert block["signature"] == thinking_signature(block["thinking"]), block
 
 
-async def test_anthropic_thinking_goes_nowhere_else() -> None:
-    """Held before: an Anthropic thinking block sent to Responses, Chat or Ollama."""
-    for then in ("openai-responses", "openai", "ollama"):
-        scenario = {"anthropic": [_call("toolu_1", thinking=THOUGHT)], then: [ANSWER]}
-        fake, _ = await _loop(scenario, "anthropic", then, switch_after=1, keep_thinking=True)
+@pytest.mark.parametrize(
+    ("first", "call_id", "kind"),
+    [("anthropic", "toolu_1", "anthropic"), ("openai-responses", "call_1", "openai-responses")],
+)
+async def test_signed_reasoning_goes_back_to_its_own_provider_only(
+    first: str, call_id: str, kind: str
+) -> None:
+    """Held before: Anthropic thinking and Responses reasoning stay out of the other wires."""
+    others = [w for w in ("anthropic", "openai-responses", "openai", "ollama") if w != first]
+    for then in others:
+        scenario = {first: [_call(call_id, thinking=THOUGHT)], then: [ANSWER]}
+        fake, result = await _loop(scenario, first, then, switch_after=1, keep_thinking=True)
+        kept = result.turns[0].message.content[0]
+        assert isinstance(kept, ThinkingPart), then
+        assert kept.signature == thinking_signature(THOUGHT, kind=kind)  # what must not leak
         sent = str(fake.requests[-1])
         assert THOUGHT not in sent, then
-        assert thinking_signature(THOUGHT) not in sent, then
+        assert thinking_signature(THOUGHT, kind=kind) not in sent, then
