@@ -15,6 +15,8 @@ from __future__ import annotations
 import hashlib
 import re
 
+import msgspec
+
 __all__ = ["ANTHROPIC_IDS", "CHAT_IDS", "RESPONSES_IDS", "IdRule", "wire_call_id"]
 
 _ALLOWED = re.compile(r"[A-Za-z0-9_-]+")
@@ -23,15 +25,12 @@ _DIGEST_BYTES = 8  # 16 hex characters: distinct ids collide with odds of 2**-64
 _STAND_IN_LENGTH = 40  # every wire takes this length
 
 
-class IdRule:
+class IdRule(msgspec.Struct, frozen=True, kw_only=True):
     """What a wire takes as a tool call id: a longest length, and whether only
     ``[A-Za-z0-9_-]`` characters."""
 
-    __slots__ = ("max_length", "plain")
-
-    def __init__(self, *, max_length: int | None, plain: bool) -> None:
-        self.max_length = max_length
-        self.plain = plain
+    max_length: int | None
+    plain: bool
 
 
 ANTHROPIC_IDS = IdRule(max_length=None, plain=True)
