@@ -7,12 +7,14 @@ Request body, built by the pure :func:`build_anthropic_body`:
 * ``messages`` — a message that is one text part is sent as a plain string; anything else as
   blocks, in the message's order: ``text`` (empty ones skipped), ``tool_use {id, name, input}``,
   kept ``thinking {thinking, signature}`` and ``redacted_thinking {data}`` unchanged (refusal
-  parts, which Anthropic has no block for, are skipped),
+  parts, which Anthropic has no block for, are skipped, and so is another provider's reasoning:
+  a thinking part with a Responses ``rs_…`` id or without a signature),
   ``tool_result {tool_use_id, content, is_error only when true}`` — tool results first, as the
-  API requires of a user message that carries them; images and documents as ``image`` /
-  ``document`` blocks with a ``base64``, ``url`` or ``file`` source (plain text: a ``text``
-  source; ``title``, ``context``, ``citations`` on documents), also inside a tool result's
-  content; audio is refused; a ``CachePoint`` puts ``cache_control`` on the block before it
+  API requires of a user message that carries them; a tool call id that another wire made and
+  that the API's pattern refuses goes out as a stand-in (:mod:`._ids`); images and documents
+  as ``image`` / ``document`` blocks with a ``base64``, ``url`` or ``file`` source (plain text:
+  a ``text`` source; ``title``, ``context``, ``citations`` on documents), also inside a tool
+  result's content; audio is refused; a ``CachePoint`` puts ``cache_control`` on the block before it
   (see below);
 * ``system`` when the request has one, ``stream``;
 * ``tools`` ``[{name, description, input_schema}]`` (omitted when none; ``strict: true`` under
@@ -88,6 +90,7 @@ from ._content import (
     refuse,
 )
 from ._http import HttpClient, HttpSettings
+from ._ids import ANTHROPIC_IDS, wire_call_id
 from ._request import (
     NO_MESSAGE,
     JSONBody,
@@ -192,13 +195,15 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
                 continue
             block = {"type": "text", "text": part.text}
         elif isinstance(part, ToolCallPart):
-            block = {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
+            call_id = wire_call_id(part.id, ANTHROPIC_IDS)
+            block = {"type": "tool_use", "id": call_id, "name": part.name, "input": part.input}
         elif isinstance(part, ThinkingPart):
-            block = {
-                "type": "thinking",
-                "thinking": part.thinking,
-                "signature": part.signature or "",
-            }
+            if part.id or not part.signature:
+                # another provider's reasoning (a Responses item has an id; Ollama's and OpenAI
+                # Chat's have no signature): its signature, if any, is not Anthropic's, and the
+                # API refuses a thinking block it did not sign
+                continue
+            block = {"type": "thinking", "thinking": part.thinking, "signature": part.signature}
         elif isinstance(part, RedactedThinkingPart):
             block = {"type": "redacted_thinking", "data": part.data}
         elif isinstance(part, MEDIA_PARTS):
@@ -209,7 +214,7 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
         elif isinstance(part, ToolResultPart):
             block = {
                 "type": "tool_result",
-                "tool_use_id": part.tool_call_id,
+                "tool_use_id": wire_call_id(part.tool_call_id, ANTHROPIC_IDS),
                 "content": _result_content(part),
             }
             if part.is_error:

@@ -10,7 +10,8 @@ Request body, built by the pure :func:`build_openai_body`:
   ``refusal`` field, as the API returned it (``content: null`` when there is no text); kept
   thinking parts are left out on purpose — the API has no input field for them, and servers
   that stream ``reasoning_content`` (DeepSeek and others) reject it in input; every tool result
-  becomes its own ``tool`` message (``tool_call_id``), and text accompanying results follows
+  becomes its own ``tool`` message (``tool_call_id``; an id over the API's 40 characters, made
+  by another wire, goes out as a stand-in: :mod:`._ids`), and text accompanying results follows
   them as a ``user`` message; a user message with media has a list of content parts
   (``text``, ``image_url`` with a ``data:`` URL or the URL, ``file`` with ``file_data`` or
   ``file_id``, ``input_audio``; a plain-text document as ``text``); media elsewhere, or in a
@@ -73,6 +74,7 @@ from ._content import (
     refuse,
 )
 from ._http import HttpClient, HttpSettings
+from ._ids import CHAT_IDS, wire_call_id
 from ._request import (
     NO_MESSAGE,
     JSONBody,
@@ -189,7 +191,8 @@ def _tool_message(
             "send a tool result's media in a user message after the tool messages",
         )
     media.extend(result.media)
-    return {"role": "tool", "tool_call_id": result.tool_call_id, "content": result.text}
+    call_id = wire_call_id(result.tool_call_id, CHAT_IDS)
+    return {"role": "tool", "tool_call_id": call_id, "content": result.text}
 
 
 def _user_messages(
@@ -260,7 +263,7 @@ def _messages(request: Request, options: RequestOptions, explicit: bool) -> list
         if calls:
             entry["tool_calls"] = [
                 {
-                    "id": call.id,
+                    "id": wire_call_id(call.id, CHAT_IDS),
                     "type": "function",
                     "function": {
                         "name": call.name,

@@ -17,7 +17,9 @@ Request body, built by the pure :func:`build_responses_body`:
     "output"}``, the output a string or a list of those parts; audio is refused;
   - an assistant message's consecutive text (and refusal text, which the API has no input
     field for) as ``{"role": "assistant", "content": text}``; each tool call as
-    ``{"type": "function_call", "call_id", "name", "arguments": JSON string}``; each kept
+    ``{"type": "function_call", "call_id", "name", "arguments": JSON string}`` (a ``call_id``
+    over the API's 64 characters, made by another wire, goes out as a stand-in, in the call
+    and in its output alike: :mod:`._ids`); each kept
     reasoning item (a thinking part with an ``rs_…`` id) as ``{"type": "reasoning", "id",
     "summary": [{"type": "summary_text", "text"}], "encrypted_content"}`` — unchanged, so that
     the model gets its reasoning back; thinking parts from other providers (no id) are left out;
@@ -77,6 +79,7 @@ from ._content import (
     refuse,
 )
 from ._http import HttpClient, HttpSettings
+from ._ids import RESPONSES_IDS, wire_call_id
 from ._request import (
     JSONBody,
     check_options,
@@ -131,7 +134,7 @@ def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
             out.append(
                 {
                     "type": "function_call",
-                    "call_id": part.id,
+                    "call_id": wire_call_id(part.id, RESPONSES_IDS),
                     "name": part.name,
                     "arguments": encode_tool_arguments(part.input),
                 }
@@ -204,7 +207,7 @@ def _user_items(message: Message, explicit: bool, out: list[dict[str, Any]]) -> 
         if isinstance(part, ToolResultPart):
             last = {
                 "type": "function_call_output",
-                "call_id": part.tool_call_id,
+                "call_id": wire_call_id(part.tool_call_id, RESPONSES_IDS),
                 "output": _output(part),
             }
             out.append(last)

@@ -316,8 +316,8 @@ class TurnCalls:
         usage = message.usage
         stop_reason = message.stop_reason or _END_TURN
         tool_calls = tuple(message.tool_calls)
-        if len(tool_calls) > 1 and len({call.id for call in tool_calls}) < len(tool_calls):
-            message, tool_calls = _distinct_call_ids(message)
+        if tool_calls:
+            message, tool_calls = _distinct_call_ids(message, tool_calls, host.session.history)
         if stop_reason is _END_TURN and tool_calls:
             stop_reason = _TOOL_CALL
         record = _audit_record(host, legs, query, message, stop_reason, None, tool_calls)
@@ -509,18 +509,32 @@ class TurnCalls:
             return message
 
 
-def _distinct_call_ids(message: Message) -> tuple[Message, tuple[ToolCallPart, ...]]:
-    """``message`` with each tool call id that an earlier call of it already had made
-    distinct (``<id>_2``, ``<id>_3``…), and its calls.
+def _distinct_call_ids(
+    message: Message, calls: tuple[ToolCallPart, ...], history: Sequence[Message]
+) -> tuple[Message, tuple[ToolCallPart, ...]]:
+    """``message`` with each tool call id that the conversation already holds (an earlier
+    call of this reply, or a call of an earlier reply) made distinct (``<id>_2``,
+    ``<id>_3``…), and its calls.
 
-    A server that is not the reference API can name two calls of one reply alike. Both are
-    the model's calls and both run; but their results could not tell which answers which, and
-    the next request would hold one id twice, which the Anthropic API refuses with a 400
-    (``tool_use ids must be unique``). The request is stateless on every wire, so an id of
-    rxturn's making there is as good as the server's.
+    Ollama names no call, so its calls are ``call_0``, ``call_1``… in every reply, and a
+    server that is not the reference API can name two calls alike. Every call runs; but
+    their results could not tell which answers which, and the next request would hold one id
+    twice, which the Anthropic API refuses with a 400 (``tool_use ids must be unique``) — on
+    any wire the conversation moves to by failover. The request is stateless on every wire,
+    so an id of rxturn's making there is as good as the server's.
     """
-    taken = {part.id for part in message.content if isinstance(part, ToolCallPart)}
-    seen: set[str] = set()
+    ids = [call.id for call in calls]
+    earlier = {
+        part.id
+        for past in history
+        if past.role == "assistant"
+        for part in past.content
+        if isinstance(part, ToolCallPart)
+    }
+    if len(set(ids)) == len(ids) and earlier.isdisjoint(ids):
+        return message, calls
+    taken = earlier.union(ids)
+    seen = set(earlier)
     content: list[Any] = []
     for part in message.content:
         if isinstance(part, ToolCallPart):
@@ -529,8 +543,11 @@ def _distinct_call_ids(message: Message) -> tuple[Message, tuple[ToolCallPart, .
                 while f"{part.id}_{number}" in taken:
                     number += 1
                 fresh = f"{part.id}_{number}"
-                log.warning(
-                    "the reply names tool call id %r more than once; its call %r runs as %r",
+                # (a repeat within one reply is the server's slip; across replies, Ollama's way)
+                level = logging.DEBUG if part.id in earlier else logging.WARNING
+                log.log(
+                    level,
+                    "tool call id %r is already in the conversation; its call %r runs as %r",
                     part.id,
                     part.name,
                     fresh,
