@@ -187,9 +187,7 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
     previous: dict[str, Any] | None = None
     for part in parts:
         block: dict[str, Any]
-        if isinstance(part, TextPart):
-            if not part.text:
-                continue
+        if isinstance(part, TextPart):  # (never empty: _check_text refused that)
             block = {"type": "text", "text": part.text}
         elif isinstance(part, ToolCallPart):
             block = {"type": "tool_use", "id": part.id, "name": part.name, "input": part.input}
@@ -222,6 +220,38 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
         blocks.append(block)
         previous = block
     return {"role": message.role, "content": results + blocks}
+
+
+def _check_text(messages: tuple[Message, ...]) -> None:
+    """Refuse the text the Messages API answers with a 400: an empty text part (a prompt of
+    ``""`` included), a message whose text is all whitespace, and a final assistant message
+    (a prefill) whose text ends in whitespace. The API's one exception, an empty final
+    assistant message, is sent as is."""
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        texts = [part.text for part in message.content if isinstance(part, TextPart)]
+        if not texts:
+            continue
+        where = f"messages[{index}] ({message.role})"
+        final = index == last and message.role == "assistant"
+        if final and len(message.content) == 1 and not texts[0]:
+            continue  # an empty prefill: the API takes it
+        if any(not text for text in texts):
+            raise ConfigError(
+                f"{where} has an empty text part: the Anthropic Messages API refuses empty "
+                "text content blocks; give the part some text or leave it out"
+            )
+        if all(text.isspace() for text in texts):
+            raise ConfigError(
+                f"{where} holds only whitespace text: the Anthropic Messages API refuses "
+                "text content blocks without non-whitespace text; send some text"
+            )
+        tail = message.content[-1]
+        if final and isinstance(tail, TextPart) and tail.text[-1].isspace():
+            raise ConfigError(
+                f"{where} is a final assistant message (a prefill) ending in whitespace, "
+                "which the Anthropic Messages API refuses; strip its trailing whitespace"
+            )
 
 
 def _mark(block: dict[str, Any] | None, point: CachePoint, marks: list[dict[str, Any]]) -> None:
@@ -305,6 +335,8 @@ def build_anthropic_body(
 
     Raises:
         ConfigError: no message to send (the API refuses an empty ``messages`` with a 400);
+            text the API refuses (an empty text part, whitespace-only text, a final
+            assistant message ending in whitespace);
             a field of ``options`` with a wrong type or range; a ``tool_choice``
             that the request's tools cannot satisfy; a bad ``thinking`` budget, or one with a
             forced tool or a temperature other than 1; a ``reasoning_effort``.
@@ -318,6 +350,7 @@ def build_anthropic_body(
     """
     if not request.messages:
         raise ConfigError(NO_MESSAGE.format(api="the Anthropic Messages API"))
+    _check_text(request.messages)
     # plain options (every field unset): no knob to resolve, only the client's cap to check
     plain = plain_options(options)
     fmt = options.response_format
