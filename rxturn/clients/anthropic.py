@@ -222,6 +222,27 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
     return {"role": message.role, "content": results + blocks}
 
 
+def _messages(messages: tuple[Message, ...], marks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request's ``messages``. The API refuses a message with no content but the final
+    assistant one: an earlier assistant turn with nothing Anthropic can carry (an empty reply, a
+    refusal alone) is left out, as the Responses wire leaves it out, and an empty user message
+    is a ConfigError."""
+    last = len(messages) - 1
+    out: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        shaped = _message(message, marks)
+        if not shaped["content"] and not isinstance(shaped["content"], str):
+            if message.role == "user":
+                raise ConfigError(
+                    f"messages[{index}] (user) has no content the Anthropic Messages API can "
+                    "take, which it refuses; give it some text"
+                )
+            if index != last:
+                continue  # nothing said: nothing to send
+        out.append(shaped)
+    return out
+
+
 def _check_text(messages: tuple[Message, ...]) -> None:
     """Refuse the text the Messages API answers with a 400: an empty text part (a prompt of
     ``""`` included), a message whose text is all whitespace, and a final assistant message
@@ -368,7 +389,7 @@ def build_anthropic_body(
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": tokens,
-        "messages": [_message(message, marks) for message in request.messages],
+        "messages": _messages(request.messages, marks),
     }
     fixed = 0
     if request.system:

@@ -221,8 +221,8 @@ def anthropic_tools_violation(body: Mapping[str, Any]) -> str | None:
 
 
 def anthropic_text_violation(body: Mapping[str, Any]) -> str | None:
-    """The Anthropic API's 400 message for text it refuses: a message with empty content
-    (but for the final assistant message), an empty text block, a message whose text is all
+    """The Anthropic API's 400 message for text it refuses: a message with empty content (``""``
+    or ``[]``; the final assistant message may be empty), an empty text block, a message whose text is all
     whitespace, or a final assistant message ending in whitespace; ``None`` when fine."""
     messages: Any = body.get("messages")
     if not isinstance(messages, list):
@@ -248,7 +248,7 @@ def anthropic_text_violation(body: Mapping[str, Any]) -> str | None:
             texts = [text for text in texts if isinstance(text, str)]
         else:
             continue
-        if texts == [""]:  # string content ""
+        if texts == [""] or content == []:  # string content "", or no block at all
             if final:
                 continue
             return (

@@ -80,6 +80,36 @@ async def test_anthropic_prefill_rules() -> None:
     assert fake.requests[0]["messages"][-1] == {"role": "assistant", "content": ""}
 
 
+async def test_an_empty_reply_in_the_history_does_not_break_the_next_anthropic_request() -> None:
+    """The fold keeps an empty reply as an assistant message with no parts; sent as
+    ``content: []`` the real API refuses the next request ("all messages must have non-empty
+    content"), so the Anthropic body leaves it out, as the Responses body does."""
+    script = {"models": {"*": [{"text": ""}, {"text": "ok"}]}}
+    async with (
+        FakeProvider(script) as fake,
+        AnthropicClient("claude-x", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client)
+        assert (await engine.run("hi")).text == ""
+        assert engine.history[-1].content == ()  # the reply as the fold made it
+        assert (await engine.run("again")).text == "ok"
+    assert fake.requests[1]["messages"] == [
+        {"role": "user", "content": "hi"},
+        {"role": "user", "content": "again"},
+    ]
+
+
+async def test_an_empty_user_message_is_refused_on_anthropic() -> None:
+    async with (
+        FakeProvider(SCRIPT) as fake,
+        AnthropicClient("claude-x", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, history=[Message(role="user", content=())])
+        with pytest.raises(ConfigError, match=r"messages\[0\] \(user\) has no content"):
+            await engine.run("go on")
+        assert fake.requests == []
+
+
 def _openai(fake: FakeProvider) -> Any:
     return OpenAIClient("gpt-x", api_key="k", base_url=fake.openai_base_url)
 
@@ -115,6 +145,15 @@ async def test_other_wires_send_empty_text_as_is(make: Any) -> None:
             "messages.0: all messages must have non-empty content except for the optional "
             "final assistant message",
         ),
+        (
+            [
+                {"role": "user", "content": "hi"},
+                {"role": "assistant", "content": []},
+                {"role": "user", "content": "again"},
+            ],
+            "messages.1: all messages must have non-empty content except for the optional "
+            "final assistant message",
+        ),
         ([{"role": "user", "content": " \n"}], "must contain non-whitespace text"),
         (
             [{"role": "user", "content": [{"type": "text", "text": " "}]}],
@@ -125,7 +164,14 @@ async def test_other_wires_send_empty_text_as_is(make: Any) -> None:
             "final assistant content cannot end with trailing whitespace",
         ),
     ],
-    ids=["empty block", "empty string", "blank string", "blank block", "prefill whitespace"],
+    ids=[
+        "empty block",
+        "empty string",
+        "empty list",
+        "blank string",
+        "blank block",
+        "prefill whitespace",
+    ],
 )
 async def test_the_fake_answers_refused_text_with_the_apis_400(
     messages: list[Any], error: str
@@ -148,6 +194,7 @@ async def test_the_fake_takes_an_empty_prefill_and_text_beside_blank_text() -> N
     async with FakeProvider(SCRIPT) as fake, aiohttp.ClientSession() as http:
         for messages in (
             [{"role": "user", "content": "hi"}, {"role": "assistant", "content": ""}],
+            [{"role": "user", "content": "hi"}, {"role": "assistant", "content": []}],
             [
                 {
                     "role": "user",
