@@ -221,9 +221,10 @@ def anthropic_tools_violation(body: Mapping[str, Any]) -> str | None:
 
 
 def anthropic_text_violation(body: Mapping[str, Any]) -> str | None:
-    """The Anthropic API's 400 message for text it refuses: a message with empty content (``""``
-    or ``[]``; the final assistant message may be empty), an empty text block, a message whose text is all
-    whitespace, or a final assistant message ending in whitespace; ``None`` when fine."""
+    """The Anthropic API's 400 message for text it refuses: a message with empty content
+    (``""`` or ``[]``; the final assistant message may be empty), an empty text block, a message
+    whose text is all whitespace, or a final assistant message ending in whitespace; ``None``
+    when fine."""
     messages: Any = body.get("messages")
     if not isinstance(messages, list):
         return None
