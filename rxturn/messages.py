@@ -25,7 +25,7 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
+from typing import Annotated, Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
 
 import msgspec
 
@@ -121,6 +121,10 @@ _STOP_ALIASES: dict[str, StopReason] = {
 }
 
 
+# a token count read from JSON: a negative one is refused where it is decoded, naming the field
+_Count = Annotated[int, msgspec.Meta(ge=0)]
+
+
 class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, repr_omit_defaults=True):
     """Token usage a provider reported. Optional everywhere: code against ``Usage | None``.
 
@@ -144,17 +148,17 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, repr_
     reported in the sum); docs/usage-and-cost.md has the per-wire mapping.
     """
 
-    input_tokens: int = msgspec.field(default_factory=int)  # a factory: always encoded, even 0
-    output_tokens: int = msgspec.field(default_factory=int)
-    cache_read_tokens: int | None = None
-    cache_write_tokens: int | None = None
-    cache_write_5m_tokens: int | None = None
-    cache_write_1h_tokens: int | None = None
-    output_reasoning_tokens: int | None = None
-    input_audio_tokens: int | None = None
-    output_audio_tokens: int | None = None
-    details: dict[str, int] | None = None
-    provider_cost: float | None = None
+    input_tokens: _Count = msgspec.field(default_factory=int)  # a factory: always encoded, even 0
+    output_tokens: _Count = msgspec.field(default_factory=int)
+    cache_read_tokens: _Count | None = None
+    cache_write_tokens: _Count | None = None
+    cache_write_5m_tokens: _Count | None = None
+    cache_write_1h_tokens: _Count | None = None
+    output_reasoning_tokens: _Count | None = None
+    input_audio_tokens: _Count | None = None
+    output_audio_tokens: _Count | None = None
+    details: dict[str, _Count] | None = None
+    provider_cost: Annotated[float, msgspec.Meta(ge=0)] | None = None
 
     @property
     def total_tokens(self) -> int:
@@ -1045,13 +1049,43 @@ def message_to_json(message: Message) -> bytes:
     return _encoder.encode(message)
 
 
+class _UsageKeys(msgspec.Struct):
+    """The keys of a Message JSON's usage object (decoded only to tell a 0 from an absence)."""
+
+    usage: dict[str, msgspec.Raw] | None = None
+
+
+_usage_keys_decoder = msgspec.json.Decoder(_UsageKeys)
+
+
+def _missing_usage_count(keys: Iterable[str]) -> str | None:
+    """The count a usage object must hold but lacks: the Message JSON always carries
+    ``input_tokens`` and ``output_tokens``, so ``{}`` is not a usage of zero tokens."""
+    present = set(keys)
+    for key in ("input_tokens", "output_tokens"):
+        if key not in present:
+            return key
+    return None
+
+
 def message_from_json(data: bytes | str) -> Message:
     """Decode the Message JSON of docs/behaviour.md §6 (raises ``msgspec.ValidationError`` on bad
-    input, ``msgspec.DecodeError`` on malformed JSON, JSON nested too deeply included)."""
+    input, a negative token count or a usage without ``input_tokens`` / ``output_tokens``
+    included, ``msgspec.DecodeError`` on malformed JSON, JSON nested too deeply included)."""
     try:
-        return _message_decoder.decode(data)
+        message = _message_decoder.decode(data)
     except RecursionError as exc:
         raise msgspec.DecodeError(f"JSON nested too deeply to decode ({exc})") from None
+    usage = message.usage
+    if usage is not None and not (usage.input_tokens and usage.output_tokens):
+        # a 0 may be a count that was absent: read the keys (rare, so the common path decodes once)
+        keys = _usage_keys_decoder.decode(data).usage or {}
+        missing = _missing_usage_count(keys)
+        if missing is not None:
+            raise msgspec.ValidationError(
+                f"Object missing required field `{missing}` - at `$.usage`"
+            )
+    return message
 
 
 # -- messages ---------------------------------------------------------------------------------
@@ -1403,6 +1437,9 @@ def _as_message(item: object, where: str) -> Message:
             role = "assistant" if kind == "function_call" else "user"
             return Message(role=role, content=(part,))
         raise ConfigError(f"{where}: a message dict needs a 'role' ('user' or 'assistant')")
+    usage = data.get("usage")
+    if usage is not None:  # checked first: a usage msgspec refuses must not pass as an SDK dict
+        _check_usage(usage, f"{where}.usage")
     try:
         return msgspec.convert(data, Message)
     except msgspec.ValidationError:
@@ -1454,6 +1491,24 @@ def _as_message(item: object, where: str) -> Message:
             ToolCallPart(_field(call_map, "id", where), _field(fn, "name", where), arguments)
         )
     return Message(role=role, content=tuple(parts))  # pyright: ignore[reportArgumentType]
+
+
+def _check_usage(usage: object, where: str) -> None:
+    """A message dict's ``usage``: the Message JSON's usage object, or a ConfigError naming
+    the field (a negative count, a count that is not an int, ``input_tokens`` missing…)."""
+    if not isinstance(usage, dict):
+        raise ConfigError(f"{where} must be an object or null, got {type_named(usage)}")
+    try:
+        msgspec.convert(usage, Usage)
+    except msgspec.ValidationError as exc:  # "Expected `int` >= 0 - at `$.input_tokens`"
+        problem, _, path = str(exc).partition(" - at `$")
+        raise ConfigError(f"{where}{path.rstrip('`')}: {problem}") from None
+    missing = _missing_usage_count(cast("dict[str, object]", usage))
+    if missing is not None:
+        raise ConfigError(
+            f"{where} needs {missing!r} (a token count; the usage object carries "
+            "input_tokens and output_tokens always)"
+        )
 
 
 def as_messages(items: object, where: str) -> list[Message]:

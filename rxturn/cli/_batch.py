@@ -23,9 +23,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._console import (
+    KEY_VARIABLES,
     argument_shown,
     file_argument,
     hint_stdin,
+    in_cli_words,
     model_names_problem,
     provider_argument,
 )
@@ -34,12 +36,6 @@ if TYPE_CHECKING:
     from rxturn.batch._input import Spool
 
 __all__ = ["add_parser", "run"]
-
-_KEY_VARIABLES = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-}
 
 
 def _whole(text: str, top: int, said: str, why: str = "") -> int:
@@ -386,7 +382,7 @@ def _run_command(args: argparse.Namespace) -> int:
     if problem := model_names_problem((("--model", [args.model]), ("--fallback", args.fallback))):
         return _fail(problem)
     args.model, args.fallback = args.model.strip(), [name.strip() for name in args.fallback]
-    variable = _KEY_VARIABLES.get(args.provider)
+    variable = KEY_VARIABLES.get(args.provider)
     key = (os.environ.get(variable) or "").strip() or None if variable else None
     if variable and not key and args.base_url is None:
         return _fail(f"{variable} is not set (needed for the {args.provider} API)")
@@ -429,8 +425,8 @@ def _run_command(args: argparse.Namespace) -> int:
         # the reply budget a request's --tpm estimate counts when neither --max-tokens nor the
         # row sets one (the runner's own)
         args.client_max_tokens = reply_budget(client)
-    except ConfigError as exc:
-        return _fail(str(exc))
+    except ConfigError as exc:  # BatchConfig's and the client's words: the flags' here
+        return _fail(in_cli_words(str(exc), args.provider))
     if args.ray is not None:
         from rxturn.ray._backend import check_address
 

@@ -22,15 +22,10 @@ import os
 import sys
 from typing import Any
 
-from ._console import file_argument, hint_stdin, provider_argument
+from ._console import KEY_VARIABLES, file_argument, hint_stdin, in_cli_words, provider_argument
 
 __all__ = ["add_parser", "run"]
 
-_KEY_VARIABLES = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-}
 #: OpenAI's reasoning efforts (rxturn.clients._request.REASONING_EFFORTS, without importing it).
 _EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"]
 _MIN_THINKING = 1024
@@ -134,16 +129,16 @@ def _fail(message: str) -> int:
     return 2
 
 
-def _base_url_problem(url: str) -> str | None:
+def _base_url_problem(url: str, provider: str) -> str | None:
     """What the client would refuse in ``url``, said before stdin is read (never echoing a
-    query string or credentials, where keys hide)."""
+    query string or credentials, where keys hide), in the CLI's words."""
     from rxturn.clients._connection import check_base_url
     from rxturn.errors import ConfigError
 
     try:
         check_base_url(url)
     except ConfigError as exc:
-        return str(exc)
+        return in_cli_words(str(exc), provider)
     return None
 
 
@@ -242,13 +237,13 @@ def run(args: argparse.Namespace) -> int:
         return _fail(f"--hedge-delay must be a number of seconds >= 0, got {args.hedge_delay}")
     if args.hedge and args.no_stream:
         return _fail("--hedge races streams for their first token: it cannot act with --no-stream")
-    if args.base_url is not None and (problem := _base_url_problem(args.base_url)):
+    if args.base_url is not None and (problem := _base_url_problem(args.base_url, args.provider)):
         return _fail(problem)  # as the client (and batch run) says it
     if args.thinking is not None and args.thinking < _MIN_THINKING:
         shown = str(args.thinking)
         shown = shown if len(shown) <= 20 else f"{shown[:17]}..."
         return _fail(f"--thinking must be at least {_MIN_THINKING} tokens, got {shown}")
-    variable = _KEY_VARIABLES.get(args.provider)
+    variable = KEY_VARIABLES.get(args.provider)
     # Surrounding whitespace (a key file's trailing newline) is not part of a key, and a blank
     # variable is an unset one, as ``batch run`` reads it.
     key = (os.environ.get(variable) or "").strip() or None if variable else None
@@ -280,17 +275,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         args.attachments = _attachments(args)
     except ConfigError as exc:  # unreadable, empty, or of no known type: nothing was sent
-        return _fail(str(exc))
+        return _fail(in_cli_words(str(exc), args.provider))
     if args.thinking is not None or args.reasoning_effort is not None or args.attachments:
         try:
             check_options(args)
         except ConfigError as exc:  # a knob this provider cannot take: bad arguments
-            return _fail(str(exc))
+            return _fail(in_cli_words(str(exc), args.provider))
 
     session = ChatSession(args, api_key=key)
     try:
         return asyncio.run(session.main())
     except ConfigError as exc:  # e.g. a base URL the client rejects: nothing was sent
-        return _fail(str(exc))
+        return _fail(in_cli_words(str(exc), args.provider))
     except KeyboardInterrupt:  # Ctrl-C or SIGTERM before the loop took the signals over
         return 130

@@ -30,6 +30,7 @@ import asyncio
 import contextlib
 import math
 import os
+import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, TextIO
@@ -271,6 +272,51 @@ _ESCAPES = {
     c: ("\\r" if c == 0x0D else "\\n" if c == 0x0A else f"\\x{c:02x}")
     for c in (*range(0x00, 0x09), *range(0x0A, 0x20), *range(0x7F, 0xA0))
 }
+
+
+#: The environment variable each provider's key is read from (chat and batch run alike).
+KEY_VARIABLES = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
+
+# The library's errors name its parameters (base_url=, RequestOptions.thinking, api_key=); a
+# command's user typed a flag or set a variable instead. Its error line says what they typed:
+# the rule stays the library's, only the words change here, at the CLI layer.
+_PARAMETERS = re.compile(
+    r"(?<![\w'/.-])base_url\b|RequestOptions\.reasoning_effort|RequestOptions\.thinking"
+)
+_FLAGS = {
+    "base_url": "--base-url",
+    "RequestOptions.reasoning_effort": "--reasoning-effort",
+    "RequestOptions.thinking": "--thinking",
+}
+
+
+def in_cli_words(message: str, provider: str) -> str:
+    """A library error ``message`` as a command says it to its user: each parameter named as
+    the flag that set it, and where the API key goes as the variable it is read from
+    (``provider``'s, :data:`KEY_VARIABLES`)."""
+    variable = KEY_VARIABLES.get(provider)
+    key = f"set {variable}" if variable else f"the {provider} provider sends no API key"
+    for said, meant in (
+        ("; pass api_key instead", f"; {key} instead" if variable else f"; {key}"),
+        (
+            "an API key goes in api_key or extra_headers",
+            f"an API key goes in {variable}" if variable else key,
+        ),
+        ("pass api_key= or set ", "set "),
+        ("(use thinking=<budget>)", "(use --thinking N)"),
+        (
+            "(use reasoning_effort, or extra_body for a server's own field)",
+            "(use --reasoning-effort)",
+        ),
+        ("(use reasoning_effort)", "(use --reasoning-effort)"),
+        ("; pass media_type=", "; give the file its type's extension (.pdf, .txt, .png…)"),
+    ):
+        message = message.replace(said, meant)
+    return _PARAMETERS.sub(lambda found: _FLAGS[found.group()], message)
 
 
 def has_control(text: str) -> bool:

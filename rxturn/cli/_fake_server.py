@@ -44,13 +44,26 @@ def _host(text: str) -> str:
     return text
 
 
+# every wire the fake serves (its ``Wire`` names, with the API each speaks), for --help
+SERVED_WIRES = {
+    "anthropic": "Anthropic Messages",
+    "openai": "OpenAI Chat Completions",
+    "openai-responses": "OpenAI Responses",
+    "ollama": "Ollama chat",
+}
+_WIRES_NAMED = (
+    ", ".join(list(SERVED_WIRES.values())[:-1]) + f" and {list(SERVED_WIRES.values())[-1]}"
+)
+
+
 def add_parser(subparsers: Any) -> None:
     """Register ``fake-server`` on the ``rxturn`` sub-command parser."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "fake-server",
-        help="serve the scripted fake provider (Anthropic, OpenAI, Ollama wire formats)",
+        help=f"serve the scripted fake provider ({_WIRES_NAMED} wire formats)",
         description=(
-            "Serve the fake provider on HOST:PORT until interrupted. The first stdout line is "
+            f"Serve the fake provider ({_WIRES_NAMED}, streaming and not) on HOST:PORT "
+            "until interrupted. The first stdout line is "
             "'listening on http://HOST:PORT'. Without --scenario every model answers "
             "'Hello from the rxturn fake provider.' GET /_fake/requests returns every request "
             "received, in order: its body, model, arrival and how it ended."

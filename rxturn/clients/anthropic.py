@@ -190,9 +190,7 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
     previous: dict[str, Any] | None = None
     for part in parts:
         block: dict[str, Any]
-        if isinstance(part, TextPart):
-            if not part.text:
-                continue
+        if isinstance(part, TextPart):  # (never empty: _check_text refused that)
             block = {"type": "text", "text": part.text}
         elif isinstance(part, ToolCallPart):
             call_id = wire_call_id(part.id, ANTHROPIC_IDS)
@@ -227,6 +225,59 @@ def _message(message: Message, marks: list[dict[str, Any]]) -> dict[str, Any]:
         blocks.append(block)
         previous = block
     return {"role": message.role, "content": results + blocks}
+
+
+def _messages(messages: tuple[Message, ...], marks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The request's ``messages``. The API refuses a message with no content but the final
+    assistant one: an earlier assistant turn with nothing Anthropic can carry (an empty reply, a
+    refusal alone) is left out, as the Responses wire leaves it out, and an empty user message
+    is a ConfigError."""
+    last = len(messages) - 1
+    out: list[dict[str, Any]] = []
+    for index, message in enumerate(messages):
+        shaped = _message(message, marks)
+        if not shaped["content"] and not isinstance(shaped["content"], str):
+            if message.role == "user":
+                raise ConfigError(
+                    f"messages[{index}] (user) has no content the Anthropic Messages API can "
+                    "take, which it refuses; give it some text"
+                )
+            if index != last:
+                continue  # nothing said: nothing to send
+        out.append(shaped)
+    return out
+
+
+def _check_text(messages: tuple[Message, ...]) -> None:
+    """Refuse the text the Messages API answers with a 400: an empty text part (a prompt of
+    ``""`` included), a message whose text is all whitespace, and a final assistant message
+    (a prefill) whose text ends in whitespace. The API's one exception, an empty final
+    assistant message, is sent as is."""
+    last = len(messages) - 1
+    for index, message in enumerate(messages):
+        texts = [part.text for part in message.content if isinstance(part, TextPart)]
+        if not texts:
+            continue
+        where = f"messages[{index}] ({message.role})"
+        final = index == last and message.role == "assistant"
+        if final and len(message.content) == 1 and not texts[0]:
+            continue  # an empty prefill: the API takes it
+        if any(not text for text in texts):
+            raise ConfigError(
+                f"{where} has an empty text part: the Anthropic Messages API refuses empty "
+                "text content blocks; give the part some text or leave it out"
+            )
+        if all(text.isspace() for text in texts):
+            raise ConfigError(
+                f"{where} holds only whitespace text: the Anthropic Messages API refuses "
+                "text content blocks without non-whitespace text; send some text"
+            )
+        tail = message.content[-1]
+        if final and isinstance(tail, TextPart) and tail.text[-1].isspace():
+            raise ConfigError(
+                f"{where} is a final assistant message (a prefill) ending in whitespace, "
+                "which the Anthropic Messages API refuses; strip its trailing whitespace"
+            )
 
 
 def _mark(block: dict[str, Any] | None, point: CachePoint, marks: list[dict[str, Any]]) -> None:
@@ -310,6 +361,8 @@ def build_anthropic_body(
 
     Raises:
         ConfigError: no message to send (the API refuses an empty ``messages`` with a 400);
+            text the API refuses (an empty text part, whitespace-only text, a final
+            assistant message ending in whitespace);
             a field of ``options`` with a wrong type or range; a ``tool_choice``
             that the request's tools cannot satisfy; a bad ``thinking`` budget, or one with a
             forced tool or a temperature other than 1; a ``reasoning_effort``.
@@ -323,6 +376,7 @@ def build_anthropic_body(
     """
     if not request.messages:
         raise ConfigError(NO_MESSAGE.format(api="the Anthropic Messages API"))
+    _check_text(request.messages)
     # plain options (every field unset): no knob to resolve, only the client's cap to check
     plain = plain_options(options)
     fmt = options.response_format
@@ -340,7 +394,7 @@ def build_anthropic_body(
     body: dict[str, Any] = {
         "model": model,
         "max_tokens": tokens,
-        "messages": [_message(message, marks) for message in request.messages],
+        "messages": _messages(request.messages, marks),
     }
     fixed = 0
     if request.system:

@@ -21,6 +21,7 @@ __all__ = [
     "REFUSAL_TEXT",
     "ReplyContext",
     "Wire",
+    "anthropic_text_violation",
     "anthropic_thinking_violation",
     "anthropic_tools_violation",
     "content_type",
@@ -216,6 +217,57 @@ def anthropic_tools_violation(body: Mapping[str, Any]) -> str | None:
                 return (
                     "Requests which include `tool_use` or `tool_result` blocks must define tools."
                 )
+    return None
+
+
+def anthropic_text_violation(body: Mapping[str, Any]) -> str | None:
+    """The Anthropic API's 400 message for text it refuses: a message with empty content
+    (``""`` or ``[]``; the final assistant message may be empty), an empty text block, a message
+    whose text is all whitespace, or a final assistant message ending in whitespace; ``None``
+    when fine."""
+    messages: Any = body.get("messages")
+    if not isinstance(messages, list):
+        return None
+    history = cast("list[Any]", messages)
+    for position, message in enumerate(history):
+        if not isinstance(message, dict):
+            continue
+        fields = cast("dict[str, Any]", message)
+        final = position == len(history) - 1 and fields.get("role") == "assistant"
+        content: Any = fields.get("content")
+        if isinstance(content, str):
+            texts = [content]
+        elif isinstance(content, list):
+            blocks = [
+                cast("dict[str, Any]", block)
+                for block in cast("list[Any]", content)
+                if isinstance(block, dict)
+            ]
+            texts = [b.get("text") for b in blocks if b.get("type") == "text"]
+            if any(text == "" for text in texts):
+                return "messages: text content blocks must be non-empty"
+            texts = [text for text in texts if isinstance(text, str)]
+        else:
+            continue
+        if texts == [""] or content == []:  # string content "", or no block at all
+            if final:
+                continue
+            return (
+                f"messages.{position}: all messages must have non-empty content except for "
+                "the optional final assistant message"
+            )
+        if texts and all(text.isspace() for text in texts):
+            return "messages: text content blocks must contain non-whitespace text"
+        last: Any = None
+        if isinstance(content, str):
+            last = content
+        elif content:
+            last = cast("list[Any]", content)[-1]
+        tail: Any = last if isinstance(last, str) else None
+        if isinstance(last, dict) and cast("dict[str, Any]", last).get("type") == "text":
+            tail = cast("dict[str, Any]", last).get("text")
+        if final and isinstance(tail, str) and tail[-1:].isspace():
+            return "messages: final assistant content cannot end with trailing whitespace"
     return None
 
 

@@ -22,7 +22,9 @@ false`` gets a 400. Like the real Anthropic API, a request with extended thinkin
 last tool-using assistant message lost its thinking block (or carries a signature the fake did
 not give) gets a 400 ``invalid_request_error`` before it takes an entry
 (:func:`._emit.anthropic_thinking_violation`), and so does one whose history holds ``tool_use``
-or ``tool_result`` blocks but that defines no tools (:func:`._emit.anthropic_tools_violation`).
+or ``tool_result`` blocks but that defines no tools (:func:`._emit.anthropic_tools_violation`),
+or holds text the real API refuses: an empty text block, whitespace-only text, a final assistant
+message ending in whitespace (:func:`._emit.anthropic_text_violation`).
 The bytes come from :mod:`._emit`; this module
 only does the IO:
 
@@ -436,7 +438,9 @@ class FakeProvider:
             if violation is not None:
                 return self._error(wire, 400, "invalid_request_error", violation, seq)
         if wire == "anthropic":
-            violation = _emit.anthropic_tools_violation(body)
+            violation = _emit.anthropic_text_violation(body) or _emit.anthropic_tools_violation(
+                body
+            )
             if violation is not None:
                 return self._error(wire, 400, "invalid_request_error", violation, seq)
         schema = requested_schema(body, wire) if fields.formatted else None

@@ -92,7 +92,7 @@ def test_a_base_url_chat_refuses_is_said_without_the_key_it_holds(
     assert main(["chat", "--provider", "anthropic", "--model", "m", "--base-url", url, "hi"]) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.startswith("rxturn chat: error: base_url must be an absolute http(s)")
+    assert err.startswith("rxturn chat: error: --base-url must be an absolute http(s)")
     assert err.count("\n") == 1
     assert SECRET not in err
     assert SECRET[8:] not in err

@@ -70,7 +70,7 @@ def test_a_malformed_base_url_is_a_usage_error_and_nothing_is_sent() -> None:
     out = run("chat", "--provider", "ollama", "--base-url", "localhost:11434", "--model", "m", "hi")
     assert out.returncode == 2
     assert _error_lines(out.stderr) == out.stderr.splitlines()
-    assert "rxturn chat: error: base_url must be an absolute http(s) URL" in out.stderr
+    assert "rxturn chat: error: --base-url must be an absolute http(s) URL" in out.stderr
 
 
 @pytest.mark.slow  # a subprocess each
@@ -86,9 +86,9 @@ def test_a_base_url_with_a_query_is_one_line_without_the_query(
     out = run(*head, "--provider", "openai", "--model", "m", "--base-url", f"{base}?key=SECRETQ")
     assert out.returncode == 2, out.stderr
     assert out.stderr.splitlines() == [
-        f"rxturn {command}: error: base_url must not have a query string or fragment, got "
-        f"{base!r} followed by one; the client adds the path, and an API key goes in api_key "
-        "or extra_headers"
+        f"rxturn {command}: error: --base-url must not have a query string or fragment, got "
+        f"{base!r} followed by one; the client adds the path, and an API key goes in "
+        "OPENAI_API_KEY"
     ]
     assert "SECRETQ" not in out.stdout + out.stderr
 

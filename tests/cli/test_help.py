@@ -157,3 +157,25 @@ def test_reading_stdin_on_a_terminal_says_how_it_ends(
     monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(b"")))  # a pipe, say
     assert main(command) == code
     assert "Ctrl-D" not in capsys.readouterr().err
+
+
+def test_fake_server_help_names_every_wire_the_fake_serves(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # the help named Anthropic, OpenAI and Ollama, not the Responses API the fake also serves
+    from typing import get_args
+
+    from rxturn.cli._fake_server import SERVED_WIRES
+    from rxturn.testing._emit_base import Wire
+
+    assert set(SERVED_WIRES) == set(get_args(Wire))  # a wire added to the fake joins the help
+    with pytest.raises(SystemExit):
+        main(["fake-server", "--help"])
+    described = " ".join(capsys.readouterr().out.split())
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listed = " ".join(capsys.readouterr().out.split())
+    for text in (described, listed):
+        assert "OpenAI Responses" in text
+        for name in ("Anthropic Messages", "OpenAI Chat Completions", "Ollama"):
+            assert name in text

@@ -279,7 +279,7 @@ def test_at_most_four_breakpoints_the_oldest_markers_dropped(
     ("content", "match"),
     [
         ((CachePoint(), TextPart("x")), "first in a message"),
-        ((TextPart(""), CachePoint()), "first in a message"),
+        ((TextPart(""), CachePoint()), "empty text part"),
         ((ThinkingPart("hmm", "sig"), CachePoint(), TextPart("x")), "right after a thinking"),
         ((RedactedThinkingPart("opaque"), CachePoint(), TextPart("x")), "right after a thinking"),
     ],

@@ -133,15 +133,14 @@ class TestAnthropic:
         body = self.build(request(messages=(message,), tools=(WEATHER,)))
         assert [b["type"] for b in body["messages"][0]["content"]] == ["tool_result", "text"]
 
-    def test_empty_text_parts_are_skipped(self) -> None:
+    def test_an_empty_text_part_is_refused_not_dropped(self) -> None:
+        # the API refuses an empty text block with a 400; before, the part was dropped silently
         message = Message(
             role="assistant",
             content=(TextPart(""), ToolCallPart(id="a", name="get_weather", input={"city": "x"})),
         )
-        body = self.build(request(messages=(Message.user("q"), message)))
-        assert body["messages"][1]["content"] == [
-            {"type": "tool_use", "id": "a", "name": "get_weather", "input": {"city": "x"}}
-        ]
+        with pytest.raises(ConfigError, match=r"messages\[1\] \(assistant\) has an empty text"):
+            self.build(request(messages=(Message.user("q"), message, Message.user("r"))))
 
     @pytest.mark.parametrize("tools", [None, ()], ids=["none", "empty"])
     def test_tools_omitted_when_none(self, tools: tuple[ToolSchema, ...] | None) -> None:
