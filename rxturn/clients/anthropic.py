@@ -235,6 +235,8 @@ def _messages(messages: tuple[Message, ...], marks: list[dict[str, Any]]) -> lis
     last = len(messages) - 1
     out: list[dict[str, Any]] = []
     for index, message in enumerate(messages):
+        if message.role == "assistant" and index != last:
+            message = _without_blank_text(message)
         shaped = _message(message, marks)
         if not shaped["content"] and not isinstance(shaped["content"], str):
             if message.role == "user":
@@ -248,13 +250,30 @@ def _messages(messages: tuple[Message, ...], marks: list[dict[str, Any]]) -> lis
     return out
 
 
+def _blank(part: object) -> bool:
+    return isinstance(part, TextPart) and (not part.text or part.text.isspace())
+
+
+def _without_blank_text(message: Message) -> Message:
+    """An earlier assistant message without its blank text parts: a model's reply of ``"\n\n"``
+    (alone, or before its tool calls) says nothing, and the API refuses it with a 400 that no
+    later turn of the conversation could get past."""
+    if not any(_blank(part) for part in message.content):
+        return message
+    kept = tuple(part for part in message.content if not _blank(part))
+    return Message(role="assistant", content=kept)
+
+
 def _check_text(messages: tuple[Message, ...]) -> None:
     """Refuse the text the Messages API answers with a 400: an empty text part (a prompt of
     ``""`` included), a message whose text is all whitespace, and a final assistant message
     (a prefill) whose text ends in whitespace. The API's one exception, an empty final
-    assistant message, is sent as is."""
+    assistant message, is sent as is; the model's own earlier replies are sent without their
+    blank text (:func:`_without_blank_text`), not refused."""
     last = len(messages) - 1
     for index, message in enumerate(messages):
+        if message.role == "assistant" and index != last:
+            continue
         texts = [part.text for part in message.content if isinstance(part, TextPart)]
         if not texts:
             continue

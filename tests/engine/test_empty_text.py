@@ -99,6 +99,42 @@ async def test_an_empty_reply_in_the_history_does_not_break_the_next_anthropic_r
     ]
 
 
+async def test_a_blank_reply_of_the_model_is_sent_without_its_blank_text() -> None:
+    """A model's reply of whitespace alone, or before its tool calls, says nothing; the API
+    refuses it in a later request ("text content blocks must contain non-whitespace text"),
+    so every later turn of the conversation would fail. The Anthropic body leaves that blank
+    text out of the model's earlier replies (a user's blank text is still refused)."""
+    from rxturn.messages import ToolCallPart, ToolResultPart
+
+    def clock() -> str:
+        """The time."""
+        return "noon"
+
+    script = {"models": {"*": [{"text": "\n\n"}, {"text": "ok"}]}}
+    async with (
+        FakeProvider(script) as fake,
+        AnthropicClient("claude-x", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, tools=[clock])
+        assert (await engine.run("hi")).text == "\n\n"
+        assert (await engine.run("again")).text == "ok"
+        assert fake.requests[1]["messages"] == [
+            {"role": "user", "content": "hi"},
+            {"role": "user", "content": "again"},
+        ]
+        call = ToolCallPart("toolu_1", "clock", {})
+        engine.history = [
+            Message.user("time?"),
+            Message(role="assistant", content=(TextPart("\n\n"), call)),
+            Message(role="user", content=(ToolResultPart("toolu_1", "noon"),)),
+        ]
+        await engine.turn()
+    assert fake.requests[-1]["messages"][1] == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "clock", "input": {}}],
+    }
+
+
 async def test_an_empty_user_message_is_refused_on_anthropic() -> None:
     async with (
         FakeProvider(SCRIPT) as fake,
