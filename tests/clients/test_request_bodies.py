@@ -133,14 +133,18 @@ class TestAnthropic:
         body = self.build(request(messages=(message,), tools=(WEATHER,)))
         assert [b["type"] for b in body["messages"][0]["content"]] == ["tool_result", "text"]
 
-    def test_an_empty_text_part_is_refused_not_dropped(self) -> None:
+    def test_an_empty_text_part_of_the_user_is_refused_not_dropped(self) -> None:
         # the API refuses an empty text block with a 400; before, the part was dropped silently
-        message = Message(
-            role="assistant",
-            content=(TextPart(""), ToolCallPart(id="a", name="get_weather", input={"city": "x"})),
-        )
-        with pytest.raises(ConfigError, match=r"messages\[1\] \(assistant\) has an empty text"):
-            self.build(request(messages=(Message.user("q"), message, Message.user("r"))))
+        message = Message(role="user", content=(TextPart("see"), TextPart("")))
+        with pytest.raises(ConfigError, match=r"messages\[0\] \(user\) has an empty text"):
+            self.build(request(messages=(message,)))
+
+    def test_blank_text_of_an_earlier_reply_is_left_out(self) -> None:
+        # the model's own blank text says nothing; refused, it would fail every later turn
+        call = ToolCallPart(id="a", name="get_weather", input={"city": "x"})
+        message = Message(role="assistant", content=(TextPart(""), TextPart(" \n"), call))
+        body = self.build(request(messages=(Message.user("q"), message, Message.user("r"))))
+        assert [b["type"] for b in body["messages"][1]["content"]] == ["tool_use"]
 
     @pytest.mark.parametrize("tools", [None, ()], ids=["none", "empty"])
     def test_tools_omitted_when_none(self, tools: tuple[ToolSchema, ...] | None) -> None:
