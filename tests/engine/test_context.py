@@ -454,11 +454,15 @@ def test_truncation_property(history: list[Message], budget: int) -> None:
         lead = [m for m in reversed(history[: len(history) - len(must)]) if opens(m)][:1]
         assert kept in (must, [*lead, *must]), kept
     elif kept and opens(kept[0]) and kept[1:] == history[len(history) - len(kept) + 1 :]:
-        # maximal: the unit just before the kept tail would not have fitted, or it opened
-        # with a message that cannot open a conversation
-        units = units_of(history[: len(history) - len(kept)])
-        if units:
-            assert oracle_total(kept) + oracle_total(units[-1]) > budget or not opens(units[-1][0])
+        before = history[: len(history) - len(kept) + 1]  # all but the tail after kept[0]
+        if before[-1] == kept[0]:  # a suffix of the history: maximal, the unit just before
+            # it would not have fitted, or it opened with a message that cannot open one
+            units = units_of(before[:-1])
+            if units:
+                fitted = oracle_total(kept) + oracle_total(units[-1]) <= budget
+                assert not fitted or not opens(units[-1][0])
+        else:  # an earlier prompt leads the tail: the unit just before the tail did not fit
+            assert oracle_total(kept) + oracle_total(units_of(before)[-1]) > budget
 
 
 test_truncation_property_briefly = briefly(test_truncation_property, 40)
