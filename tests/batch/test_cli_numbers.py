@@ -110,16 +110,29 @@ def test_an_empty_file_name_is_named_as_such(
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
 
 
-@pytest.mark.parametrize(("flag", "said"), [("--model", "--model"), ("--fallback", "--fallback")])
-def test_an_empty_model_is_named_by_its_flag(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, said: str
+@pytest.mark.parametrize("flag", ["--model", "--fallback"])
+@pytest.mark.parametrize(
+    ("name", "said"),
+    [
+        (" ", "must not be empty"),
+        ("m\x1b[31m", "holds a control character; nothing was sent"),
+        ("m\nline2", "holds a control character; nothing was sent"),
+        ("m\x9b2J", "holds a control character; nothing was sent"),
+    ],
+    ids=["blank", "escape", "newline", "c1"],
+)
+def test_a_bad_model_name_is_named_by_its_flag(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, name: str, said: str
 ) -> None:
+    """A name with a control character reached the summary and error lines raw (an escape
+    sequence to the terminal, a newline splitting the line)."""
     inp = tmp_path / "in.jsonl"
     inp.write_text('{"id": "a", "prompt": "x"}\n')
     args = ["batch", "run", str(inp), "-o", str(tmp_path / "out.jsonl"), "--provider", "ollama"]
-    models = ["--model", " "] if flag == "--model" else ["--model", "m", "--fallback", ""]
+    models = ["--model", name] if flag == "--model" else ["--model", "m", "--fallback", name]
     assert main([*args, *models, "--base-url", "http://127.0.0.1:1"]) == 2
-    assert capsys.readouterr().err == f"rxturn batch: error: {said} must not be empty\n"
+    assert capsys.readouterr().err == f"rxturn batch: error: {flag} {said}\n"
+    assert not (tmp_path / "out.jsonl").exists()
 
 
 @pytest.mark.parametrize("model", [" m ", "m\n", "\tm"], ids=["spaces", "newline", "tab"])
@@ -139,23 +152,6 @@ def test_a_padded_model_name_is_sent_stripped(
         asked = [record.model for record in fake.records]
     capsys.readouterr()
     assert (code, asked) == (0, ["m"])
-
-
-@pytest.mark.parametrize("flag", ["--model", "--fallback"])
-@pytest.mark.parametrize(
-    "name", ["m\x1b[31m", "m\nline2", "m\x9b2J"], ids=["escape", "newline", "c1"]
-)
-def test_a_model_name_with_a_control_character_is_a_bad_argument(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, name: str
-) -> None:
-    inp = tmp_path / "in.jsonl"
-    inp.write_text('{"id": "a", "prompt": "x"}\n')
-    args = ["batch", "run", str(inp), "-o", str(tmp_path / "out.jsonl"), "--provider", "ollama"]
-    models = ["--model", name] if flag == "--model" else ["--model", "m", "--fallback", name]
-    assert main([*args, *models, "--base-url", "http://127.0.0.1:1"]) == 2
-    said = f"rxturn batch: error: {flag} holds a control character; nothing was sent\n"
-    assert capsys.readouterr().err == said
-    assert not (tmp_path / "out.jsonl").exists()
 
 
 @pytest.mark.parametrize(
