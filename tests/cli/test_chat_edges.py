@@ -247,7 +247,7 @@ def test_every_command_into_a_pipe(url: str, recorded: Path, reader: list[str]) 
         (["--base-url", "{url}/nope", "hi"], 1, "{url}/nope/v1/messages"),
         (["--base-url", "{url}", ""], 2, "the prompt is empty"),
         (["--base-url", "{url}", "   "], 2, "the prompt is empty"),
-        (["--base-url", "not a url", "hi"], 2, "base_url 'not a url' holds a space"),
+        (["--base-url", "not a url", "hi"], 2, "--base-url 'not a url' holds a space"),
         (["hi"], 2, "ANTHROPIC_API_KEY is not set"),
     ],
     ids=["closed-port", "wrong-path", "empty", "blank", "bad-url", "no-key"],

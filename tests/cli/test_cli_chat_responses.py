@@ -111,10 +111,10 @@ def test_thinking_is_requested_from_anthropic(fake_url: str) -> None:
 @pytest.mark.parametrize(
     ("args", "says"),
     [
-        (["--provider", "openai", "--thinking", "2048"], "use reasoning_effort"),
+        (["--provider", "openai", "--thinking", "2048"], "(use --reasoning-effort)"),
         (["--provider", "anthropic", "--thinking", "100"], "--thinking must be at least 1024"),
         (["--provider", "anthropic", "--thinking", "9000"], "below the reply's max_tokens (8192"),
-        (["--provider", "anthropic", "--reasoning-effort", "low"], "use thinking=<budget>"),
+        (["--provider", "anthropic", "--reasoning-effort", "low"], "(use --thinking N)"),
         (["--provider", "ollama", "--reasoning-effort", "minimal"], "Ollama's think takes"),
         (["--provider", "openai-responses", "--reasoning-effort", "max!"], "invalid choice"),
     ],
