@@ -272,21 +272,30 @@ def _check_text(messages: tuple[Message, ...]) -> None:
     blank text (:func:`_without_blank_text`), not refused."""
     last = len(messages) - 1
     for index, message in enumerate(messages):
-        if message.role == "assistant" and index != last:
+        final = index == last
+        if message.role == "assistant" and not final:
             continue
-        texts = [part.text for part in message.content if isinstance(part, TextPart)]
+        texts = blank = 0
+        empty = False
+        for part in message.content:  # one pass, nothing allocated: every request walks them
+            if isinstance(part, TextPart):
+                texts += 1
+                if not part.text:
+                    empty = True
+                elif part.text.isspace():
+                    blank += 1
         if not texts:
             continue
         where = f"messages[{index}] ({message.role})"
-        final = index == last and message.role == "assistant"
-        if final and len(message.content) == 1 and not texts[0]:
+        final = final and message.role == "assistant"
+        if final and empty and len(message.content) == 1:
             continue  # an empty prefill: the API takes it
-        if any(not text for text in texts):
+        if empty:
             raise ConfigError(
                 f"{where} has an empty text part: the Anthropic Messages API refuses empty "
                 "text content blocks; give the part some text or leave it out"
             )
-        if all(text.isspace() for text in texts):
+        if blank == texts:
             raise ConfigError(
                 f"{where} holds only whitespace text: the Anthropic Messages API refuses "
                 "text content blocks without non-whitespace text; send some text"
