@@ -210,6 +210,15 @@ def test_the_log_keeps_only_the_newest_records() -> None:
     assert [r.detail for r in rec.records] == ["2", "3", "4"]
 
 
+@pytest.mark.parametrize("field", ["max_records", "max_replies"])
+def test_a_bound_past_any_size_keeps_everything(field: str) -> None:
+    # an int bound is not a C size: ten to the 400th means "keep all", not an OverflowError
+    rec = TurnRecorder(clock=ManualClock(), **{field: 10**400})
+    for turn in range(5):
+        rec.on_turn_start(turn=turn, query=str(turn))
+    assert [r.detail for r in rec.records] == ["0", "1", "2", "3", "4"]
+
+
 def test_rescue_replaces_the_streamed_text() -> None:
     rec = TurnRecorder(clock=ManualClock())
     rec.on_turn_start(turn=0, query="q")

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import io
 import logging
+import sys
 import time
 from collections import deque
 from collections.abc import Callable
@@ -95,10 +96,11 @@ class TurnRecorder(Observer):
         if not positive(density_bin):
             raise ConfigError(f"TurnRecorder.density_bin must be > 0 seconds, got {density_bin}")
         self._clock = clock
-        self._records: deque[Record] = deque(maxlen=max_records)
+        # a bound past what a deque can hold (an int, not a C size) keeps everything
+        self._records: deque[Record] = deque(maxlen=min(max_records, sys.maxsize))
         # one counter per attempt that streamed; each holds at most DeltaDensity.max_bins bins
         self._densities: deque[DeltaDensity] = deque(maxlen=min(max_records, 10_000))
-        self._replies: deque[tuple[int, str]] = deque(maxlen=max_replies)
+        self._replies: deque[tuple[int, str]] = deque(maxlen=min(max_replies, sys.maxsize))
         self._bin = density_bin
         self._keep = keep_retracted_chars
         self._listeners: list[Callable[[Change], None]] = []
