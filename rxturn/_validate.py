@@ -234,9 +234,7 @@ def is_host(value: object) -> bool:
     return (
         isinstance(value, str)
         and bool(value)
-        and not any(
-            c.isspace() or ord(c) < 32 or 127 <= ord(c) < 160 or c in "[]" for c in value
-        )
+        and not any(c.isspace() or ord(c) < 32 or 127 <= ord(c) < 160 or c in "[]" for c in value)
     )
 
 
