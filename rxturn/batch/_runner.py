@@ -44,8 +44,8 @@ from .._arguments import described, shown
 from .._validate import is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
-from ..clients._request import MAX_TOKENS_LIMIT
 from ..clients._factory import client_for
+from ..clients._request import MAX_TOKENS_LIMIT
 from ..cost import Cost
 from ..engine import TurnEngine
 from ..engine.context.tokens import TokenCounter, counter_loaded, warm_up_counter
