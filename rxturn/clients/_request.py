@@ -216,8 +216,8 @@ def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | N
         return None
     if token_count_problem(value) is not None or value < THINKING_MIN_BUDGET:
         raise ConfigError(
-            f"RequestOptions.thinking must be a thinking budget in tokens, an integer from "
-            f"{THINKING_MIN_BUDGET} to {MAX_TOKENS_LIMIT}, got {shown(value)}"
+            f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
+            f"{THINKING_MIN_BUDGET} and <= {MAX_TOKENS_LIMIT}, got {shown(value)}"
         )
     if max_tokens is not None and value >= max_tokens:
         raise ConfigError(
@@ -351,8 +351,11 @@ def _problem(name: str, value: object) -> str | None:
     elif name == "reasoning_effort":
         if value not in REASONING_EFFORTS:
             return f"must be one of {', '.join(REASONING_EFFORTS)}"
-    elif name in ("max_tokens", "thinking"):  # thinking's floor: resolve_thinking
+    elif name == "max_tokens":
         return token_count_problem(value)
+    elif name == "thinking":  # its type and floor: each wire's own rule (resolve_thinking)
+        if type(value) is int and value > MAX_TOKENS_LIMIT:
+            return token_count_problem(value)
     elif name == "temperature":
         if not finite(value) or value < 0:
             return "must be a finite number >= 0"
