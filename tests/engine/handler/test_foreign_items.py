@@ -1,4 +1,5 @@
-"""A client of your own whose Observable emits something that is no stream event.
+"""A client of your own whose Observable emits something that is no stream event, or whose
+``create()`` returns something that is no Message.
 
 ``stream()`` emits ``rxturn.events`` and ``stream_batches()`` lists of them; ``None``, a str, a
 dict or an int in their place ended the turn with the fold's bare ``TypeError`` ("fold: not a
@@ -15,10 +16,11 @@ import pytest
 import reactivex
 
 from rxturn import StreamHandler, TurnEngine
-from rxturn.errors import ConfigError, StreamProtocolError
+from rxturn.errors import ConfigError, RescueFailed, StreamProtocolError, status_error
 from rxturn.events import MessageStart, PartStart
 from rxturn.messages import Message, Request, RequestOptions
 from rxturn.resilience.guard import ShadowGuard
+from rxturn.resilience.policies import RetryPolicy
 
 WAIT = 10.0
 FOREIGN = [(None, "None"), ("hello", "a str"), ({"type": "message_start"}, "a dict"), (7, "an int")]
@@ -81,3 +83,40 @@ def test_a_batch_names_the_foreign_item_after_its_accepted_prefix() -> None:
     error = guard.batch([MessageStart(id="m", model="x"), PartStart(0), b"raw"])  # pyright: ignore[reportArgumentType]
     assert isinstance(error, ConfigError) and "emitted a bytes," in str(error)
     assert guard.accepted == 2
+
+
+class ForeignReplyClient:
+    """Streams a 500 (so the default handler rescues); ``create()`` returns ``reply``."""
+
+    model = "custom"
+    base_url = "http://custom.invalid"
+
+    def __init__(self, reply: object) -> None:
+        self.reply = reply
+
+    def stream(self, request: Request, options: RequestOptions | None = None) -> Any:
+        return reactivex.throw(status_error(500, "boom"))
+
+    async def create(self, request: Request, options: RequestOptions | None = None) -> Any:
+        return self.reply
+
+
+@pytest.mark.parametrize(("item", "named"), FOREIGN, ids=IDS)
+async def test_a_create_returning_no_message_is_one_config_error_line(
+    item: object, named: str
+) -> None:
+    """The non-streaming path read the reply's usage: AttributeError ("'str' object has no
+    attribute 'usage'"); the rescue said the same inside its RescueFailed."""
+    said = f"the client's create() returned {named}, not a Message"
+    engine = TurnEngine(ForeignReplyClient(item), mode="non_streaming")
+    with pytest.raises(ConfigError) as info:
+        await asyncio.wait_for(engine.run("hi"), WAIT)
+    assert str(info.value) == said
+    rescuing = TurnEngine(
+        ForeignReplyClient(item),
+        handler=StreamHandler(retry=RetryPolicy(max_retries=0)),  # one attempt, then the rescue
+    )
+    with pytest.raises(RescueFailed) as rescued:
+        await asyncio.wait_for(rescuing.run("hi"), WAIT)
+    assert isinstance(rescued.value.rescue_error, ConfigError)
+    assert str(rescued.value.rescue_error) == said
