@@ -475,6 +475,11 @@ _NEVER_NONE = frozenset({"strict_tools", "stop_sequences", "extra_headers", "ext
 _DEFAULT = RequestOptions()
 
 
+#: What msgspec's encoder raises for a value JSON cannot carry (a UnicodeEncodeError, a
+#: ValueError too, is caught first and named by where it is).
+_NOT_JSON = (TypeError, ValueError, msgspec.EncodeError, OverflowError, RecursionError)
+
+
 def encode_body(body: Mapping[str, object]) -> bytes:
     """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash.
 
@@ -487,7 +492,7 @@ def encode_body(body: Mapping[str, object]) -> bytes:
         return _encoder.encode(body)
     except UnicodeEncodeError:
         raise ConfigError(_not_unicode("request body", body)) from None
-    except (TypeError, msgspec.EncodeError, OverflowError, RecursionError) as exc:
+    except _NOT_JSON as exc:  # ValueError: an int past the 4300 digits Python will write
         raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
 
 
@@ -535,7 +540,7 @@ def encode_tool_arguments(value: object) -> str:
         return _encoder.encode(value).decode()
     except UnicodeEncodeError:
         raise ConfigError(_not_unicode("tool call input", value)) from None
-    except (TypeError, msgspec.EncodeError) as exc:
+    except _NOT_JSON as exc:
         raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
 
 
