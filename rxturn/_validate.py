@@ -166,8 +166,8 @@ def json_problem(value: object) -> str | None:
         text = msgspec.json.encode(value)
     except RecursionError:
         return "it holds itself (or nests deeper than JSON can be sent)"
-    except (TypeError, msgspec.EncodeError, OverflowError) as exc:
-        return str(exc)
+    except (TypeError, ValueError, msgspec.EncodeError, OverflowError) as exc:
+        return str(exc)  # (ValueError: an int past the 4300 digits Python will write)
     if b"null" in text and holds_non_finite(value):  # msgspec writes NaN as null
         return NON_FINITE
     return None

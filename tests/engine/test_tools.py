@@ -305,6 +305,13 @@ async def test_a_tool_returning_a_number_json_cannot_spell_is_an_error_result(
     assert result.content.startswith("ConfigError: ") and "NaN or infinite" in result.content
 
 
+def test_a_schema_holding_an_int_python_cannot_write_is_a_config_error() -> None:
+    # before, Python's own ValueError ("Exceeds the limit (4300 digits) ...") from Tool()
+    schema = {"type": "object", "properties": {"x": {"type": "integer", "maximum": 10**5000}}}
+    with pytest.raises(ConfigError, match=r"input_schema=\.\.\.\) must be JSON: Exceeds"):
+        Tool(area, input_schema=schema)
+
+
 @pytest.mark.parametrize(
     ("returned", "sent"),
     [

@@ -294,6 +294,20 @@ UNSENDABLE: list[tuple[dict[str, Any], str]] = [
         {"tool_calls": [{"name": "f", "input": {"k": {1: "one"}}}]},
         "models.m[0].tool_calls[0].input.k[1]: expected a string key, got int",
     ),
+    # an int past the 4300 digits Python writes: every request was a 500 and a traceback
+    (
+        {"text": "x", "raw_usage": {"input_tokens": 10**5000}},
+        "models.m[0].raw_usage.input_tokens: expected an integer Python writes (4300 digits at "
+        "most), got an integer of about 5001 digits",
+    ),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": [10**5000]}}]},
+        "models.m[0].tool_calls[0].input.k[0]: expected an integer Python writes",
+    ),
+    (
+        {"usage": {"input_tokens": 10**5000, "output_tokens": 1}},
+        "models.m[0].usage.input_tokens: expected an integer Python writes",
+    ),
     # msgspec's "- at `key` in `$[0]...`" was left unparsed: "scenario models.m: expected str,
     # got int - at key in $[0].tool_calls[0].input"
     (
