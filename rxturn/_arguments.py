@@ -9,6 +9,7 @@ expected and what it got. Numbers and their ranges are :mod:`rxturn._validate`'s
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar, cast
 
@@ -21,10 +22,29 @@ __all__ = [
     "check_items",
     "counted",
     "described",
+    "shown",
     "type_named",
 ]
 
 _T = TypeVar("_T")
+
+
+def shown(value: object) -> str:
+    """``repr(value)`` for an error message; an int past 64 bits by its size instead (Python
+    refuses to write one of more than 4300 digits, and a line of hundreds says nothing).
+
+    Examples:
+        >>> shown(3), shown("x"), shown(10**400)
+        ('3', "'x'", 'an integer of about 401 digits')
+    """
+    if _huge(value):
+        digits = math.floor(cast(int, value).bit_length() * math.log10(2)) + 1
+        return f"an integer of about {digits} digits"
+    return repr(value)
+
+
+def _huge(value: object) -> bool:
+    return type(value) is int and value.bit_length() > 64
 
 
 def described(value: object) -> str:
@@ -34,7 +54,9 @@ def described(value: object) -> str:
         >>> described(3), described("x" * 80)[:22]
         ('int 3', "str 'xxxxxxxxxxxxxxxxx")
     """
-    text = repr(value)
+    text = shown(value)
+    if _huge(value):
+        return text
     if len(text) > 60:
         text = text[:57] + "..."
     return f"{type(value).__name__} {text}"

@@ -24,6 +24,7 @@ from typing import TypeGuard, cast
 import msgspec
 
 __all__ = [
+    "HOST_RULE",
     "MAX_SECONDS",
     "NON_FINITE",
     "as_float",
@@ -165,8 +166,8 @@ def json_problem(value: object) -> str | None:
         text = msgspec.json.encode(value)
     except RecursionError:
         return "it holds itself (or nests deeper than JSON can be sent)"
-    except (TypeError, msgspec.EncodeError, OverflowError) as exc:
-        return str(exc)
+    except (TypeError, ValueError, msgspec.EncodeError, OverflowError) as exc:
+        return str(exc)  # (ValueError: an int past the 4300 digits Python will write)
     if b"null" in text and holds_non_finite(value):  # msgspec writes NaN as null
         return NON_FINITE
     return None
@@ -220,14 +221,20 @@ def holds_non_finite(value: object) -> bool:
     return False
 
 
+#: What :func:`is_host` accepts, for the error lines of the callers that check it.
+HOST_RULE = "an address such as 127.0.0.1 or ::1 (an IPv6 address without brackets)"
+
+
 def is_host(value: object) -> bool:
     """Whether ``value`` can be a server's bind address that prints as a URL: a non-empty
-    ``str`` without spaces or control characters (an empty one binds every interface and
-    prints ``http://:PORT``; a control character reached the error line raw)."""
+    ``str`` without spaces, control characters or brackets (an empty one binds every interface
+    and prints ``http://:PORT``; a control character reached the error line raw; ``[::1]`` is
+    the URL's spelling of ``::1``, which no resolver takes). Whether it resolves to an address
+    of this machine only binding tells."""
     return (
         isinstance(value, str)
         and bool(value)
-        and not any(c.isspace() or ord(c) < 32 or 127 <= ord(c) < 160 for c in value)
+        and not any(c.isspace() or ord(c) < 32 or 127 <= ord(c) < 160 or c in "[]" for c in value)
     )
 
 

@@ -973,8 +973,10 @@ class RequestOptions(msgspec.Struct, frozen=True, kw_only=True):
       a ttl; it counts toward Anthropic's 4 breakpoints;
     * ``prompt_cache_key`` — OpenAI's cache routing key, passed through (Chat and Responses);
     * ``prompt_cache_options`` — OpenAI's ``prompt_cache_options`` object, passed through;
-      with ``{"mode": "explicit"}`` :class:`CachePoint` markers become explicit
-      ``prompt_cache_breakpoint`` s (else OpenAI caches implicitly and markers are dropped);
+      with ``{"mode": "explicit"}`` :class:`CachePoint` markers, ``cache_system`` and
+      ``cache_messages`` become explicit ``prompt_cache_breakpoint`` s and ``cache_tools`` is
+      refused (a tool takes none); else OpenAI caches implicitly and markers and switches are
+      dropped;
     * ``tool_media_in_user`` — OpenAI Chat only: a ``tool`` message carries text only, so a
       tool result's images and documents are refused unless this moves them into a user
       message right after the tool messages.

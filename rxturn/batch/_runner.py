@@ -40,11 +40,12 @@ from typing import Any, Literal
 import msgspec
 
 from .. import _constants as C
-from .._arguments import described
+from .._arguments import described, shown
 from .._validate import is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
 from ..clients._factory import client_for
+from ..clients._request import MAX_TOKENS_LIMIT
 from ..cost import Cost
 from ..engine import TurnEngine
 from ..engine.context.tokens import TokenCounter, counter_loaded, warm_up_counter
@@ -84,10 +85,10 @@ _POLL = 0.02
 _PAUSING = frozenset({429, 503, 529})
 
 
-MAX_TOKENS = 2**31 - 1
-"""The largest ``max_tokens`` a run sends: what a signed 32-bit integer holds, beyond any
-model's reply and any provider's field; a larger number is a typo (a provider would refuse
-every row of it)."""
+MAX_TOKENS = MAX_TOKENS_LIMIT
+"""The largest ``max_tokens`` a run sends: the clients' bound (2**31 - 1, what a signed 32-bit
+integer holds), beyond any model's reply and any provider's field; a larger number is a typo (a
+provider would refuse every row of it)."""
 
 MAX_CONCURRENCY = 10_000
 """The most turns one process runs at once: each holds an engine, a socket and its buffers
@@ -146,7 +147,7 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         for name in ("concurrency", "max_tokens", "rpm", "tpm"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+                raise ConfigError(f"{name} must be an integer >= 1, got {shown(value)}")
         if self.max_tokens is not None and self.max_tokens > MAX_TOKENS:
             raise ConfigError(
                 f"max_tokens must be at most {MAX_TOKENS} (2**31 - 1), got "

@@ -37,10 +37,10 @@ def _port(text: str) -> int:
 
 
 def _host(text: str) -> str:
-    from .._validate import is_host
+    from .._validate import HOST_RULE, is_host
 
     if not is_host(text):  # (the rule FakeProvider keeps)
-        raise argparse.ArgumentTypeError(f"invalid host {text!r}: expected an address")
+        raise argparse.ArgumentTypeError(f"invalid host {text!r}: expected {HOST_RULE}")
     return text
 
 
@@ -121,12 +121,9 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         return asyncio.run(_serve(scenario, args.host, args.port))
-    except OSError as exc:  # the address is taken, or the host does not resolve
-        print(
-            f"rxturn fake-server: error: cannot listen on {args.host}:{args.port}: "
-            f"{exc.strerror or exc}",
-            file=sys.stderr,
-        )
+    except ConfigError as exc:  # the host does not resolve or is not ours, the port is taken
+        line = str(exc).removeprefix("FakeProvider: ")  # (FakeProvider's one check says it)
+        print(f"rxturn fake-server: error: {line}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:  # a second Ctrl-C while shutting down
         return 0

@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from .._arguments import type_named
 from ..errors import ConfigError
 from ..events import BatchStream, EventStream
 from ..messages import Message, Request, RequestOptions
 
-__all__ = ["BatchingModelClient", "ModelClient", "keeps_thinking"]
+__all__ = ["BatchingModelClient", "ModelClient", "create_message", "keeps_thinking"]
 
 
 @runtime_checkable
@@ -56,6 +57,24 @@ class BatchingModelClient(ModelClient, Protocol):
         """:meth:`stream` as one :data:`~rxturn.events.EventBatch` per network chunk: the same
         request, events, errors and disposal; chunks that complete no event emit nothing."""
         ...
+
+
+async def create_message(
+    client: ModelClient, request: Request, options: RequestOptions | None
+) -> Message:
+    """``client.create(request, options)``, held to the protocol: what a client of your own
+    returns that is not a :class:`~rxturn.messages.Message` (``None``, a str, a dict) is a
+    :class:`~rxturn.errors.ConfigError` naming it, here, rather than an ``AttributeError``
+    wherever the reply is first read. The engine's non-streaming path and the rescue call it.
+
+    Raises:
+        ConfigError: ``create`` returned something that is not a ``Message``.
+    """
+    message = await client.create(request, options)
+    if not isinstance(message, Message):  # pyright: ignore[reportUnnecessaryIsInstance]
+        what = "None" if message is None else type_named(message)
+        raise ConfigError(f"the client's create() returned {what}, not a Message")
+    return message
 
 
 def keeps_thinking(client: object, options: RequestOptions) -> bool:

@@ -42,7 +42,9 @@ __all__ = [
     "check_inline_limits",
     "check_source",
     "data_url",
+    "explicit_switches",
     "logger",
+    "no_part_to_mark",
     "plain_text",
     "prompt_cache_fields",
     "refuse",
@@ -203,6 +205,34 @@ def prompt_cache_fields(options: RequestOptions, body: dict[str, Any]) -> bool:
         )
     body["prompt_cache_options"] = cache_options
     return mode == "explicit"
+
+
+def explicit_switches(options: RequestOptions) -> tuple[bool, bool]:
+    """What the cache switches ask of OpenAI's explicit mode, where only the breakpoints a
+    request marks are cached: ``(a breakpoint on the system prompt, one on the request's last
+    content part)`` from ``cache_system`` and ``cache_messages`` (the rolling conversation, as
+    Anthropic's top-level ``cache_control`` caches it); their ttl is the request's, as a
+    marker's is. ``cache_tools`` cannot act: OpenAI takes breakpoints on content parts only,
+    and a tool definition is none, so it is refused rather than dropped."""
+    if cache_value(options.cache_tools, "RequestOptions.cache_tools") is not None:
+        raise ConfigError(
+            "RequestOptions.cache_tools cannot act in OpenAI's explicit prompt-cache mode: its "
+            "breakpoints go on content parts, and a tool definition is none; leave it unset "
+            "and end the cached prefix with cache_system, cache_messages or a CachePoint"
+        )
+    system = cache_value(options.cache_system, "RequestOptions.cache_system") is not None
+    messages = cache_value(options.cache_messages, "RequestOptions.cache_messages") is not None
+    return system, messages
+
+
+def no_part_to_mark(what: str) -> ConfigError:
+    """The error for ``cache_messages`` in OpenAI's explicit mode when the request's last
+    message (``what``) has no content part that takes a breakpoint."""
+    return ConfigError(
+        f"RequestOptions.cache_messages: the request ends with {what}, which has no content "
+        "part to put OpenAI's explicit breakpoint on; end it with a user message or a tool "
+        "result"
+    )
 
 
 #: OpenAI's explicit breakpoint (its ttl is the request's, from ``prompt_cache_options``:

@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import msgspec
 
+from .._arguments import shown
 from .._validate import (
     NON_FINITE,
     finite,
@@ -31,6 +32,7 @@ from ..errors import ConfigError
 from ..messages import RequestOptions, ResponseFormat, ToolSchema
 
 __all__ = [
+    "MAX_TOKENS_LIMIT",
     "NO_MESSAGE",
     "REASONING_EFFORTS",
     "THINKING_MIN_BUDGET",
@@ -81,16 +83,44 @@ def resolve_model(options: RequestOptions, default: str) -> str:
     return options.model
 
 
+#: The largest output cap (``max_tokens``) or thinking budget a request carries: the int32
+#: bound the APIs' servers parse such a field into. No model writes a reply near it (the largest
+#: caps are hundreds of thousands); a larger value could only be answered with a 400, and an
+#: integer past 64 bits is not a number every JSON reader takes.
+MAX_TOKENS_LIMIT = 2**31 - 1
+
+
+def token_count_problem(value: object) -> str | None:
+    """Why ``value`` is not a usable output cap or thinking budget (``None``: it is one).
+
+    The one rule for every such count: ``RequestOptions.max_tokens`` and ``thinking``, and a
+    client's ``max_tokens`` default.
+
+    Examples:
+        >>> token_count_problem(4096) is None, token_count_problem(0)
+        (True, 'must be a positive integer')
+        >>> token_count_problem(2**31)
+        'must be at most 2147483647 (no API takes a larger token count)'
+    """
+    if not positive(value, integer=True):
+        return "must be a positive integer"
+    if cast(int, value) > MAX_TOKENS_LIMIT:
+        return f"must be at most {MAX_TOKENS_LIMIT} (no API takes a larger token count)"
+    return None
+
+
 def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | None:
-    """``options.max_tokens`` when set, else the client's; must be a positive integer."""
+    """``options.max_tokens`` when set, else the client's; an integer from 1 to
+    :data:`MAX_TOKENS_LIMIT`."""
     value = options.max_tokens if options.max_tokens is not None else default
     if value is None:
         return None
-    if type(value) is int and value > 0:  # the usual case, without the general check's calls
+    if type(value) is int and 0 < value <= MAX_TOKENS_LIMIT:  # the usual case, cheaply
         return value
-    if not positive(value, integer=True):  # RequestOptions fields are not type-checked
+    problem = token_count_problem(value)  # RequestOptions fields are not type-checked
+    if problem is not None:
         where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
-        raise ConfigError(f"{where} must be a positive integer, got {value!r}")
+        raise ConfigError(f"{where} {problem}, got {shown(value)}")
     return value
 
 
@@ -179,14 +209,15 @@ _CLIENT_OWNED = ("model", "stream")
 
 
 def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | None:
-    """``options.thinking``, checked: an integer budget >= 1024 and below ``max_tokens``."""
+    """``options.thinking``, checked: an integer budget from 1024 to :data:`MAX_TOKENS_LIMIT`
+    and below ``max_tokens``."""
     value = options.thinking
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < THINKING_MIN_BUDGET:  # pyright: ignore[reportUnnecessaryIsInstance]
+    if token_count_problem(value) is not None or value < THINKING_MIN_BUDGET:
         raise ConfigError(
             f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
-            f"{THINKING_MIN_BUDGET}, got {value!r}"
+            f"{THINKING_MIN_BUDGET} and <= {MAX_TOKENS_LIMIT}, got {shown(value)}"
         )
     if max_tokens is not None and value >= max_tokens:
         raise ConfigError(
@@ -320,9 +351,11 @@ def _problem(name: str, value: object) -> str | None:
     elif name == "reasoning_effort":
         if value not in REASONING_EFFORTS:
             return f"must be one of {', '.join(REASONING_EFFORTS)}"
-    elif name == "max_tokens":  # thinking: each wire's own rule (resolve_thinking)
-        if not positive(value, integer=True):
-            return "must be a positive integer"
+    elif name == "max_tokens":
+        return token_count_problem(value)
+    elif name == "thinking":  # its type and floor: each wire's own rule (resolve_thinking)
+        if type(value) is int and value > MAX_TOKENS_LIMIT:
+            return token_count_problem(value)
     elif name == "temperature":
         if not finite(value) or value < 0:
             return "must be a finite number >= 0"
@@ -400,7 +433,7 @@ def check_options(options: object) -> RequestOptions:
         if problem is not None:
             if name == "response_format" and isinstance(value, ResponseFormat):
                 raise ConfigError(f"RequestOptions.response_format: {problem}")
-            raise ConfigError(f"RequestOptions.{name} {problem}, got {value!r}")
+            raise ConfigError(f"RequestOptions.{name} {problem}, got {shown(value)}")
     if options.response_format is not None and options.tool_choice not in (None, "auto", "none"):
         raise ConfigError(
             f"RequestOptions.tool_choice={options.tool_choice!r} cannot act with a "
@@ -442,6 +475,11 @@ _NEVER_NONE = frozenset({"strict_tools", "stop_sequences", "extra_headers", "ext
 _DEFAULT = RequestOptions()
 
 
+#: What msgspec's encoder raises for a value JSON cannot carry (a UnicodeEncodeError, a
+#: ValueError too, is caught first and named by where it is).
+_NOT_JSON = (TypeError, ValueError, msgspec.EncodeError, OverflowError, RecursionError)
+
+
 def encode_body(body: Mapping[str, object]) -> bytes:
     """JSON-encode a request body; a value JSON cannot carry is a ConfigError, not a crash.
 
@@ -454,7 +492,7 @@ def encode_body(body: Mapping[str, object]) -> bytes:
         return _encoder.encode(body)
     except UnicodeEncodeError:
         raise ConfigError(_not_unicode("request body", body)) from None
-    except (TypeError, msgspec.EncodeError, OverflowError, RecursionError) as exc:
+    except _NOT_JSON as exc:  # ValueError: an int past the 4300 digits Python will write
         raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
 
 
@@ -502,7 +540,7 @@ def encode_tool_arguments(value: object) -> str:
         return _encoder.encode(value).decode()
     except UnicodeEncodeError:
         raise ConfigError(_not_unicode("tool call input", value)) from None
-    except (TypeError, msgspec.EncodeError) as exc:
+    except _NOT_JSON as exc:
         raise ConfigError(f"tool call input is not JSON-serializable: {exc}") from exc
 
 
@@ -510,11 +548,10 @@ def check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
     """A client's ``max_tokens`` setting: a positive integer (or ``None`` when optional)."""
     if value is None and not required:
         return
-    if not positive(value, integer=True):
-        or_none = "" if required else " or None"
-        raise ConfigError(
-            f"{client}: max_tokens must be a positive integer{or_none}, got {value!r}"
-        )
+    problem = token_count_problem(value)
+    if problem is not None:
+        or_none = "" if required or "positive" not in problem else " or None"
+        raise ConfigError(f"{client}: max_tokens {problem}{or_none}, got {shown(value)}")
 
 
 def from_env_key(variable: str, client: str) -> str:

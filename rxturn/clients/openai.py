@@ -19,7 +19,9 @@ Request body, built by the pure :func:`build_openai_body`:
   tool messages), is refused;
 * ``prompt_cache_key`` and ``prompt_cache_options`` passed through; with ``{"mode":
   "explicit"}`` each :class:`~rxturn.messages.CachePoint` becomes a ``prompt_cache_breakpoint``
-  on the content part before it (else markers are dropped: OpenAI caches by itself);
+  on the content part before it, ``cache_system`` one on the system message's text and
+  ``cache_messages`` one on the last message's last part, and ``cache_tools`` is refused (else
+  markers and switches are dropped: OpenAI caches by itself);
 * ``stream``; ``stream_options: {include_usage: true}`` only when streaming with
   ``stream_usage`` on (the default; the Ollama profile turns it off, and streamed usage is then
   ``None``);
@@ -69,6 +71,8 @@ from ._content import (
     check_inline_limits,
     check_source,
     data_url,
+    explicit_switches,
+    no_part_to_mark,
     plain_text,
     prompt_cache_fields,
     refuse,
@@ -276,6 +280,34 @@ def _messages(request: Request, options: RequestOptions, explicit: bool) -> list
     return out
 
 
+def _mark_switches(
+    messages: list[dict[str, Any]], options: RequestOptions, request: Request
+) -> None:
+    """Explicit mode: the system message's text and the last message's last content part
+    carry a breakpoint when ``cache_system`` / ``cache_messages`` ask
+    (:func:`explicit_switches`)."""
+    system, conversation = explicit_switches(options)
+    if system and request.system:
+        _mark_last_part(messages[0])
+    if conversation and messages and not _mark_last_part(messages[-1]):
+        raise no_part_to_mark("an assistant message without text (its tool calls)")
+
+
+def _mark_last_part(entry: dict[str, Any]) -> bool:
+    """A breakpoint on ``entry``'s last content part (a plain string becomes one text part);
+    ``False`` when it has none."""
+    content = entry.get("content")
+    if isinstance(content, str):
+        entry["content"] = [
+            {"type": "text", "text": content, "prompt_cache_breakpoint": EXPLICIT_BREAKPOINT}
+        ]
+    elif content:
+        content[-1]["prompt_cache_breakpoint"] = EXPLICIT_BREAKPOINT
+    else:
+        return False
+    return True
+
+
 def build_openai_body(
     request: Request,
     options: RequestOptions,
@@ -321,11 +353,10 @@ def build_openai_body(
     check_inline_limits(request, LIMITS)
     cache: dict[str, Any] = {}
     explicit = False if plain else prompt_cache_fields(options, cache)
-    body: dict[str, Any] = {
-        "model": model,
-        "messages": _messages(request, options, explicit),
-        "stream": stream,
-    }
+    messages = _messages(request, options, explicit)
+    if explicit:
+        _mark_switches(messages, options, request)
+    body: dict[str, Any] = {"model": model, "messages": messages, "stream": stream}
     body.update(cache)
     if stream and stream_usage:
         body["stream_options"] = {"include_usage": True}

@@ -8,7 +8,7 @@ Errors map exactly as for :class:`~rxturn.clients.openai.OpenAIClient` (same err
 Request body, built by the pure :func:`build_responses_body`:
 
 * ``model`` — ``RequestOptions.model`` when set, else the client's (the client never changes);
-* ``instructions`` — the system prompt, when the request has one;
+* ``instructions`` — the system prompt, when the request has one (but see the cache switches);
 * ``input`` — a list of items, in the conversation's order and each message's part order:
 
   - a user message's text as ``{"role": "user", "content": text}`` — with media, a list of
@@ -39,7 +39,9 @@ Request body, built by the pure :func:`build_responses_body`:
   — the reasoning items come back with their encrypted content and travel in the next request
   instead of living on OpenAI's side;
 * ``prompt_cache_key`` / ``prompt_cache_options`` as for chat (explicit breakpoints on the
-  part before each marker in explicit mode);
+  part before each marker in explicit mode, and for the switches: ``cache_system`` sends the
+  system prompt as a first ``system`` input item with a marked text part instead of
+  ``instructions``, ``cache_messages`` marks the last input item's last part);
 * ``RequestOptions.extra_body`` merged in last (e.g. ``{"reasoning": {"effort": "high",
   "summary": "auto"}}`` for reasoning summaries, replacing the ``reasoning`` above whole).
 
@@ -74,6 +76,8 @@ from ._content import (
     check_inline_limits,
     check_source,
     data_url,
+    explicit_switches,
+    no_part_to_mark,
     plain_text,
     prompt_cache_fields,
     refuse,
@@ -248,6 +252,37 @@ def _input(request: Request, explicit: bool) -> list[dict[str, Any]]:
     return out
 
 
+def _mark_switches(
+    items: list[dict[str, Any]], options: RequestOptions, request: Request
+) -> str | None:
+    """Explicit mode: breakpoints for ``cache_system`` and ``cache_messages``
+    (:func:`explicit_switches`); returns the ``instructions`` still to send. ``instructions``
+    is a plain string, which takes no breakpoint: a cached system prompt goes as the first
+    input item instead, a ``system`` message whose text part carries it."""
+    system, conversation = explicit_switches(options)
+    instructions = request.system
+    if system and instructions:
+        part: dict[str, Any] = {"type": "input_text", "text": instructions}
+        part["prompt_cache_breakpoint"] = EXPLICIT_BREAKPOINT
+        items.insert(0, {"role": "system", "content": [part]})
+        instructions = None
+    if conversation:
+        last = items[-1] if items else None
+        if last is None or ("role" not in last and last.get("type") != "function_call_output"):
+            raise no_part_to_mark("a tool call or a reasoning item" if last else "no message")
+        if last.get("role") == "assistant":
+            raise no_part_to_mark("an assistant message, sent back as output text")
+        if last.get("type") == "function_call_output":
+            _mark(last, True)
+        elif isinstance(last["content"], str):
+            text: dict[str, Any] = {"type": "input_text", "text": last["content"]}
+            text["prompt_cache_breakpoint"] = EXPLICIT_BREAKPOINT
+            last["content"] = [text]
+        else:
+            last["content"][-1]["prompt_cache_breakpoint"] = EXPLICIT_BREAKPOINT
+    return instructions
+
+
 def build_responses_body(
     request: Request,
     options: RequestOptions,
@@ -290,10 +325,14 @@ def build_responses_body(
     check_inline_limits(request, LIMITS)
     cache: dict[str, Any] = {}
     explicit = prompt_cache_fields(options, cache)
-    body: dict[str, Any] = {"model": model, "input": _input(request, explicit), "stream": stream}
+    items = _input(request, explicit)
+    instructions = request.system
+    if explicit:
+        instructions = _mark_switches(items, options, request)
+    body: dict[str, Any] = {"model": model, "input": items, "stream": stream}
     body.update(cache)
-    if request.system:
-        body["instructions"] = request.system
+    if instructions:
+        body["instructions"] = instructions
     fmt = options.response_format
     if fmt is None:
         if request.tools:

@@ -33,9 +33,10 @@ raised, nothing is allocated per event but the fold's own states.
 from __future__ import annotations
 
 import enum
-from typing import Final
+from typing import Final, get_args
 
-from ..errors import TruncatedStreamError
+from .._arguments import type_named
+from ..errors import ConfigError, TruncatedStreamError
 from ..events import StreamEvent
 from ..fold import INITIAL_STATE, TurnState, fold, fold_events
 
@@ -88,7 +89,7 @@ class ShadowGuard:
         try:
             self.shadow = fold(self.shadow, event)
         except Exception as error:  # the fold's verdict
-            return error
+            return _verdict(error, event)
         return None
 
     def batch(self, batch: list[StreamEvent]) -> Exception | BatchVerdict | None:
@@ -102,13 +103,34 @@ class ShadowGuard:
             self.shadow = fold_events(batch, before)
         except Exception as error:  # the fold's verdict
             self.accepted, self.shadow = _accepted(before, batch)
-            return error
+            return _verdict(error, batch[self.accepted])
         return None
 
     def truncated(self, events: int) -> TruncatedStreamError | None:
         """The verdict on the attempt's completion after ``events`` events: ``None`` when the
         shadow saw ``MessageStop``, else the truncation."""
         return truncation(self.shadow.completed, events)
+
+
+#: The classes a client's stream may emit (``rxturn.events``; a batch is a list of them).
+_EVENT_CLASSES: tuple[type, ...] = get_args(StreamEvent)
+_EVENT_TYPES = frozenset(_EVENT_CLASSES)
+_EVENT_NAMES = ", ".join(cls.__name__ for cls in _EVENT_CLASSES)
+
+
+def _verdict(error: Exception, event: object) -> Exception:
+    """The fold's error for a rejected event, unless the event is no stream event at all: a
+    client of your own whose Observable emits ``None``, a str, a dict…, which the fold refuses
+    with a bare ``TypeError``. That is the client breaking its contract, which no retry or
+    other model mends: a :class:`~rxturn.errors.ConfigError` naming what it emitted. (Only
+    the failure path looks; a well-behaved stream costs nothing more.)"""
+    if type(event) in _EVENT_TYPES or not isinstance(error, TypeError):
+        return error
+    what = "None" if event is None else type_named(event)
+    return ConfigError(
+        f"the client's stream emitted {what}, not a stream event (rxturn.events: "
+        f"{_EVENT_NAMES}; a batch is a list of them)"
+    )
 
 
 def _accepted(state: TurnState, batch: list[StreamEvent]) -> tuple[int, TurnState]:

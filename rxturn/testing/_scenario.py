@@ -39,12 +39,14 @@ import json
 import math
 import os
 import re
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal, cast
 
 import msgspec
 
+from .._arguments import shown
 from .._media import describe_bound
 from .._validate import is_utf8
 from ..errors import ConfigError
@@ -283,13 +285,27 @@ def _lenient(data: bytes, where: str, exc: Exception) -> Any:
         return None
 
 
+#: Below this many bits an int has fewer than 4300 digits, the most Python writes by default.
+_WRITTEN_BITS = 14_000
+
+
 def _problem(value: object, path: str) -> str | None:
     """The first string that is not UTF-8 (a lone surrogate: no request can carry it, and
     encoding the reply failed on every request, a 500), float that is not finite (JSON has
     none; encoded as ``null``, silently), key that is not a string or value of no JSON type
     (a set, bytes, an object: a 500 on every request, or a silent array or base64 string) in
     ``value``, with its path; ``None`` if none."""
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        # a count no client can hold is a fault worth scripting; one Python cannot write
+        # (past 4300 digits, by default) failed every request with a 500
+        if value.bit_length() > _WRITTEN_BITS:
+            try:
+                str(value)
+            except ValueError:
+                most = f"{sys.get_int_max_str_digits()} digits at most"
+                return f"{path}: expected an integer Python writes ({most}), got {shown(value)}"
         return None
     if isinstance(value, str):
         if not is_utf8(value):

@@ -54,6 +54,7 @@ from __future__ import annotations
 import asyncio
 import os
 import random
+import socket
 import time
 from collections.abc import Coroutine, Mapping
 from time import monotonic as _monotonic  # (tests replace ``time`` to pin ``created``)
@@ -63,7 +64,7 @@ from typing import Any, Self, cast
 import msgspec
 from aiohttp import web
 
-from .._validate import is_host
+from .._validate import HOST_RULE, is_host
 from ..errors import ConfigError
 from . import _emit
 from ._cache import PromptCache
@@ -229,9 +230,7 @@ class FakeProvider:
         port: int = 0,
     ) -> None:
         if not is_host(host):
-            raise ConfigError(
-                f"FakeProvider: host must be an address such as 127.0.0.1, got {host!r}"
-            )
+            raise ConfigError(f"FakeProvider: host must be {HOST_RULE}, got {host!r}")
         if type(port) is not int or not 0 <= port <= 65535:
             raise ConfigError(f"FakeProvider: port must be an int from 0 to 65535, got {port!r}")
         self.scenario: Scenario = load_scenario(scenario)
@@ -277,7 +276,13 @@ class FakeProvider:
         return self.base_url + "/v1"
 
     async def start(self) -> Self:
-        """Bind and start serving. Idempotent."""
+        """Bind and start serving. Idempotent.
+
+        Raises:
+            ConfigError: the server cannot listen on ``host:port``: the host does not resolve
+                or is no address of this machine, or the port is taken (one line, the
+                system's reason).
+        """
         if self._runner is not None:
             return self
         app = web.Application(client_max_size=_MAX_REQUEST_BYTES)
@@ -302,8 +307,10 @@ class FakeProvider:
             # (TCP's first retransmit) before it connects at all
             site = web.TCPSite(runner, self.host, self._requested_port, backlog=_BACKLOG)
             await site.start()
-        except BaseException:
+        except BaseException as exc:
             await runner.cleanup()
+            if isinstance(exc, OSError):  # a name that does not resolve, a port taken...
+                raise ConfigError(self._cannot_listen(exc)) from None
             raise
         self._runner = runner
         self._closing = asyncio.Event()
@@ -311,6 +318,16 @@ class FakeProvider:
         address: Any = runner.addresses[0]
         self._port = int(address[1])
         return self
+
+    def _cannot_listen(self, exc: OSError) -> str:
+        """The one line for a bind that failed: where, and the system's reason (a host that
+        does not resolve, one that is no address of this machine, a port taken)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        if isinstance(exc, socket.gaierror) or not exc.errno:
+            reason = exc.strerror or str(exc)
+        else:  # (aiohttp's own text repeats the address: the errno's name says it once)
+            reason = os.strerror(exc.errno)
+        return f"FakeProvider: cannot listen on {host}:{self._requested_port}: {reason}"
 
     async def stop(self) -> None:
         """Stop serving: wake stalled handlers, close every connection. Idempotent."""

@@ -65,6 +65,9 @@ def test_minus_zero_degrees_is_zero(tmp_path: Path) -> None:
         ({"max_tokens": 2**31}, "max_tokens must be at most 2147483647"),
         ({"rpm": 10**15 + 1}, "rpm must be at most 10**15"),
         ({"tpm": 10**400}, "tpm must be at most 10**15"),
+        # past the 4300 digits Python prints: the error line itself raised ValueError
+        ({"max_tokens": 10**5000}, "max_tokens must be at most 2147483647"),
+        ({"tpm": -(10**5000)}, "tpm must be an integer >= 1"),
     ],
 )
 def test_the_api_refuses_the_same_numbers(fields: dict[str, int], words: str) -> None:

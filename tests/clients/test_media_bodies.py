@@ -238,6 +238,96 @@ def test_an_assistant_marker_in_explicit_mode_is_refused_by_responses(content: A
     assert responses(request)["input"][0] == {"role": "user", "content": "q"}  # implicit: dropped
 
 
+# -- OpenAI's explicit mode and the cache switches -------------------------------------------
+# Explicit mode caches only what a request marks: the switches were dropped there, so a request
+# asking for its system prompt and conversation to be cached had nothing cached at all.
+
+EXPLICIT = {"mode": "explicit"}
+
+
+def _explicit(**switches: Any) -> RequestOptions:
+    return RequestOptions(prompt_cache_options=EXPLICIT, **switches)
+
+
+def test_the_switches_are_explicit_breakpoints_in_chat() -> None:
+    request = Request(messages=(Message.user("q"),), system="be brief", tools=(TOOL,))
+    body = chat(request, _explicit(cache_system=True, cache_messages="1h"))
+    assert body["messages"] == [
+        {
+            "role": "system",
+            "content": [{"type": "text", "text": "be brief", "prompt_cache_breakpoint": EXPLICIT}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "q", "prompt_cache_breakpoint": EXPLICIT}],
+        },
+    ]
+
+
+def test_the_switches_are_explicit_breakpoints_in_responses() -> None:
+    # instructions is a plain string, which takes no breakpoint: the system prompt goes first
+    request = Request(messages=(Message.user("q"),), system="be brief")
+    body = responses(request, _explicit(cache_system=True, cache_messages=True))
+    assert "instructions" not in body
+    assert body["input"] == [
+        {
+            "role": "system",
+            "content": [
+                {"type": "input_text", "text": "be brief", "prompt_cache_breakpoint": EXPLICIT}
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "input_text", "text": "q", "prompt_cache_breakpoint": EXPLICIT}],
+        },
+    ]
+    only_messages = responses(request, _explicit(cache_messages=True))
+    assert only_messages["instructions"] == "be brief"
+
+
+def test_the_rolling_conversation_ends_at_the_last_tool_result() -> None:
+    request = Request(
+        messages=(
+            Message.user("q"),
+            Message(role="assistant", content=(ToolCallPart(id="c1", name="t"),)),
+            Message(role="user", content=(ToolResultPart("c1", "42"),)),
+        )
+    )
+    marked = {"type": "text", "text": "42", "prompt_cache_breakpoint": EXPLICIT}
+    assert chat(request, _explicit(cache_messages=True))["messages"][-1]["content"] == [marked]
+    output = responses(request, _explicit(cache_messages=True))["input"][-1]["output"]
+    assert output == [{**marked, "type": "input_text"}]
+    assert chat(request, _explicit())["messages"][0] == {"role": "user", "content": "q"}
+
+
+@pytest.mark.parametrize("build", [chat, responses], ids=["chat", "responses"])
+def test_cache_tools_cannot_act_in_explicit_mode_and_is_refused(build: Any) -> None:
+    request = Request(messages=(Message.user("q"),), tools=(TOOL,))
+    with pytest.raises(ConfigError, match=r"^RequestOptions\.cache_tools cannot act in OpenAI"):
+        build(request, _explicit(cache_tools=True))
+    build(request, RequestOptions(cache_tools=True))  # implicit mode: OpenAI caches by itself
+
+
+def test_a_conversation_ending_where_no_breakpoint_goes_is_refused() -> None:
+    prefill = Request(messages=(Message.user("q"), Message.assistant("The answer is")))
+    with pytest.raises(ConfigError, match=r"^RequestOptions\.cache_messages: the request ends"):
+        responses(prefill, _explicit(cache_messages=True))
+    calls = Request(
+        messages=(Message.user("q"), Message(role="assistant", content=(ToolCallPart("c", "t"),)))
+    )
+    with pytest.raises(ConfigError, match=r"^RequestOptions\.cache_messages: the request ends"):
+        chat(calls, _explicit(cache_messages=True))
+
+
+def test_the_switches_stay_ignored_where_caching_is_implicit() -> None:
+    request = Request(messages=(Message.user("q"),), system="s", tools=(TOOL,))
+    switches = RequestOptions(cache_system=True, cache_tools=True, cache_messages=True)
+    plain = RequestOptions()
+    assert chat(request, switches)["messages"] == chat(request, plain)["messages"]
+    assert responses(request, switches) == responses(request, plain)
+    assert ollama(request, switches) == ollama(request, plain)
+
+
 # -- Anthropic cache breakpoints ---------------------------------------------------------------
 
 

@@ -184,6 +184,14 @@ async def test_extra_body_that_json_cannot_carry_is_a_config_error() -> None:
         await client.create(HI, RequestOptions(extra_body={"x": object()}))
 
 
+async def test_an_int_past_what_python_will_write_in_extra_body_is_a_config_error() -> None:
+    # before, Python's own ValueError ("Exceeds the limit (4300 digits) for integer string
+    # conversion") came out of the body's encoding; nothing is sent (port 9: nobody listens)
+    client = OpenAIClient("g", base_url="http://127.0.0.1:9")
+    with pytest.raises(ConfigError, match=r"^request body is not JSON-serializable: Exceeds"):
+        await client.create(HI, RequestOptions(extra_body={"seed": 10**5000}))
+
+
 # --- keep_thinking --------------------------------------------------------------------------
 
 

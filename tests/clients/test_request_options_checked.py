@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+import rxturn
+from rxturn import OpenAIClient, TurnEngine
 from rxturn.clients.anthropic import build_anthropic_body
 from rxturn.clients.ollama import build_ollama_body
 from rxturn.clients.openai import build_openai_body
@@ -142,3 +144,45 @@ def test_a_credential_in_extra_headers_is_masked_in_the_repr() -> None:
         assert key not in shown
     assert "'x-trace-id': 't-1'" in repr(options) and "max_tokens=5" in repr(options)
     assert options.extra_headers["Authorization"] == f"Bearer {key}"  # still sent as given
+
+
+# A token count no API takes: past int32 (what the servers parse max_tokens into), past 64 bits,
+# past what Python will print (4300 digits). Each went into the body as written before.
+HUGE = [2**31, 2**64, 10**400, 10**5000]
+
+
+@pytest.mark.parametrize("wire", BUILDERS)
+@pytest.mark.parametrize("field", ["max_tokens", "thinking"])
+@pytest.mark.parametrize("value", HUGE, ids=["2**31", "2**64", "10**400", "10**5000"])
+def test_a_token_count_past_int32_is_refused_in_one_line(wire: str, field: str, value: int) -> None:
+    options = (
+        RequestOptions(max_tokens=value)
+        if field == "max_tokens"
+        else RequestOptions(thinking=value)
+    )
+    with pytest.raises(ConfigError) as info:
+        BUILDERS[wire](options)
+    said = str(info.value)
+    assert said.startswith(f"RequestOptions.{field} must be at most 2147483647 ")
+    assert "\n" not in said and len(said) < 200
+
+
+def test_the_largest_token_count_is_sent() -> None:
+    body = BUILDERS["openai"](RequestOptions(max_tokens=2**31 - 1))
+    assert body["max_tokens"] == 2147483647
+
+
+def test_an_engine_refuses_a_huge_cap_when_it_is_built() -> None:
+    client = OpenAIClient("g", api_key="k")  # never asked: the engine refuses first
+    with pytest.raises(ConfigError, match=r"^RequestOptions\.max_tokens must be at most"):
+        TurnEngine(client, request_options=RequestOptions(max_tokens=10**400))
+
+
+@pytest.mark.parametrize("client", ["AnthropicClient", "OpenAIClient", "OllamaClient"])
+@pytest.mark.parametrize("value", HUGE, ids=["2**31", "2**64", "10**400", "10**5000"])
+def test_a_clients_huge_default_cap_is_refused_in_one_line(client: str, value: int) -> None:
+    with pytest.raises(ConfigError) as info:
+        getattr(rxturn, client)("m", api_key="k", max_tokens=value)
+    said = str(info.value)
+    assert said.startswith(f"{client}: max_tokens must be at most 2147483647 ")
+    assert "\n" not in said and len(said) < 200

@@ -305,6 +305,13 @@ async def test_a_tool_returning_a_number_json_cannot_spell_is_an_error_result(
     assert result.content.startswith("ConfigError: ") and "NaN or infinite" in result.content
 
 
+def test_a_schema_holding_an_int_python_cannot_write_is_a_config_error() -> None:
+    # before, Python's own ValueError ("Exceeds the limit (4300 digits) ...") from Tool()
+    schema = {"type": "object", "properties": {"x": {"type": "integer", "maximum": 10**5000}}}
+    with pytest.raises(ConfigError, match=r"input_schema=\.\.\.\) must be JSON: Exceeds"):
+        Tool(area, input_schema=schema)
+
+
 @pytest.mark.parametrize(
     ("returned", "sent"),
     [
@@ -320,6 +327,47 @@ async def test_a_tools_finite_values_and_nulls_are_its_json(returned: object, se
 
     result = await ToolRegistry([compute]).run(ToolCallPart("c", "compute", {}))
     assert (result.content, result.is_error) == (sent, False)
+
+
+class Blob(msgspec.Struct):
+    name: str
+    data: bytes
+
+
+@pytest.mark.parametrize(
+    ("returned", "sent"),
+    [
+        ({"data": "café".encode()}, '{"data":"café"}'),
+        ([bytearray(b"a"), (memoryview(b"b"), 2.5)], '["a",["b",2.5]]'),
+        (Blob("log", b"line 1\n"), '{"name":"log","data":"line 1\\n"}'),
+    ],
+    ids=["in a dict", "bytearray and memoryview in lists", "in a struct"],
+)
+async def test_utf8_bytes_inside_a_tools_value_are_their_text(returned: object, sent: str) -> None:
+    # before, msgspec wrote them as base64 ("Y2Fmw6k="), which bytes returned alone never are
+    def read() -> object:
+        return returned
+
+    result = await ToolRegistry([read]).run(ToolCallPart("c", "read", {}))
+    assert (result.content, result.is_error) == (sent, False)
+
+
+@pytest.mark.parametrize(
+    ("returned", "at"),
+    [({"data": b"\x89PNG\xff"}, "['data']"), ([0, {"k": (1, bytearray(b"\xfe"))}], "[1]['k'][1]")],
+    ids=["in a dict", "deep in lists"],
+)
+async def test_binary_bytes_inside_a_tools_value_are_an_error_result_naming_where(
+    returned: object, at: str
+) -> None:
+    def read() -> object:
+        return returned
+
+    result = await ToolRegistry([read]).run(ToolCallPart("c", "read", {}))
+    assert result.is_error and isinstance(result.content, str)
+    assert result.content.startswith("ConfigError: the tool returned ")
+    assert f"bytes that are not UTF-8 text at {at} " in result.content
+    assert "ImagePart.from_bytes" in result.content and "\n" not in result.content
 
 
 async def test_a_sync_tool_raising_stop_iteration_is_a_failed_result_not_a_hang() -> None:

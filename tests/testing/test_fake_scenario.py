@@ -294,6 +294,20 @@ UNSENDABLE: list[tuple[dict[str, Any], str]] = [
         {"tool_calls": [{"name": "f", "input": {"k": {1: "one"}}}]},
         "models.m[0].tool_calls[0].input.k[1]: expected a string key, got int",
     ),
+    # an int past the 4300 digits Python writes: every request was a 500 and a traceback
+    (
+        {"text": "x", "raw_usage": {"input_tokens": 10**5000}},
+        "models.m[0].raw_usage.input_tokens: expected an integer Python writes (4300 digits at "
+        "most), got an integer of about 5001 digits",
+    ),
+    (
+        {"tool_calls": [{"name": "f", "input": {"k": [10**5000]}}]},
+        "models.m[0].tool_calls[0].input.k[0]: expected an integer Python writes",
+    ),
+    (
+        {"usage": {"input_tokens": 10**5000, "output_tokens": 1}},
+        "models.m[0].usage.input_tokens: expected an integer Python writes",
+    ),
     # msgspec's "- at `key` in `$[0]...`" was left unparsed: "scenario models.m: expected str,
     # got int - at key in $[0].tool_calls[0].input"
     (
@@ -436,3 +450,48 @@ def test_json_msgspec_refuses_is_named_by_its_field(
         load_scenario(path)
     assert message in str(info.value)
     assert "\n" not in str(info.value)
+
+
+# A value of the wrong JSON type for every entry key of docs/fake-provider.md's table.
+WRONG_TYPE: dict[str, Any] = {
+    "text": 1,
+    "thinking": [],
+    "tool_calls": {},
+    "stop_reason": 3,
+    "usage": "x",
+    "chunk_chars": "8",
+    "delay_ms": "0",
+    "delay_ms_max": [],
+    "status": "429",
+    "retry_after": "1",
+    "error_type": 5,
+    "error_message": False,
+    "drop_after_events": 1.5,
+    "stall_after_events": "1",
+    "stall_seconds": {},
+    "malformed_after_events": True,
+    "error_event_after_events": [1],
+    "raw_usage": [],
+    "first_content_delay_ms": "1",
+}
+
+
+def test_every_documented_entry_key_has_a_wrong_type_checked_below() -> None:
+    doc = (Path(__file__).parents[2] / "docs" / "fake-provider.md").read_text()
+    table = doc.split("## Entry keys", 1)[1].split("Details worth knowing", 1)[0]
+    keys = {line.split("`")[1] for line in table.splitlines() if line.startswith("| `")}
+    assert keys == set(WRONG_TYPE)
+
+
+@pytest.mark.parametrize("key", WRONG_TYPE)
+def test_a_wrong_type_in_any_entry_key_of_a_file_is_one_line_naming_key_and_entry(
+    key: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "scenario.json"
+    entries = [{"text": "fine"}, {key: WRONG_TYPE[key]}]
+    path.write_text(msgspec.json.encode({"models": {"primary": entries}}).decode())
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    said = str(info.value)
+    assert said.startswith(f"scenario models.primary[1].{key}: expected ")
+    assert "\n" not in said

@@ -32,6 +32,7 @@ import contextlib
 import contextvars
 import inspect
 import logging
+import math
 import re
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
@@ -43,7 +44,6 @@ from ..._arguments import check_callable, check_instance, check_items, described
 from ..._validate import (
     NON_FINITE,
     as_float,
-    holds_non_finite,
     json_problem,
     object_schema_problem,
     positive,
@@ -398,11 +398,11 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     """A tool's return value as a result's content: a str as is, ``None`` as ``""``, bytes
     that are UTF-8 as their text (``subprocess.check_output``'s), text, image and document
     parts (alone, or a tuple / list of them, strs among them as text) as parts, any other value
-    as its JSON.
+    as its JSON, with the bytes inside it as their text too.
 
     Raises:
-        ConfigError: the value is bytes that are not UTF-8 text: JSON would send them to the
-            model as a base64 string it cannot read (an image or a PDF goes as a part:
+        ConfigError: the value is (or holds) bytes that are not UTF-8 text: JSON would send
+            them to the model as a base64 string it cannot read (an image or a PDF goes as a part:
             ``ImagePart.from_bytes(data)``, ``DocumentPart.from_bytes(data)``).
         ConfigError: the value holds a part no tool result carries (an ``AudioPart``, a
             ``CachePoint``…), or parts mixed with other values: JSON of it would send the
@@ -424,19 +424,74 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
         items: list[object] = list(result)  # pyright: ignore[reportUnknownArgumentType]
         if any(isinstance(item, _PARTS) for item in items):
             return tuple(_carried(item, index) for index, item in enumerate(items))
-    text = msgspec.json.encode(result, enc_hook=str)
-    if b"null" in text and holds_non_finite(msgspec.to_builtins(result, enc_hook=str)):
-        raise ConfigError(f"the tool returned a value that is not JSON: {NON_FINITE}")
-    return text.decode()
+    # bytes inside the value follow the rule of bytes returned alone (msgspec would write them
+    # as base64, which the model cannot read): to_builtins keeps them, _json_ready decodes them
+    # and, in the same walk, refuses a NaN or an infinity (msgspec would write a plain null)
+    value: object = msgspec.to_builtins(result, builtin_types=_BYTES, enc_hook=str)
+    kind = type(value)
+    try:
+        if kind in _NESTED:
+            value = _json_ready(value)
+        elif kind is float and not math.isfinite(cast(float, value)):
+            raise ConfigError(f"the tool returned a value that is not JSON: {NON_FINITE}")
+    except _NotText as exc:
+        at = "".join(f"[{key!r}]" for key in reversed(exc.path))
+        _text_of(exc.raw, f" at {at}")  # raises, naming where
+    return msgspec.json.encode(value).decode()
 
 
-def _text_of(raw: bytes) -> str:
+_BYTES = (bytes, bytearray, memoryview)
+
+
+class _NotText(Exception):
+    """Bytes that are not UTF-8 inside a returned value; ``path`` collects the keys to them
+    (innermost first) as the walk unwinds."""
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self.path: list[object] = []
+
+
+def _json_ready(value: object) -> object:
+    """``value``, a container or a bytes-like of what ``to_builtins`` made (bytes kept), with
+    every bytes-like in it decoded as UTF-8 text (:class:`_NotText` when one is not); a float
+    in it that is NaN or infinite is a ConfigError. Its dicts and lists are fresh copies,
+    changed in place; a tuple is made anew."""
+    kind = type(value)
+    if kind is dict or kind is list or kind is tuple:
+        items = cast("dict[object, object] | list[object] | tuple[object, ...]", value)
+        if kind is tuple:
+            items = list(items)
+        pairs = items.items() if isinstance(items, dict) else enumerate(items)
+        for key, item in pairs:
+            of = type(item)
+            if of in _NESTED:
+                try:
+                    items[key] = _json_ready(item)  # pyright: ignore[reportArgumentType, reportCallIssue, reportIndexIssue]
+                except _NotText as exc:
+                    exc.path.append(key)
+                    raise
+            elif of is float and not math.isfinite(cast(float, item)):
+                raise ConfigError(f"the tool returned a value that is not JSON: {NON_FINITE}")
+        return tuple(items) if kind is tuple else value
+    raw = bytes(cast("bytes", value))
+    try:
+        return raw.decode()
+    except UnicodeDecodeError:
+        raise _NotText(raw) from None
+
+
+#: What :func:`_json_ready` looks into (anything else in a builtins tree is a JSON scalar).
+_NESTED = frozenset({dict, list, tuple, *_BYTES})
+
+
+def _text_of(raw: bytes, at: str = "") -> str:
     try:
         return raw.decode()
     except UnicodeDecodeError:
         raise ConfigError(
-            f"the tool returned {len(raw)} bytes that are not UTF-8 text (the model would get "
-            "them as base64); return a str, or ImagePart.from_bytes(data) / "
+            f"the tool returned {len(raw)} bytes that are not UTF-8 text{at} (the model would "
+            "get them as base64); return a str, or ImagePart.from_bytes(data) / "
             "DocumentPart.from_bytes(data) for an image or a PDF"
         ) from None
 

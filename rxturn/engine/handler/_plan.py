@@ -21,7 +21,7 @@ from typing import Any, Literal, Protocol, cast
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from ...clients._base import ModelClient
+from ...clients._base import ModelClient, create_message
 from ...clients._http import HttpClient
 from ...events import EventBatch, EventStream
 from ...messages import Message, Request, RequestOptions, Usage
@@ -227,5 +227,5 @@ class TurnSpec:
         from ...sources import from_awaitable
 
         client, request, options = self.client, self.request, self.options
-        request_ = from_awaitable(lambda: client.create(request, options))
+        request_ = from_awaitable(lambda: create_message(client, request, options))
         return request_ if self.watcher is None else _watched_rescue(request_, self.watcher)

@@ -26,7 +26,7 @@ import msgspec
 from reactivex import Observable, abc
 from reactivex.subject import Subject
 
-from ...clients._base import keeps_thinking
+from ...clients._base import create_message, keeps_thinking
 from ...clients._request import requested_max_tokens
 from ...cost import Pricer, prices_loaded, warm_up_prices
 from ...errors import Cancelled, FallbackExhausted
@@ -490,7 +490,7 @@ class TurnCalls:
             context = legs.attempt_started("create")
             try:
                 message = await create_path(
-                    functools.partial(host.client.create, request, options),
+                    functools.partial(create_message, host.client, request, options),
                     host.cancel_token,
                     deadline,
                     scheduler,
