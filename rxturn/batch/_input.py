@@ -498,6 +498,11 @@ def iter_lines(file: BinaryIO) -> Iterator[tuple[int, bytes]]:
             yield number, raw
 
 
+#: what the scan of an input without a row ends in, for ``batch run`` as for ``status --input``
+#: and ``export`` (an empty pipe read as no rows would be "0 rows" and an empty export)
+NO_ROWS = "has no rows (it is empty, or only blank lines)"
+
+
 class InputIndex:
     """What the scan keeps: every key (in input order) and its line number, nothing else."""
 

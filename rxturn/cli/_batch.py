@@ -689,7 +689,7 @@ def _scan_named(name: str, state: Any) -> tuple[Any, list[str]]:
         BatchInputError: as :func:`~rxturn.batch._input.scan_input`, the file's name first.
     """
     from rxturn.batch import BatchInputError
-    from rxturn.batch._input import input_sha, scan_input
+    from rxturn.batch._input import NO_ROWS, input_sha, scan_input
 
     last = state.last
     changed: list[str] = []  # in input order
@@ -701,13 +701,16 @@ def _scan_named(name: str, state: Any) -> tuple[Any, list[str]]:
         if seen is not None and seen[1] and seen[1] != input_sha(obj):
             changed.append(key)
 
+    source = "stdin" if name == "-" else repr(name)
     try:
-        return scan_input(name, check), changed
+        index = scan_input(name, check)
     except BatchInputError as exc:
         if exc.line is None:
             raise
-        source = "stdin" if name == "-" else repr(name)
         raise BatchInputError(f"{source} {exc}", line=exc.line) from None
+    if not index.keys:  # (as `batch run` refuses it: no rows is no input)
+        raise BatchInputError(f"the input {source} {NO_ROWS}")
+    return index, changed
 
 
 def _changed_notice(changed: list[str], how_one: str, how_many: str) -> None:
