@@ -201,10 +201,12 @@ def refuse_special(path: Path, what: str = "the output") -> bool:
             if stat.S_ISSOCK(mode)
             else "a device"
         )
-        raise BatchOutputError(
-            f"{what} {str(path)!r} is {kind}, not a regular file (it is the checkpoint, read "
-            "back and appended to): name a file"
+        why = (
+            "(it is the checkpoint, read back and appended to): name a file"
+            if what == "the output"
+            else "(it is read back, and replaced by each run): remove it"
         )
+        raise BatchOutputError(f"{what} {str(path)!r} is {kind}, not a regular file {why}")
     return True
 
 

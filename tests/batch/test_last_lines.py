@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import msgspec
@@ -146,3 +147,16 @@ def test_a_manifest_version_no_run_writes_is_no_manifest(tmp_path: Path, version
     )
     with pytest.raises(BatchOutputError, match=r"is not a batch manifest \(.*\$\.version"):
         Manifest.load(out)
+
+
+def test_a_manifest_that_is_a_named_pipe_is_refused_in_its_own_words(tmp_path: Path) -> None:
+    """A manifest path holding a named pipe was refused as the output is ("it is the
+    checkpoint, read back and appended to): name a file"), which no flag can do for it."""
+    out = tmp_path / "out.jsonl"
+    os.mkfifo(Manifest.path_for(out))
+    with pytest.raises(BatchOutputError) as caught:
+        Manifest.load(out, broken_ok=True)  # (--force cannot rewrite it either)
+    assert str(caught.value) == (
+        f"the manifest {str(Manifest.path_for(out))!r} is a named pipe, not a regular file (it "
+        "is read back, and replaced by each run): remove it"
+    )
