@@ -187,3 +187,23 @@ def test_a_dash_for_the_output_is_refused_and_no_file_named_dash_is_made(
     assert captured.err.startswith(said) and "'-' (stdout)" in captured.err
     assert captured.err.count("\n") == 1
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+@pytest.mark.parametrize("address", ["http://127.0.0.1:8265", "ray://http://127.0.0.1:10001"])
+def test_a_ray_address_of_another_scheme_is_refused_as_no_address(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], address: str
+) -> None:
+    """The dashboard's ``http://HOST:8265`` (what ``ray job submit`` takes) was looked up as the
+    host name ``http://HOST``: exit 1, "cannot reach the Ray cluster … (Name or service not
+    known)", as if the cluster were down. It is no address ``--ray`` takes (no Ray is needed
+    to say so)."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    args = ["batch", "run", str(inp), "-o", str(out), "--provider", "openai", "--model", "m"]
+    assert main([*args, "--base-url", "http://127.0.0.1:1", "--ray", address]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"rxturn batch: error: --ray takes auto, HOST:PORT or ray://HOST:PORT, got {address!r}\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
