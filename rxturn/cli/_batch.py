@@ -584,7 +584,9 @@ def _errors_seen(file_run: Any, url: str = "") -> str:
     kinds = ", ".join(f"{count} {kind}" for kind, count in errors.most_common(3))
     more = len(errors) - 3
     first = one_line(file_run.first_error, 300)
-    if first and url and url not in first:
+    # (a ConfigError is a request that could not be made: a row's option its provider does not
+    # take; no URL was requested)
+    if first and url and url not in first and not first.startswith("ConfigError: "):
         first += f"; requested {url}"
     return (
         f"; errors: {kinds}"
