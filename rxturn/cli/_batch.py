@@ -429,9 +429,11 @@ def _run_command(args: argparse.Namespace) -> int:
         return _fail(in_cli_words(str(exc), args.provider))
     if args.ray is not None:
         from rxturn.ray._backend import check_address
+        from rxturn.ray._budget import ray_module
 
         try:
             check_address(args.ray)  # before the output is touched
+            ray_module()  # the extra, too: a run refused for want of it leaves no file
         except RxturnError as exc:
             return _fail(str(exc), _exit_code(exc))
     spooled: Spool | None = None

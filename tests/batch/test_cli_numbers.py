@@ -6,6 +6,7 @@ an empty file name or model is named by its flag."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -205,5 +206,24 @@ def test_a_ray_address_of_another_scheme_is_refused_as_no_address(
     captured = capsys.readouterr()
     assert captured.err == (
         f"rxturn batch: error: --ray takes auto, HOST:PORT or ray://HOST:PORT, got {address!r}\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_ray_not_installed_is_said_before_the_output_is_touched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--ray`` without the extra was refused (exit 2) only once the run had made its output,
+    lock and manifest: a first run refused leaves no file, as docs/batch.md says."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)  # (auto: no address to look at)
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    args = ["batch", "run", str(inp), "-o", str(out), "--provider", "openai", "--model", "m"]
+    assert main([*args, "--base-url", "http://127.0.0.1:1", "--ray", "auto"]) == 2
+    assert capsys.readouterr().err == (
+        "rxturn batch: error: Ray is not installed: pip install 'rxturn[ray]' (it brings "
+        "ray[data])\n"
     )
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
