@@ -629,6 +629,10 @@ def check_paths(input_path: Path, output: Path) -> None:
     if not output.name or output.name in (".", ".."):
         raise BatchOutputError(f"the output {str(output)!r} names no file")
     directory = output.parent
+    if directory.is_dir() and output.is_symlink():
+        # the file a symlink leads to is the one written (and its lock and manifest beside
+        # it): its directory must be there too
+        directory = Path(os.path.realpath(output)).parent
     if not directory.is_dir():
         what = "is not a directory" if directory.exists() else "does not exist"
         raise BatchOutputError(

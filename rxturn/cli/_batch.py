@@ -144,11 +144,15 @@ def output_argument(text: str) -> str:
     back by the next run, so stdout cannot be it; ``-o -`` wrote a file named ``-`` in the
     current directory (``./-`` still names that file)."""
     if text == "-":
-        import argparse
-
         raise argparse.ArgumentTypeError(
             "OUT is the checkpoint file the next run reads back, so '-' (stdout) cannot be "
             "it: write to a file, then 'rxturn batch export' it"
+        )
+    if text.endswith("/") or (os.altsep is not None and text.endswith(os.altsep)):
+        # (a path drops the slash: 'results/', a directory that does not exist yet, became
+        # a file named 'results')
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names a directory: OUT is a file (such as {text + 'answers.jsonl'!r})"
         )
     return file_argument(text)
 
