@@ -193,10 +193,12 @@ def check_row_options(raw: object, line: int, where: str) -> dict[str, Any] | No
         checked = check_options(msgspec.convert(options, RequestOptions))
         # and what every wire's request refuses too, whatever the provider: a thinking budget
         # below the floor (or not below the row's own max_tokens), a tool_choice that needs
-        # tools (a row has none), an extra_body setting the client's model or stream
-        resolve_thinking(checked, checked.max_tokens)
-        resolve_tool_choice(checked, None)
-        merge_extra_body({}, checked)
+        # tools (a row has none), an extra_body setting the client's model or stream (looked
+        # at only when one is set: a provider line's options are mostly max_tokens alone)
+        if checked.thinking is not None or checked.tool_choice is not None or checked.extra_body:
+            resolve_thinking(checked, checked.max_tokens)
+            resolve_tool_choice(checked, None)
+            merge_extra_body({}, checked)
     except (msgspec.ValidationError, ConfigError) as exc:
         raise _fail(line, f"{where}: {exc}") from None
     return options or None
