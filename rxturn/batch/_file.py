@@ -26,7 +26,7 @@ from ..cost import cost_available, warm_up_prices
 from ._api import BatchSummary, Tally
 from ._budget import Budget, LocalGate
 from ._errors import BatchInputError, BatchOutputError, BatchWriteError
-from ._input import InputIndex, input_sha, iter_lines, parse_row, scan_input
+from ._input import NO_ROWS, InputIndex, input_sha, iter_lines, parse_row, scan_input
 from ._output import (
     Manifest,
     OutputLock,
@@ -335,7 +335,7 @@ class FileRun:
         self.index = index = scan_input(self.input_path, check)
         last.shrink()  # (a dict keeps its size when keys go)
         if not index.keys:
-            raise BatchInputError("the input has no rows (it is empty, or only blank lines)")
+            raise BatchInputError(f"the input {NO_ROWS}")
         pending = bytearray(index.lines + 1)
         for line in run_keys:
             pending[line] = 1
@@ -629,6 +629,10 @@ def check_paths(input_path: Path, output: Path) -> None:
     if not output.name or output.name in (".", ".."):
         raise BatchOutputError(f"the output {str(output)!r} names no file")
     directory = output.parent
+    if directory.is_dir() and output.is_symlink():
+        # the file a symlink leads to is the one written (and its lock and manifest beside
+        # it): its directory must be there too
+        directory = Path(os.path.realpath(output)).parent
     if not directory.is_dir():
         what = "is not a directory" if directory.exists() else "does not exist"
         raise BatchOutputError(

@@ -35,7 +35,12 @@ from typing import Any, BinaryIO, cast
 
 import msgspec
 
-from ..clients._request import check_options
+from ..clients._request import (
+    check_options,
+    merge_extra_body,
+    resolve_thinking,
+    resolve_tool_choice,
+)
 from ..errors import ConfigError
 from ..messages import Message, RequestOptions, TextPart, as_message
 from ._checks import MAX_LINE_BYTES, duplicate_key, json_problem, too_long
@@ -185,7 +190,15 @@ def check_row_options(raw: object, line: int, where: str) -> dict[str, Any] | No
     try:
         # the types, then the values (a max_tokens of 0 is refused here, before any request,
         # not by each row's request when it runs)
-        check_options(msgspec.convert(options, RequestOptions))
+        checked = check_options(msgspec.convert(options, RequestOptions))
+        # and what every wire's request refuses too, whatever the provider: a thinking budget
+        # below the floor (or not below the row's own max_tokens), a tool_choice that needs
+        # tools (a row has none), an extra_body setting the client's model or stream (looked
+        # at only when one is set: a provider line's options are mostly max_tokens alone)
+        if checked.thinking is not None or checked.tool_choice is not None or checked.extra_body:
+            resolve_thinking(checked, checked.max_tokens)
+            resolve_tool_choice(checked, None)
+            merge_extra_body({}, checked)
     except (msgspec.ValidationError, ConfigError) as exc:
         raise _fail(line, f"{where}: {exc}") from None
     return options or None
@@ -485,6 +498,11 @@ def iter_lines(file: BinaryIO) -> Iterator[tuple[int, bytes]]:
             raise _fail(number, problem)
         if raw.strip():
             yield number, raw
+
+
+#: what the scan of an input without a row ends in, for ``batch run`` as for ``status --input``
+#: and ``export`` (an empty pipe read as no rows would be "0 rows" and an empty export)
+NO_ROWS = "has no rows (it is empty, or only blank lines)"
 
 
 class InputIndex:

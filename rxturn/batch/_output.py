@@ -201,10 +201,12 @@ def refuse_special(path: Path, what: str = "the output") -> bool:
             if stat.S_ISSOCK(mode)
             else "a device"
         )
-        raise BatchOutputError(
-            f"{what} {str(path)!r} is {kind}, not a regular file (it is the checkpoint, read "
-            "back and appended to): name a file"
+        why = (
+            "(it is the checkpoint, read back and appended to): name a file"
+            if what == "the output"
+            else "(it is read back, and replaced by each run): remove it"
         )
+        raise BatchOutputError(f"{what} {str(path)!r} is {kind}, not a regular file {why}")
     return True
 
 
@@ -453,6 +455,10 @@ class OutputLock:
             self._fd = None
 
 
+#: The manifest format this rxturn writes and reads.
+MANIFEST_VERSION = 1
+
+
 class Manifest(msgspec.Struct, kw_only=True):
     """``OUT.jsonl.manifest.json``: what the output's rows were asked with."""
 
@@ -463,7 +469,8 @@ class Manifest(msgspec.Struct, kw_only=True):
     system: str | None = None
     options: dict[str, Any] = msgspec.field(default_factory=dict[str, Any])
     runs: Annotated[int, msgspec.Meta(ge=0)] = 0  # (an edited -5 made the next run -4)
-    version: int = 1
+    #: the manifest's format: no run wrote a 0, and a later one is a newer rxturn's
+    version: Annotated[int, msgspec.Meta(ge=1)] = MANIFEST_VERSION
 
     @staticmethod
     def path_for(output: Path) -> Path:
@@ -489,13 +496,25 @@ class Manifest(msgspec.Struct, kw_only=True):
         except OSError as exc:
             raise BatchWriteError(f"cannot read {str(path)!r}: {_reason(exc)}") from None
         try:
-            return msgspec.json.decode(data, type=cls)
+            manifest = msgspec.json.decode(data, type=cls)
         except msgspec.DecodeError as exc:
             if broken_ok:
                 return None
             raise BatchOutputError(
                 f"{str(path)!r} is not a batch manifest ({exc}); `batch run --force` rewrites it"
             ) from None
+        if manifest.version > MANIFEST_VERSION:
+            # a newer rxturn's: its settings and lines may mean what this one cannot tell, and
+            # a run here rewrote it as this version's (its fields dropped)
+            if broken_ok:
+                return None
+            raise BatchOutputError(
+                f"{str(path)!r} is a manifest of a newer rxturn (version {manifest.version}; "
+                f"this one reads version {MANIFEST_VERSION}): continue the output with that "
+                "rxturn, or write to another output (`batch run --force` rewrites it as "
+                f"version {MANIFEST_VERSION})"
+            )
+        return manifest
 
     def save(self, output: Path) -> None:
         """Write atomically: a temporary file, fsync, rename over, fsync the directory.

@@ -144,11 +144,15 @@ def output_argument(text: str) -> str:
     back by the next run, so stdout cannot be it; ``-o -`` wrote a file named ``-`` in the
     current directory (``./-`` still names that file)."""
     if text == "-":
-        import argparse
-
         raise argparse.ArgumentTypeError(
             "OUT is the checkpoint file the next run reads back, so '-' (stdout) cannot be "
             "it: write to a file, then 'rxturn batch export' it"
+        )
+    if text.endswith("/") or (os.altsep is not None and text.endswith(os.altsep)):
+        # (a path drops the slash: 'results/', a directory that does not exist yet, became
+        # a file named 'results')
+        raise argparse.ArgumentTypeError(
+            f"{text!r} names a directory: OUT is a file (such as {text + 'answers.jsonl'!r})"
         )
     return file_argument(text)
 
@@ -429,9 +433,11 @@ def _run_command(args: argparse.Namespace) -> int:
         return _fail(in_cli_words(str(exc), args.provider))
     if args.ray is not None:
         from rxturn.ray._backend import check_address
+        from rxturn.ray._budget import ray_module
 
         try:
             check_address(args.ray)  # before the output is touched
+            ray_module()  # the extra, too: a run refused for want of it leaves no file
         except RxturnError as exc:
             return _fail(str(exc), _exit_code(exc))
     spooled: Spool | None = None
@@ -584,7 +590,9 @@ def _errors_seen(file_run: Any, url: str = "") -> str:
     kinds = ", ".join(f"{count} {kind}" for kind, count in errors.most_common(3))
     more = len(errors) - 3
     first = one_line(file_run.first_error, 300)
-    if first and url and url not in first:
+    # (a ConfigError is a request that could not be made: a row's option its provider does not
+    # take; no URL was requested)
+    if first and url and url not in first and not first.startswith("ConfigError: "):
         first += f"; requested {url}"
     return (
         f"; errors: {kinds}"
@@ -689,7 +697,7 @@ def _scan_named(name: str, state: Any) -> tuple[Any, list[str]]:
         BatchInputError: as :func:`~rxturn.batch._input.scan_input`, the file's name first.
     """
     from rxturn.batch import BatchInputError
-    from rxturn.batch._input import input_sha, scan_input
+    from rxturn.batch._input import NO_ROWS, input_sha, scan_input
 
     last = state.last
     changed: list[str] = []  # in input order
@@ -701,13 +709,16 @@ def _scan_named(name: str, state: Any) -> tuple[Any, list[str]]:
         if seen is not None and seen[1] and seen[1] != input_sha(obj):
             changed.append(key)
 
+    source = "stdin" if name == "-" else repr(name)
     try:
-        return scan_input(name, check), changed
+        index = scan_input(name, check)
     except BatchInputError as exc:
         if exc.line is None:
             raise
-        source = "stdin" if name == "-" else repr(name)
         raise BatchInputError(f"{source} {exc}", line=exc.line) from None
+    if not index.keys:  # (as `batch run` refuses it: no rows is no input)
+        raise BatchInputError(f"the input {source} {NO_ROWS}")
+    return index, changed
 
 
 def _changed_notice(changed: list[str], how_one: str, how_many: str) -> None:

@@ -52,7 +52,15 @@ def check_address(address: str) -> None:
         shown = f"{address} (RAY_ADDRESS)"
     rest = address.removeprefix("ray://")
     host, colon, port_text = rest.rpartition(":")
-    if not colon or not host or not port_text.isdigit() or not 0 < int(port_text) < 65536:
+    # (another scheme is no host: the dashboard's http://HOST:8265, which `ray job submit`
+    # takes, was looked up as the host name "http://HOST", "Name or service not known")
+    if (
+        not colon
+        or not host
+        or "/" in host
+        or not port_text.isdigit()
+        or not 0 < int(port_text) < 65536
+    ):
         raise ConfigError(f"--ray takes auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
     try:
         with socket.create_connection((host.strip("[]"), int(port_text)), _REACH_TIMEOUT):

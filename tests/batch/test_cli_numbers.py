@@ -6,6 +6,7 @@ an empty file name or model is named by its flag."""
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -190,3 +191,87 @@ def test_a_dash_for_the_output_is_refused_and_no_file_named_dash_is_made(
     assert captured.err.startswith(said) and "'-' (stdout)" in captured.err
     assert captured.err.count("\n") == 1
     assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+@pytest.mark.parametrize("address", ["http://127.0.0.1:8265", "ray://http://127.0.0.1:10001"])
+def test_a_ray_address_of_another_scheme_is_refused_as_no_address(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], address: str
+) -> None:
+    """The dashboard's ``http://HOST:8265`` (what ``ray job submit`` takes) was looked up as the
+    host name ``http://HOST``: exit 1, "cannot reach the Ray cluster … (Name or service not
+    known)", as if the cluster were down. It is no address ``--ray`` takes (no Ray is needed
+    to say so)."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    args = ["batch", "run", str(inp), "-o", str(out), "--provider", "openai", "--model", "m"]
+    assert main([*args, "--base-url", "http://127.0.0.1:1", "--ray", address]) == 2
+    captured = capsys.readouterr()
+    assert captured.err == (
+        f"rxturn batch: error: --ray takes auto, HOST:PORT or ray://HOST:PORT, got {address!r}\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_ray_not_installed_is_said_before_the_output_is_touched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--ray`` without the extra was refused (exit 2) only once the run had made its output,
+    lock and manifest: a first run refused leaves no file, as docs/batch.md says."""
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)  # (auto: no address to look at)
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    args = ["batch", "run", str(inp), "-o", str(out), "--provider", "openai", "--model", "m"]
+    assert main([*args, "--base-url", "http://127.0.0.1:1", "--ray", "auto"]) == 2
+    assert capsys.readouterr().err == (
+        "rxturn batch: error: Ray is not installed: pip install 'rxturn[ray]' (it brings "
+        "ray[data])\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+@pytest.mark.parametrize("command", ["run", "status", "export"])
+def test_an_output_name_ending_in_a_slash_is_no_file(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+) -> None:
+    """``-o results/`` (a directory that does not exist yet) wrote a file named ``results``:
+    a path drops the slash. The name says a directory, so it is refused before anything is
+    touched."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "in.jsonl").write_text('{"id": "a", "prompt": "x"}\n')
+    args = {
+        "run": ["run", "in.jsonl", "-o", "results/", "--provider", "openai", "--model", "m"],
+        "status": ["status", "results/"],
+        "export": ["export", "results/", "--input", "in.jsonl"],
+    }[command]
+    with pytest.raises(SystemExit) as exited:
+        main(["batch", *args, *(["--base-url", "http://127.0.0.1:1"] if command == "run" else [])])
+    assert exited.value.code == 2
+    assert capsys.readouterr().err.endswith(
+        "'results/' names a directory: OUT is a file (such as 'results/answers.jsonl')\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl"]
+
+
+def test_a_symlink_into_a_directory_that_does_not_exist_is_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An output that is a symlink to a file in a missing directory was exit 1, "cannot create
+    the lock '…/gone/out.jsonl.lock': No such file or directory": the directory checked was
+    the link's, not the one its file is written in."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    link = tmp_path / "latest.jsonl"
+    link.symlink_to(tmp_path / "gone" / "out.jsonl")
+    args = ["batch", "run", str(inp), "-o", str(link), "--provider", "openai", "--model", "m"]
+    assert main([*args, "--base-url", "http://127.0.0.1:1"]) == 2
+    assert capsys.readouterr().err == (
+        f"rxturn batch: error: cannot write {str(link)!r}: the directory "
+        f"{str(tmp_path / 'gone')!r} does not exist\n"
+    )
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["in.jsonl", "latest.jsonl"]

@@ -35,6 +35,13 @@ def test_the_first_error_names_the_url_once() -> None:
     assert _said({}, "") == ""
 
 
+def test_a_request_that_could_not_be_made_names_no_url() -> None:
+    """A row whose option its provider does not take (``thinking`` on OpenAI) fails before a
+    request is made: the summary said ``…; requested http://…`` of a URL nothing was sent to."""
+    first = "ConfigError: RequestOptions.thinking is Anthropic's extended-thinking budget"
+    assert _said({"ConfigError": 3}, first) == f"; errors: 3 ConfigError (first: {first})"
+
+
 @pytest.mark.parametrize(
     ("tpm", "max_tokens", "said"),
     [

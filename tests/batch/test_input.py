@@ -242,8 +242,34 @@ def test_a_lone_surrogate_escape_is_named_not_called_truncated(
             },
             "line 1: body: RequestOptions.max_tokens must be a positive integer, got -5",
         ),
+        (
+            {"id": "a", "prompt": "p", "options": {"thinking": 5}},
+            "line 1: options: RequestOptions.thinking must be a thinking budget in tokens, an "
+            "integer >= 1024, got 5",
+        ),
+        (
+            {"id": "a", "prompt": "p", "options": {"thinking": 2000, "max_tokens": 100}},
+            "line 1: options: RequestOptions.thinking=2000 must be below max_tokens=100",
+        ),
+        (
+            {"id": "a", "prompt": "p", "options": {"tool_choice": "any"}},
+            "line 1: options: RequestOptions.tool_choice='any' needs tools",
+        ),
+        (
+            {"id": "a", "prompt": "p", "options": {"extra_body": {"stream": False}}},
+            "line 1: options: RequestOptions.extra_body may not set 'stream'",
+        ),
     ],
-    ids=["max-tokens-0", "negative-temperature", "empty-stop", "openai-body-max-tokens"],
+    ids=[
+        "max-tokens-0",
+        "negative-temperature",
+        "empty-stop",
+        "openai-body-max-tokens",
+        "thinking-below-floor",
+        "thinking-over-max-tokens",
+        "tool-choice-without-tools",
+        "extra-body-stream",
+    ],
 )
 def test_an_option_of_the_right_type_but_out_of_range_is_refused_in_the_scan(
     tmp_path: Path, row: dict[str, object], message: str

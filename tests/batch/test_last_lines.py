@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from rxturn.batch import BatchConfig, BatchOutputError, FileRun
@@ -108,3 +110,53 @@ def test_force_rewrites_a_manifest_that_is_no_manifest(tmp_path: Path) -> None:
     assert saved is not None and saved.model == "m" and saved.runs == 1
     assert out.read_text() == line  # the lines kept, the ok row still skipped
     assert run.pending.count(1) == 0
+
+
+@pytest.mark.parametrize("version", [2, 99])
+def test_a_manifest_of_a_newer_format_is_refused_untouched(tmp_path: Path, version: int) -> None:
+    """A newer rxturn's manifest was read as this one's and rewritten as version 1 by the next
+    run (its fields dropped), and ``status`` counted its output as this one's lines: now each
+    refuses it, and only ``--force`` rewrites it."""
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "prompt": "x"}\n')
+    out = tmp_path / "out.jsonl"
+    out.write_text("")
+    config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:9")
+    written = Manifest(fingerprint="f", provider="anthropic", model="m", runs=1, version=version)
+    Manifest.path_for(out).write_bytes(msgspec.json.encode(written))
+    before = Manifest.path_for(out).read_bytes()
+    with pytest.raises(BatchOutputError, match=rf"newer rxturn \(version {version}; this one"):
+        FileRun(inp, out, config).prepare()
+    with pytest.raises(BatchOutputError, match=r"newer rxturn"):
+        Manifest.load(out)  # (what status and export read)
+    assert Manifest.path_for(out).read_bytes() == before
+    run = FileRun(inp, out, config, force=True)
+    try:
+        run.prepare()
+    finally:
+        run.close()
+    saved = Manifest.load(out)
+    assert saved is not None and saved.version == 1 and saved.runs == 1
+
+
+@pytest.mark.parametrize("version", ["0", "-1"])
+def test_a_manifest_version_no_run_writes_is_no_manifest(tmp_path: Path, version: str) -> None:
+    out = tmp_path / "out.jsonl"
+    Manifest.path_for(out).write_text(
+        f'{{"fingerprint": "f", "provider": "p", "model": "m", "version": {version}}}'
+    )
+    with pytest.raises(BatchOutputError, match=r"is not a batch manifest \(.*\$\.version"):
+        Manifest.load(out)
+
+
+def test_a_manifest_that_is_a_named_pipe_is_refused_in_its_own_words(tmp_path: Path) -> None:
+    """A manifest path holding a named pipe was refused as the output is ("it is the
+    checkpoint, read back and appended to): name a file"), which no flag can do for it."""
+    out = tmp_path / "out.jsonl"
+    os.mkfifo(Manifest.path_for(out))
+    with pytest.raises(BatchOutputError) as caught:
+        Manifest.load(out, broken_ok=True)  # (--force cannot rewrite it either)
+    assert str(caught.value) == (
+        f"the manifest {str(Manifest.path_for(out))!r} is a named pipe, not a regular file (it "
+        "is read back, and replaced by each run): remove it"
+    )

@@ -88,3 +88,22 @@ def test_export_says_which_lines_answer_an_edited_row_and_how_many_rows_it_left_
         f"rxturn batch: 1 row of the input has no line in {str(out)!r} yet, left out (pending: "
         "the same 'rxturn batch run' runs it)"
     )
+
+
+@pytest.mark.parametrize("command", ["status", "export"])
+@pytest.mark.parametrize("text", ["", "\n\n"])
+def test_an_input_without_rows_is_refused_as_run_refuses_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, text: str
+) -> None:
+    """An empty ``--input`` (a pipe whose writer failed, say) was "0 rows: 0 ok, 0 error, 0
+    pending" and an empty export, both exit 0, beside an output of answered rows: it is the
+    input ``batch run`` refuses, refused here with the same words and exit code."""
+    inp, out = _edited_output(tmp_path)
+    inp.write_text(text)
+    assert main(["batch", command, str(out), "--input", str(inp)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == (
+        f"rxturn batch: error: the input {str(inp)!r} has no rows (it is empty, or only blank "
+        "lines)\n"
+    )

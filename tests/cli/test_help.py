@@ -129,7 +129,7 @@ class _Keyboard(io.BytesIO):
         (
             ["batch", "status", "{out}", "--input", "-"],
             "(reading the input's rows from stdin: end it with Ctrl-D)",
-            0,
+            2,  # (no rows: refused, as batch run refuses them)
         ),
         (
             ["chat", "--provider", "ollama", "--model", "m", "--base-url", URL, "-"],
