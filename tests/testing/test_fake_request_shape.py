@@ -273,6 +273,8 @@ def test_the_joined_body_and_the_cached_events_are_the_events(wire: Wire) -> Non
 
 
 _STAMP = re.compile(rb"\r\nDate: [^\r]*")
+#: each wire's creation time in a body: two requests a second apart differ there alone
+_CREATED = re.compile(rb'"created(?:_at)?":(?:"[^"]*"|\d+)')
 
 
 async def _raw(fake_url: str, wire: str) -> bytes:
@@ -306,7 +308,7 @@ async def test_one_write_and_paced_writes_send_the_same_bytes(serve: Serve, wire
     many_head, many_body = many.split(b"\r\n\r\n", 1)
     assert one_head == many_head
     assert b"Transfer-Encoding: chunked" in one_head
-    assert _dechunk(one_body) == _dechunk(many_body)
+    assert _CREATED.sub(b"", _dechunk(one_body)) == _CREATED.sub(b"", _dechunk(many_body))
     assert one_body.count(b"\r\n0\r\n\r\n") == 1 and one_body.endswith(b"\r\n0\r\n\r\n")
 
 
