@@ -153,6 +153,34 @@ def test_a_callable_without_a_usable_name_is_told_to_pass_one() -> None:
     assert Tool(lambda: "x", name="named").name == "named"
 
 
+def _takes_a_complex(x: int, z: complex) -> int:
+    return x
+
+
+def _takes_an_object(where: object) -> int:
+    return 0
+
+
+@pytest.mark.parametrize("function", [_takes_a_complex, _takes_an_object])
+def test_a_parameter_type_without_a_json_schema_is_named_in_one_line(
+    function: Callable[..., object],
+) -> None:
+    # before: msgspec's TypeError, several lines long and naming neither tool nor parameter
+    with pytest.raises(ConfigError, match=r"^tool '_takes_an?_[a-z]+': parameter '[a-z]+' is "):
+        Tool(function)
+    with pytest.raises(ConfigError) as caught:
+        Tool(function, name="named")
+    assert "\n" not in str(caught.value) and "input_schema=" in str(caught.value)
+    # the way out the message names works
+    Tool(function, input_schema={"type": "object", "properties": {}})
+
+
+def test_a_callable_whose_signature_cannot_be_read_is_a_config_error() -> None:
+    # before: ValueError("no signature found for builtin <built-in function max>")
+    with pytest.raises(ConfigError, match=r"^tool 'max': its signature cannot be read"):
+        Tool(max)
+
+
 async def test_the_registry_refuses_a_call_or_name_of_the_wrong_type() -> None:
     # before: AttributeError ('int' object has no attribute 'name') and TypeError (unhashable)
     registry = ToolRegistry([area])
