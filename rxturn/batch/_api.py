@@ -31,7 +31,7 @@ from ..messages import Message
 from ._budget import Budget, Gate, LocalGate
 from ._errors import BatchInputError
 from ._input import BatchRow, check_row_options, check_turn, checked_sha, decode_row
-from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
+from ._runner import BatchConfig, RowOk, RowResult, Runner, checked_config, drive
 
 __all__ = ["BAR_SIZE", "BatchSummary", "Tally", "batch_results", "run_batch", "sized"]
 
@@ -233,9 +233,7 @@ def _check_arguments(
     rows: object, config: object, *, on_result: object = None, gate: object = None
 ) -> None:
     """Raises ConfigError for arguments no run can take."""
-    if not isinstance(config, BatchConfig):
-        raise ConfigError(f"config must be a BatchConfig, got {type(config).__name__}")
-    config.check()
+    checked_config(config)
     if (
         isinstance(rows, str | bytes)
         or not (hasattr(rows, "__iter__") or hasattr(rows, "__aiter__"))

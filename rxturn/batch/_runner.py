@@ -35,7 +35,7 @@ import math
 from collections import deque
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 
@@ -70,6 +70,7 @@ __all__ = [
     "RowOk",
     "RowResult",
     "Runner",
+    "checked_config",
     "drive",
     "encode_result",
     "reply_budget",
@@ -128,19 +129,21 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         """Raises ConfigError for a value no run can use."""
         if self.provider not in PROVIDERS:
             raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}")
-        try:  # the fields' types (a Struct takes anything it is given)
-            msgspec.convert(msgspec.to_builtins(self), type(self))
+        for name in self.__struct_fields__:  # first: msgspec cannot even name such a str
+            value: object = getattr(self, name)
+            texts = cast("tuple[object, ...]", value) if isinstance(value, tuple | list) else ()
+            if any(isinstance(text, str) and not is_utf8(text) for text in (value, *texts)):
+                raise ConfigError(f"{name} is not valid UTF-8 text")
+        try:  # the fields' types (a Struct takes anything it is given; bytes stay bytes, not
+            # the base64 text that would pass for a str)
+            builtins = msgspec.to_builtins(self, builtin_types=(bytes, bytearray, memoryview))
+            msgspec.convert(builtins, type(self))
         except (msgspec.ValidationError, TypeError) as exc:
             raise ConfigError(f"BatchConfig: {exc}") from None
         if not self.model.strip():
             raise ConfigError("model must not be empty")
         if any(not name.strip() for name in self.fallback):
             raise ConfigError("fallback models must not be empty")
-        for name, text in (("model", self.model), ("system", self.system or "")):
-            if not is_utf8(text):
-                raise ConfigError(f"{name} is not valid UTF-8 text")
-        if not all(is_utf8(name) for name in self.fallback):
-            raise ConfigError("fallback is not valid UTF-8 text")
         if self.base_url is not None:
             check_base_url(self.base_url)  # the clients' rule, whose errors never echo a key
         for name in ("concurrency", "max_tokens", "rpm", "tpm"):
@@ -178,6 +181,14 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.temperature is not None:
             options["temperature"] = self.temperature
         return options
+
+
+def checked_config(config: object) -> BatchConfig:
+    """``config`` when it is a :class:`BatchConfig` that :meth:`~BatchConfig.check` passes;
+    else a ConfigError (what every entry point that takes one asks first)."""
+    if not isinstance(config, BatchConfig):
+        raise ConfigError(f"config must be a BatchConfig, got {type(config).__name__}")
+    return config.check()
 
 
 class ErrorInfo(msgspec.Struct, frozen=True):
@@ -545,7 +556,7 @@ class Runner:
         counter: TokenCounter | None = None,
         timeouts: TimeoutPolicy | None = None,
     ) -> None:
-        self.config = config.check()
+        self.config = checked_config(config)
         self.limited = config.rpm is not None or config.tpm is not None
         timeouts = timeouts if timeouts is not None else TimeoutPolicy()
         if client is not None and self.limited and timeouts.rescue:

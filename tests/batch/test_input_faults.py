@@ -244,6 +244,29 @@ async def test_the_python_api_holds_a_batch_row_to_what_a_decoded_row_is(
             BatchConfig(provider="anthropic", model="m", concurrency=True),
             "BatchConfig: Expected `int`, got `bool` - at `$.concurrency`",
         ),
+        # before: AttributeError ('bytes' object has no attribute 'encode'): msgspec's check
+        # took the bytes for their base64 text
+        (
+            BatchConfig(provider="anthropic", model=b"m"),  # pyright: ignore[reportArgumentType]
+            "BatchConfig: Expected `str`, got `bytes` - at `$.model`",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", system=bytearray(b"s")),  # pyright: ignore[reportArgumentType]
+            "BatchConfig: Expected `str | null`, got `bytes` - at `$.system`",
+        ),
+        # before: UnicodeEncodeError from msgspec, which could not quote the value it refused
+        (
+            BatchConfig(provider="anthropic", model="m", fallback="\ud800"),  # pyright: ignore[reportArgumentType]
+            "fallback is not valid UTF-8 text",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", rpm="\udcff"),  # pyright: ignore[reportArgumentType]
+            "rpm is not valid UTF-8 text",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", fallback=("b", "\ud800")),
+            "fallback is not valid UTF-8 text",
+        ),
     ],
 )
 async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(
@@ -252,6 +275,22 @@ async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(
     with pytest.raises(ConfigError) as caught:
         await run_batch([{"id": "a", "prompt": "x"}], config)
     assert words in str(caught.value)
+
+
+@pytest.mark.parametrize("make", ["Runner", "FileRun", "LocalBackend"])
+@pytest.mark.parametrize("config", [None, {"provider": "anthropic", "model": "m"}])
+def test_every_batch_entry_refuses_a_config_that_is_not_one(make: str, config: object) -> None:
+    # before: AttributeError ('NoneType' object has no attribute 'check' / 'rpm')
+    import rxturn.batch as batch
+
+    build: Any = getattr(batch, make)
+    args = {
+        "Runner": (config,),
+        "FileRun": (Path("in.jsonl"), Path("out.jsonl"), config),
+        "LocalBackend": (config, None, 1),
+    }[make]
+    with pytest.raises(ConfigError, match=r"^config must be a BatchConfig, got (NoneType|dict)$"):
+        build(*args)
 
 
 @pytest.mark.parametrize(
