@@ -452,11 +452,18 @@ def _tier_start(model_price: object) -> int | None:
     return min(starts) if starts else None
 
 
-@functools.lru_cache(maxsize=64)
 def pricer_for(provider_id: str, base_url: str | None = None) -> Pricer:
     """The process's one :class:`Pricer` for a provider and endpoint: every engine of that
     endpoint shares its rate cache, so an engine per conversation prices from the cache
     instead of asking genai-prices again."""
+    given: tuple[object, object] = (provider_id, base_url)
+    if type(given[0]) is not str or (given[1] is not None and type(given[1]) is not str):
+        return Pricer(provider_id, base_url)  # its ConfigError (a list is no cache key)
+    return _shared_pricer(provider_id, base_url)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_pricer(provider_id: str, base_url: str | None) -> Pricer:
     return Pricer(provider_id, base_url)
 
 
