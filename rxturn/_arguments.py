@@ -21,23 +21,50 @@ __all__ = [
     "check_items",
     "counted",
     "described",
+    "shown",
     "type_named",
 ]
 
 _T = TypeVar("_T")
 
 
-def described(value: object) -> str:
-    """``value`` for an error message: its type, and a short repr.
+def shown(value: object, limit: int | None = None) -> str:
+    """``repr(value)`` for an error message (cut to ``limit`` characters if given), never an
+    error of its own.
+
+    An error message quotes what it was given, and ``repr`` can fail: an int of more digits
+    than the interpreter prints (``sys.get_int_max_str_digits()``, 4300 by default) raises
+    ``ValueError``, and so does a container holding one; a caller's object may have a
+    ``__repr__`` that raises. The message is then about the value's type.
 
     Examples:
-        >>> described(3), described("x" * 80)[:22]
-        ('int 3', "str 'xxxxxxxxxxxxxxxxx")
+        >>> shown(3), shown("x" * 80, 10)[-5:], shown(10**5000)
+        ('3', 'xx...', 'an int of more digits than Python prints')
     """
-    text = repr(value)
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
+    text = _repr(value)
+    if text is None:
+        if isinstance(value, int):
+            return "an int of more digits than Python prints"
+        return f"a {type(value).__name__} whose repr() fails"
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _repr(value: object) -> str | None:
+    try:
+        return repr(value)
+    except Exception:
+        return None
+
+
+def described(value: object) -> str:
+    """``value`` for an error message: its type, and a short repr (:func:`shown`).
+
+    Examples:
+        >>> described(3), described("x" * 80)[:22], described(-(10**5000))
+        ('int 3', "str 'xxxxxxxxxxxxxxxxx", 'an int of more digits than Python prints')
+    """
+    text = shown(value, 60)
+    return f"{type(value).__name__} {text}" if _repr(value) is not None else text
 
 
 def type_named(value: object) -> str:

@@ -23,6 +23,8 @@ from typing import TypeGuard, cast
 
 import msgspec
 
+from ._arguments import shown
+
 __all__ = [
     "MAX_SECONDS",
     "NON_FINITE",
@@ -129,7 +131,7 @@ def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
         'must be at most 1e+09 seconds (about 31 years), got 1000000000000.0'
     """
     if not is_number(value):
-        return f"must be a number of seconds, got {value!r}"
+        return f"must be a number of seconds, got {shown(value)}"
     if isinstance(value, int) and not _finite(value):  # (no repr: it may be too long for one)
         return "must be finite, got an integer too large for a float"
     if math.isnan(value):

@@ -45,6 +45,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ._arguments import described
 from .errors import ConfigError
 from .messages import Usage
 
@@ -84,16 +85,16 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True):
         total: object = self.total
         if not isinstance(total, Decimal) or not total.is_finite():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"Cost.total must be a finite decimal.Decimal, got {_described(total)}"
+                f"Cost.total must be a finite decimal.Decimal, got {described(total)}"
             )
         count: object = self.unpriced_attempts
         if type(count) is not int or count < 0:
             raise ConfigError(
-                f"Cost.unpriced_attempts must be an int of 0 or more, got {_described(count)}"
+                f"Cost.unpriced_attempts must be an int of 0 or more, got {described(count)}"
             )
         currency: object = self.currency
         if not isinstance(currency, str) or not currency:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"Cost.currency must be a non-empty str, got {_described(currency)}")
+            raise ConfigError(f"Cost.currency must be a non-empty str, got {described(currency)}")
 
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -105,10 +106,6 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True):
             unpriced_attempts=self.unpriced_attempts + other.unpriced_attempts,
             currency=self.currency,
         )
-
-
-def _described(value: object) -> str:
-    return f"{type(value).__name__} {value!r}"[:80]
 
 
 _available: bool | None = None
@@ -298,11 +295,11 @@ class Pricer:
         given: object = provider_id  # (None let genai-prices guess the provider)
         if not isinstance(given, str) or not given:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"Pricer: provider_id must be a non-empty str, got {_described(given)}"
+                f"Pricer: provider_id must be a non-empty str, got {described(given)}"
             )
         url: object = base_url
         if url is not None and not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"Pricer: base_url must be a str or None, got {_described(url)}")
+            raise ConfigError(f"Pricer: base_url must be a str or None, got {described(url)}")
         _require()
         self.provider_id = provider_id
         self.base_url = base_url
@@ -330,13 +327,13 @@ class Pricer:
             if usage is None:
                 return None
             raise ConfigError(
-                f"Pricer.price: usage must be a Usage or None, got {_described(usage)}"
+                f"Pricer.price: usage must be a Usage or None, got {described(usage)}"
             )
         if type(model) is not str:
-            raise ConfigError(f"Pricer.price: model must be a str, got {_described(model)}")
+            raise ConfigError(f"Pricer.price: model must be a str, got {described(model)}")
         if when is not None and not isinstance(when, datetime):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"Pricer.price: when must be a datetime or None, got {_described(when)}"
+                f"Pricer.price: when must be a datetime or None, got {described(when)}"
             )
         cost = usage.provider_cost
         if cost is not None and math.isfinite(cost) and cost >= 0:  # (a Usage built by hand)

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from .._arguments import described
+from .._arguments import described, shown
 from .._validate import finite, positive
 from ..errors import ConfigError
 
@@ -99,14 +99,14 @@ class Budget:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1  # pyright: ignore[reportUnnecessaryIsInstance]
             ):
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+                raise ConfigError(f"{name} must be an integer >= 1, got {shown(value)}")
             if value is not None and value > MAX_PER_MINUTE:
                 raise ConfigError(
                     f"{name} must be at most {MAX_PER_MINUTE_TEXT} (per minute), got "
                     f"{described(value)}"
                 )
         if not (positive(window) and finite(window)):
-            raise ConfigError(f"window must be a positive number of seconds, got {window!r}")
+            raise ConfigError(f"window must be a positive number of seconds, got {shown(window)}")
         self.rpm = rpm
         self.tpm = tpm
         self.window = float(window)

@@ -40,7 +40,7 @@ from typing import Any, Literal, cast
 import msgspec
 
 from .. import _constants as C
-from .._arguments import described
+from .._arguments import described, shown
 from .._validate import is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
@@ -129,11 +129,13 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         """Raises ConfigError for a value no run can use."""
         if self.provider not in PROVIDERS:
             raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}")
-        for name in self.__struct_fields__:  # first: msgspec cannot even name such a str
-            value: object = getattr(self, name)
-            texts = cast("tuple[object, ...]", value) if isinstance(value, tuple | list) else ()
-            if any(isinstance(text, str) and not is_utf8(text) for text in (value, *texts)):
-                raise ConfigError(f"{name} is not valid UTF-8 text")
+        for field in self.__struct_fields__:  # first: msgspec cannot even name such a str
+            given: object = getattr(self, field)
+            texts: list[object] = [given]
+            if isinstance(given, tuple | list):
+                texts.extend(cast("tuple[object, ...]", given))
+            if any(isinstance(text, str) and not is_utf8(text) for text in texts):
+                raise ConfigError(f"{field} is not valid UTF-8 text")
         try:  # the fields' types (a Struct takes anything it is given; bytes stay bytes, not
             # the base64 text that would pass for a str)
             builtins = msgspec.to_builtins(self, builtin_types=(bytes, bytearray, memoryview))
@@ -149,7 +151,7 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         for name in ("concurrency", "max_tokens", "rpm", "tpm"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or value < 1):
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+                raise ConfigError(f"{name} must be an integer >= 1, got {shown(value)}")
         if self.max_tokens is not None and self.max_tokens > MAX_TOKENS:
             raise ConfigError(
                 f"max_tokens must be at most {MAX_TOKENS} (2**31 - 1), got "
@@ -165,7 +167,7 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.concurrency > MAX_CONCURRENCY:
             raise ConfigError(
                 f"concurrency must be from 1 to {MAX_CONCURRENCY} (turns in flight at once in "
-                f"one process), got {self.concurrency!r}"
+                f"one process), got {shown(self.concurrency)}"
             )
         if self.temperature is not None and not (
             math.isfinite(self.temperature) and self.temperature >= 0

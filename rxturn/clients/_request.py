@@ -19,6 +19,7 @@ from typing import Any, cast
 
 import msgspec
 
+from .._arguments import shown
 from .._validate import (
     NON_FINITE,
     finite,
@@ -366,12 +367,12 @@ def _format_problem(value: object) -> str | None:
     if not isinstance(value.name, str) or not _FORMAT_NAME.match(value.name):  # pyright: ignore[reportUnnecessaryIsInstance]
         return (
             "name must be 1-64 letters, digits, '_' or '-' (the providers' rule), "
-            f"got {value.name!r}"
+            f"got {shown(value.name)}"
         )
     if (problem := object_schema_problem(value.schema)) is not None:
         return f"schema {problem}"
     if not isinstance(value.strict, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-        return f"strict must be a bool, got {value.strict!r}"
+        return f"strict must be a bool, got {shown(value.strict)}"
     if (problem := json_problem(value.schema)) is not None:
         return f"schema must be JSON: {problem}"
     return None
@@ -400,7 +401,7 @@ def check_options(options: object) -> RequestOptions:
         if problem is not None:
             if name == "response_format" and isinstance(value, ResponseFormat):
                 raise ConfigError(f"RequestOptions.response_format: {problem}")
-            raise ConfigError(f"RequestOptions.{name} {problem}, got {value!r}")
+            raise ConfigError(f"RequestOptions.{name} {problem}, got {shown(value)}")
     if options.response_format is not None and options.tool_choice not in (None, "auto", "none"):
         raise ConfigError(
             f"RequestOptions.tool_choice={options.tool_choice!r} cannot act with a "
@@ -513,7 +514,7 @@ def check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
     if not positive(value, integer=True):
         or_none = "" if required else " or None"
         raise ConfigError(
-            f"{client}: max_tokens must be a positive integer{or_none}, got {value!r}"
+            f"{client}: max_tokens must be a positive integer{or_none}, got {shown(value)}"
         )
 
 

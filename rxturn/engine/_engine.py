@@ -53,7 +53,7 @@ import msgspec
 from reactivex import abc
 from reactivex.subject import Subject
 
-from .._arguments import check_bool, check_callable, check_instance, check_items, described
+from .._arguments import check_bool, check_callable, check_instance, check_items, described, shown
 from .._validate import positive
 from ..clients._base import ModelClient
 from ..clients._http import HttpClient
@@ -186,9 +186,9 @@ class TurnEngine:
         # the iterables as checked tuples: a generator is read once, by the check
         checked_tools, checked_observers, checked_contributors = _check_arguments(locals())
         if mode not in ("streaming", "non_streaming"):
-            raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
+            raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {shown(mode)}")
         if not positive(max_turns, integer=True):
-            raise ConfigError(f"max_turns must be at least 1, got {max_turns!r}")
+            raise ConfigError(f"max_turns must be at least 1, got {shown(max_turns)}")
         self.client = client
         self.system = system
         # the tools, contributors and calibration are made when first used: most conversations
@@ -228,7 +228,7 @@ class TurnEngine:
         )
         self.memory = memory
         if not positive(memory_top_k, integer=True, allow_zero=True):
-            raise ConfigError(f"memory_top_k must be an int >= 0, got {memory_top_k!r}")
+            raise ConfigError(f"memory_top_k must be an int >= 0, got {shown(memory_top_k)}")
         self.memory_top_k = memory_top_k
         self._calibration = calibration
         # the rxturn[cost] extra prices every attempt; its data starts loading here in a
@@ -524,7 +524,7 @@ def _check_hedge(hedge: object, mode: object) -> None:
     if hedge is None:
         return
     if not isinstance(hedge, HedgePolicy):
-        raise ConfigError(f"hedge must be a HedgePolicy or None, got {hedge!r}")
+        raise ConfigError(f"hedge must be a HedgePolicy or None, got {shown(hedge)}")
     for target in hedge.targets:  # a target's client is used in a race only: check now
         check_instance(
             target.client,

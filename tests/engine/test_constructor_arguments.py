@@ -206,6 +206,36 @@ def test_a_wrong_argument_is_a_config_error_naming_it(
     assert "\n" not in message
 
 
+class UnprintableRepr:
+    """An object whose ``repr`` raises, as a caller's broken class may."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+#: Values an error message cannot quote with ``repr``: an int of more digits than Python prints
+#: (4300 by default) raises ValueError, and so does a list holding one.
+UNQUOTABLE: list[object] = [10**5000, -(10**5000), [10**5000], UnprintableRepr()]
+
+
+@pytest.mark.parametrize("bad", UNQUOTABLE, ids=["giant", "-giant", "list", "broken-repr"])
+@pytest.mark.parametrize(
+    ("constructor", "make", "argument"),
+    [case[:3] for case in CASES],
+    ids=[f"{c}-{a}" for c, _, a, _ in CASES],
+)
+def test_a_value_repr_cannot_print_is_still_a_one_line_config_error(
+    constructor: str, make: Callable[[object], object], argument: str, bad: object
+) -> None:
+    # before: ValueError ("Exceeds the limit (4300 digits) for integer string conversion") or
+    # the object's own repr error, raised while the ConfigError's message was being written
+    try:
+        make(bad)
+    except ConfigError as error:
+        message = str(error)
+        assert "\n" not in message and len(message) < 400, (constructor, argument)
+
+
 def test_the_cases_cover_every_public_constructor_argument() -> None:
     """Each argument of these constructors has at least one wrong value tried above."""
     import inspect

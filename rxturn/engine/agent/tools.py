@@ -39,7 +39,7 @@ from typing import Any, cast, get_args, get_type_hints, overload
 
 import msgspec
 
-from ..._arguments import check_callable, check_instance, check_items, described
+from ..._arguments import check_callable, check_instance, check_items, described, shown
 from ..._validate import (
     NON_FINITE,
     as_float,
@@ -94,7 +94,9 @@ class Tool:
         timeout: float | None = None,
     ) -> None:
         if timeout is not None and not positive(timeout):
-            raise ConfigError(f"tool timeout must be a positive number of seconds, got {timeout!r}")
+            raise ConfigError(
+                f"tool timeout must be a positive number of seconds, got {shown(timeout)}"
+            )
         check_callable(function, "Tool(function=...)", "a function (sync or async)")
         check_instance(name, str, "Tool(name=...)", "a str", optional=True)
         check_instance(description, str, "Tool(description=...)", "a str", optional=True)

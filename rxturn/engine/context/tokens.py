@@ -82,7 +82,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, cast, runtime_checkable
 
 import msgspec
 
-from ..._arguments import check_instance, check_items, described
+from ..._arguments import check_instance, check_items, described, shown
 from ..._media import image_size
 from ..._validate import positive
 from ...errors import ConfigError
@@ -276,13 +276,16 @@ class TiktokenCounter:
         name: object = encoding
         # callers may be untyped
         if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"TiktokenCounter encoding must be a non-empty str, got {name!r}")
+            raise ConfigError(
+                f"TiktokenCounter encoding must be a non-empty str, got {shown(name)}"
+            )
         size: object = cache_size
         if not positive(size, integer=True, allow_zero=True):
-            raise ConfigError(f"TiktokenCounter cache_size must be an int >= 0, got {size!r}")
+            raise ConfigError(f"TiktokenCounter cache_size must be an int >= 0, got {shown(size)}")
         if media_rule not in ("anthropic", "openai"):
             raise ConfigError(
-                f"TiktokenCounter media_rule must be 'anthropic' or 'openai', got {media_rule!r}"
+                "TiktokenCounter media_rule must be 'anthropic' or 'openai', "
+                f"got {shown(media_rule)}"
             )
         self.encoding_name = encoding
         self.media_rule: MediaRule = media_rule
