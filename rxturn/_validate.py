@@ -27,6 +27,7 @@ from ._arguments import shown
 
 __all__ = [
     "MAX_SECONDS",
+    "MAX_TOKENS",
     "NON_FINITE",
     "as_float",
     "finite",
@@ -36,6 +37,7 @@ __all__ = [
     "is_number",
     "is_utf8",
     "json_problem",
+    "max_tokens_problem",
     "mend_text",
     "object_schema_problem",
     "positive",
@@ -105,6 +107,30 @@ def _finite(value: float) -> bool:
         return math.isfinite(value)
     except OverflowError:  # an int past the largest float
         return False
+
+
+#: The largest ``max_tokens`` a request sends: what a signed 32-bit integer holds, beyond any
+#: model's reply and any provider's field; a larger number is a typo (a provider would refuse
+#: every request of it, after it was sent).
+MAX_TOKENS = 2**31 - 1
+
+
+def max_tokens_problem(value: object) -> str | None:
+    """Why ``value`` is not a usable ``max_tokens`` (a reply's token cap), or ``None`` if it is.
+
+    The phrase completes a sentence that starts with the argument's name.
+
+    Examples:
+        >>> max_tokens_problem(1024) is None
+        True
+        >>> max_tokens_problem(0), max_tokens_problem(2**31)
+        ('must be a positive integer', 'must be at most 2147483647 (2**31 - 1)')
+    """
+    if not positive(value, integer=True):
+        return "must be a positive integer"
+    if cast("int", value) > MAX_TOKENS:
+        return f"must be at most {MAX_TOKENS} (2**31 - 1)"
+    return None
 
 
 #: The longest wait :func:`seconds_problem` accepts. Every such value ends up as a timer on a

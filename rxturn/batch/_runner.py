@@ -41,7 +41,7 @@ import msgspec
 
 from .. import _constants as C
 from .._arguments import described, shown
-from .._validate import is_utf8
+from .._validate import MAX_TOKENS, is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
 from ..clients._factory import client_for
@@ -84,11 +84,6 @@ _POLL = 0.02
 #: statuses whose Retry-After pauses the whole run's sending
 _PAUSING = frozenset({429, 503, 529})
 
-
-MAX_TOKENS = 2**31 - 1
-"""The largest ``max_tokens`` a run sends: what a signed 32-bit integer holds, beyond any
-model's reply and any provider's field; a larger number is a typo (a provider would refuse
-every row of it)."""
 
 MAX_CONCURRENCY = 10_000
 """The most turns one process runs at once: each holds an engine, a socket and its buffers

@@ -25,6 +25,7 @@ from .._validate import (
     finite,
     holds_non_finite,
     json_problem,
+    max_tokens_problem,
     object_schema_problem,
     positive,
 )
@@ -187,11 +188,11 @@ def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | N
     if isinstance(value, bool) or not isinstance(value, int) or value < THINKING_MIN_BUDGET:  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(
             f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
-            f"{THINKING_MIN_BUDGET}, got {value!r}"
+            f"{THINKING_MIN_BUDGET}, got {shown(value)}"
         )
     if max_tokens is not None and value >= max_tokens:
         raise ConfigError(
-            f"RequestOptions.thinking={value} must be below max_tokens={max_tokens} (the "
+            f"RequestOptions.thinking={shown(value)} must be below max_tokens={max_tokens} (the "
             "thinking budget is part of the output); raise max_tokens"
         )
     return value
@@ -322,8 +323,7 @@ def _problem(name: str, value: object) -> str | None:
         if value not in REASONING_EFFORTS:
             return f"must be one of {', '.join(REASONING_EFFORTS)}"
     elif name == "max_tokens":  # thinking: each wire's own rule (resolve_thinking)
-        if not positive(value, integer=True):
-            return "must be a positive integer"
+        return max_tokens_problem(value)
     elif name == "temperature":
         if not finite(value) or value < 0:
             return "must be a finite number >= 0"
@@ -401,7 +401,7 @@ def check_options(options: object) -> RequestOptions:
         if problem is not None:
             if name == "response_format" and isinstance(value, ResponseFormat):
                 raise ConfigError(f"RequestOptions.response_format: {problem}")
-            raise ConfigError(f"RequestOptions.{name} {problem}, got {shown(value)}")
+            raise ConfigError(f"RequestOptions.{name} {problem}, got {shown(value, 100)}")
     if options.response_format is not None and options.tool_choice not in (None, "auto", "none"):
         raise ConfigError(
             f"RequestOptions.tool_choice={options.tool_choice!r} cannot act with a "
@@ -516,6 +516,8 @@ def check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
         raise ConfigError(
             f"{client}: max_tokens must be a positive integer{or_none}, got {shown(value)}"
         )
+    if (problem := max_tokens_problem(value)) is not None:
+        raise ConfigError(f"{client}: max_tokens {problem}, got {shown(value, 60)}")
 
 
 def from_env_key(variable: str, client: str) -> str:

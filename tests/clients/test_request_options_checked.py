@@ -31,6 +31,9 @@ BAD: list[tuple[str, Any]] = [
     ("max_tokens", "100"),
     ("max_tokens", True),
     ("max_tokens", False),
+    # before, sent as it was (a 400-digit number in the body), refused by the provider after
+    ("max_tokens", 2**31),
+    ("max_tokens", 10**400),
     ("temperature", False),
     ("extra_body", None),
     ("temperature", -0.5),
