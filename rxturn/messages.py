@@ -663,6 +663,10 @@ def _read_media(where: Path) -> bytes:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(f"cannot read {named}: {reason}") from None
+    except UnicodeEncodeError:  # a lone surrogate no file name can hold (os.fsencode refuses)
+        raise ConfigError(
+            f"cannot read {named}: the path is not text the file system can encode"
+        ) from None
 
 
 def media_from_path(path: str | Path) -> MediaPart:
@@ -1039,8 +1043,23 @@ _encoder = msgspec.json.Encoder()
 
 
 def message_to_json(message: Message) -> bytes:
-    """Encode a message as the Message JSON (docs/behaviour.md §6)."""
-    return _encoder.encode(message)
+    """Encode a message as the Message JSON (docs/behaviour.md §6).
+
+    Raises:
+        ConfigError: a text holds a lone surrogate (how Python holds bytes that were not
+            UTF-8), which no JSON text can carry, or a tool call's ``input`` holds a value
+            JSON has no form for.
+    """
+    try:
+        return _encoder.encode(message)
+    except UnicodeEncodeError:
+        raise ConfigError(
+            "message_to_json: the message holds text that is not valid UTF-8 (a lone "
+            "surrogate such as '\\ud800'), which JSON cannot carry; decode its source with "
+            "errors='replace'"
+        ) from None
+    except (TypeError, OverflowError, msgspec.EncodeError) as exc:  # a tool call's input
+        raise ConfigError(f"message_to_json: the message is not JSON: {exc}") from None
 
 
 class _UsageKeys(msgspec.Struct):
@@ -1070,6 +1089,8 @@ def message_from_json(data: bytes | str) -> Message:
         message = _message_decoder.decode(data)
     except RecursionError as exc:
         raise msgspec.DecodeError(f"JSON nested too deeply to decode ({exc})") from None
+    except UnicodeEncodeError:  # a str holding a lone surrogate: not text JSON can be
+        raise msgspec.DecodeError("the JSON text is not valid UTF-8 (a lone surrogate)") from None
     usage = message.usage
     if usage is not None and not (usage.input_tokens and usage.output_tokens):
         # a 0 may be a count that was absent: read the keys (rare, so the common path decodes once)

@@ -73,6 +73,27 @@ class TestMessageJson:
         with pytest.raises(msgspec.ValidationError):
             message_from_json(b'{"content": [{"type": "nope"}]}')
 
+    @pytest.mark.parametrize(
+        ("part", "says"),
+        [
+            (TextPart("a\ud800b"), "not valid UTF-8"),
+            (ToolCallPart("t1", "n", {"q": "\udfff"}), "not valid UTF-8"),
+            (ToolCallPart("t1", "n", {"q": object()}), "not JSON: Encoding objects of type"),
+        ],
+        ids=["surrogate-text", "surrogate-input", "object-input"],
+    )
+    def test_a_message_json_cannot_carry_is_a_config_error(
+        self, part: TextPart | ToolCallPart, says: str
+    ) -> None:
+        # before: UnicodeEncodeError / TypeError from msgspec's encoder
+        with pytest.raises(ConfigError, match=f"^message_to_json: .*{says}"):
+            message_to_json(Message(content=(part,)))
+
+    def test_a_str_holding_a_lone_surrogate_is_a_decode_error(self) -> None:
+        # before: UnicodeEncodeError, which the documented msgspec errors do not cover
+        with pytest.raises(msgspec.DecodeError, match="not valid UTF-8"):
+            message_from_json('{"id": "\ud800"}')
+
     def test_text_excludes_tool_calls(self) -> None:
         message = Message(content=(TextPart("a"), ToolCallPart("i", "n"), TextPart("b")))
         assert message.text == "ab"
