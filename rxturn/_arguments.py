@@ -9,6 +9,7 @@ expected and what it got. Numbers and their ranges are :mod:`rxturn._validate`'s
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar, cast
 
@@ -129,13 +130,35 @@ def check_bool(value: object, where: str, *, optional: bool = False) -> None:
     )
 
 
-def check_callable(value: object, where: str, what: str, *, optional: bool = False) -> None:
-    """``value`` is callable (or ``None`` when ``optional``)."""
-    if callable(value) or (optional and value is None):
+def check_callable(
+    value: object, where: str, what: str, *, optional: bool = False, awaited: bool = False
+) -> None:
+    """``value`` is callable (or ``None`` when ``optional``), and a plain function unless
+    ``awaited``: every callback but a tool is called synchronously, so an ``async def`` one
+    would only make a coroutine that nobody awaits (Python's "never awaited" warning, and the
+    callback silently never runs)."""
+    if callable(value):
+        if awaited or not _is_async(value):
+            return
+        raise ConfigError(
+            f"{where} is called synchronously, never awaited: the async callable "
+            f"{getattr(value, '__qualname__', type(value).__name__)} would never run (its "
+            "coroutine is dropped); pass a plain def"
+        )
+    if optional and value is None:
         return
     raise ConfigError(
         f"{where} must be {what}{' or None' if optional else ''}, got {described(value)}"
     )
+
+
+def _is_async(value: object) -> bool:
+    """An ``async def`` function or async generator (a bound method or ``functools.partial``
+    of one included), or an object whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(value) or inspect.isasyncgenfunction(value):
+        return True
+    call = getattr(type(value), "__call__", None)  # noqa: B004 - a callable object's method
+    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
 
 
 def check_items(

@@ -97,7 +97,13 @@ class Tool:
             raise ConfigError(
                 f"tool timeout must be a positive number of seconds, got {shown(timeout)}"
             )
-        check_callable(function, "Tool(function=...)", "a function (sync or async)")
+        check_callable(function, "Tool(function=...)", "a function (sync or async)", awaited=True)
+        if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+            raise ConfigError(
+                f"Tool(function=...) must return its result, got the generator function "
+                f"{getattr(function, '__qualname__', function)!r}, whose call only makes a "
+                "generator object (the model would get its repr): return a list instead"
+            )
         check_instance(name, str, "Tool(name=...)", "a str", optional=True)
         check_instance(description, str, "Tool(description=...)", "a str", optional=True)
         check_instance(
