@@ -374,7 +374,7 @@ class TurnEngine:
         # callers may be untyped
         model = name.strip() if isinstance(name, str) else ""  # pyright: ignore[reportUnnecessaryIsInstance]
         if not model:
-            raise ConfigError(f"switch_model needs a model name, got {name!r}")
+            raise ConfigError(f"switch_model needs a model name, got {shown(name)}")
         previous = self.served_model()
         self.request_options = msgspec.structs.replace(self.request_options, model=model)
         if self.fallback is not None:
@@ -473,7 +473,8 @@ class TurnEngine:
         One request outside the conversation: no turn events, no history, no audit record; a
         plain-text request (the engine's response format and tool choice are left out).
         """
-        transcript = "\n".join(f"{m.role}: {m.text}" for m in messages if m.text)
+        checked = as_messages(messages, "summarize(messages=...)")
+        transcript = "\n".join(f"{m.role}: {m.text}" for m in checked if m.text)
         request = Request(
             messages=(
                 Message.user(
@@ -669,7 +670,7 @@ def _assign_max_turns(engine: TurnEngine, value: object) -> object:
 
 def _assign_memory_top_k(engine: TurnEngine, value: object) -> object:
     if not positive(value, integer=True, allow_zero=True):
-        raise ConfigError(f"engine.memory_top_k = ... must be an int >= 0, got {value!r}")
+        raise ConfigError(f"engine.memory_top_k = ... must be an int >= 0, got {shown(value)}")
     return value
 
 
