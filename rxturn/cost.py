@@ -46,6 +46,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ._arguments import described
+from ._validate import seconds_problem
 from .errors import ConfigError
 from .messages import Usage
 
@@ -130,8 +131,12 @@ def enable_price_updates(update_interval: float = 3600.0) -> UpdatePrices:
         the ``genai_prices.UpdatePrices`` instance; call its ``stop()`` when done.
 
     Raises:
-        ConfigError: the ``rxturn[cost]`` extra is not installed.
+        ConfigError: ``update_interval`` is not a positive, finite number of seconds (checked
+            before the thread starts: 0, a negative number or NaN would have it fetch without
+            pause), or the ``rxturn[cost]`` extra is not installed.
     """
+    if (problem := seconds_problem(update_interval)) is not None:
+        raise ConfigError(f"enable_price_updates: update_interval {problem}")
     _require()
     import genai_prices
 

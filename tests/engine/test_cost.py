@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rxturn import AnthropicClient, Cost, OpenAIClient, StreamHandler, TurnEngine, replay_message
-from rxturn.cost import Pricer, pricer_for, total_cost
+from rxturn.cost import Pricer, enable_price_updates, pricer_for, total_cost
 from rxturn.engine.records.audit import AttemptRecord
 from rxturn.messages import Usage
 from rxturn.resilience.policies import RetryPolicy
@@ -385,6 +385,13 @@ def test_a_provider_cost_of_minus_zero_is_zero() -> None:
         (lambda: pricer_for(["openai"]), "provider_id"),  # pyright: ignore[reportArgumentType]
         (lambda: pricer_for("openai", {"url": "x"}), "base_url"),  # pyright: ignore[reportArgumentType]
         (lambda: pricer_for(5), "provider_id"),  # pyright: ignore[reportArgumentType]
+        # before: each started genai-prices' updater thread, fetching without pause (0, -1,
+        # NaN) or with an interval it could not use (None, "5")
+        (lambda: enable_price_updates(0), "update_interval must be > 0 seconds"),
+        (lambda: enable_price_updates(-1), "update_interval must be > 0 seconds"),
+        (lambda: enable_price_updates(float("nan")), "update_interval must be a number"),
+        (lambda: enable_price_updates(None), "update_interval must be a number"),  # pyright: ignore[reportArgumentType]
+        (lambda: enable_price_updates("5"), "update_interval must be a number"),  # pyright: ignore[reportArgumentType]
     ],
     ids=[
         "id int",
@@ -397,6 +404,11 @@ def test_a_provider_cost_of_minus_zero_is_zero() -> None:
         "shared id list",
         "shared url dict",
         "shared id int",
+        "updates every 0 s",
+        "updates every -1 s",
+        "updates every nan s",
+        "updates every None",
+        "updates every '5'",
     ],
 )
 def test_a_pricer_given_a_wrong_argument_is_a_config_error(build: Any, named: str) -> None:
