@@ -56,7 +56,7 @@ from ..resilience.backoff import parse_retry_after
 from ..resilience.fallback import FallbackManager
 from ..resilience.limiter import RateLimiter
 from ..resilience.policies import LimiterPolicy, TimeoutPolicy
-from ._budget import MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT, Gate
+from ._budget import MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT, Gate, check_gate
 from ._input import BatchRow
 
 __all__ = [
@@ -554,6 +554,7 @@ class Runner:
         timeouts: TimeoutPolicy | None = None,
     ) -> None:
         self.config = checked_config(config)
+        check_gate(gate, "Runner(gate=...)")
         self.limited = config.rpm is not None or config.tpm is not None
         timeouts = timeouts if timeouts is not None else TimeoutPolicy()
         if client is not None and self.limited and timeouts.rescue:
