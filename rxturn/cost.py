@@ -45,7 +45,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
-from ._arguments import described
+from ._arguments import check_items, described
 from ._validate import seconds_problem
 from .errors import ConfigError
 from .messages import Usage
@@ -501,9 +501,14 @@ def total_cost(costs: Iterable[Decimal | None]) -> Cost | None:
         return None
     total = _ZERO
     unpriced = 0
-    for cost in costs:
+    for cost in check_items(costs, "total_cost(costs=...)", "Decimal or None"):
         if cost is None:
             unpriced += 1
-        else:
+        elif type(cost) is Decimal or isinstance(cost, Decimal):
             total += cost
+        else:
+            raise ConfigError(
+                f"total_cost(costs=...) holds {described(cost)}, where a Decimal (or None: "
+                "unpriced) belongs"
+            )
     return Cost(total=total, unpriced_attempts=unpriced)

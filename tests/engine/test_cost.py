@@ -392,6 +392,12 @@ def test_a_provider_cost_of_minus_zero_is_zero() -> None:
         (lambda: enable_price_updates(float("nan")), "update_interval must be a number"),
         (lambda: enable_price_updates(None), "update_interval must be a number"),  # pyright: ignore[reportArgumentType]
         (lambda: enable_price_updates("5"), "update_interval must be a number"),  # pyright: ignore[reportArgumentType]
+        # before: TypeError (unsupported operand type(s) for +=: 'decimal.Decimal' and 'float')
+        (
+            lambda: total_cost([Decimal(1), 1.5]),  # pyright: ignore[reportArgumentType]
+            r"costs=\.\.\.\) holds float 1\.5, where a Decimal",
+        ),
+        (lambda: total_cost(None), r"costs=\.\.\.\) must be an iterable"),  # pyright: ignore[reportArgumentType]
     ],
     ids=[
         "id int",
@@ -409,6 +415,8 @@ def test_a_provider_cost_of_minus_zero_is_zero() -> None:
         "updates every nan s",
         "updates every None",
         "updates every '5'",
+        "total of a float",
+        "total of None",
     ],
 )
 def test_a_pricer_given_a_wrong_argument_is_a_config_error(build: Any, named: str) -> None:
