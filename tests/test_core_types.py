@@ -162,6 +162,11 @@ class TestStatusErrors:
     def test_permanent_statuses(self, status: int) -> None:
         assert not is_retryable(status_error(status, ""))
 
+    @pytest.mark.parametrize("value", [5, "timeout", None])
+    def test_what_is_no_exception_is_not_retryable(self, value: object) -> None:
+        # before: AttributeError ('int' object has no attribute '__cause__')
+        assert is_retryable(value) is False  # pyright: ignore[reportArgumentType]
+
     def test_x_should_retry_wins(self) -> None:
         assert not is_retryable(status_error(500, "", should_retry=False))
         assert not is_retryable(status_error(429, "", should_retry=False))
