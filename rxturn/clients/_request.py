@@ -395,7 +395,7 @@ def check_options(options: object) -> RequestOptions:
         value = getattr(options, name)
         if value is None and name not in _NEVER_NONE:
             continue
-        if not value and type(value) in (tuple, dict):  # the empty defaults
+        if not value and type(value) is _EMPTY_DEFAULTS.get(name):  # an empty default
             continue
         problem = _problem(name, value)
         if problem is not None:
@@ -441,6 +441,13 @@ _plain: list[object] = [None]
 _NEVER_NONE = frozenset({"strict_tools", "stop_sequences", "extra_headers", "extra_body"})
 #: The options an engine sends when it was given none (each engine its own object).
 _DEFAULT = RequestOptions()
+#: The type of each field whose default is an empty tuple or dict (an empty one of the same
+#: type needs no check; ``{}`` given for ``max_tokens`` or ``stop_sequences`` does).
+_EMPTY_DEFAULTS: dict[str, type] = {
+    name: type(default)
+    for name in _DEFAULT.__struct_fields__
+    if type(default := getattr(_DEFAULT, name)) in (tuple, dict) and not default
+}
 
 
 def encode_body(body: Mapping[str, object]) -> bytes:

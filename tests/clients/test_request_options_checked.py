@@ -57,6 +57,13 @@ BAD: list[tuple[str, Any]] = [
     ("prompt_cache_key", ""),
     ("prompt_cache_options", "explicit"),
     ("tool_media_in_user", "yes"),
+    # before, an empty tuple or dict was taken for an empty default and never checked, in any
+    # field: each was sent as if it were unset
+    ("stop_sequences", {}),
+    ("extra_headers", ()),
+    ("extra_body", ()),
+    ("cache_system", {}),
+    ("prompt_cache_key", ()),
 ]
 BAD_FORMATS = [
     ResponseFormat(name="", schema={"type": "object"}),
