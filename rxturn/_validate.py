@@ -29,6 +29,7 @@ __all__ = [
     "MAX_SECONDS",
     "MAX_TOKENS",
     "NON_FINITE",
+    "NOT_UTF8",
     "as_float",
     "finite",
     "holds_non_finite",
@@ -188,11 +189,15 @@ def json_problem(value: object) -> str | None:
         'Encoding objects of type object is unsupported'
         >>> json_problem({"minimum": float("nan")})
         'a number is NaN or infinite, which JSON has no spelling for'
+        >>> json_problem({"description": "\\ud800"})[:30]
+        'a string holds a lone surrogat'
     """
     try:
         text = msgspec.json.encode(value)
     except RecursionError:
         return "it holds itself (or nests deeper than JSON can be sent)"
+    except UnicodeEncodeError:
+        return NOT_UTF8
     except (TypeError, msgspec.EncodeError, OverflowError) as exc:
         return str(exc)
     if b"null" in text and holds_non_finite(value):  # msgspec writes NaN as null
@@ -221,6 +226,9 @@ def object_schema_problem(schema: object) -> str | None:
 
 #: Why a value holding NaN or an infinity is not JSON (msgspec would write ``null``).
 NON_FINITE = "a number is NaN or infinite, which JSON has no spelling for"
+
+#: Why a str holding a lone surrogate is not JSON text (see :func:`is_utf8`).
+NOT_UTF8 = "a string holds a lone surrogate (text that is not valid UTF-8), which JSON cannot carry"
 
 
 def holds_non_finite(value: object) -> bool:

@@ -131,6 +131,20 @@ def test_a_schema_holding_a_number_json_cannot_spell_is_a_config_error(number: f
         check_options(RequestOptions(response_format=response_format))
 
 
+def test_text_that_is_not_utf8_in_a_tool_or_a_schema_is_a_config_error() -> None:
+    # before: Tool(description='\ud800') was built and the engine's first turn raised
+    # UnicodeEncodeError counting the tools; a schema holding one made json_problem (the
+    # check itself) raise it
+    with pytest.raises(ConfigError, match=r"^Tool\(description=\.\.\.\) is not JSON text: .*lone"):
+        Tool(area, description="area \ud800")
+    schema = {"type": "object", "properties": {"w": {"description": "\udfff"}}}
+    with pytest.raises(ConfigError, match=r"input_schema=\.\.\.\) must be JSON: .*lone surrogate"):
+        Tool(area, input_schema=schema)
+    response_format = ResponseFormat(name="out", schema=schema)
+    with pytest.raises(ConfigError, match=r"response_format: schema must be JSON: .*lone"):
+        check_options(RequestOptions(response_format=response_format))
+
+
 @pytest.mark.parametrize("schema", [{"type": "string"}, {"type": "array", "items": {}}])
 def test_a_schema_that_is_not_of_an_object_is_a_config_error(schema: dict[str, object]) -> None:
     # before, it was sent as the tool's input schema and every turn was the provider's 400;

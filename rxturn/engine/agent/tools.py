@@ -42,8 +42,10 @@ import msgspec
 from ..._arguments import check_callable, check_instance, check_items, described, shown
 from ..._validate import (
     NON_FINITE,
+    NOT_UTF8,
     as_float,
     holds_non_finite,
+    is_utf8,
     json_problem,
     object_schema_problem,
     positive,
@@ -106,6 +108,8 @@ class Tool:
             )
         check_instance(name, str, "Tool(name=...)", "a str", optional=True)
         check_instance(description, str, "Tool(description=...)", "a str", optional=True)
+        if description is not None and not is_utf8(description):
+            raise ConfigError(f"Tool(description=...) is not JSON text: {NOT_UTF8}")
         check_instance(
             input_schema, Mapping, "Tool(input_schema=...)", "a JSON Schema dict", optional=True
         )
