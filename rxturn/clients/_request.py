@@ -464,6 +464,10 @@ def encode_body(body: Mapping[str, object]) -> bytes:
         raise ConfigError(_not_unicode("request body", body)) from None
     except (TypeError, msgspec.EncodeError, OverflowError, RecursionError) as exc:
         raise ConfigError(f"request body is not JSON-serializable: {exc}") from exc
+    except ValueError:  # (msgspec writes a huge int through str(), which Python refuses)
+        raise ConfigError(
+            "request body is not JSON-serializable: an int has more digits than Python writes"
+        ) from None
 
 
 def _not_unicode(what: str, value: object) -> str:
