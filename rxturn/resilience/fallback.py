@@ -431,6 +431,7 @@ class FallbackManager:
 
     def set_policy(self, policy: FallbackPolicy) -> None:
         """Adopt new numbers. Every entry takes the new strike limit; failed ones stay failed."""
+        check_instance(policy, FallbackPolicy, "set_policy(policy=...)", "a FallbackPolicy")
         policy.validate()
         self._policy = policy
         self._entries = [entry.with_max_fail_count(policy.strikes) for entry in self._entries]
