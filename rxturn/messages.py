@@ -930,6 +930,22 @@ class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
         default_factory=lambda: {"type": "object", "properties": {}}
     )
 
+    def __post_init__(self) -> None:
+        # built in Python, not type-checked: a name of 5 went out as a JSON number
+        if type(self.name) is not str or not self.name:
+            raise ConfigError(
+                f"ToolSchema.name must be a non-empty str, got {described(self.name)}"
+            )
+        if type(self.description) is not str:
+            raise ConfigError(
+                f"ToolSchema.description must be a str, got {described(self.description)}"
+            )
+        if not isinstance(self.input_schema, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                "ToolSchema.input_schema must be a JSON Schema dict, got "
+                f"{described(self.input_schema)}"
+            )
+
 
 class ResponseFormat(msgspec.Struct, frozen=True, kw_only=True):
     """Ask for a reply that is JSON matching ``schema`` (OpenAI ``json_schema``)."""
@@ -1027,6 +1043,11 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         # the last gate before a request is encoded: dicts become messages, a str is refused
+        system, tools = self.system, self.tools
+        if system is not None and type(system) is not str:
+            raise ConfigError(f"Request.system must be a str or None, got {described(system)}")
+        if tools is not None:
+            _check_schemas(tools)
         messages = self.messages
         if type(messages) is tuple:
             for message in messages:  # the hot path: a loop allocates nothing
@@ -1036,6 +1057,18 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
                 return
         checked = tuple(as_messages(messages, "Request.messages"))
         msgspec.structs.force_setattr(self, "messages", checked)
+
+
+def _check_schemas(tools: object) -> None:
+    if type(tools) is not tuple and type(tools) is not list:
+        raise ConfigError(
+            f"Request.tools must be a tuple of ToolSchema or None, got {described(tools)}"
+        )
+    for index, schema in enumerate(cast("tuple[object, ...]", tools)):
+        if type(schema) is not ToolSchema:
+            raise ConfigError(
+                f"Request.tools[{index}] must be a ToolSchema, got {described(schema)}"
+            )
 
 
 _message_decoder = msgspec.json.Decoder(Message)

@@ -32,14 +32,56 @@ from rxturn.errors import (
 )
 from rxturn.messages import (
     Message,
+    Request,
     StopReason,
     TextPart,
     ToolCallPart,
+    ToolSchema,
     Usage,
     message_from_json,
     message_to_json,
 )
 from rxturn.resilience.cancel import CancelToken
+
+#: (built with values their annotations do not allow, on purpose)
+_AnyRequest: Any = Request
+_AnySchema: Any = ToolSchema
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (
+            lambda: _AnyRequest(messages=(), system=5),
+            r"^Request\.system must be a str or None, got int",
+        ),
+        (lambda: _AnyRequest(messages=(), tools=[5]), r"^Request\.tools\[0\] must be a ToolSchema"),
+        (
+            lambda: _AnyRequest(messages=(), tools="t"),
+            r"^Request\.tools must be a tuple of ToolSchema",
+        ),
+        (lambda: _AnySchema(name=5), r"^ToolSchema\.name must be a non-empty str"),
+        (lambda: _AnySchema(name=""), r"^ToolSchema\.name must be a non-empty str"),
+        (lambda: _AnySchema(name="t", description=None), r"^ToolSchema\.description must be a str"),
+        (lambda: _AnySchema(name="t", input_schema="{}"), r"^ToolSchema\.input_schema must be a"),
+    ],
+    ids=[
+        "system-int",
+        "tools-int",
+        "tools-str",
+        "name-int",
+        "name-empty",
+        "desc-none",
+        "schema-str",
+    ],
+)
+def test_a_request_or_tool_schema_of_the_wrong_types_is_refused_when_built(
+    build: Any, says: str
+) -> None:
+    # before: system=5 and ToolSchema(name=5) went out as JSON numbers for the provider to
+    # refuse after the request, and tools=[5] raised AttributeError in the body builder
+    with pytest.raises(ConfigError, match=says):
+        build()
 
 
 class TestMessageJson:
