@@ -1488,10 +1488,12 @@ def _as_message(item: object, where: str) -> Message:
     usage = data.get("usage")
     if usage is not None:  # checked first: a usage msgspec refuses must not pass as an SDK dict
         _check_usage(usage, f"{where}.usage")
-    try:
-        return msgspec.convert(data, Message)
-    except msgspec.ValidationError:
-        pass
+    if data.keys() <= _MESSAGE_KEYS:  # the Message JSON (a key it lacks: an SDK's dict, whose
+        # tool_calls msgspec would drop as an unknown field, leaving an empty message)
+        try:
+            return msgspec.convert(data, Message)
+        except msgspec.ValidationError:
+            pass
     if role == "tool":
         content = _result_content(data.get("content", ""), where)
         call_id = data.get("tool_call_id")
@@ -1539,6 +1541,10 @@ def _as_message(item: object, where: str) -> Message:
             ToolCallPart(_field(call_map, "id", where), _field(fn, "name", where), arguments)
         )
     return Message(role=role, content=tuple(parts))  # pyright: ignore[reportArgumentType]
+
+
+#: The keys of the Message JSON (docs/behaviour.md §6).
+_MESSAGE_KEYS = frozenset(Message.__struct_fields__)
 
 
 def _check_usage(usage: object, where: str) -> None:

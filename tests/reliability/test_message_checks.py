@@ -91,6 +91,24 @@ def test_sdk_style_histories_convert_to_the_same_conversation(history: Any, call
     assert TurnEngine(engine.client, history=history).history == _round_trip(call_id)
 
 
+def test_an_openai_assistant_dict_without_content_keeps_its_tool_calls() -> None:
+    # The SDK leaves "content" out of an assistant message that only calls tools. Before, such
+    # a dict passed for the Message JSON (msgspec ignored "tool_calls" as an unknown field)
+    # and became an assistant message with no content at all: the calls were silently lost.
+    call = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    engine.history.append({"role": "assistant", "tool_calls": [call]})  # pyright: ignore[reportArgumentType]
+    assert engine.history[0].content == (ToolCallPart("call_1", "weather", {}),)
+    broken = {
+        "role": "assistant",
+        "tool_calls": [{**call, "function": {"name": "w", "arguments": "{"}}],
+    }
+    with pytest.raises(
+        ConfigError, match=r"^history\[1\]: tool call arguments are not valid JSON$"
+    ):
+        engine.history.append(broken)  # pyright: ignore[reportArgumentType]
+
+
 def weather(city: str) -> str:
     """The weather in a city."""
     return f"-3 C in {city}"
