@@ -1311,7 +1311,7 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
     if media is not None:
         return media
     raise ConfigError(
-        f"{where}: cannot convert a content block of type {kind!r}; build the part from "
+        f"{where}: cannot convert a content block of type {shown(kind)}; build the part from "
         "rxturn.messages (docs/messages.md lists the dict forms accepted)"
     )
 

@@ -207,6 +207,12 @@ def _any(value: Any) -> Any:
             "needs 'id' as a str",
         ),
         (lambda: Request(messages=("hi",)), r"Request.messages\[0\] is a str"),  # pyright: ignore[reportArgumentType]
+        # before: ValueError (Python prints no int of more than 4300 digits) from the message
+        (
+            lambda: Message(role="user", content=_any([{"type": 10**5000}])),
+            "block of type an int of more digits than Python prints",
+        ),
+        (lambda: Message(role=_any(10**5000)), "got an int of more digits than Python prints"),
     ],
     ids=[
         "system",
@@ -217,6 +223,8 @@ def _any(value: Any) -> Any:
         "unknown-block",
         "no-id",
         "request",
+        "giant-int-block-type",
+        "giant-int-role",
     ],
 )
 def test_bad_messages_are_config_errors_when_built(build: Any, says: str) -> None:
