@@ -9,6 +9,7 @@ expected and what it got. Numbers and their ranges are :mod:`rxturn._validate`'s
 
 from __future__ import annotations
 
+import inspect
 import math
 from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar, cast
@@ -29,37 +30,48 @@ __all__ = [
 _T = TypeVar("_T")
 
 
-def shown(value: object) -> str:
-    """``repr(value)`` for an error message; an int past 64 bits by its size instead (Python
-    refuses to write one of more than 4300 digits, and a line of hundreds says nothing).
+def shown(value: object, limit: int | None = None) -> str:
+    """``repr(value)`` for an error message (cut to ``limit`` characters if given), never an
+    error of its own.
+
+    An error message quotes what it was given, and ``repr`` can fail: an int of more digits
+    than the interpreter prints (``sys.get_int_max_str_digits()``, 4300 by default) raises
+    ``ValueError``, and so does a container holding one; a caller's object may have a
+    ``__repr__`` that raises. The message is then about the value's type. An int past 64 bits
+    is told by its size (a line of hundreds of digits says nothing).
 
     Examples:
-        >>> shown(3), shown("x"), shown(10**400)
-        ('3', "'x'", 'an integer of about 401 digits')
+        >>> shown(3), shown("x" * 80, 10)[-5:], shown(10**400), shown([10**5000])
+        ('3', 'xx...', 'an integer of about 401 digits', 'a list whose repr() fails')
     """
-    if _huge(value):
-        digits = math.floor(cast(int, value).bit_length() * math.log10(2)) + 1
-        return f"an integer of about {digits} digits"
-    return repr(value)
+    text = _plain(value)
+    if text is None:
+        if type(value) is int:
+            digits = math.floor(value.bit_length() * math.log10(2)) + 1
+            return f"an integer of about {digits} digits"
+        return f"a {type(value).__name__} whose repr() fails"
+    return text if limit is None or len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _huge(value: object) -> bool:
-    return type(value) is int and value.bit_length() > 64
+def _plain(value: object) -> str | None:
+    """``repr(value)``, or ``None`` for an int past 64 bits or a repr that fails."""
+    if type(value) is int and value.bit_length() > 64:
+        return None
+    try:
+        return repr(value)
+    except Exception:
+        return None
 
 
 def described(value: object) -> str:
-    """``value`` for an error message: its type, and a short repr.
+    """``value`` for an error message: its type, and a short repr (:func:`shown`).
 
     Examples:
-        >>> described(3), described("x" * 80)[:22]
-        ('int 3', "str 'xxxxxxxxxxxxxxxxx")
+        >>> described(3), described("x" * 80)[:22], described(-(10**5000))
+        ('int 3', "str 'xxxxxxxxxxxxxxxxx", 'an integer of about 5001 digits')
     """
-    text = shown(value)
-    if _huge(value):
-        return text
-    if len(text) > 60:
-        text = text[:57] + "..."
-    return f"{type(value).__name__} {text}"
+    text = shown(value, 60)
+    return text if _plain(value) is None else f"{type(value).__name__} {text}"
 
 
 def type_named(value: object) -> str:
@@ -124,13 +136,35 @@ def check_bool(value: object, where: str, *, optional: bool = False) -> None:
     )
 
 
-def check_callable(value: object, where: str, what: str, *, optional: bool = False) -> None:
-    """``value`` is callable (or ``None`` when ``optional``)."""
-    if callable(value) or (optional and value is None):
+def check_callable(
+    value: object, where: str, what: str, *, optional: bool = False, awaited: bool = False
+) -> None:
+    """``value`` is callable (or ``None`` when ``optional``), and a plain function unless
+    ``awaited``: every callback but a tool is called synchronously, so an ``async def`` one
+    would only make a coroutine that nobody awaits (Python's "never awaited" warning, and the
+    callback silently never runs)."""
+    if callable(value):
+        if awaited or not _is_async(value):
+            return
+        raise ConfigError(
+            f"{where} is called synchronously, never awaited: the async callable "
+            f"{getattr(value, '__qualname__', type(value).__name__)} would never run (its "
+            "coroutine is dropped); pass a plain def"
+        )
+    if optional and value is None:
         return
     raise ConfigError(
         f"{where} must be {what}{' or None' if optional else ''}, got {described(value)}"
     )
+
+
+def _is_async(value: object) -> bool:
+    """An ``async def`` function or async generator (a bound method or ``functools.partial``
+    of one included), or an object whose ``__call__`` is one."""
+    if inspect.iscoroutinefunction(value) or inspect.isasyncgenfunction(value):
+        return True
+    call = getattr(type(value), "__call__", None)  # noqa: B004 - a callable object's method
+    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
 
 
 def check_items(

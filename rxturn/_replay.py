@@ -335,6 +335,8 @@ def _load(source: Source) -> bytes:
         raise ConfigError(f"is a directory, not a stream file ({path})") from None
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror or exc} ({path})") from None
+    except UnicodeEncodeError:  # a lone surrogate no file name can hold (os.fsencode refuses)
+        raise ConfigError(f"no file name the file system can encode ({path!r})") from None
 
 
 def _open(data: bytes, fmt: str) -> StreamDecoder:

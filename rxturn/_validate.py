@@ -23,10 +23,14 @@ from typing import TypeGuard, cast
 
 import msgspec
 
+from ._arguments import shown
+
 __all__ = [
     "HOST_RULE",
     "MAX_SECONDS",
+    "MAX_TOKENS",
     "NON_FINITE",
+    "NOT_UTF8",
     "as_float",
     "finite",
     "holds_non_finite",
@@ -35,6 +39,7 @@ __all__ = [
     "is_number",
     "is_utf8",
     "json_problem",
+    "max_tokens_problem",
     "mend_text",
     "object_schema_problem",
     "positive",
@@ -106,6 +111,30 @@ def _finite(value: float) -> bool:
         return False
 
 
+#: The largest ``max_tokens`` a request sends: what a signed 32-bit integer holds, beyond any
+#: model's reply and any provider's field; a larger number is a typo (a provider would refuse
+#: every request of it, after it was sent).
+MAX_TOKENS = 2**31 - 1
+
+
+def max_tokens_problem(value: object) -> str | None:
+    """Why ``value`` is not a usable ``max_tokens`` (a reply's token cap), or ``None`` if it is.
+
+    The phrase completes a sentence that starts with the argument's name.
+
+    Examples:
+        >>> max_tokens_problem(1024) is None
+        True
+        >>> max_tokens_problem(0), max_tokens_problem(2**31)
+        ('must be a positive integer', 'must be at most 2147483647 (2**31 - 1)')
+    """
+    if not positive(value, integer=True):
+        return "must be a positive integer"
+    if cast("int", value) > MAX_TOKENS:
+        return f"must be at most {MAX_TOKENS} (2**31 - 1)"
+    return None
+
+
 #: The longest wait :func:`seconds_problem` accepts. Every such value ends up as a timer on a
 #: reactivex scheduler, and reactivex's virtual-time schedulers (``TestScheduler``) hold the due
 #: instant as a ``datetime``, which ends in the year 9999: a wait of 10**12 s overflows there.
@@ -130,7 +159,7 @@ def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
         'must be at most 1e+09 seconds (about 31 years), got 1000000000000.0'
     """
     if not is_number(value):
-        return f"must be a number of seconds, got {value!r}"
+        return f"must be a number of seconds, got {shown(value)}"
     if isinstance(value, int) and not _finite(value):  # (no repr: it may be too long for one)
         return "must be finite, got an integer too large for a float"
     if math.isnan(value):
@@ -161,11 +190,15 @@ def json_problem(value: object) -> str | None:
         'Encoding objects of type object is unsupported'
         >>> json_problem({"minimum": float("nan")})
         'a number is NaN or infinite, which JSON has no spelling for'
+        >>> json_problem({"description": "\\ud800"})[:30]
+        'a string holds a lone surrogat'
     """
     try:
         text = msgspec.json.encode(value)
     except RecursionError:
         return "it holds itself (or nests deeper than JSON can be sent)"
+    except UnicodeEncodeError:  # (a ValueError: before the clause below)
+        return NOT_UTF8
     except (TypeError, ValueError, msgspec.EncodeError, OverflowError) as exc:
         return str(exc)  # (ValueError: an int past the 4300 digits Python will write)
     if b"null" in text and holds_non_finite(value):  # msgspec writes NaN as null
@@ -194,6 +227,9 @@ def object_schema_problem(schema: object) -> str | None:
 
 #: Why a value holding NaN or an infinity is not JSON (msgspec would write ``null``).
 NON_FINITE = "a number is NaN or infinite, which JSON has no spelling for"
+
+#: Why a str holding a lone surrogate is not JSON text (see :func:`is_utf8`).
+NOT_UTF8 = "a string holds a lone surrogate (text that is not valid UTF-8), which JSON cannot carry"
 
 
 def holds_non_finite(value: object) -> bool:

@@ -45,6 +45,8 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ._arguments import check_items, described
+from ._validate import seconds_problem
 from .errors import ConfigError
 from .messages import Usage
 
@@ -84,16 +86,16 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True):
         total: object = self.total
         if not isinstance(total, Decimal) or not total.is_finite():  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"Cost.total must be a finite decimal.Decimal, got {_described(total)}"
+                f"Cost.total must be a finite decimal.Decimal, got {described(total)}"
             )
         count: object = self.unpriced_attempts
         if type(count) is not int or count < 0:
             raise ConfigError(
-                f"Cost.unpriced_attempts must be an int of 0 or more, got {_described(count)}"
+                f"Cost.unpriced_attempts must be an int of 0 or more, got {described(count)}"
             )
         currency: object = self.currency
         if not isinstance(currency, str) or not currency:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"Cost.currency must be a non-empty str, got {_described(currency)}")
+            raise ConfigError(f"Cost.currency must be a non-empty str, got {described(currency)}")
 
     def __add__(self, other: Cost) -> Cost:
         if not isinstance(other, Cost):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -105,10 +107,6 @@ class Cost(msgspec.Struct, frozen=True, kw_only=True):
             unpriced_attempts=self.unpriced_attempts + other.unpriced_attempts,
             currency=self.currency,
         )
-
-
-def _described(value: object) -> str:
-    return f"{type(value).__name__} {value!r}"[:80]
 
 
 _available: bool | None = None
@@ -133,8 +131,12 @@ def enable_price_updates(update_interval: float = 3600.0) -> UpdatePrices:
         the ``genai_prices.UpdatePrices`` instance; call its ``stop()`` when done.
 
     Raises:
-        ConfigError: the ``rxturn[cost]`` extra is not installed.
+        ConfigError: ``update_interval`` is not a positive, finite number of seconds (checked
+            before the thread starts: 0, a negative number or NaN would have it fetch without
+            pause), or the ``rxturn[cost]`` extra is not installed.
     """
+    if (problem := seconds_problem(update_interval)) is not None:
+        raise ConfigError(f"enable_price_updates: update_interval {problem}")
     _require()
     import genai_prices
 
@@ -298,11 +300,11 @@ class Pricer:
         given: object = provider_id  # (None let genai-prices guess the provider)
         if not isinstance(given, str) or not given:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"Pricer: provider_id must be a non-empty str, got {_described(given)}"
+                f"Pricer: provider_id must be a non-empty str, got {described(given)}"
             )
         url: object = base_url
         if url is not None and not isinstance(url, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"Pricer: base_url must be a str or None, got {_described(url)}")
+            raise ConfigError(f"Pricer: base_url must be a str or None, got {described(url)}")
         _require()
         self.provider_id = provider_id
         self.base_url = base_url
@@ -330,13 +332,13 @@ class Pricer:
             if usage is None:
                 return None
             raise ConfigError(
-                f"Pricer.price: usage must be a Usage or None, got {_described(usage)}"
+                f"Pricer.price: usage must be a Usage or None, got {described(usage)}"
             )
         if type(model) is not str:
-            raise ConfigError(f"Pricer.price: model must be a str, got {_described(model)}")
+            raise ConfigError(f"Pricer.price: model must be a str, got {described(model)}")
         if when is not None and not isinstance(when, datetime):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"Pricer.price: when must be a datetime or None, got {_described(when)}"
+                f"Pricer.price: when must be a datetime or None, got {described(when)}"
             )
         cost = usage.provider_cost
         if cost is not None and math.isfinite(cost) and cost >= 0:  # (a Usage built by hand)
@@ -452,11 +454,18 @@ def _tier_start(model_price: object) -> int | None:
     return min(starts) if starts else None
 
 
-@functools.lru_cache(maxsize=64)
 def pricer_for(provider_id: str, base_url: str | None = None) -> Pricer:
     """The process's one :class:`Pricer` for a provider and endpoint: every engine of that
     endpoint shares its rate cache, so an engine per conversation prices from the cache
     instead of asking genai-prices again."""
+    given: tuple[object, object] = (provider_id, base_url)
+    if type(given[0]) is not str or (given[1] is not None and type(given[1]) is not str):
+        return Pricer(provider_id, base_url)  # its ConfigError (a list is no cache key)
+    return _shared_pricer(provider_id, base_url)
+
+
+@functools.lru_cache(maxsize=64)
+def _shared_pricer(provider_id: str, base_url: str | None) -> Pricer:
     return Pricer(provider_id, base_url)
 
 
@@ -492,9 +501,14 @@ def total_cost(costs: Iterable[Decimal | None]) -> Cost | None:
         return None
     total = _ZERO
     unpriced = 0
-    for cost in costs:
+    for cost in check_items(costs, "total_cost(costs=...)", "Decimal or None"):
         if cost is None:
             unpriced += 1
-        else:
+        elif type(cost) is Decimal or isinstance(cost, Decimal):
             total += cost
+        else:
+            raise ConfigError(
+                f"total_cost(costs=...) holds {described(cost)}, where a Decimal (or None: "
+                "unpriced) belongs"
+            )
     return Cost(total=total, unpriced_attempts=unpriced)

@@ -34,6 +34,8 @@ from typing import TYPE_CHECKING, Literal, TypeAlias
 
 import msgspec
 
+from ._arguments import described
+from .errors import ConfigError
 from .messages import Message, StopReason, Usage
 
 if TYPE_CHECKING:  # reactivex stays unloaded: ``import rxturn.wire`` must not pull it in
@@ -147,6 +149,11 @@ class Fallback(msgspec.Struct, frozen=True, tag="fallback"):
     """The non-streaming rescue produced a complete reply; always the last item of a turn."""
 
     message: Message
+
+    def __post_init__(self) -> None:
+        # (built once per rescue; the fold reads message.id, .content... without a check)
+        if type(self.message) is not Message:
+            raise ConfigError(f"Fallback.message must be a Message, got {described(self.message)}")
 
     @property
     def stop_reason(self) -> StopReason:

@@ -30,7 +30,7 @@ from typing import Annotated, Any, ClassVar, Literal, Self, SupportsIndex, cast,
 import msgspec
 
 from . import _media
-from ._arguments import type_named
+from ._arguments import described, shown, type_named
 from ._redact import is_credential_header
 from .errors import ConfigError
 
@@ -232,7 +232,7 @@ class TextPart(msgspec.Struct, frozen=True, tag="text"):
         # checked when built, as the other parts are: a None or an int reached the request's
         # text join as a TypeError ('sequence item 1: expected str instance') inside the turn
         if type(self.text) is not str:
-            raise ConfigError(f"TextPart.text must be a str, got {_described(self.text)}")
+            raise ConfigError(f"TextPart.text must be a str, got {described(self.text)}")
 
 
 class ToolCallPart(msgspec.Struct, frozen=True, tag="tool_call"):
@@ -247,7 +247,7 @@ class ToolCallPart(msgspec.Struct, frozen=True, tag="tool_call"):
         for field in ("id", "name"):
             value = getattr(self, field)
             if type(value) is not str:
-                raise ConfigError(f"ToolCallPart.{field} must be a str, got {_described(value)}")
+                raise ConfigError(f"ToolCallPart.{field} must be a str, got {described(value)}")
 
 
 # --- media: images, documents, audio, and where their bytes come from -------------------------
@@ -277,7 +277,7 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
             # said by type and length: the value is media (a base64 str, a bytearray), which
             # no error message shows
             got = (
-                f"{type(data).__name__} of length {len(data)}" if _sized(data) else _described(data)
+                f"{type(data).__name__} of length {len(data)}" if _sized(data) else described(data)
             )
             hint = " (base64 text? pass base64.b64decode(text))" if isinstance(data, str) else ""
             raise ConfigError(f"InlineSource.data must be non-empty bytes, got {got}{hint}")
@@ -296,9 +296,7 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
         if not isinstance(data, bytes | bytearray | memoryview):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(f"media data must be bytes, got {type(data).__name__}")
         if not isinstance(name, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(
-                f"InlineSource.from_bytes: name must be a str, got {_described(name)}"
-            )
+            raise ConfigError(f"InlineSource.from_bytes: name must be a str, got {described(name)}")
         what = repr(name) if name else "the media data"
         return cls._checked(bytes(data), media_type, what, name)
 
@@ -318,7 +316,7 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
     @classmethod
     def _checked(cls, raw: bytes, media_type: str | None, what: str, name: str = "") -> Self:
         if media_type is not None and not isinstance(media_type, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"media_type must be a str or None, got {_described(media_type)}")
+            raise ConfigError(f"media_type must be a str or None, got {described(media_type)}")
         if not raw:
             raise ConfigError(f"{what} is empty")
         known = ", ".join(_media.MEDIA_TYPES)
@@ -426,20 +424,16 @@ def _sized(value: object) -> bool:
     return isinstance(value, str | bytes | bytearray | memoryview | list | tuple)
 
 
-def _described(value: object) -> str:
-    return f"{type(value).__name__} {value!r}"[:80]
-
-
 def _check_str(value: object, where: str) -> None:
     if not isinstance(value, str) or not value:
-        raise ConfigError(f"{where} must be a non-empty str, got {_described(value)}")
+        raise ConfigError(f"{where} must be a non-empty str, got {described(value)}")
 
 
 def _check_source(source: object, part: str) -> None:
     if not isinstance(source, InlineSource | UrlSource | FileIdSource):
         raise ConfigError(
             f"{part}.source must be an InlineSource, UrlSource or FileIdSource (or use "
-            f"{part}.from_path / from_bytes), got {_described(source)}"
+            f"{part}.from_path / from_bytes), got {described(source)}"
         )
 
 
@@ -481,7 +475,7 @@ class ImagePart(_FromSource, msgspec.Struct, frozen=True, tag="image", omit_defa
         if self.detail not in _DETAILS:
             raise ConfigError(
                 f"ImagePart.detail must be one of {', '.join(map(repr, _DETAILS))}, "
-                f"got {_described(self.detail)}"
+                f"got {described(self.detail)}"
             )
 
     @classmethod
@@ -522,11 +516,11 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigError(
-                    f"DocumentPart.{name} must be a str or None, got {_described(value)}"
+                    f"DocumentPart.{name} must be a str or None, got {described(value)}"
                 )
         if not isinstance(self.citations, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"DocumentPart.citations must be True or False, got {_described(self.citations)}"
+                f"DocumentPart.citations must be True or False, got {described(self.citations)}"
             )
 
     @classmethod
@@ -560,7 +554,7 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
         """An inline document from ``data`` (media type inferred unless given)."""
         if filename is not None and not isinstance(filename, str):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"DocumentPart.filename must be a str or None, got {_described(filename)}"
+                f"DocumentPart.filename must be a str or None, got {described(filename)}"
             )
         source = cls._inline(InlineSource.from_bytes(data, media_type, name=filename or ""))
         return cls(source, title, context, citations, filename)
@@ -574,7 +568,7 @@ class DocumentPart(_FromSource, msgspec.Struct, frozen=True, tag="document", omi
                 (no UTF-8 can carry it).
         """
         if not isinstance(text, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"DocumentPart.from_text takes a str, got {_described(text)}")
+            raise ConfigError(f"DocumentPart.from_text takes a str, got {described(text)}")
         if not text:
             raise ConfigError("DocumentPart.from_text: the text is empty")
         try:
@@ -625,8 +619,8 @@ def _media_path(path: object) -> Path:
             return Path(path)  # pyright: ignore[reportUnknownArgumentType]
         except TypeError:  # a PathLike whose __fspath__ gives bytes
             pass
-    shown = _described(path)  # pyright: ignore[reportUnknownArgumentType]
-    raise ConfigError(f"a media path must be a str or a pathlib.Path, got {shown}")
+    named = described(path)  # pyright: ignore[reportUnknownArgumentType]
+    raise ConfigError(f"a media path must be a str or a pathlib.Path, got {named}")
 
 
 def _file_name(path: object) -> str:
@@ -669,6 +663,10 @@ def _read_media(where: Path) -> bytes:
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise ConfigError(f"cannot read {named}: {reason}") from None
+    except UnicodeEncodeError:  # a lone surrogate no file name can hold (os.fsencode refuses)
+        raise ConfigError(
+            f"cannot read {named}: the path is not text the file system can encode"
+        ) from None
 
 
 def media_from_path(path: str | Path) -> MediaPart:
@@ -705,7 +703,7 @@ class CachePoint(msgspec.Struct, frozen=True, tag="cache_point"):
     def __post_init__(self) -> None:
         if self.ttl not in (None, "5m", "1h"):
             raise ConfigError(
-                f"CachePoint.ttl must be None, '5m' or '1h', got {_described(self.ttl)}"
+                f"CachePoint.ttl must be None, '5m' or '1h', got {described(self.ttl)}"
             )
 
 
@@ -772,11 +770,11 @@ class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
         # CachePoint has no source), and a non-str id went out as a JSON number
         if type(self.tool_call_id) is not str:
             raise ConfigError(
-                f"ToolResultPart.tool_call_id must be a str, got {_described(self.tool_call_id)}"
+                f"ToolResultPart.tool_call_id must be a str, got {described(self.tool_call_id)}"
             )
         if type(self.is_error) is not bool:
             raise ConfigError(
-                f"ToolResultPart.is_error must be True or False, got {_described(self.is_error)}"
+                f"ToolResultPart.is_error must be True or False, got {described(self.is_error)}"
             )
         content = self.content
         if type(content) is str:
@@ -784,7 +782,7 @@ class ToolResultPart(msgspec.Struct, frozen=True, tag="tool_result"):
         if not isinstance(content, tuple | list):
             raise ConfigError(
                 "ToolResultPart.content must be a str or a tuple of TextPart, ImagePart and "
-                f"DocumentPart, got {_described(content)}"
+                f"DocumentPart, got {described(content)}"
             )
         for index, item in enumerate(content):
             if type(item) not in _RESULT_PART_TYPES:
@@ -932,6 +930,22 @@ class ToolSchema(msgspec.Struct, frozen=True, kw_only=True):
         default_factory=lambda: {"type": "object", "properties": {}}
     )
 
+    def __post_init__(self) -> None:
+        # built in Python, not type-checked: a name of 5 went out as a JSON number
+        if type(self.name) is not str or not self.name:
+            raise ConfigError(
+                f"ToolSchema.name must be a non-empty str, got {described(self.name)}"
+            )
+        if type(self.description) is not str:
+            raise ConfigError(
+                f"ToolSchema.description must be a str, got {described(self.description)}"
+            )
+        if not isinstance(self.input_schema, dict):  # pyright: ignore[reportUnnecessaryIsInstance]
+            raise ConfigError(
+                "ToolSchema.input_schema must be a JSON Schema dict, got "
+                f"{described(self.input_schema)}"
+            )
+
 
 class ResponseFormat(msgspec.Struct, frozen=True, kw_only=True):
     """Ask for a reply that is JSON matching ``schema`` (OpenAI ``json_schema``)."""
@@ -1031,6 +1045,11 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
 
     def __post_init__(self) -> None:
         # the last gate before a request is encoded: dicts become messages, a str is refused
+        system, tools = self.system, self.tools
+        if system is not None and type(system) is not str:
+            raise ConfigError(f"Request.system must be a str or None, got {described(system)}")
+        if tools is not None:
+            _check_schemas(tools)
         messages = self.messages
         if type(messages) is tuple:
             for message in messages:  # the hot path: a loop allocates nothing
@@ -1042,13 +1061,40 @@ class Request(msgspec.Struct, frozen=True, kw_only=True):
         msgspec.structs.force_setattr(self, "messages", checked)
 
 
+def _check_schemas(tools: object) -> None:
+    if type(tools) is not tuple and type(tools) is not list:
+        raise ConfigError(
+            f"Request.tools must be a tuple of ToolSchema or None, got {described(tools)}"
+        )
+    for index, schema in enumerate(cast("tuple[object, ...]", tools)):
+        if type(schema) is not ToolSchema:
+            raise ConfigError(
+                f"Request.tools[{index}] must be a ToolSchema, got {described(schema)}"
+            )
+
+
 _message_decoder = msgspec.json.Decoder(Message)
 _encoder = msgspec.json.Encoder()
 
 
 def message_to_json(message: Message) -> bytes:
-    """Encode a message as the Message JSON (docs/behaviour.md §6)."""
-    return _encoder.encode(message)
+    """Encode a message as the Message JSON (docs/behaviour.md §6).
+
+    Raises:
+        ConfigError: a text holds a lone surrogate (how Python holds bytes that were not
+            UTF-8), which no JSON text can carry, or a tool call's ``input`` holds a value
+            JSON has no form for.
+    """
+    try:
+        return _encoder.encode(message)
+    except UnicodeEncodeError:
+        raise ConfigError(
+            "message_to_json: the message holds text that is not valid UTF-8 (a lone "
+            "surrogate such as '\\ud800'), which JSON cannot carry; decode its source with "
+            "errors='replace'"
+        ) from None
+    except (TypeError, OverflowError, msgspec.EncodeError) as exc:  # a tool call's input
+        raise ConfigError(f"message_to_json: the message is not JSON: {exc}") from None
 
 
 class _UsageKeys(msgspec.Struct):
@@ -1078,6 +1124,8 @@ def message_from_json(data: bytes | str) -> Message:
         message = _message_decoder.decode(data)
     except RecursionError as exc:
         raise msgspec.DecodeError(f"JSON nested too deeply to decode ({exc})") from None
+    except UnicodeEncodeError:  # a str holding a lone surrogate: not text JSON can be
+        raise msgspec.DecodeError("the JSON text is not valid UTF-8 (a lone surrogate)") from None
     usage = message.usage
     if usage is not None and not (usage.input_tokens and usage.output_tokens):
         # a 0 may be a count that was absent: read the keys (rare, so the common path decodes once)
@@ -1107,7 +1155,7 @@ def _role_problem(role: object) -> str | None:
         return None
     if role in ("system", "developer"):
         return f"a {role!r} message is not part of the conversation: {_SYSTEM_HINT}"
-    return f"role must be 'user' or 'assistant', got {role!r}"
+    return f"role must be 'user' or 'assistant', got {shown(role)}"
 
 
 def message_content(
@@ -1265,7 +1313,7 @@ def part_from_dict(block: Mapping[str, object], where: str) -> ContentPart:
     if media is not None:
         return media
     raise ConfigError(
-        f"{where}: cannot convert a content block of type {kind!r}; build the part from "
+        f"{where}: cannot convert a content block of type {shown(kind)}; build the part from "
         "rxturn.messages (docs/messages.md lists the dict forms accepted)"
     )
 
@@ -1442,10 +1490,12 @@ def _as_message(item: object, where: str) -> Message:
     usage = data.get("usage")
     if usage is not None:  # checked first: a usage msgspec refuses must not pass as an SDK dict
         _check_usage(usage, f"{where}.usage")
-    try:
-        return msgspec.convert(data, Message)
-    except msgspec.ValidationError:
-        pass
+    if data.keys() <= _MESSAGE_KEYS:  # the Message JSON (a key it lacks: an SDK's dict, whose
+        # tool_calls msgspec would drop as an unknown field, leaving an empty message)
+        try:
+            return msgspec.convert(data, Message)
+        except msgspec.ValidationError:
+            pass
     if role == "tool":
         content = _result_content(data.get("content", ""), where)
         call_id = data.get("tool_call_id")
@@ -1493,6 +1543,10 @@ def _as_message(item: object, where: str) -> Message:
             ToolCallPart(_field(call_map, "id", where), _field(fn, "name", where), arguments)
         )
     return Message(role=role, content=tuple(parts))  # pyright: ignore[reportArgumentType]
+
+
+#: The keys of the Message JSON (docs/behaviour.md §6).
+_MESSAGE_KEYS = frozenset(Message.__struct_fields__)
 
 
 def _check_usage(usage: object, where: str) -> None:

@@ -32,14 +32,56 @@ from rxturn.errors import (
 )
 from rxturn.messages import (
     Message,
+    Request,
     StopReason,
     TextPart,
     ToolCallPart,
+    ToolSchema,
     Usage,
     message_from_json,
     message_to_json,
 )
 from rxturn.resilience.cancel import CancelToken
+
+#: (built with values their annotations do not allow, on purpose)
+_AnyRequest: Any = Request
+_AnySchema: Any = ToolSchema
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (
+            lambda: _AnyRequest(messages=(), system=5),
+            r"^Request\.system must be a str or None, got int",
+        ),
+        (lambda: _AnyRequest(messages=(), tools=[5]), r"^Request\.tools\[0\] must be a ToolSchema"),
+        (
+            lambda: _AnyRequest(messages=(), tools="t"),
+            r"^Request\.tools must be a tuple of ToolSchema",
+        ),
+        (lambda: _AnySchema(name=5), r"^ToolSchema\.name must be a non-empty str"),
+        (lambda: _AnySchema(name=""), r"^ToolSchema\.name must be a non-empty str"),
+        (lambda: _AnySchema(name="t", description=None), r"^ToolSchema\.description must be a str"),
+        (lambda: _AnySchema(name="t", input_schema="{}"), r"^ToolSchema\.input_schema must be a"),
+    ],
+    ids=[
+        "system-int",
+        "tools-int",
+        "tools-str",
+        "name-int",
+        "name-empty",
+        "desc-none",
+        "schema-str",
+    ],
+)
+def test_a_request_or_tool_schema_of_the_wrong_types_is_refused_when_built(
+    build: Any, says: str
+) -> None:
+    # before: system=5 and ToolSchema(name=5) went out as JSON numbers for the provider to
+    # refuse after the request, and tools=[5] raised AttributeError in the body builder
+    with pytest.raises(ConfigError, match=says):
+        build()
 
 
 class TestMessageJson:
@@ -72,6 +114,27 @@ class TestMessageJson:
     def test_bad_json_is_a_validation_error(self) -> None:
         with pytest.raises(msgspec.ValidationError):
             message_from_json(b'{"content": [{"type": "nope"}]}')
+
+    @pytest.mark.parametrize(
+        ("part", "says"),
+        [
+            (TextPart("a\ud800b"), "not valid UTF-8"),
+            (ToolCallPart("t1", "n", {"q": "\udfff"}), "not valid UTF-8"),
+            (ToolCallPart("t1", "n", {"q": object()}), "not JSON: Encoding objects of type"),
+        ],
+        ids=["surrogate-text", "surrogate-input", "object-input"],
+    )
+    def test_a_message_json_cannot_carry_is_a_config_error(
+        self, part: TextPart | ToolCallPart, says: str
+    ) -> None:
+        # before: UnicodeEncodeError / TypeError from msgspec's encoder
+        with pytest.raises(ConfigError, match=f"^message_to_json: .*{says}"):
+            message_to_json(Message(content=(part,)))
+
+    def test_a_str_holding_a_lone_surrogate_is_a_decode_error(self) -> None:
+        # before: UnicodeEncodeError, which the documented msgspec errors do not cover
+        with pytest.raises(msgspec.DecodeError, match="not valid UTF-8"):
+            message_from_json('{"id": "\ud800"}')
 
     def test_text_excludes_tool_calls(self) -> None:
         message = Message(content=(TextPart("a"), ToolCallPart("i", "n"), TextPart("b")))
@@ -140,6 +203,11 @@ class TestStatusErrors:
     @pytest.mark.parametrize("status", [400, 401, 403, 404, 405, 422, 451])
     def test_permanent_statuses(self, status: int) -> None:
         assert not is_retryable(status_error(status, ""))
+
+    @pytest.mark.parametrize("value", [5, "timeout", None])
+    def test_what_is_no_exception_is_not_retryable(self, value: object) -> None:
+        # before: AttributeError ('int' object has no attribute '__cause__')
+        assert is_retryable(value) is False  # pyright: ignore[reportArgumentType]
 
     def test_x_should_retry_wins(self) -> None:
         assert not is_retryable(status_error(500, "", should_retry=False))

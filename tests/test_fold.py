@@ -411,6 +411,15 @@ class TestHandlerItems:
         )
         assert state.completed and state.has_partial_data
 
+    @pytest.mark.parametrize("message", [None, {"role": "assistant", "content": "x"}, "x"])
+    def test_a_fallback_without_a_message_is_refused_where_it_is_built(
+        self, message: object
+    ) -> None:
+        # before: Fallback(None) was built, and fold_handler raised AttributeError ('NoneType'
+        # object has no attribute 'id')
+        with pytest.raises(ConfigError, match=r"^Fallback\.message must be a Message, got "):
+            Fallback(message)  # pyright: ignore[reportArgumentType]
+
     def test_stream_events_pass_through(self) -> None:
         events = [START, *text_lane(0, "a", "b"), MessageStop()]
         state = INITIAL_STATE

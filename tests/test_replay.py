@@ -329,6 +329,14 @@ def test_missing_file_is_a_config_error_at_subscribe_time(tmp_path: Path) -> Non
         replay_message(tmp_path)
 
 
+def test_a_path_no_file_system_can_encode_is_a_config_error() -> None:
+    # a lone surrogate os.fsencode refuses (before: UnicodeEncodeError, through on_error too)
+    recorder = Recorder().subscribe(replay("rec\ud800.sse"))
+    assert isinstance(recorder.error, ConfigError)
+    with pytest.raises(ConfigError, match=r"^no file name the file system can encode \('rec"):
+        replay_message("rec\ud800.sse")
+
+
 def test_unknown_format_is_rejected_immediately() -> None:
     with pytest.raises(ConfigError, match="unknown stream format 'gemini'"):
         replay(b"data: {}\n\n", "gemini")

@@ -28,10 +28,10 @@ from reactivex.scheduler.eventloop import AsyncIOScheduler
 from ..clients._base import ModelClient
 from ..errors import Cancelled, ConfigError
 from ..messages import Message
-from ._budget import Budget, Gate, LocalGate
+from ._budget import Budget, Gate, LocalGate, check_gate
 from ._errors import BatchInputError
 from ._input import BatchRow, check_row_options, check_turn, checked_sha, decode_row
-from ._runner import BatchConfig, RowOk, RowResult, Runner, drive
+from ._runner import BatchConfig, RowOk, RowResult, Runner, checked_config, drive
 
 __all__ = ["BAR_SIZE", "BatchSummary", "Tally", "batch_results", "run_batch", "sized"]
 
@@ -226,16 +226,11 @@ async def _async_rows(rows: AsyncIterable[RowInput]) -> AsyncIterator[tuple[Batc
             await source.aclose()
 
 
-_GATE_METHODS = ("acquire", "correct", "restamp", "release", "pause")
-
-
 def _check_arguments(
     rows: object, config: object, *, on_result: object = None, gate: object = None
 ) -> None:
     """Raises ConfigError for arguments no run can take."""
-    if not isinstance(config, BatchConfig):
-        raise ConfigError(f"config must be a BatchConfig, got {type(config).__name__}")
-    config.check()
+    checked_config(config)
     if (
         isinstance(rows, str | bytes)
         or not (hasattr(rows, "__iter__") or hasattr(rows, "__aiter__"))
@@ -248,10 +243,7 @@ def _check_arguments(
         raise ConfigError(
             f"on_result must be a callable taking each RowResult, got {type(on_result).__name__}"
         )
-    if gate is not None and not all(callable(getattr(gate, n, None)) for n in _GATE_METHODS):
-        raise ConfigError(
-            f"gate must be a Gate ({', '.join(_GATE_METHODS)}), got {type(gate).__name__}"
-        )
+    check_gate(gate, "gate")
 
 
 def default_gate(config: BatchConfig) -> LocalGate:

@@ -36,7 +36,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import Protocol
 
-from .._arguments import described
+from .._arguments import check_callable, check_instance, described, shown
 from .._validate import finite, positive
 from ..errors import ConfigError
 
@@ -99,14 +99,14 @@ class Budget:
             if value is not None and (
                 isinstance(value, bool) or not isinstance(value, int) or value < 1  # pyright: ignore[reportUnnecessaryIsInstance]
             ):
-                raise ConfigError(f"{name} must be an integer >= 1, got {value!r}")
+                raise ConfigError(f"{name} must be an integer >= 1, got {shown(value)}")
             if value is not None and value > MAX_PER_MINUTE:
                 raise ConfigError(
                     f"{name} must be at most {MAX_PER_MINUTE_TEXT} (per minute), got "
                     f"{described(value)}"
                 )
         if not (positive(window) and finite(window)):
-            raise ConfigError(f"window must be a positive number of seconds, got {window!r}")
+            raise ConfigError(f"window must be a positive number of seconds, got {shown(window)}")
         self.rpm = rpm
         self.tpm = tpm
         self.window = float(window)
@@ -319,6 +319,18 @@ class WaitClock:
         return self._total + (max(now - since, 0.0) if since is not None else 0.0)
 
 
+#: The methods a :class:`Gate` has (a gate of the caller's is checked for them).
+GATE_METHODS = ("acquire", "correct", "restamp", "release", "pause")
+
+
+def check_gate(gate: object, where: str) -> None:
+    """A ConfigError unless ``gate`` is ``None`` or has every :class:`Gate` method."""
+    if gate is not None and not all(callable(getattr(gate, n, None)) for n in GATE_METHODS):
+        raise ConfigError(
+            f"{where} must be a Gate ({', '.join(GATE_METHODS)}), got {type(gate).__name__}"
+        )
+
+
 class Gate(Protocol):
     """What a runner asks of the run's budget, wherever the budget lives.
 
@@ -350,6 +362,8 @@ class LocalGate:
     """A :class:`Budget` on the running loop; waiters are served first come, first served."""
 
     def __init__(self, budget: Budget, clock: Callable[[], float] | None = None) -> None:
+        check_instance(budget, Budget, "LocalGate(budget=...)", "a Budget")
+        check_callable(clock, "LocalGate(clock=...)", "a () -> seconds callable", optional=True)
         self.budget = budget
         self._clock = clock
         self._lock: asyncio.Lock | None = None

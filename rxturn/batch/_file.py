@@ -38,7 +38,7 @@ from ._output import (
     repair_tail,
     torn_key,
 )
-from ._runner import BatchConfig, RowOk, Runner, encode_result
+from ._runner import BatchConfig, RowOk, Runner, checked_config, encode_result
 
 __all__ = ["Backend", "Done", "FileRun", "LocalBackend", "check_output"]
 
@@ -124,6 +124,7 @@ class LocalBackend:
     """
 
     def __init__(self, config: BatchConfig, api_key: str | None, run: int) -> None:
+        config = checked_config(config)
         self.gate = LocalGate(Budget(rpm=config.rpm, tpm=config.tpm))
         self.runner = Runner(config, api_key=api_key, gate=self.gate)
         self.run = run
@@ -190,7 +191,7 @@ class FileRun:
     ) -> None:
         self.input_path = input_path
         self.output_path = output_path
-        self.config = config.check()
+        self.config = checked_config(config)
         self.retry_errors = retry_errors
         self.force = force
         self.notice = notice

@@ -35,6 +35,7 @@ from typing import Any, BinaryIO, cast
 
 import msgspec
 
+from .._arguments import check_callable, described
 from ..clients._request import (
     check_options,
     merge_extra_body,
@@ -88,8 +89,12 @@ class BatchRow(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def input_sha(obj: object) -> str:
-    """sha256 (hex) of ``obj``'s canonical JSON: keys sorted, no whitespace."""
-    return hashlib.sha256(_canonical.encode(obj)).hexdigest()
+    """sha256 (hex) of ``obj``'s canonical JSON: keys sorted, no whitespace.
+
+    Raises:
+        BatchInputError: ``obj`` is no JSON data (see :func:`checked_sha`).
+    """
+    return hashlib.sha256(_canonical_json(obj, "input_sha", None)).hexdigest()
 
 
 def _unspellable(obj: object) -> bool:
@@ -119,11 +124,21 @@ def checked_sha(obj: object, number: int) -> str:
             encode, a string with a lone surrogate);
             the message names row ``number``.
     """
+    text = _canonical_json(obj, f"row {number}", number)
+    if b"null" in text and _unspellable(obj):  # msgspec writes NaN and infinities as null
+        raise BatchInputError(
+            f"row {number}: not JSON data: a number is NaN or infinite, which JSON has no "
+            "spelling for",
+            line=number,
+        )
+    return hashlib.sha256(text).hexdigest()
+
+
+def _canonical_json(obj: object, where: str, line: int | None) -> bytes:
+    """``obj``'s canonical JSON, or a BatchInputError naming ``where`` when it is no JSON data
+    (a row made in Python may hold what no JSON line can)."""
     try:
-        text = _canonical.encode(obj)
-        if b"null" in text and _unspellable(obj):  # msgspec writes NaN and infinities as null
-            raise TypeError("a number is NaN or infinite, which JSON has no spelling for")
-        return hashlib.sha256(text).hexdigest()
+        return _canonical.encode(obj)
     except TypeError as exc:
         reason = str(exc)
         if "str keys" in reason:
@@ -133,7 +148,9 @@ def checked_sha(obj: object, number: int) -> str:
     except UnicodeEncodeError as exc:  # a Python str may hold what no UTF-8 text can
         pair = f"\\u{ord(exc.object[exc.start]):04x} without its pair"
         reason = f"a string holds a lone UTF-16 surrogate ({pair}), which is not text"
-    raise BatchInputError(f"row {number}: not JSON data: {reason}", line=number)
+    except ValueError:  # (msgspec writes a huge int through str(), which Python refuses)
+        reason = "an integer has more digits than Python writes"
+    raise BatchInputError(f"{where}: not JSON data: {reason}", line=line)
 
 
 def _fail(line: int, what: str) -> BatchInputError:
@@ -477,7 +494,7 @@ def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchR
         _own_fields(obj, _OPENAI_KEYS, line, "an OpenAI Batch line")
         return _openai(obj, line)
     if "prompt" in obj or "messages" in obj:
-        return _native(obj, line, raw or _canonical.encode(obj))
+        return _native(obj, line, raw or _canonical_json(obj, f"line {line}", line))
     fields = ", ".join(sorted(obj)[:6]) or "none"
     raise _fail(
         line,
@@ -532,6 +549,9 @@ def scan_input(
     Raises:
         BatchInputError: unreadable, not UTF-8 JSON, a duplicate key, a row of no known shape.
     """
+    if not isinstance(path, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(f"scan_input(path=...) must be a str or a Path, got {described(path)}")
+    check_callable(check, "scan_input(check=...)", "a callable", optional=True)
     index = InputIndex()
     stdin = os.fspath(path) == "-"
     try:
@@ -561,6 +581,10 @@ def scan_input(
     except OSError as exc:
         where = "stdin" if stdin else repr(os.fspath(path))
         raise BatchInputError(f"cannot read {where}: {exc.strerror or exc}") from None
+    except UnicodeEncodeError:  # a lone surrogate no file name can hold (os.fsencode refuses)
+        raise BatchInputError(
+            f"cannot read {os.fspath(path)!r}: not a file name the file system can encode"
+        ) from None
     return index
 
 

@@ -35,17 +35,16 @@ import math
 from collections import deque
 from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from contextvars import ContextVar
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import msgspec
 
 from .. import _constants as C
 from .._arguments import described, shown
-from .._validate import is_utf8
+from .._validate import MAX_TOKENS, is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
 from ..clients._factory import client_for
-from ..clients._request import MAX_TOKENS_LIMIT
 from ..cost import Cost
 from ..engine import TurnEngine
 from ..engine.context.tokens import TokenCounter, counter_loaded, warm_up_counter
@@ -57,7 +56,7 @@ from ..resilience.backoff import parse_retry_after
 from ..resilience.fallback import FallbackManager
 from ..resilience.limiter import RateLimiter
 from ..resilience.policies import LimiterPolicy, TimeoutPolicy
-from ._budget import MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT, Gate
+from ._budget import MAX_PER_MINUTE, MAX_PER_MINUTE_TEXT, Gate, check_gate
 from ._input import BatchRow
 
 __all__ = [
@@ -71,6 +70,7 @@ __all__ = [
     "RowOk",
     "RowResult",
     "Runner",
+    "checked_config",
     "drive",
     "encode_result",
     "reply_budget",
@@ -84,11 +84,6 @@ _POLL = 0.02
 #: statuses whose Retry-After pauses the whole run's sending
 _PAUSING = frozenset({429, 503, 529})
 
-
-MAX_TOKENS = MAX_TOKENS_LIMIT
-"""The largest ``max_tokens`` a run sends: the clients' bound (2**31 - 1, what a signed 32-bit
-integer holds), beyond any model's reply and any provider's field; a larger number is a typo (a
-provider would refuse every row of it)."""
 
 MAX_CONCURRENCY = 10_000
 """The most turns one process runs at once: each holds an engine, a socket and its buffers
@@ -129,19 +124,23 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         """Raises ConfigError for a value no run can use."""
         if self.provider not in PROVIDERS:
             raise ConfigError(f"provider must be one of {', '.join(PROVIDERS)}")
-        try:  # the fields' types (a Struct takes anything it is given)
-            msgspec.convert(msgspec.to_builtins(self), type(self))
+        for field in self.__struct_fields__:  # first: msgspec cannot even name such a str
+            given: object = getattr(self, field)
+            texts: list[object] = [given]
+            if isinstance(given, tuple | list):
+                texts.extend(cast("tuple[object, ...]", given))
+            if any(isinstance(text, str) and not is_utf8(text) for text in texts):
+                raise ConfigError(f"{field} is not valid UTF-8 text")
+        try:  # the fields' types (a Struct takes anything it is given; bytes stay bytes, not
+            # the base64 text that would pass for a str)
+            builtins = msgspec.to_builtins(self, builtin_types=(bytes, bytearray, memoryview))
+            msgspec.convert(builtins, type(self))
         except (msgspec.ValidationError, TypeError) as exc:
             raise ConfigError(f"BatchConfig: {exc}") from None
         if not self.model.strip():
             raise ConfigError("model must not be empty")
         if any(not name.strip() for name in self.fallback):
             raise ConfigError("fallback models must not be empty")
-        for name, text in (("model", self.model), ("system", self.system or "")):
-            if not is_utf8(text):
-                raise ConfigError(f"{name} is not valid UTF-8 text")
-        if not all(is_utf8(name) for name in self.fallback):
-            raise ConfigError("fallback is not valid UTF-8 text")
         if self.base_url is not None:
             check_base_url(self.base_url)  # the clients' rule, whose errors never echo a key
         for name in ("concurrency", "max_tokens", "rpm", "tpm"):
@@ -163,7 +162,7 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.concurrency > MAX_CONCURRENCY:
             raise ConfigError(
                 f"concurrency must be from 1 to {MAX_CONCURRENCY} (turns in flight at once in "
-                f"one process), got {self.concurrency!r}"
+                f"one process), got {shown(self.concurrency)}"
             )
         if self.temperature is not None and not (
             math.isfinite(self.temperature) and self.temperature >= 0
@@ -179,6 +178,14 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.temperature is not None:
             options["temperature"] = self.temperature
         return options
+
+
+def checked_config(config: object) -> BatchConfig:
+    """``config`` when it is a :class:`BatchConfig` that :meth:`~BatchConfig.check` passes;
+    else a ConfigError (what every entry point that takes one asks first)."""
+    if not isinstance(config, BatchConfig):
+        raise ConfigError(f"config must be a BatchConfig, got {type(config).__name__}")
+    return config.check()
 
 
 class ErrorInfo(msgspec.Struct, frozen=True):
@@ -546,7 +553,8 @@ class Runner:
         counter: TokenCounter | None = None,
         timeouts: TimeoutPolicy | None = None,
     ) -> None:
-        self.config = config.check()
+        self.config = checked_config(config)
+        check_gate(gate, "Runner(gate=...)")
         self.limited = config.rpm is not None or config.tpm is not None
         timeouts = timeouts if timeouts is not None else TimeoutPolicy()
         if client is not None and self.limited and timeouts.rescue:

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, TypedDict
 from urllib.parse import urlsplit
 
+from .._arguments import shown
 from .._validate import seconds_problem
 from ..errors import ConfigError, redact
 
@@ -54,13 +55,15 @@ class Secret:
 def check_headers(headers: Mapping[str, str], where: str) -> None:
     for name, value in headers.items():
         if not isinstance(name, str) or not isinstance(value, str):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"{where}: header names and values must be strings ({name!r})")
+            raise ConfigError(f"{where}: header names and values must be strings ({shown(name)})")
         if _BAD_HEADER_CHARS.search(name) or _BAD_HEADER_CHARS.search(value):
-            raise ConfigError(f"{where}: header {name!r} contains a line break or NUL character")
+            raise ConfigError(
+                f"{where}: header {shown(name)} contains a line break or NUL character"
+            )
         if not _HEADER_NAME.fullmatch(name):
             # sent as it was, the server refused the whole request ('Invalid header token')
             raise ConfigError(
-                f"{where}: {name!r} is not an HTTP header name (letters, digits and "
+                f"{where}: {shown(name)} is not an HTTP header name (letters, digits and "
                 "!#$%&'*+-.^_`|~ only, no spaces or colons)"
             )
 

@@ -37,7 +37,7 @@ import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import Disposable
 
-from .._arguments import check_instance
+from .._arguments import check_instance, shown
 from .._version import __version__
 from ..errors import (
     APIStatusError,
@@ -147,7 +147,7 @@ class HttpClient:
     ) -> None:
         name = type(self).__name__
         if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"{name}: model must be a non-empty string, got {model!r}")
+            raise ConfigError(f"{name}: model must be a non-empty string, got {shown(model)}")
         if api_key is not None and (
             not isinstance(api_key, str)  # pyright: ignore[reportUnnecessaryIsInstance]
             or not api_key.strip()

@@ -21,18 +21,18 @@ import msgspec
 
 from .._arguments import shown
 from .._validate import (
+    MAX_TOKENS,
     NON_FINITE,
     finite,
     holds_non_finite,
     json_problem,
+    max_tokens_problem,
     object_schema_problem,
-    positive,
 )
 from ..errors import ConfigError
 from ..messages import RequestOptions, ResponseFormat, ToolSchema
 
 __all__ = [
-    "MAX_TOKENS_LIMIT",
     "NO_MESSAGE",
     "REASONING_EFFORTS",
     "THINKING_MIN_BUDGET",
@@ -83,41 +83,15 @@ def resolve_model(options: RequestOptions, default: str) -> str:
     return options.model
 
 
-#: The largest output cap (``max_tokens``) or thinking budget a request carries: the int32
-#: bound the APIs' servers parse such a field into. No model writes a reply near it (the largest
-#: caps are hundreds of thousands); a larger value could only be answered with a 400, and an
-#: integer past 64 bits is not a number every JSON reader takes.
-MAX_TOKENS_LIMIT = 2**31 - 1
-
-
-def token_count_problem(value: object) -> str | None:
-    """Why ``value`` is not a usable output cap or thinking budget (``None``: it is one).
-
-    The one rule for every such count: ``RequestOptions.max_tokens`` and ``thinking``, and a
-    client's ``max_tokens`` default.
-
-    Examples:
-        >>> token_count_problem(4096) is None, token_count_problem(0)
-        (True, 'must be a positive integer')
-        >>> token_count_problem(2**31)
-        'must be at most 2147483647 (no API takes a larger token count)'
-    """
-    if not positive(value, integer=True):
-        return "must be a positive integer"
-    if cast(int, value) > MAX_TOKENS_LIMIT:
-        return f"must be at most {MAX_TOKENS_LIMIT} (no API takes a larger token count)"
-    return None
-
-
 def resolve_max_tokens(options: RequestOptions, default: int | None) -> int | None:
     """``options.max_tokens`` when set, else the client's; an integer from 1 to
-    :data:`MAX_TOKENS_LIMIT`."""
+    :data:`MAX_TOKENS`."""
     value = options.max_tokens if options.max_tokens is not None else default
     if value is None:
         return None
-    if type(value) is int and 0 < value <= MAX_TOKENS_LIMIT:  # the usual case, cheaply
+    if type(value) is int and 0 < value <= MAX_TOKENS:  # the usual case, cheaply
         return value
-    problem = token_count_problem(value)  # RequestOptions fields are not type-checked
+    problem = max_tokens_problem(value)  # RequestOptions fields are not type-checked
     if problem is not None:
         where = "RequestOptions.max_tokens" if options.max_tokens is not None else "max_tokens"
         raise ConfigError(f"{where} {problem}, got {shown(value)}")
@@ -209,19 +183,19 @@ _CLIENT_OWNED = ("model", "stream")
 
 
 def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | None:
-    """``options.thinking``, checked: an integer budget from 1024 to :data:`MAX_TOKENS_LIMIT`
+    """``options.thinking``, checked: an integer budget from 1024 to :data:`MAX_TOKENS`
     and below ``max_tokens``."""
     value = options.thinking
     if value is None:
         return None
-    if token_count_problem(value) is not None or value < THINKING_MIN_BUDGET:
+    if max_tokens_problem(value) is not None or value < THINKING_MIN_BUDGET:
         raise ConfigError(
             f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
-            f"{THINKING_MIN_BUDGET} and <= {MAX_TOKENS_LIMIT}, got {shown(value)}"
+            f"{THINKING_MIN_BUDGET} and <= {MAX_TOKENS}, got {shown(value)}"
         )
     if max_tokens is not None and value >= max_tokens:
         raise ConfigError(
-            f"RequestOptions.thinking={value} must be below max_tokens={max_tokens} (the "
+            f"RequestOptions.thinking={shown(value)} must be below max_tokens={max_tokens} (the "
             "thinking budget is part of the output); raise max_tokens"
         )
     return value
@@ -352,10 +326,10 @@ def _problem(name: str, value: object) -> str | None:
         if value not in REASONING_EFFORTS:
             return f"must be one of {', '.join(REASONING_EFFORTS)}"
     elif name == "max_tokens":
-        return token_count_problem(value)
+        return max_tokens_problem(value)
     elif name == "thinking":  # its type and floor: each wire's own rule (resolve_thinking)
-        if type(value) is int and value > MAX_TOKENS_LIMIT:
-            return token_count_problem(value)
+        if type(value) is int and value > MAX_TOKENS:
+            return max_tokens_problem(value)
     elif name == "temperature":
         if not finite(value) or value < 0:
             return "must be a finite number >= 0"
@@ -399,12 +373,12 @@ def _format_problem(value: object) -> str | None:
     if not isinstance(value.name, str) or not _FORMAT_NAME.match(value.name):  # pyright: ignore[reportUnnecessaryIsInstance]
         return (
             "name must be 1-64 letters, digits, '_' or '-' (the providers' rule), "
-            f"got {value.name!r}"
+            f"got {shown(value.name)}"
         )
     if (problem := object_schema_problem(value.schema)) is not None:
         return f"schema {problem}"
     if not isinstance(value.strict, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-        return f"strict must be a bool, got {value.strict!r}"
+        return f"strict must be a bool, got {shown(value.strict)}"
     if (problem := json_problem(value.schema)) is not None:
         return f"schema must be JSON: {problem}"
     return None
@@ -427,7 +401,7 @@ def check_options(options: object) -> RequestOptions:
         value = getattr(options, name)
         if value is None and name not in _NEVER_NONE:
             continue
-        if not value and type(value) in (tuple, dict):  # the empty defaults
+        if not value and type(value) is _EMPTY_DEFAULTS.get(name):  # an empty default
             continue
         problem = _problem(name, value)
         if problem is not None:
@@ -473,6 +447,13 @@ _plain: list[object] = [None]
 _NEVER_NONE = frozenset({"strict_tools", "stop_sequences", "extra_headers", "extra_body"})
 #: The options an engine sends when it was given none (each engine its own object).
 _DEFAULT = RequestOptions()
+#: The type of each field whose default is an empty tuple or dict (an empty one of the same
+#: type needs no check; ``{}`` given for ``max_tokens`` or ``stop_sequences`` does).
+_EMPTY_DEFAULTS: dict[str, type] = {
+    name: type(default)
+    for name in _DEFAULT.__struct_fields__
+    if type(default := getattr(_DEFAULT, name)) in (tuple, dict) and not default
+}
 
 
 #: What msgspec's encoder raises for a value JSON cannot carry (a UnicodeEncodeError, a
@@ -548,7 +529,7 @@ def check_max_tokens(client: str, value: int | None, *, required: bool) -> None:
     """A client's ``max_tokens`` setting: a positive integer (or ``None`` when optional)."""
     if value is None and not required:
         return
-    problem = token_count_problem(value)
+    problem = max_tokens_problem(value)
     if problem is not None:
         or_none = "" if required or "positive" not in problem else " or None"
         raise ConfigError(f"{client}: max_tokens {problem}{or_none}, got {shown(value)}")

@@ -53,7 +53,7 @@ import msgspec
 from reactivex import abc
 from reactivex.subject import Subject
 
-from .._arguments import check_bool, check_callable, check_instance, check_items, described
+from .._arguments import check_bool, check_callable, check_instance, check_items, described, shown
 from .._validate import positive
 from ..clients._base import ModelClient
 from ..clients._http import HttpClient
@@ -186,9 +186,9 @@ class TurnEngine:
         # the iterables as checked tuples: a generator is read once, by the check
         checked_tools, checked_observers, checked_contributors = _check_arguments(locals())
         if mode not in ("streaming", "non_streaming"):
-            raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {mode!r}")
+            raise ConfigError(f"mode must be 'streaming' or 'non_streaming', got {shown(mode)}")
         if not positive(max_turns, integer=True):
-            raise ConfigError(f"max_turns must be at least 1, got {max_turns!r}")
+            raise ConfigError(f"max_turns must be at least 1, got {shown(max_turns)}")
         self.client = client
         self.system = system
         # the tools, contributors and calibration are made when first used: most conversations
@@ -228,7 +228,7 @@ class TurnEngine:
         )
         self.memory = memory
         if not positive(memory_top_k, integer=True, allow_zero=True):
-            raise ConfigError(f"memory_top_k must be an int >= 0, got {memory_top_k!r}")
+            raise ConfigError(f"memory_top_k must be an int >= 0, got {shown(memory_top_k)}")
         self.memory_top_k = memory_top_k
         self._calibration = calibration
         # the rxturn[cost] extra prices every attempt; its data starts loading here in a
@@ -374,7 +374,7 @@ class TurnEngine:
         # callers may be untyped
         model = name.strip() if isinstance(name, str) else ""  # pyright: ignore[reportUnnecessaryIsInstance]
         if not model:
-            raise ConfigError(f"switch_model needs a model name, got {name!r}")
+            raise ConfigError(f"switch_model needs a model name, got {shown(name)}")
         previous = self.served_model()
         self.request_options = msgspec.structs.replace(self.request_options, model=model)
         if self.fallback is not None:
@@ -473,7 +473,8 @@ class TurnEngine:
         One request outside the conversation: no turn events, no history, no audit record; a
         plain-text request (the engine's response format and tool choice are left out).
         """
-        transcript = "\n".join(f"{m.role}: {m.text}" for m in messages if m.text)
+        checked = as_messages(messages, "summarize(messages=...)")
+        transcript = "\n".join(f"{m.role}: {m.text}" for m in checked if m.text)
         request = Request(
             messages=(
                 Message.user(
@@ -524,7 +525,7 @@ def _check_hedge(hedge: object, mode: object) -> None:
     if hedge is None:
         return
     if not isinstance(hedge, HedgePolicy):
-        raise ConfigError(f"hedge must be a HedgePolicy or None, got {hedge!r}")
+        raise ConfigError(f"hedge must be a HedgePolicy or None, got {shown(hedge)}")
     for target in hedge.targets:  # a target's client is used in a race only: check now
         check_instance(
             target.client,
@@ -669,7 +670,7 @@ def _assign_max_turns(engine: TurnEngine, value: object) -> object:
 
 def _assign_memory_top_k(engine: TurnEngine, value: object) -> object:
     if not positive(value, integer=True, allow_zero=True):
-        raise ConfigError(f"engine.memory_top_k = ... must be an int >= 0, got {value!r}")
+        raise ConfigError(f"engine.memory_top_k = ... must be an int >= 0, got {shown(value)}")
     return value
 
 

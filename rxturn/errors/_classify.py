@@ -139,7 +139,7 @@ def is_retryable(exc: BaseException) -> bool:
             return current.retryable
         if isinstance(current, RxturnError):
             return current.retryable
-        current = current.__cause__
+        current = getattr(current, "__cause__", None)  # (not an exception at all: no)
     return False
 
 

@@ -227,11 +227,12 @@ def deadlines(
 
     _check_seconds("deadlines", "first_event", first_event)
     _check_seconds("deadlines", "per_event", per_event)
+    from .._arguments import shown
     from .._validate import positive
 
     if not positive(max_consecutive, integer=True):  # callers may be untyped
         raise ConfigError(
-            f"deadlines: max_consecutive must be an integer >= 1, got {max_consecutive!r}"
+            f"deadlines: max_consecutive must be an integer >= 1, got {shown(max_consecutive)}"
         )
     return deadlines_(first_event, per_event, max_consecutive, progress, scheduler)
 

@@ -10,6 +10,7 @@ from typing import Final
 
 import msgspec
 
+from .._arguments import shown
 from ..errors import ConfigError
 from .verdicts import FailureKind, failure_kind
 
@@ -139,8 +140,8 @@ class FailureOutcome(msgspec.Struct, frozen=True, kw_only=True):
 
 def clean_model_name(name: object, what: str) -> str:
     if not isinstance(name, str):
-        raise ConfigError(f"{what} must be a model name (str), got {name!r}")
+        raise ConfigError(f"{what} must be a model name (str), got {shown(name)}")
     cleaned = name.strip()
     if not cleaned:
-        raise ConfigError(f"{what} must not be empty or blank, got {name!r}")
+        raise ConfigError(f"{what} must not be empty or blank, got {shown(name)}")
     return cleaned

@@ -21,8 +21,10 @@ import re
 import time
 from collections.abc import Mapping
 from datetime import UTC
+from typing import cast
 
 from .._headers import header
+from .._validate import positive
 from .policies import RateLimitPolicy, RetryPolicy
 
 __all__ = [
@@ -67,13 +69,10 @@ def jittered_delay(policy: RetryPolicy, retry: int, rng: random.Random) -> float
 def rate_limit_delay(policy: RateLimitPolicy, retry_after: float | None) -> float:
     """The rate-limit wait: ``min(hint, max_delay)`` if a hint is present and respected,
     else ``min(default_delay, max_delay)``. A negative or NaN hint counts as absent."""
-    if (
-        policy.respect_retry_after
-        and retry_after is not None
-        and not math.isnan(retry_after)
-        and retry_after >= 0
-    ):
-        return float(min(retry_after, policy.max_delay))
+    # (positive: NaN, a str or a bool never pass, and an int past the largest float, which
+    # math.isnan refuses with OverflowError, is a number like any other)
+    if policy.respect_retry_after and positive(retry_after, allow_zero=True):
+        return float(min(cast("float", retry_after), policy.max_delay))
     return float(min(policy.default_delay, policy.max_delay))
 
 

@@ -63,7 +63,7 @@ from typing import cast
 
 import msgspec
 
-from .._arguments import check_callable, check_instance, check_items
+from .._arguments import check_callable, check_instance, check_items, shown
 from .._validate import positive
 from ..errors import ConfigError, FallbackExhausted
 from ._breaker import (
@@ -143,7 +143,9 @@ class FallbackManager:
     ) -> None:
         check_instance(policy, FallbackPolicy, "FallbackManager(policy=...)", "a FallbackPolicy")
         if isinstance(chain, str):
-            raise ConfigError(f"chain must be a sequence of model names, not the string {chain!r}")
+            raise ConfigError(
+                f"chain must be a sequence of model names, not the string {shown(chain)}"
+            )
         names = check_items(chain, "FallbackManager(chain=...)", "model names")
         check_callable(
             clock, "FallbackManager(clock=...)", "a () -> seconds callable", optional=True
@@ -164,7 +166,7 @@ class FallbackManager:
             if entry.name in seen:
                 what = "the primary model" if entry.name == self._primary else "listed twice"
                 raise ConfigError(
-                    f"FallbackManager(chain=...): {entry.name!r} is {what}; each backup must "
+                    f"FallbackManager(chain=...): {shown(entry.name)} is {what}; each backup must "
                     "be another model"
                 )
             seen.add(entry.name)
@@ -307,7 +309,7 @@ class FallbackManager:
     def record_failure(self, kind: FailureKind) -> bool:
         """Count one failed turn; return ``True`` iff this call tripped the breaker."""
         if not isinstance(kind, FailureKind):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"record_failure expects a FailureKind, got {kind!r}")
+            raise ConfigError(f"record_failure expects a FailureKind, got {shown(kind)}")
         primary = self._state is BreakerState.PRIMARY
         if primary and self._failures + 1 >= self._policy.trip_threshold:
             trigger = Trigger.TRIP
@@ -429,6 +431,7 @@ class FallbackManager:
 
     def set_policy(self, policy: FallbackPolicy) -> None:
         """Adopt new numbers. Every entry takes the new strike limit; failed ones stay failed."""
+        check_instance(policy, FallbackPolicy, "set_policy(policy=...)", "a FallbackPolicy")
         policy.validate()
         self._policy = policy
         self._entries = [entry.with_max_fail_count(policy.strikes) for entry in self._entries]
@@ -460,7 +463,7 @@ class FallbackManager:
     def insert_fallback_model(self, index: int, name: str) -> None:
         """Insert ``name`` at ``index`` (0 = first choice; past the end appends)."""
         if not positive(index, integer=True, allow_zero=True):
-            raise ConfigError(f"fallback chain index must be an int >= 0, got {index!r}")
+            raise ConfigError(f"fallback chain index must be an int >= 0, got {shown(index)}")
         self._entries.insert(min(index, len(self._entries)), self._new_entry(name))
 
     def remove_fallback_model(self, name: str) -> bool:
@@ -474,7 +477,7 @@ class FallbackManager:
     def set_fallback_models(self, names: Iterable[str]) -> None:
         """Replace the chain (fresh entries, no strikes)."""
         if isinstance(names, str):
-            raise ConfigError(f"expected a sequence of model names, not the string {names!r}")
+            raise ConfigError(f"expected a sequence of model names, not the string {shown(names)}")
         self._entries = [self._new_entry(name) for name in names]
 
     def mark_fallback_failed(self, name: str) -> bool:

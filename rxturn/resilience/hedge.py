@@ -50,6 +50,7 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Final, Literal
 
+from .._arguments import shown
 from .._validate import is_int, is_number, positive, seconds_problem
 from ..errors import ConfigError
 from ..events import Delta, MessageStop, PartStart, StreamEvent
@@ -144,12 +145,12 @@ class HedgeTarget:
         same_quota: bool | None = None,
     ) -> None:
         if model is not None and (not isinstance(model, str) or not model.strip()):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"HedgeTarget: model must be a non-empty string, got {model!r}")
+            raise ConfigError(f"HedgeTarget: model must be a non-empty string, got {shown(model)}")
         if model is None and client is None:
             raise ConfigError("HedgeTarget: give a model, a client, or both")
         if same_quota is not None and not isinstance(same_quota, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"HedgeTarget: same_quota must be True, False or None, got {same_quota!r}"
+                f"HedgeTarget: same_quota must be True, False or None, got {shown(same_quota)}"
             )
         self.model = model
         self.client = client
@@ -197,7 +198,7 @@ class FirstContentEstimator:
         if not _window_ok(window):
             raise ConfigError(
                 f"FirstContentEstimator: window must be an integer from 1 to {_MAX_WINDOW}, "
-                f"got {window!r}"
+                f"got {shown(window)}"
             )
         self.window = window
         self._samples: dict[str, deque[tuple[float, bool]]] = {}
@@ -297,7 +298,9 @@ class HedgePolicy:
             raise ConfigError("HedgePolicy: targets must be a non-empty sequence of HedgeTarget")
         for target in targets:
             if not isinstance(target, HedgeTarget):  # pyright: ignore[reportUnnecessaryIsInstance]
-                raise ConfigError(f"HedgePolicy: targets must hold HedgeTarget, got {target!r}")
+                raise ConfigError(
+                    f"HedgePolicy: targets must hold HedgeTarget, got {shown(target)}"
+                )
         if delay is not None:
             problem = seconds_problem(delay, allow_zero=True)
             if problem is not None:
@@ -311,28 +314,31 @@ class HedgePolicy:
                 f"HedgePolicy: min_delay ({min_delay:g}s) must be <= max_delay ({max_delay:g}s)"
             )
         if not is_number(quantile) or not 0.0 < quantile < 1.0:
-            raise ConfigError(f"HedgePolicy: quantile must be in (0, 1), got {quantile!r}")
+            raise ConfigError(f"HedgePolicy: quantile must be in (0, 1), got {shown(quantile)}")
         if not positive(min_samples, integer=True):
             raise ConfigError(
-                f"HedgePolicy: min_samples must be an integer >= 1, got {min_samples!r}"
+                f"HedgePolicy: min_samples must be an integer >= 1, got {shown(min_samples)}"
             )
         if not positive(max_hedges, integer=True):
             raise ConfigError(
-                f"HedgePolicy: max_hedges must be an integer >= 1, got {max_hedges!r}"
+                f"HedgePolicy: max_hedges must be an integer >= 1, got {shown(max_hedges)}"
             )
         if (
             not is_number(budget_ratio)
             or not 0.0 <= budget_ratio <= 1.0
             or math.isnan(budget_ratio)
         ):
-            raise ConfigError(f"HedgePolicy: budget_ratio must be in [0, 1], got {budget_ratio!r}")
+            raise ConfigError(
+                f"HedgePolicy: budget_ratio must be in [0, 1], got {shown(budget_ratio)}"
+            )
         if not is_int(budget_min) or budget_min < 0:
             raise ConfigError(
-                f"HedgePolicy: budget_min must be an integer >= 0, got {budget_min!r}"
+                f"HedgePolicy: budget_min must be an integer >= 0, got {shown(budget_min)}"
             )
         if not _window_ok(window):
             raise ConfigError(
-                f"HedgePolicy: window must be an integer from 1 to {_MAX_WINDOW}, got {window!r}"
+                f"HedgePolicy: window must be an integer from 1 to {_MAX_WINDOW}, "
+                f"got {shown(window)}"
             )
         self.targets: tuple[HedgeTarget, ...] = tuple(targets)
         self.delay = None if delay is None else float(delay)

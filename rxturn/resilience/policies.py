@@ -29,6 +29,7 @@ from typing import Self
 import msgspec
 
 from .. import _constants as C
+from .._arguments import shown
 from .._validate import finite, is_int, is_number, positive, seconds_problem
 from ..errors import ConfigError
 
@@ -116,11 +117,11 @@ class TimeoutPolicy(Policy, frozen=True, kw_only=True):
         if not positive(self.max_consecutive_timeouts, integer=True):
             raise ConfigError(
                 "TimeoutPolicy.max_consecutive_timeouts must be an integer >= 1, "
-                f"got {self.max_consecutive_timeouts!r}"
+                f"got {shown(self.max_consecutive_timeouts)}"
             )
         # Struct fields are not type-checked when built in Python
         if not isinstance(self.rescue, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"TimeoutPolicy.rescue must be a bool, got {self.rescue!r}")
+            raise ConfigError(f"TimeoutPolicy.rescue must be a bool, got {shown(self.rescue)}")
         return self
 
     def sanitized(self) -> TimeoutPolicy:
@@ -193,11 +194,11 @@ class RetryPolicy(Policy, frozen=True, kw_only=True):
         jitter = self.jitter
         if not finite(jitter) or not 0.0 <= jitter <= 1.0:
             raise ConfigError(
-                f"RetryPolicy.jitter must be a finite number within [0, 1], got {jitter!r}"
+                f"RetryPolicy.jitter must be a finite number within [0, 1], got {shown(jitter)}"
             )
         if not positive(self.max_retries, integer=True, allow_zero=True):
             raise ConfigError(
-                f"RetryPolicy.max_retries must be an integer >= 0, got {self.max_retries!r}"
+                f"RetryPolicy.max_retries must be an integer >= 0, got {shown(self.max_retries)}"
             )
         return self
 
@@ -246,23 +247,24 @@ class RateLimitPolicy(Policy, frozen=True, kw_only=True):
             )
         if not positive(self.max_retries, integer=True):
             raise ConfigError(
-                f"RateLimitPolicy.max_retries must be an integer >= 1, got {self.max_retries!r}"
+                "RateLimitPolicy.max_retries must be an integer >= 1, "
+                f"got {shown(self.max_retries)}"
             )
         if not positive(self.escalate_after, integer=True, allow_zero=True):
             raise ConfigError(
                 "RateLimitPolicy.escalate_after must be an integer >= 0, "
-                f"got {self.escalate_after!r}"
+                f"got {shown(self.escalate_after)}"
             )
         if self.escalate_after > self.max_retries:
             raise ConfigError(
-                f"RateLimitPolicy.escalate_after ({self.escalate_after}) must be <= "
+                f"RateLimitPolicy.escalate_after ({shown(self.escalate_after)}) must be <= "
                 f"max_retries ({self.max_retries})"
             )
         # Struct fields are not type-checked when built in Python
         if not isinstance(self.respect_retry_after, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
                 "RateLimitPolicy.respect_retry_after must be a bool, "
-                f"got {self.respect_retry_after!r}"
+                f"got {shown(self.respect_retry_after)}"
             )
         return self
 
@@ -287,7 +289,7 @@ class LimiterPolicy(Policy, frozen=True, kw_only=True):
         rpm = self.requests_per_minute
         if not positive(rpm, integer=True, allow_zero=True):
             raise ConfigError(
-                f"LimiterPolicy.requests_per_minute must be an integer >= 0, got {rpm!r}"
+                f"LimiterPolicy.requests_per_minute must be an integer >= 0, got {shown(rpm)}"
             )
         problem = seconds_problem(self.max_wait, allow_zero=True)
         if problem is not None:
@@ -326,15 +328,17 @@ class FallbackPolicy(Policy, frozen=True, kw_only=True):
         for name in ("trip_threshold", "recovery_successes", "max_fail_count"):
             value: object = getattr(self, name)
             if not is_int(value):
-                raise ConfigError(f"FallbackPolicy.{name} must be an int, got {value!r}")
+                raise ConfigError(f"FallbackPolicy.{name} must be an int, got {shown(value)}")
             if value < 0:
-                raise ConfigError(f"FallbackPolicy.{name} must be >= 0, got {value}")
+                raise ConfigError(f"FallbackPolicy.{name} must be >= 0, got {shown(value)}")
         timeout: object = self.recovery_timeout
         if not is_number(timeout):
-            raise ConfigError(f"FallbackPolicy.recovery_timeout must be seconds, got {timeout!r}")
+            raise ConfigError(
+                f"FallbackPolicy.recovery_timeout must be seconds, got {shown(timeout)}"
+            )
         if not positive(timeout, allow_zero=True):
             raise ConfigError(
-                f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {timeout!r}"
+                f"FallbackPolicy.recovery_timeout must be >= 0 seconds, got {shown(timeout)}"
             )
         return self
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from .._arguments import described
+from .._arguments import described, shown
 from .._constants import FIRST_EVENT_TIMEOUT
 from .._validate import finite
 from ..errors import (
@@ -167,7 +167,8 @@ class TurnProgress:
             )
         if total is not None and not finite(total):
             raise ConfigError(
-                f"TurnProgress: total must be a finite number of seconds or None, got {total!r}"
+                "TurnProgress: total must be a finite number of seconds or None, "
+                f"got {shown(total)}"
             )
         self.clock = clock
         self.started_at = clock()

@@ -38,6 +38,7 @@ from typing import cast
 
 import msgspec
 
+from .._arguments import shown
 from ..errors import ConfigError
 from ..transport._base import CappedBody, display_url
 
@@ -77,7 +78,7 @@ class MockResponse(msgspec.Struct, frozen=True):
         status = cast("object", self.status)
         if type(status) is not int or not 100 <= status <= 599:
             raise ConfigError(
-                f"MockResponse: status must be an int from 100 to 599, got {status!r}"
+                f"MockResponse: status must be an int from 100 to 599, got {shown(status)}"
             )
         headers = cast("object", self.headers)
         if not isinstance(headers, Mapping):

@@ -11,6 +11,7 @@ import asyncio
 import bisect
 import heapq
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -18,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from slow_params import briefly
 
-from rxturn.batch import Budget, LocalGate
+from rxturn.batch import BatchConfig, Budget, LocalGate, Runner
 from rxturn.errors import ConfigError
 
 
@@ -270,6 +271,27 @@ def test_a_pause_holds_every_grant_until_it_expires() -> None:
 def test_bad_limits_are_config_errors(kwargs: dict[str, float]) -> None:
     with pytest.raises(ConfigError):
         Budget(**kwargs)  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (lambda: LocalGate(None), r"^LocalGate\(budget=\.\.\.\) must be a Budget"),  # pyright: ignore[reportArgumentType]
+        (lambda: LocalGate(Budget(), clock=5.0), r"^LocalGate\(clock=\.\.\.\) must be"),  # pyright: ignore[reportArgumentType]
+        (
+            lambda: Runner(BatchConfig(provider="openai", model="m"), api_key="k", gate="budget"),  # pyright: ignore[reportArgumentType]
+            r"^Runner\(gate=\.\.\.\) must be a Gate \(acquire, correct, restamp, release, pause\)",
+        ),
+    ],
+    ids=["gate-budget-none", "gate-clock-float", "runner-gate-str"],
+)
+def test_a_gate_of_the_wrong_type_is_refused_where_it_is_given(
+    build: Callable[[], object], says: str
+) -> None:
+    # before: accepted, then AttributeError ('NoneType' object has no attribute 'take',
+    # 'str' object has no attribute 'acquire') at the first row, or TypeError calling the clock
+    with pytest.raises(ConfigError, match=says):
+        build()
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,16 @@ from typing import Any
 
 import pytest
 
-from rxturn.batch import BatchConfig, BatchInputError, BatchRow, FileRun, run_batch, scan_input
+from rxturn.batch import (
+    BatchConfig,
+    BatchInputError,
+    BatchRow,
+    FileRun,
+    decode_row,
+    input_sha,
+    run_batch,
+    scan_input,
+)
 from rxturn.batch import _input as input_module
 from rxturn.batch._checks import duplicate_key
 from rxturn.errors import ConfigError
@@ -244,6 +253,29 @@ async def test_the_python_api_holds_a_batch_row_to_what_a_decoded_row_is(
             BatchConfig(provider="anthropic", model="m", concurrency=True),
             "BatchConfig: Expected `int`, got `bool` - at `$.concurrency`",
         ),
+        # before: AttributeError ('bytes' object has no attribute 'encode'): msgspec's check
+        # took the bytes for their base64 text
+        (
+            BatchConfig(provider="anthropic", model=b"m"),  # pyright: ignore[reportArgumentType]
+            "BatchConfig: Expected `str`, got `bytes` - at `$.model`",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", system=bytearray(b"s")),  # pyright: ignore[reportArgumentType]
+            "BatchConfig: Expected `str | null`, got `bytes` - at `$.system`",
+        ),
+        # before: UnicodeEncodeError from msgspec, which could not quote the value it refused
+        (
+            BatchConfig(provider="anthropic", model="m", fallback="\ud800"),  # pyright: ignore[reportArgumentType]
+            "fallback is not valid UTF-8 text",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", rpm="\udcff"),  # pyright: ignore[reportArgumentType]
+            "rpm is not valid UTF-8 text",
+        ),
+        (
+            BatchConfig(provider="anthropic", model="m", fallback=("b", "\ud800")),
+            "fallback is not valid UTF-8 text",
+        ),
     ],
 )
 async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(
@@ -252,6 +284,22 @@ async def test_the_python_api_refuses_a_bad_config_with_a_typed_error(
     with pytest.raises(ConfigError) as caught:
         await run_batch([{"id": "a", "prompt": "x"}], config)
     assert words in str(caught.value)
+
+
+@pytest.mark.parametrize("make", ["Runner", "FileRun", "LocalBackend"])
+@pytest.mark.parametrize("config", [None, {"provider": "anthropic", "model": "m"}])
+def test_every_batch_entry_refuses_a_config_that_is_not_one(make: str, config: object) -> None:
+    # before: AttributeError ('NoneType' object has no attribute 'check' / 'rpm')
+    import rxturn.batch as batch
+
+    build: Any = getattr(batch, make)
+    args = {
+        "Runner": (config,),
+        "FileRun": (Path("in.jsonl"), Path("out.jsonl"), config),
+        "LocalBackend": (config, None, 1),
+    }[make]
+    with pytest.raises(ConfigError, match=r"^config must be a BatchConfig, got (NoneType|dict)$"):
+        build(*args)
 
 
 @pytest.mark.parametrize(
@@ -270,3 +318,53 @@ def test_a_raw_control_character_is_named_with_its_column(
     assert str(error) == (
         f"line 2: a raw control character ({words}); JSON writes it escaped, as \\u00XX"
     )
+
+
+_LOOP: dict[str, object] = {}
+_LOOP["self"] = _LOOP
+
+
+@pytest.mark.parametrize(
+    ("row", "says"),
+    [
+        ({"id": "\ud800", "prompt": "x"}, r"a lone UTF-16 surrogate \(\\ud800 without its pair\)"),
+        ({"id": "a", "prompt": "x", "options": {"seed": 10**5000}}, "more digits than Python"),
+        ({"id": "a", "prompt": "x", "options": {"seed": object()}}, "type object is unsupported"),
+    ],
+    ids=["surrogate", "giant-int", "object"],
+)
+def test_decode_row_given_a_python_row_json_cannot_hold_names_its_line(
+    row: dict[str, object], says: str
+) -> None:
+    # before: UnicodeEncodeError, ValueError or TypeError from msgspec's encoder
+    with pytest.raises(BatchInputError, match=r"^line 7: not JSON data: .*" + says) as caught:
+        decode_row(row, 7)
+    assert caught.value.line == 7
+
+
+@pytest.mark.parametrize(
+    ("obj", "says"),
+    [
+        (object(), "type object is unsupported"),
+        ({"a": "\udfff"}, "lone UTF-16 surrogate"),
+        (_LOOP, "nested too deeply"),
+    ],
+    ids=["object", "surrogate", "cycle"],
+)
+def test_input_sha_of_what_is_no_json_is_a_batch_input_error(obj: object, says: str) -> None:
+    # before: TypeError, UnicodeEncodeError or RecursionError from msgspec's encoder
+    with pytest.raises(BatchInputError, match=r"^input_sha: not JSON data: .*" + says):
+        input_sha(obj)
+
+
+@pytest.mark.parametrize("path", [None, 5, b"in.jsonl"], ids=["none", "int", "bytes"])
+def test_scan_input_refuses_a_path_of_the_wrong_type(path: object) -> None:
+    # before: TypeError from os.fspath
+    with pytest.raises(ConfigError, match=r"^scan_input\(path=\.\.\.\) must be a str or a Path"):
+        scan_input(path)  # pyright: ignore[reportArgumentType]
+
+
+def test_scan_input_of_a_path_no_file_system_can_encode_is_a_batch_input_error() -> None:
+    # before: UnicodeEncodeError from open()
+    with pytest.raises(BatchInputError, match=r"not a file name the file system can encode"):
+        scan_input("in\ud800.jsonl")

@@ -176,6 +176,12 @@ class TestConstruction:
             ({"connect_timeout": float("inf")}, "connect_timeout must be finite"),
             ({"read_timeout": float("inf")}, "read_timeout must be finite"),
             ({"max_tokens": 0}, "max_tokens"),
+            # before, accepted and sent; the batch run already refused it as a typo
+            ({"max_tokens": 2**31}, r"max_tokens must be at most 2147483647 \(2\*\*31 - 1\)"),
+            (
+                {"max_tokens": 10**400},
+                r"max_tokens must be at most 2147483647 .*, got an integer of about 401 digits$",
+            ),
             ({"extra_headers": {"x-a": "1\r\nx-b: 2"}}, "line break"),
             # before, sent as it was and refused by the server as a 400 after the request
             ({"extra_headers": {"X Trace:": "1"}}, "not an HTTP header name"),
@@ -193,6 +199,8 @@ class TestConstruction:
             "connect-inf",
             "read-inf",
             "max-tokens",
+            "max-tokens-2**31",
+            "max-tokens-10**400",
             "header-crlf",
             "header-name",
             "header-empty-name",

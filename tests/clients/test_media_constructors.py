@@ -88,6 +88,8 @@ CONVENIENCE: list[tuple[str, Callable[[], object]]] = [
     ("media path", lambda: AudioPart.from_path(b"/tmp/a.wav")),  # pyright: ignore[reportArgumentType]
     ("media path is empty", lambda: InlineSource.from_path("")),
     ("NUL character", lambda: ImagePart.from_path("/tmp/a\x00.png")),
+    # a lone surrogate os.fsencode refuses (before: UnicodeEncodeError from os.open)
+    ("the file system can encode", lambda: ImagePart.from_path("/tmp/a\ud800.png")),
     ("media_type", lambda: ImagePart.from_bytes(b"\x89PNG\r\n\x1a\n", 5)),  # pyright: ignore[reportArgumentType]
     ("media_type", lambda: InlineSource.from_path(__file__, ["text/plain"])),  # pyright: ignore[reportArgumentType]
     ("name", lambda: InlineSource.from_bytes(b"hello", name=3)),  # pyright: ignore[reportArgumentType]

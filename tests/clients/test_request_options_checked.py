@@ -33,6 +33,9 @@ BAD: list[tuple[str, Any]] = [
     ("max_tokens", "100"),
     ("max_tokens", True),
     ("max_tokens", False),
+    # before, sent as it was (a 400-digit number in the body), refused by the provider after
+    ("max_tokens", 2**31),
+    ("max_tokens", 10**400),
     ("temperature", False),
     ("extra_body", None),
     ("temperature", -0.5),
@@ -56,6 +59,13 @@ BAD: list[tuple[str, Any]] = [
     ("prompt_cache_key", ""),
     ("prompt_cache_options", "explicit"),
     ("tool_media_in_user", "yes"),
+    # before, an empty tuple or dict was taken for an empty default and never checked, in any
+    # field: each was sent as if it were unset
+    ("stop_sequences", {}),
+    ("extra_headers", ()),
+    ("extra_body", ()),
+    ("cache_system", {}),
+    ("prompt_cache_key", ()),
 ]
 BAD_FORMATS = [
     ResponseFormat(name="", schema={"type": "object"}),

@@ -3,8 +3,9 @@ argument — never an AttributeError or TypeError from deep inside, later."""
 
 from __future__ import annotations
 
+import functools
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -21,6 +22,7 @@ from rxturn import (
     LimiterPolicy,
     LoggingObserver,
     Message,
+    Observer,
     ObserverSet,
     OllamaClient,
     OpenAIClient,
@@ -204,6 +206,101 @@ def test_a_wrong_argument_is_a_config_error_naming_it(
     message = str(caught.value)
     assert argument in message, f"{constructor}: the message does not name {argument!r}"
     assert "\n" not in message
+
+
+class UnprintableRepr:
+    """An object whose ``repr`` raises, as a caller's broken class may."""
+
+    def __repr__(self) -> str:
+        raise RuntimeError("no repr")
+
+
+#: Values an error message cannot quote with ``repr``: an int of more digits than Python prints
+#: (4300 by default) raises ValueError, and so does a list holding one.
+UNQUOTABLE: list[object] = [10**5000, -(10**5000), [10**5000], UnprintableRepr()]
+
+
+@pytest.mark.parametrize("bad", UNQUOTABLE, ids=["giant", "-giant", "list", "broken-repr"])
+@pytest.mark.parametrize(
+    ("constructor", "make", "argument"),
+    [case[:3] for case in CASES],
+    ids=[f"{c}-{a}" for c, _, a, _ in CASES],
+)
+def test_a_value_repr_cannot_print_is_still_a_one_line_config_error(
+    constructor: str, make: Callable[[object], object], argument: str, bad: object
+) -> None:
+    # before: ValueError ("Exceeds the limit (4300 digits) for integer string conversion") or
+    # the object's own repr error, raised while the ConfigError's message was being written
+    try:
+        make(bad)
+    except ConfigError as error:
+        message = str(error)
+        assert "\n" not in message and len(message) < 400, (constructor, argument)
+
+
+async def _async_streamer(text: str) -> None:
+    return None
+
+
+async def _async_generator(text: str) -> AsyncIterator[str]:
+    yield text
+
+
+class _AsyncCall:
+    async def __call__(self, text: str) -> None:
+        return None
+
+
+class _AsyncObserver(Observer):
+    async def on_text_delta(self, *, turn: int, delta: str) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+        return None
+
+
+def _assign_streamer(value: object) -> None:
+    engine().text_streamer = value  # pyright: ignore[reportAttributeAccessIssue]
+
+
+# (where the message says the callback is, the call taking an async one)
+ASYNC_CALLBACKS: list[tuple[str, Callable[..., object]]] = [
+    ("TurnEngine(text_streamer=...)", lambda v: engine(text_streamer=v)),
+    ("engine.text_streamer = ...", _assign_streamer),
+    ("StreamHandler(on_wait=...)", lambda v: StreamHandler(on_wait=v)),
+    ("FallbackManager(clock=...)", lambda v: FallbackManager("a", ["b"], clock=v)),
+]
+
+
+@pytest.mark.parametrize(
+    "callback",
+    [_async_streamer, _async_generator, _AsyncCall(), functools.partial(_async_streamer)],
+    ids=["async-def", "async-generator", "async-call-object", "partial"],
+)
+@pytest.mark.parametrize(("where", "make"), ASYNC_CALLBACKS, ids=[w for w, _ in ASYNC_CALLBACKS])
+def test_an_async_callback_called_synchronously_is_refused(
+    where: str, make: Callable[[object], object], callback: object
+) -> None:
+    # before: accepted, then each call made a coroutine nobody awaited ("never awaited"
+    # RuntimeWarning) and the callback never ran
+    with pytest.raises(ConfigError, match=r"is called synchronously, never awaited") as caught:
+        make(callback)
+    assert str(caught.value).startswith(where)
+
+
+def test_an_async_observer_callback_is_refused_where_the_observer_is_given() -> None:
+    with pytest.raises(ConfigError, match=r"^observer _AsyncObserver\.on_text_delta is called "):
+        engine(observers=[_AsyncObserver()])
+    with pytest.raises(ConfigError, match=r"^observer _AsyncObserver\.on_text_delta is called "):
+        engine().add_observer(_AsyncObserver())
+
+
+def test_a_generator_function_is_no_tool_but_an_async_def_is() -> None:
+    # before: accepted, and the model got the generator object's repr as the tool's result
+    def numbers(n: int) -> Iterator[int]:
+        yield n
+
+    for function in (numbers, _async_generator):
+        with pytest.raises(ConfigError, match=r"^Tool\(function=\.\.\.\) must return its result"):
+            Tool(function)
+    assert Tool(_async_streamer).name == "_async_streamer"
 
 
 def test_the_cases_cover_every_public_constructor_argument() -> None:

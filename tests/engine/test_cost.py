@@ -22,7 +22,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from rxturn import AnthropicClient, Cost, OpenAIClient, StreamHandler, TurnEngine, replay_message
-from rxturn.cost import Pricer, total_cost
+from rxturn.cost import Pricer, enable_price_updates, pricer_for, total_cost
 from rxturn.engine.records.audit import AttemptRecord
 from rxturn.messages import Usage
 from rxturn.resilience.policies import RetryPolicy
@@ -381,8 +381,43 @@ def test_a_provider_cost_of_minus_zero_is_zero() -> None:
         (lambda: Pricer("openai").price("gpt-4o", "usage"), "usage"),  # pyright: ignore[reportArgumentType]
         (lambda: Pricer("openai").price(None, Usage(input_tokens=1)), "model"),  # pyright: ignore[reportArgumentType]
         (lambda: Pricer("openai").price("gpt-4o", Usage(input_tokens=1), "2026-01-01"), "when"),  # pyright: ignore[reportArgumentType]
+        # before: TypeError (unhashable type: 'list') from pricer_for's cache
+        (lambda: pricer_for(["openai"]), "provider_id"),  # pyright: ignore[reportArgumentType]
+        (lambda: pricer_for("openai", {"url": "x"}), "base_url"),  # pyright: ignore[reportArgumentType]
+        (lambda: pricer_for(5), "provider_id"),  # pyright: ignore[reportArgumentType]
+        # before: each started genai-prices' updater thread, fetching without pause (0, -1,
+        # NaN) or with an interval it could not use (None, "5")
+        (lambda: enable_price_updates(0), "update_interval must be > 0 seconds"),
+        (lambda: enable_price_updates(-1), "update_interval must be > 0 seconds"),
+        (lambda: enable_price_updates(float("nan")), "update_interval must be a number"),
+        (lambda: enable_price_updates(None), "update_interval must be a number"),  # pyright: ignore[reportArgumentType]
+        (lambda: enable_price_updates("5"), "update_interval must be a number"),  # pyright: ignore[reportArgumentType]
+        # before: TypeError (unsupported operand type(s) for +=: 'decimal.Decimal' and 'float')
+        (
+            lambda: total_cost([Decimal(1), 1.5]),  # pyright: ignore[reportArgumentType]
+            r"costs=\.\.\.\) holds float 1\.5, where a Decimal",
+        ),
+        (lambda: total_cost(None), r"costs=\.\.\.\) must be an iterable"),  # pyright: ignore[reportArgumentType]
     ],
-    ids=["id int", "id None", "id empty", "url int", "usage str", "model None", "when str"],
+    ids=[
+        "id int",
+        "id None",
+        "id empty",
+        "url int",
+        "usage str",
+        "model None",
+        "when str",
+        "shared id list",
+        "shared url dict",
+        "shared id int",
+        "updates every 0 s",
+        "updates every -1 s",
+        "updates every nan s",
+        "updates every None",
+        "updates every '5'",
+        "total of a float",
+        "total of None",
+    ],
 )
 def test_a_pricer_given_a_wrong_argument_is_a_config_error(build: Any, named: str) -> None:
     # before: Pricer(5) left every attempt unpriced without a word, Pricer(None) priced by

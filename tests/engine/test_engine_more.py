@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import inspect
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
 from rxturn import (
+    AnthropicClient,
     BreakerState,
     ConfigError,
     FallbackManager,
@@ -125,6 +128,33 @@ async def test_switch_model_notifies_and_resets_the_breaker(fake_client: Any) ->
         {"from_model": "m2", "to_model": "m3"},
     ]
     assert breaker.state is BreakerState.PRIMARY and breaker.primary == "m3"
+
+
+@pytest.mark.parametrize(
+    ("call", "says"),
+    [
+        # before: AttributeError ('str' object has no attribute 'text')
+        (
+            lambda e: e.summarize("the whole chat"),
+            r"^summarize\(messages=\.\.\.\) must be a sequence of Message, got str$",
+        ),
+        (lambda e: e.summarize([None]), r"^summarize\(messages=\.\.\.\)\[0\] is a NoneType"),
+        # before: ValueError (Python prints no int of more than 4300 digits)
+        (
+            lambda e: e.switch_model(10**5000),
+            r"^switch_model needs a model name, got an integer of about 5001 digits$",
+        ),
+    ],
+    ids=["summarize-str", "summarize-none", "switch-giant-int"],
+)
+async def test_an_engine_method_given_a_wrong_value_is_a_config_error(
+    call: Callable[[TurnEngine], object], says: str
+) -> None:
+    engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    with pytest.raises(ConfigError, match=says):
+        result = call(engine)
+        if inspect.isawaitable(result):
+            await result
 
 
 def breaker_kind() -> Any:

@@ -174,6 +174,26 @@ def test_messages_with_dict_tool_input_are_cached_too() -> None:
     assert counter.misses == 2
 
 
+@pytest.mark.parametrize(
+    ("tool_input", "says"),
+    [
+        ({"a": object()}, "Encoding objects of type object is unsupported"),
+        ({"a": 10**5000}, "an int has too many digits"),
+        ({"a": "\ud800"}, "lone surrogate"),
+    ],
+    ids=["object", "giant-int", "surrogate"],
+)
+@pytest.mark.parametrize("cache_size", [4096, 0], ids=["cached", "uncached"])
+def test_a_tool_input_that_is_no_json_is_a_config_error_when_counted(
+    tool_input: dict[str, object], says: str, cache_size: int
+) -> None:
+    # before: TypeError, ValueError or UnicodeEncodeError from the encoder, raised by the
+    # engine's context estimate before the request (whose own encoder names such values)
+    message = Message(role="assistant", content=(ToolCallPart("c", "f", tool_input),))
+    with pytest.raises(ConfigError, match=r" is not JSON: .*" + says):
+        TiktokenCounter(cache_size=cache_size).count_message(message)
+
+
 def test_cache_is_a_bounded_lru() -> None:
     counter = TiktokenCounter(cache_size=2)
     a, b, c = Message.user("a"), Message.user("b"), Message.user("c")

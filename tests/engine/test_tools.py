@@ -131,6 +131,20 @@ def test_a_schema_holding_a_number_json_cannot_spell_is_a_config_error(number: f
         check_options(RequestOptions(response_format=response_format))
 
 
+def test_text_that_is_not_utf8_in_a_tool_or_a_schema_is_a_config_error() -> None:
+    # before: Tool(description='\ud800') was built and the engine's first turn raised
+    # UnicodeEncodeError counting the tools; a schema holding one made json_problem (the
+    # check itself) raise it
+    with pytest.raises(ConfigError, match=r"^Tool\(description=\.\.\.\) is not JSON text: .*lone"):
+        Tool(area, description="area \ud800")
+    schema = {"type": "object", "properties": {"w": {"description": "\udfff"}}}
+    with pytest.raises(ConfigError, match=r"input_schema=\.\.\.\) must be JSON: .*lone surrogate"):
+        Tool(area, input_schema=schema)
+    response_format = ResponseFormat(name="out", schema=schema)
+    with pytest.raises(ConfigError, match=r"response_format: schema must be JSON: .*lone"):
+        check_options(RequestOptions(response_format=response_format))
+
+
 @pytest.mark.parametrize("schema", [{"type": "string"}, {"type": "array", "items": {}}])
 def test_a_schema_that_is_not_of_an_object_is_a_config_error(schema: dict[str, object]) -> None:
     # before, it was sent as the tool's input schema and every turn was the provider's 400;
@@ -151,6 +165,34 @@ def test_a_callable_without_a_usable_name_is_told_to_pass_one() -> None:
     with pytest.raises(ConfigError, match=r"'<lambda>'.*\(pass name=\.\.\.\)"):
         Tool(lambda: "x")
     assert Tool(lambda: "x", name="named").name == "named"
+
+
+def _takes_a_complex(x: int, z: complex) -> int:
+    return x
+
+
+def _takes_an_object(where: object) -> int:
+    return 0
+
+
+@pytest.mark.parametrize("function", [_takes_a_complex, _takes_an_object])
+def test_a_parameter_type_without_a_json_schema_is_named_in_one_line(
+    function: Callable[..., object],
+) -> None:
+    # before: msgspec's TypeError, several lines long and naming neither tool nor parameter
+    with pytest.raises(ConfigError, match=r"^tool '_takes_an?_[a-z]+': parameter '[a-z]+' is "):
+        Tool(function)
+    with pytest.raises(ConfigError) as caught:
+        Tool(function, name="named")
+    assert "\n" not in str(caught.value) and "input_schema=" in str(caught.value)
+    # the way out the message names works
+    Tool(function, input_schema={"type": "object", "properties": {}})
+
+
+def test_a_callable_whose_signature_cannot_be_read_is_a_config_error() -> None:
+    # before: ValueError("no signature found for builtin <built-in function max>")
+    with pytest.raises(ConfigError, match=r"^tool 'max': its signature cannot be read"):
+        Tool(max)
 
 
 async def test_the_registry_refuses_a_call_or_name_of_the_wrong_type() -> None:

@@ -91,6 +91,24 @@ def test_sdk_style_histories_convert_to_the_same_conversation(history: Any, call
     assert TurnEngine(engine.client, history=history).history == _round_trip(call_id)
 
 
+def test_an_openai_assistant_dict_without_content_keeps_its_tool_calls() -> None:
+    # The SDK leaves "content" out of an assistant message that only calls tools. Before, such
+    # a dict passed for the Message JSON (msgspec ignored "tool_calls" as an unknown field)
+    # and became an assistant message with no content at all: the calls were silently lost.
+    call = {"id": "call_1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}
+    engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    engine.history.append({"role": "assistant", "tool_calls": [call]})  # pyright: ignore[reportArgumentType]
+    assert engine.history[0].content == (ToolCallPart("call_1", "weather", {}),)
+    broken = {
+        "role": "assistant",
+        "tool_calls": [{**call, "function": {"name": "w", "arguments": "{"}}],
+    }
+    with pytest.raises(
+        ConfigError, match=r"^history\[1\]: tool call arguments are not valid JSON$"
+    ):
+        engine.history.append(broken)  # pyright: ignore[reportArgumentType]
+
+
 def weather(city: str) -> str:
     """The weather in a city."""
     return f"-3 C in {city}"
@@ -189,6 +207,12 @@ def _any(value: Any) -> Any:
             "needs 'id' as a str",
         ),
         (lambda: Request(messages=("hi",)), r"Request.messages\[0\] is a str"),  # pyright: ignore[reportArgumentType]
+        # before: ValueError (Python prints no int of more than 4300 digits) from the message
+        (
+            lambda: Message(role="user", content=_any([{"type": 10**5000}])),
+            "block of type an integer of about 5001 digits",
+        ),
+        (lambda: Message(role=_any(10**5000)), "got an integer of about 5001 digits"),
     ],
     ids=[
         "system",
@@ -199,6 +223,8 @@ def _any(value: Any) -> Any:
         "unknown-block",
         "no-id",
         "request",
+        "giant-int-block-type",
+        "giant-int-role",
     ],
 )
 def test_bad_messages_are_config_errors_when_built(build: Any, says: str) -> None:

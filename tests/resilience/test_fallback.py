@@ -594,6 +594,13 @@ def test_policy_rejects_bad_values(field: str, value: object, fragment: str) -> 
         FallbackManager("main", ["backup"]).set_policy(policy)
 
 
+@pytest.mark.parametrize("policy", [None, 3, {"trip_threshold": 3}], ids=["none", "int", "dict"])
+def test_set_policy_refuses_what_is_no_policy(policy: object) -> None:
+    # before: AttributeError ('NoneType' object has no attribute 'validate')
+    with pytest.raises(ConfigError, match=r"^set_policy\(policy=\.\.\.\) must be a FallbackPolicy"):
+        FallbackManager("main", ["backup"]).set_policy(policy)  # pyright: ignore[reportArgumentType]
+
+
 def test_policy_accepts_edge_values() -> None:
     FallbackPolicy(trip_threshold=0, recovery_timeout=0, recovery_successes=0, max_fail_count=0)
     FallbackPolicy(recovery_timeout=math.inf).validate()

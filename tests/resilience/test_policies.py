@@ -346,6 +346,17 @@ def test_rate_limit_delay_honours_the_hint_and_caps_it() -> None:
     assert rate_limit_delay(ignoring, 7.0) == 5.0
 
 
+@pytest.mark.parametrize(
+    ("hint", "expected"),
+    [(10**400, 60.0), (float("inf"), 60.0), (float("nan"), 5.0), (-1.0, 5.0), ("30", 5.0)],
+    ids=["int-past-floats", "inf", "nan", "negative", "str"],
+)
+def test_a_retry_after_hint_of_any_value_is_a_delay(hint: object, expected: float) -> None:
+    # before: 10**400 (an error a custom client raised with it) made math.isnan raise
+    # OverflowError inside the retry ladder, and "30" a TypeError
+    assert rate_limit_delay(RateLimitPolicy(), hint) == expected  # pyright: ignore[reportArgumentType]
+
+
 def test_rate_limit_delay_caps_the_default_too() -> None:
     assert rate_limit_delay(RateLimitPolicy(default_delay=5.0, max_delay=5.0), None) == 5.0
 

@@ -40,10 +40,12 @@ from typing import Any, cast, get_args, get_type_hints, overload
 
 import msgspec
 
-from ..._arguments import check_callable, check_instance, check_items, described
+from ..._arguments import check_callable, check_instance, check_items, described, shown
 from ..._validate import (
     NON_FINITE,
+    NOT_UTF8,
     as_float,
+    is_utf8,
     json_problem,
     object_schema_problem,
     positive,
@@ -94,10 +96,20 @@ class Tool:
         timeout: float | None = None,
     ) -> None:
         if timeout is not None and not positive(timeout):
-            raise ConfigError(f"tool timeout must be a positive number of seconds, got {timeout!r}")
-        check_callable(function, "Tool(function=...)", "a function (sync or async)")
+            raise ConfigError(
+                f"tool timeout must be a positive number of seconds, got {shown(timeout)}"
+            )
+        check_callable(function, "Tool(function=...)", "a function (sync or async)", awaited=True)
+        if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
+            raise ConfigError(
+                f"Tool(function=...) must return its result, got the generator function "
+                f"{getattr(function, '__qualname__', function)!r}, whose call only makes a "
+                "generator object (the model would get its repr): return a list instead"
+            )
         check_instance(name, str, "Tool(name=...)", "a str", optional=True)
         check_instance(description, str, "Tool(description=...)", "a str", optional=True)
+        if description is not None and not is_utf8(description):
+            raise ConfigError(f"Tool(description=...) is not JSON text: {NOT_UTF8}")
         check_instance(
             input_schema, Mapping, "Tool(input_schema=...)", "a JSON Schema dict", optional=True
         )
@@ -119,13 +131,22 @@ class Tool:
                 f"as the APIs require{named}"
             )
         doc = inspect.getdoc(function) or ""
-        self._types = _parameter_types(function)
-        parameters = inspect.signature(function).parameters.values()
+        try:
+            signature = inspect.signature(function)
+        except (TypeError, ValueError):  # a builtin such as ``max`` has none to read
+            raise ConfigError(
+                f"tool {tool_name!r}: its signature cannot be read, so its parameters are "
+                "unknown; wrap it in a def with named, annotated parameters"
+            ) from None
+        self._types = _parameter_types(function, signature)
+        parameters = signature.parameters.values()
         # a ``**kwargs`` function takes what its input_schema names besides its parameters
         self._keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
         # positional-only parameters (``len(obj, /)``) are passed by position, in order
         self._positional = tuple([p.name for p in parameters if p.kind is p.POSITIONAL_ONLY])
-        schema = dict(input_schema) if input_schema is not None else _schema_for(self._types)
+        schema = (
+            dict(input_schema) if input_schema is not None else _schema_for(self._types, tool_name)
+        )
         self.schema = ToolSchema(
             name=tool_name,
             description=description if description is not None else doc.split("\n\n")[0],
@@ -333,9 +354,10 @@ def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
     return tool_error_result(call, error)
 
 
-def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:
+def _parameter_types(
+    function: ToolFunction, signature: inspect.Signature
+) -> dict[str, tuple[Any, bool]]:
     """name -> (annotation, required) for every named parameter of ``function``."""
-    signature = inspect.signature(function)
     try:
         hints = get_type_hints(function)
     except Exception:
@@ -349,14 +371,17 @@ def _parameter_types(function: ToolFunction) -> dict[str, tuple[Any, bool]]:
     return types
 
 
-def _schema_for(types: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:
+def _schema_for(types: Mapping[str, tuple[Any, bool]], tool_name: str) -> dict[str, Any]:
     properties: dict[str, Any] = {}
     required: list[str] = []
     if types:
         annotations = [annotation for annotation, _ in types.values()]
-        schemas, components = msgspec.json.schema_components(
-            annotations, ref_template="#/$defs/{name}"
-        )
+        try:
+            schemas, components = msgspec.json.schema_components(
+                annotations, ref_template="#/$defs/{name}"
+            )
+        except (TypeError, ValueError):  # msgspec's own message spans several lines
+            raise ConfigError(_schema_problem(types, tool_name)) from None
         for (param, (_, is_required)), schema in zip(types.items(), schemas, strict=True):
             properties[param] = schema
             if is_required:
@@ -369,6 +394,20 @@ def _schema_for(types: Mapping[str, tuple[Any, bool]]) -> dict[str, Any]:
     if components:
         result["$defs"] = dict(components)
     return result
+
+
+def _schema_problem(types: Mapping[str, tuple[Any, bool]], tool_name: str) -> str:
+    """The one-line error for a signature msgspec cannot describe, naming the parameter."""
+    for param, (annotation, _) in types.items():
+        try:
+            msgspec.json.schema(annotation)
+        except (TypeError, ValueError):
+            return (
+                f"tool {tool_name!r}: parameter {param!r} is annotated {annotation!r}, which has "
+                "no JSON Schema; annotate it with a JSON type (str, int, float, bool, list, dict, "
+                "a msgspec Struct...) or pass input_schema=..."
+            )
+    return f"tool {tool_name!r}: its parameters have no JSON Schema; pass input_schema=..."
 
 
 def _convert_arguments(

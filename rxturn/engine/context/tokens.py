@@ -82,9 +82,9 @@ from typing import TYPE_CHECKING, Literal, Protocol, cast, runtime_checkable
 
 import msgspec
 
-from ..._arguments import check_instance, check_items, described
+from ..._arguments import check_instance, check_items, described, shown
 from ..._media import image_size
-from ..._validate import positive
+from ..._validate import NOT_UTF8, positive
 from ...errors import ConfigError
 from ...messages import (
     AudioPart,
@@ -136,6 +136,18 @@ MESSAGE_FRAMING_TOKENS = 3
 REPLY_PRIMER_TOKENS = 3
 
 _json = msgspec.json.Encoder()
+
+
+def _json_of(value: object, what: str) -> bytes:
+    """``value`` as JSON, or a ConfigError saying why it is none: a message built in Python may
+    hold what no request can carry (the request's encoder refuses it the same way)."""
+    try:
+        return _json.encode(value)
+    except UnicodeEncodeError:
+        raise ConfigError(f"{what} is not JSON: {NOT_UTF8}") from None
+    except (TypeError, ValueError, OverflowError, RecursionError, msgspec.EncodeError) as exc:
+        reason = str(exc) if not isinstance(exc, ValueError) else "an int has too many digits"
+        raise ConfigError(f"{what} is not JSON: {reason}") from None
 
 
 @runtime_checkable
@@ -276,13 +288,16 @@ class TiktokenCounter:
         name: object = encoding
         # callers may be untyped
         if not isinstance(name, str) or not name:  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"TiktokenCounter encoding must be a non-empty str, got {name!r}")
+            raise ConfigError(
+                f"TiktokenCounter encoding must be a non-empty str, got {shown(name)}"
+            )
         size: object = cache_size
         if not positive(size, integer=True, allow_zero=True):
-            raise ConfigError(f"TiktokenCounter cache_size must be an int >= 0, got {size!r}")
+            raise ConfigError(f"TiktokenCounter cache_size must be an int >= 0, got {shown(size)}")
         if media_rule not in ("anthropic", "openai"):
             raise ConfigError(
-                f"TiktokenCounter media_rule must be 'anthropic' or 'openai', got {media_rule!r}"
+                "TiktokenCounter media_rule must be 'anthropic' or 'openai', "
+                f"got {shown(media_rule)}"
             )
         self.encoding_name = encoding
         self.media_rule: MediaRule = media_rule
@@ -413,7 +428,7 @@ class TiktokenCounter:
         try:
             return key, self._cache.get(key)
         except TypeError:  # a tool call's input is a dict: key on its canonical JSON instead
-            key = (message.role, _json.encode(message.content))
+            key = (message.role, _json_of(message.content, "a message's content"))
             return key, self._cache.get(key)
 
     def _store(self, key: Hashable, count: int) -> int:
@@ -458,7 +473,8 @@ class TiktokenCounter:
             if isinstance(part, TextPart):
                 total += len(encode(part.text)) if part.text else 0
             elif isinstance(part, ToolCallPart):
-                total += len(encode(part.name)) + len(encode(_json.encode(part.input).decode()))
+                text = _json_of(part.input, f"tool call {part.name!r}'s input").decode()
+                total += len(encode(part.name)) + len(encode(text))
             elif isinstance(part, ToolResultPart):
                 content = part.content
                 if isinstance(content, str):
@@ -586,7 +602,8 @@ def count_overhead(
     if system:
         total += counter.count_text(system) + MESSAGE_FRAMING_TOKENS + counter.count_text("system")
     if tools:
-        total += counter.count_message(Message.user(_json.encode(tuple(tools)).decode()))
+        schemas = _json_of(tuple(tools), "the tool schemas").decode()
+        total += counter.count_message(Message.user(schemas))
     return total
 
 

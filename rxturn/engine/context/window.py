@@ -49,7 +49,7 @@ from typing import Protocol, runtime_checkable
 
 import msgspec
 
-from ..._arguments import check_bool, check_instance, described
+from ..._arguments import check_bool, check_instance, described, shown
 from ..._validate import finite, is_int, is_number, positive
 from ...errors import ConfigError, redact
 from ...messages import CachePoint, Message, ToolResultPart, as_message
@@ -80,7 +80,7 @@ _logger = logging.getLogger("rxturn.engine.context")
 
 def _require_int(value: object, what: str, minimum: int) -> None:
     if not is_int(value) or value < minimum:
-        raise ConfigError(f"{what} must be an int >= {minimum}, got {value!r}")
+        raise ConfigError(f"{what} must be an int >= {minimum}, got {shown(value)}")
 
 
 def _require_model(model: object, where: str) -> None:
@@ -268,12 +268,12 @@ class ContextWindow(msgspec.Struct, frozen=True, kw_only=True):
         # the threshold, a float product, raise OverflowError in every turn)
         if not positive(max_tokens, integer=True, finite=True):
             huge = is_int(max_tokens) and not finite(max_tokens)  # (its repr may be too long)
-            shown = "an int too large for a float" if huge else repr(max_tokens)
-            raise ConfigError(f"ContextWindow.max_tokens must be an int > 0, got {shown}")
+            text = "an int too large for a float" if huge else shown(max_tokens)
+            raise ConfigError(f"ContextWindow.max_tokens must be an int > 0, got {text}")
         for name in ("compact_at", "target"):
             value: object = getattr(self, name)
             if not _is_fraction(value):
-                raise ConfigError(f"ContextWindow.{name} must be in (0, 1], got {value!r}")
+                raise ConfigError(f"ContextWindow.{name} must be in (0, 1], got {shown(value)}")
         if self.target > self.compact_at:
             raise ConfigError(
                 f"ContextWindow.target ({self.target}) must not exceed compact_at "
@@ -487,11 +487,13 @@ class SummarizingCompactor:
         keep_fraction: float = 0.5,
     ) -> None:
         if not callable(summarize):
-            raise ConfigError(f"SummarizingCompactor needs an async callable, got {summarize!r}")
+            raise ConfigError(
+                f"SummarizingCompactor needs an async callable, got {shown(summarize)}"
+            )
         fraction: object = keep_fraction
         if not _is_fraction(fraction):
             raise ConfigError(
-                f"SummarizingCompactor keep_fraction must be in (0, 1], got {keep_fraction!r}"
+                f"SummarizingCompactor keep_fraction must be in (0, 1], got {shown(keep_fraction)}"
             )
         self._summarize = summarize
         self._keep_fraction = float(keep_fraction)

@@ -12,7 +12,7 @@ import inspect
 import weakref
 from typing import Final, cast
 
-from ..._arguments import described
+from ..._arguments import check_callable, described
 from ...errors import ConfigError
 from ...events import AttemptReset
 from ...messages import Message, Request, RequestOptions, ToolCallPart, ToolResultPart, Usage
@@ -235,6 +235,7 @@ def _check_callback(observer: object, name: str) -> None:
     function = getattr(method, "__func__", None)
     if not callable(method) or function is default or function in _SIGNATURES_OK:
         return
+    check_callable(method, f"observer {type(observer).__name__}.{name}", "a method")
     try:
         signature = inspect.signature(method)
     except (TypeError, ValueError):  # a callable whose signature cannot be read: trusted
