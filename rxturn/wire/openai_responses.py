@@ -251,7 +251,9 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         self._check_indices(event, cls, frames, at)
         if cls is TextDelta or cls is RefusalDelta:
             kind = "text" if cls is TextDelta else "refusal"
-            lane = self._content_lane(event.output_index, event.content_index, kind, out)
+            lane = self._content_lane(
+                event.output_index, event.content_index, kind, out, frames, at
+            )
             if lane is not None and event.delta:
                 lane.streamed = True
                 out.append(Delta(lane.index, event.delta, kind))
@@ -276,7 +278,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         elif cls is PartAdded:
             kind = _part_kind(event.part.type)
             if kind is not None:
-                self._content_lane(event.output_index, event.content_index, kind, out)
+                self._content_lane(event.output_index, event.content_index, kind, out, frames, at)
         elif cls is PartDone:
             self._close_part(event.output_index, event.content_index, event.part, out)
         elif cls is ItemAdded:
@@ -345,12 +347,32 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 )
 
     def _content_lane(
-        self, output_index: int, content_index: int, kind: str, out: list[StreamEvent]
+        self,
+        output_index: int,
+        content_index: int,
+        kind: str,
+        out: list[StreamEvent],
+        frames: RawEvents,
+        at: int,
     ) -> _Lane | None:
-        """The lane of a message's content part, opened on first sight."""
+        """The lane of a message's content part, opened on first sight.
+
+        A part already closed (``content_part.done``, or its item's ``output_item.done``) is
+        never opened again: its text went out when it closed, so a later delta for it would
+        come out as a second copy of the text (a stale index), or land in another part than
+        the one the server meant. Checked only when a lane opens, so the hot path pays nothing.
+        """
         key = (output_index, content_index)
         lane = self._lanes.get(key)
         if lane is None:
+            item = self._items.get(output_index)
+            if key in self._closed_parts or (item is not None and item[1]):
+                what = "content part" if key in self._closed_parts else "item"
+                raise StreamProtocolError(
+                    f"{frames.name(at)} for output {output_index} content {content_index}, "
+                    f"whose {what} is already done",
+                    where=_where(frames, at),
+                )
             lane = self._open(key, kind, out)
             if kind == "refusal":
                 self._refused = True
@@ -368,8 +390,11 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
     def _close_part(
         self, output_index: int, content_index: int, part: Part, out: list[StreamEvent]
     ) -> None:
-        self._closed_parts.add((output_index, content_index))
-        lane = self._lanes.pop((output_index, content_index), None)
+        key = (output_index, content_index)
+        if key in self._closed_parts:
+            return  # closed already (a repeated done, or its item's done first): its text went out
+        self._closed_parts.add(key)
+        lane = self._lanes.pop(key, None)
         if lane is None:
             kind = _part_kind(part.type)
             text = (part.refusal if kind == "refusal" else part.text) or ""
@@ -377,8 +402,8 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 return
             if kind == "refusal":
                 self._refused = True
-            lane = self._open((output_index, content_index), kind, out)
-            del self._lanes[(output_index, content_index)]
+            lane = self._open(key, kind, out)
+            del self._lanes[key]
         if not lane.streamed:  # a server that sends the whole text only when it is done
             text = (part.refusal if lane.kind == "refusal" else part.text) or ""
             if text:

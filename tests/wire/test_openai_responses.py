@@ -239,3 +239,94 @@ def test_non_streaming_errors() -> None:
             b'{"output": [{"type": "function_call", "call_id": "c", "name": "f",'
             b' "arguments": "{"}]}'
         )
+
+
+# --- a content part spoken of after it closed ------------------------------------------------
+
+
+def _message_item(output_index: int, text: str) -> list[dict[str, Any]]:
+    """One message item's events, as the API streams them: added, part added, a delta, part
+    done, item done."""
+    item_id = f"msg_{output_index}"
+    at = {"item_id": item_id, "output_index": output_index, "content_index": 0}
+    part = {"type": "output_text", "text": text, "annotations": []}
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": output_index,
+            "item": {"type": "message", "id": item_id, "role": "assistant", "content": []},
+        },
+        {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},
+        {"type": "response.output_text.delta", **at, "delta": text},
+        {"type": "response.content_part.done", **at, "part": part},
+        {
+            "type": "response.output_item.done",
+            "output_index": output_index,
+            "item": {"type": "message", "id": item_id, "role": "assistant", "content": [part]},
+        },
+    ]
+
+
+def _late_delta(events: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
+    """``events`` with a text delta for output 0, content 0 inserted at ``at``."""
+    late = {"type": "response.output_text.delta", "item_id": "msg_0", "output_index": 0}
+    return [*events[:at], {**late, "content_index": 0, "delta": "B"}, *events[at:]]
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        # the second message's delta names the first, closed part (a stale output_index): it
+        # came out as a second part besides the first, and the second message's text twice
+        [
+            *_message_item(0, "A"),
+            *_message_item(1, "B")[:2],
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": "B",
+            },
+            *_message_item(1, "B")[3:],
+        ],
+        _late_delta(_message_item(0, "A"), 4),  # after content_part.done
+        _late_delta(_message_item(0, "A"), 5),  # after output_item.done
+        # a new part of an item already done
+        [
+            *_message_item(0, "A"),
+            {
+                "type": "response.content_part.added",
+                "item_id": "msg_0",
+                "output_index": 0,
+                "content_index": 1,
+                "part": {"type": "output_text", "text": ""},
+            },
+        ],
+    ],
+    ids=["stale-index", "after-part-done", "after-item-done", "part-added-after-item-done"],
+)
+def test_text_for_a_part_already_closed_is_a_malformed_stream(events: list[dict[str, Any]]) -> None:
+    data = sse(CREATED, *events, completed())
+    for chunks in ([data], bytewise(data)):
+        decoded, error = run(OpenAIResponsesDecoder, chunks)
+        assert error is not None and error.startswith("StreamProtocolError: "), (error, decoded)
+        assert "output 0 content " in error and "already done" in error
+        assert "\n" not in error and "(line " in error
+        # the text before the bad event went out, once
+        assert [e.text for e in decoded if isinstance(e, Delta)] == ["A"]
+
+
+@pytest.mark.parametrize(
+    "repeat", ["part-done-twice", "part-done-after-item-done", "item-done-twice"]
+)
+def test_a_part_closed_again_keeps_its_text_once(repeat: str) -> None:
+    events = _message_item(0, "A")
+    part_done, item_done = events[3], events[4]
+    tail = {
+        "part-done-twice": [part_done, part_done, item_done],
+        "part-done-after-item-done": [item_done, part_done],
+        "item-done-twice": [part_done, item_done, item_done],
+    }[repeat]
+    message = replay_message(sse(CREATED, *events[:3], *tail, completed()))
+    assert message.content == (TextPart("A"),)
