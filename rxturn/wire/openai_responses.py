@@ -248,7 +248,8 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 self._check_final(event.response, frames, at)
             self._finish(event.response, out)
             return
-        self._check_indices(event, cls, frames, at)
+        if self._check_indices(event, cls, frames, at):
+            return  # an item done again: what it holds went out the first time
         if cls is TextDelta or cls is RefusalDelta:
             kind = "text" if cls is TextDelta else "refusal"
             lane = self._content_lane(
@@ -288,8 +289,14 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
 
     # -- what a stream may say about its items (the SDK's accumulator holds it to the same) -----
 
-    def _check_indices(self, event: Any, cls: object, frames: RawEvents, at: int) -> None:
-        """Indices in range; an item announced once, in order; ``done`` agreeing with it."""
+    def _check_indices(self, event: Any, cls: object, frames: RawEvents, at: int) -> bool:
+        """Indices in range; an item announced once, in order; ``done`` agreeing with it.
+
+        Returns True for an ``output_item.done`` repeating one already taken (a replaying
+        proxy): it changes nothing, as for the official SDK, whose final response is the
+        completed one; handled again, it opened the item anew and a function call came out
+        twice.
+        """
         output_index: int = event.output_index
         if not 0 <= output_index <= MAX_INDEX:
             raise bad_index("output_index", output_index, OUT_OF_RANGE, _where(frames, at))
@@ -313,6 +320,8 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                     f"its output_item.added ({_describe(known[0])} vs {_describe(event.item)})",
                     where=_where(frames, at),
                 )
+            if known is not None and known[1]:
+                return True
             self._items[output_index] = (event.item, True)
         elif cls is SummaryPartAdded:
             if not 0 <= event.summary_index <= MAX_INDEX:
@@ -323,6 +332,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         ) and not 0 <= event.content_index <= MAX_INDEX:
             where = _where(frames, at)
             raise bad_index("content_index", event.content_index, OUT_OF_RANGE, where)
+        return False
 
     def _check_final(self, response: Response, frames: RawEvents, at: int) -> None:
         """The completed response must carry the streamed items as they were announced.

@@ -16,7 +16,7 @@ from rxturn.errors import (
     StreamProtocolError,
 )
 from rxturn.events import Delta, MessageDelta, MessageStop, StreamEvent
-from rxturn.messages import RefusalPart, StopReason, TextPart, ToolCallPart, Usage
+from rxturn.messages import RefusalPart, StopReason, TextPart, ThinkingPart, ToolCallPart, Usage
 from rxturn.wire import OpenAIResponsesDecoder, decoder_for, parse_openai_response, sniff_format
 
 from ._support import bytewise, run
@@ -330,3 +330,47 @@ def test_a_part_closed_again_keeps_its_text_once(repeat: str) -> None:
     }[repeat]
     message = replay_message(sse(CREATED, *events[:3], *tail, completed()))
     assert message.content == (TextPart("A"),)
+
+
+_CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}
+_REASONING = {"type": "reasoning", "id": "rs_1", "summary": []}
+
+
+def _item_events(item: dict[str, Any], done: dict[str, Any]) -> list[dict[str, Any]]:
+    """An output item at index 0: added, one delta, done."""
+    added = {"type": "response.output_item.added", "output_index": 0, "item": item}
+    if item["type"] == "function_call":
+        delta = {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 0,
+            "item_id": "fc_1",
+            "delta": '{"a": 1}',
+        }
+    else:
+        delta = {
+            "type": "response.reasoning_summary_text.delta",
+            "output_index": 0,
+            "item_id": "rs_1",
+            "summary_index": 0,
+            "delta": "hmm",
+        }
+    return [added, delta, {"type": "response.output_item.done", "output_index": 0, "item": done}]
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["announced", "done-only"])
+def test_an_output_item_done_twice_comes_out_once(announced: bool) -> None:
+    # a function call's output_item.done sent twice came out as two tool calls (the agent loop
+    # would run the tool twice), a reasoning item's as two thinking parts
+    call_done = {**_CALL, "arguments": '{"a": 1}', "status": "completed"}
+    summary = [{"type": "summary_text", "text": "hmm"}]
+    thought_done = {**_REASONING, "summary": summary, "encrypted_content": "enc"}
+    calls, thoughts = _item_events(_CALL, call_done), _item_events(_REASONING, thought_done)
+    if not announced:  # a compatible server that sends the items whole, once done
+        calls, thoughts = calls[2:], thoughts[2:]
+    message = replay_message(sse(CREATED, *calls, calls[-1], completed(output=[call_done])))
+    assert message.content == (ToolCallPart("call_1", "f", {"a": 1}),)
+    message = replay_message(
+        sse(CREATED, *thoughts, thoughts[-1], completed(output=[thought_done])),
+        keep_thinking=True,
+    )
+    assert message.content == (ThinkingPart("hmm", "enc", id="rs_1"),)
