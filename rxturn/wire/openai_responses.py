@@ -255,7 +255,16 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
             lane = self._content_lane(
                 event.output_index, event.content_index, kind, out, frames, at
             )
-            if lane is not None and event.delta:
+            if lane is None:
+                # the part is of the other kind: its text would be dropped (a refusal read as
+                # an end of turn); the official SDK's accumulator refuses it too
+                other = "a refusal" if kind == "text" else "an output_text"
+                raise StreamProtocolError(
+                    f"{frames.name(at)} for output {event.output_index} content "
+                    f"{event.content_index}, which is {other} part",
+                    where=_where(frames, at),
+                )
+            if event.delta:
                 lane.streamed = True
                 out.append(Delta(lane.index, event.delta, kind))
                 if kind == "text":

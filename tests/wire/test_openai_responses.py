@@ -374,3 +374,32 @@ def test_an_output_item_done_twice_comes_out_once(announced: bool) -> None:
         keep_thinking=True,
     )
     assert message.content == (ThinkingPart("hmm", "enc", id="rs_1"),)
+
+
+@pytest.mark.parametrize(
+    ("part", "delta"),
+    [
+        ({"type": "output_text", "text": ""}, "response.refusal.delta"),
+        ({"type": "refusal", "refusal": ""}, "response.output_text.delta"),
+    ],
+    ids=["refusal-into-text", "text-into-refusal"],
+)
+def test_a_delta_of_the_other_kind_than_its_part_is_a_malformed_stream(
+    part: dict[str, Any], delta: str
+) -> None:
+    # it was dropped: a refusal sent into a text part folded to an end of turn, text sent into
+    # a refusal part vanished
+    at = {"item_id": "msg_0", "output_index": 0, "content_index": 0}
+    data = sse(
+        CREATED,
+        _message_item(0, "")[0],
+        {"type": "response.content_part.added", **at, "part": part},
+        {"type": delta, **at, "delta": "No."},
+        completed(),
+    )
+    for chunks in ([data], bytewise(data)):
+        _, error = run(OpenAIResponsesDecoder, chunks)
+        assert error is not None and error.startswith("StreamProtocolError: " + delta), error
+        assert "output 0 content 0, which is " in error and error.endswith(
+            "part (line 11)"
+        )  # the 4th event's data line
