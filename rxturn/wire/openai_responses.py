@@ -175,6 +175,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         "_next",
         "_reasoning",
         "_refused",
+        "_response_id",
         "_started",
     )
 
@@ -182,6 +183,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         sse = SSEParser(max_line_bytes, max_event_bytes)
         FramedDecoder.__init__(self, sse)  # not super(): one object fewer per request  # pyright: ignore[reportUnknownMemberType]
         self._started = False
+        self._response_id = ""  # the id response.created (or the first lifecycle event) gave
         self._lanes: dict[tuple[int, int], _Lane] = {}
         self._next = 0  # the next lane's canonical index
         self._function = False  # a function call was seen
@@ -234,7 +236,10 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         if cls is Created or cls is InProgress or cls is Queued:
             if not self._started:
                 self._started = True
+                self._response_id = event.response.id
                 out.append(MessageStart(event.response.id, event.response.model))
+            else:
+                self._check_identity(event.response, frames, at)
             return
         if cls is Failed:
             raise _error(event.response.error, "response failed")
@@ -244,6 +249,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 where=f"line {frames.line(at)}",
             )
         if cls is Completed or cls is Incomplete:
+            self._check_identity(event.response, frames, at)
             if cls is Completed:
                 self._check_final(event.response, frames, at)
             self._finish(event.response, out)
@@ -342,6 +348,21 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
             where = _where(frames, at)
             raise bad_index("content_index", event.content_index, OUT_OF_RANGE, where)
         return False
+
+    def _check_identity(self, response: Response, frames: RawEvents, at: int) -> None:
+        """A lifecycle event must be about the response the stream began with.
+
+        Another id means the bytes splice two responses (a proxy's retry): the official SDK
+        refuses it ("Lifecycle response identity changed"), and taken as it came, the reply
+        got the other response's usage and stop reason. An id left out (some compatible
+        servers) says nothing.
+        """
+        if response.id and self._response_id and response.id != self._response_id:
+            raise StreamProtocolError(
+                f"{frames.name(at)} is about response {cut(response.id)!r}, but the stream "
+                f"began with {cut(self._response_id)!r}",
+                where=_where(frames, at),
+            )
 
     def _check_final(self, response: Response, frames: RawEvents, at: int) -> None:
         """The completed response must carry the streamed items as they were announced.

@@ -127,7 +127,10 @@ def test_incomplete_at_max_output_tokens_keeps_the_partial_call() -> None:
             },
             {
                 "type": "response.incomplete",
-                "response": {"id": "r", "incomplete_details": {"reason": "max_output_tokens"}},
+                "response": {
+                    "id": "resp_1",
+                    "incomplete_details": {"reason": "max_output_tokens"},
+                },
             },
         )
     )
@@ -403,3 +406,30 @@ def test_a_delta_of_the_other_kind_than_its_part_is_a_malformed_stream(
         assert "output 0 content 0, which is " in error and error.endswith(
             "part (line 11)"
         )  # the 4th event's data line
+
+
+@pytest.mark.parametrize(
+    "event", ["response.created", "response.in_progress", "response.completed"]
+)
+def test_a_lifecycle_event_of_another_response_is_a_malformed_stream(event: str) -> None:
+    # two responses spliced into one stream (a proxy's retry): the reply took the other's
+    # usage and stop reason; the official SDK refuses such a stream
+    other = {"id": "resp_2", "model": "gpt-x", "usage": {"input_tokens": 9, "output_tokens": 9}}
+    events = [CREATED, *_message_item(0, "A")]
+    if event == "response.completed":
+        data = sse(*events, {"type": event, "response": other})
+    else:
+        data = sse(*events, {"type": event, "response": other}, completed())
+    for chunks in ([data], bytewise(data)):
+        decoded, error = run(OpenAIResponsesDecoder, chunks)
+        assert error == (
+            f"StreamProtocolError: {event} is about response 'resp_2', but the stream began "
+            "with 'resp_1' (line 20)"  # the 7th event's data line
+        ), error
+        assert [e.text for e in decoded if isinstance(e, Delta)] == ["A"]
+
+
+def test_a_lifecycle_event_without_an_id_is_not_held_against_the_stream() -> None:
+    # some compatible servers repeat no id in the terminal event
+    data = sse(CREATED, *_message_item(0, "A"), {"type": "response.completed", "response": {}})
+    assert replay_message(data).content == (TextPart("A"),)
