@@ -589,6 +589,11 @@ def _stop(response: Response, function: bool, refused: bool) -> StopReason:
 _response_decoder = msgspec.json.Decoder(Response)
 
 
+#: Statuses of a response that is not a finished reply (a finished one is ``completed`` or
+#: ``incomplete``; compatible servers may send none).
+_UNFINISHED = frozenset({"queued", "in_progress", "cancelled"})
+
+
 def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Message:
     """Parse a non-streaming Responses API body into a :class:`~rxturn.messages.Message`.
 
@@ -600,7 +605,8 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
     usage as in the streaming decoder.
 
     Raises:
-        StreamProtocolError: the body is not JSON or not shaped like a response.
+        StreamProtocolError: the body is not JSON or not shaped like a response, or the
+            response is not finished (status ``queued``, ``in_progress`` or ``cancelled``).
         InvalidToolInputError: a function call's ``arguments`` is not valid JSON.
         RateLimitError: the body is (or carries) a rate-limit / overload ``error``.
         ProviderStreamError: any other ``error``, or a ``failed`` response.
@@ -613,6 +619,12 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
         raise _error(reply.error, "response failed")
     if reply.output is None:
         raise missing_field("OpenAI response body", "output")
+    if reply.status in _UNFINISHED:
+        # a background response answered before it ran (or one cancelled): its output is not
+        # the reply, and taken as one it folded to an empty (or cut) end of turn
+        raise StreamProtocolError(
+            f"OpenAI response body is not a finished reply (status {reply.status!r})"
+        )
     parts: list[ContentPart] = []
     function = refused = False
     details = reply.incomplete_details

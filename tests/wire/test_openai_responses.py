@@ -433,3 +433,23 @@ def test_a_lifecycle_event_without_an_id_is_not_held_against_the_stream() -> Non
     # some compatible servers repeat no id in the terminal event
     data = sse(CREATED, *_message_item(0, "A"), {"type": "response.completed", "response": {}})
     assert replay_message(data).content == (TextPart("A"),)
+
+
+@pytest.mark.parametrize("status", ["queued", "in_progress", "cancelled"])
+def test_a_non_streaming_response_not_finished_is_no_reply(status: str) -> None:
+    # a background response answered before it ran folded to an empty end of turn: the
+    # non-streaming mode and the rescue "succeeded" with nothing
+    body = json.dumps({"id": "resp_1", "model": "gpt-x", "status": status, "output": []})
+    with pytest.raises(StreamProtocolError) as caught:
+        parse_openai_response(body.encode())
+    assert str(caught.value) == (
+        f"OpenAI response body is not a finished reply (status {status!r})"
+    )
+
+
+@pytest.mark.parametrize("status", ["completed", "incomplete", None])
+def test_a_finished_non_streaming_response_is_a_reply(status: str | None) -> None:
+    item = {"type": "message", "content": [{"type": "output_text", "text": "Hi"}]}
+    body = {"id": "resp_1", "model": "gpt-x", "status": status, "output": [item]}
+    message = parse_openai_response(json.dumps(body).encode())
+    assert message.content == (TextPart("Hi"),)
