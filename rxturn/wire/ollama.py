@@ -84,7 +84,7 @@ class _Line(msgspec.Struct, gc=False):
     model: str = ""
     created_at: str = ""
     message: _Message | None = None
-    done: bool = False
+    done: bool | None = None  # None: not sent (a non-streaming body of a compatible server)
     done_reason: str | None = None
     prompt_eval_count: int | None = None
     eval_count: int | None = None
@@ -245,7 +245,8 @@ def parse_ollama_chat(body: bytes) -> Message:
     usage from ``prompt_eval_count`` / ``eval_count``, ``None`` when absent or zero.
 
     Raises:
-        StreamProtocolError: the body is not JSON or not shaped like a chat reply.
+        StreamProtocolError: the body is not JSON or not shaped like a chat reply, or says
+            ``"done": false`` (one line of a stream, not a finished reply).
         InvalidToolInputError: a tool call's string ``arguments`` is not valid JSON.
         ProviderStreamError: the body is ``{"error": …}``.
     """
@@ -257,6 +258,9 @@ def parse_ollama_chat(body: bytes) -> Message:
         raise error_from_json(reply.error)
     if reply.message is None:
         raise missing_field("Ollama chat body", "message")
+    if reply.done is False:
+        # one line of a stream, not the whole reply: served, it was a cut reply as a whole one
+        raise StreamProtocolError("Ollama chat body is not a finished reply (done is false)")
     parts: list[TextPart | ToolCallPart] = []
     calls = 0
     if reply.message.content:

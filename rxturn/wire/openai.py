@@ -31,7 +31,9 @@ as follows:
   end_turn, ``content_filter`` → refusal, anything else kept raw). Its ``MessageDelta`` is
   **deferred**: it is emitted when a chunk carrying ``usage`` arrives
   (``stream_options.include_usage`` sends one after the finish), else at ``[DONE]`` or at end of
-  stream with the last usage seen (or ``None``);
+  stream with the last usage seen (or ``None``); a ``usage`` that changes on a chunk before
+  the finish (servers reporting usage on every chunk) is ``MessageDelta(None, usage)`` at once,
+  so what was billed reaches the attempt's record even if the stream then fails;
 - ``[DONE]`` ends the data (a ``[DONE]`` without any ``finish_reason`` finishes as ``stop``);
   ``MessageStop`` is emitted only if a chunk started the message and a ``finish_reason`` or
   ``[DONE]`` was seen — a stream that just stops is truncated;
@@ -384,6 +386,11 @@ Delta(index=0, text='Hi', kind='text')]
                 out.append(MessageDelta(self._stop, usage))
         elif changed and self._finished:  # a chunk after the usage chunk changed it again
             out.append(MessageDelta(self._stop, usage))
+        elif changed:
+            # usage on chunks before the finish (per-chunk usage): billed from here on, so it
+            # reaches the attempt's record even if the stream then fails, as Anthropic's
+            # message_start usage does; the finish's MessageDelta still has the last word
+            out.append(MessageDelta(None, usage))
 
     def _on_tool_calls(self, calls: list[_ToolCallDelta], out: list[StreamEvent]) -> None:
         for call in calls:

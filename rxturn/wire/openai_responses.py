@@ -175,6 +175,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         "_next",
         "_reasoning",
         "_refused",
+        "_response_id",
         "_started",
     )
 
@@ -182,6 +183,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         sse = SSEParser(max_line_bytes, max_event_bytes)
         FramedDecoder.__init__(self, sse)  # not super(): one object fewer per request  # pyright: ignore[reportUnknownMemberType]
         self._started = False
+        self._response_id = ""  # the id response.created (or the first lifecycle event) gave
         self._lanes: dict[tuple[int, int], _Lane] = {}
         self._next = 0  # the next lane's canonical index
         self._function = False  # a function call was seen
@@ -234,7 +236,10 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         if cls is Created or cls is InProgress or cls is Queued:
             if not self._started:
                 self._started = True
+                self._response_id = event.response.id
                 out.append(MessageStart(event.response.id, event.response.model))
+            else:
+                self._check_identity(event.response, frames, at)
             return
         if cls is Failed:
             raise _error(event.response.error, "response failed")
@@ -244,15 +249,28 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 where=f"line {frames.line(at)}",
             )
         if cls is Completed or cls is Incomplete:
+            self._check_identity(event.response, frames, at)
             if cls is Completed:
                 self._check_final(event.response, frames, at)
             self._finish(event.response, out)
             return
-        self._check_indices(event, cls, frames, at)
+        if self._check_indices(event, cls, frames, at):
+            return  # an item done again: what it holds went out the first time
         if cls is TextDelta or cls is RefusalDelta:
             kind = "text" if cls is TextDelta else "refusal"
-            lane = self._content_lane(event.output_index, event.content_index, kind, out)
-            if lane is not None and event.delta:
+            lane = self._content_lane(
+                event.output_index, event.content_index, kind, out, frames, at
+            )
+            if lane is None:
+                # the part is of the other kind: its text would be dropped (a refusal read as
+                # an end of turn); the official SDK's accumulator refuses it too
+                other = "a refusal" if kind == "text" else "an output_text"
+                raise StreamProtocolError(
+                    f"{frames.name(at)} for output {event.output_index} content "
+                    f"{event.content_index}, which is {other} part",
+                    where=_where(frames, at),
+                )
+            if event.delta:
                 lane.streamed = True
                 out.append(Delta(lane.index, event.delta, kind))
                 if kind == "text":
@@ -276,7 +294,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         elif cls is PartAdded:
             kind = _part_kind(event.part.type)
             if kind is not None:
-                self._content_lane(event.output_index, event.content_index, kind, out)
+                self._content_lane(event.output_index, event.content_index, kind, out, frames, at)
         elif cls is PartDone:
             self._close_part(event.output_index, event.content_index, event.part, out)
         elif cls is ItemAdded:
@@ -286,8 +304,14 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
 
     # -- what a stream may say about its items (the SDK's accumulator holds it to the same) -----
 
-    def _check_indices(self, event: Any, cls: object, frames: RawEvents, at: int) -> None:
-        """Indices in range; an item announced once, in order; ``done`` agreeing with it."""
+    def _check_indices(self, event: Any, cls: object, frames: RawEvents, at: int) -> bool:
+        """Indices in range; an item announced once, in order; ``done`` agreeing with it.
+
+        Returns True for an ``output_item.done`` repeating one already taken (a replaying
+        proxy): it changes nothing, as for the official SDK, whose final response is the
+        completed one; handled again, it opened the item anew and a function call came out
+        twice.
+        """
         output_index: int = event.output_index
         if not 0 <= output_index <= MAX_INDEX:
             raise bad_index("output_index", output_index, OUT_OF_RANGE, _where(frames, at))
@@ -311,6 +335,8 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                     f"its output_item.added ({_describe(known[0])} vs {_describe(event.item)})",
                     where=_where(frames, at),
                 )
+            if known is not None and known[1]:
+                return True
             self._items[output_index] = (event.item, True)
         elif cls is SummaryPartAdded:
             if not 0 <= event.summary_index <= MAX_INDEX:
@@ -321,6 +347,22 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         ) and not 0 <= event.content_index <= MAX_INDEX:
             where = _where(frames, at)
             raise bad_index("content_index", event.content_index, OUT_OF_RANGE, where)
+        return False
+
+    def _check_identity(self, response: Response, frames: RawEvents, at: int) -> None:
+        """A lifecycle event must be about the response the stream began with.
+
+        Another id means the bytes splice two responses (a proxy's retry): the official SDK
+        refuses it ("Lifecycle response identity changed"), and taken as it came, the reply
+        got the other response's usage and stop reason. An id left out (some compatible
+        servers) says nothing.
+        """
+        if response.id and self._response_id and response.id != self._response_id:
+            raise StreamProtocolError(
+                f"{frames.name(at)} is about response {cut(response.id)!r}, but the stream "
+                f"began with {cut(self._response_id)!r}",
+                where=_where(frames, at),
+            )
 
     def _check_final(self, response: Response, frames: RawEvents, at: int) -> None:
         """The completed response must carry the streamed items as they were announced.
@@ -345,12 +387,32 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 )
 
     def _content_lane(
-        self, output_index: int, content_index: int, kind: str, out: list[StreamEvent]
+        self,
+        output_index: int,
+        content_index: int,
+        kind: str,
+        out: list[StreamEvent],
+        frames: RawEvents,
+        at: int,
     ) -> _Lane | None:
-        """The lane of a message's content part, opened on first sight."""
+        """The lane of a message's content part, opened on first sight.
+
+        A part already closed (``content_part.done``, or its item's ``output_item.done``) is
+        never opened again: its text went out when it closed, so a later delta for it would
+        come out as a second copy of the text (a stale index), or land in another part than
+        the one the server meant. Checked only when a lane opens, so the hot path pays nothing.
+        """
         key = (output_index, content_index)
         lane = self._lanes.get(key)
         if lane is None:
+            item = self._items.get(output_index)
+            if key in self._closed_parts or (item is not None and item[1]):
+                what = "content part" if key in self._closed_parts else "item"
+                raise StreamProtocolError(
+                    f"{frames.name(at)} for output {output_index} content {content_index}, "
+                    f"whose {what} is already done",
+                    where=_where(frames, at),
+                )
             lane = self._open(key, kind, out)
             if kind == "refusal":
                 self._refused = True
@@ -368,8 +430,11 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
     def _close_part(
         self, output_index: int, content_index: int, part: Part, out: list[StreamEvent]
     ) -> None:
-        self._closed_parts.add((output_index, content_index))
-        lane = self._lanes.pop((output_index, content_index), None)
+        key = (output_index, content_index)
+        if key in self._closed_parts:
+            return  # closed already (a repeated done, or its item's done first): its text went out
+        self._closed_parts.add(key)
+        lane = self._lanes.pop(key, None)
         if lane is None:
             kind = _part_kind(part.type)
             text = (part.refusal if kind == "refusal" else part.text) or ""
@@ -377,8 +442,8 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 return
             if kind == "refusal":
                 self._refused = True
-            lane = self._open((output_index, content_index), kind, out)
-            del self._lanes[(output_index, content_index)]
+            lane = self._open(key, kind, out)
+            del self._lanes[key]
         if not lane.streamed:  # a server that sends the whole text only when it is done
             text = (part.refusal if lane.kind == "refusal" else part.text) or ""
             if text:
@@ -524,6 +589,11 @@ def _stop(response: Response, function: bool, refused: bool) -> StopReason:
 _response_decoder = msgspec.json.Decoder(Response)
 
 
+#: Statuses of a response that is not a finished reply (a finished one is ``completed`` or
+#: ``incomplete``; compatible servers may send none).
+_UNFINISHED = frozenset({"queued", "in_progress", "cancelled"})
+
+
 def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Message:
     """Parse a non-streaming Responses API body into a :class:`~rxturn.messages.Message`.
 
@@ -535,7 +605,8 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
     usage as in the streaming decoder.
 
     Raises:
-        StreamProtocolError: the body is not JSON or not shaped like a response.
+        StreamProtocolError: the body is not JSON or not shaped like a response, or the
+            response is not finished (status ``queued``, ``in_progress`` or ``cancelled``).
         InvalidToolInputError: a function call's ``arguments`` is not valid JSON.
         RateLimitError: the body is (or carries) a rate-limit / overload ``error``.
         ProviderStreamError: any other ``error``, or a ``failed`` response.
@@ -548,6 +619,12 @@ def parse_openai_response(body: bytes, *, keep_thinking: bool = False) -> Messag
         raise _error(reply.error, "response failed")
     if reply.output is None:
         raise missing_field("OpenAI response body", "output")
+    if reply.status in _UNFINISHED:
+        # a background response answered before it ran (or one cancelled): its output is not
+        # the reply, and taken as one it folded to an empty (or cut) end of turn
+        raise StreamProtocolError(
+            f"OpenAI response body is not a finished reply (status {reply.status!r})"
+        )
     parts: list[ContentPart] = []
     function = refused = False
     details = reply.incomplete_details

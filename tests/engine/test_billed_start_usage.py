@@ -1,22 +1,27 @@
-"""An Anthropic attempt failing after ``message_start`` was billed its input: the audit says so.
+"""An attempt failing after it reported usage was billed all the same: the audit says so.
 
 Anthropic reports the input tokens in ``message_start`` and the cumulative output tokens in
 ``message_delta``. An attempt cut between the two (a dropped connection, a stall, an error event)
 was billed for its input all the same, so its attempt record must carry that usage and the turn's
 ``billed_usage`` must count it. Real HTTP: the fake provider on 127.0.0.1, the real client.
+OpenAI-compatible servers that report usage on every chunk are the same case, checked through a
+``MockTransport`` (the fake provider reports usage once, at the end).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, TypedDict
 
 import pytest
 
 from rxturn import StreamHandler, TurnEngine
-from rxturn.errors import StreamTimeoutError
+from rxturn.clients import OpenAIClient
+from rxturn.errors import ReadError, StreamTimeoutError
 from rxturn.messages import Message, Usage
 from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
+from rxturn.testing import MockResponse, MockTransport
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -102,3 +107,52 @@ async def test_a_served_reply_keeps_its_final_usage_and_message(served: Callable
     assert (attempt.outcome, attempt.usage) == ("served", KEPT)
     assert result.billed_usage == KEPT
     assert engine.history[-1].usage == KEPT
+
+
+# -- OpenAI-compatible servers that report usage on every chunk ---------------------------------
+
+
+def _chat_chunk(delta: dict[str, Any], usage: dict[str, int], finish: str | None = None) -> bytes:
+    chunk = {
+        "id": "c",
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        "usage": {"prompt_tokens": usage["in"], "completion_tokens": usage["out"]},
+    }
+    return b"data: " + json.dumps(chunk).encode() + b"\n\n"
+
+
+@pytest.mark.parametrize("fault", ["malformed-chunk", "dropped"])
+async def test_usage_an_openai_stream_reported_before_it_failed_is_billed(fault: str) -> None:
+    """Per-chunk usage (vLLM's ``continuous_usage_stats`` and others): the attempt that breaks
+    after two chunks reported 5 in / 2 out; that usage was lost, kept only for the finish."""
+    failing = [
+        _chat_chunk({"role": "assistant", "content": ""}, {"in": 5, "out": 1}),
+        _chat_chunk({"content": "Hel"}, {"in": 5, "out": 2}),
+    ]
+    whole = [
+        _chat_chunk({"role": "assistant", "content": ""}, {"in": 5, "out": 1}),
+        _chat_chunk({"content": "Hello"}, {"in": 5, "out": 2}),
+        _chat_chunk({}, {"in": 5, "out": 3}, "stop"),
+        b"data: [DONE]\n\n",
+    ]
+    sse = {"content-type": "text/event-stream"}
+    if fault == "malformed-chunk":
+        first = MockResponse(headers=sse, chunks=[*failing, b"data: {broken\n\n"])
+    else:
+        first = MockResponse(headers=sse, chunks=failing, error=ReadError("connection reset"))
+    answers = [first, MockResponse(headers=sse, chunks=whole)]
+    transport = MockTransport(lambda request: answers[len(transport.requests) - 1])
+    client = OpenAIClient("m", api_key="k", base_url="http://mock.invalid/v1", transport=transport)
+    engine = TurnEngine(
+        client, handler=StreamHandler(retry=FAST_RETRY, timeouts=TimeoutPolicy(rescue=False))
+    )
+    engine.history.append(Message.user("hi"))
+    async with client:
+        result = await engine.turn()
+
+    assert result.text == "Hello"
+    failed, kept = result.attempt_log
+    assert failed.outcome != "served" and failed.usage == Usage(input_tokens=5, output_tokens=2)
+    assert (kept.outcome, kept.usage) == ("served", Usage(input_tokens=5, output_tokens=3))
+    assert result.billed_usage == Usage(input_tokens=10, output_tokens=5)

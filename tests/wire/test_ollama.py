@@ -347,3 +347,18 @@ def test_done_line_without_message() -> None:
         line({"content": "a"}) + b'{"model": "m", "done": true, "done_reason": "stop"}\n'
     )
     assert events[-3:] == [PartStop(0), MessageDelta("end_turn", None), MessageStop()]
+
+
+def test_parse_chat_reply_that_says_it_is_not_done_is_no_reply() -> None:
+    """``"done": false`` is one line of a stream, not the reply: it was served as a whole
+    reply (the non-streaming mode and the rescue kept a cut reply as complete)."""
+    with pytest.raises(StreamProtocolError) as caught:
+        parse_ollama_chat(b'{"model": "m", "message": {"content": "Hel"}, "done": false}')
+    assert str(caught.value) == "Ollama chat body is not a finished reply (done is false)"
+
+
+@pytest.mark.parametrize("done", [b', "done": true', b""], ids=["done", "no-done-field"])
+def test_parse_chat_reply_that_is_done_or_does_not_say(done: bytes) -> None:
+    # compatible servers may leave ``done`` out of a non-streaming body
+    message = parse_ollama_chat(b'{"model": "m", "message": {"content": "Hello"}' + done + b"}")
+    assert message.content == (TextPart("Hello"),)

@@ -16,7 +16,7 @@ from rxturn.errors import (
     StreamProtocolError,
 )
 from rxturn.events import Delta, MessageDelta, MessageStop, StreamEvent
-from rxturn.messages import RefusalPart, StopReason, TextPart, ToolCallPart, Usage
+from rxturn.messages import RefusalPart, StopReason, TextPart, ThinkingPart, ToolCallPart, Usage
 from rxturn.wire import OpenAIResponsesDecoder, decoder_for, parse_openai_response, sniff_format
 
 from ._support import bytewise, run
@@ -127,7 +127,10 @@ def test_incomplete_at_max_output_tokens_keeps_the_partial_call() -> None:
             },
             {
                 "type": "response.incomplete",
-                "response": {"id": "r", "incomplete_details": {"reason": "max_output_tokens"}},
+                "response": {
+                    "id": "resp_1",
+                    "incomplete_details": {"reason": "max_output_tokens"},
+                },
             },
         )
     )
@@ -239,3 +242,214 @@ def test_non_streaming_errors() -> None:
             b'{"output": [{"type": "function_call", "call_id": "c", "name": "f",'
             b' "arguments": "{"}]}'
         )
+
+
+# --- a content part spoken of after it closed ------------------------------------------------
+
+
+def _message_item(output_index: int, text: str) -> list[dict[str, Any]]:
+    """One message item's events, as the API streams them: added, part added, a delta, part
+    done, item done."""
+    item_id = f"msg_{output_index}"
+    at = {"item_id": item_id, "output_index": output_index, "content_index": 0}
+    part = {"type": "output_text", "text": text, "annotations": []}
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": output_index,
+            "item": {"type": "message", "id": item_id, "role": "assistant", "content": []},
+        },
+        {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},
+        {"type": "response.output_text.delta", **at, "delta": text},
+        {"type": "response.content_part.done", **at, "part": part},
+        {
+            "type": "response.output_item.done",
+            "output_index": output_index,
+            "item": {"type": "message", "id": item_id, "role": "assistant", "content": [part]},
+        },
+    ]
+
+
+def _late_delta(events: list[dict[str, Any]], at: int) -> list[dict[str, Any]]:
+    """``events`` with a text delta for output 0, content 0 inserted at ``at``."""
+    late = {"type": "response.output_text.delta", "item_id": "msg_0", "output_index": 0}
+    return [*events[:at], {**late, "content_index": 0, "delta": "B"}, *events[at:]]
+
+
+@pytest.mark.parametrize(
+    "events",
+    [
+        # the second message's delta names the first, closed part (a stale output_index): it
+        # came out as a second part besides the first, and the second message's text twice
+        [
+            *_message_item(0, "A"),
+            *_message_item(1, "B")[:2],
+            {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": "B",
+            },
+            *_message_item(1, "B")[3:],
+        ],
+        _late_delta(_message_item(0, "A"), 4),  # after content_part.done
+        _late_delta(_message_item(0, "A"), 5),  # after output_item.done
+        # a new part of an item already done
+        [
+            *_message_item(0, "A"),
+            {
+                "type": "response.content_part.added",
+                "item_id": "msg_0",
+                "output_index": 0,
+                "content_index": 1,
+                "part": {"type": "output_text", "text": ""},
+            },
+        ],
+    ],
+    ids=["stale-index", "after-part-done", "after-item-done", "part-added-after-item-done"],
+)
+def test_text_for_a_part_already_closed_is_a_malformed_stream(events: list[dict[str, Any]]) -> None:
+    data = sse(CREATED, *events, completed())
+    for chunks in ([data], bytewise(data)):
+        decoded, error = run(OpenAIResponsesDecoder, chunks)
+        assert error is not None and error.startswith("StreamProtocolError: "), (error, decoded)
+        assert "output 0 content " in error and "already done" in error
+        assert "\n" not in error and "(line " in error
+        # the text before the bad event went out, once
+        assert [e.text for e in decoded if isinstance(e, Delta)] == ["A"]
+
+
+@pytest.mark.parametrize(
+    "repeat", ["part-done-twice", "part-done-after-item-done", "item-done-twice"]
+)
+def test_a_part_closed_again_keeps_its_text_once(repeat: str) -> None:
+    events = _message_item(0, "A")
+    part_done, item_done = events[3], events[4]
+    tail = {
+        "part-done-twice": [part_done, part_done, item_done],
+        "part-done-after-item-done": [item_done, part_done],
+        "item-done-twice": [part_done, item_done, item_done],
+    }[repeat]
+    message = replay_message(sse(CREATED, *events[:3], *tail, completed()))
+    assert message.content == (TextPart("A"),)
+
+
+_CALL = {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "f"}
+_REASONING = {"type": "reasoning", "id": "rs_1", "summary": []}
+
+
+def _item_events(item: dict[str, Any], done: dict[str, Any]) -> list[dict[str, Any]]:
+    """An output item at index 0: added, one delta, done."""
+    added = {"type": "response.output_item.added", "output_index": 0, "item": item}
+    if item["type"] == "function_call":
+        delta = {
+            "type": "response.function_call_arguments.delta",
+            "output_index": 0,
+            "item_id": "fc_1",
+            "delta": '{"a": 1}',
+        }
+    else:
+        delta = {
+            "type": "response.reasoning_summary_text.delta",
+            "output_index": 0,
+            "item_id": "rs_1",
+            "summary_index": 0,
+            "delta": "hmm",
+        }
+    return [added, delta, {"type": "response.output_item.done", "output_index": 0, "item": done}]
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["announced", "done-only"])
+def test_an_output_item_done_twice_comes_out_once(announced: bool) -> None:
+    # a function call's output_item.done sent twice came out as two tool calls (the agent loop
+    # would run the tool twice), a reasoning item's as two thinking parts
+    call_done = {**_CALL, "arguments": '{"a": 1}', "status": "completed"}
+    summary = [{"type": "summary_text", "text": "hmm"}]
+    thought_done = {**_REASONING, "summary": summary, "encrypted_content": "enc"}
+    calls, thoughts = _item_events(_CALL, call_done), _item_events(_REASONING, thought_done)
+    if not announced:  # a compatible server that sends the items whole, once done
+        calls, thoughts = calls[2:], thoughts[2:]
+    message = replay_message(sse(CREATED, *calls, calls[-1], completed(output=[call_done])))
+    assert message.content == (ToolCallPart("call_1", "f", {"a": 1}),)
+    message = replay_message(
+        sse(CREATED, *thoughts, thoughts[-1], completed(output=[thought_done])),
+        keep_thinking=True,
+    )
+    assert message.content == (ThinkingPart("hmm", "enc", id="rs_1"),)
+
+
+@pytest.mark.parametrize(
+    ("part", "delta"),
+    [
+        ({"type": "output_text", "text": ""}, "response.refusal.delta"),
+        ({"type": "refusal", "refusal": ""}, "response.output_text.delta"),
+    ],
+    ids=["refusal-into-text", "text-into-refusal"],
+)
+def test_a_delta_of_the_other_kind_than_its_part_is_a_malformed_stream(
+    part: dict[str, Any], delta: str
+) -> None:
+    # it was dropped: a refusal sent into a text part folded to an end of turn, text sent into
+    # a refusal part vanished
+    at = {"item_id": "msg_0", "output_index": 0, "content_index": 0}
+    data = sse(
+        CREATED,
+        _message_item(0, "")[0],
+        {"type": "response.content_part.added", **at, "part": part},
+        {"type": delta, **at, "delta": "No."},
+        completed(),
+    )
+    for chunks in ([data], bytewise(data)):
+        _, error = run(OpenAIResponsesDecoder, chunks)
+        assert error is not None and error.startswith("StreamProtocolError: " + delta), error
+        assert "output 0 content 0, which is " in error and error.endswith(
+            "part (line 11)"
+        )  # the 4th event's data line
+
+
+@pytest.mark.parametrize(
+    "event", ["response.created", "response.in_progress", "response.completed"]
+)
+def test_a_lifecycle_event_of_another_response_is_a_malformed_stream(event: str) -> None:
+    # two responses spliced into one stream (a proxy's retry): the reply took the other's
+    # usage and stop reason; the official SDK refuses such a stream
+    other = {"id": "resp_2", "model": "gpt-x", "usage": {"input_tokens": 9, "output_tokens": 9}}
+    events = [CREATED, *_message_item(0, "A")]
+    if event == "response.completed":
+        data = sse(*events, {"type": event, "response": other})
+    else:
+        data = sse(*events, {"type": event, "response": other}, completed())
+    for chunks in ([data], bytewise(data)):
+        decoded, error = run(OpenAIResponsesDecoder, chunks)
+        assert error == (
+            f"StreamProtocolError: {event} is about response 'resp_2', but the stream began "
+            "with 'resp_1' (line 20)"  # the 7th event's data line
+        ), error
+        assert [e.text for e in decoded if isinstance(e, Delta)] == ["A"]
+
+
+def test_a_lifecycle_event_without_an_id_is_not_held_against_the_stream() -> None:
+    # some compatible servers repeat no id in the terminal event
+    data = sse(CREATED, *_message_item(0, "A"), {"type": "response.completed", "response": {}})
+    assert replay_message(data).content == (TextPart("A"),)
+
+
+@pytest.mark.parametrize("status", ["queued", "in_progress", "cancelled"])
+def test_a_non_streaming_response_not_finished_is_no_reply(status: str) -> None:
+    # a background response answered before it ran folded to an empty end of turn: the
+    # non-streaming mode and the rescue "succeeded" with nothing
+    body = json.dumps({"id": "resp_1", "model": "gpt-x", "status": status, "output": []})
+    with pytest.raises(StreamProtocolError) as caught:
+        parse_openai_response(body.encode())
+    assert str(caught.value) == (
+        f"OpenAI response body is not a finished reply (status {status!r})"
+    )
+
+
+@pytest.mark.parametrize("status", ["completed", "incomplete", None])
+def test_a_finished_non_streaming_response_is_a_reply(status: str | None) -> None:
+    item = {"type": "message", "content": [{"type": "output_text", "text": "Hi"}]}
+    body = {"id": "resp_1", "model": "gpt-x", "status": status, "output": [item]}
+    message = parse_openai_response(json.dumps(body).encode())
+    assert message.content == (TextPart("Hi"),)
