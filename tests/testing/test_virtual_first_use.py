@@ -1,0 +1,66 @@
+"""``run_virtual`` lets the loads an engine starts when it is built finish before virtual time
+moves: a process's first turn waited for the ``rxturn[cost]`` price data or the tokenizer in a
+worker thread, asyncio was idle meanwhile, and the driver ran the test's own scheduled actions
+first — a cancel scheduled at 2 s ended the turn before its request, in that first turn only
+(``tests/engine/test_tool_phase.py`` failed run on its own, passed in the suite)."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from reactivex.testing import TestScheduler
+
+import rxturn.cost as cost
+import rxturn.engine.context.tokens as tokens
+from rxturn import ContextWindow, TurnEngine
+from rxturn.testing import ScriptedClient, reply, run_virtual, timeline
+
+
+def _slow(load: object, seconds: float) -> object:
+    def slowly(*args: object) -> object:
+        time.sleep(seconds)  # (a worker thread: what a cold process's first load takes)
+        return load(*args)  # type: ignore[operator]
+
+    return slowly
+
+
+async def test_the_price_data_an_engine_loads_is_waited_for_in_real_time(
+    clean: TestScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("genai_prices", reason="the rxturn[cost] extra loads the price data")
+    monkeypatch.setattr(cost, "_load_snapshot", _slow(cost._load_snapshot, 0.5))  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(cost, "_prices_loaded", False)
+    monkeypatch.setattr(cost, "_prices_prefetched", False)
+    monkeypatch.setattr(cost, "_prices_lock", threading.Lock())
+    client = ScriptedClient(clean, [timeline(reply("ok"))])
+    engine = TurnEngine(client, scheduler=clean)  # starts the load in a background thread
+    later = clean.schedule_absolute(2.0, lambda *_: None)  # the test's own action at 2 s
+
+    result = await run_virtual(clean, engine.run("hi"))
+    later.dispose()
+
+    assert result.text == "ok"
+    assert client.spans[0][0] == 0.0  # the request went out at 0 s, not at the action's 2 s
+    assert cost.prices_loaded()
+
+
+async def test_the_tokenizer_an_engine_loads_is_waited_for_in_real_time(
+    clean: TestScheduler, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    load = tokens._load_encoding_offline  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(tokens, "_load_encoding_offline", _slow(load, 0.5))
+    monkeypatch.setattr(tokens, "_encodings", {})
+    monkeypatch.setattr(tokens, "_prefetched", set())
+    client = ScriptedClient(clean, [timeline(reply("ok"))])
+    # a context window: the turn needs its estimate, so the tokenizer, before the request
+    window = ContextWindow(max_tokens=100_000)
+    engine = TurnEngine(client, scheduler=clean, context_window=window)
+    later = clean.schedule_absolute(2.0, lambda *_: None)
+
+    result = await run_virtual(clean, engine.run("hi"))
+    later.dispose()
+
+    assert result.text == "ok"
+    assert client.spans[0][0] == 0.0
