@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from reactivex.testing import TestScheduler
 
-from rxturn import TurnEngine
+from rxturn import RecordingObserver, TurnEngine
 from rxturn.engine.agent.tools import Tool
 from rxturn.errors import Cancelled, ConfigError
 from rxturn.events import Delta as D
@@ -65,6 +65,38 @@ async def test_cancel_during_an_async_tool_cancels_it_and_ends_the_run(
     assert len(client.stream_calls) == 1
     assert engine.history == []  # a cancelled run discards what it added
     # the `clean` fixture checks that no task and no timer is left behind
+
+
+@pytest.mark.parametrize("how", ["token", "task"])
+async def test_a_turn_whose_tools_are_cancelled_still_ends_for_its_observers(
+    clean: TestScheduler, how: str
+) -> None:
+    # A tool-calling turn leaves on_turn_end to its tool phase; a cancel while the tool ran
+    # ended the run with on_turn_start heard and on_turn_end never (an observer pairing the
+    # two, a tracer's turn span, stayed open for ever).
+    async def slow() -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    client = ScriptedClient(clean, [tool_call("slow"), timeline(reply("done"))])
+    recorder = RecordingObserver()
+    engine = TurnEngine(client, tools=[slow], scheduler=clean, observers=[recorder])
+    run = asyncio.ensure_future(engine.run("go"))
+    cancel = engine.cancel if how == "token" else run.cancel
+    clean.schedule_absolute(2.0, lambda *_: cancel())
+    with pytest.raises(Cancelled if how == "token" else asyncio.CancelledError):
+        await run_virtual(clean, run)
+    names = [n for n in recorder.names() if n.startswith(("on_turn", "on_run", "on_tool"))]
+    assert names == [
+        "on_run_start",
+        "on_turn_start",
+        "on_tool_call",
+        "on_turn_end",
+        "on_run_end",
+    ]
+    (end,) = recorder.calls_of("on_turn_end")
+    assert end["success"] is False and end["error"] == "cancelled"
+    assert 0 < end["duration_ms"] <= 2000.0  # from the tool phase's start to the cancel
 
 
 async def test_a_sync_tool_runs_off_the_loop(clean: TestScheduler) -> None:

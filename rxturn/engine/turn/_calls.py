@@ -59,7 +59,7 @@ from ..observation.observers import ObserverSet
 from ..records._attempts import AttemptHooks
 from ..records._results import TextStreamer, TurnMode, TurnResult
 from ..records.audit import Turn
-from ._outcome import emit_turn_end, record_turn_success
+from ._outcome import emit_turn_end, record_turn_success, turn_end_error
 from ._race import race
 from ._setup import SetupHost, TurnSetup, resolve_host
 
@@ -294,7 +294,6 @@ class TurnCalls:
                     routed=fallback is not None and legs.is_routed(fallback),
                 )
         except BaseException as exc:
-            cancelled = is_cancel(exc)
             failed = _audit_record(host, legs, query, None, None, exc)
             host.session.audit.append(failed)
             _request_end(host.observers, turn, turn_id, failed, None, exc)
@@ -302,7 +301,7 @@ class TurnCalls:
                 "on_turn_end",
                 turn=turn,
                 success=False,
-                error="cancelled" if cancelled else (str(exc) or type(exc).__name__),
+                error=turn_end_error(exc),
                 duration_ms=(now() - started) * 1000,
                 input_tokens=0,
                 output_tokens=0,
