@@ -415,6 +415,7 @@ class TurnEngine:
             claim=functools.partial(loop.claim, "stream"),
             release=release,
             cancel=self.cancel,
+            reset=self.cancel_token.reset,
             max_buffered=max_buffered,
         )
 
