@@ -99,6 +99,36 @@ async def test_a_turn_whose_tools_are_cancelled_still_ends_for_its_observers(
     assert 0 < end["duration_ms"] <= 2000.0  # from the tool phase's start to the cancel
 
 
+class _Stop(BaseException):
+    """Not an Exception: a test framework's failure, an interrupt."""
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_a_tool_raising_a_base_exception_ends_the_run_with_it(
+    clean: TestScheduler, kind: str
+) -> None:
+    # docs/engine.md, Tools: not an error result for the model; the run ends with it as it came,
+    # its messages discarded, its turn and run ended for the observers, the engine usable.
+    async def async_stop() -> str:
+        raise _Stop("stop")
+
+    def sync_stop() -> str:
+        raise _Stop("stop")
+
+    stop = Tool(async_stop if kind == "async" else sync_stop, name="stop")
+    client = ScriptedClient(clean, [tool_call("stop"), timeline(reply("next"))])
+    recorder = RecordingObserver()
+    engine = TurnEngine(client, tools=[stop], scheduler=clean, observers=[recorder])
+    with pytest.raises(_Stop, match="stop"):
+        await run_virtual(clean, engine.run("go"))
+    assert engine.history == [] and len(client.stream_calls) == 1
+    names = recorder.names()
+    assert names.count("on_turn_start") == names.count("on_turn_end") == 1
+    assert recorder.calls_of("on_turn_end")[0]["error"] == "stop"
+    assert names[-1] == "on_run_end"
+    assert (await run_virtual(clean, engine.run("again"))).text == "next"
+
+
 async def test_a_sync_tool_runs_off_the_loop(clean: TestScheduler) -> None:
     released = threading.Event()
     loop = asyncio.get_running_loop()
