@@ -93,6 +93,7 @@ from .fanout._run_stream import DEFAULT_MAX_BUFFERED, RunStream
 from .fanout._subject import EventSubject
 from .fanout._turn_stream import TurnStream
 from .handler._handler import StreamHandler
+from .observation._callbacks import is_async_callable
 from .observation.observers import Observer, ObserverSet
 from .records._results import (
     RunResult,
@@ -566,9 +567,7 @@ def _check_arguments(
         value = arguments[name]
         if value is not None or not optional:  # (most are left unset)
             check_instance(value, expected, where, what, optional=optional)
-    check_callable(
-        arguments["text_streamer"], "TurnEngine(text_streamer=...)", "a callable", optional=True
-    )
+    _check_text_streamer(arguments["text_streamer"], "TurnEngine(text_streamer=...)")
     check_bool(arguments["failover"], "TurnEngine(failover=...)")
     check_bool(arguments["keep_thinking"], "TurnEngine(keep_thinking=...)", optional=True)
     # the history is checked (and SDK-style dicts converted) by the session's MessageList
@@ -675,8 +674,20 @@ def _assign_memory_top_k(engine: TurnEngine, value: object) -> object:
 
 
 def _assign_text_streamer(engine: TurnEngine, value: object) -> object:
-    check_callable(value, "engine.text_streamer = ...", "a callable", optional=True)
+    _check_text_streamer(value, "engine.text_streamer = ...")
     return value
+
+
+def _check_text_streamer(value: object, where: str) -> None:
+    """A callable or ``None``; not an async one, whose coroutine would never run (it is
+    called synchronously with each fragment)."""
+    check_callable(value, where, "a callable", optional=True)
+    if value is not None and is_async_callable(value):
+        raise ConfigError(
+            f"{where} must be a plain (synchronous) callable, got an async one: it is called "
+            "with each text fragment as it arrives, so its coroutine would never run; define "
+            "it with def, or consume the text with `async for` over engine.stream(...)"
+        )
 
 
 def _assign_failover(engine: TurnEngine, value: object) -> object:

@@ -326,3 +326,21 @@ async def test_two_consumers_at_once_is_a_config_error_not_a_hang() -> None:
                 await asyncio.wait_for(_drain(s.text_stream), WAIT)
             got = await asyncio.wait_for(events, WAIT)  # the first one still reads every event
         assert "".join(e.text for e in got if isinstance(e, Delta)) == "x" * 20
+
+
+async def test_an_async_text_streamer_is_refused_where_it_is_given() -> None:
+    # before, it was taken: each fragment made a coroutine nobody awaited, so the streamer
+    # never ran (a "never awaited" RuntimeWarning per fragment instead)
+    async def shows(text: str) -> None:
+        raise AssertionError("never called")
+
+    async with (
+        FakeProvider(SLOW) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        with pytest.raises(ConfigError, match=r"TurnEngine\(text_streamer=...\) must be a plain"):
+            TurnEngine(client, text_streamer=shows)
+        engine = TurnEngine(client)
+        with pytest.raises(ConfigError, match=r"engine\.text_streamer = ... must be a plain"):
+            engine.text_streamer = shows
+        assert engine.text_streamer is None and fake.requests == []

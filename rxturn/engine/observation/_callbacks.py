@@ -235,6 +235,12 @@ def _check_callback(observer: object, name: str) -> None:
     function = getattr(method, "__func__", None)
     if not callable(method) or function is default or function in _SIGNATURES_OK:
         return
+    if is_async_callable(method):
+        raise ConfigError(
+            f"observer {type(observer).__name__}.{name} is an async function: callbacks are "
+            "called synchronously as events arrive, so its coroutine would never run; define "
+            "it with def (from there, start a task of your own for what must be awaited)"
+        )
     try:
         signature = inspect.signature(method)
     except (TypeError, ValueError):  # a callable whose signature cannot be read: trusted
@@ -255,3 +261,10 @@ def _check_callback(observer: object, name: str) -> None:
 #: The callback functions whose signatures passed :func:`_check_callback` (checked once per
 #: class, not once per engine built).
 _SIGNATURES_OK: weakref.WeakSet[object] = weakref.WeakSet()
+
+
+def is_async_callable(value: object) -> bool:
+    """Whether calling ``value`` makes a coroutine or an async generator (an ``async def``
+    function or method, or an object whose ``__call__`` is one) instead of doing its work."""
+    call = value if inspect.isroutine(value) else getattr(value, "__call__", None)  # noqa: B004
+    return inspect.iscoroutinefunction(call) or inspect.isasyncgenfunction(call)
