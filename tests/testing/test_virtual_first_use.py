@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 from reactivex.testing import TestScheduler
@@ -18,10 +19,10 @@ from rxturn import ContextWindow, TurnEngine
 from rxturn.testing import ScriptedClient, reply, run_virtual, timeline
 
 
-def _slow(load: object, seconds: float) -> object:
+def _slow(load: Callable[..., object], seconds: float) -> Callable[..., object]:
     def slowly(*args: object) -> object:
         time.sleep(seconds)  # (a worker thread: what a cold process's first load takes)
-        return load(*args)  # type: ignore[operator]
+        return load(*args)
 
     return slowly
 
@@ -30,7 +31,7 @@ async def test_the_price_data_an_engine_loads_is_waited_for_in_real_time(
     clean: TestScheduler, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytest.importorskip("genai_prices", reason="the rxturn[cost] extra loads the price data")
-    monkeypatch.setattr(cost, "_load_snapshot", _slow(cost._load_snapshot, 0.5))  # pyright: ignore[reportPrivateUsage]
+    monkeypatch.setattr(cost, "_load_snapshot", _slow(cost._load_snapshot, 0.5))
     monkeypatch.setattr(cost, "_prices_loaded", False)
     monkeypatch.setattr(cost, "_prices_prefetched", False)
     monkeypatch.setattr(cost, "_prices_lock", threading.Lock())
@@ -49,7 +50,7 @@ async def test_the_price_data_an_engine_loads_is_waited_for_in_real_time(
 async def test_the_tokenizer_an_engine_loads_is_waited_for_in_real_time(
     clean: TestScheduler, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    load = tokens._load_encoding_offline  # pyright: ignore[reportPrivateUsage]
+    load = tokens._load_encoding_offline
     monkeypatch.setattr(tokens, "_load_encoding_offline", _slow(load, 0.5))
     monkeypatch.setattr(tokens, "_encodings", {})
     monkeypatch.setattr(tokens, "_prefetched", set())
