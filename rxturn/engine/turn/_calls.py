@@ -198,7 +198,7 @@ class TurnCalls:
         if self.pricer is not None and not prices_loaded():
             # the price data (about half a second to load, once per process) loads in a worker
             # thread, or this waits there for the load the engine started: not on the loop
-            await warm_up_prices()
+            await _until_cancel(warm_up_prices(), host, scheduler)
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input, host=host)
         transients: Sequence[Message] = (
@@ -220,8 +220,8 @@ class TurnCalls:
         estimate: ContextEstimate | None = None
         raw_estimate = 0
         if estimate_first:
-            if not loaded:  # a tokenizer loads in a thread, not on the loop
-                await warm_up_counter(host.counter)
+            if not loaded:  # a tokenizer loads in a thread, not on the loop (a cancel ends it)
+                await _until_cancel(warm_up_counter(host.counter), host, scheduler)
             await _prime(host, transients)
             estimate, raw_estimate = setup.estimate(transients, host=host)
         if window is not None and estimate is not None and window.should_compact(estimate.total):
@@ -563,8 +563,9 @@ async def _until_cancel(
     work: Coroutine[Any, Any, _T], host: CallsHost, scheduler: abc.SchedulerBase
 ) -> _T:
     """The user's code a turn awaits before its request (context contributors, the memory
-    provider, the compactor) raced against the cancel signal: a cancel ends the turn with
-    ``Cancelled`` at once, before any turn event, however long that code takes."""
+    provider, the compactor), and a first turn's wait for the tokenizer or the price data,
+    raced against the cancel signal: a cancel ends the turn with ``Cancelled`` at once,
+    before any turn event, however long that takes."""
 
     def never() -> _T:  # no timer: only the work cancelling itself gets here
         raise asyncio.CancelledError
