@@ -62,6 +62,7 @@ __all__ = [
     "cost_to_json",
     "describe_cost",
     "enable_price_updates",
+    "finish_prefetch",
     "format_decimal",
     "prefetch_prices",
     "pricer_for",
@@ -179,6 +180,14 @@ def _load_prices() -> None:
 def _load_quietly() -> None:
     with contextlib.suppress(Exception):  # (not reported here: the turn's own load raises it)
         _load_prices()
+
+
+async def finish_prefetch() -> None:
+    """Wait, in a worker thread, for a load :func:`prefetch_prices` started and that is still
+    under way (nothing when none was started: this never starts a load). A failed load is not
+    reported here: the turn's own load raises it."""
+    if _prices_prefetched and not _prices_loaded:
+        await asyncio.to_thread(_load_quietly)
 
 
 def prices_loaded() -> bool:

@@ -415,6 +415,7 @@ class TurnEngine:
             claim=functools.partial(loop.claim, "stream"),
             release=release,
             cancel=self.cancel,
+            reset=self.cancel_token.reset,
             max_buffered=max_buffered,
         )
 
@@ -566,9 +567,7 @@ def _check_arguments(
         value = arguments[name]
         if value is not None or not optional:  # (most are left unset)
             check_instance(value, expected, where, what, optional=optional)
-    check_callable(
-        arguments["text_streamer"], "TurnEngine(text_streamer=...)", "a callable", optional=True
-    )
+    _check_text_streamer(arguments["text_streamer"], "TurnEngine(text_streamer=...)")
     check_bool(arguments["failover"], "TurnEngine(failover=...)")
     check_bool(arguments["keep_thinking"], "TurnEngine(keep_thinking=...)", optional=True)
     # the history is checked (and SDK-style dicts converted) by the session's MessageList
@@ -675,8 +674,14 @@ def _assign_memory_top_k(engine: TurnEngine, value: object) -> object:
 
 
 def _assign_text_streamer(engine: TurnEngine, value: object) -> object:
-    check_callable(value, "engine.text_streamer = ...", "a callable", optional=True)
+    _check_text_streamer(value, "engine.text_streamer = ...")
     return value
+
+
+def _check_text_streamer(value: object, where: str) -> None:
+    """A callable or ``None``; not an async one, whose coroutine would never run (it is
+    called synchronously with each fragment)."""
+    check_callable(value, where, "a callable", optional=True)
 
 
 def _assign_failover(engine: TurnEngine, value: object) -> object:

@@ -157,6 +157,7 @@ class _Seat(abc.ObserverBase[Any]):
 
 class _Race(abc.DisposableBase):
     __slots__ = (
+        "closed",
         "decision",
         "downstream",
         "forwarding",
@@ -197,6 +198,7 @@ class _Race(abc.DisposableBase):
         self.forwarding: _Seat | None = None
         self.timer: abc.DisposableBase | None = None
         self.decision: abc.DisposableBase | None = None
+        self.closed = False  # disposed: no action is carried out any more
         self.started = self.now()
 
     def start(self) -> _Race:
@@ -207,6 +209,8 @@ class _Race(abc.DisposableBase):
 
     def run(self, actions: list[Action]) -> None:
         for action in actions:
+            if self.closed:  # disposed by a callback of an earlier action (a cancel)
+                return
             kind: type[Action] = type(action)
             if kind is Start:
                 self._start(cast(Start, action))
@@ -237,7 +241,11 @@ class _Race(abc.DisposableBase):
                 reason=action.reason,
                 after=racer.started - self.started,
             )
+            if self.closed:  # on_hedge cancelled the turn: the hedge is not sent
+                return
         context = self.watcher.racer_started(index, racer.model) if self.watcher else None
+        if self.closed:  # a callback above (on_hedge, on_attempt_start) cancelled the turn
+            return
         try:
             source = self.primary if target is None else self.open_target(target)
             if not isinstance(source, Observable):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -324,6 +332,7 @@ class _Race(abc.DisposableBase):
     # -- disposal ----------------------------------------------------------------------------
 
     def dispose(self) -> None:
+        self.closed = True
         try:
             self._dispose()
         finally:
@@ -339,7 +348,13 @@ class _Race(abc.DisposableBase):
         if forwarding is not None:
             forwarding.dispose()
             return
-        running = [self.seats[index] for index in machine.let_go(self.now())]
+        # (a racer the machine started but whose Start was not carried out yet has no seat:
+        # the dispose came from a callback of the step that started it)
+        seats = self.seats
+        running = [seats[index] for index in machine.let_go(self.now()) if index < len(seats)]
+        # and a racer still subscribed that the machine no longer counts as running: the winner
+        # of a decision whose Win the dispose cut short (a callback of its Cut cancelled)
+        running += [seat for seat in seats if seat.subscription is not None and seat not in running]
         for position, seat in enumerate(running):
             seat.dispose()
             if self.watcher is None:

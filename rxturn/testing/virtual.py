@@ -500,7 +500,10 @@ async def run_virtual(
     next due instant and runs what is due there. A turn of a ``TurnEngine(...,
     scheduler=scheduler)`` over a :class:`ScriptedClient` so runs its backoffs, deadlines and
     breaker cooldowns in no real time. Work done in worker threads (synchronous tools) is given
-    ``idle_rounds`` short real pauses to report back before virtual time moves on.
+    ``idle_rounds`` short real pauses to report back before virtual time moves on; the loads an
+    engine starts in background threads when it is built (the tokenizer, the price data) are
+    waited for, in real time, before ``awaitable`` runs, so a process's first turn sees virtual
+    time as every later one does.
 
     Raises:
         StillRunning: nothing was left to run before ``limit`` and the coroutine had not
@@ -524,6 +527,12 @@ async def run_virtual(
         if inspect.iscoroutine(awaitable):
             awaitable.close()
         raise
+    try:
+        await _first_use_loaded()
+    except BaseException:
+        if inspect.iscoroutine(awaitable):
+            awaitable.close()
+        raise
     task: asyncio.Task[_R] = asyncio.ensure_future(awaitable)
     try:
         while True:
@@ -544,6 +553,19 @@ async def run_virtual(
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
     return task.result()
+
+
+async def _first_use_loaded() -> None:
+    """The first-use loads an engine starts in background threads when it is built (the
+    tokenizer, the ``rxturn[cost]`` price data) finished, waited for in real time: a turn that
+    waited for one in a worker thread left asyncio idle, so virtual time moved on to the
+    test's own scheduled actions (a cancel at 2 s landed before the request) in a process's
+    first turn only."""
+    from ..cost import finish_prefetch
+    from ..engine.context.tokens import finish_prefetches
+
+    await finish_prefetches()
+    await finish_prefetch()
 
 
 async def _others_went_on(

@@ -15,6 +15,7 @@ from rxturn import (
     StreamHandler,
     TurnEngine,
 )
+from rxturn.engine.observation.observers import Observer
 from rxturn.errors import (
     Cancelled,
     ConfigError,
@@ -358,3 +359,64 @@ async def test_a_primary_failing_before_the_delay_sends_the_hedge_at_once(
     assert [h["reason"] for h in observer.calls_of("on_hedge")] == ["error"]
     assert [a.outcome for a in result.attempt_log] == [type(error).__name__, "served"]
     assert observer.calls_of("on_attempt_reset") == []  # nothing was shown before the win
+
+
+class _CancelsOnce(Observer):
+    """Cancels its engine from inside the first call of one callback (a user's stop button
+    wired to an observer)."""
+
+    def __init__(self, callback: str) -> None:
+        self.engine: TurnEngine | None = None
+        setattr(self, callback, self._cancel_once)
+        self._fired = False
+
+    def _cancel_once(self, **_: object) -> None:
+        if not self._fired and self.engine is not None:
+            self._fired = True
+            self.engine.cancel("stop")
+
+
+RACE_CALLBACKS = {
+    # the primary fails before the delay: its on_attempt_end comes while the race starts the
+    # hedge (before: IndexError in the race's dispose, the turn never ended)
+    "failed": (
+        "on_attempt_end",
+        [[on_next(0.01, MessageStart()), on_error(0.3, ServerError("HTTP 500"))]],
+        [slow("b", 30.0)],
+    ),
+    # the loser's on_attempt_end, as the race cuts it for the winner (before: the winner's
+    # connection stayed open after the turn)
+    "cut": ("on_attempt_end", [slow("p", 30.0)], [slow("b", 3.0)]),
+    # the primary's own start (before: its end reported twice)
+    "started": ("on_attempt_start", [slow("p", 30.0)], [slow("b", 30.0)]),
+    # the hedge's announcement (before: the hedge sent after the cancel)
+    "hedge": ("on_hedge", [slow("p", 30.0)], [slow("b", 30.0)]),
+}
+
+
+@pytest.mark.parametrize("case", list(RACE_CALLBACKS))
+async def test_a_cancel_from_inside_a_racers_callback_ends_the_turn_at_once(
+    clean: TestScheduler, case: str
+) -> None:
+    callback, primary, backup = RACE_CALLBACKS[case]
+    client = ScriptedClient(clean, models={"scripted": primary, "backup": backup})
+    canceller, observer = _CancelsOnce(callback), RecordingObserver(requests=True)
+    engine = TurnEngine(
+        client,
+        handler=HANDLER,
+        hedge=HedgePolicy((HedgeTarget("backup"),), delay=2.0),
+        observers=[observer, canceller],
+        scheduler=clean,
+    )
+    canceller.engine = engine
+    engine.history.append(Message.user("hi"))
+    with pytest.raises(Cancelled, match="stop"):
+        await run_virtual(clean, engine.turn(), limit=50.0)
+    assert float(clean.clock) < 30.0  # at the cancel, not when a racer answered
+    names = observer.names()
+    assert names.count("on_attempt_start") == names.count("on_attempt_end")
+    assert names.count("on_turn_start") == names.count("on_turn_end") == 1
+    assert all(end is not None for _, end in client.spans)  # every request sent was closed
+    sent = 2 if case == "cut" else 1  # (cut: the hedge went out at 2 s, before the cancel)
+    assert len(client.models_asked) == sent  # nothing went out after the cancel
+    assert (await run_virtual(clean, engine.turn(), limit=100.0)).model in ("scripted", "backup")

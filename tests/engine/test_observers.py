@@ -175,6 +175,28 @@ def test_an_observer_with_a_wrong_signature_is_refused_when_registered(
     assert not caplog.records
 
 
+def test_an_async_callback_is_refused_when_registered() -> None:
+    # before, it was registered and each call made a coroutine nobody awaited: the observer
+    # never ran, and every text delta printed a "never awaited" RuntimeWarning
+    class Async(Observer):
+        async def on_text_delta(self, *, turn: int, delta: str) -> None:  # pyright: ignore[reportIncompatibleMethodOverride]
+            raise AssertionError("never called")
+
+    class AsyncCall:
+        async def __call__(self, **_: object) -> None:
+            raise AssertionError("never called")
+
+    class Duck:
+        on_turn_end = AsyncCall()
+
+    for bad, callback in ((Async(), "on_text_delta"), (Duck(), "on_turn_end")):
+        with pytest.raises(
+            ConfigError,
+            match=rf"{type(bad).__name__}\.{callback} is called synchronously, never awaited",
+        ):
+            ObserverSet([bad])  # pyright: ignore[reportArgumentType]
+
+
 def test_base_exceptions_are_not_swallowed() -> None:
     class Interrupting(Observer):
         def on_run_start(self, *, session_id: str) -> None:

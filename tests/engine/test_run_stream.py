@@ -133,6 +133,31 @@ async def test_leaving_the_block_early_cancels_the_run_and_leaks_nothing(leave: 
         assert (await asyncio.wait_for(engine.run("again"), WAIT)).text == "Hello from the fake"
 
 
+async def test_a_cancel_as_the_block_is_left_before_the_run_began_frees_the_engine() -> None:
+    # The block is left before the run's task ran its first step, and the block's own task is
+    # cancelled while its exit waits for the run: the run's task was cancelled before it began,
+    # so its `finally` never freed the engine, which refused every later call ("while a
+    # stream() is in flight") with its cancel signal still set.
+    async with (
+        FakeProvider(SLOW) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, handler=FAST)
+        before = set(asyncio.all_tasks())
+
+        async def leave_at_once() -> None:
+            async with engine.stream("hi"):
+                current = asyncio.current_task()
+                assert current is not None
+                current.cancel()  # delivered at the exit's first wait
+
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(leave_at_once(), WAIT)
+        assert await _settled(before) == set()
+        assert fake.requests == [] and engine.history == []
+        assert (await asyncio.wait_for(engine.run("again"), WAIT)).text == "x" * 400
+
+
 async def test_one_conversation_holds_for_streams_too() -> None:
     async with (
         FakeProvider(SLOW) as fake,
@@ -301,3 +326,26 @@ async def test_two_consumers_at_once_is_a_config_error_not_a_hang() -> None:
                 await asyncio.wait_for(_drain(s.text_stream), WAIT)
             got = await asyncio.wait_for(events, WAIT)  # the first one still reads every event
         assert "".join(e.text for e in got if isinstance(e, Delta)) == "x" * 20
+
+
+async def test_an_async_text_streamer_is_refused_where_it_is_given() -> None:
+    # before, it was taken: each fragment made a coroutine nobody awaited, so the streamer
+    # never ran (a "never awaited" RuntimeWarning per fragment instead)
+    async def shows(text: str) -> None:
+        raise AssertionError("never called")
+
+    async with (
+        FakeProvider(SLOW) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        with pytest.raises(
+            ConfigError,
+            match=r"TurnEngine\(text_streamer=...\) is called synchronously, never awaited",
+        ):
+            TurnEngine(client, text_streamer=shows)
+        engine = TurnEngine(client)
+        with pytest.raises(
+            ConfigError, match=r"engine\.text_streamer = ... is called synchronously, never awaited"
+        ):
+            engine.text_streamer = shows
+        assert engine.text_streamer is None and fake.requests == []

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from reactivex.testing import TestScheduler
 
-from rxturn import TurnEngine
+from rxturn import RecordingObserver, TurnEngine
 from rxturn.engine.agent.tools import Tool
 from rxturn.errors import Cancelled, ConfigError
 from rxturn.events import Delta as D
@@ -65,6 +65,75 @@ async def test_cancel_during_an_async_tool_cancels_it_and_ends_the_run(
     assert len(client.stream_calls) == 1
     assert engine.history == []  # a cancelled run discards what it added
     # the `clean` fixture checks that no task and no timer is left behind
+
+
+@pytest.mark.parametrize("how", ["token", "task"])
+async def test_a_turn_whose_tools_are_cancelled_still_ends_for_its_observers(
+    clean: TestScheduler, how: str
+) -> None:
+    # A tool-calling turn leaves on_turn_end to its tool phase; a cancel while the tool ran
+    # ended the run with on_turn_start heard and on_turn_end never (an observer pairing the
+    # two, a tracer's turn span, stayed open for ever).
+    async def slow() -> str:
+        await asyncio.Event().wait()
+        return "never"
+
+    client = ScriptedClient(clean, [tool_call("slow"), timeline(reply("done"))])
+    recorder = RecordingObserver()
+    engine = TurnEngine(client, tools=[slow], scheduler=clean, observers=[recorder])
+    run = asyncio.ensure_future(engine.run("go"))
+
+    def cancel(*_: object) -> None:
+        if how == "token":
+            engine.cancel()
+        else:
+            run.cancel()
+
+    clean.schedule_absolute(2.0, cancel)
+    with pytest.raises(Cancelled if how == "token" else asyncio.CancelledError):
+        await run_virtual(clean, run)
+    names = [n for n in recorder.names() if n.startswith(("on_turn", "on_run", "on_tool"))]
+    assert names == [
+        "on_run_start",
+        "on_turn_start",
+        "on_tool_call",
+        "on_turn_end",
+        "on_run_end",
+    ]
+    (end,) = recorder.calls_of("on_turn_end")
+    assert end["success"] is False and end["error"] == "cancelled"
+    duration = end["duration_ms"]
+    assert isinstance(duration, float) and 0 < duration <= 2000.0  # tool phase start to cancel
+
+
+class _Stop(BaseException):
+    """Not an Exception: a test framework's failure, an interrupt."""
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+async def test_a_tool_raising_a_base_exception_ends_the_run_with_it(
+    clean: TestScheduler, kind: str
+) -> None:
+    # docs/engine.md, Tools: not an error result for the model; the run ends with it as it came,
+    # its messages discarded, its turn and run ended for the observers, the engine usable.
+    async def async_stop() -> str:
+        raise _Stop("stop")
+
+    def sync_stop() -> str:
+        raise _Stop("stop")
+
+    stop = Tool(async_stop if kind == "async" else sync_stop, name="stop")
+    client = ScriptedClient(clean, [tool_call("stop"), timeline(reply("next"))])
+    recorder = RecordingObserver()
+    engine = TurnEngine(client, tools=[stop], scheduler=clean, observers=[recorder])
+    with pytest.raises(_Stop, match="stop"):
+        await run_virtual(clean, engine.run("go"))
+    assert engine.history == [] and len(client.stream_calls) == 1
+    names = recorder.names()
+    assert names.count("on_turn_start") == names.count("on_turn_end") == 1
+    assert recorder.calls_of("on_turn_end")[0]["error"] == "stop"
+    assert names[-1] == "on_run_end"
+    assert (await run_virtual(clean, engine.run("again"))).text == "next"
 
 
 async def test_a_sync_tool_runs_off_the_loop(clean: TestScheduler) -> None:

@@ -169,12 +169,18 @@ class AgentLoop:
         now = self.calls.now()
         started = now()
         outputs: list[ToolResultPart] = []
-        for call in result.message.tool_calls:
-            self.host.cancel_token.raise_if_cancelled()
-            self.host.observers.emit("on_tool_call", turn=result.turn, call=call)
-            output = await self.run_tool(call)
-            self.host.observers.emit("on_tool_result", turn=result.turn, result=output)
-            outputs.append(output)
+        try:
+            for call in result.message.tool_calls:
+                self.host.cancel_token.raise_if_cancelled()
+                self.host.observers.emit("on_tool_call", turn=result.turn, call=call)
+                output = await self.run_tool(call)
+                self.host.observers.emit("on_tool_result", turn=result.turn, result=output)
+                outputs.append(output)
+        except BaseException as exc:
+            # the turn's on_turn_start was heard: its end is heard too, however the phase ends
+            # (a cancel while a tool runs, an interrupt a tool raised)
+            emit_turn_end(self.host.observers, now, result, started, exc)
+            raise
         self.host.session.history.append(Message(role="user", content=tuple(outputs)))
         emit_turn_end(self.host.observers, now, result, started)
 

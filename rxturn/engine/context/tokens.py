@@ -118,6 +118,7 @@ __all__ = [
     "count_overhead",
     "counter_loaded",
     "estimate_context",
+    "finish_prefetches",
     "image_tokens",
     "media_rule_of",
     "media_tokens",
@@ -536,6 +537,13 @@ def _load_quietly(encoding: str) -> None:
     except Exception:  # the first count reports it, as a ConfigError
         with _encodings_lock:
             _prefetched.discard(encoding)
+
+
+async def finish_prefetches() -> None:
+    """Wait, in a worker thread, for the loads :func:`prefetch` started that are still under
+    way (nothing is started here). A failed load is not reported: the first count raises it."""
+    for encoding in [name for name in _prefetched if name not in _encodings]:
+        await asyncio.to_thread(_load_quietly, encoding)
 
 
 def prefetch_counter(counter: TokenCounter) -> None:

@@ -58,6 +58,7 @@ class RunStream:
     """
 
     __slots__ = (
+        "_began",
         "_buffer",
         "_cancel",
         "_claim",
@@ -67,6 +68,7 @@ class RunStream:
         "_prompt",
         "_raised",
         "_release",
+        "_reset",
         "_run",
         "_started",
         "_subscription",
@@ -83,6 +85,7 @@ class RunStream:
         claim: Callable[[], None],
         release: Callable[[], None],
         cancel: Callable[[str], None],
+        reset: Callable[[], None],
         max_buffered: int = DEFAULT_MAX_BUFFERED,
     ) -> None:
         if not positive(max_buffered, integer=True):
@@ -93,6 +96,7 @@ class RunStream:
         self._claim = claim
         self._release = release
         self._cancel = cancel
+        self._reset = reset
         self._max = max_buffered
         self._buffer: collections.deque[HandlerEvent | object] = collections.deque()
         self._waiter: asyncio.Future[None] | None = None
@@ -100,6 +104,7 @@ class RunStream:
         self._subscription: abc.DisposableBase | None = None
         self._overflowed = False
         self._started = False
+        self._began = False  # the run's task ran its first step (its ``finally`` will run)
         self._raised: BaseException | None = None
 
     def __repr__(self) -> str:
@@ -115,14 +120,24 @@ class RunStream:
         self._claim()  # refused at once while another run or turn is in flight
         self._subscription = self._events.subscribe(self._push, scheduler=None)
         self._task = asyncio.get_running_loop().create_task(self._guarded())
-        self._task.add_done_callback(lambda _: self._push(_DONE))
+        self._task.add_done_callback(self._ended)
         return self
 
     async def _guarded(self) -> RunResult:
+        self._began = True
         try:
             return await self._run(self._prompt)
         finally:
             self._release()
+
+    def _ended(self, _: object) -> None:
+        if not self._began:
+            # cancelled before its first step (a cancel of the block's task while its exit
+            # waited for the run, the block left at once): the run never began, so neither its
+            # ``finally`` nor the run's own re-arming of the cancel signal ran
+            self._release()
+            self._reset()
+        self._push(_DONE)
 
     async def __aexit__(
         self,

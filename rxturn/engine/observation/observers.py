@@ -3,7 +3,8 @@
 An observer is any object with some of the methods below; subclass :class:`Observer` to get a
 no-op default for every one you leave out. All arguments are passed by keyword, so an observer
 may name only what it reads and swallow the rest with ``**_`` (a callback that cannot take
-its keywords is a :class:`~rxturn.errors.ConfigError` when it is registered). The engine calls
+its keywords is a :class:`~rxturn.errors.ConfigError` when it is registered; so is an ``async
+def`` one: callbacks are called synchronously, and its coroutine would never run). The engine calls
 observers through an :class:`ObserverSet`: in registration order, each call isolated (an
 observer that raises is logged on the ``rxturn.engine.observers`` logger and the others still
 run; a turn is never failed by its audience).

@@ -188,6 +188,13 @@ class AttemptLog(AttemptStats):
         *,
         disposed: bool = False,
     ) -> None:
+        if self._open_kind is None and self._racers is not None:
+            # A hedged race's attempt that ended before the race adopted a racer (a cancel
+            # from inside a racer's callback): the handler's end is the first racer still
+            # pending's; with none pending, the race has reported every racer itself.
+            if not self._racers:
+                return
+            self.racer_adopted(min(self._racers))
         if self._open_kind is not None:
             self._open_kind = None
             started, model, number = self._open_started, self._open_model, self._open_number

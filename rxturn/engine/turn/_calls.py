@@ -59,7 +59,7 @@ from ..observation.observers import ObserverSet
 from ..records._attempts import AttemptHooks
 from ..records._results import TextStreamer, TurnMode, TurnResult
 from ..records.audit import Turn
-from ._outcome import emit_turn_end, record_turn_success
+from ._outcome import emit_turn_end, record_turn_success, turn_end_error
 from ._race import race
 from ._setup import SetupHost, TurnSetup, resolve_host
 
@@ -198,7 +198,7 @@ class TurnCalls:
         if self.pricer is not None and not prices_loaded():
             # the price data (about half a second to load, once per process) loads in a worker
             # thread, or this waits there for the load the engine started: not on the loop
-            await warm_up_prices()
+            await _until_cancel(warm_up_prices(), host, scheduler)
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input, host=host)
         transients: Sequence[Message] = (
@@ -220,8 +220,8 @@ class TurnCalls:
         estimate: ContextEstimate | None = None
         raw_estimate = 0
         if estimate_first:
-            if not loaded:  # a tokenizer loads in a thread, not on the loop
-                await warm_up_counter(host.counter)
+            if not loaded:  # a tokenizer loads in a thread, not on the loop (a cancel ends it)
+                await _until_cancel(warm_up_counter(host.counter), host, scheduler)
             await _prime(host, transients)
             estimate, raw_estimate = setup.estimate(transients, host=host)
         if window is not None and estimate is not None and window.should_compact(estimate.total):
@@ -294,7 +294,6 @@ class TurnCalls:
                     routed=fallback is not None and legs.is_routed(fallback),
                 )
         except BaseException as exc:
-            cancelled = is_cancel(exc)
             failed = _audit_record(host, legs, query, None, None, exc)
             host.session.audit.append(failed)
             _request_end(host.observers, turn, turn_id, failed, None, exc)
@@ -302,7 +301,7 @@ class TurnCalls:
                 "on_turn_end",
                 turn=turn,
                 success=False,
-                error="cancelled" if cancelled else (str(exc) or type(exc).__name__),
+                error=turn_end_error(exc),
                 duration_ms=(now() - started) * 1000,
                 input_tokens=0,
                 output_tokens=0,
@@ -564,8 +563,9 @@ async def _until_cancel(
     work: Coroutine[Any, Any, _T], host: CallsHost, scheduler: abc.SchedulerBase
 ) -> _T:
     """The user's code a turn awaits before its request (context contributors, the memory
-    provider, the compactor) raced against the cancel signal: a cancel ends the turn with
-    ``Cancelled`` at once, before any turn event, however long that code takes."""
+    provider, the compactor), and a first turn's wait for the tokenizer or the price data,
+    raced against the cancel signal: a cancel ends the turn with ``Cancelled`` at once,
+    before any turn event, however long that takes."""
 
     def never() -> _T:  # no timer: only the work cancelling itself gets here
         raise asyncio.CancelledError

@@ -25,10 +25,11 @@ from collections.abc import Callable
 from ...errors import Cancelled
 from ...messages import Usage
 from ...resilience.fallback import FallbackManager
+from ...resilience.verdicts import is_cancel
 from ..observation.observers import ObserverSet
 from ..records._results import TurnResult
 
-__all__ = ["emit_turn_end", "record_turn_failure", "record_turn_success"]
+__all__ = ["emit_turn_end", "record_turn_failure", "record_turn_success", "turn_end_error"]
 
 
 def record_turn_success(
@@ -75,17 +76,28 @@ def record_turn_failure(
 
 
 def emit_turn_end(
-    observers: ObserverSet, now: Callable[[], float], result: TurnResult, started: float
+    observers: ObserverSet,
+    now: Callable[[], float],
+    result: TurnResult,
+    started: float,
+    error: BaseException | None = None,
 ) -> None:
-    """``on_turn_end`` of a served turn (after its tool phase, when it asked for tools)."""
+    """``on_turn_end`` of a served turn (after its tool phase, when it asked for tools; with
+    ``error``, the one that ended that phase: a cancel reads ``"cancelled"``, as a turn's)."""
     if not (observers.listening and observers.interested("on_turn_end")):
         return
     observers.emit(
         "on_turn_end",
         turn=result.turn,
-        success=True,
-        error=None,
+        success=error is None,
+        error=None if error is None else turn_end_error(error),
         duration_ms=(now() - started) * 1000,
         input_tokens=result.usage.input_tokens if result.usage else 0,
         output_tokens=result.usage.output_tokens if result.usage else 0,
     )
+
+
+def turn_end_error(error: BaseException) -> str:
+    """``on_turn_end``'s ``error`` for a turn ended by ``error``: ``"cancelled"`` for a cancel,
+    else the error's text (its class name when it has none)."""
+    return "cancelled" if is_cancel(error) else (str(error) or type(error).__name__)
