@@ -1367,10 +1367,17 @@ def _media_from_dict(block: Mapping[str, object], kind: object, where: str) -> C
         file: dict[str, object] = raw  # pyright: ignore[reportUnknownVariableType]
         filename = file.get("filename")
         file_id = file.get("file_id")
+        file_url = file.get("file_url") if kind == "input_file" else None
         if isinstance(file_id, str):
             source = FileIdSource(file_id, "openai")
+        elif isinstance(file_url, str):  # Responses only: Chat's file part takes no URL
+            source = _url_source(file_url, where)
         else:
-            data = _inner(file, "file_data", where, "file")
+            data = (
+                _inner(file, "file_data", where, "file")
+                if kind == "file"
+                else _field(file, "file_data", where)
+            )
             inline = _data_url(data, where)
             if inline is None:
                 name = filename if isinstance(filename, str) else ""

@@ -13,7 +13,16 @@ from typing import Any, get_args
 
 import pytest
 
-from rxturn import AnthropicClient, AudioPart, ImagePart, InlineSource, OpenAIClient, TurnEngine
+from rxturn import (
+    AnthropicClient,
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    InlineSource,
+    OpenAIClient,
+    TurnEngine,
+    UrlSource,
+)
 from rxturn.errors import ConfigError
 from rxturn.messages import (
     ContentPart,
@@ -377,3 +386,14 @@ def test_sdk_audio_labelled_loosely_is_labelled_by_its_bytes() -> None:
     (part,) = Message(role="user", content=_any([block])).content
     assert isinstance(part, AudioPart) and isinstance(part.source, InlineSource)
     assert part.source.media_type == "audio/mpeg"
+
+
+def test_a_responses_input_file_by_url_converts_to_a_url_document() -> None:
+    # the Responses API's input_file takes file_data, file_id or file_url (what rxturn itself
+    # sends for a DocumentPart(UrlSource)); the URL form was refused, naming Chat's
+    # 'file.file_data', so a Responses history holding a PDF by URL could not be taken back
+    block = {"type": "input_file", "file_url": "https://example.com/q3.pdf"}
+    (part,) = Message(role="user", content=_any([block])).content
+    assert part == DocumentPart(UrlSource("https://example.com/q3.pdf"))
+    with pytest.raises(ConfigError, match=r"'input_file' block needs 'file_data'"):
+        Message(role="user", content=_any([{"type": "input_file"}]))
