@@ -25,6 +25,7 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Annotated, Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
 
 import msgspec
@@ -374,6 +375,12 @@ class UrlSource(msgspec.Struct, frozen=True, tag="url"):
             raise ConfigError(
                 f"UrlSource.url holds a space or a control character: {self.url[:80]!r}"
             )
+        try:
+            host = urlsplit(self.url).hostname
+        except ValueError:  # an unclosed IPv6 bracket, a port that is not a number
+            host = None
+        if not host:  # 'https://', 'https:///a.png': nothing for the provider to fetch from
+            raise ConfigError(f"UrlSource.url names no host to fetch from: {self.url[:80]!r}")
 
 
 def _is_utf8(data: bytes) -> bool:
