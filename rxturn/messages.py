@@ -25,8 +25,8 @@ import os
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
 from typing import Annotated, Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
+from urllib.parse import urlsplit
 
 import msgspec
 
