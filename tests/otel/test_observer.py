@@ -130,6 +130,27 @@ async def test_a_529_then_success_is_one_chat_span_with_two_attempts(telemetry: 
     assert ttfc.count == 1 and ttfc.sum <= duration.sum
 
 
+async def test_the_invoke_agent_span_names_the_agent_the_conversation_and_the_provider(
+    telemetry: Telemetry,
+) -> None:
+    # docs/observability.md: gen_ai.operation.name = invoke_agent, gen_ai.agent.name = rxturn,
+    # gen_ai.conversation.id = the engine's session id, gen_ai.provider.name; error.type when
+    # the run failed (nothing pinned these four)
+    _, engine = await run(telemetry, {"models": {"*": [{"text": "ok"}]}})
+    first = attrs(the(telemetry.named("invoke_agent")))
+    assert first["gen_ai.operation.name"] == "invoke_agent"
+    assert first["gen_ai.agent.name"] == "rxturn"
+    assert first["gen_ai.conversation.id"] == engine.session.id != ""
+    assert first["gen_ai.provider.name"] == "anthropic"
+    assert "error.type" not in first
+    telemetry.span_exporter.clear()
+    with pytest.raises(AuthenticationError):
+        await run(telemetry, {"models": {"*": [{"status": 401}]}})
+    failed = the(telemetry.named("invoke_agent"))
+    assert attrs(failed)["error.type"] == "AuthenticationError"
+    assert failed.status.status_code is StatusCode.ERROR
+
+
 async def test_the_conventions_bucket_boundaries_are_used(telemetry: Telemetry) -> None:
     await run(telemetry, {"models": {"*": [{"text": "ok", "usage": USAGE}]}})
     (usage_point, *_) = telemetry.points("gen_ai.client.token.usage")
