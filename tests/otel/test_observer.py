@@ -385,6 +385,40 @@ async def test_an_agent_run_with_a_tool(telemetry: Telemetry) -> None:
     assert {context_of(s).trace_id for s in telemetry.spans()} == {context_of(agent).trace_id}
 
 
+async def test_a_failed_tool_span_names_the_error_its_result_names(telemetry: Telemetry) -> None:
+    # docs/observability.md: gen_ai.tool.type = function; a tool that failed has error.type =
+    # the error class its result names, else tool_error (arguments the model got wrong)
+    def broken(city: str) -> str:
+        """Fail."""
+        raise ValueError(city)
+
+    script = {
+        "models": {
+            "*": [
+                {"tool_calls": [{"id": "c1", "name": "broken", "input": {"city": "x"}},
+                                {"id": "c2", "name": "lookup", "input": {"town": "x"}},
+                                {"id": "c3", "name": "lookup", "input": {"city": "Oslo"}}]},
+                {"text": "done"},
+            ]
+        }
+    }  # fmt: skip
+    await run(telemetry, script, tools=[broken, lookup])
+    spans = {attrs(s)["gen_ai.tool.call.id"]: s for s in telemetry.named("execute_tool")}
+    assert {call: attrs(s)["gen_ai.tool.type"] for call, s in spans.items()} == dict.fromkeys(
+        ("c1", "c2", "c3"), "function"
+    )
+    assert [attrs(spans[c]).get("error.type") for c in ("c1", "c2", "c3")] == [
+        "ValueError",
+        "tool_error",
+        None,
+    ]
+    assert [spans[c].status.status_code for c in ("c1", "c2", "c3")] == [
+        StatusCode.ERROR,
+        StatusCode.ERROR,
+        StatusCode.UNSET,
+    ]
+
+
 async def test_a_tool_span_is_current_while_the_tool_runs(telemetry: Telemetry) -> None:
     from opentelemetry import trace
 
