@@ -1411,7 +1411,7 @@ def as_message(item: object, where: str) -> Message:
 
     Accepted dicts: rxturn's Message JSON; ``{"role": "user" | "assistant", "content": str |
     [blocks]}`` in the Anthropic and OpenAI shapes (an OpenAI assistant's ``tool_calls`` become
-    tool-call parts); an OpenAI ``{"role": "tool", "tool_call_id": ..., "content": ...}`` becomes
+    tool-call parts, its ``refusal`` a refusal part); an OpenAI ``{"role": "tool", "tool_call_id": ..., "content": ...}`` becomes
     a user message with a tool result; the Responses ``function_call`` /
     ``function_call_output`` items likewise. A ``system`` message, a bare ``str`` and anything
     else are a :class:`~rxturn.errors.ConfigError` that says what to do instead.
@@ -1441,7 +1441,10 @@ def _as_message(item: object, where: str) -> Message:
             f"{where} is {type_named(item)}, where a Message (or an SDK-style message dict) belongs"
         )
     data: dict[str, object] = item  # pyright: ignore[reportUnknownVariableType]
-    if "role" in data and data.get("content") is None and not data.get("tool_calls"):
+    # an OpenAI Chat assistant's own fields, which the Message JSON never has: with either, the
+    # dict is the SDK's (as Message JSON its list content converted, and they were dropped)
+    openai_fields = bool(data.get("tool_calls")) or data.get("refusal") is not None
+    if "role" in data and data.get("content") is None and not openai_fields:
         raise ConfigError(f"{where}: a message dict needs 'content' (a str or a list of blocks)")
     role = data.get("role")
     kind = data.get("type")
@@ -1454,10 +1457,11 @@ def _as_message(item: object, where: str) -> Message:
     usage = data.get("usage")
     if usage is not None:  # checked first: a usage msgspec refuses must not pass as an SDK dict
         _check_usage(usage, f"{where}.usage")
-    try:
-        return msgspec.convert(data, Message)
-    except msgspec.ValidationError:
-        pass
+    if not openai_fields:
+        try:
+            return msgspec.convert(data, Message)
+        except msgspec.ValidationError:
+            pass
     if role == "tool":
         content = _result_content(data.get("content", ""), where)
         call_id = data.get("tool_call_id")
@@ -1490,6 +1494,15 @@ def _as_message(item: object, where: str) -> Message:
         raise ConfigError(
             f"{where}: 'content' must be a str or a list of blocks, got {type(content).__name__}"
         )
+    refusal = data.get("refusal")
+    if refusal is not None:  # an OpenAI Chat assistant's refusal, as the API returns it
+        if role != "assistant" or not isinstance(refusal, str):
+            raise ConfigError(
+                f"{where}: 'refusal' is an OpenAI assistant message's refusal text (a str), "
+                f"got {type_named(refusal)} on a {role!r} message"
+            )
+        if refusal:
+            parts.append(RefusalPart(refusal))
     calls: object = data.get("tool_calls") or []
     if not isinstance(calls, list):
         raise ConfigError(f"{where}: 'tool_calls' must be a list")
