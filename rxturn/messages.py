@@ -1411,10 +1411,11 @@ def as_message(item: object, where: str) -> Message:
 
     Accepted dicts: rxturn's Message JSON; ``{"role": "user" | "assistant", "content": str |
     [blocks]}`` in the Anthropic and OpenAI shapes (an OpenAI assistant's ``tool_calls`` become
-    tool-call parts, its ``refusal`` a refusal part); an OpenAI ``{"role": "tool", "tool_call_id": ..., "content": ...}`` becomes
-    a user message with a tool result; the Responses ``function_call`` /
-    ``function_call_output`` items likewise. A ``system`` message, a bare ``str`` and anything
-    else are a :class:`~rxturn.errors.ConfigError` that says what to do instead.
+    tool-call parts, its ``refusal`` a refusal part); an OpenAI ``{"role": "tool",
+    "tool_call_id": ..., "content": ...}`` becomes a user message with a tool result; the
+    Responses ``function_call`` / ``function_call_output`` items likewise. A ``system`` message,
+    a bare ``str`` and anything else are a :class:`~rxturn.errors.ConfigError` that says what
+    to do instead.
     """
 
     try:
