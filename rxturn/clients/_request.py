@@ -183,21 +183,17 @@ def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | N
     value = options.thinking
     if value is None:
         return None
-    if (problem := _thinking_problem(value)) is not None:
-        raise ConfigError(f"RequestOptions.thinking {problem}, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or value < THINKING_MIN_BUDGET:  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ConfigError(
+            f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
+            f"{THINKING_MIN_BUDGET}, got {value!r}"
+        )
     if max_tokens is not None and value >= max_tokens:
         raise ConfigError(
             f"RequestOptions.thinking={value} must be below max_tokens={max_tokens} (the "
             "thinking budget is part of the output); raise max_tokens"
         )
     return value
-
-
-def _thinking_problem(value: object) -> str | None:
-    """Why ``value`` is no thinking budget (``None``: it is one), on every wire that takes one."""
-    if isinstance(value, bool) or not isinstance(value, int) or value < THINKING_MIN_BUDGET:
-        return f"must be a thinking budget in tokens, an integer >= {THINKING_MIN_BUDGET}"
-    return None
 
 
 def resolve_reasoning_effort(options: RequestOptions) -> str | None:
@@ -324,11 +320,9 @@ def _problem(name: str, value: object) -> str | None:
     elif name == "reasoning_effort":
         if value not in REASONING_EFFORTS:
             return f"must be one of {', '.join(REASONING_EFFORTS)}"
-    elif name == "max_tokens":
+    elif name == "max_tokens":  # thinking: each wire's own rule (resolve_thinking)
         if not positive(value, integer=True):
             return "must be a positive integer"
-    elif name == "thinking":  # its bound by max_tokens stays with the wires (resolve_thinking)
-        return _thinking_problem(value)
     elif name == "temperature":
         if not finite(value) or value < 0:
             return "must be a finite number >= 0"
