@@ -26,6 +26,7 @@ import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
+from urllib.parse import urlsplit
 
 import msgspec
 
@@ -372,6 +373,12 @@ class UrlSource(msgspec.Struct, frozen=True, tag="url"):
             raise ConfigError(
                 f"UrlSource.url holds a space or a control character: {self.url[:80]!r}"
             )
+        try:
+            host = urlsplit(self.url).hostname
+        except ValueError:  # an unclosed IPv6 bracket, a port that is not a number
+            host = None
+        if not host:  # 'https://', 'https:///a.png': nothing for the provider to fetch from
+            raise ConfigError(f"UrlSource.url names no host to fetch from: {self.url[:80]!r}")
 
 
 def _is_utf8(data: bytes) -> bool:
@@ -1417,10 +1424,17 @@ def _media_from_dict(block: Mapping[str, object], kind: object, where: str) -> C
         file: dict[str, object] = raw  # pyright: ignore[reportUnknownVariableType]
         filename = file.get("filename")
         file_id = file.get("file_id")
+        file_url = file.get("file_url") if kind == "input_file" else None
         if isinstance(file_id, str):
             source = FileIdSource(file_id, "openai")
+        elif isinstance(file_url, str):  # Responses only: Chat's file part takes no URL
+            source = _url_source(file_url, where)
         else:
-            data = _inner(file, "file_data", where, "file")
+            data = (
+                _inner(file, "file_data", where, "file")
+                if kind == "file"
+                else _field(file, "file_data", where)
+            )
             inline = _data_url(data, where)
             if inline is None:
                 name = filename if isinstance(filename, str) else ""
@@ -1447,10 +1461,11 @@ def as_message(item: object, where: str) -> Message:
 
     Accepted dicts: rxturn's Message JSON; ``{"role": "user" | "assistant", "content": str |
     [blocks]}`` in the Anthropic and OpenAI shapes (an OpenAI assistant's ``tool_calls`` become
-    tool-call parts); an OpenAI ``{"role": "tool", "tool_call_id": ..., "content": ...}`` becomes
-    a user message with a tool result; the Responses ``function_call`` /
-    ``function_call_output`` items likewise. A ``system`` message, a bare ``str`` and anything
-    else are a :class:`~rxturn.errors.ConfigError` that says what to do instead.
+    tool-call parts, its ``refusal`` a refusal part); an OpenAI ``{"role": "tool",
+    "tool_call_id": ..., "content": ...}`` becomes a user message with a tool result; the
+    Responses ``function_call`` / ``function_call_output`` items likewise. A ``system`` message,
+    a bare ``str`` and anything else are a :class:`~rxturn.errors.ConfigError` that says what
+    to do instead.
     """
 
     try:
@@ -1477,7 +1492,10 @@ def _as_message(item: object, where: str) -> Message:
             f"{where} is {type_named(item)}, where a Message (or an SDK-style message dict) belongs"
         )
     data: dict[str, object] = item  # pyright: ignore[reportUnknownVariableType]
-    if "role" in data and data.get("content") is None and not data.get("tool_calls"):
+    # an OpenAI Chat assistant's own fields, which the Message JSON never has: with either, the
+    # dict is the SDK's (as Message JSON its list content converted, and they were dropped)
+    openai_fields = bool(data.get("tool_calls")) or data.get("refusal") is not None
+    if "role" in data and data.get("content") is None and not openai_fields:
         raise ConfigError(f"{where}: a message dict needs 'content' (a str or a list of blocks)")
     role = data.get("role")
     kind = data.get("type")
@@ -1528,6 +1546,15 @@ def _as_message(item: object, where: str) -> Message:
         raise ConfigError(
             f"{where}: 'content' must be a str or a list of blocks, got {type(content).__name__}"
         )
+    refusal = data.get("refusal")
+    if refusal is not None:  # an OpenAI Chat assistant's refusal, as the API returns it
+        if role != "assistant" or not isinstance(refusal, str):
+            raise ConfigError(
+                f"{where}: 'refusal' is an OpenAI assistant message's refusal text (a str), "
+                f"got {type_named(refusal)} on a {role!r} message"
+            )
+        if refusal:
+            parts.append(RefusalPart(refusal))
     calls: object = data.get("tool_calls") or []
     if not isinstance(calls, list):
         raise ConfigError(f"{where}: 'tool_calls' must be a list")

@@ -84,9 +84,11 @@ def _user_content(message: Message) -> tuple[str, list[str]]:
             else:
                 text[-1] += part.text
         elif isinstance(part, MEDIA_PARTS):
-            source = check_source(part, WIRE, "ollama")
-            if not isinstance(source, InlineSource):
+            source = part.source
+            if not isinstance(source, InlineSource):  # before check_source, which would say
+                # a file id belongs to another provider and to upload it to Ollama's store
                 raise refuse(part, WIRE, "it takes inline bytes only (no URLs, no file ids)")
+            check_source(part, WIRE, "ollama")
             if isinstance(part, ImagePart):
                 images.append(b64(source.data))
             elif isinstance(part, DocumentPart) and source.media_type == "text/plain":

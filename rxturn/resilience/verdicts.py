@@ -14,6 +14,8 @@ configuration error        none        no         no          transient
 escalation / beyond        none        no         yes         rate_limit
 rescue failed              none        no         yes         transient
 rate limit (429/503/529)   rate_limit  yes        yes         transient
+rate limit the provider    none        no         yes         transient
+says not to retry
 total timeout              none        yes        yes         transient
 other stream timeout       transport   yes        yes         transient
 refused key (401)          none        no         no          transient
@@ -101,6 +103,11 @@ CONFIG: Final = Verdict("configuration error", "none", False, False, _T)
 ESCALATION: Final = Verdict("escalation", "none", False, True, FailureKind.RATE_LIMIT)
 RESCUE_FAILED: Final = Verdict("rescue failed", "none", False, True, _T)
 RATE_LIMIT: Final = Verdict("rate limit", "rate_limit", True, True, _T)
+#: A 429/503/529 sent with ``x-should-retry: false``: the provider says another attempt here
+#: will not do (a spent quota), as the SDKs take it; another model may still serve.
+RATE_LIMIT_STOP: Final = Verdict(
+    "rate limit the provider says not to retry", "none", False, True, _T
+)
 TOTAL_TIMEOUT: Final = Verdict("total timeout", "none", True, True, _T)
 STREAM_TIMEOUT: Final = Verdict("stream timeout", "transport", True, True, _T)
 REFUSED_KEY: Final = Verdict("refused key", "none", False, False, _T)
@@ -116,6 +123,7 @@ TABLE: Final = (
     ESCALATION,
     RESCUE_FAILED,
     RATE_LIMIT,
+    RATE_LIMIT_STOP,
     TOTAL_TIMEOUT,
     STREAM_TIMEOUT,
     REFUSED_KEY,
@@ -144,7 +152,7 @@ def classify(error: BaseException) -> Verdict:
     if isinstance(error, RescueFailed):
         return RESCUE_FAILED
     if isinstance(error, RateLimitError):
-        return RATE_LIMIT
+        return RATE_LIMIT if is_retryable(error) else RATE_LIMIT_STOP
     if isinstance(error, StreamTimeoutError):
         if error.kind == "total":
             return TOTAL_TIMEOUT
@@ -181,7 +189,7 @@ def ends_race(error: BaseException) -> bool:
 
 def is_rate_limit(error: BaseException) -> bool:
     """Whether ``error`` is the provider's rate limit (429, 503, 529): the rate-limit ladder's."""
-    return classify(error) is RATE_LIMIT
+    return classify(error) in (RATE_LIMIT, RATE_LIMIT_STOP)
 
 
 def failure_kind(error: BaseException) -> FailureKind | None:

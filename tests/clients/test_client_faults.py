@@ -26,6 +26,7 @@ from _client_support import (
 from aiohttp import web
 from aiohttp.test_utils import TestServer
 
+from rxturn import StreamHandler, TurnEngine
 from rxturn.clients import AnthropicClient, OpenAIClient
 from rxturn.errors import (
     APIStatusError,
@@ -313,6 +314,29 @@ async def test_x_should_retry_is_honoured(aiohttp_server: ServerFactory) -> None
             await client.create(REQUEST)
     assert server_error.value.should_retry is False and not is_retryable(server_error.value)
     assert teapot.value.should_retry is True and is_retryable(teapot.value)
+
+
+async def test_a_rate_limit_the_provider_says_not_to_retry_is_sent_once(
+    aiohttp_server: ServerFactory,
+) -> None:
+    # docs/reliability.md: x-should-retry: false stops the retries of any status; a 429 with
+    # it climbed the rate-limit ladder (4 requests and their waits, then an escalation)
+    requests: list[int] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        requests.append(1)
+        return web.Response(
+            status=429,
+            body=b'{"error":{"message":"quota spent","type":"insufficient_quota"}}',
+            headers={"x-should-retry": "false", "retry-after": "0"},
+        )
+
+    base = await serve(aiohttp_server, handler)
+    async with OpenAIClient("m", base_url=base) as client:
+        engine = TurnEngine(client, handler=StreamHandler.default())
+        with pytest.raises(RateLimitError, match="quota spent"):
+            await engine.run("hi")
+    assert len(requests) == 1
 
 
 async def test_retry_after_http_date_and_request_id(aiohttp_server: ServerFactory) -> None:

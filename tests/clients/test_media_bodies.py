@@ -118,6 +118,9 @@ AUDIO = AudioPart(InlineSource("audio/mpeg", MP3))
         ),
         (responses, user(AUDIO), "Responses API cannot take AudioPart"),
         (ollama, user(ImagePart(UrlSource("https://x.test/a.png"))), "inline bytes only"),
+        # Ollama has no file store: an id is refused as an id, never with 'upload the file to
+        # ollama' (what the other-provider message suggested)
+        (ollama, user(ImagePart(FileIdSource("file-x", "openai"))), "inline bytes only"),
         (ollama, user(DocumentPart(InlineSource("application/pdf", pdf(1)))), "images and plain"),
         (ollama, tool_loop(ToolResultPart("c1", (IMAGE,))), "a tool message takes text only"),
         (

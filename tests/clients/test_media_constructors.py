@@ -165,6 +165,15 @@ def test_a_data_url_is_not_a_url_source(url: str) -> None:
     assert "iVBOR" not in str(caught.value)
 
 
+@pytest.mark.parametrize("url", ["https://", "http://", "https:///a.png", "https://:443/a.png"])
+def test_a_url_with_no_host_is_not_a_url_source(url: str) -> None:
+    # docs/content.md: an http:// or https:// URL the provider fetches; with no host there is
+    # nothing to fetch from, and it was kept, for every provider to refuse with a 400
+    with pytest.raises(ConfigError, match="names no host"):
+        UrlSource(url)
+    assert UrlSource("HTTPS://Example.com/a.png").url == "HTTPS://Example.com/a.png"
+
+
 def test_inline_data_given_as_base64_text_is_refused_without_showing_it() -> None:
     # before, the message quoted the first 70 characters of the str: the image's base64
     text = base64.b64encode(b"\x89PNG\r\n\x1a\n" + bytes(range(200))).decode()

@@ -261,6 +261,15 @@ def test_image_tokens_match_the_documented_examples(
     assert image_tokens(*size, rule, detail) == tokens  # pyright: ignore[reportArgumentType]
 
 
+@pytest.mark.parametrize("size", [(4000, 3000), (3000, 4000), (1568, 1568), (5000, 5000)])
+def test_a_scaled_down_anthropic_image_counts_at_most_the_rules_largest(
+    size: tuple[int, int],
+) -> None:
+    # scaled to about 1,600 tokens (docs/content.md: 1,600 is the rule's largest, what an
+    # image of unknown size counts); the float product of a scaled size made 1,601 of these
+    assert image_tokens(*size, "anthropic") <= 1600
+
+
 def test_token_counter_counts_images_by_pixels_not_bytes() -> None:
     anthropic = TiktokenCounter(media_rule="anthropic")
     openai = TiktokenCounter(media_rule="openai")

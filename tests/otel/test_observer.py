@@ -130,6 +130,27 @@ async def test_a_529_then_success_is_one_chat_span_with_two_attempts(telemetry: 
     assert ttfc.count == 1 and ttfc.sum <= duration.sum
 
 
+async def test_the_invoke_agent_span_names_the_agent_the_conversation_and_the_provider(
+    telemetry: Telemetry,
+) -> None:
+    # docs/observability.md: gen_ai.operation.name = invoke_agent, gen_ai.agent.name = rxturn,
+    # gen_ai.conversation.id = the engine's session id, gen_ai.provider.name; error.type when
+    # the run failed (nothing pinned these four)
+    _, engine = await run(telemetry, {"models": {"*": [{"text": "ok"}]}})
+    first = attrs(the(telemetry.named("invoke_agent")))
+    assert first["gen_ai.operation.name"] == "invoke_agent"
+    assert first["gen_ai.agent.name"] == "rxturn"
+    assert first["gen_ai.conversation.id"] == engine.session.id != ""
+    assert first["gen_ai.provider.name"] == "anthropic"
+    assert "error.type" not in first
+    telemetry.span_exporter.clear()
+    with pytest.raises(AuthenticationError):
+        await run(telemetry, {"models": {"*": [{"status": 401}]}})
+    failed = the(telemetry.named("invoke_agent"))
+    assert attrs(failed)["error.type"] == "AuthenticationError"
+    assert failed.status.status_code is StatusCode.ERROR
+
+
 async def test_the_conventions_bucket_boundaries_are_used(telemetry: Telemetry) -> None:
     await run(telemetry, {"models": {"*": [{"text": "ok", "usage": USAGE}]}})
     (usage_point, *_) = telemetry.points("gen_ai.client.token.usage")
@@ -362,6 +383,40 @@ async def test_an_agent_run_with_a_tool(telemetry: Telemetry) -> None:
     assert tool.status.status_code is StatusCode.UNSET
     assert tuple(attrs(below[0])["gen_ai.response.finish_reasons"]) == ("tool_call",)
     assert {context_of(s).trace_id for s in telemetry.spans()} == {context_of(agent).trace_id}
+
+
+async def test_a_failed_tool_span_names_the_error_its_result_names(telemetry: Telemetry) -> None:
+    # docs/observability.md: gen_ai.tool.type = function; a tool that failed has error.type =
+    # the error class its result names, else tool_error (arguments the model got wrong)
+    def broken(city: str) -> str:
+        """Fail."""
+        raise ValueError(city)
+
+    script = {
+        "models": {
+            "*": [
+                {"tool_calls": [{"id": "c1", "name": "broken", "input": {"city": "x"}},
+                                {"id": "c2", "name": "lookup", "input": {"town": "x"}},
+                                {"id": "c3", "name": "lookup", "input": {"city": "Oslo"}}]},
+                {"text": "done"},
+            ]
+        }
+    }  # fmt: skip
+    await run(telemetry, script, tools=[broken, lookup])
+    spans = {attrs(s)["gen_ai.tool.call.id"]: s for s in telemetry.named("execute_tool")}
+    assert {call: attrs(s)["gen_ai.tool.type"] for call, s in spans.items()} == dict.fromkeys(
+        ("c1", "c2", "c3"), "function"
+    )
+    assert [attrs(spans[c]).get("error.type") for c in ("c1", "c2", "c3")] == [
+        "ValueError",
+        "tool_error",
+        None,
+    ]
+    assert [spans[c].status.status_code for c in ("c1", "c2", "c3")] == [
+        StatusCode.ERROR,
+        StatusCode.ERROR,
+        StatusCode.UNSET,
+    ]
 
 
 async def test_a_tool_span_is_current_while_the_tool_runs(telemetry: Telemetry) -> None:

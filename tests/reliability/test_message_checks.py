@@ -13,11 +13,21 @@ from typing import Any, get_args
 
 import pytest
 
-from rxturn import AnthropicClient, AudioPart, ImagePart, InlineSource, OpenAIClient, TurnEngine
+from rxturn import (
+    AnthropicClient,
+    AudioPart,
+    DocumentPart,
+    ImagePart,
+    InlineSource,
+    OpenAIClient,
+    TurnEngine,
+    UrlSource,
+)
 from rxturn.errors import ConfigError
 from rxturn.messages import (
     ContentPart,
     Message,
+    RefusalPart,
     Request,
     TextPart,
     ToolCallPart,
@@ -403,3 +413,60 @@ def test_sdk_audio_labelled_loosely_is_labelled_by_its_bytes() -> None:
     (part,) = Message(role="user", content=_any([block])).content
     assert isinstance(part, AudioPart) and isinstance(part.source, InlineSource)
     assert part.source.media_type == "audio/mpeg"
+
+
+def test_a_responses_input_file_by_url_converts_to_a_url_document() -> None:
+    # the Responses API's input_file takes file_data, file_id or file_url (what rxturn itself
+    # sends for a DocumentPart(UrlSource)); the URL form was refused, naming Chat's
+    # 'file.file_data', so a Responses history holding a PDF by URL could not be taken back
+    block = {"type": "input_file", "file_url": "https://example.com/q3.pdf"}
+    (part,) = Message(role="user", content=_any([block])).content
+    assert part == DocumentPart(UrlSource("https://example.com/q3.pdf"))
+    with pytest.raises(ConfigError, match=r"'input_file' block needs 'file_data'"):
+        Message(role="user", content=_any([{"type": "input_file"}]))
+
+
+_CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        # the Chat API's assistant content may be a list of text parts: as Message JSON it
+        # converted, and its tool calls were dropped (the next tool result then answered none)
+        (
+            {"role": "assistant", "content": [{"type": "text", "text": "Looking."}],
+             "tool_calls": [_CALL]},
+            (TextPart("Looking."), ToolCallPart("call_1", "f", {"x": 1})),
+        ),
+        ({"role": "assistant", "content": [], "tool_calls": [_CALL]},
+         (ToolCallPart("call_1", "f", {"x": 1}),)),
+        # a refusal in the message's own 'refusal' field, as the API returns it: refused for
+        # its null content, or dropped beside text
+        ({"role": "assistant", "content": None, "refusal": "I can't help."},
+         (RefusalPart("I can't help."),)),
+        ({"role": "assistant", "content": "Partly.", "refusal": "No more."},
+         (TextPart("Partly."), RefusalPart("No more."))),
+    ],
+    ids=["list-content-with-calls", "empty-content-with-calls", "refusal", "text-and-refusal"],
+)  # fmt: skip
+def test_an_openai_assistant_dict_keeps_its_tool_calls_and_refusal(
+    message: Any, expected: tuple[Any, ...]
+) -> None:
+    assert (
+        Message(role="assistant", content=expected)
+        == TurnEngine(
+            AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"), history=[message]
+        ).history[0]
+    )
+
+
+def test_the_openai_sdks_own_refusal_message_converts() -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    dumped = ChatCompletionMessage(role="assistant", content=None, refusal="I can't.").model_dump()
+    engine = TurnEngine(AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9"))
+    engine.history.append(_any(dumped))
+    assert engine.history[0].content == (RefusalPart("I can't."),)
+    with pytest.raises(ConfigError, match="'refusal' is an OpenAI assistant message's"):
+        engine.history.append(_any({"role": "user", "content": "hi", "refusal": "no"}))

@@ -444,6 +444,11 @@ def test_a_rate_limit_or_a_408_learns_what_its_attempt_received() -> None:
         (RescueFailed(ServerError("a"), ServerError("b")), "none", False, True, "transient"),
         (status_error(429, "x"), "rate_limit", True, True, "transient"),
         (status_error(529, "x"), "rate_limit", True, True, "transient"),
+        # x-should-retry: false stops the retries of any status (docs/reliability.md), a rate
+        # limit's too (a spent quota; the SDKs stop there): the rate-limit ladder took it
+        (status_error(429, "x", should_retry=False), "none", False, True, "transient"),
+        (status_error(529, "x", should_retry=False), "none", False, True, "transient"),
+        (status_error(429, "x", should_retry=True), "rate_limit", True, True, "transient"),
         (
             StreamTimeoutError("total", after=1.0, events=0, partial=False, elapsed=1.0),
             "none",

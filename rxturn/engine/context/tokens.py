@@ -817,7 +817,10 @@ def image_tokens(width: int, height: int, rule: MediaRule, detail: str | None = 
             math.sqrt(_ANTHROPIC_MAX_PIXELS / (width * height)),
         )
         w, h = width * scale, height * scale
-        return max(1, math.ceil(w * h / _ANTHROPIC_PIXELS_PER_TOKEN))
+        # a scaled image has at most the cap's pixels: the float product may land a hair above
+        # it (1,200,000.0000001 pixels), which ceil would make a 1,601st token
+        tokens = math.ceil(w * h / _ANTHROPIC_PIXELS_PER_TOKEN)
+        return max(1, min(tokens, _ANTHROPIC_MAX_PIXELS // _ANTHROPIC_PIXELS_PER_TOKEN))
     if detail == "low":
         return _OPENAI_BASE
     w, h = float(width), float(height)
