@@ -46,6 +46,27 @@ class _Parser(argparse.ArgumentParser):
         # after --format, a file's content after --provider)
         self.exit(2, f"{self.prog}: error: {one_line(message, 500)}\n")
 
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """``--help``, ``--version`` and usage lines go out as every command's output does
+        (:func:`rxturn.cli._console.write`): argparse dropped a failed write and left the rest
+        buffered for the interpreter's exit, so ``rxturn --help > /dev/full`` printed Python's
+        "Exception ignored … OSError" and exited 120."""
+        from ._console import write
+
+        if message:
+            write(file or sys.stderr, message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        """After ``--help`` or ``--version``, the dispatcher's rules for stdout: closed by its
+        reader, exit 141 quietly; failed otherwise (a full disk), one line and exit 1."""
+        from ._console import PIPE_CLOSED, STATE
+
+        if STATE.failure is not None:
+            status, message = 1, f"{self.prog}: error: cannot write to stdout: {STATE.failure}\n"
+        elif STATE.closed:
+            status = PIPE_CLOSED
+        super().exit(status, message)
+
     def parse_known_args(  # pyright: ignore[reportIncompatibleMethodOverride]
         self, args: Sequence[str] | None = None, namespace: Any = None
     ) -> tuple[Any, list[str]]:
