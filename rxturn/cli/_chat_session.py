@@ -323,6 +323,13 @@ class ChatSession:
             self.engine.cancel(reason)
         elif sig == signal.SIGINT:
             write(self.err, "\n(/quit, Ctrl-D or EOF ends the chat)\n")
+            if self._waiting is not None and not self._waiting.done():
+                self._prompt()  # the line is still being read: "> " again, to type after
+
+    def _prompt(self) -> None:
+        """``> `` on stderr, where a person types the lines (stdin a terminal, no ``--json``)."""
+        if not self.args.json and self.stdin.isatty():
+            write(self.err, "> ")
 
     async def _readline(self) -> str | None:
         """The next line of stdin (``""`` at EOF), or ``None`` when SIGTERM ended the chat.
@@ -368,8 +375,7 @@ class ChatSession:
             while not STATE.closed:
                 if self._ending:
                     return 130
-                if not self.args.json and self.stdin.isatty():
-                    write(self.err, "> ")
+                self._prompt()
                 try:
                     line = await self._readline()
                 except OSError as exc:  # a terminal hung up (EIO), a stdin that cannot be read
