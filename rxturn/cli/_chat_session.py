@@ -326,10 +326,12 @@ class ChatSession:
             if self._waiting is not None and not self._waiting.done():
                 self._prompt()  # the line is still being read: "> " again, to type after
 
-    def _prompt(self) -> None:
-        """``> `` on stderr, where a person types the lines (stdin a terminal, no ``--json``)."""
+    def _prompt(self, end: bool = False) -> None:
+        """``> `` on stderr, where a person types the lines (stdin a terminal, no ``--json``);
+        with ``end``, the chat ends at that prompt (Ctrl-D, SIGTERM): its line is ended, so
+        that the shell's prompt does not follow it."""
         if not self.args.json and self.stdin.isatty():
-            write(self.err, "> ")
+            write(self.err, "\n" if end else "> ")
 
     async def _readline(self) -> str | None:
         """The next line of stdin (``""`` at EOF), or ``None`` when SIGTERM ended the chat.
@@ -393,8 +395,11 @@ class ChatSession:
                     )
                     return 2
                 if line is None or self._ending:
+                    if line is None:  # SIGTERM while the prompt waited for a line
+                        self._prompt(end=True)
                     return 130
                 if line == "":
+                    self._prompt(end=True)
                     return 0
                 number += 1
                 if not is_utf8(line):  # stdin's undecodable bytes, kept as lone surrogates

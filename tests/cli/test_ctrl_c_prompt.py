@@ -1,6 +1,7 @@
-"""Ctrl-C at the interactive chat's prompt (no turn running) says how the chat ends and goes on
-reading the line: the ``> `` a person types after is shown again. It was not: the hint was the
-last thing on the screen and the next prompt was typed after nothing."""
+"""The interactive chat's prompt on a terminal. Ctrl-C there (no turn running) says how the chat
+ends and goes on reading the line: the ``> `` a person types after is shown again (it was not:
+the hint was the last thing on the screen, and the next prompt was typed after nothing).
+Ctrl-D there ends the chat and the prompt's line (the shell's prompt followed ``> ``)."""
 
 from __future__ import annotations
 
@@ -60,4 +61,24 @@ def test_ctrl_c_at_the_prompt_shows_the_prompt_again(
     code = main(["chat", "--provider", "ollama", "--base-url", url, "--model", "m", *extra])
     assert answered.is_set()
     # (with --json no prompt is shown at all: a program reads the lines)
-    assert (code, screen.getvalue()) == (0, f"{prompt}{HINT}{prompt}")
+    ended = "\n" if prompt else ""
+    assert (code, screen.getvalue()) == (0, f"{prompt}{HINT}{prompt}{ended}")
+
+
+class _AtItsEnd:
+    """A terminal's stdin where the user presses Ctrl-D at once."""
+
+    def isatty(self) -> bool:
+        return True
+
+    def readline(self, size: int = -1) -> str:
+        return ""
+
+
+def test_ctrl_d_at_the_prompt_ends_its_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr("sys.stdin", _AtItsEnd())
+    url = f"http://127.0.0.1:{closed_port()}"
+    assert main(["chat", "--provider", "ollama", "--base-url", url, "--model", "m"]) == 0
+    assert capsys.readouterr() == ("", "> \n")
