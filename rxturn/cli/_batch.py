@@ -566,14 +566,16 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
         f"{summary.pending} pending ({summary.skipped} done before) in "
         f"{summary.seconds:.1f}s -> {args.output}"
         + (" (interrupted)" if summary.interrupted else "")
-        + _errors_seen(file_run, getattr(args, "url", ""))
+        + _errors_seen(file_run, getattr(args, "url", ""), args.provider)
     )
     return summary.exit_code
 
 
-def _errors_seen(file_run: Any, url: str = "") -> str:
+def _errors_seen(file_run: Any, url: str = "", provider: str = "") -> str:
     """``; errors: 3 BadRequestError (first: …; requested URL)`` for the rows that failed in
-    this run; ``url`` (the URL requested) is named unless the first error's message has it."""
+    this run; ``url`` (the URL requested) is named unless the first error's message has it.
+    The first error is said in the command's words (``--base-url``, not ``base_url``: the
+    output's line keeps the library's message)."""
     from rxturn._arguments import counted
 
     from ._console import one_line
@@ -583,7 +585,7 @@ def _errors_seen(file_run: Any, url: str = "") -> str:
         return ""
     kinds = ", ".join(f"{count} {kind}" for kind, count in errors.most_common(3))
     more = len(errors) - 3
-    first = one_line(file_run.first_error, 300)
+    first = one_line(in_cli_words(file_run.first_error, provider), 300)
     if first and url and url not in first:
         first += f"; requested {url}"
     return (

@@ -36,6 +36,7 @@ from ._console import (
     STATE,
     Notices,
     for_terminal,
+    in_cli_words,
     is_terminal,
     is_utf8,
     one_line,
@@ -308,7 +309,8 @@ class ChatSession:
             model = self.view.failed_model
             where = f"model {model} at {self.url}" if model else self.url
             self._flush_out()
-            write(self.err, f"rxturn chat: error: {describe_error(exc, where)}\n")
+            said = in_cli_words(describe_error(exc, where), self.args.provider)
+            write(self.err, f"rxturn chat: error: {said}\n")
         self.view.failed_model = ""
 
     def _on_signal(self, sig: int) -> None:
