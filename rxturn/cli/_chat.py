@@ -24,11 +24,18 @@ from typing import Any
 
 from ._console import KEY_VARIABLES, file_argument, hint_stdin, in_cli_words, provider_argument
 
-__all__ = ["add_parser", "run"]
+__all__ = ["INTERACTIVE_COMMANDS", "add_parser", "run"]
 
 #: OpenAI's reasoning efforts (rxturn.clients._request.REASONING_EFFORTS, without importing it).
 _EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"]
 _MIN_THINKING = 1024
+
+
+#: What the interactive chat takes besides prompts (its ``/help``, and ``--help``'s epilog).
+INTERACTIVE_COMMANDS = (
+    "/model [NAME] show or switch the model · /reset forget the conversation · "
+    "/stats · /help · /quit (or /exit, or EOF)"
+)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -37,6 +44,13 @@ def add_parser(subparsers: Any) -> None:
         help="chat with a model (one-shot with PROMPT, interactive without)",
         description="One conversation against a real endpoint, with the resilient handler. "
         "Reply text goes to stdout (on a pipe only text that was served), notices to stderr.",
+        epilog="Without PROMPT, one prompt per line of stdin, and the commands "
+        f"{INTERACTIVE_COMMANDS}; Ctrl-C cancels the running turn, not the chat. --json prints, "
+        'for each turn, {"message", "model", "attempts", "rescued", "cost", "turns"}, or '
+        '{"error": {"type", "message"}, "turns"} for a failed one. A PROMPT that starts with '
+        "'-' goes after '--' (rxturn chat ... -- '-x'). Exit codes: 0 the reply was printed; 1 "
+        "the turn failed; 2 bad arguments or input (nothing "
+        "was sent); 130 interrupted; 141 stdout closed early.",
     )
     provider_argument(parser)
     parser.add_argument("--model", required=True, help="the model to ask")

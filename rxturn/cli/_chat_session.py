@@ -31,6 +31,7 @@ from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
 from . import _console
+from ._chat import INTERACTIVE_COMMANDS
 from ._console import (
     PIPE_CLOSED,
     STATE,
@@ -51,10 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatSession", "check_options"]
 
-_HELP = (
-    "commands: /model [NAME] show or switch the model · /reset forget the conversation · "
-    "/stats · /help · /quit (or /exit, or EOF)"
-)
+_HELP = f"commands: {INTERACTIVE_COMMANDS}"
 
 _COLORS = {
     "retry": "33",

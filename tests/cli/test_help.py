@@ -233,3 +233,19 @@ def test_help_and_version_follow_the_rules_for_stdout(
     err = capsys.readouterr().err
     assert err == ("" if said is None else f"{prog}: error: cannot write to stdout: {said}\n")
     raw.error = None
+
+
+def test_chat_help_says_how_the_interactive_chat_ends_and_what_json_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``chat --help`` said nothing of the interactive chat's commands (a stranger learnt of
+    ``/quit`` only by pressing Ctrl-C), of ``--json``'s objects or of the exit codes."""
+    with pytest.raises(SystemExit):
+        main(["chat", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for said in ("/quit", "/exit", "EOF", "Ctrl-C cancels the running turn", "'--'"):
+        assert said in text, said
+    for key in ('"message"', '"model"', '"attempts"', '"rescued"', '"turns"', '"error"'):
+        assert key in text, key
+    for code in ("0", "1", "2", "130"):
+        assert f"; {code} " in text or f"codes: {code} " in text, code
