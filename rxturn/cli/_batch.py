@@ -29,6 +29,7 @@ from ._console import (
     hint_stdin,
     in_cli_words,
     model_names_problem,
+    not_utf8_problem,
     provider_argument,
 )
 
@@ -365,18 +366,19 @@ def _exit_code(exc: BaseException) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    from rxturn._validate import is_utf8
     from rxturn.batch import BatchConfig, BatchError, FileRun
     from rxturn.errors import ConfigError, RxturnError
 
-    for flag, values in (
-        ("--model", [args.model]),
-        ("--system", [args.system] if args.system is not None else []),
-        ("--fallback", args.fallback),
-        ("--base-url", [args.base_url] if args.base_url is not None else []),
-    ):
-        if not all(is_utf8(value) for value in values):
-            return _fail(f"{flag} is not valid UTF-8; nothing was sent")
+    problem = not_utf8_problem(
+        (
+            ("--model", [args.model]),
+            ("--system", [args.system]),
+            ("--fallback", args.fallback),
+            ("--base-url", [args.base_url]),
+        )
+    )
+    if problem is not None:
+        return _fail(problem)
     # named as the flags, as chat names them (BatchConfig's own words are the API's); the
     # names as checked are the names sent, stripped
     if problem := model_names_problem((("--model", [args.model]), ("--fallback", args.fallback))):

@@ -202,25 +202,24 @@ def _read_stdin() -> str | None:
 
 
 def _not_utf8(args: argparse.Namespace) -> str | None:
-    """The first text argument that is not UTF-8, as the user named it."""
-    from ._console import is_utf8
+    """The error line for the first text argument that is not UTF-8, as the user named it."""
+    from ._console import not_utf8_problem
 
-    named: list[tuple[str, list[str]]] = [
-        ("--model", [args.model]),
-        ("--system", [args.system] if args.system is not None else []),
-        ("--fallback", args.fallback),
-        ("--hedge", args.hedge),
-        ("PROMPT", [args.prompt] if args.prompt is not None else []),
-    ]
-    for name, values in named:
-        if not all(is_utf8(value) for value in values):
-            return name
-    return None
+    return not_utf8_problem(
+        (
+            ("--model", [args.model]),
+            ("--system", [args.system]),
+            ("--fallback", args.fallback),
+            ("--hedge", args.hedge),
+            ("--base-url", [args.base_url]),
+            ("PROMPT", [args.prompt]),
+        )
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    if (name := _not_utf8(args)) is not None:
-        return _fail(f"{name} is not valid UTF-8; nothing was sent")
+    if (problem := _not_utf8(args)) is not None:
+        return _fail(problem)
     from ._console import model_names_problem
 
     named = (("--model", [args.model]), ("--fallback", args.fallback), ("--hedge", args.hedge))

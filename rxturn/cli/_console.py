@@ -56,6 +56,7 @@ __all__ = [
     "is_terminal",
     "is_utf8",
     "model_names_problem",
+    "not_utf8_problem",
     "one_line",
     "paint",
     "provider_argument",
@@ -337,6 +338,16 @@ def model_names_problem(named: Iterable[tuple[str, Sequence[str]]]) -> str | Non
             return f"{option} holds a control character; nothing was sent"
         if not all(stripped):
             return f"{option} must not be empty"
+    return None
+
+
+def not_utf8_problem(named: Iterable[tuple[str, Sequence[str | None]]]) -> str | None:
+    """The error line for the first option given text that is not UTF-8 (``("--system",
+    [value])``…; ``None`` values are options not given), or ``None``. Python hands an
+    argument's undecodable bytes over as lone surrogates, which no request can carry."""
+    for option, values in named:
+        if not all(is_utf8(value) for value in values if value is not None):
+            return f"{option} is not valid UTF-8; nothing was sent"
     return None
 
 
