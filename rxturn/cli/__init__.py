@@ -38,10 +38,15 @@ _COMMANDS = {
 class _Parser(argparse.ArgumentParser):
     #: said after the words a command did not take (``chat``: an unquoted prompt)
     unrecognized_hint = ""
+    #: said after an option it does not know (``chat``: a prompt that starts with '-' reads as
+    #: one: ``rxturn chat … -hello`` was "argument -h/--help: ignored explicit argument 'ello'")
+    dash_hint = ""
 
     def error(self, message: str) -> NoReturn:
         from ._console import one_line
 
+        if "ignored explicit argument" in message:
+            message += self.dash_hint
         # one line, "rxturn chat: error: …", however long the value it quotes (a prompt pasted
         # after --format, a file's content after --provider)
         self.exit(2, f"{self.prog}: error: {one_line(message, 500)}\n")
@@ -78,7 +83,10 @@ class _Parser(argparse.ArgumentParser):
             from ._console import one_line
 
             words = one_line(" ".join(extra), 120)
-            hint = self.unrecognized_hint if not any(w.startswith("-") for w in extra) else ""
+            hint = self.unrecognized_hint
+            if any(w.startswith("-") for w in extra):  # an option, or a word that reads as one
+                single = any(w.startswith("-") and not w.startswith("--") for w in extra)
+                hint = self.dash_hint if single else ""
             self.error(f"unrecognized arguments: {words}{hint}")
         return parsed, extra
 

@@ -132,6 +132,7 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run)
     # the words of an unquoted prompt: ``rxturn chat ... hello world``
     parser.unrecognized_hint = " (a prompt of several words goes in quotes: 'hello world')"
+    parser.dash_hint = " (a PROMPT that starts with '-' goes after '--': rxturn chat ... -- '-x')"
 
 
 def _fail(message: str) -> int:
