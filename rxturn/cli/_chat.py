@@ -22,20 +22,20 @@ import os
 import sys
 from typing import Any
 
-from ._console import KEY_VARIABLES, file_argument, hint_stdin, in_cli_words, provider_argument
+from ._console import (
+    CHAT_COMMANDS,
+    KEY_VARIABLES,
+    file_argument,
+    hint_stdin,
+    in_cli_words,
+    provider_argument,
+)
 
-__all__ = ["INTERACTIVE_COMMANDS", "add_parser", "run"]
+__all__ = ["add_parser", "run"]
 
 #: OpenAI's reasoning efforts (rxturn.clients._request.REASONING_EFFORTS, without importing it).
 _EFFORTS = ["none", "minimal", "low", "medium", "high", "xhigh"]
 _MIN_THINKING = 1024
-
-
-#: What the interactive chat takes besides prompts (its ``/help``, and ``--help``'s epilog).
-INTERACTIVE_COMMANDS = (
-    "/model [NAME] show or switch the model · /reset forget the conversation · "
-    "/stats · /help · /quit (or /exit, or EOF)"
-)
 
 
 def add_parser(subparsers: Any) -> None:
@@ -45,7 +45,7 @@ def add_parser(subparsers: Any) -> None:
         description="One conversation against a real endpoint, with the resilient handler. "
         "Reply text goes to stdout (on a pipe only text that was served), notices to stderr.",
         epilog="Without PROMPT, one prompt per line of stdin, and the commands "
-        f"{INTERACTIVE_COMMANDS}; Ctrl-C cancels the running turn, not the chat. --json prints, "
+        f"{CHAT_COMMANDS}; Ctrl-C cancels the running turn, not the chat. --json prints, "
         'for each turn, {"message", "model", "attempts", "rescued", "cost", "turns"}, or '
         '{"error": {"type", "message"}, "turns"} for a failed one. A PROMPT that starts with '
         "'-' goes after '--' (rxturn chat ... -- '-x'). Exit codes: 0 the reply was printed; 1 "

@@ -31,8 +31,8 @@ from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
 from . import _console
-from ._chat import INTERACTIVE_COMMANDS
 from ._console import (
+    CHAT_COMMANDS,
     PIPE_CLOSED,
     STATE,
     Notices,
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatSession", "check_options"]
 
-_HELP = f"commands: {INTERACTIVE_COMMANDS}"
+_HELP = f"commands: {CHAT_COMMANDS}"
 
 _COLORS = {
     "retry": "33",

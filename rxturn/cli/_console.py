@@ -39,6 +39,7 @@ from .._streams import to_devnull
 from .._validate import is_utf8
 
 __all__ = [
+    "CHAT_COMMANDS",
     "LONG_WAIT",
     "MAX_PROMPT_BYTES",
     "PIPE_CLOSED",
@@ -86,6 +87,12 @@ def file_argument(text: str) -> str:
         raise argparse.ArgumentTypeError("expected a file name, got ''")
     return text
 
+
+#: What the interactive chat takes besides prompts: its ``/help``, and ``chat --help``'s epilog.
+CHAT_COMMANDS = (
+    "/model [NAME] show or switch the model · /reset forget the conversation · "
+    "/stats · /help · /quit (or /exit, or EOF)"
+)
 
 #: The APIs ``chat`` and ``batch run`` speak (``--provider``).
 PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
