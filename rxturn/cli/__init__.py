@@ -38,13 +38,39 @@ _COMMANDS = {
 class _Parser(argparse.ArgumentParser):
     #: said after the words a command did not take (``chat``: an unquoted prompt)
     unrecognized_hint = ""
+    #: said after an option it does not know (``chat``: a prompt that starts with '-' reads as
+    #: one: ``rxturn chat … -hello`` was "argument -h/--help: ignored explicit argument 'ello'")
+    dash_hint = ""
 
     def error(self, message: str) -> NoReturn:
         from ._console import one_line
 
+        if "ignored explicit argument" in message:
+            message += self.dash_hint
         # one line, "rxturn chat: error: …", however long the value it quotes (a prompt pasted
         # after --format, a file's content after --provider)
         self.exit(2, f"{self.prog}: error: {one_line(message, 500)}\n")
+
+    def _print_message(self, message: str, file: Any = None) -> None:
+        """``--help``, ``--version`` and usage lines go out as every command's output does
+        (:func:`rxturn.cli._console.write`): argparse dropped a failed write and left the rest
+        buffered for the interpreter's exit, so ``rxturn --help > /dev/full`` printed Python's
+        "Exception ignored … OSError" and exited 120."""
+        from ._console import write
+
+        if message:
+            write(file or sys.stderr, message)
+
+    def exit(self, status: int = 0, message: str | None = None) -> NoReturn:
+        """After ``--help`` or ``--version``, the dispatcher's rules for stdout: closed by its
+        reader, exit 141 quietly; failed otherwise (a full disk), one line and exit 1."""
+        from ._console import PIPE_CLOSED, STATE
+
+        if STATE.failure is not None:
+            status, message = 1, f"{self.prog}: error: cannot write to stdout: {STATE.failure}\n"
+        elif STATE.closed:
+            status = PIPE_CLOSED
+        super().exit(status, message)
 
     def parse_known_args(  # pyright: ignore[reportIncompatibleMethodOverride]
         self, args: Sequence[str] | None = None, namespace: Any = None
@@ -57,7 +83,10 @@ class _Parser(argparse.ArgumentParser):
             from ._console import one_line
 
             words = one_line(" ".join(extra), 120)
-            hint = self.unrecognized_hint if not any(w.startswith("-") for w in extra) else ""
+            hint = self.unrecognized_hint
+            if any(w.startswith("-") for w in extra):  # an option, or a word that reads as one
+                single = any(w.startswith("-") and not w.startswith("--") for w in extra)
+                hint = self.dash_hint if single else ""
             self.error(f"unrecognized arguments: {words}{hint}")
         return parsed, extra
 

@@ -23,12 +23,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._console import (
+    BATCH_FLAGS,
     KEY_VARIABLES,
     argument_shown,
     file_argument,
     hint_stdin,
     in_cli_words,
     model_names_problem,
+    not_utf8_problem,
     provider_argument,
 )
 
@@ -369,18 +371,19 @@ def _exit_code(exc: BaseException) -> int:
 
 
 def _run_command(args: argparse.Namespace) -> int:
-    from rxturn._validate import is_utf8
     from rxturn.batch import BatchConfig, BatchError, FileRun
     from rxturn.errors import ConfigError, RxturnError
 
-    for flag, values in (
-        ("--model", [args.model]),
-        ("--system", [args.system] if args.system is not None else []),
-        ("--fallback", args.fallback),
-        ("--base-url", [args.base_url] if args.base_url is not None else []),
-    ):
-        if not all(is_utf8(value) for value in values):
-            return _fail(f"{flag} is not valid UTF-8; nothing was sent")
+    problem = not_utf8_problem(
+        (
+            ("--model", [args.model]),
+            ("--system", [args.system]),
+            ("--fallback", args.fallback),
+            ("--base-url", [args.base_url]),
+        )
+    )
+    if problem is not None:
+        return _fail(problem)
     # named as the flags, as chat names them (BatchConfig's own words are the API's); the
     # names as checked are the names sent, stripped
     if problem := model_names_problem((("--model", [args.model]), ("--fallback", args.fallback))):
@@ -430,7 +433,7 @@ def _run_command(args: argparse.Namespace) -> int:
         # row sets one (the runner's own)
         args.client_max_tokens = reply_budget(client)
     except ConfigError as exc:  # BatchConfig's and the client's words: the flags' here
-        return _fail(in_cli_words(str(exc), args.provider))
+        return _fail(in_cli_words(str(exc), args.provider, flags=BATCH_FLAGS))
     if args.ray is not None:
         from rxturn.ray._backend import check_address
         from rxturn.ray._budget import ray_module
@@ -572,14 +575,16 @@ def _execute(args: argparse.Namespace, file_run: Any, key: str | None) -> int:
         f"{summary.pending} pending ({summary.skipped} done before) in "
         f"{summary.seconds:.1f}s -> {args.output}"
         + (" (interrupted)" if summary.interrupted else "")
-        + _errors_seen(file_run, getattr(args, "url", ""))
+        + _errors_seen(file_run, getattr(args, "url", ""), args.provider)
     )
     return summary.exit_code
 
 
-def _errors_seen(file_run: Any, url: str = "") -> str:
+def _errors_seen(file_run: Any, url: str = "", provider: str = "") -> str:
     """``; errors: 3 BadRequestError (first: …; requested URL)`` for the rows that failed in
-    this run; ``url`` (the URL requested) is named unless the first error's message has it."""
+    this run; ``url`` (the URL requested) is named unless the first error's message has it.
+    The first error is said in the command's words (``--base-url``, not ``base_url``: the
+    output's line keeps the library's message)."""
     from rxturn._arguments import counted
 
     from ._console import one_line
@@ -589,7 +594,7 @@ def _errors_seen(file_run: Any, url: str = "") -> str:
         return ""
     kinds = ", ".join(f"{count} {kind}" for kind, count in errors.most_common(3))
     more = len(errors) - 3
-    first = one_line(file_run.first_error, 300)
+    first = one_line(in_cli_words(file_run.first_error, provider, flags=BATCH_FLAGS), 300)
     # (a ConfigError is a request that could not be made: a row's option its provider does not
     # take; no URL was requested)
     if first and url and url not in first and not first.startswith("ConfigError: "):

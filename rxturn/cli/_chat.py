@@ -22,7 +22,14 @@ import os
 import sys
 from typing import Any
 
-from ._console import KEY_VARIABLES, file_argument, hint_stdin, in_cli_words, provider_argument
+from ._console import (
+    CHAT_COMMANDS,
+    KEY_VARIABLES,
+    file_argument,
+    hint_stdin,
+    in_cli_words,
+    provider_argument,
+)
 
 __all__ = ["add_parser", "run"]
 
@@ -37,6 +44,13 @@ def add_parser(subparsers: Any) -> None:
         help="chat with a model (one-shot with PROMPT, interactive without)",
         description="One conversation against a real endpoint, with the resilient handler. "
         "Reply text goes to stdout (on a pipe only text that was served), notices to stderr.",
+        epilog="Without PROMPT, one prompt per line of stdin, and the commands "
+        f"{CHAT_COMMANDS}; Ctrl-C cancels the running turn, not the chat. --json prints, "
+        'for each turn, {"message", "model", "attempts", "rescued", "cost", "turns"}, or '
+        '{"error": {"type", "message"}, "turns"} for a failed one. A PROMPT that starts with '
+        "'-' goes after '--' (rxturn chat ... -- '-x'). Exit codes: 0 the reply was printed; 1 "
+        "the turn failed; 2 bad arguments or input (nothing "
+        "was sent); 130 interrupted; 141 stdout closed early.",
     )
     provider_argument(parser)
     parser.add_argument("--model", required=True, help="the model to ask")
@@ -118,6 +132,7 @@ def add_parser(subparsers: Any) -> None:
     parser.set_defaults(run=run)
     # the words of an unquoted prompt: ``rxturn chat ... hello world``
     parser.unrecognized_hint = " (a prompt of several words goes in quotes: 'hello world')"
+    parser.dash_hint = " (a PROMPT that starts with '-' goes after '--': rxturn chat ... -- '-x')"
 
 
 def _fail(message: str) -> int:
@@ -188,25 +203,24 @@ def _read_stdin() -> str | None:
 
 
 def _not_utf8(args: argparse.Namespace) -> str | None:
-    """The first text argument that is not UTF-8, as the user named it."""
-    from ._console import is_utf8
+    """The error line for the first text argument that is not UTF-8, as the user named it."""
+    from ._console import not_utf8_problem
 
-    named: list[tuple[str, list[str]]] = [
-        ("--model", [args.model]),
-        ("--system", [args.system] if args.system is not None else []),
-        ("--fallback", args.fallback),
-        ("--hedge", args.hedge),
-        ("PROMPT", [args.prompt] if args.prompt is not None else []),
-    ]
-    for name, values in named:
-        if not all(is_utf8(value) for value in values):
-            return name
-    return None
+    return not_utf8_problem(
+        (
+            ("--model", [args.model]),
+            ("--system", [args.system]),
+            ("--fallback", args.fallback),
+            ("--hedge", args.hedge),
+            ("--base-url", [args.base_url]),
+            ("PROMPT", [args.prompt]),
+        )
+    )
 
 
 def run(args: argparse.Namespace) -> int:
-    if (name := _not_utf8(args)) is not None:
-        return _fail(f"{name} is not valid UTF-8; nothing was sent")
+    if (problem := _not_utf8(args)) is not None:
+        return _fail(problem)
     from ._console import model_names_problem
 
     named = (("--model", [args.model]), ("--fallback", args.fallback), ("--hedge", args.hedge))

@@ -32,10 +32,12 @@ from ..resilience.hedge import HedgePolicy, HedgeTarget
 from ..transport._base import display_url
 from . import _console
 from ._console import (
+    CHAT_COMMANDS,
     PIPE_CLOSED,
     STATE,
     Notices,
     for_terminal,
+    in_cli_words,
     is_terminal,
     is_utf8,
     one_line,
@@ -50,10 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ChatSession", "check_options"]
 
-_HELP = (
-    "commands: /model [NAME] show or switch the model · /reset forget the conversation · "
-    "/stats · /help · /quit (or /exit, or EOF)"
-)
+_HELP = f"commands: {CHAT_COMMANDS}"
 
 _COLORS = {
     "retry": "33",
@@ -308,7 +307,8 @@ class ChatSession:
             model = self.view.failed_model
             where = f"model {model} at {self.url}" if model else self.url
             self._flush_out()
-            write(self.err, f"rxturn chat: error: {describe_error(exc, where)}\n")
+            said = in_cli_words(describe_error(exc, where), self.args.provider)
+            write(self.err, f"rxturn chat: error: {said}\n")
         self.view.failed_model = ""
 
     def _on_signal(self, sig: int) -> None:
@@ -323,6 +323,15 @@ class ChatSession:
             self.engine.cancel(reason)
         elif sig == signal.SIGINT:
             write(self.err, "\n(/quit, Ctrl-D or EOF ends the chat)\n")
+            if self._waiting is not None and not self._waiting.done():
+                self._prompt()  # the line is still being read: "> " again, to type after
+
+    def _prompt(self, end: bool = False) -> None:
+        """``> `` on stderr, where a person types the lines (stdin a terminal, no ``--json``);
+        with ``end``, the chat ends at that prompt (Ctrl-D, SIGTERM): its line is ended, so
+        that the shell's prompt does not follow it."""
+        if not self.args.json and self.stdin.isatty():
+            write(self.err, "\n" if end else "> ")
 
     async def _readline(self) -> str | None:
         """The next line of stdin (``""`` at EOF), or ``None`` when SIGTERM ended the chat.
@@ -368,8 +377,7 @@ class ChatSession:
             while not STATE.closed:
                 if self._ending:
                     return 130
-                if not self.args.json and self.stdin.isatty():
-                    write(self.err, "> ")
+                self._prompt()
                 try:
                     line = await self._readline()
                 except OSError as exc:  # a terminal hung up (EIO), a stdin that cannot be read
@@ -387,8 +395,11 @@ class ChatSession:
                     )
                     return 2
                 if line is None or self._ending:
+                    if line is None:  # SIGTERM while the prompt waited for a line
+                        self._prompt(end=True)
                     return 130
                 if line == "":
+                    self._prompt(end=True)
                     return 0
                 number += 1
                 if not is_utf8(line):  # stdin's undecodable bytes, kept as lone surrogates

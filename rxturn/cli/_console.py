@@ -32,13 +32,14 @@ import math
 import os
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, TextIO
 
 from .._streams import to_devnull
 from .._validate import is_utf8
 
 __all__ = [
+    "CHAT_COMMANDS",
     "LONG_WAIT",
     "MAX_PROMPT_BYTES",
     "PIPE_CLOSED",
@@ -56,6 +57,7 @@ __all__ = [
     "is_terminal",
     "is_utf8",
     "model_names_problem",
+    "not_utf8_problem",
     "one_line",
     "paint",
     "provider_argument",
@@ -85,6 +87,12 @@ def file_argument(text: str) -> str:
         raise argparse.ArgumentTypeError("expected a file name, got ''")
     return text
 
+
+#: What the interactive chat takes besides prompts: its ``/help``, and ``chat --help``'s epilog.
+CHAT_COMMANDS = (
+    "/model [NAME] show or switch the model · /reset forget the conversation · "
+    "/stats · /help · /quit (or /exit, or EOF)"
+)
 
 #: The APIs ``chat`` and ``batch run`` speak (``--provider``).
 PROVIDERS = ["anthropic", "openai", "openai-responses", "ollama"]
@@ -292,12 +300,17 @@ _FLAGS = {
     "RequestOptions.reasoning_effort": "--reasoning-effort",
     "RequestOptions.thinking": "--thinking",
 }
+#: The flags of ``chat`` (every library parameter :func:`in_cli_words` names as a flag) and of
+#: ``batch run`` (whose rows set their own request options)
+CHAT_FLAGS = frozenset(_FLAGS.values())
+BATCH_FLAGS = frozenset({"--base-url"})
 
 
-def in_cli_words(message: str, provider: str) -> str:
+def in_cli_words(message: str, provider: str, *, flags: Collection[str] = CHAT_FLAGS) -> str:
     """A library error ``message`` as a command says it to its user: each parameter named as
-    the flag that set it, and where the API key goes as the variable it is read from
-    (``provider``'s, :data:`KEY_VARIABLES`)."""
+    the flag that set it (of the command's ``flags``: a batch run has ``--base-url`` alone, its
+    rows' options are the input's own), and where the API key goes as the variable it is read
+    from (``provider``'s, :data:`KEY_VARIABLES`)."""
     variable = KEY_VARIABLES.get(provider)
     key = f"set {variable}" if variable else f"the {provider} provider sends no API key"
     for said, meant in (
@@ -307,16 +320,23 @@ def in_cli_words(message: str, provider: str) -> str:
             f"an API key goes in {variable}" if variable else key,
         ),
         ("pass api_key= or set ", "set "),
-        ("(use thinking=<budget>)", "(use --thinking N)"),
-        (
-            "(use reasoning_effort, or extra_body for a server's own field)",
-            "(use --reasoning-effort)",
-        ),
-        ("(use reasoning_effort)", "(use --reasoning-effort)"),
         ("; pass media_type=", "; give the file its type's extension (.pdf, .txt, .png…)"),
     ):
         message = message.replace(said, meant)
-    return _PARAMETERS.sub(lambda found: _FLAGS[found.group()], message)
+    if "--thinking" in flags:
+        message = message.replace("(use thinking=<budget>)", "(use --thinking N)")
+    if "--reasoning-effort" in flags:
+        for said in (
+            "(use reasoning_effort, or extra_body for a server's own field)",
+            "(use reasoning_effort)",
+        ):
+            message = message.replace(said, "(use --reasoning-effort)")
+
+    def flag(found: re.Match[str]) -> str:
+        name = found.group()
+        return _FLAGS[name] if _FLAGS[name] in flags else name
+
+    return _PARAMETERS.sub(flag, message)
 
 
 def has_control(text: str) -> bool:
@@ -337,6 +357,16 @@ def model_names_problem(named: Iterable[tuple[str, Sequence[str]]]) -> str | Non
             return f"{option} holds a control character; nothing was sent"
         if not all(stripped):
             return f"{option} must not be empty"
+    return None
+
+
+def not_utf8_problem(named: Iterable[tuple[str, Sequence[str | None]]]) -> str | None:
+    """The error line for the first option given text that is not UTF-8 (``("--system",
+    [value])``…; ``None`` values are options not given), or ``None``. Python hands an
+    argument's undecodable bytes over as lone surrogates, which no request can carry."""
+    for option, values in named:
+        if not all(is_utf8(value) for value in values if value is not None):
+            return f"{option} is not valid UTF-8; nothing was sent"
     return None
 
 

@@ -25,8 +25,10 @@ BAD = "\udcff"  # how Python decodes the byte 0xFF of an argument (surrogateesca
         (["--system", BAD, "hi"], "--system"),
         (["--fallback", f"b{BAD}", "hi"], "--fallback"),
         (["--hedge", f"h{BAD}", "hi"], "--hedge"),
+        # (chat sent it, to a URL holding a lone surrogate; batch run refused it)
+        (["--base-url", f"http://127.0.0.1:9/{BAD}", "hi"], "--base-url"),
     ],
-    ids=["prompt", "system", "fallback", "hedge"],
+    ids=["prompt", "system", "fallback", "hedge", "base-url"],
 )
 def test_an_argument_that_is_not_utf8_is_a_bad_argument(
     extra: list[str], named: str, capsys: pytest.CaptureFixture[str]

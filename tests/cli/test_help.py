@@ -7,13 +7,16 @@ itself: a command added later is covered too."""
 from __future__ import annotations
 
 import argparse
+import errno
 import io
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from rxturn.cli import build_parser, main
+from rxturn.cli._console import STATE
 
 
 def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
@@ -179,3 +182,70 @@ def test_fake_server_help_names_every_wire_the_fake_serves(
         assert "OpenAI Responses" in text
         for name in ("Anthropic Messages", "OpenAI Chat Completions", "Ollama"):
             assert name in text
+
+
+class _Refusing(io.RawIOBase):
+    """A stdout whose every write fails with ``error`` (ENOSPC: ``> /dev/full``; EPIPE: a
+    reader that went away), through the buffer a real stdout has."""
+
+    def __init__(self, error: OSError) -> None:
+        self.error: OSError | None = error
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        if self.error is not None:
+            raise self.error
+        return len(data)  # (once the test is done: nothing fails when it is collected)
+
+
+@pytest.mark.parametrize("args", [["--help"], ["--version"], ["chat", "--help"]])
+@pytest.mark.parametrize(
+    ("error", "code", "said"),
+    [
+        (OSError(errno.ENOSPC, "No space left on device"), 1, "No space left on device"),
+        (BrokenPipeError(errno.EPIPE, "Broken pipe"), 141, None),
+    ],
+    ids=["full-disk", "closed-pipe"],
+)
+def test_help_and_version_follow_the_rules_for_stdout(
+    args: list[str],
+    error: OSError,
+    code: int,
+    said: str | None,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``rxturn --help > /dev/full`` exited 120 after Python's "Exception ignored … OSError"
+    (argparse dropped the failed write and left the text buffered for the exit); into a
+    closed pipe it was the same. Now they end as every command's output does: one line and
+    exit 1 for a full disk, quietly with 141 for a closed pipe."""
+    raw = _Refusing(error)
+    stdout = io.TextIOWrapper(io.BufferedWriter(raw), encoding="utf-8")
+    monkeypatch.setattr(sys, "stdout", stdout)
+    for name in ("closed", "failure"):  # (given back as they were after the test)
+        monkeypatch.setattr(STATE, name, getattr(STATE, name))
+    with pytest.raises(SystemExit) as exited:
+        main(args)
+    assert exited.value.code == code
+    prog = " ".join(["rxturn", *args[:-1]])
+    err = capsys.readouterr().err
+    assert err == ("" if said is None else f"{prog}: error: cannot write to stdout: {said}\n")
+    raw.error = None
+
+
+def test_chat_help_says_how_the_interactive_chat_ends_and_what_json_prints(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``chat --help`` said nothing of the interactive chat's commands (a stranger learnt of
+    ``/quit`` only by pressing Ctrl-C), of ``--json``'s objects or of the exit codes."""
+    with pytest.raises(SystemExit):
+        main(["chat", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    for said in ("/quit", "/exit", "EOF", "Ctrl-C cancels the running turn", "'--'"):
+        assert said in text, said
+    for key in ('"message"', '"model"', '"attempts"', '"rescued"', '"turns"', '"error"'):
+        assert key in text, key
+    for code in ("0", "1", "2", "130"):
+        assert f"; {code} " in text or f"codes: {code} " in text, code

@@ -72,3 +72,28 @@ def test_a_long_bad_value_is_one_bounded_line(
     err = _refused(argv, capsys)
     assert err.count("\n") == 1 and len(err) < 600, err[:200]
     assert "error: argument " in err
+
+
+@pytest.mark.parametrize(
+    ("word", "said"),
+    [
+        ("-hello", "argument -h/--help: ignored explicit argument 'ello'"),
+        ("-x", "unrecognized arguments: -x"),
+    ],
+)
+def test_a_prompt_that_starts_with_a_dash_says_where_it_goes(
+    word: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``rxturn chat … -hello`` was refused as a misuse of ``-h`` and nothing more: a stranger
+    who typed a prompt learnt neither that it read as an option nor how to send it."""
+    err = _refused([*CHAT, word], capsys)
+    hint = "(a PROMPT that starts with '-' goes after '--': rxturn chat ... -- '-x')"
+    assert err == f"rxturn chat: error: {said} {hint}\n"
+
+
+def test_an_unknown_long_option_is_no_prompt(capsys: pytest.CaptureFixture[str]) -> None:
+    # (a mistyped flag, most likely: no word on prompts)
+    assert (
+        _refused([*CHAT, "--bogus"], capsys)
+        == "rxturn chat: error: unrecognized arguments: --bogus\n"
+    )
