@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import math
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 from ..batch._budget import Budget, LocalGate
@@ -187,6 +188,16 @@ def check_limits(actor: Any, name: str, rpm: int | None, tpm: int | None) -> Non
         )
 
 
+def _actor_gone(error: Exception) -> bool:
+    """Whether ``error`` says the actor asked is dead or unreachable (not a failure of the
+    call itself)."""
+    ray = ray_module()
+    return isinstance(error, ray.exceptions.RayActorError)
+
+
+#: the bits of a RayGate's ticket that are the actor's own (one actor grants fewer tickets)
+_TICKET_BITS = 48
+
 #: seconds a gate without a budget trusts what it last heard of the run's pause
 PAUSE_LOOK = 0.05
 
@@ -203,10 +214,27 @@ class RayGate:
     :data:`PAUSE_LOOK` seconds (one ask shared by the requests starting meanwhile), so every
     actor holds its requests within about a tenth of a second. If the actor cannot be asked
     (it is gone), requests go on unpaused: the rate-limit ladder still retries each row.
+
+    ``remake`` (given by a :class:`~rxturn.ray.TurnUDF`) makes the named actor again, or finds
+    the one another actor made, when this one is found dead (``ray.kill``, its owner or node
+    gone): an ask the dead actor could not answer is asked again of the new one, once, and
+    the gate's later asks and pauses go there. Without it, or when the new one fails too, the
+    ask raises Ray's error. A ticket carries the actor that granted it (above
+    :data:`_TICKET_BITS`: 0 for the first actor): one the dead actor granted is never sent to
+    the new one, whose own tickets count from the start again (its ``release`` would free
+    another row's grant).
     """
 
-    def __init__(self, actor: object, *, limited: bool = True) -> None:
+    def __init__(
+        self,
+        actor: object,
+        *,
+        limited: bool = True,
+        remake: Callable[[], object] | None = None,
+    ) -> None:
         self._actor: Any = actor
+        self._remake = remake
+        self._generation = 0  # how many times the actor was made again
         self.limited = limited
         self._prefix = uuid.uuid4().hex
         self._asks = itertools.count(1)
@@ -224,10 +252,32 @@ class RayGate:
             await asyncio.shield(look)  # a cancelled request leaves the shared ask running
         await self._local.acquire(0)
 
+    def _replace(self, dead: object, error: Exception) -> bool:
+        """After ``error`` from the actor ``dead``: whether the gate now holds another actor
+        to ask (made again, or already replaced by a concurrent ask)."""
+        if self._remake is None or not _actor_gone(error):
+            return False
+        if self._actor is dead:
+            self._actor = self._remake()
+            self._generation += 1
+        return True
+
+    def _mine(self, ticket: int) -> int | None:
+        """The current actor's own ticket for ``ticket`` (``None``: granted by a dead one)."""
+        if ticket < 0 or ticket >> _TICKET_BITS != self._generation:
+            return None
+        return ticket & ((1 << _TICKET_BITS) - 1)
+
     async def _ask_pause(self) -> None:
         try:
             with contextlib.suppress(Exception):  # the actor is gone: no pause is known
-                left: float = await self._actor.pause_left.remote()
+                actor = self._actor
+                try:
+                    left: float = await actor.pause_left.remote()
+                except Exception as exc:
+                    if not self._replace(actor, exc):
+                        raise
+                    left = await self._actor.pause_left.remote()
                 if left > 0:
                     self._local.pause(left)
         finally:
@@ -238,26 +288,38 @@ class RayGate:
         if not self.limited:
             await self._paused()
             return -1
-        ask = f"{self._prefix}:{next(self._asks)}"
-        ref = self._actor.acquire.remote(tokens, ask)
-        try:
-            ticket: int = await ref
-        except asyncio.CancelledError:
-            self._actor.cancel.remote(ask)
-            raise
-        return ticket
+        for again in (False, True):
+            actor = self._actor
+            ask = f"{self._prefix}:{next(self._asks)}"
+            ref = actor.acquire.remote(tokens, ask)
+            try:
+                ticket: int = await ref
+            except asyncio.CancelledError:
+                actor.cancel.remote(ask)
+                raise
+            except Exception as exc:  # the actor is dead: ask the one made again, once
+                if again or not self._replace(actor, exc):
+                    raise
+                continue
+            if ticket < 0:
+                return ticket
+            return ticket | self._generation << _TICKET_BITS
+        raise AssertionError("unreachable")  # (the second pass returns or raises)
 
     def correct(self, ticket: int, tokens: int) -> None:
-        if self.limited:
-            self._actor.correct.remote(ticket, tokens)
+        own = self._mine(ticket) if self.limited else None
+        if own is not None:
+            self._actor.correct.remote(own, tokens)
 
     def restamp(self, ticket: int) -> None:
-        if self.limited and ticket >= 0:
-            self._actor.restamp.remote(ticket)
+        own = self._mine(ticket) if self.limited else None
+        if own is not None:
+            self._actor.restamp.remote(own)
 
     def release(self, ticket: int) -> None:
-        if self.limited and ticket >= 0:
-            self._actor.release.remote(ticket)
+        own = self._mine(ticket) if self.limited else None
+        if own is not None:
+            self._actor.release.remote(own)
 
     def pause(self, seconds: float) -> None:
         if not self.limited:

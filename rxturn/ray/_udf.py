@@ -17,7 +17,7 @@ import msgspec
 from ..batch._budget import Budget, Gate, LocalGate
 from ..batch._errors import BatchInputError
 from ..batch._input import checked_sha, decode_row, input_sha
-from ..batch._runner import BatchConfig, Provider, RowOk, RowResult, Runner
+from ..batch._runner import BatchConfig, ErrorInfo, Provider, RowError, RowOk, RowResult, Runner
 from ..errors import ConfigError
 from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits, check_name
 
@@ -248,7 +248,10 @@ class TurnUDF:
             actor = budget_actor(budget_name, rpm=rpm, tpm=tpm)
             if limited:  # an actor found running keeps its own limits: they must be these
                 check_limits(actor, budget_name, rpm, tpm)
-            self._gate = RayGate(actor, limited=limited)
+            self._gate = RayGate(  # a budget actor found dead is made again (same limits)
+                actor, limited=limited, remake=lambda: budget_actor(budget_name, rpm=rpm, tpm=tpm)
+            )
+        self._budget_name = budget_name
         self._calls: set[asyncio.Task[Any]] = set()  # what runs on the loop for a caller
         self._closed = False
         self._loop = asyncio.new_event_loop()
@@ -340,7 +343,26 @@ class TurnUDF:
             return key, exc  # the row's error row; the batch's other rows run
         if row.key != key:  # (a row without an id: decode_row keys it by its place)
             row = msgspec.structs.replace(row, key=key)
-        return key, await self._runner.run_row(row, sha)
+        try:
+            return key, await self._runner.run_row(row, sha)
+        except Exception as exc:
+            ray_error = getattr(getattr(sys.modules.get("ray"), "exceptions", None), "RayError", ())
+            if not isinstance(exc, ray_error):
+                raise
+            # the budget actor cannot be asked, even made again: this row's error, not the
+            # batch's (Ray's own message is many lines: actor ids, addresses)
+            return key, RowError(
+                id=key,
+                error=ErrorInfo(
+                    type(exc).__name__,
+                    f"the budget actor {self._budget_name!r} cannot be asked (it died, and "
+                    "the one made again did not answer either): no grant to send the row's request",
+                ),
+                attempts=0,
+                billed_usage=None,
+                input_sha=sha,
+                run=1,
+            )
 
     async def _all(
         self, items: list[dict[str, object]], names: str

@@ -8,6 +8,7 @@ unseen.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -125,3 +126,31 @@ def test_a_turnudf_given_other_limits_than_the_running_actors_is_a_config_error(
         same.close()
     finally:
         ray.kill(handle)
+
+
+def test_a_killed_budget_actor_is_made_again_and_the_turnudfs_rows_still_run(ray: Any) -> None:
+    """``ray.kill`` of the budget actor made every later batch of a TurnUDF with ``rpm`` raise
+    ``ActorDiedError`` (a failed block, for the rest of the run); now the actor is made again
+    with the same limits and the rows run."""
+    from test_ray_data import ThreadedFake
+
+    from rxturn.ray import TurnUDF
+
+    served = ThreadedFake({"models": {"*": [{"text": "an answer"}]}})
+    name = f"rxturn-test-{uuid.uuid4().hex[:8]}"
+    handle: Any = budget_actor(name, rpm=600)
+    udf = TurnUDF("anthropic", "m", base_url=served.fake.base_url, rpm=600, budget_name=name)
+    try:
+        assert udf({"id": ["a"], "prompt": ["one"]})["status"] == ["ok"]
+        ray.kill(handle)
+        out = udf({"id": ["b", "c"], "prompt": ["two", "three"]})
+        assert out["status"] == ["ok", "ok"], out["error_message"]
+        assert len(served.fake.requests) == 3
+        again = ray.get_actor(name)
+        assert ray.get(again.limits.remote(), timeout=60) == (600, None)
+        assert ray.get(again.counts.remote(), timeout=60) == (2, 0)  # its own two requests
+    finally:
+        udf.close()
+        served.close()
+        with contextlib.suppress(Exception):
+            ray.kill(ray.get_actor(name))
