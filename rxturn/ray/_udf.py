@@ -19,7 +19,7 @@ from ..batch._errors import BatchInputError
 from ..batch._input import checked_sha, decode_row, input_sha
 from ..batch._runner import BatchConfig, ErrorInfo, Provider, RowError, RowOk, RowResult, Runner
 from ..errors import ConfigError
-from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits, check_name
+from ._budget import DEFAULT_NAME, RayGate, budget_actor, check_limits, check_name, ray_module
 
 __all__ = ["COLUMNS", "TurnUDF"]
 
@@ -235,6 +235,7 @@ class TurnUDF:
         limited = rpm is not None or tpm is not None
         in_ray = _in_ray()
         if limited and not in_ray:
+            ray_module()  # Ray not installed: the extra to install, not a call to make
             # the budget is a named Ray actor: asking for it here started a local Ray instance
             # (its processes left running) for a budget no other process would share
             raise ConfigError(

@@ -133,3 +133,24 @@ def test_a_budget_actor_that_cannot_be_asked_fails_each_row_not_the_batch() -> N
     ), out["error_message"]
     assert out["attempts"] == [0, 0]
     assert_no_secret(out, secret)
+
+
+def test_a_budget_without_ray_installed_names_the_extra(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    """It said "call ray.init() first", which a process without Ray cannot do."""
+    import sys
+
+    from rxturn.errors import ConfigError
+    from rxturn.ray import TurnUDF
+
+    stub = tmp_path / "ray"
+    stub.mkdir()
+    (stub / "__init__.py").write_text("raise ImportError(\"No module named 'ray'\")\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    for name in [n for n in sys.modules if n == "ray" or n.startswith("ray.")]:
+        monkeypatch.delitem(sys.modules, name)
+    with pytest.raises(ConfigError, match=r"^Ray is not installed: pip install 'rxturn\[ray\]'"):
+        TurnUDF("anthropic", "m", base_url="http://127.0.0.1:9", api_key="k-123456", rpm=5)
+    # without a budget it needs no Ray
+    TurnUDF("anthropic", "m", base_url="http://127.0.0.1:9", api_key="k-123456").close()
