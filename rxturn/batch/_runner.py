@@ -141,6 +141,12 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
             raise ConfigError("model must not be empty")
         if any(not name.strip() for name in self.fallback):
             raise ConfigError("fallback models must not be empty")
+        for field, names in (("model", [self.model]), ("fallback", self.fallback)):
+            if any(_has_control(name) for name in names):  # the CLI's rule for --model too
+                raise ConfigError(
+                    f"{field} holds a control character (a newline, an escape): no model "
+                    "name has one, and error lines would show it raw"
+                )
         if self.base_url is not None:
             check_base_url(self.base_url)  # the clients' rule, whose errors never echo a key
         for name in ("concurrency", "max_tokens", "rpm", "tpm"):
@@ -178,6 +184,11 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.temperature is not None:
             options["temperature"] = self.temperature
         return options
+
+
+def _has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (C0, DEL or C1)."""
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
 
 
 def checked_config(config: object) -> BatchConfig:

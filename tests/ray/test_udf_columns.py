@@ -310,6 +310,8 @@ def test_a_row_whose_column_holds_what_json_cannot_is_an_error_row(fake: FakePro
         ({"api_key": SECRET + " x"}, "api_key must be a non-empty string without whitespace"),
         ({"budget_name": "", "rpm": 5}, "the budget actor's name must be a non-empty string"),
         ({"budget_name": None}, "the budget actor's name must be a non-empty string"),
+        ({"model": "m\nx"}, "model holds a control character"),
+        ({"model": "m\x1b[31m"}, "model holds a control character"),
     ],
 )
 def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
@@ -317,13 +319,14 @@ def test_bad_constructor_arguments_are_a_config_error_leaving_no_thread(
 ) -> None:
     kwargs: dict[str, Any] = {
         "provider": "anthropic",
+        "model": "m",
         "base_url": "http://127.0.0.1:9",
         "api_key": SECRET,
         **arguments,
     }
     before = {t for t in threading.enumerate() if t.name == "rxturn-turnudf"}
     with pytest.raises(ConfigError) as caught:
-        TurnUDF(model="m", **kwargs)
+        TurnUDF(**kwargs)
     assert words in str(caught.value)
     assert_no_secret(caught.value, SECRET)
     assert {t for t in threading.enumerate() if t.name == "rxturn-turnudf"} == before
