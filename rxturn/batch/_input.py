@@ -244,6 +244,12 @@ def _messages(
     (:func:`~rxturn.messages.as_message`: Message JSON, the Anthropic and OpenAI shapes, media
     parts, tool calls and results); with ``system_role``, ``system``/``developer`` messages
     become the system prompt (OpenAI's way of sending it)."""
+    if isinstance(raw, str):  # (a dataset column of JSON text, say)
+        raise _fail(
+            line,
+            f"{where} must be a non-empty list, got a string (JSON text must be decoded "
+            "into the list first)",
+        )
     if not isinstance(raw, list) or not raw:
         raise _fail(line, f"{where} must be a non-empty list")
     messages: list[Message] = []

@@ -234,8 +234,13 @@ def test_every_batch_gives_the_same_column_types_even_with_no_rows(
             "system, model and options; this batch has custom_id, params)",
         ),
         ({"id": ["a"], "prompt": [None]}, ["a"], "no 'prompt' or 'messages' value"),
+        (
+            {"id": ["a"], "messages": ['[{"role": "user", "content": "hi"}]']},
+            ["a"],
+            "messages must be a non-empty list, got a string (JSON text must be decoded",
+        ),
     ],
-    ids=["a bool id", "a list id", "a provider shape's columns", "a null prompt"],
+    ids=["a bool id", "a list id", "a provider shape's columns", "a null prompt", "JSON text"],
 )
 def test_a_row_the_udf_cannot_read_is_an_error_row_saying_why(
     fake: FakeProvider, batch: dict[str, list[Any]], ids: list[str] | None, words: str
