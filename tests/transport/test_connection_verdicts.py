@@ -201,3 +201,28 @@ async def test_a_handshake_cut_short_is_retried_and_says_so() -> None:
     assert not message.endswith(": "), message  # it said nothing after the URL
     assert "closed" in message or "reset" in message.lower(), message
     assert is_retryable(error) and classify(error) is TRANSIENT
+
+
+def test_a_host_name_that_does_not_resolve_says_so_and_is_retried() -> None:
+    # no lookup is made here (tests never reach a resolver): the error aiohttp raises for one
+    from aiohttp import ClientConnectorDNSError
+    from aiohttp.client_reqrep import ConnectionKey
+
+    from rxturn.transport.aiohttp import map_aiohttp_errors
+
+    url = "https://api.rxturn.invalid/v1/messages"
+    key = ConnectionKey("api.rxturn.invalid", 443, True, True, None, None, None)
+    for code, said in [
+        (socket.EAI_NONAME, "Name or service not known"),
+        (socket.EAI_AGAIN, "Temporary failure in name resolution"),
+    ]:
+        raised = ClientConnectorDNSError(key, socket.gaierror(code, said))
+        error = map_aiohttp_errors(url, secrets=(SECRET,)).map(raised)
+        assert isinstance(error, ConnectError)
+        assert str(error) == (
+            f"cannot connect to {url}: the host name 'api.rxturn.invalid' does not resolve "
+            f"({said}); check the host name"
+        )
+        # as the SDKs, which retry every connection error: a resolver that is down or slow
+        # answers like a name that does not exist, and both clear up
+        assert is_retryable(error) and classify(error) is TRANSIENT
