@@ -31,6 +31,7 @@ from ._console import (
     in_cli_words,
     model_names_problem,
     not_utf8_problem,
+    number_argument,
     provider_argument,
 )
 
@@ -131,16 +132,6 @@ def _workers(text: str) -> int:
     return value
 
 
-def _temperature(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = -1.0
-    if not value >= 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {argument_shown(text)}")
-    return value + 0.0  # -0 is 0 (one manifest, and no "-0.0" sent)
-
-
 def output_argument(text: str) -> str:
     """An argparse ``type`` for OUT: a file name, and not ``-``. OUT is the checkpoint, read
     back by the next run, so stdout cannot be it; ``-o -`` wrote a file named ``-`` in the
@@ -223,7 +214,11 @@ def add_parser(subparsers: Any) -> None:
         help="the reply's token limit (default: the provider client's)",
     )
     run_p.add_argument(
-        "--temperature", type=_temperature, default=None, metavar="T", help="sampling temperature"
+        "--temperature",
+        type=number_argument,
+        default=None,
+        metavar="T",
+        help="sampling temperature",
     )
     run_p.add_argument(
         "--concurrency",

@@ -28,6 +28,7 @@ from ._console import (
     file_argument,
     hint_stdin,
     in_cli_words,
+    number_argument,
     provider_argument,
 )
 
@@ -79,7 +80,7 @@ def add_parser(subparsers: Any) -> None:
     )
     parser.add_argument(
         "--hedge-delay",
-        type=float,
+        type=number_argument,
         default=None,
         metavar="S",
         help="with --hedge: seconds without content before the hedge (default: adaptive, "
@@ -247,8 +248,6 @@ def run(args: argparse.Namespace) -> int:
     args.model, args.fallback, args.hedge = chain[0], chain[1:], hedges
     if args.hedge_delay is not None and not args.hedge:
         return _fail("--hedge-delay needs --hedge MODEL")
-    if args.hedge_delay is not None and not (0 <= args.hedge_delay < float("inf")):
-        return _fail(f"--hedge-delay must be a number of seconds >= 0, got {args.hedge_delay}")
     if args.hedge and args.no_stream:
         return _fail("--hedge races streams for their first token: it cannot act with --no-stream")
     if args.base_url is not None and (problem := _base_url_problem(args.base_url, args.provider)):

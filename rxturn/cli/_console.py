@@ -58,6 +58,7 @@ __all__ = [
     "is_utf8",
     "model_names_problem",
     "not_utf8_problem",
+    "number_argument",
     "one_line",
     "paint",
     "provider_argument",
@@ -130,6 +131,22 @@ def argument_shown(text: str) -> str:
     """A command-line argument as an error line quotes it: cut short (a number pasted with
     hundreds of digits is not echoed whole)."""
     return repr(text if len(text) <= 40 else text[:37] + "...")
+
+
+def number_argument(text: str) -> float:
+    """An argparse ``type`` for every float flag (``chat --hedge-delay``, ``batch run
+    --temperature``): a finite number >= 0. The error quotes the text as typed: ``1e400``
+    parses as ``inf`` and ``-1`` as ``-1.0``, which the user never wrote."""
+    import argparse
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not 0 <= value < math.inf:
+        raise argparse.ArgumentTypeError(f"expected a number >= 0, got {argument_shown(text)}")
+    return value + 0.0  # -0 is 0 (no "-0.0" sent or shown)
 
 
 #: Waits at least this long (seconds) get their own notice: a user should never stare at a

@@ -4,6 +4,8 @@ another attempt could succeed, whether it is a rate limit, and the secrets scrub
 
 from __future__ import annotations
 
+from http import HTTPStatus
+
 from .._redact import one_line, redact, scrub_exception
 from ._tree import (
     APIStatusError,
@@ -87,7 +89,7 @@ def status_error(
     lowered = detail.lower()
     if cls is BadRequestError and any(word in lowered for word in _CONTEXT_WORDS):
         cls = ContextOverflowError
-    message = f"HTTP {status}: {one_line(redact(detail))}"
+    message = f"HTTP {status}: {one_line(redact(_without_status(detail, status)))}"
     if len(message) > 500:
         message = message[:500] + "…"
     error = cls(
@@ -102,6 +104,30 @@ def status_error(
     if status in PERMANENT_SERVER_STATUSES:
         error.retryable = False  # pyright: ignore[reportAttributeAccessIssue]  # see PERMANENT_SERVER_STATUSES
     return error
+
+
+def _without_status(detail: str, status: int) -> str:
+    """``detail`` without a leading repeat of the status the message already starts with: a
+    server's default text (aiohttp's ``404: Not Found``, nginx's ``404 Not Found`` page) would
+    read ``HTTP 404: 404: Not Found``. Only ``<status>:`` or ``<status> <its reason phrase>`` is
+    dropped, so a body whose text merely starts with the same number keeps every word."""
+    code = str(status)
+    if not detail.startswith(code):
+        return detail
+    rest = detail[len(code) :]
+    if rest.startswith(":"):
+        rest = rest[1:].strip()
+    elif rest[:1] == " ":
+        rest = rest.strip()
+        try:
+            phrase = HTTPStatus(status).phrase
+        except ValueError:
+            return detail
+        if not rest.lower().startswith(phrase.lower()):
+            return detail
+    else:
+        return detail
+    return rest or detail
 
 
 def scrub_secrets(exc: BaseException, secrets: tuple[str, ...]) -> None:

@@ -47,7 +47,18 @@ class ProviderError(RxturnError):
 
 
 class TransportError(ProviderError):
-    """The HTTP exchange failed below the status line (DNS, TCP, TLS, a dropped connection)."""
+    """The HTTP exchange failed below the status line (DNS, TCP, TLS, a dropped connection).
+
+    Whether another attempt can help is set per instance (``retryable``): most of these are
+    transient (a reset or refused connection while a server restarts, a timeout, a TLS
+    handshake cut short), but some are the same on every attempt — a certificate that does not
+    verify, a server that does not speak the URL's scheme — and are not retried;
+    ``docs/reliability.md`` lists which.
+    """
+
+    def __init__(self, message: str, *, retryable: bool = True) -> None:
+        super().__init__(message)
+        self.retryable = retryable  # pyright: ignore[reportAttributeAccessIssue]
 
 
 class ConnectError(TransportError):

@@ -29,7 +29,9 @@ other, permanent           none        no         yes         transient
 *Retryable* is :func:`rxturn.errors.is_retryable` (the provider's ``x-should-retry``, the
 status, the error's own ``retryable``); the rows above it decide first. A permanent error is
 never rescued (the same request would fail again) but may fail over: another model may not
-know the model name that was not found, or serve the endpoint that is gone; a context
+know the model name that was not found, or serve the endpoint that is gone (a 501, or a
+connection no retry can fix: a certificate that does not verify, a server that does not speak
+the URL's scheme — the transport marks those not retryable); a context
 overflow is "other": a bigger model may take the request. A refused key or a malformed
 request would fail the same way on every model of the chain, so it never fails over.
 

@@ -39,6 +39,10 @@ Every aiohttp / asyncio / OS exception is mapped in :class:`map_aiohttp_errors`,
 maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
 
     aiohttp.ConnectionTimeoutError   → ConnectError  "timed out connecting to … after Ns"
+    certificate verify failed        → ConnectError  "… TLS certificate verify failed (…); check …"
+    TLS handshake, peer without TLS  → ConnectError  "… does not speak TLS; check the URL's scheme"
+    other TLS handshake failure      → ConnectError  "… TLS handshake failed: reason"
+    host name that does not resolve  → ConnectError  "… the host name '…' does not resolve …"
     aiohttp.ClientProxyConnectionError → ConnectError "cannot connect to … through the proxy …"
     aiohttp.ClientConnectorError     → ConnectError  "cannot connect to …: reason"
     socket read timeout              → ReadError     "read timed out after Ns …"
@@ -47,6 +51,12 @@ maps httpcore's, so callers only ever see :mod:`rxturn.errors`::
     aiohttp.ClientResponseError      → ReadError     "invalid HTTP response …: <reason>"
     aiohttp.InvalidURL / non-http    → ConfigError   "invalid URL …"
     other aiohttp / OSError          → ReadError     "connection error …"
+
+Every one is retryable but a certificate that does not verify, a handshake with a peer that
+does not speak TLS, and a plain-HTTP request answered in TLS: those are the same on every
+attempt (``retryable=False`` on the error), and the message says what to check. A host name
+that does not resolve stays retryable, as the SDKs retry it: a resolver that is down says the
+same as a name that does not exist.
 """
 
 from __future__ import annotations
@@ -55,6 +65,7 @@ import asyncio
 import functools
 import inspect
 import os
+import re
 import ssl as _ssl
 import time
 import urllib.request
@@ -184,18 +195,38 @@ class map_aiohttp_errors:
         if isinstance(exc, aiohttp.ConnectionTimeoutError):
             after = f" after {self._connect_timeout:g}s" if self._connect_timeout else ""
             return ConnectError(f"timed out connecting to {where}{after}")
+        if isinstance(exc, aiohttp.ClientConnectorCertificateError):
+            return ConnectError(_certificate_problem(where, exc), retryable=False)
+        if isinstance(exc, aiohttp.ClientSSLError):  # (the certificate's is the one above)
+            handshake = exc.os_error
+            reason = _SSL_SOURCE.sub("", _first_line(handshake))
+            if _no_tls_there(handshake):  # the same answer on every attempt
+                return ConnectError(
+                    f"cannot connect to {where}: the TLS handshake failed ({reason}), the "
+                    "server there does not speak TLS; check the URL's scheme (http:// for a "
+                    "plain-HTTP server) and its port",
+                    retryable=False,
+                )
+            return ConnectError(f"cannot connect to {where}: TLS handshake failed: {reason}")
+        if isinstance(exc, aiohttp.ClientConnectorDNSError):
+            # retried, as the SDKs retry every connection error: a resolver that is down or
+            # slow says the same as a name that does not exist, and both clear up
+            reason = _os_reason(exc.os_error)
+            return ConnectError(
+                f"cannot connect to {where}: the host name {exc.host!r} does not resolve "
+                f"({reason}); check the host name"
+            )
         if isinstance(exc, aiohttp.ClientProxyConnectionError):
             # the connection that failed is the proxy's (the environment's *_PROXY): said, or
             # the line names an endpoint that may well be up and a reason that is not its own
-            reason = exc.os_error.strerror or str(exc.os_error)
+            reason = _os_reason(exc.os_error)
             host = f"[{exc.host}]" if ":" in exc.host else exc.host
             return ConnectError(
                 f"cannot connect to {where} through the proxy {host}:{exc.port} "
                 f"(from the environment: HTTP_PROXY, HTTPS_PROXY or ALL_PROXY): {reason}"
             )
         if isinstance(exc, aiohttp.ClientConnectorError):
-            reason = exc.os_error.strerror or str(exc.os_error)
-            return ConnectError(f"cannot connect to {where}: {reason}")
+            return ConnectError(f"cannot connect to {where}: {_os_reason(exc.os_error)}")
         if isinstance(exc, TimeoutError):  # aiohttp.SocketTimeoutError and plain timeouts
             after = f" after {self._read_timeout:g}s" if self._read_timeout else ""
             return ReadError(f"read timed out{after} (no data from {where})")
@@ -216,10 +247,81 @@ class map_aiohttp_errors:
             lines = str(exc.message).splitlines()
             detail = " ".join(line for line in lines if line.strip(" ^~"))
             detail = redact(one_line(detail))[:300] or type(exc).__name__
+            if _TLS_RECORD.search(detail):  # a TLS alert or handshake where HTTP was expected
+                return ReadError(
+                    f"invalid HTTP response from {where}: {detail}: the server answered in "
+                    "TLS; check the URL's scheme (https:// for a TLS port)",
+                    retryable=False,
+                )
             return ReadError(f"invalid HTTP response from {where}: {detail}")
         if isinstance(exc, aiohttp.ClientError | OSError):
             return ReadError(f"connection error ({where}): {_first_line(exc)}")
         return None
+
+
+#: How the parser quotes the start of a TLS record (a handshake or an alert, TLS 1.0-1.3):
+#: the reply of a TLS port to a plain-HTTP request.
+_TLS_RECORD = re.compile(r"b'\\x1[56]\\x03\\x0[0-4]")
+
+#: OpenSSL's reasons for a handshake with a peer that does not speak TLS (a plain-HTTP server
+#: answers the ClientHello with "HTTP/1.1 400 …", read as a record of a version that does not
+#: exist) or no TLS version the client accepts: the same on every attempt. Any other reason —
+#: an EOF in mid-handshake above all, a server restarting — stays retryable.
+_NO_TLS_REASONS = frozenset(
+    {
+        "WRONG_VERSION_NUMBER",
+        "HTTP_REQUEST",
+        "HTTPS_PROXY_REQUEST",
+        "UNKNOWN_PROTOCOL",
+        "PACKET_LENGTH_TOO_LONG",
+        "RECORD_LAYER_FAILURE",
+        "UNSUPPORTED_PROTOCOL",
+        "TLSV1_ALERT_PROTOCOL_VERSION",
+        "NO_PROTOCOLS_AVAILABLE",
+    }
+)
+
+#: Where in CPython's ssl module an error was raised (``(_ssl.c:1006)``): noise in a message.
+_SSL_SOURCE = re.compile(r"\s*\(_ssl\.c:\d+\)")
+
+#: OpenSSL's verification codes (``X509_V_ERR_*``) that name what to check.
+_NAME_MISMATCH = frozenset({62, 63, 64})  # host name, e-mail, IP address
+_OUT_OF_DATES = frozenset({9, 10})  # not yet valid, expired
+
+
+def _os_reason(error: OSError) -> str:
+    """What an OS error says, never nothing: a TLS handshake the server closes in the middle
+    raises a ``ConnectionResetError()`` with no text at all."""
+    said = error.strerror or str(error)
+    if said:
+        return said
+    if isinstance(error, ConnectionError):
+        return "the server closed the connection"
+    return type(error).__name__
+
+
+def _no_tls_there(error: OSError) -> bool:
+    """Whether a failed handshake says the peer does not speak (a usable) TLS."""
+    return isinstance(error, _ssl.SSLError) and getattr(error, "reason", None) in _NO_TLS_REASONS
+
+
+def _certificate_problem(where: str, exc: aiohttp.ClientConnectorCertificateError) -> str:
+    """The one line for a certificate that does not verify: what failed and what to check."""
+    error = exc.certificate_error
+    code = getattr(error, "verify_code", None)
+    said = getattr(error, "verify_message", None) or _SSL_SOURCE.sub("", _first_line(error))
+    if code in _NAME_MISMATCH:
+        check = "check the host name in the URL: the certificate does not name it"
+    elif code in _OUT_OF_DATES:
+        check = "check the server's certificate dates and this machine's clock"
+    else:
+        check = (
+            "check the CA bundle: SSL_CERT_FILE / SSL_CERT_DIR, or the ssl context given to "
+            "the transport, must hold the CA that signed the server's certificate"
+        )
+    return (
+        f"cannot connect to {where}: TLS certificate verify failed ({redact(said)[:200]}); {check}"
+    )
 
 
 def _without_cut_secrets(text: str, secrets: tuple[str, ...]) -> str:

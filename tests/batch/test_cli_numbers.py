@@ -54,9 +54,9 @@ def test_a_number_no_provider_can_use_is_refused_in_one_short_line(
 
 
 def test_minus_zero_degrees_is_zero(tmp_path: Path) -> None:
-    from rxturn.cli._batch import _temperature
+    from rxturn.cli._console import number_argument  # --temperature's type
 
-    value = _temperature("-0")
+    value = number_argument("-0")
     assert value == 0.0 and str(value) == "0.0"  # one manifest for 0 and -0, no "-0.0" sent
 
 

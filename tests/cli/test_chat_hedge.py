@@ -58,8 +58,14 @@ def test_json_reports_the_winner_and_the_loser(fake_url: str) -> None:
     [
         (("--hedge", ""), "--hedge must not be empty"),
         (("--hedge-delay", "1"), "--hedge-delay needs --hedge"),
-        (("--hedge", "quick", "--hedge-delay", "nan"), "--hedge-delay must be"),
-        (("--hedge", "quick", "--hedge-delay", "-1"), "--hedge-delay must be"),
+        (
+            ("--hedge", "quick", "--hedge-delay", "nan"),
+            "--hedge-delay: expected a number >= 0, got 'nan'",
+        ),
+        (
+            ("--hedge", "quick", "--hedge-delay", "-1"),
+            "--hedge-delay: expected a number >= 0, got '-1'",
+        ),
         (("--hedge", "quick", "--no-stream"), "cannot act with --no-stream"),
     ],
 )

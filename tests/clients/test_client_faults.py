@@ -274,9 +274,68 @@ async def test_html_502_page_is_a_readable_server_error(aiohttp_server: ServerFa
             await client.create(REQUEST)
     for err in (error, info.value):
         assert isinstance(err, ServerError)
-        assert str(err) == "HTTP 502: 502 Bad Gateway (HTML error page)"
+        assert str(err) == "HTTP 502: Bad Gateway (HTML error page)"  # the status said once
         assert "<title>" in err.body
         assert is_retryable(err)
+
+
+def _default_pages() -> list[type[web.HTTPException]]:
+    """aiohttp's error exceptions that need no argument: each answers its default text."""
+    import inspect
+
+    from aiohttp import web_exceptions
+
+    found: list[type[web.HTTPException]] = []
+    for cls in vars(web_exceptions).values():
+        if inspect.isclass(cls) and issubclass(cls, web.HTTPException) and cls.status_code >= 400:
+            with contextlib.suppress(TypeError):  # (405, 413, 451 need arguments)
+                cls()
+                found.append(cls)
+    return found
+
+
+async def test_a_default_error_text_does_not_say_the_status_twice(
+    aiohttp_server: ServerFactory,
+) -> None:
+    # aiohttp's default body is "404: Not Found": the line read "HTTP 404: 404: Not Found"
+    pages = _default_pages()
+    assert len(pages) > 30
+    current: list[type[web.HTTPException]] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        raise current[-1]()
+
+    base = await serve(aiohttp_server, handler)
+    async with AnthropicClient("m", base_url=base) as client:
+        for page in pages:
+            current.append(page)
+            with pytest.raises(APIStatusError) as info:
+                await client.create(REQUEST)
+            said = page()
+            assert said.text == f"{said.status}: {said.reason}"  # what the server sent
+            assert str(info.value) == f"HTTP {said.status}: {said.reason}"
+
+
+@pytest.mark.parametrize(
+    ("status", "body"),
+    [
+        (400, "400 tokens is more than this model takes"),
+        (404, "404 page not found"),
+        (500, "5000 workers busy"),
+        (404, "404"),
+    ],
+)
+async def test_a_body_that_starts_with_the_number_keeps_its_text(
+    aiohttp_server: ServerFactory, status: int, body: str
+) -> None:
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(status=status, text=body)
+
+    base = await serve(aiohttp_server, handler)
+    async with AnthropicClient("m", base_url=base) as client:
+        with pytest.raises(APIStatusError) as info:
+            await client.create(REQUEST)
+    assert str(info.value) == f"HTTP {status}: {body}"
 
 
 async def test_html_page_without_title_is_summarised(aiohttp_server: ServerFactory) -> None:

@@ -114,9 +114,22 @@ class CA:
         return context
 
 
-def make_ca(directory: Path) -> CA:
-    """A fresh CA and a certificate it signed for ``127.0.0.1`` / ``localhost``."""
+def make_ca(
+    directory: Path,
+    *,
+    names: tuple[str, ...] = ("127.0.0.1", "localhost"),
+    expired: bool = False,
+) -> CA:
+    """A fresh CA and a certificate it signed for ``names`` (IP addresses or host names);
+    ``expired``: the certificate's validity ended yesterday (the CA's has not)."""
     now = datetime.datetime.now(datetime.UTC)
+    leaf_end = now - datetime.timedelta(days=1) if expired else now + datetime.timedelta(days=1)
+    alternatives: list[x509.GeneralName] = []
+    for name in names:
+        try:
+            alternatives.append(x509.IPAddress(ipaddress.ip_address(name)))
+        except ValueError:
+            alternatives.append(x509.DNSName(name))
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "rxturn test CA")])
     ca_cert = (
@@ -150,18 +163,13 @@ def make_ca(directory: Path) -> CA:
     key = ec.generate_private_key(ec.SECP256R1())
     cert = (
         x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")]))
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, names[0])]))
         .issuer_name(ca_name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1")), x509.DNSName("localhost")]
-            ),
-            critical=False,
-        )
+        .not_valid_before(now - datetime.timedelta(days=2))
+        .not_valid_after(leaf_end)
+        .add_extension(x509.SubjectAlternativeName(alternatives), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
         .add_extension(
             x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False
