@@ -306,6 +306,8 @@ class FakeProvider:
         self._rng = random.Random(0)  # delay_ms_max draws: the same run, the same latencies
         self._tails = _emit.TailCache()  # the scenario entries' stream bytes no request changes
         self._kept_bytes = 0  # request body bytes kept so far (at most _KEPT_BODY_BYTES)
+        #: requests whose body is still being read, by ``id(request)``
+        self._reading: dict[int, web.Request] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -388,6 +390,10 @@ class FakeProvider:
             return
         self._stopping = True
         self._closing.set()
+        for request in list(self._reading.values()):  # a client that sent headers, no body:
+            transport = request.transport  # its handler waits for bytes that will not come
+            if transport is not None:
+                transport.close()
         await runner.cleanup()
         self._port = None
 
@@ -444,10 +450,13 @@ class FakeProvider:
         return web.Response(body=msgspec.json.encode(shown), content_type="application/json")
 
     async def _serve(self, request: web.Request, wire: Wire) -> web.StreamResponse:
+        self._reading[id(request)] = request  # (stop() closes a body that never comes)
         try:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:  # past client_max_size: what the API says, kept
             raw = None
+        finally:
+            del self._reading[id(request)]
         # A body that is not a JSON object is refused, and recorded like any other (as the
         # text it was, when it was not JSON at all): "nothing was sent" is what tests assert
         # on the records, and a client that sent garbage did send something.

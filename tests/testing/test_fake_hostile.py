@@ -175,3 +175,31 @@ async def test_the_bodies_kept_for_the_records_have_a_bound(
     async with http.post(url, data=large) as response:
         assert response.status == 200
     assert [record.body for record in fake.records] == [json.loads(large)]
+
+
+async def test_stop_does_not_wait_on_a_body_that_never_comes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A client that sends the headers and part of the body, then nothing: stopping closes
+    its connection instead of waiting out the shutdown timeout for its handler."""
+    monkeypatch.setattr(_server, "_SHUTDOWN_TIMEOUT", 3600.0)  # (2 s otherwise)
+    serving = asyncio.Event()
+    serve = FakeProvider._serve
+
+    async def noted(self: FakeProvider, request: Any, wire: Any) -> Any:
+        serving.set()  # the handler is running: next it reads the body
+        return await serve(self, request, wire)
+
+    monkeypatch.setattr(FakeProvider, "_serve", noted)
+    fake = await FakeProvider().start()
+    reader, writer = await asyncio.open_connection("127.0.0.1", fake.port)
+    try:
+        writer.write(b'POST /v1/messages HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{"mo')
+        async with asyncio.timeout(10):
+            await serving.wait()
+            await asyncio.sleep(0)  # (the handler is now waiting in its read of the body)
+            await fake.stop()
+            assert await reader.read() == b""  # closed, with no answer
+    finally:
+        writer.close()
+    assert fake.records == []  # its body never arrived: nothing to record
