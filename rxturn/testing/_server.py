@@ -57,6 +57,7 @@ event, and handlers still running when it fires close their connection and retur
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 import socket
@@ -90,6 +91,27 @@ _KEPT_BODY_BYTES = 1024 * 1024 * 1024
 _SHUTDOWN_TIMEOUT = 2.0
 #: pending connections the listening socket queues (the kernel caps it at somaxconn)
 _BACKLOG = 4096
+
+
+class _OneLine(logging.Filter):
+    """Say a request the HTTP layer could not handle (a malformed request line or chunk, a
+    header too long, a body that does not decompress) in one line, without the traceback
+    aiohttp attaches: a hostile client must not fill the server's stderr."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is not None and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            reason = " ".join(str(exc).split())[:200]
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {reason}"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+#: the aiohttp server's log (what it could not handle), one line per problem
+_LOG = logging.getLogger("rxturn.testing.fake_provider")
+_LOG.addFilter(_OneLine())
 
 
 def _decimal(value: float) -> str:
@@ -351,6 +373,7 @@ class FakeProvider:
             app,
             handle_signals=False,
             access_log=None,
+            logger=_LOG,
             handler_cancellation=True,
             shutdown_timeout=_SHUTDOWN_TIMEOUT,
         )
@@ -455,6 +478,8 @@ class FakeProvider:
             raw = await request.read()
         except web.HTTPRequestEntityTooLarge:  # past client_max_size: what the API says, kept
             raw = None
+        except web.RequestPayloadError as exc:  # e.g. a gzip body that does not decompress
+            raw = exc
         finally:
             del self._reading[id(request)]
         # A body that is not a JSON object is refused, and recorded like any other (as the
@@ -467,6 +492,10 @@ class FakeProvider:
             decoded = None
             status = 413
             refused = f"Request exceeds the maximum allowed number of bytes ({_MAX_REQUEST_BYTES})."
+        elif isinstance(raw, web.RequestPayloadError):
+            decoded = None
+            reason = " ".join(str(raw).split()).removeprefix("400, message: ")
+            refused = f"request body could not be read: {reason}"
         else:
             try:
                 decoded = msgspec.json.decode(raw)
@@ -478,7 +507,7 @@ class FakeProvider:
                 if not is_object:
                     refused = "request body must be a JSON object"
         named: Any = cast("dict[str, Any]", decoded).get("model") if refused is None else None
-        kept = self._kept(decoded, 0 if raw is None else len(raw))
+        kept = self._kept(decoded, len(raw) if isinstance(raw, bytes) else 0)
         record = RequestRecord(
             path=request.path,
             model=named if isinstance(named, str) else None,

@@ -203,3 +203,41 @@ async def test_stop_does_not_wait_on_a_body_that_never_comes(
     finally:
         writer.close()
     assert fake.records == []  # its body never arrived: nothing to record
+
+
+@pytest.mark.parametrize("wire", ["anthropic", "ollama"])
+async def test_a_gzip_body_that_does_not_decompress_is_a_400_in_the_api_s_shape(
+    serve: Serve, http: aiohttp.ClientSession, wire: str
+) -> None:
+    """It was a 500 "Server got itself in trouble", with a traceback."""
+    fake = await serve({"models": {"*": [{"text": "x"}]}})
+    headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+    async with http.post(fake.base_url + PATHS[wire], data=b"not gzip", headers=headers) as resp:
+        assert resp.status == 400
+        body = await resp.json()
+    assert _shape(wire, body) == wire
+    assert "content-encoding: gzip" in json.dumps(body)
+    assert [(r.model, r.body, r.end) for r in fake.records] == [(None, None, "completed")]
+
+
+async def test_a_malformed_http_request_is_logged_in_one_line(
+    serve: Serve, caplog: pytest.LogCaptureFixture
+) -> None:
+    """What the HTTP layer refuses (here a chunk size that is not hex) is logged as one line
+    without aiohttp's traceback: a hostile client cannot fill the server's stderr."""
+    fake = await serve({"models": {"*": [{"text": "x"}]}})
+    reader, writer = await asyncio.open_connection("127.0.0.1", fake.port)
+    try:
+        writer.write(
+            b"POST /v1/messages HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n"
+        )
+        async with asyncio.timeout(10):
+            reply = await reader.read()
+    finally:
+        writer.close()
+    assert reply.startswith(b"HTTP/1.0 400") or reply.startswith(b"HTTP/1.1 400")
+    logged = [r for r in caplog.records if r.name == "rxturn.testing.fake_provider"]
+    assert len(logged) == 1
+    assert logged[0].exc_info is None
+    message = logged[0].getMessage()
+    assert "\n" not in message and "chunk size" in message
