@@ -258,7 +258,9 @@ class RequestRecord(msgspec.Struct, kw_only=True):
             included), ``"disconnected"`` (the client went away first) or ``"dropped"`` (the
             server closed the connection: a scripted drop, or the server stopping).
         body: the request body: its JSON value, or its text when it was not JSON (refused
-            with a 400, as a body that is not an object is).
+            with a 400, as a body that is not an object is); ``None`` when it could not be
+            read (over 64 MiB: a 413; a compressed body that does not decompress: a 400); a
+            one-line note in its place once the bodies kept reach ``_KEPT_BODY_BYTES``.
     """
 
     path: str
