@@ -90,6 +90,7 @@ from ._emit_faults import (
     fault_plan,
     malformed_body,
     malformed_event,
+    route_error_body,
 )
 from ._emit_responses import responses_events, responses_object, responses_output
 from ._scenario import Entry, ScenarioStopReason
@@ -113,6 +114,7 @@ __all__ = [
     "preamble_length",
     "prompt_words",
     "reply_body",
+    "route_error_body",
     "stream_body",
     "stream_events",
     "thinking_signature",

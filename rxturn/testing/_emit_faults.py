@@ -21,6 +21,7 @@ __all__ = [
     "fault_plan",
     "malformed_body",
     "malformed_event",
+    "route_error_body",
 ]
 
 
@@ -92,6 +93,19 @@ def error_body(
         return encode({"error": {"message": text, "type": kind, "param": param, "code": code}})
     kind = error_type or ("not_found" if status == 404 else "error")
     return encode({"error": message or f"{kind}: scripted HTTP {status} (rxturn fake provider)"})
+
+
+def route_error_body(wire: Wire, status: int, message: str) -> bytes:
+    """The JSON body of an HTTP error the route itself answers — a path no route serves
+    (404), a method the route does not take (405), a body over the size limit (413) — in
+    ``wire``'s error shape; OpenAI's carries no ``param`` and no ``code``, as the API's own."""
+    if wire == "anthropic":
+        kind = _ANTHROPIC_ERROR_TYPES.get(status, "invalid_request_error")
+        return encode({"type": "error", "error": {"type": kind, "message": message}})
+    if wire in ("openai", "openai-responses"):
+        error = {"message": message, "type": "invalid_request_error", "param": None, "code": None}
+        return encode({"error": error})
+    return encode({"error": message})
 
 
 def error_event(

@@ -11,6 +11,9 @@ uses. The rule, the same on every wire (docs/fake-provider.md):
 * what the fake reads or a wire defines as a number, flag, list or object has that type when
   present: ``max_tokens`` an integer, ``stream`` a boolean, ``system`` a string or a list of
   objects, ``tools`` a list of objects, the structured-output field an object, and so on;
+* the values the APIs bound are within their bounds: Anthropic requires ``max_tokens``, a token
+  cap is 1 to 2**31 - 1, ``temperature`` 0 to 1 (Anthropic) or 0 to 2 (OpenAI), a message's
+  ``role`` one the API knows (Anthropic ``user``/``assistant``; Ollama takes any);
 * every other field is allowed and not looked at (providers add fields; clients send them).
 
 A body that breaks the rule gets a 400 in its wire's error shape, naming the field the way that
@@ -22,7 +25,7 @@ for 'messages[0]': expected an object, but got an integer instead.`` with ``para
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Annotated, Any, Final, Literal, cast
 
 import msgspec
 from msgspec import UNSET, Struct, UnsetType
@@ -32,6 +35,14 @@ from ._emit_base import Wire
 __all__ = ["BodyFields", "BodyProblem", "read_body"]
 
 _Object = dict[str, Any]
+#: a reply's token cap: what the providers accept (and rxturn's own ``max_tokens`` rule)
+_Tokens = Annotated[int, msgspec.Meta(ge=1, le=2**31 - 1)]
+#: sampling temperature: Anthropic's range, and OpenAI's (Chat and Responses)
+_AnthropicTemperature = Annotated[float, msgspec.Meta(ge=0, le=1)]
+_OpenAITemperature = Annotated[float, msgspec.Meta(ge=0, le=2)]
+#: the roles a message may have: the Anthropic API's, and OpenAI Chat's
+_ANTHROPIC_ROLES: Final = ("user", "assistant")
+_OPENAI_ROLES: Final = ("system", "assistant", "user", "function", "tool", "developer")
 
 
 class BodyFields(Struct, frozen=True, kw_only=True):
@@ -67,14 +78,15 @@ class BodyProblem(Struct, frozen=True, kw_only=True):
 
 
 class _AnthropicMessage(Struct):
-    role: str
+    role: Literal["user", "assistant"]
     content: str | list[_Object]
 
 
 class _Anthropic(Struct, frozen=True):
     messages: list[_AnthropicMessage]
-    max_tokens: int | UnsetType = UNSET
+    max_tokens: _Tokens
     stream: bool | None = None
+    temperature: _AnthropicTemperature | None = None
     system: str | list[_Object] | None = None
     tools: list[_Object] | UnsetType | None = UNSET
     thinking: _Object | UnsetType | None = UNSET
@@ -87,15 +99,16 @@ class _StreamOptions(Struct):
 
 
 class _OpenAIMessage(Struct):
-    role: str
+    role: Literal["system", "assistant", "user", "function", "tool", "developer"]
     content: str | list[_Object] | None = None
 
 
 class _OpenAI(Struct, frozen=True):
     messages: list[_OpenAIMessage]
-    max_tokens: int | None = None
-    max_completion_tokens: int | None = None
+    max_tokens: _Tokens | None = None
+    max_completion_tokens: _Tokens | None = None
     stream: bool | None = None
+    temperature: _OpenAITemperature | None = None
     stream_options: _StreamOptions | None = None
     tools: list[_Object] | None = None
     response_format: _Object | None = None
@@ -104,8 +117,9 @@ class _OpenAI(Struct, frozen=True):
 class _Responses(Struct, frozen=True):
     input: str | list[_Object] | None = None
     instructions: str | None = None
-    max_output_tokens: int | None = None
+    max_output_tokens: _Tokens | None = None
     stream: bool | None = None
+    temperature: _OpenAITemperature | None = None
     include: list[str] | None = None
     tools: list[_Object] | None = None
     text: _Object | None = None
@@ -132,13 +146,14 @@ _DECODERS: Final[dict[Wire, msgspec.json.Decoder[Any]]] = {
 }
 
 
-def read_body(raw: bytes, wire: Wire) -> BodyFields | BodyProblem:
-    """Check ``raw`` (a JSON object, already known to decode) against ``wire``'s request
-    structure: the fields the server acts on, or why the API would refuse it."""
+def read_body(raw: bytes, wire: Wire, body: object = None) -> BodyFields | BodyProblem:
+    """Check ``raw`` (a JSON object, already known to decode; ``body``, its decoded value,
+    names a refused value in OpenAI's words) against ``wire``'s request structure: the fields
+    the server acts on, or why the API would refuse it."""
     try:
         typed: Any = _DECODERS[wire].decode(raw)
     except msgspec.ValidationError as exc:
-        return _problem(str(exc), wire)
+        return _problem(str(exc), wire, body)
     if isinstance(typed, _Anthropic):
         system = typed.system
         return BodyFields(
@@ -175,6 +190,8 @@ def read_body(raw: bytes, wire: Wire) -> BodyFields | BodyProblem:
 _ERROR = re.compile(r"^(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?$", re.DOTALL)
 _EXPECTED = re.compile(r"Expected `(?P<want>[^`]*)`, got `(?P<got>[^`]*)`")
 _MISSING = re.compile(r"Object missing required field `(?P<name>[^`]*)`")
+_BOUND = re.compile(r"Expected `(?P<kind>int|float)` (?P<op>[<>]=) (?P<limit>[^ ]+)")
+_ENUM = re.compile(r"Invalid enum value (?P<value>.*)")
 
 #: msgspec's type names → how the APIs say them: Anthropic (pydantic) and OpenAI
 _ANTHROPIC_TYPE = {
@@ -182,6 +199,7 @@ _ANTHROPIC_TYPE = {
     "object": "a valid dictionary",
     "str": "a valid string",
     "int": "a valid integer",
+    "float": "a valid number",
     "bool": "a valid boolean",
     "null": "None",
 }
@@ -196,7 +214,7 @@ _OPENAI_TYPE = {
 }
 
 
-def _problem(error: str, wire: Wire) -> BodyProblem:
+def _problem(error: str, wire: Wire, body: object = None) -> BodyProblem:
     match = _ERROR.match(error)
     assert match is not None  # the pattern matches any string
     what, path = match.group("what"), match.group("path") or ""
@@ -206,10 +224,21 @@ def _problem(error: str, wire: Wire) -> BodyProblem:
     if missing is not None:
         parts.append(missing.group("name"))
     expected = _EXPECTED.fullmatch(what)
+    bound = _BOUND.fullmatch(what)
+    enum = _ENUM.fullmatch(what)
+    # (an int bound reads "1", a float one "1.0": both are said plainly)
+    limit = _number(bound.group("limit")) if bound is not None else ""
+    below = bound is not None and bound.group("op") == ">="
     if wire == "anthropic":
         where = ".".join(parts) or "body"
         if missing is not None:
             return BodyProblem(message=f"{where}: Field required")
+        if bound is not None:
+            side = "greater" if below else "less"
+            return BodyProblem(message=f"{where}: Input should be {side} than or equal to {limit}")
+        if enum is not None:
+            allowed = " or ".join(repr(role) for role in _ANTHROPIC_ROLES)
+            return BodyProblem(message=f"{where}: Input should be {allowed}")
         if expected is not None:
             wanted = " or ".join(_ANTHROPIC_TYPE.get(t, t) for t in _kinds(expected))
             return BodyProblem(message=f"{where}: Input should be {wanted}")
@@ -227,7 +256,47 @@ def _problem(error: str, wire: Wire) -> BodyProblem:
             return BodyProblem(message=f"invalid type for {param!r}: expected {wanted}, got {got}")
         text = f"Invalid type for {param!r}: expected {wanted}, but got {got} instead."
         return BodyProblem(message=text, param=param, code="invalid_type")
+    if bound is not None:
+        kind = "integer" if bound.group("kind") == "int" else "decimal"
+        side = "below minimum" if below else "above maximum"
+        code = f"{kind}_{'below_min' if below else 'above_max'}_value"
+        got_value = _at(body, parts)
+        but = (
+            ""
+            if got_value is None
+            else f", but got {msgspec.json.encode(got_value).decode()} instead"
+        )
+        text = (
+            f"Invalid {param!r}: {kind} {side} value. "
+            f"Expected a value {bound.group('op')} {limit}{but}."
+        )
+        return BodyProblem(message=text, param=param, code=code)
+    if enum is not None:
+        allowed = ", ".join(repr(role) for role in _OPENAI_ROLES[:-1])
+        text = (
+            f"Invalid value: {enum.group('value')}. Supported values are: {allowed}, "
+            f"and {_OPENAI_ROLES[-1]!r}."
+        )
+        return BodyProblem(message=text, param=param, code="invalid_value")
     return BodyProblem(message=f"{param}: {what}", param=param, code="invalid_value")
+
+
+def _at(body: object, parts: list[str]) -> object:
+    """The value at ``parts`` (names and list indexes) in ``body``; ``None`` if there is none."""
+    for part in parts:
+        if isinstance(body, dict):
+            body = cast("dict[str, object]", body).get(part)
+            continue
+        items = cast("list[object]", body) if isinstance(body, list) else None
+        if items is None or not part.isdigit() or int(part) >= len(items):
+            return None
+        body = items[int(part)]
+    return body
+
+
+def _number(text: str) -> str:
+    """``"1.0"`` → ``"1"``, ``"2147483647"`` as it is."""
+    return text[:-2] if text.endswith(".0") else text
 
 
 def _kinds(expected: re.Match[str]) -> list[str]:

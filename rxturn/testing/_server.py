@@ -11,6 +11,11 @@ Routes (docs/fake-provider.md):
   how (``completed``, ``disconnected`` by the client, or ``dropped`` by the server), with its
   body; ``GET /_fake/requests?bodies=1`` — the bodies alone.
 
+A path no route serves (404), a method a route does not take (405) and a body over 64 MiB
+(413) are answered in the provider's JSON error shape (:func:`_route_errors`), never aiohttp's
+plain text. The bodies kept for the records have a bound (``_KEPT_BODY_BYTES``): past it a
+body is served but recorded as a note.
+
 Each request takes the next entry of its model's scenario list (see :mod:`._scenario`); an
 unknown model with no ``"*"`` list gets a 404 in the provider's error format, a body that is
 not a JSON object a 400, and so does a body whose structure the real API refuses (``messages``
@@ -52,17 +57,18 @@ event, and handlers still running when it fires close their connection and retur
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import random
 import socket
 import time
-from collections.abc import Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from time import monotonic as _monotonic  # (tests replace ``time`` to pin ``created``)
 from types import TracebackType
 from typing import Any, Self, cast
 
 import msgspec
-from aiohttp import web
+from aiohttp import HttpVersion11, web
 
 from .._validate import HOST_RULE, is_host
 from ..errors import ConfigError
@@ -79,9 +85,33 @@ __all__ = ["FakeProvider", "ReceivedRequest", "RequestRecord"]
 # small enough that a slow reader applies back-pressure through ``drain``.
 _WRITE_SLICE = 256 * 1024
 _MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: request body bytes the server keeps for ``/_fake/requests`` (then keeps a note instead):
+#: a client sending large bodies, or a long load test, cannot take the machine's memory
+_KEPT_BODY_BYTES = 1024 * 1024 * 1024
 _SHUTDOWN_TIMEOUT = 2.0
 #: pending connections the listening socket queues (the kernel caps it at somaxconn)
 _BACKLOG = 4096
+
+
+class _OneLine(logging.Filter):
+    """Say a request the HTTP layer could not handle (a malformed request line or chunk, a
+    header too long, a body that does not decompress) in one line, without the traceback
+    aiohttp attaches: a hostile client must not fill the server's stderr."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info is not None and record.exc_info[1] is not None:
+            exc = record.exc_info[1]
+            reason = " ".join(str(exc).split())[:200]
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {reason}"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+#: the aiohttp server's log (what it could not handle), one line per problem
+_LOG = logging.getLogger("rxturn.testing.fake_provider")
+_LOG.addFilter(_OneLine())
 
 
 def _decimal(value: float) -> str:
@@ -108,6 +138,49 @@ _REQUEST_ID: dict[Wire, str] = {
     "openai": "x-request-id",
     "openai-responses": "x-request-id",
 }
+#: the wire each route speaks
+_ROUTES: dict[str, Wire] = {
+    "/v1/messages": "anthropic",
+    "/v1/chat/completions": "openai",
+    "/chat/completions": "openai",
+    "/v1/responses": "openai-responses",
+    "/responses": "openai-responses",
+    "/api/chat": "ollama",
+}
+
+
+def _wire_of(request: web.Request) -> Wire:
+    """The wire whose error shape a request no route answers gets: its route's, else Ollama's
+    under ``/api/``, Anthropic's when the client sent ``anthropic-version`` (as the SDK does),
+    else OpenAI's."""
+    wire = _ROUTES.get(request.path)
+    if wire is not None:
+        return wire
+    if request.path.startswith("/api/"):
+        return "ollama"
+    return "anthropic" if "anthropic-version" in request.headers else "openai"
+
+
+@web.middleware
+async def _route_errors(
+    request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+) -> web.StreamResponse:
+    """A path no route serves (404) or a method its route does not take (405) is answered in
+    the provider's JSON error shape, not aiohttp's plain text: an SDK reads its error body."""
+    try:
+        return await handler(request)
+    except (web.HTTPNotFound, web.HTTPMethodNotAllowed) as exc:
+        target = f"{request.method} {request.path}"
+        if exc.status == 404:
+            message = f"Invalid URL ({target}): the fake provider has no such route"
+        else:
+            message = f"Method not allowed ({target}): this route takes POST"
+        body = _emit.route_error_body(_wire_of(request), exc.status, message)
+        headers = {"Content-Type": "application/json"}
+        allow = exc.headers.get("Allow")
+        if allow is not None:
+            headers["Allow"] = allow
+        return web.Response(status=exc.status, body=body, headers=headers)
 
 
 def _has_fault(entry: Entry) -> bool:
@@ -185,7 +258,9 @@ class RequestRecord(msgspec.Struct, kw_only=True):
             included), ``"disconnected"`` (the client went away first) or ``"dropped"`` (the
             server closed the connection: a scripted drop, or the server stopping).
         body: the request body: its JSON value, or its text when it was not JSON (refused
-            with a 400, as a body that is not an object is).
+            with a 400, as a body that is not an object is); ``None`` when it could not be
+            read (over 64 MiB: a 413; a compressed body that does not decompress: a 400); a
+            one-line note in its place once the bodies kept reach ``_KEPT_BODY_BYTES``.
     """
 
     path: str
@@ -254,6 +329,9 @@ class FakeProvider:
         self._first_arrival: float | None = None  # what rate_limit_windows count from
         self._rng = random.Random(0)  # delay_ms_max draws: the same run, the same latencies
         self._tails = _emit.TailCache()  # the scenario entries' stream bytes no request changes
+        self._kept_bytes = 0  # request body bytes kept so far (at most _KEPT_BODY_BYTES)
+        #: requests whose body is still being read, by ``id(request)``
+        self._reading: dict[int, web.Request] = {}
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -285,7 +363,7 @@ class FakeProvider:
         """
         if self._runner is not None:
             return self
-        app = web.Application(client_max_size=_MAX_REQUEST_BYTES)
+        app = web.Application(client_max_size=_MAX_REQUEST_BYTES, middlewares=[_route_errors])
         app.router.add_post("/v1/messages", self._anthropic)
         app.router.add_post("/v1/chat/completions", self._openai)
         app.router.add_post("/chat/completions", self._openai)
@@ -297,6 +375,7 @@ class FakeProvider:
             app,
             handle_signals=False,
             access_log=None,
+            logger=_LOG,
             handler_cancellation=True,
             shutdown_timeout=_SHUTDOWN_TIMEOUT,
         )
@@ -336,6 +415,10 @@ class FakeProvider:
             return
         self._stopping = True
         self._closing.set()
+        for request in list(self._reading.values()):  # a client that sent headers, no body:
+            transport = request.transport  # its handler waits for bytes that will not come
+            if transport is not None:
+                transport.close()
         await runner.cleanup()
         self._port = None
 
@@ -360,6 +443,7 @@ class FakeProvider:
         self.disconnects = 0
         self.prompt_cache.clear()
         self._first_arrival = None
+        self._kept_bytes = 0
         self._rng.seed(0)  # (the draws went on: a second run after reset paced differently)
 
     def next_entry(self, model: str) -> Entry | None:
@@ -391,36 +475,57 @@ class FakeProvider:
         return web.Response(body=msgspec.json.encode(shown), content_type="application/json")
 
     async def _serve(self, request: web.Request, wire: Wire) -> web.StreamResponse:
-        raw = await request.read()
+        self._reading[id(request)] = request  # (stop() closes a body that never comes)
+        try:
+            raw = await request.read()
+        except web.HTTPRequestEntityTooLarge:  # past client_max_size: what the API says, kept
+            raw = None
+        except web.RequestPayloadError as exc:  # e.g. a gzip body that does not decompress
+            raw = exc
+        finally:
+            del self._reading[id(request)]
         # A body that is not a JSON object is refused, and recorded like any other (as the
         # text it was, when it was not JSON at all): "nothing was sent" is what tests assert
         # on the records, and a client that sent garbage did send something.
         refused: str | None = None
+        status = 400
         decoded: object
-        try:
-            decoded = msgspec.json.decode(raw)
-        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nested too deeply
-            decoded = raw.decode("utf-8", "replace")
-            refused = f"request body is not valid JSON: {exc}"
+        if raw is None:
+            decoded = None
+            status = 413
+            refused = f"Request exceeds the maximum allowed number of bytes ({_MAX_REQUEST_BYTES})."
+        elif isinstance(raw, web.RequestPayloadError):
+            decoded = None
+            reason = " ".join(str(raw).split()).removeprefix("400, message: ")
+            refused = f"request body could not be read: {reason}"
         else:
-            is_object = isinstance(decoded, dict)  # (a flag: ``decoded`` keeps its type)
-            if not is_object:
-                refused = "request body must be a JSON object"
+            try:
+                decoded = msgspec.json.decode(raw)
+            except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: too deep
+                decoded = raw.decode("utf-8", "replace")
+                refused = f"request body is not valid JSON: {exc}"
+            else:
+                is_object = isinstance(decoded, dict)  # (a flag: ``decoded`` keeps its type)
+                if not is_object:
+                    refused = "request body must be a JSON object"
         named: Any = cast("dict[str, Any]", decoded).get("model") if refused is None else None
+        kept = self._kept(decoded, len(raw) if isinstance(raw, bytes) else 0)
         record = RequestRecord(
             path=request.path,
             model=named if isinstance(named, str) else None,
             arrived=asyncio.get_running_loop().time(),
-            body=decoded,
+            body=kept,
         )
         self.records.append(record)
         end = "completed"
         try:
             if refused is not None:
-                seq, _ = self._receive(request, decoded)
-                return self._error(wire, 400, None, refused, seq)
+                seq, _ = self._receive(request, kept)
+                return self._error(wire, status, None, refused, seq)
             body = cast("dict[str, Any]", decoded)
-            return await self._answer(request, wire, body, read_body(raw, wire))
+            return await self._answer(
+                request, wire, body, kept, read_body(cast(bytes, raw), wire, body)
+            )
         except asyncio.CancelledError:  # handler_cancellation: the client went away
             end = "dropped" if self._stopping else "disconnected"
             raise
@@ -433,14 +538,27 @@ class FakeProvider:
             record.ended = asyncio.get_running_loop().time()
             record.end = end
 
+    def _kept(self, body: object, size: int) -> object:
+        """What the records keep of a body of ``size`` bytes: the body, while the bodies kept
+        so far stay within ``_KEPT_BODY_BYTES``; past it, a one-line note saying so."""
+        if self._kept_bytes + size > _KEPT_BODY_BYTES:
+            return (
+                f"<request body of {size} bytes not kept: the fake provider keeps at most "
+                f"{_KEPT_BODY_BYTES} bytes of request bodies>"
+            )
+        self._kept_bytes += size
+        return body
+
     async def _answer(
         self,
         request: web.Request,
         wire: Wire,
         body: dict[str, Any],
+        kept: object,
         fields: BodyFields | BodyProblem,
     ) -> web.StreamResponse:
-        seq, arrived = self._receive(request, body)
+        """Answer ``body`` (the records keep ``kept``: the body, or the note that replaced it)."""
+        seq, arrived = self._receive(request, kept)
         if self._first_arrival is None:
             self._first_arrival = arrived
         model: Any = body.get("model")
@@ -633,7 +751,8 @@ class FakeProvider:
                 # One write: headers, the body as one chunk and the chunked terminator go out
                 # together (a StreamResponse sends them in three), the same bytes either way.
                 whole = web.Response(body=data, headers=headers)
-                whole.enable_chunked_encoding()
+                if request.version >= HttpVersion11:  # (HTTP/1.0 has no chunks: it
+                    whole.enable_chunked_encoding()  # reads the body to the socket's close)
                 await whole.prepare(request)
                 await whole.write_eof()
                 return whole

@@ -136,6 +136,119 @@ REFUSED: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
             "code": "invalid_type",
         },
     ),
+    # values the APIs refuse: a token cap below 1 or beyond 2**31 - 1, an unknown role, a
+    # temperature out of range or not a number; and Anthropic's required max_tokens
+    (
+        "anthropic",
+        {"max_tokens": None},
+        {"type": "invalid_request_error", "message": "max_tokens: Field required"},
+    ),
+    (
+        "anthropic",
+        {"max_tokens": 0},
+        {
+            "type": "invalid_request_error",
+            "message": "max_tokens: Input should be greater than or equal to 1",
+        },
+    ),
+    (
+        "anthropic",
+        {"max_tokens": 10**30},
+        {
+            "type": "invalid_request_error",
+            "message": "max_tokens: Input should be less than or equal to 2147483647",
+        },
+    ),
+    (
+        "anthropic",
+        {"messages": [{"role": "system", "content": "a"}]},
+        {
+            "type": "invalid_request_error",
+            "message": "messages.0.role: Input should be 'user' or 'assistant'",
+        },
+    ),
+    (
+        "anthropic",
+        {"temperature": 1.5},
+        {
+            "type": "invalid_request_error",
+            "message": "temperature: Input should be less than or equal to 1",
+        },
+    ),
+    (
+        "anthropic",
+        {"temperature": "hot"},
+        {
+            "type": "invalid_request_error",
+            "message": "temperature: Input should be a valid number or None",
+        },
+    ),
+    (
+        "openai",
+        {"max_tokens": -5},
+        {
+            "message": "Invalid 'max_tokens': integer below minimum value. Expected a value >= 1, "
+            "but got -5 instead.",
+            "type": "invalid_request_error",
+            "param": "max_tokens",
+            "code": "integer_below_min_value",
+        },
+    ),
+    (
+        "openai",
+        {"max_completion_tokens": 2**31},
+        {
+            "message": "Invalid 'max_completion_tokens': integer above maximum value. Expected a "
+            "value <= 2147483647, but got 2147483648 instead.",
+            "type": "invalid_request_error",
+            "param": "max_completion_tokens",
+            "code": "integer_above_max_value",
+        },
+    ),
+    (
+        "openai",
+        {"messages": [{"role": "wizard", "content": "a"}]},
+        {
+            "message": "Invalid value: 'wizard'. Supported values are: 'system', 'assistant', "
+            "'user', 'function', 'tool', and 'developer'.",
+            "type": "invalid_request_error",
+            "param": "messages[0].role",
+            "code": "invalid_value",
+        },
+    ),
+    (
+        "openai",
+        {"temperature": "hot"},
+        {
+            "message": "Invalid type for 'temperature': expected a number or null, but got a "
+            "string instead.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "invalid_type",
+        },
+    ),
+    (
+        "openai-responses",
+        {"max_output_tokens": 0},
+        {
+            "message": "Invalid 'max_output_tokens': integer below minimum value. Expected a "
+            "value >= 1, but got 0 instead.",
+            "type": "invalid_request_error",
+            "param": "max_output_tokens",
+            "code": "integer_below_min_value",
+        },
+    ),
+    (
+        "openai-responses",
+        {"temperature": 2.5},
+        {
+            "message": "Invalid 'temperature': decimal above maximum value. Expected a value "
+            "<= 2, but got 2.5 instead.",
+            "type": "invalid_request_error",
+            "param": "temperature",
+            "code": "decimal_above_max_value",
+        },
+    ),
 ]
 REFUSED_OLLAMA: list[tuple[dict[str, Any], str]] = [
     ({"messages": "x"}, "invalid type for 'messages': expected an array or null, got a string"),
