@@ -57,6 +57,19 @@ CASES: list[tuple[str, Callable[[object], object], type[Exception], tuple[type, 
         COUNT,
     ),
     ("decoder_for format", lambda bad: decoder_for(bad), ConfigError, ()),  # pyright: ignore[reportArgumentType]
+    *[
+        (
+            f"decoder_for {fmt} {limit}",
+            lambda bad, fmt=fmt, limit=limit: decoder_for(fmt, **{limit: bad}),  # pyright: ignore[reportArgumentType]
+            ConfigError,
+            COUNT,
+        )
+        for fmt, limit in (
+            ("openai", "max_line_bytes"),
+            ("openai", "max_event_bytes"),
+            ("ollama", "max_line_bytes"),  # (NDJSON has no events to bound)
+        )
+    ],
     ("replay format", lambda bad: replay(b"", format=bad), ConfigError, ()),  # pyright: ignore[reportArgumentType]
     ("fold event", lambda bad: fold(TurnState(), bad), TypeError, ()),  # pyright: ignore[reportArgumentType]
     ("TiktokenCounter encoding", lambda bad: TiktokenCounter(bad), ConfigError, TEXT),  # pyright: ignore[reportArgumentType]

@@ -43,9 +43,10 @@ def test_an_unquotable_option_is_a_one_line_config_error(
     # the object's own RuntimeError, or a message of a million characters
     for request in (HI, TOOLED):
         assert_refused_in_one_line(
-            lambda value: BUILDERS[wire](request, RequestOptions(**{field: value})),
+            lambda value, request=request: BUILDERS[wire](
+                request, RequestOptions(**{field: value})
+            ),
             bad,
             ConfigError,
             takes=(str,),
         )
-
