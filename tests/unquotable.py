@@ -10,6 +10,7 @@ one-line error of its own type, never by the error raised while that message was
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 __all__ = ["UNQUOTABLE", "UNQUOTABLE_IDS", "UnprintableRepr", "assert_refused_in_one_line"]
 
@@ -35,7 +36,7 @@ MESSAGE_MAX = 400
 
 
 def assert_refused_in_one_line(
-    call: Callable[[object], object],
+    call: Callable[[Any], object],
     bad: object,
     error: type[Exception],
     *,

@@ -23,7 +23,7 @@ TEXT: tuple[type, ...] = (str,)  # a long string is still a name
 
 def _key(bad: object) -> Any:
     """``bad`` as a dict key (a list is not hashable; a tuple of the same is no better)."""
-    return tuple(bad) if isinstance(bad, list) else bad  # pyright: ignore[reportUnknownArgumentType]
+    return tuple(bad) if isinstance(bad, list) else bad
 
 
 @pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
@@ -37,7 +37,7 @@ def test_an_unquotable_setting_is_a_one_line_config_error(field: str, bad: objec
 
 
 #: (what, the rows holding ``bad``); every such row is refused, whatever ``bad`` is
-ROWS: list[tuple[str, Callable[[object], list[Any]]]] = [
+ROWS: list[tuple[str, Callable[[Any], list[Any]]]] = [
     ("row", lambda bad: [bad]),
     ("field", lambda bad: [{"id": "a", "prompt": "hi", _key(bad): 1}]),
     ("option", lambda bad: [{"id": "a", "prompt": "hi", "options": {_key(bad): 1}}]),
@@ -65,7 +65,7 @@ def _run(rows: list[Any]) -> None:
 @pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
 @pytest.mark.parametrize("rows", [r[1] for r in ROWS], ids=[r[0] for r in ROWS])
 def test_an_unquotable_row_value_is_a_one_line_batch_input_error(
-    rows: Callable[[object], list[Any]], bad: object
+    rows: Callable[[Any], list[Any]], bad: object
 ) -> None:
     # before: a megabyte message naming a long field, option, method, url or key
     assert_refused_in_one_line(lambda value: _run(rows(value)), bad, BatchInputError)
@@ -75,7 +75,7 @@ def test_an_unquotable_row_value_is_a_one_line_batch_input_error(
 def test_an_unquotable_progress_is_a_one_line_config_error(bad: object) -> None:
     config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:9")
     assert_refused_in_one_line(
-        lambda value: asyncio.run(run_batch([], config, progress=value)),  # pyright: ignore[reportArgumentType]
+        lambda value: asyncio.run(run_batch([], config, progress=value)),
         bad,
         ConfigError,
     )

@@ -24,7 +24,7 @@ def _made(udf: TurnUDF) -> None:
 
 def _key(bad: object) -> Any:
     """``bad`` as a dict key (a list is not hashable; a tuple of the same is no better)."""
-    return tuple(bad) if isinstance(bad, list) else bad  # pyright: ignore[reportUnknownArgumentType]
+    return tuple(bad) if isinstance(bad, list) else bad
 
 
 def _column_named(bad: object) -> None:
@@ -36,24 +36,24 @@ def _column_named(bad: object) -> None:
 
 
 #: (what, the call, the types of a value it takes)
-CASES: list[tuple[str, Callable[[object], object], tuple[type, ...]]] = [
-    ("provider", lambda bad: _made(TurnUDF(bad, "m", base_url=URL)), ()),  # pyright: ignore[reportArgumentType]
-    ("model", lambda bad: _made(TurnUDF("anthropic", bad, base_url=URL)), TEXT),  # pyright: ignore[reportArgumentType]
-    ("base_url", lambda bad: _made(TurnUDF("anthropic", "m", base_url=bad)), ()),  # pyright: ignore[reportArgumentType]
-    ("system", lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, system=bad)), TEXT),  # pyright: ignore[reportArgumentType]
-    ("max_tokens", lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, max_tokens=bad)), ()),  # pyright: ignore[reportArgumentType]
+CASES: list[tuple[str, Callable[[Any], object], tuple[type, ...]]] = [
+    ("provider", lambda bad: _made(TurnUDF(bad, "m", base_url=URL)), ()),
+    ("model", lambda bad: _made(TurnUDF("anthropic", bad, base_url=URL)), TEXT),
+    ("base_url", lambda bad: _made(TurnUDF("anthropic", "m", base_url=bad)), ()),
+    ("system", lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, system=bad)), TEXT),
+    ("max_tokens", lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, max_tokens=bad)), ()),
     (
         "concurrency",
         lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, concurrency=bad)),
         (),
-    ),  # pyright: ignore[reportArgumentType]
-    ("rpm", lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, rpm=bad)), ()),  # pyright: ignore[reportArgumentType]
-    ("tpm", lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, tpm=bad)), ()),  # pyright: ignore[reportArgumentType]
+    ),
+    ("rpm", lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, rpm=bad)), ()),
+    ("tpm", lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, tpm=bad)), ()),
     (
         "budget_name",
         lambda bad: _made(TurnUDF("anthropic", "m", base_url=URL, budget_name=bad)),
         TEXT,
-    ),  # pyright: ignore[reportArgumentType]
+    ),
     ("column name", _column_named, ()),
 ]
 
@@ -61,7 +61,7 @@ CASES: list[tuple[str, Callable[[object], object], tuple[type, ...]]] = [
 @pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
 @pytest.mark.parametrize(("call", "takes"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_an_unquotable_argument_is_a_one_line_config_error(
-    call: Callable[[object], object], takes: tuple[type, ...], bad: object
+    call: Callable[[Any], object], takes: tuple[type, ...], bad: object
 ) -> None:
     # before: ValueError ("Exceeds the limit (4300 digits) for integer string conversion"),
     # the object's own RuntimeError, or a message of a million characters

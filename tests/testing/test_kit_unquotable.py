@@ -34,19 +34,19 @@ NAN = float("nan")  # a value the scenario refuses, under a key that is to be na
 
 def _key(bad: object) -> Any:
     """``bad`` as a dict key (a list is not hashable; a tuple of the same is no better)."""
-    return tuple(bad) if isinstance(bad, list) else bad  # pyright: ignore[reportUnknownArgumentType]
+    return tuple(bad) if isinstance(bad, list) else bad
 
 
-def _scenario(entry: object) -> Callable[[object], object]:
+def _scenario(entry: object) -> Callable[[Any], object]:
     """A scenario whose one entry is ``entry`` with ``bad`` in the place of ``"BAD"``."""
 
     def put(value: object, bad: object) -> object:
         if value == "BAD":
             return bad
         if isinstance(value, dict):
-            return {put(k, _key(bad)): put(v, bad) for k, v in value.items()}  # pyright: ignore[reportUnknownVariableType]
+            return {put(k, _key(bad)): put(v, bad) for k, v in value.items()}
         if isinstance(value, list):
-            return [put(item, bad) for item in value]  # pyright: ignore[reportUnknownVariableType]
+            return [put(item, bad) for item in value]
         return value
 
     return lambda bad: load_scenario({"models": {"m": [put(entry, bad)]}})
@@ -57,8 +57,8 @@ def _str_field(field: str) -> bool:
 
 
 #: (what, the call, the types of a value it takes)
-CASES: list[tuple[str, Callable[[object], object], tuple[type, ...]]] = [
-    ("scenario", lambda bad: load_scenario(bad), ()),  # pyright: ignore[reportArgumentType]
+CASES: list[tuple[str, Callable[[Any], object], tuple[type, ...]]] = [
+    ("scenario", lambda bad: load_scenario(bad), ()),
     ("top key", lambda bad: load_scenario({"models": {"m": [{}]}, _key(bad): 1}), ()),
     ("models", lambda bad: load_scenario({"models": bad}), ()),
     ("entries", lambda bad: load_scenario({"models": {"m": bad}}), ()),
@@ -83,40 +83,40 @@ CASES: list[tuple[str, Callable[[object], object], tuple[type, ...]]] = [
         (f"entry {field}", _scenario({field: "BAD"}), TEXT if _str_field(field) else ())
         for field in Entry.__struct_fields__
     ],
-    ("FakeProvider scenario", lambda bad: FakeProvider(bad), ()),  # pyright: ignore[reportArgumentType]
-    ("FakeProvider host", lambda bad: FakeProvider(host=bad), TEXT),  # pyright: ignore[reportArgumentType]
-    ("FakeProvider port", lambda bad: FakeProvider(port=bad), ()),  # pyright: ignore[reportArgumentType]
+    ("FakeProvider scenario", lambda bad: FakeProvider(bad), ()),
+    ("FakeProvider host", lambda bad: FakeProvider(host=bad), TEXT),
+    ("FakeProvider port", lambda bad: FakeProvider(port=bad), ()),
     (
         "ScriptedClient models key",
-        lambda bad: ScriptedClient(TestScheduler(), [], models={_key(bad): bad}),  # pyright: ignore[reportArgumentType]
+        lambda bad: ScriptedClient(TestScheduler(), [], models={_key(bad): bad}),
         (),
     ),
-    ("Later delay", lambda bad: Later(bad, None), ()),  # pyright: ignore[reportArgumentType]
-    ("timeline start", lambda bad: timeline([], start=bad), ()),  # pyright: ignore[reportArgumentType]
-    ("timeline step", lambda bad: timeline([], step=bad), ()),  # pyright: ignore[reportArgumentType]
+    ("Later delay", lambda bad: Later(bad, None), ()),
+    ("timeline start", lambda bad: timeline([], start=bad), ()),
+    ("timeline step", lambda bad: timeline([], step=bad), ()),
     (
         "drive idle_rounds",
-        lambda bad: asyncio.run(drive(TestScheduler(), reactivex.empty(), idle_rounds=bad)),  # pyright: ignore[reportArgumentType]
+        lambda bad: asyncio.run(drive(TestScheduler(), reactivex.empty(), idle_rounds=bad)),
         COUNT,
     ),
     (
         "drive limit",
-        lambda bad: asyncio.run(drive(TestScheduler(), reactivex.empty(), limit=bad)),  # pyright: ignore[reportArgumentType]
+        lambda bad: asyncio.run(drive(TestScheduler(), reactivex.empty(), limit=bad)),
         (),
     ),
-    ("find_secret max_depth", lambda bad: find_secret({}, "s", max_depth=bad), COUNT),  # pyright: ignore[reportArgumentType]
-    ("find_secret max_objects", lambda bad: find_secret({}, "s", max_objects=bad), COUNT),  # pyright: ignore[reportArgumentType]
-    ("find_secret name", lambda bad: find_secret({}, "s", name=bad), TEXT),  # pyright: ignore[reportArgumentType]
-    ("MockResponse status", lambda bad: MockResponse(status=bad), ()),  # pyright: ignore[reportArgumentType]
+    ("find_secret max_depth", lambda bad: find_secret({}, "s", max_depth=bad), COUNT),
+    ("find_secret max_objects", lambda bad: find_secret({}, "s", max_objects=bad), COUNT),
+    ("find_secret name", lambda bad: find_secret({}, "s", name=bad), TEXT),
+    ("MockResponse status", lambda bad: MockResponse(status=bad), ()),
     ("MockResponse header name", lambda bad: MockResponse(headers={_key(bad): "v"}), TEXT),
-    ("MockResponse header value", lambda bad: MockResponse(headers={"a": bad}), TEXT),  # pyright: ignore[reportArgumentType]
+    ("MockResponse header value", lambda bad: MockResponse(headers={"a": bad}), TEXT),
 ]
 
 
 @pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
 @pytest.mark.parametrize(("call", "takes"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
 def test_an_unquotable_value_is_a_one_line_config_error(
-    call: Callable[[object], object], takes: tuple[type, ...], bad: object
+    call: Callable[[Any], object], takes: tuple[type, ...], bad: object
 ) -> None:
     # before: ValueError ("Exceeds the limit (4300 digits) for integer string conversion"),
     # the object's own RuntimeError, or a message of a million characters
