@@ -165,7 +165,7 @@ def _script(script: object, name: str) -> list[tuple[float, BreakerOutcome]]:
         if len(pair) != 2 or not finite(pair[0]) or pair[1] not in _OUTCOMES:
             raise ConfigError(
                 f"{name}[{i}] must be a (time, outcome) pair with a finite time and an outcome "
-                f"of 'success', 'failure' or 'rate_limit', got {shown(step, 100)}"
+                f"of 'success', 'failure' or 'rate_limit', got {shown(cast(object, step), 100)}"
             )
         steps.append((float(pair[0]), pair[1]))
     return sorted(steps, key=lambda step: step[0])

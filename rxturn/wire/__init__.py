@@ -120,7 +120,8 @@ def decoder_for(
         >>> decoder_for("openai").saw_terminal
         False
     """
-    cls = _DECODERS.get(fmt) if isinstance(fmt, str) else None  # (a list is no key)
+    # (callers may be untyped: a list is no key of the table, a TypeError)
+    cls = _DECODERS.get(fmt) if isinstance(fmt, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
     if cls is None:
         raise ConfigError(
             f"unknown stream format {shown(fmt, 100)} (expected one of {', '.join(FORMATS)})"
