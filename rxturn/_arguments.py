@@ -29,10 +29,14 @@ __all__ = [
 
 _T = TypeVar("_T")
 
+#: the most of a value's repr a message quotes by default: a caller's million-character string
+#: quoted whole made a megabyte "one-line" message
+SHOWN_MAX = 200
 
-def shown(value: object, limit: int | None = None) -> str:
-    """``repr(value)`` for an error message (cut to ``limit`` characters if given), never an
-    error of its own.
+
+def shown(value: object, limit: int | None = SHOWN_MAX) -> str:
+    """``repr(value)`` for an error message, cut to ``limit`` characters (``None``: whole),
+    never an error of its own.
 
     An error message quotes what it was given, and ``repr`` can fail: an int of more digits
     than the interpreter prints (``sys.get_int_max_str_digits()``, 4300 by default) raises

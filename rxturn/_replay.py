@@ -31,7 +31,7 @@ from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable, SerialDisposable
 from reactivex.scheduler import CurrentThreadScheduler
 
-from ._arguments import check_bool, described
+from ._arguments import check_bool, described, shown
 from ._media import describe_bound
 from .errors import ConfigError, RxturnError, StreamProtocolError, TruncatedStreamError
 from .events import EventBatch, MessageStop, StreamEvent
@@ -299,12 +299,14 @@ def _check_source(source: object, where: str) -> None:
             "stream itself rather than a file's path: pass it as bytes (text.encode())"
         )
     if "\0" in path:
-        raise ConfigError(f"{where}: the source's path holds a NUL character ({path!r})")
+        raise ConfigError(f"{where}: the source's path holds a NUL character ({shown(path)})")
 
 
 def _check_format(fmt: str) -> None:
     if fmt != "auto" and fmt not in FORMATS:
-        raise ConfigError(f"unknown stream format {fmt!r} (expected auto, {', '.join(FORMATS)})")
+        raise ConfigError(
+            f"unknown stream format {shown(fmt, 100)} (expected auto, {', '.join(FORMATS)})"
+        )
 
 
 #: The most a replay reads from a file (bytes). A recorded stream is kilobytes to megabytes;
@@ -336,7 +338,7 @@ def _load(source: Source) -> bytes:
     except OSError as exc:
         raise ConfigError(f"cannot read file: {exc.strerror or exc} ({path})") from None
     except UnicodeEncodeError:  # a lone surrogate no file name can hold (os.fsencode refuses)
-        raise ConfigError(f"no file name the file system can encode ({path!r})") from None
+        raise ConfigError(f"no file name the file system can encode ({shown(path)})") from None
 
 
 def _open(data: bytes, fmt: str) -> StreamDecoder:

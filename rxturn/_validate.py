@@ -167,9 +167,9 @@ def seconds_problem(value: object, *, allow_zero: bool = False) -> str | None:
     if math.isinf(value):
         return f"must be finite, got {value!r}"
     if not positive(value, allow_zero=allow_zero):
-        return f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {value!r}"
+        return f"must be {'>= 0' if allow_zero else '> 0'} seconds, got {shown(value)}"
     if value > MAX_SECONDS:
-        return f"must be at most {MAX_SECONDS:.0e} seconds (about 31 years), got {value!r}"
+        return f"must be at most {MAX_SECONDS:.0e} seconds (about 31 years), got {shown(value)}"
     return None
 
 
@@ -221,7 +221,10 @@ def object_schema_problem(schema: object) -> str | None:
         return "must be a JSON Schema object schema (a dict with type 'object')"
     kind = cast("dict[str, object]", schema).get("type", "object")
     if kind != "object":
-        return f"must be a JSON Schema object schema (a dict with type 'object'), got type {kind!r}"
+        return (
+            "must be a JSON Schema object schema (a dict with type 'object'), got type "
+            f"{shown(kind, 100)}"
+        )
     return None
 
 

@@ -57,7 +57,7 @@ from typing import Any, Final
 
 import msgspec
 
-from ._arguments import check_bool
+from ._arguments import check_bool, shown
 from ._fold_state import (
     Head,
     Lane,
@@ -237,7 +237,7 @@ def fold(state: TurnState, event: StreamEvent) -> TurnState:
         return TurnState(head, state._frags, state._nfrags)
     if cls is MessageStop:
         return _message_stop(state)
-    raise TypeError(f"fold: not a stream event: {event!r}")
+    raise TypeError(f"fold: not a stream event: {shown(event, 100)}")
 
 
 def fold_handler(state: TurnState, event: HandlerEvent) -> TurnState:

@@ -311,7 +311,7 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
         """
         where = _media_path(path)
         return cls._checked(
-            _read_media(where), media_type, f"media file {str(where)!r}", where.name
+            _read_media(where), media_type, f"media file {shown(str(where))}", where.name
         )
 
     @classmethod
@@ -324,7 +324,9 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
         if media_type is not None:
             found = _media.canonical(media_type)
             if _media.kind_of(found) is None:
-                raise ConfigError(f"{what}: unknown media type {media_type!r} (known: {known})")
+                raise ConfigError(
+                    f"{what}: unknown media type {shown(media_type, 100)} (known: {known})"
+                )
             magic = _media.sniff(raw)  # what the bytes' own header says, if anything
             if magic is not None and magic != found:
                 raise ConfigError(
@@ -409,7 +411,7 @@ class FileIdSource(msgspec.Struct, frozen=True, tag="file_id"):
             # provider's id ('upload the file to openai'), which misled
             raise ConfigError(
                 f"FileIdSource.provider must be one of {', '.join(map(repr, _FILE_STORES))} "
-                f"(the providers with a file store), got {self.provider!r}"
+                f"(the providers with a file store), got {shown(self.provider, 100)}"
             )
         if provider != self.provider:
             msgspec.structs.force_setattr(self, "provider", provider)
@@ -647,7 +649,7 @@ def _read_media(where: Path) -> bytes:
     file may grow, and some report a size of 0).
     """
     bound = MAX_MEDIA_FILE_BYTES
-    named = f"media file {str(where)!r}"
+    named = f"media file {shown(str(where))}"
     if "\0" in str(where):  # (os.open would raise a bare ValueError)
         raise ConfigError(f"cannot read {named}: the path holds a NUL character")
     try:
@@ -1233,7 +1235,7 @@ def _field(block: Mapping[str, object], key: str, where: str, kind: type = str) 
     value = block.get(key)
     if not isinstance(value, kind):
         raise ConfigError(
-            f"{where}: a {block.get('type')!r} block needs {key!r} as a {kind.__name__}, "
+            f"{where}: a {shown(block.get('type'), 100)} block needs {key!r} as a {kind.__name__}, "
             f"got {type(value).__name__}"
         )
     return value
@@ -1376,7 +1378,7 @@ def _anthropic_source(raw: object, where: str) -> MediaSource:
         return UrlSource(_inner(source, "url", where, "source"))
     if kind == "file":
         return FileIdSource(_inner(source, "file_id", where, "source"), "anthropic")
-    raise ConfigError(f"{where}: unknown media source type {kind!r}")
+    raise ConfigError(f"{where}: unknown media source type {shown(kind, 100)}")
 
 
 def _url_source(url: str, where: str) -> MediaSource:
@@ -1551,7 +1553,7 @@ def _as_message(item: object, where: str) -> Message:
         if role != "assistant" or not isinstance(refusal, str):
             raise ConfigError(
                 f"{where}: 'refusal' is an OpenAI assistant message's refusal text (a str), "
-                f"got {type_named(refusal)} on a {role!r} message"
+                f"got {type_named(refusal)} on a {shown(role, 100)} message"
             )
         if refusal:
             parts.append(RefusalPart(refusal))

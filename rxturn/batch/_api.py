@@ -25,6 +25,7 @@ from reactivex.disposable import Disposable
 from reactivex.scheduler import NewThreadScheduler
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
+from .._arguments import shown
 from ..clients._base import ModelClient
 from ..errors import Cancelled, ConfigError
 from ..messages import Message
@@ -158,7 +159,7 @@ class _Rows:
             if "id" not in obj and "custom_id" not in obj:  # a native row without a key
                 row = msgspec.structs.replace(row, key=f"row-{number}-{sha[:16]}")
         if row.key in self.seen:
-            raise BatchInputError(f"row {number}: duplicate key {row.key!r}", line=number)
+            raise BatchInputError(f"row {number}: duplicate key {shown(row.key, 100)}", line=number)
         self.seen.add(row.key)
         return row, sha
 
@@ -179,7 +180,7 @@ def _checked_row(row: BatchRow, number: int) -> BatchRow:
         return BatchInputError(f"row {number}: BatchRow: {what}", line=number)
 
     if not isinstance(row.key, str) or not row.key.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise fail(f"key must be a non-empty string, got {row.key!r}")
+        raise fail(f"key must be a non-empty string, got {shown(row.key, 100)}")
     messages = cast(object, row.messages)
     if not isinstance(messages, tuple | list) or not all(
         isinstance(m, Message) for m in cast("tuple[object, ...]", messages)
@@ -338,7 +339,7 @@ async def run_batch(
             that is not a bool or None; before any request.
     """
     if progress is not None and not isinstance(progress, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"progress must be True, False or None, got {progress!r}")
+        raise ConfigError(f"progress must be True, False or None, got {shown(progress, 100)}")
     _check_arguments(rows, config, on_result=on_result, gate=gate)
     total = len(rows) if hasattr(rows, "__len__") else 0  # pyright: ignore[reportArgumentType]
     tally = Tally(total)

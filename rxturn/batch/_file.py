@@ -21,7 +21,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from .._arguments import counted
+from .._arguments import counted, shown
 from ..cost import cost_available, warm_up_prices
 from ._api import BatchSummary, Tally
 from ._budget import Budget, LocalGate
@@ -270,9 +270,9 @@ class FileRun:
             self.notice(f"repaired {str(output)!r}: dropped {blank_bytes(dropped)} at its end")
         elif dropped:
             fate = {  # what becomes of that row, as the scan found it
-                None: f"its row {torn!r} is not in the input",
-                True: f"its row {torn!r} runs again",
-                False: f"its row {torn!r} has an earlier line, which stands",
+                None: f"its row {shown(torn, 100)} is not in the input",
+                True: f"its row {shown(torn, 100)} runs again",
+                False: f"its row {shown(torn, 100)} has an earlier line, which stands",
             }[self._torn_runs]
             self.notice(
                 f"repaired {str(output)!r}: dropped a torn last line "
@@ -319,7 +319,7 @@ class FileRun:
             changed = bool(sha) and sha != input_sha(obj)
             if changed and not force:
                 raise BatchInputError(
-                    f"line {line}: row {key!r} changed since its output line was written "
+                    f"line {line}: row {shown(key, 100)} changed since its output line was written "
                     "(use --force to run it again)",
                     line=line,
                 )
@@ -359,7 +359,7 @@ class FileRun:
         if self.index.keys.get(done.key) != line:  # the input changed under the run
             raise BatchInputError(
                 f"line {line}: the input changed during the run (this line now holds row "
-                f"{done.key!r}, which the scan found "
+                f"{shown(done.key, 100)}, which the scan found "
                 + (
                     f"on line {self.index.keys[done.key]})"
                     if done.key in self.index.keys

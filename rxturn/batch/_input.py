@@ -35,7 +35,7 @@ from typing import Any, BinaryIO, cast
 
 import msgspec
 
-from .._arguments import check_callable, described
+from .._arguments import check_callable, described, shown
 from ..clients._request import (
     check_options,
     merge_extra_body,
@@ -158,7 +158,7 @@ def _fail(line: int, what: str) -> BatchInputError:
 
 
 def _twice(line: int, key: str) -> BatchInputError:
-    return _fail(line, f"the key {key!r} appears twice in one object")
+    return _fail(line, f"the key {shown(key, 100)} appears twice in one object")
 
 
 def _text(value: object, line: int, where: str) -> str:
@@ -203,7 +203,7 @@ def check_row_options(raw: object, line: int, where: str) -> dict[str, Any] | No
     options = cast("dict[str, Any]", raw)
     for name in options:
         if name not in _OPTION_FIELDS:
-            raise _fail(line, f"{where}: unknown request option {name!r}")
+            raise _fail(line, f"{where}: unknown request option {shown(name, 100)}")
     try:
         # the types, then the values (a max_tokens of 0 is refused here, before any request,
         # not by each row's request when it runs)
@@ -290,7 +290,9 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
     if not _NATIVE_KEYS.issuperset(obj):
         for name in obj:
             if name not in _NATIVE_KEYS:
-                raise _fail(line, f"unknown field {name!r} in a row with 'prompt' or 'messages'")
+                raise _fail(
+                    line, f"unknown field {shown(name, 100)} in a row with 'prompt' or 'messages'"
+                )
     if "prompt" in obj and "messages" in obj:
         raise _fail(line, "a row has either 'prompt' or 'messages', not both")
     prompted = "prompt" in obj
@@ -316,7 +318,10 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
         named = options.pop("model")
         if named is not None:
             if model is not None and named != model:
-                raise _fail(line, f"'model' and options.model differ ({model!r}, {named!r})")
+                raise _fail(
+                    line,
+                    f"'model' and options.model differ ({shown(model, 100)}, {shown(named, 100)})",
+                )
             model = named or None
         options = options or None
     return BatchRow(
@@ -358,7 +363,7 @@ def _openai(obj: dict[str, Any], line: int) -> BatchRow:
     body = cast("dict[str, Any]", body)
     method = obj.get("method", "POST")
     if method != "POST":
-        raise _fail(line, f"method must be POST, got {method!r}")
+        raise _fail(line, f"method must be POST, got {shown(method, 100)}")
     url = obj.get("url")
     if url is not None and not isinstance(url, str):
         raise _fail(line, f"url must be a string, got {type(url).__name__}")
@@ -367,7 +372,7 @@ def _openai(obj: dict[str, Any], line: int) -> BatchRow:
     if url is not None and url.split("?")[0] not in _CHAT_URLS:
         raise _fail(
             line,
-            f"an OpenAI Batch line for {url!r} is not a chat request (rxturn runs "
+            f"an OpenAI Batch line for {shown(url, 100)} is not a chat request (rxturn runs "
             "/v1/chat/completions and /v1/responses lines)",
         )
     messages, system = _messages(body.get("messages"), line, "body.messages", system_role=True)
@@ -478,7 +483,7 @@ def _own_fields(obj: Mapping[str, object], known: frozenset[str], line: int, sha
     for name in obj:
         if name not in known:
             fields = ", ".join(sorted(known))
-            raise _fail(line, f"unknown field {name!r} in {shape} (its fields: {fields})")
+            raise _fail(line, f"unknown field {shown(name, 100)} in {shape} (its fields: {fields})")
 
 
 def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchRow:
@@ -580,7 +585,9 @@ def scan_input(
                     raise _twice(line, twice)
                 first = index.keys.setdefault(row.key, line)
                 if first != line:
-                    raise _fail(line, f"duplicate key {row.key!r} (first on line {first})")
+                    raise _fail(
+                        line, f"duplicate key {shown(row.key, 100)} (first on line {first})"
+                    )
                 if check is not None:
                     check(row.key, obj, line)
                 index.lines = line

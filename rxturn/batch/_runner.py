@@ -173,7 +173,9 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.temperature is not None and not (
             math.isfinite(self.temperature) and self.temperature >= 0
         ):
-            raise ConfigError(f"temperature must be a number >= 0, got {self.temperature!r}")
+            raise ConfigError(
+                f"temperature must be a number >= 0, got {shown(self.temperature, 100)}"
+            )
         return self
 
     def options(self) -> dict[str, object]:

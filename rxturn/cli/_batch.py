@@ -22,6 +22,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._arguments import shown
 from ._console import (
     BATCH_FLAGS,
     KEY_VARIABLES,
@@ -145,7 +146,8 @@ def output_argument(text: str) -> str:
         # (a path drops the slash: 'results/', a directory that does not exist yet, became
         # a file named 'results')
         raise argparse.ArgumentTypeError(
-            f"{text!r} names a directory: OUT is a file (such as {text + 'answers.jsonl'!r})"
+            f"{shown(text)} names a directory: OUT is a file (such as "
+            f"{shown(text + 'answers.jsonl')})"
         )
     return file_argument(text)
 
@@ -541,7 +543,7 @@ def _spool(name: str) -> Spool:
     try:
         source = open(name, "rb")  # noqa: SIM115 - closed below
     except OSError as exc:
-        raise BatchInputError(f"cannot read {name!r}: {exc.strerror or exc}") from None
+        raise BatchInputError(f"cannot read {shown(name)}: {exc.strerror or exc}") from None
     with source:
         return spool_input(source)
 
@@ -749,7 +751,9 @@ def _status(args: argparse.Namespace) -> int:
 
     changed: list[str] = []
     if args.input is None and not Path(args.output).exists():
-        return _fail(f"{args.output!r} does not exist (with --input, every row counts as pending)")
+        return _fail(
+            f"{shown(args.output)} does not exist (with --input, every row counts as pending)"
+        )
     try:
         check_output(Path(args.output))  # no run's output: said, not read as one
         state = read_output(Path(args.output))
@@ -816,7 +820,7 @@ def _export(args: argparse.Namespace) -> int:
     if missing:  # said first: a closed stdout may end the export before its end
         _notice(
             f"{counted(missing, 'row')} of the input {'has' if missing == 1 else 'have'} no line "
-            f"in {args.output!r} yet, left out (pending: the same 'rxturn batch run' runs "
+            f"in {shown(args.output)} yet, left out (pending: the same 'rxturn batch run' runs "
             f"{'it' if missing == 1 else 'them'})"
         )
     try:
@@ -824,7 +828,7 @@ def _export(args: argparse.Namespace) -> int:
     except FileNotFoundError:
         return 0  # no output yet: no row has a line
     except OSError as exc:
-        return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}", 1)
+        return _fail(f"cannot read {shown(args.output)}: {exc.strerror or exc}", 1)
     with file:
         chunk: list[str] = []
         size = 0
@@ -835,7 +839,7 @@ def _export(args: argparse.Namespace) -> int:
             try:
                 line = read_line_at(file, seen[2]).decode("utf-8", "replace")
             except OSError as exc:
-                return _fail(f"cannot read {args.output!r}: {exc.strerror or exc}", 1)
+                return _fail(f"cannot read {shown(args.output)}: {exc.strerror or exc}", 1)
             chunk.append(line)
             size += len(line)
             if size >= 1 << 16:  # write in slices: a closed pipe stops it early

@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .._arguments import shown
 from .._interrupt import give_back, take_signals
 from ._console import argument_shown, file_argument
 
@@ -40,7 +41,7 @@ def _host(text: str) -> str:
     from .._validate import HOST_RULE, is_host
 
     if not is_host(text):  # (the rule FakeProvider keeps)
-        raise argparse.ArgumentTypeError(f"invalid host {text!r}: expected {HOST_RULE}")
+        raise argparse.ArgumentTypeError(f"invalid host {shown(text, 100)}: expected {HOST_RULE}")
     return text
 
 

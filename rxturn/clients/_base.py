@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from .._arguments import type_named
+from .._arguments import shown, type_named
 from ..errors import ConfigError
 from ..events import BatchStream, EventStream
 from ..messages import Message, Request, RequestOptions
@@ -101,7 +101,9 @@ def keeps_thinking(client: object, options: RequestOptions) -> bool:
     keep = options.keep_thinking
     if keep is not None:
         if not isinstance(keep, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"RequestOptions.keep_thinking must be a bool or None, got {keep!r}")
+            raise ConfigError(
+                f"RequestOptions.keep_thinking must be a bool or None, got {shown(keep, 100)}"
+            )
         return keep
     if options.thinking is None and options.reasoning_effort in (None, "none"):
         return False

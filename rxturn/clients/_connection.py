@@ -80,23 +80,25 @@ def check_base_url(base_url: str) -> str:
     url = base_url.strip()
     if any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in url):
         raise ConfigError(
-            f"base_url {_shown(url)!r} holds a space or a control character (percent-encode it)"
+            f"base_url {shown(_shown(url), 100)} holds a space or a control character "
+            "(percent-encode it)"
         )
     try:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - raises ValueError on a bad port
     except ValueError as exc:
-        raise ConfigError(f"base_url {_shown(url)!r} is not a valid URL: {exc}") from None
+        raise ConfigError(f"base_url {shown(_shown(url), 100)} is not a valid URL: {exc}") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"base_url must be an absolute http(s) URL such as 'https://api.example.com', "
-            f"got {_shown(url)!r}"
+            f"got {shown(_shown(url), 100)}"
         )
     if parts.username or parts.password:
         raise ConfigError("base_url must not contain credentials; pass api_key instead")
     if "?" in url or "#" in url:
         raise ConfigError(
-            f"base_url must not have a query string or fragment, got {_shown(url)!r} followed "
+            f"base_url must not have a query string or fragment, got {shown(_shown(url), 100)} "
+            "followed "
             "by one; the client adds the path, and an API key goes in api_key or extra_headers"
         )
     return url.rstrip("/")

@@ -14,7 +14,7 @@ import base64
 import logging
 from typing import Any
 
-from .._arguments import type_named
+from .._arguments import shown, type_named
 from .._media import describe_size, kind_of
 from ..errors import ConfigError
 from ..messages import (
@@ -176,7 +176,7 @@ def cache_value(value: object, where: str) -> str | None:
         return ""
     if isinstance(value, str) and value in CACHE_TTLS:
         return value
-    raise ConfigError(f"{where} must be True, False, '5m' or '1h', got {value!r}")
+    raise ConfigError(f"{where} must be True, False, '5m' or '1h', got {shown(value, 100)}")
 
 
 def prompt_cache_fields(options: RequestOptions, body: dict[str, Any]) -> bool:
@@ -186,7 +186,7 @@ def prompt_cache_fields(options: RequestOptions, body: dict[str, Any]) -> bool:
     if key is not None:
         if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"RequestOptions.prompt_cache_key must be a non-empty string, got {key!r}"
+                f"RequestOptions.prompt_cache_key must be a non-empty string, got {shown(key, 100)}"
             )
         body["prompt_cache_key"] = key
     cache_options = options.prompt_cache_options
@@ -201,7 +201,7 @@ def prompt_cache_fields(options: RequestOptions, body: dict[str, Any]) -> bool:
     if mode not in ("implicit", "explicit"):
         raise ConfigError(
             f"RequestOptions.prompt_cache_options['mode'] must be 'implicit' or 'explicit', got "
-            f"{mode!r}"
+            f"{shown(mode, 100)}"
         )
     body["prompt_cache_options"] = cache_options
     return mode == "explicit"

@@ -147,7 +147,7 @@ class HttpClient:
     ) -> None:
         name = type(self).__name__
         if not isinstance(model, str) or not model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"{name}: model must be a non-empty string, got {shown(model)}")
+            raise ConfigError(f"{name}: model must be a non-empty string, got {shown(model, 100)}")
         if api_key is not None and (
             not isinstance(api_key, str)  # pyright: ignore[reportUnnecessaryIsInstance]
             or not api_key.strip()

@@ -79,7 +79,9 @@ def resolve_model(options: RequestOptions, default: str) -> str:
     if options.model is None:
         return default
     if not isinstance(options.model, str) or not options.model.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"RequestOptions.model must be a non-empty string, got {options.model!r}")
+        raise ConfigError(
+            f"RequestOptions.model must be a non-empty string, got {shown(options.model, 100)}"
+        )
     return options.model
 
 
@@ -113,7 +115,9 @@ def resolve_temperature(options: RequestOptions) -> float | None:
     if value is None:
         return None
     if not finite(value):  # RequestOptions is not type-checked
-        raise ConfigError(f"RequestOptions.temperature must be a finite number, got {value!r}")
+        raise ConfigError(
+            f"RequestOptions.temperature must be a finite number, got {shown(value, 100)}"
+        )
     return value
 
 
@@ -155,20 +159,23 @@ def resolve_tool_choice(
     if choice is None:
         return None
     if not isinstance(choice, str) or not choice:  # pyright: ignore[reportUnnecessaryIsInstance]
-        raise ConfigError(f"RequestOptions.tool_choice must be a non-empty string, got {choice!r}")
+        raise ConfigError(
+            f"RequestOptions.tool_choice must be a non-empty string, got {shown(choice, 100)}"
+        )
     names = [tool.name for tool in tools or ()]
     mode = {"auto": "auto", "none": "none", "any": "any", "required": "any"}.get(choice, "tool")
     if not names:
         if mode in ("auto", "none"):
             return None
         raise ConfigError(
-            f"RequestOptions.tool_choice={choice!r} needs tools, but the request has none"
+            f"RequestOptions.tool_choice={shown(choice, 100)} needs tools, but the request has none"
         )
     if mode == "tool":
         if choice not in names:
             raise ConfigError(
-                f"RequestOptions.tool_choice names tool {choice!r}, which is not among the "
-                f"request's tools {names!r}"
+                f"RequestOptions.tool_choice names tool {shown(choice, 100)}, which is not among "
+                "the "
+                f"request's tools {shown(names, 200)}"
             )
         return ("tool", choice)
     return (mode, None)
@@ -209,7 +216,7 @@ def resolve_reasoning_effort(options: RequestOptions) -> str | None:
     if value not in REASONING_EFFORTS:
         allowed = ", ".join(REASONING_EFFORTS)
         raise ConfigError(
-            f"RequestOptions.reasoning_effort must be one of {allowed}, got {value!r}"
+            f"RequestOptions.reasoning_effort must be one of {allowed}, got {shown(value, 100)}"
         )
     return value
 
@@ -246,7 +253,7 @@ def merge_extra_body(body: dict[str, Any], options: RequestOptions) -> dict[str,
     for key in extra:
         if not isinstance(key, str) or not key:  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"RequestOptions.extra_body keys must be non-empty strings, got {key!r}"
+                f"RequestOptions.extra_body keys must be non-empty strings, got {shown(key, 100)}"
             )
         if key in _CLIENT_OWNED:
             hint = "set RequestOptions.model" if key == "model" else "the client sets it per path"
@@ -410,7 +417,7 @@ def check_options(options: object) -> RequestOptions:
             raise ConfigError(f"RequestOptions.{name} {problem}, got {shown(value)}")
     if options.response_format is not None and options.tool_choice not in (None, "auto", "none"):
         raise ConfigError(
-            f"RequestOptions.tool_choice={options.tool_choice!r} cannot act with a "
+            f"RequestOptions.tool_choice={shown(options.tool_choice, 100)} cannot act with a "
             "response_format: a structured-output request sends no tools (the reply is the "
             "JSON); leave tool_choice unset"
         )

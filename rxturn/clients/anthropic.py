@@ -60,6 +60,7 @@ from __future__ import annotations
 
 from typing import Any, Unpack, cast
 
+from .._arguments import shown
 from ..errors import ConfigError
 from ..messages import (
     AudioPart,
@@ -472,12 +473,14 @@ def build_anthropic_body(
         if forced:
             raise ConfigError(
                 "RequestOptions.thinking cannot be combined with a forced tool call "
-                f"(tool_choice={options.tool_choice!r}): the API allows only 'auto' or 'none' "
+                f"(tool_choice={shown(options.tool_choice, 100)}): the API allows only 'auto' or "
+                "'none' "
                 "with extended thinking"
             )
         if options.temperature is not None and options.temperature != 1:
             raise ConfigError(
-                f"RequestOptions.temperature={options.temperature!r} cannot be combined with "
+                f"RequestOptions.temperature={shown(options.temperature, 100)} cannot be "
+                "combined with "
                 "RequestOptions.thinking: the API takes extended thinking only at temperature 1 "
                 "(leave temperature unset)"
             )

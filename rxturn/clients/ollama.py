@@ -35,6 +35,7 @@ from __future__ import annotations
 
 from typing import Any, Unpack
 
+from .._arguments import shown
 from ..errors import ConfigError
 from ..messages import (
     DocumentPart,
@@ -169,7 +170,8 @@ def build_ollama_body(
     choice = resolve_tool_choice(options, request.tools)
     if choice is not None and choice[0] in ("any", "tool"):
         raise ConfigError(
-            f"RequestOptions.tool_choice={options.tool_choice!r}: Ollama's /api/chat cannot "
+            f"RequestOptions.tool_choice={shown(options.tool_choice, 100)}: Ollama's /api/chat "
+            "cannot "
             "force a tool call (use OpenAIClient.ollama for tool_choice support where the model "
             "has it, or leave tool_choice unset)"
         )

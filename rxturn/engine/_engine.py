@@ -549,7 +549,8 @@ def _check_hedge_can_act(hedge: HedgePolicy, client: object, served: str) -> Non
     if all(target.key(served, client) == own for target in hedge.targets):
         raise ConfigError(
             f"TurnEngine(hedge=...): every target is the primary's own request (model "
-            f"{served!r} on the engine's client), so no hedge could ever be sent: name another "
+            f"{shown(served, 100)} on the engine's client), so no hedge could ever be sent: name "
+            "another "
             "model, or another client"
         )
 
@@ -600,8 +601,8 @@ def _check_arguments(
     # by design); two explicit choices that disagree are refused.
     if primary is not None and asked is not None and asked != primary:
         raise ConfigError(
-            f"TurnEngine(fallback=...): the breaker's primary {primary!r} and "
-            f"request_options.model {asked!r} disagree: the primary is the model the "
+            f"TurnEngine(fallback=...): the breaker's primary {shown(primary, 100)} and "
+            f"request_options.model {shown(asked, 100)} disagree: the primary is the model the "
             "engine serves while the breaker is closed; name the same model in both, or "
             "leave one of them unset"
         )
@@ -655,7 +656,7 @@ def _assign_options(engine: TurnEngine, value: object) -> object:
 def _assign_mode(engine: TurnEngine, value: object) -> object:
     if value not in ("streaming", "non_streaming"):
         raise ConfigError(
-            f"engine.mode = ... must be 'streaming' or 'non_streaming', got {value!r}"
+            f"engine.mode = ... must be 'streaming' or 'non_streaming', got {shown(value, 100)}"
         )
     _check_hedge(engine.hedge, value)
     return value
@@ -663,7 +664,7 @@ def _assign_mode(engine: TurnEngine, value: object) -> object:
 
 def _assign_max_turns(engine: TurnEngine, value: object) -> object:
     if not positive(value, integer=True):
-        raise ConfigError(f"engine.max_turns = ... must be an int >= 1, got {value!r}")
+        raise ConfigError(f"engine.max_turns = ... must be an int >= 1, got {shown(value, 100)}")
     return value
 
 
@@ -691,7 +692,9 @@ def _assign_failover(engine: TurnEngine, value: object) -> object:
 
 def _assign_hedge(engine: TurnEngine, value: object) -> object:
     if value is not None and not isinstance(value, HedgePolicy):
-        raise ConfigError(f"engine.hedge = ... must be a HedgePolicy or None, got {value!r}")
+        raise ConfigError(
+            f"engine.hedge = ... must be a HedgePolicy or None, got {shown(value, 100)}"
+        )
     _check_hedge(value, engine.mode)
     if value is not None:
         _check_hedge_can_act(value, engine.client, engine.served_model())

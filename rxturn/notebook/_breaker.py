@@ -15,6 +15,7 @@ import msgspec
 from reactivex import abc
 from reactivex.scheduler import VirtualTimeScheduler
 
+from .._arguments import shown
 from .._validate import finite, positive
 from ..errors import ConfigError, FallbackExhausted, RateLimitEscalation, ReadError
 from ..operators._scheduling import clock as scheduler_clock
@@ -96,7 +97,9 @@ class ManualClock:
 
     def __init__(self, now: float = 0.0) -> None:
         if not finite(now):
-            raise ConfigError(f"ManualClock(now) must be a finite number of seconds, got {now!r}")
+            raise ConfigError(
+                f"ManualClock(now) must be a finite number of seconds, got {shown(now, 100)}"
+            )
         self.now = float(now)
 
     def __call__(self) -> float:
@@ -105,10 +108,13 @@ class ManualClock:
     def advance_to(self, when: float) -> None:
         if not finite(when):
             raise ConfigError(
-                f"ManualClock.advance_to(when) must be a finite number of seconds, got {when!r}"
+                "ManualClock.advance_to(when) must be a finite number of seconds, got "
+                f"{shown(when, 100)}"
             )
         if when < self.now:
-            raise ConfigError(f"ManualClock cannot go back in time ({when} < {self.now})")
+            raise ConfigError(
+                f"ManualClock cannot go back in time ({shown(when, 100)} < {self.now})"
+            )
         self.now = float(when)
 
 
@@ -138,7 +144,8 @@ def _step(manager: FallbackManager, at: float, outcome: BreakerOutcome) -> list[
         samples.append(BreakerSample.of(manager, at, event, served))
     else:
         raise ConfigError(
-            f"breaker script outcome must be 'success', 'failure' or 'rate_limit', got {outcome!r}"
+            "breaker script outcome must be 'success', 'failure' or 'rate_limit', got "
+            f"{shown(outcome, 100)}"
         )
     return samples
 
@@ -158,7 +165,7 @@ def _script(script: object, name: str) -> list[tuple[float, BreakerOutcome]]:
         if len(pair) != 2 or not finite(pair[0]) or pair[1] not in _OUTCOMES:
             raise ConfigError(
                 f"{name}[{i}] must be a (time, outcome) pair with a finite time and an outcome "
-                f"of 'success', 'failure' or 'rate_limit', got {step!r}"
+                f"of 'success', 'failure' or 'rate_limit', got {shown(cast(object, step), 100)}"
             )
         steps.append((float(pair[0]), pair[1]))
     return sorted(steps, key=lambda step: step[0])
@@ -279,7 +286,7 @@ def breaker_timeline(
             )
     if not positive(width, finite=True):
         raise ConfigError(
-            f"breaker_timeline(width) must be a positive number of inches, got {width!r}"
+            f"breaker_timeline(width) must be a positive number of inches, got {shown(width, 100)}"
         )
     figure, ax = new_figure(width, 3.6)
     ax.set_title(title)

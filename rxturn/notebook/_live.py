@@ -22,6 +22,7 @@ from typing import Any, Protocol, TextIO
 from reactivex import abc
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
+from .._arguments import shown
 from .._validate import positive
 from ..errors import ConfigError
 from ..operators._scheduling import clock as scheduler_clock
@@ -50,7 +51,9 @@ class IPythonSink:
 
     def __init__(self, *, max_chars: int = 20_000) -> None:
         if not positive(max_chars, integer=True):
-            raise ConfigError(f"IPythonSink.max_chars must be an int >= 1, got {max_chars!r}")
+            raise ConfigError(
+                f"IPythonSink.max_chars must be an int >= 1, got {shown(max_chars, 100)}"
+            )
         self._max_chars = max_chars
         self._handle: Any = None
         self._fallback: PrintSink | None = None
@@ -76,7 +79,7 @@ class PrintSink:
 
     def __init__(self, stream: TextIO | None = None) -> None:
         if stream is not None and not callable(getattr(stream, "write", None)):
-            raise ConfigError(f"PrintSink.stream must be a text stream, got {stream!r}")
+            raise ConfigError(f"PrintSink.stream must be a text stream, got {shown(stream, 100)}")
         self._stream = stream
         self._seq = -2
         self._retracted = 0
@@ -155,12 +158,16 @@ class LiveText:
         scheduler: abc.SchedulerBase | None = None,
     ) -> None:
         if not positive(min_interval, allow_zero=True):
-            raise ConfigError(f"LiveText.min_interval must be >= 0 seconds, got {min_interval}")
+            raise ConfigError(
+                f"LiveText.min_interval must be >= 0 seconds, got {shown(min_interval, 100)}"
+            )
         if sink is not None and not callable(getattr(sink, "show", None)):
-            raise ConfigError(f"LiveText.sink must have a show(view) method, got {sink!r}")
+            raise ConfigError(
+                f"LiveText.sink must have a show(view) method, got {shown(sink, 100)}"
+            )
         if scheduler is not None and not isinstance(scheduler, abc.SchedulerBase):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"LiveText.scheduler must be a reactivex scheduler, got {scheduler!r}"
+                f"LiveText.scheduler must be a reactivex scheduler, got {shown(scheduler, 100)}"
             )
         self.sink: DisplaySink = sink if sink is not None else _default_sink()
         self.min_interval = min_interval

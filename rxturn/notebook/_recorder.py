@@ -23,6 +23,7 @@ from typing import Literal
 from reactivex import Observable, abc
 from reactivex import operators as ops
 
+from .._arguments import shown
 from .._validate import positive
 from ..engine.observation.observers import Observer
 from ..errors import ConfigError
@@ -83,7 +84,7 @@ class TurnRecorder(Observer):
     ) -> None:
         if not callable(clock):
             raise ConfigError(
-                f"TurnRecorder.clock must be a callable returning seconds, got {clock!r}"
+                f"TurnRecorder.clock must be a callable returning seconds, got {shown(clock, 100)}"
             )
         if (
             not positive(max_records, integer=True)
@@ -94,7 +95,9 @@ class TurnRecorder(Observer):
                 "TurnRecorder: max_records and max_replies must be >= 1, keep_retracted_chars >= 0"
             )
         if not positive(density_bin):
-            raise ConfigError(f"TurnRecorder.density_bin must be > 0 seconds, got {density_bin}")
+            raise ConfigError(
+                f"TurnRecorder.density_bin must be > 0 seconds, got {shown(density_bin, 100)}"
+            )
         self._clock = clock
         # a bound past what a deque can hold (an int, not a C size) keeps everything
         self._records: deque[Record] = deque(maxlen=min(max_records, sys.maxsize))

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, cast
 
 import msgspec
 
+from .._arguments import shown
 from .._redact import without_base64, without_secrets
 from .._validate import positive
 from ..errors import ConfigError
@@ -184,7 +185,9 @@ class LiveView(msgspec.Struct, frozen=True, kw_only=True):
             ConfigError: ``max_chars`` is not an int >= 1.
         """
         if not positive(max_chars, integer=True):
-            raise ConfigError(f"LiveView.to_html(max_chars) must be an int >= 1, got {max_chars!r}")
+            raise ConfigError(
+                f"LiveView.to_html(max_chars) must be an int >= 1, got {shown(max_chars, 100)}"
+            )
         parts = [
             "<div style='font-family:monospace;white-space:pre-wrap'>",
             f"<div style='color:#666;font-size:85%'>{html.escape(self.headline())}</div>",
@@ -197,9 +200,9 @@ class LiveView(msgspec.Struct, frozen=True, kw_only=True):
                 f"<span style='color:#c33'>↻ attempt {gone.attempt} discarded: "
                 f"{html.escape(gone.reason)}</span></div>"
             )
-        shown, hidden = tail(self.text, max_chars)
+        kept, hidden = tail(self.text, max_chars)
         prefix = f"…({hidden} earlier chars) " if hidden else ""
-        parts.append(f"<div>{html.escape(prefix + shown)}</div></div>")
+        parts.append(f"<div>{html.escape(prefix + kept)}</div></div>")
         return "".join(parts)
 
     def to_text(self) -> str:

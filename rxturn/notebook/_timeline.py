@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from .._arguments import shown
 from .._validate import positive
 from ..errors import ConfigError
 from ._recorder import TurnRecorder
@@ -132,7 +133,9 @@ def timeline(
             finite number, ``labels`` is not a mapping.
     """
     if not positive(width, finite=True):
-        raise ConfigError(f"timeline(width) must be a positive number of inches, got {width!r}")
+        raise ConfigError(
+            f"timeline(width) must be a positive number of inches, got {shown(width, 100)}"
+        )
     if labels is not None and not isinstance(labels, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ConfigError(
             f"timeline(labels) must be a mapping of turn seq to name, got {type(labels).__name__}"

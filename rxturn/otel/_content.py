@@ -25,6 +25,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from .._arguments import shown
 from .._validate import mend_text
 from ..errors import ConfigError
 from ..messages import (
@@ -75,7 +76,7 @@ def capture_mode(value: str | bool | None) -> CaptureMode:
     for mode in _MODES:
         if text == mode:
             return mode
-    raise ConfigError(f"{where} must be one of {', '.join(_MODES)}, got {value!r}")
+    raise ConfigError(f"{where} must be one of {', '.join(_MODES)}, got {shown(value, 100)}")
 
 
 def _part(part: object) -> dict[str, Any]:

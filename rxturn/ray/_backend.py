@@ -10,7 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from .._arguments import counted
+from .._arguments import counted, shown
 from ..batch._errors import BatchError
 from ..batch._file import Done, run_line
 from ..batch._runner import BatchConfig, Runner
@@ -44,12 +44,12 @@ def check_address(address: str) -> None:
     """
     import socket
 
-    shown = address
+    named = address
     if address == "auto":
         address = os.environ.get("RAY_ADDRESS", "").strip()
         if not address or address == "auto":
             return  # the local cluster, found (or started) by Ray itself
-        shown = f"{address} (RAY_ADDRESS)"
+        named = f"{address} (RAY_ADDRESS)"
     rest = address.removeprefix("ray://")
     host, colon, port_text = rest.rpartition(":")
     # (another scheme is no host: the dashboard's http://HOST:8265, which `ray job submit`
@@ -61,13 +61,17 @@ def check_address(address: str) -> None:
         or not port_text.isdigit()
         or not 0 < int(port_text) < 65536
     ):
-        raise ConfigError(f"--ray takes auto, HOST:PORT or ray://HOST:PORT, got {address!r}")
+        raise ConfigError(
+            f"--ray takes auto, HOST:PORT or ray://HOST:PORT, got {shown(address, 100)}"
+        )
     try:
         with socket.create_connection((host.strip("[]"), int(port_text)), _REACH_TIMEOUT):
             pass
     except OSError as exc:
         reason = "timed out" if isinstance(exc, TimeoutError) else exc.strerror or str(exc)
-        raise BatchError(f"cannot reach the Ray cluster at {shown!r} ({reason})") from None
+        raise BatchError(
+            f"cannot reach the Ray cluster at {shown(named, 100)} ({reason})"
+        ) from None
 
 
 class RowActor:
@@ -156,7 +160,7 @@ class RayBackend:
                     ray.init(address=self.address, **kwargs)
             except Exception as exc:  # Ray's own errors: one line, not a traceback
                 raise BatchError(
-                    f"cannot start on the Ray cluster at {self.address!r}: "
+                    f"cannot start on the Ray cluster at {shown(self.address, 100)}: "
                     f"{type(exc).__name__}: {exc}"
                 ) from None
             self._started_ray = True

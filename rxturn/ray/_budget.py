@@ -10,6 +10,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from .._arguments import shown
 from ..batch._budget import Budget, LocalGate
 from ..errors import ConfigError
 
@@ -171,7 +172,9 @@ def budget_actor(
 def check_name(name: object) -> None:
     """Raise a ConfigError for a budget actor's name no actor can have."""
     if not isinstance(name, str) or not name.strip():
-        raise ConfigError(f"the budget actor's name must be a non-empty string, got {name!r}")
+        raise ConfigError(
+            f"the budget actor's name must be a non-empty string, got {shown(name, 100)}"
+        )
 
 
 def check_limits(actor: Any, name: str, rpm: int | None, tpm: int | None) -> None:
@@ -182,7 +185,8 @@ def check_limits(actor: Any, name: str, rpm: int | None, tpm: int | None) -> Non
     held = tuple(ray.get(actor.limits.remote(), timeout=60))
     if held != (rpm, tpm):
         raise ConfigError(
-            f"the budget actor {name!r} is running with rpm={held[0]}, tpm={held[1]}; this "
+            f"the budget actor {shown(name, 100)} is running with rpm={held[0]}, tpm={held[1]}; "
+            "this "
             f"TurnUDF was given rpm={rpm}, tpm={tpm}: give both the same limits, or give "
             "the TurnUDF another budget_name"
         )

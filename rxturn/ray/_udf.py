@@ -14,6 +14,7 @@ from typing import Any, cast
 
 import msgspec
 
+from .._arguments import shown
 from ..batch._budget import Budget, Gate, LocalGate
 from ..batch._errors import BatchInputError
 from ..batch._input import checked_sha, decode_row, input_sha
@@ -127,7 +128,8 @@ def _size(name: object, column: object) -> int:
         except TypeError:  # no len(), or a numpy scalar's "len() of unsized object"
             pass
     raise ConfigError(
-        f"TurnUDF: the batch's column {name!r} is of type {type(column).__name__}, not a column "
+        f"TurnUDF: the batch's column {shown(name, 100)} is of type {type(column).__name__}, not "
+        "a column "
         "(a list or an array of one value per row)"
     )
 

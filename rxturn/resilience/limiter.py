@@ -21,7 +21,7 @@ from __future__ import annotations
 import math
 import threading
 
-from .._arguments import check_instance
+from .._arguments import check_instance, shown
 from .policies import LimiterPolicy
 
 __all__ = ["RateLimiter", "TokenBucket", "gate_sleep"]
@@ -39,7 +39,7 @@ class TokenBucket:
 
     def __init__(self, capacity: float, now: float) -> None:
         if capacity < 0 or math.isnan(capacity):
-            raise ValueError(f"bucket capacity must be >= 0, got {capacity!r}")
+            raise ValueError(f"bucket capacity must be >= 0, got {shown(capacity, 100)}")
         self.capacity = float(capacity)
         self.refill_per_second = self.capacity / 60.0
         self._tokens = self.capacity

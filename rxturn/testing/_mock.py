@@ -87,7 +87,8 @@ class MockResponse(msgspec.Struct, frozen=True):
         for name, value in cast("Mapping[object, object]", headers).items():
             if not isinstance(name, str) or not isinstance(value, str):
                 raise ConfigError(
-                    f"MockResponse: headers[{name!r}] must be a str, got {type(value).__name__}"
+                    f"MockResponse: headers[{shown(name, 100)}] must be a str, got "
+                    f"{type(value).__name__}"
                 )
         chunks = cast("object", self.chunks)
         kind = type(chunks).__name__

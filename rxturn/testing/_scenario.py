@@ -213,6 +213,8 @@ _PATH_RE = re.compile(
     r"^(?P<what>.*?)(?: - at (?P<key>`key` in )?`\$(?P<path>[^`]*)`)?$", re.DOTALL
 )
 _IDENT_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_\-.:/]*$")
+#: the most of a name or value a message quotes (a key of a million characters is still one)
+_SHOWN = 100
 _TOP_KEYS = frozenset({"models", "rate_limit_windows"})
 
 
@@ -221,20 +223,23 @@ def _describe(what: str, path: str) -> str:
     # (DOTALL: a key may hold a newline, which the repr below escapes; unmatched, it went
     # into the message as is and broke it over two lines)
     if match := re.fullmatch(r"Object contains unknown field `(.+)`", what, re.DOTALL):
-        return f"unknown field {match.group(1)!r}"
+        return f"unknown field {shown(match.group(1), _SHOWN)}"
     if match := re.fullmatch(r"Object missing required field `(.+)`", what, re.DOTALL):
-        return f"missing required field {match.group(1)!r}"
+        return f"missing required field {shown(match.group(1), _SHOWN)}"
     if what == "Expected `array` of length >= 1":
         return "expected a non-empty list"
     if match := re.fullmatch(r"Invalid enum value (.+)", what):
         allowed = "end_turn, tool_call, max_tokens, stop_sequence, refusal"
-        return f"invalid value {match.group(1)} (expected one of {allowed})"
+        given = match.group(1)  # msgspec's repr of the value, whole
+        given = given if len(given) <= _SHOWN else given[: _SHOWN - 3] + "..."
+        return f"invalid value {given} (expected one of {allowed})"
     what = what.replace("`", "")
     return what[:1].lower() + what[1:]
 
 
 def _model_path(model: str) -> str:
-    return f"models.{model}" if _IDENT_RE.match(model) else f"models[{model!r}]"
+    plain = _IDENT_RE.match(model) and len(model) <= _SHOWN
+    return f"models.{model}" if plain else f"models[{shown(model, _SHOWN)}]"
 
 
 def _validation_error(exc: msgspec.ValidationError, prefix: str) -> ConfigError:
@@ -278,7 +283,7 @@ def _lenient(data: bytes, where: str, exc: Exception) -> Any:
     try:
         return json.loads(data, object_pairs_hook=pairs, parse_constant=_not_json_constant)
     except _DuplicateKey as dup:
-        raise ConfigError(f"{where}: duplicate key {dup.args[0]!r}") from None
+        raise ConfigError(f"{where}: duplicate key {shown(dup.args[0], _SHOWN)}") from None
     except _NotJSON as constant:
         raise ConfigError(f"{where}: invalid JSON: {exc} ({constant})") from None
     except (RecursionError, ValueError):
@@ -316,8 +321,8 @@ def _problem(value: object, path: str) -> str | None:
         return f"{path}: expected a finite number, got {value!r}"
     if isinstance(value, dict):
         for key, item in cast("dict[object, object]", value).items():
-            plain = isinstance(key, str) and _IDENT_RE.match(key)
-            named = f"{path}.{key}" if plain else f"{path}[{key!r}]"
+            plain = isinstance(key, str) and _IDENT_RE.match(key) and len(key) <= _SHOWN
+            named = f"{path}.{key}" if plain else f"{path}[{shown(key, _SHOWN)}]"
             if not isinstance(key, str):
                 return f"{named}: expected a string key, got {type(key).__name__}"
             problem = _problem(key, named) or _problem(item, named)
@@ -362,7 +367,7 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
         if not os.fspath(src):  # Path("") is the current directory: "'.': Is a directory"
             raise ConfigError("scenario: expected a file name, got ''")
         path = Path(src)
-        where = f"scenario file {str(path)!r}"
+        where = f"scenario file {shown(str(path), _SHOWN)}"
         try:
             with path.open("rb") as file:  # (a pipe is read too: --scenario <(generate))
                 data = file.read(MAX_SCENARIO_BYTES + 1)
@@ -390,7 +395,7 @@ def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
     try:
         json.loads(data, object_pairs_hook=_no_duplicates)
     except _DuplicateKey as exc:
-        raise ConfigError(f"{where}: duplicate key {exc.args[0]!r}") from None
+        raise ConfigError(f"{where}: duplicate key {shown(exc.args[0], _SHOWN)}") from None
     except (RecursionError, ValueError) as exc:  # deeper, or a longer number, than json takes
         raise ConfigError(f"{where}: invalid JSON: {exc}") from None
     return raw
@@ -431,7 +436,8 @@ def load_scenario(
     for key in top:
         if key not in _TOP_KEYS:
             raise ConfigError(
-                f"scenario: unknown field {key!r} (expected 'models' or 'rate_limit_windows')"
+                f"scenario: unknown field {shown(key, _SHOWN)} (expected 'models' or "
+                "'rate_limit_windows')"
             )
     if "models" not in top:
         raise ConfigError("scenario: missing required field 'models'")
@@ -443,7 +449,8 @@ def load_scenario(
     for model, entries_raw in entries_by_model.items():
         if not isinstance(model, str) or not model:
             raise ConfigError(
-                f"scenario models: model names must be non-empty strings, got {model!r}"
+                "scenario models: model names must be non-empty strings, got "
+                f"{shown(model, _SHOWN)}"
             )
         prefix = _model_path(model)
         try:

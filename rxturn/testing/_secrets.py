@@ -19,7 +19,7 @@ from collections.abc import Set as AbstractSet
 from typing import Any, cast
 from urllib.parse import quote, unquote, unquote_to_bytes
 
-from .._arguments import described, type_named
+from .._arguments import described, shown, type_named
 from .._validate import is_int
 from ..errors import ConfigError
 
@@ -79,7 +79,9 @@ def _walk(
         raise ConfigError(f"{where}: name must be a str, got {described(name)}")
     for bound, value, least in (("max_depth", max_depth, 0), ("max_objects", max_objects, 1)):
         if not is_int(value) or value < least:
-            raise ConfigError(f"{where}: {bound} must be a whole number >= {least}, got {value!r}")
+            raise ConfigError(
+                f"{where}: {bound} must be a whole number >= {least}, got {shown(value, 100)}"
+            )
     walker = _Walker(secret, max_depth, max_objects)
     walker.walk(obj, name, 0)
     return walker

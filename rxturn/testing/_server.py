@@ -70,6 +70,7 @@ from typing import Any, Self, cast
 import msgspec
 from aiohttp import HttpVersion11, web
 
+from .._arguments import shown
 from .._validate import HOST_RULE, is_host
 from ..errors import ConfigError
 from . import _emit
@@ -305,9 +306,11 @@ class FakeProvider:
         port: int = 0,
     ) -> None:
         if not is_host(host):
-            raise ConfigError(f"FakeProvider: host must be {HOST_RULE}, got {host!r}")
+            raise ConfigError(f"FakeProvider: host must be {HOST_RULE}, got {shown(host, 100)}")
         if type(port) is not int or not 0 <= port <= 65535:
-            raise ConfigError(f"FakeProvider: port must be an int from 0 to 65535, got {port!r}")
+            raise ConfigError(
+                f"FakeProvider: port must be an int from 0 to 65535, got {shown(port, 100)}"
+            )
         self.scenario: Scenario = load_scenario(scenario)
         self.host = host
         self.requests: list[Any] = []
@@ -592,7 +595,10 @@ class FakeProvider:
             return self._error(wire, window.status, None, None, seq, window.retry_after)
         entry = self.next_entry(model)
         if entry is None:
-            text = f"model {model!r} not found (the fake provider's scenario has no list for it)"
+            text = (
+                f"model {shown(model, 100)} not found (the fake provider's scenario has no "
+                "list for it)"
+            )
             return self._error(wire, 404, None, text, seq)
         if entry.status is not None:
             failure = self._failure(request, entry, entry.status, wire, seq)

@@ -115,11 +115,12 @@ async def _fake_client(
         elif provider == "ollama":
             client = OllamaClient(model, base_url=fake.base_url)
         else:
+            from .._arguments import shown
             from ..errors import ConfigError
 
             raise ConfigError(
                 "fake_client provider must be anthropic, openai, openai-responses or ollama, "
-                f"got {provider!r}"
+                f"got {shown(provider, 100)}"
             )
         async with client:
             yield fake, client

@@ -35,7 +35,7 @@ from reactivex.disposable import Disposable
 from reactivex.testing import ReactiveTest, TestScheduler
 from reactivex.testing.recorded import Recorded
 
-from .._arguments import check_instance, described
+from .._arguments import check_instance, described, shown
 from .._validate import is_int, seconds_problem
 from ..errors import ConfigError
 from ..events import (
@@ -110,7 +110,7 @@ def _check_seconds(where: str, name: str, value: object, *, allow_zero: bool = T
 def _check_count(where: str, name: str, value: object) -> None:
     """A count argument of the kit: a whole number ``>= 0``."""
     if not is_int(value) or value < 0:
-        raise ConfigError(f"{where}: {name} must be a whole number >= 0, got {value!r}")
+        raise ConfigError(f"{where}: {name} must be a whole number >= 0, got {shown(value, 100)}")
 
 
 def _check_scheduler(where: str, scheduler: object) -> None:
@@ -302,7 +302,9 @@ class ScriptedClient:
         self._models: dict[str, list[Script]] = {}
         for name, scripts in (models or {}).items():
             check_instance(name, str, "ScriptedClient: a models key", "a str (a model name)")
-            self._models[name] = _check_scripts(f"ScriptedClient: models[{name!r}]", scripts)
+            self._models[name] = _check_scripts(
+                f"ScriptedClient: models[{shown(name, 100)}]", scripts
+            )
         outcomes = cast("object", create)  # callers may be untyped
         if isinstance(outcomes, str | bytes | Mapping) or not isinstance(outcomes, Sequence):
             raise ConfigError(
@@ -328,7 +330,7 @@ class ScriptedClient:
         asked = (options.model if options is not None else None) or self.model
         script = self._models.get(asked, self._streams)
         if not script:
-            raise AssertionError(f"no stream scripted for model {asked!r}")
+            raise AssertionError(f"no stream scripted for model {shown(asked, 100)}")
         self.models_asked.append(asked)
         index = min(sum(1 for m in self.models_asked if m == asked), len(script)) - 1
         tracked = Tracked(self.scheduler, script[index])

@@ -76,6 +76,7 @@ from urllib.parse import urlsplit
 import aiohttp
 from aiohttp.client_proto import ResponseHandler
 
+from .._arguments import shown
 from .._redact import one_line
 from .._validate import as_float, positive, seconds_problem
 from ..errors import (
@@ -657,16 +658,19 @@ class AiohttpTransport:
         ):
             raise ConfigError(
                 "AiohttpTransport: max_decompressed_bytes must be an integer >= 1, "
-                f"got {max_decompressed_bytes!r}"
+                f"got {shown(max_decompressed_bytes, 100)}"
             )
         if read_timeout is not None:
             _seconds("read_timeout", read_timeout)
         _seconds("keepalive_timeout", keepalive_timeout)
         if not positive(limit, integer=True):  # callers may be untyped
-            raise ConfigError(f"AiohttpTransport: limit must be an integer >= 1, got {limit!r}")
+            raise ConfigError(
+                f"AiohttpTransport: limit must be an integer >= 1, got {shown(limit, 100)}"
+            )
         if not positive(limit_per_host, integer=True, allow_zero=True):
             raise ConfigError(
-                f"AiohttpTransport: limit_per_host must be an integer >= 0, got {limit_per_host!r}"
+                "AiohttpTransport: limit_per_host must be an integer >= 0, got "
+                f"{shown(limit_per_host, 100)}"
             )
         self.connect_timeout = float(connect_timeout)
         self.read_timeout = None if read_timeout is None else float(read_timeout)
@@ -675,10 +679,13 @@ class AiohttpTransport:
         self._keepalive_timeout = float(keepalive_timeout)
         if not isinstance(ssl, bool | _ssl.SSLContext):  # pyright: ignore[reportUnnecessaryIsInstance]
             raise ConfigError(
-                f"AiohttpTransport: ssl must be True, False or an ssl.SSLContext, got {ssl!r}"
+                "AiohttpTransport: ssl must be True, False or an ssl.SSLContext, got "
+                f"{shown(ssl, 100)}"
             )
         if not isinstance(trust_env, bool):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ConfigError(f"AiohttpTransport: trust_env must be a bool, got {trust_env!r}")
+            raise ConfigError(
+                f"AiohttpTransport: trust_env must be a bool, got {shown(trust_env, 100)}"
+            )
         self._ssl = ssl
         self._trust_env = trust_env
         #: the environment's proxies, read when the pool opens (``trust_env``); ``{}`` = none
@@ -864,12 +871,14 @@ def _verifying_context(cafile: str | None, capath: str | None) -> _ssl.SSLContex
     try:
         return _ssl.create_default_context(cafile=cafile, capath=capath)
     except (OSError, _ssl.SSLError) as exc:
-        raise ConfigError(f"cannot load the CA bundle {cafile or capath!r}: {exc}") from None
+        raise ConfigError(f"cannot load the CA bundle {shown(cafile or capath)}: {exc}") from None
 
 
 def _positive(name: str, value: object) -> None:
     if not positive(value):
-        raise ConfigError(f"AiohttpTransport: {name} must be a positive number, got {value!r}")
+        raise ConfigError(
+            f"AiohttpTransport: {name} must be a positive number, got {shown(value, 100)}"
+        )
 
 
 def _seconds(name: str, value: object) -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 import re
 from typing import Protocol, runtime_checkable
 
+from .._arguments import shown
 from ..errors import ConfigError, StreamProtocolError
 from ..events import StreamEvent
 from ._errors import parse_error_body
@@ -119,9 +120,12 @@ def decoder_for(
         >>> decoder_for("openai").saw_terminal
         False
     """
-    cls = _DECODERS.get(fmt)
+    # (callers may be untyped: a list is no key of the table, a TypeError)
+    cls = _DECODERS.get(fmt) if isinstance(fmt, str) else None  # pyright: ignore[reportUnnecessaryIsInstance]
     if cls is None:
-        raise ConfigError(f"unknown stream format {fmt!r} (expected one of {', '.join(FORMATS)})")
+        raise ConfigError(
+            f"unknown stream format {shown(fmt, 100)} (expected one of {', '.join(FORMATS)})"
+        )
     return cls(max_line_bytes=max_line_bytes, max_event_bytes=max_event_bytes)
 
 

@@ -28,6 +28,7 @@ the lines a consumer sees before an error do not depend on how the stream was ch
 
 from __future__ import annotations
 
+from .._arguments import shown
 from .._validate import positive
 from ..errors import ConfigError, StreamProtocolError
 
@@ -101,7 +102,7 @@ class LineSplitter(PartialLine):
 
     def __init__(self, max_line_bytes: int = 1 << 20, *, what: str = "stream") -> None:
         if not positive(max_line_bytes):
-            raise ConfigError(f"max_line_bytes must be positive, got {max_line_bytes}")
+            raise ConfigError(f"max_line_bytes must be positive, got {shown(max_line_bytes, 100)}")
         super().__init__()
         self.max_line_bytes = max_line_bytes
         self.what = what

@@ -72,6 +72,7 @@ from typing import Any
 
 import msgspec
 
+from .._arguments import shown
 from .._validate import positive
 from ..errors import ConfigError, StreamProtocolError
 from ._errors import QUOTED_CHARS, cut
@@ -220,7 +221,8 @@ class SSEParser(PartialLine):
         ):
             raise ConfigError(
                 "SSE limits must be positive, got "
-                f"max_line_bytes={max_line_bytes}, max_event_bytes={max_event_bytes}"
+                f"max_line_bytes={shown(max_line_bytes, 100)}, "
+                f"max_event_bytes={shown(max_event_bytes, 100)}"
             )
         PartialLine.__init__(self)  # the partial line (chunks, joined when it ends)
         self.max_line_bytes = max_line_bytes

@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from typing import Any
 
 import pytest
+from unquotable import UNQUOTABLE, UNQUOTABLE_IDS
 
 from rxturn import (
     AnthropicClient,
@@ -208,19 +209,7 @@ def test_a_wrong_argument_is_a_config_error_naming_it(
     assert "\n" not in message
 
 
-class UnprintableRepr:
-    """An object whose ``repr`` raises, as a caller's broken class may."""
-
-    def __repr__(self) -> str:
-        raise RuntimeError("no repr")
-
-
-#: Values an error message cannot quote with ``repr``: an int of more digits than Python prints
-#: (4300 by default) raises ValueError, and so does a list holding one.
-UNQUOTABLE: list[object] = [10**5000, -(10**5000), [10**5000], UnprintableRepr()]
-
-
-@pytest.mark.parametrize("bad", UNQUOTABLE, ids=["giant", "-giant", "list", "broken-repr"])
+@pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
 @pytest.mark.parametrize(
     ("constructor", "make", "argument"),
     [case[:3] for case in CASES],

@@ -103,7 +103,8 @@ class Tool:
         if inspect.isgeneratorfunction(function) or inspect.isasyncgenfunction(function):
             raise ConfigError(
                 f"Tool(function=...) must return its result, got the generator function "
-                f"{getattr(function, '__qualname__', function)!r}, whose call only makes a "
+                f"{shown(getattr(function, '__qualname__', function), 100)}, whose call only "
+                "makes a "
                 "generator object (the model would get its repr): return a list instead"
             )
         check_instance(name, str, "Tool(name=...)", "a str", optional=True)
@@ -127,7 +128,8 @@ class Tool:
         if _TOOL_NAME.fullmatch(tool_name) is None:
             named = "" if name is not None else " (pass name=...)"
             raise ConfigError(
-                f"tool name {tool_name!r} must be 1 to 64 ASCII letters, digits, '_' or '-', "
+                f"tool name {shown(tool_name, 100)} must be 1 to 64 ASCII letters, digits, '_' "
+                "or '-', "
                 f"as the APIs require{named}"
             )
         doc = inspect.getdoc(function) or ""
@@ -280,7 +282,7 @@ class ToolRegistry:
         if found is None:
             known = ", ".join(self._tools) or "none"
             return ToolResultPart(
-                call.id, f"unknown tool {call.name!r} (available: {known})", is_error=True
+                call.id, f"unknown tool {shown(call.name, 100)} (available: {known})", is_error=True
             )
         try:
             kwargs = found.convert(call.input)
@@ -403,7 +405,8 @@ def _schema_problem(types: Mapping[str, tuple[Any, bool]], tool_name: str) -> st
             msgspec.json.schema(annotation)
         except (TypeError, ValueError):
             return (
-                f"tool {tool_name!r}: parameter {param!r} is annotated {annotation!r}, which has "
+                f"tool {tool_name!r}: parameter {param!r} is annotated {shown(annotation, 100)}, "
+                "which has "
                 "no JSON Schema; annotate it with a JSON type (str, int, float, bool, list, dict, "
                 "a msgspec Struct...) or pass input_schema=..."
             )
@@ -474,7 +477,7 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
         elif kind is float and not math.isfinite(cast(float, value)):
             raise ConfigError(f"the tool returned a value that is not JSON: {NON_FINITE}")
     except _NotText as exc:
-        at = "".join(f"[{key!r}]" for key in reversed(exc.path))
+        at = "".join(f"[{shown(key, 100)}]" for key in reversed(exc.path))
         _text_of(exc.raw, f" at {at}")  # raises, naming where
     return msgspec.json.encode(value).decode()
 

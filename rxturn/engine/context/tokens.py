@@ -213,7 +213,8 @@ def _load_encoding_offline(name: str) -> Encoding:
             else ""
         )
         raise ConfigError(
-            f"unknown tiktoken encoding {name!r}{hint}; available: {', '.join(sorted(available))}"
+            f"unknown tiktoken encoding {shown(name, 100)}{hint}; available: "
+            f"{', '.join(sorted(available))}"
         )
 
     # tiktoken fetches a BPE table with ``tiktoken.load.read_file`` when it is not in its cache.
@@ -231,13 +232,14 @@ def _load_encoding_offline(name: str) -> Encoding:
         return tiktoken.get_encoding(name)
     except _DownloadRefused as exc:
         raise ConfigError(
-            f"tiktoken encoding {name!r} is not in the local tiktoken cache and rxturn never "
-            f"downloads it (it would fetch {exc.location}); fetch it once where the network is "
-            f'available (python -c "import tiktoken; tiktoken.get_encoding({name!r})") and point '
+            f"tiktoken encoding {shown(name, 100)} is not in the local tiktoken cache and rxturn "
+            f"never downloads it (it would fetch {exc.location}); fetch it once where the network "
+            'is available (python -c "import tiktoken; tiktoken.get_encoding('
+            f'{shown(name, 100)})") and point '
             f"TIKTOKEN_CACHE_DIR at that cache, or use the bundled {DEFAULT_ENCODING!r}"
         ) from None
     except (ValueError, OSError, ImportError) as exc:
-        raise ConfigError(f"could not load tiktoken encoding {name!r}: {exc}") from exc
+        raise ConfigError(f"could not load tiktoken encoding {shown(name, 100)}: {exc}") from exc
     finally:
         tiktoken.load.read_file = original_read_file
 

@@ -92,7 +92,8 @@ def _require_count(value: object, model: object, where: str) -> None:
     """A token count: an int >= 0 (the message names the model, as a turn's record would)."""
     if not is_int(value) or value < 0:
         raise ConfigError(
-            f"{where} must be an int >= 0 (a token count), got {described(value)} (model {model!r})"
+            f"{where} must be an int >= 0 (a token count), got {described(value)} (model "
+            f"{shown(model, 100)})"
         )
 
 

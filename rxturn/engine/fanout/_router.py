@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 
 from reactivex.subject import Subject
 
-from ..._arguments import check_items
+from ..._arguments import check_items, shown
 from ...errors import ConfigError
 from ...events import AttemptReset, Delta, Fallback, HandlerEvent
 from ..observation._callbacks import ALL_CALLBACKS, Observer, checked_observer
@@ -47,7 +47,7 @@ _NO_OPS: dict[str, object] = {name: getattr(Observer, name) for name in ALL_CALL
 
 def _unknown(name: str) -> ConfigError:
     return ConfigError(
-        f"unknown observer callback {name!r}; expected one of {', '.join(ALL_CALLBACKS)}"
+        f"unknown observer callback {shown(name, 100)}; expected one of {', '.join(ALL_CALLBACKS)}"
     )
 
 

@@ -34,6 +34,7 @@ from typing import Self
 from reactivex import abc
 from reactivex.subject import Subject
 
+from ..._arguments import shown
 from ..._validate import positive
 from ...errors import ConfigError
 from ...events import AttemptReset, Delta, Fallback, HandlerEvent
@@ -89,7 +90,9 @@ class RunStream:
         max_buffered: int = DEFAULT_MAX_BUFFERED,
     ) -> None:
         if not positive(max_buffered, integer=True):
-            raise ConfigError(f"stream(max_buffered=...) must be an int >= 1, got {max_buffered!r}")
+            raise ConfigError(
+                f"stream(max_buffered=...) must be an int >= 1, got {shown(max_buffered, 100)}"
+            )
         self._prompt = prompt
         self._events = events
         self._run = run
