@@ -5,11 +5,7 @@ message."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
-import pytest
-from unquotable import UNQUOTABLE, UNQUOTABLE_IDS, assert_refused_in_one_line
+from unquotable import Case, one_line_refusals
 
 from rxturn.errors import ConfigError
 from rxturn.notebook import (
@@ -29,7 +25,7 @@ VIEW = LiveView(seq=0, turn=None, attempt=1, model=None, text="")
 COUNT: tuple[type, ...] = (int,)  # a huge int is still a count or a length of time
 
 #: (what, the call, the types of a value it takes)
-CASES: list[tuple[str, Callable[[Any], object], tuple[type, ...]]] = [
+CASES: list[Case] = [
     ("ManualClock now", lambda bad: ManualClock(bad), ()),
     ("ManualClock.advance_to when", lambda bad: ManualClock().advance_to(bad), ()),
     ("IPythonSink max_chars", lambda bad: IPythonSink(max_chars=bad), COUNT),
@@ -49,11 +45,4 @@ CASES: list[tuple[str, Callable[[Any], object], tuple[type, ...]]] = [
 ]
 
 
-@pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
-@pytest.mark.parametrize(("call", "takes"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_an_unquotable_argument_is_a_one_line_config_error(
-    call: Callable[[Any], object], takes: tuple[type, ...], bad: object
-) -> None:
-    # before: ValueError ("Exceeds the limit (4300 digits) for integer string conversion"),
-    # the object's own RuntimeError, or a message of a million characters
-    assert_refused_in_one_line(call, bad, ConfigError, takes=takes)
+test_an_unquotable_argument_is_a_one_line_config_error = one_line_refusals(CASES, ConfigError)

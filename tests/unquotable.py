@@ -9,10 +9,18 @@ one-line error of its own type, never by the error raised while that message was
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
-__all__ = ["UNQUOTABLE", "UNQUOTABLE_IDS", "UnprintableRepr", "assert_refused_in_one_line"]
+import pytest
+
+__all__ = [
+    "UNQUOTABLE",
+    "UNQUOTABLE_IDS",
+    "UnprintableRepr",
+    "assert_refused_in_one_line",
+    "one_line_refusals",
+]
 
 
 class UnprintableRepr:
@@ -56,3 +64,22 @@ def assert_refused_in_one_line(
         return
     one_line, size = "\n" not in message, len(message)
     assert one_line and size < MESSAGE_MAX, f"{size} characters: {message[:MESSAGE_MAX]!r}"
+
+
+#: a case of :func:`one_line_refusals`: its id, the call given the value, the types it takes
+Case = tuple[str, Callable[[Any], object], tuple[type, ...]]
+
+
+def one_line_refusals(cases: Sequence[Case], error: type[Exception]) -> Callable[..., None]:
+    """A test of every case against every :data:`UNQUOTABLE` value (assign it to a ``test_``
+    name): each is refused by :func:`assert_refused_in_one_line`. Before, such a value raised
+    ValueError ("Exceeds the limit (4300 digits) for integer string conversion") or the
+    object's own error while the message was written, or made a message of a million
+    characters."""
+
+    @pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
+    @pytest.mark.parametrize(("call", "takes"), [c[1:] for c in cases], ids=[c[0] for c in cases])
+    def test(call: Callable[[Any], object], takes: tuple[type, ...], bad: object) -> None:
+        assert_refused_in_one_line(call, bad, error, takes=takes)
+
+    return test

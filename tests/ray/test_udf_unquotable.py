@@ -5,11 +5,9 @@ error raised while that message was written, nor a megabyte of message."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-import pytest
-from unquotable import UNQUOTABLE, UNQUOTABLE_IDS, assert_refused_in_one_line
+from unquotable import Case, one_line_refusals
 
 from rxturn.errors import ConfigError
 from rxturn.ray import TurnUDF
@@ -36,7 +34,7 @@ def _column_named(bad: object) -> None:
 
 
 #: (what, the call, the types of a value it takes)
-CASES: list[tuple[str, Callable[[Any], object], tuple[type, ...]]] = [
+CASES: list[Case] = [
     ("provider", lambda bad: _made(TurnUDF(bad, "m", base_url=URL)), ()),
     ("model", lambda bad: _made(TurnUDF("anthropic", bad, base_url=URL)), TEXT),
     ("base_url", lambda bad: _made(TurnUDF("anthropic", "m", base_url=bad)), ()),
@@ -58,11 +56,4 @@ CASES: list[tuple[str, Callable[[Any], object], tuple[type, ...]]] = [
 ]
 
 
-@pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
-@pytest.mark.parametrize(("call", "takes"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_an_unquotable_argument_is_a_one_line_config_error(
-    call: Callable[[Any], object], takes: tuple[type, ...], bad: object
-) -> None:
-    # before: ValueError ("Exceeds the limit (4300 digits) for integer string conversion"),
-    # the object's own RuntimeError, or a message of a million characters
-    assert_refused_in_one_line(call, bad, ConfigError, takes=takes)
+test_an_unquotable_argument_is_a_one_line_config_error = one_line_refusals(CASES, ConfigError)

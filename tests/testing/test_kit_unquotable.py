@@ -9,10 +9,9 @@ import asyncio
 from collections.abc import Callable
 from typing import Any
 
-import pytest
 import reactivex
 from reactivex.testing import TestScheduler
-from unquotable import UNQUOTABLE, UNQUOTABLE_IDS, assert_refused_in_one_line
+from unquotable import Case, one_line_refusals
 
 from rxturn.errors import ConfigError
 from rxturn.testing import (
@@ -57,7 +56,7 @@ def _str_field(field: str) -> bool:
 
 
 #: (what, the call, the types of a value it takes)
-CASES: list[tuple[str, Callable[[Any], object], tuple[type, ...]]] = [
+CASES: list[Case] = [
     ("scenario", lambda bad: load_scenario(bad), ()),
     ("top key", lambda bad: load_scenario({"models": {"m": [{}]}, _key(bad): 1}), ()),
     ("models", lambda bad: load_scenario({"models": bad}), ()),
@@ -113,11 +112,4 @@ CASES: list[tuple[str, Callable[[Any], object], tuple[type, ...]]] = [
 ]
 
 
-@pytest.mark.parametrize("bad", UNQUOTABLE, ids=UNQUOTABLE_IDS)
-@pytest.mark.parametrize(("call", "takes"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
-def test_an_unquotable_value_is_a_one_line_config_error(
-    call: Callable[[Any], object], takes: tuple[type, ...], bad: object
-) -> None:
-    # before: ValueError ("Exceeds the limit (4300 digits) for integer string conversion"),
-    # the object's own RuntimeError, or a message of a million characters
-    assert_refused_in_one_line(call, bad, ConfigError, takes=takes)
+test_an_unquotable_value_is_a_one_line_config_error = one_line_refusals(CASES, ConfigError)
