@@ -26,6 +26,7 @@ import msgspec
 from ._arguments import shown
 
 __all__ = [
+    "CONTROL_IN_NAME",
     "HOST_RULE",
     "MAX_SECONDS",
     "MAX_TOKENS",
@@ -33,6 +34,7 @@ __all__ = [
     "NOT_UTF8",
     "as_float",
     "finite",
+    "has_control",
     "holds_non_finite",
     "is_host",
     "is_int",
@@ -227,6 +229,24 @@ def object_schema_problem(schema: object) -> str | None:
         )
     return None
 
+
+def has_control(text: str) -> bool:
+    """Whether ``text`` holds a control character (C0, DEL or C1): never part of a name (a
+    model's), which error lines and notices show as it is (an escape sequence reaching the
+    terminal, a newline splitting the line).
+
+    Examples:
+        >>> has_control("claude-sonnet-4-5"), has_control("m\nx"), has_control("m\x9b")
+        (False, True, True)
+    """
+    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+
+
+#: Why a model name with a control character is refused (after the name of where it was given).
+CONTROL_IN_NAME = (
+    "holds a control character (a newline, an escape): no model name has one, and error lines "
+    "would show it raw"
+)
 
 #: Why a value holding NaN or an infinity is not JSON (msgspec would write ``null``).
 NON_FINITE = "a number is NaN or infinite, which JSON has no spelling for"

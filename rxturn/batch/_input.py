@@ -36,6 +36,7 @@ from typing import Any, BinaryIO, cast
 import msgspec
 
 from .._arguments import check_callable, described, shown
+from .._validate import CONTROL_IN_NAME, has_control
 from ..clients._request import (
     check_options,
     merge_extra_body,
@@ -174,6 +175,8 @@ def _model(value: object, line: int, where: str) -> str | None:
         return None
     model = _text(value, line, where) or None
     if model is not None:
+        if has_control(model):  # --model's rule too
+            raise _fail(line, f"{where} {CONTROL_IN_NAME}")
         check_row_options({"model": model}, line, where)
     return model
 
@@ -208,6 +211,8 @@ def check_row_options(raw: object, line: int, where: str) -> dict[str, Any] | No
         # the types, then the values (a max_tokens of 0 is refused here, before any request,
         # not by each row's request when it runs)
         checked = check_options(msgspec.convert(options, RequestOptions))
+        if checked.model is not None and has_control(checked.model):  # --model's rule too
+            raise ConfigError(f"model {CONTROL_IN_NAME}")
         # and what every wire's request refuses too, whatever the provider: a thinking budget
         # below the floor (or not below the row's own max_tokens), a tool_choice that needs
         # tools (a row has none), an extra_body setting the client's model or stream (looked

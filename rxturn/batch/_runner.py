@@ -41,7 +41,7 @@ import msgspec
 
 from .. import _constants as C
 from .._arguments import described, shown
-from .._validate import MAX_TOKENS, is_utf8
+from .._validate import CONTROL_IN_NAME, MAX_TOKENS, has_control, is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
 from ..clients._factory import client_for
@@ -142,11 +142,8 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         if any(not name.strip() for name in self.fallback):
             raise ConfigError("fallback models must not be empty")
         for field, names in (("model", [self.model]), ("fallback", self.fallback)):
-            if any(_has_control(name) for name in names):  # the CLI's rule for --model too
-                raise ConfigError(
-                    f"{field} holds a control character (a newline, an escape): no model "
-                    "name has one, and error lines would show it raw"
-                )
+            if any(has_control(name) for name in names):  # the CLI's rule for --model too
+                raise ConfigError(f"{field} {CONTROL_IN_NAME}")
         if self.base_url is not None:
             check_base_url(self.base_url)  # the clients' rule, whose errors never echo a key
         for name in ("concurrency", "max_tokens", "rpm", "tpm"):
@@ -186,11 +183,6 @@ class BatchConfig(msgspec.Struct, frozen=True, kw_only=True):
         if self.temperature is not None:
             options["temperature"] = self.temperature
         return options
-
-
-def _has_control(text: str) -> bool:
-    """Whether ``text`` holds a control character (C0, DEL or C1)."""
-    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
 
 
 def checked_config(config: object) -> BatchConfig:

@@ -36,7 +36,7 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, TextIO
 
 from .._streams import to_devnull
-from .._validate import is_utf8
+from .._validate import has_control, is_utf8
 
 __all__ = [
     "CHAT_COMMANDS",
@@ -354,12 +354,6 @@ def in_cli_words(message: str, provider: str, *, flags: Collection[str] = CHAT_F
         return _FLAGS[name] if _FLAGS[name] in flags else name
 
     return _PARAMETERS.sub(flag, message)
-
-
-def has_control(text: str) -> bool:
-    """Whether ``text`` holds a control character (C0, DEL or C1): never part of a name (a
-    model's), which error lines and notices show as it is."""
-    return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
 
 
 def model_names_problem(named: Iterable[tuple[str, Sequence[str]]]) -> str | None:

@@ -6,6 +6,7 @@ import hashlib
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -298,3 +299,44 @@ def test_a_spooled_input_has_no_name_a_killed_run_could_leave_behind(tmp_path: P
     finally:
         spool.close()
     spool.close()  # (twice: no error)
+
+
+@pytest.mark.parametrize("name", ["m\nx", "m\x1b[31m", "m\x9b"], ids=["newline", "escape", "c1"])
+@pytest.mark.parametrize(
+    ("shape", "where"),
+    [
+        (lambda name: {"id": "a", "prompt": "p", "model": name}, "model"),
+        (lambda name: {"id": "a", "prompt": "p", "options": {"model": name}}, "options: model"),
+        (
+            lambda name: {
+                "custom_id": "a",
+                "method": "POST",
+                "url": "/v1/chat/completions",
+                "body": {"model": name, "messages": [{"role": "user", "content": "p"}]},
+            },
+            "body.model",
+        ),
+        (
+            lambda name: {
+                "custom_id": "a",
+                "params": {
+                    "model": name,
+                    "max_tokens": 5,
+                    "messages": [{"role": "user", "content": "p"}],
+                },
+            },
+            "params.model",
+        ),
+    ],
+    ids=["native", "options", "openai-batch", "anthropic-batch"],
+)
+def test_a_rows_model_with_a_control_character_is_refused_in_the_scan(
+    tmp_path: Path, shape: Any, where: str, name: str
+) -> None:
+    # before: accepted (--model and BatchConfig refused such a name; a row's own did not), so
+    # each request went out under it and the error lines showed it raw
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps(shape(name)) + "\n")
+    with pytest.raises(BatchInputError) as info:
+        scan_input(path)
+    assert str(info.value).startswith(f"line 1: {where} holds a control character")
