@@ -58,7 +58,9 @@ class Failed(Exception):
 
 
 def _env() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    # no key, and the streams a user's shell gives: block-buffered on a pipe, its own encoding
+    dropped = ("PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8")
+    return {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY") and k not in dropped}
 
 
 class FakeServer:

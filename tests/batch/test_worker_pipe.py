@@ -10,6 +10,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+from cli._support import clean_env
+
 from rxturn.batch import BatchConfig
 from rxturn.batch._file import Done
 from rxturn.batch._worker import HOLD_LINES, HOLD_S, Outbox
@@ -27,6 +29,7 @@ def test_a_worker_writing_to_a_closed_pipe_ends_without_a_traceback() -> None:
     config = BatchConfig(provider="openai", model="m", base_url="http://127.0.0.1:9")
     worker = subprocess.Popen(
         [sys.executable, "-m", "rxturn.batch._worker"],
+        env=clean_env(),  # as a batch run started from a user's shell starts it
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -38,12 +38,22 @@ RXTURN: list[str] = [_SCRIPT] if _SCRIPT else [sys.executable, "-m", "rxturn"]
 TIMEOUT = 60.0
 
 
+#: Variables a user's shell does not set, dropped from a child's environment unless a test
+#: passes them: with ``PYTHONUNBUFFERED`` (set on this machine, and by some CI images) every
+#: write of the child reached its pipe or file at once, so a child run by a test never met
+#: what a user's block-buffered stdout does (a failure that surfaces only at the last flush,
+#: stdout and stderr lines out of order in one file); ``PYTHONIOENCODING`` and ``PYTHONUTF8``
+#: would choose the streams' encoding and error handler in the shell's stead.
+NOT_A_USERS = ("PYTHONUNBUFFERED", "PYTHONIOENCODING", "PYTHONUTF8")
+
+
 def clean_env(**extra: str) -> dict[str, str]:
-    """The environment without API keys or colour settings, plus ``extra``."""
+    """The environment of a user's shell: without API keys, colour settings or
+    :data:`NOT_A_USERS`, plus ``extra``."""
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.endswith("_API_KEY") and k not in ("NO_COLOR", "FORCE_COLOR")
+        if not k.endswith("_API_KEY") and k not in ("NO_COLOR", "FORCE_COLOR", *NOT_A_USERS)
     }
     env.update(extra)
     return env

@@ -14,6 +14,8 @@ from rxturn import replay_message
 from rxturn.cli import main
 from rxturn.messages import message_to_json
 
+from ._support import clean_env
+
 TOOL_USE = FIXTURES / "anthropic" / "tool_use_response.sse"
 PARALLEL = FIXTURES / "openai" / "multiple_tool_calls.sse"
 BASIC = FIXTURES / "anthropic" / "basic_response.sse"
@@ -22,6 +24,7 @@ BASIC = FIXTURES / "anthropic" / "basic_response.sse"
 def rxturn(*args: str | Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "rxturn", "replay", *map(str, args)],
+        env=clean_env(),
         capture_output=True,
         text=True,
         encoding="utf-8",
@@ -104,6 +107,7 @@ def test_text_output_names_the_cache_and_reasoning_counts(
 def test_help_lists_replay() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "rxturn", "--help"],
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=60,

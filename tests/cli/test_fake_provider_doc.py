@@ -26,6 +26,8 @@ from rxturn.errors import (
 from rxturn.messages import StopReason
 from rxturn.testing import Entry, FakeProvider, load_scenario
 
+from ._support import clean_env
+
 DOC = Path(__file__).resolve().parents[2] / "docs" / "fake-provider.md"
 _EXAMPLE = re.compile(r"^\*\*(?P<title>[^*]+)\*\*.*?^```json\n(?P<json>.*?)^```", re.S | re.M)
 
@@ -56,6 +58,7 @@ def test_the_key_table_lists_exactly_the_entry_keys() -> None:
 def test_fake_server_help_points_at_the_document() -> None:
     out = subprocess.run(
         [sys.executable, "-m", "rxturn", "fake-server", "--help"],
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=30,

@@ -381,7 +381,7 @@ async def test_a_deep_json_200_on_a_streaming_request_is_unexpected(fmt: str, sh
 
 
 async def _run_cli(*argv: str, env: dict[str, str] | None = None) -> tuple[int, str, str]:
-    import os
+    from cli._support import clean_env
 
     process = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -390,7 +390,7 @@ async def _run_cli(*argv: str, env: dict[str, str] | None = None) -> tuple[int, 
         *argv,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
-        env={**os.environ, **(env or {})},
+        env=clean_env(**(env or {})),
     )
     out, err = await asyncio.wait_for(process.communicate(), 45)
     assert process.returncode is not None

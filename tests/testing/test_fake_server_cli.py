@@ -13,6 +13,7 @@ from pathlib import Path
 
 import aiohttp
 import pytest
+from cli._support import clean_env
 
 pytestmark = pytest.mark.slow  # each test runs rxturn fake-server as a subprocess
 
@@ -28,6 +29,7 @@ async def _spawn(*args: str) -> asyncio.subprocess.Process:
         *args,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
+        env=clean_env(),
     )
 
 
@@ -105,6 +107,7 @@ def test_bad_scenario_is_one_line_on_stderr_and_exit_2(
         path.write_text(content)
     done = subprocess.run(
         [sys.executable, "-m", "rxturn", "fake-server", "--scenario", str(path)],
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=60,
@@ -119,6 +122,7 @@ def test_bad_scenario_is_one_line_on_stderr_and_exit_2(
 def test_bad_port_is_a_usage_error() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "rxturn", "fake-server", "--port", "70000"],
+        env=clean_env(),
         capture_output=True,
         text=True,
         timeout=60,
@@ -137,6 +141,7 @@ def test_a_port_in_use_is_one_line_and_exit_2() -> None:
         port = taken.getsockname()[1]
         done = subprocess.run(
             [sys.executable, "-m", "rxturn", "fake-server", "--port", str(port)],
+            env=clean_env(),
             capture_output=True,
             text=True,
             timeout=60,
