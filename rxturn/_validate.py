@@ -231,7 +231,7 @@ def object_schema_problem(schema: object) -> str | None:
 
 
 def has_control(text: str) -> bool:
-    """Whether ``text`` holds a control character (C0, DEL or C1): never part of a name (a
+    r"""Whether ``text`` holds a control character (C0, DEL or C1): never part of a name (a
     model's), which error lines and notices show as it is (an escape sequence reaching the
     terminal, a newline splitting the line).
 

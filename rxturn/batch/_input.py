@@ -175,7 +175,7 @@ def _model(value: object, line: int, where: str) -> str | None:
         return None
     model = _text(value, line, where) or None
     if model is not None:
-        if has_control(model):  # --model's rule too
+        if model.strip() and has_control(model):  # --model's rule (a blank one: below)
             raise _fail(line, f"{where} {CONTROL_IN_NAME}")
         check_row_options({"model": model}, line, where)
     return model
