@@ -199,15 +199,20 @@ class HttpClient:
                     f"{type(self).__name__}: {variable} holds whitespace or control characters"
                 )
             return value
-        own = self._own_base_url
-        # the provider's host, however spelled ('HTTPS://API.OPENAI.COM/v1', ':443'): it wants
-        # a key whatever the path, and went without one to answer 401 after the retries
-        if own is not None and urlsplit(self._base_url).hostname == urlsplit(own).hostname:
+        # the provider's own host wants a key whatever the path, and went without one to
+        # answer 401 after the retries
+        if self._at_own_endpoint():
             raise ConfigError(
                 f"{type(self).__name__}: no API key for {self._base_url}: pass api_key= or set "
                 f"{variable}"
             )
         return None
+
+    def _at_own_endpoint(self) -> bool:
+        """Whether :attr:`base_url` is the provider's own host, however spelled
+        (``HTTPS://API.OPENAI.COM/v1``, ``:443``), not a compatible server's."""
+        own = self._own_base_url
+        return own is not None and urlsplit(self._base_url).hostname == urlsplit(own).hostname
 
     # -- identity ------------------------------------------------------------------------------
 

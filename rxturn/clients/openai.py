@@ -33,7 +33,9 @@ Request body, built by the pure :func:`build_openai_body`:
 * ``response_format: {type: json_schema, json_schema {name, schema, strict}}`` — a strict
   format's schema tightened as ``strict_tools`` tightens tools (:func:`strict_schema`); the
   reply is the JSON as text;
-* ``max_tokens``, ``temperature``, ``stop`` when set;
+* the output cap, ``temperature``, ``stop`` when set; the cap is ``max_completion_tokens`` on
+  OpenAI's own endpoint (where ``max_tokens`` is deprecated and its reasoning models refuse
+  it) and ``max_tokens`` on any other (what compatible servers take);
 * ``reasoning_effort`` from the options (``thinking``, Anthropic's budget, is rejected: use
   ``reasoning_effort``, or ``extra_body`` for a compatible server's own field);
 * ``RequestOptions.extra_body`` merged in last.
@@ -316,6 +318,7 @@ def build_openai_body(
     max_tokens: int | None,
     stream: bool,
     stream_usage: bool = True,
+    tokens_key: str = "max_tokens",
 ) -> JSONBody:
     """The JSON body of a Chat Completions request (see the module docstring).
 
@@ -326,6 +329,8 @@ def build_openai_body(
         max_tokens: the client's default (``None`` = omit), overridden by ``options``.
         stream: whether to ask for an SSE stream.
         stream_usage: ask for the final usage chunk when streaming.
+        tokens_key: the output cap's field: ``max_tokens``, or ``max_completion_tokens`` (OpenAI's
+            own endpoint).
 
     Raises:
         ConfigError: no message to send, not even a system prompt (the API refuses an empty
@@ -394,7 +399,7 @@ def build_openai_body(
                 "strict": fmt.strict,
             },
         }
-    put_sampling(body, options, max_tokens=max_tokens, tokens_key="max_tokens", stop_key="stop")
+    put_sampling(body, options, max_tokens=max_tokens, tokens_key=tokens_key, stop_key="stop")
     if plain:
         return body
     if effort is not None:
@@ -461,6 +466,7 @@ class OpenAIClient(HttpClient):
             model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
         self._stream_usage = stream_usage
+        self._tokens_key = "max_completion_tokens" if self._at_own_endpoint() else "max_tokens"
 
     @classmethod
     def ollama(
@@ -498,6 +504,7 @@ class OpenAIClient(HttpClient):
             max_tokens=self.max_tokens,
             stream=stream,
             stream_usage=self._stream_usage,
+            tokens_key=self._tokens_key,
         )
 
     def _parse_reply(self, body: bytes, *, keep_thinking: bool) -> Message:

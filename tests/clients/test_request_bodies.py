@@ -13,7 +13,7 @@ import pytest
 
 from rxturn.clients.anthropic import build_anthropic_body
 from rxturn.clients.ollama import build_ollama_body
-from rxturn.clients.openai import build_openai_body, strict_schema
+from rxturn.clients.openai import OpenAIClient, build_openai_body, strict_schema
 from rxturn.errors import ConfigError
 from rxturn.messages import (
     Message,
@@ -514,3 +514,37 @@ def test_bad_temperature_is_a_config_error(bad: Any) -> None:
     opts = RequestOptions(temperature=bad)
     with pytest.raises(ConfigError, match="temperature"):
         build_openai_body(request(), opts, model="m", max_tokens=None, stream=True)
+
+
+@pytest.mark.parametrize(
+    ("base_url", "field"),
+    [
+        (None, "max_completion_tokens"),  # OpenAI's own endpoint, the default
+        ("HTTPS://API.OPENAI.COM:443/v1", "max_completion_tokens"),
+        ("http://127.0.0.1:9/v1", "max_tokens"),  # a compatible server (vLLM, Ollama...)
+    ],
+    ids=["default", "openai-spelled-otherwise", "compatible"],
+)
+@pytest.mark.parametrize("cap", ["client", "options"])
+def test_the_chat_output_cap_goes_in_the_field_its_endpoint_takes(
+    base_url: str | None, field: str, cap: str
+) -> None:
+    # OpenAI's Chat Completions deprecates max_tokens for max_completion_tokens, which its
+    # reasoning models require (they answer max_tokens with a 400); compatible servers take
+    # max_tokens. Before, max_tokens went everywhere.
+    client = (
+        OpenAIClient("gpt-5", api_key="sk-test", max_tokens=7 if cap == "client" else None)
+        if base_url is None
+        else OpenAIClient(
+            "gpt-5",
+            api_key="sk-test",
+            base_url=base_url,
+            max_tokens=7 if cap == "client" else None,
+        )
+    )
+    options = RequestOptions(max_tokens=7) if cap == "options" else RequestOptions()
+    body = client._body(
+        Request(messages=(Message.user("hi"),)), options, model="gpt-5", stream=True
+    )
+    other = {"max_tokens", "max_completion_tokens"} - {field}
+    assert body[field] == 7 and not other & body.keys()
