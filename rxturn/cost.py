@@ -25,8 +25,9 @@ every attempt counted. Without the extra, costs are ``None`` everywhere.
 Pricing stays off the hot path: ``genai-prices`` is linear in the counts below its first price
 tier, so the first price of a (model, day, set of counts) is its full calculation and later ones
 use the per-token rates that calculation implies (asked of ``genai-prices`` itself, one count at
-a time). A usage at or past a tier, or one whose counts do not add up, takes the full
-calculation again. docs/usage-and-cost.md has a worked example.
+a time). A usage at or past a tier, one whose counts do not add up, or a model whose price
+changes with the hour of the day (DeepSeek's off-peak prices) takes the full calculation again.
+docs/usage-and-cost.md has a worked example.
 """
 
 from __future__ import annotations
@@ -370,7 +371,9 @@ class Pricer:
                 self._day = (start, start + _DAY, day)
         else:
             now = 0.0
-            day = when.date()
+            # the UTC day, as genai-prices dates its prices (a naive datetime is UTC there too):
+            # the local date of an aware one keyed an earlier day's rates to the next day
+            day = (when.astimezone(UTC) if when.tzinfo is not None else when).date()
         # _counts lists them in one fixed order, input and output first
         key = (model, day, _PLAIN if len(counts) == 2 else tuple(counts))
         rates = self._rates.get(key, _MISSING)
@@ -424,6 +427,10 @@ class Pricer:
             return _calc(values, model, when, where)
 
         base = probe(())
+        if _priced_by_time_of_day(base.model.prices):
+            # its rates change within the day (DeepSeek's off-peak hours): rates derived at
+            # one hour would price the rest of the day, so every price is the full calculation
+            return _Rates({}, 0)
         rates: dict[str, Decimal] = {}
         for name in names:
             parts = _PARTS.get(name, ())
@@ -449,6 +456,17 @@ def _calc(
             usage, model, provider_api_url=where[1], genai_request_timestamp=when
         )
     return genai_prices.calc_price(usage, model, provider_id=where[1], genai_request_timestamp=when)
+
+
+def _priced_by_time_of_day(prices: object) -> bool:
+    """Whether a model's prices (``ModelInfo.prices``) hold one that applies only at some
+    hours of the day."""
+    from genai_prices.types import TimeOfDateConstraint
+
+    return isinstance(prices, list) and any(
+        isinstance(price.constraint, TimeOfDateConstraint)  # pyright: ignore[reportUnknownMemberType]
+        for price in prices  # pyright: ignore[reportUnknownVariableType]
+    )
 
 
 def _tier_start(model_price: object) -> int | None:

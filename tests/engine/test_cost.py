@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 import threading
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 from typing import Any
 
@@ -426,3 +426,31 @@ def test_a_pricer_given_a_wrong_argument_is_a_config_error(build: Any, named: st
 
     with pytest.raises(ConfigError, match=named):
         build()
+
+
+def test_a_price_that_changes_with_the_hour_is_not_reused_across_hours() -> None:
+    # DeepSeek's chat model (genai-prices 0.2.5): per million tokens, input $0.27 and output
+    # $1.10 from 00:30 to 16:30 UTC, $0.135 and $0.55 the rest of the day. 1000 in, 100 out:
+    # 270 + 110 = 380 millionths of a dollar by day, 135 + 55 = 190 off-peak. The rates of the
+    # first price were kept for the whole day: the evening attempt cost the morning's price.
+    pricer = Pricer("deepseek")
+    usage = Usage(input_tokens=1000, output_tokens=100)
+    morning = datetime(2026, 12, 6, 10, 0, tzinfo=UTC)
+    evening = datetime(2026, 12, 6, 17, 0, tzinfo=UTC)
+    assert pricer.price("deepseek-chat", usage, morning) == Decimal("0.000380")
+    assert pricer.price("deepseek-chat", usage, evening) == Decimal("0.000190")
+    assert pricer.price("deepseek-chat", usage, morning) == Decimal("0.000380")
+
+
+def test_prices_are_keyed_by_the_utc_day_of_an_aware_time() -> None:
+    # avian's deepseek/deepseek-v4-flash (genai-prices 0.2.5): input $0.0805 per million
+    # until 2026-10-18 (UTC), $0.14 from then. 02:00 on the 18th at UTC+5 is 21:00 UTC on the
+    # 17th (the old price); its rates were kept under the 18th, the local date, and priced
+    # 10:00 UTC on the 18th at the old price too.
+    pricer = Pricer("avian")
+    usage = Usage(input_tokens=1_000_000, output_tokens=0)
+    east = timezone(timedelta(hours=5))
+    before = datetime(2026, 10, 18, 2, 0, tzinfo=east)
+    after = datetime(2026, 10, 18, 10, 0, tzinfo=UTC)
+    assert pricer.price("deepseek/deepseek-v4-flash", usage, before) == Decimal("0.0805")
+    assert pricer.price("deepseek/deepseek-v4-flash", usage, after) == Decimal("0.14")
