@@ -88,13 +88,15 @@ def chat_expected(sdk_usage: Any) -> Usage | None:
         "prompt_tokens_details.audio_tokens",
         "completion_tokens_details.reasoning_tokens",
         "completion_tokens_details.audio_tokens",
+        "prompt_cache_hit_tokens",
     }
     cost = dump.get("cost")
+    hits = dump.get("prompt_cache_hit_tokens")  # DeepSeek's cache reads
     return _nothing(
         Usage(
             input_tokens=dump.get("prompt_tokens") or 0,
             output_tokens=dump.get("completion_tokens") or 0,
-            cache_read_tokens=prompt.get("cached_tokens"),
+            cache_read_tokens=hits if hits is not None else prompt.get("cached_tokens"),
             cache_write_tokens=prompt.get("cache_write_tokens"),
             input_audio_tokens=prompt.get("audio_tokens"),
             output_reasoning_tokens=completion.get("reasoning_tokens"),

@@ -15,7 +15,8 @@ Anthropic     ``input_tokens`` = ``input_tokens + cache_creation_input_tokens +
 OpenAI Chat   ``prompt_tokens`` / ``completion_tokens``; ``prompt_tokens_details.
               cached_tokens`` / ``cache_write_tokens`` / ``audio_tokens``;
               ``completion_tokens_details.reasoning_tokens`` / ``audio_tokens``; ``cost``
-              (OpenRouter) the provider's own cost
+              (OpenRouter) the provider's own cost; DeepSeek's ``prompt_cache_hit_tokens``
+              the cache reads when reported
 Responses     ``input_tokens`` / ``output_tokens``; ``input_tokens_details.cached_tokens`` /
               ``cache_write_tokens``; ``output_tokens_details.reasoning_tokens``; ``cost``
 Ollama        ``prompt_eval_count`` / ``eval_count`` (in the decoder itself)
@@ -108,7 +109,11 @@ _RESPONSES_FIELDS: dict[str, str] = {
     "cache_write_tokens": "input_tokens_details.cache_write_tokens",
     "output_reasoning_tokens": "output_tokens_details.reasoning_tokens",
 }
-_CHAT_MAPPED = frozenset({*_CHAT_FIELDS.values(), "total_tokens"})
+#: DeepSeek's count of the prompt read from its cache (``prompt_tokens`` is the hits plus
+#: ``prompt_cache_miss_tokens``): the cache reads when it is reported, whatever
+#: ``prompt_tokens_details.cached_tokens`` says (a compatible field DeepSeek may send as 0)
+_CHAT_HITS = "prompt_cache_hit_tokens"
+_CHAT_MAPPED = frozenset({*_CHAT_FIELDS.values(), "total_tokens", _CHAT_HITS})
 _RESPONSES_MAPPED = frozenset({*_RESPONSES_FIELDS.values(), "total_tokens"})
 
 
@@ -321,6 +326,8 @@ def _openai_usage(
     if usage is None:
         return None
     counts, details = _read(usage, table, wire, where)
+    if table is _CHAT_TABLE and (hits := usage.get(_CHAT_HITS)) is not None:
+        counts["cache_read_tokens"] = checked_count(hits, _CHAT_HITS, wire, where)
     cost = _cost(usage)
     if not counts["input_tokens"] and not counts["output_tokens"] and cost is None:
         return None  # a usage that says nothing (no tokens either way, no cost)

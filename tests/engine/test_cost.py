@@ -26,6 +26,7 @@ from rxturn.cost import Pricer, enable_price_updates, pricer_for, total_cost
 from rxturn.engine.records.audit import AttemptRecord
 from rxturn.messages import Usage
 from rxturn.resilience.policies import RetryPolicy
+from rxturn.wire._usage import openai_chat_usage
 from rxturn.testing import FakeProvider
 
 pytestmark = pytest.mark.timeout(60)
@@ -454,3 +455,21 @@ def test_prices_are_keyed_by_the_utc_day_of_an_aware_time() -> None:
     after = datetime(2026, 10, 18, 10, 0, tzinfo=UTC)
     assert pricer.price("deepseek/deepseek-v4-flash", usage, before) == Decimal("0.0805")
     assert pricer.price("deepseek/deepseek-v4-flash", usage, after) == Decimal("0.14")
+
+
+def test_a_deepseek_reply_is_priced_with_its_cache_hits() -> None:
+    # 1000 in, 800 of them cache hits, 100 out, at DeepSeek's day rates (per million: input
+    # $0.27, cache hit $0.07, output $1.10): 200 * 0.27 + 800 * 0.07 + 100 * 1.10 = 54 + 56 +
+    # 110 = 220 millionths of a dollar (the hits were a detail: priced as 380, nothing cached)
+    usage = openai_chat_usage(
+        {
+            "prompt_tokens": 1000,
+            "completion_tokens": 100,
+            "total_tokens": 1100,
+            "prompt_cache_hit_tokens": 800,
+            "prompt_cache_miss_tokens": 200,
+        }
+    )
+    pricer = Pricer("openai", "https://api.deepseek.com")  # found by its base URL
+    morning = datetime(2026, 12, 6, 10, 0, tzinfo=UTC)
+    assert pricer.price("deepseek-chat", usage, morning) == Decimal("0.000220")

@@ -298,3 +298,33 @@ def test_the_one_malformed_count_is_named(data: st.DataObject, wire: str, bad: o
     mapping, _ = _MAPPINGS[wire]
     with pytest.raises(StreamProtocolError, match=rf"'{path}' is .*, not a token count"):
         mapping(raw)
+
+
+_DEEPSEEK = {
+    "prompt_tokens": 1000,
+    "completion_tokens": 100,
+    "total_tokens": 1100,
+    "prompt_cache_hit_tokens": 800,
+    "prompt_cache_miss_tokens": 200,
+}
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [{}, {"prompt_tokens_details": {"cached_tokens": 0}}],
+    ids=["hits-only", "with-a-zero-cached-tokens"],
+)
+def test_deepseeks_cache_hits_are_the_cache_reads(extra: dict[str, Any]) -> None:
+    # DeepSeek's prompt_tokens is its cache hits plus its misses: 800 of 1000 read from the
+    # cache. They were a detail, and the reply was priced as if nothing was cached.
+    assert openai_chat_usage({**_DEEPSEEK, **extra}) == Usage(
+        input_tokens=1000,
+        output_tokens=100,
+        cache_read_tokens=800,
+        details={"prompt_cache_miss_tokens": 200},
+    )
+
+
+def test_a_malformed_deepseek_cache_hit_count_is_named() -> None:
+    with pytest.raises(StreamProtocolError, match="'prompt_cache_hit_tokens' is -8"):
+        openai_chat_usage({**_DEEPSEEK, "prompt_cache_hit_tokens": -8})
