@@ -26,8 +26,8 @@ from rxturn.cost import Pricer, enable_price_updates, pricer_for, total_cost
 from rxturn.engine.records.audit import AttemptRecord
 from rxturn.messages import Usage
 from rxturn.resilience.policies import RetryPolicy
-from rxturn.wire._usage import openai_chat_usage
 from rxturn.testing import FakeProvider
+from rxturn.wire._usage import openai_chat_usage
 
 pytestmark = pytest.mark.timeout(60)
 
