@@ -34,7 +34,9 @@ wire                                       canonical
                                            the final response, as the SDK returns it) as a
                                            ``signature`` delta and its ``PartStop``; then
                                            ``MessageDelta(stop, usage)``, ``MessageStop``
-``response.failed`` / ``error``            the typed error (rate limit, overload, other)
+``response.failed`` / ``error``            the typed error (rate limit, overload, other);
+                                           a failed response's usage first, as
+                                           ``MessageDelta(None, usage)`` (it was billed)
 other types                                nothing (newer events, hosted tools, ``*.done``)
 =========================================  ====================================================
 
@@ -242,6 +244,10 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                 self._check_identity(event.response, frames, at)
             return
         if cls is Failed:
+            if self._started:  # the usage it reports was billed: it goes out before the error
+                usage = responses_usage(event.response.usage, f"line {frames.line(at)}")
+                if usage is not None:
+                    out.append(MessageDelta(None, usage))
             raise _error(event.response.error, "response failed")
         if not self._started:
             raise StreamProtocolError(

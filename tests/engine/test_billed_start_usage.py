@@ -18,7 +18,7 @@ import pytest
 
 from rxturn import StreamHandler, TurnEngine
 from rxturn.clients import OpenAIClient
-from rxturn.errors import ReadError, StreamTimeoutError
+from rxturn.errors import ProviderStreamError, ReadError, StreamTimeoutError
 from rxturn.messages import Message, Usage
 from rxturn.resilience.policies import RetryPolicy, TimeoutPolicy
 from rxturn.testing import MockResponse, MockTransport
@@ -156,3 +156,47 @@ async def test_usage_an_openai_stream_reported_before_it_failed_is_billed(fault:
     assert failed.outcome != "served" and failed.usage == Usage(input_tokens=5, output_tokens=2)
     assert (kept.outcome, kept.usage) == ("served", Usage(input_tokens=5, output_tokens=3))
     assert result.billed_usage == Usage(input_tokens=10, output_tokens=5)
+
+
+def _responses_event(kind: str, **fields: Any) -> bytes:
+    body = json.dumps({"type": kind, **fields})
+    return f"event: {kind}\ndata: {body}\n\n".encode()
+
+
+async def test_usage_a_failed_responses_stream_reported_is_billed() -> None:
+    """``response.failed`` carries the response, its ``usage`` included: what the provider
+    billed for the attempt (here 40 in, 6 of them cached, 4 out). It was dropped with the
+    error, and the failed turn's audit said the attempt reported nothing."""
+    from rxturn.clients import OpenAIResponsesClient
+
+    response = {"id": "resp_1", "model": "m", "status": "in_progress", "output": []}
+    failed = {
+        **response,
+        "status": "failed",
+        "error": {"code": "server_error", "message": "the model broke down"},
+        "usage": {
+            "input_tokens": 40,
+            "input_tokens_details": {"cached_tokens": 6},
+            "output_tokens": 4,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": 44,
+        },
+    }
+    chunks = [
+        _responses_event("response.created", response=response, sequence_number=0),
+        _responses_event("response.failed", response=failed, sequence_number=1),
+    ]
+    sse = {"content-type": "text/event-stream"}
+    transport = MockTransport(lambda request: MockResponse(headers=sse, chunks=chunks))
+    client = OpenAIResponsesClient(
+        "m", api_key="k", base_url="http://mock.invalid/v1", transport=transport
+    )
+    engine = TurnEngine(client)  # passthrough: one attempt
+    with pytest.raises(ProviderStreamError, match="the model broke down"):
+        async with client:
+            await engine.run("hi")
+    (turn,) = engine.session.runs[-1].turns
+    (attempt,) = turn.attempt_log
+    billed = Usage(input_tokens=40, output_tokens=4, cache_read_tokens=6, output_reasoning_tokens=0)
+    assert (attempt.outcome, attempt.usage) == ("ProviderStreamError", billed)
+    assert turn.billed_usage == billed
