@@ -24,6 +24,7 @@ import json
 import os
 import stat
 from collections.abc import Iterable, Mapping
+from decimal import Decimal
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, Self, SupportsIndex, cast, get_args
 from urllib.parse import urlsplit
@@ -182,7 +183,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, repr_
                 details[key] = details.get(key, 0) + value
         cost = self.provider_cost
         if other.provider_cost is not None:
-            cost = other.provider_cost if cost is None else cost + other.provider_cost
+            cost = other.provider_cost if cost is None else _add_costs(cost, other.provider_cost)
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
@@ -198,6 +199,13 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, repr_
             details=details,
             provider_cost=cost,
         )
+
+
+def _add_costs(a: float, b: float) -> float:
+    """Two provider costs summed as the decimals they were sent as (their shortest reprs),
+    as :mod:`rxturn.cost` sums them: ``0.1 + 0.2`` is ``0.3``, not float addition's
+    ``0.30000000000000004``, so a billed usage and the turn's cost say the same."""
+    return float(Decimal(repr(a)) + Decimal(repr(b)))
 
 
 def _add(a: int | None, b: int | None) -> int | None:

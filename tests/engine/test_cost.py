@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from rxturn import AnthropicClient, Cost, OpenAIClient, StreamHandler, TurnEngine, replay_message
 from rxturn.cost import Pricer, enable_price_updates, pricer_for, total_cost
 from rxturn.engine.records.audit import AttemptRecord
-from rxturn.messages import Usage
+from rxturn.messages import Usage, sum_usage
 from rxturn.resilience.policies import RetryPolicy
 from rxturn.testing import FakeProvider
 from rxturn.wire._usage import openai_chat_usage
@@ -473,3 +473,15 @@ def test_a_deepseek_reply_is_priced_with_its_cache_hits() -> None:
     pricer = Pricer("openai", "https://api.deepseek.com")  # found by its base URL
     morning = datetime(2026, 12, 6, 10, 0, tzinfo=UTC)
     assert pricer.price("deepseek-chat", usage, morning) == Decimal("0.000220")
+
+
+def test_provider_costs_add_up_as_the_decimals_they_were_sent_as() -> None:
+    # OpenRouter's usage.cost of two attempts, $0.1 and $0.2: the turn's cost is $0.3, and
+    # the billed usage said 0.30000000000000004 (float addition) beside it
+    usages = [Usage(input_tokens=1, output_tokens=1, provider_cost=c) for c in (0.1, 0.2)]
+    billed = sum_usage(usages)
+    assert billed is not None and billed.provider_cost == 0.3
+    pricer = Pricer("openai")
+    cost = total_cost([pricer.price("gpt-4o", usage) for usage in usages])
+    assert cost is not None and cost.total == Decimal("0.3")
+    assert str(billed.provider_cost) == str(cost.total)
