@@ -36,6 +36,16 @@ def _nothing(usage: Usage) -> Usage | None:
     return usage
 
 
+def _output(dump: dict[str, Any], inp: Any, out: Any, reasoning: Any) -> int:
+    """The output count: reasoning counted apart from it (xAI) is added, which a
+    ``total_tokens`` of input + output + reasoning (not input + output) says."""
+    inp, out, reasoning = inp or 0, out or 0, reasoning or 0
+    total = dump.get("total_tokens")
+    if reasoning and type(total) is int and total != inp + out and total == inp + out + reasoning:
+        return out + reasoning
+    return out
+
+
 def anthropic_expected(sdk_usage: Any) -> Usage | None:
     if sdk_usage is None:
         return None
@@ -95,7 +105,12 @@ def chat_expected(sdk_usage: Any) -> Usage | None:
     return _nothing(
         Usage(
             input_tokens=dump.get("prompt_tokens") or 0,
-            output_tokens=dump.get("completion_tokens") or 0,
+            output_tokens=_output(
+                dump,
+                dump.get("prompt_tokens"),
+                dump.get("completion_tokens"),
+                completion.get("reasoning_tokens"),
+            ),
             cache_read_tokens=hits if hits is not None else prompt.get("cached_tokens"),
             cache_write_tokens=prompt.get("cache_write_tokens"),
             input_audio_tokens=prompt.get("audio_tokens"),
@@ -125,7 +140,12 @@ def responses_expected(sdk_usage: Any) -> Usage | None:
     return _nothing(
         Usage(
             input_tokens=dump.get("input_tokens") or 0,
-            output_tokens=dump.get("output_tokens") or 0,
+            output_tokens=_output(
+                dump,
+                dump.get("input_tokens"),
+                dump.get("output_tokens"),
+                out.get("reasoning_tokens"),
+            ),
             cache_read_tokens=inp.get("cached_tokens"),
             cache_write_tokens=inp.get("cache_write_tokens"),
             output_reasoning_tokens=out.get("reasoning_tokens"),

@@ -22,6 +22,10 @@ Responses     ``input_tokens`` / ``output_tokens``; ``input_tokens_details.cache
 Ollama        ``prompt_eval_count`` / ``eval_count`` (in the decoder itself)
 ============  ============================================================================
 
+On both OpenAI wires, reasoning a provider counts apart from the output (xAI: 9 output, 94
+reasoning, a ``total_tokens`` of input + 103) is added to the output, which is the total output
+on every wire; ``total_tokens`` tells the two ways apart.
+
 Every other whole-number count in the object lands in ``details`` under its dotted path
 (``server_tool_use.web_search_requests``); strings, booleans, fractions, lists and ``total_tokens``
 (a sum of what is already there) do not. A mapped count that is ``null`` or absent is not
@@ -233,6 +237,21 @@ def _cost(usage: Mapping[str, object]) -> float | None:
     return None
 
 
+def _reasoning_outside(usage: Mapping[str, object], counts: dict[str, int | None]) -> None:
+    """Make the output count the reasoning where the provider counts it apart (xAI: output 9,
+    reasoning 94, ``total_tokens`` 135 for 32 in): the output is then output plus reasoning.
+    Told by ``total_tokens``, which is input plus output where reasoning is part of the output
+    (OpenAI's way) and adds the reasoning on top where it is not."""
+    total = usage.get("total_tokens")
+    if type(total) is not int:
+        return
+    inp = counts["input_tokens"] or 0
+    out = counts["output_tokens"] or 0
+    reasoning = counts["output_reasoning_tokens"] or 0
+    if total != inp + out and total == inp + out + reasoning:
+        counts["output_tokens"] = out + reasoning
+
+
 def _as_object(raw: object, wire: str, where: Where) -> Mapping[str, object] | None:
     if raw is None:
         return None
@@ -328,6 +347,8 @@ def _openai_usage(
     counts, details = _read(usage, table, wire, where)
     if table is _CHAT_TABLE and (hits := usage.get(_CHAT_HITS)) is not None:
         counts["cache_read_tokens"] = checked_count(hits, _CHAT_HITS, wire, where)
+    if counts["output_reasoning_tokens"]:
+        _reasoning_outside(usage, counts)
     cost = _cost(usage)
     if not counts["input_tokens"] and not counts["output_tokens"] and cost is None:
         return None  # a usage that says nothing (no tokens either way, no cost)

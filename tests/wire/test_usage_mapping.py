@@ -328,3 +328,54 @@ def test_deepseeks_cache_hits_are_the_cache_reads(extra: dict[str, Any]) -> None
 def test_a_malformed_deepseek_cache_hit_count_is_named() -> None:
     with pytest.raises(StreamProtocolError, match="'prompt_cache_hit_tokens' is -8"):
         openai_chat_usage({**_DEEPSEEK, "prompt_cache_hit_tokens": -8})
+
+
+# xAI's API reference usage: 32 in, 9 out, 94 of reasoning, 135 in all. Its reasoning is not part
+# of its completion tokens (OpenAI's is): 32 + 9 + 94 = 135. The output was read as 9, the
+# reasoning (billed as output) left out of the output total; it is 9 + 94 = 103.
+@pytest.mark.parametrize(
+    ("mapping", "raw"),
+    [
+        (
+            openai_chat_usage,
+            {
+                "prompt_tokens": 32,
+                "completion_tokens": 9,
+                "total_tokens": 135,
+                "prompt_tokens_details": {"cached_tokens": 6},
+                "completion_tokens_details": {"reasoning_tokens": 94},
+            },
+        ),
+        (
+            responses_usage,
+            {
+                "input_tokens": 32,
+                "output_tokens": 9,
+                "total_tokens": 135,
+                "input_tokens_details": {"cached_tokens": 6},
+                "output_tokens_details": {"reasoning_tokens": 94},
+            },
+        ),
+    ],
+    ids=["chat", "responses"],
+)
+def test_reasoning_counted_apart_from_the_output_is_added_to_it(
+    mapping: Any, raw: dict[str, Any]
+) -> None:
+    assert mapping(raw) == Usage(
+        input_tokens=32, output_tokens=103, cache_read_tokens=6, output_reasoning_tokens=94
+    )
+
+
+@pytest.mark.parametrize("total", [135, None, "135", 200], ids=["sum", "none", "string", "other"])
+def test_reasoning_inside_the_output_is_not_added_again(total: object) -> None:
+    # OpenAI's way: 103 completion tokens of which 94 reasoning; a total_tokens that does not
+    # say the reasoning was left out (absent, not a count, another sum) changes nothing
+    raw = {
+        "prompt_tokens": 32,
+        "completion_tokens": 103,
+        "total_tokens": total,
+        "completion_tokens_details": {"reasoning_tokens": 94},
+    }
+    usage = openai_chat_usage(raw)
+    assert usage == Usage(input_tokens=32, output_tokens=103, output_reasoning_tokens=94)
