@@ -13,7 +13,7 @@ Each attempt is priced on its own (a tiered price applies to that attempt's inpu
 it ended:
 
 * the provider's own figure wins when it reported one (``Usage.provider_cost``, OpenRouter's
-  ``usage.cost``);
+  ``usage.cost``, xAI's ``usage.cost_in_usd_ticks``);
 * else the provider is found by the client's base URL (``provider_api_url``), then by the wire's
   provider id (``anthropic``, ``openai``…), and the model by its name;
 * an attempt with no usage, an unknown provider or model, or usage the price data cannot take is

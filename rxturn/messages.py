@@ -143,7 +143,7 @@ class Usage(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True, repr_
     * ``details``: any other whole-number counts, under the provider's own dotted names
       (``server_tool_use.web_search_requests``); ``None`` when there are none;
     * ``provider_cost``: what the provider itself said the call cost, in USD, when it says so
-      (OpenRouter's ``usage.cost``).
+      (OpenRouter's ``usage.cost``, xAI's ``usage.cost_in_usd_ticks``).
 
     The JSON form carries ``input_tokens`` and ``output_tokens`` always and the rest only when
     reported (:func:`usage_to_json`). ``a + b`` sums two usages (a count reported by either is

@@ -8,6 +8,7 @@ that says nothing (no tokens either way, no cost), as rxturn reports it.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from rxturn.messages import Usage
@@ -34,6 +35,17 @@ def _nothing(usage: Usage) -> Usage | None:
     if not usage.input_tokens and not usage.output_tokens and usage.provider_cost is None:
         return None
     return usage
+
+
+def _provider_cost(dump: dict[str, Any]) -> float | None:
+    """``cost`` (OpenRouter), else xAI's ``cost_in_usd_ticks`` (10**10 to the dollar)."""
+    cost = dump.get("cost")
+    if isinstance(cost, int | float):
+        return float(cost)
+    ticks = dump.get("cost_in_usd_ticks")
+    if type(ticks) is int and ticks >= 0:
+        return float(Decimal(ticks) / 10**10)
+    return None
 
 
 def _output(dump: dict[str, Any], inp: Any, out: Any, reasoning: Any) -> int:
@@ -99,8 +111,8 @@ def chat_expected(sdk_usage: Any) -> Usage | None:
         "completion_tokens_details.reasoning_tokens",
         "completion_tokens_details.audio_tokens",
         "prompt_cache_hit_tokens",
+        "cost_in_usd_ticks",
     }
-    cost = dump.get("cost")
     hits = dump.get("prompt_cache_hit_tokens")  # DeepSeek's cache reads
     return _nothing(
         Usage(
@@ -117,7 +129,7 @@ def chat_expected(sdk_usage: Any) -> Usage | None:
             output_reasoning_tokens=completion.get("reasoning_tokens"),
             output_audio_tokens=completion.get("audio_tokens"),
             details=_details(dump, mapped),
-            provider_cost=float(cost) if isinstance(cost, int | float) else None,
+            provider_cost=_provider_cost(dump),
         )
     )
 
@@ -135,8 +147,8 @@ def responses_expected(sdk_usage: Any) -> Usage | None:
         "input_tokens_details.cached_tokens",
         "input_tokens_details.cache_write_tokens",
         "output_tokens_details.reasoning_tokens",
+        "cost_in_usd_ticks",
     }
-    cost = dump.get("cost")
     return _nothing(
         Usage(
             input_tokens=dump.get("input_tokens") or 0,
@@ -150,6 +162,6 @@ def responses_expected(sdk_usage: Any) -> Usage | None:
             cache_write_tokens=inp.get("cache_write_tokens"),
             output_reasoning_tokens=out.get("reasoning_tokens"),
             details=_details(dump, mapped),
-            provider_cost=float(cost) if isinstance(cost, int | float) else None,
+            provider_cost=_provider_cost(dump),
         )
     )

@@ -15,10 +15,11 @@ Anthropic     ``input_tokens`` = ``input_tokens + cache_creation_input_tokens +
 OpenAI Chat   ``prompt_tokens`` / ``completion_tokens``; ``prompt_tokens_details.
               cached_tokens`` / ``cache_write_tokens`` / ``audio_tokens``;
               ``completion_tokens_details.reasoning_tokens`` / ``audio_tokens``; ``cost``
-              (OpenRouter) the provider's own cost; DeepSeek's ``prompt_cache_hit_tokens``
-              the cache reads when reported
+              (OpenRouter), else ``cost_in_usd_ticks`` (xAI) the provider's own cost;
+              DeepSeek's ``prompt_cache_hit_tokens`` the cache reads when reported
 Responses     ``input_tokens`` / ``output_tokens``; ``input_tokens_details.cached_tokens`` /
-              ``cache_write_tokens``; ``output_tokens_details.reasoning_tokens``; ``cost``
+              ``cache_write_tokens``; ``output_tokens_details.reasoning_tokens``; ``cost``,
+              else ``cost_in_usd_ticks``
 Ollama        ``prompt_eval_count`` / ``eval_count`` (in the decoder itself)
 ============  ============================================================================
 
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import NoReturn
 
 from ..errors import StreamProtocolError
@@ -64,6 +66,10 @@ __all__ = [
 
 #: Counts above this are not believed: no request is a trillion tokens.
 MAX_COUNT = 1 << 40
+#: xAI's own figure for what a request was billed (tokens and server-side tools), in ticks:
+#: 10**10 ticks to the dollar; a cost of more than a million dollars is not believed
+_TICKS = "cost_in_usd_ticks"
+_MAX_TICKS = 10**16
 
 Where = str | Callable[[], str] | None
 """Where a usage object was read, for an error's ``where``: the text, or a function that makes
@@ -117,8 +123,8 @@ _RESPONSES_FIELDS: dict[str, str] = {
 #: ``prompt_cache_miss_tokens``): the cache reads when it is reported, whatever
 #: ``prompt_tokens_details.cached_tokens`` says (a compatible field DeepSeek may send as 0)
 _CHAT_HITS = "prompt_cache_hit_tokens"
-_CHAT_MAPPED = frozenset({*_CHAT_FIELDS.values(), "total_tokens", _CHAT_HITS})
-_RESPONSES_MAPPED = frozenset({*_RESPONSES_FIELDS.values(), "total_tokens"})
+_CHAT_MAPPED = frozenset({*_CHAT_FIELDS.values(), "total_tokens", _CHAT_HITS, _TICKS})
+_RESPONSES_MAPPED = frozenset({*_RESPONSES_FIELDS.values(), "total_tokens", _TICKS})
 
 
 def checked_count(value: object, name: str, wire: str, where: Where = None) -> int | None:
@@ -226,6 +232,8 @@ _RESPONSES_TABLE = _Table(_RESPONSES_FIELDS, _RESPONSES_MAPPED)
 
 
 def _cost(usage: Mapping[str, object]) -> float | None:
+    """The provider's own cost in USD: ``cost`` (OpenRouter), else ``cost_in_usd_ticks`` (xAI;
+    the float nearest the exact dollars); ``None`` when neither is a cost of 0 or more."""
     cost = usage.get("cost")
     if type(cost) is float or type(cost) is int:
         try:
@@ -234,6 +242,10 @@ def _cost(usage: Mapping[str, object]) -> float | None:
             return None
         if math.isfinite(value) and value >= 0:
             return value
+        return None
+    ticks = usage.get(_TICKS)
+    if type(ticks) is int and 0 <= ticks <= _MAX_TICKS:
+        return float(Decimal(ticks).scaleb(-10))
     return None
 
 

@@ -485,3 +485,13 @@ def test_provider_costs_add_up_as_the_decimals_they_were_sent_as() -> None:
     cost = total_cost([pricer.price("gpt-4o", usage) for usage in usages])
     assert cost is not None and cost.total == Decimal("0.3")
     assert str(billed.provider_cost) == str(cost.total)
+
+
+def test_xais_own_cost_is_the_attempts_cost() -> None:
+    # 37756000 ticks of 10**-10 USD (xAI's cost-tracking guide): $0.0037756, tools included,
+    # whatever genai-prices would say for the tokens
+    usage = openai_chat_usage(
+        {"prompt_tokens": 199, "completion_tokens": 1, "cost_in_usd_ticks": 37756000}
+    )
+    pricer = Pricer("openai", "https://api.x.ai/v1")
+    assert pricer.price("grok-4", usage) == Decimal("0.0037756")

@@ -379,3 +379,23 @@ def test_reasoning_inside_the_output_is_not_added_again(total: object) -> None:
     }
     usage = openai_chat_usage(raw)
     assert usage == Usage(input_tokens=32, output_tokens=103, output_reasoning_tokens=94)
+
+
+# xAI's usage carries what the request was billed, tools included, in ticks of 10**-10 USD
+# (its cost-tracking guide: 37756000 ticks is $0.0037756). It was a detail, and the cost was
+# genai-prices' figure for the tokens alone.
+@pytest.mark.parametrize("mapping", [openai_chat_usage, responses_usage], ids=["chat", "resp"])
+def test_xais_cost_in_ticks_is_the_providers_cost(mapping: Any) -> None:
+    names = (
+        ("prompt_tokens", "completion_tokens")
+        if mapping is openai_chat_usage
+        else ("input_tokens", "output_tokens")
+    )
+    raw = {names[0]: 199, names[1]: 1, "total_tokens": 200, "cost_in_usd_ticks": 37756000}
+    assert mapping(raw) == Usage(input_tokens=199, output_tokens=1, provider_cost=0.0037756)
+
+
+@pytest.mark.parametrize("ticks", [-1, 1.5, "37756000", True, None], ids=str)
+def test_ticks_that_are_no_count_are_no_cost(ticks: object) -> None:
+    raw = {"prompt_tokens": 199, "completion_tokens": 1, "cost_in_usd_ticks": ticks}
+    assert openai_chat_usage(raw) == Usage(input_tokens=199, output_tokens=1)
