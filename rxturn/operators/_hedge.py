@@ -51,7 +51,9 @@ class RaceWatcher(Protocol):
     ``"hedge_lost"``), a racer that failed while others ran on (``error``), or one let go with
     the race (``disposed``). ``racer_adopted`` names the racer whose end the downstream will
     report with the stream's own end (the winner, the racer whose error ends the race, or the
-    one still running when the race is disposed); ``won`` says it won the race.
+    one still running when the race is disposed); ``won`` says it won the race. When every
+    racer failed, each was reported as it failed, and the race's error (the primary's) goes
+    downstream with no racer adopted.
     """
 
     def racer_started(self, index: int, model: str) -> contextvars.Context | None: ...
@@ -72,7 +74,7 @@ class RaceWatcher(Protocol):
 class _Seat(abc.ObserverBase[Any]):
     """One racer's subscription and what it holds until the race is decided."""
 
-    __slots__ = ("completed", "error", "held", "index", "race", "subscription", "usage")
+    __slots__ = ("completed", "error", "held", "index", "race", "reported", "subscription", "usage")
 
     def __init__(self, race: _Race, index: int) -> None:
         self.race = race
@@ -82,6 +84,7 @@ class _Seat(abc.ObserverBase[Any]):
         self.subscription: abc.DisposableBase | None = None
         self.completed = False
         self.error: Exception | None = None
+        self.reported = False  # its end was told to the watcher (racer_ended)
 
     def _scan(self, event: Any) -> bool:
         if type(event) is MessageDelta and event.usage is not None:
@@ -143,8 +146,10 @@ class _Seat(abc.ObserverBase[Any]):
         try:
             actions = race.machine.failed(self.index, error, race.now())
             final = any(type(a) is Fail and a.index == self.index for a in actions)
-            if not final and race.watcher is not None:
-                race.watcher.racer_ended(self.index, error, self.usage)
+            if not final:
+                self.reported = True
+                if race.watcher is not None:
+                    race.watcher.racer_ended(self.index, error, self.usage)
             race.run(actions)
         except Exception as broken:
             race.abort(broken)
@@ -317,7 +322,7 @@ class _Race(abc.DisposableBase):
 
     def _fail(self, index: int) -> None:
         seat = self.seats[index]
-        if self.watcher is not None:
+        if self.watcher is not None and not seat.reported:
             self.watcher.racer_adopted(index)
         error = seat.error
         assert error is not None

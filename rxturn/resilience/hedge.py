@@ -21,7 +21,9 @@ A race, step by step (every instant is a float the caller passes in; nothing her
     decide(now)        the winner is chosen; every other running racer is cut (it lost)
     failed(i, e, now)  a fatal error (cancel, 400/401/403, configuration: no other model
                        would answer differently) ends the race; any other error hands over to
-                       the racers still running, or sends the pending hedge at once
+                       the racers still running, or sends the pending hedge at once; with
+                       nothing left, the race fails with the primary's error (the retry
+                       ladder retries the primary's target: its Retry-After is the one)
     cancel(now)        the turn is cancelled: every running racer is cut (cancelled); a
                        racer stopped without content is a lower bound for the estimate, as
                        a loser is (let_go(now) is the same for a race its subscriber dropped)
@@ -468,7 +470,8 @@ class Win:
 
 
 class Fail:
-    """The race failed with racer ``index``'s error (it goes downstream)."""
+    """The race failed with racer ``index``'s error (it goes downstream): the racer whose
+    error was fatal, or the primary when every racer failed."""
 
     __slots__ = ("index",)
 
@@ -706,7 +709,9 @@ class HedgeRace:
             actions.append(self._arm(now))
             return actions
         actions.extend(self._end(now, None, LOST))
-        actions.append(Fail(index))
+        # every racer failed: the retry ladder retries the primary's target, so the race fails
+        # with the primary's error (its Retry-After, its verdict), not a hedge's from elsewhere
+        actions.append(Fail(0))
         return actions
 
     def cancel(self, now: float) -> list[Action]:

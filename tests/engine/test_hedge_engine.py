@@ -420,3 +420,53 @@ async def test_a_cancel_from_inside_a_racers_callback_ends_the_turn_at_once(
     sent = 2 if case == "cut" else 1  # (cut: the hedge went out at 2 s, before the cancel)
     assert len(client.models_asked) == sent  # nothing went out after the cancel
     assert (await run_virtual(clean, engine.turn(), limit=100.0)).model in ("scripted", "backup")
+
+
+@pytest.mark.parametrize(
+    ("primary_error", "hedge_error", "retry_at"),
+    [
+        # the primary said "come back in 30 s": its retry waits for it, whatever the hedge said
+        # (before: the hedge's 500 went to the ladder and the primary was asked again at 1.5 s)
+        (
+            RateLimitError("HTTP 429", status_code=429, retry_after=30.0),
+            ServerError("HTTP 500", status_code=500),
+            30.5,
+        ),
+        # a hedge's 429 is its own quota's: the primary's 500 is retried after the backoff
+        # (before: the primary waited out the hedge's 30 s)
+        (
+            ServerError("HTTP 500", status_code=500),
+            RateLimitError("HTTP 429", status_code=429, retry_after=30.0),
+            1.5,
+        ),
+    ],
+)
+async def test_every_racer_failing_retries_the_primary_on_the_primarys_own_error(
+    clean: TestScheduler, primary_error: Exception, hedge_error: Exception, retry_at: float
+) -> None:
+    client = ScriptedClient(
+        clean,
+        models={
+            "scripted": [
+                [on_next(0.01, MessageStart()), on_error(0.3, primary_error)],
+                timeline(reply("second try")),
+            ],
+            "backup": [[on_next(0.01, MessageStart()), on_error(0.2, hedge_error)]],
+        },
+    )
+    engine, observer, _ = engine_for(
+        client, clean, HedgePolicy((HedgeTarget("backup"),), delay=5.0)
+    )
+    result = await run_virtual(clean, engine.turn())
+    assert result.message.text == "second try" and result.model == "scripted"
+    assert client.models_asked == ["scripted", "backup", "scripted"]
+    # the primary fails at 0.3 (the hedge goes out then), the hedge at 0.5; the retry: the
+    # ladder's answer to the primary's error, from 0.5 (1 s backoff, or the 30 s Retry-After)
+    assert client.spans[2][0] == pytest.approx(retry_at)
+    assert [a.outcome for a in result.attempt_log] == [
+        type(primary_error).__name__,
+        type(hedge_error).__name__,
+        "served",
+    ]
+    names = observer.names()
+    assert names.count("on_attempt_start") == names.count("on_attempt_end") == 3

@@ -285,6 +285,14 @@ def test_last_racer_failing_with_nothing_left_to_send_fails_the_race() -> None:
     assert kinds(r.failed(0, ReadError("x"), 2.5)) == ["Fail(0)"]
 
 
+def test_every_racer_failed_the_race_fails_with_the_primarys_error() -> None:
+    """The retries go to the primary's target: its error, not the last hedge's, is the race's."""
+    r = race(policy())
+    r.start(0.0)
+    r.failed(0, RateLimitError("HTTP 429", status_code=429, retry_after=30.0), 0.3)
+    assert kinds(r.failed(1, ServerError("HTTP 500", status_code=500), 0.5)) == ["Fail(0)"]
+
+
 def test_rate_limited_primary_skips_targets_on_its_quota() -> None:
     shared = HedgeTarget("primary-mini", same_quota=True)
     own = HedgeTarget("other", client=OTHER_CLIENT)
