@@ -13,11 +13,13 @@ and the served model (``TurnLegs.hedge_won``). The rules of the race are
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 from reactivex import Observable
 
+from ...cost import Pricer
 from ...messages import Request, RequestOptions, Usage
 from ...operators import hedge
 from ...resilience.fallback import FallbackManager
@@ -45,6 +47,7 @@ class TurnRace:
         "options",
         "plan",
         "policy",
+        "pricer_of",
         "request",
     )
 
@@ -58,8 +61,10 @@ class TurnRace:
         plan: TurnSpec,
         fallback: FallbackManager | None,
         observers: ObserverSet,
+        pricer_of: Callable[[object], Pricer] | None = None,
     ) -> None:
         self.policy = policy
+        self.pricer_of = pricer_of  # a client's pricer (the engine's rule), when it prices
         self.client = client
         self.request = request
         self.options = options
@@ -152,8 +157,19 @@ class TurnRace:
 
     # -- the race's watcher (the attempt log, and the switch to a winning hedge) ------------
 
+    def _pricer(self, index: int) -> Pricer | None:
+        """Racer ``index``'s pricer when it asks another client than the turn's (a hedge on
+        another provider is priced by that provider's prices); ``None``: the turn's."""
+        target = self._targets.get(index)
+        other = None if target is None else target.client
+        if other is None or other is self.client or self.pricer_of is None:
+            return None
+        if not self.legs.log.pricing:
+            return None
+        return self.pricer_of(other)
+
     def racer_started(self, index: int, model: str) -> contextvars.Context | None:
-        return self.legs.log.racer_started(index, model)
+        return self.legs.log.racer_started(index, model, self._pricer(index))
 
     def racer_ended(
         self,
@@ -174,6 +190,9 @@ class TurnRace:
             model = self._model(target)
             primary = legs.served
             self.plan.retarget(self._client(target), self._options(target))
+            pricer = self._pricer(index)
+            if pricer is not None:  # the retries and the rescue go to the winner's client
+                legs.log.priced_by(pricer)
             legs.hedge_won(model)
             if self.observers.interested("on_hedge_won"):
                 self._report("on_hedge_won", primary, model, after=legs.now() - legs.started)
