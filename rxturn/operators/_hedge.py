@@ -168,6 +168,7 @@ class _Race(abc.DisposableBase):
         "forwarding",
         "machine",
         "now",
+        "on_fail",
         "on_hedge",
         "on_skip",
         "open_target",
@@ -189,6 +190,7 @@ class _Race(abc.DisposableBase):
         watcher: RaceWatcher | None,
         on_hedge: Callable[..., object] | None,
         on_skip: Callable[..., object] | None,
+        on_fail: Callable[[int], object] | None = None,
     ) -> None:
         self.primary = primary
         self.machine = machine
@@ -199,6 +201,7 @@ class _Race(abc.DisposableBase):
         self.watcher = watcher
         self.on_hedge = on_hedge
         self.on_skip = on_skip
+        self.on_fail = on_fail
         self.seats: list[_Seat] = []
         self.forwarding: _Seat | None = None
         self.timer: abc.DisposableBase | None = None
@@ -322,6 +325,10 @@ class _Race(abc.DisposableBase):
 
     def _fail(self, index: int) -> None:
         seat = self.seats[index]
+        if self.on_fail is not None:
+            self.on_fail(index)
+            if self.closed:  # it cancelled the turn
+                return
         if self.watcher is not None and not seat.reported:
             self.watcher.racer_adopted(index)
         error = seat.error
@@ -341,6 +348,8 @@ class _Race(abc.DisposableBase):
         try:
             self._dispose()
         finally:
+            for seat in self.seats:  # a racer's error: its traceback holds the frame of the
+                seat.error = None  # source that called the seat, which holds the seat (a cycle)
             self.seats = []  # each seat holds the race: without this the two are a cycle
 
     def _dispose(self) -> None:
@@ -391,14 +400,21 @@ def hedge_(
     on_hedge: Callable[..., object] | None,
     on_skip: Callable[..., object] | None,
     scheduler: abc.SchedulerBase | None,
+    on_fail: Callable[[int], object] | None = None,
 ) -> Callable[[Observable[Any]], Observable[Any]]:
+    """The operator (:func:`rxturn.operators.hedge` checks the arguments and documents them);
+    ``on_fail(index)``: the race fails with racer ``index``'s error, which goes downstream
+    next (the engine's: the turn's outcome is then that racer's model's)."""
+
     def operator(source: Observable[Any]) -> Observable[Any]:
         def subscribe(
             observer: abc.ObserverBase[Any], subscribe_scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             sched = resolve_scheduler(scheduler, subscribe_scheduler)
             machine = HedgeRace(policy, model, client, blocked=blocked, rate_limited=rate_limited)
-            race = _Race(source, machine, open_target, observer, sched, watcher, on_hedge, on_skip)
+            race = _Race(
+                source, machine, open_target, observer, sched, watcher, on_hedge, on_skip, on_fail
+            )
             return race.start()
 
         return Observable(subscribe)

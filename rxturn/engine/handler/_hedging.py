@@ -21,7 +21,7 @@ from reactivex import Observable
 
 from ...cost import Pricer
 from ...messages import Request, RequestOptions, Usage
-from ...operators import hedge
+from ...operators._hedge import hedge_
 from ...resilience.fallback import FallbackManager
 from ...resilience.hedge import HedgePolicy, HedgeTarget
 from ..observation.observers import ObserverSet
@@ -90,15 +90,18 @@ class TurnRace:
     def __call__(self, primary: Observable[Any]) -> Observable[Any]:
         """The first attempt, raced."""
         return primary.pipe(
-            hedge(
+            hedge_(
                 self.policy,
                 self._open,
-                model=self.legs.served,
-                client=self.client,
-                blocked=self._blocked,
-                watcher=self,
-                on_hedge=self._on_hedge,
-                on_skip=self._on_skip,
+                self.legs.served,
+                self.client,
+                self._blocked,
+                False,  # (the race is the turn's first attempt: no 429 in the turn before it)
+                self,
+                self._on_hedge,
+                self._on_skip,
+                None,  # (the scheduler the handler subscribes it on)
+                self._on_fail,
             )
         )
 
@@ -198,4 +201,9 @@ class TurnRace:
                 self._report("on_hedge_won", primary, model, after=legs.now() - legs.started)
         # the race is over (one racer adopted, whatever else happens): the plan no longer
         # races, and its holding this race, which holds the plan, would make the turn a cycle
+        self.plan.race = None
+
+    def _on_fail(self, index: int) -> None:
+        """The race fails with racer ``index``'s error (when every racer failed, none is
+        adopted: the race is over all the same)."""
         self.plan.race = None
