@@ -8,6 +8,7 @@ import pytest
 from reactivex.testing import TestScheduler
 
 from rxturn import (
+    BreakerState,
     FallbackManager,
     HedgePolicy,
     HedgeTarget,
@@ -17,6 +18,7 @@ from rxturn import (
 )
 from rxturn.engine.observation.observers import Observer
 from rxturn.errors import (
+    AuthenticationError,
     Cancelled,
     ConfigError,
     NotFoundError,
@@ -470,3 +472,42 @@ async def test_every_racer_failing_retries_the_primary_on_the_primarys_own_error
     ]
     names = observer.names()
     assert names.count("on_attempt_start") == names.count("on_attempt_end") == 3
+
+
+async def test_a_hedges_fatal_error_is_the_hedges_failure_not_the_primarys(
+    clean: TestScheduler,
+) -> None:
+    """The backup's 401 ends the race (no other model would fix it) and fails the turn; the
+    primary only lost the race, and a loser is neutral for the breaker: the failure is the
+    backup's, which takes its strikes and goes out of rotation, so later turns skip it. Before:
+    each such turn counted against the primary, and the third tripped the breaker over to the
+    very backup that answered 401."""
+    client = ScriptedClient(
+        clean,
+        models={
+            "primary": [slow("p", 5.0)],
+            "backup": [[on_next(0.01, MessageStart()), on_error(0.1, AuthenticationError("401"))]],
+        },
+    )
+    fallback = FallbackManager("primary", ["backup"])
+    engine, observer, _ = engine_for(
+        client, clean, HedgePolicy((HedgeTarget("backup"),), delay=2.0), fallback=fallback
+    )
+    failed = 0
+    while "backup" not in fallback.failed_fallbacks():
+        with pytest.raises(AuthenticationError):
+            await run_virtual(clean, engine.turn())
+        failed += 1
+        turn = engine.session.runs[-1].turns[-1]
+        assert [(a.model, a.outcome) for a in turn.attempt_log] == [
+            ("primary", "hedge_lost"),
+            ("backup", "AuthenticationError"),
+        ]
+        assert turn.model == "backup"
+        assert fallback.state is BreakerState.PRIMARY and fallback.consecutive_failures == 0
+        assert failed < 5, "the backup's failures never struck it"
+    result = await run_virtual(clean, engine.turn())  # the hedge skips it now: the primary serves
+    assert result.model == "primary" and result.message.text == "p"
+    assert observer.calls_of("on_hedge_skipped")[-1]["reason"] == "breaker_open"
+    assert observer.calls_of("on_fallback") == []
+    assert [c["model"] for c in observer.calls_of("on_stream_failure")] == ["backup"] * failed

@@ -189,14 +189,8 @@ class TurnRace:
         legs = self.legs
         legs.log.racer_adopted(index)
         if won and index > 0:
-            target = self._targets[index]
-            model = self._model(target)
             primary = legs.served
-            self.plan.retarget(self._client(target), self._options(target))
-            pricer = self._pricer(index)
-            if pricer is not None:  # the retries and the rescue go to the winner's client
-                legs.log.priced_by(pricer)
-            legs.hedge_won(model)
+            model = self._take_over(index)
             if self.observers.interested("on_hedge_won"):
                 self._report("on_hedge_won", primary, model, after=legs.now() - legs.started)
         # the race is over (one racer adopted, whatever else happens): the plan no longer
@@ -204,6 +198,21 @@ class TurnRace:
         self.plan.race = None
 
     def _on_fail(self, index: int) -> None:
-        """The race fails with racer ``index``'s error (when every racer failed, none is
-        adopted: the race is over all the same)."""
-        self.plan.race = None
+        """The race fails with racer ``index``'s error: a hedge's (one no other model would
+        fix, a 401 say) is that hedge's failure, not the primary's, which only lost the race
+        (neutral for the breaker: slow is not failed)."""
+        if index > 0:
+            self._take_over(index)
+        self.plan.race = None  # (as in racer_adopted: the race is over)
+
+    def _take_over(self, index: int) -> str:
+        """Hedge ``index`` won the race, or its error ended it: the turn is its target's from
+        now on (later attempts, the rescue, their prices, the served model); its model."""
+        target = self._targets[index]
+        model = self._model(target)
+        self.plan.retarget(self._client(target), self._options(target))
+        pricer = self._pricer(index)
+        if pricer is not None:  # the retries and the rescue go to the hedge's client
+            self.legs.log.priced_by(pricer)
+        self.legs.hedge_won(model)
+        return model
