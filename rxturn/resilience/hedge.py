@@ -20,7 +20,9 @@ A race, step by step (every instant is a float the caller passes in; nothing her
                        instant (decide), so that a tie goes to the racer that started first
     decide(now)        the winner is chosen; every other running racer is cut (it lost)
     failed(i, e, now)  a fatal error (cancel, 400/401/403, configuration: no other model
-                       would answer differently) ends the race; any other error hands over to
+                       would answer differently) ends the race, unless another racer's
+                       content came earlier in this instant (it wins the decision); any
+                       other error hands over to
                        the racers still running, or sends the pending hedge at once; with
                        nothing left, the race fails with the primary's error (the retry
                        ladder retries the primary's target: its Retry-After is the one)
@@ -696,6 +698,8 @@ class HedgeRace:
         kind = error_kind(error)
         racer.state = FAILED
         racer.ended = now
+        if self._decide_pending and any(r.content_at is not None for r in self._running()):
+            return []  # an answer came earlier in this instant: it wins at the decision
         if kind == "fatal":
             actions = self._end(now, None, LOST)
             actions.append(Fail(index))

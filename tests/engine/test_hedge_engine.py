@@ -511,3 +511,26 @@ async def test_a_hedges_fatal_error_is_the_hedges_failure_not_the_primarys(
     assert observer.calls_of("on_hedge_skipped")[-1]["reason"] == "breaker_open"
     assert observer.calls_of("on_fallback") == []
     assert [c["model"] for c in observer.calls_of("on_stream_failure")] == ["backup"] * failed
+
+
+async def test_a_fatal_error_later_in_the_instant_of_an_answer_does_not_take_it_back(
+    clean: TestScheduler,
+) -> None:
+    """The primary's first text and the hedge's 401 come at the same instant, the text first:
+    the primary answered, and serves (before: the turn failed with the hedge's 401 and the
+    primary, which had answered, was recorded as the race's loser; a millisecond later, the
+    primary served)."""
+    client = ScriptedClient(
+        clean,
+        models={
+            "scripted": [slow("from the primary", 3.0)],
+            "backup": [[on_next(0.01, MessageStart()), on_error(1.0, AuthenticationError("401"))]],
+        },
+    )
+    engine, _, shown = engine_for(client, clean, HedgePolicy((HedgeTarget("backup"),), delay=2.0))
+    result = await run_virtual(clean, engine.turn())
+    assert result.message.text == "".join(shown) == "from the primary"
+    assert [(a.model, a.outcome) for a in result.attempt_log] == [
+        ("backup", "AuthenticationError"),
+        ("scripted", "served"),
+    ]

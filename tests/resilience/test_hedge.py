@@ -277,6 +277,18 @@ def test_fatal_error_on_either_side_ends_the_race(error: BaseException, who: int
     assert r.done
 
 
+@pytest.mark.parametrize("who", [0, 1])
+def test_an_answer_earlier_in_the_instant_beats_a_fatal_error(who: int) -> None:
+    """The decision waits for the end of the instant (ties); an error later in that instant
+    does not take the answer back."""
+    r = race(policy())
+    r.start(0.0)
+    r.hedge_due(2.0)
+    assert kinds(r.content(who, 3.0)) == ["Decide()"]
+    assert r.failed(1 - who, AuthenticationError("HTTP 401", status_code=401), 3.0) == []
+    assert kinds(r.decide(3.0)) == [f"Win({who})"]
+
+
 def test_last_racer_failing_with_nothing_left_to_send_fails_the_race() -> None:
     r = race(policy())
     r.start(0.0)
