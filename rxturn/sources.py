@@ -293,7 +293,10 @@ class Bridge(abc.DisposableBase, Generic[_T]):
             error = exc
         finally:
             _RUNNING.discard(self.task)
-        self._end(error)
+        try:
+            self._end(error)
+        finally:
+            error = None  # this frame is in the error's traceback: keeping it makes a cycle
 
     async def drive(self) -> None:
         """Run the bridge in the calling task: the one that claimed it

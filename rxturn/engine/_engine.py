@@ -58,7 +58,7 @@ from .._validate import positive
 from ..clients._base import ModelClient
 from ..clients._http import HttpClient
 from ..clients._request import check_options
-from ..cost import Pricer, cost_available, prefetch_prices, pricer_for
+from ..cost import Pricer, cost_available, prefetch_prices
 from ..errors import ConfigError
 from ..events import HandlerEvent
 from ..messages import (
@@ -103,7 +103,7 @@ from .records._results import (
     checked_prompt,
     checked_transients,
 )
-from .turn._calls import TurnCalls, provider_name
+from .turn._calls import TurnCalls, client_pricer
 from .turn._setup import TurnSetup
 
 __all__ = ["RunResult", "Session", "TurnEngine", "TurnMode", "TurnResult"]
@@ -235,7 +235,7 @@ class TurnEngine:
         # background thread, and the first turn awaits it off the loop
         pricer: Pricer | None = None
         if cost_available():
-            pricer = pricer_for(provider_name(client), getattr(client, "base_url", None))
+            pricer = client_pricer(client)
             prefetch_prices()
         self.last_estimate: ContextEstimate | None = None
         self.failover = bool(failover)

@@ -542,7 +542,8 @@ def hedge(
     content; then every other racer is disposed and only then are the winner's held items
     forwarded, followed by the rest of its stream. A fatal error (cancel, 400, 401, 403,
     configuration) ends the race with that error; another error hands over to the racers still
-    running, or sends the pending hedge at once, or (nobody left) goes out.
+    running, or sends the pending hedge at once; with nobody left, the source's error goes out
+    (what is downstream retries the source, so its error is the one to judge).
 
     .. code:: text
 

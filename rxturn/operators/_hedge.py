@@ -51,7 +51,9 @@ class RaceWatcher(Protocol):
     ``"hedge_lost"``), a racer that failed while others ran on (``error``), or one let go with
     the race (``disposed``). ``racer_adopted`` names the racer whose end the downstream will
     report with the stream's own end (the winner, the racer whose error ends the race, or the
-    one still running when the race is disposed); ``won`` says it won the race.
+    one still running when the race is disposed); ``won`` says it won the race. When every
+    racer failed, each was reported as it failed, and the race's error (the primary's) goes
+    downstream with no racer adopted.
     """
 
     def racer_started(self, index: int, model: str) -> contextvars.Context | None: ...
@@ -72,7 +74,7 @@ class RaceWatcher(Protocol):
 class _Seat(abc.ObserverBase[Any]):
     """One racer's subscription and what it holds until the race is decided."""
 
-    __slots__ = ("completed", "error", "held", "index", "race", "subscription", "usage")
+    __slots__ = ("completed", "error", "held", "index", "race", "reported", "subscription", "usage")
 
     def __init__(self, race: _Race, index: int) -> None:
         self.race = race
@@ -82,6 +84,7 @@ class _Seat(abc.ObserverBase[Any]):
         self.subscription: abc.DisposableBase | None = None
         self.completed = False
         self.error: Exception | None = None
+        self.reported = False  # its end was told to the watcher (racer_ended)
 
     def _scan(self, event: Any) -> bool:
         if type(event) is MessageDelta and event.usage is not None:
@@ -143,8 +146,10 @@ class _Seat(abc.ObserverBase[Any]):
         try:
             actions = race.machine.failed(self.index, error, race.now())
             final = any(type(a) is Fail and a.index == self.index for a in actions)
-            if not final and race.watcher is not None:
-                race.watcher.racer_ended(self.index, error, self.usage)
+            if not final:
+                self.reported = True
+                if race.watcher is not None:
+                    race.watcher.racer_ended(self.index, error, self.usage)
             race.run(actions)
         except Exception as broken:
             race.abort(broken)
@@ -163,6 +168,7 @@ class _Race(abc.DisposableBase):
         "forwarding",
         "machine",
         "now",
+        "on_fail",
         "on_hedge",
         "on_skip",
         "open_target",
@@ -184,6 +190,7 @@ class _Race(abc.DisposableBase):
         watcher: RaceWatcher | None,
         on_hedge: Callable[..., object] | None,
         on_skip: Callable[..., object] | None,
+        on_fail: Callable[[int], object] | None = None,
     ) -> None:
         self.primary = primary
         self.machine = machine
@@ -194,6 +201,7 @@ class _Race(abc.DisposableBase):
         self.watcher = watcher
         self.on_hedge = on_hedge
         self.on_skip = on_skip
+        self.on_fail = on_fail
         self.seats: list[_Seat] = []
         self.forwarding: _Seat | None = None
         self.timer: abc.DisposableBase | None = None
@@ -317,7 +325,11 @@ class _Race(abc.DisposableBase):
 
     def _fail(self, index: int) -> None:
         seat = self.seats[index]
-        if self.watcher is not None:
+        if self.on_fail is not None:
+            self.on_fail(index)
+            if self.closed:  # it cancelled the turn
+                return
+        if self.watcher is not None and not seat.reported:
             self.watcher.racer_adopted(index)
         error = seat.error
         assert error is not None
@@ -336,6 +348,8 @@ class _Race(abc.DisposableBase):
         try:
             self._dispose()
         finally:
+            for seat in self.seats:  # a racer's error: its traceback holds the frame of the
+                seat.error = None  # source that called the seat, which holds the seat (a cycle)
             self.seats = []  # each seat holds the race: without this the two are a cycle
 
     def _dispose(self) -> None:
@@ -386,14 +400,21 @@ def hedge_(
     on_hedge: Callable[..., object] | None,
     on_skip: Callable[..., object] | None,
     scheduler: abc.SchedulerBase | None,
+    on_fail: Callable[[int], object] | None = None,
 ) -> Callable[[Observable[Any]], Observable[Any]]:
+    """The operator (:func:`rxturn.operators.hedge` checks the arguments and documents them);
+    ``on_fail(index)``: the race fails with racer ``index``'s error, which goes downstream
+    next (the engine's: the turn's outcome is then that racer's model's)."""
+
     def operator(source: Observable[Any]) -> Observable[Any]:
         def subscribe(
             observer: abc.ObserverBase[Any], subscribe_scheduler: abc.SchedulerBase | None = None
         ) -> abc.DisposableBase:
             sched = resolve_scheduler(scheduler, subscribe_scheduler)
             machine = HedgeRace(policy, model, client, blocked=blocked, rate_limited=rate_limited)
-            race = _Race(source, machine, open_target, observer, sched, watcher, on_hedge, on_skip)
+            race = _Race(
+                source, machine, open_target, observer, sched, watcher, on_hedge, on_skip, on_fail
+            )
             return race.start()
 
         return Observable(subscribe)

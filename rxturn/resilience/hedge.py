@@ -20,8 +20,12 @@ A race, step by step (every instant is a float the caller passes in; nothing her
                        instant (decide), so that a tie goes to the racer that started first
     decide(now)        the winner is chosen; every other running racer is cut (it lost)
     failed(i, e, now)  a fatal error (cancel, 400/401/403, configuration: no other model
-                       would answer differently) ends the race; any other error hands over to
-                       the racers still running, or sends the pending hedge at once
+                       would answer differently) ends the race, unless another racer's
+                       content came earlier in this instant (it wins the decision); any
+                       other error hands over to
+                       the racers still running, or sends the pending hedge at once; with
+                       nothing left, the race fails with the primary's error (the retry
+                       ladder retries the primary's target: its Retry-After is the one)
     cancel(now)        the turn is cancelled: every running racer is cut (cancelled); a
                        racer stopped without content is a lower bound for the estimate, as
                        a loser is (let_go(now) is the same for a race its subscriber dropped)
@@ -468,7 +472,8 @@ class Win:
 
 
 class Fail:
-    """The race failed with racer ``index``'s error (it goes downstream)."""
+    """The race failed with racer ``index``'s error (it goes downstream): the racer whose
+    error was fatal, or the primary when every racer failed."""
 
     __slots__ = ("index",)
 
@@ -693,6 +698,8 @@ class HedgeRace:
         kind = error_kind(error)
         racer.state = FAILED
         racer.ended = now
+        if self._decide_pending and any(r.content_at is not None for r in self._running()):
+            return []  # an answer came earlier in this instant: it wins at the decision
         if kind == "fatal":
             actions = self._end(now, None, LOST)
             actions.append(Fail(index))
@@ -706,7 +713,9 @@ class HedgeRace:
             actions.append(self._arm(now))
             return actions
         actions.extend(self._end(now, None, LOST))
-        actions.append(Fail(index))
+        # every racer failed: the retry ladder retries the primary's target, so the race fails
+        # with the primary's error (its Retry-After, its verdict), not a hedge's from elsewhere
+        actions.append(Fail(0))
         return actions
 
     def cancel(self, now: float) -> list[Action]:

@@ -495,3 +495,68 @@ def test_xais_own_cost_is_the_attempts_cost() -> None:
     )
     pricer = Pricer("openai", "https://api.x.ai/v1")
     assert pricer.price("grok-4", usage) == Decimal("0.0037756")
+
+
+async def test_a_hedge_on_another_provider_is_priced_with_that_providers_prices() -> None:
+    """The turn's client speaks to Anthropic, its hedge's to OpenAI: each attempt is priced by
+    the provider it went to (before: the hedge's attempts went to the Anthropic prices, found
+    no gpt-4o there and were counted unpriced)."""
+    from reactivex.testing import TestScheduler
+
+    from rxturn import HedgePolicy, HedgeTarget, Message, RequestOptions
+    from rxturn.errors import ReadError
+    from rxturn.events import Delta, MessageDelta, MessageStart, PartStart
+    from rxturn.resilience.policies import TimeoutPolicy
+    from rxturn.testing.virtual import (
+        ScriptedClient,
+        on_error,
+        on_next,
+        reply,
+        run_virtual,
+        timeline,
+    )
+
+    scheduler = TestScheduler()
+    slow = [
+        on_next(0.01, MessageStart()),
+        on_next(0.01, MessageDelta(None, Usage(input_tokens=4000, output_tokens=1))),
+    ]  # (then silence)
+    dropped = [
+        on_next(0.01, MessageStart()),
+        on_next(0.02, PartStart(0)),
+        on_next(0.02, Delta(0, "half")),
+        on_next(0.03, MessageDelta(None, Usage(input_tokens=3000, output_tokens=20))),
+        on_error(0.04, ReadError("connection dropped")),
+    ]
+    whole = timeline(reply("whole", usage=Usage(input_tokens=3000, output_tokens=300)))
+    anthropic = ScriptedClient(scheduler, models={"claude-sonnet-4-5": [slow]})
+    openai = ScriptedClient(scheduler, models={"gpt-4o": [dropped, whole]})
+    anthropic.provider = "anthropic"  # pyright: ignore[reportAttributeAccessIssue]
+    openai.provider = "openai"  # pyright: ignore[reportAttributeAccessIssue]
+    engine = TurnEngine(
+        anthropic,
+        handler=StreamHandler(
+            retry=RetryPolicy(max_retries=1, base_delay=1.0, jitter=0.0),
+            timeouts=TimeoutPolicy(first_event=60.0, per_event=60.0, total=100.0, rescue=False),
+        ),
+        hedge=HedgePolicy((HedgeTarget("gpt-4o", client=openai),), delay=2.0),
+        request_options=RequestOptions(model="claude-sonnet-4-5"),
+        scheduler=scheduler,
+    )
+    engine.history.append(Message.user("hi"))
+    result = await run_virtual(scheduler, engine.turn())
+    log = result.attempt_log
+    assert [(a.model, a.outcome) for a in log] == [
+        ("claude-sonnet-4-5", "hedge_lost"),
+        ("gpt-4o", "ReadError"),
+        ("gpt-4o", "served"),  # the retry: on the winner's client, priced there too
+    ]
+    for record, provider in zip(log, ("anthropic", "openai", "openai"), strict=True):
+        assert record.usage is not None
+        counts = {"input_tokens": record.usage.input_tokens}
+        counts["output_tokens"] = record.usage.output_tokens
+        expected = genai_prices.calc_price(
+            genai_prices.Usage(**counts), record.model, provider_id=provider
+        ).total_price
+        assert record.cost == expected
+    assert result.cost is not None and result.cost.unpriced_attempts == 0

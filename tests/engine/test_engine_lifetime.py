@@ -62,7 +62,7 @@ def _engine_options(kind: str) -> dict[str, Any]:
         return {"observers": [RecordingObserver()]}
     if kind == "failover":
         return {"fallback": FallbackManager("primary", ["backup"]), "failover": True}
-    if kind == "hedged":
+    if kind in HEDGE_SCENARIOS:
         hedge = HedgePolicy((HedgeTarget("backup"),), delay=0.02)
         return {"handler": StreamHandler.default(), "hedge": hedge}
     return {"handler": StreamHandler.default()}
@@ -158,14 +158,30 @@ HEDGED = {
     }
 }
 
+#: the primary's 500 sends the hedge at once; "hedge_failed": the hedge's 500 ends the race too
+#: (the primary's retry answers), "hedge_after_error": the hedge answers (both racers' errors:
+#: each holds, in its traceback, a frame that holds the racer's seat)
+HEDGE_FAILED = {
+    "models": {
+        "primary": [{"status": 500}, REPLY["models"]["*"][0]] * 3,
+        "backup": [{"status": 500}],
+    }
+}
+HEDGE_AFTER_ERROR = {"models": {"primary": [{"status": 500}], "backup": REPLY["models"]["*"]}}
+HEDGE_SCENARIOS = {
+    "hedged": HEDGED,
+    "hedge_failed": HEDGE_FAILED,
+    "hedge_after_error": HEDGE_AFTER_ERROR,
+}
 
-@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, "refused", "hedged"])
+
+@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, "refused", *HEDGE_SCENARIOS])
 async def test_a_finished_turn_leaves_no_cycle(
     fake_client: Any, cyclic_garbage: None, kind: str
 ) -> None:
     # the engine stays alive: its turns' own parts (the handler's ladder, the turn's plan, the
     # fold's sink, the attempt records, a hedge's race) must still go when each turn ends
-    scenario: dict[str, Any] = HEDGED if kind == "hedged" else REPLY
+    scenario: dict[str, Any] = HEDGE_SCENARIOS.get(kind, REPLY)
     if kind in FIRST_ATTEMPT:
         scenario = {"models": {"*": [FIRST_ATTEMPT[kind], REPLY["models"]["*"][0]] * 3}}
     refused = kind == "refused"  # every turn ends in the error it raises

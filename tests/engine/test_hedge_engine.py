@@ -8,6 +8,7 @@ import pytest
 from reactivex.testing import TestScheduler
 
 from rxturn import (
+    BreakerState,
     FallbackManager,
     HedgePolicy,
     HedgeTarget,
@@ -17,6 +18,7 @@ from rxturn import (
 )
 from rxturn.engine.observation.observers import Observer
 from rxturn.errors import (
+    AuthenticationError,
     Cancelled,
     ConfigError,
     NotFoundError,
@@ -420,3 +422,115 @@ async def test_a_cancel_from_inside_a_racers_callback_ends_the_turn_at_once(
     sent = 2 if case == "cut" else 1  # (cut: the hedge went out at 2 s, before the cancel)
     assert len(client.models_asked) == sent  # nothing went out after the cancel
     assert (await run_virtual(clean, engine.turn(), limit=100.0)).model in ("scripted", "backup")
+
+
+@pytest.mark.parametrize(
+    ("primary_error", "hedge_error", "retry_at"),
+    [
+        # the primary said "come back in 30 s": its retry waits for it, whatever the hedge said
+        # (before: the hedge's 500 went to the ladder and the primary was asked again at 1.5 s)
+        (
+            RateLimitError("HTTP 429", status_code=429, retry_after=30.0),
+            ServerError("HTTP 500", status_code=500),
+            30.5,
+        ),
+        # a hedge's 429 is its own quota's: the primary's 500 is retried after the backoff
+        # (before: the primary waited out the hedge's 30 s)
+        (
+            ServerError("HTTP 500", status_code=500),
+            RateLimitError("HTTP 429", status_code=429, retry_after=30.0),
+            1.5,
+        ),
+    ],
+)
+async def test_every_racer_failing_retries_the_primary_on_the_primarys_own_error(
+    clean: TestScheduler, primary_error: Exception, hedge_error: Exception, retry_at: float
+) -> None:
+    client = ScriptedClient(
+        clean,
+        models={
+            "scripted": [
+                [on_next(0.01, MessageStart()), on_error(0.3, primary_error)],
+                timeline(reply("second try")),
+            ],
+            "backup": [[on_next(0.01, MessageStart()), on_error(0.2, hedge_error)]],
+        },
+    )
+    engine, observer, _ = engine_for(
+        client, clean, HedgePolicy((HedgeTarget("backup"),), delay=5.0)
+    )
+    result = await run_virtual(clean, engine.turn())
+    assert result.message.text == "second try" and result.model == "scripted"
+    assert client.models_asked == ["scripted", "backup", "scripted"]
+    # the primary fails at 0.3 (the hedge goes out then), the hedge at 0.5; the retry: the
+    # ladder's answer to the primary's error, from 0.5 (1 s backoff, or the 30 s Retry-After)
+    assert client.spans[2][0] == pytest.approx(retry_at)
+    assert [a.outcome for a in result.attempt_log] == [
+        type(primary_error).__name__,
+        type(hedge_error).__name__,
+        "served",
+    ]
+    names = observer.names()
+    assert names.count("on_attempt_start") == names.count("on_attempt_end") == 3
+
+
+async def test_a_hedges_fatal_error_is_the_hedges_failure_not_the_primarys(
+    clean: TestScheduler,
+) -> None:
+    """The backup's 401 ends the race (no other model would fix it) and fails the turn; the
+    primary only lost the race, and a loser is neutral for the breaker: the failure is the
+    backup's, which takes its strikes and goes out of rotation, so later turns skip it. Before:
+    each such turn counted against the primary, and the third tripped the breaker over to the
+    very backup that answered 401."""
+    client = ScriptedClient(
+        clean,
+        models={
+            "primary": [slow("p", 5.0)],
+            "backup": [[on_next(0.01, MessageStart()), on_error(0.1, AuthenticationError("401"))]],
+        },
+    )
+    fallback = FallbackManager("primary", ["backup"])
+    engine, observer, _ = engine_for(
+        client, clean, HedgePolicy((HedgeTarget("backup"),), delay=2.0), fallback=fallback
+    )
+    failed = 0
+    while "backup" not in fallback.failed_fallbacks():
+        with pytest.raises(AuthenticationError):
+            await run_virtual(clean, engine.turn())
+        failed += 1
+        turn = engine.session.runs[-1].turns[-1]
+        assert [(a.model, a.outcome) for a in turn.attempt_log] == [
+            ("primary", "hedge_lost"),
+            ("backup", "AuthenticationError"),
+        ]
+        assert turn.model == "backup"
+        assert fallback.state is BreakerState.PRIMARY and fallback.consecutive_failures == 0
+        assert failed < 5, "the backup's failures never struck it"
+    result = await run_virtual(clean, engine.turn())  # the hedge skips it now: the primary serves
+    assert result.model == "primary" and result.message.text == "p"
+    assert observer.calls_of("on_hedge_skipped")[-1]["reason"] == "breaker_open"
+    assert observer.calls_of("on_fallback") == []
+    assert [c["model"] for c in observer.calls_of("on_stream_failure")] == ["backup"] * failed
+
+
+async def test_a_fatal_error_later_in_the_instant_of_an_answer_does_not_take_it_back(
+    clean: TestScheduler,
+) -> None:
+    """The primary's first text and the hedge's 401 come at the same instant, the text first:
+    the primary answered, and serves (before: the turn failed with the hedge's 401 and the
+    primary, which had answered, was recorded as the race's loser; a millisecond later, the
+    primary served)."""
+    client = ScriptedClient(
+        clean,
+        models={
+            "scripted": [slow("from the primary", 3.0)],
+            "backup": [[on_next(0.01, MessageStart()), on_error(1.0, AuthenticationError("401"))]],
+        },
+    )
+    engine, _, shown = engine_for(client, clean, HedgePolicy((HedgeTarget("backup"),), delay=2.0))
+    result = await run_virtual(clean, engine.turn())
+    assert result.message.text == "".join(shown) == "from the primary"
+    assert [(a.model, a.outcome) for a in result.attempt_log] == [
+        ("backup", "AuthenticationError"),
+        ("scripted", "served"),
+    ]

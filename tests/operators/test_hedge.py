@@ -428,3 +428,21 @@ async def test_a_watcher_that_raises_ends_the_race_and_lets_every_racer_go(
     assert first.spans == [[0.0, ends_at]]
     assert backup.spans == [[2.0, ends_at]]  # closed with the race, not left streaming
     assert leftovers(scheduler) == []
+
+
+async def test_every_racer_failed_the_race_fails_with_the_primarys_error() -> None:
+    """Downstream retries the source (the primary): its error is the one it must judge (a
+    429's Retry-After is the primary's quota's); each racer was reported as it failed, and
+    none is adopted after its end was told."""
+    limited = RateLimitError("HTTP 429", status_code=429, retry_after=30.0)
+    primary = [on_next(0.01, MessageStart(id="p")), on_error(0.4, limited)]
+    backup = [on_next(0.01, MessageStart(id="b")), on_error(0.1, ServerError("HTTP 500"))]
+    rig = Rig(primary, {"backup": backup})
+    run = await rig.run()
+    assert run.error is limited
+    assert rig.watch == [
+        ("started", 0, "primary", 0.0),
+        ("ended", 0, "RateLimitError", None, 0.4),
+        ("started", 1, "backup", 0.4),
+        ("ended", 1, "ServerError", None, pytest.approx(0.5)),
+    ]

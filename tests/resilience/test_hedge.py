@@ -277,12 +277,32 @@ def test_fatal_error_on_either_side_ends_the_race(error: BaseException, who: int
     assert r.done
 
 
+@pytest.mark.parametrize("who", [0, 1])
+def test_an_answer_earlier_in_the_instant_beats_a_fatal_error(who: int) -> None:
+    """The decision waits for the end of the instant (ties); an error later in that instant
+    does not take the answer back."""
+    r = race(policy())
+    r.start(0.0)
+    r.hedge_due(2.0)
+    assert kinds(r.content(who, 3.0)) == ["Decide()"]
+    assert r.failed(1 - who, AuthenticationError("HTTP 401", status_code=401), 3.0) == []
+    assert kinds(r.decide(3.0)) == [f"Win({who})"]
+
+
 def test_last_racer_failing_with_nothing_left_to_send_fails_the_race() -> None:
     r = race(policy())
     r.start(0.0)
     r.hedge_due(2.0)
     r.failed(1, ServerError("HTTP 500", status_code=500), 2.1)
     assert kinds(r.failed(0, ReadError("x"), 2.5)) == ["Fail(0)"]
+
+
+def test_every_racer_failed_the_race_fails_with_the_primarys_error() -> None:
+    """The retries go to the primary's target: its error, not the last hedge's, is the race's."""
+    r = race(policy())
+    r.start(0.0)
+    r.failed(0, RateLimitError("HTTP 429", status_code=429, retry_after=30.0), 0.3)
+    assert kinds(r.failed(1, ServerError("HTTP 500", status_code=500), 0.5)) == ["Fail(0)"]
 
 
 def test_rate_limited_primary_skips_targets_on_its_quota() -> None:

@@ -118,8 +118,9 @@ class TurnLegs(AttemptLog):
         self.failure_recorded = False
 
     def hedge_won(self, model: str) -> None:
-        """A hedge to ``model`` won the turn's race: it serves the turn from now on (no
-        failover: no ``on_model_switched``, the breaker judges the turn by who served)."""
+        """A hedge to ``model`` won the turn's race (or its error ended it): it serves the turn
+        from now on (no failover: no ``on_model_switched``, the breaker judges the turn by who
+        served, or failed)."""
         if model != self.served:
             self._earlier = (*self._earlier, self.served)
             self.served = model

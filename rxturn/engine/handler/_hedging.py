@@ -13,13 +13,15 @@ and the served model (``TurnLegs.hedge_won``). The rules of the race are
 from __future__ import annotations
 
 import contextvars
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
 import msgspec
 from reactivex import Observable
 
+from ...cost import Pricer
 from ...messages import Request, RequestOptions, Usage
-from ...operators import hedge
+from ...operators._hedge import hedge_
 from ...resilience.fallback import FallbackManager
 from ...resilience.hedge import HedgePolicy, HedgeTarget
 from ..observation.observers import ObserverSet
@@ -45,6 +47,7 @@ class TurnRace:
         "options",
         "plan",
         "policy",
+        "pricer_of",
         "request",
     )
 
@@ -58,8 +61,10 @@ class TurnRace:
         plan: TurnSpec,
         fallback: FallbackManager | None,
         observers: ObserverSet,
+        pricer_of: Callable[[object], Pricer] | None = None,
     ) -> None:
         self.policy = policy
+        self.pricer_of = pricer_of  # a client's pricer (the engine's rule), when it prices
         self.client = client
         self.request = request
         self.options = options
@@ -85,15 +90,18 @@ class TurnRace:
     def __call__(self, primary: Observable[Any]) -> Observable[Any]:
         """The first attempt, raced."""
         return primary.pipe(
-            hedge(
+            hedge_(
                 self.policy,
                 self._open,
-                model=self.legs.served,
-                client=self.client,
-                blocked=self._blocked,
-                watcher=self,
-                on_hedge=self._on_hedge,
-                on_skip=self._on_skip,
+                self.legs.served,
+                self.client,
+                self._blocked,
+                False,  # (the race is the turn's first attempt: no 429 in the turn before it)
+                self,
+                self._on_hedge,
+                self._on_skip,
+                None,  # (the scheduler the handler subscribes it on)
+                self._on_fail,
             )
         )
 
@@ -152,8 +160,19 @@ class TurnRace:
 
     # -- the race's watcher (the attempt log, and the switch to a winning hedge) ------------
 
+    def _pricer(self, index: int) -> Pricer | None:
+        """Racer ``index``'s pricer when it asks another client than the turn's (a hedge on
+        another provider is priced by that provider's prices); ``None``: the turn's."""
+        target = self._targets.get(index)
+        other = None if target is None else target.client
+        if other is None or other is self.client or self.pricer_of is None:
+            return None
+        if not self.legs.log.pricing:
+            return None
+        return self.pricer_of(other)
+
     def racer_started(self, index: int, model: str) -> contextvars.Context | None:
-        return self.legs.log.racer_started(index, model)
+        return self.legs.log.racer_started(index, model, self._pricer(index))
 
     def racer_ended(
         self,
@@ -170,13 +189,30 @@ class TurnRace:
         legs = self.legs
         legs.log.racer_adopted(index)
         if won and index > 0:
-            target = self._targets[index]
-            model = self._model(target)
             primary = legs.served
-            self.plan.retarget(self._client(target), self._options(target))
-            legs.hedge_won(model)
+            model = self._take_over(index)
             if self.observers.interested("on_hedge_won"):
                 self._report("on_hedge_won", primary, model, after=legs.now() - legs.started)
         # the race is over (one racer adopted, whatever else happens): the plan no longer
         # races, and its holding this race, which holds the plan, would make the turn a cycle
         self.plan.race = None
+
+    def _on_fail(self, index: int) -> None:
+        """The race fails with racer ``index``'s error: a hedge's (one no other model would
+        fix, a 401 say) is that hedge's failure, not the primary's, which only lost the race
+        (neutral for the breaker: slow is not failed)."""
+        if index > 0:
+            self._take_over(index)
+        self.plan.race = None  # (as in racer_adopted: the race is over)
+
+    def _take_over(self, index: int) -> str:
+        """Hedge ``index`` won the race, or its error ended it: the turn is its target's from
+        now on (later attempts, the rescue, their prices, the served model); its model."""
+        target = self._targets[index]
+        model = self._model(target)
+        self.plan.retarget(self._client(target), self._options(target))
+        pricer = self._pricer(index)
+        if pricer is not None:  # the retries and the rescue go to the hedge's client
+            self.legs.log.priced_by(pricer)
+        self.legs.hedge_won(model)
+        return model

@@ -65,12 +65,13 @@ class AttemptHooks:
 class _Racer:
     """A racer of a hedged race, open (the race's other racers run beside the attempt)."""
 
-    __slots__ = ("model", "number", "started")
+    __slots__ = ("model", "number", "pricer", "started")
 
-    def __init__(self, model: str, started: float, number: int) -> None:
+    def __init__(self, model: str, started: float, number: int, pricer: Pricer | None) -> None:
         self.model = model
         self.started = started
         self.number = number  # its attempt number, given at its start
+        self.pricer = pricer  # its client's (None: the log's)
 
 
 class AttemptLog(AttemptStats):
@@ -92,6 +93,7 @@ class AttemptLog(AttemptStats):
         "_open_kind",
         "_open_model",
         "_open_number",
+        "_open_pricer",
         "_open_started",
         "_pending",
         "_pricer",
@@ -118,6 +120,7 @@ class AttemptLog(AttemptStats):
         self._open_model = model
         self._open_started = 0.0
         self._open_number = 0  # an adopted racer's number (0: numbered by the records)
+        self._open_pricer: Pricer | None = None  # an adopted racer's (None: the log's)
         # grown one record at a time: no object until an attempt ends
         self._records: tuple[AttemptRecord, ...] = ()
         self.streams = 0
@@ -198,10 +201,10 @@ class AttemptLog(AttemptStats):
         if self._open_kind is not None:
             self._open_kind = None
             started, model, number = self._open_started, self._open_model, self._open_number
-            self._open_number = 0
+            pricer, self._open_number, self._open_pricer = self._open_pricer, 0, None
         else:
-            started, model, number = self._clock(), self.model, 0
-        self._record(kind, started, model, number, error, usage, disposed, None)
+            started, model, number, pricer = self._clock(), self.model, 0, None
+        self._record(kind, started, model, number, error, usage, disposed, None, pricer)
 
     def _record(
         self,
@@ -213,7 +216,10 @@ class AttemptLog(AttemptStats):
         usage: Usage | None,
         disposed: bool,
         outcome: str | None,
+        pricer: Pricer | None = None,
     ) -> None:
+        """Add one attempt's record; ``pricer``: the client's that was asked, when it is not
+        the log's (a hedge's on another client)."""
         if outcome is None:
             if disposed:
                 outcome = _PENDING
@@ -235,7 +241,7 @@ class AttemptLog(AttemptStats):
             usage=usage,
             started=started,
             ended=self._clock(),
-            cost=self._pricer.price(model, usage) if self._pricer is not None else None,
+            cost=None if self._pricer is None else (pricer or self._pricer).price(model, usage),
             estimated_usage=estimated,
         )
         records = self._records = (*self._records, record)
@@ -250,13 +256,27 @@ class AttemptLog(AttemptStats):
 
     # -- a hedged race ----------------------------------------------------------------------
 
-    def racer_started(self, index: int, model: str) -> contextvars.Context | None:
-        """A racer of a hedged race starts (``index`` 0 is the primary)."""
+    @property
+    def pricing(self) -> bool:
+        """Whether attempts are priced (the ``rxturn[cost]`` extra)."""
+        return self._pricer is not None
+
+    def priced_by(self, pricer: Pricer) -> None:
+        """Price the turn's later attempts with ``pricer``: they go to another client (a hedge
+        on it won the race). Without pricing, nothing changes."""
+        if self._pricer is not None:
+            self._pricer = pricer
+
+    def racer_started(
+        self, index: int, model: str, pricer: Pricer | None = None
+    ) -> contextvars.Context | None:
+        """A racer of a hedged race starts (``index`` 0 is the primary); ``pricer``: its
+        client's, when that is not the turn's."""
         racers = self._racers
         if racers is None:
             racers = self._racers = {}
         number = len(self._records) + len(racers) + (self._open_kind is not None) + 1
-        racer = racers[index] = _Racer(model, self._clock(), number)
+        racer = racers[index] = _Racer(model, self._clock(), number, pricer)
         hooks = self._hooks
         if hooks is None or not hooks.start:
             return None
@@ -285,7 +305,15 @@ class AttemptLog(AttemptStats):
         racer = racers.pop(index, None) if racers is not None else None
         if racer is not None:
             self._record(
-                "stream", racer.started, racer.model, racer.number, error, usage, disposed, outcome
+                "stream",
+                racer.started,
+                racer.model,
+                racer.number,
+                error,
+                usage,
+                disposed,
+                outcome,
+                racer.pricer,
             )
 
     def racer_adopted(self, index: int) -> None:
@@ -297,6 +325,7 @@ class AttemptLog(AttemptStats):
             self._open_model = racer.model
             self._open_started = racer.started
             self._open_number = racer.number
+            self._open_pricer = racer.pricer
 
     def _number_of(self, position: int) -> int:
         for where, number in self._numbered:

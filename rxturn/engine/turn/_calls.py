@@ -28,7 +28,7 @@ from reactivex.subject import Subject
 
 from ...clients._base import create_message, keeps_thinking
 from ...clients._request import requested_max_tokens
-from ...cost import Pricer, prices_loaded, warm_up_prices
+from ...cost import Pricer, pricer_for, prices_loaded, warm_up_prices
 from ...errors import Cancelled, FallbackExhausted
 from ...events import HandlerEvent
 from ...fold import initial_state
@@ -83,6 +83,12 @@ def provider_name(client: object) -> str:
             if wire.startswith(prefix):
                 return name
     return type(client).__name__
+
+
+def client_pricer(client: object) -> Pricer:
+    """The pricer of the attempts sent through ``client``: its provider's prices, found by its
+    base URL first (the engine's client's, and a hedge's on another client)."""
+    return pricer_for(provider_name(client), getattr(client, "base_url", None))
 
 
 _turn_ids = itertools.count(1)
@@ -437,7 +443,15 @@ class TurnCalls:
             from ..handler._hedging import TurnRace
 
             plan.race = TurnRace(
-                host.hedge, host.client, request, options, legs, plan, host.fallback, host.observers
+                host.hedge,
+                host.client,
+                request,
+                options,
+                legs,
+                plan,
+                host.fallback,
+                host.observers,
+                client_pricer,
             )
         source: TurnSource = plan
         if host.failover and not quiet:
