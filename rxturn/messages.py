@@ -1510,8 +1510,9 @@ def _as_message(item: object, where: str) -> Message:
     usage = data.get("usage")
     if usage is not None:  # checked first: a usage msgspec refuses must not pass as an SDK dict
         _check_usage(usage, f"{where}.usage")
-    if data.keys() <= _MESSAGE_KEYS:  # the Message JSON (a key it lacks: an SDK's dict, whose
-        # tool_calls msgspec would drop as an unknown field, leaving an empty message)
+    if data.keys() <= _MESSAGE_KEYS and not _cache_controlled(data.get("content")):
+        # the Message JSON (a key it lacks: an SDK's dict, whose tool_calls msgspec would drop
+        # as an unknown field, leaving an empty message; so would it a block's cache_control)
         try:
             return msgspec.convert(data, Message)
         except msgspec.ValidationError:
@@ -1539,7 +1540,13 @@ def _as_message(item: object, where: str) -> Message:
             if isinstance(block, str):
                 parts.append(_text_part(block))
             elif isinstance(block, dict):
-                parts.append(part_from_dict(block, f"{where}.content[{index}]"))  # pyright: ignore[reportUnknownArgumentType]
+                at = f"{where}.content[{index}]"
+                parts.append(part_from_dict(block, at))  # pyright: ignore[reportUnknownArgumentType]
+                entry: dict[str, object] = block  # pyright: ignore[reportUnknownVariableType]
+                if "cache_control" in entry:  # an Anthropic breakpoint: the marker after it
+                    point = _cache_point(entry["cache_control"], f"{at}.cache_control")
+                    if point is not None:
+                        parts.append(point)
             else:
                 raise ConfigError(
                     f"{where}.content[{index}] is {type_named(block)}; expected a block dict"
@@ -1572,6 +1579,37 @@ def _as_message(item: object, where: str) -> Message:
             ToolCallPart(_field(call_map, "id", where), _field(fn, "name", where), arguments)
         )
     return Message(role=role, content=tuple(parts))  # pyright: ignore[reportArgumentType]
+
+
+def _cache_controlled(content: object) -> bool:
+    """Whether a message's content has a block with an Anthropic ``cache_control``."""
+    if type(content) is not list:
+        return False
+    blocks: list[object] = content  # pyright: ignore[reportUnknownVariableType]
+    return any(type(block) is dict and "cache_control" in block for block in blocks)
+
+
+def _cache_point(control: object, where: str) -> CachePoint | None:
+    """An Anthropic block's ``cache_control`` (``{"type": "ephemeral", "ttl"?: "5m" | "1h"}``)
+    as the :class:`CachePoint` that puts it back on that block; ``None`` for ``null``."""
+    if control is None:
+        return None
+    given = shown(control, 100)
+    fields = cast("dict[str, object]", control) if type(control) is dict else {}
+    ttl = fields.get("ttl")
+    if (
+        fields.get("type") == "ephemeral"
+        and fields.keys() <= {"type", "ttl"}
+        and ttl in _CACHE_TTLS
+    ):
+        return CachePoint(ttl)
+    raise ConfigError(
+        f"{where} must be {{'type': 'ephemeral'}} with an optional 'ttl' of '5m' or '1h', "
+        f"got {given}"
+    )
+
+
+_CACHE_TTLS = (None, "5m", "1h")
 
 
 #: The keys of the Message JSON (docs/behaviour.md §6).
