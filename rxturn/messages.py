@@ -33,6 +33,7 @@ import msgspec
 from . import _media
 from ._arguments import described, shown, type_named
 from ._redact import is_credential_header
+from ._validate import PARTICIPANT_NAME
 from .errors import ConfigError
 
 __all__ = [
@@ -1529,6 +1530,8 @@ def _as_message(item: object, where: str) -> Message:
     problem = _role_problem(role)
     if problem is not None:
         raise ConfigError(f"{where}: {problem}")
+    if data.get("name") is not None:  # dropped, it would have asked another question
+        raise ConfigError(f"{where}: {PARTICIPANT_NAME}")
     content = data.get("content")
     parts: list[ContentPart] = []
     if isinstance(content, str):
