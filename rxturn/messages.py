@@ -1507,6 +1507,12 @@ def _as_message(item: object, where: str) -> Message:
             part = part_from_dict(data, where)
             role = "assistant" if kind == "function_call" else "user"
             return Message(role=role, content=(part,))
+        if isinstance(kind, str) and kind:  # a Responses input item of another type
+            raise ConfigError(
+                f"{where}: cannot convert an item of type {shown(kind, 100)}: a message dict "
+                "needs a 'role' ('user' or 'assistant'; of the Responses items, 'message', "
+                "'function_call' and 'function_call_output' convert)"
+            )
         raise ConfigError(f"{where}: a message dict needs a 'role' ('user' or 'assistant')")
     usage = data.get("usage")
     if usage is not None:  # checked first: a usage msgspec refuses must not pass as an SDK dict

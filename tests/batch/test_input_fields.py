@@ -317,3 +317,13 @@ def test_a_cache_control_no_api_takes_is_refused_naming_the_block() -> None:
     assert str(caught.value).startswith(
         "line 3: params.messages[0].content[1].cache_control must be {'type': 'ephemeral'}"
     ), str(caught.value)
+
+
+def test_a_responses_item_that_is_no_message_is_named_by_its_type() -> None:
+    # (it was "a message dict needs a 'role'", of an item that is not meant to have one)
+    items = [{"type": "item_reference", "id": "msg_1"}, {"role": "user", "content": "hi"}]
+    with pytest.raises(BatchInputError) as caught:
+        decode_row(_chat("/v1/responses", input=items), 4)
+    assert str(caught.value).startswith(
+        "line 4: body.input[0]: cannot convert an item of type 'item_reference'"
+    ), str(caught.value)
