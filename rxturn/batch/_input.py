@@ -430,7 +430,8 @@ def _split_body(
 ) -> Any:
     """A provider body's request fields as the row's options: the output cap, temperature,
     stop sequences and reasoning effort mapped onto their ``RequestOptions``; every other field
-    sent as written (``extra_body``, with ``verbatim``), which only ``api`` reads: with another
+    sent as written (``extra_body``, with ``verbatim``; a ``null`` left out, as the API's
+    default), which only ``api`` reads: with another
     ``provider`` such a field is refused rather than sent in the wrong API's spelling (or
     dropped by a server that ignores what it does not know). So is a field no output line can
     answer (``_refused``), and two output caps at once."""
@@ -455,13 +456,13 @@ def _split_body(
             if value is not None:
                 option = _MAPPED[name]
                 options[option] = [value] if name == "stop" and isinstance(value, str) else value
-        elif name == "thinking" and api == "anthropic" and value is not None:
+        elif value is None:
+            pass  # the API's default, which leaving it out asks on every wire
+        elif name == "thinking" and api == "anthropic":
             _anthropic_thinking(value, options, extra)
         else:
             extra[name] = value
     if provider is not None and provider != api:
-        # (a null asks for the API's default, which another API gives by leaving it out)
-        extra = {name: value for name, value in extra.items() if value is not None}
         foreign = [*extra, *(["thinking"] if "thinking" in options else [])]
         if foreign:
             name = foreign[0]

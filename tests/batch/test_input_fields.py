@@ -282,6 +282,9 @@ def test_the_mapped_fields_and_nulls_go_to_any_provider() -> None:
         row = decode_row(line, 1, provider=provider)
         assert row.system == "be brief"
         assert row.options == {"max_tokens": 9, "temperature": 0.5, "stop_sequences": ["x"]}
+        # the runner decodes each line again without the provider (the scan checked it): a
+        # null of a field sent as written went into the other API's body there
+        assert decode_row(line, 1) == row
     one_block = _params(messages=USER, system=[{"type": "text", "text": "be brief"}], stop=None)
     row = decode_row(one_block, 1, provider="openai")
     assert (row.system, row.options) == ("be brief", {"max_tokens": 64})
