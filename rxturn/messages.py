@@ -1552,8 +1552,8 @@ def _as_message(item: object, where: str) -> Message:
                 at = f"{where}.content[{index}]"
                 parts.append(part_from_dict(block, at))  # pyright: ignore[reportUnknownArgumentType]
                 entry: dict[str, object] = block  # pyright: ignore[reportUnknownVariableType]
-                if "cache_control" in entry:  # an Anthropic breakpoint: the marker after it
-                    point = _cache_point(entry["cache_control"], f"{at}.cache_control")
+                if not entry.keys().isdisjoint(_BREAKPOINTS):  # a breakpoint: the marker after
+                    point = _cache_point(entry, at)
                     if point is not None:
                         parts.append(point)
             else:
@@ -1591,33 +1591,52 @@ def _as_message(item: object, where: str) -> Message:
 
 
 def _cache_controlled(content: object) -> bool:
-    """Whether a message's content has a block with an Anthropic ``cache_control``."""
+    """Whether a message's content has a block with a cache breakpoint (:data:`_BREAKPOINTS`)."""
     if type(content) is not list:
         return False
     blocks: list[object] = content  # pyright: ignore[reportUnknownVariableType]
-    return any(type(block) is dict and "cache_control" in block for block in blocks)
-
-
-def _cache_point(control: object, where: str) -> CachePoint | None:
-    """An Anthropic block's ``cache_control`` (``{"type": "ephemeral", "ttl"?: "5m" | "1h"}``)
-    as the :class:`CachePoint` that puts it back on that block; ``None`` for ``null``."""
-    if control is None:
-        return None
-    given = shown(control, 100)
-    fields = cast("dict[str, object]", control) if type(control) is dict else {}
-    ttl = fields.get("ttl")
-    if (
-        fields.get("type") == "ephemeral"
-        and fields.keys() <= {"type", "ttl"}
-        and ttl in _CACHE_TTLS
-    ):
-        return CachePoint(ttl)
-    raise ConfigError(
-        f"{where} must be {{'type': 'ephemeral'}} with an optional 'ttl' of '5m' or '1h', "
-        f"got {given}"
+    return any(
+        type(block) is dict and not block.keys().isdisjoint(_BREAKPOINTS) for block in blocks
     )
 
 
+def _cache_point(block: dict[str, object], where: str) -> CachePoint | None:
+    """A block's cache breakpoint as the :class:`CachePoint` after it, which each wire turns
+    back into the same breakpoint on that block: Anthropic's ``cache_control``
+    (``{"type": "ephemeral", "ttl"?: "5m" | "1h"}``), OpenAI's ``prompt_cache_breakpoint``
+    (``{"mode": "explicit"}``, sent in explicit mode, whose ttl is the request's). ``None``
+    when both are ``null``."""
+    point: CachePoint | None = None
+    for key in _BREAKPOINTS:
+        control = block.get(key)
+        if control is None:
+            continue
+        given = shown(control, 100)
+        fields = cast("dict[str, object]", control) if type(control) is dict else {}
+        ttl = fields.get("ttl")
+        if key == "cache_control":
+            if (
+                fields.get("type") == "ephemeral"
+                and fields.keys() <= {"type", "ttl"}
+                and ttl in _CACHE_TTLS
+            ):
+                point = CachePoint(ttl)
+                continue
+            rule = "{'type': 'ephemeral'} with an optional 'ttl' of '5m' or '1h'"
+        else:
+            if fields == {"mode": "explicit"}:
+                point = CachePoint()
+                continue
+            rule = (
+                "{'mode': 'explicit'} (a breakpoint of its own ttl has no CachePoint to carry "
+                "it: the request's prompt_cache_options ttl is every breakpoint's)"
+            )
+        raise ConfigError(f"{where}.{key} must be {rule}, got {given}")
+    return point
+
+
+#: The content block fields that mark a cache breakpoint after the block.
+_BREAKPOINTS = ("cache_control", "prompt_cache_breakpoint")
 _CACHE_TTLS = (None, "5m", "1h")
 
 

@@ -53,3 +53,20 @@ def test_a_null_cache_control_is_no_breakpoint() -> None:
 def test_a_cache_control_no_api_takes_is_refused_naming_the_block(control: object) -> None:
     with pytest.raises(ConfigError, match=r"^history\[2\]\.content\[0\]\.cache_control must be"):
         as_message(_with(control), "history[2]")
+
+
+def test_an_openai_parts_breakpoint_is_a_cache_point_after_it() -> None:
+    part = {"type": "text", "text": "long", "prompt_cache_breakpoint": {"mode": "explicit"}}
+    message = as_message({"role": "user", "content": [part, "now?"]}, "m")
+    assert message.content == (TextPart("long"), CachePoint(), TextPart("now?"))
+
+
+@pytest.mark.parametrize(
+    "breakpoint", [{"mode": "explicit", "ttl": "12h"}, {"mode": "implicit"}, "explicit"]
+)
+def test_an_openai_breakpoint_no_cache_point_carries_is_refused(breakpoint: object) -> None:
+    part = {"type": "input_text", "text": "long", "prompt_cache_breakpoint": breakpoint}
+    with pytest.raises(
+        ConfigError, match=r"^m\.content\[0\]\.prompt_cache_breakpoint must be \{'mode'"
+    ):
+        as_message({"role": "user", "content": [part]}, "m")

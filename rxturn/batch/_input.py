@@ -366,6 +366,11 @@ _MAPPED = {
     "stop_sequences": "stop_sequences",
     "reasoning_effort": "reasoning_effort",
 }
+#: OpenAI's prompt-cache fields, which are request options of the same names: their explicit
+#: mode is what sends a message part's ``prompt_cache_breakpoint`` (a CachePoint) back.
+_OPENAI_CACHE = ("prompt_cache_options", "prompt_cache_key")
+#: The options mapped from one API's own fields, sent to that API alone.
+_TIED = ("thinking", *_OPENAI_CACHE)
 _LOGPROBS = "asks for log probabilities, which a batch output line does not hold"
 _AUDIO = "asks for an audio reply, which a batch output line does not hold (its text does)"
 
@@ -460,10 +465,13 @@ def _split_body(
             pass  # the API's default, which leaving it out asks on every wire
         elif name == "thinking" and api == "anthropic":
             _anthropic_thinking(value, options, extra)
+        elif name in _OPENAI_CACHE and api != "anthropic":
+            options[name] = value  # (the client's explicit mode marks the CachePoints)
         else:
             extra[name] = value
     if provider is not None and provider != api:
-        foreign = [*extra, *(["thinking"] if "thinking" in options else [])]
+        # what goes as written, and the options of one API's own (another has no such knob)
+        foreign = [*extra, *(name for name in _TIED if name in options)]
         if foreign:
             name = foreign[0]
             portable = (

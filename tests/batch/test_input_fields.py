@@ -133,6 +133,26 @@ async def test_an_anthropic_lines_thinking_stays_in_its_output_line(
     assert [type(part).__name__ for part in result.message.content] == ["ThinkingPart", "TextPart"]
 
 
+@pytest.mark.parametrize("url", ["/v1/chat/completions", "/v1/responses"])
+async def test_an_openai_lines_explicit_cache_breakpoints_are_sent_as_written(url: str) -> None:
+    # (the breakpoint was dropped, and Chat then ran the two parts into one string, while
+    # prompt_cache_options went through: explicit mode with no breakpoint caches nothing)
+    kind = "text" if url == "/v1/chat/completions" else "input_text"
+    content = [
+        {"type": kind, "text": "<the contract>", "prompt_cache_breakpoint": {"mode": "explicit"}},
+        {"type": kind, "text": "Clause 4?"},
+    ]
+    cache = {"prompt_cache_options": {"mode": "explicit", "ttl": "12h"}, "prompt_cache_key": "c"}
+    messages = [{"role": "user", "content": content}]
+    provider = "openai" if kind == "text" else "openai-responses"
+    line = _chat(
+        url, **cache, **({"messages": messages} if kind == "text" else {"input": messages})
+    )
+    _, body = await _sent(provider, line)
+    assert body["messages" if kind == "text" else "input"] == messages
+    assert {key: body[key] for key in cache} == cache
+
+
 def test_an_anthropic_message_blocks_breakpoint_is_kept_as_a_cache_point() -> None:
     block = {"type": "text", "text": "long", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
     row = decode_row(_params(messages=[{"role": "user", "content": [block]}]), 1)
@@ -246,6 +266,11 @@ def test_a_field_the_run_cannot_honour_is_refused_naming_it(
             "ollama",
             "params.thinking is a field of the Anthropic Messages API",
         ),
+        (
+            _chat(messages=USER, prompt_cache_key="k"),
+            "anthropic",
+            "body.prompt_cache_key is a field of OpenAI Chat Completions",
+        ),
     ],
     ids=[
         "tools",
@@ -255,6 +280,7 @@ def test_a_field_the_run_cannot_honour_is_refused_naming_it(
         "top_k",
         "system-blocks",
         "thinking",
+        "prompt_cache_key",
     ],
 )
 def test_a_field_of_another_api_than_the_runs_is_refused(
