@@ -1538,6 +1538,9 @@ def _as_message(item: object, where: str) -> Message:
         raise ConfigError(f"{where}: {problem}")
     if data.get("name") is not None:  # dropped, it would have asked another question
         raise ConfigError(f"{where}: {PARTICIPANT_NAME}")
+    for key, what in _UNCARRIED.items():  # an OpenAI assistant's, no part carries it either
+        if data.get(key) is not None:
+            raise ConfigError(f"{where}: {key!r} ({what}) has no place in a Message")
     content = data.get("content")
     parts: list[ContentPart] = []
     if isinstance(content, str):
@@ -1634,6 +1637,13 @@ def _cache_point(block: dict[str, object], where: str) -> CachePoint | None:
         raise ConfigError(f"{where}.{key} must be {rule}, got {given}")
     return point
 
+
+#: An OpenAI assistant message's fields no part carries, refused rather than dropped.
+_UNCARRIED = {
+    "function_call": "the deprecated function call, which has no id to make a tool call of: "
+    "send it as tool_calls",
+    "audio": "the id of an earlier audio reply",
+}
 
 #: The content block fields that mark a cache breakpoint after the block.
 _BREAKPOINTS = ("cache_control", "prompt_cache_breakpoint")

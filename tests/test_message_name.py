@@ -1,6 +1,7 @@
-"""An OpenAI message dict's ``name`` (the participant's name, which the model reads): a Message
-has no place for it, so it is refused naming the message rather than dropped (the request
-would have asked another question without a word); a ``null`` one asks nothing."""
+"""What an OpenAI message dict holds that no Message part carries (its ``name``, the
+participant's name the model reads; an assistant's deprecated ``function_call`` and ``audio``):
+refused naming the message rather than dropped, which would have sent another question without
+a word; a ``null`` one asks nothing."""
 
 from __future__ import annotations
 
@@ -18,3 +19,17 @@ def test_a_named_message_is_refused_naming_it(role: str) -> None:
 
 def test_a_null_name_is_no_name() -> None:
     assert as_message({"role": "user", "content": "hi", "name": None}, "m") == Message.user("hi")
+
+
+@pytest.mark.parametrize(
+    ("key", "value"),
+    [("function_call", {"name": "f", "arguments": "{}"}), ("audio", {"id": "audio_1"})],
+)
+def test_an_assistants_function_call_or_audio_is_refused_not_dropped(
+    key: str, value: object
+) -> None:
+    # (the text was kept and the call or the audio went missing from the history)
+    message = {"role": "assistant", "content": "checking", key: value}
+    with pytest.raises(ConfigError, match=rf"^history\[1\]: '{key}' \(.*has no place in a Message"):
+        as_message(message, "history[1]")
+    assert as_message({**message, key: None}, "m") == Message.assistant("checking")
