@@ -32,6 +32,7 @@ __all__ = [
     "MAX_TOKENS",
     "NON_FINITE",
     "NOT_UTF8",
+    "PARTICIPANT_NAME",
     "as_float",
     "finite",
     "has_control",
@@ -240,6 +241,14 @@ def has_control(text: str) -> bool:
         (False, True, True)
     """
     return any(ord(c) < 32 or 127 <= ord(c) < 160 for c in text)
+
+
+#: Why an OpenAI message's ``name`` is refused (after where it was given) rather than dropped:
+#: the model reads it, and a Message has no place for it.
+PARTICIPANT_NAME = (
+    "'name' (OpenAI's name of the participant, which the model reads) has no place in a "
+    "Message: put it in the text, or leave it out"
+)
 
 
 #: Why a model name with a control character is refused (after the name of where it was given).

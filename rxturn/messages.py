@@ -34,6 +34,7 @@ import msgspec
 from . import _media
 from ._arguments import described, shown, type_named
 from ._redact import is_credential_header
+from ._validate import PARTICIPANT_NAME
 from .errors import ConfigError
 
 __all__ = [
@@ -1514,12 +1515,19 @@ def _as_message(item: object, where: str) -> Message:
             part = part_from_dict(data, where)
             role = "assistant" if kind == "function_call" else "user"
             return Message(role=role, content=(part,))
+        if isinstance(kind, str) and kind:  # a Responses input item of another type
+            raise ConfigError(
+                f"{where}: cannot convert an item of type {shown(kind, 100)}: a message dict "
+                "needs a 'role' ('user' or 'assistant'; of the Responses items, 'message', "
+                "'function_call' and 'function_call_output' convert)"
+            )
         raise ConfigError(f"{where}: a message dict needs a 'role' ('user' or 'assistant')")
     usage = data.get("usage")
     if usage is not None:  # checked first: a usage msgspec refuses must not pass as an SDK dict
         _check_usage(usage, f"{where}.usage")
-    if data.keys() <= _MESSAGE_KEYS:  # the Message JSON (a key it lacks: an SDK's dict, whose
-        # tool_calls msgspec would drop as an unknown field, leaving an empty message)
+    if data.keys() <= _MESSAGE_KEYS and not _cache_controlled(data.get("content")):
+        # the Message JSON (a key it lacks: an SDK's dict, whose tool_calls msgspec would drop
+        # as an unknown field, leaving an empty message; so would it a block's cache_control)
         try:
             return msgspec.convert(data, Message)
         except msgspec.ValidationError:
@@ -1536,6 +1544,11 @@ def _as_message(item: object, where: str) -> Message:
     problem = _role_problem(role)
     if problem is not None:
         raise ConfigError(f"{where}: {problem}")
+    if data.get("name") is not None:  # dropped, it would have asked another question
+        raise ConfigError(f"{where}: {PARTICIPANT_NAME}")
+    for key, what in _UNCARRIED.items():  # an OpenAI assistant's, no part carries it either
+        if data.get(key) is not None:
+            raise ConfigError(f"{where}: {key!r} ({what}) has no place in a Message")
     content = data.get("content")
     parts: list[ContentPart] = []
     if isinstance(content, str):
@@ -1547,7 +1560,13 @@ def _as_message(item: object, where: str) -> Message:
             if isinstance(block, str):
                 parts.append(_text_part(block))
             elif isinstance(block, dict):
-                parts.append(part_from_dict(block, f"{where}.content[{index}]"))  # pyright: ignore[reportUnknownArgumentType]
+                at = f"{where}.content[{index}]"
+                parts.append(part_from_dict(block, at))  # pyright: ignore[reportUnknownArgumentType]
+                entry: dict[str, object] = block  # pyright: ignore[reportUnknownVariableType]
+                if not entry.keys().isdisjoint(_BREAKPOINTS):  # a breakpoint: the marker after
+                    point = _cache_point(entry, at)
+                    if point is not None:
+                        parts.append(point)
             else:
                 raise ConfigError(
                     f"{where}.content[{index}] is {type_named(block)}; expected a block dict"
@@ -1580,6 +1599,63 @@ def _as_message(item: object, where: str) -> Message:
             ToolCallPart(_field(call_map, "id", where), _field(fn, "name", where), arguments)
         )
     return Message(role=role, content=tuple(parts))  # pyright: ignore[reportArgumentType]
+
+
+def _cache_controlled(content: object) -> bool:
+    """Whether a message's content has a block with a cache breakpoint (:data:`_BREAKPOINTS`)."""
+    if type(content) is not list:
+        return False
+    blocks: list[object] = content  # pyright: ignore[reportUnknownVariableType]
+    return any(
+        type(block) is dict and not block.keys().isdisjoint(_BREAKPOINTS) for block in blocks
+    )
+
+
+def _cache_point(block: dict[str, object], where: str) -> CachePoint | None:
+    """A block's cache breakpoint as the :class:`CachePoint` after it, which each wire turns
+    back into the same breakpoint on that block: Anthropic's ``cache_control``
+    (``{"type": "ephemeral", "ttl"?: "5m" | "1h"}``), OpenAI's ``prompt_cache_breakpoint``
+    (``{"mode": "explicit"}``, sent in explicit mode, whose ttl is the request's). ``None``
+    when both are ``null``."""
+    point: CachePoint | None = None
+    for key in _BREAKPOINTS:
+        control = block.get(key)
+        if control is None:
+            continue
+        given = shown(control, 100)
+        fields = cast("dict[str, object]", control) if type(control) is dict else {}
+        ttl = fields.get("ttl")
+        if key == "cache_control":
+            if (
+                fields.get("type") == "ephemeral"
+                and fields.keys() <= {"type", "ttl"}
+                and ttl in _CACHE_TTLS
+            ):
+                point = CachePoint(ttl)
+                continue
+            rule = "{'type': 'ephemeral'} with an optional 'ttl' of '5m' or '1h'"
+        else:
+            if fields == {"mode": "explicit"}:
+                point = CachePoint()
+                continue
+            rule = (
+                "{'mode': 'explicit'} (a breakpoint of its own ttl has no CachePoint to carry "
+                "it: the request's prompt_cache_options ttl is every breakpoint's)"
+            )
+        raise ConfigError(f"{where}.{key} must be {rule}, got {given}")
+    return point
+
+
+#: An OpenAI assistant message's fields no part carries, refused rather than dropped.
+_UNCARRIED = {
+    "function_call": "the deprecated function call, which has no id to make a tool call of: "
+    "send it as tool_calls",
+    "audio": "the id of an earlier audio reply",
+}
+
+#: The content block fields that mark a cache breakpoint after the block.
+_BREAKPOINTS = ("cache_control", "prompt_cache_breakpoint")
+_CACHE_TTLS = (None, "5m", "1h")
 
 
 #: The keys of the Message JSON (docs/behaviour.md §6).

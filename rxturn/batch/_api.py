@@ -130,11 +130,12 @@ class _Rows:
     """Decodes each row (any shape) with its ``input_sha``; its errors name it ``row N``
     (from 1), where an input file's name ``line N``."""
 
-    __slots__ = ("number", "seen")
+    __slots__ = ("number", "provider", "seen")
 
-    def __init__(self) -> None:
+    def __init__(self, provider: str) -> None:
         self.seen: set[str] = set()
         self.number = 0
+        self.provider = provider  # a provider line's fields are sent as written to its own
 
     def decode(self, item: object) -> tuple[BatchRow, str]:
         self.number = number = self.number + 1
@@ -153,7 +154,7 @@ class _Rows:
             obj = dict(cast("Mapping[str, Any]", item))
             sha = checked_sha(obj, number)  # first: the shapes' checks take it for JSON
             try:
-                row = decode_row(obj, number)
+                row = decode_row(obj, number, provider=self.provider)
             except BatchInputError as exc:
                 raise _as_row(exc, number) from None
             if "id" not in obj and "custom_id" not in obj:  # a native row without a key
@@ -198,12 +199,12 @@ def _checked_row(row: BatchRow, number: int) -> BatchRow:
     return row
 
 
-def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
+def _rows(rows: Iterable[RowInput], provider: str) -> Iterator[tuple[BatchRow, str]]:
     """Each row of an iterable, decoded, read as the run takes them. A generator of rows is
     closed when the run stops reading it (cancelled, a bad row, an error of ``on_result``):
     its ``finally`` and ``with`` blocks run then, not when it is collected. Any other iterator
     is the caller's (a database cursor has a ``close()`` too) and is left as it is."""
-    rows_ = _Rows()
+    rows_ = _Rows(provider)
     source = iter(cast("Iterable[object]", rows))
     try:
         for item in source:
@@ -213,11 +214,13 @@ def _rows(rows: Iterable[RowInput]) -> Iterator[tuple[BatchRow, str]]:
             source.close()
 
 
-async def _async_rows(rows: AsyncIterable[RowInput]) -> AsyncIterator[tuple[BatchRow, str]]:
+async def _async_rows(
+    rows: AsyncIterable[RowInput], provider: str
+) -> AsyncIterator[tuple[BatchRow, str]]:
     """Each row of an async iterable, decoded, read as the run takes them; an async generator
     of rows is closed (``aclose()``) as :func:`_rows` closes a generator (``async for`` does
     not); any other async iterator is left to its owner."""
-    rows_ = _Rows()
+    rows_ = _Rows(provider)
     source = aiter(cast("AsyncIterable[object]", rows))
     try:
         async for item in source:
@@ -292,7 +295,11 @@ async def _run(
 
         try:
             try:
-                jobs = _async_rows(rows) if isinstance(rows, AsyncIterable) else _rows(rows)
+                jobs = (
+                    _async_rows(rows, config.provider)
+                    if isinstance(rows, AsyncIterable)
+                    else _rows(rows, config.provider)
+                )
                 running = await drive(jobs, start, limit=config.concurrency, stop=stop)
             except Exception:
                 # the rows' iterable failed (or a row of no known shape): the rows in flight

@@ -333,7 +333,7 @@ class FileRun:
                 self.skipped += 1
                 del last[key]  # nothing of this run asks about it again: its memory goes
 
-        self.index = index = scan_input(self.input_path, check)
+        self.index = index = scan_input(self.input_path, check, provider=self.config.provider)
         last.shrink()  # (a dict keeps its size when keys go)
         if not index.keys:
             raise BatchInputError(f"the input {NO_ROWS}")

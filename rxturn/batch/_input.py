@@ -11,7 +11,9 @@ A row is one JSON object per line, in one of four shapes:
 Messages go through the package's one converter (:func:`~rxturn.messages.as_message`), so a
 row's media parts, tool calls and tool results become the parts a conversation would get; what
 is batch-specific here is the row shapes, the ``system`` role lifted into the system prompt, and
-the body's fields mapped onto request options.
+each field of a provider line's body: mapped onto a request option, sent as written to the API
+the line was made for (and refused for another provider), or refused when no output line can
+hold what it asks (:func:`_split_body`; docs/batch.md, "Provider lines, field by field").
 
 The key of a row is its ``id`` / ``custom_id``; a native row without one is keyed by its line
 number and content. :func:`decode_row` is the one place that knows the shapes; the scan, the
@@ -36,7 +38,7 @@ from typing import Any, BinaryIO, cast
 import msgspec
 
 from .._arguments import check_callable, described, shown
-from .._validate import CONTROL_IN_NAME, has_control
+from .._validate import CONTROL_IN_NAME, PARTICIPANT_NAME, has_control
 from ..clients._request import (
     check_options,
     merge_extra_body,
@@ -264,6 +266,15 @@ def _messages(
         at = f"{where}[{i}]"
         entry: dict[str, object] = cast("dict[str, object]", item) if type(item) is dict else {}
         if system_role and entry.get("role") in ("system", "developer"):
+            if messages:  # lifted to the top, it would be asked before what it follows
+                raise _fail(
+                    line,
+                    f"{at}: a {entry['role']} message after the conversation's first message "
+                    "(rxturn sends one system prompt, before the conversation: move it to the "
+                    "start)",
+                )
+            if entry.get("name") is not None:  # (as any other message's: not dropped)
+                raise _fail(line, f"{at}: {PARTICIPANT_NAME}")
             system.append(_system_text(entry.get("content"), line, f"{at}.content"))
             continue
         try:
@@ -339,20 +350,143 @@ def _native(obj: dict[str, Any], line: int, raw: bytes) -> BatchRow:
     )
 
 
-def _split_body(body: dict[str, Any], line: int, where: str, skip: frozenset[str]) -> Any:
-    """The request fields of a provider body that map onto request options."""
+#: The API each provider shape's body is written for: the ``--provider`` that takes what is not
+#: mapped (sent as written, ``RequestOptions.extra_body``).
+_APIS = {
+    "openai": "OpenAI Chat Completions",
+    "openai-responses": "the OpenAI Responses API",
+    "anthropic": "the Anthropic Messages API",
+}
+#: The output caps of the three bodies, each the row's ``max_tokens``.
+_CAPS = ("max_tokens", "max_completion_tokens", "max_output_tokens")
+#: Body fields mapped onto the request option of the same meaning, which every wire spells.
+_MAPPED = {
+    "temperature": "temperature",
+    "stop": "stop_sequences",
+    "stop_sequences": "stop_sequences",
+    "reasoning_effort": "reasoning_effort",
+}
+#: OpenAI's prompt-cache fields, which are request options of the same names: their explicit
+#: mode is what sends a message part's ``prompt_cache_breakpoint`` (a CachePoint) back.
+_OPENAI_CACHE = ("prompt_cache_options", "prompt_cache_key")
+#: The options mapped from one API's own fields, sent to that API alone.
+_TIED = ("thinking", *_OPENAI_CACHE)
+_LOGPROBS = "asks for log probabilities, which a batch output line does not hold"
+_AUDIO = "asks for an audio reply, which a batch output line does not hold (its text does)"
+
+
+def _refused(api: str, name: str, value: object) -> str | None:
+    """Why a provider body's field cannot be run as written (``None``: it can), from the
+    official SDKs' request types: what it asks for has no place in the output line, or it is
+    no body field of the API a row's request goes to."""
+    if value is None:  # (every such field is optional: null is the API's default)
+        return None
+    if api == "openai":
+        if name == "n" and value != 1:
+            return (
+                "asks for several replies (choices), and a batch output line holds one: "
+                "make each its own row"
+            )
+        if (name == "logprobs" and value is not False) or (name == "top_logprobs" and value):
+            return _LOGPROBS
+        if name == "audio" or (
+            name == "modalities" and isinstance(value, list) and "audio" in value
+        ):
+            return _AUDIO
+    elif api == "openai-responses":
+        if (name == "top_logprobs" and value) or (
+            name == "include"
+            and isinstance(value, list)
+            and "message.output_text.logprobs" in value
+        ):
+            return _LOGPROBS
+    elif name in ("workspace_id", "user_profile_id"):
+        header = "anthropic-" + name.replace("_", "-")
+        return (
+            f"is sent by the Messages API's clients as the {header} header, which a batch "
+            "row does not set: leave it out"
+        )
+    return None
+
+
+def _anthropic_thinking(value: object, options: dict[str, Any], extra: dict[str, Any]) -> None:
+    """``params.thinking``: ``{"type": "enabled", "budget_tokens": N}`` is the ``thinking``
+    option (the same field on the wire, and the scan checks its budget); another value
+    (``adaptive``…) goes as written. Either way the reply's thinking stays in the output line,
+    as a native row's does (a disabled one has none)."""
+    fields = cast("dict[str, object]", value) if type(value) is dict else {}
+    budget = fields.get("budget_tokens")
+    if fields.keys() == {"type", "budget_tokens"} and fields["type"] == "enabled":
+        options["thinking"] = budget  # (its type and range: check_row_options)
+        return
+    extra["thinking"] = value
+    if fields.get("type") != "disabled":
+        options["keep_thinking"] = True
+
+
+def _split_body(
+    body: dict[str, Any],
+    line: int,
+    where: str,
+    skip: frozenset[str],
+    api: str,
+    provider: str | None,
+    verbatim: dict[str, Any] | None = None,
+) -> Any:
+    """A provider body's request fields as the row's options: the output cap, temperature,
+    stop sequences and reasoning effort mapped onto their ``RequestOptions``; every other field
+    sent as written (``extra_body``, with ``verbatim``; a ``null`` left out, as the API's
+    default), which only ``api`` reads: with another
+    ``provider`` such a field is refused rather than sent in the wrong API's spelling (or
+    dropped by a server that ignores what it does not know). So is a field no output line can
+    answer (``_refused``), and two output caps at once."""
     options: dict[str, Any] = {}
+    extra: dict[str, Any] = dict(verbatim) if verbatim else {}
+    caps = [name for name in _CAPS if body.get(name) is not None]
+    if len(caps) > 1:
+        raise _fail(
+            line,
+            f"{where} sets both {caps[0]} and {caps[1]}: give the reply's cap once",
+        )
     for name, value in body.items():
         if name in skip:
             continue
-        if name in ("max_tokens", "max_completion_tokens", "max_output_tokens"):
-            options["max_tokens"] = value
-        elif name in ("temperature", "stop_sequences", "reasoning_effort"):
-            options[name] = value
-        elif name == "stop":
-            options["stop_sequences"] = [value] if isinstance(value, str) else value
+        reason = _refused(api, name, value)
+        if reason is not None:
+            raise _fail(line, f"{where}.{name} {reason}")
+        if name in _CAPS:
+            if value is not None:
+                options["max_tokens"] = value
+        elif name in _MAPPED:
+            if value is not None:
+                option = _MAPPED[name]
+                options[option] = [value] if name == "stop" and isinstance(value, str) else value
+        elif value is None:
+            pass  # the API's default, which leaving it out asks on every wire
+        elif name == "thinking" and api == "anthropic":
+            _anthropic_thinking(value, options, extra)
+        elif name in _OPENAI_CACHE and api != "anthropic":
+            options[name] = value  # (the client's explicit mode marks the CachePoints)
         else:
-            options.setdefault("extra_body", {})[name] = value
+            extra[name] = value
+    if provider is not None and provider != api:
+        # what goes as written, and the options of one API's own (another has no such knob)
+        foreign = [*extra, *(name for name in _TIED if name in options)]
+        if foreign:
+            name = foreign[0]
+            portable = (
+                " (a string, or one text block alone, goes to every provider)"
+                if name == "system"
+                else ""
+            )
+            raise _fail(
+                line,
+                f"{where}.{name} is a field of {_APIS[api]}, sent as written to that API alone "
+                f"(provider {api}), not to provider {provider}{portable}: run the line with "
+                f"provider {api}, or leave the field out",
+            )
+    if extra:
+        options["extra_body"] = extra
     return check_row_options(options, line, where)
 
 
@@ -361,7 +495,7 @@ _CHAT_URLS = frozenset({"/v1/chat/completions", "/chat/completions"})
 _RESPONSES_URLS = frozenset({"/v1/responses", "/responses"})
 
 
-def _openai(obj: dict[str, Any], line: int) -> BatchRow:
+def _openai(obj: dict[str, Any], line: int, provider: str | None) -> BatchRow:
     body = obj.get("body")
     if not isinstance(body, dict):
         raise _fail(line, "an OpenAI Batch line needs a 'body' object")
@@ -373,7 +507,7 @@ def _openai(obj: dict[str, Any], line: int) -> BatchRow:
     if url is not None and not isinstance(url, str):
         raise _fail(line, f"url must be a string, got {type(url).__name__}")
     if url in _RESPONSES_URLS or (url is None and "input" in body and "messages" not in body):
-        return _openai_responses(obj, body, line)
+        return _openai_responses(obj, body, line, provider)
     if url is not None and url.split("?")[0] not in _CHAT_URLS:
         raise _fail(
             line,
@@ -381,7 +515,7 @@ def _openai(obj: dict[str, Any], line: int) -> BatchRow:
             "/v1/chat/completions and /v1/responses lines)",
         )
     messages, system = _messages(body.get("messages"), line, "body.messages", system_role=True)
-    return _openai_row(obj, body, line, messages, system, _CHAT_BODY_FIELDS)
+    return _openai_row(obj, body, line, (messages, system), _CHAT_BODY_FIELDS, provider)
 
 
 def _message_item(item: object) -> dict[str, Any] | None:
@@ -395,7 +529,9 @@ def _message_item(item: object) -> dict[str, Any] | None:
     return {k: v for k, v in entry.items() if k != "type"}
 
 
-def _openai_responses(obj: dict[str, Any], body: dict[str, Any], line: int) -> BatchRow:
+def _openai_responses(
+    obj: dict[str, Any], body: dict[str, Any], line: int, provider: str | None
+) -> BatchRow:
     """An OpenAI Batch line for the Responses API: ``input`` (a string, or message items) and
     ``instructions`` (the system prompt)."""
     raw_input = body.get("input")
@@ -417,7 +553,7 @@ def _openai_responses(obj: dict[str, Any], body: dict[str, Any], line: int) -> B
     if instructions is not None:
         text = _text(instructions, line, "body.instructions")
         system = text if system is None else f"{text}\n\n{system}"
-    return _openai_row(obj, body, line, messages, system, _RESPONSES_BODY_FIELDS)
+    return _openai_row(obj, body, line, (messages, system), _RESPONSES_BODY_FIELDS, provider)
 
 
 #: The body fields an OpenAI Batch line's row takes itself; the rest are request options.
@@ -429,30 +565,44 @@ def _openai_row(
     obj: dict[str, Any],
     body: dict[str, Any],
     line: int,
-    messages: tuple[Message, ...],
-    system: str | None,
+    turn: tuple[tuple[Message, ...], str | None],
     taken: frozenset[str],
+    provider: str | None,
 ) -> BatchRow:
-    """The row of an OpenAI Batch line whose messages and system prompt are read: its key, its
-    model, and the body's other fields as options."""
-    model = body.get("model")
+    """The row of an OpenAI Batch line whose messages and system prompt (``turn``) are read:
+    its key, its model, and the body's other fields as options."""
+    messages, system = turn
+    api = "openai-responses" if taken is _RESPONSES_BODY_FIELDS else "openai"
     return BatchRow(
         key=_key(obj["custom_id"], line, "custom_id"),
         messages=check_turn(messages, line),
         system=system,
-        model=_model(model, line, "body.model"),
-        options=_split_body(body, line, "body", taken),
+        model=_model(body.get("model"), line, "body.model"),
+        options=_split_body(body, line, "body", taken, api, provider),
     )
 
 
-def _anthropic(obj: dict[str, Any], line: int) -> BatchRow:
+def _anthropic_system(raw: object, line: int) -> tuple[str | None, dict[str, Any] | None]:
+    """``params.system``: its text, and the field to send as written when text alone would
+    lose something (several blocks, or a block's ``cache_control`` or ``citations``), which
+    only the Messages API reads."""
+    if raw is None:
+        return None, None
+    text = _system_text(raw, line, "params.system")
+    if isinstance(raw, list):
+        blocks = cast("list[dict[str, Any]]", raw)
+        if len(blocks) > 1 or (blocks and not blocks[0].keys() <= {"type", "text"}):
+            return text, {"system": raw}
+    return text, None
+
+
+def _anthropic(obj: dict[str, Any], line: int, provider: str | None) -> BatchRow:
     params = obj.get("params")
     if not isinstance(params, dict):
         raise _fail(line, "an Anthropic batch request needs a 'params' object")
     params = cast("dict[str, Any]", params)
     messages, _ = _messages(params.get("messages"), line, "params.messages", system_role=False)
-    raw_system = params.get("system")
-    system = None if raw_system is None else _system_text(raw_system, line, "params.system")
+    system, verbatim = _anthropic_system(params.get("system"), line)
     model = params.get("model")
     skip = frozenset({"model", "messages", "system", "stream"})
     return BatchRow(
@@ -460,12 +610,13 @@ def _anthropic(obj: dict[str, Any], line: int) -> BatchRow:
         messages=check_turn(messages, line),
         system=system,
         model=_model(model, line, "params.model"),
-        options=_split_body(params, line, "params", skip),
+        options=_split_body(params, line, "params", skip, "anthropic", provider, verbatim),
     )
 
 
-def parse_row(raw: bytes, line: int) -> tuple[BatchRow, Any]:
-    """Decode one input line: the row and the decoded JSON object (for :func:`input_sha`).
+def parse_row(raw: bytes, line: int, provider: str | None = None) -> tuple[BatchRow, Any]:
+    """Decode one input line: the row and the decoded JSON object (for :func:`input_sha`);
+    ``provider`` as for :func:`decode_row`.
 
     Raises:
         BatchInputError: not JSON, not an object, or no known shape; the message names ``line``.
@@ -474,7 +625,7 @@ def parse_row(raw: bytes, line: int) -> tuple[BatchRow, Any]:
         obj: Any = _decode_any.decode(raw)
     except (msgspec.DecodeError, RecursionError) as exc:
         raise _fail(line, json_problem(raw, str(exc))) from None
-    return decode_row(obj, line, raw), obj
+    return decode_row(obj, line, raw, provider=provider), obj
 
 
 #: the fields of the provider shapes' lines (their request is in ``params`` / ``body``)
@@ -491,8 +642,18 @@ def _own_fields(obj: Mapping[str, object], known: frozenset[str], line: int, sha
             raise _fail(line, f"unknown field {shown(name, 100)} in {shape} (its fields: {fields})")
 
 
-def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchRow:
+def decode_row(
+    row: Mapping[str, object], line: int, raw: bytes = b"", *, provider: str | None = None
+) -> BatchRow:
     """One row object in any of the four shapes, as a :class:`BatchRow`.
+
+    Args:
+        row: the row object.
+        line: its line (or row) number, for errors.
+        raw: the line's bytes (the key of a native row without an ``id``).
+        provider: the run's provider (``None``: not known here). A provider line's fields
+            that are sent as written (not mapped onto request options) go only to the API
+            the line was made for; with another provider they are refused.
 
     Raises:
         BatchInputError: a row that is no object, of no known shape or with a bad field;
@@ -505,10 +666,10 @@ def decode_row(row: Mapping[str, object], line: int, raw: bytes = b"") -> BatchR
     obj = cast("dict[str, Any]", row)
     if "custom_id" in obj and "params" in obj:
         _own_fields(obj, _ANTHROPIC_KEYS, line, "an Anthropic batch request")
-        return _anthropic(obj, line)
+        return _anthropic(obj, line, provider)
     if "custom_id" in obj and "body" in obj:
         _own_fields(obj, _OPENAI_KEYS, line, "an OpenAI Batch line")
-        return _openai(obj, line)
+        return _openai(obj, line, provider)
     if "prompt" in obj or "messages" in obj:
         return _native(obj, line, raw or _canonical_json(obj, f"line {line}", line))
     fields = ", ".join(sorted(obj)[:6]) or "none"
@@ -555,12 +716,16 @@ class InputIndex:
 def scan_input(
     path: str | os.PathLike[str],
     check: Callable[[str, object, int], None] | None = None,
+    *,
+    provider: str | None = None,
 ) -> InputIndex:
     """Validate every line of ``path`` once, keeping keys and line numbers only.
 
     Args:
         path: the input file (``"-"``: stdin, read once).
         check: called with ``(key, decoded object, line)`` for each row (the resume check).
+        provider: the run's provider, to which every row must be sendable as written (see
+            :func:`decode_row`; ``None``: not checked).
 
     Raises:
         BatchInputError: unreadable, not UTF-8 JSON, a duplicate key, a row of no known shape.
@@ -579,7 +744,7 @@ def scan_input(
         with opened as file:
             for line, raw in iter_lines(file):
                 try:
-                    row, obj = parse_row(raw, line)
+                    row, obj = parse_row(raw, line, provider)
                 except BatchInputError:
                     twice = duplicate_key(raw)  # a key given twice explains a bad shape best
                     if twice is None:
