@@ -19,6 +19,7 @@ __all__ = [
     "describe_size",
     "image_size",
     "kind_of",
+    "mismatch",
     "sniff",
 ]
 
@@ -101,6 +102,36 @@ def _magic(head: bytes) -> str | None:
         return "application/pdf"
     if head.startswith(b"ID3") or _mp3_frame(head):
         return "audio/mpeg"
+    return None
+
+
+def mismatch(media_type: str, data: bytes) -> str | None:
+    """What ``data``'s own header says against a declared image, PDF or audio ``media_type``
+    (``"its bytes are application/pdf"``), or ``None`` when nothing does.
+
+    Every PNG, JPEG, GIF and WebP file starts with its header, so bytes declared an image but
+    without that header are no image of the type either; a PDF or audio file without a header
+    is not judged (readers tolerate leading bytes there), nor is ``text/plain``: text is text,
+    whatever its first characters spell.
+
+    Examples:
+        >>> mismatch("image/jpeg", b"\\x89PNG\\r\\n\\x1a\\n")
+        'its bytes are image/png'
+        >>> mismatch("image/png", b"hello")
+        'its bytes do not start with an image/png header'
+        >>> mismatch("text/plain", b"%PDF-1.7 is a version") is None
+        True
+    """
+    kind = kind_of(media_type)
+    if kind is None or media_type == "text/plain":
+        return None
+    found = _magic(data[:16])
+    if found == media_type:
+        return None
+    if found is not None:
+        return f"its bytes are {found}"
+    if kind == "image":
+        return f"its bytes do not start with an {media_type} header"
     return None
 
 

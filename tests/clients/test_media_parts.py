@@ -74,7 +74,7 @@ def test_source_code_and_data_files_are_plain_text(name: str) -> None:
 
 
 def test_explicit_media_type_is_checked_and_normalised() -> None:
-    assert InlineSource.from_bytes(b"x", "image/JPG").media_type == "image/jpeg"
+    assert InlineSource.from_bytes(b"\xff\xd8\xff\xe0", "image/JPG").media_type == "image/jpeg"
     with pytest.raises(ConfigError, match="unknown media type 'image/bmp'"):
         InlineSource.from_bytes(b"BM...", "image/bmp")
 
