@@ -4,11 +4,15 @@
 the file name's extension; :func:`image_size` reads an image's width and height from its header
 (PNG, JPEG, GIF, WebP), which the token estimates need (a provider counts an image by its pixels,
 never by its byte length). Both read a few bytes at most: no image is ever decoded.
+:func:`pdf_pages` counts a PDF's page objects, inflating its compressed object streams (and
+nothing else) to find those packed there.
 """
 
 from __future__ import annotations
 
+import re
 import struct
+import zlib
 
 __all__ = [
     "AUDIO_TYPES",
@@ -20,6 +24,7 @@ __all__ = [
     "image_size",
     "kind_of",
     "mismatch",
+    "pdf_pages",
     "sniff",
 ]
 
@@ -269,3 +274,41 @@ def _jpeg(data: bytes) -> tuple[int, int] | None:
             return None
         index += 2 + length
     return None
+
+
+_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
+_PDF_OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm(?![a-zA-Z])")
+_PDF_STREAM = re.compile(rb"stream\r?\n")
+#: Most bytes one PDF's object streams are inflated to, in all (a bound against a zip bomb).
+PDF_INFLATE_BOUND = 32 * 1024 * 1024
+
+
+def pdf_pages(data: bytes) -> int:
+    """How many pages the PDF ``data`` has (at least 1): its ``/Type /Page`` objects, those
+    written out and those packed in compressed object streams (``/Type /ObjStm``, PDF 1.5 on),
+    where most PDFs written today keep every page object.
+
+    Examples:
+        >>> pdf_pages(b"%PDF-1.4 1 0 obj << /Type /Pages /Count 2 >> "
+        ...           b"2 0 obj << /Type /Page >> 3 0 obj << /Type /Page >>")
+        2
+        >>> packed = zlib.compress(b"<< /Type /Page >> << /Type /Page >> << /Type /Page >>")
+        >>> pdf_pages(b"%PDF-1.7 << /Type /ObjStm /N 3 >> stream\\n" + packed + b"endstream")
+        3
+    """
+    pages = len(_PDF_PAGE.findall(data))
+    budget = PDF_INFLATE_BOUND
+    for found in _PDF_OBJECT_STREAM.finditer(data):
+        start = _PDF_STREAM.search(data, found.end())
+        end = data.find(b"endstream", start.end()) if start is not None else -1
+        if start is None or end < 0:
+            break
+        try:
+            inner = zlib.decompressobj().decompress(data[start.end() : end], budget)
+        except zlib.error:  # another filter, or encrypted: its pages stay uncounted
+            continue
+        pages += len(_PDF_PAGE.findall(inner))
+        budget -= len(inner)
+        if budget <= 0:
+            break
+    return max(1, pages)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 import pytest
-from _media_files import MP3, gif, jpeg, pdf, png, wav, webp_vp8, webp_vp8l, webp_vp8x
+from _media_files import MP3, gif, jpeg, packed_pdf, pdf, png, wav, webp_vp8, webp_vp8l, webp_vp8x
 
 from rxturn import (
     AudioPart,
@@ -298,6 +298,23 @@ def test_token_counter_pdf_pages_and_audio_seconds() -> None:
     assert counter.count_message(Message(role="user", content=(clip,))) == empty + 25
     with pytest.raises(ConfigError, match="media_rule"):
         TiktokenCounter(media_rule="gemini")  # pyright: ignore[reportArgumentType]
+
+
+@pytest.mark.parametrize("rule", ["anthropic", "openai"])
+def test_a_pdf_whose_pages_are_packed_in_object_streams_counts_each_page(rule: str) -> None:
+    # before, only page objects in plain sight were counted: a PDF 1.5 with its pages in a
+    # compressed object stream (most PDFs written today; a 36-page manual) was one page,
+    # 3,000 tokens, and the context estimate missed the rest of the document
+    counter = TiktokenCounter(media_rule=rule)  # pyright: ignore[reportArgumentType]
+    empty = counter.count_message(Message(role="user", content=()))
+    report = DocumentPart.from_bytes(packed_pdf(12))
+    assert counter.count_message(Message(role="user", content=(report,))) == empty + 12 * 3000
+    # a stream that does not inflate (encrypted, another filter) leaves the count as it was
+    broken = packed_pdf(12).replace(b"stream\r\nx", b"stream\r\n?")
+    assert (
+        counter.count_message(Message(role="user", content=(DocumentPart.from_bytes(broken),)))
+        == empty + 3000
+    )
 
 
 def test_a_file_name_that_is_not_utf8_is_sent_with_a_replacement_character(
