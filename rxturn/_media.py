@@ -19,6 +19,8 @@ __all__ = [
     "DOCUMENT_TYPES",
     "IMAGE_TYPES",
     "MEDIA_TYPES",
+    "PDF_INFLATE_BOUND",
+    "PDF_OBJECT_STREAMS",
     "describe_bound",
     "describe_size",
     "image_size",
@@ -279,8 +281,12 @@ def _jpeg(data: bytes) -> tuple[int, int] | None:
 _PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 _PDF_OBJECT_STREAM = re.compile(rb"/Type\s*/ObjStm(?![a-zA-Z])")
 _PDF_STREAM = re.compile(rb"stream\r?\n")
-#: Most bytes one PDF's object streams are inflated to, in all (a bound against a zip bomb).
-PDF_INFLATE_BOUND = 32 * 1024 * 1024
+#: Most bytes one PDF's object streams are inflated to, in all, and most object streams read:
+#: bounds against a zip bomb (a 130 KB file inflating to 32 MB of page objects took 0.4 s) and
+#: a file of countless tiny streams, so a count takes milliseconds; a PDF of thousands of pages
+#: (far past any context window) may be counted short.
+PDF_INFLATE_BOUND = 2 * 1024 * 1024
+PDF_OBJECT_STREAMS = 1024
 
 
 def pdf_pages(data: bytes) -> int:
@@ -298,7 +304,9 @@ def pdf_pages(data: bytes) -> int:
     """
     pages = len(_PDF_PAGE.findall(data))
     budget = PDF_INFLATE_BOUND
-    for found in _PDF_OBJECT_STREAM.finditer(data):
+    for index, found in enumerate(_PDF_OBJECT_STREAM.finditer(data)):
+        if index == PDF_OBJECT_STREAMS:
+            break
         start = _PDF_STREAM.search(data, found.end())
         end = data.find(b"endstream", start.end()) if start is not None else -1
         if start is None or end < 0:

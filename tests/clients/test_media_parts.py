@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
+import zlib
 from pathlib import Path
 
 import msgspec
@@ -23,7 +24,7 @@ from rxturn import (
     UrlSource,
     messages,
 )
-from rxturn._media import image_size, sniff
+from rxturn._media import PDF_OBJECT_STREAMS, image_size, pdf_pages, sniff
 from rxturn.engine.context.tokens import TiktokenCounter, image_tokens
 from rxturn.errors import ConfigError
 from rxturn.messages import (
@@ -298,6 +299,18 @@ def test_token_counter_pdf_pages_and_audio_seconds() -> None:
     assert counter.count_message(Message(role="user", content=(clip,))) == empty + 25
     with pytest.raises(ConfigError, match="media_rule"):
         TiktokenCounter(media_rule="gemini")  # pyright: ignore[reportArgumentType]
+
+
+def test_a_pdf_that_inflates_without_end_is_read_only_up_to_the_bound() -> None:
+    # a 120 KB file whose object stream inflates to 48 MB of page objects: it was inflated to
+    # 32 MB and searched whole, about 0.4 s of the event loop, for 1.8 million "pages"
+    entry = b"<< /Type /Page >> "
+    bomb = zlib.compress(entry * (3 * 1024 * 1024), 9)
+    data = b"%PDF-1.7 1 0 obj << /Type /ObjStm >> stream\n" + bomb + b"\nendstream"
+    pages = pdf_pages(data)
+    assert 1000 < pages <= 2 * 1024 * 1024 // len(entry) + 1  # inflated: 2 MiB at most
+    many = b"%PDF-1.7 " + b"<< /Type /ObjStm >> stream\n" + zlib.compress(entry) + b"endstream "
+    assert pdf_pages(many * (PDF_OBJECT_STREAMS + 50)) == PDF_OBJECT_STREAMS
 
 
 @pytest.mark.parametrize("rule", ["anthropic", "openai"])
