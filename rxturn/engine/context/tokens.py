@@ -582,14 +582,32 @@ PRIME_CHARS = 100_000
 
 
 def _text_size(message: Message) -> int:
-    """Characters of text in ``message`` (what tokenising it takes time over)."""
+    """Characters of text in ``message`` (what tokenising it takes time over): its text, and
+    the bytes of its inline documents (a plain-text one is tokenised, a PDF's pages counted),
+    in a tool result's content too."""
     size = 0
     for part in message.content:
-        if isinstance(part, TextPart | RefusalPart | ToolResultPart):
+        if isinstance(part, TextPart | RefusalPart):
             size += len(part.text)
+        elif isinstance(part, ToolResultPart):
+            content = part.content
+            if isinstance(content, str):
+                size += len(content)
+            else:
+                for item in content:
+                    size += len(item.text) if isinstance(item, TextPart) else _document_size(item)
         elif isinstance(part, ThinkingPart):
-            size += len(part.thinking)
+            size += len(part.thinking) + len(part.signature or "")
+        elif isinstance(part, RedactedThinkingPart):
+            size += len(part.data)
+        elif isinstance(part, DocumentPart):
+            size += _document_size(part)
     return size
+
+
+def _document_size(part: object) -> int:
+    source = part.source if isinstance(part, DocumentPart) else None
+    return len(source.data) if isinstance(source, InlineSource) else 0
 
 
 class _Encode(Protocol):
