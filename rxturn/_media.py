@@ -21,6 +21,7 @@ __all__ = [
     "MEDIA_TYPES",
     "PDF_INFLATE_BOUND",
     "PDF_OBJECT_STREAMS",
+    "by_extension",
     "describe_bound",
     "describe_size",
     "image_size",
@@ -154,6 +155,12 @@ def _mp3_frame(head: bytes) -> bool:
     return version != 1 and layer == 1 and bitrate not in (0, 15) and rate != 3
 
 
+def by_extension(name: str) -> str | None:
+    """The media type ``name``'s extension stands for (``None``: no known extension)."""
+    dot = name.rfind(".")
+    return _EXTENSIONS.get(name[dot:].lower()) if dot >= 0 else None
+
+
 def sniff(data: bytes, name: str = "") -> str | None:
     """The media type of ``data``: its magic bytes first, else ``name``'s extension.
 
@@ -171,10 +178,7 @@ def sniff(data: bytes, name: str = "") -> str | None:
     found = _magic(data[:16])
     if found is not None:
         return found
-    dot = name.rfind(".")
-    if dot < 0:
-        return None
-    by_name = _EXTENSIONS.get(name[dot:].lower())
+    by_name = by_extension(name)
     if by_name == "text/plain":
         try:
             data.decode("utf-8")

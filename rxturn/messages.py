@@ -347,6 +347,17 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
                 raise ConfigError(f"{what}: text/plain, but its bytes are not UTF-8")
             return cls(found, raw)
         sniffed = _media.sniff(raw, name)
+        claimed = _media.by_extension(name) if sniffed is None else None
+        if claimed is not None:  # the name says a type its bytes are not
+            why = (
+                "its bytes are not UTF-8 (save it as UTF-8)"
+                if claimed == "text/plain"
+                else _media.mismatch(claimed, raw)
+                or f"its bytes do not start with a {claimed} header"
+            )
+            raise ConfigError(
+                f"{what}: cannot tell its media type: its name says {claimed}, but {why}"
+            )
         if sniffed is None:
             raise ConfigError(
                 f"{what}: cannot tell its media type ({len(raw)} bytes, not one of {known}); "

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import zlib
 from pathlib import Path
 
@@ -63,6 +64,24 @@ def test_plain_text_by_extension_only_when_utf8() -> None:
     # an image extension on bytes that are no image is not an image
     with pytest.raises(ConfigError, match="cannot tell its media type"):
         InlineSource.from_bytes(b"hello", name="cat.png")
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "why"),
+    [
+        (b"\xff\xfe\x00bad", "notes.txt", "its name says text/plain, but its bytes are not UTF-8"),
+        (b"hello", "cat.png", "its name says image/png, but its bytes do not start with an image"),
+        (b"hello", "q3.pdf", "its name says application/pdf, but its bytes do not start with a"),
+    ],
+)
+def test_a_known_extension_on_other_bytes_says_what_is_wrong(
+    data: bytes, name: str, why: str
+) -> None:
+    # before: "cannot tell its media type (...); pass media_type=" and, from the CLI, "give
+    # the file its type's extension (.pdf, .txt, .png…)" for a file that had that extension
+    with pytest.raises(ConfigError, match=re.escape(why)) as caught:
+        InlineSource.from_bytes(data, name=name)
+    assert "media_type=" not in str(caught.value)
 
 
 @pytest.mark.parametrize("name", ["main.py", "data.json", "config.YAML", "page.html", "lib.rs"])
