@@ -108,9 +108,22 @@ def _magic(head: bytes) -> str | None:
         return "audio/wav"
     if head.startswith(b"%PDF-"):
         return "application/pdf"
-    if head.startswith(b"ID3") or _mp3_frame(head):
+    if _id3(head) or _mp3_frame(head):
         return "audio/mpeg"
     return None
+
+
+def _id3(head: bytes) -> bool:
+    """An ID3v2 tag header (how most MP3 files start): ``ID3``, a major version 2 to 4, a
+    revision that is not ``FF``, flags, and a size of four 7-bit bytes. ``ID3`` alone is
+    text as often ('ID3 tags: notes…' was taken for audio)."""
+    return (
+        len(head) >= 10
+        and head.startswith(b"ID3")
+        and 2 <= head[3] <= 4
+        and head[4] != 0xFF
+        and all(byte < 0x80 for byte in head[6:10])
+    )
 
 
 def mismatch(media_type: str, data: bytes) -> str | None:

@@ -57,6 +57,19 @@ def test_media_type_from_magic_bytes_whatever_the_name(data: bytes, expected: st
     assert InlineSource.from_bytes(data).media_type == expected
 
 
+def test_text_starting_with_id3_is_text_and_an_id3_tag_is_audio(tmp_path: Path) -> None:
+    # before, any file starting 'ID3' was audio/mpeg: notes.md opening with 'ID3 tags' became
+    # an AudioPart (which the Anthropic wire refuses); an ID3v2 header has a version byte 2-4
+    notes = b"ID3 tags: notes on the format\n"
+    (tmp_path / "notes.md").write_bytes(notes)
+    part = media_from_path(tmp_path / "notes.md")
+    assert isinstance(part, DocumentPart)
+    assert part.source == InlineSource("text/plain", notes)
+    tagged = b"ID3\x04\x00\x00\x00\x00\x02\x01" + bytes(300)
+    assert sniff(tagged, "song.mp3") == "audio/mpeg"
+    assert sniff(b"ID3\x04\x00\x00\x00\x00\x02\xff" + bytes(30)) is None  # not 7-bit size
+
+
 def test_plain_text_by_extension_only_when_utf8() -> None:
     assert InlineSource.from_bytes(b"# notes\n", name="a.md").media_type == "text/plain"
     with pytest.raises(ConfigError, match="cannot tell its media type"):
