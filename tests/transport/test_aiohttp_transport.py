@@ -698,6 +698,7 @@ async def test_a_body_of_megabytes_is_streamed_whole_without_a_resource_warning(
     async def handler(request: web.Request) -> web.Response:
         seen["body"] = await request.read()
         seen["length"] = request.headers.get("content-length")
+        seen["type"] = request.headers.get("content-type")
         return web.Response(body=b"ok")
 
     app = web.Application(client_max_size=2 * len(body))
@@ -716,3 +717,4 @@ async def test_a_body_of_megabytes_is_streamed_whole_without_a_resource_warning(
         await response.aclose()
     assert seen["body"] == body
     assert seen["length"] == str(len(body))
+    assert seen["type"] == "application/json"  # (a stream's own default is octet-stream)
