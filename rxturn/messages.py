@@ -281,8 +281,8 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
             msgspec.structs.force_setattr(self, "media_type", spelled)
         data: object = self.data
         if isinstance(data, bytearray | memoryview) and data:  # bytes in all but type
-            msgspec.structs.force_setattr(self, "data", bytes(data))
-            return
+            data = bytes(data)
+            msgspec.structs.force_setattr(self, "data", data)
         if not isinstance(data, bytes) or not data:  # pyright: ignore[reportUnnecessaryIsInstance]
             # said by type and length: the value is media (a base64 str, a bytearray), which
             # no error message shows
@@ -291,6 +291,14 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
             )
             hint = " (base64 text? pass base64.b64decode(text))" if isinstance(data, str) else ""
             raise ConfigError(f"InlineSource.data must be non-empty bytes, got {got}{hint}")
+        # a label its bytes contradict (a PNG as 'image/jpeg', as Message JSON or by hand) went
+        # out as labelled, and the provider refused the request with a 400
+        problem = _media.mismatch(spelled, data)
+        if problem is not None:
+            raise ConfigError(
+                f"InlineSource: media_type {spelled!r}, but {problem} ({len(data)} bytes; the "
+                "provider would refuse it; InlineSource.from_bytes infers the type)"
+            )
 
     def __repr__(self) -> str:
         return f"InlineSource(media_type={self.media_type!r}, data=<{len(self.data)} bytes>)"
@@ -336,16 +344,29 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
                 raise ConfigError(
                     f"{what}: unknown media type {shown(media_type, 100)} (known: {known})"
                 )
-            magic = _media.sniff(raw)  # what the bytes' own header says, if anything
-            if magic is not None and magic != found:
+            problem = _media.mismatch(found, raw)  # what the bytes' own header says against it
+            if problem is None and found == "text/plain" and (magic := _media.sniff(raw)):
+                problem = f"its bytes are {magic}"
+            if problem is not None:
                 raise ConfigError(
-                    f"{what}: media_type {media_type!r}, but its bytes are {magic} (the "
-                    "provider would refuse the mismatch; leave media_type out to infer it)"
+                    f"{what}: media_type {media_type!r}, but {problem} (the provider would "
+                    "refuse the mismatch; leave media_type out to infer it)"
                 )
             if found == "text/plain" and not _is_utf8(raw):
                 raise ConfigError(f"{what}: text/plain, but its bytes are not UTF-8")
             return cls(found, raw)
         sniffed = _media.sniff(raw, name)
+        claimed = _media.by_extension(name) if sniffed is None else None
+        if claimed is not None:  # the name says a type its bytes are not
+            why = (
+                "its bytes are not UTF-8 (save it as UTF-8)"
+                if claimed == "text/plain"
+                else _media.mismatch(claimed, raw)
+                or f"its bytes do not start with a {claimed} header"
+            )
+            raise ConfigError(
+                f"{what}: cannot tell its media type: its name says {claimed}, but {why}"
+            )
         if sniffed is None:
             raise ConfigError(
                 f"{what}: cannot tell its media type ({len(raw)} bytes, not one of {known}); "

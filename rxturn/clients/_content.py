@@ -43,6 +43,7 @@ __all__ = [
     "check_source",
     "data_url",
     "explicit_switches",
+    "inline_media_bytes",
     "logger",
     "no_part_to_mark",
     "plain_text",
@@ -149,6 +150,24 @@ def check_inline_limits(request: Request, limits: Limits) -> None:
             f"({limits.source}); this request's inline media alone is {describe_size(total)} "
             "in base64: send fewer or smaller files, or URLs / file ids"
         )
+
+
+def inline_media_bytes(request: Request) -> int:
+    """How many bytes of inline media ``request`` carries (in its messages and tool results):
+    what building and encoding its body costs, about 4 ms of base64 and JSON per MB."""
+    total = 0
+    for message in request.messages:
+        for part in message.content:
+            if isinstance(part, MEDIA_PARTS):
+                source = part.source
+                if isinstance(source, InlineSource):
+                    total += len(source.data)
+            elif isinstance(part, ToolResultPart):
+                for item in part.media:
+                    source = item.source
+                    if isinstance(source, InlineSource):
+                        total += len(source.data)
+    return total
 
 
 def _inline_size(part: ImagePart | DocumentPart | AudioPart, limits: Limits) -> int:

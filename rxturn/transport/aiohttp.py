@@ -64,6 +64,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import inspect
+import io
 import os
 import re
 import ssl as _ssl
@@ -98,6 +99,7 @@ from ._inflate import (
 )
 
 __all__ = [
+    "LARGE_BODY_BYTES",
     "SLICE_BYTES",
     "YIELD_INTERVAL",
     "AiohttpTransport",
@@ -107,6 +109,9 @@ __all__ = [
 
 #: Most body bytes one read hands on (raw from aiohttp's buffer, or decompressed in one step).
 SLICE_BYTES = 64 * 1024
+#: Request bodies larger than this (aiohttp's own bound for raw bytes, 1 MiB) are handed to
+#: aiohttp as a stream, which it writes in chunks, yielding to the loop between them.
+LARGE_BODY_BYTES = 1024 * 1024
 #: Most seconds a body read runs without yielding to the event loop (it then ``sleep(0)``s).
 YIELD_INTERVAL = 0.005
 
@@ -782,7 +787,9 @@ class AiohttpTransport:
                 method,
                 url,
                 headers=sent,
-                data=body,
+                # megabytes of inline media: as raw bytes, aiohttp warns (ResourceWarning,
+                # "might lock the event loop") and writes them in one go
+                data=io.BytesIO(body) if len(body) > LARGE_BODY_BYTES else body,
                 allow_redirects=False,
                 proxy=self._proxy_for(url) if self._proxies else None,
                 # (an http: URL is never verified: no call to find out)

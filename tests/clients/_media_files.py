@@ -62,6 +62,22 @@ def pdf(pages: int) -> bytes:
     return b"%PDF-1.4\n" + b"\n".join(objects) + b"\n%%EOF\n"
 
 
+def packed_pdf(pages: int) -> bytes:
+    """A PDF 1.5 as most tools write one today: its catalog, page tree and pages packed in a
+    Flate-compressed object stream (``/Type /ObjStm``), no page object in plain sight."""
+    kids = " ".join(f"{3 + i} 0 R" for i in range(pages)).encode()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>"]
+    objects.append(b"<< /Type /Pages /Kids [" + kids + b"] /Count %d >>" % pages)
+    objects += [b"<< /Type /Page /Parent 2 0 R >>"] * pages
+    packed = zlib.compress(b"\n".join(objects))
+    head = b"<< /Type /ObjStm /N %d /First 0 /Length %d /Filter /FlateDecode >>" % (
+        len(objects),
+        len(packed),
+    )
+    stream = b"1 0 obj " + head + b"\nstream\r\n" + packed + b"\nendstream\nendobj"
+    return b"%PDF-1.5\n" + stream + b"\n%%EOF\n"
+
+
 def wav(seconds: float, rate: int = 8000) -> bytes:
     """A mono 16-bit PCM WAV of silence."""
     data = bytes(int(seconds * rate) * 2)

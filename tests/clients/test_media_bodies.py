@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import logging
+import threading
 from typing import Any
 
 import pytest
@@ -510,3 +511,26 @@ def test_a_plain_text_document_stays_its_own_part_beside_the_prompt() -> None:
     # text alone still goes as the plain string the APIs have always taken
     assert chat(user(TextPart("a"), TextPart("b")))["messages"][0]["content"] == "ab"
     assert responses(user(TextPart("a"), TextPart("b")))["input"][0]["content"] == "ab"
+
+
+async def test_megabytes_of_inline_media_are_encoded_off_the_event_loop() -> None:
+    # before, base64 and JSON of the body ran on the loop for every attempt: a 30 MB image
+    # held it for about 0.1 s (Ollama takes any size; OpenAI up to 50 MB of base64)
+    big = ImagePart(InlineSource("image/png", png(4, 4) + bytes(2 * 1024 * 1024)))
+    built_on: list[tuple[str, int]] = []
+
+    class Recording(OllamaClient):
+        def _body(self, request: Request, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            built_on.append((request.messages[0].text, threading.get_ident()))
+            return super()._body(request, *args, **kwargs)
+
+    loop_thread = threading.get_ident()
+    script = {"models": {"*": [{"text": "a square"}] * 3}}
+    async with FakeProvider(script) as fake, Recording("m", base_url=fake.base_url) as client:
+        await client.create(user(TextPart("small"), IMAGE))
+        await client.create(user(TextPart("big"), big))
+        _, error = await run_stream(client.stream(user(TextPart("big stream"), big)))
+    assert error is None
+    assert [text for text, _ in built_on] == ["small", "big", "big stream"]
+    assert built_on[0][1] == loop_thread  # (a small body stays where it is cheapest)
+    assert loop_thread not in (built_on[1][1], built_on[2][1])

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 
+import msgspec
 import pytest
 
 from rxturn import (
@@ -18,7 +19,7 @@ from rxturn import (
     InlineSource,
     UrlSource,
 )
-from rxturn.messages import TextPart, ToolCallPart, ToolResultPart
+from rxturn.messages import TextPart, ToolCallPart, ToolResultPart, message_from_json
 
 PNG = InlineSource(media_type="image/png", data=b"\x89PNG\r\n\x1a\n")
 
@@ -201,3 +202,46 @@ def test_an_inline_media_type_is_kept_in_the_wires_spelling() -> None:
     # already took those spellings
     assert InlineSource("IMAGE/PNG", b"\x89PNG\r\n\x1a\n").media_type == "image/png"
     assert InlineSource("image/jpg", b"\xff\xd8\xff").media_type == "image/jpeg"
+
+
+PNG_BYTES = b"\x89PNG\r\n\x1a\n" + bytes(24)
+
+
+@pytest.mark.parametrize(
+    ("media_type", "data", "found"),
+    [
+        ("image/jpeg", PNG_BYTES, "its bytes are image/png"),
+        ("image/png", b"%PDF-1.7 x", "its bytes are application/pdf"),
+        ("audio/wav", PNG_BYTES, "its bytes are image/png"),
+        ("image/png", b"plain words", "do not start with an image/png header"),
+        ("image/gif", b"RIFF\x00\x00\x00\x00WAVEfmt ", "its bytes are audio/wav"),
+    ],
+    ids=["png-as-jpeg", "pdf-as-png", "png-as-wav", "words-as-png", "wav-as-gif"],
+)
+def test_an_inline_label_its_bytes_contradict_is_refused_however_it_is_built(
+    media_type: str, data: bytes, found: str
+) -> None:
+    # before, InlineSource built by hand or decoded from the Message JSON kept the label, and
+    # the wire sent a PNG as {"media_type": "image/jpeg"} (or words as an image) for the
+    # provider to refuse with a 400; only from_bytes compared the label with the bytes
+    with pytest.raises(ConfigError, match=found):
+        InlineSource(media_type, data)
+    with pytest.raises(ConfigError, match=found):
+        InlineSource.from_bytes(data, media_type)
+    encoded = base64.b64encode(data).decode()
+    raw = (
+        '{"role": "user", "content": [{"type": "image", "source": {"type": "inline", '
+        f'"media_type": "{media_type}", "data": "{encoded}"}}}}]}}'
+    )
+    with pytest.raises(msgspec.ValidationError, match=found):
+        message_from_json(raw)
+
+
+def test_text_and_headerless_pdf_or_audio_are_not_judged_by_their_first_bytes() -> None:
+    # text is text whatever it spells; PDF and MP3 readers tolerate bytes before a header
+    assert DocumentPart.from_text("%PDF-1.7 is a version").source == InlineSource(
+        "text/plain", b"%PDF-1.7 is a version"
+    )
+    assert InlineSource("application/pdf", b"\n%PDF-1.4").media_type == "application/pdf"
+    assert InlineSource("audio/mpeg", b"\x00\x00\xff\xfb").media_type == "audio/mpeg"
+    assert InlineSource("image/png", PNG_BYTES).data == PNG_BYTES

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import base64
 import os
+import re
+import zlib
 from pathlib import Path
 
 import msgspec
 import pytest
-from _media_files import MP3, gif, jpeg, pdf, png, wav, webp_vp8, webp_vp8l, webp_vp8x
+from _media_files import MP3, gif, jpeg, packed_pdf, pdf, png, wav, webp_vp8, webp_vp8l, webp_vp8x
 
 from rxturn import (
     AudioPart,
@@ -23,7 +25,7 @@ from rxturn import (
     UrlSource,
     messages,
 )
-from rxturn._media import image_size, sniff
+from rxturn._media import PDF_OBJECT_STREAMS, image_size, pdf_pages, sniff
 from rxturn.engine.context.tokens import TiktokenCounter, image_tokens
 from rxturn.errors import ConfigError
 from rxturn.messages import (
@@ -55,6 +57,19 @@ def test_media_type_from_magic_bytes_whatever_the_name(data: bytes, expected: st
     assert InlineSource.from_bytes(data).media_type == expected
 
 
+def test_text_starting_with_id3_is_text_and_an_id3_tag_is_audio(tmp_path: Path) -> None:
+    # before, any file starting 'ID3' was audio/mpeg: notes.md opening with 'ID3 tags' became
+    # an AudioPart (which the Anthropic wire refuses); an ID3v2 header has a version byte 2-4
+    notes = b"ID3 tags: notes on the format\n"
+    (tmp_path / "notes.md").write_bytes(notes)
+    part = media_from_path(tmp_path / "notes.md")
+    assert isinstance(part, DocumentPart)
+    assert part.source == InlineSource("text/plain", notes)
+    tagged = b"ID3\x04\x00\x00\x00\x00\x02\x01" + bytes(300)
+    assert sniff(tagged, "song.mp3") == "audio/mpeg"
+    assert sniff(b"ID3\x04\x00\x00\x00\x00\x02\xff" + bytes(30)) is None  # not 7-bit size
+
+
 def test_plain_text_by_extension_only_when_utf8() -> None:
     assert InlineSource.from_bytes(b"# notes\n", name="a.md").media_type == "text/plain"
     with pytest.raises(ConfigError, match="cannot tell its media type"):
@@ -62,6 +77,24 @@ def test_plain_text_by_extension_only_when_utf8() -> None:
     # an image extension on bytes that are no image is not an image
     with pytest.raises(ConfigError, match="cannot tell its media type"):
         InlineSource.from_bytes(b"hello", name="cat.png")
+
+
+@pytest.mark.parametrize(
+    ("data", "name", "why"),
+    [
+        (b"\xff\xfe\x00bad", "notes.txt", "its name says text/plain, but its bytes are not UTF-8"),
+        (b"hello", "cat.png", "its name says image/png, but its bytes do not start with an image"),
+        (b"hello", "q3.pdf", "its name says application/pdf, but its bytes do not start with a"),
+    ],
+)
+def test_a_known_extension_on_other_bytes_says_what_is_wrong(
+    data: bytes, name: str, why: str
+) -> None:
+    # before: "cannot tell its media type (...); pass media_type=" and, from the CLI, "give
+    # the file its type's extension (.pdf, .txt, .png…)" for a file that had that extension
+    with pytest.raises(ConfigError, match=re.escape(why)) as caught:
+        InlineSource.from_bytes(data, name=name)
+    assert "media_type=" not in str(caught.value)
 
 
 @pytest.mark.parametrize("name", ["main.py", "data.json", "config.YAML", "page.html", "lib.rs"])
@@ -74,7 +107,7 @@ def test_source_code_and_data_files_are_plain_text(name: str) -> None:
 
 
 def test_explicit_media_type_is_checked_and_normalised() -> None:
-    assert InlineSource.from_bytes(b"x", "image/JPG").media_type == "image/jpeg"
+    assert InlineSource.from_bytes(b"\xff\xd8\xff\xe0", "image/JPG").media_type == "image/jpeg"
     with pytest.raises(ConfigError, match="unknown media type 'image/bmp'"):
         InlineSource.from_bytes(b"BM...", "image/bmp")
 
@@ -298,6 +331,35 @@ def test_token_counter_pdf_pages_and_audio_seconds() -> None:
     assert counter.count_message(Message(role="user", content=(clip,))) == empty + 25
     with pytest.raises(ConfigError, match="media_rule"):
         TiktokenCounter(media_rule="gemini")  # pyright: ignore[reportArgumentType]
+
+
+def test_a_pdf_that_inflates_without_end_is_read_only_up_to_the_bound() -> None:
+    # a 120 KB file whose object stream inflates to 48 MB of page objects: it was inflated to
+    # 32 MB and searched whole, about 0.4 s of the event loop, for 1.8 million "pages"
+    entry = b"<< /Type /Page >> "
+    bomb = zlib.compress(entry * (3 * 1024 * 1024), 9)
+    data = b"%PDF-1.7 1 0 obj << /Type /ObjStm >> stream\n" + bomb + b"\nendstream"
+    pages = pdf_pages(data)
+    assert 1000 < pages <= 2 * 1024 * 1024 // len(entry) + 1  # inflated: 2 MiB at most
+    many = b"%PDF-1.7 " + b"<< /Type /ObjStm >> stream\n" + zlib.compress(entry) + b"endstream "
+    assert pdf_pages(many * (PDF_OBJECT_STREAMS + 50)) == PDF_OBJECT_STREAMS
+
+
+@pytest.mark.parametrize("rule", ["anthropic", "openai"])
+def test_a_pdf_whose_pages_are_packed_in_object_streams_counts_each_page(rule: str) -> None:
+    # before, only page objects in plain sight were counted: a PDF 1.5 with its pages in a
+    # compressed object stream (most PDFs written today; a 36-page manual) was one page,
+    # 3,000 tokens, and the context estimate missed the rest of the document
+    counter = TiktokenCounter(media_rule=rule)  # pyright: ignore[reportArgumentType]
+    empty = counter.count_message(Message(role="user", content=()))
+    report = DocumentPart.from_bytes(packed_pdf(12))
+    assert counter.count_message(Message(role="user", content=(report,))) == empty + 12 * 3000
+    # a stream that does not inflate (encrypted, another filter) leaves the count as it was
+    broken = packed_pdf(12).replace(b"stream\r\nx", b"stream\r\n?")
+    assert (
+        counter.count_message(Message(role="user", content=(DocumentPart.from_bytes(broken),)))
+        == empty + 3000
+    )
 
 
 def test_a_file_name_that_is_not_utf8_is_sent_with_a_replacement_character(

@@ -16,6 +16,7 @@ import socket
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +33,14 @@ from rxturn.engine.context.tokens import (
     estimate_context,
 )
 from rxturn.errors import ConfigError
-from rxturn.messages import Message, TextPart, ToolCallPart, ToolResultPart, ToolSchema
+from rxturn.messages import (
+    DocumentPart,
+    Message,
+    TextPart,
+    ToolCallPart,
+    ToolResultPart,
+    ToolSchema,
+)
 
 from .conftest import ORACLE, oracle_message, tok
 
@@ -471,3 +479,32 @@ def test_counting_reads_an_iterator_of_messages_once() -> None:
     expected = oracle_message(messages[0]) + oracle_message(messages[1])
     assert counter.count_messages(m for m in messages) == expected
     assert counter.count_messages(iter(messages)) == expected
+
+
+@pytest.mark.parametrize("where", ["message", "tool result"])
+async def test_prime_tokenises_a_long_text_document_off_the_event_loop(
+    where: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before, prime() measured text parts only: a long plain-text document passed as
+    # small, and the count that followed tokenised it on the loop (0.14 s for 2 MB)
+    document = DocumentPart.from_text("a document of many words " * 8_000)
+    content = (
+        (TextPart("read this"), document)
+        if where == "message"
+        else (ToolResultPart("call_1", (TextPart("page 1"), document)),)
+    )
+    message = Message(role="user", content=content)
+    counter = TiktokenCounter()
+    await counter.warm_up()
+    threads: list[int] = []
+    tokenise = TiktokenCounter._tokenise
+
+    def recording(self: TiktokenCounter, message: Message) -> int:
+        threads.append(threading.get_ident())
+        return tokenise(self, message)
+
+    monkeypatch.setattr(TiktokenCounter, "_tokenise", recording)
+    await counter.prime([message])
+    counter.count_message(message)
+    assert len(threads) == 1  # once, in prime; the count is a cache hit
+    assert threads[0] != threading.get_ident()

@@ -684,3 +684,37 @@ async def test_connections_use_tcp_nodelay(
     finally:
         release.set()
         await response.aclose()
+
+
+async def test_a_body_of_megabytes_is_streamed_whole_without_a_resource_warning(
+    aiohttp_server: ServerFactory, transport: AiohttpTransport
+) -> None:
+    # before, the bytes went to aiohttp as they were: past 1 MiB it warned "Sending a large
+    # body directly with raw bytes might lock the event loop" (a ResourceWarning, an error
+    # in this suite) on every request with a few MB of inline media
+    body = b'{"image":"' + b"A" * (transport_module.LARGE_BODY_BYTES + 1) + b'"}'
+    seen: dict[str, Any] = {}
+
+    async def handler(request: web.Request) -> web.Response:
+        seen["body"] = await request.read()
+        seen["length"] = request.headers.get("content-length")
+        seen["type"] = request.headers.get("content-type")
+        return web.Response(body=b"ok")
+
+    app = web.Application(client_max_size=2 * len(body))
+    app.router.add_route("POST", "/v1/messages", handler)
+    server = await aiohttp_server(app)
+    response = await transport.send(
+        "POST",
+        url(server, "/v1/messages"),
+        headers={"content-type": "application/json"},
+        body=body,
+        stream=False,
+    )
+    try:
+        assert response.status == 200
+    finally:
+        await response.aclose()
+    assert seen["body"] == body
+    assert seen["length"] == str(len(body))
+    assert seen["type"] == "application/json"  # (a stream's own default is octet-stream)

@@ -41,8 +41,9 @@ must not cost O(history) on every turn. Three decisions follow:
     whose size cannot be read (a URL, a file id) counts as the rule's largest image: 1,600
     (Anthropic) or 1,445 (OpenAI, 2 x 4 tiles) tokens;
   * PDFs: 3,000 tokens per page (the top of the 1,500-3,000 per page Anthropic documents,
-    text plus the page image), pages counted from the file's ``/Type /Page`` objects (at
-    least one); a PDF by URL or file id: one page;
+    text plus the page image), pages counted from the file's ``/Type /Page`` objects, those
+    packed in compressed object streams included (at least one); a PDF by URL or file id: one
+    page;
   * plain-text documents: their text's tokens;
   * audio: 10 tokens per second (OpenAI's 1 token per 100 ms of input audio); WAV's length
     read from its header, MP3 taken at 128 kbit/s; audio by URL or file id: one minute;
@@ -74,7 +75,6 @@ from __future__ import annotations
 
 import asyncio
 import math
-import re
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Iterable, Sequence
@@ -83,7 +83,7 @@ from typing import TYPE_CHECKING, Literal, Protocol, cast, runtime_checkable
 import msgspec
 
 from ..._arguments import check_instance, check_items, described, shown
-from ..._media import image_size
+from ..._media import image_size, pdf_pages
 from ..._validate import NOT_UTF8, positive
 from ...errors import ConfigError
 from ...messages import (
@@ -582,14 +582,32 @@ PRIME_CHARS = 100_000
 
 
 def _text_size(message: Message) -> int:
-    """Characters of text in ``message`` (what tokenising it takes time over)."""
+    """Characters of text in ``message`` (what tokenising it takes time over): its text, and
+    the bytes of its inline documents (a plain-text one is tokenised, a PDF's pages counted),
+    in a tool result's content too."""
     size = 0
     for part in message.content:
-        if isinstance(part, TextPart | RefusalPart | ToolResultPart):
+        if isinstance(part, TextPart | RefusalPart):
             size += len(part.text)
+        elif isinstance(part, ToolResultPart):
+            content = part.content
+            if isinstance(content, str):
+                size += len(content)
+            else:
+                for item in content:
+                    size += len(item.text) if isinstance(item, TextPart) else _document_size(item)
         elif isinstance(part, ThinkingPart):
-            size += len(part.thinking)
+            size += len(part.thinking) + len(part.signature or "")
+        elif isinstance(part, RedactedThinkingPart):
+            size += len(part.data)
+        elif isinstance(part, DocumentPart):
+            size += _document_size(part)
     return size
+
+
+def _document_size(part: object) -> int:
+    source = part.source if isinstance(part, DocumentPart) else None
+    return len(source.data) if isinstance(source, InlineSource) else 0
 
 
 class _Encode(Protocol):
@@ -792,7 +810,6 @@ _PDF_PAGE_TOKENS = 3000
 _AUDIO_TOKENS_PER_SECOND = 10
 _MP3_BYTES_PER_SECOND = 128_000 // 8
 _UNKNOWN_AUDIO_SECONDS = 60
-_PDF_PAGE = re.compile(rb"/Type\s*/Page(?![a-zA-Z])")
 
 
 def media_rule_of(wire_format: str) -> MediaRule:
@@ -853,8 +870,7 @@ def media_tokens(
             return _PDF_PAGE_TOKENS
         if inline.media_type == "text/plain":
             return len(encode(inline.data.decode("utf-8", "replace")))
-        pages = len(_PDF_PAGE.findall(inline.data)) or 1
-        return pages * _PDF_PAGE_TOKENS
+        return pdf_pages(inline.data) * _PDF_PAGE_TOKENS
     seconds: float = _UNKNOWN_AUDIO_SECONDS
     if inline is not None:
         seconds = _audio_seconds(inline)
