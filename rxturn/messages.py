@@ -361,8 +361,7 @@ class InlineSource(msgspec.Struct, frozen=True, tag="inline"):
             why = (
                 "its bytes are not UTF-8 (save it as UTF-8)"
                 if claimed == "text/plain"
-                else _media.mismatch(claimed, raw)
-                or f"its bytes do not start with a {claimed} header"
+                else _media.mismatch(claimed, raw) or f"its bytes have no {claimed} header"
             )
             raise ConfigError(
                 f"{what}: cannot tell its media type: its name says {claimed}, but {why}"

@@ -83,8 +83,12 @@ def test_plain_text_by_extension_only_when_utf8() -> None:
     ("data", "name", "why"),
     [
         (b"\xff\xfe\x00bad", "notes.txt", "its name says text/plain, but its bytes are not UTF-8"),
-        (b"hello", "cat.png", "its name says image/png, but its bytes do not start with an image"),
-        (b"hello", "q3.pdf", "its name says application/pdf, but its bytes do not start with a"),
+        (b"hello", "cat.png", "its name says image/png, but its bytes have no image/png header"),
+        (
+            b"hello",
+            "q3.pdf",
+            "its name says application/pdf, but its bytes have no application/pdf header",
+        ),
     ],
 )
 def test_a_known_extension_on_other_bytes_says_what_is_wrong(
