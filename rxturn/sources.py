@@ -30,8 +30,10 @@ exception raised by a downstream ``on_next`` also ends the subscription through 
 If asyncio itself cancels the task (the loop is shutting down) the observer gets
 :class:`~rxturn.errors.Cancelled`.
 
-Subscribing where no event loop can be found is a :class:`~rxturn.errors.ConfigError`, sent to
-``on_error`` with a message that says how to fix it.
+Subscribing where no event loop can be found, or with the scheduler of a loop that is not
+running while another loop runs here (so that nothing would ever start the task), is a
+:class:`~rxturn.errors.ConfigError`, sent to ``on_error`` with a message that says how to fix
+it.
 
 Driven by the subscriber's own task
 -----------------------------------
@@ -66,6 +68,7 @@ __all__ = [
     "Bridge",
     "bridge_loop",
     "bridge_loop_here",
+    "dead_loop",
     "from_async_iterable",
     "from_awaitable",
     "open_bridge",
@@ -122,7 +125,9 @@ def from_async_iterable(
         ConfigError: (at call time) when ``factory`` is not callable (an iterator or a
             coroutine given itself rather than the function that makes one) or ``scheduler`` is
             not an asyncio scheduler; (via ``on_error``) when no event loop can be found at
-            subscription, or ``factory()`` returns something that is not an async iterator.
+            subscription, ``scheduler``'s loop is not running while another loop runs there
+            (nothing would ever start the stream), or ``factory()`` returns something that is
+            not an async iterator.
 
     Examples:
         >>> async def numbers():
@@ -390,7 +395,31 @@ def bridge_loop_here(
     if loop is None or loop.is_closed():
         observer.on_error(ConfigError(_NO_LOOP.format(what=what)))
         return None, False
+    if loop is not running and dead_loop(loop, running) is not None:
+        # (``scheduler=`` made on ``asyncio.get_event_loop()`` at import time, before
+        # ``asyncio.run`` made the loop that runs: the task would never start)
+        observer.on_error(
+            ConfigError(
+                f"{what}: scheduler=AsyncIOScheduler(loop) names an event loop that is not "
+                "running, while another one runs here: the stream would never start (give "
+                "the running loop's scheduler, or none)"
+            )
+        )
+        return None, False
     return loop, loop is running
+
+
+def dead_loop(
+    loop: asyncio.AbstractEventLoop, running: asyncio.AbstractEventLoop | None
+) -> str | None:
+    """Why ``loop`` will never run what is handed to it from a thread running ``running``
+    (``"closed"``; ``"idle"``: it is not running while ``running``, another loop, is; a loop
+    runs one per thread, so this thread will never run it), or ``None``."""
+    if loop.is_closed():
+        return "closed"
+    if running is not None and running is not loop and not loop.is_running():
+        return "idle"
+    return None
 
 
 def open_bridge(
