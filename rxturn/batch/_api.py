@@ -475,7 +475,9 @@ def batch_results(
     with neither (or with a scheduler whose loop is closed), it signals a ConfigError
     through ``on_error``. Another kind of scheduler is not used: the rows' IO is asyncio's,
     and their timing is the engine's. Disposing the subscription cancels the rows in flight,
-    from any thread. ``rows`` may be an async iterable. Compose it with any Rx operator::
+    from any thread; so does an exception raised by the observer's ``on_next``, which then
+    reaches its ``on_error`` at once. ``rows`` may be an async iterable. Compose it with any
+    Rx operator::
 
         batch_results(rows, config).pipe(ops.filter(lambda r: r.status == "ok"))
     """
@@ -490,8 +492,24 @@ def batch_results(
         task: asyncio.Task[None] | None = None
         stop: asyncio.Event | None = None
         disposed = False
+        broken: list[Exception] = []  # what the observer's on_next raised
+
+        def deliver(result: RowResult) -> None:
+            if broken:
+                return  # the observer failed: it hears nothing more but that failure
+            try:
+                observer.on_next(result)
+            except Exception as exc:
+                # as a source ends on a raising on_next: the rows in flight are let go (nobody
+                # is left to take their results) and the exception goes to on_error now, not
+                # once the slowest row in flight has finished
+                broken.append(exc)
+                cancel()
 
         def finished(future: asyncio.Future[None]) -> None:
+            if broken:
+                observer.on_error(broken.pop())
+                return
             if future.cancelled():
                 return
             error = future.exception()
@@ -509,7 +527,7 @@ def batch_results(
                 _run(
                     rows,
                     config,
-                    observer.on_next,
+                    deliver,
                     api_key=api_key,
                     gate=gate,
                     client=client,

@@ -118,6 +118,36 @@ async def test_disposing_the_observable_cancels_the_rows_in_flight() -> None:
     assert results == []
 
 
+async def test_an_observer_whose_on_next_raises_hears_that_error_at_once() -> None:
+    # before: the error waited in on_error until every row in flight had finished (here, a
+    # stalled one: the turn's deadlines, minutes), and the failed observer was handed each of
+    # their results meanwhile
+    scenario = {
+        "models": {"fast": [{"text": "ok"}], "*": [{"text": "slow", "stall_after_events": 1}]}
+    }
+    rows = prompts(3)
+    rows[0]["model"] = "fast"
+    async with FakeProvider(scenario) as fake:
+        done: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
+        delivered: list[str] = []
+
+        def on_next(result: RowResult) -> None:
+            delivered.append(result.id)
+            raise ValueError("the observer's own bug")
+
+        batch_results(rows, _config(fake.openai_base_url)).subscribe(
+            on_next, done.set_result, lambda: done.set_result(AssertionError("completed"))
+        )
+        error = await asyncio.wait_for(done, 10)
+        assert isinstance(error, ValueError) and str(error) == "the observer's own bug"
+        assert delivered == ["r0"]
+        for _ in range(500):  # the stalled rows are let go, their streams closed
+            if fake.disconnects == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert fake.disconnects == 2
+
+
 @pytest.mark.parametrize(
     ("row", "words"),
     [
