@@ -476,19 +476,36 @@ def batch_results(
     through ``on_error``. Another kind of scheduler is not used: the rows' IO is asyncio's,
     and their timing is the engine's. Disposing the subscription cancels the rows in flight,
     from any thread; so does an exception raised by the observer's ``on_next``, which then
-    reaches its ``on_error`` at once. ``rows`` may be an async iterable. Compose it with any
-    Rx operator::
+    reaches its ``on_error`` at once. ``rows`` may be an async iterable. Each subscription
+    runs the rows again; rows given as an iterator are read by the first one, and a later
+    one signals a ConfigError (it would run no row). Compose it with any Rx operator::
 
         batch_results(rows, config).pipe(ops.filter(lambda r: r.status == "ok"))
     """
 
+    # an iterator is read once: a second run over it would find no row and "succeed" empty
+    once = isinstance(rows, Iterator | AsyncIterator)
+    used = False
+
     def subscribe(
         observer: abc.ObserverBase[RowResult], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
+        nonlocal used
         loop, here = _subscribe_loop(scheduler)
         if isinstance(loop, ConfigError):  # nothing would ever run the rows: say so
             observer.on_error(loop)
             return Disposable()
+        if used:
+            observer.on_error(
+                ConfigError(
+                    f"batch_results: rows is an iterator ({type(rows).__name__}), given to an "
+                    "earlier subscription that reads it: this one would run no row; pass a "
+                    "list (or another iterable that can be read again) to subscribe more than "
+                    "once"
+                )
+            )
+            return Disposable()
+        used = once
         task: asyncio.Task[None] | None = None
         stop: asyncio.Event | None = None
         disposed = False
