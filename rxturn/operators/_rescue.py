@@ -74,15 +74,13 @@ def rescue_(
     def subscribe(
         observer: abc.ObserverBase[_T | Fallback], scheduler_: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
+        # (at subscription, not when the stream fails: a scheduler that cannot time the
+        # rescue is a ConfigError even on a turn that never needs one)
+        sched = resolve_scheduler(scheduler, scheduler_)
         current = SerialDisposable()  # the stream, then the rescue request
         timer = SerialDisposable()
 
         def start_rescue(stream_error: Exception) -> None:
-            try:
-                sched = resolve_scheduler(scheduler, scheduler_)
-            except ConfigError as error:  # a scheduler whose timers would never fire
-                observer.on_error(error)
-                return
             budget = _budget(progress, timeout)
             race = RescueRace(budget)
 

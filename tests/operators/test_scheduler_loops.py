@@ -39,6 +39,9 @@ OPERATORS: dict[str, Operator] = {
     "deadlines": lambda s: deadlines(0.05, 0.05, scheduler=s),
     "total_deadline": lambda s: total_deadline(0.05, scheduler=s),
     "retry_ladder": lambda s: retry_ladder(scheduler=s),
+    # (checked at subscription: before, only once the stream had failed, so a turn that never
+    # needed the rescue never said so, and this stalled source waited for ever)
+    "rescue": lambda s: rescue(lambda: reactivex.never(), timeout=0.05, scheduler=s),
 }
 
 
