@@ -54,7 +54,9 @@ def resolve_scheduler(
 _FIX = "give the running loop's AsyncIOScheduler, a TestScheduler, or none"
 
 
-def check_scheduler(scheduler: abc.SchedulerBase) -> None:
+def check_scheduler(
+    scheduler: abc.SchedulerBase, *, where: str = "", on_loop: bool | None = None
+) -> None:
     """Refuse a scheduler that cannot time a stream subscribed here.
 
     A virtual-time scheduler is driven by its owner and always fits. Otherwise:
@@ -64,22 +66,30 @@ def check_scheduler(scheduler: abc.SchedulerBase) -> None:
       here (typically made at import time on ``asyncio.get_event_loop()``, before
       ``asyncio.run`` made the loop that runs), would never fire its timers: every deadline
       would wait for ever;
-    * while an event loop runs on this thread (the stream's events arrive on it), a trampoline
-      (``CurrentThreadScheduler``) waits by sleeping on this thread, holding the loop and so
-      the very events it times; and a scheduler that fires on other threads (a thread pool,
-      ``NewThreadScheduler``, ``EventLoopScheduler``, ``TimeoutScheduler``, the asyncio
-      scheduler of a loop another thread runs) would retry, time out or give up from that
-      thread, racing the events still arriving on the loop's (a retried attempt subscribed
-      there finds no loop).
+    * when an event loop runs the stream (its events arrive on the loop's thread), a
+      trampoline (``CurrentThreadScheduler``) waits by sleeping on that thread, holding the
+      loop and so the very events it times; and a scheduler that fires on other threads (a
+      thread pool, ``NewThreadScheduler``, ``EventLoopScheduler``, ``TimeoutScheduler``, the
+      asyncio scheduler of a loop another thread runs) would retry, time out or give up from
+      that thread, racing the events still arriving on the loop's (a retried attempt
+      subscribed there finds no loop).
+
+    Args:
+        scheduler: the scheduler given.
+        where: what the message names first (``"TurnEngine(...)"``; empty: nothing).
+        on_loop: whether an event loop runs the stream (``None``: whether one runs on this
+            thread; ``True`` where that is known before any loop runs: a ``TurnEngine``'s turns
+            are coroutines).
 
     Raises:
         ConfigError: naming the scheduler and the fix.
     """
     if isinstance(scheduler, VirtualTimeScheduler):
         return
+    prefix = f"{where}: " if where else ""
     if isinstance(scheduler, ImmediateScheduler):
         raise ConfigError(
-            f"scheduler=ImmediateScheduler cannot wait (it refuses every timer with "
+            f"{prefix}scheduler=ImmediateScheduler cannot wait (it refuses every timer with "
             f"WouldBlockException): {_FIX}"
         )
     running = asyncio._get_running_loop()
@@ -88,34 +98,35 @@ def check_scheduler(scheduler: abc.SchedulerBase) -> None:
         problem = dead_loop(loop, running)
         if problem == "closed":
             raise ConfigError(
-                "scheduler=AsyncIOScheduler(loop) names a closed event loop: its timers would "
-                f"never fire ({_FIX})"
+                f"{prefix}scheduler=AsyncIOScheduler(loop) names a closed event loop: its "
+                f"timers would never fire ({_FIX})"
             )
         if problem == "idle":
             raise ConfigError(
-                "scheduler=AsyncIOScheduler(loop) names an event loop that is not running, "
-                f"while another one runs here: its timers would never fire ({_FIX})"
+                f"{prefix}scheduler=AsyncIOScheduler(loop) names an event loop that is not "
+                f"running, while another one runs here: its timers would never fire ({_FIX})"
             )
         if running is not None and loop is not running:
             raise ConfigError(
-                "scheduler=AsyncIOScheduler(loop) names the event loop of another thread, "
-                "while another one runs here: its timers would fire on that thread, racing "
-                f"the stream's events on this one ({_FIX})"
+                f"{prefix}scheduler=AsyncIOScheduler(loop) names the event loop of another "
+                "thread, while another one runs here: its timers would fire on that thread, "
+                f"racing the stream's events on this one ({_FIX})"
             )
         return
-    if running is None:
-        return  # no loop here: any scheduler of reactivex's may time a stream
+    if not (running is not None if on_loop is None else on_loop):
+        return  # no loop runs the stream: any scheduler of reactivex's may time it
     name = type(scheduler).__name__
     if isinstance(scheduler, TrampolineScheduler):
         raise ConfigError(
-            f"scheduler={name} waits by sleeping on this thread, which runs an asyncio event "
-            f"loop: it would hold the loop and the events it times ({_FIX})"
+            f"{prefix}scheduler={name} waits by sleeping on its thread, which runs the "
+            f"stream's asyncio event loop: it would hold the loop and the events it times "
+            f"({_FIX})"
         )
     if isinstance(scheduler, (NewThreadScheduler, EventLoopScheduler, TimeoutScheduler)):
         raise ConfigError(
-            f"scheduler={name} fires its timers on other threads, while an asyncio event loop "
-            f"runs here: a retry or timeout would race the stream's events on the loop's "
-            f"thread ({_FIX})"
+            f"{prefix}scheduler={name} fires its timers on other threads than the stream's "
+            f"asyncio event loop: a retry or timeout would race the stream's events on the "
+            f"loop's thread ({_FIX})"
         )
 
 

@@ -116,11 +116,11 @@ def other_loop() -> Iterator[asyncio.AbstractEventLoop]:
 #: scheduler kind -> (the scheduler, given the other thread's loop; what the error says)
 MISFITS: dict[str, tuple[Callable[[asyncio.AbstractEventLoop], abc.SchedulerBase], str]] = {
     "immediate": (lambda _: ImmediateScheduler(), "ImmediateScheduler cannot wait"),
-    "current thread": (lambda _: CurrentThreadScheduler(), "sleeping on this thread"),
-    "thread pool": (lambda _: ThreadPoolScheduler(1), "fires its timers on other threads"),
-    "new thread": (lambda _: NewThreadScheduler(), "fires its timers on other threads"),
-    "event loop": (lambda _: EventLoopScheduler(), "fires its timers on other threads"),
-    "timeout": (lambda _: TimeoutScheduler(), "fires its timers on other threads"),
+    "current thread": (lambda _: CurrentThreadScheduler(), "waits by sleeping on its thread"),
+    "thread pool": (lambda _: ThreadPoolScheduler(1), "fires its timers on other threads than"),
+    "new thread": (lambda _: NewThreadScheduler(), "fires its timers on other threads than"),
+    "event loop": (lambda _: EventLoopScheduler(), "fires its timers on other threads than"),
+    "timeout": (lambda _: TimeoutScheduler(), "fires its timers on other threads than"),
     "another thread's loop": (AsyncIOScheduler, "the event loop of another thread"),
     "another thread's loop, thread-safe": (
         AsyncIOThreadSafeScheduler,
