@@ -11,9 +11,10 @@ iterator of byte chunks — and its pipeline is Rx, so this module provides the 
 
 Theory of operation
 -------------------
-The task is created at subscription time on the running loop (or, from another thread, on the
-loop of the given :class:`~reactivex.scheduler.eventloop.AsyncIOScheduler`). Items are emitted
-on the loop's thread, in iteration order; nothing is buffered.
+The task is created at subscription time on the loop of the
+:class:`~reactivex.scheduler.eventloop.AsyncIOScheduler` given to the source, else on the running
+loop, else (from a thread running none) on the loop of the subscribe-time asyncio scheduler.
+Items are emitted on that loop's thread, in iteration order; nothing is buffered.
 
 Disposing the subscription cancels the task. The ``CancelledError`` lands inside the iterator's
 pending ``await`` (for rxturn clients: the socket read), so an async generator's ``finally``
@@ -115,8 +116,9 @@ def from_async_iterable(
             (typically an async generator function that opens an HTTP response and closes it in
             ``finally``).
         scheduler: an :class:`~reactivex.scheduler.eventloop.AsyncIOScheduler` naming the loop to
-            run on when the subscriber is not itself running on a loop. Without it the running
-            loop is used; failing that, the subscribe-time scheduler if it is an asyncio one.
+            run on, wherever the subscription is made (a loop another thread runs, say; items
+            are then emitted on that thread). Without it the running loop is used; failing
+            that, the subscribe-time scheduler if it is an asyncio one.
 
     Returns:
         An Observable emitting each item on the loop's thread, in order, then completing.
