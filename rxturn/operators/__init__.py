@@ -29,6 +29,10 @@ the subscribing thread, ``CurrentThreadScheduler`` (it would sleep on the loop's
 schedulers that fire on other threads (``ThreadPoolScheduler``, ``NewThreadScheduler``,
 ``EventLoopScheduler``, ``TimeoutScheduler``).
 
+A subscriber whose ``on_next`` raises ends the stream with that exception, through its own
+``on_error``: ``retry_ladder`` and ``rescue`` never take it for the attempt's error (it is not
+retried, and starts no rescue), nor does :class:`~rxturn.StreamHandler`'s turn.
+
 Batches. Every operator here accepts a stream whose items are single events or
 :data:`~rxturn.events.EventBatch` lists (what a client's ``stream_batches`` emits, one per network
 chunk): ``attempt_guard`` checks a batch event by event and forwards the accepted prefix,
