@@ -29,7 +29,7 @@ from typing import Any, Final, cast
 import reactivex
 from reactivex import Observable, abc
 from reactivex.disposable import CompositeDisposable, Disposable, SerialDisposable
-from reactivex.scheduler import CurrentThreadScheduler
+from reactivex.scheduler import CurrentThreadScheduler, ImmediateScheduler
 
 from ._arguments import check_bool, described, shown
 from ._media import describe_bound
@@ -57,9 +57,10 @@ def replay(source: Source, format: str = "auto") -> Observable[StreamEvent]:
     feeding the decoder 64 KiB at a time, and emits each event as it is decoded. It completes
     after the stream's ``MessageStop``; a stream without one ends in
     :class:`~rxturn.errors.TruncatedStreamError` once every decoded event was emitted. Emission
-    runs on the subscribe-time scheduler (default: the current-thread trampoline), one scheduled
-    action per 64 KiB of input, so on the asyncio scheduler the loop runs other work between
-    chunks; it stops as soon as the subscription is disposed.
+    runs on the subscribe-time scheduler (default, and in place of the ``ImmediateScheduler``:
+    the current-thread trampoline), one scheduled action per 64 KiB of input, so on the asyncio
+    scheduler the loop runs other work between chunks; it stops as soon as the subscription is
+    disposed.
 
     Args:
         source: the recorded body as bytes, or the path of a file holding it.
@@ -115,7 +116,14 @@ def _replay(source: Source, format: str, *, batched: bool, where: str) -> Observ
         observer: abc.ObserverBase[Any], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
         run = _Run(source, format, batched, observer)
-        chosen = scheduler or CurrentThreadScheduler.singleton()
+        # (the ImmediateScheduler runs each chunk's step inside the step before it: a long
+        # recording recursed past Python's limit; the trampoline runs them one after another,
+        # as synchronously)
+        chosen = (
+            scheduler
+            if scheduler is not None and not isinstance(scheduler, ImmediateScheduler)
+            else CurrentThreadScheduler.singleton()
+        )
         run.next.disposable = chosen.schedule(run.step)
         return CompositeDisposable(run.next, Disposable(run.dispose))
 

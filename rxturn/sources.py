@@ -11,9 +11,10 @@ iterator of byte chunks — and its pipeline is Rx, so this module provides the 
 
 Theory of operation
 -------------------
-The task is created at subscription time on the running loop (or, from another thread, on the
-loop of the given :class:`~reactivex.scheduler.eventloop.AsyncIOScheduler`). Items are emitted
-on the loop's thread, in iteration order; nothing is buffered.
+The task is created at subscription time on the loop of the
+:class:`~reactivex.scheduler.eventloop.AsyncIOScheduler` given to the source, else on the running
+loop, else (from a thread running none) on the loop of the subscribe-time asyncio scheduler.
+Items are emitted on that loop's thread, in iteration order; nothing is buffered.
 
 Disposing the subscription cancels the task. The ``CancelledError`` lands inside the iterator's
 pending ``await`` (for rxturn clients: the socket read), so an async generator's ``finally``
@@ -30,8 +31,10 @@ exception raised by a downstream ``on_next`` also ends the subscription through 
 If asyncio itself cancels the task (the loop is shutting down) the observer gets
 :class:`~rxturn.errors.Cancelled`.
 
-Subscribing where no event loop can be found is a :class:`~rxturn.errors.ConfigError`, sent to
-``on_error`` with a message that says how to fix it.
+Subscribing where no event loop can be found, or with the scheduler of a loop that is not
+running while another loop runs here (so that nothing would ever start the task), is a
+:class:`~rxturn.errors.ConfigError`, sent to ``on_error`` with a message that says how to fix
+it.
 
 Driven by the subscriber's own task
 -----------------------------------
@@ -66,6 +69,7 @@ __all__ = [
     "Bridge",
     "bridge_loop",
     "bridge_loop_here",
+    "dead_loop",
     "from_async_iterable",
     "from_awaitable",
     "open_bridge",
@@ -112,8 +116,9 @@ def from_async_iterable(
             (typically an async generator function that opens an HTTP response and closes it in
             ``finally``).
         scheduler: an :class:`~reactivex.scheduler.eventloop.AsyncIOScheduler` naming the loop to
-            run on when the subscriber is not itself running on a loop. Without it the running
-            loop is used; failing that, the subscribe-time scheduler if it is an asyncio one.
+            run on, wherever the subscription is made (a loop another thread runs, say; items
+            are then emitted on that thread). Without it the running loop is used; failing
+            that, the subscribe-time scheduler if it is an asyncio one.
 
     Returns:
         An Observable emitting each item on the loop's thread, in order, then completing.
@@ -122,7 +127,9 @@ def from_async_iterable(
         ConfigError: (at call time) when ``factory`` is not callable (an iterator or a
             coroutine given itself rather than the function that makes one) or ``scheduler`` is
             not an asyncio scheduler; (via ``on_error``) when no event loop can be found at
-            subscription, or ``factory()`` returns something that is not an async iterator.
+            subscription, ``scheduler``'s loop is not running while another loop runs there
+            (nothing would ever start the stream), or ``factory()`` returns something that is
+            not an async iterator.
 
     Examples:
         >>> async def numbers():
@@ -393,7 +400,31 @@ def bridge_loop_here(
     if loop is None or loop.is_closed():
         observer.on_error(ConfigError(_NO_LOOP.format(what=what)))
         return None, False
+    if loop is not running and dead_loop(loop, running) is not None:
+        # (``scheduler=`` made on ``asyncio.get_event_loop()`` at import time, before
+        # ``asyncio.run`` made the loop that runs: the task would never start)
+        observer.on_error(
+            ConfigError(
+                f"{what}: scheduler=AsyncIOScheduler(loop) names an event loop that is not "
+                "running, while another one runs here: the stream would never start (give "
+                "the running loop's scheduler, or none)"
+            )
+        )
+        return None, False
     return loop, loop is running
+
+
+def dead_loop(
+    loop: asyncio.AbstractEventLoop, running: asyncio.AbstractEventLoop | None
+) -> str | None:
+    """Why ``loop`` will never run what is handed to it from a thread running ``running``
+    (``"closed"``; ``"idle"``: it is not running while ``running``, another loop, is; a loop
+    runs one per thread, so this thread will never run it), or ``None``."""
+    if loop.is_closed():
+        return "closed"
+    if running is not None and running is not loop and not loop.is_running():
+        return "idle"
+    return None
 
 
 def open_bridge(

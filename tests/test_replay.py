@@ -7,6 +7,7 @@ import contextlib
 import itertools
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +16,7 @@ import reactivex
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from reactivex import operators as ops
+from reactivex.scheduler import ImmediateScheduler
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 from reactivex.testing import TestScheduler
 from recorded import FIXTURES
@@ -275,6 +277,31 @@ async def test_on_the_asyncio_scheduler_the_loop_runs_between_chunks(batched: bo
     else:
         assert len(seen) < len(decode_whole(body, "anthropic"))
     assert ended == []  # disposed: neither completed nor failed
+
+
+def _depth() -> int:
+    frame, depth = sys._getframe(), 0
+    while frame is not None:
+        frame, depth = frame.f_back, depth + 1
+    return depth
+
+
+def test_on_the_immediate_scheduler_the_stack_does_not_grow_with_the_chunks() -> None:
+    """Before, the ImmediateScheduler ran each 64 KiB chunk's step inside the previous one: a
+    recording of ~800 chunks (50 MB) failed with RecursionError; each batch is now handed on
+    at the same depth."""
+    body = synthetic_anthropic([f"<{i:05d}>" for i in range(30_000)])
+    assert len(body) > 8 * 64 * 1024
+    depths: list[int] = []
+    ended: list[object] = []
+    replay_batches(body).subscribe(
+        lambda _: depths.append(_depth()),
+        ended.append,
+        lambda: ended.append("completed"),
+        scheduler=ImmediateScheduler(),
+    )
+    assert ended == ["completed"] and len(depths) > 8
+    assert max(depths) == min(depths)
 
 
 # -- failures ------------------------------------------------------------------------------------

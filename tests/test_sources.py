@@ -306,6 +306,66 @@ def test_a_non_asyncio_scheduler_is_rejected_at_call_time() -> None:
         from_async_iterable(gen, scheduler=TestScheduler())
 
 
+async def test_a_scheduler_of_a_loop_that_never_runs_is_a_config_error_not_a_hang() -> None:
+    # made, never run (as at import time on asyncio.get_event_loop(), before asyncio.run made
+    # the loop that runs): the task was handed to it and the subscription waited for ever
+    idle = asyncio.new_event_loop()
+    made: list[int] = []
+
+    async def gen() -> AsyncIterator[int]:  # pragma: no cover - never driven
+        made.append(1)
+        yield 1
+
+    try:
+        for source in (
+            from_async_iterable(gen, scheduler=AsyncIOScheduler(idle)),
+            from_awaitable(lambda: asyncio.sleep(0), scheduler=AsyncIOScheduler(idle)),
+        ):
+            rec = Recorder()
+            rec.subscribe(source)
+            await rec.wait()
+            assert isinstance(rec.error, ConfigError)
+            assert "not running" in str(rec.error) and "running loop's scheduler" in str(rec.error)
+    finally:
+        idle.close()
+    assert made == []
+
+
+async def test_the_sources_scheduler_wins_over_the_running_loop() -> None:
+    # (as documented: the scheduler names the loop to run on, wherever the subscription is made)
+    other = asyncio.new_event_loop()
+    runner = threading.Thread(target=other.run_forever, daemon=True)
+    runner.start()
+    loop = asyncio.get_running_loop()
+    threads: list[int] = []
+
+    async def gen() -> AsyncIterator[int]:
+        threads.append(threading.get_ident())
+        yield 7
+
+    rec = Recorder()
+
+    def on_next(v: int) -> None:
+        loop.call_soon_threadsafe(rec.on_next, v)
+
+    def on_error(e: Exception) -> None:
+        loop.call_soon_threadsafe(rec.on_error, e)
+
+    def on_completed() -> None:
+        loop.call_soon_threadsafe(rec.on_completed)
+
+    try:
+        source = from_async_iterable(gen, scheduler=AsyncIOScheduler(other))
+        source.subscribe(on_next, on_error, on_completed)
+        await rec.wait()
+    finally:
+        other.call_soon_threadsafe(other.stop)
+        runner.join(WAIT)
+        other.close()
+    assert rec.items == [7] and rec.completed
+    assert threads == [runner.ident]
+
+
 async def test_subscribe_from_another_thread_runs_on_the_scheduler_loop() -> None:
     loop = asyncio.get_running_loop()
     threads: list[int] = []

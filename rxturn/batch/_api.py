@@ -482,23 +482,58 @@ def batch_results(
     with neither (or with a scheduler whose loop is closed), it signals a ConfigError
     through ``on_error``. Another kind of scheduler is not used: the rows' IO is asyncio's,
     and their timing is the engine's. Disposing the subscription cancels the rows in flight,
-    from any thread. ``rows`` may be an async iterable. Compose it with any Rx operator::
+    from any thread; so does an exception raised by the observer's ``on_next``, which then
+    reaches its ``on_error`` at once. ``rows`` may be an async iterable. Each subscription
+    runs the rows again; rows given as an iterator are read by the first one, and a later
+    one signals a ConfigError (it would run no row). Compose it with any Rx operator::
 
         batch_results(rows, config).pipe(ops.filter(lambda r: r.status == "ok"))
     """
 
+    # an iterator is read once: a second run over it would find no row and "succeed" empty
+    once = isinstance(rows, Iterator | AsyncIterator)
+    used = False
+
     def subscribe(
         observer: abc.ObserverBase[RowResult], scheduler: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
+        nonlocal used
         loop, here = _subscribe_loop(scheduler)
         if isinstance(loop, ConfigError):  # nothing would ever run the rows: say so
             observer.on_error(loop)
             return Disposable()
+        if used:
+            observer.on_error(
+                ConfigError(
+                    f"batch_results: rows is an iterator ({type(rows).__name__}), given to an "
+                    "earlier subscription that reads it: this one would run no row; pass a "
+                    "list (or another iterable that can be read again) to subscribe more than "
+                    "once"
+                )
+            )
+            return Disposable()
+        used = once
         task: asyncio.Task[None] | None = None
         stop: asyncio.Event | None = None
         disposed = False
+        broken: list[Exception] = []  # what the observer's on_next raised
+
+        def deliver(result: RowResult) -> None:
+            if broken:
+                return  # the observer failed: it hears nothing more but that failure
+            try:
+                observer.on_next(result)
+            except Exception as exc:
+                # as a source ends on a raising on_next: the rows in flight are let go (nobody
+                # is left to take their results) and the exception goes to on_error now, not
+                # once the slowest row in flight has finished
+                broken.append(exc)
+                cancel()
 
         def finished(future: asyncio.Future[None]) -> None:
+            if broken:
+                observer.on_error(broken.pop())
+                return
             if future.cancelled():
                 return
             error = future.exception()
@@ -516,7 +551,7 @@ def batch_results(
                 _run(
                     rows,
                     config,
-                    observer.on_next,
+                    deliver,
                     api_key=api_key,
                     gate=gate,
                     client=client,

@@ -68,6 +68,7 @@ from ..messages import (
     ToolSchema,
     as_messages,
 )
+from ..operators._scheduling import check_scheduler
 from ..resilience.cancel import CancelToken
 from ..resilience.fallback import FallbackManager
 from ..resilience.hedge import HedgePolicy
@@ -136,6 +137,8 @@ class TurnEngine:
             handler's ladders and deadlines, the durations in observer events, the times in
             the attempt log, and the cooldown of a ``fallback`` manager given no clock of its
             own, all run on it (a ``TestScheduler`` puts a whole session on virtual time).
+            One that cannot time a turn on its event loop (the immediate or current-thread
+            scheduler, one firing on other threads) is a ``ConfigError`` here.
         failover: same-turn failover (off by default): a turn whose model fails definitively
             continues on the next healthy model of ``fallback``'s chain, after an
             ``AttemptReset``, within what is left of the turn's deadline (docs/engine.md).
@@ -569,6 +572,7 @@ def _check_arguments(
         if value is not None or not optional:  # (most are left unset)
             check_instance(value, expected, where, what, optional=optional)
     _check_text_streamer(arguments["text_streamer"], "TurnEngine(text_streamer=...)")
+    _check_scheduler(arguments["scheduler"], "TurnEngine(scheduler=...)")
     check_bool(arguments["failover"], "TurnEngine(failover=...)")
     check_bool(arguments["keep_thinking"], "TurnEngine(keep_thinking=...)", optional=True)
     # the history is checked (and SDK-style dicts converted) by the session's MessageList
@@ -679,6 +683,20 @@ def _assign_text_streamer(engine: TurnEngine, value: object) -> object:
     return value
 
 
+def _check_scheduler(value: object, where: str) -> None:
+    """A scheduler that can time a turn (checked as a type first): a turn is a coroutine, so
+    its stream runs on an event loop, and a scheduler that sleeps on the loop's thread or fires
+    on other threads never fits (an asyncio one is judged when a turn starts)."""
+    if isinstance(value, abc.SchedulerBase):
+        check_scheduler(value, where=where, on_loop=True)
+
+
+def _assign_scheduler(engine: TurnEngine, value: object) -> object:
+    _SCHEDULER_TYPE(engine, value)
+    _check_scheduler(value, "engine.scheduler = ...")
+    return value
+
+
 def _check_text_streamer(value: object, where: str) -> None:
     """A callable or ``None``; not an async one, whose coroutine would never run (it is
     called synchronously with each fragment)."""
@@ -701,6 +719,8 @@ def _assign_hedge(engine: TurnEngine, value: object) -> object:
     return value
 
 
+_SCHEDULER_TYPE = _instance("scheduler", abc.SchedulerBase, "a reactivex scheduler")
+
 _ASSIGNED: dict[str, Callable[[TurnEngine, object], object]] = {
     **{
         name: _instance(name, expected, what, optional=name != "client")
@@ -712,6 +732,7 @@ _ASSIGNED: dict[str, Callable[[TurnEngine, object], object]] = {
     "max_turns": _assign_max_turns,
     "memory_top_k": _assign_memory_top_k,
     "text_streamer": _assign_text_streamer,
+    "scheduler": _assign_scheduler,
     "failover": _assign_failover,
     "hedge": _assign_hedge,
     "tools": _instance(

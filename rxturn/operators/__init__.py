@@ -21,8 +21,17 @@
 which the operators share the facts of the turn (events, shadow fold, attempts, total deadline).
 Every time-dependent operator takes ``scheduler`` (else the subscribe-time scheduler, else asyncio
 on the running loop), so all of them run on ``reactivex.testing.TestScheduler`` virtual time.
-An ``AsyncIOScheduler`` whose loop would never run the timers (closed, or not running while
-another loop runs here) is a :class:`~rxturn.errors.ConfigError` at subscription.
+A scheduler that cannot time the stream is a :class:`~rxturn.errors.ConfigError` at
+subscription naming the fix: an ``AsyncIOScheduler`` whose loop would never run the timers
+(closed, or not running while another loop runs here) or that another thread runs while a loop
+runs here, reactivex's ``ImmediateScheduler`` (it cannot wait), and, while an event loop runs on
+the subscribing thread, ``CurrentThreadScheduler`` (it would sleep on the loop's thread) and the
+schedulers that fire on other threads (``ThreadPoolScheduler``, ``NewThreadScheduler``,
+``EventLoopScheduler``, ``TimeoutScheduler``).
+
+A subscriber whose ``on_next`` raises ends the stream with that exception, through its own
+``on_error``: ``retry_ladder`` and ``rescue`` never take it for the attempt's error (it is not
+retried, and starts no rescue), nor does :class:`~rxturn.StreamHandler`'s turn.
 
 Batches. Every operator here accepts a stream whose items are single events or
 :data:`~rxturn.events.EventBatch` lists (what a client's ``stream_batches`` emits, one per network

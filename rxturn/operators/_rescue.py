@@ -74,15 +74,13 @@ def rescue_(
     def subscribe(
         observer: abc.ObserverBase[_T | Fallback], scheduler_: abc.SchedulerBase | None = None
     ) -> abc.DisposableBase:
+        # (at subscription, not when the stream fails: a scheduler that cannot time the
+        # rescue is a ConfigError even on a turn that never needs one)
+        sched = resolve_scheduler(scheduler, scheduler_)
         current = SerialDisposable()  # the stream, then the rescue request
         timer = SerialDisposable()
 
         def start_rescue(stream_error: Exception) -> None:
-            try:
-                sched = resolve_scheduler(scheduler, scheduler_)
-            except ConfigError as error:  # a scheduler whose timers would never fire
-                observer.on_error(error)
-                return
             budget = _budget(progress, timeout)
             race = RescueRace(budget)
 
@@ -107,7 +105,11 @@ def rescue_(
                         )
                     )
                     return
-                observer.on_next(Fallback(message))
+                try:
+                    observer.on_next(Fallback(message))
+                except Exception as raised:  # the subscriber's own failure: it hears it
+                    observer.on_error(raised)
+                    return
                 observer.on_completed()
 
             def on_done() -> None:
@@ -159,10 +161,20 @@ def rescue_(
             else:
                 observer.on_error(error)
 
+        def forward(value: _T) -> None:
+            try:
+                observer.on_next(value)
+            except Exception as raised:
+                # the subscriber's own failure, never the stream's: let out to the source, it
+                # came back as the stream's error, and a rescuable-looking one started a rescue
+                # request for a subscriber that never heard its error
+                current.dispose()
+                observer.on_error(raised)
+
         stream = SingleAssignmentDisposable()
         current.disposable = stream
         stream.disposable = source.subscribe(
-            observer.on_next, on_error, observer.on_completed, scheduler=scheduler_
+            forward, on_error, observer.on_completed, scheduler=scheduler_
         )
         return CompositeDisposable(current, timer)
 

@@ -53,16 +53,20 @@ def retry_ladder_(
         current = SerialDisposable()  # the attempt in flight, or the wait before the next one
         budget = RetryBudget(retry_policy, rate_policy, jitter_source, on_wait)
         events = 0  # events of the current attempt, when no TurnProgress counts them
-        forward: Any = observer.on_next
+        counting = progress is None
 
-        if progress is None:
-
-            def count(value: _T) -> None:
-                nonlocal events
+        def forward(value: _T) -> None:
+            nonlocal events
+            if counting:
                 events += event_count(value)  # a batch counts as its events
+            try:
                 observer.on_next(value)
-
-            forward = count
+            except Exception as raised:
+                # the subscriber's own failure, never the attempt's: let out to the source, it
+                # came back as the attempt's error, and one that looked retryable sent the
+                # request again to a subscriber that never heard its error
+                current.dispose()
+                observer.on_error(raised)
 
         def start() -> None:
             nonlocal events
@@ -86,7 +90,12 @@ def retry_ladder_(
                     reset = budget.reset(progress.events, progress.shadow.usage)
                 else:
                     reset = budget.reset(events, None)
-                observer.on_next(reset)
+                try:
+                    observer.on_next(reset)
+                except Exception as raised:  # (as in ``forward``)
+                    current.dispose()
+                    observer.on_error(raised)
+                    return
                 if not current.is_disposed:  # the subscriber may have let go on the reset
                     start()
 

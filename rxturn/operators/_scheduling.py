@@ -16,12 +16,20 @@ import asyncio
 from collections.abc import Callable
 
 from reactivex import abc
-from reactivex.scheduler import TimeoutScheduler, VirtualTimeScheduler
+from reactivex.scheduler import (
+    EventLoopScheduler,
+    ImmediateScheduler,
+    NewThreadScheduler,
+    TimeoutScheduler,
+    TrampolineScheduler,
+    VirtualTimeScheduler,
+)
 from reactivex.scheduler.eventloop import AsyncIOScheduler
 
 from ..errors import ConfigError
+from ..sources import dead_loop
 
-__all__ = ["clock", "resolve_scheduler"]
+__all__ = ["check_scheduler", "clock", "resolve_scheduler"]
 
 
 def resolve_scheduler(
@@ -30,15 +38,11 @@ def resolve_scheduler(
     """The first non-``None`` candidate, else an asyncio scheduler on the running loop.
 
     Raises:
-        ConfigError: the candidate is an asyncio scheduler whose loop is closed, or one that
-            does not run while another loop runs on this thread (typically made at import
-            time on ``asyncio.get_event_loop()``, before ``asyncio.run`` made the loop that
-            runs): its timers would never fire, and every deadline would wait for ever.
+        ConfigError: the candidate cannot time this stream (:func:`check_scheduler`).
     """
     for candidate in candidates:
         if candidate is not None:
-            if isinstance(candidate, AsyncIOScheduler):
-                _check_loop(candidate._loop)  # pyright: ignore[reportPrivateUsage]
+            check_scheduler(candidate)
             return candidate
     try:
         loop = asyncio.get_running_loop()
@@ -47,20 +51,82 @@ def resolve_scheduler(
     return _asyncio_scheduler(loop)
 
 
-def _check_loop(loop: asyncio.AbstractEventLoop) -> None:
-    if loop.is_closed():
-        raise ConfigError(
-            "scheduler=AsyncIOScheduler(loop) names a closed event loop: its timers would "
-            "never fire (give the running loop's scheduler, or none)"
-        )
-    if loop.is_running():
+_FIX = "give the running loop's AsyncIOScheduler, a TestScheduler, or none"
+
+
+def check_scheduler(
+    scheduler: abc.SchedulerBase, *, where: str = "", on_loop: bool | None = None
+) -> None:
+    """Refuse a scheduler that cannot time a stream subscribed here.
+
+    A virtual-time scheduler is driven by its owner and always fits. Otherwise:
+
+    * an ``ImmediateScheduler`` cannot wait at all (every timer raises ``WouldBlockException``);
+    * an asyncio scheduler whose loop is closed, or is not running while another loop runs
+      here (typically made at import time on ``asyncio.get_event_loop()``, before
+      ``asyncio.run`` made the loop that runs), would never fire its timers: every deadline
+      would wait for ever;
+    * when an event loop runs the stream (its events arrive on the loop's thread), a
+      trampoline (``CurrentThreadScheduler``) waits by sleeping on that thread, holding the
+      loop and so the very events it times; and a scheduler that fires on other threads (a
+      thread pool, ``NewThreadScheduler``, ``EventLoopScheduler``, ``TimeoutScheduler``, the
+      asyncio scheduler of a loop another thread runs) would retry, time out or give up from
+      that thread, racing the events still arriving on the loop's (a retried attempt
+      subscribed there finds no loop).
+
+    Args:
+        scheduler: the scheduler given.
+        where: what the message names first (``"TurnEngine(...)"``; empty: nothing).
+        on_loop: whether an event loop runs the stream (``None``: whether one runs on this
+            thread; ``True`` where that is known before any loop runs: a ``TurnEngine``'s turns
+            are coroutines).
+
+    Raises:
+        ConfigError: naming the scheduler and the fix.
+    """
+    if isinstance(scheduler, VirtualTimeScheduler):
         return
-    running = asyncio._get_running_loop()
-    if running is not None and running is not loop:
+    prefix = f"{where}: " if where else ""
+    if isinstance(scheduler, ImmediateScheduler):
         raise ConfigError(
-            "scheduler=AsyncIOScheduler(loop) names an event loop that is not running, while "
-            "another one runs here: its timers would never fire (give the running loop's "
-            "scheduler, or none)"
+            f"{prefix}scheduler=ImmediateScheduler cannot wait (it refuses every timer with "
+            f"WouldBlockException): {_FIX}"
+        )
+    running = asyncio._get_running_loop()
+    if isinstance(scheduler, AsyncIOScheduler):
+        loop = scheduler._loop  # pyright: ignore[reportPrivateUsage]
+        problem = dead_loop(loop, running)
+        if problem == "closed":
+            raise ConfigError(
+                f"{prefix}scheduler=AsyncIOScheduler(loop) names a closed event loop: its "
+                f"timers would never fire ({_FIX})"
+            )
+        if problem == "idle":
+            raise ConfigError(
+                f"{prefix}scheduler=AsyncIOScheduler(loop) names an event loop that is not "
+                f"running, while another one runs here: its timers would never fire ({_FIX})"
+            )
+        if running is not None and loop is not running:
+            raise ConfigError(
+                f"{prefix}scheduler=AsyncIOScheduler(loop) names the event loop of another "
+                "thread, while another one runs here: its timers would fire on that thread, "
+                f"racing the stream's events on this one ({_FIX})"
+            )
+        return
+    if not (running is not None if on_loop is None else on_loop):
+        return  # no loop runs the stream: any scheduler of reactivex's may time it
+    name = type(scheduler).__name__
+    if isinstance(scheduler, TrampolineScheduler):
+        raise ConfigError(
+            f"{prefix}scheduler={name} waits by sleeping on its thread, which runs the "
+            f"stream's asyncio event loop: it would hold the loop and the events it times "
+            f"({_FIX})"
+        )
+    if isinstance(scheduler, (NewThreadScheduler, EventLoopScheduler, TimeoutScheduler)):
+        raise ConfigError(
+            f"{prefix}scheduler={name} fires its timers on other threads than the stream's "
+            f"asyncio event loop: a retry or timeout would race the stream's events on the "
+            f"loop's thread ({_FIX})"
         )
 
 

@@ -27,6 +27,7 @@ from rxturn.batch import (
 )
 from rxturn.batch._output import Manifest
 from rxturn.batch._runner import CharCounter, drive, encode_result
+from rxturn.errors import ConfigError
 from rxturn.testing import FakeProvider
 
 from ._support import cli, prompts, write_rows
@@ -116,6 +117,52 @@ async def test_disposing_the_observable_cancels_the_rows_in_flight() -> None:
             await asyncio.sleep(0.01)
         assert fake.disconnects == 10  # every stream in flight was closed
     assert results == []
+
+
+async def test_a_second_subscription_reruns_a_list_and_refuses_a_used_iterator() -> None:
+    # cold: each subscription is a run of its own; before, a generator's second run read no
+    # row and completed empty, as if it had succeeded
+    async with FakeProvider(SCENARIO) as fake:
+        config = _config(fake.openai_base_url)
+        listed = batch_results(prompts(2), config).pipe(ops.map(lambda r: r.id), ops.to_list())
+        for _ in range(2):
+            assert sorted(await asyncio.wait_for(listed, 10)) == ["r0", "r1"]
+        assert len(fake.requests) == 4
+        once = batch_results(iter(prompts(2)), config).pipe(ops.count())
+        assert await asyncio.wait_for(once, 10) == 2
+        with pytest.raises(ConfigError, match=r"rows is an iterator .*pass a list"):
+            await asyncio.wait_for(once, 10)
+        assert len(fake.requests) == 6
+
+
+async def test_an_observer_whose_on_next_raises_hears_that_error_at_once() -> None:
+    # before: the error waited in on_error until every row in flight had finished (here, a
+    # stalled one: the turn's deadlines, minutes), and the failed observer was handed each of
+    # their results meanwhile
+    scenario = {
+        "models": {"fast": [{"text": "ok"}], "*": [{"text": "slow", "stall_after_events": 1}]}
+    }
+    rows = prompts(3)
+    rows[0]["model"] = "fast"
+    async with FakeProvider(scenario) as fake:
+        done: asyncio.Future[BaseException] = asyncio.get_running_loop().create_future()
+        delivered: list[str] = []
+
+        def on_next(result: RowResult) -> None:
+            delivered.append(result.id)
+            raise ValueError("the observer's own bug")
+
+        batch_results(rows, _config(fake.openai_base_url)).subscribe(
+            on_next, done.set_result, lambda: done.set_result(AssertionError("completed"))
+        )
+        error = await asyncio.wait_for(done, 10)
+        assert isinstance(error, ValueError) and str(error) == "the observer's own bug"
+        assert delivered == ["r0"]
+        for _ in range(500):  # the stalled rows are let go, their streams closed
+            if fake.disconnects == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert fake.disconnects == 2
 
 
 @pytest.mark.parametrize(

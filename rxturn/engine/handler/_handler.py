@@ -220,6 +220,10 @@ class StreamHandler:
     ) -> HandlerStream:
         """One streaming turn as a cold Observable: each subscription runs the whole ladder.
 
+        Two subscriptions are two turns, each sending its own requests (``ops.share()`` gives
+        several subscribers one turn). A subscriber whose ``on_next`` raises ends the turn with
+        that exception, through its ``on_error``: it is never retried nor rescued.
+
         Args:
             client: the provider client; each attempt subscribes ``client.stream_batches``
                 when it has one (else ``client.stream``), ``client.create`` is called for the

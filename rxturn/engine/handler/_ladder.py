@@ -256,7 +256,10 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             if clock is not None and clock.arrived(count, self._now()):
                 self._schedule()
             self.forwarded = batch
-            self._downstream.on_next(batch)
+            try:
+                self._downstream.on_next(batch)
+            except Exception as raised:
+                self._subscriber_raised(raised)
             self.forwarded = None
             return
         error = self.guard.event(value)
@@ -268,13 +271,32 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         if self._wrap:
             self._forward([value])
         else:
-            self._downstream.on_next(value)
+            try:
+                self._downstream.on_next(value)
+            except Exception as raised:
+                self._subscriber_raised(raised)
 
     def _forward(self, batch: list[Any]) -> None:
         """Hand ``batch`` downstream, the guard's shadow being the fold's state after it."""
         self.forwarded = batch
-        self._downstream.on_next(batch)
+        try:
+            self._downstream.on_next(batch)
+        except Exception as raised:
+            self._subscriber_raised(raised)
         self.forwarded = None
+
+    def _subscriber_raised(self, error: Exception) -> None:
+        """The subscriber's ``on_next`` raised ``error``: the subscriber's own failure, never
+        the attempt's. Let out to the attempt's source, it came back as the attempt's error
+        (the bridge reports what its ``on_next`` raised), and one that looked retryable (a
+        ``ServerError`` the subscriber raised) sent the request again and handed the new
+        attempt's events to the subscriber that had failed, which never heard its error. The
+        turn ends with it instead, as the bridge ends on it."""
+        if self._phase == _DONE:  # it let go first (disposed, then raised): nobody to tell
+            return
+        self._drop_upstream()
+        self._end_attempt(error)
+        self._fail(error)
 
     def _arrived(self, count: int) -> None:
         clock = self._clock
@@ -354,7 +376,11 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
     def _after_backoff(self, budget: RetryBudget) -> None:
         progress = self._progress
         reset = budget.reset(progress.events, progress.shadow.usage)
-        self._downstream.on_next([reset] if self._wrap else reset)
+        try:
+            self._downstream.on_next([reset] if self._wrap else reset)
+        except Exception as raised:
+            self._fail(raised)  # (no attempt in flight)
+            return
         if self._phase != _DONE:
             self._next_attempt()
 
@@ -499,7 +525,11 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
         self._phase = _DONE
         self._clear_timer()
         self._unregister()
-        self._downstream.on_next([Fallback(message)] if self._wrap else Fallback(message))
+        try:
+            self._downstream.on_next([Fallback(message)] if self._wrap else Fallback(message))
+        except Exception as raised:  # the subscriber's own failure: it hears it, not an end
+            self._downstream.on_error(raised)
+            return
         self._downstream.on_completed()
 
     def _on_rescue_done(self) -> None:
