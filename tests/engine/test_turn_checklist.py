@@ -18,7 +18,9 @@ from rxturn import (
     BreakerState,
     Cancelled,
     FallbackManager,
+    FallbackPolicy,
     Message,
+    Observer,
     RateLimitEscalation,
     RateLimitPolicy,
     RecordingObserver,
@@ -309,3 +311,62 @@ async def test_an_escalation_on_the_primary_counts_towards_the_trip(clean: TestS
         with pytest.raises(RateLimitEscalation):
             await run_virtual(clean, engine.run("q"))
     assert breaker.state is BreakerState.FALLBACK
+
+
+async def test_the_breaker_has_recorded_the_outcome_before_the_observers_hear_of_it(
+    clean: TestScheduler,
+) -> None:
+    # The outcome is recorded on the breaker first, then told: on_fallback and
+    # on_stream_failure see the tripped breaker, on_stream_failure of a failing backup sees its
+    # strike taken, and on_stream_success of the closing probe sees the breaker closed (with the
+    # model that served, captured before the breaker moved).
+    client = ScriptedClient(
+        clean,
+        models={
+            "primary": [timeline([], end=ServerError("HTTP 500"))] * 3
+            + [timeline(reply("probe"), start=0.0, step=0.0)],
+            "backup": [timeline([], end=ServerError("HTTP 500"))],
+        },
+    )
+    breaker = FallbackManager("primary", ["backup"], policy=FallbackPolicy(recovery_successes=1))
+    heard: list[tuple[str, str | None, BreakerState, int]] = []
+
+    class Watcher(Observer):
+        def _note(self, name: str, model: str | None) -> None:
+            backup = breaker.fallback_entry("backup")
+            assert backup is not None
+            heard.append((name, model, breaker.state, backup.strikes))
+
+        def on_fallback(self, *, from_model: str, to_model: str) -> None:
+            self._note("on_fallback", to_model)
+
+        def on_stream_failure(self, *, turn: int, model: str, error: BaseException) -> None:
+            self._note("on_stream_failure", model)
+
+        def on_stream_success(self, *, turn: int, model: str, **_: object) -> None:
+            self._note("on_stream_success", model)
+
+    engine = TurnEngine(
+        client,
+        handler=StreamHandler(
+            timeouts=TimeoutPolicy(rescue=False), retry=RetryPolicy(max_retries=0)
+        ),
+        fallback=breaker,
+        observers=[Watcher()],
+        scheduler=clean,
+    )
+    for _ in range(4):  # three primary failures trip it; the backup fails once
+        with pytest.raises(ServerError):
+            await run_virtual(clean, engine.run("q"))
+    clean.advance_by(60.0)
+    assert (await run_virtual(clean, engine.run("q"))).text == "probe"
+
+    F, P = BreakerState.FALLBACK, BreakerState.PRIMARY
+    assert heard == [
+        ("on_stream_failure", "primary", P, 0),
+        ("on_stream_failure", "primary", P, 0),
+        ("on_fallback", "backup", F, 0),
+        ("on_stream_failure", "primary", F, 0),
+        ("on_stream_failure", "backup", F, 1),
+        ("on_stream_success", "primary", P, 0),  # closed: every strike forgotten
+    ]
