@@ -370,3 +370,80 @@ async def test_the_breaker_has_recorded_the_outcome_before_the_observers_hear_of
         ("on_stream_failure", "backup", F, 1),
         ("on_stream_success", "primary", P, 0),  # closed: every strike forgotten
     ]
+
+
+async def test_each_backup_has_two_strikes_then_the_chain_is_exhausted_until_the_cooldown(
+    clean: TestScheduler,
+) -> None:
+    failing = [timeline([], end=ServerError("HTTP 500"), start=0.0)]  # fails at once
+    client = ScriptedClient(
+        clean,
+        models={
+            "primary": failing * 3 + [timeline(reply("probe"), start=0.0, step=0.0)],
+            "b1": failing,
+            "b2": failing,
+        },
+    )
+    breaker = FallbackManager("primary", ["b1", "b2"])
+    observer = RecordingObserver()
+    handler = StreamHandler(timeouts=TimeoutPolicy(rescue=False), retry=RetryPolicy(max_retries=0))
+    engine = TurnEngine(
+        client, handler=handler, fallback=breaker, observers=[observer], scheduler=clean
+    )
+
+    async def turn() -> tuple[str, list[tuple[str, str | None, str | None]]]:
+        observer.calls.clear()
+        try:
+            outcome = (await run_virtual(clean, engine.run("q"))).turns[0].model
+        except Exception as error:
+            outcome = type(error).__name__
+        seen = [
+            (name, kw.get("from_model", kw.get("model")), kw.get("to_model"))
+            for name, kw in observer.calls
+            if name in BREAKER_EVENTS or name == "on_turn_start"
+        ]
+        return outcome, seen
+
+    for _ in range(3):
+        await turn()
+    assert breaker.state is BreakerState.FALLBACK  # tripped at virtual time 0
+    assert client.models_asked == ["primary"] * 3
+
+    # b1 serves and fails twice (a strike each), then routing moves on to b2
+    assert await turn() == (
+        "ServerError",
+        [
+            ("on_model_switched", "primary", "b1"),
+            ("on_turn_start", None, None),
+            ("on_stream_failure", "b1", None),
+        ],
+    )
+    assert await turn() == (
+        "ServerError",
+        [("on_turn_start", None, None), ("on_stream_failure", "b1", None)],
+    )
+    assert await turn() == (
+        "ServerError",
+        [
+            ("on_model_switched", "b1", "b2"),  # no second on_fallback: the breaker tripped once
+            ("on_turn_start", None, None),
+            ("on_stream_failure", "b2", None),
+        ],
+    )
+    await turn()
+    assert breaker.failed_fallbacks() == ["b1", "b2"]
+    assert client.models_asked == ["primary"] * 3 + ["b1", "b1", "b2", "b2"]
+
+    # every backup spent: refused before any turn event, nothing asked
+    assert await turn() == ("FallbackExhausted", [])
+    assert len(client.models_asked) == 7
+    # the cooldown counts from the trip: at 60 s the primary is probed instead of refusing
+    clean.advance_to(60.0)
+    assert await turn() == (
+        "primary",
+        [
+            ("on_model_switched", "b2", "primary"),
+            ("on_turn_start", None, None),
+            ("on_stream_success", "primary", None),
+        ],
+    )
