@@ -8,6 +8,7 @@ exact virtual instants, including which failures count on it.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import random
 
@@ -28,6 +29,8 @@ from rxturn import (
     StreamHandler,
     StreamTimeoutError,
     TimeoutPolicy,
+    Tool,
+    ToolResultPart,
     TurnEngine,
     Usage,
 )
@@ -447,3 +450,40 @@ async def test_each_backup_has_two_strikes_then_the_chain_is_exhausted_until_the
             ("on_stream_success", "primary", None),
         ],
     )
+
+
+@pytest.mark.parametrize(("finishes_at", "result"), [(2.0, "done"), (2.5, "ToolTimeoutError")])
+async def test_a_tool_finishing_at_the_instant_of_its_timeout_is_accepted(
+    clean: TestScheduler, finishes_at: float, result: str
+) -> None:
+    # A tool's timeout runs the same race as the non-streaming turn: a result delivered at the
+    # timeout's instant wins; half a second later the model gets the timeout instead.
+    async def slow() -> str:
+        """Takes a while."""
+        woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        timer = clean.schedule_relative(finishes_at, lambda *_: woken.set_result(None))
+        try:
+            await woken
+        finally:
+            timer.dispose()  # a tool cut by its timeout leaves no timer behind
+        return "done"
+
+    call = [
+        MessageStart(id="m1"),
+        PartStart(0, kind="tool_call", id="call_1", name="slow"),
+        Delta(0, "{}", kind="tool_json"),
+        PartStop(0),
+        MessageDelta("tool_use"),
+        MessageStop(),
+    ]
+    client = ScriptedClient(
+        clean, [timeline(call, start=0.0, step=0.0), timeline(reply("ok"), start=0.0, step=0.0)]
+    )
+    engine = TurnEngine(client, tools=[Tool(slow, timeout=2.0)], scheduler=clean)
+
+    await run_virtual(clean, engine.run("hi"))
+
+    (answer,) = engine.history[2].content
+    assert isinstance(answer, ToolResultPart)
+    assert str(answer.content).startswith(result)
+    assert answer.is_error is (result != "done")
