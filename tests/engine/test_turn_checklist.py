@@ -487,3 +487,25 @@ async def test_a_tool_finishing_at_the_instant_of_its_timeout_is_accepted(
     assert isinstance(answer, ToolResultPart)
     assert str(answer.content).startswith(result)
     assert answer.is_error is (result != "done")
+
+
+# -- the idle limit with its default numbers -------------------------------------------------------
+
+
+async def test_ten_idle_expiries_of_180_s_fail_an_attempt_that_had_started(
+    clean: TestScheduler,
+) -> None:
+    # One event at 0.01 s, then silence, with the total deadline disabled: the attempt fails
+    # at the tenth consecutive 180 s expiry, 0.01 + 10 · 180 = 1800.01 s.
+    client = ScriptedClient(clean, [timeline(reply("never finished")[:1], end=None)])
+    handler = StreamHandler(
+        timeouts=TimeoutPolicy(total=None, rescue=False), retry=RetryPolicy(max_retries=0)
+    )
+    engine = TurnEngine(client, handler=handler, scheduler=clean)
+
+    with pytest.raises(StreamTimeoutError) as caught:
+        await run_virtual(clean, engine.run("hi"))
+
+    error = caught.value
+    assert (error.kind, error.consecutive, error.events) == ("idle", 10, 1)
+    assert float(clean.clock) == pytest.approx(1800.01)
