@@ -37,7 +37,10 @@ async def race(
 
     The verdict is biased, whatever settled first in the same instant: a cancel wins (raises
     :func:`cancel_error`), then a finished task (its result, or its error raised), then the
-    timeout (what ``expired()`` returns or raises). A task that lost is cancelled and awaited (a
+    timeout (what ``expired()`` returns or raises). The timeout is judged one scheduler turn
+    after its instant, as the rescue's deadline is, so that work woken at that same instant
+    (a reply the provider delivered then) has finished and wins, whichever of the two the
+    instant ran first. A task that lost is cancelled and awaited (a
     worker thread it started runs on, its result dropped); an error it ended with is retrieved,
     so asyncio never reports it as unretrieved.
     """
@@ -48,11 +51,15 @@ async def race(
         if not outcome.done():
             outcome.set_result(None)
 
+    def time_up(*_: object) -> None:  # judged one scheduler turn later (see above)
+        if not outcome.done():
+            cleanup.add(scheduler.schedule(settle))
+
     task: asyncio.Task[_T] = loop.create_task(work, context=context)
     task.add_done_callback(settle)
     cleanup = CompositeDisposable(cancel_token.on_cancel(settle))
     if timeout is not None and timeout <= MAX_SECONDS:  # longer (a tool's inf): no bound
-        cleanup.add(scheduler.schedule_relative(timeout, settle))
+        cleanup.add(scheduler.schedule_relative(timeout, time_up))
     try:
         await outcome
     finally:
