@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from typing import Any
 
+import pytest
 import tiktoken
 
 from rxturn import (
     Calibration,
+    Cancelled,
     ContextWindow,
     Message,
     RecordingObserver,
@@ -159,3 +162,44 @@ async def test_a_long_prompt_is_tokenised_off_the_event_loop(fake_client: Any) -
     assert len(counter.threads) == 1 and counter.threads[0] is not threading.main_thread()
     assert estimate is not None
     assert estimate.conversation == counter.count_messages(engine.history[:-1])
+
+
+async def test_a_turn_whose_contributor_raises_is_audited_as_failed(fake_client: Any) -> None:
+    # A turn that fails before its request is a failed turn like any other: one audit entry
+    # with the error's class name, no output, no attempt. Before, a contributor (or the
+    # compactor) raising left the run's audit without the turn.
+    class Broken:
+        def contribute(self, *, turn: int, history: Any) -> list[Message]:
+            raise KeyError("boom")
+
+    async with fake_client({"models": {"*": [{"text": "never"}]}}) as (fake, client):
+        engine = TurnEngine(client, contributors=[Broken()])
+        with pytest.raises(KeyError, match="boom"):
+            await engine.run("hello there")
+        assert fake.requests == []
+    (record,) = engine.session.runs[-1].turns
+    assert (record.error, record.input, record.output) == ("KeyError", "hello there", "")
+    assert (record.attempts, record.attempt_log, record.billed_usage) == (0, (), None)
+
+
+async def test_a_turn_cancelled_while_its_contributor_runs_is_audited_as_cancelled(
+    fake_client: Any,
+) -> None:
+    entered = asyncio.Event()
+
+    class Slow:
+        async def contribute(self, *, turn: int, history: Any) -> list[Message]:
+            entered.set()
+            await asyncio.sleep(30)
+            return []
+
+    async with fake_client({"models": {"*": [{"text": "never"}]}}) as (fake, client):
+        engine = TurnEngine(client, contributors=[Slow()])
+        task = asyncio.create_task(engine.run("hello there"))
+        await asyncio.wait_for(entered.wait(), 5)
+        engine.cancel()
+        with pytest.raises(Cancelled):
+            await asyncio.wait_for(task, 5)
+        assert fake.requests == []
+    (record,) = engine.session.runs[-1].turns
+    assert (record.error, record.output, record.attempts) == ("Cancelled", "", 0)

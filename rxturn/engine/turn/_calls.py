@@ -201,54 +201,62 @@ class TurnCalls:
             except FallbackExhausted as exc:  # no model left: refused before any turn event
                 _append_refused(host, setup.turn_input(run_input, host=host), exc)
                 raise
-        if self.pricer is not None and not prices_loaded():
-            # the price data (about half a second to load, once per process) loads in a worker
-            # thread, or this waits there for the load the engine started: not on the loop
-            await _until_cancel(warm_up_prices(), host, scheduler)
         turn = len(host.session.audit.current_run.turns)
         query = setup.turn_input(run_input, host=host)
-        transients: Sequence[Message] = (
-            await _until_cancel(setup.transients(turn, query, transient), host, scheduler)
-            if setup.gathers(host=host)
-            else transient
-        )
-        window = host.context_window
-        # Nothing first-use between a turn's start and its request: a tokenizer still loading
-        # is waited for only when the turn needs the estimate before its reply (compaction,
-        # on_request, a hedge loser's offline estimate).
-        loaded = counter_loaded(host.counter)
-        estimate_first = (
-            window is not None
-            or loaded
-            or (host.observers.listening and host.observers.interested("on_request"))
-            or host.hedge is not None
-        )
-        estimate: ContextEstimate | None = None
-        raw_estimate = 0
-        if estimate_first:
-            if not loaded:  # a tokenizer loads in a thread, not on the loop (a cancel ends it)
-                await _until_cancel(warm_up_counter(host.counter), host, scheduler)
-            await _prime(host, transients)
-            estimate, raw_estimate = setup.estimate(transients, host=host)
-        if window is not None and estimate is not None and window.should_compact(estimate.total):
-            # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
-            await _until_cancel(setup.compact(estimate), host, scheduler)
-            query = setup.turn_input(run_input, host=host)
-            transients = await _until_cancel(
-                setup.transients(turn, query, transient), host, scheduler
+        try:  # before the request: a failure here is a failed turn too, with no attempt
+            if self.pricer is not None and not prices_loaded():
+                # the price data (about half a second to load, once per process) loads in a worker
+                # thread, or this waits there for the load the engine started: not on the loop
+                await _until_cancel(warm_up_prices(), host, scheduler)
+            transients: Sequence[Message] = (
+                await _until_cancel(setup.transients(turn, query, transient), host, scheduler)
+                if setup.gathers(host=host)
+                else transient
             )
-            await _prime(host, transients)
-            estimate, raw_estimate = setup.estimate(transients, host=host)
-            if window.should_compact(estimate.total):
-                log.warning(
-                    "context still %d tokens after compaction (threshold %d); sending anyway",
-                    estimate.total,
-                    window.threshold,
+            window = host.context_window
+            # Nothing first-use between a turn's start and its request: a tokenizer still loading
+            # is waited for only when the turn needs the estimate before its reply (compaction,
+            # on_request, a hedge loser's offline estimate).
+            loaded = counter_loaded(host.counter)
+            estimate_first = (
+                window is not None
+                or loaded
+                or (host.observers.listening and host.observers.interested("on_request"))
+                or host.hedge is not None
+            )
+            estimate: ContextEstimate | None = None
+            raw_estimate = 0
+            if estimate_first:
+                if not loaded:  # a tokenizer loads in a thread, not on the loop (a cancel ends it)
+                    await _until_cancel(warm_up_counter(host.counter), host, scheduler)
+                await _prime(host, transients)
+                estimate, raw_estimate = setup.estimate(transients, host=host)
+            if (
+                window is not None
+                and estimate is not None
+                and window.should_compact(estimate.total)
+            ):
+                # Deferred turn (docs/behaviour.md §4.5): no turn events; compact, then run it once.
+                await _until_cancel(setup.compact(estimate), host, scheduler)
+                query = setup.turn_input(run_input, host=host)
+                transients = await _until_cancel(
+                    setup.transients(turn, query, transient), host, scheduler
                 )
-        request = setup.build_request(transients, host=host)
-        options = setup.routed_options(host=host)
-        served = options.model or host.client.model
-        setup.note_routed_model(served)
+                await _prime(host, transients)
+                estimate, raw_estimate = setup.estimate(transients, host=host)
+                if window.should_compact(estimate.total):
+                    log.warning(
+                        "context still %d tokens after compaction (threshold %d); sending anyway",
+                        estimate.total,
+                        window.threshold,
+                    )
+            request = setup.build_request(transients, host=host)
+            options = setup.routed_options(host=host)
+            served = options.model or host.client.model
+            setup.note_routed_model(served)
+        except BaseException as exc:
+            _append_refused(host, query, exc)
+            raise
         observers = host.observers
         # (an observer's arguments built only for one that listens: ``listening`` first, an
         # attribute, and the engine without observers makes no call to find out)
@@ -595,8 +603,9 @@ async def _prime(host: CallsHost, transients: Sequence[Message]) -> None:
 
 
 def _append_refused(host: CallsHost, query: str, error: BaseException) -> None:
-    """The audit entry of a turn refused before it could start (no model left to serve it):
-    a failed turn like any other, with no attempt and nothing billed."""
+    """The audit entry of a turn that failed before its request (no model left to serve it, a
+    context contributor or the compactor raising, a cancel while they ran): a failed turn like
+    any other, with no attempt and nothing billed."""
     turns = host.session.audit.current_run.turns
     host.session.audit.append(
         Turn(
@@ -607,7 +616,7 @@ def _append_refused(host: CallsHost, query: str, error: BaseException) -> None:
             input_tokens=0,
             output_tokens=0,
             attempts=0,
-            error=type(error).__name__,
+            error=_error_name(error),
         )
     )
 
