@@ -501,6 +501,10 @@ def load_scenario(
         windows = msgspec.convert(windows_raw, tuple[RateLimitWindow, ...])
     except msgspec.ValidationError as exc:
         raise _validation_error(exc, "rate_limit_windows") from None
+    # (msgspec takes a set for a list: a set of windows, in no order, loaded unchecked)
+    problem = _problem(windows_raw, "rate_limit_windows")
+    if problem is not None:
+        raise ConfigError(f"scenario {problem}")
     return Scenario(models=models, rate_limit_windows=windows)
 
 

@@ -564,3 +564,14 @@ def test_json_text_keeping_a_byte_order_mark_loads() -> None:
     # read_text() of a file saved with a BOM keeps it: the text was taken for a file name
     text = '\ufeff{"models": {"m": [{"text": "hi"}]}}'
     assert load_scenario(text).models["m"][0].text == "hi"
+
+
+def test_a_set_of_rate_limit_windows_is_no_json_value() -> None:
+    # msgspec takes a set for a list: the windows loaded in no order, and unchecked
+    from rxturn.testing._scenario import RateLimitWindow
+
+    for windows in ({RateLimitWindow(seconds=-1)}, frozenset({RateLimitWindow(seconds=1)})):
+        with pytest.raises(ConfigError) as info:
+            load_scenario({"models": {"m": [{}]}, "rate_limit_windows": windows})
+        kind = type(windows).__name__
+        assert str(info.value) == f"scenario rate_limit_windows: expected a JSON value, got {kind}"
