@@ -453,6 +453,7 @@ def load_scenario(
         raw = dict(src)
     else:
         raw = _read_source(src)
+    built = isinstance(src, Scenario | Mapping)  # by code: it may hold Structs (not JSON)
     if not isinstance(raw, dict):
         raise ConfigError(f"scenario: expected an object, got {type(raw).__name__}")
     top = cast("dict[Any, Any]", raw)
@@ -482,7 +483,8 @@ def load_scenario(
                 f"scenario {prefix}: '*' is a pattern only as a key of its own (\"*\" serves "
                 "every model without a list); no other key is a pattern"
             )
-        entries_raw = _plain(entries_raw, prefix)  # an Entry in a dict: checked as one
+        if built:  # an Entry in a dict: checked as one
+            entries_raw = _plain(entries_raw, prefix)
         try:
             entries = msgspec.convert(entries_raw, tuple[Entry, ...])
         except msgspec.ValidationError as exc:
@@ -496,7 +498,9 @@ def load_scenario(
         if problem is not None:
             raise ConfigError(f"scenario {problem}")
         models[model] = entries
-    windows_raw = _plain(top.get("rate_limit_windows", ()), "rate_limit_windows")
+    windows_raw = top.get("rate_limit_windows", ())
+    if built:
+        windows_raw = _plain(windows_raw, "rate_limit_windows")
     try:
         windows = msgspec.convert(windows_raw, tuple[RateLimitWindow, ...])
     except msgspec.ValidationError as exc:
