@@ -3,7 +3,8 @@
 docs/fake-provider.md documents the format for users: every key, an example per fault.
 
 A scenario maps a model name to a list of entries. Each request takes the next entry of its
-model's list; ``"*"`` serves every model that has no list of its own; once a list is used up its
+model's list; ``"*"`` serves every model that has no list of its own (it is no glob: a key
+holding ``*`` among other characters is refused); once a list is used up its
 last entry repeats. Cursors belong to lists, so every model served by ``"*"`` advances the
 same ``"*"`` cursor. An entry scripts one reply — text, thinking, tool calls, stop reason and
 usage, cut into deltas of ``chunk_chars`` characters — or one fault: an HTTP error status, a
