@@ -3,7 +3,8 @@
 docs/fake-provider.md documents the format for users: every key, an example per fault.
 
 A scenario maps a model name to a list of entries. Each request takes the next entry of its
-model's list; ``"*"`` serves every model that has no list of its own; once a list is used up its
+model's list; ``"*"`` serves every model that has no list of its own (it is no glob: a key
+holding ``*`` among other characters is refused); once a list is used up its
 last entry repeats. Cursors belong to lists, so every model served by ``"*"`` advances the
 same ``"*"`` cursor. An entry scripts one reply — text, thinking, tool calls, stop reason and
 usage, cut into deltas of ``chunk_chars`` characters — or one fault: an HTTP error status, a
@@ -280,8 +281,20 @@ def _lenient(data: bytes, where: str, exc: Exception) -> Any:
         _no_duplicates(items)
         return dict(items)
 
+    # (from bytes, Python's parser reads UTF-16 and UTF-32 too: a file PowerShell's > wrote
+    # loaded, where msgspec and every other JSON reader refuse it)
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        raise ConfigError(
+            f"{where}: starts with a UTF-16 byte order mark: the file is UTF-16 text; "
+            "save it as UTF-8"
+        )
     try:
-        return json.loads(data, object_pairs_hook=pairs, parse_constant=_not_json_constant)
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as bad:
+        byte = f"byte 0x{data[bad.start]:02x} at offset {bad.start}"
+        raise ConfigError(f"{where}: not UTF-8 text ({byte})") from None
+    try:
+        return json.loads(text, object_pairs_hook=pairs, parse_constant=_not_json_constant)
     except _DuplicateKey as dup:
         raise ConfigError(f"{where}: duplicate key {shown(dup.args[0], _SHOWN)}") from None
     except _NotJSON as constant:
@@ -341,21 +354,32 @@ def _problem(value: object, path: str) -> str | None:
 def _as_raw(value: object) -> object:
     """A hand-built scenario in its JSON shape, Structs as objects and every other value as it
     is, for the checks to name (``msgspec.to_builtins`` raised a bare TypeError at an object
-    and turned bytes into base64 without a word)."""
+    and turned bytes into base64 without a word). A Struct left in place would skip every
+    check: ``msgspec.convert`` takes an instance of the type it converts to as it is."""
     if isinstance(value, msgspec.Struct):
         fields = ((name, getattr(value, name)) for name in value.__struct_fields__)
         return {name: _as_raw(item) for name, item in fields if item is not msgspec.UNSET}
-    if isinstance(value, tuple):
-        return [_as_raw(item) for item in cast("tuple[object, ...]", value)]
+    if isinstance(value, tuple | list):
+        return [_as_raw(item) for item in cast("list[object]", value)]
     if isinstance(value, dict):
         return {key: _as_raw(item) for key, item in cast("dict[object, object]", value).items()}
     return value
 
 
+def _plain(value: object, where: str) -> Any:
+    """:func:`_as_raw`, a value nested past the recursion limit named at ``where``."""
+    try:
+        return _as_raw(value)
+    except RecursionError:  # a dict built by code, nested deeper than any reply
+        raise ConfigError(f"scenario {where}: nested too deeply") from None
+
+
 def _read_source(src: str | os.PathLike[str] | bytes | bytearray) -> Any:
     if isinstance(src, bytes | bytearray):
         data, where = bytes(src), "scenario"
-    elif isinstance(src, str) and src.lstrip().startswith("{"):
+    elif isinstance(src, str) and src.removeprefix("\ufeff").lstrip().startswith("{"):
+        # (the text of a file saved with a byte order mark keeps it: read as a path, it was
+        # "scenario file '\ufeff{...': No such file or directory")
         data, where = src.encode(), "scenario"
     else:
         if not isinstance(src, str | os.PathLike):  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -424,12 +448,13 @@ def load_scenario(
         'hi'
     """
     raw: Any
-    if isinstance(src, Scenario):
-        raw = _as_raw(src)
+    if isinstance(src, Scenario):  # (its parts are made plain one by one, below)
+        raw = {"models": src.models, "rate_limit_windows": src.rate_limit_windows}
     elif isinstance(src, Mapping):
         raw = dict(src)
     else:
         raw = _read_source(src)
+    built = isinstance(src, Scenario | Mapping)  # by code: it may hold Structs (not JSON)
     if not isinstance(raw, dict):
         raise ConfigError(f"scenario: expected an object, got {type(raw).__name__}")
     top = cast("dict[Any, Any]", raw)
@@ -453,6 +478,14 @@ def load_scenario(
                 f"{shown(model, _SHOWN)}"
             )
         prefix = _model_path(model)
+        if "*" in model and model != "*":
+            # "claude-*" read as a glob matched nothing, without a word
+            raise ConfigError(
+                f"scenario {prefix}: '*' is a pattern only as a key of its own (\"*\" serves "
+                "every model without a list); no other key is a pattern"
+            )
+        if built:  # an Entry in a dict: checked as one
+            entries_raw = _plain(entries_raw, prefix)
         try:
             entries = msgspec.convert(entries_raw, tuple[Entry, ...])
         except msgspec.ValidationError as exc:
@@ -466,10 +499,17 @@ def load_scenario(
         if problem is not None:
             raise ConfigError(f"scenario {problem}")
         models[model] = entries
+    windows_raw = top.get("rate_limit_windows", ())
+    if built:
+        windows_raw = _plain(windows_raw, "rate_limit_windows")
     try:
-        windows = msgspec.convert(top.get("rate_limit_windows", ()), tuple[RateLimitWindow, ...])
+        windows = msgspec.convert(windows_raw, tuple[RateLimitWindow, ...])
     except msgspec.ValidationError as exc:
         raise _validation_error(exc, "rate_limit_windows") from None
+    # (msgspec takes a set for a list: a set of windows, in no order, loaded unchecked)
+    problem = _problem(windows_raw, "rate_limit_windows")
+    if problem is not None:
+        raise ConfigError(f"scenario {problem}")
     return Scenario(models=models, rate_limit_windows=windows)
 
 

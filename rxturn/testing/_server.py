@@ -116,8 +116,9 @@ _LOG.addFilter(_OneLine())
 
 
 def _decimal(value: float) -> str:
-    """``0.25`` → ``"0.25"``, ``2.0`` → ``"2"``: plain decimal, never exponent notation."""
-    return f"{value:.6f}".rstrip("0").rstrip(".") or "0"
+    """``0.25`` → ``"0.25"``, ``2.0`` → ``"2"``: plain decimal, never exponent notation, and
+    never ``"-0"`` (``-0.0`` passes a scenario's ``>= 0``; no Retry-After parser takes it)."""
+    return f"{abs(value):.6f}".rstrip("0").rstrip(".") or "0"
 
 
 def _base_headers(wire: Wire, streaming: bool) -> dict[str, str]:

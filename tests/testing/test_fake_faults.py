@@ -147,6 +147,21 @@ async def test_ollama_error_status_has_an_error_string_and_no_retry_after(
     assert isinstance(body["error"], str)
 
 
+async def test_a_negative_zero_retry_after_is_sent_as_zero(
+    serve: Serve, http: aiohttp.ClientSession
+) -> None:
+    # -0.0 passes ">= 0" (code computes it: -x * 0); it went out as "Retry-After: -0", which
+    # rxturn's parse_retry_after ignores (the default wait served instead of none)
+    from rxturn.resilience.backoff import parse_retry_after
+
+    fake = await serve({"models": {"*": [{"status": 429, "retry_after": -0.0}]}})
+    async with http.post(fake.base_url + "/v1/messages", json=_body("anthropic")) as resp:
+        assert resp.status == 429
+        headers = dict(resp.headers)
+    assert (headers["Retry-After"], headers["retry-after-ms"]) == ("0", "0")
+    assert parse_retry_after(headers) == 0.0
+
+
 @pytest.mark.parametrize("wire", ["anthropic", "openai", "ollama"])
 async def test_a_body_that_is_not_json_is_a_400(
     serve: Serve, http: aiohttp.ClientSession, wire: str

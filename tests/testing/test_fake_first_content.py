@@ -138,3 +138,16 @@ async def test_a_scripted_drop_is_recorded_as_dropped(
 def test_first_content_delay_is_validated(value: object) -> None:
     with pytest.raises(ConfigError, match=r"models\['\*'\]\[0\]\.first_content_delay_ms"):
         load_scenario({"models": {"*": [{"text": "x", "first_content_delay_ms": value}]}})
+
+
+async def test_a_non_streaming_reply_does_not_wait_the_first_content_delay(
+    serve: Serve, http: aiohttp.ClientSession
+) -> None:
+    # (docs/fake-provider.md, "Non-streaming requests": a streaming key; delay_ms slows a whole
+    # reply) a day's delay: were it waited, the bounded wait below would end the test
+    fake = await serve({"models": {"*": [{"text": "at once", "first_content_delay_ms": 8.64e7}]}})
+    body = {**_body("anthropic"), "stream": False}
+    async with asyncio.timeout(10):
+        async with http.post(fake.base_url + PATHS["anthropic"], json=body) as resp:
+            reply = await resp.json()
+    assert reply["content"] == [{"type": "text", "text": "at once"}]

@@ -495,3 +495,83 @@ def test_a_wrong_type_in_any_entry_key_of_a_file_is_one_line_naming_key_and_entr
     said = str(info.value)
     assert said.startswith(f"scenario models.primary[1].{key}: expected ")
     assert "\n" not in said
+
+
+def test_a_scenario_type_inside_a_dict_is_checked_field_by_field() -> None:
+    # msgspec.convert takes an instance of its target type as it is: a window of -1 s with
+    # status 200 and a NaN Retry-After loaded; an Entry was "expected a JSON value, got Entry"
+    from rxturn.testing._scenario import RateLimitWindow
+
+    window = RateLimitWindow(seconds=-1)
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"m": [{}]}, "rate_limit_windows": [window]})
+    assert str(info.value) == "scenario rate_limit_windows[0].seconds: expected float > 0.0"
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {"m": [Entry(chunk_chars=0)]}})
+    assert str(info.value) == "scenario models.m[0].chunk_chars: expected int >= 1"
+    usage = ScenarioUsage(input_tokens=3, output_tokens=2)
+    mixed = {"models": {"m": [Entry(text="hi", usage=usage)]}}
+    plain = {"models": {"m": [{"text": "hi", "usage": {"input_tokens": 3, "output_tokens": 2}}]}}
+    assert load_scenario(mixed) == load_scenario(plain)
+
+
+def test_a_hand_built_scenario_nested_too_deeply_is_a_config_error() -> None:
+    nested: dict[str, Any] = {}
+    inner = nested
+    for _ in range(5000):  # (a RecursionError escaped, where the dict form was named)
+        inner["k"] = {}
+        inner = inner["k"]
+    scenario = Scenario(models={"m": (Entry(text="x", raw_usage=nested),)})
+    with pytest.raises(ConfigError, match=r"^scenario models.m: nested too deeply$"):
+        load_scenario(scenario)
+
+
+@pytest.mark.parametrize("name", ["claude-*", "*-mini", "**", "* "])
+def test_a_star_in_a_model_name_is_not_a_pattern_and_is_refused(name: str) -> None:
+    # it loaded as a literal name no request asks for: "claude-3" got the 404 (or "*")
+    with pytest.raises(ConfigError) as info:
+        load_scenario({"models": {name: [{"text": "never"}], "*": [{}]}})
+    assert str(info.value).startswith(f"scenario models[{name!r}]: '*' is a pattern only as")
+
+
+LATIN_1 = '{"models": {"m": [{"text": "café"}]}}'.encode("latin-1")
+
+
+@pytest.mark.parametrize(
+    ("data", "said"),
+    [
+        # Python's parser reads UTF-16 from bytes: the file loaded
+        (
+            '{"models": {"m": [{}]}}'.encode("utf-16"),
+            "starts with a UTF-16 byte order mark: the file is UTF-16 text; save it as UTF-8",
+        ),
+        (
+            LATIN_1,
+            f"not UTF-8 text (byte 0xe9 at offset {LATIN_1.index(0xE9)})",
+        ),
+    ],
+    ids=["utf-16", "latin-1"],
+)
+def test_a_file_that_is_not_utf8_is_named_so(tmp_path: Path, data: bytes, said: str) -> None:
+    path = tmp_path / "scenario.json"
+    path.write_bytes(data)
+    with pytest.raises(ConfigError) as info:
+        load_scenario(path)
+    assert str(info.value) == f"scenario file {str(path)!r}: {said}"
+
+
+def test_json_text_keeping_a_byte_order_mark_loads() -> None:
+    # read_text() of a file saved with a BOM keeps it: the text was taken for a file name
+    text = '\ufeff{"models": {"m": [{"text": "hi"}]}}'
+    assert load_scenario(text).models["m"][0].text == "hi"
+
+
+def test_a_set_of_rate_limit_windows_is_no_json_value() -> None:
+    # msgspec takes a set for a list: the windows loaded in no order, and unchecked
+    from rxturn.testing._scenario import RateLimitWindow
+
+    for windows in ({RateLimitWindow(seconds=-1)}, frozenset({RateLimitWindow(seconds=1)})):
+        with pytest.raises(ConfigError) as info:
+            load_scenario({"models": {"m": [{}]}, "rate_limit_windows": windows})
+        kind = type(windows).__name__
+        assert str(info.value) == f"scenario rate_limit_windows: expected a JSON value, got {kind}"

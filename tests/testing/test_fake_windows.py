@@ -57,3 +57,22 @@ async def test_a_window_refuses_every_model_and_takes_no_entry(
     assert len(fake.records) == 5  # the refused requests are recorded too
     fake.reset()  # the windows count again, from the next request
     assert (await _ask(http, fake, "b"))[0] == 529
+
+
+async def test_where_windows_overlap_the_first_listed_answers(
+    serve: Serve, http: aiohttp.ClientSession
+) -> None:
+    fake = await serve(
+        {
+            "models": {"*": [{"text": "served"}]},
+            "rate_limit_windows": [
+                {"after_s": 50, "seconds": 10, "status": 503},
+                {"seconds": 100, "status": 429},
+            ],
+        }
+    )
+    assert (await _ask(http, fake, "a"))[0] == 429  # the second window alone
+    _elapse(fake, 55)  # in both: the first listed
+    assert (await _ask(http, fake, "a"))[0] == 503
+    _elapse(fake, 10)  # past the first, still in the second
+    assert (await _ask(http, fake, "a"))[0] == 429
