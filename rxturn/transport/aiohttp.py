@@ -2,6 +2,11 @@
 
 One :class:`aiohttp.ClientSession` per transport, created lazily on the running loop the first
 time a request is sent (so constructing a client needs no loop) and closed by :meth:`aclose`.
+The pool lives no longer than its event loop: a loop that shuts down (``asyncio.run``,
+``asyncio.Runner``, ``uvloop.run``) closes it, and so does the transport's garbage collection
+while its loop runs (:func:`_pool_keeper`); a pool whose loop closed without that shutdown is
+closed when the transport is next used, from the new loop. So a client made at module level
+serves one ``asyncio.run`` after another, and nothing reports an unclosed session at exit.
 aiohttp's protocol turns TCP_NODELAY on for every connection, so small request bodies and SSE
 frames are never held back by Nagle's algorithm.
 
@@ -67,9 +72,10 @@ import inspect
 import os
 import re
 import ssl as _ssl
+import threading
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
 from urllib.parse import urlsplit
 
@@ -694,6 +700,11 @@ class AiohttpTransport:
         self.max_expansion_ratio = as_float(max_expansion_ratio)  # a huge int: inf, no bound
         self._session: aiohttp.ClientSession | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        #: the pool's keeper (:func:`_pool_keeper`), suspended while the pool is open
+        self._keeper: AsyncGenerator[None, None] | None = None
+        #: held while a pool is opened: two loops in two threads opening one at once would
+        #: otherwise both open one, and one of them would be left open for ever
+        self._opening = threading.Lock()
 
     def __repr__(self) -> str:
         return (
@@ -713,16 +724,39 @@ class AiohttpTransport:
         """True when no session is open (never opened, or closed by :meth:`aclose`)."""
         return self._session is None or self._session.closed
 
-    def _session_for(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
-        session = self._session
+    async def _session_for(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
+        """The pool of ``loop``: the open one, or a new one (after closing one whose loop closed).
+
+        Raises:
+            ConfigError: the open pool belongs to another loop, which is still open.
+        """
+        with self._opening:
+            session, owner = self._session, self._loop
+            if session is not None and not session.closed:
+                if owner is loop:
+                    return session
+                if owner is not None and not owner.is_closed():
+                    raise ConfigError(
+                        "AiohttpTransport: its connection pool belongs to another event loop, "
+                        "which is still open; use one client per event loop (per thread), or "
+                        "`await client.aclose()` on the first loop before using it on another"
+                    )
+            self._session = self._loop = self._keeper = None
+            opened = self._open(loop)
+            self._session, self._loop = opened, loop
         if session is not None and not session.closed:
-            if self._loop is loop:
-                return session
-            raise ConfigError(
-                "AiohttpTransport: its connection pool belongs to another event loop; use a "
-                "client inside the loop that first used it, or `await client.aclose()` there "
-                "before using it in a new loop"
-            )
+            # its loop closed without a shutdown that closed it: the connections went with the
+            # loop; closing the session only marks it so (aiohttp leaves a closed loop alone)
+            await session.close()
+        keeper = _pool_keeper(opened)
+        await keeper.asend(None)  # registered with this loop's async generators
+        if self._session is opened:
+            self._keeper = keeper
+        else:  # closed meanwhile (aclose)
+            await keeper.aclose()
+        return opened
+
+    def _open(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
             limit=self.limit,
             limit_per_host=self.limit_per_host,
@@ -737,7 +771,7 @@ class AiohttpTransport:
         ):
             connector._factory = functools.partial(_IdleTimedProtocol, loop=loop)  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
         self._proxies = _environment_proxies() if self._trust_env else {}
-        session = aiohttp.ClientSession(
+        return aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(
                 total=None, sock_connect=self.connect_timeout, sock_read=self.read_timeout
@@ -747,8 +781,6 @@ class AiohttpTransport:
             trust_env=False,  # proxies and CAs are read here, explicitly; .netrc never
             raise_for_status=False,
         )
-        self._session, self._loop = session, loop
-        return session
 
     async def send(
         self,
@@ -767,7 +799,7 @@ class AiohttpTransport:
         loop = asyncio.get_running_loop()
         session = self._session
         if session is None or self._loop is not loop or session.closed:
-            session = self._session_for(loop)
+            session = await self._session_for(loop)
         connect_timeout, read_timeout = self.connect_timeout, self.read_timeout
         sent = dict(headers)
         for name in sent:  # (a loop, not a generator: asked of every request)
@@ -830,9 +862,36 @@ class AiohttpTransport:
         return _verifying_context(None, None)
 
     async def aclose(self) -> None:
-        """Close the session and its pooled connections (idempotent; a later send reopens)."""
-        session, self._session, self._loop = self._session, None, None
-        if session is not None and not session.closed:
+        """Close the session and its pooled connections (idempotent; a later send reopens).
+
+        Called on another loop than the pool's, while that loop is open, it leaves the pool to
+        close on its own loop (once that loop runs again, or at its shutdown)."""
+        with self._opening:
+            session, owner, keeper = self._session, self._loop, self._keeper
+            self._session = self._loop = self._keeper = None
+        if session is None or session.closed:
+            return
+        if owner is asyncio.get_running_loop() and keeper is not None:
+            await keeper.aclose()  # closes the session
+        elif owner is None or owner.is_closed():
+            await session.close()  # (only marks it: aiohttp leaves a closed loop alone)
+        # else the keeper, dropped here, closes the pool on its own loop
+
+
+async def _pool_keeper(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    """Closes ``session`` when its event loop shuts down, or when the transport is dropped.
+
+    Started once (``asend(None)``) on the pool's loop, it is one of the loop's async
+    generators: ``loop.shutdown_asyncgens()``, which ``asyncio.run`` calls before closing the
+    loop, closes it, and so does the loop's finalizer when the transport (its only holder) is
+    garbage-collected while the loop is open. Either way the pool closes on its own loop, where
+    its connections are: no "Unclosed client session" at exit, nothing left for the next loop.
+    A generator, not a task: nothing shows in ``asyncio.all_tasks()``.
+    """
+    try:
+        yield
+    finally:
+        if not session.closed:
             await session.close()
 
 

@@ -6,7 +6,7 @@ import asyncio
 import gzip
 import math
 import socket
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
 import aiohttp
@@ -636,24 +636,21 @@ def test_an_expansion_ratio_past_any_float_is_no_bound() -> None:
 
 @pytest.mark.loop_reports_expected  # the leak it provokes is also reported to the loop
 async def test_the_leak_check_is_armed(aiohttp_server: ServerFactory) -> None:
-    """A transport that is never closed does warn when collected: the gc.collect() in the
-    fixtures would turn a real leak into a failing test (warnings are errors)."""
+    """A session that is never closed does warn when collected: the gc.collect() in the
+    fixtures would turn a real leak into a failing test (warnings are errors). (A transport
+    that is dropped closes its pool itself: the test below.)"""
     import gc
+    import warnings
 
     async def handler(request: web.Request) -> web.Response:
         return web.Response(body=b"ok")
 
     server = await serve(aiohttp_server, {"/r": handler})
-    leaky = AiohttpTransport()
-    response = await send(leaky, url(server, "/r"), stream=False)
-    await response.read(10)
-    await response.aclose()
-    session = leaky._session
-    assert session is not None and session.connector is not None
-    connector = session.connector  # closed by hand below, once the warning is seen
-    del session
-    import warnings
-
+    leaky = aiohttp.ClientSession()
+    response = await leaky.get(url(server, "/r"))
+    await response.read()
+    connector = leaky.connector  # closed by hand below, once the warning is seen
+    assert connector is not None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         del leaky, response
@@ -661,6 +658,90 @@ async def test_the_leak_check_is_armed(aiohttp_server: ServerFactory) -> None:
     leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert any(text.startswith("Unclosed client session") for text in leaks), leaks
     await connector.close()
+
+
+async def test_a_dropped_transport_closes_its_pool_on_its_loop(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """A client dropped unclosed while its loop runs (a notebook cell run again) printed
+    "Unclosed client session" and "Unclosed connector" when collected, its connection left
+    open until then; its pool now closes on the loop, quietly (the fixtures fail the test on
+    a warning or a report to the loop)."""
+    import gc
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"ok")
+
+    server = await serve(aiohttp_server, {"/r": handler})
+    dropped = AiohttpTransport()
+    response = await send(dropped, url(server, "/r"), stream=False)
+    await response.read(10)
+    await response.aclose()
+    session = dropped._session
+    assert session is not None and not session.closed
+    del dropped, response
+    gc.collect()
+    for _ in range(20):  # bounded: the close is a task the loop runs next
+        if session.closed:
+            break
+        await asyncio.sleep(0)
+    assert session.closed
+
+
+def _serve_once_on_this_loop(
+    transport: AiohttpTransport,
+) -> Callable[[], Coroutine[Any, Any, bytes]]:
+    """One request with ``transport`` to a server started on the running loop (each
+    ``asyncio.run`` below is a new loop, with a server of its own)."""
+
+    async def once() -> bytes:
+        async def handler(request: web.Request) -> web.Response:
+            return web.Response(body=b"ok")
+
+        app = web.Application()
+        app.router.add_post("/r", handler)
+        server = TestServer(app, host="127.0.0.1")
+        await server.start_server()
+        try:
+            response = await send(transport, url(server, "/r"), stream=False)
+            try:
+                return await response.read(10)
+            finally:
+                await response.aclose()
+        finally:
+            await server.close()
+
+    return once
+
+
+def test_a_pool_serves_one_asyncio_run_after_another() -> None:
+    """A client made at module level and used by one ``asyncio.run`` after another: the
+    second run was a ConfigError ("belongs to another event loop", with advice to close it on
+    a loop that no longer existed), and the first run's session was reported unclosed at
+    exit. Each run's shutdown now closes its pool; the next run opens its own."""
+    transport = AiohttpTransport()
+    once = _serve_once_on_this_loop(transport)
+    for _ in range(3):
+        assert asyncio.run(once()) == b"ok"
+        assert transport.closed  # closed by asyncio.run's shutdown, on its loop
+
+
+def test_a_pool_whose_loop_closed_without_shutdown_gives_way() -> None:
+    """A loop closed by hand (``run_until_complete``, then ``close``: no shutdown of its
+    async generators) leaves its pool open on a dead loop: the next loop gets a pool of its
+    own, and the dead one is marked closed, so nothing reports it unclosed."""
+    transport = AiohttpTransport()
+    once = _serve_once_on_this_loop(transport)
+    first = asyncio.new_event_loop()
+    try:
+        assert first.run_until_complete(once()) == b"ok"
+        dead = transport._session
+        assert dead is not None and not dead.closed
+    finally:
+        first.close()
+    assert asyncio.run(once()) == b"ok"
+    assert dead.closed
+    assert transport.closed
 
 
 async def test_connections_use_tcp_nodelay(
