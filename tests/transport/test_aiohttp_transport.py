@@ -6,8 +6,9 @@ import asyncio
 import gzip
 import math
 import socket
+import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 import pytest
@@ -22,6 +23,7 @@ from rxturn.transport.aiohttp import map_aiohttp_errors
 WAIT = 5.0
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ServerFactory = Callable[..., Awaitable[TestServer]]
+_T = TypeVar("_T")
 
 
 async def serve(aiohttp_server: ServerFactory, routes: dict[str, Handler]) -> TestServer:
@@ -742,6 +744,111 @@ def test_a_pool_whose_loop_closed_without_shutdown_gives_way() -> None:
     assert asyncio.run(once()) == b"ok"
     assert dead.closed
     assert transport.closed
+
+
+class _LoopThread:
+    """An event loop running in a thread of its own (another thread's loop, as a user's)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=10)
+
+    def close(self) -> None:
+        self.run(self.loop.shutdown_asyncgens())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+def test_aclose_on_another_loop_closes_the_pool_on_its_own() -> None:
+    """``await client.aclose()`` on a loop other than the pool's (still running, in another
+    thread) raised "got Future ... attached to a different loop", left the pool open and a
+    "Task was destroyed but it is pending!" behind; it now has the pool closed on its loop."""
+    other = _LoopThread()
+    transport = AiohttpTransport()
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"ok")
+
+    app = web.Application()
+    app.router.add_post("/r", handler)
+    server = TestServer(app, host="127.0.0.1")
+    other.run(server.start_server())
+
+    async def request() -> bytes:  # its connection stays in the pool
+        response = await send(transport, url(server, "/r"), stream=False)
+        try:
+            return await response.read(10)
+        finally:
+            await response.aclose()
+
+    try:
+        assert other.run(request()) == b"ok"
+        pool = transport._session
+        assert pool is not None and pool.connector is not None and not pool.closed
+
+        async def close_here() -> None:
+            await transport.aclose()
+            for _ in range(100):  # bounded: the close runs on the other loop
+                if pool.closed:
+                    return
+                await asyncio.sleep(0.01)
+
+        asyncio.run(close_here())
+        assert pool.closed
+        assert transport.closed
+    finally:
+        other.run(server.close())
+        other.close()
+
+
+def test_two_loops_opening_a_pool_at_once_open_one() -> None:
+    """Two threads, each with its loop, sending the first request at the same time: both
+    opened a pool, the second replacing the first (left open, and its loop's request then
+    raced a pool it no longer knew). Opening is one step now: the second is told."""
+    transport = AiohttpTransport()
+    opened: list[asyncio.AbstractEventLoop] = []
+    second_came = threading.Event()
+    real_open = transport._open
+
+    def slow_open(loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
+        opened.append(loop)
+        if len(opened) == 1:
+            second_came.wait(timeout=0.3)  # long enough for the other thread to come in
+        else:
+            second_came.set()
+        return real_open(loop)
+
+    transport._open = slow_open
+    first, second = _LoopThread(), _LoopThread()
+    outcomes: list[object] = []
+
+    async def open_pool() -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            await transport._session_for(loop)
+            outcomes.append("opened")
+        except ConfigError as exc:
+            outcomes.append(exc)
+
+    try:
+        racing = asyncio.run_coroutine_threadsafe(open_pool(), first.loop)
+        while not opened:  # the first is inside the opening
+            threading.Event().wait(0.001)
+        second.run(open_pool())
+        racing.result(timeout=10)
+        assert len(opened) == 1
+        assert outcomes[0] == "opened"
+        assert isinstance(outcomes[1], ConfigError)
+        assert "one client per event loop" in str(outcomes[1])
+        first.run(transport.aclose())
+    finally:
+        first.close()
+        second.close()
 
 
 async def test_connections_use_tcp_nodelay(
