@@ -18,6 +18,7 @@ from _client_support import PROVIDER_IDS, PROVIDERS, Provider
 
 from rxturn import TurnEngine
 from rxturn.testing import FakeProvider
+from rxturn.transport import AiohttpTransport
 
 
 @pytest.fixture(scope="module")
@@ -50,5 +51,5 @@ def test_one_client_and_engine_serve_one_asyncio_run_after_another(
         result = asyncio.run(asyncio.wait_for(engine.run(f"hi {number}"), 10))
         assert result.text == "hello there"
         pool = client._transport
-        assert pool is not None and pool.closed  # closed as its loop shut down
+        assert isinstance(pool, AiohttpTransport) and pool.closed  # closed as its loop shut down
     assert len(engine.session.runs) == 3
