@@ -515,32 +515,6 @@ async def test_aclose_is_idempotent_and_the_transport_reopens(
         assert transport.closed
 
 
-def test_a_pool_is_bound_to_its_event_loop() -> None:
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(body=b"ok")
-
-    first = asyncio.new_event_loop()
-    transport = AiohttpTransport()
-    app = web.Application()
-    app.router.add_post("/r", handler)
-    server = TestServer(app, host="127.0.0.1")
-    try:
-        first.run_until_complete(server.start_server())
-
-        async def use() -> None:
-            response = await send(transport, url(server, "/r"), stream=False)
-            await response.read(10)
-            await response.aclose()
-
-        first.run_until_complete(use())
-        with pytest.raises(ConfigError, match="another event loop"):
-            asyncio.run(use())
-    finally:
-        first.run_until_complete(transport.aclose())
-        first.run_until_complete(server.close())
-        first.close()
-
-
 @pytest.mark.parametrize(
     ("exc", "expected", "text"),
     [
@@ -679,7 +653,7 @@ async def test_a_dropped_transport_closes_its_pool_on_its_loop(
     response = await send(dropped, url(server, "/r"), stream=False)
     await response.read(10)
     await response.aclose()
-    session = dropped._session
+    session = dropped._pools[asyncio.get_running_loop()].session
     assert session is not None and not session.closed
     del dropped, response
     gc.collect()
@@ -737,8 +711,8 @@ def test_a_pool_whose_loop_closed_without_shutdown_gives_way() -> None:
     first = asyncio.new_event_loop()
     try:
         assert first.run_until_complete(once()) == b"ok"
-        dead = transport._session
-        assert dead is not None and not dead.closed
+        dead = transport._pools[first].session
+        assert not dead.closed
     finally:
         first.close()
     assert asyncio.run(once()) == b"ok"
@@ -788,8 +762,8 @@ def test_aclose_on_another_loop_closes_the_pool_on_its_own() -> None:
 
     try:
         assert other.run(request()) == b"ok"
-        pool = transport._session
-        assert pool is not None and pool.connector is not None and not pool.closed
+        pool = transport._pools[other.loop].session
+        assert pool.connector is not None and not pool.closed
 
         async def close_here() -> None:
             await transport.aclose()
@@ -806,49 +780,52 @@ def test_aclose_on_another_loop_closes_the_pool_on_its_own() -> None:
         other.close()
 
 
-def test_two_loops_opening_a_pool_at_once_open_one() -> None:
-    """Two threads, each with its loop, sending the first request at the same time: both
-    opened a pool, the second replacing the first (left open, and its loop's request then
-    raced a pool it no longer knew). Opening is one step now: the second is told."""
+def test_two_loops_in_two_threads_share_a_transport_at_once() -> None:
+    """Two threads, each running its loop, sending through one client at the same time (a
+    threaded web server running ``asyncio.run`` per request, with a client made at module
+    level): the second was a ConfigError ("its connection pool belongs to another event
+    loop"), whenever the two overlapped. Each loop now has a pool of its own."""
+    server_thread, first, second = _LoopThread(), _LoopThread(), _LoopThread()
+    both_in = asyncio.Event()  # (on the server's loop)
+    arrived: list[object] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        arrived.append(request)
+        if len(arrived) == 2:
+            both_in.set()
+        await asyncio.wait_for(both_in.wait(), 5)  # bounded: the other may never come
+        return web.Response(body=b"ok")
+
+    app = web.Application()
+    app.router.add_post("/r", handler)
+    server = TestServer(app, host="127.0.0.1")
+    server_thread.run(server.start_server())
     transport = AiohttpTransport()
-    opened: list[asyncio.AbstractEventLoop] = []
-    second_came = threading.Event()
-    real_open = transport._open
 
-    def slow_open(loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
-        opened.append(loop)
-        if len(opened) == 1:
-            second_came.wait(timeout=0.3)  # long enough for the other thread to come in
-        else:
-            second_came.set()
-        return real_open(loop)
-
-    transport._open = slow_open
-    first, second = _LoopThread(), _LoopThread()
-    outcomes: list[object] = []
-
-    async def open_pool() -> None:
-        loop = asyncio.get_running_loop()
+    async def request() -> bytes:
+        response = await send(transport, url(server, "/r"), stream=False)
         try:
-            await transport._session_for(loop)
-            outcomes.append("opened")
-        except ConfigError as exc:
-            outcomes.append(exc)
+            return await response.read(10)
+        finally:
+            await response.aclose()
 
     try:
-        racing = asyncio.run_coroutine_threadsafe(open_pool(), first.loop)
-        while not opened:  # the first is inside the opening
-            threading.Event().wait(0.001)
-        second.run(open_pool())
-        racing.result(timeout=10)
-        assert len(opened) == 1
-        assert outcomes[0] == "opened"
-        assert isinstance(outcomes[1], ConfigError)
-        assert "one client per event loop" in str(outcomes[1])
-        first.run(transport.aclose())
-    finally:
-        first.close()
+        one = asyncio.run_coroutine_threadsafe(request(), first.loop)
+        two = asyncio.run_coroutine_threadsafe(request(), second.loop)
+        assert one.result(timeout=10) == b"ok"
+        assert two.result(timeout=10) == b"ok"
+        pools = [transport._pools[loop.loop].session for loop in (first, second)]
+        assert pools[0] is not pools[1]
+        first.close()  # each loop's shutdown closes its own pool
+        assert pools[0].closed and not pools[1].closed
         second.close()
+        assert transport.closed
+    finally:
+        for loop in (first, second):
+            if not loop.loop.is_closed():
+                loop.close()
+        server_thread.run(server.close())
+        server_thread.close()
 
 
 async def test_connections_use_tcp_nodelay(
