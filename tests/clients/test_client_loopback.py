@@ -336,7 +336,7 @@ class TestLifecycle:
             client = AnthropicClient("m", base_url=fake.base_url)
             await client.create(REQUEST)
             pool = client._transport
-            assert pool is not None and not pool.closed
+            assert isinstance(pool, AiohttpTransport) and not pool.closed
             await client.close()
             assert pool.closed
             assert (await client.create(REQUEST)).text == "ok"
