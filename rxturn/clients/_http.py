@@ -253,10 +253,19 @@ class HttpClient:
         await self.aclose()
 
     async def aclose(self) -> None:
-        """Close the client's own connection pool (a transport passed in is left open)."""
+        """Close the client's own connection pool (a transport passed in is left open).
+
+        A request made after it opens a new pool. ``await client.close()``, the SDKs' name for
+        it, is the same call.
+        """
         if self._owns_transport and self._transport is not None:
             transport, self._transport = self._transport, None
             await transport.aclose()
+
+    async def close(self) -> None:
+        """:meth:`aclose`, under the name the ``anthropic`` and ``openai`` SDKs' async clients
+        (and aiohttp's session) give it."""
+        await self.aclose()
 
     def _get_transport(self) -> AsyncTransport:
         transport = self._transport

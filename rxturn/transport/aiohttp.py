@@ -2,6 +2,13 @@
 
 One :class:`aiohttp.ClientSession` per transport, created lazily on the running loop the first
 time a request is sent (so constructing a client needs no loop) and closed by :meth:`aclose`.
+A pool belongs to the loop it was opened on, and each loop that sends through the transport
+gets its own (two threads, each with its loop, can share a client). A pool lives no longer than
+its loop: a loop that shuts down (``asyncio.run``, ``asyncio.Runner``, ``uvloop.run``) closes
+it, and so does the transport's garbage collection while its loop runs (:func:`_pool_keeper`);
+a pool whose loop closed without that shutdown is let go when a new pool opens. So a client made
+at module level serves one ``asyncio.run`` after another, and nothing reports an unclosed
+session at exit.
 aiohttp's protocol turns TCP_NODELAY on for every connection, so small request bodies and SSE
 frames are never held back by Nagle's algorithm.
 
@@ -68,9 +75,10 @@ import io
 import os
 import re
 import ssl as _ssl
+import threading
 import time
 import urllib.request
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from types import TracebackType
 from urllib.parse import urlsplit
 
@@ -697,8 +705,12 @@ class AiohttpTransport:
         self._proxies: dict[str, str] = {}
         self.max_decompressed_bytes = max_decompressed_bytes
         self.max_expansion_ratio = as_float(max_expansion_ratio)  # a huge int: inf, no bound
-        self._session: aiohttp.ClientSession | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
+        #: each event loop's pool (a loop in each of two threads: a pool each)
+        self._pools: dict[asyncio.AbstractEventLoop, _Pool] = {}
+        #: (loop, session) of the last request: one read finds it, whatever other threads do
+        self._recent: tuple[asyncio.AbstractEventLoop, aiohttp.ClientSession] | None = None
+        #: held while ``_pools`` changes (loops in other threads change it too)
+        self._opening = threading.Lock()
 
     def __repr__(self) -> str:
         return (
@@ -715,19 +727,42 @@ class AiohttpTransport:
 
     @property
     def closed(self) -> bool:
-        """True when no session is open (never opened, or closed by :meth:`aclose`)."""
-        return self._session is None or self._session.closed
+        """True when no pool is open (never opened, or closed by :meth:`aclose` or with its
+        loop)."""
+        return all(pool.session.closed for pool in list(self._pools.values()))
 
-    def _session_for(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
-        session = self._session
-        if session is not None and not session.closed:
-            if self._loop is loop:
-                return session
-            raise ConfigError(
-                "AiohttpTransport: its connection pool belongs to another event loop; use a "
-                "client inside the loop that first used it, or `await client.aclose()` there "
-                "before using it in a new loop"
-            )
+    async def _session_for(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
+        """The pool of ``loop``: its open one, or a new one.
+
+        Pools whose loop closed without a shutdown that closed them are let go on the way:
+        their connections went with their loop, and closing the session only marks it so
+        (aiohttp leaves a closed loop alone), which keeps it from being reported unclosed.
+        """
+        dead: list[aiohttp.ClientSession] = []
+        with self._opening:
+            pool = self._pools.get(loop)
+            if pool is not None and not pool.session.closed:
+                self._recent = (loop, pool.session)
+                return pool.session
+            for other, kept in list(self._pools.items()):
+                if other.is_closed() or kept.session.closed:
+                    del self._pools[other]
+                    dead.append(kept.session)
+            pool = self._pools[loop] = _Pool(self._open(loop))
+            self._recent = (loop, pool.session)
+        for session in dead:
+            if not session.closed:
+                await session.close()
+        keeper = _pool_keeper(pool.session)
+        await keeper.asend(None)  # registered with this loop's async generators
+        with self._opening:
+            if self._pools.get(loop) is pool:
+                pool.keeper = keeper
+                return pool.session
+        await keeper.aclose()  # closed meanwhile (aclose): closes the session
+        return pool.session
+
+    def _open(self, loop: asyncio.AbstractEventLoop) -> aiohttp.ClientSession:
         connector = aiohttp.TCPConnector(
             limit=self.limit,
             limit_per_host=self.limit_per_host,
@@ -742,7 +777,7 @@ class AiohttpTransport:
         ):
             connector._factory = functools.partial(_IdleTimedProtocol, loop=loop)  # pyright: ignore[reportAttributeAccessIssue, reportPrivateUsage]
         self._proxies = _environment_proxies() if self._trust_env else {}
-        session = aiohttp.ClientSession(
+        return aiohttp.ClientSession(
             connector=connector,
             timeout=aiohttp.ClientTimeout(
                 total=None, sock_connect=self.connect_timeout, sock_read=self.read_timeout
@@ -752,8 +787,6 @@ class AiohttpTransport:
             trust_env=False,  # proxies and CAs are read here, explicitly; .netrc never
             raise_for_status=False,
         )
-        self._session, self._loop = session, loop
-        return session
 
     async def send(
         self,
@@ -770,9 +803,11 @@ class AiohttpTransport:
         response are read through the same capped paths.
         """
         loop = asyncio.get_running_loop()
-        session = self._session
-        if session is None or self._loop is not loop or session.closed:
-            session = self._session_for(loop)
+        recent = self._recent
+        if recent is not None and recent[0] is loop and not recent[1].closed:
+            session = recent[1]
+        else:
+            session = await self._session_for(loop)
         connect_timeout, read_timeout = self.connect_timeout, self.read_timeout
         sent = dict(headers)
         for name in sent:  # (a loop, not a generator: asked of every request)
@@ -837,9 +872,50 @@ class AiohttpTransport:
         return _verifying_context(None, None)
 
     async def aclose(self) -> None:
-        """Close the session and its pooled connections (idempotent; a later send reopens)."""
-        session, self._session, self._loop = self._session, None, None
-        if session is not None and not session.closed:
+        """Close the pools and their connections (idempotent; a later send reopens).
+
+        The pool of the running loop is closed before this returns; the pool of another loop
+        that is still open (in another thread) is closed on that loop, by the loop (at once if
+        it runs, else when it runs again or shuts down).
+        """
+        with self._opening:
+            pools, self._pools, self._recent = self._pools, {}, None
+        running = asyncio.get_running_loop()
+        for loop, pool in pools.items():
+            if pool.session.closed:
+                continue
+            if loop is running and pool.keeper is not None:
+                await pool.keeper.aclose()  # closes the session
+            elif loop.is_closed():
+                await pool.session.close()  # (only marks it: aiohttp leaves a closed loop alone)
+            # else: the keeper, dropped here, is closed by its own loop, and closes the pool
+            # (a pool of this loop still without one: _session_for closes it, finding it gone)
+
+
+class _Pool:
+    """One loop's connection pool, and the keeper that closes it with the loop."""
+
+    __slots__ = ("keeper", "session")
+
+    def __init__(self, session: aiohttp.ClientSession) -> None:
+        self.session = session
+        self.keeper: AsyncGenerator[None, None] | None = None
+
+
+async def _pool_keeper(session: aiohttp.ClientSession) -> AsyncGenerator[None, None]:
+    """Closes ``session`` when its event loop shuts down, or when the transport is dropped.
+
+    Started once (``asend(None)``) on the pool's loop, it is one of the loop's async
+    generators: ``loop.shutdown_asyncgens()``, which ``asyncio.run`` calls before closing the
+    loop, closes it, and so does the loop's finalizer when the transport (its only holder) is
+    garbage-collected while the loop is open. Either way the pool closes on its own loop, where
+    its connections are: no "Unclosed client session" at exit, nothing left for the next loop.
+    A generator, not a task: nothing shows in ``asyncio.all_tasks()``.
+    """
+    try:
+        yield
+    finally:
+        if not session.closed:
             await session.close()
 
 

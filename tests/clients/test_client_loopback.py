@@ -330,6 +330,18 @@ class TestLifecycle:
             assert (await client.create(REQUEST)).text == "ok"
             await client.aclose()
 
+    async def test_close_is_aclose_under_the_sdks_name(self) -> None:
+        """``await client.close()``, as with the SDKs' async clients, was an AttributeError."""
+        async with FakeProvider(scenario({"text": "ok"})) as fake:
+            client = AnthropicClient("m", base_url=fake.base_url)
+            await client.create(REQUEST)
+            pool = client._transport
+            assert isinstance(pool, AiohttpTransport) and not pool.closed
+            await client.close()
+            assert pool.closed
+            assert (await client.create(REQUEST)).text == "ok"
+            await client.close()
+
 
 @pytest.mark.parametrize("provider", PROVIDERS[:2], ids=PROVIDER_IDS[:2])
 async def test_debug_log_names_the_request_never_the_key(

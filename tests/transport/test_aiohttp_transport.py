@@ -6,8 +6,9 @@ import asyncio
 import gzip
 import math
 import socket
-from collections.abc import Awaitable, Callable
-from typing import Any
+import threading
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
 
 import aiohttp
 import pytest
@@ -22,6 +23,7 @@ from rxturn.transport.aiohttp import map_aiohttp_errors
 WAIT = 5.0
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 ServerFactory = Callable[..., Awaitable[TestServer]]
+_T = TypeVar("_T")
 
 
 async def serve(aiohttp_server: ServerFactory, routes: dict[str, Handler]) -> TestServer:
@@ -513,32 +515,6 @@ async def test_aclose_is_idempotent_and_the_transport_reopens(
         assert transport.closed
 
 
-def test_a_pool_is_bound_to_its_event_loop() -> None:
-    async def handler(request: web.Request) -> web.Response:
-        return web.Response(body=b"ok")
-
-    first = asyncio.new_event_loop()
-    transport = AiohttpTransport()
-    app = web.Application()
-    app.router.add_post("/r", handler)
-    server = TestServer(app, host="127.0.0.1")
-    try:
-        first.run_until_complete(server.start_server())
-
-        async def use() -> None:
-            response = await send(transport, url(server, "/r"), stream=False)
-            await response.read(10)
-            await response.aclose()
-
-        first.run_until_complete(use())
-        with pytest.raises(ConfigError, match="another event loop"):
-            asyncio.run(use())
-    finally:
-        first.run_until_complete(transport.aclose())
-        first.run_until_complete(server.close())
-        first.close()
-
-
 @pytest.mark.parametrize(
     ("exc", "expected", "text"),
     [
@@ -636,24 +612,21 @@ def test_an_expansion_ratio_past_any_float_is_no_bound() -> None:
 
 @pytest.mark.loop_reports_expected  # the leak it provokes is also reported to the loop
 async def test_the_leak_check_is_armed(aiohttp_server: ServerFactory) -> None:
-    """A transport that is never closed does warn when collected: the gc.collect() in the
-    fixtures would turn a real leak into a failing test (warnings are errors)."""
+    """A session that is never closed does warn when collected: the gc.collect() in the
+    fixtures would turn a real leak into a failing test (warnings are errors). (A transport
+    that is dropped closes its pool itself: the test below.)"""
     import gc
+    import warnings
 
     async def handler(request: web.Request) -> web.Response:
         return web.Response(body=b"ok")
 
     server = await serve(aiohttp_server, {"/r": handler})
-    leaky = AiohttpTransport()
-    response = await send(leaky, url(server, "/r"), stream=False)
-    await response.read(10)
-    await response.aclose()
-    session = leaky._session
-    assert session is not None and session.connector is not None
-    connector = session.connector  # closed by hand below, once the warning is seen
-    del session
-    import warnings
-
+    leaky = aiohttp.ClientSession()
+    response = await leaky.get(url(server, "/r"))
+    await response.read()
+    connector = leaky.connector  # closed by hand below, once the warning is seen
+    assert connector is not None
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         del leaky, response
@@ -661,6 +634,198 @@ async def test_the_leak_check_is_armed(aiohttp_server: ServerFactory) -> None:
     leaks = [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)]
     assert any(text.startswith("Unclosed client session") for text in leaks), leaks
     await connector.close()
+
+
+async def test_a_dropped_transport_closes_its_pool_on_its_loop(
+    aiohttp_server: ServerFactory,
+) -> None:
+    """A client dropped unclosed while its loop runs (a notebook cell run again) printed
+    "Unclosed client session" and "Unclosed connector" when collected, its connection left
+    open until then; its pool now closes on the loop, quietly (the fixtures fail the test on
+    a warning or a report to the loop)."""
+    import gc
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"ok")
+
+    server = await serve(aiohttp_server, {"/r": handler})
+    dropped = AiohttpTransport()
+    response = await send(dropped, url(server, "/r"), stream=False)
+    await response.read(10)
+    await response.aclose()
+    session = dropped._pools[asyncio.get_running_loop()].session
+    assert session is not None and not session.closed
+    del dropped, response
+    gc.collect()
+    for _ in range(20):  # bounded: the close is a task the loop runs next
+        if session.closed:
+            break
+        await asyncio.sleep(0)
+    assert session.closed
+
+
+def _serve_once_on_this_loop(
+    transport: AiohttpTransport,
+) -> Callable[[], Coroutine[Any, Any, bytes]]:
+    """One request with ``transport`` to a server started on the running loop (each
+    ``asyncio.run`` below is a new loop, with a server of its own)."""
+
+    async def once() -> bytes:
+        async def handler(request: web.Request) -> web.Response:
+            return web.Response(body=b"ok")
+
+        app = web.Application()
+        app.router.add_post("/r", handler)
+        server = TestServer(app, host="127.0.0.1")
+        await server.start_server()
+        try:
+            response = await send(transport, url(server, "/r"), stream=False)
+            try:
+                return await response.read(10)
+            finally:
+                await response.aclose()
+        finally:
+            await server.close()
+
+    return once
+
+
+def test_a_pool_serves_one_asyncio_run_after_another() -> None:
+    """A client made at module level and used by one ``asyncio.run`` after another: the
+    second run was a ConfigError ("belongs to another event loop", with advice to close it on
+    a loop that no longer existed), and the first run's session was reported unclosed at
+    exit. Each run's shutdown now closes its pool; the next run opens its own."""
+    transport = AiohttpTransport()
+    once = _serve_once_on_this_loop(transport)
+    for _ in range(3):
+        assert asyncio.run(once()) == b"ok"
+        assert transport.closed  # closed by asyncio.run's shutdown, on its loop
+
+
+def test_a_pool_whose_loop_closed_without_shutdown_gives_way() -> None:
+    """A loop closed by hand (``run_until_complete``, then ``close``: no shutdown of its
+    async generators) leaves its pool open on a dead loop: the next loop gets a pool of its
+    own, and the dead one is marked closed, so nothing reports it unclosed."""
+    transport = AiohttpTransport()
+    once = _serve_once_on_this_loop(transport)
+    first = asyncio.new_event_loop()
+    try:
+        assert first.run_until_complete(once()) == b"ok"
+        dead = transport._pools[first].session
+        assert not dead.closed
+    finally:
+        first.close()
+    assert asyncio.run(once()) == b"ok"
+    assert dead.closed
+    assert transport.closed
+
+
+class _LoopThread:
+    """An event loop running in a thread of its own (another thread's loop, as a user's)."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, _T]) -> _T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=10)
+
+    def close(self) -> None:
+        self.run(self.loop.shutdown_asyncgens())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=10)
+        self.loop.close()
+
+
+def test_aclose_on_another_loop_closes_the_pool_on_its_own() -> None:
+    """``await client.aclose()`` on a loop other than the pool's (still running, in another
+    thread) raised "got Future ... attached to a different loop", left the pool open and a
+    "Task was destroyed but it is pending!" behind; it now has the pool closed on its loop."""
+    other = _LoopThread()
+    transport = AiohttpTransport()
+
+    async def handler(request: web.Request) -> web.Response:
+        return web.Response(body=b"ok")
+
+    app = web.Application()
+    app.router.add_post("/r", handler)
+    server = TestServer(app, host="127.0.0.1")
+    other.run(server.start_server())
+
+    async def request() -> bytes:  # its connection stays in the pool
+        response = await send(transport, url(server, "/r"), stream=False)
+        try:
+            return await response.read(10)
+        finally:
+            await response.aclose()
+
+    try:
+        assert other.run(request()) == b"ok"
+        pool = transport._pools[other.loop].session
+        assert pool.connector is not None and not pool.closed
+
+        async def close_here() -> None:
+            await transport.aclose()
+            for _ in range(100):  # bounded: the close runs on the other loop
+                if pool.closed:
+                    return
+                await asyncio.sleep(0.01)
+
+        asyncio.run(close_here())
+        assert pool.closed
+        assert transport.closed
+    finally:
+        other.run(server.close())
+        other.close()
+
+
+def test_two_loops_in_two_threads_share_a_transport_at_once() -> None:
+    """Two threads, each running its loop, sending through one client at the same time (a
+    threaded web server running ``asyncio.run`` per request, with a client made at module
+    level): the second was a ConfigError ("its connection pool belongs to another event
+    loop"), whenever the two overlapped. Each loop now has a pool of its own."""
+    server_thread, first, second = _LoopThread(), _LoopThread(), _LoopThread()
+    both_in = asyncio.Event()  # (on the server's loop)
+    arrived: list[object] = []
+
+    async def handler(request: web.Request) -> web.Response:
+        arrived.append(request)
+        if len(arrived) == 2:
+            both_in.set()
+        await asyncio.wait_for(both_in.wait(), 5)  # bounded: the other may never come
+        return web.Response(body=b"ok")
+
+    app = web.Application()
+    app.router.add_post("/r", handler)
+    server = TestServer(app, host="127.0.0.1")
+    server_thread.run(server.start_server())
+    transport = AiohttpTransport()
+
+    async def request() -> bytes:
+        response = await send(transport, url(server, "/r"), stream=False)
+        try:
+            return await response.read(10)
+        finally:
+            await response.aclose()
+
+    try:
+        one = asyncio.run_coroutine_threadsafe(request(), first.loop)
+        two = asyncio.run_coroutine_threadsafe(request(), second.loop)
+        assert one.result(timeout=10) == b"ok"
+        assert two.result(timeout=10) == b"ok"
+        pools = [transport._pools[loop.loop].session for loop in (first, second)]
+        assert pools[0] is not pools[1]
+        first.close()  # each loop's shutdown closes its own pool
+        assert pools[0].closed and not pools[1].closed
+        second.close()
+        assert transport.closed
+    finally:
+        for loop in (first, second):
+            if not loop.loop.is_closed():
+                loop.close()
+        server_thread.run(server.close())
+        server_thread.close()
 
 
 async def test_connections_use_tcp_nodelay(
