@@ -31,7 +31,15 @@ from hypothesis import strategies as st
 from usage_oracle import anthropic_expected, chat_expected, responses_expected
 
 from rxturn import replay_message
-from rxturn.messages import Message, RefusalPart, StopReason, TextPart, ToolCallPart
+from rxturn.messages import (
+    Message,
+    RedactedThinkingPart,
+    RefusalPart,
+    StopReason,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+)
 
 _SETTINGS = settings(
     max_examples=int(os.environ.get("RXTURN_DIFF_EXAMPLES", "40")),
@@ -123,6 +131,71 @@ def _counter(draw: st.DrawFn) -> int | None:
     return draw(st.none() | st.integers(0, 5000))
 
 
+_ANTHROPIC_BLOCKS = ["text", "tool", "thinking", "redacted", "server_tool", "search_result"]
+_CITATION = {
+    "type": "web_search_result_location",
+    "url": "https://example.com/a",
+    "title": "a",
+    "encrypted_index": "eidx",
+    "cited_text": "cited",
+}
+_SEARCH_RESULT = {
+    "type": "web_search_result",
+    "url": "https://example.com/a",
+    "title": "a",
+    "encrypted_content": "enc",
+    "page_age": None,
+}
+
+
+@st.composite
+def _anthropic_block(
+    draw: st.DrawFn, kind: str, index: int, cut: bool
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One content block as ``content_block_start`` carries it, and its deltas in order."""
+    deltas: list[dict[str, Any]] = []
+    if kind == "text":
+        block: dict[str, Any] = {"type": "text", "text": draw(_TEXT)}
+        if draw(st.booleans()):
+            block["citations"] = None
+        for piece in draw(_pieces(draw(_TEXT))):
+            if draw(st.integers(0, 3)) == 0:  # a cited passage: its citation comes first
+                deltas.append({"type": "citations_delta", "citation": _CITATION})
+            deltas.append({"type": "text_delta", "text": piece})
+    elif kind == "thinking":
+        block = {
+            "type": "thinking",
+            "thinking": draw(st.just("") | _TEXT),
+            "signature": draw(st.sampled_from(["", "start-sig"])),
+        }
+        deltas += [{"type": "thinking_delta", "thinking": p} for p in draw(_pieces(draw(_TEXT)))]
+        for signature in draw(st.lists(st.sampled_from(["", "sig==", "sig2=="]), max_size=2)):
+            deltas.append({"type": "signature_delta", "signature": signature})
+    elif kind == "redacted":
+        block = {"type": "redacted_thinking", "data": draw(st.sampled_from(["", "EqQBCkgIARAB=="]))}
+    elif kind == "search_result":
+        block = {
+            "type": "web_search_tool_result",
+            "tool_use_id": f"srvtoolu_{index}",
+            "content": draw(st.lists(st.just(_SEARCH_RESULT), max_size=2)),
+        }
+    else:  # a client tool, or a server tool (web search) whose input streams the same way
+        server = kind == "server_tool"
+        block = {
+            "type": "server_tool_use" if server else "tool_use",
+            "id": f"{'srvtoolu' if server else 'toolu'}_{index}",
+            "name": "web_search" if server else f"tool_{index}",
+            "input": draw(st.just({}) | _INPUTS),  # real streams: {}; the SDK keeps any
+        }
+        arguments = draw(_arguments())
+        if cut:
+            arguments = arguments[: draw(st.integers(0, len(arguments)))]
+        if draw(st.integers(0, 4)) or cut:  # else no delta at all: the start's input stands
+            pieces = draw(_pieces(arguments))
+            deltas += [{"type": "input_json_delta", "partial_json": p} for p in pieces]
+    return block, deltas
+
+
 @st.composite
 def anthropic_streams(draw: st.DrawFn) -> bytes:
     start_usage: dict[str, Any] = {
@@ -151,51 +224,18 @@ def anthropic_streams(draw: st.DrawFn) -> bytes:
         *_noise(draw),
         {"type": "message_start", "message": message},
     ]
-    kinds = draw(st.lists(st.sampled_from(["text", "tool", "thinking"]), max_size=4))
+    kinds = draw(st.lists(st.sampled_from(_ANTHROPIC_BLOCKS), max_size=4))
     truncated = bool(kinds) and kinds[-1] == "tool" and draw(st.booleans())
     for index, kind in enumerate(kinds):
         if draw(st.booleans()):
             events.append({"type": "ping"})
         if draw(st.booleans()):
             events.append({"type": "gen_unknown_event", "index": index, "x": [1]})
-        delta: str
-        if kind == "text":
-            block: dict[str, Any] = {"type": "text", "text": draw(_TEXT)}
-            delta, field = "text_delta", "text"
-            pieces = draw(_pieces(draw(_TEXT)))
-        elif kind == "thinking":
-            block = {"type": "thinking", "thinking": "", "signature": ""}
-            delta, field = "thinking_delta", "thinking"
-            pieces = draw(_pieces(draw(_TEXT)))
-        else:
-            block = {
-                "type": "tool_use",
-                "id": f"toolu_{index}",
-                "name": f"tool_{index}",
-                "input": draw(st.just({}) | _INPUTS),  # real streams: {}; the SDK keeps any
-            }
-            delta, field = "input_json_delta", "partial_json"
-            arguments = draw(_arguments())
-            if truncated and index == len(kinds) - 1:
-                arguments = arguments[: draw(st.integers(0, len(arguments)))]
-            pieces = draw(_pieces(arguments))
+        block, deltas = draw(_anthropic_block(kind, index, truncated and index == len(kinds) - 1))
         if draw(st.booleans()):
             block["gen_extra_field"] = {"ignored": True}
         events.append({"type": "content_block_start", "index": index, "content_block": block})
-        for piece in pieces:
-            events.append(
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": delta, field: piece},
-                }
-            )
-        if kind == "thinking":
-            signature = {
-                "type": "signature_delta",
-                "signature": draw(st.sampled_from(["", "sig=="])),
-            }
-            events.append({"type": "content_block_delta", "index": index, "delta": signature})
+        events += [{"type": "content_block_delta", "index": index, "delta": d} for d in deltas]
         if not (truncated and index == len(kinds) - 1):
             events.append({"type": "content_block_stop", "index": index})
     if truncated:
@@ -208,10 +248,15 @@ def anthropic_streams(draw: st.DrawFn) -> bytes:
     for key in ("input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens"):
         if draw(st.booleans()):
             final_usage[key] = _counter(draw)
+    if draw(st.booleans()):
+        final_usage["server_tool_use"] = {"web_search_requests": draw(st.integers(0, 3))}
+    if draw(st.booleans()):
+        final_usage["output_tokens_details"] = {"thinking_tokens": draw(st.integers(0, 50))}
+    sequence = "\n\nHuman:" if reason == "stop_sequence" and draw(st.booleans()) else None
     events.append(
         {
             "type": "message_delta",
-            "delta": {"stop_reason": reason, "stop_sequence": None},
+            "delta": {"stop_reason": reason, "stop_sequence": sequence},
             "usage": final_usage,
         }
     )
@@ -227,13 +272,25 @@ def _stop(sdk_reason: str | None, has_tool_calls: bool) -> StopReason:
 def _check_anthropic(body: bytes) -> Message:
     sdk = _anthropic_sdk(body)
     ours = replay_message(body, "anthropic")
+    kept = replay_message(body, "anthropic", keep_thinking=True)
     expected: list[Any] = []
+    expected_kept: list[Any] = []
     for block in sdk.content:
         if block.type == "text" and block.text:
             expected.append(TextPart(block.text))
         elif block.type == "tool_use":
             expected.append(ToolCallPart(block.id, block.name, block.input))
+        elif block.type == "thinking":
+            expected_kept.append(ThinkingPart(block.thinking, block.signature))
+            continue
+        elif block.type == "redacted_thinking":
+            expected_kept.append(RedactedThinkingPart(block.data))
+            continue
+        else:
+            continue
+        expected_kept.append(expected[-1])
     assert list(ours.content) == expected
+    assert list(kept.content) == expected_kept
     assert (ours.id, ours.model) == (sdk.id, sdk.model)
     assert ours.usage == anthropic_expected(sdk.usage)
     assert ours.stop_reason is _stop(sdk.stop_reason, bool(ours.tool_calls))
@@ -348,10 +405,49 @@ def openai_streams(draw: st.DrawFn) -> bytes:
     if early_usage:
         chunks.append(usage_chunk)
     chunks.append(_chunk({}, finish, **({"usage": None} if draw(st.booleans()) else {})))
+    if draw(st.integers(0, 3)) == 0:  # content after the finish (the SDK appends it)
+        late = "refusal" if refusing else "content"
+        chunks += [_chunk({late: piece}) for piece in draw(_pieces(draw(_TEXT)))]
     if usage is not None and not early_usage:
         chunks.append(usage_chunk)
+    if draw(st.booleans()):
+        _second_choice(draw, chunks)
+    if draw(st.integers(0, 3)) == 0:
+        _logprobs(draw, chunks)
     chunks += [*_noise(draw), "data: [DONE]", ""]
     return _sse(chunks, draw(st.sampled_from(["\n", "\r\n"])), named=False)
+
+
+def _second_choice(draw: st.DrawFn, chunks: list[dict[str, Any] | str]) -> None:
+    """``n=2``: choice 1's deltas and finish, in chunks of their own or beside choice 0's (before
+    or after it in the list). (The SDK places the first chunk's choices by index but appends a
+    choice first seen later, so a chunk with choice 1 alone before choice 0 exists would put it
+    at position 0: choice 1 comes in the first chunk or after it.)"""
+    at = [i for i, c in enumerate(chunks) if isinstance(c, dict) and c["choices"]]
+    entries = [
+        {"index": 1, "delta": {"content": draw(_TEXT)}, "finish_reason": None},
+        {"index": 1, "delta": {}, "finish_reason": draw(st.sampled_from(["stop", "length"]))},
+    ]
+    for entry in entries:
+        where = draw(st.sampled_from(at))
+        chunk = chunks[where]
+        assert isinstance(chunk, dict)
+        if draw(st.booleans()) and all(c["index"] == 0 for c in chunk["choices"]):
+            chunk["choices"] = (
+                [entry, *chunk["choices"]] if draw(st.booleans()) else [*chunk["choices"], entry]
+            )
+        else:
+            chunks.insert(where + 1, {**chunk, "choices": [entry]})
+            at = [i for i, c in enumerate(chunks) if isinstance(c, dict) and c["choices"]]
+
+
+def _logprobs(draw: st.DrawFn, chunks: list[dict[str, Any] | str]) -> None:
+    """``logprobs: true``: each choice carries its tokens' log probabilities."""
+    for chunk in chunks:
+        if isinstance(chunk, dict):
+            for choice in chunk["choices"]:
+                token = {"token": "a", "logprob": -0.25, "bytes": [97], "top_logprobs": []}
+                choice["logprobs"] = {"content": [token], "refusal": None}
 
 
 def test_openai_tool_name_in_a_later_chunk() -> None:
@@ -376,10 +472,38 @@ def test_openai_tool_name_in_a_later_chunk() -> None:
     ]
 
 
+def test_openai_content_after_the_finish_and_a_second_finish() -> None:
+    # the SDK appends choice 0's deltas after its finish_reason to the same message and keeps the
+    # last finish_reason; rxturn dropped everything after the first finish ("b", "length")
+    usage = {"prompt_tokens": 3, "completion_tokens": 4, "total_tokens": 7}
+    chunks: list[dict[str, Any] | str] = [
+        _chunk({"role": "assistant", "content": "a"}),
+        _chunk({}, "stop"),
+        {**_chunk({}), "choices": [], "usage": usage},
+        _chunk({"content": "b"}),
+        _chunk({}, "length"),
+        "data: [DONE]",
+        "",
+    ]
+    ours = _check_openai(_sse(chunks, "\n", named=False))
+    assert (ours.text, ours.stop_reason) == ("ab", StopReason.MAX_TOKENS)
+
+
+def test_openai_choice_one_listed_before_choice_zero() -> None:
+    # n=2, choice 1 first in the list: the SDK places choices by index, rxturn follows index 0
+    other = {"index": 1, "delta": {"role": "assistant", "content": "one"}, "finish_reason": None}
+    first = _chunk({"role": "assistant", "content": "zero"})
+    first["choices"].insert(0, other)
+    later = _chunk({"content": " more"})
+    later["choices"].insert(0, {**other, "delta": {"content": " two"}})
+    chunks: list[dict[str, Any] | str] = [first, later, _chunk({}, "stop"), "data: [DONE]", ""]
+    assert _check_openai(_sse(chunks, "\n", named=False)).text == "zero more"
+
+
 def _check_openai(body: bytes) -> Message:
     sdk = _openai_sdk(body)
     ours = replay_message(body, "openai")
-    choice = sdk.choices[0]
+    (choice,) = [c for c in sdk.choices if c.index == 0]
     assert ours.text == (choice.message.content or "")
     assert ours.refusal == (choice.message.refusal or "")
     expected_calls = []
