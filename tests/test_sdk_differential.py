@@ -26,11 +26,13 @@ import anthropic
 import httpx2
 import jiter
 import openai
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from usage_oracle import anthropic_expected, chat_expected, responses_expected
 
 from rxturn import replay_message
+from rxturn.errors import ProviderStreamError, StreamProtocolError
 from rxturn.messages import (
     Message,
     RedactedThinkingPart,
@@ -570,72 +572,112 @@ def _response(status: str, output: list[dict[str, Any]], usage: Any) -> dict[str
     }
 
 
+def _where(item: dict[str, Any], at: int, **more: int) -> dict[str, Any]:
+    return {"item_id": item["id"], "output_index": at, **more}
+
+
+def _function_call(draw: st.DrawFn, at: int, events: list[dict[str, Any] | str]) -> dict[str, Any]:
+    arguments = draw(_arguments())
+    item = {
+        "type": "function_call",
+        "id": f"fc_{at}",
+        "call_id": f"call_{at}",
+        "name": f"tool_{at}",
+        "arguments": "",
+        "status": "in_progress",
+    }
+    events.append({"type": "response.output_item.added", "output_index": at, "item": item})
+    for piece in draw(_pieces(arguments)):
+        delta = {"type": "response.function_call_arguments.delta", "delta": piece}
+        events.append({**delta, **_where(item, at)})
+    done = {"type": "response.function_call_arguments.done", "arguments": arguments}
+    events.append({**done, **_where(item, at)})
+    return {**item, "arguments": arguments, "status": "completed"}
+
+
+def _reasoning(draw: st.DrawFn, at: int, events: list[dict[str, Any] | str]) -> dict[str, Any]:
+    item = {"type": "reasoning", "id": f"rs_{at}", "summary": [], "encrypted_content": None}
+    events.append({"type": "response.output_item.added", "output_index": at, "item": item})
+    summary: list[dict[str, Any]] = []
+    streamed = draw(st.integers(0, 3)) > 0  # else each part's text comes whole with its done
+    for index, text in enumerate(draw(st.lists(_TEXT, max_size=3))):
+        where = _where(item, at, summary_index=index)
+        empty = {"type": "summary_text", "text": ""}
+        events.append({"type": "response.reasoning_summary_part.added", **where, "part": empty})
+        for piece in draw(_pieces(text)) if streamed else []:
+            events.append(
+                {"type": "response.reasoning_summary_text.delta", **where, "delta": piece}
+            )
+        events.append({"type": "response.reasoning_summary_text.done", **where, "text": text})
+        part = {**empty, "text": text}
+        events.append({"type": "response.reasoning_summary_part.done", **where, "part": part})
+        summary.append(part)
+    # the item's done carries one encrypted_content, the completed response another (re-encrypted)
+    encrypted = draw(st.sampled_from([None, "enc-done"]))
+    return {**item, "summary": summary, "encrypted_content": encrypted}
+
+
+def _message(draw: st.DrawFn, at: int, events: list[dict[str, Any] | str]) -> dict[str, Any]:
+    item = {
+        "type": "message",
+        "id": f"msg_{at}",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [],
+    }
+    events.append({"type": "response.output_item.added", "output_index": at, "item": item})
+    parts: list[dict[str, Any]] = []
+    streamed = draw(st.integers(0, 3)) > 0  # else each part's text comes whole with its done
+    for index, text in enumerate(draw(st.lists(_TEXT, min_size=1, max_size=3))):
+        where = _where(item, at, content_index=index)
+        annotations: list[dict[str, Any]] = []
+        if draw(st.integers(0, 3)):
+            empty = {"type": "output_text", "text": "", "annotations": []}
+            kind, field, extra = "output_text", "text", {"logprobs": []}
+        else:
+            empty = {"type": "refusal", "refusal": ""}
+            kind, field, extra = "refusal", "refusal", {}
+        events.append({"type": "response.content_part.added", **where, "part": empty})
+        for piece in draw(_pieces(text)) if streamed else []:
+            delta = {"type": f"response.{kind}.delta", **where, "delta": piece}
+            events.append({**delta, **extra})
+            if kind == "output_text" and draw(st.integers(0, 4)) == 0:
+                annotation = {
+                    "type": "url_citation",
+                    "url": "https://example.com/a",
+                    "title": "a",
+                    "start_index": 0,
+                    "end_index": len(piece),
+                }
+                added = {"type": "response.output_text.annotation.added", **where}
+                events.append(
+                    {**added, "annotation_index": len(annotations), "annotation": annotation}
+                )
+                annotations.append(annotation)
+        events.append({"type": f"response.{kind}.done", **where, field: text, **extra})
+        part = {**empty, field: text}
+        if kind == "output_text":
+            part["annotations"] = annotations
+        events.append({"type": "response.content_part.done", **where, "part": part})
+        parts.append(part)
+    return {**item, "content": parts, "status": "completed"}
+
+
+_ITEMS = {"message": _message, "function_call": _function_call, "reasoning": _reasoning}
+
+
 @st.composite
 def responses_streams(draw: st.DrawFn) -> bytes:
     events: list[dict[str, Any] | str] = [*_noise(draw)]
     events.append({"type": "response.created", "response": _response("in_progress", [], None)})
     items: list[dict[str, Any]] = []
-    kinds = draw(st.lists(st.sampled_from(["message", "function_call"]), max_size=3))
-    for at, kind in enumerate(kinds):
+    for at, kind in enumerate(draw(st.lists(st.sampled_from(list(_ITEMS)), max_size=4))):
         if draw(st.booleans()):
             events.append({"type": "response.gen_unknown", "output_index": at})
-        if kind == "function_call":
-            arguments = draw(_arguments())
-            item = {
-                "type": "function_call",
-                "id": f"fc_{at}",
-                "call_id": f"call_{at}",
-                "name": f"tool_{at}",
-                "arguments": "",
-                "status": "in_progress",
-            }
-            events.append({"type": "response.output_item.added", "output_index": at, "item": item})
-            for piece in draw(_pieces(arguments)):
-                events.append(
-                    {
-                        "type": "response.function_call_arguments.delta",
-                        "item_id": item["id"],
-                        "output_index": at,
-                        "delta": piece,
-                    }
-                )
-            done = {**item, "arguments": arguments, "status": "completed"}
-            events.append(
-                {
-                    "type": "response.function_call_arguments.done",
-                    "item_id": item["id"],
-                    "output_index": at,
-                    "arguments": arguments,
-                }
-            )
-        else:
-            item = {
-                "type": "message",
-                "id": f"msg_{at}",
-                "role": "assistant",
-                "status": "in_progress",
-                "content": [],
-            }
-            events.append({"type": "response.output_item.added", "output_index": at, "item": item})
-            parts: list[dict[str, Any]] = []
-            for index, text in enumerate(draw(st.lists(_TEXT, min_size=1, max_size=3))):
-                where = {"item_id": item["id"], "output_index": at, "content_index": index}
-                if draw(st.integers(0, 3)):
-                    empty = {"type": "output_text", "text": "", "annotations": []}
-                    kind, field, extra = "output_text", "text", {"logprobs": []}
-                else:
-                    empty = {"type": "refusal", "refusal": ""}
-                    kind, field, extra = "refusal", "refusal", {}
-                events.append({"type": "response.content_part.added", **where, "part": empty})
-                for piece in draw(_pieces(text)):
-                    delta = {"type": f"response.{kind}.delta", **where, "delta": piece}
-                    events.append({**delta, **extra})
-                events.append({"type": f"response.{kind}.done", **where, field: text})
-                part = {**empty, field: text}
-                events.append({"type": "response.content_part.done", **where, "part": part})
-                parts.append(part)
-            done = {**item, "content": parts, "status": "completed"}
+        done = _ITEMS[kind](draw, at, events)
         events.append({"type": "response.output_item.done", "output_index": at, "item": done})
+        if done["type"] == "reasoning" and draw(st.booleans()):
+            done = {**done, "encrypted_content": "enc-final"}
         items.append(done)
     usage = None
     if draw(st.integers(0, 3)):
@@ -647,7 +689,14 @@ def responses_streams(draw: st.DrawFn) -> bytes:
             "output_tokens_details": {"reasoning_tokens": draw(st.integers(0, given_out))},
             "total_tokens": given_in + given_out,
         }
-    events.append({"type": "response.completed", "response": _response("completed", items, usage)})
+    status = draw(st.sampled_from(["completed", "completed", "incomplete", "failed"]))
+    final = _response(status, items, usage)
+    if status == "incomplete":
+        reason = draw(st.sampled_from(["max_output_tokens", "content_filter"]))
+        final["incomplete_details"] = {"reason": reason}
+    elif status == "failed":
+        final["error"] = {"code": "server_error", "message": "The model failed."}
+    events.append({"type": f"response.{status}", "response": final})
     for number, event in enumerate(e for e in events if isinstance(e, dict)):
         event["sequence_number"] = number
     events += _noise(draw)
@@ -655,39 +704,104 @@ def responses_streams(draw: st.DrawFn) -> bytes:
 
 
 def _responses_sdk(body: bytes) -> Any:
+    """The SDK's final response, or (no ``response.completed``) the terminal event's response."""
     client = openai.OpenAI(
         api_key="test-key", base_url="http://127.0.0.1:9", http_client=_http(body), max_retries=0
     )
     with client.responses.stream(model="gpt-test", input="hi") as stream:
-        return stream.get_final_response()
+        last = None
+        for event in stream:
+            if event.type in ("response.completed", "response.incomplete", "response.failed"):
+                last = event.response
+        return stream.get_final_response() if last and last.status == "completed" else last
 
 
 @_SETTINGS
 @given(responses_streams())
 def test_responses_generated_streams_fold_as_the_sdk_folds(body: bytes) -> None:
     sdk = _responses_sdk(body)
+    if sdk.status == "failed":
+        with pytest.raises(ProviderStreamError, match="The model failed"):
+            replay_message(body, "openai-responses")
+        return
     ours = replay_message(body, "openai-responses")
+    kept = replay_message(body, "openai-responses", keep_thinking=True)
     expected: list[Any] = []
+    expected_kept: list[Any] = []
     for item in sdk.output:
+        parts: list[Any] = []
         if item.type == "message":
             for content in item.content:
                 if content.type == "output_text" and content.text:
-                    expected.append(TextPart(content.text))
+                    parts.append(TextPart(content.text))
                 elif content.type == "refusal" and content.refusal:
-                    expected.append(RefusalPart(content.refusal))
+                    parts.append(RefusalPart(content.refusal))
         elif item.type == "function_call":
             arguments = json.loads(item.arguments) if item.arguments else {}
-            expected.append(ToolCallPart(item.call_id, item.name, arguments))
+            parts.append(ToolCallPart(item.call_id, item.name, arguments))
+        elif item.type == "reasoning":
+            summary = "\n\n".join(part.text for part in item.summary)
+            expected_kept.append(ThinkingPart(summary, item.encrypted_content, item.id))
+        expected += parts
+        expected_kept += parts
     assert list(ours.content) == expected
+    assert list(kept.content) == expected_kept
     assert (ours.id, ours.model) == (sdk.id, sdk.model)
     assert ours.usage == responses_expected(sdk.usage)
-    if ours.tool_calls:
+    reason = sdk.incomplete_details.reason if sdk.incomplete_details else None
+    if reason == "max_output_tokens":
+        assert ours.stop_reason is StopReason.MAX_TOKENS
+    elif reason == "content_filter":
+        assert ours.stop_reason is StopReason.REFUSAL
+    elif ours.tool_calls:
         assert ours.stop_reason is StopReason.TOOL_CALL
     elif any(c.type == "refusal" for i in sdk.output if i.type == "message" for c in i.content):
         # a refusal part is a refusal, even one that says nothing (no text part for it then)
         assert ours.stop_reason is StopReason.REFUSAL
     else:
         assert ours.stop_reason is StopReason.END_TURN
+
+
+def _one_item(item: dict[str, Any], stray: dict[str, Any]) -> bytes:
+    events: list[dict[str, Any] | str] = [
+        {"type": "response.created", "response": _response("in_progress", [], None)},
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {**stray, **_where(item, 0)},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.completed", "response": _response("completed", [item], None)},
+    ]
+    return _sse(events, "\n", named=True)
+
+
+@pytest.mark.parametrize(
+    ("item", "stray"),
+    [
+        (
+            {"type": "function_call", "id": "fc_0", "call_id": "c", "name": "f", "arguments": "{}"},
+            {
+                "type": "response.output_text.delta",
+                "content_index": 0,
+                "delta": "x",
+                "logprobs": [],
+            },
+        ),
+        (
+            {"type": "message", "id": "msg_0", "role": "assistant", "content": []},
+            {"type": "response.function_call_arguments.delta", "delta": "{}"},
+        ),
+    ],
+    ids=["text-at-a-call", "arguments-at-a-message"],
+)
+def test_responses_delta_aimed_at_an_item_of_another_type(
+    item: dict[str, Any], stray: dict[str, Any]
+) -> None:
+    # the SDK's stream asserts the item's type; rxturn kept the text as a part the completed
+    # response lacks, and dropped the arguments without a word
+    body = _one_item(item, stray)
+    with pytest.raises(AssertionError):
+        _responses_sdk(body)
+    with pytest.raises(StreamProtocolError, match=f"output 0, which is a '?{item['type']}'? item"):
+        replay_message(body, "openai-responses")
 
 
 # --- a non-streaming body behind a UTF-8 byte-order mark ------------------------------------
