@@ -375,6 +375,9 @@ def openai_streams(draw: st.DrawFn) -> bytes:
     chunks.append(_chunk({"role": "assistant", "content": draw(st.sampled_from(["", None]))}))
     refusing = draw(st.integers(0, 4)) == 0
     lane = "refusal" if refusing else "content"
+    if draw(st.booleans()):  # reasoning first (DeepSeek, vLLM and others; the SDK joins it)
+        field = draw(st.sampled_from(["reasoning_content", "reasoning"]))
+        chunks += [_chunk({field: piece}) for piece in draw(_pieces(draw(_TEXT)))]
     for piece in draw(_pieces(draw(_TEXT))):
         chunks.append(_chunk({lane: piece}))
     calls = [] if refusing else draw(st.lists(_arguments(), max_size=3))
@@ -505,8 +508,16 @@ def test_openai_choice_one_listed_before_choice_zero() -> None:
 def _check_openai(body: bytes) -> Message:
     sdk = _openai_sdk(body)
     ours = replay_message(body, "openai")
+    kept = replay_message(body, "openai", keep_thinking=True)
     (choice,) = [c for c in sdk.choices if c.index == 0]
     assert ours.text == (choice.message.content or "")
+    extra = choice.message.model_extra or {}
+    reasoning = extra.get("reasoning_content") or extra.get("reasoning") or ""
+    thought = [part for part in kept.content if isinstance(part, ThinkingPart)]
+    assert "".join(part.thinking for part in thought) == reasoning
+    assert [part for part in kept.content if not isinstance(part, ThinkingPart)] == list(
+        ours.content
+    )
     assert ours.refusal == (choice.message.refusal or "")
     expected_calls = []
     for call in choice.message.tool_calls or []:
@@ -556,7 +567,7 @@ def test_anthropic_tool_block_whose_start_carries_its_input() -> None:
 # -- OpenAI Responses --------------------------------------------------------------------------
 
 
-def _response(status: str, output: list[dict[str, Any]], usage: Any) -> dict[str, Any]:
+def _response(status: str, output: list[dict[str, Any]] | None, usage: Any) -> dict[str, Any]:
     return {
         "id": "resp_gen",
         "object": "response",
@@ -593,6 +604,24 @@ def _function_call(draw: st.DrawFn, at: int, events: list[dict[str, Any] | str])
     done = {"type": "response.function_call_arguments.done", "arguments": arguments}
     events.append({**done, **_where(item, at)})
     return {**item, "arguments": arguments, "status": "completed"}
+
+
+def _cut_call(draw: st.DrawFn, at: int, events: list[dict[str, Any] | str]) -> dict[str, Any]:
+    item = {
+        "type": "function_call",
+        "id": f"fc_{at}",
+        "call_id": f"call_{at}",
+        "name": f"tool_{at}",
+        "arguments": "",
+        "status": "in_progress",
+    }
+    events.append({"type": "response.output_item.added", "output_index": at, "item": item})
+    arguments = draw(_arguments())
+    arguments = arguments[: draw(st.integers(0, len(arguments)))]
+    for piece in draw(_pieces(arguments)):
+        delta = {"type": "response.function_call_arguments.delta", "delta": piece}
+        events.append({**delta, **_where(item, at)})
+    return {**item, "arguments": arguments, "status": "incomplete"}
 
 
 def _reasoning(draw: st.DrawFn, at: int, events: list[dict[str, Any] | str]) -> dict[str, Any]:
@@ -655,7 +684,7 @@ def _message(draw: st.DrawFn, at: int, events: list[dict[str, Any] | str]) -> di
                 )
                 annotations.append(annotation)
         events.append({"type": f"response.{kind}.done", **where, field: text, **extra})
-        part = {**empty, field: text}
+        part: dict[str, Any] = {**empty, field: text}
         if kind == "output_text":
             part["annotations"] = annotations
         events.append({"type": "response.content_part.done", **where, "part": part})
@@ -670,10 +699,21 @@ _ITEMS = {"message": _message, "function_call": _function_call, "reasoning": _re
 def responses_streams(draw: st.DrawFn) -> bytes:
     events: list[dict[str, Any] | str] = [*_noise(draw)]
     events.append({"type": "response.created", "response": _response("in_progress", [], None)})
+    status = draw(st.sampled_from(["completed", "completed", "incomplete", "failed"]))
+    reason = draw(st.sampled_from(["max_output_tokens", "content_filter"]))
     items: list[dict[str, Any]] = []
-    for at, kind in enumerate(draw(st.lists(st.sampled_from(list(_ITEMS)), max_size=4))):
+    kinds = draw(st.lists(st.sampled_from(list(_ITEMS)), max_size=4))
+    for at, kind in enumerate(kinds):
         if draw(st.booleans()):
             events.append({"type": "response.gen_unknown", "output_index": at})
+        if (
+            at == len(kinds) - 1
+            and kind == "function_call"
+            and (status, reason) == ("incomplete", "max_output_tokens")
+            and draw(st.booleans())
+        ):  # a call cut by the limit: no done events; the response holds it as it stands
+            items.append(_cut_call(draw, at, events))
+            break
         done = _ITEMS[kind](draw, at, events)
         events.append({"type": "response.output_item.done", "output_index": at, "item": done})
         if done["type"] == "reasoning" and draw(st.booleans()):
@@ -689,10 +729,10 @@ def responses_streams(draw: st.DrawFn) -> bytes:
             "output_tokens_details": {"reasoning_tokens": draw(st.integers(0, given_out))},
             "total_tokens": given_in + given_out,
         }
-    status = draw(st.sampled_from(["completed", "completed", "incomplete", "failed"]))
-    final = _response(status, items, usage)
+    # a terminal response may leave its output out (the SDK takes the items as done then)
+    listed = draw(st.integers(0, 4)) != 0 or any(i.get("status") == "incomplete" for i in items)
+    final = _response(status, items if listed else None, usage)
     if status == "incomplete":
-        reason = draw(st.sampled_from(["max_output_tokens", "content_filter"]))
         final["incomplete_details"] = {"reason": reason}
     elif status == "failed":
         final["error"] = {"code": "server_error", "message": "The model failed."}
@@ -711,7 +751,11 @@ def _responses_sdk(body: bytes) -> Any:
     with client.responses.stream(model="gpt-test", input="hi") as stream:
         last = None
         for event in stream:
-            if event.type in ("response.completed", "response.incomplete", "response.failed"):
+            if (
+                event.type == "response.completed"
+                or event.type == "response.incomplete"
+                or event.type == "response.failed"
+            ):
                 last = event.response
         return stream.get_final_response() if last and last.status == "completed" else last
 
@@ -737,8 +781,12 @@ def test_responses_generated_streams_fold_as_the_sdk_folds(body: bytes) -> None:
                 elif content.type == "refusal" and content.refusal:
                     parts.append(RefusalPart(content.refusal))
         elif item.type == "function_call":
-            arguments = json.loads(item.arguments) if item.arguments else {}
-            parts.append(ToolCallPart(item.call_id, item.name, arguments))
+            arguments = item.arguments
+            if item.status == "incomplete":  # cut by the limit: the SDK's partial parser
+                parsed = jiter.from_json(arguments.encode(), partial_mode=True) if arguments else {}
+            else:
+                parsed = json.loads(arguments) if arguments else {}
+            parts.append(ToolCallPart(item.call_id, item.name, parsed))
         elif item.type == "reasoning":
             summary = "\n\n".join(part.text for part in item.summary)
             expected_kept.append(ThinkingPart(summary, item.encrypted_content, item.id))
