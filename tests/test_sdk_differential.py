@@ -262,6 +262,12 @@ def anthropic_streams(draw: st.DrawFn) -> bytes:
             "usage": final_usage,
         }
     )
+    if draw(st.integers(0, 4)) == 0:  # a second message_delta: its counters win where present
+        again: dict[str, Any] = {"output_tokens": draw(st.integers(0, 5000))}
+        if draw(st.booleans()):
+            again["cache_read_input_tokens"] = _counter(draw)
+        # (the same reason: a null one clears the SDK's, where rxturn keeps the last it knew)
+        events.append({"type": "message_delta", "delta": {"stop_reason": reason}, "usage": again})
     events += [*_noise(draw), {"type": "message_stop"}]
     return _sse(events, draw(st.sampled_from(["\n", "\r\n"])), named=True)
 
