@@ -6,13 +6,18 @@ generates what they may send: several text blocks, empty deltas, tool arguments 
 interleaved, thinking with a signature, refusals, usage in odd places (an OpenAI usage chunk with
 no choices before the finish, Anthropic ``message_delta`` usage with null counters), a tool block
 left open by ``max_tokens``, unknown event types and extra fields, CRLF framing, SSE comments and
-``retry:`` lines. Each stream is given to the SDK's own streaming helper (``messages.stream`` /
-``chat.completions.stream``) through an in-process ``MockTransport`` and to
-:func:`rxturn.replay_message`; the SDK's final message is the oracle for text, tool calls (id,
-name, parsed input), the stop reason and usage (mapped by ``tests/usage_oracle.py``).
+``retry:`` lines; Anthropic redacted thinking, signature deltas, citations, server tool blocks and
+a second ``message_delta``; OpenAI chat reasoning deltas, content after the finish, ``n=2`` choices
+in any order and logprobs; Responses reasoning summaries (streamed or whole), annotations, parts
+sent whole at their done, incomplete and failed responses. Each stream is given to the SDK's own
+streaming helper (``messages.stream`` / ``chat.completions.stream`` / ``responses.stream``)
+through an in-process ``MockTransport`` and to :func:`rxturn.replay_message` (with and without
+kept thinking); the SDK's final message is the oracle for text, tool calls (id, name, parsed
+input), thinking, the stop reason and usage (mapped by ``tests/usage_oracle.py``).
 
 Each property runs ``RXTURN_DIFF_EXAMPLES`` examples (default 40, deterministic: CI time); set
-``RXTURN_FUZZ_EXPLORE=1`` for fresh random examples on each run.
+``RXTURN_FUZZ_EXPLORE=1`` for fresh random examples on each run (with a count in the thousands,
+add ``--timeout=0``: the suite's per-test limit of 120 s would cut the run short).
 """
 
 from __future__ import annotations
