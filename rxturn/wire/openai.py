@@ -9,7 +9,9 @@ as follows:
 - lane **0** is the text lane, lane **1** the thinking lane, lane **2 + i** the tool call whose
   wire ``index`` is ``i`` (parallel calls interleave freely; each keeps its own lane), lane
   **-1** the refusal lane and lane **-2** a legacy ``function_call``;
-- only ``choices[0]`` is followed (``n > 1`` streams: the other choices are ignored);
+- only the choice whose ``index`` is 0 is followed (``n > 1`` streams: the other choices are
+  ignored, wherever they sit in ``choices``), to the end of the stream: what it sends after its
+  ``finish_reason`` is part of the reply, as the SDK appends it to the same message;
 - the first chunk that has an id or choices → ``MessageStart(id, model)``;
 - ``delta.content`` → text (opening lane 0 once); given as an array of parts (Mistral and
   other compatible servers), its ``text`` parts are that text, joined in order, its
@@ -24,16 +26,16 @@ as follows:
   non-empty ``arguments`` fragment → ``Delta(tool_json)`` on that call's lane; a call whose
   first entry has no name (it comes in a later chunk) starts when the name comes, its id and
   fragments (and any call opened after it, to keep their order) held until then; at the
-  finish, one never named starts nameless;
-- the first ``finish_reason`` closes the text and thinking lanes and the tool lanes — except for
-  ``length``, where tool lanes stay open so the fold keeps their partial input — and maps the stop
-  reason (``tool_calls`` / ``function_call`` → tool_call, ``length`` → max_tokens, ``stop`` →
-  end_turn, ``content_filter`` → refusal, anything else kept raw). Its ``MessageDelta`` is
-  **deferred**: it is emitted when a chunk carrying ``usage`` arrives
-  (``stream_options.include_usage`` sends one after the finish), else at ``[DONE]`` or at end of
-  stream with the last usage seen (or ``None``); a ``usage`` that changes on a chunk before
-  the finish (servers reporting usage on every chunk) is ``MessageDelta(None, usage)`` at once,
-  so what was billed reaches the attempt's record even if the stream then fails;
+  end, one never named starts nameless;
+- ``finish_reason`` is noted (a later one replaces it, as in the SDK); at the end (``[DONE]``, or
+  the end of the body after a finish) the text, thinking, refusal and tool lanes close — except
+  for ``length``, where tool lanes stay open so the fold keeps their partial input — and the
+  stop reason goes out in the last ``MessageDelta`` with the last usage seen (or ``None``)
+  (``tool_calls`` / ``function_call`` → tool_call, ``length`` → max_tokens, ``stop`` →
+  end_turn, ``content_filter`` → refusal, anything else kept raw). A ``usage`` that changes
+  (the usage chunk ``stream_options.include_usage`` sends after the finish, or usage on every
+  chunk) is ``MessageDelta(None, usage)`` at once, so what was billed reaches the attempt's
+  record even if the stream then fails;
 - ``[DONE]`` ends the data (a ``[DONE]`` without any ``finish_reason`` finishes as ``stop``);
   ``MessageStop`` is emitted only if a chunk started the message and a ``finish_reason`` or
   ``[DONE]`` was seen — a stream that just stops is truncated;
@@ -168,10 +170,9 @@ Delta(index=0, text='Hi', kind='text')]
         "_finished",
         "_function_open",
         "_hot",
-        "_pending",
+        "_reason",
         "_refusal_open",
         "_started",
-        "_stop",
         "_text_open",
         "_thinking_open",
         "_tool_ids",
@@ -193,8 +194,7 @@ Delta(index=0, text='Hi', kind='text')]
         #: calls held from one that opened with no name yet on (so calls keep their order):
         #: [id, name, argument fragments] each, started in order once the first has its name
         self._unnamed: dict[int, list[Any]] = {}
-        self._stop: str | None = None
-        self._pending = False  # a finish_reason's MessageDelta waits for the usage chunk
+        self._reason = ""  # the last finish_reason (the SDK keeps the last one too)
         self._usage: Usage | None = None
         self._refusal_open = False
         self._function_open = False
@@ -267,8 +267,8 @@ Delta(index=0, text='Hi', kind='text')]
             self._started = True
             append(MessageStart(chunk.id, chunk.model))
         for choice in choices:
-            if choice.index or self._finished:
-                continue  # choice 0 only, until its finish_reason
+            if choice.index:
+                continue  # choice 0 only (to [DONE]: what comes after its finish is kept)
             delta = choice.delta
             if delta is not None:
                 if delta.reasoning_content or delta.reasoning:
@@ -290,7 +290,7 @@ Delta(index=0, text='Hi', kind='text')]
                 if delta.function_call is not None:
                     self._on_function_call(delta.function_call, out)
             if choice.finish_reason:
-                self._finish(choice.finish_reason, out)
+                self._finish(choice.finish_reason)
         if chunk.usage is not None or self._usage is not None:
             self._on_usage(chunk.usage, frames, at, out)
 
@@ -321,7 +321,7 @@ Delta(index=0, text='Hi', kind='text')]
         self._done = True
         if self._started:
             if not self._finished:
-                self._finish("stop", out)
+                self._finish("stop")
             self._terminate(out)
 
     def _on_reasoning(self, text: str, out: list[StreamEvent]) -> None:
@@ -378,18 +378,11 @@ Delta(index=0, text='Hi', kind='text')]
         usage = (
             openai_chat_usage(raw, lambda: f"line {frames.line(at)}") if raw is not None else None
         )
-        changed = usage != self._usage
-        self._usage = usage
-        if self._pending:
-            if raw is not None:
-                self._pending = False
-                out.append(MessageDelta(self._stop, usage))
-        elif changed and self._finished:  # a chunk after the usage chunk changed it again
-            out.append(MessageDelta(self._stop, usage))
-        elif changed:
-            # usage on chunks before the finish (per-chunk usage): billed from here on, so it
-            # reaches the attempt's record even if the stream then fails, as Anthropic's
-            # message_start usage does; the finish's MessageDelta still has the last word
+        if usage != self._usage:
+            # billed from here on, so it reaches the attempt's record even if the stream then
+            # fails, as Anthropic's message_start usage does (the usage chunk after the finish,
+            # or usage on every chunk); the final MessageDelta has the last word
+            self._usage = usage
             out.append(MessageDelta(None, usage))
 
     def _on_tool_calls(self, calls: list[_ToolCallDelta], out: list[StreamEvent]) -> None:
@@ -461,8 +454,20 @@ Delta(index=0, text='Hi', kind='text')]
         out.append(PartStart(lane, "tool_call", call_id, name))
         out.extend(Delta(lane, fragment, "tool_json") for fragment in held)
 
-    def _finish(self, reason: str, out: list[StreamEvent]) -> None:
+    def _finish(self, reason: str) -> None:
+        """A ``finish_reason``: noted; the lanes close and the stop reason goes out at the end
+        (``[DONE]``, or the end of the body), as the SDK appends what choice 0 sends after its
+        finish to the same message and lets a later finish_reason replace the first."""
         self._finished = True
+        self._reason = reason
+
+    def _stop_reason(self) -> str:
+        stop = StopReason.parse(self._reason)
+        if self._refusal_open and stop is StopReason.END_TURN:
+            stop = StopReason.REFUSAL  # the model refused in words
+        return stop or self._reason
+
+    def _close_lanes(self, out: list[StreamEvent]) -> None:
         if self._unnamed:  # never named: they start here, nameless, as they did before
             for index, (call_id, name, held) in sorted(self._unnamed.items()):
                 self._start_held(index, call_id, name, held, out)
@@ -475,21 +480,17 @@ Delta(index=0, text='Hi', kind='text')]
             out.append(PartStop(THINKING_LANE))
         if self._refusal_open:
             out.append(PartStop(REFUSAL_LANE))
-        if reason != "length":  # a call cut by max_tokens stays open: the fold keeps its input
+        if (
+            self._reason != "length"
+        ):  # a call cut by max_tokens stays open: the fold keeps its input
             if self._tools:  # (no generator made for a reply without tool calls)
                 out.extend(PartStop(FIRST_TOOL_LANE + index) for index in self._tools)
             if self._function_open:
                 out.append(PartStop(FUNCTION_LANE))
-        stop = StopReason.parse(reason)
-        if self._refusal_open and stop is StopReason.END_TURN:
-            stop = StopReason.REFUSAL  # the model refused in words
-        self._stop = stop or reason
-        self._pending = True
 
     def _terminate(self, out: list[StreamEvent]) -> None:
-        if self._pending:
-            self._pending = False
-            out.append(MessageDelta(self._stop, self._usage))
+        self._close_lanes(out)
+        out.append(MessageDelta(self._stop_reason(), self._usage))
         out.append(_STOP)
         self.saw_terminal = True
 

@@ -27,7 +27,7 @@ wire                                       canonical
                                            ``PartStart(thinking, id)``; other items: nothing
 ``response.function_call_arguments.delta``  ``Delta`` tool_json
 ``response.reasoning_summary_text.delta``  ``Delta`` thinking (summary parts after the first
-/ ``reasoning_text.delta``                 are separated by a blank line)
+/ ``reasoning_text.delta``                 are separated by a blank line, once a delta came)
 ``response.output_item.done``              what no delta carried (arguments, text), then
                                            ``PartStop`` — except for a reasoning item
 ``response.completed`` / ``incomplete``    each reasoning item's ``encrypted_content`` (from
@@ -39,6 +39,10 @@ wire                                       canonical
                                            ``MessageDelta(None, usage)`` (it was billed)
 other types                                nothing (newer events, hosted tools, ``*.done``)
 =========================================  ====================================================
+
+A delta aimed at an item of another type (text at a function call, arguments at a message) is a
+``StreamProtocolError``, as the SDK's stream refuses it; content part events aimed at a function
+call or reasoning item are nothing.
 
 Stop reason: ``incomplete_details.reason`` ``max_output_tokens`` → ``max_tokens`` (a function
 call still open then stays open: the fold keeps its partial input), ``content_filter`` →
@@ -285,24 +289,39 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                     self._hot = lane.index
         elif cls is ArgumentsDelta:
             lane = self._lanes.get((event.output_index, _ITEM))
-            if lane is not None and lane.kind == "tool_call" and event.delta:
-                lane.streamed = True
-                out.append(Delta(lane.index, event.delta, "tool_json"))
+            if lane is not None and lane.kind == "tool_call":
+                if event.delta:
+                    lane.streamed = True
+                    out.append(Delta(lane.index, event.delta, "tool_json"))
+            else:
+                self._check_aim(event.output_index, "function_call", frames, at)
         elif cls is SummaryDelta or cls is ReasoningTextDelta:
             lane = self._lanes.get((event.output_index, _ITEM))
-            if lane is not None and lane.kind == "thinking" and event.delta:
+            if lane is not None and lane.kind == "thinking":
+                # streamed, even by an empty delta: the item's done adds nothing then (an empty
+                # summary part, streamed, still counts in the join, as in the final item)
                 lane.streamed = True
-                out.append(Delta(lane.index, event.delta, "thinking"))
+                if event.delta:
+                    out.append(Delta(lane.index, event.delta, "thinking"))
         elif cls is SummaryPartAdded:
             lane = self._lanes.get((event.output_index, _ITEM))
-            if lane is not None and lane.kind == "thinking" and event.summary_index > 0:
+            if (
+                lane is not None
+                and lane.kind == "thinking"
+                and event.summary_index > 0
+                and lane.streamed  # else the summary comes whole with the item's done, joined
+            ):
                 out.append(Delta(lane.index, SUMMARY_SEPARATOR, "thinking"))
-        elif cls is PartAdded:
+        elif cls is PartAdded or cls is PartDone:
+            item = self._items.get(event.output_index)
+            if item is not None and item[0].type != "message":
+                return  # a part of a call or of reasoning: nothing, as for the SDK's accumulator
+            if cls is PartDone:
+                self._close_part(event.output_index, event.content_index, event.part, out)
+                return
             kind = _part_kind(event.part.type)
             if kind is not None:
                 self._content_lane(event.output_index, event.content_index, kind, out, frames, at)
-        elif cls is PartDone:
-            self._close_part(event.output_index, event.content_index, event.part, out)
         elif cls is ItemAdded:
             self._on_item_added(event.item, event.output_index, out)
         elif cls is ItemDone:
@@ -392,6 +411,19 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
                     where=_where(frames, at),
                 )
 
+    def _check_aim(self, output_index: int, kind: str, frames: RawEvents, at: int) -> None:
+        """A delta for an item of another type (text aimed at a function call, arguments at a
+        message) is a :class:`StreamProtocolError`: the official SDK's stream refuses it (an
+        assertion), and taken as it came, the text was a part that the final response lacks,
+        the arguments a silent drop. An item never announced is not checked here."""
+        item = self._items.get(output_index)
+        if item is not None and item[0].type != kind:
+            raise StreamProtocolError(
+                f"{frames.name(at)} for output {output_index}, which is a "
+                f"{shown(item[0].type)} item, not a {kind}",
+                where=_where(frames, at),
+            )
+
     def _content_lane(
         self,
         output_index: int,
@@ -411,6 +443,7 @@ class OpenAIResponsesDecoder(FramedDecoder[RawEvents]):
         key = (output_index, content_index)
         lane = self._lanes.get(key)
         if lane is None:
+            self._check_aim(output_index, "message", frames, at)
             item = self._items.get(output_index)
             if key in self._closed_parts or (item is not None and item[1]):
                 what = "content part" if key in self._closed_parts else "item"

@@ -191,12 +191,12 @@ def test_parallel_tool_calls_get_their_own_lanes() -> None:
 
 
 def test_length_finish_closes_text_but_keeps_tool_lanes_open() -> None:
-    assert decode(_file("max_tokens_reached"))[-4:] == [
+    usage = Usage(input_tokens=79, output_tokens=1, output_reasoning_tokens=0)
+    assert decode(_file("max_tokens_reached"))[-5:] == [
         Delta(0, '{"'),
-        PartStop(0),
-        MessageDelta(
-            "max_tokens", Usage(input_tokens=79, output_tokens=1, output_reasoning_tokens=0)
-        ),
+        MessageDelta(None, usage),  # the usage chunk: billed at once
+        PartStop(0),  # the lanes close at [DONE]: content after the finish would still count
+        MessageDelta("max_tokens", usage),
         MessageStop(),
     ]
     events = decode(
@@ -212,6 +212,7 @@ def test_length_finish_closes_text_but_keeps_tool_lanes_open() -> None:
         Delta(2, '{"q": "par', "tool_json"),
         PartStart(0, "text"),
         Delta(0, "and text"),
+        MessageDelta(None, Usage(input_tokens=5, output_tokens=7)),
         PartStop(0),
         MessageDelta("max_tokens", Usage(input_tokens=5, output_tokens=7)),
         MessageStop(),
@@ -227,6 +228,7 @@ def test_usage_chunk_after_finish_carries_usage_in_delta() -> None:
         START,
         PartStart(0, "text"),
         Delta(0, "hi"),
+        MessageDelta(None, Usage(input_tokens=10, output_tokens=5)),
         PartStop(0),
         MessageDelta("end_turn", Usage(input_tokens=10, output_tokens=5)),
         MessageStop(),
@@ -243,9 +245,13 @@ def test_usage_and_finish_in_same_chunk() -> None:
     events = decoder.feed(
         chunk({"content": "hi"}, "stop", usage={"prompt_tokens": 3, "completion_tokens": 2})
     )
-    # emitted at once, not deferred to [DONE]
-    assert events[-1] == MessageDelta("end_turn", Usage(input_tokens=3, output_tokens=2))
-    assert decoder.feed(DONE) == [MessageStop()]
+    # the usage is emitted at once, not deferred to [DONE]; the stop reason comes with the end
+    assert events[-1] == MessageDelta(None, Usage(input_tokens=3, output_tokens=2))
+    assert decoder.feed(DONE) == [
+        PartStop(0),
+        MessageDelta("end_turn", Usage(input_tokens=3, output_tokens=2)),
+        MessageStop(),
+    ]
 
 
 def test_tool_call_stream_with_usage_chunk() -> None:
@@ -268,6 +274,7 @@ def test_tool_call_stream_with_usage_chunk() -> None:
         PartStart(2, "tool_call", "call_1", "get"),
         Delta(2, '{"a"', "tool_json"),
         Delta(2, ": 1}", "tool_json"),
+        MessageDelta(None, Usage(input_tokens=50, output_tokens=20)),
         PartStop(2),
         MessageDelta("tool_call", Usage(input_tokens=50, output_tokens=20)),
         MessageStop(),
@@ -352,10 +359,19 @@ def test_finish_reason_mapping(finish: str, stop: str) -> None:
     assert decode(chunk(finish=finish) + DONE)[-2] == MessageDelta(stop, None)
 
 
-def test_only_the_first_finish_reason_counts() -> None:
+def test_content_after_the_finish_is_kept_and_the_last_finish_reason_counts() -> None:
+    # as the SDK folds it: choice 0's later deltas append to the same text, and its finish_reason
+    # is the last one sent (rxturn dropped "late" and kept "stop")
     events = decode(chunk({"content": "a"}, "stop") + chunk({"content": "late"}, "length") + DONE)
-    assert Delta(0, "late") not in events
-    assert [e for e in events if isinstance(e, MessageDelta)] == [MessageDelta("end_turn", None)]
+    assert events == [
+        START,
+        PartStart(0, "text"),
+        Delta(0, "a"),
+        Delta(0, "late"),
+        PartStop(0),
+        MessageDelta("max_tokens", None),
+        MessageStop(),
+    ]
 
 
 def test_done_without_finish_reason_finishes_as_stop() -> None:

@@ -453,3 +453,90 @@ def test_a_finished_non_streaming_response_is_a_reply(status: str | None) -> Non
     body = {"id": "resp_1", "model": "gpt-x", "status": status, "output": [item]}
     message = parse_openai_response(json.dumps(body).encode())
     assert message.content == (TextPart("Hi"),)
+
+
+def _summary(texts: list[str], *, streamed: bool) -> bytes:
+    """A reasoning item whose summary parts are announced, with or without their deltas."""
+    item = {"type": "reasoning", "id": "rs_1", "summary": []}
+    at = {"item_id": "rs_1", "output_index": 0}
+    events: list[dict[str, Any]] = [
+        CREATED,
+        {"type": "response.output_item.added", **at, "item": item},
+    ]
+    for index, text in enumerate(texts):
+        where = {**at, "summary_index": index}
+        part = {"type": "summary_text", "text": ""}
+        events.append({"type": "response.reasoning_summary_part.added", **where, "part": part})
+        if streamed:
+            events.append({"type": "response.reasoning_summary_text.delta", **where, "delta": text})
+        events.append({"type": "response.reasoning_summary_text.done", **where, "text": text})
+    summary = [{"type": "summary_text", "text": text} for text in texts]
+    done = {**item, "summary": summary}
+    events += [{"type": "response.output_item.done", **at, "item": done}, completed(output=[done])]
+    return sse(*events)
+
+
+@pytest.mark.parametrize(
+    ("texts", "streamed"),
+    [(["A", "B"], False), (["", ""], True), (["A", "", "B"], True), (["A", "B"], True)],
+    ids=["whole-at-done", "empty-parts", "an-empty-part", "streamed"],
+)
+def test_reasoning_summary_parts_join_as_in_the_final_item(
+    texts: list[str], streamed: bool
+) -> None:
+    # the final item's summary, joined: a separator went out for each announced part after the
+    # first, and then (no non-empty delta had come) the whole summary again, separators included
+    message = replay_message(_summary(texts, streamed=streamed), keep_thinking=True)
+    assert message.content == (ThinkingPart("\n\n".join(texts), None, "rs_1"),)
+
+
+@pytest.mark.parametrize(
+    ("item", "stray"),
+    [
+        (
+            {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "f", "arguments": ""},
+            {"type": "response.output_text.delta", "content_index": 0, "delta": "x"},
+        ),
+        (
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "response.refusal.delta", "content_index": 0, "delta": "x"},
+        ),
+        (
+            {"type": "message", "id": "msg_1", "role": "assistant", "content": []},
+            {"type": "response.function_call_arguments.delta", "delta": "{}"},
+        ),
+    ],
+    ids=["text-at-a-call", "refusal-at-reasoning", "arguments-at-a-message"],
+)
+def test_a_delta_aimed_at_an_item_of_another_type_is_a_malformed_stream(
+    item: dict[str, Any], stray: dict[str, Any]
+) -> None:
+    at = {"item_id": item["id"], "output_index": 0}
+    data = sse(
+        CREATED,
+        {"type": "response.output_item.added", **at, "item": item},
+        {**stray, **at},
+        {"type": "response.output_item.done", **at, "item": item},
+        completed(output=[item]),
+    )
+    with pytest.raises(StreamProtocolError, match=f"output 0, which is a '{item['type']}' item"):
+        decode(data)
+
+
+def test_a_content_part_of_a_call_is_nothing() -> None:
+    # content_part events aimed at a function call: the SDK's accumulator skips them; the part's
+    # text at its done came out as a text part the final response lacks
+    item = {"type": "function_call", "id": "fc_1", "call_id": "c", "name": "f", "arguments": "{}"}
+    at = {"item_id": "fc_1", "output_index": 0, "content_index": 0}
+    part = {"type": "output_text", "text": "stray", "annotations": []}
+    message = replay_message(
+        sse(
+            CREATED,
+            {"type": "response.output_item.added", "output_index": 0, "item": item},
+            {"type": "response.content_part.added", **at, "part": {**part, "text": ""}},
+            {"type": "response.content_part.done", **at, "part": part},
+            {"type": "response.output_item.done", "output_index": 0, "item": item},
+            completed(output=[item]),
+        )
+    )
+    assert message.content == (ToolCallPart("c", "f", {}),)
