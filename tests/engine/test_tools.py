@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import Annotated
 
 import msgspec
 import pytest
@@ -487,3 +488,26 @@ async def test_a_tool_error_whose_str_fails_is_still_a_failed_result(kind: str) 
     result = await registry.run(ToolCallPart(id="c1", name="broken", input={}))
     assert result.is_error
     assert result.content == "Unprintable: <exception str() failed>"
+
+
+def _bounded(count: Annotated[int, msgspec.Meta(ge=1, le=10, description="how many")]) -> int:
+    return count
+
+
+async def test_annotated_constraints_reach_the_schema_and_the_conversion() -> None:
+    # Annotated[int, Meta(...)] is how a tool describes a parameter: the model is told the
+    # description and the bounds, and a value beyond them is its mistake, not the function's
+    bounded = Tool(_bounded)
+    assert bounded.schema.input_schema == {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "minimum": 1, "maximum": 10, "description": "how many"}
+        },
+        "required": ["count"],
+    }
+    registry = ToolRegistry([bounded])
+    kept = await registry.run(ToolCallPart("c1", "_bounded", {"count": 3}))
+    assert kept == ToolResultPart("c1", "3")
+    refused = await registry.run(ToolCallPart("c2", "_bounded", {"count": 11}))
+    assert refused.is_error
+    assert refused.content == "invalid arguments for _bounded: Expected `int` <= 10"

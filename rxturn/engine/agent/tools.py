@@ -361,7 +361,9 @@ def _parameter_types(
 ) -> dict[str, tuple[Any, bool]]:
     """name -> (annotation, required) for every named parameter of ``function``."""
     try:
-        hints = get_type_hints(function)
+        # with its extras: Annotated[int, Meta(ge=1, description=...)] tells the model the
+        # bounds and the meaning, and the conversion holds the model's value to them
+        hints = get_type_hints(function, include_extras=True)
     except Exception:
         hints = {}
     types: dict[str, tuple[Any, bool]] = {}
