@@ -510,4 +510,31 @@ async def test_annotated_constraints_reach_the_schema_and_the_conversion() -> No
     assert kept == ToolResultPart("c1", "3")
     refused = await registry.run(ToolCallPart("c2", "_bounded", {"count": 11}))
     assert refused.is_error
-    assert refused.content == "invalid arguments for _bounded: Expected `int` <= 10"
+    assert refused.content == (
+        "invalid arguments for _bounded: Expected `int` <= 10 - at `$.count`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "content"),
+    [
+        (
+            {"a": {"x": 0, "y": 0}, "b": {"x": 3, "y": "four"}},
+            "invalid arguments for distance: Expected `int`, got `str` - at `$.b.y`",
+        ),
+        (
+            {"a": {"x": 0}, "b": {"x": 3, "y": 4}},
+            "invalid arguments for distance: Object missing required field `y` - at `$.a`",
+        ),
+        (
+            {"a": "origin", "b": {"x": 3, "y": 4}},
+            "invalid arguments for distance: Expected `object`, got `str` - at `$.a`",
+        ),
+    ],
+)
+async def test_an_argument_of_the_wrong_type_is_named_to_the_model(
+    arguments: dict[str, object], content: str
+) -> None:
+    # the model can only fix the call it is told about: which argument (and where in it) failed
+    result = await ToolRegistry([distance]).run(ToolCallPart("x", "distance", arguments))
+    assert result == ToolResultPart("x", content, is_error=True)

@@ -427,9 +427,27 @@ def _convert_arguments(
     if missing:
         raise ConfigError(f"missing required argument(s): {', '.join(missing)}")
     return {
-        name: msgspec.convert(value, types[name][0], strict=False) if name in types else value
+        name: _convert_one(name, value, types[name][0]) if name in types else value
         for name, value in arguments.items()
     }
+
+
+def _convert_one(name: str, value: object, annotation: Any) -> object:
+    """``value`` converted to ``annotation``; a failure names where it is from the arguments'
+    root (msgspec's path starts at the one argument it was given: ``$.y`` for the ``y`` of
+    argument ``b``, nothing at all for the argument itself), so the model can fix its call.
+
+    Raises:
+        msgspec.ValidationError: the value does not fit, its path starting at ``$.name``.
+    """
+    try:
+        return msgspec.convert(value, annotation, strict=False)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        head, found, inner = message.rpartition(" - at `$")
+        if found:  # inner is the rest of msgspec's path: ".y`", "[1]`"
+            raise msgspec.ValidationError(f"{head} - at `$.{name}{inner}") from None
+        raise msgspec.ValidationError(f"{message} - at `$.{name}`") from None
 
 
 #: What a tool result carries besides a string (ToolResultPart.content).
