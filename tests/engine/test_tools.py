@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from typing import Annotated
@@ -538,3 +539,47 @@ async def test_an_argument_of_the_wrong_type_is_named_to_the_model(
     # the model can only fix the call it is told about: which argument (and where in it) failed
     result = await ToolRegistry([distance]).run(ToolCallPart("x", "distance", arguments))
     assert result == ToolResultPart("x", content, is_error=True)
+
+
+def _tool_over_a_local_type() -> Tool:
+    class Spot(msgspec.Struct):  # not in the module's namespace: its name cannot be resolved
+        x: int
+
+    def locate(spot: Spot, zoom: int) -> str:
+        return repr(spot)
+
+    return Tool(locate)
+
+
+def test_an_annotation_that_cannot_be_resolved_is_a_config_error_naming_it() -> None:
+    # (this module has `from __future__ import annotations`: every annotation is a string.) One
+    # that names a type only the enclosing function knows made every parameter untyped: the
+    # model was told nothing and the tool got a dict for `spot` and a str for `zoom`
+    with pytest.raises(ConfigError) as raised:
+        _tool_over_a_local_type()
+    assert str(raised.value) == (
+        "tool 'locate': the annotation 'Spot' of parameter 'spot' cannot be resolved "
+        "(NameError: name 'Spot' is not defined); define the type at module level or pass "
+        "input_schema=..."
+    )
+
+
+def test_the_annotations_of_a_partial_are_kept() -> None:
+    schema = Tool(functools.partial(area, unit="cm"), name="area_cm").schema.input_schema
+    assert schema["properties"]["width"] == {"type": "number"}
+    assert schema["properties"]["unit"] == {"type": "string"}
+    assert schema["required"] == ["width", "height"]
+
+
+async def test_an_unresolved_annotation_beside_an_input_schema_converts_nothing() -> None:
+    class Spot(msgspec.Struct):
+        x: int
+
+    def locate(spot: Spot) -> str:
+        return repr(spot)
+
+    schema = {"type": "object", "properties": {"spot": {"type": "object"}}}
+    made = Tool(locate, input_schema=schema)
+    assert made.schema.input_schema == schema
+    result = await ToolRegistry([made]).run(ToolCallPart("1", "locate", {"spot": {"x": 1}}))
+    assert result == ToolResultPart("1", "{'x': 1}")

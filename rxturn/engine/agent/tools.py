@@ -30,6 +30,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import logging
 import math
@@ -140,7 +141,8 @@ class Tool:
                 f"tool {tool_name!r}: its signature cannot be read, so its parameters are "
                 "unknown; wrap it in a def with named, annotated parameters"
             ) from None
-        self._types = _parameter_types(function, signature)
+        # (with a schema of the caller's own, a type that cannot be known converts nothing)
+        self._types = _parameter_types(function, signature, tool_name, strict=input_schema is None)
         parameters = signature.parameters.values()
         # a ``**kwargs`` function takes what its input_schema names besides its parameters
         self._keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
@@ -357,22 +359,60 @@ def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
 
 
 def _parameter_types(
-    function: ToolFunction, signature: inspect.Signature
+    function: ToolFunction, signature: inspect.Signature, tool_name: str, *, strict: bool
 ) -> dict[str, tuple[Any, bool]]:
-    """name -> (annotation, required) for every named parameter of ``function``."""
+    """name -> (annotation, required) for every named parameter of ``function``.
+
+    Raises:
+        ConfigError: with ``strict`` (the schema comes from these types), an annotation
+            written as a string (``from __future__ import annotations``) names something the
+            function's module does not define, such as a class made inside a function: the
+            parameter's type cannot be known. Without ``strict`` it is taken as ``Any``.
+    """
     try:
         # with its extras: Annotated[int, Meta(ge=1, description=...)] tells the model the
         # bounds and the meaning, and the conversion holds the model's value to them
-        hints = get_type_hints(function, include_extras=True)
-    except Exception:
-        hints = {}
+        hints: dict[str, Any] | None = get_type_hints(function, include_extras=True)
+    except Exception:  # a partial or a callable object, or a name that cannot be resolved
+        hints = None
     types: dict[str, tuple[Any, bool]] = {}
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        annotation = hints.get(parameter.name, Any)
+        if hints is not None:
+            annotation = hints.get(parameter.name, Any)
+        else:  # each parameter on its own: one unresolved name must not untype them all
+            annotation = _annotation(function, parameter, tool_name, strict=strict)
         types[parameter.name] = (annotation, parameter.default is inspect.Parameter.empty)
     return types
+
+
+def _annotation(
+    function: ToolFunction, parameter: inspect.Parameter, tool_name: str, *, strict: bool
+) -> Any:
+    """``parameter``'s annotation, a string one evaluated in the module of the function
+    (the function a ``functools.partial`` wraps); ``Any`` when it has none."""
+    annotation = parameter.annotation
+    if annotation is inspect.Parameter.empty:
+        return Any
+    if not isinstance(annotation, str):
+        return annotation
+    inner: object = function
+    while isinstance(inner, functools.partial):
+        inner = cast("functools.partial[Any]", inner).func
+    namespace = getattr(inspect.unwrap(cast("Callable[..., Any]", inner)), "__globals__", None)
+    if not isinstance(namespace, dict):
+        namespace = getattr(inspect.getmodule(inner), "__dict__", {})
+    try:
+        return eval(annotation, dict(cast("dict[str, Any]", namespace)))
+    except Exception as exc:
+        if not strict:
+            return Any
+        raise ConfigError(
+            f"tool {tool_name!r}: the annotation {shown(annotation, 100)} of parameter "
+            f"{parameter.name!r} cannot be resolved ({type(exc).__name__}: {exc}); define the "
+            "type at module level or pass input_schema=..."
+        ) from None
 
 
 def _schema_for(types: Mapping[str, tuple[Any, bool]], tool_name: str) -> dict[str, Any]:
