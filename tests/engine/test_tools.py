@@ -583,3 +583,17 @@ async def test_an_unresolved_annotation_beside_an_input_schema_converts_nothing(
     assert made.schema.input_schema == schema
     result = await ToolRegistry([made]).run(ToolCallPart("1", "locate", {"spot": {"x": 1}}))
     assert result == ToolResultPart("1", "{'x': 1}")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind"),
+    [(None, "null"), ([1], "an array"), ("x", "a string"), (3, "a number"), (True, "a boolean")],
+)
+async def test_arguments_that_are_not_an_object_are_named_by_their_json_type(
+    arguments: object, kind: str
+) -> None:
+    # the model wrote JSON: it is told what it wrote in JSON's words, not Python's (NoneType)
+    result = await ToolRegistry([area]).run(ToolCallPart("x", "area", arguments))
+    assert result == ToolResultPart(
+        "x", f"invalid arguments for area: arguments must be a JSON object, got {kind}", True
+    )

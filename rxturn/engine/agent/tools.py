@@ -176,7 +176,7 @@ class Tool:
             msgspec.ValidationError: a value of the wrong type.
         """
         if not isinstance(arguments, dict):
-            raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+            raise ConfigError(f"arguments must be a JSON object, got {_json_kind(arguments)}")
         # a decoded JSON object: its keys are strings
         return _convert_arguments(
             self._types, cast("dict[str, Any]", arguments), keywords=self._keywords
@@ -470,6 +470,21 @@ def _convert_arguments(
         name: _convert_one(name, value, types[name][0]) if name in types else value
         for name, value in arguments.items()
     }
+
+
+def _json_kind(value: object) -> str:
+    """What ``value``, decoded JSON, was in JSON's words (the model wrote JSON, not Python)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return f"a {type(value).__name__}"
 
 
 def _convert_one(name: str, value: object, annotation: Any) -> object:
