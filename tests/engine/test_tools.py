@@ -597,3 +597,46 @@ async def test_arguments_that_are_not_an_object_are_named_by_their_json_type(
     assert result == ToolResultPart(
         "x", f"invalid arguments for area: arguments must be a JSON object, got {kind}", True
     )
+
+
+@pytest.mark.parametrize(
+    ("returned", "sent"),
+    [
+        (range(3), "[0,1,2]"),
+        ({"a": 1, "b": 2}.keys(), '["a","b"]'),
+        ({"ids": {"x": 1}.values(), "pairs": {"y": 2}.items()}, '{"ids":[1],"pairs":[["y",2]]}'),
+    ],
+)
+async def test_a_range_or_a_dict_view_a_tool_returns_is_its_items(
+    returned: object, sent: str
+) -> None:
+    def listing() -> object:
+        return returned
+
+    assert await ToolRegistry([listing]).run(ToolCallPart("1", "listing", {})) == ToolResultPart(
+        "1", sent
+    )
+
+
+@pytest.mark.parametrize(
+    ("returned", "kind"),
+    [
+        (lambda: map(str, [1, 2]), "map"),
+        (lambda: (n for n in [1]), "generator"),
+        (lambda: {"rows": iter([1])}, "list_iterator"),
+    ],
+)
+async def test_an_iterator_a_tool_returns_is_an_error_result_not_its_repr(
+    returned: Callable[[], object], kind: str
+) -> None:
+    # its str() is '<map object at 0x7f...>': the model would read that as the tool's answer
+    def listing() -> object:
+        return returned()
+
+    result = await ToolRegistry([listing]).run(ToolCallPart("1", "listing", {}))
+    assert result == ToolResultPart(
+        "1",
+        f"ConfigError: the tool returned a {kind} object, an iterator the model would get as "
+        "its repr; return a list (list(...))",
+        is_error=True,
+    )

@@ -36,7 +36,17 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    ValuesView,
+)
 from typing import Any, cast, get_args, get_type_hints, overload
 
 import msgspec
@@ -544,7 +554,7 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     # bytes inside the value follow the rule of bytes returned alone (msgspec would write them
     # as base64, which the model cannot read): to_builtins keeps them, _json_ready decodes them
     # and, in the same walk, refuses a NaN or an infinity (msgspec would write a plain null)
-    value: object = msgspec.to_builtins(result, builtin_types=_BYTES, enc_hook=str)
+    value: object = msgspec.to_builtins(result, builtin_types=_BYTES, enc_hook=_builtin)
     kind = type(value)
     try:
         if kind in _NESTED:
@@ -558,6 +568,28 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
 
 
 _BYTES = (bytes, bytearray, memoryview)
+#: Containers JSON has no type for whose items are at hand: sent as an array of them.
+_LISTED = (range, KeysView, ValuesView, ItemsView)
+
+
+def _builtin(value: object) -> object:
+    """A value msgspec has no JSON for, as JSON can hold it: a range or a dict view as the
+    list of its items, anything else as its ``str()``.
+
+    Raises:
+        ConfigError: the value is an iterator (a generator, ``map(...)``…): its ``str()`` is
+            ``<map object at 0x…>``, and reading it here would run the tool's code on the
+            event loop.
+    """
+    if isinstance(value, _LISTED):
+        return list(cast("Iterable[object]", value))
+    if isinstance(value, Iterator | AsyncIterator):
+        kind: type = type(cast("object", value))
+        raise ConfigError(
+            f"the tool returned a {kind.__name__} object, an iterator the model would "
+            "get as its repr; return a list (list(...))"
+        )
+    return str(value)
 
 
 class _NotText(Exception):
