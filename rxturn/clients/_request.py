@@ -267,21 +267,38 @@ def strict_schema(schema: object, *, require_all: bool = True) -> object:
 
     Every object schema gets ``additionalProperties: false`` (unless it says otherwise) and,
     with ``require_all`` (the default), lists all of its properties as ``required``; nested
-    schemas (properties, items, ``anyOf`` …, ``$defs``) are tightened too. ``require_all=False``
-    only closes the objects (what Anthropic's structured output demands of every schema). The
-    caller's dict is never modified.
+    schemas (properties, items, ``anyOf`` …, ``$defs``) are tightened too. A ``$ref`` with
+    keywords beside it (``{"$ref": "#/$defs/Place", "description": ...}``, how msgspec and
+    pydantic describe a nested model), which strict mode refuses, is replaced by the definition
+    it points at under those keywords, as the openai SDK's ``to_strict_json_schema`` does.
+    ``require_all=False`` only closes the objects (what Anthropic's structured output demands
+    of every schema). The caller's dict is never modified.
 
     Examples:
         >>> strict_schema({"type": "object", "properties": {"a": {"type": "string"}}})
         {'type': 'object', 'properties': {'a': {'type': 'string'}}, \
 'additionalProperties': False, 'required': ['a']}
     """
+    return _tightened(schema, require_all, schema, frozenset())
+
+
+def _tightened(schema: object, require_all: bool, root: object, inlined: frozenset[str]) -> object:
+    """:func:`strict_schema` of ``schema``, a part of ``root`` (where ``$ref`` s point), inside
+    the ``inlined`` references. A reference met again inside its own inlining (a recursive
+    definition) stays a reference: inlined, it would never end (or, with two such
+    children, double at every level)."""
     if isinstance(schema, list):
         items: list[object] = schema  # pyright: ignore[reportUnknownVariableType] - user JSON
-        return [strict_schema(item, require_all=require_all) for item in items]
+        return [_tightened(item, require_all, root, inlined) for item in items]
     if not isinstance(schema, dict):
         return schema
     source: dict[str, Any] = schema  # pyright: ignore[reportUnknownVariableType]
+    ref = source.get("$ref")
+    if len(source) > 1 and isinstance(ref, str) and ref not in inlined:
+        target = _resolved(root, ref)
+        if target is not None:  # the definition, under the keywords beside the reference
+            merged = {**target, **{k: v for k, v in source.items() if k != "$ref"}}
+            return _tightened(merged, require_all, root, inlined | {ref})
     out: dict[str, Any] = {}
     for key, value in source.items():
         if key in ("properties", "$defs", "definitions", "patternProperties") and isinstance(
@@ -289,10 +306,10 @@ def strict_schema(schema: object, *, require_all: bool = True) -> object:
         ):
             nested: dict[str, Any] = value  # pyright: ignore[reportUnknownVariableType]
             out[key] = {
-                name: strict_schema(sub, require_all=require_all) for name, sub in nested.items()
+                name: _tightened(sub, require_all, root, inlined) for name, sub in nested.items()
             }
         elif key in ("items", "anyOf", "allOf", "oneOf", "prefixItems", "not", "additionalItems"):
-            out[key] = strict_schema(value, require_all=require_all)
+            out[key] = _tightened(value, require_all, root, inlined)
         else:
             out[key] = value
     is_object = (
@@ -306,6 +323,20 @@ def strict_schema(schema: object, *, require_all: bool = True) -> object:
         if require_all and isinstance(properties, dict):
             out["required"] = list(properties)  # pyright: ignore[reportUnknownArgumentType]
     return out
+
+
+def _resolved(root: object, ref: str) -> dict[str, Any] | None:
+    """The object schema a local ``$ref`` (``#/$defs/Name``) points at in ``root``, or ``None``
+    (a remote reference, or one that points at nothing: left for the API to judge)."""
+    if not ref.startswith("#/"):
+        return None
+    found = root
+    for key in ref[2:].split("/"):
+        key = key.replace("~1", "/").replace("~0", "~")  # JSON Pointer escapes
+        if not isinstance(found, dict) or key not in found:
+            return None
+        found = cast("dict[str, object]", found)[key]
+    return cast("dict[str, Any]", found) if isinstance(found, dict) else None
 
 
 def response_schema(fmt: ResponseFormat, *, close_objects: bool = False) -> dict[str, Any]:

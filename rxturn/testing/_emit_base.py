@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import math
 import time
 from collections.abc import Mapping
 from typing import Any, Literal, cast
@@ -412,10 +413,25 @@ def open_object_path(schema: Any, path: str = "schema") -> str | None:
 def schema_instance(schema: Any) -> Any:
     """A small value that follows ``schema``: what the fake replies to a structured-output
     request whose entry scripts no text (every property present; the first enum value or
-    ``const``; ``""``, ``0``, ``false``, ``[]`` by type)."""
+    ``const``; ``""``, ``0``, ``false``, ``[]`` by type, grown to the schema's ``minimum``,
+    ``minLength`` or ``minItems``). A local ``$ref`` (``#/$defs/Name``, how msgspec and
+    pydantic write a nested model) is followed; a recursive one takes the first option of its
+    ``anyOf`` that does not recurse (``null`` for an optional child)."""
+    return _instance(schema, schema, frozenset())
+
+
+def _instance(schema: Any, root: Any, expanding: frozenset[str]) -> Any:
+    """:func:`schema_instance` of ``schema``, a part of ``root`` (where ``$ref`` s point),
+    inside the ``expanding`` references."""
     if not isinstance(schema, dict):
         return None
     node = cast("dict[str, Any]", schema)
+    ref = node.get("$ref")
+    if isinstance(ref, str):
+        target = _pointed(root, ref)
+        if target is not None and ref not in expanding:
+            merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+            return _instance(merged, root, expanding | {ref})
     if "const" in node:
         return node["const"]
     enum = node.get("enum")
@@ -424,7 +440,17 @@ def schema_instance(schema: Any) -> Any:
     for key in ("anyOf", "oneOf"):
         options = node.get(key)
         if isinstance(options, list) and options:
-            return schema_instance(cast("list[Any]", options)[0])
+            listed = cast("list[Any]", options)
+            ending = [o for o in listed if not _recurses(o, expanding)]
+            return _instance((ending or listed)[0], root, expanding)
+    every = node.get("allOf")
+    if isinstance(every, list) and every:
+        merged = dict(node)
+        del merged["allOf"]
+        for part in cast("list[Any]", every):
+            if isinstance(part, dict):
+                merged = {**cast("dict[str, Any]", part), **merged}
+        return _instance(merged, root, expanding)
     kind = node.get("type")
     if isinstance(kind, list):
         kind = next((k for k in cast("list[Any]", kind) if k != "null"), "null")
@@ -433,7 +459,53 @@ def schema_instance(schema: Any) -> Any:
         if not isinstance(properties, dict):
             return {}
         return {
-            name: schema_instance(sub) for name, sub in cast("dict[str, Any]", properties).items()
+            name: _instance(sub, root, expanding)
+            for name, sub in cast("dict[str, Any]", properties).items()
         }
-    defaults: dict[str, Any] = {"string": "", "integer": 0, "number": 0, "boolean": False}
-    return [] if kind == "array" else defaults.get(cast("str", kind))
+    if kind == "array":
+        count = _bound(node.get("minItems"))
+        return [_instance(node.get("items"), root, expanding)] * count if count else []
+    if kind == "string":
+        return "x" * _bound(node.get("minLength"))
+    if kind in ("integer", "number"):
+        return _least(node, integer=kind == "integer")
+    return False if kind == "boolean" else None
+
+
+def _pointed(root: Any, ref: str) -> dict[str, Any] | None:
+    """The schema a local ``$ref`` points at in ``root`` (``None``: none, or a remote one)."""
+    if not ref.startswith("#/"):
+        return None
+    found = root
+    for key in ref[2:].split("/"):
+        key = key.replace("~1", "/").replace("~0", "~")
+        if not isinstance(found, dict) or key not in found:
+            return None
+        found = cast("dict[str, Any]", found)[key]
+    return cast("dict[str, Any]", found) if isinstance(found, dict) else None
+
+
+def _recurses(option: Any, expanding: frozenset[str]) -> bool:
+    return isinstance(option, dict) and cast("dict[str, Any]", option).get("$ref") in expanding
+
+
+def _bound(value: Any) -> int:
+    """A ``minLength`` / ``minItems``: a small non-negative int (others count as 0)."""
+    return value if type(value) is int and 0 <= value <= 1000 else 0
+
+
+def _least(node: dict[str, Any], *, integer: bool) -> int | float:
+    """0, or the smallest simple number the schema's lower bounds let through."""
+    value: int | float = 0
+    minimum, above = _finite(node.get("minimum")), _finite(node.get("exclusiveMinimum"))
+    if minimum is not None and value < minimum:
+        value = math.ceil(minimum) if integer else minimum
+    if above is not None and value <= above:
+        value = math.floor(above) + 1 if integer else above + 1
+    return value
+
+
+def _finite(value: Any) -> int | float | None:
+    if isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value):
+        return value
+    return None

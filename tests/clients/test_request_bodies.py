@@ -393,6 +393,36 @@ class TestOpenAI:
         assert isinstance(tightened, dict)
         assert tightened["additionalProperties"] is True
 
+    def test_strict_schema_inlines_a_ref_that_has_keywords_beside_it(self) -> None:
+        # strict mode takes no keyword beside a $ref (the API answers "$ref cannot have
+        # keywords {'description'}"), and a described nested model is written that way by
+        # msgspec and pydantic: the definition is inlined under the keywords, as the openai SDK's
+        # to_strict_json_schema does, and tightened; a bare $ref stays a reference
+        schema = {
+            "type": "object",
+            "properties": {
+                "home": {"$ref": "#/$defs/Place", "description": "where they live"},
+                "work": {"$ref": "#/$defs/Place"},
+            },
+            "$defs": {"Place": {"type": "object", "properties": {"city": {"type": "string"}}}},
+        }
+        place = {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "additionalProperties": False,
+            "required": ["city"],
+        }
+        assert strict_schema(schema) == {
+            "type": "object",
+            "properties": {
+                "home": {**place, "description": "where they live"},
+                "work": {"$ref": "#/$defs/Place"},
+            },
+            "$defs": {"Place": place},
+            "additionalProperties": False,
+            "required": ["home", "work"],
+        }
+
     def test_response_format_suppresses_tools(self) -> None:
         fmt = ResponseFormat(name="answer", schema={"type": "object"}, strict=True)
         body = self.build(
@@ -548,3 +578,35 @@ def test_the_chat_output_cap_goes_in_the_field_its_endpoint_takes(
     )
     other = {"max_tokens", "max_completion_tokens"} - {field}
     assert body[field] == 7 and not other & body.keys()
+
+
+def test_strict_schema_leaves_a_recursive_ref_with_keywords_a_reference() -> None:
+    # a tree whose children are described references to the tree itself: inlined once, the
+    # inner references stay references (inlining them would never end, doubling at each level)
+    schema = {
+        "$ref": "#/$defs/Node",
+        "description": "the root",
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {
+                    "left": {"$ref": "#/$defs/Node", "description": "left child"},
+                    "right": {"$ref": "#/$defs/Node", "description": "right child"},
+                },
+            }
+        },
+    }
+    node = {
+        "type": "object",
+        "properties": {
+            "left": {"$ref": "#/$defs/Node", "description": "left child"},
+            "right": {"$ref": "#/$defs/Node", "description": "right child"},
+        },
+        "additionalProperties": False,
+        "required": ["left", "right"],
+    }
+    tightened = strict_schema(schema)
+    assert isinstance(tightened, dict)
+    assert tightened["description"] == "the root"
+    assert tightened["properties"] == node["properties"]
+    assert tightened["$defs"] == {"Node": node}

@@ -10,7 +10,7 @@ import gc
 import pytest
 from reactivex.testing import TestScheduler
 
-from rxturn.engine.turn._race import race
+from rxturn.engine.turn._race import GRACE, race
 from rxturn.errors import Cancelled
 from rxturn.resilience.cancel import CancelToken
 from rxturn.testing.virtual import run_virtual
@@ -128,3 +128,38 @@ async def test_an_error_that_lost_to_a_cancel_is_retrieved() -> None:
     await asyncio.sleep(0)
     loop.set_exception_handler(None)
     assert reported == []
+
+
+async def test_work_that_ignores_its_cancel_is_left_running_after_a_grace(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # a tool that swallows CancelledError (a retry loop around an await) held the run until it
+    # chose to end: 900 s here, for ever for some; the race now waits GRACE for it, then leaves it
+    scheduler, token = TestScheduler(), CancelToken()
+    woken: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(*_: object) -> None:
+        if not woken.done():
+            woken.set_result(None)
+
+    scheduler.schedule_absolute(900.0, wake)
+    ignored: list[float] = []
+
+    async def stubborn() -> str:
+        while not woken.done():
+            try:
+                await asyncio.shield(woken)
+            except asyncio.CancelledError:
+                ignored.append(scheduler.clock)
+        return "late"
+
+    with caplog.at_level("WARNING", logger="rxturn.engine"), pytest.raises(Timeout):
+        await run_virtual(scheduler, race(stubborn(), token, 1.0, scheduler, expired))
+    assert scheduler.clock == 1.0 + GRACE
+    assert ignored == [1.0]
+    assert [r.getMessage() for r in caplog.records] == [
+        f"a task ignored its cancellation for {GRACE:g}s after it lost a race; left running"
+    ]
+    woken.set_result(None)  # the abandoned task ends now, inside the test
+    for _ in range(5):
+        await asyncio.sleep(0)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
+from typing import Annotated
 
 import msgspec
 import pytest
@@ -487,3 +489,154 @@ async def test_a_tool_error_whose_str_fails_is_still_a_failed_result(kind: str) 
     result = await registry.run(ToolCallPart(id="c1", name="broken", input={}))
     assert result.is_error
     assert result.content == "Unprintable: <exception str() failed>"
+
+
+def _bounded(count: Annotated[int, msgspec.Meta(ge=1, le=10, description="how many")]) -> int:
+    return count
+
+
+async def test_annotated_constraints_reach_the_schema_and_the_conversion() -> None:
+    # Annotated[int, Meta(...)] is how a tool describes a parameter: the model is told the
+    # description and the bounds, and a value beyond them is its mistake, not the function's
+    bounded = Tool(_bounded)
+    assert bounded.schema.input_schema == {
+        "type": "object",
+        "properties": {
+            "count": {"type": "integer", "minimum": 1, "maximum": 10, "description": "how many"}
+        },
+        "required": ["count"],
+    }
+    registry = ToolRegistry([bounded])
+    kept = await registry.run(ToolCallPart("c1", "_bounded", {"count": 3}))
+    assert kept == ToolResultPart("c1", "3")
+    refused = await registry.run(ToolCallPart("c2", "_bounded", {"count": 11}))
+    assert refused.is_error
+    assert refused.content == (
+        "invalid arguments for _bounded: Expected `int` <= 10 - at `$.count`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "content"),
+    [
+        (
+            {"a": {"x": 0, "y": 0}, "b": {"x": 3, "y": "four"}},
+            "invalid arguments for distance: Expected `int`, got `str` - at `$.b.y`",
+        ),
+        (
+            {"a": {"x": 0}, "b": {"x": 3, "y": 4}},
+            "invalid arguments for distance: Object missing required field `y` - at `$.a`",
+        ),
+        (
+            {"a": "origin", "b": {"x": 3, "y": 4}},
+            "invalid arguments for distance: Expected `object`, got `str` - at `$.a`",
+        ),
+    ],
+)
+async def test_an_argument_of_the_wrong_type_is_named_to_the_model(
+    arguments: dict[str, object], content: str
+) -> None:
+    # the model can only fix the call it is told about: which argument (and where in it) failed
+    result = await ToolRegistry([distance]).run(ToolCallPart("x", "distance", arguments))
+    assert result == ToolResultPart("x", content, is_error=True)
+
+
+def _tool_over_a_local_type() -> Tool:
+    class Spot(msgspec.Struct):  # not in the module's namespace: its name cannot be resolved
+        x: int
+
+    def locate(spot: Spot, zoom: int) -> str:
+        return repr(spot)
+
+    return Tool(locate)
+
+
+def test_an_annotation_that_cannot_be_resolved_is_a_config_error_naming_it() -> None:
+    # (this module has `from __future__ import annotations`: every annotation is a string.) One
+    # that names a type only the enclosing function knows made every parameter untyped: the
+    # model was told nothing and the tool got a dict for `spot` and a str for `zoom`
+    with pytest.raises(ConfigError) as raised:
+        _tool_over_a_local_type()
+    assert str(raised.value) == (
+        "tool 'locate': the annotation 'Spot' of parameter 'spot' cannot be resolved "
+        "(NameError: name 'Spot' is not defined); define the type at module level or pass "
+        "input_schema=..."
+    )
+
+
+def test_the_annotations_of_a_partial_are_kept() -> None:
+    schema = Tool(functools.partial(area, unit="cm"), name="area_cm").schema.input_schema
+    assert schema["properties"]["width"] == {"type": "number"}
+    assert schema["properties"]["unit"] == {"type": "string"}
+    assert schema["required"] == ["width", "height"]
+
+
+async def test_an_unresolved_annotation_beside_an_input_schema_converts_nothing() -> None:
+    class Spot(msgspec.Struct):
+        x: int
+
+    def locate(spot: Spot) -> str:
+        return repr(spot)
+
+    schema = {"type": "object", "properties": {"spot": {"type": "object"}}}
+    made = Tool(locate, input_schema=schema)
+    assert made.schema.input_schema == schema
+    result = await ToolRegistry([made]).run(ToolCallPart("1", "locate", {"spot": {"x": 1}}))
+    assert result == ToolResultPart("1", "{'x': 1}")
+
+
+@pytest.mark.parametrize(
+    ("arguments", "kind"),
+    [(None, "null"), ([1], "an array"), ("x", "a string"), (3, "a number"), (True, "a boolean")],
+)
+async def test_arguments_that_are_not_an_object_are_named_by_their_json_type(
+    arguments: object, kind: str
+) -> None:
+    # the model wrote JSON: it is told what it wrote in JSON's words, not Python's (NoneType)
+    result = await ToolRegistry([area]).run(ToolCallPart("x", "area", arguments))
+    assert result == ToolResultPart(
+        "x", f"invalid arguments for area: arguments must be a JSON object, got {kind}", True
+    )
+
+
+@pytest.mark.parametrize(
+    ("returned", "sent"),
+    [
+        (range(3), "[0,1,2]"),
+        ({"a": 1, "b": 2}.keys(), '["a","b"]'),
+        ({"ids": {"x": 1}.values(), "pairs": {"y": 2}.items()}, '{"ids":[1],"pairs":[["y",2]]}'),
+    ],
+)
+async def test_a_range_or_a_dict_view_a_tool_returns_is_its_items(
+    returned: object, sent: str
+) -> None:
+    def listing() -> object:
+        return returned
+
+    assert await ToolRegistry([listing]).run(ToolCallPart("1", "listing", {})) == ToolResultPart(
+        "1", sent
+    )
+
+
+@pytest.mark.parametrize(
+    ("returned", "kind"),
+    [
+        (lambda: map(str, [1, 2]), "map"),
+        (lambda: (n for n in [1]), "generator"),
+        (lambda: {"rows": iter([1])}, "list_iterator"),
+    ],
+)
+async def test_an_iterator_a_tool_returns_is_an_error_result_not_its_repr(
+    returned: Callable[[], object], kind: str
+) -> None:
+    # its str() is '<map object at 0x7f...>': the model would read that as the tool's answer
+    def listing() -> object:
+        return returned()
+
+    result = await ToolRegistry([listing]).run(ToolCallPart("1", "listing", {}))
+    assert result == ToolResultPart(
+        "1",
+        f"ConfigError: the tool returned a {kind} object, an iterator the model would get as "
+        "its repr; return a list (list(...))",
+        is_error=True,
+    )

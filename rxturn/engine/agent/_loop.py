@@ -119,9 +119,13 @@ class AgentLoop:
             try:
                 host.cancel_token.raise_if_cancelled()
                 host.session.history.append(message)
-                for _ in range(host.max_turns):
+                for index in range(host.max_turns):
                     result = await self.calls.turn(
-                        (), run_input=self.run_input, in_run=self.in_run, scheduler=scheduler
+                        (),
+                        run_input=self.run_input,
+                        in_run=self.in_run,
+                        scheduler=scheduler,
+                        tools_ran=index > 0,  # (the loop goes on only after a tool phase)
                     )
                     results = (*results, result)
                     if result.stop_reason is not StopReason.TOOL_CALL:

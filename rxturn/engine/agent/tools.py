@@ -30,12 +30,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import functools
 import inspect
 import logging
 import math
 import re
 import threading
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    ItemsView,
+    Iterable,
+    Iterator,
+    KeysView,
+    Mapping,
+    ValuesView,
+)
 from typing import Any, cast, get_args, get_type_hints, overload
 
 import msgspec
@@ -140,7 +151,8 @@ class Tool:
                 f"tool {tool_name!r}: its signature cannot be read, so its parameters are "
                 "unknown; wrap it in a def with named, annotated parameters"
             ) from None
-        self._types = _parameter_types(function, signature)
+        # (with a schema of the caller's own, a type that cannot be known converts nothing)
+        self._types = _parameter_types(function, signature, tool_name, strict=input_schema is None)
         parameters = signature.parameters.values()
         # a ``**kwargs`` function takes what its input_schema names besides its parameters
         self._keywords = any(p.kind is p.VAR_KEYWORD for p in parameters)
@@ -174,7 +186,7 @@ class Tool:
             msgspec.ValidationError: a value of the wrong type.
         """
         if not isinstance(arguments, dict):
-            raise ConfigError(f"arguments must be a JSON object, got {type(arguments).__name__}")
+            raise ConfigError(f"arguments must be a JSON object, got {_json_kind(arguments)}")
         # a decoded JSON object: its keys are strings
         return _convert_arguments(
             self._types, cast("dict[str, Any]", arguments), keywords=self._keywords
@@ -357,20 +369,60 @@ def _failed(call: ToolCallPart, error: BaseException) -> ToolResultPart:
 
 
 def _parameter_types(
-    function: ToolFunction, signature: inspect.Signature
+    function: ToolFunction, signature: inspect.Signature, tool_name: str, *, strict: bool
 ) -> dict[str, tuple[Any, bool]]:
-    """name -> (annotation, required) for every named parameter of ``function``."""
+    """name -> (annotation, required) for every named parameter of ``function``.
+
+    Raises:
+        ConfigError: with ``strict`` (the schema comes from these types), an annotation
+            written as a string (``from __future__ import annotations``) names something the
+            function's module does not define, such as a class made inside a function: the
+            parameter's type cannot be known. Without ``strict`` it is taken as ``Any``.
+    """
     try:
-        hints = get_type_hints(function)
-    except Exception:
-        hints = {}
+        # with its extras: Annotated[int, Meta(ge=1, description=...)] tells the model the
+        # bounds and the meaning, and the conversion holds the model's value to them
+        hints: dict[str, Any] | None = get_type_hints(function, include_extras=True)
+    except Exception:  # a partial or a callable object, or a name that cannot be resolved
+        hints = None
     types: dict[str, tuple[Any, bool]] = {}
     for parameter in signature.parameters.values():
         if parameter.kind in (parameter.VAR_POSITIONAL, parameter.VAR_KEYWORD):
             continue
-        annotation = hints.get(parameter.name, Any)
+        if hints is not None:
+            annotation = hints.get(parameter.name, Any)
+        else:  # each parameter on its own: one unresolved name must not untype them all
+            annotation = _annotation(function, parameter, tool_name, strict=strict)
         types[parameter.name] = (annotation, parameter.default is inspect.Parameter.empty)
     return types
+
+
+def _annotation(
+    function: ToolFunction, parameter: inspect.Parameter, tool_name: str, *, strict: bool
+) -> Any:
+    """``parameter``'s annotation, a string one evaluated in the module of the function
+    (the function a ``functools.partial`` wraps); ``Any`` when it has none."""
+    annotation = parameter.annotation
+    if annotation is inspect.Parameter.empty:
+        return Any
+    if not isinstance(annotation, str):
+        return annotation
+    inner: object = function
+    while isinstance(inner, functools.partial):
+        inner = cast("functools.partial[Any]", inner).func
+    namespace = getattr(inspect.unwrap(cast("Callable[..., Any]", inner)), "__globals__", None)
+    if not isinstance(namespace, dict):
+        namespace = getattr(inspect.getmodule(inner), "__dict__", {})
+    try:
+        return eval(annotation, dict(cast("dict[str, Any]", namespace)))
+    except Exception as exc:
+        if not strict:
+            return Any
+        raise ConfigError(
+            f"tool {tool_name!r}: the annotation {shown(annotation, 100)} of parameter "
+            f"{parameter.name!r} cannot be resolved ({type(exc).__name__}: {exc}); define the "
+            "type at module level or pass input_schema=..."
+        ) from None
 
 
 def _schema_for(types: Mapping[str, tuple[Any, bool]], tool_name: str) -> dict[str, Any]:
@@ -425,9 +477,42 @@ def _convert_arguments(
     if missing:
         raise ConfigError(f"missing required argument(s): {', '.join(missing)}")
     return {
-        name: msgspec.convert(value, types[name][0], strict=False) if name in types else value
+        name: _convert_one(name, value, types[name][0]) if name in types else value
         for name, value in arguments.items()
     }
+
+
+def _json_kind(value: object) -> str:
+    """What ``value``, decoded JSON, was in JSON's words (the model wrote JSON, not Python)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return f"a {type(value).__name__}"
+
+
+def _convert_one(name: str, value: object, annotation: Any) -> object:
+    """``value`` converted to ``annotation``; a failure names where it is from the arguments'
+    root (msgspec's path starts at the one argument it was given: ``$.y`` for the ``y`` of
+    argument ``b``, nothing at all for the argument itself), so the model can fix its call.
+
+    Raises:
+        msgspec.ValidationError: the value does not fit, its path starting at ``$.name``.
+    """
+    try:
+        return msgspec.convert(value, annotation, strict=False)
+    except msgspec.ValidationError as exc:
+        message = str(exc)
+        head, found, inner = message.rpartition(" - at `$")
+        if found:  # inner is the rest of msgspec's path: ".y`", "[1]`"
+            raise msgspec.ValidationError(f"{head} - at `$.{name}{inner}") from None
+        raise msgspec.ValidationError(f"{message} - at `$.{name}`") from None
 
 
 #: What a tool result carries besides a string (ToolResultPart.content).
@@ -469,7 +554,7 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
     # bytes inside the value follow the rule of bytes returned alone (msgspec would write them
     # as base64, which the model cannot read): to_builtins keeps them, _json_ready decodes them
     # and, in the same walk, refuses a NaN or an infinity (msgspec would write a plain null)
-    value: object = msgspec.to_builtins(result, builtin_types=_BYTES, enc_hook=str)
+    value: object = msgspec.to_builtins(result, builtin_types=_BYTES, enc_hook=_builtin)
     kind = type(value)
     try:
         if kind in _NESTED:
@@ -483,6 +568,28 @@ def _render(result: Any) -> str | tuple[ToolResultContent, ...]:
 
 
 _BYTES = (bytes, bytearray, memoryview)
+#: Containers JSON has no type for whose items are at hand: sent as an array of them.
+_LISTED = (range, KeysView, ValuesView, ItemsView)
+
+
+def _builtin(value: object) -> object:
+    """A value msgspec has no JSON for, as JSON can hold it: a range or a dict view as the
+    list of its items, anything else as its ``str()``.
+
+    Raises:
+        ConfigError: the value is an iterator (a generator, ``map(...)``…): its ``str()`` is
+            ``<map object at 0x…>``, and reading it here would run the tool's code on the
+            event loop.
+    """
+    if isinstance(value, _LISTED):
+        return list(cast("Iterable[object]", value))
+    if isinstance(value, Iterator | AsyncIterator):
+        kind: type = type(cast("object", value))
+        raise ConfigError(
+            f"the tool returned a {kind.__name__} object, an iterator the model would "
+            "get as its repr; return a list (list(...))"
+        )
+    return str(value)
 
 
 class _NotText(Exception):

@@ -65,7 +65,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     ``usage`` and ``billed_usage`` are the sums over the run's turns (``None`` when no turn
     reported any), ``attempt_log`` the turns' attempt logs one after the other, ``model`` the
     model that served the last turn; ``text``, ``message`` and ``stop_reason`` are the last
-    turn's.
+    turn's. ``hit_max_turns``: the model was still calling tools when the run reached the
+    engine's ``max_turns`` (the run ends there, without an error; ``stop_reason`` is then
+    ``tool_call``).
     """
 
     turns: tuple[TurnResult, ...]

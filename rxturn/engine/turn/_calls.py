@@ -184,11 +184,13 @@ class TurnCalls:
         run_input: str | None,
         in_run: bool,
         scheduler: abc.SchedulerBase | None = None,
+        tools_ran: bool = False,
     ) -> TurnResult:
         """One turn over the history (plus ``transient``): setup, the call, the outcome, the
         audit entry. ``run_input`` is the prompt of the run in progress, ``in_run`` whether one
         is (its tool phase then ends a tool-calling turn). ``scheduler``: the engine's, when the
-        caller (a run) has resolved it already."""
+        caller (a run) has resolved it already. ``tools_ran``: the run's tool phase came before
+        this turn (a forced tool choice no longer applies: :meth:`TurnSetup.routed_options`)."""
         host, setup = self.live_host(), self.setup
         if scheduler is None:  # resolved once a turn (asyncio's asks for the loop)
             scheduler = resolve_scheduler(host.scheduler)
@@ -251,7 +253,7 @@ class TurnCalls:
                         window.threshold,
                     )
             request = setup.build_request(transients, host=host)
-            options = setup.routed_options(host=host)
+            options = setup.routed_options(host=host, tools_ran=tools_ran)
             served = options.model or host.client.model
             setup.note_routed_model(served)
         except BaseException as exc:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import logging
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
@@ -17,9 +18,14 @@ from reactivex.disposable import CompositeDisposable
 from ..._validate import MAX_SECONDS
 from ...resilience.cancel import CancelToken, cancel_error
 
-__all__ = ["race"]
+__all__ = ["GRACE", "race"]
 
 _T = TypeVar("_T")
+
+log = logging.getLogger("rxturn.engine")
+
+#: Seconds (on the race's clock) a cancelled loser is given to wind down before it is left.
+GRACE = 1.0
 
 
 async def race(
@@ -40,9 +46,11 @@ async def race(
     timeout (what ``expired()`` returns or raises). The timeout is judged one scheduler turn
     after its instant, as the rescue's deadline is, so that work woken at that same instant
     (a reply the provider delivered then) has finished and wins, whichever of the two the
-    instant ran first. A task that lost is cancelled and awaited (a
-    worker thread it started runs on, its result dropped); an error it ended with is retrieved,
-    so asyncio never reports it as unretrieved.
+    instant ran first. A task that lost is cancelled and awaited (a worker thread it started
+    runs on, its result dropped), for at most :data:`GRACE` seconds on ``scheduler``'s clock:
+    one that ignores its cancellation (a tool catching ``CancelledError`` in a retry loop) is
+    then left running, logged at WARNING, rather than holding the turn until it chooses to end.
+    An error it ended with is retrieved, so asyncio never reports it as unretrieved.
     """
     loop = asyncio.get_running_loop()
     outcome: asyncio.Future[None] = loop.create_future()
@@ -66,11 +74,42 @@ async def race(
         cleanup.dispose()
         if not task.done():
             task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+            await _wound_down(task, scheduler)
         elif not task.cancelled():
             task.exception()  # it may have failed in the instant the cancel or the timer won
     if cancel_token.cancelled:
         raise cancel_error(cancel_token)
-    if not task.cancelled():
+    if task.done() and not task.cancelled():
         return task.result()
-    return expired()
+    return expired()  # (a task left running lost to the timer)
+
+
+async def _wound_down(task: asyncio.Task[Any], scheduler: abc.SchedulerBase) -> None:
+    """Wait for the cancelled ``task`` to end, at most :data:`GRACE` seconds on ``scheduler``'s
+    clock; its outcome retrieved once it ends, now or later."""
+    loop = asyncio.get_running_loop()
+    ended: asyncio.Future[None] = loop.create_future()
+
+    def settle(*_: object) -> None:
+        if not ended.done():
+            ended.set_result(None)
+
+    task.add_done_callback(settle)
+    timer = scheduler.schedule_relative(GRACE, settle)
+    try:
+        await ended
+    finally:
+        timer.dispose()
+        task.remove_done_callback(settle)
+    if task.done():
+        if not task.cancelled():
+            task.exception()
+        return
+    log.warning("a task ignored its cancellation for %gs after it lost a race; left running", GRACE)
+    task.add_done_callback(_retrieve)
+
+
+def _retrieve(task: asyncio.Task[Any]) -> None:
+    """A done callback: the outcome of a task left running, retrieved when it ends."""
+    if not task.cancelled():
+        task.exception()

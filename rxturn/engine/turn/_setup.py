@@ -33,6 +33,10 @@ from ..records._results import Session
 __all__ = ["SetupHost", "TurnSetup", "resolve_host"]
 
 
+#: The tool choices that force no tool call (``None``: the provider's default, ``auto``).
+_UNFORCED = frozenset({None, "auto", "none"})
+
+
 class SetupHost(Protocol):
     """What turn setup reads (and, for ``last_estimate``, writes) on its engine."""
 
@@ -114,13 +118,23 @@ class TurnSetup:
             tools=host.tool_schemas(),
         )
 
-    def routed_options(self, *, host: SetupHost | None = None) -> RequestOptions:
-        """The request options with the breaker's routed model as a per-request override."""
+    def routed_options(
+        self, *, host: SetupHost | None = None, tools_ran: bool = False
+    ) -> RequestOptions:
+        """The request options with the breaker's routed model as a per-request override.
+
+        ``tools_ran``: a turn of a run after its tool phase. A ``tool_choice`` that forces a
+        tool (``any``, ``required``, a tool's name) forced the run's first turn; this one goes
+        with ``auto``: a model that obeys a forced choice calls a tool on every turn, and the
+        run could only end at ``max_turns``, with no answer.
+        """
         if host is None:
             host = self.live_host()
         fallback = host.fallback
         routed = fallback.routed_model() if fallback is not None else None
         options = host.request_options
+        if tools_ran and options.tool_choice not in _UNFORCED:
+            options = msgspec.structs.replace(options, tool_choice="auto")
         if routed is None or routed == options.model:
             return options
         return msgspec.structs.replace(options, model=routed)
