@@ -414,6 +414,7 @@ class TurnEngine:
         return RunStream(
             prompt=checked,
             events=self.events,
+            turns=self.turn_streams,
             run=self._run_checked,  # (a method of the engine: the stream keeps it alive)
             claim=functools.partial(loop.claim, "stream"),
             release=release,
