@@ -121,7 +121,9 @@ class TurnEngine:
         handler: the stream handler; ``None`` means passthrough (one attempt, no deadlines).
         fallback: a :class:`~rxturn.resilience.fallback.FallbackManager` routing between models.
         observers: callbacks, called in registration order, each isolated.
-        text_streamer: called with each text fragment, before the observers.
+        text_streamer: called with each text fragment, before the observers (failed attempts'
+            too: ``on_attempt_reset`` retracts them; a rescued reply is no fragment, it comes
+            whole in ``engine.events`` and ``on_response``).
         mode: ``"streaming"`` (default) or ``"non_streaming"``.
         request_options: tool constraint, response format, model, max tokens…
         max_turns: bound of the agent loop in :meth:`run`.

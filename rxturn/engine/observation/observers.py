@@ -19,7 +19,8 @@ on_run_end           success: bool, error: str | None, total_turns: int, duratio
 on_turn_start        turn: int, query: str
                      → a served turn begins (never a deferred one)
 on_text_delta        turn: int, delta: str
-                     → every text fragment, failed attempts' too
+                     → every text fragment, failed attempts' too (a rescued
+                     reply is no fragment: ``on_response`` has it)
 on_thinking_delta    turn: int, delta: str
                      → every reasoning fragment (``""`` = redacted)
 on_attempt_reset     turn: int, reset: AttemptReset
