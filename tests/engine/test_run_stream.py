@@ -12,6 +12,7 @@ from rxturn import (
     Cancelled,
     ConfigError,
     FallbackManager,
+    OpenAIClient,
     RateLimitPolicy,
     RetryPolicy,
     StreamHandler,
@@ -390,3 +391,19 @@ async def test_a_reset_in_a_later_turn_withdraws_nothing_of_an_earlier_turn() ->
     assert "".join(pieces) == "Let me check.It is sunny"
     assert s.result.text == "It is sunny"
     assert not any(e is None or type(e) is object for e in events)  # no marker leaks out
+
+
+async def test_an_openai_refusal_is_no_text_of_the_text_stream() -> None:
+    # documented: a refusal's text is no reply text (docs/engine.md, docs/behaviour.md §4.1)
+    script = {"models": {"*": [{"text": "I can't help with that", "stop_reason": "refusal"}]}}
+    async with (
+        FakeProvider(script) as fake,
+        OpenAIClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        shown: list[str] = []
+        engine = TurnEngine(client, text_streamer=shown.append)
+        async with engine.stream("hi") as s:
+            pieces = [piece async for piece in s.text_stream]
+    assert (pieces, shown) == ([], [])
+    assert s.result.message.stop_reason == "refusal"
+    assert [type(p).__name__ for p in s.result.message.content] == ["RefusalPart"]
