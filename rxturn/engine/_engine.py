@@ -94,6 +94,7 @@ from .fanout._run_stream import DEFAULT_MAX_BUFFERED, RunStream
 from .fanout._subject import EventSubject
 from .fanout._turn_stream import TurnStream
 from .handler._handler import StreamHandler
+from .observation._callbacks import checked_observer
 from .observation.observers import Observer, ObserverSet
 from .records._results import (
     RunResult,
@@ -681,6 +682,18 @@ def _assign_memory_top_k(engine: TurnEngine, value: object) -> object:
     return value
 
 
+def _assign_observers(engine: TurnEngine, value: object) -> object:
+    # an ObserverSet as it is (it may be shared); observers as the constructor takes them
+    if isinstance(value, ObserverSet):
+        return value
+    where = "engine.observers = ..."
+    items = check_items(value, where, "Observer (or an ObserverSet)")
+    observers = ObserverSet()
+    for index, observer in enumerate(items):
+        observers.add(checked_observer(observer, f"{where}[{index}]"))
+    return observers
+
+
 def _assign_text_streamer(engine: TurnEngine, value: object) -> object:
     _check_text_streamer(value, "engine.text_streamer = ...")
     return value
@@ -735,6 +748,7 @@ _ASSIGNED: dict[str, Callable[[TurnEngine, object], object]] = {
     "max_turns": _assign_max_turns,
     "memory_top_k": _assign_memory_top_k,
     "text_streamer": _assign_text_streamer,
+    "observers": _assign_observers,
     "scheduler": _assign_scheduler,
     "failover": _assign_failover,
     "hedge": _assign_hedge,
