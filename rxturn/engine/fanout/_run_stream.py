@@ -123,7 +123,7 @@ class RunStream:
 
     def __repr__(self) -> str:
         state = "done" if self.done else "running" if self._task is not None else "not started"
-        return f"RunStream({state}, buffered={len(self._buffer)})"
+        return f"RunStream({state}, buffered={len(self._buffer) - self._markers})"
 
     # ------------------------------------------------------------------ the block
 
