@@ -30,11 +30,13 @@ on_response          turn: int, text: str, usage: Usage | None
 on_stream_success    turn: int, model: str, input_tokens: int, output_tokens: int
                      → the turn was served, by ``model`` (the one that actually served)
 on_stream_failure    turn: int, model: str, error: BaseException
-                     → the turn failed on ``model`` (never for a cancel)
+                     → the turn failed on ``model`` (and each model a failover left;
+                     never for a cancel)
 on_fallback          from_model: str, to_model: str
                      → the breaker tripped and a backup exists
 on_model_switched    from_model: str, to_model: str
-                     → the serving model changed between turns
+                     → the serving model changed between turns (or within one, on a
+                     same-turn failover)
 on_turn_end          turn: int, success: bool, error: str | None, duration_ms: float,
                      input_tokens: int, output_tokens: int
                      → a turn's LLM phase (or tool phase) ended
