@@ -39,7 +39,8 @@ on_model_switched    from_model: str, to_model: str
                      same-turn failover)
 on_turn_end          turn: int, success: bool, error: str | None, duration_ms: float,
                      input_tokens: int, output_tokens: int
-                     → a turn's LLM phase (or tool phase) ended
+                     → a turn's LLM phase (or tool phase) ended; ``duration_ms``
+                     is the time since its ``on_turn_start``
 on_tool_call         turn: int, call: ToolCallPart
                      → the model asked for a tool
 on_tool_result       turn: int, result: ToolResultPart
