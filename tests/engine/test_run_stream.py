@@ -115,6 +115,8 @@ async def test_leaving_the_block_early_cancels_the_run_and_leaks_nothing(leave: 
                             break
                         raise ValueError("consumer failed")
             assert s.done
+            with pytest.raises(Cancelled):  # documented: the left run's result is its cancel
+                _ = s.result
 
         if leave == "raise":
             with pytest.raises(ValueError, match="consumer failed"):
