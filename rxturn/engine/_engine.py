@@ -94,6 +94,7 @@ from .fanout._run_stream import DEFAULT_MAX_BUFFERED, RunStream
 from .fanout._subject import EventSubject
 from .fanout._turn_stream import TurnStream
 from .handler._handler import StreamHandler
+from .observation._callbacks import checked_observer
 from .observation.observers import Observer, ObserverSet
 from .records._results import (
     RunResult,
@@ -121,7 +122,9 @@ class TurnEngine:
         handler: the stream handler; ``None`` means passthrough (one attempt, no deadlines).
         fallback: a :class:`~rxturn.resilience.fallback.FallbackManager` routing between models.
         observers: callbacks, called in registration order, each isolated.
-        text_streamer: called with each text fragment, before the observers.
+        text_streamer: called with each text fragment, before the observers (failed attempts'
+            too: ``on_attempt_reset`` retracts them; a rescued reply is no fragment, it comes
+            whole in ``engine.events`` and ``on_response``).
         mode: ``"streaming"`` (default) or ``"non_streaming"``.
         request_options: tool constraint, response format, model, max tokens…
         max_turns: bound of the agent loop in :meth:`run`.
@@ -414,6 +417,7 @@ class TurnEngine:
         return RunStream(
             prompt=checked,
             events=self.events,
+            turns=self.turn_streams,
             run=self._run_checked,  # (a method of the engine: the stream keeps it alive)
             claim=functools.partial(loop.claim, "stream"),
             release=release,
@@ -678,6 +682,18 @@ def _assign_memory_top_k(engine: TurnEngine, value: object) -> object:
     return value
 
 
+def _assign_observers(engine: TurnEngine, value: object) -> object:
+    # an ObserverSet as it is (it may be shared); observers as the constructor takes them
+    if isinstance(value, ObserverSet):
+        return value
+    where = "engine.observers = ..."
+    items = check_items(value, where, "Observer (or an ObserverSet)")
+    observers = ObserverSet()
+    for index, observer in enumerate(items):
+        observers.add(checked_observer(observer, f"{where}[{index}]"))
+    return observers
+
+
 def _assign_text_streamer(engine: TurnEngine, value: object) -> object:
     _check_text_streamer(value, "engine.text_streamer = ...")
     return value
@@ -732,6 +748,7 @@ _ASSIGNED: dict[str, Callable[[TurnEngine, object], object]] = {
     "max_turns": _assign_max_turns,
     "memory_top_k": _assign_memory_top_k,
     "text_streamer": _assign_text_streamer,
+    "observers": _assign_observers,
     "scheduler": _assign_scheduler,
     "failover": _assign_failover,
     "hedge": _assign_hedge,

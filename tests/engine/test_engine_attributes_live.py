@@ -11,6 +11,8 @@ from rxturn import (
     HedgePolicy,
     HedgeTarget,
     Message,
+    ObserverSet,
+    RecordingObserver,
     RequestOptions,
     StreamHandler,
     TurnEngine,
@@ -50,6 +52,9 @@ BAD_ASSIGNMENTS = [
     ("mode", "stream"),
     ("max_turns", 0),
     ("text_streamer", 3),
+    ("observers", None),
+    ("observers", ["junk"]),
+    ("observers", RecordingObserver()),
     ("hedge", "backup"),
     ("counter", "tiktoken"),
     ("context_window", 100_000),
@@ -92,3 +97,18 @@ def test_assignments_that_could_not_act_are_refused_too() -> None:
     hedged.hedge = None
     plain.handler = StreamHandler()
     plain.max_turns = 3
+
+
+def test_assigned_observers_are_what_the_constructor_would_make_of_them() -> None:
+    """Before, ``engine.observers = [rec]`` kept the list and the next turn failed deep inside
+    (AttributeError: 'list' object has no attribute 'listening')."""
+    client = AnthropicClient("m", api_key="k", base_url="http://127.0.0.1:9")
+    engine = TurnEngine(client)
+    rec = RecordingObserver()
+    engine.observers = [rec]  # pyright: ignore[reportAttributeAccessIssue]
+    assert isinstance(engine.observers, ObserverSet) and list(engine.observers) == [rec]
+    engine.observers.emit("on_turn_start", turn=0, query="hi")
+    assert rec.names() == ["on_turn_start"]
+    shared = ObserverSet([rec])
+    engine.observers = shared
+    assert engine.observers is shared

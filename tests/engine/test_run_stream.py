@@ -12,6 +12,7 @@ from rxturn import (
     Cancelled,
     ConfigError,
     FallbackManager,
+    OpenAIClient,
     RateLimitPolicy,
     RetryPolicy,
     StreamHandler,
@@ -114,6 +115,8 @@ async def test_leaving_the_block_early_cancels_the_run_and_leaks_nothing(leave: 
                             break
                         raise ValueError("consumer failed")
             assert s.done
+            with pytest.raises(Cancelled):  # documented: the left run's result is its cancel
+                _ = s.result
 
         if leave == "raise":
             with pytest.raises(ValueError, match="consumer failed"):
@@ -349,3 +352,60 @@ async def test_an_async_text_streamer_is_refused_where_it_is_given() -> None:
         ):
             engine.text_streamer = shows
         assert engine.text_streamer is None and fake.requests == []
+
+
+def _weather(city: str) -> str:
+    """The weather in ``city``."""
+    return f"sunny in {city}"
+
+
+#: turn 1 says something and calls a tool; turn 2's first attempt fails before any event
+TOOL_THEN_RETRY = {
+    "models": {
+        "*": [
+            {
+                "text": "Let me check.",
+                "tool_calls": [{"id": "c1", "name": "_weather", "input": {"city": "Porto"}}],
+            },
+            {"status": 500},
+            {"text": "It is sunny", "chunk_chars": 4},
+        ]
+    }
+}
+
+
+async def test_a_reset_in_a_later_turn_withdraws_nothing_of_an_earlier_turn() -> None:
+    async with (
+        FakeProvider(TOOL_THEN_RETRY) as fake,
+        AnthropicClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, handler=FAST, tools=[_weather])
+        pieces: list[Any] = []
+        events: list[Any] = []
+        async with engine.stream("weather?") as s:
+            async for piece in s.text_stream:
+                pieces.append(piece)
+        async with engine.stream("again?") as s2:
+            async for event in s2:
+                events.append(event)
+    # turn 1's text was served (it is in the history); turn 2's failed attempt showed none
+    assert pieces and all(isinstance(p, str) for p in pieces)
+    assert "".join(pieces) == "Let me check.It is sunny"
+    assert s.result.text == "It is sunny"
+    assert not any(e is None or type(e) is object for e in events)  # no marker leaks out
+
+
+async def test_an_openai_refusal_is_no_text_of_the_text_stream() -> None:
+    # documented: a refusal's text is no reply text (docs/engine.md, docs/behaviour.md §4.1)
+    script = {"models": {"*": [{"text": "I can't help with that", "stop_reason": "refusal"}]}}
+    async with (
+        FakeProvider(script) as fake,
+        OpenAIClient("m", api_key="k", base_url=fake.base_url) as client,
+    ):
+        shown: list[str] = []
+        engine = TurnEngine(client, text_streamer=shown.append)
+        async with engine.stream("hi") as s:
+            pieces = [piece async for piece in s.text_stream]
+    assert (pieces, shown) == ([], [])
+    assert s.result.message.stop_reason == "refusal"
+    assert [type(p).__name__ for p in s.result.message.content] == ["RefusalPart"]

@@ -103,7 +103,7 @@ async def test_a_turn_whose_tools_are_cancelled_still_ends_for_its_observers(
     (end,) = recorder.calls_of("on_turn_end")
     assert end["success"] is False and end["error"] == "cancelled"
     duration = end["duration_ms"]
-    assert isinstance(duration, float) and 0 < duration <= 2000.0  # tool phase start to cancel
+    assert isinstance(duration, float) and 0 < duration <= 2000.0  # turn start to cancel
 
 
 class _Stop(BaseException):
@@ -223,3 +223,28 @@ def test_a_tool_timeout_past_any_float_is_no_bound_as_inf_is() -> None:
     # float() of it raised OverflowError
     assert Tool(lambda: None, name="t", timeout=10**400).timeout == math.inf
     assert Tool(lambda: None, name="t", timeout=math.inf).timeout == math.inf
+
+
+async def test_a_tool_turns_on_turn_end_times_the_whole_turn(clean: TestScheduler) -> None:
+    # on_turn_start .. on_turn_end bracket a turn, and duration_ms is the time between, as for
+    # a turn without tools. Before, a tool-calling turn's duration ran from its tool phase
+    # only: 0 ms here, for a turn whose reply took 4 virtual seconds to start.
+    def instant() -> str:
+        return "ok"
+
+    call = [
+        MessageStart("m1", "x"),
+        PartStart(0, "tool_call", id="call_1", name="instant"),
+        D(0, "{}", "tool_json"),
+        PartStop(0),
+        MessageDelta("tool_call", None),
+        MessageStop(),
+    ]
+    client = ScriptedClient(clean, [timeline(call, start=4.0), timeline(reply("done"))])
+    recorder = RecordingObserver()
+    engine = TurnEngine(client, tools=[instant], scheduler=clean, observers=[recorder])
+    await run_virtual(clean, engine.run("go"))
+    first, _ = recorder.calls_of("on_turn_end")
+    assert first["turn"] == 0
+    # six events from 4.0, 0.01 apart, the stream completes at 4.06; the tool takes no time
+    assert first["duration_ms"] == pytest.approx(4060.0)

@@ -171,7 +171,7 @@ class AgentLoop:
     async def tool_phase(self, result: TurnResult) -> None:
         """Run the reply's tool calls in order; their results become the next user message."""
         now = self.calls.now()
-        started = now()
+        started = self.calls.turn_started  # the turn's on_turn_end times the whole turn
         outputs: list[ToolResultPart] = []
         try:
             for call in result.message.tool_calls:

@@ -12,7 +12,9 @@ What ``text_stream`` yields on a reset: text that was already yielded and is wit
 attempt that failed after streaming some text (``AttemptReset``), or streamed text that the
 non-streaming rescue replaces (``Fallback``) — is announced by yielding that event itself,
 then the text that replaces it follows (the retry's text from its start, or the rescue's
-reply in one piece). A reset before any text of the attempt yields nothing. So a consumer that
+reply in one piece). A reset before any text of the attempt yields nothing, and what is
+withdrawn is the current turn's text: an earlier turn of the run was served, and its text
+stands (the run's turns are told apart by ``engine.turn_streams``). So a consumer that
 prints ``str`` pieces and erases (or marks) what it printed on any other item never shows a
 reply spliced from two attempts.
 
@@ -40,6 +42,7 @@ from ...errors import ConfigError
 from ...events import AttemptReset, Delta, Fallback, HandlerEvent
 from ...messages import Message
 from ..records._results import RunResult
+from ._turn_stream import TurnStream
 
 __all__ = ["DEFAULT_MAX_BUFFERED", "RunStream", "TextPiece"]
 
@@ -50,6 +53,7 @@ TextPiece = str | AttemptReset | Fallback
 """What ``text_stream`` yields: text, or the event that withdraws the text yielded so far."""
 
 _DONE = object()
+_TURN = object()  # a turn of the run starts (for text_stream; never yielded)
 
 
 class RunStream:
@@ -64,6 +68,7 @@ class RunStream:
         "_cancel",
         "_claim",
         "_events",
+        "_markers",
         "_max",
         "_overflowed",
         "_prompt",
@@ -74,6 +79,8 @@ class RunStream:
         "_started",
         "_subscription",
         "_task",
+        "_turn_subscription",
+        "_turns",
         "_waiter",
     )
 
@@ -82,6 +89,7 @@ class RunStream:
         *,
         prompt: str | Message,
         events: Subject[HandlerEvent],
+        turns: Subject[TurnStream],
         run: Callable[[str | Message], Awaitable[RunResult]],
         claim: Callable[[], None],
         release: Callable[[], None],
@@ -95,6 +103,7 @@ class RunStream:
             )
         self._prompt = prompt
         self._events = events
+        self._turns = turns
         self._run = run
         self._claim = claim
         self._release = release
@@ -105,14 +114,16 @@ class RunStream:
         self._waiter: asyncio.Future[None] | None = None
         self._task: asyncio.Task[RunResult] | None = None
         self._subscription: abc.DisposableBase | None = None
+        self._turn_subscription: abc.DisposableBase | None = None
         self._overflowed = False
+        self._markers = 0  # turn markers in the buffer (not events: outside max_buffered)
         self._started = False
         self._began = False  # the run's task ran its first step (its ``finally`` will run)
         self._raised: BaseException | None = None
 
     def __repr__(self) -> str:
         state = "done" if self.done else "running" if self._task is not None else "not started"
-        return f"RunStream({state}, buffered={len(self._buffer)})"
+        return f"RunStream({state}, buffered={len(self._buffer) - self._markers})"
 
     # ------------------------------------------------------------------ the block
 
@@ -122,6 +133,7 @@ class RunStream:
         self._started = True
         self._claim()  # refused at once while another run or turn is in flight
         self._subscription = self._events.subscribe(self._push, scheduler=None)
+        self._turn_subscription = self._turns.subscribe(self._turn_began, scheduler=None)
         self._task = asyncio.get_running_loop().create_task(self._guarded())
         self._task.add_done_callback(self._ended)
         return self
@@ -165,12 +177,18 @@ class RunStream:
         if self._subscription is not None:
             self._subscription.dispose()
             self._subscription = None
+        if self._turn_subscription is not None:
+            self._turn_subscription.dispose()
+            self._turn_subscription = None
         self._buffer.clear()
+        self._markers = 0
 
     # ------------------------------------------------------------------ events in
 
     def _push(self, item: HandlerEvent | object) -> None:
-        if item is not _DONE and len(self._buffer) >= self._max:
+        if item is _TURN:
+            self._markers += 1
+        elif item is not _DONE and len(self._buffer) - self._markers >= self._max:
             if not self._overflowed:
                 self._overflowed = True
                 self._cancel(f"the stream's consumer fell {self._max} events behind (max_buffered)")
@@ -180,12 +198,16 @@ class RunStream:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    def _turn_began(self, _: TurnStream) -> None:
+        self._push(_TURN)
+
     # ------------------------------------------------------------------ events out
 
     def __aiter__(self) -> AsyncIterator[HandlerEvent]:
         return self._iterate()
 
-    async def _iterate(self) -> AsyncIterator[HandlerEvent]:
+    async def _iterate(self, *, turns: bool = False) -> AsyncIterator[HandlerEvent]:
+        """The buffered events; ``turns``: the marker of each turn's start too."""
         self._check_readable()
         buffer = self._buffer
         while True:
@@ -201,6 +223,10 @@ class RunStream:
                 self._finish()
                 return
             buffer.popleft()
+            if item is _TURN:
+                self._markers -= 1
+                if not turns:
+                    continue
             yield item  # pyright: ignore[reportReturnType]  # every other item is a HandlerEvent
 
     def _check_readable(self, *, waiting: bool = False) -> None:
@@ -233,12 +259,16 @@ class RunStream:
         return self._texts()
 
     async def _texts(self) -> AsyncIterator[TextPiece]:
-        shown = False  # text yielded since the last withdrawal
-        async for event in self._iterate():
+        shown = False  # text of the current turn yielded (and not yet withdrawn)
+        async for event in self._iterate(turns=True):
             if isinstance(event, Delta):
                 if event.kind == "text" and event.text:
                     shown = True
                     yield event.text
+            elif event is _TURN:
+                # a turn of the run begins: a reset withdraws this turn's text, never the text
+                # of an earlier turn (served, in the history)
+                shown = False
             elif isinstance(event, AttemptReset):
                 if shown:
                     shown = False

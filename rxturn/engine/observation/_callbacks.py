@@ -94,7 +94,8 @@ class Observer:
         """The model breaker tripped: turns now go to ``to_model``."""
 
     def on_model_switched(self, *, from_model: str, to_model: str) -> None:
-        """The serving model changed between turns (trip, chain advance, recovery, switch)."""
+        """The serving model changed between turns (trip, chain advance, recovery, switch) or
+        within one (a same-turn failover)."""
 
     def on_turn_end(
         self,

@@ -19,7 +19,8 @@ on_run_end           success: bool, error: str | None, total_turns: int, duratio
 on_turn_start        turn: int, query: str
                      → a served turn begins (never a deferred one)
 on_text_delta        turn: int, delta: str
-                     → every text fragment, failed attempts' too
+                     → every text fragment, failed attempts' too (a rescued
+                     reply is no fragment: ``on_response`` has it)
 on_thinking_delta    turn: int, delta: str
                      → every reasoning fragment (``""`` = redacted)
 on_attempt_reset     turn: int, reset: AttemptReset
@@ -29,14 +30,17 @@ on_response          turn: int, text: str, usage: Usage | None
 on_stream_success    turn: int, model: str, input_tokens: int, output_tokens: int
                      → the turn was served, by ``model`` (the one that actually served)
 on_stream_failure    turn: int, model: str, error: BaseException
-                     → the turn failed on ``model`` (never for a cancel)
+                     → the turn failed on ``model`` (and each model a failover left;
+                     never for a cancel)
 on_fallback          from_model: str, to_model: str
                      → the breaker tripped and a backup exists
 on_model_switched    from_model: str, to_model: str
-                     → the serving model changed between turns
+                     → the serving model changed between turns (or within one, on a
+                     same-turn failover)
 on_turn_end          turn: int, success: bool, error: str | None, duration_ms: float,
                      input_tokens: int, output_tokens: int
-                     → a turn's LLM phase (or tool phase) ended
+                     → a turn's LLM phase (or tool phase) ended; ``duration_ms``
+                     is the time since its ``on_turn_start``
 on_tool_call         turn: int, call: ToolCallPart
                      → the model asked for a tool
 on_tool_result       turn: int, result: ToolResultPart

@@ -130,9 +130,20 @@ class TurnCalls:
         pricer: prices every attempt (``None`` without the ``rxturn[cost]`` extra).
         events: the engine's ``events`` Subject once someone asked for it.
         turn_streams: the engine's ``turn_streams`` Subject once someone asked for it.
+        turn_started: when the last turn began (its ``on_turn_start``), on the engine's clock:
+            a tool-calling turn's ``on_turn_end`` comes after its tool phase, timed from here.
     """
 
-    __slots__ = ("_clock_cache", "_live", "events", "host", "pricer", "setup", "turn_streams")
+    __slots__ = (
+        "_clock_cache",
+        "_live",
+        "events",
+        "host",
+        "pricer",
+        "setup",
+        "turn_started",
+        "turn_streams",
+    )
 
     def __init__(
         self,
@@ -149,6 +160,7 @@ class TurnCalls:
         self.events: Subject[HandlerEvent] | None = None
         self.turn_streams: Subject[TurnStream] | None = None
         self._clock_cache: tuple[abc.SchedulerBase, Callable[[], float]] | None = None
+        self.turn_started = 0.0
 
     def live_host(self) -> CallsHost:
         """The engine itself for the length of one call (:func:`~._setup.resolve_host`): the
@@ -283,7 +295,7 @@ class TurnCalls:
                 stream=host.mode == "streaming",
                 estimated_input_tokens=estimate.total if estimate is not None else 0,
             )
-        started = legs.started
+        started = self.turn_started = legs.started
         try:
             # the call: cancel guard, one of two paths, the leg's outcome recorded
             try:
