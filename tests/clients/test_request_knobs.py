@@ -208,6 +208,15 @@ def test_keeps_thinking_follows_the_request_and_the_provider() -> None:
     assert keeps_thinking(a, RequestOptions(thinking=2048))
     assert keeps_thinking(r, RequestOptions(reasoning_effort="low"))
     assert not keeps_thinking(r, RequestOptions(reasoning_effort="none"))
+    # thinking asked for through extra_body (its fields win: it is merged last)
+    assert keeps_thinking(a, RequestOptions(extra_body={"thinking": {"type": "adaptive"}}))
+    on = {"type": "enabled", "budget_tokens": 2048}
+    assert keeps_thinking(a, RequestOptions(extra_body={"thinking": on}))
+    assert not keeps_thinking(a, RequestOptions(extra_body={"thinking": {"type": "disabled"}}))
+    summaries = {"reasoning": {"effort": "high", "summary": "auto"}}
+    assert keeps_thinking(r, RequestOptions(extra_body=summaries))
+    assert not keeps_thinking(r, RequestOptions(extra_body={"reasoning": {"effort": "none"}}))
+    assert not keeps_thinking(o, RequestOptions(extra_body={"thinking": on}))
     # chat completions and Ollama take no thinking back: nothing to keep it for
     assert not keeps_thinking(o, RequestOptions(reasoning_effort="low"))
     assert not keeps_thinking(n, RequestOptions(thinking=2048))

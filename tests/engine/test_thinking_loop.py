@@ -91,6 +91,30 @@ async def test_the_same_loop_without_kept_thinking_gets_the_apis_400() -> None:
     assert [b["type"] for b in _assistant_blocks(fake.requests[1])] == ["text", "tool_use"]
 
 
+@pytest.mark.parametrize(
+    "thinking",
+    [{"type": "enabled", "budget_tokens": 2048}, {"type": "adaptive"}],
+    ids=["enabled", "adaptive"],
+)
+async def test_thinking_enabled_through_extra_body_is_kept_too(thinking: dict[str, Any]) -> None:
+    """``adaptive`` thinking has no ``RequestOptions`` field: ``extra_body`` is the way to ask
+    for it, and the continuation must still carry the thinking block, or the API refuses it."""
+    async with (
+        FakeProvider(SCENARIO) as fake,
+        AnthropicClient("claude-x", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(
+            client,
+            tools=[weather],
+            request_options=RequestOptions(extra_body={"thinking": thinking}),
+        )
+        result = await engine.run("Weather in Oslo?")
+    assert result.text == ANSWER["text"]
+    continuation = fake.requests[1]
+    assert continuation["thinking"] == thinking
+    assert [b["type"] for b in _assistant_blocks(continuation)] == ["thinking", "text", "tool_use"]
+
+
 async def test_the_rescue_keeps_thinking_too() -> None:
     """The stream drops, the transport budget (0 retries) is spent, the non-streaming rescue
     serves the tool call: its parse keeps the thinking block, so the loop goes on."""
