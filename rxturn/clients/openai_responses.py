@@ -22,7 +22,9 @@ Request body, built by the pure :func:`build_responses_body`:
     and in its output alike: :mod:`._ids`); each kept
     reasoning item (a thinking part with an ``rs_…`` id) as ``{"type": "reasoning", "id",
     "summary": [{"type": "summary_text", "text"}], "encrypted_content"}`` — unchanged, so that
-    the model gets its reasoning back; thinking parts from other providers (no id) are left out;
+    the model gets its reasoning back; thinking parts from other providers (no id) are left out,
+    and so are reasoning items last in their message (a reply cut short while reasoning), which
+    the API refuses without the item that follows them;
 
 * ``stream``; ``tools`` ``[{type: function, name, description, parameters, strict}]`` —
   ``strict`` is always sent because the API defaults it to true; ``strict_tools`` tightens the
@@ -122,6 +124,7 @@ def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:
 
 
 def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
+    start = len(out)
     text: list[str] = []
 
     def flush() -> None:
@@ -147,6 +150,11 @@ def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
             flush()
             out.append(_reasoning_item(part))
     flush()
+    # a reasoning item must come back with the item it led to: one the reply ended after (cut
+    # short at max_output_tokens while reasoning) is refused with a 400, "Item 'rs_…' of type
+    # 'reasoning' was provided without its required following item", so it is left out
+    while len(out) > start and out[-1].get("type") == "reasoning":
+        out.pop()
 
 
 WIRE = "the OpenAI Responses API"

@@ -200,3 +200,26 @@ async def test_responses_loop_sends_reasoning_items_back() -> None:
         },
         {"type": "function_call_output", "call_id": "call_1", "output": "Oslo: -3 C"},
     ]
+
+
+async def test_a_reasoning_item_the_reply_ended_after_is_not_sent_back() -> None:
+    """A reply cut short at max_output_tokens while reasoning is one reasoning item alone; the
+    Responses API refuses a reasoning item without the item it led to ("provided without its
+    required following item"), so the next run leaves it out — and keeps the others."""
+    entries = [{"thinking": THOUGHT, "stop_reason": "max_tokens"}, {"thinking": "ok", "text": "Hi"}]
+    async with (
+        FakeProvider({"models": {"*": [*entries, ANSWER]}}) as fake,
+        OpenAIResponsesClient("gpt-x", api_key="k", base_url=fake.openai_base_url) as client,
+    ):
+        engine = TurnEngine(client, request_options=RequestOptions(reasoning_effort="low"))
+        cut = await engine.run("Think hard.")
+        assert cut.stop_reason is StopReason.MAX_TOKENS
+        assert [type(p) for p in cut.message.content] == [ThinkingPart]
+        await engine.run("Go on.")
+        await engine.run("Thanks.")
+    assert fake.requests[1]["input"] == [
+        {"role": "user", "content": "Think hard."},
+        {"role": "user", "content": "Go on."},
+    ]
+    kinds = [item.get("type", item.get("role")) for item in fake.requests[2]["input"]]
+    assert kinds == ["user", "user", "reasoning", "assistant", "user"]
