@@ -24,7 +24,9 @@ Request body, built by the pure :func:`build_responses_body`:
     "summary": [{"type": "summary_text", "text"}], "encrypted_content"}`` — unchanged, so that
     the model gets its reasoning back; thinking parts from other providers (no id) are left out,
     and so are reasoning items last in their message (a reply cut short while reasoning), which
-    the API refuses without the item that follows them;
+    the API refuses without the item that follows them, and, in a request with ``store:
+    false``, reasoning items without ``encrypted_content``, which name an item OpenAI did not
+    keep;
 
 * ``stream``; ``tools`` ``[{type: function, name, description, parameters, strict}]`` —
   ``strict`` is always sent because the API defaults it to true; ``strict_tools`` tightens the
@@ -381,7 +383,22 @@ def build_responses_body(
     if keep_thinking:
         body["store"] = False
         body["include"] = ["reasoning.encrypted_content"]
-    return merge_extra_body(body, options)
+    body = merge_extra_body(body, options)
+    if body.get("store") is False:
+        _drop_unresolvable_reasoning(items)
+    return body
+
+
+def _drop_unresolvable_reasoning(items: list[dict[str, Any]]) -> None:
+    """Under ``store: false`` a reasoning item travels by its ``encrypted_content``: one
+    without it (kept with ``"signature": null``, as a stored conversation's reasoning is) names
+    an item OpenAI never kept, which the API refuses with a 400 ("Item with id 'rs_…' not
+    found. Items are not persisted when `store` is set to false"), so it is left out."""
+    items[:] = [
+        item
+        for item in items
+        if item.get("type") != "reasoning" or item.get("encrypted_content") is not None
+    ]
 
 
 class ResponsesEnvSettings(HttpSettings, total=False):
