@@ -39,7 +39,8 @@ Request body, built by the pure :func:`build_responses_body`:
 * ``reasoning: {effort}`` from ``reasoning_effort`` (``thinking``, Anthropic's budget, is
   rejected);
 * when thinking is kept (:func:`~rxturn.clients.keeps_thinking`: by default when
-  ``reasoning_effort`` is set): ``store: false`` and ``include: ["reasoning.encrypted_content"]``
+  ``reasoning_effort`` is set, or ``extra_body``'s ``reasoning``): ``store: false`` and
+  ``include: ["reasoning.encrypted_content"]``
   — the reasoning items come back with their encrypted content and travel in the next request
   instead of living on OpenAI's side;
 * ``prompt_cache_key`` / ``prompt_cache_options`` as for chat (explicit breakpoints on the
