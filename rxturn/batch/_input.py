@@ -41,7 +41,6 @@ from .._arguments import check_callable, described, shown
 from .._validate import CONTROL_IN_NAME, PARTICIPANT_NAME, has_control
 from ..clients._request import (
     check_options,
-    interleaved_thinking,
     merge_extra_body,
     resolve_thinking,
     resolve_tool_choice,
@@ -221,8 +220,7 @@ def check_row_options(raw: object, line: int, where: str) -> dict[str, Any] | No
         # tools (a row has none), an extra_body setting the client's model or stream (looked
         # at only when one is set: a provider line's options are mostly max_tokens alone)
         if checked.thinking is not None or checked.tool_choice is not None or checked.extra_body:
-            interleaved = interleaved_thinking(checked.extra_headers)
-            resolve_thinking(checked, checked.max_tokens, interleaved=interleaved)
+            resolve_thinking(checked, checked.max_tokens)
             resolve_tool_choice(checked, None)
             merge_extra_body({}, checked)
     except (msgspec.ValidationError, ConfigError) as exc:
