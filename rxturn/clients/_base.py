@@ -14,7 +14,7 @@ methods of :class:`ModelClient`. rxturn's HTTP clients have both.
 
 from __future__ import annotations
 
-from typing import Protocol, runtime_checkable
+from typing import Protocol, cast, runtime_checkable
 
 from .._arguments import shown, type_named
 from ..errors import ConfigError
@@ -82,7 +82,9 @@ def keeps_thinking(client: object, options: RequestOptions) -> bool:
 
     ``options.keep_thinking`` decides when it is set. Otherwise thinking is kept exactly when
     the request enables it — a ``thinking`` budget, or a ``reasoning_effort`` other than
-    ``"none"`` — and the client wants it back: its ``replays_thinking`` attribute (true for
+    ``"none"``, or the same asked through ``extra_body`` (a ``thinking`` object not
+    ``disabled``, Anthropic's ``adaptive`` included; a ``reasoning`` object whose effort is not
+    ``"none"``) — and the client wants it back: its ``replays_thinking`` attribute (true for
     Anthropic, whose API rejects a tool-use continuation that lost its thinking block, and for
     the OpenAI Responses API, whose reasoning items carry the model's state between calls;
     false for chat completions and Ollama, which take no thinking back). A client without the
@@ -105,6 +107,30 @@ def keeps_thinking(client: object, options: RequestOptions) -> bool:
                 f"RequestOptions.keep_thinking must be a bool or None, got {shown(keep, 100)}"
             )
         return keep
-    if options.thinking is None and options.reasoning_effort in (None, "none"):
+    if (
+        options.thinking is None
+        and options.reasoning_effort in (None, "none")
+        and not _extra_body_enables_thinking(options.extra_body)
+    ):
         return False
     return bool(getattr(client, "replays_thinking", True))
+
+
+def _extra_body_enables_thinking(extra: object) -> bool:
+    """Whether ``extra_body`` (merged into the body last, so its fields win) enables thinking:
+    Anthropic's ``thinking`` of any type but ``disabled`` (``enabled`` with a budget, or
+    ``adaptive``, which has no ``RequestOptions`` field), or the Responses ``reasoning`` object
+    with an effort other than ``none`` (the documented way to ask for reasoning summaries)."""
+    if not extra or not isinstance(extra, dict):
+        return False
+    fields = cast("dict[str, object]", extra)
+    thinking = fields.get("thinking")
+    if isinstance(thinking, dict) and cast("dict[str, object]", thinking).get("type") not in (
+        None,
+        "disabled",
+    ):
+        return True
+    reasoning = fields.get("reasoning")
+    return isinstance(reasoning, dict) and cast("dict[str, object]", reasoning).get(
+        "effort"
+    ) not in ("none",)

@@ -43,6 +43,7 @@ __all__ = [
     "encode_body",
     "encode_tool_arguments",
     "from_env_key",
+    "interleaved_thinking",
     "merge_extra_body",
     "put_sampling",
     "reject_reasoning_effort",
@@ -189,9 +190,25 @@ THINKING_MIN_BUDGET = 1024
 _CLIENT_OWNED = ("model", "stream")
 
 
-def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | None:
+def interleaved_thinking(*headers: Mapping[str, str] | None) -> bool:
+    """Whether an ``anthropic-beta`` header among ``headers`` turns on interleaved thinking
+    (``interleaved-thinking-2025-05-14``), under which Anthropic documents that the thinking
+    budget may exceed ``max_tokens``: it covers every thinking block of the assistant turn."""
+    for mapping in headers:
+        for name, value in (mapping or {}).items():
+            if name.lower() == "anthropic-beta" and any(
+                beta.strip().startswith("interleaved-thinking-") for beta in value.split(",")
+            ):
+                return True
+    return False
+
+
+def resolve_thinking(
+    options: RequestOptions, max_tokens: int | None, *, interleaved: bool = False
+) -> int | None:
     """``options.thinking``, checked: an integer budget from 1024 to :data:`MAX_TOKENS`
-    and below ``max_tokens``."""
+    and below ``max_tokens`` — unless thinking is ``interleaved`` (:func:`interleaved_thinking`),
+    where the API lets the budget exceed ``max_tokens``."""
     value = options.thinking
     if value is None:
         return None
@@ -200,7 +217,7 @@ def resolve_thinking(options: RequestOptions, max_tokens: int | None) -> int | N
             f"RequestOptions.thinking must be a thinking budget in tokens, an integer >= "
             f"{THINKING_MIN_BUDGET} and <= {MAX_TOKENS}, got {shown(value)}"
         )
-    if max_tokens is not None and value >= max_tokens:
+    if max_tokens is not None and value >= max_tokens and not interleaved:
         raise ConfigError(
             f"RequestOptions.thinking={shown(value)} must be below max_tokens={max_tokens} (the "
             "thinking budget is part of the output); raise max_tokens"

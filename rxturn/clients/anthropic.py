@@ -23,9 +23,12 @@ Request body, built by the pure :func:`build_anthropic_body`:
 * ``output_config`` for a ``response_format`` (below);
 * ``temperature``, ``stop_sequences`` when given;
 * ``thinking: {type: enabled, budget_tokens: N}`` from ``RequestOptions.thinking`` (at least
-  1024, below ``max_tokens``; the API allows only ``auto`` / ``none`` tool choice with it, so a
-  forced tool — ``any`` or a tool name — is rejected before anything is sent, and so is a
-  ``temperature`` other than 1, which the API refuses with thinking);
+  1024, below ``max_tokens`` — but for interleaved thinking, asked for with the
+  ``anthropic-beta: interleaved-thinking-2025-05-14`` header, where the API lets the budget
+  exceed it, as it spans the whole assistant turn; the API allows only ``auto`` / ``none``
+  tool choice with it, so a forced tool — ``any`` or a tool name — is rejected before
+  anything is sent, and so is a ``temperature`` other than 1, which the API refuses with
+  thinking);
   ``reasoning_effort`` is OpenAI's and is rejected;
 * ``cache_control`` — ``{"type": "ephemeral"}`` (``"ttl": "1h"`` / ``"5m"`` when asked) on the
   block before each :class:`~rxturn.messages.CachePoint`, on the system prompt (then sent as one
@@ -96,6 +99,7 @@ from ._request import (
     NO_MESSAGE,
     JSONBody,
     from_env_key,
+    interleaved_thinking,
     merge_extra_body,
     plain_options,
     put_sampling,
@@ -378,6 +382,7 @@ def build_anthropic_body(
     model: str,
     max_tokens: int,
     stream: bool,
+    interleaved: bool = False,
 ) -> JSONBody:
     """The JSON body of an Anthropic Messages request (see the module docstring).
 
@@ -387,6 +392,9 @@ def build_anthropic_body(
         model: the model to ask.
         max_tokens: the client's default, overridden by ``options.max_tokens``.
         stream: whether to ask for an SSE stream.
+        interleaved: interleaved thinking is on (an ``anthropic-beta`` header the client
+            sends asks for it; ``options.extra_headers`` are looked at here too): the thinking
+            budget may then exceed ``max_tokens``, as the API documents.
 
     Raises:
         ConfigError: no message to send (the API refuses an empty ``messages`` with a 400);
@@ -412,7 +420,10 @@ def build_anthropic_body(
     if not plain:
         reject_reasoning_effort(options, "the Anthropic Messages API", "use thinking=<budget>")
     tokens = resolve_max_tokens(options, max_tokens)
-    thinking = None if plain else resolve_thinking(options, tokens)
+    thinking = None
+    if not plain:
+        interleaved = interleaved or interleaved_thinking(options.extra_headers)
+        thinking = resolve_thinking(options, tokens, interleaved=interleaved)
     check_inline_limits(request, LIMITS)
     system_ttl = tools_ttl = messages_ttl = None
     if not plain:
@@ -559,6 +570,7 @@ class AnthropicClient(HttpClient):
         super().__init__(
             model, api_key=api_key, base_url=base_url, max_tokens=max_tokens, **settings
         )
+        self._interleaved = interleaved_thinking(self._extra_headers)
 
     @classmethod
     def from_env(
@@ -588,7 +600,14 @@ class AnthropicClient(HttpClient):
     ) -> dict[str, Any]:
         # (the attribute, not the property: required and checked in __init__, no call)
         tokens = self._max_tokens
-        return build_anthropic_body(request, options, model=model, max_tokens=tokens, stream=stream)  # pyright: ignore[reportArgumentType]
+        return build_anthropic_body(
+            request,
+            options,
+            model=model,
+            max_tokens=tokens,  # pyright: ignore[reportArgumentType]
+            stream=stream,
+            interleaved=self._interleaved,
+        )
 
     def _parse_reply(self, body: bytes, *, keep_thinking: bool) -> Message:
         from ..wire import parse_anthropic_message

@@ -22,7 +22,11 @@ Request body, built by the pure :func:`build_responses_body`:
     and in its output alike: :mod:`._ids`); each kept
     reasoning item (a thinking part with an ``rs_…`` id) as ``{"type": "reasoning", "id",
     "summary": [{"type": "summary_text", "text"}], "encrypted_content"}`` — unchanged, so that
-    the model gets its reasoning back; thinking parts from other providers (no id) are left out;
+    the model gets its reasoning back; thinking parts from other providers (no id) are left out,
+    and so are reasoning items last in their message (a reply cut short while reasoning), which
+    the API refuses without the item that follows them, and, in a request with ``store:
+    false``, reasoning items without ``encrypted_content``, which name an item OpenAI did not
+    keep;
 
 * ``stream``; ``tools`` ``[{type: function, name, description, parameters, strict}]`` —
   ``strict`` is always sent because the API defaults it to true; ``strict_tools`` tightens the
@@ -35,7 +39,8 @@ Request body, built by the pure :func:`build_responses_body`:
 * ``reasoning: {effort}`` from ``reasoning_effort`` (``thinking``, Anthropic's budget, is
   rejected);
 * when thinking is kept (:func:`~rxturn.clients.keeps_thinking`: by default when
-  ``reasoning_effort`` is set): ``store: false`` and ``include: ["reasoning.encrypted_content"]``
+  ``reasoning_effort`` is set, or ``extra_body``'s ``reasoning``): ``store: false`` and
+  ``include: ["reasoning.encrypted_content"]``
   — the reasoning items come back with their encrypted content and travel in the next request
   instead of living on OpenAI's side;
 * ``prompt_cache_key`` / ``prompt_cache_options`` as for chat (explicit breakpoints on the
@@ -122,6 +127,7 @@ def _reasoning_item(part: ThinkingPart) -> dict[str, Any]:
 
 
 def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
+    start = len(out)
     text: list[str] = []
 
     def flush() -> None:
@@ -147,6 +153,11 @@ def _assistant_items(message: Message, out: list[dict[str, Any]]) -> None:
             flush()
             out.append(_reasoning_item(part))
     flush()
+    # a reasoning item must come back with the item it led to: one the reply ended after (cut
+    # short at max_output_tokens while reasoning) is refused with a 400, "Item 'rs_…' of type
+    # 'reasoning' was provided without its required following item", so it is left out
+    while len(out) > start and out[-1].get("type") == "reasoning":
+        out.pop()
 
 
 WIRE = "the OpenAI Responses API"
@@ -373,7 +384,22 @@ def build_responses_body(
     if keep_thinking:
         body["store"] = False
         body["include"] = ["reasoning.encrypted_content"]
-    return merge_extra_body(body, options)
+    body = merge_extra_body(body, options)
+    if body.get("store") is False:
+        _drop_unresolvable_reasoning(items)
+    return body
+
+
+def _drop_unresolvable_reasoning(items: list[dict[str, Any]]) -> None:
+    """Under ``store: false`` a reasoning item travels by its ``encrypted_content``: one
+    without it (kept with ``"signature": null``, as a stored conversation's reasoning is) names
+    an item OpenAI never kept, which the API refuses with a 400 ("Item with id 'rs_…' not
+    found. Items are not persisted when `store` is set to false"), so it is left out."""
+    items[:] = [
+        item
+        for item in items
+        if item.get("type") != "reasoning" or item.get("encrypted_content") is not None
+    ]
 
 
 class ResponsesEnvSettings(HttpSettings, total=False):

@@ -35,6 +35,7 @@ from rxturn.messages import (
     ToolCallPart,
     ToolSchema,
 )
+from rxturn.testing import FakeProvider
 
 HI = Request(messages=(Message.user("hi"),))
 TOOL = ToolSchema(name="get_weather", input_schema={"type": "object", "properties": {}})
@@ -178,6 +179,35 @@ def test_bad_extra_body(extra: Any, match: str) -> None:
             build(RequestOptions(extra_body=extra))
 
 
+INTERLEAVED = {
+    "anthropic-beta": "fine-grained-tool-streaming-2025-05-14, interleaved-thinking-2025-05-14"
+}
+
+
+async def test_interleaved_thinking_takes_a_budget_over_max_tokens() -> None:
+    """Anthropic documents that with interleaved thinking the budget may exceed max_tokens (it
+    covers every thinking block of the assistant turn): not refused then, on the client's
+    headers or the request's; without the beta it still is."""
+    over = RequestOptions(thinking=16000)
+    with pytest.raises(ConfigError, match="must be below max_tokens=8192"):
+        anthropic(over)
+    with_header = RequestOptions(
+        thinking=16000, extra_headers={"Anthropic-Beta": INTERLEAVED["anthropic-beta"]}
+    )
+    assert anthropic(with_header)["thinking"] == {"type": "enabled", "budget_tokens": 16000}
+    async with (
+        FakeProvider({"models": {"*": [{"text": "ok"}]}}) as fake,
+        AnthropicClient("c", base_url=fake.base_url, extra_headers=INTERLEAVED) as client,
+    ):
+        reply = await client.create(HI, over)
+    assert reply.content == (TextPart("ok"),)
+    assert fake.requests[0]["thinking"]["budget_tokens"] == 16000
+    assert fake.requests[0]["max_tokens"] == 8192
+    plain = AnthropicClient("c", base_url="http://127.0.0.1:9")
+    with pytest.raises(ConfigError, match="must be below max_tokens=8192"):
+        await plain.create(HI, over)
+
+
 @pytest.mark.parametrize(
     "value", [object(), 10**5000], ids=["object", "int-of-more-digits-than-python-writes"]
 )
@@ -208,6 +238,15 @@ def test_keeps_thinking_follows_the_request_and_the_provider() -> None:
     assert keeps_thinking(a, RequestOptions(thinking=2048))
     assert keeps_thinking(r, RequestOptions(reasoning_effort="low"))
     assert not keeps_thinking(r, RequestOptions(reasoning_effort="none"))
+    # thinking asked for through extra_body (its fields win: it is merged last)
+    assert keeps_thinking(a, RequestOptions(extra_body={"thinking": {"type": "adaptive"}}))
+    on = {"type": "enabled", "budget_tokens": 2048}
+    assert keeps_thinking(a, RequestOptions(extra_body={"thinking": on}))
+    assert not keeps_thinking(a, RequestOptions(extra_body={"thinking": {"type": "disabled"}}))
+    summaries = {"reasoning": {"effort": "high", "summary": "auto"}}
+    assert keeps_thinking(r, RequestOptions(extra_body=summaries))
+    assert not keeps_thinking(r, RequestOptions(extra_body={"reasoning": {"effort": "none"}}))
+    assert not keeps_thinking(o, RequestOptions(extra_body={"thinking": on}))
     # chat completions and Ollama take no thinking back: nothing to keep it for
     assert not keeps_thinking(o, RequestOptions(reasoning_effort="low"))
     assert not keeps_thinking(n, RequestOptions(thinking=2048))

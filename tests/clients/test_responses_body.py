@@ -177,6 +177,40 @@ def test_kept_thinking_asks_for_encrypted_reasoning_and_no_storage() -> None:
     assert body["include"] == ["reasoning.encrypted_content"]
 
 
+def test_without_storage_a_reasoning_item_goes_back_only_with_its_encrypted_content() -> None:
+    """Under store: false the API has no item to look an ``rs_`` id up by: a reasoning item
+    without encrypted_content is its 400 ("Item with id 'rs_…' not found"); stored, it is
+    sent."""
+    call = ToolCallPart(id="call_1", name="get_time", input={})
+    history = (
+        Message.user("q"),
+        Message(content=(ThinkingPart("stored", None, id="rs_1"), call)),
+        Message(role="user", content=(ToolResultPart(tool_call_id="call_1", content="noon"),)),
+        Message(content=(ThinkingPart("sealed", "enc", id="rs_2"), TextPart("ok"))),
+        Message.user("and?"),
+    )
+    req = Request(messages=history, tools=(CLOCK,))
+    stored = [item.get("id") for item in build(req)["input"] if item.get("type") == "reasoning"]
+    assert stored == ["rs_1", "rs_2"]
+    for body in (
+        build(req, keep_thinking=True),
+        build(req, RequestOptions(extra_body={"store": False})),
+    ):
+        reasoning = [item for item in body["input"] if item.get("type") == "reasoning"]
+        assert reasoning == [
+            {
+                "type": "reasoning",
+                "id": "rs_2",
+                "summary": [{"type": "summary_text", "text": "sealed"}],
+                "encrypted_content": "enc",
+            }
+        ]
+        assert [item.get("type") for item in body["input"]][1:3] == [
+            "function_call",
+            "function_call_output",
+        ]
+
+
 def test_stop_sequences_are_refused() -> None:
     with pytest.raises(ConfigError, match="Responses API has no stop sequences"):
         build(Request(messages=(Message.user("hi"),)), RequestOptions(stop_sequences=("x",)))

@@ -91,6 +91,30 @@ async def test_the_same_loop_without_kept_thinking_gets_the_apis_400() -> None:
     assert [b["type"] for b in _assistant_blocks(fake.requests[1])] == ["text", "tool_use"]
 
 
+@pytest.mark.parametrize(
+    "thinking",
+    [{"type": "enabled", "budget_tokens": 2048}, {"type": "adaptive"}],
+    ids=["enabled", "adaptive"],
+)
+async def test_thinking_enabled_through_extra_body_is_kept_too(thinking: dict[str, Any]) -> None:
+    """``adaptive`` thinking has no ``RequestOptions`` field: ``extra_body`` is the way to ask
+    for it, and the continuation must still carry the thinking block, or the API refuses it."""
+    async with (
+        FakeProvider(SCENARIO) as fake,
+        AnthropicClient("claude-x", api_key="k", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(
+            client,
+            tools=[weather],
+            request_options=RequestOptions(extra_body={"thinking": thinking}),
+        )
+        result = await engine.run("Weather in Oslo?")
+    assert result.text == ANSWER["text"]
+    continuation = fake.requests[1]
+    assert continuation["thinking"] == thinking
+    assert [b["type"] for b in _assistant_blocks(continuation)] == ["thinking", "text", "tool_use"]
+
+
 async def test_the_rescue_keeps_thinking_too() -> None:
     """The stream drops, the transport budget (0 retries) is spent, the non-streaming rescue
     serves the tool call: its parse keeps the thinking block, so the loop goes on."""
@@ -176,3 +200,26 @@ async def test_responses_loop_sends_reasoning_items_back() -> None:
         },
         {"type": "function_call_output", "call_id": "call_1", "output": "Oslo: -3 C"},
     ]
+
+
+async def test_a_reasoning_item_the_reply_ended_after_is_not_sent_back() -> None:
+    """A reply cut short at max_output_tokens while reasoning is one reasoning item alone; the
+    Responses API refuses a reasoning item without the item it led to ("provided without its
+    required following item"), so the next run leaves it out — and keeps the others."""
+    entries = [{"thinking": THOUGHT, "stop_reason": "max_tokens"}, {"thinking": "ok", "text": "Hi"}]
+    async with (
+        FakeProvider({"models": {"*": [*entries, ANSWER]}}) as fake,
+        OpenAIResponsesClient("gpt-x", api_key="k", base_url=fake.openai_base_url) as client,
+    ):
+        engine = TurnEngine(client, request_options=RequestOptions(reasoning_effort="low"))
+        cut = await engine.run("Think hard.")
+        assert cut.stop_reason is StopReason.MAX_TOKENS
+        assert [type(p) for p in cut.message.content] == [ThinkingPart]
+        await engine.run("Go on.")
+        await engine.run("Thanks.")
+    assert fake.requests[1]["input"] == [
+        {"role": "user", "content": "Think hard."},
+        {"role": "user", "content": "Go on."},
+    ]
+    kinds = [item.get("type", item.get("role")) for item in fake.requests[2]["input"]]
+    assert kinds == ["user", "user", "reasoning", "assistant", "user"]
