@@ -278,7 +278,9 @@ class FileRun:
                 f"repaired {str(output)!r}: dropped a torn last line "
                 f"({counted(dropped, 'byte')})" + (f"; {fate}" if torn is not None else "")
             )
-        self.run_number = (manifest.runs if manifest is not None else 0) + 1
+        # the manifest counts the runs; without one (adopted) or with a broken one, the lines
+        # still say how many runs wrote them, and ``run`` only goes up on one output
+        self.run_number = max(manifest.runs if manifest is not None else 0, state.max_run) + 1
         Manifest(
             fingerprint=mark,
             provider=config.provider,

@@ -150,12 +150,15 @@ class LastLines:
 class OutputState:
     """The last line of each key in an output file."""
 
-    __slots__ = ("blank_tail", "good_size", "last", "lines", "size")
+    __slots__ = ("blank_tail", "good_size", "last", "lines", "max_run", "size")
 
     def __init__(self) -> None:
         #: key -> (status, input_sha, byte offset of its last line)
         self.last = LastLines()
         self.lines = 0
+        #: the highest ``run`` of its lines: an output whose manifest is lost (adopted with
+        #: ``--force``) goes on counting its runs from there, not from 1 again
+        self.max_run = 0
         self.size = 0  # bytes in the file
         self.good_size = 0  # bytes up to the end of the last whole, valid line
         #: the torn tail is blank (whitespace: an editor's or an ``echo >>``'s, no crash's),
@@ -283,6 +286,7 @@ def read_output(path: Path) -> OutputState:
                 offset += length
                 continue
             state.last.put(seen.id, seen.status, seen.input_sha, offset)
+            state.max_run = max(state.max_run, seen.run)
             state.lines = number
             offset += length
             state.good_size = offset

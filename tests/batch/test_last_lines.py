@@ -107,7 +107,8 @@ def test_force_rewrites_a_manifest_that_is_no_manifest(tmp_path: Path) -> None:
     finally:
         run.close()
     saved = Manifest.load(out)
-    assert saved is not None and saved.model == "m" and saved.runs == 1
+    # (the line's run 1 was this output's first run: the adopting run is its second)
+    assert saved is not None and saved.model == "m" and saved.runs == 2
     assert out.read_text() == line  # the lines kept, the ok row still skipped
     assert run.pending.count(1) == 0
 
