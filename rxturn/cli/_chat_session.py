@@ -40,6 +40,7 @@ from ._console import (
     in_cli_words,
     is_terminal,
     is_utf8,
+    json_line,
     one_line,
     paint,
     wants_color,
@@ -271,7 +272,7 @@ class ChatSession:
                 "cost": cost_to_json(result.cost),
                 "turns": list(run.turns),
             }
-            write(self.out, msgspec.json.encode(record).decode() + "\n")
+            write(self.out, json_line(msgspec.json.encode(record)).decode())
             return
         # What the reply holds besides its text, one line each, as `rxturn replay` shows it: a
         # tool call, an OpenAI refusal (its text is no text part, and never streams as text:
@@ -297,7 +298,7 @@ class ChatSession:
         if self.args.json:
             runs = self.engine.session.runs if self.engine is not None else []
             turns = list(runs[-1].turns) if runs else []
-            write(self.out, _error_json(exc, turns).decode() + "\n")
+            write(self.out, json_line(_error_json(exc, turns)).decode())
         if isinstance(exc, Cancelled):
             if not self.live and not self.args.json:  # a terminal shows "[cancelled]" after
                 self.notices.line("cancel", one_line(str(exc)))  # the text it kept

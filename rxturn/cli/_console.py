@@ -56,6 +56,7 @@ __all__ = [
     "hint_stdin",
     "is_terminal",
     "is_utf8",
+    "json_line",
     "model_names_problem",
     "not_utf8_problem",
     "number_argument",
@@ -248,6 +249,21 @@ def write(stream: TextIO, text: str) -> bool:
         failed(stream, exc)
         return False
     return True
+
+
+#: The characters JSON lets stand raw inside a string that line splitters other than "\n" take
+#: for line breaks (``str.splitlines``, JavaScript before ES2019, many JSON-lines readers).
+_RAW_LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\x85", "\\u0085"))
+
+
+def json_line(data: bytes) -> bytes:
+    """Encoded JSON as one line of ``--json`` output for any line splitter: the characters above
+    as ``\\u`` escapes (the same JSON value; they occur only inside strings), then ``\\n``."""
+    text = data.decode("utf-8")
+    for char, escape in _RAW_LINE_BREAKS:
+        if char in text:
+            text = text.replace(char, escape)
+    return text.encode("utf-8") + b"\n"
 
 
 def write_bytes(stream: TextIO, data: bytes) -> None:

@@ -22,7 +22,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from ._console import file_argument, hint_stdin
+from ._console import file_argument, hint_stdin, json_line
 
 if TYPE_CHECKING:
     from ..messages import Usage
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     except Exception as exc:
         return _fail(f"internal error: {type(exc).__name__}: {_describe(exc)} ({where})")
     if args.json:
-        data = message_to_json(message) + b"\n"
+        data = json_line(message_to_json(message))
     else:  # a recorded reply is untrusted: on a terminal, none of its escape sequences
         text = _render(message)
         data = (for_terminal(text) if is_terminal(sys.stdout) else text).encode("utf-8")
