@@ -41,6 +41,7 @@ import msgspec
 
 from .. import _constants as C
 from .._arguments import described, shown
+from .._jsonl import as_line
 from .._validate import CONTROL_IN_NAME, MAX_TOKENS, has_control, is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
@@ -242,8 +243,9 @@ _encoder = msgspec.json.Encoder()
 
 
 def encode_result(result: RowResult) -> bytes:
-    """The output line of ``result`` (Message JSON inside, ending with a newline)."""
-    return _encoder.encode(result) + b"\n"
+    """The output line of ``result`` (Message JSON inside, ending with a newline; one line for
+    every line splitter: :func:`rxturn._jsonl.as_line`)."""
+    return as_line(_encoder.encode(result))
 
 
 def estimate_tokens(row: BatchRow, system: str | None, max_tokens: int) -> int:

@@ -35,6 +35,7 @@ import unicodedata
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, TextIO
 
+from .._jsonl import as_line as json_line  # one JSON line for any line splitter
 from .._streams import to_devnull
 from .._validate import has_control, is_utf8
 
@@ -249,21 +250,6 @@ def write(stream: TextIO, text: str) -> bool:
         failed(stream, exc)
         return False
     return True
-
-
-#: The characters JSON lets stand raw inside a string that line splitters other than "\n" take
-#: for line breaks (``str.splitlines``, JavaScript before ES2019, many JSON-lines readers).
-_RAW_LINE_BREAKS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\x85", "\\u0085"))
-
-
-def json_line(data: bytes) -> bytes:
-    """Encoded JSON as one line of ``--json`` output for any line splitter: the characters above
-    as ``\\u`` escapes (the same JSON value; they occur only inside strings), then ``\\n``."""
-    text = data.decode("utf-8")
-    for char, escape in _RAW_LINE_BREAKS:
-        if char in text:
-            text = text.replace(char, escape)
-    return text.encode("utf-8") + b"\n"
 
 
 def write_bytes(stream: TextIO, data: bytes) -> None:

@@ -60,3 +60,17 @@ def test_replay_json_with_unicode_line_breaks_is_one_line(
     lines = capsys.readouterr().out.splitlines()
     assert code == 0 and len(lines) == 1
     assert json.loads(lines[0])["content"] == [{"type": "text", "text": BREAKS}]
+
+
+def test_a_batch_output_line_with_unicode_line_breaks_is_one_line(tmp_path: Path) -> None:
+    """The batch output file is JSON lines too, read back by users with any line splitter."""
+    rows = tmp_path / "in.jsonl"
+    rows.write_text('{"id": "a", "prompt": "hi"}\n{"id": "b", "prompt": "hi"}\n')
+    out = tmp_path / "out.jsonl"
+    with ThreadedFake({"models": {"*": [{"text": BREAKS}]}}) as fake:
+        args = ["--provider", "anthropic", "--base-url", fake.base_url, "--model", "m"]
+        code = main(["batch", "run", str(rows), "-o", str(out), *args, "--progress", "none"])
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert code == 0 and len(lines) == 2
+    for line in lines:
+        assert json.loads(line)["message"]["content"] == [{"type": "text", "text": BREAKS}]
