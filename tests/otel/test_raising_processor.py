@@ -1,13 +1,16 @@
-"""A span processor that raises from ``on_end`` (a user's, or a broken exporter's): the
-observer's callback fails, and the engine reports that, but what the observer put in the run's
-context is taken out again and the turn's metric points are still recorded."""
+"""A span or log record processor that raises (a user's, or a broken exporter's): the
+observer's callback fails, and the engine reports that, but every span still ends, what the
+observer put in the run's context is taken out again and the turn's metric points are still
+recorded."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from opentelemetry import trace
+from opentelemetry.sdk._logs import LogRecordProcessor, ReadWriteLogRecord
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
+from opentelemetry.trace import StatusCode
 
 from rxturn import AnthropicClient, TurnEngine
 from rxturn.testing import FakeProvider
@@ -25,6 +28,17 @@ class RaisingOnEnd(SpanProcessor):
 
 
 USAGE = {"input_tokens": 5, "output_tokens": 2}
+
+
+class RaisingOnEmit(LogRecordProcessor):
+    def on_emit(self, log_record: ReadWriteLogRecord) -> None:
+        raise RuntimeError("log exporter down")
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
 
 
 def lookup(city: str) -> str:
@@ -73,3 +87,25 @@ async def test_a_processor_raising_on_end_leaves_no_span_current(telemetry: Tele
         for p in telemetry.points("gen_ai.client.token.usage")
     }
     assert tokens == {"input": 3 * 5, "output": 3 * 2}
+
+
+async def test_a_log_processor_raising_on_emit_still_ends_the_chat_span(
+    telemetry: Telemetry,
+) -> None:
+    telemetry.logger_provider.add_log_record_processor(RaisingOnEmit())
+    observer = telemetry.observer(capture_content="EVENT_ONLY")
+    async with (
+        FakeProvider({"models": {"*": [{"text": "Hi.", "usage": USAGE}]}}) as fake,
+        AnthropicClient("primary", api_key="sk-ant-x", base_url=fake.base_url) as client,
+    ):
+        engine = TurnEngine(client, observers=[observer])
+        assert (await engine.run("hello")).text == "Hi."
+    assert observer.open_turns == 0
+    (chat,) = telemetry.named("chat ")
+    assert chat.name == "chat primary" and chat.status.status_code is StatusCode.UNSET
+    assert chat.end_time is not None
+    (duration,) = telemetry.points("gen_ai.client.operation.duration")
+    assert duration.count == 1
+    assert {
+        p.attributes["gen_ai.token.type"] for p in telemetry.points("gen_ai.client.token.usage")
+    } == {"input", "output"}
