@@ -193,17 +193,27 @@ class OTelObserver(Observer):
         if not success:
             raised = sys.exception()  # the run ends inside its ``except``: the run's error
             failure = error_type(raised) if raised is not None else state.last_error or "_OTHER"
-        for call_id in list(state.tools):
-            self._end_tool(state, call_id, failure or n.CANCELLED, None)
-        span = state.span
-        if failure is not None:
-            span.set_attribute(n.ERROR_TYPE, failure)
-            span.set_status(Status(StatusCode.ERROR, failure))
-        span.end()
+        # a span processor may raise from ``end()``: the run's context is restored whatever
+        # happens, or its span would stay current and parent the task's next run
         try:
-            otel_context.detach(state.token)  # pyright: ignore[reportArgumentType]
+            raised_ending: Exception | None = None
+            for call_id in list(state.tools):
+                try:
+                    self._end_tool(state, call_id, failure or n.CANCELLED, None)
+                except Exception as exc:  # the other tools' spans end all the same
+                    raised_ending = raised_ending or exc
+            span = state.span
+            if failure is not None:
+                span.set_attribute(n.ERROR_TYPE, failure)
+                span.set_status(Status(StatusCode.ERROR, failure))
+            span.end()
+            if raised_ending is not None:
+                raise raised_ending
         finally:
-            self._run.reset(state.previous)
+            try:
+                otel_context.detach(state.token)  # pyright: ignore[reportArgumentType]
+            finally:
+                self._run.reset(state.previous)
 
     # ----------------------------------------------------------------------------- the turn
 
@@ -475,13 +485,17 @@ class OTelObserver(Observer):
             attributes = {**attributes, n.ERROR_TYPE: failure}
             chat.set_attribute(n.ERROR_TYPE, failure)
             chat.set_status(Status(StatusCode.ERROR, failure))
-        if self._logger is not None:
-            self._emit_details(state, {**attributes, **response}, output_json)
-        chat.end()
-        self._duration.record(duration, attributes)
-        if state.stream and state.first_chunk is not None:
-            self._first_chunk.record(state.first_chunk, attributes)
-        self._record_tokens(state, record, message, attributes)
+        try:
+            if self._logger is not None:
+                self._emit_details(state, {**attributes, **response}, output_json)
+        finally:
+            try:
+                chat.end()
+            finally:  # the turn's points, even when an exporter raised ending the span
+                self._duration.record(duration, attributes)
+                if state.stream and state.first_chunk is not None:
+                    self._first_chunk.record(state.first_chunk, attributes)
+                self._record_tokens(state, record, message, attributes)
 
     def _record_tokens(
         self, state: TurnSpans, record: Turn, message: Message | None, attributes: Attributes
@@ -557,14 +571,16 @@ class OTelObserver(Observer):
         self, run: RunSpans, call_id: str, failure: str | None, result: ToolResultPart | None
     ) -> None:
         span, token = run.tools.pop(call_id)
-        if result is not None and self._content_on_span:
-            span.set_attribute(n.GEN_AI_TOOL_CALL_RESULT, tool_result_text(result))
-        if failure is not None:
-            span.set_attribute(n.ERROR_TYPE, failure)
-            span.set_status(Status(StatusCode.ERROR, failure))
-        span.end()
-        if result is not None:  # the normal order: detach what on_tool_call attached
-            otel_context.detach(token)  # pyright: ignore[reportArgumentType]
+        try:
+            if result is not None and self._content_on_span:
+                span.set_attribute(n.GEN_AI_TOOL_CALL_RESULT, tool_result_text(result))
+            if failure is not None:
+                span.set_attribute(n.ERROR_TYPE, failure)
+                span.set_status(Status(StatusCode.ERROR, failure))
+            span.end()
+        finally:
+            if result is not None:  # the normal order: detach what on_tool_call attached
+                otel_context.detach(token)  # pyright: ignore[reportArgumentType]
 
 
 def _count_output(observer: OTelObserver, message: Message) -> int:
