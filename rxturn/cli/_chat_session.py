@@ -436,7 +436,10 @@ class ChatSession:
             elif argument == self.engine.served_model():
                 write(self.err, f"model: {argument} (unchanged)\n")
             elif argument:
-                self.engine.switch_model(argument)  # the observer tells the switch
+                try:
+                    self.engine.switch_model(argument)  # the observer tells the switch
+                except ConfigError as error:  # a backup of --fallback cannot be the primary
+                    write(self.err, f"model: {error}; unchanged\n")
             else:
                 write(self.err, f"model: {self.engine.served_model()}\n")
         elif name == "/reset":

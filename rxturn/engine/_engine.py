@@ -375,17 +375,19 @@ class TurnEngine:
     def switch_model(self, name: str) -> None:
         """Serve ``name`` from now on: it becomes the primary and the breaker starts closed.
 
-        Fires ``on_model_switched`` when the serving model changes. Blank names are rejected.
+        Fires ``on_model_switched`` when the serving model changes. Blank names, and a model
+        of the fallback chain (a backup cannot be the primary), are rejected before anything
+        changes.
         """
         # callers may be untyped
         model = name.strip() if isinstance(name, str) else ""  # pyright: ignore[reportUnnecessaryIsInstance]
         if not model:
             raise ConfigError(f"switch_model needs a model name, got {shown(name)}")
         previous = self.served_model()
-        self.request_options = msgspec.structs.replace(self.request_options, model=model)
         if self.fallback is not None:
-            self.fallback.set_primary(model)
+            self.fallback.set_primary(model)  # (first: it refuses a backup)
             self.fallback.reset()
+        self.request_options = msgspec.structs.replace(self.request_options, model=model)
         if previous != model:
             self.observers.emit("on_model_switched", from_model=previous, to_model=model)
         self._setup.last_served = model
@@ -604,6 +606,14 @@ def _check_arguments(
             "TurnEngine(failover=True) needs a fallback chain to fail over to: pass "
             "fallback=FallbackManager(primary, [backup, ...]) with at least one backup "
             "other than the model the engine serves"
+        )
+    # FallbackManager refuses a backup that is its primary; with no primary the engine's model
+    # is the primary, so a chain naming it would trip onto the model that just failed.
+    if fallback is not None and primary is None and served in fallback.fallback_models():
+        raise ConfigError(
+            f"TurnEngine(fallback=...): the chain lists {shown(served, 100)}, the model the "
+            "engine serves (FallbackManager(None, ...) keeps the client's model as the "
+            "primary): a backup must be another model; take it out of the chain"
         )
     # The primary is the engine's model while the breaker is closed (it overrides the client's,
     # by design); two explicit choices that disagree are refused.

@@ -159,17 +159,7 @@ class FallbackManager:
             self._new_entry(cast(str, name))
             for name in names  # each checked by _new_entry
         ]
-        seen: set[str | None] = {self._primary}
-        for entry in self._entries:
-            # a backup that is the primary (or an earlier backup) is no backup: the breaker
-            # would "fail over" to the model that just failed
-            if entry.name in seen:
-                what = "the primary model" if entry.name == self._primary else "listed twice"
-                raise ConfigError(
-                    f"FallbackManager(chain=...): {shown(entry.name)} is {what}; each backup must "
-                    "be another model"
-                )
-            seen.add(entry.name)
+        _check_chain(self._primary, self._entries, "FallbackManager(chain=...)")
         self._state = BreakerState.PRIMARY
         self._failures = 0
         self._successes = 0
@@ -425,9 +415,12 @@ class FallbackManager:
     # ------------------------------------------------------------ configuration
 
     def set_primary(self, name: str) -> None:
-        """Change the primary model (trimmed; blank is a ``ConfigError``). The state is kept:
-        call :meth:`reset` as well for an explicit model switch."""
-        self._primary = clean_model_name(name, "primary model")
+        """Change the primary model (trimmed; blank, or a model of the chain, is a
+        ``ConfigError``). The state is kept: call :meth:`reset` as well for an explicit model
+        switch."""
+        primary = clean_model_name(name, "primary model")
+        _check_chain(primary, self._entries, "set_primary(...)", new_primary=True)
+        self._primary = primary
 
     def set_policy(self, policy: FallbackPolicy) -> None:
         """Adopt new numbers. Every entry takes the new strike limit; failed ones stay failed."""
@@ -453,18 +446,26 @@ class FallbackManager:
         return None
 
     def set_fallback_model(self, name: str) -> None:
-        """Make ``name`` the whole chain."""
-        self._entries = [self._new_entry(name)]
+        """Make ``name`` the whole chain (the primary is a ``ConfigError``)."""
+        entries = [self._new_entry(name)]
+        _check_chain(self._primary, entries, "set_fallback_model(...)")
+        self._entries = entries
 
     def add_fallback_model(self, name: str) -> None:
-        """Append ``name`` as the last resort."""
-        self._entries.append(self._new_entry(name))
+        """Append ``name`` as the last resort (the primary or a backup already listed is a
+        ``ConfigError``)."""
+        entries = [*self._entries, self._new_entry(name)]
+        _check_chain(self._primary, entries, "add_fallback_model(...)")
+        self._entries = entries
 
     def insert_fallback_model(self, index: int, name: str) -> None:
         """Insert ``name`` at ``index`` (0 = first choice; past the end appends)."""
         if not positive(index, integer=True, allow_zero=True):
             raise ConfigError(f"fallback chain index must be an int >= 0, got {shown(index)}")
-        self._entries.insert(min(index, len(self._entries)), self._new_entry(name))
+        entries = list(self._entries)
+        entries.insert(min(index, len(entries)), self._new_entry(name))
+        _check_chain(self._primary, entries, "insert_fallback_model(...)")
+        self._entries = entries
 
     def remove_fallback_model(self, name: str) -> bool:
         """Remove the first entry called ``name``; ``False`` if there is none."""
@@ -478,7 +479,9 @@ class FallbackManager:
         """Replace the chain (fresh entries, no strikes)."""
         if isinstance(names, str):
             raise ConfigError(f"expected a sequence of model names, not the string {shown(names)}")
-        self._entries = [self._new_entry(name) for name in names]
+        entries = [self._new_entry(name) for name in names]
+        _check_chain(self._primary, entries, "set_fallback_models(...)")
+        self._entries = entries
 
     def mark_fallback_failed(self, name: str) -> bool:
         """Give ``name`` one strike; ``False`` if it is not in the chain."""
@@ -504,6 +507,28 @@ class FallbackManager:
             return False
         self._entries[index] = change(self._entries[index])
         return True
+
+
+def _check_chain(
+    primary: str | None, entries: Sequence[FallbackEntry], where: str, *, new_primary: bool = False
+) -> None:
+    """Each backup another model: one that is the primary (or an earlier backup) is no backup.
+    The breaker would "fail over" to the model that just failed, and strikes, which find an
+    entry by name, would never reach a second entry of the same name, so the chain would
+    never be exhausted."""
+    seen: set[str | None] = {primary}
+    for entry in entries:
+        if entry.name in seen:
+            if new_primary and entry.name == primary:
+                raise ConfigError(
+                    f"{where}: {shown(entry.name)} is a backup in the fallback chain; the primary "
+                    "must be another model"
+                )
+            what = "the primary model" if entry.name == primary else "listed twice"
+            raise ConfigError(
+                f"{where}: {shown(entry.name)} is {what}; each backup must be another model"
+            )
+        seen.add(entry.name)
 
 
 def for_model(

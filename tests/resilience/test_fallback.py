@@ -670,9 +670,9 @@ def test_chain_operations(clock: FakeClock) -> None:
     assert fm.fallback_models() == ["a", "b", "d", "e"]
     fm.set_fallback_model("x")
     assert fm.fallback_models() == ["x"]
-    fm.set_fallback_models(["p", "q", "p"])
-    assert fm.remove_fallback_model("p")  # the first one
-    assert fm.fallback_models() == ["q", "p"]
+    fm.set_fallback_models(["p", "q"])
+    assert fm.remove_fallback_model("p")
+    assert fm.fallback_models() == ["q"]
     assert fm.entries[0] == FallbackEntry(name="q", max_fail_count=2)
 
 
