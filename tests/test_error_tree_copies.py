@@ -147,3 +147,10 @@ def test_a_message_is_one_bounded_line(make: Callable[[], E.RxturnError]) -> Non
         assert text.strip()
         assert "\n" not in text and "\r" not in text
         assert len(text) < 400
+
+
+@pytest.mark.parametrize("make", _INSTANCES, ids=lambda make: type(make()).__name__)
+def test_args_hold_the_message(make: Callable[[], E.RxturnError]) -> None:
+    """``args`` is what ``traceback``, loggers and ``type(err)(*err.args)`` idioms show."""
+    err = make()
+    assert err.args == (err.message,)

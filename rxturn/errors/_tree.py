@@ -373,6 +373,7 @@ class RetryAfterBeyondDeadline(RateLimitEscalation):
             f"rate limited: retry-after {retry_after:g}s is beyond the turn's remaining "
             f"deadline ({max(remaining, 0.0):.1f}s)"
         )
+        self.args = (self.message,)
 
 
 class RescueFailed(RxturnError):
