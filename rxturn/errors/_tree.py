@@ -28,6 +28,20 @@ class RxturnError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
 
+    def __reduce__(self) -> tuple[object, ...]:
+        # Batch workers and Ray actors ship errors between processes, and copy.copy/deepcopy
+        # go the same way. The default rebuilds with ``cls(*self.args)``, which fails (or
+        # builds a wrong message) for every class whose __init__ takes other arguments than
+        # its message; rebuild without calling __init__, then restore the attributes.
+        return (_rebuild, (type(self), self.args), self.__dict__ or None)
+
+
+def _rebuild(cls: type[RxturnError], args: tuple[object, ...]) -> RxturnError:
+    """Unpickle one of the tree's errors: ``args`` as they were, attributes set after."""
+    err = cls.__new__(cls)
+    err.args = args
+    return err
+
 
 class ConfigError(RxturnError, ValueError):
     """The caller passed an invalid value (a policy field, an argument, a scenario)."""
@@ -359,6 +373,7 @@ class RetryAfterBeyondDeadline(RateLimitEscalation):
             f"rate limited: retry-after {retry_after:g}s is beyond the turn's remaining "
             f"deadline ({max(remaining, 0.0):.1f}s)"
         )
+        self.args = (self.message,)
 
 
 class RescueFailed(RxturnError):
