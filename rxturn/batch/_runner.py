@@ -42,6 +42,7 @@ import msgspec
 from .. import _constants as C
 from .._arguments import described, shown
 from .._jsonl import as_line
+from .._redact import one_line, redact
 from .._validate import CONTROL_IN_NAME, MAX_TOKENS, has_control, is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
@@ -435,14 +436,14 @@ class _Slot(Observer):
         current = _current_slot.set(self)
         try:
             result = await engine.turn()
-        except RxturnError as exc:
+        except Exception as exc:  # a row's failure is its line, never the batch's
             if isinstance(exc, Cancelled):
                 raise
             turns = engine.session.audit.all_turns()
             last = turns[-1] if turns else None
             return RowError(
                 id=row.key,
-                error=ErrorInfo(type(exc).__name__, str(exc)),
+                error=ErrorInfo(type(exc).__name__, _error_message(exc)),
                 attempts=last.attempts if last is not None else 1,
                 billed_usage=last.billed_usage if last is not None else None,
                 input_sha=sha,
@@ -465,6 +466,19 @@ class _Slot(Observer):
             run=run,
             cost=result.cost,
         )
+
+
+def _error_message(error: Exception) -> str:
+    """A failed row's ``error.message``: an rxturn error's own (one line, no key, by
+    construction); any other (a user's client or transport raising its own exception) quoted
+    as one line with key-like text taken out."""
+    if isinstance(error, RxturnError):
+        return str(error)
+    try:
+        text = str(error)
+    except Exception:  # a __str__ that raises: the class name says what there is to say
+        text = ""
+    return one_line(redact(text)) or type(error).__name__
 
 
 def reply_budget(client: object) -> int:

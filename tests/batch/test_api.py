@@ -398,3 +398,35 @@ def test_char_counter_counts_four_characters_a_token_and_eight_a_message() -> No
     assert counter.count_messages([]) == 0
     assert counter.count_message(messages[0]) == 18
     assert counter.count_text("a" * 41) == 10
+
+
+class _Broken:
+    """A user's own client whose every call raises an exception of its own (not rxturn's),
+    quoting the key it was given."""
+
+    model = "m"
+    base_url = "http://127.0.0.1:9"
+
+    def stream(self, request: object, options: object = None) -> object:
+        raise RuntimeError("upstream said no\nfor key sk-ant-api03-" + "k" * 40)
+
+    async def create(self, request: object, options: object = None) -> object:
+        raise RuntimeError("upstream said no\nfor key sk-ant-api03-" + "k" * 40)
+
+
+async def test_a_user_clients_own_exception_is_the_rows_error_line() -> None:
+    # A row's failure is its line, never the batch's: a user's client raising its own
+    # exception (not an rxturn error) ended the whole run with it, key and newline included.
+    results: list[RowResult] = []
+    config = BatchConfig(provider="anthropic", model="m", base_url="http://127.0.0.1:9")
+    rows = [{"id": "a", "prompt": "hi"}, {"id": "b", "prompt": "hi"}]
+    summary = await asyncio.wait_for(
+        run_batch(rows, config, on_result=results.append, client=_Broken(), progress=False),  # pyright: ignore[reportArgumentType]
+        30,
+    )
+    assert (summary.ok, summary.error) == (0, 2)
+    for result in results:
+        assert isinstance(result, RowError)
+        assert result.error.type == "RuntimeError"
+        assert result.error.message.startswith("upstream said no")
+        assert "\n" not in result.error.message and "k" * 40 not in result.error.message
