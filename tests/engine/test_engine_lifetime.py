@@ -22,6 +22,7 @@ from rxturn import (
     FallbackManager,
     HedgePolicy,
     HedgeTarget,
+    RescueFailed,
     StreamHandler,
     TurnEngine,
 )
@@ -175,7 +176,19 @@ HEDGE_SCENARIOS = {
 }
 
 
-@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, "refused", *HEDGE_SCENARIOS])
+#: every turn ends in the error it raises: a refusal, or every attempt's stream cut (the
+#: streaming ladder's retries, then the non-streaming rescue, whose connection is cut too)
+FAILING = {
+    "refused": ({"status": 400, "error_message": "refused"}, BadRequestError, "refused"),
+    "cut_every_attempt": (
+        {"text": "hello there", "chunk_chars": 3, "drop_after_events": 4},
+        RescueFailed,
+        "rescue request failed",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, *FAILING, *HEDGE_SCENARIOS])
 async def test_a_finished_turn_leaves_no_cycle(
     fake_client: Any, cyclic_garbage: None, kind: str
 ) -> None:
@@ -184,15 +197,15 @@ async def test_a_finished_turn_leaves_no_cycle(
     scenario: dict[str, Any] = HEDGE_SCENARIOS.get(kind, REPLY)
     if kind in FIRST_ATTEMPT:
         scenario = {"models": {"*": [FIRST_ATTEMPT[kind], REPLY["models"]["*"][0]] * 3}}
-    refused = kind == "refused"  # every turn ends in the error it raises
-    if refused:
-        scenario = {"models": {"*": [{"status": 400, "error_message": "refused"}]}}
+    failing = FAILING.get(kind)
+    if failing is not None:
+        scenario = {"models": {"*": [failing[0]]}}
     async with fake_client(scenario, model="primary") as (_, client):
         engine = TurnEngine(client, **_engine_options(kind))
         assert _rxturn_garbage() == []  # what setting up made is not counted
         for _ in range(3):
-            if refused:
-                with pytest.raises(BadRequestError, match="refused"):
+            if failing is not None:
+                with pytest.raises(failing[1], match=failing[2]):
                     await engine.run("q")
             else:
                 assert (await engine.run("q")).text == "hello there"
