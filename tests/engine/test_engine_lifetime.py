@@ -10,6 +10,7 @@ stream holds still runs.
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import weakref
 from collections.abc import Iterator
@@ -23,6 +24,7 @@ from rxturn import (
     HedgePolicy,
     HedgeTarget,
     RescueFailed,
+    RxturnError,
     StreamHandler,
     TurnEngine,
 )
@@ -209,4 +211,26 @@ async def test_a_finished_turn_leaves_no_cycle(
                     await engine.run("q")
             else:
                 assert (await engine.run("q")).text == "hello there"
+        assert _rxturn_garbage() == []
+
+
+#: every attempt of every turn fails (the ladder's retries, the failover's next model, the hedge
+#: and its primary): the turn ends in the last error
+ALL_FAIL = {"models": {"*": [{"status": 529, "retry_after": 0.01}]}}
+
+
+@pytest.mark.parametrize("kind", ["default", "non_streaming", "failover", "hedge_failed"])
+async def test_a_turn_failing_in_a_task_of_its_own_leaves_no_cycle(
+    fake_client: Any, cyclic_garbage: None, kind: str
+) -> None:
+    # a turn in a task (create_task, gather, a TaskGroup): the task keeps the turn's error, so
+    # nothing in that error's traceback may hold the task
+    async with fake_client(ALL_FAIL, model="primary") as (_, client):
+        engine = TurnEngine(client, **_engine_options(kind))
+        assert _rxturn_garbage() == []
+        for _ in range(2):
+            task = asyncio.create_task(engine.run("q"))
+            with pytest.raises(RxturnError):
+                await task
+            del task
         assert _rxturn_garbage() == []
