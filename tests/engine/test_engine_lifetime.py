@@ -28,6 +28,7 @@ from rxturn import (
     StreamHandler,
     TurnEngine,
 )
+from rxturn.engine import TurnStream
 from rxturn.engine.agent.tools import tool
 from rxturn.engine.observation.observers import RecordingObserver
 
@@ -219,18 +220,28 @@ async def test_a_finished_turn_leaves_no_cycle(
 ALL_FAIL = {"models": {"*": [{"status": 529, "retry_after": 0.01}]}}
 
 
-@pytest.mark.parametrize("kind", ["default", "non_streaming", "failover", "hedge_failed"])
+@pytest.mark.parametrize(
+    "kind", ["default", "non_streaming", "failover", "hedge_failed", "turn_streams"]
+)
 async def test_a_turn_failing_in_a_task_of_its_own_leaves_no_cycle(
     fake_client: Any, cyclic_garbage: None, kind: str
 ) -> None:
     # a turn in a task (create_task, gather, a TaskGroup): the task keeps the turn's error, so
-    # nothing in that error's traceback may hold the task
+    # nothing in that error's traceback may hold the task; "turn_streams": a subscriber's
+    # stream keeps the error too (it ends with it), so nothing in its traceback may hold that
     async with fake_client(ALL_FAIL, model="primary") as (_, client):
         engine = TurnEngine(client, **_engine_options(kind))
-        assert _rxturn_garbage() == []
+        errors: list[str] = []
+        if kind == "turn_streams":
+
+            def subscribe(stream: TurnStream) -> None:
+                stream.batches.subscribe(on_error=lambda error: errors.append(type(error).__name__))
+
+            engine.turn_streams.subscribe(subscribe)
         for _ in range(2):
             task = asyncio.create_task(engine.run("q"))
             with pytest.raises(RxturnError):
                 await task
             del task
         assert _rxturn_garbage() == []
+        assert len(errors) == (2 if kind == "turn_streams" else 0)  # each turn's stream ended

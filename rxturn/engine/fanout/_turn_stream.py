@@ -266,7 +266,9 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
 
     def _end(self, error: Exception | None) -> None:
         self._router.stop()
-        share = self._share
+        # the share keeps the turn's error, whose traceback holds the frames that drove the
+        # turn into this sink: held here after the end, the share would make a cycle
+        share, self._share = self._share, None
         if share is not None:
             if error is None:
                 share.on_completed()
@@ -356,7 +358,9 @@ async def stream_path(
         done, sink.done = sink.done, None
         if done is not None and done.done() and not done.cancelled():
             done.exception()  # an error that lost to an outer cancel is still retrieved
-        done = None
+        # the share keeps the turn's error (for late subscribers), whose traceback holds this
+        # frame: holding the share here would make a cycle
+        done = share = None
     if not (state.completed or stats.rescued):
         raise TruncatedStreamError(0)
     return state.message()
