@@ -11,6 +11,7 @@ stream holds still runs.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import weakref
 from collections.abc import Iterator
@@ -54,7 +55,7 @@ def add(a: int, b: int) -> int:
 
 #: the kinds of engine each test below runs (made fresh per test: observers and breakers
 #: keep state)
-KINDS = ["default", "passthrough", "non_streaming", "observers", "failover"]
+KINDS = ["default", "passthrough", "non_streaming", "observers", "failover", "text_streamer"]
 
 
 def _engine_options(kind: str) -> dict[str, Any]:
@@ -64,6 +65,8 @@ def _engine_options(kind: str) -> dict[str, Any]:
         return {"mode": "non_streaming", "handler": StreamHandler.default()}
     if kind == "observers":
         return {"observers": [RecordingObserver()]}
+    if kind == "text_streamer":
+        return {"handler": StreamHandler.default(), "text_streamer": lambda text: None}
     if kind == "failover":
         return {"fallback": FallbackManager("primary", ["backup"]), "failover": True}
     if kind in HEDGE_SCENARIOS:
@@ -245,3 +248,31 @@ async def test_a_turn_failing_in_a_task_of_its_own_leaves_no_cycle(
             del task
         assert _rxturn_garbage() == []
         assert len(errors) == (2 if kind == "turn_streams" else 0)  # each turn's stream ended
+
+
+@pytest.mark.parametrize("how", ["cancelled", "stream_left_early"])
+async def test_a_turn_ended_early_leaves_no_cycle(
+    fake_client: Any, cyclic_garbage: None, how: str
+) -> None:
+    # with an observer and an engine.events subscriber attached (a turn stream's subscriber is
+    # not: a cancelled turn never ends its stream, whose subscribers then stay in a cycle)
+    async with fake_client(REPLY, model="primary") as (_, client):
+        engine = TurnEngine(client, observers=[RecordingObserver()])
+        seen: list[object] = []
+        engine.events.subscribe(seen.append)
+        assert _rxturn_garbage() == []
+        for steps in range(6):  # cut at a different point of the turn each time
+            if how == "cancelled":
+                task = asyncio.create_task(engine.run("q"))
+                for _ in range(steps):
+                    await asyncio.sleep(0)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                del task
+            else:
+                async with engine.stream("q") as stream:
+                    async for _ in stream:
+                        break
+            seen.clear()  # (what the consumers heard is theirs to keep)
+        assert _rxturn_garbage() == []
