@@ -314,33 +314,39 @@ class Bridge(abc.DisposableBase, Generic[_T]):
         task = asyncio.current_task(self.loop)
         assert task is not None
         self.task = task
-        self.started = True
-        if self.disposed:
-            return
-        error: Exception | None = None
         try:
-            if task.cancelling():
-                # A cancellation already waits for the task: it lands here, before any IO (a
-                # task of its own would never have started), not in the middle of a connect.
-                await asyncio.sleep(0)
-            await self.produce()
-        except asyncio.CancelledError:
-            if self.cancelling:  # our dispose's cancel: take it back, unless another came too
-                self.cancelling = False
-                if task.uncancel() > 0:
-                    raise
+            self.started = True
+            if self.disposed:
                 return
-            # The task's own cancellation (its caller's): the bridge has nothing to report;
-            # the caller disposes the subscription as it unwinds.
-            raise
-        except Exception as exc:
-            error = exc
-        # (A dispose cancels the task only while it waits here, inside ``produce``: the
-        # cancellation always lands in it, and was taken back above.)
-        try:
-            self._end(error)
+            error: Exception | None = None
+            try:
+                if task.cancelling():
+                    # A cancellation already waits for the task: it lands here, before any IO (a
+                    # task of its own would never have started), not in the middle of a connect.
+                    await asyncio.sleep(0)
+                await self.produce()
+            except asyncio.CancelledError:
+                if self.cancelling:  # our dispose's cancel: take it back, unless another came too
+                    self.cancelling = False
+                    if task.uncancel() > 0:
+                        raise
+                    return
+                # The task's own cancellation (its caller's): the bridge has nothing to report;
+                # the caller disposes the subscription as it unwinds.
+                raise
+            except Exception as exc:
+                error = exc
+            # (A dispose cancels the task only while it waits here, inside ``produce``: the
+            # cancellation always lands in it, and was taken back above.)
+            try:
+                self._end(error)
+            finally:
+                error = None  # this frame is in the error's traceback: keeping it makes a cycle
         finally:
-            error = None  # this frame is in the error's traceback: keeping it makes a cycle
+            # the task is the caller's and outlives the bridge: kept (here, or in this frame,
+            # which an error of ``produce`` holds in its traceback), it would make a cycle of a
+            # task that holds the turn's error, whose traceback holds the bridge
+            self.task = task = None
 
     def _end(self, error: Exception | None) -> None:
         """``produce`` returned (``error``: or raised): the observer's terminal call, unless

@@ -848,7 +848,10 @@ class AiohttpTransport:
                 max_decompressed_bytes=self.max_decompressed_bytes,
                 max_expansion_ratio=self.max_expansion_ratio,
             )
-        raise error  # outside the except block: no third-party __context__
+        try:
+            raise error  # outside the except block: no third-party __context__
+        finally:
+            error = None  # this frame is in its traceback: holding it makes a cycle
 
     def _proxy_for(self, url: str) -> str | None:
         """The proxy the environment names for ``url`` (``None``: direct, or ``NO_PROXY``)."""

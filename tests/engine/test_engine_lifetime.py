@@ -10,6 +10,8 @@ stream holds still runs.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import gc
 import weakref
 from collections.abc import Iterator
@@ -22,9 +24,12 @@ from rxturn import (
     FallbackManager,
     HedgePolicy,
     HedgeTarget,
+    RescueFailed,
+    RxturnError,
     StreamHandler,
     TurnEngine,
 )
+from rxturn.engine import TurnStream
 from rxturn.engine.agent.tools import tool
 from rxturn.engine.observation.observers import RecordingObserver
 
@@ -50,7 +55,7 @@ def add(a: int, b: int) -> int:
 
 #: the kinds of engine each test below runs (made fresh per test: observers and breakers
 #: keep state)
-KINDS = ["default", "passthrough", "non_streaming", "observers", "failover"]
+KINDS = ["default", "passthrough", "non_streaming", "observers", "failover", "text_streamer"]
 
 
 def _engine_options(kind: str) -> dict[str, Any]:
@@ -60,6 +65,8 @@ def _engine_options(kind: str) -> dict[str, Any]:
         return {"mode": "non_streaming", "handler": StreamHandler.default()}
     if kind == "observers":
         return {"observers": [RecordingObserver()]}
+    if kind == "text_streamer":
+        return {"handler": StreamHandler.default(), "text_streamer": lambda text: None}
     if kind == "failover":
         return {"fallback": FallbackManager("primary", ["backup"]), "failover": True}
     if kind in HEDGE_SCENARIOS:
@@ -175,7 +182,19 @@ HEDGE_SCENARIOS = {
 }
 
 
-@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, "refused", *HEDGE_SCENARIOS])
+#: every turn ends in the error it raises: a refusal, or every attempt's stream cut (the
+#: streaming ladder's retries, then the non-streaming rescue, whose connection is cut too)
+FAILING = {
+    "refused": ({"status": 400, "error_message": "refused"}, BadRequestError, "refused"),
+    "cut_every_attempt": (
+        {"text": "hello there", "chunk_chars": 3, "drop_after_events": 4},
+        RescueFailed,
+        "rescue request failed",
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", [*KINDS, *FIRST_ATTEMPT, *FAILING, *HEDGE_SCENARIOS])
 async def test_a_finished_turn_leaves_no_cycle(
     fake_client: Any, cyclic_garbage: None, kind: str
 ) -> None:
@@ -184,16 +203,76 @@ async def test_a_finished_turn_leaves_no_cycle(
     scenario: dict[str, Any] = HEDGE_SCENARIOS.get(kind, REPLY)
     if kind in FIRST_ATTEMPT:
         scenario = {"models": {"*": [FIRST_ATTEMPT[kind], REPLY["models"]["*"][0]] * 3}}
-    refused = kind == "refused"  # every turn ends in the error it raises
-    if refused:
-        scenario = {"models": {"*": [{"status": 400, "error_message": "refused"}]}}
+    failing = FAILING.get(kind)
+    if failing is not None:
+        scenario = {"models": {"*": [failing[0]]}}
     async with fake_client(scenario, model="primary") as (_, client):
         engine = TurnEngine(client, **_engine_options(kind))
         assert _rxturn_garbage() == []  # what setting up made is not counted
         for _ in range(3):
-            if refused:
-                with pytest.raises(BadRequestError, match="refused"):
+            if failing is not None:
+                with pytest.raises(failing[1], match=failing[2]):
                     await engine.run("q")
             else:
                 assert (await engine.run("q")).text == "hello there"
+        assert _rxturn_garbage() == []
+
+
+#: every attempt of every turn fails (the ladder's retries, the failover's next model, the hedge
+#: and its primary): the turn ends in the last error
+ALL_FAIL = {"models": {"*": [{"status": 529, "retry_after": 0.01}]}}
+
+
+@pytest.mark.parametrize(
+    "kind", ["default", "non_streaming", "failover", "hedge_failed", "turn_streams"]
+)
+async def test_a_turn_failing_in_a_task_of_its_own_leaves_no_cycle(
+    fake_client: Any, cyclic_garbage: None, kind: str
+) -> None:
+    # a turn in a task (create_task, gather, a TaskGroup): the task keeps the turn's error, so
+    # nothing in that error's traceback may hold the task; "turn_streams": a subscriber's
+    # stream keeps the error too (it ends with it), so nothing in its traceback may hold that
+    async with fake_client(ALL_FAIL, model="primary") as (_, client):
+        engine = TurnEngine(client, **_engine_options(kind))
+        errors: list[str] = []
+        if kind == "turn_streams":
+
+            def subscribe(stream: TurnStream) -> None:
+                stream.batches.subscribe(on_error=lambda error: errors.append(type(error).__name__))
+
+            engine.turn_streams.subscribe(subscribe)
+        for _ in range(2):
+            task = asyncio.create_task(engine.run("q"))
+            with pytest.raises(RxturnError):
+                await task
+            del task
+        assert _rxturn_garbage() == []
+        assert len(errors) == (2 if kind == "turn_streams" else 0)  # each turn's stream ended
+
+
+@pytest.mark.parametrize("how", ["cancelled", "stream_left_early"])
+async def test_a_turn_ended_early_leaves_no_cycle(
+    fake_client: Any, cyclic_garbage: None, how: str
+) -> None:
+    # with an observer and an engine.events subscriber attached (a turn stream's subscriber is
+    # not: a cancelled turn never ends its stream, whose subscribers then stay in a cycle)
+    async with fake_client(REPLY, model="primary") as (_, client):
+        engine = TurnEngine(client, observers=[RecordingObserver()])
+        seen: list[object] = []
+        engine.events.subscribe(seen.append)
+        assert _rxturn_garbage() == []
+        for steps in range(6):  # cut at a different point of the turn each time
+            if how == "cancelled":
+                task = asyncio.create_task(engine.run("q"))
+                for _ in range(steps):
+                    await asyncio.sleep(0)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+                del task
+            else:
+                async with engine.stream("q") as stream:
+                    async for _ in stream:
+                        break
+            seen.clear()  # (what the consumers heard is theirs to keep)
         assert _rxturn_garbage() == []

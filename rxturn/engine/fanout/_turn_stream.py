@@ -266,7 +266,9 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
 
     def _end(self, error: Exception | None) -> None:
         self._router.stop()
-        share = self._share
+        # the share keeps the turn's error, whose traceback holds the frames that drove the
+        # turn into this sink: held here after the end, the share would make a cycle
+        share, self._share = self._share, None
         if share is not None:
             if error is None:
                 share.on_completed()
@@ -281,9 +283,11 @@ class _TurnSink(abc.ObserverBase[list[HandlerEvent]]):
         if self.settled:
             return
         self.settled = True
-        self.error = error
         done = self.done
-        if done is None or done.done():
+        if done is None:  # the turn's task reads it once it is free
+            self.error = error
+            return
+        if done.done():
             return
         if error is None:
             done.set_result(self.state)
@@ -350,9 +354,13 @@ async def stream_path(
         # the ladder holds the sink and the sink (following it) the ladder: without this the
         # turn's objects would wait for the cycle collector instead of going with the turn
         sink.follow(None)
-        done = sink.done
+        # the future holds the turn's error, whose traceback holds this frame (and the sink)
+        done, sink.done = sink.done, None
         if done is not None and done.done() and not done.cancelled():
             done.exception()  # an error that lost to an outer cancel is still retrieved
+        # the share keeps the turn's error (for late subscribers), whose traceback holds this
+        # frame: holding the share here would make a cycle
+        done = share = None
     if not (state.completed or stats.rescued):
         raise TruncatedStreamError(0)
     return state.message()

@@ -541,6 +541,9 @@ class Ladder(abc.ObserverBase[Any], abc.DisposableBase):
             return
         stream_error = self._rescue_error
         assert stream_error is not None
+        # not kept past the rescue: its traceback holds the frames that streamed this ladder's
+        # attempt (holding the ladder), a cycle that would keep the turn for the collector
+        self._rescue_error = None
         self._phase = _DONE
         rescue, self._rescue = self._rescue, None
         if rescue is not None:  # what the rescue's watcher sees first, as in ``rescue``

@@ -80,7 +80,12 @@ async def race(
     if cancel_token.cancelled:
         raise cancel_error(cancel_token)
     if task.done() and not task.cancelled():
-        return task.result()
+        try:
+            return task.result()
+        finally:
+            # the task keeps its error, whose traceback holds this frame: holding the task
+            # here too would make a cycle of the two (and of all the turn they hold)
+            del task
     return expired()  # (a task left running lost to the timer)
 
 
