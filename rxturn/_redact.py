@@ -11,6 +11,7 @@ from urllib.parse import quote
 __all__ = [
     "is_credential_header",
     "one_line",
+    "quoted",
     "redact",
     "scrub_exception",
     "without_base64",
@@ -64,6 +65,22 @@ def one_line(text: str) -> str:
         'bad request [2J'
     """
     return _NOT_ONE_LINE.sub(" ", text).strip()
+
+
+def quoted(error: BaseException) -> str:
+    """An exception of someone else's (a client's, a transport's, Ray's) as rxturn's messages
+    quote it: its words on one line, key-like text taken out (:func:`redact`); ``""`` when its
+    ``str()`` itself raises.
+
+    Examples:
+        >>> quoted(RuntimeError("no\\nkey sk-ant-api03-" + "k" * 40))
+        'no key [redacted]'
+    """
+    try:
+        text = str(error)
+    except Exception:  # a __str__ that raises: nothing to quote (the caller names the type)
+        return ""
+    return one_line(redact(text))
 
 
 def without_base64(text: str) -> str:

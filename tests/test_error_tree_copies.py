@@ -154,3 +154,16 @@ def test_args_hold_the_message(make: Callable[[], E.RxturnError]) -> None:
     """``args`` is what ``traceback``, loggers and ``type(err)(*err.args)`` idioms show."""
     err = make()
     assert err.args == (err.message,)
+
+
+def test_a_rescue_failure_over_an_error_whose_str_raises_is_still_made() -> None:
+    # the two errors may be a client's own, with a __str__ of its own: building the message
+    # raised that __str__'s error in place of the RescueFailed
+    class Unprintable(Exception):
+        def __str__(self) -> str:
+            raise ValueError("no words")
+
+    error = E.RescueFailed(Unprintable(), RuntimeError("the rescue\nfailed"))
+    assert str(error) == (
+        "streaming failed (); the non-streaming rescue request failed too: the rescue failed"
+    )

@@ -42,7 +42,7 @@ import msgspec
 from .. import _constants as C
 from .._arguments import described, shown
 from .._jsonl import as_line
-from .._redact import one_line, redact
+from .._redact import quoted
 from .._validate import CONTROL_IN_NAME, MAX_TOKENS, has_control, is_utf8
 from ..clients._base import ModelClient
 from ..clients._connection import check_base_url
@@ -474,11 +474,7 @@ def _error_message(error: Exception) -> str:
     as one line with key-like text taken out."""
     if isinstance(error, RxturnError):
         return str(error)
-    try:
-        text = str(error)
-    except Exception:  # a __str__ that raises: the class name says what there is to say
-        text = ""
-    return one_line(redact(text)) or type(error).__name__
+    return quoted(error) or type(error).__name__
 
 
 def reply_budget(client: object) -> int:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from .._redact import one_line, redact
+from .._redact import quoted, redact
 
 
 class RxturnError(Exception):
@@ -382,8 +382,8 @@ class RescueFailed(RxturnError):
     def __init__(self, stream_error: BaseException, rescue_error: BaseException) -> None:
         # either may be a client's own exception, worded as it likes: quoted on one line,
         # without anything key-like, as rxturn's errors quote a server's words
-        stream_text = one_line(redact(str(stream_error)))
-        rescue_text = one_line(redact(str(rescue_error)))
+        stream_text = quoted(stream_error)
+        rescue_text = quoted(rescue_error)
         super().__init__(
             f"streaming failed ({stream_text}); the non-streaming rescue request failed too: "
             f"{rescue_text}"

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._arguments import counted, shown
-from .._redact import one_line, redact
+from .._redact import quoted
 from ..batch._errors import BatchError
 from ..batch._file import Done, run_line
 from ..batch._runner import BatchConfig, Runner
@@ -162,7 +162,7 @@ class RayBackend:
             except Exception as exc:  # Ray's own errors: one line, not a traceback
                 raise BatchError(
                     f"cannot start on the Ray cluster at {shown(self.address, 100)}: "
-                    f"{type(exc).__name__}: {one_line(redact(str(exc)))}"
+                    f"{type(exc).__name__}: {quoted(exc)}"
                 ) from None
             self._started_ray = True
         count = self.actors_wanted or max(1, int(ray.cluster_resources().get("CPU", 1)))
